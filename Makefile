@@ -1,0 +1,38 @@
+# One entry point for contributors: each target bootstraps what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: test lint typecheck pytest bench bench-smoke clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	touch $(STAMP)
+
+## test: lint, type-check and run the whole test suite (doctests included).
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check memstore tests benchmarks
+	$(BIN)/ruff format --check memstore tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict memstore
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest README.md tests memstore
+
+## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
+bench: $(STAMP)
+	$(BIN)/python benchmarks/lexical.py
+
+## bench-smoke: the same script on tiny corpora, as CI runs it.
+bench-smoke: $(STAMP)
+	$(BIN)/python benchmarks/lexical.py --smoke
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

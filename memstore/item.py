@@ -1,0 +1,263 @@
+"""Memory items: the persisted cell spec, its links, and the engine's constants.
+
+An :class:`Item` is a :class:`MemoryCellSpec` (everything that is persisted)
+plus three in-process flags that never serialise. Models validate at the
+boundary (construction, ``model_validate``); the store's hot paths copy items
+without re-validating them.
+
+>>> it = Item(kind="stable_fact", title="payments use idempotency keys",
+...           content="every POST to payment-api carries an Idempotency-Key",
+...           confidence="high")
+>>> it.kind, it.scope, it.status
+('stable_fact', 'public', 'active')
+>>> "no_embed" in it.model_dump()
+False
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Final, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CONFIDENCE_RANK",
+    "DEFAULT_HYPOTHESIS_STALE_AFTER",
+    "DEFAULT_UNKNOWN_STALE_AFTER",
+    "EXACT_ID_MATCH_SCORE",
+    "KIND_EVENT",
+    "KIND_HYPOTHESIS",
+    "KIND_OPERATIONAL_PATTERN",
+    "KIND_STABLE_FACT",
+    "KIND_UNKNOWN",
+    "KIND_WATCH_ITEM",
+    "MAX_MODEL_LINKS",
+    "ORIGIN_DERIVED",
+    "ORIGIN_HUMAN",
+    "ORIGIN_OBSERVED",
+    "ORIGIN_VERIFIED",
+    "REFUTED_DATA_KEY",
+    "SCOPE_PRIVATE",
+    "SCOPE_PUBLIC",
+    "STATUS_ACTIVE",
+    "STATUS_STALE",
+    "STATUS_SUPERSEDED",
+    "VALID_THOUGHT_LINK_RELATIONS",
+    "Item",
+    "MemoryCellSpec",
+    "RefutedRecord",
+    "Removed",
+    "ScoredItem",
+    "ThoughtLink",
+    "utc_now",
+]
+
+# Kinds the engine itself knows by name; every other kind belongs to the host.
+KIND_STABLE_FACT: Final = "stable_fact"
+"""Established truth about a subject, e.g. a verified root cause. Needs high confidence."""
+KIND_OPERATIONAL_PATTERN: Final = "operational_pattern"
+"""A recurring behaviour worth remembering."""
+KIND_WATCH_ITEM: Final = "watch_item"
+"""Something being watched; it ranks higher while active."""
+KIND_HYPOTHESIS: Final = "hypothesis"
+"""A claim not yet confirmed; it decays quickly."""
+KIND_UNKNOWN: Final = "unknown"
+"""An open question; it decays."""
+KIND_EVENT: Final = "event"
+"""Something that happened at a time of its own (``event_date``)."""
+
+ORIGIN_OBSERVED: Final = "observed"
+"""Written by code from facts it measured."""
+ORIGIN_DERIVED: Final = "derived"
+"""Written by a model: a prior claim, never evidence. A cell with no origin is derived."""
+ORIGIN_HUMAN: Final = "human"
+"""Written by an identified person. Outranks derived."""
+ORIGIN_VERIFIED: Final = "verified"
+"""Derived, then passed a check."""
+
+SCOPE_PUBLIC: Final = "public"
+"""Shared: visible on the graph and in search."""
+SCOPE_PRIVATE: Final = "private"
+"""Isolated to its owner (the ``user:`` tag): not in shared search, not on the change stream."""
+
+STATUS_ACTIVE: Final = "active"
+STATUS_STALE: Final = "stale"
+STATUS_SUPERSEDED: Final = "superseded"
+
+REFUTED_DATA_KEY = "refuted"
+"""The ``data`` entry :meth:`Store.refute` writes (a :class:`RefutedRecord` as base64 JSON)."""
+
+MAX_MODEL_LINKS = 12
+"""Cap on the links one cell accumulates through :meth:`Store.add_link`."""
+
+EXACT_ID_MATCH_SCORE = 100.0
+"""Score of an exact id hit: outside the rerank scale, never mistaken for relevance."""
+
+DEFAULT_HYPOTHESIS_STALE_AFTER = _dt.timedelta(hours=24)
+"""Deadline stamped onto a hypothesis written without one."""
+DEFAULT_UNKNOWN_STALE_AFTER = _dt.timedelta(days=7)
+"""Deadline stamped onto an unknown written without one."""
+
+VALID_THOUGHT_LINK_RELATIONS: tuple[str, ...] = (
+    "triggers",
+    "caused_by",
+    "correlates_with",
+    "precedes",
+    "explains",
+    "contradicts",
+)
+"""The link relations, in the fixed order rejection messages list them."""
+
+CONFIDENCE_RANK = {"high": 3, "medium": 2, "low": 1, "": 0}
+"""How much each confidence value is trusted (higher wins)."""
+
+Scope = Literal["public", "private"]
+Status = Literal["active", "stale", "superseded"]
+Confidence = Literal["high", "medium", "low", ""]
+Origin = Literal["observed", "derived", "human", "verified", ""]
+
+
+def utc_now() -> _dt.datetime:
+    """The current time as an aware UTC datetime (the default clock)."""
+    return _dt.datetime.now(_dt.UTC)
+
+
+class ThoughtLink(BaseModel):
+    """A directed, weighted association from one cell to another.
+
+    ``relation`` is one of :data:`VALID_THOUGHT_LINK_RELATIONS`; ``weight`` in
+    ``(0, 1]`` scales the activation that flows along the link.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    to_id: str
+    """The id of the cell linked to."""
+    relation: str
+    """How the two cells relate, e.g. ``"caused_by"``."""
+    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    """Strength of the association; the lowest-weight link is evicted first."""
+
+
+class MemoryCellSpec(BaseModel):
+    """The persisted part of a memory item: exactly what reaches storage.
+
+    JSON round trips are exact (``MemoryCellSpec.model_validate_json(
+    spec.model_dump_json())`` equals ``spec``). Datetimes must carry a timezone.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    """Unique id; the store mints ``id_prefix`` + a ULID when empty."""
+    kind: str = ""
+    """The category: a ``KIND_*`` constant or a kind of the host's vocabulary."""
+    title: str = ""
+    """A one-line summary; searched with extra weight."""
+    content: str = ""
+    """The body of the note."""
+    subject: str = ""
+    """What or whom the item is about (for a private item: the instance holding it)."""
+    scope: Scope = SCOPE_PUBLIC
+    """``public`` (shared) or ``private`` (its ``user:`` owner alone)."""
+    status: Status = STATUS_ACTIVE
+    """``active``, ``stale`` (expired or refuted) or ``superseded``."""
+    confidence: Confidence = ""
+    """How sure the writer is: ``high``, ``medium``, ``low`` or unset."""
+    origin: Origin = ""
+    """Who wrote it: ``observed``, ``derived``, ``human`` or ``verified``; unset is derived."""
+    tags: list[str] = Field(default_factory=list)
+    """Free tags plus reserved prefixes (``tenant/``, ``author/``, ``user:``, ``service/``...)."""
+    links: list[ThoughtLink] = Field(default_factory=list)
+    """Outbound associations to other cells."""
+    supersedes: list[str] = Field(default_factory=list)
+    """Ids of cells this one replaced."""
+    evidence_refs: list[str] = Field(default_factory=list)
+    """What supports the claim: cell ids (optionally ``cell:``-prefixed), URLs, log refs."""
+    stale_after: AwareDatetime | None = None
+    """Deadline after which the item reads as stale."""
+    event_date: str = ""
+    """When the event happened: ``YYYY-MM-DD`` or RFC 3339."""
+    data: dict[str, str] = Field(default_factory=dict)
+    """Host-owned string attributes (``refuted`` is reserved)."""
+    created_at: AwareDatetime | None = None
+    """First write time, stamped by the store."""
+    updated_at: AwareDatetime | None = None
+    """Last write time, stamped by the store."""
+
+
+class Item(MemoryCellSpec):
+    """One memory note: the cell spec plus in-process flags that never serialise.
+
+    >>> Item(kind="event", title="deploy", event_date="2024-03-01").title_with_event_time()
+    'deploy (2024-03-01)'
+    """
+
+    no_embed: bool = Field(default=False, exclude=True)
+    """Keep this item out of the vector index (records read by id, never by meaning)."""
+    cell_originated: bool = Field(default=False, exclude=True)
+    """Loaded from an existing cell (restart or rebuild seed) rather than authored here."""
+    links_set: bool = Field(default=False, exclude=True)
+    """``links`` is the writer's whole set, even when empty (else upsert keeps old links)."""
+
+    def clone(self, **update: Any) -> Item:
+        """A copy that shares no list or dict with this item (no re-validation)."""
+        d = self.__dict__.copy()
+        d["tags"] = list(self.tags)
+        d["links"] = [link.model_copy() for link in self.links]
+        d["supersedes"] = list(self.supersedes)
+        d["evidence_refs"] = list(self.evidence_refs)
+        d["data"] = dict(self.data)
+        d.update(update)
+        new = Item.__new__(Item)
+        object.__setattr__(new, "__dict__", d)
+        object.__setattr__(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        object.__setattr__(new, "__pydantic_extra__", None)
+        object.__setattr__(new, "__pydantic_private__", None)
+        return new
+
+    def spec(self) -> MemoryCellSpec:
+        """The persisted part alone, as a :class:`MemoryCellSpec`."""
+        return MemoryCellSpec.model_validate(self.model_dump())
+
+    def is_expired(self, now: _dt.datetime | None = None) -> bool:
+        """Whether the item has a ``stale_after`` deadline that has passed."""
+        if self.stale_after is None:
+            return False
+        return (now or utc_now()) >= self.stale_after
+
+    def is_active(self, now: _dt.datetime | None = None) -> bool:
+        """Whether the item is ``active`` and not yet past its deadline."""
+        return self.status == STATUS_ACTIVE and not self.is_expired(now)
+
+    def title_with_event_time(self) -> str:
+        """The title with :func:`event_time_annotation` of ``event_date`` appended."""
+        from memstore.eventdate import event_time_annotation
+
+        return self.title + event_time_annotation(self.event_date)
+
+
+class RefutedRecord(BaseModel):
+    """What :meth:`Store.refute` records under ``data["refuted"]``."""
+
+    reason: str
+    evidence: list[str] = Field(default_factory=list)
+    at: str
+    """RFC 3339 UTC time of the refutation."""
+
+
+class Removed(BaseModel):
+    """An item taken out of the store: its id and kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: str
+
+
+class ScoredItem(BaseModel):
+    """An item with the activation a traversal gave it."""
+
+    item: Item
+    score: float

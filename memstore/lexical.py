@@ -1,0 +1,555 @@
+"""Lexical search: the Lexicon (an exact candidate index) and lexical scoring.
+
+A query token *matches* a document when it is a substring of one of the
+document's words, or, for tokens longer than two characters, when it is within
+one edit (insertion, deletion, substitution or adjacent transposition) of a
+word or of two adjacent words joined without a space. The :class:`Lexicon`
+answers "which documents could match this token" from indexes over its
+*vocabulary*, never by scanning documents:
+
+* postings: word -> documents containing it;
+* grams: every 2- and 3-character substring (and digit/ideograph/emoji
+  characters) of every word -> the words containing it, for substring matches;
+* deletions: every one-character deletion of every word -> the words, so the
+  one-edit neighbours of a token are found by a handful of dictionary probes
+  (the token's length band, in effect) and then verified;
+* joined words are found by splitting the token at each position and probing
+  both halves, then checking adjacency in the (few) documents holding both.
+
+On top of the exact rule, tokens of four or more characters that are no word
+of the vocabulary get a *fuzzy* (trigram Dice) channel, so "deploying" still
+finds "deployment". Scoring is per token: the best match level in a document
+(exact 1.0, prefix 0.9, one edit 0.8, inner substring 0.6, fuzzy at most 0.5),
+weighted by the token's distinctiveness (BM25's idf over matched documents),
+with a bonus when the match is in the title.
+
+>>> lex = Lexicon()
+>>> lex.index("a", "Payment API", "timeouts after 30s under load")
+>>> lex.index("b", "Auth service", "tokens expire after one hour")
+>>> sorted(lex.candidates("paymnet"))     # one transposition
+['a']
+>>> sorted(lex.candidates("paymentapi"))  # two words joined
+['a']
+>>> sorted(lex.candidates("after"))
+['a', 'b']
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import regex
+
+from memstore.text import kw_tokens, normalize_query, trigrams, words
+
+__all__ = [
+    "FUZZY_MAX",
+    "FUZZY_MIN_DICE",
+    "FUZZY_MIN_LEN",
+    "LEVEL_EDIT",
+    "LEVEL_EXACT",
+    "LEVEL_PREFIX",
+    "LEVEL_SUBSTRING",
+    "TITLE_WEIGHT",
+    "Lexicon",
+    "TokenMatch",
+    "is_confident",
+    "score_document",
+    "token_weight",
+    "within_one_edit",
+    "word_level",
+]
+
+LEVEL_EXACT = 1.0
+"""A token equal to a word."""
+LEVEL_PREFIX = 0.9
+"""A token of three or more characters that starts a word ("pay" in "payment")."""
+LEVEL_EDIT = 0.8
+"""A token one edit from a word, or from two adjacent words joined."""
+LEVEL_SUBSTRING = 0.6
+"""A token inside a word; the lowest level that counts as covering the token."""
+FUZZY_MAX = 0.5
+"""Level of a perfect fuzzy match; a fuzzy match scores ``FUZZY_MAX * dice``."""
+FUZZY_MIN_DICE = 0.5
+"""Trigram Dice coefficient a fuzzy match needs."""
+FUZZY_MIN_LEN = 4
+"""Shortest token the fuzzy channel considers (shorter ones have too few trigrams)."""
+TITLE_WEIGHT = 0.25
+"""Extra weight of a token matched in the title, relative to anywhere in the text."""
+
+_KEEP_CHAR = regex.compile(r"[\p{N}\p{Han}\p{Hiragana}\p{Katakana}\p{Extended_Pictographic}]")
+
+
+def within_one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are at most one edit apart (OSA distance <= 1).
+
+    An edit is an insertion, deletion, substitution or adjacent transposition.
+
+    >>> within_one_edit("payment", "paymnet"), within_one_edit("pay", "play")
+    (True, True)
+    >>> within_one_edit("pay", "yap")
+    False
+    """
+    if a == b:
+        return True
+    la, lb = len(a), len(b)
+    if la > lb:
+        a, b, la, lb = b, a, lb, la
+    if lb - la > 1:
+        return False
+    i = 0
+    while i < la and a[i] == b[i]:
+        i += 1
+    if la == lb:
+        if a[i + 1 :] == b[i + 1 :]:
+            return True
+        return i + 1 < la and a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :]
+    return a[i:] == b[i + 1 :]
+
+
+def _deletions(s: str) -> set[str]:
+    return {s[:i] + s[i + 1 :] for i in range(len(s))}
+
+
+def _dice(tg: frozenset[str], w: str) -> float:
+    wg = trigrams(w)
+    return 2.0 * len(tg & wg) / (len(tg) + len(wg))
+
+
+def word_level(tok: str, w: str) -> float:
+    """The match level of query token ``tok`` against one document word (0 = none)."""
+    if tok == w:
+        return LEVEL_EXACT
+    best = 0.0
+    if tok in w:
+        best = LEVEL_PREFIX if len(tok) >= 3 and w.startswith(tok) else LEVEL_SUBSTRING
+    if best < LEVEL_EDIT and len(tok) > 2 and within_one_edit(tok, w):
+        best = LEVEL_EDIT
+    return best
+
+
+def token_weight(df: int, n_docs: int) -> float:
+    """A token's distinctiveness: BM25's idf of the number of documents it matches."""
+    return math.log1p((n_docs - df + 0.5) / (df + 0.5))
+
+
+def is_confident(covered: int, n_tokens: int) -> bool:
+    """Whether a hit covering ``covered`` of ``n_tokens`` tokens is a confident answer.
+
+    Every token, or all but one for three tokens or more.
+    """
+    if n_tokens == 0:
+        return False
+    return covered >= (n_tokens if n_tokens < 3 else n_tokens - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenMatch:
+    """What one query token matched in a :class:`Lexicon`.
+
+    ``groups`` are disjoint document-slot sets, one per match level, best level
+    first (a document is in the group of its best level); ``fuzzy`` tells
+    whether a group came from the fuzzy channel. ``title`` holds the slots whose
+    title has a word the token covers.
+    """
+
+    groups: tuple[tuple[float, frozenset[int], bool], ...]
+    title: frozenset[int]
+
+    @property
+    def df(self) -> int:
+        """How many documents the token matches at any level."""
+        return sum(len(g[1]) for g in self.groups)
+
+
+def score_document(
+    tokens: Sequence[str],
+    weights: Sequence[float],
+    doc_words: Sequence[str],
+    title_words: Iterable[str],
+    fuzzy_ok: Sequence[bool],
+) -> tuple[float, int, bool]:
+    """Score one document by brute force: ``(score, tokens_covered, used_fuzzy)``.
+
+    The reference the index-driven scorer must agree with, and the scorer for
+    items no index holds (private items). ``fuzzy_ok[i]`` says whether token
+    ``i`` may use the fuzzy channel (it is no word of the vocabulary).
+    """
+    total_w = sum(weights)
+    if total_w <= 0.0:
+        return 0.0, 0, False
+    title_set = set(title_words)
+    acc = title_acc = 0.0
+    covered = 0
+    used_fuzzy = False
+    joined = [doc_words[i] + doc_words[i + 1] for i in range(len(doc_words) - 1)]
+    for tok, w, fz in zip(tokens, weights, fuzzy_ok, strict=True):
+        best = max((word_level(tok, dw) for dw in doc_words), default=0.0)
+        if best < LEVEL_EDIT and len(tok) > 2 and any(within_one_edit(tok, j) for j in joined):
+            best = LEVEL_EDIT
+        if best >= LEVEL_SUBSTRING:
+            covered += 1
+            if any(word_level(tok, tw) >= LEVEL_SUBSTRING for tw in title_set):
+                title_acc += w
+        elif fz and len(tok) >= FUZZY_MIN_LEN:
+            tg = trigrams(tok)
+            dice = max((_dice(tg, dw) for dw in doc_words if len(dw) >= 3), default=0.0)
+            if dice >= FUZZY_MIN_DICE:
+                best = FUZZY_MAX * dice
+                used_fuzzy = True
+        acc += w * best
+    return (acc + TITLE_WEIGHT * title_acc) / ((1.0 + TITLE_WEIGHT) * total_w), covered, used_fuzzy
+
+
+class Lexicon:
+    """A corpus-wide inverted index that answers "which documents could match".
+
+    The candidate set is exact, not a heuristic: it holds every document the
+    match rule (see the module docstring) admits for at least one query token,
+    so scoring it finds everything a scan of all documents would. Probing costs
+    grow with a token's length and the size of its matches, not with the
+    corpus. Safe for concurrent use.
+
+    Documents are named by string ids; internally each gets an integer *slot*
+    (reused after removal) that the store's per-document arrays are keyed by.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._slot_of: dict[str, int] = {}
+        self._ids: list[str | None] = []
+        self._free: list[int] = []
+        self._doc_words: list[tuple[str, ...]] = []
+        self._doc_title: list[frozenset[str]] = []
+        self._postings: dict[str, set[int]] = {}
+        self._title_postings: dict[str, set[int]] = {}
+        self._grams: dict[str, set[str]] = {}
+        self._dels: dict[str, set[str]] = {}
+
+    # ----------------------------------------------------------------- writes
+
+    def index(self, id: str, title: str, content: str) -> None:
+        """(Re)index document ``id`` from its title and content.
+
+        Text is split into words as the store splits an item's (lower-cased,
+        punctuation stripped, CamelCase split). Whatever ``id`` contributed
+        before is replaced.
+        """
+        self.index_words(id, words(title), words(content))
+
+    def index_words(self, id: str, title_words: list[str], content_words: list[str]) -> int:
+        """:meth:`index` for pre-split words (:func:`~memstore.text.words`); returns the slot."""
+        with self._lock:
+            slot = self._slot_of.get(id)
+            if slot is not None:
+                self._unindex_slot(slot)
+            elif self._free:
+                slot = self._free.pop()
+            else:
+                slot = len(self._ids)
+                self._ids.append(None)
+                self._doc_words.append(())
+                self._doc_title.append(frozenset())
+            self._slot_of[id] = slot
+            self._ids[slot] = id
+            all_words = (*title_words, *content_words)
+            title = frozenset(title_words)
+            self._doc_words[slot] = all_words
+            self._doc_title[slot] = title
+            postings = self._postings
+            for w in set(all_words):
+                ids = postings.get(w)
+                if ids is None:
+                    postings[w] = {slot}
+                    self._add_word(w)
+                else:
+                    ids.add(slot)
+            tp = self._title_postings
+            for w in title:
+                ids = tp.get(w)
+                if ids is None:
+                    tp[w] = {slot}
+                else:
+                    ids.add(slot)
+            return slot
+
+    def remove(self, id: str) -> None:
+        """Drop everything ``id`` contributed. An unknown id is a no-op."""
+        with self._lock:
+            slot = self._slot_of.pop(id, None)
+            if slot is None:
+                return
+            self._unindex_slot(slot)
+            self._ids[slot] = None
+            self._doc_words[slot] = ()
+            self._doc_title[slot] = frozenset()
+            self._free.append(slot)
+
+    def _unindex_slot(self, slot: int) -> None:
+        postings = self._postings
+        for w in set(self._doc_words[slot]):
+            ids = postings[w]
+            ids.discard(slot)
+            if not ids:
+                del postings[w]
+                self._remove_word(w)
+        tp = self._title_postings
+        for w in self._doc_title[slot]:
+            ids = tp[w]
+            ids.discard(slot)
+            if not ids:
+                del tp[w]
+
+    @staticmethod
+    def _grams_of(w: str) -> set[str]:
+        grams = {w[i : i + 2] for i in range(len(w) - 1)}
+        grams.update(w[i : i + 3] for i in range(len(w) - 2))
+        grams.update(c for c in w if _KEEP_CHAR.match(c))
+        return grams
+
+    def _add_word(self, w: str) -> None:
+        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
+            for k in keys:
+                bucket = table.get(k)
+                if bucket is None:
+                    table[k] = {w}
+                else:
+                    bucket.add(w)
+
+    def _remove_word(self, w: str) -> None:
+        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
+            for k in keys:
+                bucket = table[k]
+                bucket.discard(w)
+                if not bucket:
+                    del table[k]
+
+    # ------------------------------------------------------------------ reads
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def len(self) -> int:
+        """The number of documents indexed."""
+        return len(self._slot_of)
+
+    def doc_freq(self, word: str) -> int:
+        """How many documents contain ``word`` as a whole word (lower-cased)."""
+        return len(self._postings.get(word.lower(), ()))
+
+    def has_word(self, word: str) -> bool:
+        """Whether ``word`` is a word of some indexed document."""
+        return word in self._postings
+
+    def slot(self, id: str) -> int | None:
+        """The slot of ``id``, or ``None`` when it is not indexed."""
+        return self._slot_of.get(id)
+
+    def id_at(self, slot: int) -> str | None:
+        """The id indexed at ``slot``, or ``None`` for a free slot."""
+        return self._ids[slot]
+
+    @property
+    def capacity(self) -> int:
+        """One more than the highest slot ever used (the size per-slot arrays need)."""
+        return len(self._ids)
+
+    def doc_words(self, id: str) -> tuple[str, ...]:
+        """The words indexed for ``id`` (title first), ``()`` when unknown."""
+        slot = self._slot_of.get(id)
+        return () if slot is None else self._doc_words[slot]
+
+    def candidates(self, query: str) -> set[str]:
+        """Ids of the documents that can match at least one token of ``query``.
+
+        The query is tokenised as the store tokenises one (punctuation removed,
+        filler dropped unless the query is only filler). No tokens: empty set.
+        """
+        return self.candidates_for_tokens(kw_tokens(normalize_query(query)))
+
+    def candidates_for_tokens(self, tokens: Iterable[str]) -> set[str]:
+        """:meth:`candidates` for tokens already produced by :func:`~memstore.text.kw_tokens`."""
+        with self._lock:
+            slots: set[int] = set()
+            for tok in tokens:
+                m = self.match_token(tok, fuzzy=False)
+                for _, group, _ in m.groups:
+                    slots |= group
+            ids = self._ids
+            return {ids[s] for s in slots}  # type: ignore[misc]
+
+    # -------------------------------------------------------------- matching
+
+    def _substring_words(self, tok: str) -> Iterable[str]:
+        n = len(tok)
+        if n == 0:
+            return ()
+        if n <= 3 and (n > 1 or _KEEP_CHAR.match(tok)):
+            return self._grams.get(tok, ())  # the gram is the token: exact
+        if n == 1:  # a lone letter (a query of only filler): rare, scan the vocabulary
+            return [w for w in self._postings if tok in w]
+        buckets = [self._grams.get(g) for g in trigrams(tok)]
+        if any(b is None for b in buckets):
+            return ()
+        buckets.sort(key=len)  # type: ignore[arg-type]
+        # Intersect smallest first: C-level set algebra, then verify the order.
+        found = set.intersection(*buckets)  # type: ignore[arg-type]
+        return [w for w in found if tok in w]
+
+    def edit_neighbours(self, s: str) -> set[str]:
+        """The vocabulary words within one edit of ``s`` (``s`` itself included)."""
+        postings, dels = self._postings, self._dels
+        cands: set[str] = set()
+        if s in postings:
+            cands.add(s)
+        bucket = dels.get(s)
+        if bucket:
+            cands |= bucket  # a word with one extra character
+        for d in _deletions(s):
+            if d in postings:
+                cands.add(d)  # a word missing one character
+            bucket = dels.get(d)
+            if bucket:
+                cands |= bucket  # a substitution or transposition (verified below)
+        return {w for w in cands if within_one_edit(s, w)}
+
+    def _joined_pairs(self, tok: str) -> set[tuple[str, str]]:
+        # tok is within one edit of w1+w2 iff, split at some k, one half equals
+        # its word and the other is within one edit of the other word, or the
+        # edit is a transposition straddling the split.
+        postings = self._postings
+        pairs: set[tuple[str, str]] = set()
+        n = len(tok)
+        for k in range(n + 1):
+            left, right = tok[:k], tok[k:]
+            if left in postings:
+                pairs.update((left, w2) for w2 in self.edit_neighbours(right))
+            if right in postings:
+                pairs.update((w1, right) for w1 in self.edit_neighbours(left))
+        for k in range(1, n):
+            swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
+            left, right = swapped[:k], swapped[k:]
+            if left in postings and right in postings:
+                pairs.add((left, right))
+        return pairs
+
+    def _joined_slots(self, tok: str, exclude: set[int]) -> set[int]:
+        postings, doc_words = self._postings, self._doc_words
+        found: set[int] = set()
+        for w1, w2 in self._joined_pairs(tok):
+            p1, p2 = postings[w1], postings[w2]
+            both = (p1 & p2) - exclude - found
+            for slot in both:
+                ws = doc_words[slot]
+                for i in range(len(ws) - 1):
+                    if ws[i] == w1 and ws[i + 1] == w2:
+                        found.add(slot)
+                        break
+        return found
+
+    def _fuzzy_words(self, tok: str) -> dict[str, float]:
+        tg = trigrams(tok)
+        counts: Counter[str] = Counter()
+        grams = self._grams
+        for g in tg:
+            bucket = grams.get(g)
+            if bucket:
+                counts.update(bucket)
+        # dice = 2c/(|a|+|b|) >= 0.5 needs c >= |a|/3, since c <= |b|.
+        need = len(tg) / 3.0
+        out: dict[str, float] = {}
+        for w, c in counts.items():
+            if c >= need:
+                dice = _dice(tg, w)
+                if dice >= FUZZY_MIN_DICE:
+                    out[w] = FUZZY_MAX * dice
+        return out
+
+    def match_token(self, tok: str, *, fuzzy: bool = True) -> TokenMatch:
+        """Everything ``tok`` matches, grouped by level (see :class:`TokenMatch`).
+
+        ``fuzzy=False`` leaves the fuzzy channel out (the exact rule alone).
+        """
+        with self._lock:
+            postings = self._postings
+            levels: dict[str, float] = {}
+            if tok in postings:
+                levels[tok] = LEVEL_EXACT
+            long_tok = len(tok) >= 3
+            for w in self._substring_words(tok):
+                if w != tok:
+                    levels[w] = LEVEL_PREFIX if long_tok and w.startswith(tok) else LEVEL_SUBSTRING
+            if len(tok) > 2:
+                for w in self.edit_neighbours(tok):
+                    if levels.get(w, 0.0) < LEVEL_EDIT:
+                        levels[w] = LEVEL_EDIT
+            by_level: dict[float, list[str]] = {}
+            for w, lv in levels.items():
+                by_level.setdefault(lv, []).append(w)
+            # One disjoint slot set per level, best first: a document lands in
+            # the group of its best word (set algebra in C, no per-doc loop).
+            seen: set[int] = set()
+            raw: list[tuple[float, set[int]]] = []
+            for lv in sorted(by_level, reverse=True):
+                slots: set[int] = set().union(*(postings[w] for w in by_level[lv]))
+                slots -= seen
+                if slots:
+                    raw.append((lv, slots))
+                    seen |= slots
+            if len(tok) > 2:
+                high: set[int] = set().union(*(g for lv, g in raw if lv >= LEVEL_EDIT))
+                joined = self._joined_slots(tok, high)
+                if joined:
+                    raw = [(lv, g - joined if lv < LEVEL_EDIT else g) for lv, g in raw]
+                    raw.append((LEVEL_EDIT, joined))
+                    seen |= joined
+            groups = [(lv, frozenset(g), False) for lv, g in raw if g]
+            if fuzzy and len(tok) >= FUZZY_MIN_LEN and tok not in postings:
+                fz: dict[float, list[str]] = {}
+                for w, lv in self._fuzzy_words(tok).items():
+                    fz.setdefault(lv, []).append(w)
+                for lv in sorted(fz, reverse=True):
+                    slots = set().union(*(postings[w] for w in fz[lv])) - seen
+                    if slots:
+                        groups.append((lv, frozenset(slots), True))
+                        seen |= slots
+            groups.sort(key=lambda g: -g[0])
+            title: set[int] = set()
+            tp = self._title_postings
+            for w in levels:
+                t = tp.get(w)
+                if t:
+                    title |= t
+            return TokenMatch(tuple(groups), frozenset(title))
+
+    # ------------------------------------------------------------- invariant
+
+    def _check(self) -> None:
+        """Assert every internal index agrees with the documents (for tests)."""
+        with self._lock:
+            postings: dict[str, set[int]] = {}
+            title_postings: dict[str, set[int]] = {}
+            for id, slot in self._slot_of.items():
+                assert self._ids[slot] == id, (id, slot)
+                for w in self._doc_words[slot]:
+                    postings.setdefault(w, set()).add(slot)
+                for w in self._doc_title[slot]:
+                    title_postings.setdefault(w, set()).add(slot)
+            for slot in self._free:
+                assert self._ids[slot] is None and not self._doc_words[slot]
+            assert len(self._slot_of) + len(self._free) == len(self._ids)
+            assert postings == self._postings, "postings disagree with documents"
+            assert title_postings == self._title_postings, "title postings disagree"
+            grams: dict[str, set[str]] = {}
+            dels: dict[str, set[str]] = {}
+            for w in postings:
+                for g in self._grams_of(w):
+                    grams.setdefault(g, set()).add(w)
+                for d in _deletions(w):
+                    dels.setdefault(d, set()).add(w)
+            assert grams == self._grams, "gram index disagrees with vocabulary"
+            assert dels == self._dels, "deletion index disagrees with vocabulary"

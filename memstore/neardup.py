@@ -1,0 +1,202 @@
+"""Near-duplicates: when two memory items state one fact, and grouping them.
+
+Two items are compared only when :func:`dedup_comparable` allows it (same
+kind, scope, subject, partition, compatible service tag, trust rules); then the
+Jaccard similarity of their :func:`~memstore.text.dedup_tokens` decides.
+
+>>> a = Item(kind="stable_fact", title="payment api timeout",
+...          content="payment api calls to the ledger time out after 30 seconds under load",
+...          confidence="high")
+>>> b = Item(kind="stable_fact", title="payment api timeouts",
+...          content="under heavy load, ledger calls from the payment api time out after 30s",
+...          confidence="high")
+>>> near_duplicate_memory(a, b)[1]
+True
+>>> c = a.clone(title="payment api retry policy", content="failed ledger writes from the "
+...             "payment api are retried three times with exponential backoff")
+>>> near_duplicate_memory(a, c)  # doctest: +ELLIPSIS
+(0.235..., False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from memstore.item import (
+    CONFIDENCE_RANK,
+    ORIGIN_DERIVED,
+    ORIGIN_HUMAN,
+    ORIGIN_OBSERVED,
+    ORIGIN_VERIFIED,
+    STATUS_ACTIVE,
+    Item,
+)
+from memstore.tags import (
+    AUTHOR_TAG_PREFIX,
+    SHARED_TAG,
+    partition_from_tags,
+    service_tag_value,
+)
+from memstore.text import dedup_tokens
+
+__all__ = [
+    "MEMORY_NEAR_DUP_THRESHOLD",
+    "NEAR_DUP_CONTAINMENT",
+    "NEAR_DUP_MIN_TOKENS",
+    "NEAR_DUP_SHORT_TEXT_THRESHOLD",
+    "better_routing_fact",
+    "cluster_near_duplicates",
+    "dedup_comparable",
+    "find_near_duplicate",
+    "near_duplicate_memory",
+    "near_duplicate_tokens",
+]
+
+MEMORY_NEAR_DUP_THRESHOLD = 0.3
+"""Jaccard similarity at or above which two comparable items state one fact.
+
+It sits strictly above what two items merely discussing the same subject share
+by vocabulary, and at or below what any genuine paraphrase shares. The
+fixture ``fixtures/neardup_groups.json`` tunes it, and a test proves the
+fixture still separates paraphrases from distinct facts at this value.
+"""
+
+NEAR_DUP_MIN_TOKENS = 8
+"""Token-set size below which Jaccard stops being a meaningful signal.
+
+When the smaller set is below it, only near-identical text
+(:data:`NEAR_DUP_SHORT_TEXT_THRESHOLD`) counts as a duplicate.
+"""
+
+NEAR_DUP_SHORT_TEXT_THRESHOLD = 0.8
+"""Jaccard similarity short texts need: near-identical, one word of five may differ."""
+
+NEAR_DUP_CONTAINMENT = 0.9
+"""Share of the smaller token set contained in the larger that makes a restatement."""
+
+_ORIGIN_TRUST = {ORIGIN_HUMAN: 4, ORIGIN_OBSERVED: 3, ORIGIN_VERIFIED: 2, ORIGIN_DERIVED: 1, "": 1}
+
+
+def _is_model_written(item: Item) -> bool:
+    return item.origin in ("", ORIGIN_DERIVED)
+
+
+def _author_tags(item: Item) -> frozenset[str]:
+    return frozenset(t for t in item.tags if t.startswith(AUTHOR_TAG_PREFIX))
+
+
+def dedup_comparable(a: Item, b: Item) -> bool:
+    """Whether ``a`` (the existing item) and ``b`` (the incoming one) may be scored at all.
+
+    They share kind, scope, subject (case-insensitively) and partition tag (no
+    tag is its own identity, not a wildcard); service tags match when both carry
+    one. A model-written ``b`` never folds into a human-written ``a``. A shared
+    ``a`` is never a merge target, and an ``a`` with an ``author/`` tag only
+    takes a ``b`` carrying the identical author tags.
+    """
+    if a.kind != b.kind or a.scope != b.scope:
+        return False
+    if a.subject.casefold() != b.subject.casefold():
+        return False
+    if partition_from_tags(a.tags) != partition_from_tags(b.tags):
+        return False
+    sa, sb = service_tag_value(a), service_tag_value(b)
+    if sa is not None and sb is not None and sa != sb:
+        return False
+    if a.origin == ORIGIN_HUMAN and _is_model_written(b):
+        return False
+    if SHARED_TAG in a.tags:
+        return False
+    authors_a = _author_tags(a)
+    return not authors_a or authors_a == _author_tags(b)
+
+
+def near_duplicate_tokens(ta: frozenset[str], tb: frozenset[str]) -> tuple[float, bool]:
+    """The near-duplicate rule on two token sets: ``(jaccard, is_duplicate)``."""
+    if not ta or not tb:
+        return 0.0, False
+    inter = len(ta & tb)
+    union = len(ta) + len(tb) - inter
+    score = inter / union
+    smaller = min(len(ta), len(tb))
+    if smaller < NEAR_DUP_MIN_TOKENS:
+        return score, score >= NEAR_DUP_SHORT_TEXT_THRESHOLD
+    if score >= MEMORY_NEAR_DUP_THRESHOLD:
+        return score, True
+    return score, inter >= NEAR_DUP_CONTAINMENT * smaller
+
+
+def near_duplicate_memory(a: Item, b: Item) -> tuple[float, bool]:
+    """Score ``a`` and ``b`` for near-duplication: ``(score, is_duplicate)``.
+
+    ``(0.0, False)`` when they are not comparable or either token set is empty;
+    otherwise ``score`` is the Jaccard similarity. Below
+    :data:`NEAR_DUP_MIN_TOKENS` only near-identical text is a duplicate;
+    otherwise the score must reach :data:`MEMORY_NEAR_DUP_THRESHOLD`, or 90% of
+    the smaller set must be contained in the larger (a short restatement of a
+    long fact, which plain Jaccard under-counts).
+    """
+    if not dedup_comparable(a, b):
+        return 0.0, False
+    return near_duplicate_tokens(dedup_tokens(a), dedup_tokens(b))
+
+
+def find_near_duplicate(candidates: Iterable[Item], item: Item) -> tuple[Item, float] | None:
+    """The highest-scoring active near-duplicate of ``item`` among ``candidates``.
+
+    Candidates that are not active, or share ``item``'s id, are ignored: an item
+    never duplicates itself, and a retired cell is no live target. Ties keep
+    the first candidate.
+    """
+    best: tuple[Item, float] | None = None
+    tokens = dedup_tokens(item)
+    for cand in candidates:
+        if cand.status != STATUS_ACTIVE or (item.id and cand.id == item.id):
+            continue
+        if not dedup_comparable(cand, item):
+            continue
+        score, dup = near_duplicate_tokens(dedup_tokens(cand), tokens)
+        if dup and (best is None or score > best[1]):
+            best = (cand, score)
+    return best
+
+
+def cluster_near_duplicates(items: Sequence[Item]) -> list[list[Item]]:
+    """Group items into near-duplicate clusters in one greedy, order-keeping pass.
+
+    Each item joins the first cluster whose *first* member it near-duplicates,
+    else starts its own: linear in the number of clusters, and every cluster has
+    a stable representative (its first member).
+    """
+    clusters: list[list[Item]] = []
+    heads: list[frozenset[str]] = []
+    for it in items:
+        toks = dedup_tokens(it)
+        for cluster, head_toks in zip(clusters, heads, strict=True):
+            if dedup_comparable(cluster[0], it) and near_duplicate_tokens(head_toks, toks)[1]:
+                cluster.append(it)
+                break
+        else:
+            clusters.append([it])
+            heads.append(toks)
+    return clusters
+
+
+def better_routing_fact(a: Item, b: Item) -> bool:
+    """Whether ``a`` should be trusted over ``b``.
+
+    Higher confidence, then the more trusted origin (human, observed, verified,
+    derived), then the newer, then the smaller id: two restatements never tie.
+    """
+    ca, cb = CONFIDENCE_RANK[a.confidence], CONFIDENCE_RANK[b.confidence]
+    if ca != cb:
+        return ca > cb
+    oa, ob = _ORIGIN_TRUST[a.origin], _ORIGIN_TRUST[b.origin]
+    if oa != ob:
+        return oa > ob
+    ta, tb = a.updated_at, b.updated_at
+    if ta != tb:
+        if ta is None or tb is None:
+            return tb is None
+        return ta > tb
+    return a.id < b.id

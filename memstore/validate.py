@@ -1,0 +1,165 @@
+"""The writing rules every item obeys, whatever the host, and retention stamping.
+
+:func:`validate_base` returns why an item may not be written (``""`` when it
+may); the store raises :class:`~memstore.errors.InvalidItemError` with that
+reason and changes nothing.
+
+>>> validate_base(Vocabulary(), Item(kind="stable_fact", title="x", confidence="low"))
+"kind 'stable_fact' needs confidence 'high', got 'low'"
+>>> validate_base(Vocabulary(), Item(kind="note", title="x"))
+''
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+
+import regex
+
+from memstore.eventdate import valid_event_date
+from memstore.item import (
+    DEFAULT_HYPOTHESIS_STALE_AFTER,
+    DEFAULT_UNKNOWN_STALE_AFTER,
+    KIND_EVENT,
+    KIND_HYPOTHESIS,
+    KIND_OPERATIONAL_PATTERN,
+    KIND_STABLE_FACT,
+    KIND_UNKNOWN,
+    REFUTED_DATA_KEY,
+    SCOPE_PRIVATE,
+    VALID_THOUGHT_LINK_RELATIONS,
+    Item,
+    ThoughtLink,
+    utc_now,
+)
+from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags, private_owner
+from memstore.vocabulary import Vocabulary
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_ID_CHARS",
+    "MAX_TAGS",
+    "MAX_TITLE_CHARS",
+    "stamp_knowledge_retention",
+    "thought_link_rejection",
+    "validate_base",
+]
+
+MAX_ID_CHARS = 256
+"""Longest id accepted."""
+MAX_TITLE_CHARS = 1_000
+"""Longest title accepted (a title is a one-line summary)."""
+MAX_CONTENT_CHARS = 100_000
+"""Longest content accepted (memory notes, not documents)."""
+MAX_TAGS = 64
+"""Most tags one item may carry."""
+
+_KIND = regex.compile(r"[\p{Ll}\p{Lu}\p{N}_.:/-]{1,64}")
+_BAD_ID = regex.compile(r"[\s\p{Cc}]")
+
+
+def thought_link_rejection(from_id: str, link: ThoughtLink) -> str:
+    """Why :meth:`Store.add_link` would reject ``link`` from ``from_id``, or ``""``.
+
+    Only the checks that depend on the values (empty target, unknown relation,
+    self-link), not on the store's state (missing cell, cell at the cap).
+
+    >>> thought_link_rejection("a", ThoughtLink(to_id="a", relation="explains"))
+    'a cell cannot link to itself (a)'
+    """
+    if not link.to_id:
+        return "link target (to_id) is empty"
+    if link.relation not in VALID_THOUGHT_LINK_RELATIONS:
+        names = ", ".join(VALID_THOUGHT_LINK_RELATIONS)
+        return f"link relation {link.relation!r} is not one of: {names}"
+    if link.to_id == from_id:
+        return f"a cell cannot link to itself ({from_id})"
+    return ""
+
+
+def validate_base(vocabulary: Vocabulary, item: Item) -> str:
+    """Why ``item`` breaks the rules every item obeys, or ``""`` when it is valid.
+
+    The host's own rules (``Config.validate``, the vocabulary's writable list)
+    come on top. Checked: id and kind shape, non-empty text, size limits, a
+    stable fact's high confidence (unless the vocabulary makes it optional), a
+    deadline on hypotheses and unknowns, an event date on events (and a valid
+    one wherever set), an owner tag on private items, one partition tag at
+    most, well-formed tags, links and data.
+    """
+    if item.id and (len(item.id) > MAX_ID_CHARS or _BAD_ID.search(item.id)):
+        return f"id {item.id[:80]!r} must be at most {MAX_ID_CHARS} characters with no spaces"
+    if not item.kind:
+        return "kind is required"
+    if not _KIND.fullmatch(item.kind):
+        return f"kind {item.kind[:80]!r} must be 1-64 letters, digits or _ . : / -"
+    if not item.title.strip() and not item.content.strip():
+        return "title and content are both empty"
+    if len(item.title) > MAX_TITLE_CHARS:
+        return f"title is {len(item.title)} characters; at most {MAX_TITLE_CHARS}"
+    if len(item.content) > MAX_CONTENT_CHARS:
+        return f"content is {len(item.content)} characters; at most {MAX_CONTENT_CHARS}"
+    if (
+        item.kind == KIND_STABLE_FACT
+        and item.confidence != "high"
+        and not vocabulary.fact_confidence_optional
+    ):
+        return f"kind {item.kind!r} needs confidence 'high', got {item.confidence!r}"
+    if item.kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
+        return f"kind {item.kind!r} needs a deadline (stale_after)"
+    if item.kind == KIND_EVENT and not item.event_date:
+        return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
+    if item.event_date and not valid_event_date(item.event_date):
+        return f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339"
+    if item.scope == SCOPE_PRIVATE and not private_owner(item):
+        return "a private item needs its owner's tag (user:<hash>)"
+    if len(item.tags) > MAX_TAGS:
+        return f"{len(item.tags)} tags; at most {MAX_TAGS}"
+    partitions = 0
+    for tag in item.tags:
+        if not tag or tag != tag.strip() or "," in tag or "\n" in tag or "\r" in tag:
+            return f"tag {tag[:80]!r} is empty, padded, or holds a comma or newline"
+        if tag.startswith(PARTITION_TAG_PREFIX):
+            partitions += 1
+    if partitions > 1:
+        return f"at most one partition tag ({PARTITION_TAG_PREFIX}...), got {partitions}"
+    for link in item.links:
+        why = thought_link_rejection(item.id, link)
+        if why:
+            return why
+    for key in item.data:
+        if not key:
+            return "data keys must be non-empty"
+    return ""
+
+
+def stamp_knowledge_retention(
+    item: Item,
+    retention: Callable[[str], int] | None,
+    now: _dt.datetime | None = None,
+) -> None:
+    """Stamp a computed ``stale_after`` onto an item that has none.
+
+    A set deadline is never overwritten. ``stable_fact`` and
+    ``operational_pattern`` get ``retention(partition)`` days (0 = no deadline),
+    the partition read from the item's ``tenant/`` tag; a hypothesis or unknown
+    gets the compiled default (a day, a week) instead of being refused by the
+    base rules. Other kinds are untouched.
+    """
+    if item.stale_after is not None:
+        return
+    now = now or utc_now()
+    if item.kind == KIND_HYPOTHESIS:
+        item.stale_after = now + DEFAULT_HYPOTHESIS_STALE_AFTER
+    elif item.kind == KIND_UNKNOWN:
+        item.stale_after = now + DEFAULT_UNKNOWN_STALE_AFTER
+    elif item.kind in (KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN) and retention is not None:
+        days = retention(partition_from_tags(item.tags))
+        if days > 0:
+            item.stale_after = now + _dt.timedelta(days=days)
+
+
+def is_refuted(item: Item) -> bool:
+    """Whether :meth:`Store.refute` has recorded a refutation on ``item``."""
+    return REFUTED_DATA_KEY in item.data
