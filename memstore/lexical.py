@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import regex
@@ -223,8 +223,11 @@ class Lexicon:
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []
         self._free: list[int] = []
-        self._doc_words: list[tuple[str, ...]] = []
-        self._doc_title: list[frozenset[str]] = []
+        # Per slot: the words as one space-padded string (" w1 w2 ... "), which
+        # is smaller than a tuple of word objects and lets adjacency be checked
+        # by a C substring search, and how many of them are the title's.
+        self._doc_text: list[str] = []
+        self._doc_ntitle: list[int] = []
         self._postings: dict[str, set[int]] = {}
         self._title_postings: dict[str, set[int]] = {}
         self._grams: dict[str, set[str]] = {}
@@ -252,14 +255,14 @@ class Lexicon:
             else:
                 slot = len(self._ids)
                 self._ids.append(None)
-                self._doc_words.append(())
-                self._doc_title.append(frozenset())
+                self._doc_text.append("")
+                self._doc_ntitle.append(0)
             self._slot_of[id] = slot
             self._ids[slot] = id
             all_words = (*title_words, *content_words)
             title = frozenset(title_words)
-            self._doc_words[slot] = all_words
-            self._doc_title[slot] = title
+            self._doc_text[slot] = f" {' '.join(all_words)} " if all_words else ""
+            self._doc_ntitle[slot] = len(title_words)
             postings = self._postings
             for w in set(all_words):
                 ids = postings.get(w)
@@ -285,20 +288,21 @@ class Lexicon:
                 return
             self._unindex_slot(slot)
             self._ids[slot] = None
-            self._doc_words[slot] = ()
-            self._doc_title[slot] = frozenset()
+            self._doc_text[slot] = ""
+            self._doc_ntitle[slot] = 0
             self._free.append(slot)
 
     def _unindex_slot(self, slot: int) -> None:
         postings = self._postings
-        for w in set(self._doc_words[slot]):
+        ws = self._doc_text[slot].split()
+        for w in set(ws):
             ids = postings[w]
             ids.discard(slot)
             if not ids:
                 del postings[w]
                 self._remove_word(w)
         tp = self._title_postings
-        for w in self._doc_title[slot]:
+        for w in set(ws[: self._doc_ntitle[slot]]):
             ids = tp[w]
             ids.discard(slot)
             if not ids:
@@ -361,7 +365,7 @@ class Lexicon:
     def doc_words(self, id: str) -> tuple[str, ...]:
         """The words indexed for ``id`` (title first), ``()`` when unknown."""
         slot = self._slot_of.get(id)
-        return () if slot is None else self._doc_words[slot]
+        return () if slot is None else tuple(self._doc_text[slot].split())
 
     def candidates(self, query: str) -> set[str]:
         """Ids of the documents that can match at least one token of ``query``.
@@ -437,18 +441,20 @@ class Lexicon:
                 pairs.add((left, right))
         return pairs
 
-    def _joined_slots(self, tok: str, exclude: set[int]) -> set[int]:
-        postings, doc_words = self._postings, self._doc_words
+    def _joined_slots(self, tok: str, exclude: set[int], strong: Collection[str]) -> set[int]:
+        postings, text = self._postings, self._doc_text
         found: set[int] = set()
         for w1, w2 in self._joined_pairs(tok):
+            if w1 in strong or w2 in strong:
+                # Every document holding a strongly matched word is in
+                # ``exclude`` already: the pair cannot add one ("a rate" for
+                # "rate"). This skips the largest intersections.
+                continue
             p1, p2 = postings[w1], postings[w2]
             both = (p1 & p2) - exclude - found
-            for slot in both:
-                ws = doc_words[slot]
-                for i in range(len(ws) - 1):
-                    if ws[i] == w1 and ws[i + 1] == w2:
-                        found.add(slot)
-                        break
+            if both:
+                pair = f" {w1} {w2} "
+                found.update(slot for slot in both if pair in text[slot])
         return found
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
@@ -502,7 +508,8 @@ class Lexicon:
                     seen |= slots
             if len(tok) > 2:
                 high: set[int] = set().union(*(g for lv, g in raw if lv >= LEVEL_EDIT))
-                joined = self._joined_slots(tok, high)
+                strong = {w for w, lv in levels.items() if lv >= LEVEL_EDIT}
+                joined = self._joined_slots(tok, high, strong)
                 if joined:
                     raw = [(lv, g - joined if lv < LEVEL_EDIT else g) for lv, g in raw]
                     raw.append((LEVEL_EDIT, joined))
@@ -535,12 +542,14 @@ class Lexicon:
             title_postings: dict[str, set[int]] = {}
             for id, slot in self._slot_of.items():
                 assert self._ids[slot] == id, (id, slot)
-                for w in self._doc_words[slot]:
+                ws = self._doc_text[slot].split()
+                assert self._doc_text[slot] == (f" {' '.join(ws)} " if ws else "")
+                for w in ws:
                     postings.setdefault(w, set()).add(slot)
-                for w in self._doc_title[slot]:
+                for w in ws[: self._doc_ntitle[slot]]:
                     title_postings.setdefault(w, set()).add(slot)
             for slot in self._free:
-                assert self._ids[slot] is None and not self._doc_words[slot]
+                assert self._ids[slot] is None and not self._doc_text[slot]
             assert len(self._slot_of) + len(self._free) == len(self._ids)
             assert postings == self._postings, "postings disagree with documents"
             assert title_postings == self._title_postings, "title postings disagree"

@@ -69,7 +69,8 @@ When the smaller set is below it, only near-identical text
 """
 
 NEAR_DUP_SHORT_TEXT_THRESHOLD = 0.8
-"""Jaccard similarity short texts need: near-identical, one word of five may differ."""
+"""Jaccard similarity short texts need: near-identical (the same token set, or
+one extra token once the smaller set has four or more)."""
 
 NEAR_DUP_CONTAINMENT = 0.9
 """Share of the smaller token set contained in the larger that makes a restatement."""

@@ -152,16 +152,9 @@ class Store:
     def _now(self) -> _dt.datetime:
         return self._config.clock()
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        tls = self._tls
-        self._lock.acquire()
-        tls.depth = getattr(tls, "depth", 0) + 1
-        try:
-            yield
-        finally:
-            tls.depth -= 1
-            self._lock.release()
+    def _locked(self) -> _Scope:
+        """Hold the lock (reads): ``with self._locked(): ...``."""
+        return _Scope(self, write=False)
 
     # ---------------------------------------------------------------- hooks
 
@@ -214,8 +207,7 @@ class Store:
 
     # -------------------------------------------------------- transactions
 
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> contextlib.AbstractContextManager[None]:
         """Group writes so that they commit, or roll back, together.
 
         The store's lock is held for the whole block, so no other thread sees
@@ -231,40 +223,29 @@ class Store:
         >>> len(store)
         2
         """
-        with self._writing():
-            yield
+        return self._writing()
 
-    @contextlib.contextmanager
-    def _group(self, *, defer_publish: bool = False) -> Iterator[None]:
-        """Open (or join) the write group; the caller holds the lock."""
-        txn = self._txn
-        if txn is not None:
-            mark = (len(txn.undo), len(txn.changes))
-            try:
-                yield
-            except BaseException:
-                self._rollback(txn, mark[0])
-                del txn.changes[mark[1] :]
-                raise
+    def _finish_group(self, txn: _Txn, failed: bool) -> None:
+        """Close the outermost group: run before-commit listeners, then commit or undo."""
+        self._txn = None
+        if failed:
+            self._rollback(txn, 0)
             return
-        txn = self._txn = _Txn(defer_publish=defer_publish)
-        try:
-            yield
-            if txn.changes:
-                changes = tuple(txn.changes)
+        if txn.changes and self._before:
+            changes = tuple(txn.changes)
+            try:
                 for listener in list(self._before):
                     listener(changes)
-        except BaseException:
-            self._rollback(txn, 0)
-            self._txn = None
-            raise
-        self._txn = None
+            except BaseException:
+                self._rollback(txn, 0)
+                raise
         cfg = self._config
-        for _ in txn.changes:
-            if cfg.dirty is not None:
-                cfg.dirty()
-            if cfg.signal is not None:
-                cfg.signal()
+        if cfg.dirty is not None or cfg.signal is not None:
+            for _ in txn.changes:
+                if cfg.dirty is not None:
+                    cfg.dirty()
+                if cfg.signal is not None:
+                    cfg.signal()
         if txn.changes and not txn.defer_publish:
             self._unpublished.extend(txn.changes)
 
@@ -286,10 +267,12 @@ class Store:
         self._set(id, new)
         kind = new.kind if new is not None else old.kind  # type: ignore[union-attr]
         private = (new or old).scope == SCOPE_PRIVATE  # type: ignore[union-attr]
+        # The stored object itself: stored items are never mutated in place
+        # (every change stores a new object), so listeners may keep it.
         txn.changes.append(
             Change(
                 "delete" if new is None else "upsert",
-                new.clone() if new is not None else None,
+                new,
                 id,
                 kind,
                 mirrored,
@@ -310,16 +293,13 @@ class Store:
             for fn in listeners:
                 fn(c.op, c.item, c.id, c.kind)
 
-    @contextlib.contextmanager
-    def _writing(self, *, defer_publish: bool = False) -> Iterator[None]:
+    def _writing(self, *, defer_publish: bool = False) -> _Scope:
         """Lock, open (or join) a group, and publish what it committed once unlocked."""
-        with self._locked(), self._group(defer_publish=defer_publish):
-            yield
-        self._drain()
+        return _Scope(self, write=True, defer_publish=defer_publish)
 
     def _drain(self) -> None:
         """Publish committed changes, in commit order, once this thread left the store."""
-        if getattr(self._tls, "depth", 0) > 0:
+        if self._tls.__dict__.get("depth", 0) > 0:
             return
         with self._publish_lock:
             with self._locked():
@@ -350,12 +330,15 @@ class Store:
             self._by_update.remove(old)
             if old.scope == SCOPE_PRIVATE:
                 _discard(self._private, private_owner(old), id)
-            for link in old.links:
-                _discard(self._backlinks, link.to_id, id)
-            for ref in old.evidence_refs:
-                _discard(self._citations, _cited_id(ref), id)
-            for key in _exact_keys(old):
-                _discard(self._exact, key, id)
+            if old.links:
+                for link in old.links:
+                    _discard(self._backlinks, link.to_id, id)
+            if old.evidence_refs:
+                for ref in old.evidence_refs:
+                    _discard(self._citations, _cited_id(ref), id)
+            if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
+                for key in _exact_keys(old):
+                    _discard(self._exact, key, id)
         if new is None:
             self._items.pop(id, None)
             self._lex.remove(id)
@@ -370,12 +353,17 @@ class Store:
         for ref in new.evidence_refs:
             self._citations.setdefault(_cited_id(ref), set()).add(id)
         if self._indexable(new):
+            was_indexed = id in self._index_id
             index_id = self._index_id_text(id)
             self._lex.put(new, index_id)
             self._index_id[id] = index_id
-            for key in _exact_keys(new):
-                self._exact.setdefault(key, set()).add(id)
+            if not was_indexed or old is None or not _same_exact_keys(old, new):
+                for key in _exact_keys(new):
+                    self._exact.setdefault(key, set()).add(id)
         else:
+            if id in self._index_id and old is not None and _same_exact_keys(old, new):
+                for key in _exact_keys(old):  # kept above while it stayed indexed
+                    _discard(self._exact, key, id)
             self._lex.remove(id)
             self._index_id.pop(id, None)
 
@@ -410,30 +398,31 @@ class Store:
         """Fill what a write stamps: id, timestamps, origin, subject, deadline."""
         cfg = self._config
         now = self._now()
+        f = it.__dict__  # internal writes skip pydantic's per-field setattr
         if not it.id:
-            it.id = self._mint_id()
-        it.updated_at = now
+            f["id"] = self._mint_id()
+        f["updated_at"] = now
         if existing is not None:
-            it.created_at = existing.created_at
+            f["created_at"] = existing.created_at
             if not it.links_set and not it.links:
-                it.links = [link.model_copy() for link in existing.links]
+                f["links"] = [link.model_copy() for link in existing.links]
             if not it.supersedes:
-                it.supersedes = list(existing.supersedes)
-            it.origin = it.origin or existing.origin
-            it.cell_originated = existing.cell_originated
+                f["supersedes"] = list(existing.supersedes)
+            f["origin"] = it.origin or existing.origin
+            f["cell_originated"] = existing.cell_originated
         elif it.created_at is None:
-            it.created_at = now
+            f["created_at"] = now
         if not it.origin:
-            it.origin = _restored_origin(it)  # type: ignore[assignment]
+            f["origin"] = _restored_origin(it)
         if it.scope == SCOPE_PRIVATE and not it.subject:
-            it.subject = cfg.subject
+            f["subject"] = cfg.subject
         ttl = cfg.default_ttl
         if ttl is not None and not had_deadline:
             if existing is not None and existing.stale_after is not None:
-                it.stale_after = existing.stale_after
+                f["stale_after"] = existing.stale_after
             elif existing is None and it.kind in ttl:
-                it.stale_after = now + ttl[it.kind]
-        it.links_set = False
+                f["stale_after"] = now + ttl[it.kind]
+        f["links_set"] = False
 
     def upsert(self, item: Item) -> Item:
         """Add or update one item; returns the stored copy.
@@ -811,7 +800,7 @@ class Store:
         released the lock, hands the result to :meth:`publish_removed`.
         """
         gone = [Removed(id=id, kind=it.kind) for id, it in sorted(self._items.items()) if match(it)]
-        with self._locked(), self._group(defer_publish=True):
+        with self._writing(defer_publish=True):
             for r in gone:
                 self._write(r.id, None)
         return gone
@@ -1321,6 +1310,54 @@ class Store:
 # --------------------------------------------------------------- helpers
 
 
+class _Scope:
+    """Holds the store's lock and, for writes, the open group.
+
+    A class rather than a generator context manager: it wraps every call, and
+    ``contextlib`` costs several microseconds a time on that path.
+    """
+
+    __slots__ = ("_defer", "_mark", "_outer", "_store", "_write")
+
+    def __init__(self, store: Store, *, write: bool, defer_publish: bool = False) -> None:
+        self._store = store
+        self._write = write
+        self._defer = defer_publish
+        self._outer = False
+        self._mark = (0, 0)
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        d = store._tls.__dict__
+        d["depth"] = d.get("depth", 0) + 1
+        if self._write:
+            txn = store._txn
+            if txn is None:
+                self._outer = True
+                store._txn = _Txn(defer_publish=self._defer)
+            else:
+                self._mark = (len(txn.undo), len(txn.changes))
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        store = self._store
+        failed = exc_type is not None
+        try:
+            if self._write:
+                txn = store._txn
+                assert txn is not None
+                if self._outer:
+                    store._finish_group(txn, failed)
+                elif failed:
+                    store._rollback(txn, self._mark[0])
+                    del txn.changes[self._mark[1] :]
+        finally:
+            store._tls.__dict__["depth"] -= 1
+            store._lock.release()
+        if self._write and not failed:
+            store._drain()
+
+
 def _update_key(item: Item) -> tuple[float, str]:
     return (_ts(item.updated_at), item.id)
 
@@ -1348,6 +1385,10 @@ def _exact_keys(item: Item) -> set[str]:
         keys.add(normalize_query(svc))
     keys.discard("")
     return keys
+
+
+def _same_exact_keys(a: Item, b: Item) -> bool:
+    return a.title == b.title and service_tag_value(a) == service_tag_value(b)
 
 
 def _restored_origin(item: Item) -> str:

@@ -13,12 +13,15 @@ accents, CJK, Cyrillic and emoji tokenise sensibly:
 'python 编程 🚀 ok'
 >>> kw_tokens(normalize_query("what is the q3 plan for payment api?"))
 ['q3', 'plan', 'payment', 'api']
+>>> words("timeout 0.3s at 9:30, v1.2 on 10.0.0.1")
+['timeout', '0.3', 's', 'at', '9:30', 'v1', '2', 'on', '10.0.0.1']
 >>> kw_tokens("what is it")
 ['what', 'is', 'it']
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -62,11 +65,13 @@ _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll}
 _LATIN_MARKS = regex.compile(r"(?<=\p{Latin}\p{M}*)\p{M}+")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
-_WORD = regex.compile(r"\p{Extended_Pictographic}|[\p{L}\p{N}\p{M}]+")
+# Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
+_WORD = regex.compile(r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+|[\p{L}\p{N}\p{M}]+")
 # Script boundary inside a run: CJK next to non-CJK letters ("python编程").
 _CJK_EDGE = regex.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\W_])|(?<=[^{_CJK}\W_])(?=[{_CJK}])")
-_ASCII_WORD = regex.compile(r"[a-z0-9]+")
-_ASCII_CAMEL = regex.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# The ASCII fast path uses the stdlib engine: three times faster on these patterns.
+_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
+_ASCII_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _KEEP_SHORT = regex.compile(rf"[\p{{N}}{_CJK}\p{{Extended_Pictographic}}]")
 
 
@@ -79,11 +84,13 @@ def words(text: str) -> list[str]:
     ['payment', 'api', 'returned', 'http', '502', 'at', '3am']
     """
     if text.isascii():  # fast path: the common case needs no Unicode tables
-        return _ASCII_WORD.findall(_ASCII_CAMEL.sub(" ", text).lower())
-    text = _CAMEL.sub(" ", text).lower()
-    text = unicodedata.normalize("NFKD", text)
+        if not text.islower():
+            text = _ASCII_CAMEL.sub(" ", text).lower()
+        return _ASCII_WORD.findall(text)
+    text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
     text = _LATIN_MARKS.sub("", text)
-    text = unicodedata.normalize("NFC", text)
+    # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".
+    text = unicodedata.normalize("NFC", text).lower()
     text = _CJK_EDGE.sub(" ", text)
     return _WORD.findall(text)
 
@@ -132,12 +139,26 @@ def _dedup_keep(w: str) -> bool:
     return len(w) >= 3 or _keep_short(w)
 
 
+_NOT_PLURAL = frozenset(
+    "news series species always perhaps sometimes whereas across besides towards "
+    "afterwards thanks physics mathematics economics politics lens bus gas yes".split()
+)
+_ES_PLURAL = ("xes", "ches", "shes", "zes", "sses")
+
+
 def _fold_plural(w: str) -> str:
-    # A light plural fold ("timeouts" -> "timeout"), so that a restatement in
-    # the plural still shares the token; "status", "class", "analysis" keep theirs.
-    if len(w) > 3 and w[-1] == "s" and w[-2] not in "su" and not w.endswith("is"):
-        return w[:-1]
-    return w
+    # A light plural fold, so that a restatement in the plural still shares the
+    # token: "timeouts" -> "timeout", "retries" -> "retry", "taxes" -> "tax";
+    # "status", "class", "analysis", "news" keep theirs.
+    if len(w) <= 3 or w[-1] != "s" or w in _NOT_PLURAL or not w.isalpha():
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith(_ES_PLURAL):
+        return w[:-2]
+    if w[-2] in "su" or w.endswith("is"):
+        return w
+    return w[:-1]
 
 
 def dedup_tokens(item: Item) -> frozenset[str]:
@@ -146,7 +167,7 @@ def dedup_tokens(item: Item) -> frozenset[str]:
     Stop words are dropped, and so are tokens shorter than three characters
     unless they carry a digit (or are an ideograph or emoji): "q3" and "q4" are
     what tell two otherwise identical plans apart. A trailing plural "s" is
-    folded ("timeouts" and "timeout" are one token).
+    folded ("timeouts" and "timeout", "retries" and "retry" are one token).
     """
     return text_dedup_tokens(item.title, item.content)
 

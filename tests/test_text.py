@@ -1,0 +1,87 @@
+"""Text normalisation and tokens: Unicode-aware, punctuation-proof, stable."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstore import Item, Store, dedup_tokens, kw_tokens, normalize_query, token_grams
+from memstore.text import STOP_WORDS, words
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("what is payment-api?", "what is payment api"),
+        ("FooBAR", "foo bar"),
+        ("HTTPServer", "http server"),
+        ("getUserID", "get user id"),
+        ("Q3Plan", "q3 plan"),
+        ("Café crème brûlée", "cafe creme brulee"),
+        ("Ärger über Öl", "arger uber ol"),
+        ("Привет, МИР!", "привет мир"),
+        ("東京の天気は晴れ", "東京の天気は晴れ"),
+        ("Python编程", "python 编程"),
+        ("ship it 🚀🚀", "ship it 🚀 🚀"),
+        ("नमस्ते दुनिया", "नमस्ते दुनिया"),  # Devanagari marks are letters' parts, kept
+        ("  tabs\tand\nnewlines  ", "tabs and newlines"),
+        ("timeout=0.3s; retry@9:30", "timeout 0.3 s retry 9:30"),
+        ("", ""),
+    ],
+)
+def test_normalize_query(raw: str, normalized: str) -> None:
+    assert normalize_query(raw) == normalized
+
+
+@given(st.text())
+def test_normalize_is_idempotent_and_clean(s: str) -> None:
+    once = normalize_query(s)
+    assert normalize_query(once) == once
+    assert once == once.strip()
+    assert "  " not in once
+    assert once == once.lower() or not once.isascii()
+
+
+def test_kw_tokens_drop_filler_but_keep_digits_and_ideographs() -> None:
+    assert kw_tokens("what is the q3 plan") == ["q3", "plan"]
+    assert kw_tokens("a b 3 x") == ["3"]
+    assert kw_tokens("天 気") == ["天", "気"]
+    assert kw_tokens("deploy deploy again") == ["deploy"]
+    # Only filler: everything is kept rather than nothing.
+    assert kw_tokens("what is it") == ["what", "is", "it"]
+    assert kw_tokens("") == []
+
+
+def test_dedup_tokens_keep_digit_tokens_and_fold_plurals() -> None:
+    item = Item(kind="note", title="Q3 plans", content="the retries and taxes of the UK team")
+    assert dedup_tokens(item) == frozenset({"q3", "plan", "retry", "tax", "team"})
+    assert "status" in dedup_tokens(Item(kind="note", title="status of analysis"))
+    assert {"analysis", "news"} <= dedup_tokens(Item(kind="note", title="analysis news"))
+
+
+def test_token_grams_are_per_token_trigrams() -> None:
+    assert token_grams(["abcd", "ab"]) == [frozenset({"abc", "bcd"}), frozenset({"ab"})]
+
+
+def test_stop_words_are_normalized_words() -> None:
+    assert all(words(w) == [w] for w in STOP_WORDS)
+
+
+@pytest.mark.parametrize(
+    ("title", "query"),
+    [
+        ("Payment API latency", "what is payment-api?"),
+        ("Café opening hours", "cafe hours"),
+        ("Встреча с командой", "встреча"),
+        ("東京の天気", "天気"),
+        ("Release 🚀 checklist", "🚀"),
+        ("AuthService token refresh", "auth service"),
+        ("timeout is 0.3 seconds", "0.3"),
+    ],
+)
+def test_store_finds_across_scripts_and_punctuation(title: str, query: str) -> None:
+    store = Store()
+    store.upsert(Item(kind="note", title=title))
+    store.upsert(Item(kind="note", title="unrelated filler note"))
+    assert [it.title for it in store.keyword_search(query)] == [title]
