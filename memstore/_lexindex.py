@@ -162,8 +162,8 @@ class LexicalIndex:
                     fuzzy[idx] = True
                 else:
                     covered[idx] += 1
-            if m.title:
-                title[np.fromiter(m.title, np.intp, len(m.title))] += w
+            for level, slots in m.title:
+                title[np.fromiter(slots, np.intp, len(slots))] += w * level
         cand: npt.NDArray[np.intp] = np.flatnonzero(acc)
         if kind:
             cand = cand[self._kind[cand] == self._kinds.lookup(kind)]

@@ -21,7 +21,8 @@ of the vocabulary get a *fuzzy* (trigram Dice) channel, so "deploying" still
 finds "deployment". Scoring is per token: the best match level in a document
 (exact 1.0, prefix 0.9, one edit 0.8, inner substring 0.6, fuzzy at most 0.5),
 weighted by the token's distinctiveness (BM25's idf over matched documents),
-with a bonus when the match is in the title.
+with a bonus (a quarter of the token's weight, times the level the title word
+reaches) when the match is in the title.
 
 >>> lex = Lexicon()
 >>> lex.index("a", "Payment API", "timeouts after 30s under load")
@@ -153,12 +154,13 @@ class TokenMatch:
 
     ``groups`` are disjoint document-slot sets, one per match level, best level
     first (a document is in the group of its best level); ``fuzzy`` tells
-    whether a group came from the fuzzy channel. ``title`` holds the slots whose
-    title has a word the token covers.
+    whether a group came from the fuzzy channel. ``title`` is the same for the
+    title words alone: disjoint slot sets by the best level a title word
+    reaches, best first.
     """
 
     groups: tuple[tuple[float, frozenset[int], bool], ...]
-    title: frozenset[int]
+    title: tuple[tuple[float, frozenset[int]], ...]
 
     @property
     def df(self) -> int:
@@ -193,8 +195,9 @@ def score_document(
             best = LEVEL_EDIT
         if best >= LEVEL_SUBSTRING:
             covered += 1
-            if any(word_level(tok, tw) >= LEVEL_SUBSTRING for tw in title_set):
-                title_acc += w
+            title_level = max((word_level(tok, tw) for tw in title_set), default=0.0)
+            if title_level >= LEVEL_SUBSTRING:
+                title_acc += w * title_level
         elif fz and len(tok) >= FUZZY_MIN_LEN:
             tg = trigrams(tok)
             dice = max((_dice(tg, dw) for dw in doc_words if len(dw) >= 3), default=0.0)
@@ -525,13 +528,22 @@ class Lexicon:
                         groups.append((lv, frozenset(slots), True))
                         seen |= slots
             groups.sort(key=lambda g: -g[0])
-            title: set[int] = set()
+            # The title bonus scales with the level the title word reaches, so
+            # a near-miss in a title never outranks exact words in the text.
             tp = self._title_postings
-            for w in levels:
-                t = tp.get(w)
-                if t:
-                    title |= t
-            return TokenMatch(tuple(groups), frozenset(title))
+            title: list[tuple[float, frozenset[int]]] = []
+            title_seen: set[int] = set()
+            for lv in sorted(by_level, reverse=True):
+                hit: set[int] = set()
+                for w in by_level[lv]:
+                    t = tp.get(w)
+                    if t:
+                        hit |= t
+                hit -= title_seen
+                if hit:
+                    title.append((lv, frozenset(hit)))
+                    title_seen |= hit
+            return TokenMatch(tuple(groups), tuple(title))
 
     # ------------------------------------------------------------- invariant
 

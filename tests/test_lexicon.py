@@ -89,8 +89,9 @@ def test_match_levels_equal_per_document_reference(docs: list[list[str]], tok: s
         score, covered, _ = score_document([tok], [1.0], ws, ws[:1], [fuzzy_ok])
         level = got.get(f"d{i}", 0.0)
         # With one token of weight 1 the score is (level + title bonus) / 1.25.
-        title_hit = covered and any(word_level(tok, w) >= LEVEL_SUBSTRING for w in ws[:1])
-        assert abs(score * 1.25 - (level + (0.25 if title_hit else 0.0))) < 1e-12, (ws, level)
+        title_level = max(word_level(tok, w) for w in ws[:1])
+        bonus = 0.25 * title_level if covered and title_level >= LEVEL_SUBSTRING else 0.0
+        assert abs(score * 1.25 - (level + bonus)) < 1e-12, (ws, level)
 
 
 def test_candidates_real_words() -> None:

@@ -1,0 +1,732 @@
+"""Lexical search benchmark: memstore's keyword search against bm25s and rank_bm25.
+
+For each corpus size (synthetic agent-memory notes from :mod:`corpus`), in one
+process and on the same notes and queries:
+
+* memstore: upsert throughput, keyword-search latency (p50/p95 of per-query
+  medians), memory per item (RSS delta and, in a separate build pass,
+  ``tracemalloc`` current/peak), and hit@10 of the queries lifted from a note;
+* bm25s: index build time, per-query latency (tokenise + retrieve, one query
+  at a time), hit@10;
+* rank_bm25: ``BM25Okapi`` build time and ``get_top_n`` latency (on a subset
+  of the queries at large sizes, where one query takes tens of milliseconds).
+
+Results go to a JSON file and a markdown table (with PASS/MISS per target) to
+stdout; progress goes to stderr. The exit status is 0 whether targets pass or
+not: this is a report, not a test.
+
+Usage::
+
+    python benchmarks/lexical.py [--sizes 1000,10000,100000] [--smoke] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import hashlib
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psutil  # type: ignore[import-untyped]
+from corpus import Note, Query, generate_corpus, make_queries
+
+if TYPE_CHECKING:
+    from memstore import Item, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "lexical.json"
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+SMOKE_SIZES = (200, 1_000)
+TOP_K = 10
+RANK_BM25_FULL_MAX_SIZE = 20_000
+"""Above this many items rank_bm25 is timed on a subset of the queries."""
+RANK_BM25_SUBSET = 20
+
+R = TypeVar("R")
+
+# Targets (a report, never an assertion).
+TARGET_P50_MS = {1_000: 0.3, 100_000: 5.0}
+TARGET_BM25S_RATIO = 2.0
+TARGET_RANK_SPEEDUP = 20.0
+TARGET_RANK_SIZE = 100_000
+TARGET_UPSERTS_PER_S = 20_000.0
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Latency:
+    """Per-query latency: percentiles over queries of each query's median time."""
+
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+    max_ms: float
+    queries: int
+    repeats: int
+
+
+@dataclass
+class Quality:
+    """Sanity checks of result quality (not a relevance benchmark)."""
+
+    hit_at_10_exact: float | None
+    """Fraction of ``exact`` queries whose source note is in the top 10."""
+    hit_at_10_typo: float | None
+    """The same for ``typo`` queries (one edit away from the note's words)."""
+    empty_results_miss: float | None
+    """Fraction of ``miss`` queries (made-up words) that return nothing."""
+    mean_results: float
+    """Mean number of results per query."""
+
+
+@dataclass
+class MemstoreResult:
+    """memstore's numbers at one corpus size."""
+
+    item_build_per_s: float
+    """``Item(...)`` constructions per second (not part of the upsert figure)."""
+    upsert_per_s: float
+    upsert_total_s: float
+    stored_ids: int
+    """Distinct ids the upserts returned (fewer than the notes means merges)."""
+    rss_delta_bytes_per_item: float
+    tracemalloc_current_bytes_per_item: float
+    tracemalloc_peak_bytes_per_item: float
+    first_query_ms: float
+    """The first query after the build (pays for any lazy index work)."""
+    latency: Latency
+    latency_by_category: dict[str, Latency]
+    quality: Quality
+
+
+@dataclass
+class PeerResult:
+    """A peer library's numbers at one corpus size."""
+
+    tokenize_s: float
+    index_s: float
+    build_s: float
+    latency: Latency
+    quality: Quality
+    note: str = ""
+
+
+@dataclass
+class SizeResult:
+    """Everything measured at one corpus size."""
+
+    size: int
+    corpus_gen_s: float
+    queries_by_category: dict[str, int]
+    memstore: MemstoreResult
+    bm25s: PeerResult
+    rank_bm25: PeerResult
+    ratios: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class TargetResult:
+    """One target and whether this run met it."""
+
+    name: str
+    value: float | None
+    unit: str
+    status: str
+    """``PASS``, ``MISS`` or ``N/A`` (the size it needs was not measured)."""
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50), percentile([5.0], 95)
+    (2.5, 5.0)
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(per_query_ms: Sequence[float], repeats: int) -> Latency:
+    """Percentiles over queries of per-query times (already in milliseconds)."""
+    return Latency(
+        p50_ms=percentile(per_query_ms, 50),
+        p95_ms=percentile(per_query_ms, 95),
+        mean_ms=statistics.fmean(per_query_ms),
+        max_ms=max(per_query_ms),
+        queries=len(per_query_ms),
+        repeats=repeats,
+    )
+
+
+def time_queries(
+    search: Callable[[str], R], queries: Sequence[str], repeats: int
+) -> tuple[list[float], list[R]]:
+    """Time ``search`` on every query: a warm-up pass, then ``repeats`` passes.
+
+    Returns each query's median time over the timed passes (ms) and the
+    results of the warm-up pass (for the quality checks). Passes run over the
+    whole query set in turn, so no query is timed right after itself.
+    """
+    warm = [search(q) for q in queries]
+    samples: list[list[int]] = [[] for _ in queries]
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for i, q in enumerate(queries):
+            t0 = clock()
+            search(q)
+            samples[i].append(clock() - t0)
+    return [statistics.median(s) / 1e6 for s in samples], warm
+
+
+def rss_bytes() -> int:
+    """This process's resident set size."""
+    return int(psutil.Process().memory_info().rss)
+
+
+def log(msg: str) -> None:
+    """Progress to stderr (stdout carries the report)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def quality(
+    queries: Sequence[Query],
+    hits: Sequence[Sequence[Hashable]],
+    source_key: Callable[[int], Hashable],
+) -> Quality:
+    """hit@10 per category, empty results for misses, mean result count."""
+
+    def frac(cat: str, ok: Callable[[Query, Sequence[Hashable]], bool]) -> float | None:
+        pairs = [(q, h) for q, h in zip(queries, hits, strict=True) if q.category == cat]
+        return sum(ok(q, h) for q, h in pairs) / len(pairs) if pairs else None
+
+    def found(q: Query, h: Sequence[Hashable]) -> bool:
+        return q.source is not None and source_key(q.source) in h[:TOP_K]
+
+    return Quality(
+        hit_at_10_exact=frac("exact", found),
+        hit_at_10_typo=frac("typo", found),
+        empty_results_miss=frac("miss", lambda _q, h: not h),
+        mean_results=statistics.fmean(len(h) for h in hits) if hits else 0.0,
+    )
+
+
+def by_category(
+    queries: Sequence[Query], per_query_ms: Sequence[float], repeats: int
+) -> dict[str, Latency]:
+    """Latency summaries per query category."""
+    cats = sorted({q.category for q in queries})
+    return {
+        c: summarize(
+            [t for q, t in zip(queries, per_query_ms, strict=True) if q.category == c], repeats
+        )
+        for c in cats
+    }
+
+
+# --------------------------------------------------------------------------- memstore
+
+
+def load_memstore() -> ModuleType:
+    """Import memstore from the repository this script lives in (not an installed copy)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("memstore")
+
+
+def to_item(ms: ModuleType, note: Note) -> Item:
+    """The memstore item for one note."""
+    item: Item = ms.Item(
+        kind=note.kind,
+        title=note.title,
+        content=note.content,
+        subject=note.subject,
+        confidence=note.confidence,
+        event_date=note.event_date,
+    )
+    return item
+
+
+def build_timed(ms: ModuleType, notes: Sequence[Note]) -> tuple[Store, list[str], dict[str, float]]:
+    """Build a store, timing item construction and upserts and taking the RSS delta."""
+    gc.collect()
+    rss0 = rss_bytes()
+    t0 = time.perf_counter()
+    items = [to_item(ms, n) for n in notes]
+    t1 = time.perf_counter()
+    store: Store = ms.Store()
+    upsert = store.upsert
+    ids = [upsert(it).id for it in items]
+    t2 = time.perf_counter()
+    del items
+    gc.collect()
+    rss1 = rss_bytes()
+    n = len(notes)
+    stats = {
+        "item_build_per_s": n / (t1 - t0),
+        "upsert_per_s": n / (t2 - t1),
+        "upsert_total_s": t2 - t1,
+        "rss_delta_bytes_per_item": (rss1 - rss0) / n,
+    }
+    return store, ids, stats
+
+
+def build_traced(ms: ModuleType, notes: Sequence[Note]) -> tuple[float, float]:
+    """Build a throwaway store under ``tracemalloc``: (current, peak) bytes per item.
+
+    Items are constructed inside the traced region, so an item the store keeps
+    counts in full; garbage (a copied item, temporaries) only in the peak.
+    """
+    gc.collect()
+    tracemalloc.start()
+    store: Store = ms.Store()
+    for n in notes:
+        store.upsert(to_item(ms, n))
+    gc.collect()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del store
+    gc.collect()
+    return current / len(notes), peak / len(notes)
+
+
+@dataclass
+class _Timed:
+    """What the timed build and query passes of memstore measured."""
+
+    build: dict[str, float]
+    ids: list[str]
+    first_query_ms: float
+    per_query_ms: list[float]
+    hits: list[list[str]]
+
+
+def _time_memstore(
+    ms: ModuleType, notes: Sequence[Note], queries: Sequence[str], repeats: int
+) -> _Timed:
+    """Build a store and time the queries on it; the store is dropped on return."""
+    log("  memstore: build")
+    store, ids, build = build_timed(ms, notes)
+
+    def search(q: str) -> list[Item]:
+        return store.keyword_search(q, limit=TOP_K)
+
+    t0 = time.perf_counter_ns()
+    search(queries[0])
+    first_ms = (time.perf_counter_ns() - t0) / 1e6
+    log("  memstore: queries")
+    per_query, warm = time_queries(search, queries, repeats)
+    return _Timed(build, ids, first_ms, per_query, [[it.id for it in res] for res in warm])
+
+
+def run_memstore(
+    ms: ModuleType, notes: Sequence[Note], queries: Sequence[Query], repeats: int
+) -> tuple[MemstoreResult, list[float]]:
+    """memstore at one size; also returns the per-query medians (for peer ratios)."""
+    timed = _time_memstore(ms, notes, [q.text for q in queries], repeats)
+    gc.collect()
+    log("  memstore: tracemalloc build")
+    current, peak = build_traced(ms, notes)
+    result = MemstoreResult(
+        item_build_per_s=timed.build["item_build_per_s"],
+        upsert_per_s=timed.build["upsert_per_s"],
+        upsert_total_s=timed.build["upsert_total_s"],
+        stored_ids=len(set(timed.ids)),
+        rss_delta_bytes_per_item=timed.build["rss_delta_bytes_per_item"],
+        tracemalloc_current_bytes_per_item=current,
+        tracemalloc_peak_bytes_per_item=peak,
+        first_query_ms=timed.first_query_ms,
+        latency=summarize(timed.per_query_ms, repeats),
+        latency_by_category=by_category(queries, timed.per_query_ms, repeats),
+        quality=quality(queries, timed.hits, lambda i: timed.ids[i]),
+    )
+    return result, timed.per_query_ms
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def run_bm25s(
+    notes: Sequence[Note], queries: Sequence[Query], repeats: int
+) -> tuple[PeerResult, list[float]]:
+    """bm25s: tokenize + index the notes, then tokenize + retrieve one query at a time."""
+    import bm25s  # type: ignore[import-untyped]
+
+    log("  bm25s: build")
+    t0 = time.perf_counter()
+    corpus_tokens = bm25s.tokenize([n.text for n in notes], stopwords="en", show_progress=False)
+    t1 = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(corpus_tokens, show_progress=False)
+    t2 = time.perf_counter()
+    k = min(TOP_K, len(notes))
+
+    def search(q: str) -> Any:
+        tokens = bm25s.tokenize(q, stopwords="en", show_progress=False)
+        return retriever.retrieve(tokens, k=k, show_progress=False)
+
+    log("  bm25s: queries")
+    per_query, warm = time_queries(search, [q.text for q in queries], repeats)
+    # Zero-score documents are filler (bm25s always returns k), not results.
+    hits = [[int(d) for d, s in zip(r[0][0], r[1][0], strict=True) if s > 0] for r in warm]
+    result = PeerResult(
+        tokenize_s=t1 - t0,
+        index_s=t2 - t1,
+        build_s=t2 - t0,
+        latency=summarize(per_query, repeats),
+        quality=quality(queries, hits, lambda i: i),
+        note='bm25s.tokenize(stopwords="en") + BM25().retrieve(k=10), one query per call',
+    )
+    return result, per_query
+
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+def rank_bm25_subset(size: int, n_queries: int) -> list[int]:
+    """Indices of the queries rank_bm25 is timed on: all, or an evenly spaced subset."""
+    if size <= RANK_BM25_FULL_MAX_SIZE or n_queries <= RANK_BM25_SUBSET:
+        return list(range(n_queries))
+    step = n_queries / RANK_BM25_SUBSET
+    return [int(i * step) for i in range(RANK_BM25_SUBSET)]
+
+
+def run_rank_bm25(
+    notes: Sequence[Note], queries: Sequence[Query], repeats: int, subset: Sequence[int]
+) -> PeerResult:
+    """rank_bm25's BM25Okapi with bm25s's tokenisation (same regex and stop words)."""
+    from bm25s.stopwords import STOPWORDS_EN  # type: ignore[import-untyped]
+    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+
+    stop = frozenset(STOPWORDS_EN)
+
+    def tokenize(text: str) -> list[str]:
+        return [w for w in _WORD.findall(text.lower()) if w not in stop]
+
+    log("  rank_bm25: build")
+    t0 = time.perf_counter()
+    corpus_tokens = [tokenize(n.text) for n in notes]
+    t1 = time.perf_counter()
+    bm = BM25Okapi(corpus_tokens)
+    t2 = time.perf_counter()
+    doc_ids = list(range(len(notes)))
+    k = min(TOP_K, len(notes))
+
+    def search(q: str) -> Any:
+        return bm.get_top_n(tokenize(q), doc_ids, n=k)
+
+    chosen = [queries[i] for i in subset]
+    log(f"  rank_bm25: {len(chosen)} queries")
+    per_query, warm = time_queries(search, [q.text for q in chosen], repeats)
+    hits = [list(r) for r in warm]
+    note = "BM25Okapi.get_top_n(n=10)"
+    if len(chosen) < len(queries):
+        note += f"; timed on {len(chosen)} of {len(queries)} queries (too slow for all)"
+    return PeerResult(
+        tokenize_s=t1 - t0,
+        index_s=t2 - t1,
+        build_s=t2 - t0,
+        latency=summarize(per_query, repeats),
+        quality=quality(chosen, hits, lambda i: i),
+        note=note,
+    )
+
+
+# --------------------------------------------------------------------------- one size
+
+
+def run_size(ms: ModuleType, size: int, n_queries: int, repeats: int, seed: int) -> SizeResult:
+    """Every measurement at one corpus size."""
+    log(f"[{size:,} items]")
+    t0 = time.perf_counter()
+    notes = generate_corpus(size, seed)
+    queries = make_queries(notes, n_queries, seed)
+    gen_s = time.perf_counter() - t0
+    ours, ours_per_query = run_memstore(ms, notes, queries, repeats)
+    gc.collect()
+    bm25s_res, _ = run_bm25s(notes, queries, repeats)
+    gc.collect()
+    subset = rank_bm25_subset(size, len(queries))
+    rank_res = run_rank_bm25(notes, queries, repeats, subset)
+    gc.collect()
+    ours_on_subset = percentile([ours_per_query[i] for i in subset], 50)
+    counts = {
+        c: sum(q.category == c for q in queries) for c in sorted({q.category for q in queries})
+    }
+    return SizeResult(
+        size=size,
+        corpus_gen_s=gen_s,
+        queries_by_category=counts,
+        memstore=ours,
+        bm25s=bm25s_res,
+        rank_bm25=rank_res,
+        ratios={
+            "memstore_over_bm25s_p50": ours.latency.p50_ms / bm25s_res.latency.p50_ms,
+            "rank_bm25_over_memstore_p50": rank_res.latency.p50_ms / ours_on_subset,
+            "memstore_p50_ms_on_rank_bm25_queries": ours_on_subset,
+        },
+    )
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _status(value: float | None, threshold: float, *, at_least: bool) -> str:
+    """``PASS`` when ``value`` meets ``threshold`` (from above or below), ``N/A`` if missing."""
+    if value is None:
+        return "N/A"
+    ok = value >= threshold if at_least else value <= threshold
+    return "PASS" if ok else "MISS"
+
+
+def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
+    """PASS/MISS for each target; N/A when its corpus size was not measured."""
+    by_size = {r.size: r for r in results}
+    out: list[TargetResult] = []
+    for size, limit in TARGET_P50_MS.items():
+        r = by_size.get(size)
+        v = r.memstore.latency.p50_ms if r else None
+        name = f"keyword search p50 <= {limit:g} ms at {size:,} items"
+        out.append(TargetResult(name, v, "ms", _status(v, limit, at_least=False)))
+    big = by_size.get(TARGET_RANK_SIZE)
+    v = big.ratios["memstore_over_bm25s_p50"] if big else None
+    out.append(
+        TargetResult(
+            f"p50 within {TARGET_BM25S_RATIO:g}x of bm25s at {TARGET_RANK_SIZE:,} items",
+            v,
+            "x (ours/bm25s)",
+            _status(v, TARGET_BM25S_RATIO, at_least=False),
+        )
+    )
+    v = big.ratios["rank_bm25_over_memstore_p50"] if big else None
+    out.append(
+        TargetResult(
+            f">= {TARGET_RANK_SPEEDUP:g}x faster than rank_bm25 at {TARGET_RANK_SIZE:,} items",
+            v,
+            "x (rank_bm25/ours)",
+            _status(v, TARGET_RANK_SPEEDUP, at_least=True),
+        )
+    )
+    for r in results:
+        out.append(
+            TargetResult(
+                f"upserts >= {TARGET_UPSERTS_PER_S:,.0f} items/s at {r.size:,} items",
+                r.memstore.upsert_per_s,
+                "items/s",
+                _status(r.memstore.upsert_per_s, TARGET_UPSERTS_PER_S, at_least=True),
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    """A number for the table: ``-`` when missing."""
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def markdown(results: Sequence[SizeResult], targets: Sequence[TargetResult]) -> str:
+    """The markdown report: latency table, build/memory table, targets."""
+    lines = [
+        "### Keyword search latency (ms; p50/p95 over queries of each query's median)",
+        "",
+        "| items | memstore p50 | memstore p95 | bm25s p50 | bm25s p95 | rank_bm25 p50 "
+        "| rank_bm25 p95 | rank_bm25 queries | ours/bm25s p50 | rank_bm25/ours p50 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        m, b, k = r.memstore.latency, r.bm25s.latency, r.rank_bm25.latency
+        lines.append(
+            f"| {r.size:,} | {_fmt(m.p50_ms)} | {_fmt(m.p95_ms)} | {_fmt(b.p50_ms)} "
+            f"| {_fmt(b.p95_ms)} | {_fmt(k.p50_ms)} | {_fmt(k.p95_ms)} | {k.queries} "
+            f"| {_fmt(r.ratios['memstore_over_bm25s_p50'], 2)} "
+            f"| {_fmt(r.ratios['rank_bm25_over_memstore_p50'], 1)} |"
+        )
+    lines += [
+        "",
+        "### Build, memory and result quality",
+        "",
+        "| items | upserts/s | RSS B/item | tracemalloc cur B/item | tracemalloc peak B/item "
+        "| bm25s build s | rank_bm25 build s | hit@10 exact ours | hit@10 exact bm25s "
+        "| hit@10 typo ours | hit@10 typo bm25s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ours = r.memstore
+        lines.append(
+            f"| {r.size:,} | {_fmt(ours.upsert_per_s)} | {_fmt(ours.rss_delta_bytes_per_item, 0)} "
+            f"| {_fmt(ours.tracemalloc_current_bytes_per_item, 0)} "
+            f"| {_fmt(ours.tracemalloc_peak_bytes_per_item, 0)} | {_fmt(r.bm25s.build_s, 2)} "
+            f"| {_fmt(r.rank_bm25.build_s, 2)} | {_fmt(ours.quality.hit_at_10_exact, 2)} "
+            f"| {_fmt(r.bm25s.quality.hit_at_10_exact, 2)} "
+            f"| {_fmt(ours.quality.hit_at_10_typo, 2)} "
+            f"| {_fmt(r.bm25s.quality.hit_at_10_typo, 2)} |"
+        )
+    notes = [f"- {r.size:,} items: rank_bm25 {r.rank_bm25.note}" for r in results]
+    notes = [n for n in notes if "timed on" in n]
+    if notes:
+        lines += ["", *notes, "  (rank_bm25/ours uses memstore's p50 on the same queries)"]
+    lines += ["", "### Targets", "", "| target | value | status |", "|---|---:|:---:|"]
+    for t in targets:
+        value = "-" if t.value is None else f"{_fmt(t.value, 3)} {t.unit}"
+        lines.append(f"| {t.name} | {value} | {t.status} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def _source_digest(ms: ModuleType) -> str | None:
+    """A digest of memstore's ``*.py`` files: which engine code was measured."""
+    files = sorted(Path(p) for d in getattr(ms, "__path__", []) for p in Path(d).glob("*.py"))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def machine_info(ms: ModuleType) -> dict[str, Any]:
+    """Where and with what this run happened."""
+    return {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "cpu_count_physical": psutil.cpu_count(logical=False),
+        "cpu_model": _cpu_model(),
+        "memory_total_bytes": psutil.virtual_memory().total,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "numpy": _version("numpy"),
+        "bm25s": _version("bm25s"),
+        "rank_bm25": _version("rank-bm25"),
+        "psutil": _version("psutil"),
+        "memstore": getattr(ms, "__version__", None) or _version("memstore"),
+        "git_commit": _git_commit(),
+        "memstore_path": str(Path(ms.__file__).parent) if ms.__file__ else None,
+        "memstore_source_sha256": _source_digest(ms),
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (``--smoke`` changes the defaults, explicit flags win)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--sizes", help="comma-separated corpus sizes (default 1000,10000,100000)")
+    p.add_argument("--smoke", action="store_true", help="tiny run: 200 and 1000 items, 20 queries")
+    p.add_argument(
+        "--out", type=Path, help=f"JSON output (default {DEFAULT_OUT.relative_to(ROOT)})"
+    )
+    p.add_argument("--queries", type=int, help="queries per size (default 200, smoke 20)")
+    p.add_argument("--repeats", type=int, help="timed passes (default 5, smoke 1)")
+    p.add_argument("--seed", type=int, default=42, help="corpus and query seed (default 42)")
+    args = p.parse_args(argv)
+    if args.sizes:
+        args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    else:
+        args.sizes = list(SMOKE_SIZES if args.smoke else DEFAULT_SIZES)
+    if args.queries is None:
+        args.queries = 20 if args.smoke else 200
+    if args.repeats is None:
+        args.repeats = 1 if args.smoke else 5
+    if args.out is None:
+        tmp = Path(tempfile.gettempdir()) / "memstore-lexical-smoke.json"
+        args.out = tmp if args.smoke else DEFAULT_OUT
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, write the JSON, print the report. Always 0."""
+    args = parse_args(argv)
+    ms = load_memstore()
+    results = [run_size(ms, n, args.queries, args.repeats, args.seed) for n in args.sizes]
+    targets = evaluate_targets(results)
+    payload = {
+        "benchmark": "lexical",
+        "smoke": args.smoke,
+        "config": {
+            "sizes": args.sizes,
+            "queries": args.queries,
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "top_k": TOP_K,
+            "rank_bm25_subset_above_size": RANK_BM25_FULL_MAX_SIZE,
+            "rank_bm25_subset_queries": RANK_BM25_SUBSET,
+        },
+        "machine": machine_info(ms),
+        "results": [asdict(r) for r in results],
+        "targets": [asdict(t) for t in targets],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(markdown(results, targets))
+    print(f"\nJSON written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
