@@ -43,9 +43,12 @@ def spread(
     best: dict[str, float] = dict.fromkeys(anchors, 1.0)
     frontier = sorted(best)
     for _ in range(max_depth):
+        # Each round extends the previous round's paths by one hop: read the
+        # scores as they stood before it, so no path grows two hops in a round.
+        before = dict(best)
         improved: set[str] = set()
         for node in frontier:
-            base = best[node] * decay
+            base = before[node] * decay
             for other, weight in neighbours(node):
                 score = base * weight
                 if score > best.get(other, 0.0):

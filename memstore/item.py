@@ -254,6 +254,8 @@ class Removed(BaseModel):
 
     id: str
     kind: str
+    scope: str = SCOPE_PUBLIC
+    """The removed item's scope: a private removal is never published to the change hook."""
 
 
 class ScoredItem(BaseModel):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import datetime as _dt
 import logging
 import threading
@@ -463,6 +464,12 @@ class Store:
                     self._config.before(it)
                 self._write(it.id, it)
                 return it.clone(), None
+            # Compare the item as it would be stored: its origin and a private
+            # item's subject are stamped, so they match cells stamped the same way.
+            f = it.__dict__
+            f["origin"] = it.origin or _restored_origin(it)
+            if it.scope == SCOPE_PRIVATE and not it.subject:
+                f["subject"] = self._config.subject
             target = self._find_duplicate_locked(it)
             if target is None:
                 self._stamp(it, None, had_deadline)
@@ -478,16 +485,15 @@ class Store:
                 cell_originated=target.cell_originated,
                 tags=list(dict.fromkeys([*target.tags, *it.tags])),
                 updated_at=self._now(),
-                origin=it.origin or target.origin,
             )
             ttl = self._config.default_ttl
-            if ttl is not None and it.kind in ttl and not had_deadline:
-                if self._config.renew_on_merge:
-                    merged.stale_after = self._now() + ttl[it.kind]
+            if ttl is not None and not had_deadline:
+                # As for an update: a restatement without a deadline keeps the
+                # stored one, unless renew_on_merge re-arms a default_ttl kind.
+                if self._config.renew_on_merge and it.kind in ttl:
+                    merged.__dict__["stale_after"] = self._now() + ttl[it.kind]
                 else:
-                    merged.stale_after = target.stale_after
-            if not merged.origin:
-                merged.origin = _restored_origin(merged)  # type: ignore[assignment]
+                    merged.__dict__["stale_after"] = target.stale_after
             if self._config.before is not None:
                 self._config.before(merged)
             self._write(merged.id, merged)
@@ -500,12 +506,12 @@ class Store:
         if item.scope == SCOPE_PRIVATE:
             pool: Iterable[str] = sorted(self._private.get(private_owner(item), ()))
         else:
-            # Any near-duplicate shares a folded token, i.e. contains the token
-            # or its plural: the postings of those words are the candidates.
+            # Any near-duplicate shares a folded token, i.e. contains a word
+            # that folds to it: the postings of those words are the candidates.
             lex = self._lex.lexicon
             found: set[str] = set()
             for tok in tokens:
-                for w in (tok, tok + "s"):
+                for w in _unfolded(tok):
                     slots = lex._postings.get(w)
                     if slots:
                         found.update(lex.id_at(s) or "" for s in slots)
@@ -531,6 +537,9 @@ class Store:
         """
         if not item.id:
             raise InvalidItemError("put needs an item with an id")
+        why = _naive_datetime(item)
+        if why:
+            raise InvalidItemError(why)
         with self._writing():
             self._write(item.id, item.clone())
 
@@ -543,6 +552,9 @@ class Store:
         """
         if not item.id:
             raise InvalidItemError("mirror needs an item with an id")
+        why = _naive_datetime(item)
+        if why:
+            raise InvalidItemError(why)
         with self._writing():
             existing = self._items.get(item.id)
             if existing is not None:
@@ -567,14 +579,18 @@ class Store:
         this loads the record, it does not change it.
         """
         loaded = [it.clone(cell_originated=True) for it in items]
+        for it in loaded:  # check everything before touching anything
+            if not it.id:
+                raise InvalidItemError("restore needs items with ids")
+            why = _naive_datetime(it)
+            if why:
+                raise InvalidItemError(why)
         with self._locked():
             if self._txn is not None:
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):
                 self._set(id, None)
             for it in loaded:
-                if not it.id:
-                    raise InvalidItemError("restore needs items with ids")
                 self._set(it.id, it)
 
     def delete(self, id: str) -> bool:
@@ -799,7 +815,11 @@ class Store:
         hook and after-commit listeners are told only when the caller, having
         released the lock, hands the result to :meth:`publish_removed`.
         """
-        gone = [Removed(id=id, kind=it.kind) for id, it in sorted(self._items.items()) if match(it)]
+        gone = [
+            Removed(id=id, kind=it.kind, scope=it.scope)
+            for id, it in sorted(self._items.items())
+            if match(it)
+        ]
         with self._writing(defer_publish=True):
             for r in gone:
                 self._write(r.id, None)
@@ -807,7 +827,9 @@ class Store:
 
     def publish_removed(self, gone: Iterable[Removed]) -> None:
         """Announce what :meth:`forget_locked` removed (call it outside the lock)."""
-        self._publish(Change("delete", None, r.id, r.kind) for r in gone)
+        self._publish(
+            Change("delete", None, r.id, r.kind, published=r.scope != SCOPE_PRIVATE) for r in gone
+        )
 
     def clone_into(self, lock: Locker | None, config: Config | None = None) -> Store:
         """A new store holding copies of these items, guarded by ``lock``.
@@ -817,7 +839,7 @@ class Store:
         """
         cfg = config if config is not None else Config()
         if cfg.vocabulary is None:
-            cfg.vocabulary = self._config.vocabulary
+            cfg = dataclasses.replace(cfg, vocabulary=self._config.vocabulary)
         copy = Store(cfg, lock=lock)
         for id, item in self._items.items():
             copy._set(id, item.clone())
@@ -986,7 +1008,9 @@ class Store:
                 window.append(it)
                 if len(window) >= RECENT_WINDOW:
                     break
-            window.sort(key=lambda it: (it.created_at, it.updated_at, it.id), reverse=True)
+            window.sort(
+                key=lambda it: (_ts(it.created_at), _ts(it.updated_at), it.id), reverse=True
+            )
             return self._out([it.clone() for it in window[: max(limit, 0) or len(window)]])
 
     def exact_matches(self, query: str, kind: str = "", subject: str = "") -> list[Item]:
@@ -1005,7 +1029,7 @@ class Store:
                 for it in found
                 if it.is_active(now) and self._matches(it, now, "", kind, "", subject, "")
             ]
-            found.sort(key=lambda it: (it.updated_at, it.id), reverse=True)
+            found.sort(key=lambda it: (_ts(it.updated_at), it.id), reverse=True)
             return self._out([it.clone() for it in found])
 
     # -------------------------------------------------------- lexical search
@@ -1387,8 +1411,22 @@ def _exact_keys(item: Item) -> set[str]:
     return keys
 
 
+def _unfolded(tok: str) -> tuple[str, ...]:
+    """Every word the dedup plural fold maps to ``tok`` (a superset)."""
+    words = [tok, tok + "s", tok + "es"]
+    if tok.endswith("y"):
+        words.append(tok[:-1] + "ies")
+    return tuple(words)
+
+
 def _same_exact_keys(a: Item, b: Item) -> bool:
     return a.title == b.title and service_tag_value(a) == service_tag_value(b)
+
+
+def _naive_datetime(item: Item) -> str:
+    from memstore.validate import naive_datetime_rejection
+
+    return naive_datetime_rejection(item)
 
 
 def _restored_origin(item: Item) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TAGS",
     "MAX_TITLE_CHARS",
+    "naive_datetime_rejection",
     "stamp_knowledge_retention",
     "thought_link_rejection",
     "validate_base",
@@ -78,6 +79,19 @@ def thought_link_rejection(from_id: str, link: ThoughtLink) -> str:
     return ""
 
 
+def naive_datetime_rejection(item: Item) -> str:
+    """Why the item's datetimes are unusable (one lacks a timezone), or ``""``.
+
+    The model refuses naive datetimes at construction; this catches one
+    assigned afterwards, which would otherwise break every later comparison.
+    """
+    for name in ("stale_after", "created_at", "updated_at"):
+        value = getattr(item, name)
+        if value is not None and (not isinstance(value, _dt.datetime) or value.utcoffset() is None):
+            return f"{name} must be a timezone-aware datetime, got {value!r}"
+    return ""
+
+
 def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     """Why ``item`` breaks the rules every item obeys, or ``""`` when it is valid.
 
@@ -110,6 +124,9 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         return f"kind {item.kind!r} needs a deadline (stale_after)"
     if item.kind == KIND_EVENT and not item.event_date:
         return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
+    why = naive_datetime_rejection(item)
+    if why:
+        return why
     if item.event_date and not valid_event_date(item.event_date):
         return f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339"
     if item.scope == SCOPE_PRIVATE and not private_owner(item):

@@ -1,0 +1,137 @@
+"""Shared fixtures for the store tests: a controllable clock and a hook recorder.
+
+Time never moves unless a test moves it (``clock.advance``), so deadlines,
+timestamps and lazy staleness are deterministic. ``make_store`` builds a
+:class:`~memstore.Store` on that clock with every observer seam (change hook,
+after- and before-commit listeners, ``dirty``, ``signal``, ``published``)
+recording into ``recorder``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pytest
+
+from memstore import Change, Config, Item, Store
+
+T0 = dt.datetime(2025, 1, 6, 9, 0, tzinfo=dt.UTC)
+"""Where every fake clock starts."""
+
+
+class FakeClock:
+    """A clock returning aware UTC datetimes that moves only when told to."""
+
+    def __init__(self, start: dt.datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, delta: dt.timedelta) -> dt.datetime:
+        """Move the clock forward by ``delta``; the new time."""
+        self.now = self.now + delta
+        return self.now
+
+
+HookCall = tuple[str, Item | None, str, str]
+
+
+@dataclass
+class Recorder:
+    """Everything the store told its observers, in order."""
+
+    hook: list[HookCall] = field(default_factory=list)
+    listener: list[HookCall] = field(default_factory=list)
+    groups: list[tuple[Change, ...]] = field(default_factory=list)
+    published: int = 0
+    dirty: int = 0
+    signal: int = 0
+
+    def on_hook(self, op: str, item: Item | None, id: str, kind: str) -> None:
+        self.hook.append((op, item, id, kind))
+
+    def on_listener(self, op: str, item: Item | None, id: str, kind: str) -> None:
+        self.listener.append((op, item, id, kind))
+
+    def on_before(self, changes: Sequence[Change]) -> None:
+        self.groups.append(tuple(changes))
+
+    def on_published(self) -> None:
+        self.published += 1
+
+    def on_dirty(self) -> None:
+        self.dirty += 1
+
+    def on_signal(self) -> None:
+        self.signal += 1
+
+    def attach(self, store: Store) -> None:
+        """Install the change hook and both kinds of listener on ``store``."""
+        store.set_change_hook(self.on_hook)
+        store.add_change_listener(self.on_listener)
+        store.add_change_listener(self.on_before, before_commit=True)
+
+    def clear(self) -> None:
+        self.hook.clear()
+        self.listener.clear()
+        self.groups.clear()
+        self.published = self.dirty = self.signal = 0
+
+    @property
+    def quiet(self) -> bool:
+        """Whether nothing at all was reported."""
+        return not (
+            self.hook or self.listener or self.groups or self.published or self.dirty or self.signal
+        )
+
+    def hook_ops(self) -> list[tuple[str, str]]:
+        return [(op, id) for op, _, id, _ in self.hook]
+
+    def listener_ops(self) -> list[tuple[str, str]]:
+        return [(op, id) for op, _, id, _ in self.listener]
+
+
+class StoreFactory(Protocol):
+    def __call__(self, **config: Any) -> Store: ...
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def make_store(clock: FakeClock, recorder: Recorder) -> StoreFactory:
+    """Build a store on ``clock`` whose observers all report into ``recorder``.
+
+    Keyword arguments are :class:`~memstore.Config` fields; they override the
+    recording seams when they name one.
+    """
+
+    def make(**config: Any) -> Store:
+        seams: dict[str, Any] = {
+            "clock": clock,
+            "dirty": recorder.on_dirty,
+            "signal": recorder.on_signal,
+            "published": recorder.on_published,
+        }
+        seams.update(config)
+        store = Store(Config(**seams))
+        recorder.attach(store)
+        return store
+
+    return make
+
+
+@pytest.fixture
+def store(make_store: StoreFactory) -> Store:
+    return make_store()
