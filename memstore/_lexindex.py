@@ -8,6 +8,7 @@ O(candidates) in C-level set and array operations, never a loop over all items.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,8 +65,14 @@ class _Codes:
         return self._code.get(s, -1)
 
 
-def _ts(dt: object) -> float:
-    return dt.timestamp() if dt is not None else _INF  # type: ignore[attr-defined]
+def _deadline_ts(dt: _dt.datetime | None) -> float:
+    """A deadline as a timestamp; no deadline is +inf (never due)."""
+    return dt.timestamp() if dt is not None else _INF
+
+
+def _updated_ts(dt: _dt.datetime | None) -> float:
+    """An update time as a timestamp; none is -inf (the oldest), as the store orders it."""
+    return dt.timestamp() if dt is not None else -_INF
 
 
 class LexicalIndex:
@@ -114,8 +121,8 @@ class LexicalIndex:
         self._kind[slot] = self._kinds.code(item.kind)
         self._subject[slot] = self._subjects.code(item.subject)
         self._service[slot] = self._subjects.code(service_tag_value(item) or "")
-        self._updated[slot] = _ts(item.updated_at)
-        self._stale[slot] = _ts(item.stale_after)
+        self._updated[slot] = _updated_ts(item.updated_at)
+        self._stale[slot] = _deadline_ts(item.stale_after)
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
@@ -208,5 +215,5 @@ class LexicalIndex:
             assert self._text[id] == (item.title, item.content, index_id[id])
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
-            assert self._updated[slot] == _ts(item.updated_at)
-            assert self._stale[slot] == _ts(item.stale_after)
+            assert self._updated[slot] == _updated_ts(item.updated_at)
+            assert self._stale[slot] == _deadline_ts(item.stale_after)

@@ -267,13 +267,13 @@ class Lexicon:
             self._doc_text[slot] = f" {' '.join(all_words)} " if all_words else ""
             self._doc_ntitle[slot] = len(title_words)
             postings = self._postings
-            for w in set(all_words):
-                ids = postings.get(w)
-                if ids is None:
-                    postings[w] = {slot}
+            uniq = set(all_words)
+            for w in uniq:
+                if w not in postings:  # new to the vocabulary
+                    postings[w] = set()
                     self._add_word(w)
-                else:
-                    ids.add(slot)
+            for w in uniq:
+                postings[w].add(slot)
             tp = self._title_postings
             for w in title:
                 ids = tp.get(w)

@@ -1,0 +1,454 @@
+"""The store's state and machinery: the lock, write groups, publication, the indexes.
+
+:class:`StoreBase` holds everything the :class:`~memstore.store.Store` keeps and
+the one primitive that changes it (``_set``), so that every index is updated
+in one place. Reads and searches live in mixins beside it; writes in ``store.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import regex
+from sortedcontainers import SortedKeyList
+
+from memstore._lexindex import LexicalIndex
+from memstore.config import (
+    BeforeCommitListener,
+    Change,
+    ChangeListener,
+    Config,
+    HitHook,
+    Locker,
+)
+from memstore.item import (
+    SCOPE_PRIVATE,
+    STATUS_ACTIVE,
+    STATUS_STALE,
+    Item,
+)
+from memstore.tags import private_owner, service_tag_value
+from memstore.text import normalize_query
+from memstore.vocabulary import Vocabulary
+
+__all__ = ["StoreBase"]
+
+builtins_id = id  # methods here name their parameter ``id``, after the item field
+
+_ULID = regex.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+
+
+@dataclass
+class _Txn:
+    """The open write group: an undo log and the changes made so far."""
+
+    undo: list[tuple[str, Item | None]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+
+class StoreBase:
+    """State, lock and write-group machinery shared by the Store's parts."""
+
+    def __init__(self, config: Config | None = None, *, lock: Locker | None = None) -> None:
+        self._config = config if config is not None else Config()
+        self._vocab = self._config.vocabulary or Vocabulary()
+        self._lock: Locker = lock if lock is not None else threading.RLock()
+        self._log = self._config.logger or logging.getLogger("memstore")
+        self._items: dict[str, Item] = {}
+        self._lex = LexicalIndex()
+        self._index_id: dict[str, bool] = {}
+        self._private: dict[str, set[str]] = {}
+        self._backlinks: dict[str, set[str]] = {}
+        self._citations: dict[str, set[str]] = {}
+        self._exact: dict[str, set[str]] = {}
+        self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
+        self._txn: _Txn | None = None
+        self._tls = threading.local()
+        self._unpublished: list[Change] = []
+        self._publishing = False
+        # Committed changes whose publication waits for publish_removed (by
+        # identity): they keep their place in commit order and hold back what
+        # follows them.
+        self._held: set[int] = set()
+        self._change_hook: ChangeListener | None = None
+        self._hit_hook: HitHook | None = None
+        self._listeners: list[ChangeListener] = []
+        self._before: list[BeforeCommitListener] = []
+
+    def _now(self) -> _dt.datetime:
+        return self._config.clock()
+
+    def _locked(self) -> _Scope:
+        """Hold the lock (reads): ``with self._locked(): ...``."""
+        return _Scope(self, write=False)
+
+    def _finish_group(self, txn: _Txn, failed: bool) -> None:
+        """Close the outermost group: run before-commit listeners, then commit or undo."""
+        self._txn = None
+        if failed:
+            self._rollback(txn, 0)
+            self._drop_changes(txn, 0)
+            return
+        if txn.changes and self._before:
+            changes = tuple(txn.changes)
+            try:
+                for listener in list(self._before):
+                    listener(changes)
+            except BaseException:
+                self._rollback(txn, 0)
+                self._drop_changes(txn, 0)
+                raise
+        cfg = self._config
+        if cfg.dirty is not None or cfg.signal is not None:
+            for _ in txn.changes:
+                if cfg.dirty is not None:
+                    cfg.dirty()
+                if cfg.signal is not None:
+                    cfg.signal()
+        if self._listeners or self._change_hook is not None:
+            self._unpublished.extend(txn.changes)
+        else:  # nobody to tell: nothing to hold either
+            self._drop_changes(txn, 0)
+
+    def _rollback(self, txn: _Txn, mark: int) -> None:
+        while len(txn.undo) > mark:
+            id, previous = txn.undo.pop()
+            self._set(id, previous)
+
+    def _drop_changes(self, txn: _Txn, mark: int) -> None:
+        """Forget the group's changes from ``mark`` on (they will not be published)."""
+        if self._held:
+            for c in txn.changes[mark:]:
+                self._held.discard(id(c))
+        del txn.changes[mark:]
+
+    def _write(
+        self,
+        id: str,
+        new: Item | None,
+        *,
+        publish: bool = True,
+        mirrored: bool = False,
+        held: bool = False,
+    ) -> None:
+        """Record and apply one change inside the open group."""
+        txn = self._txn
+        assert txn is not None, "writes happen inside a group"
+        old = self._items.get(id)
+        if old is None and new is None:
+            return
+        txn.undo.append((id, old))
+        self._set(id, new)
+        kind = new.kind if new is not None else old.kind  # type: ignore[union-attr]
+        private = (new or old).scope == SCOPE_PRIVATE  # type: ignore[union-attr]
+        # The stored object itself: stored items are never mutated in place
+        # (every change stores a new object), so listeners may keep it.
+        change = Change(
+            "delete" if new is None else "upsert", new, id, kind, mirrored, publish and not private
+        )
+        txn.changes.append(change)
+        if held:
+            self._held.add(builtins_id(change))
+
+    def _publish(self, changes: Iterable[Change]) -> None:
+        """Fire the change hook and after-commit listeners (lock released).
+
+        The changes are committed: a hook or listener that raises is logged and
+        the others still run, rather than failing a write that succeeded.
+        """
+        cfg = self._config
+        hook = self._change_hook
+        listeners = list(self._listeners)
+        for c in changes:
+            if hook is not None and c.published and not (cfg.quiet and cfg.quiet(c.id)):
+                self._call(hook, c)
+                if cfg.published is not None:
+                    try:
+                        cfg.published()
+                    except Exception:
+                        self._log.exception("memstore: the published seam raised")
+            for fn in listeners:
+                self._call(fn, c)
+
+    def _call(self, fn: ChangeListener, c: Change) -> None:
+        try:
+            fn(c.op, c.item, c.id, c.kind)
+        except Exception:
+            self._log.exception("memstore: change listener %r raised on %s %s", fn, c.op, c.id)
+
+    def _release_held(self, removed: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Release held deletes matching ``(id, kind)``; return the ones not found."""
+        missing: list[tuple[str, str]] = []
+        with self._locked():
+            for rid, kind in removed:
+                for c in self._unpublished:
+                    if id(c) in self._held and c.id == rid and c.op == "delete":
+                        self._held.discard(id(c))
+                        break
+                else:
+                    missing.append((rid, kind))
+        return missing
+
+    def _writing(self) -> _Scope:
+        """Lock, open (or join) a group, and publish what it committed once unlocked."""
+        return _Scope(self, write=True)
+
+    def _drain(self) -> None:
+        """Publish committed changes, in commit order, once this thread left the store.
+
+        One thread publishes at a time and takes whatever others committed
+        meanwhile, so deliveries keep commit order without holding the store's
+        lock (a listener may write to the store; a host may hold the lock).
+        """
+        if not self._unpublished or self._tls.__dict__.get("depth", 0) > 0:
+            return  # an unlocked peek: a change committed meanwhile is its writer's to drain
+        while True:
+            with self._locked():
+                queue = self._unpublished
+                if self._publishing or not queue:
+                    return
+                n = len(queue)
+                if self._held:  # publish up to the first held change, no further
+                    n = next((i for i, c in enumerate(queue) if id(c) in self._held), n)
+                    if n == 0:
+                        return
+                self._publishing = True
+                pending, self._unpublished = queue[:n], queue[n:]
+            try:
+                self._publish(pending)
+            finally:
+                with self._locked():
+                    self._publishing = False
+
+    # ------------------------------------------------------ the primitive
+
+    def _indexable(self, item: Item) -> bool:
+        return (
+            item.status == STATUS_ACTIVE
+            and item.scope != SCOPE_PRIVATE
+            and not self._vocab.is_data(item.kind)
+        )
+
+    def _index_id_text(self, id: str) -> bool:
+        skip = self._config.skip_id_text
+        if skip is not None:
+            return not skip(id)
+        prefix = self._config.id_prefix
+        return not (id.startswith(prefix) and _ULID.fullmatch(id[len(prefix) :]) is not None)
+
+    def _set(self, id: str, new: Item | None) -> None:
+        """Make ``new`` the stored state of ``id`` (``None`` deletes) in every index."""
+        old = self._items.get(id)
+        if old is not None:
+            self._by_update.remove(old)
+            if old.scope == SCOPE_PRIVATE:
+                _discard(self._private, private_owner(old), id)
+            if old.links:
+                for link in old.links:
+                    _discard(self._backlinks, link.to_id, id)
+            if old.evidence_refs:
+                for ref in old.evidence_refs:
+                    _discard(self._citations, _cited_id(ref), id)
+            if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
+                for key in _exact_keys(old):
+                    _discard(self._exact, key, id)
+        if new is None:
+            self._items.pop(id, None)
+            self._lex.remove(id)
+            self._index_id.pop(id, None)
+            return
+        self._items[id] = new
+        self._by_update.add(new)
+        if new.scope == SCOPE_PRIVATE:
+            self._private.setdefault(private_owner(new), set()).add(id)
+        for link in new.links:
+            self._backlinks.setdefault(link.to_id, set()).add(id)
+        for ref in new.evidence_refs:
+            self._citations.setdefault(_cited_id(ref), set()).add(id)
+        if self._indexable(new):
+            was_indexed = id in self._index_id
+            index_id = self._index_id_text(id)
+            self._lex.put(new, index_id)
+            self._index_id[id] = index_id
+            if not was_indexed or old is None or not _same_exact_keys(old, new):
+                for key in _exact_keys(new):
+                    self._exact.setdefault(key, set()).add(id)
+        else:
+            if id in self._index_id and old is not None and _same_exact_keys(old, new):
+                for key in _exact_keys(old):  # kept above while it stayed indexed
+                    _discard(self._exact, key, id)
+            self._lex.remove(id)
+            self._index_id.pop(id, None)
+
+    def _view(self, item: Item, now: _dt.datetime) -> Item:
+        """A copy for a reader, reporting lazy staleness."""
+        if item.status == STATUS_ACTIVE and item.is_expired(now):
+            return item.clone(status=STATUS_STALE)
+        return item.clone()
+
+    def _out(self, items: list[Item]) -> list[Item]:
+        if self._config.read is not None and items:
+            self._config.read(items)
+        return items
+
+    def _matches(
+        self,
+        it: Item,
+        now: _dt.datetime,
+        status: str,
+        kind: str,
+        scope: str,
+        subject: str,
+        confidence: str,
+    ) -> bool:
+        if status:
+            effective = (
+                STATUS_STALE if it.status == STATUS_ACTIVE and it.is_expired(now) else it.status
+            )
+            if effective != status:
+                return False
+        if kind and it.kind != kind:
+            return False
+        if scope and it.scope != scope:
+            return False
+        if confidence and it.confidence != confidence:
+            return False
+        return not subject or it.subject == subject or service_tag_value(it) == subject
+
+    # ------------------------------------------------------------ invariant
+
+    def _check(self) -> None:
+        """Assert that every index agrees with the items (for tests)."""
+        with self._locked():
+            assert self._txn is None
+            indexable = {id: it for id, it in self._items.items() if self._indexable(it)}
+            self._lex._check(indexable, self._index_id)
+            assert set(self._index_id) == set(indexable)
+            assert len(self._by_update) == len(self._items)
+            assert all(self._items.get(it.id) is it for it in self._by_update)
+            private: dict[str, set[str]] = {}
+            backlinks: dict[str, set[str]] = {}
+            citations: dict[str, set[str]] = {}
+            exact: dict[str, set[str]] = {}
+            for id, it in self._items.items():
+                assert it.id == id
+                if it.scope == SCOPE_PRIVATE:
+                    private.setdefault(private_owner(it), set()).add(id)
+                for link in it.links:
+                    backlinks.setdefault(link.to_id, set()).add(id)
+                for ref in it.evidence_refs:
+                    citations.setdefault(_cited_id(ref), set()).add(id)
+                if id in indexable:
+                    for key in _exact_keys(it):
+                        exact.setdefault(key, set()).add(id)
+            assert private == self._private, "private-owner index disagrees"
+            assert backlinks == self._backlinks, "backlink index disagrees"
+            assert citations == self._citations, "citation index disagrees"
+            assert exact == self._exact, "exact-title index disagrees"
+
+
+# --------------------------------------------------------------- helpers
+
+
+class _Scope:
+    """Holds the store's lock and, for writes, the open group.
+
+    A class rather than a generator context manager: it wraps every call, and
+    ``contextlib`` costs several microseconds a time on that path.
+    """
+
+    __slots__ = ("_mark", "_outer", "_store", "_write")
+
+    def __init__(self, store: StoreBase, *, write: bool) -> None:
+        self._store = store
+        self._write = write
+        self._outer = False
+        self._mark = (0, 0)
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        d = store._tls.__dict__
+        d["depth"] = d.get("depth", 0) + 1
+        if self._write:
+            txn = store._txn
+            if txn is None:
+                self._outer = True
+                store._txn = _Txn()
+            else:
+                self._mark = (len(txn.undo), len(txn.changes))
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        store = self._store
+        failed = exc_type is not None
+        try:
+            if self._write:
+                txn = store._txn
+                assert txn is not None
+                if self._outer:
+                    store._finish_group(txn, failed)
+                elif failed:
+                    store._rollback(txn, self._mark[0])
+                    store._drop_changes(txn, self._mark[1])
+        finally:
+            store._tls.__dict__["depth"] -= 1
+            store._lock.release()
+        if self._write and not failed:
+            store._drain()
+
+
+def _update_key(item: Item) -> tuple[float, str]:
+    return (_ts(item.updated_at), item.id)
+
+
+def _ts(dt: _dt.datetime | None) -> float:
+    return dt.timestamp() if dt is not None else float("-inf")
+
+
+def _discard(index: dict[str, set[str]], key: str, id: str) -> None:
+    ids = index.get(key)
+    if ids is not None:
+        ids.discard(id)
+        if not ids:
+            del index[key]
+
+
+def _cited_id(ref: str) -> str:
+    return ref[5:] if ref.startswith("cell:") else ref
+
+
+def _exact_keys(item: Item) -> set[str]:
+    keys = {normalize_query(item.title)}
+    svc = service_tag_value(item)
+    if svc:
+        keys.add(normalize_query(svc))
+    keys.discard("")
+    return keys
+
+
+def _unfolded(tok: str) -> tuple[str, ...]:
+    """Every word the dedup plural fold maps to ``tok`` (a superset)."""
+    words = [tok, tok + "s", tok + "es"]
+    if tok.endswith("y"):
+        words.append(tok[:-1] + "ies")
+    return tuple(words)
+
+
+def _same_exact_keys(a: Item, b: Item) -> bool:
+    return a.title == b.title and service_tag_value(a) == service_tag_value(b)
+
+
+def _naive_datetime(item: Item) -> str:
+    from memstore.validate import naive_datetime_rejection
+
+    return naive_datetime_rejection(item)
+
+
+def _restored_origin(item: Item) -> str:
+    from memstore.tags import restored_origin
+
+    return restored_origin(item)

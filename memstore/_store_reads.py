@@ -1,0 +1,259 @@
+"""The Store's readers: lookups, listings, recency, exact names and the link graph."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterator, Sequence
+
+from memstore._store_base import StoreBase, _ts
+from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
+from memstore.item import (
+    SCOPE_PRIVATE,
+    Item,
+    ScoredItem,
+)
+from memstore.text import normalize_query
+
+__all__ = ["RECENT_WINDOW", "StoreReads"]
+
+RECENT_WINDOW = 500
+"""How many of the most recently updated items :meth:`Store.recent` considers."""
+
+
+class StoreReads(StoreBase):
+    """Readers: every copy they return reports lazy staleness and passes the read seam."""
+
+    def get(self, id: str) -> Item | None:
+        """A copy of one item by id (through the ``read`` seam), or ``None``."""
+        with self._locked():
+            item = self._items.get(id)
+            if item is None:
+                return None
+            return self._out([self._view(item, self._now())])[0]
+
+    def get_fold(self, id: str, fold_scan: bool) -> Item | None:
+        """:meth:`get` with a case-insensitive fallback scan when ``fold_scan`` (O(n))."""
+        found = self.get(id)
+        if found is not None or not fold_scan:
+            return found
+        with self._locked():
+            folded = id.casefold()
+            for key in sorted(self._items):
+                if key.casefold() == folded:
+                    return self._out([self._view(self._items[key], self._now())])[0]
+        return None
+
+    def items(self) -> list[Item]:
+        """Every public item (any status), most recently updated first. Never a private one."""
+        with self._locked():
+            now = self._now()
+            return self._out(
+                [
+                    self._view(it, now)
+                    for it in reversed(self._by_update)
+                    if it.scope != SCOPE_PRIVATE
+                ]
+            )
+
+    def all_items(self) -> list[Item]:
+        """Every active item, private ones included: for persistence, never a read surface."""
+        with self._locked():
+            now = self._now()
+            return [it.clone() for it in reversed(self._by_update) if it.is_active(now)]
+
+    def items_locked(self) -> list[Item]:
+        """A copy of every item, private ones included. The caller holds the lock."""
+        return [it.clone() for it in reversed(self._by_update)]
+
+    def count_active(self) -> int:
+        """The number of active items, private ones included."""
+        with self._locked():
+            now = self._now()
+            return sum(1 for it in self._items.values() if it.is_active(now))
+
+    def indexed(self, id: str) -> bool:
+        """Whether ``id`` has entries in the lexical index."""
+        with self._locked():
+            return id in self._lex
+
+    def filtered(
+        self,
+        status: str = "",
+        kind: str = "",
+        scope: str = "",
+        subject: str = "",
+        confidence: str = "",
+        limit: int = 0,
+    ) -> list[Item]:
+        """Public items matching every non-empty filter, most recently updated first.
+
+        ``subject`` matches the literal subject or a ``service/`` tag; ``status``
+        is the effective one (an item past its deadline reads stale).
+        ``limit <= 0`` means no limit.
+        """
+        return self.for_user("", status, kind, scope, subject, confidence, limit)
+
+    def for_user(
+        self,
+        user_hash: str,
+        status: str = "",
+        kind: str = "",
+        scope: str = "",
+        subject: str = "",
+        confidence: str = "",
+        limit: int = 0,
+    ) -> list[Item]:
+        """:meth:`filtered` plus ``user_hash``'s own private items (and no one else's).
+
+        The only reader that returns a private item, and only to its owner;
+        an empty ``user_hash`` owns nothing.
+        """
+        with self._locked():
+            now = self._now()
+            own = self._private.get(user_hash, set()) if user_hash else set()
+            out: list[Item] = []
+            for it in reversed(self._by_update):
+                if it.scope == SCOPE_PRIVATE and it.id not in own:
+                    continue
+                if not self._matches(it, now, status, kind, scope, subject, confidence):
+                    continue
+                out.append(self._view(it, now))
+                if 0 < limit <= len(out):
+                    break
+            return self._out(out)
+
+    def recent(
+        self,
+        kind: str = "",
+        scope: str = "",
+        subject: str = "",
+        limit: int = 10,
+        skip: Callable[[Item], bool] | None = None,
+    ) -> list[Item]:
+        """Active public items, newest first by creation (update time breaks ties).
+
+        The recall path for memory selected by recency. Only the
+        :data:`RECENT_WINDOW` most recently updated matches are sorted; ``skip``
+        drops items the caller treats as expired.
+        """
+        with self._locked():
+            now = self._now()
+            window: list[Item] = []
+            for it in reversed(self._by_update):
+                if it.scope == SCOPE_PRIVATE or not it.is_active(now):
+                    continue
+                if not self._matches(it, now, "", kind, scope, subject, ""):
+                    continue
+                if skip is not None and skip(it):
+                    continue
+                window.append(it)
+                if len(window) >= RECENT_WINDOW:
+                    break
+            window.sort(
+                key=lambda it: (_ts(it.created_at), _ts(it.updated_at), it.id), reverse=True
+            )
+            return self._out([it.clone() for it in window[: max(limit, 0) or len(window)]])
+
+    def exact_matches(self, query: str, kind: str = "", subject: str = "") -> list[Item]:
+        """Active public items whose whole title, or ``service/`` tag value, equals ``query``.
+
+        Both sides normalised: what a caller who typed a name means. Newest first.
+        """
+        key = normalize_query(query)
+        if not key:
+            return []
+        with self._locked():
+            now = self._now()
+            found = [self._items[i] for i in self._exact.get(key, ())]
+            found = [
+                it
+                for it in found
+                if it.is_active(now) and self._matches(it, now, "", kind, "", subject, "")
+            ]
+            found.sort(key=lambda it: (_ts(it.updated_at), it.id), reverse=True)
+            return self._out([it.clone() for it in found])
+
+    # ----------------------------------------------------------------- graph
+
+    def _traversable(self, id: str, now: _dt.datetime) -> bool:
+        it = self._items.get(id)
+        return it is not None and it.scope != SCOPE_PRIVATE and it.is_active(now)
+
+    def traverse_scored(
+        self, anchor_ids: Sequence[str], max_depth: int = 3, decay: float = DEFAULT_CONTEXT_DECAY
+    ) -> list[ScoredItem]:
+        """Spreading activation from ``anchor_ids`` over the links, with each item's score.
+
+        Each hop multiplies the activation by ``decay`` and the link's weight;
+        an item keeps its best path's score; ties order by id. Anchors and
+        private or inactive items are excluded (there is no caller identity to
+        check an owner against). ``max_depth`` outside 1..8 means 8.
+        """
+        if not 0.0 < decay <= 1.0:
+            raise ValueError(f"decay must be in (0, 1], got {decay!r}")
+        with self._locked():
+            now = self._now()
+            anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
+            items = self._items
+
+            def neighbours(node: str) -> Iterator[tuple[str, float]]:
+                for link in items[node].links:
+                    if self._traversable(link.to_id, now):
+                        yield link.to_id, link.weight
+                for src in sorted(self._backlinks.get(node, ())):
+                    if self._traversable(src, now):
+                        for link in items[src].links:
+                            if link.to_id == node:
+                                yield src, link.weight
+
+            ranked = spread(anchors, neighbours, max_depth, decay)
+            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
+            self._out([s.item for s in out])
+            return out
+
+    def traverse(
+        self, anchor_ids: Sequence[str], max_depth: int = 3, decay: float = DEFAULT_CONTEXT_DECAY
+    ) -> list[Item]:
+        """:meth:`traverse_scored` without the scores."""
+        return [s.item for s in self.traverse_scored(anchor_ids, max_depth, decay)]
+
+    def resolve_anchors(self, anchor: str) -> list[str]:
+        """Map an anchor string to ids of shared, active items.
+
+        An exact id first (case-insensitively); failing that, every item whose
+        subject is the anchor; failing that, every item whose subject or title
+        contains it. Private items never resolve.
+        """
+        needle = anchor.strip().casefold()
+        if not needle:
+            return []
+        with self._locked():
+            now = self._now()
+            live = [
+                it for it in self._items.values() if it.scope != SCOPE_PRIVATE and it.is_active(now)
+            ]
+            for test in (
+                lambda it: it.id.casefold() == needle,
+                lambda it: it.subject.casefold() == needle,
+                lambda it: needle in it.subject.casefold() or needle in it.title.casefold(),
+            ):
+                ids = sorted(it.id for it in live if test(it))
+                if ids:
+                    return ids
+            return []
+
+    def context(
+        self, anchor: str, max_depth: int = DEFAULT_CONTEXT_DEPTH
+    ) -> tuple[list[Item], list[ScoredItem]]:
+        """What an anchor activates: the anchor items, and what spreads from them.
+
+        Each hop multiplies by 0.6 and the link's weight; ``max_depth`` hops at
+        most (default 3, at most 8). Only shared, active items take part.
+        """
+        ids = self.resolve_anchors(anchor)
+        if max_depth <= 0:
+            max_depth = DEFAULT_CONTEXT_DEPTH
+        with self._locked():
+            now = self._now()
+            anchors = self._out([self._view(self._items[i], now) for i in ids])
+        return anchors, self.traverse_scored(ids, max_depth, DEFAULT_CONTEXT_DECAY)

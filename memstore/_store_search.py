@@ -1,0 +1,203 @@
+"""The Store's lexical search family: ``keyword_search`` and its variants."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from memstore._lexindex import LexicalHit, QueryPlan
+from memstore._store_base import StoreBase, _ts
+from memstore.item import (
+    Item,
+)
+from memstore.lexical import is_confident, score_document
+from memstore.text import kw_tokens, normalize_query, words
+
+__all__ = ["DEFAULT_SEARCH_LIMIT", "StoreSearch"]
+
+DEFAULT_SEARCH_LIMIT = 10
+"""Results a keyword search returns when ``limit`` is not positive."""
+
+
+class StoreSearch(StoreBase):
+    """Keyword search over active shared items (and an owner's private ones)."""
+
+    # -------------------------------------------------------- lexical search
+
+    def keyword_hits(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        *,
+        user_hash: str = "",
+        own_only: bool = False,
+    ) -> tuple[list[tuple[Item, LexicalHit]], int]:
+        """Ranked lexical hits with their scores, and the number of query tokens.
+
+        The engine under every ``keyword_search*`` variant. ``user_hash`` adds
+        that owner's private items (scored by the same rule, since no index
+        holds them); ``own_only`` searches those alone.
+        """
+        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
+        tokens = kw_tokens(normalize_query(query))
+        if not tokens:
+            return [], 0
+        with self._locked():
+            now = self._now()
+            plan = self._lex.plan(tokens)
+            hits: list[LexicalHit] = []
+            if not own_only:
+                hidden = () if kind else self._vocab.non_searchable
+                hits = self._lex.rank(
+                    plan,
+                    kind=kind,
+                    subject=subject,
+                    hidden_kinds=hidden,
+                    now_ts=now.timestamp(),
+                    limit=limit,
+                )
+            if user_hash:
+                hits = self._merge_private(hits, plan, user_hash, kind, subject, now, limit)
+            out = [(self._view(self._items[h.id], now), h) for h in hits]
+            self._out([it for it, _ in out])
+            return out, len(tokens)
+
+    def _merge_private(
+        self,
+        hits: list[LexicalHit],
+        plan: object,
+        user_hash: str,
+        kind: str,
+        subject: str,
+        now: _dt.datetime,
+        limit: int,
+    ) -> list[LexicalHit]:
+
+        assert isinstance(plan, QueryPlan)
+        extra: list[LexicalHit] = []
+        for id in sorted(self._private.get(user_hash, ())):
+            it = self._items[id]
+            if not it.is_active(now) or not self._matches(it, now, "", kind, "", subject, ""):
+                continue
+            if not kind and self._vocab.is_non_searchable(it.kind):
+                continue
+            title = words(it.title)
+            score, covered, fuzzy = score_document(
+                plan.tokens, plan.weights, [*title, *words(it.content)], title, plan.fuzzy_ok
+            )
+            if score > 0.0:
+                extra.append(LexicalHit(id, score, covered, fuzzy))
+        if not extra:
+            return hits
+        items = self._items
+        merged = sorted(
+            [*hits, *extra],
+            key=lambda h: (-h.score, -_ts(items[h.id].updated_at), h.id),
+        )
+        return merged[:limit]
+
+    def keyword_search(
+        self, query: str, kind: str = "", subject: str = "", limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> list[Item]:
+        """Active shared items ranked by lexical match on title and content.
+
+        Candidates come from the Lexicon and the fuzzy trigram channel, never a
+        scan of every item; cost grows with the candidates. ``kind`` and
+        ``subject`` filter (``subject`` also matches a ``service/`` tag); an
+        unfiltered search leaves out the vocabulary's non-searchable kinds.
+        """
+        return [it for it, _ in self.keyword_hits(query, kind, subject, limit)[0]]
+
+    def keyword_search_scored(
+        self, query: str, kind: str = "", subject: str = "", limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> tuple[list[Item], bool]:
+        """:meth:`keyword_search` plus whether the top hit is a confident lexical answer.
+
+        Confident: the top hit covers every query token (all but one for three
+        or more), whatever its raw score. A hybrid search skips the embedding
+        round trip on a confident answer.
+        """
+        items, confident, _ = self.keyword_search_scored_with_trigram_hit(
+            query, kind, subject, limit
+        )
+        return items, confident
+
+    def keyword_search_with_trigram_hit(
+        self, query: str, kind: str = "", subject: str = "", limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> tuple[list[Item], bool]:
+        """:meth:`keyword_search` plus whether the fuzzy trigram channel supplied a final hit."""
+        items, _, trigram = self.keyword_search_scored_with_trigram_hit(query, kind, subject, limit)
+        return items, trigram
+
+    def keyword_search_scored_with_trigram_hit(
+        self, query: str, kind: str = "", subject: str = "", limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> tuple[list[Item], bool, bool]:
+        """:meth:`keyword_search` plus confidence and the trigram-hit signal."""
+        hits, n = self.keyword_hits(query, kind, subject, limit)
+        confident = bool(hits) and is_confident(hits[0][1].covered, n)
+        return [it for it, _ in hits], confident, any(h.fuzzy for _, h in hits)
+
+    def keyword_search_for_user(
+        self,
+        user_hash: str,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        limit: int = DEFAULT_SEARCH_LIMIT,
+    ) -> list[Item]:
+        """:meth:`keyword_search` that also considers ``user_hash``'s private items."""
+        return [
+            it for it, _ in self.keyword_hits(query, kind, subject, limit, user_hash=user_hash)[0]
+        ]
+
+    def keyword_search_own(
+        self, user_hash: str, query: str, kind: str = "", limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> list[Item]:
+        """Keyword search over ``user_hash``'s private items alone (empty hash: nothing)."""
+        if not user_hash:
+            return []
+        hits = self.keyword_hits(query, kind, "", limit, user_hash=user_hash, own_only=True)[0]
+        return [it for it, _ in hits]
+
+    def keyword_search_per_kind(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        per_kind: int = 3,
+    ) -> list[Item]:
+        """:meth:`keyword_search` with at most ``per_kind`` results of any one kind.
+
+        A dominant kind cannot fill the limit and starve the smaller ones;
+        relevance order is kept and ``limit`` caps the total.
+        """
+        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
+        per_kind = max(per_kind, 1)
+        tokens = kw_tokens(normalize_query(query))
+        if not tokens:
+            return []
+        with self._locked():
+            now = self._now()
+            plan = self._lex.plan(tokens)
+            hidden = () if kind else self._vocab.non_searchable
+            hits = self._lex.rank(
+                plan,
+                kind=kind,
+                subject=subject,
+                hidden_kinds=hidden,
+                now_ts=now.timestamp(),
+                limit=None,
+            )
+            taken: dict[str, int] = {}
+            out: list[Item] = []
+            for h in hits:
+                it = self._items[h.id]
+                if taken.get(it.kind, 0) >= per_kind:
+                    continue
+                taken[it.kind] = taken.get(it.kind, 0) + 1
+                out.append(self._view(it, now))
+                if len(out) >= limit:
+                    break
+            return self._out(out)
