@@ -56,6 +56,7 @@ from memstore.neardup import (
     find_near_duplicate,
     near_duplicate_memory,
 )
+from memstore.rerank import RERANK_RANK_DECAY, rerank_base_score
 from memstore.store import Store
 from memstore.tags import (
     AUTHOR_TAG_PREFIX,
@@ -94,18 +95,6 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     """
     return _validate_base(vocabulary, item)
 
-
-def rerank_base_score(rank: int) -> float:
-    """The base score a 0-based input rank gets before rerank multipliers: ``1/(1+rank*0.05)``.
-
-    >>> rerank_base_score(0), round(rerank_base_score(10), 3)
-    (1.0, 0.667)
-    """
-    return 1.0 / (1.0 + max(rank, 0) * RERANK_RANK_DECAY)
-
-
-RERANK_RANK_DECAY = 0.05
-"""How fast the rerank base score falls with input rank."""
 
 __all__ = [
     "AUTHOR_TAG_PREFIX",
