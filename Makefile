@@ -10,21 +10,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http]'
 	touch $(STAMP)
 
 ## test: lint, type-check and run the whole test suite (doctests included).
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check memstore tests benchmarks
-	$(BIN)/ruff format --check memstore tests benchmarks
+	$(BIN)/ruff check memstore memstore_index tests benchmarks
+	$(BIN)/ruff format --check memstore memstore_index tests benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict memstore
+	$(BIN)/mypy --strict memstore memstore_index
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest README.md tests memstore
+	$(BIN)/python -m pytest README.md tests memstore memstore_index
 
 ## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
 bench: $(STAMP)

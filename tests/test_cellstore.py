@@ -1,0 +1,320 @@
+"""CellStore: exact against a brute-force scan, filtered inside the search, durable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+import memstore_index.cellstore as cs
+from memstore import Item, Store, ThoughtLink
+from memstore_index.cellstore import CellStore, EmbedderMismatchError
+from memstore_index.entry import IndexEntry
+from memstore_index.hash_embedder import HashEmbedder
+
+DIM = 384
+
+
+def unit_rows(n: int, dim: int = DIM, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def fill(cells: CellStore, vecs: np.ndarray, partitions: int = 1) -> None:
+    """Index raw vectors under ids v0..vn (bypassing the embedder) through apply()."""
+    from memstore_index._vectorfile import StoredVector
+
+    cells.apply(
+        [
+            StoredVector(IndexEntry(f"v{i}", partition=f"p{i % partitions}"), -1, f"h{i}", "", v)
+            for i, v in enumerate(vecs)
+        ]
+    )
+
+
+def brute(vecs: np.ndarray, q: np.ndarray, k: int, keep: np.ndarray | None = None) -> list[str]:
+    scores = vecs @ q
+    idx = np.arange(len(vecs)) if keep is None else np.flatnonzero(keep)
+    order = idx[np.lexsort((idx, -scores[idx]))][:k]
+    return [f"v{i}" for i in order]
+
+
+@pytest.fixture(scope="module")
+def big() -> tuple[CellStore, np.ndarray]:
+    vecs = unit_rows(10_000)
+    cells = CellStore(HashEmbedder(dim=DIM))
+    fill(cells, vecs, partitions=100)
+    return cells, vecs
+
+
+def test_hnsw_recall_at_10_against_exact_scan(big: tuple[CellStore, np.ndarray]) -> None:
+    cells, vecs = big
+    assert cells._hnsw is not None, "10k vectors must be served by the graph"
+    queries = unit_rows(200, seed=1)
+    recalls = []
+    for q in queries:
+        got = {e.id for e, _ in cells.search_vector(q, 10)}
+        recalls.append(len(got & set(brute(vecs, q, 10))) / 10)
+    assert float(np.mean(recalls)) >= 0.97
+
+
+def test_exact_search_equals_brute_force(big: tuple[CellStore, np.ndarray]) -> None:
+    cells, vecs = big
+    for q in unit_rows(20, seed=2):
+        assert [e.id for e, _ in cells.exact_search(q, 10)] == brute(vecs, q, 10)
+
+
+def test_filtered_search_equals_exact_filtered_scan(big: tuple[CellStore, np.ndarray]) -> None:
+    cells, vecs = big
+    tenant = np.array([i % 100 == 7 for i in range(len(vecs))])
+    for q in unit_rows(20, seed=3):
+        # A 1% tenant: served exactly from its label set, k hits although rare.
+        got = [e.id for e, _ in cells.search_vector(q, 10, partitions=["p7"])]
+        assert got == brute(vecs, q, 10, tenant)
+        # The same restriction as a predicate runs inside the HNSW search.
+        pred = [e.id for e, _ in cells.search_vector(q, 10, visible=lambda e: e.partition == "p7")]
+        assert len(pred) == 10
+        assert len(set(pred) & set(got)) >= 9
+
+
+def test_wide_filter_runs_in_the_graph_and_still_finds_k(big: tuple[CellStore, np.ndarray]) -> None:
+    cells, vecs = big
+    wide = [f"p{i}" for i in range(40)]  # 40%: above the exact threshold
+    keep = np.array([(i % 100) < 40 for i in range(len(vecs))])
+    recalls = []
+    for q in unit_rows(50, seed=4):
+        got = [e.id for e, _ in cells.search_vector(q, 10, partitions=wide)]
+        assert len(got) == 10
+        assert all(int(g[1:]) % 100 < 40 for g in got)
+        recalls.append(len(set(got) & set(brute(vecs, q, 10, keep))) / 10)
+    assert float(np.mean(recalls)) >= 0.95
+
+
+def test_scores_are_cosine_similarities(big: tuple[CellStore, np.ndarray]) -> None:
+    cells, vecs = big
+    q = vecs[123]
+    top, score = cells.search_vector(q, 1)[0]
+    assert top.id == "v123" and score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_subject_routing_merges_subject_and_global_hits() -> None:
+    cells = CellStore(HashEmbedder(dim=64))
+    cells.upsert(IndexEntry("a", subject="auth"), "token refresh fails at midnight")
+    cells.upsert(IndexEntry("b", subject="billing"), "token refresh fails at midnight again")
+    cells.upsert(IndexEntry("c", subject="auth"), "completely unrelated gardening note")
+    got = [e.id for e, _ in cells.search("token refresh", 3, subject="auth")]
+    assert set(got) == {"a", "b", "c"}
+    top = cells.search("token refresh", 1, subject="auth")
+    assert len(top) == 1 and top[0][0].id in {"a", "b"}
+
+
+def test_reembeds_only_when_text_changes() -> None:
+    calls: list[int] = []
+    emb = HashEmbedder(dim=32)
+    original = emb.embed
+
+    def counting(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return original(texts)
+
+    emb.embed = counting  # type: ignore[method-assign]
+    cells = CellStore(emb)
+    cells.upsert(IndexEntry("a", kind="note"), "same text")
+    cells.upsert(IndexEntry("a", kind="fact"), "same text")  # metadata only
+    assert calls == [1]
+    assert cells.entry("a") == IndexEntry("a", kind="fact")
+    cells.upsert(IndexEntry("a", kind="fact"), "new text")
+    assert calls == [1, 1]
+    cells._check()
+
+
+def test_delete_compaction_and_resize() -> None:
+    vecs = unit_rows(3000, dim=16, seed=5)
+    cells = CellStore(HashEmbedder(dim=16))
+    fill(cells, vecs)
+    for i in range(0, 3000, 2):
+        assert cells.remove(f"v{i}")
+    assert not cells.remove("v0")
+    cells._check()
+    assert cells._deleted < 1024 + 1  # compacted along the way
+    assert len(cells) == 1500
+    q = vecs[1]
+    assert cells.search_vector(q, 1)[0][0].id == "v1"
+
+
+class CellMachine(RuleBasedStateMachine):
+    """Random add / update / remove: the invariant holds and every id finds itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells = CellStore(HashEmbedder(dim=16))
+        self.vecs: dict[str, np.ndarray] = {}
+
+    @rule(i=st.integers(0, 30), seed=st.integers(0, 10_000))
+    def put(self, i: int, seed: int) -> None:
+        from memstore_index._vectorfile import StoredVector
+
+        v = unit_rows(1, 16, seed)[0]
+        self.cells.apply([StoredVector(IndexEntry(f"v{i}"), -1, f"h{seed}", "", v)])
+        self.vecs[f"v{i}"] = v
+
+    @rule(i=st.integers(0, 30))
+    def remove(self, i: int) -> None:
+        assert self.cells.remove(f"v{i}") == (f"v{i}" in self.vecs)
+        self.vecs.pop(f"v{i}", None)
+
+    @invariant()
+    def consistent(self) -> None:
+        self.cells._check()
+        assert len(self.cells) == len(self.vecs)
+        for id, v in self.vecs.items():
+            hits = self.cells.search_vector(v, 1)
+            assert hits and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+            assert id in self.cells
+
+
+TestCellMachine = CellMachine.TestCase
+TestCellMachine.settings = settings(
+    max_examples=30,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def test_graph_path_machine_with_small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same churn through the HNSW path (threshold lowered), compactions included."""
+    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 8)
+    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 5)
+    rng = np.random.default_rng(9)
+    cells = CellStore(HashEmbedder(dim=16))
+    live: dict[str, np.ndarray] = {}
+    from memstore_index._vectorfile import StoredVector
+
+    for step in range(600):
+        i = int(rng.integers(0, 60))
+        if rng.random() < 0.35 and f"v{i}" in live:
+            cells.remove(f"v{i}")
+            del live[f"v{i}"]
+        else:
+            v = unit_rows(1, 16, step + 100)[0]
+            cells.apply([StoredVector(IndexEntry(f"v{i}"), -1, f"h{step}", "", v)])
+            live[f"v{i}"] = v
+        if step % 50 == 0:
+            cells._check()
+    cells._check()
+    assert cells._hnsw is not None
+    for id, v in live.items():
+        assert cells.search_vector(v, 1)[0][0].id == id
+
+
+def test_persistence_round_trip_in_a_second_process(tmp_path: Path) -> None:
+    vecs = unit_rows(3000, dim=32, seed=6)
+    with CellStore(HashEmbedder(dim=32), path=tmp_path) as cells:
+        fill(cells, vecs, partitions=3)
+        cells.remove("v5")
+    script = textwrap.dedent(
+        f"""
+        import numpy as np
+        from memstore_index.cellstore import CellStore
+        from memstore_index.hash_embedder import HashEmbedder
+        calls = []
+        emb = HashEmbedder(dim=32)
+        orig = emb.embed
+        emb.embed = lambda texts: (calls.append(len(texts)), orig(texts))[1]
+        cells = CellStore(emb, path={str(tmp_path)!r})
+        assert cells._hnsw is not None and len(cells) == 2999, len(cells)
+        rng = np.random.default_rng(6)
+        x = rng.standard_normal((3000, 32)).astype(np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        assert cells.search_vector(x[7], 1)[0][0].id == "v7"
+        assert "v5" not in cells
+        assert calls == [], "no re-embedding after restart"
+        cells._check()
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete", "stale"])
+def test_a_damaged_graph_file_is_rebuilt_not_trusted(tmp_path: Path, damage: str) -> None:
+    vecs = unit_rows(2500, dim=16, seed=7)
+    with CellStore(HashEmbedder(dim=16), path=tmp_path) as cells:
+        fill(cells, vecs)
+    graph = tmp_path / "hnsw.bin"
+    if damage == "truncate":
+        graph.write_bytes(graph.read_bytes()[:1000])
+    elif damage == "delete":
+        graph.unlink()
+    fresh = unit_rows(5, dim=16, seed=8)
+    if damage == "stale":  # vectors written after the graph was saved (a crash before close)
+        cells2 = CellStore(HashEmbedder(dim=16), path=tmp_path)
+        fill(cells2, fresh)  # rewrites v0..v4
+        assert cells2._file is not None
+        cells2._file.close()
+    cells3 = CellStore(HashEmbedder(dim=16), path=tmp_path)
+    cells3._check()
+    assert cells3._hnsw is not None
+    assert cells3.search_vector(vecs[42], 1)[0][0].id == "v42"
+    if damage == "stale":
+        assert cells3.search_vector(fresh[3], 1)[0][0].id == "v3"
+
+
+def test_model_mismatch_fails_closed_and_reembed_recovers(tmp_path: Path) -> None:
+    with CellStore(HashEmbedder(dim=32, seed=1), path=tmp_path) as cells:
+        cells.upsert(IndexEntry("a"), "ledger pool exhausted")
+        cells.upsert(IndexEntry("b"), "tax filing deadline")
+    with pytest.raises(EmbedderMismatchError, match="reembed"):
+        CellStore(HashEmbedder(dim=32, seed=2), path=tmp_path)
+    with pytest.raises(EmbedderMismatchError):
+        CellStore(HashEmbedder(dim=64, seed=1), path=tmp_path)
+    assert CellStore.reembed(tmp_path, HashEmbedder(dim=64, seed=2)) == 2
+    cells = CellStore(HashEmbedder(dim=64, seed=2), path=tmp_path)
+    assert cells.search("ledger pool", 1)[0][0].id == "a"
+    cells._check()
+
+
+def test_attach_follows_the_store() -> None:
+    store = Store()
+    cells = CellStore(HashEmbedder(dim=64))
+    kept = store.upsert(Item(kind="note", title="ledger pool", content="exhausted at peak"))
+    cells.attach(store)
+    assert kept.id in cells
+    b = store.upsert(Item(kind="note", title="tax filing", content="deadline in april"))
+    hidden = store.upsert(Item(kind="note", title="secret", no_embed=True))
+    assert b.id in cells and hidden.id not in cells
+    store.expire(b.id)
+    assert b.id not in cells
+    store.delete(kept.id)
+    assert kept.id not in cells
+    c = store.upsert(Item(kind="note", title="c", content="x"))
+    store.add_link(c.id, ThoughtLink(to_id="zzz", relation="explains"))
+    assert c.id in cells
+    cells._check()
+
+
+def test_attached_embedding_failure_fails_the_write() -> None:
+    store = Store()
+    emb = HashEmbedder(dim=16)
+    cells = CellStore(emb)
+    cells.attach(store)
+
+    def broken(texts: list[str]) -> np.ndarray:
+        raise RuntimeError("model unavailable")
+
+    emb.embed = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="model unavailable"):
+        store.upsert(Item(kind="note", title="never stored"))
+    assert len(store) == 0 and len(cells) == 0
+    store._check()
