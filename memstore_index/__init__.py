@@ -1,3 +1,50 @@
-"""memstore_index: embedders and the HNSW vector index (CellStore) behind semantic search."""
+"""memstore_index: embedders and the HNSW vector index (CellStore) behind semantic search.
 
-__all__: list[str] = []
+>>> from memstore_index import CellStore, HashEmbedder, IndexEntry
+>>> cells = CellStore(HashEmbedder(dim=64))
+>>> cells.upsert(IndexEntry("n1"), "the ledger pool ran dry at peak")
+>>> cells.search("ledger pool", 1)[0][0].id
+'n1'
+
+``OnnxMiniLMEmbedder`` (extra ``memstore[embed]``) and
+``OpenAICompatibleEmbedder`` (extra ``memstore[http]``) live in their own
+modules, imported on demand, so the core needs neither dependency.
+"""
+
+from memstore_index.cellstore import (
+    DEFAULT_EF,
+    DEFAULT_EF_CONSTRUCTION,
+    DEFAULT_M,
+    EXACT_THRESHOLD,
+    CellStore,
+    EmbedderMismatchError,
+    SearchTiming,
+)
+from memstore_index.embedder import (
+    Embedder,
+    EmbedderConfigError,
+    EmbedderInputError,
+    EmbeddingError,
+    default_embedder,
+)
+from memstore_index.entry import IndexEntry, embed_text, entry_for
+from memstore_index.hash_embedder import HashEmbedder
+
+__all__ = [
+    "DEFAULT_EF",
+    "DEFAULT_EF_CONSTRUCTION",
+    "DEFAULT_M",
+    "EXACT_THRESHOLD",
+    "CellStore",
+    "Embedder",
+    "EmbedderConfigError",
+    "EmbedderInputError",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "HashEmbedder",
+    "IndexEntry",
+    "SearchTiming",
+    "default_embedder",
+    "embed_text",
+    "entry_for",
+]
