@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from memstore.item import Item
 from memstore.lexical import TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
-from memstore.tags import service_tag_value
+from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
 from memstore.text import words
 
 __all__ = ["LexicalHit", "LexicalIndex", "QueryPlan"]
@@ -82,12 +82,15 @@ class LexicalIndex:
         self.lexicon = Lexicon()
         self._kinds = _Codes()
         self._subjects = _Codes()  # subjects and service tag values share codes
+        self._partitions = _Codes()
         cap = 64
         self._kind = np.zeros(cap, np.int32)
         self._subject = np.zeros(cap, np.int32)
         self._service = np.zeros(cap, np.int32)
         self._updated = np.zeros(cap, np.float64)
         self._stale = np.full(cap, _INF, np.float64)
+        self._partition = np.zeros(cap, np.int32)
+        self._shared = np.zeros(cap, np.bool_)
         self._text: dict[str, tuple[str, str, bool]] = {}
 
     def __len__(self) -> int:
@@ -101,7 +104,15 @@ class LexicalIndex:
         if need <= cap:
             return
         new = max(need, cap * 2)
-        for name in ("_kind", "_subject", "_service", "_updated", "_stale"):
+        for name in (
+            "_kind",
+            "_subject",
+            "_service",
+            "_updated",
+            "_stale",
+            "_partition",
+            "_shared",
+        ):
             old = getattr(self, name)
             arr = np.full(new, _INF if name == "_stale" else 0, old.dtype)
             arr[:cap] = old
@@ -123,6 +134,8 @@ class LexicalIndex:
         self._service[slot] = self._subjects.code(service_tag_value(item) or "")
         self._updated[slot] = _updated_ts(item.updated_at)
         self._stale[slot] = _deadline_ts(item.stale_after)
+        self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
+        self._shared[slot] = SHARED_TAG in item.tags
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
@@ -147,11 +160,13 @@ class LexicalIndex:
         hidden_kinds: Sequence[str],
         now_ts: float,
         limit: int | None,
+        partition: str | None = None,
     ) -> list[LexicalHit]:
         """Score the plan's candidates, filter them, and return the best ``limit``.
 
         Order: score descending, then the most recently updated, then id.
-        ``limit=None`` returns every match.
+        ``limit=None`` returns every match. ``partition`` keeps the items tagged
+        for it, the untagged ones and the ``shared`` ones (``None``: no filter).
         """
         total_w = plan.total_weight
         cap = self.lexicon.capacity
@@ -181,6 +196,10 @@ class LexicalIndex:
             code = self._subjects.lookup(subject)
             cand = cand[(self._subject[cand] == code) | (self._service[cand] == code)]
         cand = cand[self._stale[cand] > now_ts]
+        if partition is not None:
+            code = self._partitions.lookup(partition)
+            part = self._partition[cand]
+            cand = cand[(part == code) | (part == 0) | self._shared[cand]]
         if cand.size == 0:
             return []
         scores = (acc[cand] + TITLE_WEIGHT * title[cand]) / ((1.0 + TITLE_WEIGHT) * total_w)
@@ -217,3 +236,5 @@ class LexicalIndex:
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)
             assert self._stale[slot] == _deadline_ts(item.stale_after)
+            assert self._partition[slot] == self._partitions.lookup(partition_from_tags(item.tags))
+            assert self._shared[slot] == (SHARED_TAG in item.tags)

@@ -32,12 +32,14 @@ class StoreSearch(StoreBase):
         *,
         user_hash: str = "",
         own_only: bool = False,
+        partition: str | None = None,
     ) -> tuple[list[tuple[Item, LexicalHit]], int]:
         """Ranked lexical hits with their scores, and the number of query tokens.
 
         The engine under every ``keyword_search*`` variant. ``user_hash`` adds
         that owner's private items (scored by the same rule, since no index
-        holds them); ``own_only`` searches those alone.
+        holds them); ``own_only`` searches those alone. ``partition`` keeps items
+        tagged for it, untagged ones and ``shared`` ones (``None``: every partition).
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         tokens = kw_tokens(normalize_query(query))
@@ -56,6 +58,7 @@ class StoreSearch(StoreBase):
                     hidden_kinds=hidden,
                     now_ts=now.timestamp(),
                     limit=limit,
+                    partition=partition,
                 )
             if user_hash:
                 hits = self._merge_private(hits, plan, user_hash, kind, subject, now, limit)

@@ -424,6 +424,10 @@ class CellStore:
             label = self._label_of.get(id)
             return None if label is None else self._vecs[label].copy()
 
+    def embed_query(self, query: str) -> Vector:
+        """The unit vector of ``query`` (one embedding call)."""
+        return self._embed([query])[0]
+
     def search(
         self,
         query: str,

@@ -1,0 +1,765 @@
+"""Hybrid search: lexical first, semantic fused in when lexical is not sure.
+
+A :class:`Searcher` answers a query over a :class:`~memstore.store.Store`:
+
+1. the lexical pass (the store's index, no model call); a *confident* answer
+   (the top hit covers every query token) returns at once;
+2. otherwise the vector index is searched (one embedding call) with the
+   caller's visibility applied inside it, and the two rankings are fused by
+   Reciprocal Rank Fusion;
+3. the fused list is reranked (state, anchor, watch and recency multipliers),
+   near-duplicates are collapsed, and links may expand or replace results.
+
+>>> from memstore import Item, Store
+>>> store = Store()
+>>> _ = store.upsert(Item(kind="stable_fact", title="Ledger pool size",
+...                       content="the ledger db pool allows 20 connections", confidence="high"))
+>>> searcher = Searcher(SearchConfig(store=store))
+>>> [r.item.title for r in searcher.hybrid_search("ledger pool")]
+['Ledger pool size']
+>>> searcher.stats.snapshot().kw_voice_hits
+1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore.item import (
+    EXACT_ID_MATCH_SCORE,
+    KIND_HYPOTHESIS,
+    KIND_OPERATIONAL_PATTERN,
+    KIND_STABLE_FACT,
+    KIND_WATCH_ITEM,
+    SCOPE_PRIVATE,
+    STATUS_ACTIVE,
+    Item,
+)
+from memstore.neardup import better_routing_fact, cluster_near_duplicates, near_duplicate_memory
+from memstore.rerank import rerank_base_score
+from memstore.stats import (
+    FUSED_PATH,
+    LEXICAL_PATH,
+    STAT_EXHAUSTIVE_FALLBACKS,
+    STAT_KEYWORD_HITS,
+    STAT_KW_TRIGRAM_HITS,
+    STAT_KW_VOICE_HITS,
+    STAT_KW_VOICE_MISSES,
+    STAT_SEMANTIC_CALLS,
+    STAT_SEMANTIC_FALLBACKS,
+    STAT_TOTAL,
+    SearchStats,
+    StatsSink,
+)
+from memstore.store import Store
+from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
+
+__all__ = [
+    "ANCHOR_BOOST",
+    "CONSOLIDATION_KINDS",
+    "RECENT_BOOST",
+    "RECENT_WINDOW",
+    "RRF_K",
+    "STATE_OPEN_BOOST",
+    "STATE_RESOLVED_PENALTY",
+    "WATCH_BOOST",
+    "ConsolidationGroup",
+    "ConsolidationReport",
+    "Explanation",
+    "SearchConfig",
+    "SearchResult",
+    "Searcher",
+    "VectorIndex",
+    "default_visible",
+]
+
+RRF_K = 60
+"""Reciprocal Rank Fusion constant: a hit at rank r adds 1/(RRF_K + r)."""
+STATE_OPEN_BOOST = 1.3
+"""Multiplier for an item the host knows is still open."""
+STATE_RESOLVED_PENALTY = 0.7
+"""Multiplier for an item the host knows is resolved."""
+ANCHOR_BOOST = 1.7
+"""Multiplier for a summary the host keeps refreshed (the largest one)."""
+WATCH_BOOST = 1.2
+"""Multiplier for an active watch item."""
+RECENT_BOOST = 1.1
+"""Multiplier for an item updated within :data:`RECENT_WINDOW`."""
+RECENT_WINDOW = _dt.timedelta(days=1)
+"""How recent an update earns :data:`RECENT_BOOST`."""
+DEFAULT_FANOUT = 3
+"""Times the limit each channel pulls while source replacement runs."""
+CONSOLIDATION_KINDS = (KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS)
+"""Kinds :meth:`Searcher.consolidate` sweeps."""
+
+_log = logging.getLogger("memstore")
+
+
+class _Entry(Protocol):
+    """What the searcher reads of a vector index entry."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def subject(self) -> str: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+
+
+class VectorIndex(Protocol):
+    """The vector index a searcher needs (``memstore_index.CellStore`` is one)."""
+
+    def embed_query(self, query: str) -> npt.NDArray[np.float32]: ...
+
+    def search_vector(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Callable[[Any], bool] | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+        exact: bool = False,
+    ) -> list[tuple[Any, float]]: ...
+
+
+def default_visible(item: Item, partition: str) -> bool:
+    """The default partition rule: the caller's partition, untagged items, ``shared`` ones.
+
+    :data:`~memstore.tags.PARTITION_ALL` sees every shared item; a private
+    item is never visible to a search (no caller identity).
+    """
+    if item.scope == SCOPE_PRIVATE:
+        return False
+    if partition == PARTITION_ALL:
+        return True
+    own = partition_from_tags(item.tags)
+    return own in ("", partition) or SHARED_TAG in item.tags
+
+
+def _default_doc_visible(entry: _Entry, partition: str) -> bool:
+    if entry.scope == SCOPE_PRIVATE:
+        return False
+    if partition == PARTITION_ALL:
+        return True
+    return entry.partition in ("", partition) or SHARED_TAG in entry.tags
+
+
+@dataclass
+class Explanation:
+    """Why a result ranked where it did (``hybrid_search(..., explain=True)``)."""
+
+    channels: list[str] = field(default_factory=list)
+    """``lexical``, ``semantic``, ``exhaustive``, ``live``, ``exact_id``, ``link``, ``source``."""
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    semantic_rank: int | None = None
+    similarity: float | None = None
+    fused_score: float | None = None
+    base_score: float | None = None
+    multipliers: dict[str, float] = field(default_factory=dict)
+    collapsed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    """One ranked hit.
+
+    ``score`` is the rerank score (base rank score times multipliers) and
+    orders results within one call only. ``collapsed_count`` is positive on
+    the survivor of a near-duplicate collapse. ``via`` is the id of the direct
+    hit whose link surfaced this result (expanded results score 0).
+    """
+
+    item: Item
+    score: float = 0.0
+    collapsed_count: int = 0
+    via: str = ""
+    explanation: Explanation | None = None
+
+
+@dataclass(frozen=True)
+class ConsolidationGroup:
+    """One near-duplicate cluster: the keeper and the members it absorbs."""
+
+    kind: str
+    keep: str
+    keep_title: str
+    superseded: tuple[str, ...]
+    scores: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ConsolidationReport:
+    """The outcome of a consolidation sweep; ``error`` set (all else zero) when it could not run."""
+
+    partition: str = ""
+    scanned: int = 0
+    groups: tuple[ConsolidationGroup, ...] = ()
+    superseded: int = 0
+    applied: bool = False
+    error: str = ""
+
+
+@dataclass
+class SearchConfig:
+    """What the Searcher asks of its host. ``store`` is required; every other field is optional."""
+
+    store: Store
+    cells: Callable[[], VectorIndex | None] | None = None
+    """The vector index, read on every call (the host may set it late); ``None``: lexical only."""
+    visible: Callable[[Item, str], bool] | None = None
+    """Whether a partition may see an item; default :func:`default_visible`."""
+    doc_visible: Callable[[Any, str], bool] | None = None
+    """The same for an index entry before it is hydrated."""
+    hydrate: Callable[[str], Item | None] | None = None
+    """Reads an item the store does not hold (kinds kept out of the working set)."""
+    live: Callable[[str, str, str, set[str]], list[SearchResult]] | None = None
+    """Matches from host state outside the store, for a full search."""
+    state: Callable[[Item], tuple[bool, bool]] | None = None
+    """``(open, known)`` for kinds with a lifecycle outside the store."""
+    anchor: Callable[[Item], bool] | None = None
+    """An item the host keeps refreshed as a summary."""
+    collapse_key: Callable[[Item], str] | None = None
+    """The near-duplicate identity of an item, ``""`` when not eligible."""
+    link_expansion: Callable[[], bool] | None = None
+    """Turns on one-hop link expansion of results (read on every call)."""
+    dirty: Callable[[], None] | None = None
+    """Fires after every search, for a stats flush."""
+    resolve_strict: Callable[[str], str | None] | None = None
+    """Maps a partition name to its canonical name, ``None`` when unknown (consolidate)."""
+    stats: StatsSink | None = None
+    """Where the counters also go."""
+    semantic_gap: float = 0.0
+    """Drop semantic matches more than this below the best visible one (0: off)."""
+    semantic_cliff: bool = False
+    """Keep only the semantic matches above the steepest drop in similarity."""
+    always_fuse: bool = False
+    """Fuse the semantic channel even when the lexical answer looks confident."""
+    no_shaping: bool = False
+    """Skip rerank and collapse: results in fused order."""
+    source_relation: str = ""
+    """Replace a hit that links by this relation with the item it links to."""
+    fanout: int = 0
+    """Times the limit each channel pulls while source replacement runs (0: 3)."""
+    subject_routing: bool = False
+    """Send the semantic channel through the subject's own entries, merged with the global."""
+
+
+@dataclass
+class _Cand:
+    item: Item
+    fused: float = 0.0
+    explanation: Explanation | None = None
+    via: str = ""
+
+
+class Searcher:
+    """Hybrid search over a Store: lexical first, semantic fused in when needed, reranked."""
+
+    def __init__(self, config: SearchConfig, *, stats: SearchStats | None = None) -> None:
+        if not isinstance(config.store, Store):
+            raise TypeError("SearchConfig.store must be a memstore.Store")
+        self._cfg = config
+        self._stats = stats if stats is not None else SearchStats(config.stats)
+
+    @property
+    def stats(self) -> SearchStats:
+        """The search statistics (shared with copies made by :meth:`with_`)."""
+        return self._stats
+
+    @property
+    def config(self) -> SearchConfig:
+        return self._cfg
+
+    def store(self) -> Store:
+        """The store searched."""
+        return self._cfg.store
+
+    def with_(self, mutate: Callable[[SearchConfig], None]) -> Searcher:
+        """A searcher over the same store, sharing these statistics, with a changed config.
+
+        This searcher is not modified; swap the copy in when flipping a switch.
+        """
+        cfg = dataclasses.replace(self._cfg)
+        mutate(cfg)
+        return Searcher(cfg, stats=self._stats)
+
+    # ------------------------------------------------------------- search
+
+    def hybrid_search(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        partition: str = "",
+        limit: int = 10,
+        *,
+        caller: str | None = None,
+        explain: bool = False,
+    ) -> list[SearchResult]:
+        """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
+
+        A confident lexical hit returns without an embedding call. Results are
+        limited to what ``partition`` may see (items tagged for it, untagged
+        ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL` lifts the
+        filter (read-only operator surfaces only).
+        """
+        return self._search(query, kind, subject, partition, limit, caller, explain, full=False)
+
+    def hybrid_search_full(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        partition: str = "",
+        limit: int = 10,
+        *,
+        caller: str | None = None,
+        explain: bool = False,
+    ) -> list[SearchResult]:
+        """:meth:`hybrid_search` that always consults the vector index.
+
+        It also adds the host's live matches and puts an item whose id equals
+        the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`).
+        """
+        return self._search(query, kind, subject, partition, limit, caller, explain, full=True)
+
+    def _visible(self, item: Item, partition: str) -> bool:
+        fn = self._cfg.visible
+        return fn(item, partition) if fn is not None else default_visible(item, partition)
+
+    def _search(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        limit: int,
+        caller: str | None,
+        explain: bool,
+        *,
+        full: bool,
+    ) -> list[SearchResult]:
+        cfg, stats = self._cfg, self._stats
+        limit = limit if limit > 0 else 10
+        start = time.perf_counter()
+        stats.add(STAT_TOTAL)
+        fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
+        pool = max(limit * fanout, limit)
+        # Lexical channel: the index filters partitions itself when the default
+        # rule is in force; a host predicate is applied on a wider pool.
+        store = cfg.store
+        t0 = time.perf_counter()
+        index_partition = (
+            None if cfg.visible is not None or partition == PARTITION_ALL else partition
+        )
+        hits, n_tokens = store.keyword_hits(
+            query,
+            kind,
+            subject,
+            pool * (4 if cfg.visible is not None else 1),
+            partition=index_partition,
+        )
+        lexical = [(it, h) for it, h in hits if self._visible(it, partition)][:pool]
+        stats.observe("search.phase.lexical", time.perf_counter() - t0)
+        stats.add(STAT_KEYWORD_HITS)
+        if any(h.fuzzy for _, h in lexical):
+            stats.add(STAT_KW_TRIGRAM_HITS)
+        confident = bool(lexical) and _confident(lexical[0][1].covered, n_tokens)
+        cells = cfg.cells() if cfg.cells is not None else None
+        cands: dict[str, _Cand] = {}
+        for rank, (it, h) in enumerate(lexical):
+            c = cands[it.id] = _Cand(it, 1.0 / (RRF_K + rank + 1))
+            if explain:
+                c.explanation = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
+        fused_path = cells is not None and (full or cfg.always_fuse or not confident)
+        if fused_path:
+            assert cells is not None
+            stats.add(STAT_KW_VOICE_MISSES)
+            stats.add(STAT_SEMANTIC_CALLS)
+            try:
+                self._semantic(cells, query, kind, subject, partition, pool, cands, explain)
+            except Exception:  # the lexical answer still stands
+                _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
+                stats.add(STAT_SEMANTIC_FALLBACKS)
+        elif confident:
+            stats.add(STAT_KW_VOICE_HITS)
+        if not cands and cells is not None:
+            try:
+                if self._exhaustive(cells, query, kind, subject, partition, pool, cands, explain):
+                    stats.add(STAT_EXHAUSTIVE_FALLBACKS)
+            except Exception:
+                _log.warning("memstore: exhaustive fallback failed", exc_info=True)
+        ordered = sorted(cands.values(), key=lambda c: (-c.fused, c.item.id))
+        if full:
+            ordered = self._full_extras(query, kind, partition, ordered, explain)
+        t1 = time.perf_counter()
+        if cfg.no_shaping:
+            results = [
+                SearchResult(c.item, c.fused, 0, c.via, c.explanation) for c in ordered[:limit]
+            ]
+        else:
+            if cfg.source_relation:
+                ordered = self._replace_sources(ordered, partition, explain)
+            results = self._rerank(ordered, limit, explain)
+        stats.observe("search.phase.rerank", time.perf_counter() - t1)
+        if cfg.link_expansion is not None and cfg.link_expansion():
+            results = self._expand(results, partition, limit, explain)
+        elapsed = time.perf_counter() - start
+        stats.observe(FUSED_PATH if fused_path else LEXICAL_PATH, elapsed)
+        stats.observe(f"search.caller.{caller or 'internal'}", elapsed)
+        if cfg.dirty is not None:
+            cfg.dirty()
+        return results
+
+    def _doc_visible(self, partition: str) -> Callable[[Any], bool]:
+        fn = self._cfg.doc_visible
+        if fn is not None:
+            host_fn = fn
+
+            def visible(e: Any) -> bool:
+                return host_fn(e, partition)
+
+            return visible
+        # The default rule: partitions are restricted by the index's label sets
+        # (see _semantic_hits); what is left to refuse here is a private entry.
+        return lambda e: e.scope != SCOPE_PRIVATE
+
+    def _hydrate(self, id: str, kind: str, partition: str) -> Item | None:
+        store = self._cfg.store
+        item = store.get(id)
+        if item is None and self._cfg.hydrate is not None:
+            item = self._cfg.hydrate(id)
+        if item is None or item.status != STATUS_ACTIVE:
+            return None
+        if kind and item.kind != kind:
+            return None
+        if not kind and store.vocabulary().is_non_searchable(item.kind):
+            return None
+        return item if self._visible(item, partition) else None
+
+    def _semantic_hits(
+        self,
+        cells: VectorIndex,
+        vec: npt.NDArray[np.float32],
+        kind: str,
+        subject: str,
+        partition: str,
+        pool: int,
+        exact: bool,
+    ) -> list[tuple[Any, float]]:
+        cfg = self._cfg
+        partitions = None
+        if cfg.doc_visible is None and partition != PARTITION_ALL:
+            partitions = (partition, "") if partition else ("",)
+        vis = self._doc_visible(partition)
+
+        def visible(e: Any) -> bool:
+            return (not kind or e.kind == kind) and vis(e)
+
+        t0 = time.perf_counter()
+        hits = cells.search_vector(
+            vec,
+            pool,
+            visible=visible,
+            subject=subject if cfg.subject_routing and subject else None,
+            partitions=partitions,
+            exact=exact,
+        )
+        self._stats.observe("search.phase.index", time.perf_counter() - t0)
+        return _cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
+
+    def _semantic(
+        self,
+        cells: VectorIndex,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        pool: int,
+        cands: dict[str, _Cand],
+        explain: bool,
+    ) -> None:
+        t0 = time.perf_counter()
+        vec = cells.embed_query(query)
+        self._stats.observe("search.phase.embed", time.perf_counter() - t0)
+        hits = self._semantic_hits(cells, vec, kind, subject, partition, pool, exact=False)
+        self._merge_semantic(hits, kind, partition, cands, explain, "semantic")
+
+    def _merge_semantic(
+        self,
+        hits: Sequence[tuple[Any, float]],
+        kind: str,
+        partition: str,
+        cands: dict[str, _Cand],
+        explain: bool,
+        channel: str,
+    ) -> int:
+        t0 = time.perf_counter()
+        added = 0
+        rank = 0
+        for entry, sim in hits:
+            c = cands.get(entry.id)
+            if c is None:
+                item = self._hydrate(entry.id, kind, partition)
+                if item is None:
+                    continue
+                c = cands[entry.id] = _Cand(item, 0.0, Explanation() if explain else None)
+                added += 1
+            c.fused += 1.0 / (RRF_K + rank + 1)
+            if c.explanation is not None:
+                c.explanation.channels.append(channel)
+                c.explanation.semantic_rank = rank
+                c.explanation.similarity = sim
+            rank += 1
+        self._stats.observe("search.phase.hydrate", time.perf_counter() - t0)
+        return added
+
+    def _exhaustive(
+        self,
+        cells: VectorIndex,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        pool: int,
+        cands: dict[str, _Cand],
+        explain: bool,
+    ) -> bool:
+        vec = cells.embed_query(query)
+        hits = self._semantic_hits(cells, vec, kind, subject, partition, pool, exact=True)
+        return self._merge_semantic(hits, kind, partition, cands, explain, "exhaustive") > 0
+
+    def _full_extras(
+        self, query: str, kind: str, partition: str, ordered: list[_Cand], explain: bool
+    ) -> list[_Cand]:
+        cfg = self._cfg
+        if cfg.live is not None:
+            exclude = {c.item.id for c in ordered}
+            for r in cfg.live(query, kind, partition, exclude):
+                if r.item.id not in exclude:
+                    ordered.append(
+                        _Cand(r.item, r.score, Explanation(["live"]) if explain else None)
+                    )
+        exact = query.strip()
+        hit = self._hydrate(exact, kind, partition) if exact else None
+        if hit is not None:
+            ordered = [c for c in ordered if c.item.id != hit.id]
+            c = _Cand(hit, EXACT_ID_MATCH_SCORE, Explanation(["exact_id"]) if explain else None)
+            ordered.insert(0, c)
+        return ordered
+
+    # -------------------------------------------------------------- shaping
+
+    def _multipliers(self, item: Item, now: _dt.datetime) -> dict[str, float]:
+        cfg = self._cfg
+        out: dict[str, float] = {}
+        if cfg.state is not None:
+            is_open, known = cfg.state(item)
+            if known:
+                out["state"] = STATE_OPEN_BOOST if is_open else STATE_RESOLVED_PENALTY
+        if cfg.anchor is not None and cfg.anchor(item):
+            out["anchor"] = ANCHOR_BOOST
+        if item.kind == KIND_WATCH_ITEM and item.status == STATUS_ACTIVE:
+            out["watch"] = WATCH_BOOST
+        if item.updated_at is not None and now - item.updated_at <= RECENT_WINDOW:
+            out["recency"] = RECENT_BOOST
+        return out
+
+    def rerank(self, items: Sequence[Item], limit: int) -> list[SearchResult]:
+        """Score items in relevance order (index 0 best), collapse near-duplicates, truncate.
+
+        The score is :func:`~memstore.rerank.rerank_base_score` of the input rank
+        times the state, anchor, watch and recency multipliers. Two collapse
+        passes follow: the host's ``collapse_key``, then near-duplicate
+        knowledge. Deterministic: stable sorts with an id tie-break.
+        """
+        return self._rerank([_Cand(it) for it in items], limit, explain=False)
+
+    def _rerank(self, ordered: Sequence[_Cand], limit: int, explain: bool) -> list[SearchResult]:
+        now = self._cfg.store.config.clock()
+        scored: list[SearchResult] = []
+        for rank, c in enumerate(ordered):
+            if c.fused >= EXACT_ID_MATCH_SCORE:
+                scored.append(SearchResult(c.item, EXACT_ID_MATCH_SCORE, 0, c.via, c.explanation))
+                continue
+            base = rerank_base_score(rank)
+            mult = self._multipliers(c.item, now)
+            score = base
+            for m in mult.values():
+                score *= m
+            if c.explanation is not None:
+                c.explanation.fused_score = c.fused
+                c.explanation.base_score = base
+                c.explanation.multipliers = mult
+            scored.append(SearchResult(c.item, score, 0, c.via, c.explanation))
+        scored.sort(key=lambda r: (-r.score, r.item.id))
+        return self._collapse(scored)[: max(limit, 0)]
+
+    def _collapse(self, results: list[SearchResult]) -> list[SearchResult]:
+        key_fn = self._cfg.collapse_key
+        if key_fn is not None:
+            kept: list[SearchResult] = []
+            by_key: dict[str, SearchResult] = {}
+            for r in results:
+                key = key_fn(r.item)
+                if key and key in by_key:
+                    _absorb(by_key[key], r)
+                    continue
+                if key:
+                    by_key[key] = r
+                kept.append(r)
+            results = kept
+        survivors: list[SearchResult] = []
+        for r in results:
+            if r.item.kind in CONSOLIDATION_KINDS:
+                for s in survivors:
+                    if s.item.kind == r.item.kind and near_duplicate_memory(s.item, r.item)[1]:
+                        _absorb(s, r)
+                        break
+                else:
+                    survivors.append(r)
+            else:
+                survivors.append(r)
+        return survivors
+
+    def _replace_sources(self, ordered: list[_Cand], partition: str, explain: bool) -> list[_Cand]:
+        relation = self._cfg.source_relation
+        out: list[_Cand] = []
+        claimed: set[str] = set()
+        for c in ordered:
+            source_id = next((lk.to_id for lk in c.item.links if lk.relation == relation), "")
+            source = self._hydrate(source_id, "", partition) if source_id else None
+            if source is None:
+                if c.item.id not in claimed:
+                    claimed.add(c.item.id)
+                    out.append(c)
+                continue
+            if source.id in claimed:
+                continue  # a better-ranked hit already brought this source
+            claimed.add(source.id)
+            exp = None
+            if explain:
+                exp = Explanation(["source"])
+                if c.explanation is not None:
+                    exp = dataclasses.replace(
+                        c.explanation, channels=[*c.explanation.channels, "source"]
+                    )
+            out.append(_Cand(source, c.fused, exp, via=c.item.id))
+        return out
+
+    def _expand(
+        self, results: list[SearchResult], partition: str, limit: int, explain: bool
+    ) -> list[SearchResult]:
+        seen = {r.item.id for r in results}
+        extra: list[SearchResult] = []
+        for r in results:
+            for link in r.item.links:
+                if len(extra) >= limit:
+                    break
+                if link.to_id in seen:
+                    continue
+                target = self._hydrate(link.to_id, "", partition)
+                if target is None:
+                    continue
+                seen.add(target.id)
+                exp = Explanation(["link"]) if explain else None
+                extra.append(SearchResult(target, 0.0, 0, r.item.id, exp))
+        return results + extra
+
+    # --------------------------------------------------------- consolidate
+
+    def consolidate(self, partition: str, apply: bool = False) -> ConsolidationReport:
+        """Group a partition's knowledge cells into near-duplicate clusters; optionally retire.
+
+        Active stable facts, operational patterns, watch items and hypotheses
+        visible to ``partition`` are clustered; each cluster's keeper is the
+        most trusted (:func:`~memstore.neardup.better_routing_fact`). With
+        ``apply`` every other member is marked superseded by the keeper.
+        ``partition`` is required and resolved strictly: an empty, ``*`` or
+        unknown name fails closed with ``error`` set.
+        """
+        if not partition or partition == PARTITION_ALL:
+            return ConsolidationReport(error=f"consolidate needs a partition, got {partition!r}")
+        resolve = self._cfg.resolve_strict
+        resolved = resolve(partition) if resolve is not None else partition
+        if not resolved:
+            return ConsolidationReport(error=f"unknown partition {partition!r}")
+        store = self._cfg.store
+        now = store.config.clock()
+        visible = self._cfg.visible or (lambda it, p: partition_from_tags(it.tags) == p)
+        cells = [
+            it
+            for it in store.items()
+            if it.kind in CONSOLIDATION_KINDS and it.is_active(now) and visible(it, resolved)
+        ]
+        cells.sort(key=lambda it: (it.kind, it.id))
+        groups: list[ConsolidationGroup] = []
+        for kind in CONSOLIDATION_KINDS:
+            of_kind = [it for it in cells if it.kind == kind]
+            for cluster in cluster_near_duplicates(of_kind):
+                if len(cluster) < 2:
+                    continue
+                keep = cluster[0]
+                for it in cluster[1:]:
+                    if better_routing_fact(it, keep):
+                        keep = it
+                members = [it for it in cluster if it.id != keep.id]
+                scores = tuple(near_duplicate_memory(keep, it)[0] for it in members)
+                groups.append(
+                    ConsolidationGroup(
+                        kind, keep.id, keep.title, tuple(it.id for it in members), scores
+                    )
+                )
+        superseded = 0
+        if apply:
+            for g in groups:
+                for member in g.superseded:
+                    if store.mark_superseded(member, g.keep):
+                        superseded += 1
+        else:
+            superseded = sum(len(g.superseded) for g in groups)
+        return ConsolidationReport(resolved, len(cells), tuple(groups), superseded, apply)
+
+
+def _confident(covered: int, n_tokens: int) -> bool:
+    from memstore.lexical import is_confident
+
+    return is_confident(covered, n_tokens)
+
+
+def _absorb(survivor: SearchResult, other: SearchResult) -> None:
+    survivor.collapsed_count += 1 + other.collapsed_count
+    if survivor.explanation is not None:
+        survivor.explanation.collapsed.append(other.item.id)
+
+
+def _cut(hits: list[tuple[Any, float]], gap: float, cliff: bool) -> list[tuple[Any, float]]:
+    """Apply the semantic gap and cliff cut-offs to visible hits (best first)."""
+    if not hits:
+        return hits
+    if gap > 0:
+        best = hits[0][1]
+        hits = [(e, s) for e, s in hits if best - s <= gap]
+    if cliff and len(hits) > 1:
+        drops = [hits[i][1] - hits[i + 1][1] for i in range(len(hits) - 1)]
+        steepest = max(range(len(drops)), key=lambda i: (drops[i], -i))
+        if drops[steepest] > 0:
+            hits = hits[: steepest + 1]
+    return hits
