@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -44,7 +45,12 @@ from memstore.item import (
     STATUS_ACTIVE,
     Item,
 )
-from memstore.neardup import better_routing_fact, cluster_near_duplicates, near_duplicate_memory
+from memstore.neardup import (
+    better_routing_fact,
+    cluster_near_duplicates,
+    near_duplicate_memory,
+    near_duplicate_tokens,
+)
 from memstore.rerank import rerank_base_score
 from memstore.stats import (
     FUSED_PATH,
@@ -62,6 +68,7 @@ from memstore.stats import (
 )
 from memstore.store import Store
 from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
+from memstore.text import dedup_tokens
 
 __all__ = [
     "ANCHOR_BOOST",
@@ -384,6 +391,7 @@ class Searcher:
         confident = bool(lexical) and _confident(lexical[0][1].covered, n_tokens)
         cells = cfg.cells() if cfg.cells is not None else None
         cands: dict[str, _Cand] = {}
+        vec: npt.NDArray[np.float32] | None = None
         for rank, (it, h) in enumerate(lexical):
             c = cands[it.id] = _Cand(it, 1.0 / (RRF_K + rank + 1))
             if explain:
@@ -394,7 +402,9 @@ class Searcher:
             stats.add(STAT_KW_VOICE_MISSES)
             stats.add(STAT_SEMANTIC_CALLS)
             try:
-                self._semantic(cells, query, kind, subject, partition, pool, cands, explain)
+                vec = self._embed(cells, query)
+                sem = self._semantic_hits(cells, vec, kind, subject, partition, pool, False)
+                self._merge_semantic(sem, kind, partition, cands, explain, "semantic")
             except Exception:  # the lexical answer still stands
                 _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
                 stats.add(STAT_SEMANTIC_FALLBACKS)
@@ -402,7 +412,9 @@ class Searcher:
             stats.add(STAT_KW_VOICE_HITS)
         if not cands and cells is not None:
             try:
-                if self._exhaustive(cells, query, kind, subject, partition, pool, cands, explain):
+                if self._exhaustive(
+                    cells, query, kind, subject, partition, pool, cands, explain, vec
+                ):
                     stats.add(STAT_EXHAUSTIVE_FALLBACKS)
             except Exception:
                 _log.warning("memstore: exhaustive fallback failed", exc_info=True)
@@ -428,18 +440,28 @@ class Searcher:
             cfg.dirty()
         return results
 
-    def _doc_visible(self, partition: str) -> Callable[[Any], bool]:
-        fn = self._cfg.doc_visible
-        if fn is not None:
-            host_fn = fn
+    def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
+        """What an index entry must pass, checked inside the vector search.
 
-            def visible(e: Any) -> bool:
-                return host_fn(e, partition)
+        The engine's own rules first (no private entry, the kind filter or no
+        non-searchable kind, not past its deadline), so an entry the caller
+        cannot read never takes a slot of the pool nor sets the gap baseline;
+        then the host's ``doc_visible`` (without one, partitions are
+        restricted by the index's label sets, see ``_semantic_hits``).
+        """
+        host_fn = self._cfg.doc_visible
+        hidden = () if kind else self._cfg.store.vocabulary().non_searchable
+        now = self._cfg.store.config.clock()
 
-            return visible
-        # The default rule: partitions are restricted by the index's label sets
-        # (see _semantic_hits); what is left to refuse here is a private entry.
-        return lambda e: e.scope != SCOPE_PRIVATE
+        def visible(e: Any) -> bool:
+            if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
+                return False
+            deadline = getattr(e, "stale_after", None)
+            if deadline is not None and now >= deadline:
+                return False
+            return host_fn is None or host_fn(e, partition)
+
+        return visible
 
     def _hydrate(self, id: str, kind: str, partition: str) -> Item | None:
         store = self._cfg.store
@@ -468,10 +490,7 @@ class Searcher:
         partitions = None
         if cfg.doc_visible is None and partition != PARTITION_ALL:
             partitions = (partition, "") if partition else ("",)
-        vis = self._doc_visible(partition)
-
-        def visible(e: Any) -> bool:
-            return (not kind or e.kind == kind) and vis(e)
+        visible = self._doc_visible(partition, kind)
 
         t0 = time.perf_counter()
         hits = cells.search_vector(
@@ -485,22 +504,11 @@ class Searcher:
         self._stats.observe("search.phase.index", time.perf_counter() - t0)
         return _cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
 
-    def _semantic(
-        self,
-        cells: VectorIndex,
-        query: str,
-        kind: str,
-        subject: str,
-        partition: str,
-        pool: int,
-        cands: dict[str, _Cand],
-        explain: bool,
-    ) -> None:
+    def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()
         vec = cells.embed_query(query)
         self._stats.observe("search.phase.embed", time.perf_counter() - t0)
-        hits = self._semantic_hits(cells, vec, kind, subject, partition, pool, exact=False)
-        self._merge_semantic(hits, kind, partition, cands, explain, "semantic")
+        return vec
 
     def _merge_semantic(
         self,
@@ -541,8 +549,11 @@ class Searcher:
         pool: int,
         cands: dict[str, _Cand],
         explain: bool,
+        vec_done: npt.NDArray[np.float32] | None,
     ) -> bool:
-        vec = cells.embed_query(query)
+        # The query vector of this call's semantic pass when it ran: one
+        # embedding per search, even when the exact scan has to step in.
+        vec = vec_done if vec_done is not None else self._embed(cells, query)
         hits = self._semantic_hits(cells, vec, kind, subject, partition, pool, exact=True)
         return self._merge_semantic(hits, kind, partition, cands, explain, "exhaustive") > 0
 
@@ -704,12 +715,20 @@ class Searcher:
         store = self._cfg.store
         now = store.config.clock()
         visible = self._cfg.visible or (lambda it, p: partition_from_tags(it.tags) == p)
+        # A shared cell belongs to every partition: no one partition's sweep
+        # may retire it (nor let it absorb another's cell).
         cells = [
             it
             for it in store.items()
-            if it.kind in CONSOLIDATION_KINDS and it.is_active(now) and visible(it, resolved)
+            if it.kind in CONSOLIDATION_KINDS
+            and it.is_active(now)
+            and SHARED_TAG not in it.tags
+            and visible(it, resolved)
         ]
-        cells.sort(key=lambda it: (it.kind, it.id))
+        # Least trusted first: each cluster's head is then the safest merge
+        # target (a derived head may take a human restatement, never the
+        # reverse), so clusters do not depend on how ids happen to sort.
+        cells.sort(key=functools.cmp_to_key(_trust_order))
         groups: list[ConsolidationGroup] = []
         for kind in CONSOLIDATION_KINDS:
             of_kind = [it for it in cells if it.kind == kind]
@@ -721,7 +740,10 @@ class Searcher:
                     if better_routing_fact(it, keep):
                         keep = it
                 members = [it for it in cluster if it.id != keep.id]
-                scores = tuple(near_duplicate_memory(keep, it)[0] for it in members)
+                keep_tokens = dedup_tokens(keep)
+                scores = tuple(
+                    near_duplicate_tokens(keep_tokens, dedup_tokens(it))[0] for it in members
+                )
                 groups.append(
                     ConsolidationGroup(
                         kind, keep.id, keep.title, tuple(it.id for it in members), scores
@@ -736,6 +758,13 @@ class Searcher:
         else:
             superseded = sum(len(g.superseded) for g in groups)
         return ConsolidationReport(resolved, len(cells), tuple(groups), superseded, apply)
+
+
+def _trust_order(a: Item, b: Item) -> int:
+    """Sort key: the less trusted first (the reverse of ``better_routing_fact``)."""
+    if a.id == b.id:
+        return 0
+    return 1 if better_routing_fact(a, b) else -1
 
 
 def _confident(covered: int, n_tokens: int) -> bool:

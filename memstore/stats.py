@@ -160,7 +160,9 @@ def snapshot_from_ops(ops: Mapping[str, int]) -> SearchStatsSnapshot:
         ms, count = _avg_ms(ops, f"search.phase.{phase}")
         phases[phase] = PhaseStat(ms, count)
     callers = sorted(
-        {k[len(CALLER_PREFIX) : -len(".count")] for k in ops if k.startswith(CALLER_PREFIX)}
+        k[len(CALLER_PREFIX) : -len(".count")]
+        for k in ops
+        if k.startswith(CALLER_PREFIX) and k.endswith(".count")
     )
     by_caller = []
     for caller in callers:

@@ -7,6 +7,7 @@ not match is rebuilt from the vectors, never trusted.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import os
@@ -32,6 +33,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     scope TEXT NOT NULL,
     partition TEXT NOT NULL,
     tags TEXT NOT NULL,
+    stale_after TEXT NOT NULL,
     text_hash TEXT NOT NULL,
     text TEXT NOT NULL,
     vector BLOB NOT NULL
@@ -83,14 +85,17 @@ class VectorFile:
 
     def rows(self, dim: int) -> Iterator[StoredVector]:
         cur = self._db.execute(
-            "SELECT id, label, kind, subject, scope, partition, tags, text_hash, text, vector "
-            "FROM vectors ORDER BY label"
+            "SELECT id, label, kind, subject, scope, partition, tags, stale_after, text_hash, "
+            "text, vector FROM vectors ORDER BY label"
         )
-        for id, label, kind, subject, scope, partition, tags, th, text, blob in cur:
+        for id, label, kind, subject, scope, partition, tags, stale, th, text, blob in cur:
             vec = np.frombuffer(blob, dtype=np.float32)
             if vec.shape != (dim,):
                 raise ValueError(f"stored vector of {id!r} has {vec.size} values, expected {dim}")
-            entry = IndexEntry(id, kind, subject, scope, partition, tuple(json.loads(tags)))
+            deadline = _dt.datetime.fromisoformat(stale) if stale else None
+            entry = IndexEntry(
+                id, kind, subject, scope, partition, tuple(json.loads(tags)), deadline
+            )
             yield StoredVector(entry, label, th, text, vec)
 
     def write(
@@ -109,7 +114,7 @@ class VectorFile:
                 # Delete first: an update may move an id to a new label.
                 db.executemany("DELETE FROM vectors WHERE id = ?", [(p.entry.id,) for p in puts])
                 db.executemany(
-                    "INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             p.entry.id,
@@ -119,6 +124,7 @@ class VectorFile:
                             p.entry.scope,
                             p.entry.partition,
                             json.dumps(list(p.entry.tags)),
+                            p.entry.stale_after.isoformat() if p.entry.stale_after else "",
                             p.text_hash,
                             p.text,
                             np.ascontiguousarray(p.vector, dtype=np.float32).tobytes(),

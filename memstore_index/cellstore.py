@@ -426,7 +426,8 @@ class CellStore:
 
     def embed_query(self, query: str) -> Vector:
         """The unit vector of ``query`` (one embedding call)."""
-        return self._embed([query])[0]
+        vec: Vector = self._embed([query])[0]
+        return vec
 
     def search(
         self,
@@ -541,21 +542,20 @@ class CellStore:
 
         want = min(k, candidates)
         self._hnsw.set_ef(max(self._ef, want))
-        while want > 0:
-            try:
-                labels, dists = self._hnsw.knn_query(q[None, :], k=want, filter=keep)
-                break
-            except RuntimeError:  # fewer than ``want`` visible entries reachable
-                want //= 2
-        else:
-            return []
+        try:
+            labels, dists = self._hnsw.knn_query(q[None, :], k=want, filter=keep)
+        except RuntimeError:
+            # Fewer than ``want`` entries pass the filter within reach of the
+            # graph: the exact scan finds every one that exists.
+            return self._scan(q, k, allowed, visible)
         out: list[tuple[IndexEntry, float]] = []
         for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
             e = entries[label]
             if e is not None:
                 out.append((e, 1.0 - float(dist)))
-        if len(out) < min(k, candidates) and visible is None:
+        if len(out) < want:
             return self._scan(q, k, allowed, visible)  # the graph lost some: be exact
+        out.sort(key=lambda p: (-p[1], p[0].id))
         return out
 
     def _scan(
@@ -570,18 +570,24 @@ class CellStore:
         scores = self._vecs[labels] @ q
         entries = self._entries
         if visible is None and labels.size > k:
-            top = np.argpartition(-scores, k - 1)[:k]
-            labels, scores = labels[top], scores[top]
-        order = np.lexsort((labels, -scores))
+            # Keep everything tied with the k-th score, so ties break by id below.
+            kth = np.partition(scores, labels.size - k)[labels.size - k]
+            keep = scores >= kth
+            labels, scores = labels[keep], scores[keep]
+        order = np.argsort(-scores, kind="stable")
         out: list[tuple[IndexEntry, float]] = []
+        last = 0.0
         for i in order.tolist():
+            s = float(scores[i])
+            if len(out) >= k and s < last:
+                break
             e = entries[int(labels[i])]
             if e is None or (visible is not None and not visible(e)):
                 continue
-            out.append((e, float(scores[i])))
-            if len(out) >= k:
-                break
-        return out
+            out.append((e, s))
+            last = s
+        out.sort(key=lambda p: (-p[1], p[0].id))
+        return out[:k]
 
     # ------------------------------------------------------- store binding
 

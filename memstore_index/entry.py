@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass
 
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
@@ -24,6 +25,12 @@ class IndexEntry:
     scope: str = "public"
     partition: str = ""
     tags: tuple[str, ...] = ()
+    stale_after: _dt.datetime | None = None
+    """The item's deadline: past it, the item reads as stale and a search skips it."""
+
+    def expired(self, now: _dt.datetime) -> bool:
+        """Whether the entry's deadline has passed at ``now``."""
+        return self.stale_after is not None and now >= self.stale_after
 
     @property
     def shared(self) -> bool:
@@ -45,6 +52,7 @@ def entry_for(item: Item) -> IndexEntry:
         scope=item.scope,
         partition=partition_from_tags(item.tags),
         tags=tuple(item.tags),
+        stale_after=item.stale_after,
     )
 
 
