@@ -1,0 +1,171 @@
+"""Smoke test of the LoCoMo benchmark on a tiny synthetic LoCoMo-format file.
+
+Runs ``benchmarks/locomo.py`` in a subprocess with the hash embedder (no model
+needed) and checks the exit status, the RESULT line, the JSON's shape and that
+every recall is a share. No timing is asserted: latencies only have to exist.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "locomo.py"
+RESULT = re.compile(
+    r"RESULT recall@10=(\d+\.\d+) recall@5=(\d+\.\d+) mrr=(\d+\.\d+) questions=(\d+)"
+)
+MODES = ["lexical", "semantic", "bm25s", "dense", "rrf"]
+
+
+def _turn(dia_id: str, speaker: str, text: str, **extra: str) -> dict[str, str]:
+    return {"speaker": speaker, "dia_id": dia_id, "text": text, **extra}
+
+
+def _dataset() -> list[dict[str, Any]]:
+    """Two conversations in LoCoMo's schema, with the quirks the loader must handle."""
+    first = {
+        "sample_id": "conv-a",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                _turn("D1:1", "Ann", "I adopted a grey kitten called Pixel yesterday."),
+                _turn("D1:2", "Bo", "Lovely! I started pottery classes on Monday."),
+                _turn(
+                    "D1:3",
+                    "Ann",
+                    "Look at this.",
+                    img_url="http://example.invalid/x.jpg",
+                    blip_caption="a photo of a kitten on a sofa",
+                    query="kitten sofa",
+                ),
+            ],
+            "session_2_date_time": "10:04 am on 19 June, 2023",
+            "session_2": [
+                _turn("D2:1", "Bo", "My pottery bowl cracked in the kiln."),
+                _turn("D2:2", "Ann", "Pixel learned to open the fridge."),
+            ],
+            # A date without a session, as conv-26 has: it must be ignored.
+            "session_3_date_time": "9:00 am on 1 July, 2023",
+        },
+        "qa": [
+            {
+                "question": "When did Ann adopt her kitten?",
+                "answer": "7 May 2023",
+                "evidence": ["D1:1"],
+                "category": 2,
+            },
+            {
+                "question": "What happened to Bo's pottery?",
+                "answer": "a bowl cracked",
+                "evidence": ["D1:2; D2:1"],
+                "category": 1,
+            },
+            {
+                "question": "What did Ann say about the weather?",
+                "adversarial_answer": "nothing",
+                "evidence": [],
+                "category": 5,
+            },
+        ],
+    }
+    second = {
+        "sample_id": "conv-b",
+        "conversation": {
+            "speaker_a": "Cy",
+            "speaker_b": "Di",
+            "session_1_date_time": "12:09 am on 13 September, 2023",
+            "session_1": [
+                _turn("D1:1", "Cy", "I ran my first marathon in Berlin."),
+                _turn("D1:2", "Di", "Congrats! I am learning the violin."),
+            ],
+        },
+        "qa": [
+            {
+                "question": "Where did Cy run a marathon?",
+                "answer": "Berlin",
+                "evidence": ["D:1:1"],
+                "category": 4,
+            },
+            {
+                "question": "Which turn is missing?",
+                "answer": "none",
+                "evidence": ["D9:9"],
+                "category": 4,
+            },
+        ],
+    }
+    return [first, second]
+
+
+def _run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(_dataset()))
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--data",
+            str(data),
+            "--embedder",
+            "hash",
+            "--modes",
+            ",".join(MODES),
+            "--default-mode",
+            "lexical",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc, out
+
+
+def test_smoke_run_reports_and_writes(tmp_path: Path) -> None:
+    proc, out = _run(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+    last = proc.stdout.rstrip("\n").splitlines()[-1]
+    m = RESULT.fullmatch(last)
+    assert m is not None, last
+    r10, r5, mrr, n = float(m[1]), float(m[2]), float(m[3]), int(m[4])
+    assert n == 3  # the question with no resolvable evidence and category 5 are left out
+    assert 0.0 <= r5 <= r10 <= 1.0
+    assert 0.0 <= mrr <= 1.0
+
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["dataset"]["questions"] == 3
+    assert data["dataset"]["turns"] == 7
+    assert data["dataset"]["unparsed_dates"] == 0
+    assert len(data["dataset"]["questions_skipped"]) == 1
+    assert [r["mode"] for r in data["results"]] == MODES
+    for r in data["results"]:
+        assert r["available"], r
+        metrics = [r["overall"], *r["by_category"].values()]
+        for m_ in metrics:
+            values = [*m_["recall"].values(), *m_["session_recall"].values(), m_["mrr"]]
+            assert all(0.0 <= v <= 1.0 for v in values), (r["mode"], m_)
+        assert r["latency"]["p50_ms"] >= 0.0
+        assert len(r["per_question"]["first_hit"]) == 3
+    lexical = next(r for r in data["results"] if r["mode"] == "lexical")
+    assert lexical["overall"]["recall"]["10"] == float(m[1])
+    # Seven turns and k=10: every evidence turn a ranker returns at all is in the top 10.
+    assert lexical["overall"]["recall"]["10"] > 0.5
+    png = out.with_suffix(".png")
+    assert png.exists() == (importlib.util.find_spec("matplotlib") is not None)
+
+
+def test_unknown_mode_is_a_usage_error(tmp_path: Path) -> None:
+    proc, _ = _run(tmp_path, "--modes", "lexical,nonsense", "--no-plot")
+    assert proc.returncode == 2
+    assert "unknown mode" in proc.stderr
