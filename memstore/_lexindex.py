@@ -18,7 +18,7 @@ import numpy.typing as npt
 from memstore.item import Item
 from memstore.lexical import TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
-from memstore.text import words
+from memstore.text import event_date_words, words
 
 __all__ = ["LexicalHit", "LexicalIndex", "QueryPlan"]
 
@@ -91,7 +91,7 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        self._text: dict[str, tuple[str, str, bool]] = {}
+        self._text: dict[str, tuple[str, str, str, bool]] = {}
 
     def __len__(self) -> int:
         return len(self.lexicon)
@@ -120,10 +120,12 @@ class LexicalIndex:
 
     def put(self, item: Item, index_id: bool) -> None:
         """Index (or re-index) ``item``; the text is re-split only when it changed."""
-        key = (item.title, item.content, index_id)
+        key = (item.title, item.content, item.event_date, index_id)
         slot = self.lexicon.slot(item.id)
         if slot is None or self._text.get(item.id) != key:
             content = words(item.content)
+            if item.event_date:
+                content.extend(event_date_words(item.event_date))
             if index_id:
                 content.extend(words(item.id))
             slot = self.lexicon.index_words(item.id, words(item.title), content)
@@ -231,7 +233,7 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            assert self._text[id] == (item.title, item.content, index_id[id])
+            assert self._text[id] == (item.title, item.content, item.event_date, index_id[id])
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

@@ -10,7 +10,7 @@ from memstore.item import (
     Item,
 )
 from memstore.lexical import is_confident, score_document
-from memstore.text import kw_tokens, normalize_query, words
+from memstore.text import event_date_words, kw_tokens, normalize_query, words
 
 __all__ = ["DEFAULT_SEARCH_LIMIT", "StoreSearch"]
 
@@ -87,7 +87,11 @@ class StoreSearch(StoreBase):
                 continue
             title = words(it.title)
             score, covered, fuzzy = score_document(
-                plan.tokens, plan.weights, [*title, *words(it.content)], title, plan.fuzzy_ok
+                plan.tokens,
+                plan.weights,
+                [*title, *words(it.content), *event_date_words(it.event_date)],
+                title,
+                plan.fuzzy_ok,
             )
             if score > 0.0:
                 extra.append(LexicalHit(id, score, covered, fuzzy))

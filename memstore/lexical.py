@@ -1,15 +1,17 @@
 """Lexical search: the Lexicon (an exact candidate index) and lexical scoring.
 
 A query token *matches* a document when it is a substring of one of the
-document's words, or, for tokens longer than two characters, when it is within
-one edit (insertion, deletion, substitution or adjacent transposition) of a
-word or of two adjacent words joined without a space. The :class:`Lexicon`
+document's words, or, for tokens longer than two characters, when it shares a
+word's light stem (:func:`~memstore.text.stem`: "camping" and "camped"), or is
+within one edit (insertion, deletion, substitution or adjacent transposition)
+of a word or of two adjacent words joined without a space. The :class:`Lexicon`
 answers "which documents could match this token" from indexes over its
 *vocabulary*, never by scanning documents:
 
 * postings: word -> documents containing it;
 * grams: every 2- and 3-character substring (and digit/ideograph/emoji
   characters) of every word -> the words containing it, for substring matches;
+* stems: the light stem of every word -> the words (word forms meet);
 * deletions: every one-character deletion of every word -> the words, so the
   one-edit neighbours of a token are found by a handful of dictionary probes
   (the token's length band, in effect) and then verified;
@@ -19,7 +21,8 @@ answers "which documents could match this token" from indexes over its
 On top of the exact rule, tokens of four or more characters that are no word
 of the vocabulary get a *fuzzy* (trigram Dice) channel, so "deploying" still
 finds "deployment". Scoring is per token: the best match level in a document
-(exact 1.0, prefix 0.9, one edit 0.8, inner substring 0.6, fuzzy at most 0.5),
+(exact 1.0, prefix 0.9, same stem 0.85, one edit 0.8, inner substring 0.6,
+fuzzy at most 0.5),
 weighted by the token's distinctiveness (BM25's idf over matched documents),
 with a bonus (a quarter of the token's weight, times the level the title word
 reaches) when the match is in the title.
@@ -45,7 +48,7 @@ from dataclasses import dataclass
 
 import regex
 
-from memstore.text import kw_tokens, normalize_query, trigrams, words
+from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
     "FUZZY_MAX",
@@ -54,6 +57,7 @@ __all__ = [
     "LEVEL_EDIT",
     "LEVEL_EXACT",
     "LEVEL_PREFIX",
+    "LEVEL_STEM",
     "LEVEL_SUBSTRING",
     "TITLE_WEIGHT",
     "Lexicon",
@@ -69,6 +73,8 @@ LEVEL_EXACT = 1.0
 """A token equal to a word."""
 LEVEL_PREFIX = 0.9
 """A token of three or more characters that starts a word ("pay" in "payment")."""
+LEVEL_STEM = 0.85
+"""A token of three or more characters sharing a word's stem ("camping" and "camped")."""
 LEVEL_EDIT = 0.8
 """A token one edit from a word, or from two adjacent words joined."""
 LEVEL_SUBSTRING = 0.6
@@ -128,6 +134,8 @@ def word_level(tok: str, w: str) -> float:
     best = 0.0
     if tok in w:
         best = LEVEL_PREFIX if len(tok) >= 3 and w.startswith(tok) else LEVEL_SUBSTRING
+    if best < LEVEL_STEM and len(tok) > 2 and stem(tok) == stem(w):
+        best = LEVEL_STEM
     if best < LEVEL_EDIT and len(tok) > 2 and within_one_edit(tok, w):
         best = LEVEL_EDIT
     return best
@@ -235,6 +243,7 @@ class Lexicon:
         self._title_postings: dict[str, set[int]] = {}
         self._grams: dict[str, set[str]] = {}
         self._dels: dict[str, set[str]] = {}
+        self._stems: dict[str, set[str]] = {}
 
     # ----------------------------------------------------------------- writes
 
@@ -319,6 +328,7 @@ class Lexicon:
         return grams
 
     def _add_word(self, w: str) -> None:
+        self._stems.setdefault(stem(w), set()).add(w)
         for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
             for k in keys:
                 bucket = table.get(k)
@@ -328,6 +338,11 @@ class Lexicon:
                     bucket.add(w)
 
     def _remove_word(self, w: str) -> None:
+        key = stem(w)
+        forms = self._stems[key]
+        forms.discard(w)
+        if not forms:
+            del self._stems[key]
         for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
             for k in keys:
                 bucket = table[k]
@@ -493,6 +508,9 @@ class Lexicon:
                 if w != tok:
                     levels[w] = LEVEL_PREFIX if long_tok and w.startswith(tok) else LEVEL_SUBSTRING
             if len(tok) > 2:
+                for w in self._stems.get(stem(tok), ()):
+                    if levels.get(w, 0.0) < LEVEL_STEM:
+                        levels[w] = LEVEL_STEM
                 for w in self.edit_neighbours(tok):
                     if levels.get(w, 0.0) < LEVEL_EDIT:
                         levels[w] = LEVEL_EDIT
@@ -574,3 +592,7 @@ class Lexicon:
                     dels.setdefault(d, set()).add(w)
             assert grams == self._grams, "gram index disagrees with vocabulary"
             assert dels == self._dels, "deletion index disagrees with vocabulary"
+            stems: dict[str, set[str]] = {}
+            for w in postings:
+                stems.setdefault(stem(w), set()).add(w)
+            assert stems == self._stems, "stem index disagrees with vocabulary"

@@ -103,6 +103,10 @@ RECENT_BOOST = 1.1
 """Multiplier for an item updated within :data:`RECENT_WINDOW`."""
 RECENT_WINDOW = _dt.timedelta(days=1)
 """How recent an update earns :data:`RECENT_BOOST`."""
+LONG_QUERY_TOKENS = 3
+"""Above this many query tokens the lexical fast path needs every token covered."""
+FUSION_DEPTH = 1
+"""Times the limit each channel contributes to the fusion."""
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
 CONSOLIDATION_KINDS = (KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS)
@@ -368,7 +372,9 @@ class Searcher:
         start = time.perf_counter()
         stats.add(STAT_TOTAL)
         fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
-        pool = max(limit * fanout, limit)
+        # Each channel pulls deeper than the limit: an item ranked 15th by both
+        # channels should beat one ranked 8th by only one of them.
+        pool = limit * max(fanout, FUSION_DEPTH)
         # Lexical channel: the index filters partitions itself when the default
         # rule is in force; a host predicate is applied on a wider pool.
         store = cfg.store
@@ -388,7 +394,15 @@ class Searcher:
         stats.add(STAT_KEYWORD_HITS)
         if any(h.fuzzy for _, h in lexical):
             stats.add(STAT_KW_TRIGRAM_HITS)
-        confident = bool(lexical) and _confident(lexical[0][1].covered, n_tokens)
+        # Confident: the top hit covers the query (the store's rule), all of it
+        # for a long question (which shares words with almost anything), and
+        # stands alone at the top (a shared top spot is a guess).
+        confident = (
+            bool(lexical)
+            and _confident(lexical[0][1].covered, n_tokens)
+            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][1].covered == n_tokens)
+            and (len(lexical) == 1 or lexical[0][1].score > lexical[1][1].score)
+        )
         cells = cfg.cells() if cfg.cells is not None else None
         cands: dict[str, _Cand] = {}
         vec: npt.NDArray[np.float32] | None = None

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 __all__ = [
     "STOP_WORDS",
     "dedup_tokens",
+    "event_date_words",
     "kw_tokens",
     "normalize_query",
+    "stem",
     "token_grams",
     "trigrams",
     "words",
@@ -175,6 +177,66 @@ def dedup_tokens(item: Item) -> frozenset[str]:
 def text_dedup_tokens(title: str, content: str) -> frozenset[str]:
     """:func:`dedup_tokens` for a bare title and content."""
     return frozenset(_fold_plural(w) for w in words(f"{title} {content}") if _dedup_keep(w))
+
+
+_DOUBLE = frozenset("bdfgklmnprtz")
+
+
+def stem(word: str) -> str:
+    """A light English stem, so that word forms meet: camping, camped, camps -> camp.
+
+    Strips one inflection (-ing, -ed, -ies/-ied, -es after a sibilant, -s, -ly),
+    undoubles a final consonant it leaves (stopped -> stop), then drops a final
+    "e" so that "bake", "baked" and "baking" share "bak". Only words of letters
+    longer than three characters are touched, and a stem keeps three letters.
+    Not a linguistic stemmer: a cheap equivalence class for matching.
+
+    >>> [stem(w) for w in ["camping", "camped", "camps", "stopped", "baking", "baked", "tries"]]
+    ['camp', 'camp', 'camp', 'stop', 'bak', 'bak', 'try']
+    >>> stem("status"), stem("news"), stem("q3")
+    ('status', 'news', 'q3')
+    """
+    if len(word) <= 3 or not word.isalpha() or word in _NOT_PLURAL:
+        return word
+    w = word
+    if w.endswith(("ies", "ied")) and len(w) > 4:
+        return w[:-3] + "y"
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] in _DOUBLE:
+                w = w[:-1]
+            break
+    else:
+        if (w.endswith("ly") and len(w) > 5) or w.endswith(_ES_PLURAL):
+            w = w[:-2]
+        elif w.endswith("s") and w[-2] not in "su" and not w.endswith("is"):
+            w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    return w
+
+
+_MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+
+
+def event_date_words(event_date: str) -> list[str]:
+    """The words an event date adds to an item's search text: its month and year.
+
+    So "what happened in June?" or "in 2022" can find events by when they
+    happened, without a date parser in the query.
+
+    >>> event_date_words("2023-06-27T13:56:00Z"), event_date_words("not a date")
+    (['june', '2023'], [])
+    """
+    from memstore.eventdate import parse_event_date
+
+    when = parse_event_date(event_date)
+    if when is None:
+        return []
+    return [_MONTHS[when.month - 1], str(when.year)]
 
 
 def trigrams(token: str) -> frozenset[str]:

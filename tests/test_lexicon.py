@@ -15,7 +15,7 @@ from memstore.lexical import (
     within_one_edit,
     word_level,
 )
-from memstore.text import kw_tokens, normalize_query, words
+from memstore.text import kw_tokens, normalize_query, stem, words
 
 
 def brute_matches(tok: str, doc_words: list[str]) -> bool:
@@ -24,7 +24,7 @@ def brute_matches(tok: str, doc_words: list[str]) -> bool:
         return True
     if len(tok) <= 2:
         return False
-    if any(within_one_edit(tok, w) for w in doc_words):
+    if any(within_one_edit(tok, w) or stem(tok) == stem(w) for w in doc_words):
         return True
     return any(
         within_one_edit(tok, doc_words[i] + doc_words[i + 1]) for i in range(len(doc_words) - 1)

@@ -511,16 +511,17 @@ def test_link_expansion_appends_visible_active_targets_once(env: Env) -> None:
     env.add("hit", "ledger failover drill", tags=["tenant/a"], links=links)
     env.add("hit2", "ledger failover plan", links=[ThoughtLink(to_id="tpub", relation="explains")])
     on = env.searcher(link_expansion=lambda: True)
-    got = on.hybrid_search("ledger failover", partition="a", explain=True)
+    got = on.hybrid_search("ledger failover drill", partition="a", explain=True)
     direct = [r for r in got if not r.via]
     assert {r.item.id for r in direct} == {"hit", "hit2"}
     extra = [r for r in got if r.via]
     assert [(r.item.id, r.via, r.score) for r in extra] == [("tpub", direct[0].item.id, 0.0)]
     assert extra[0].explanation is not None and extra[0].explanation.channels == ["link"]
     assert ids(got)[: len(direct)] == ids(direct), "expanded results come after the hits"
-    off = env.searcher(link_expansion=lambda: False).hybrid_search("ledger failover", "", "", "a")
+    q = "ledger failover drill"
+    off = env.searcher(link_expansion=lambda: False).hybrid_search(q, "", "", "a")
     assert all(not r.via for r in off) and "tpub" not in ids(off)
-    assert "tpub" not in ids(env.searcher().hybrid_search("ledger failover", partition="a"))
+    assert "tpub" not in ids(env.searcher().hybrid_search(q, partition="a"))
 
 
 # ------------------------------------------------------ source replacement

@@ -47,7 +47,7 @@ from memstore.lexical import score_document, token_weight
 from memstore.neardup import dedup_comparable, near_duplicate_tokens
 from memstore.store import DEDUP_ELIGIBLE_KINDS
 from memstore.tags import restored_origin, service_tag_value
-from memstore.text import dedup_tokens, kw_tokens, normalize_query, words
+from memstore.text import dedup_tokens, event_date_words, kw_tokens, normalize_query, words
 from memstore.validate import validate_base
 from memstore.vocabulary import Vocabulary
 
@@ -98,7 +98,7 @@ def is_minted(id: str) -> bool:
 
 def doc_words(it: Item) -> list[str]:
     """The words the store indexes for a public item: title, content, then its id."""
-    ws = words(it.title) + words(it.content)
+    ws = words(it.title) + words(it.content) + event_date_words(it.event_date)
     return ws if is_minted(it.id) else ws + words(it.id)
 
 
@@ -165,7 +165,13 @@ def brute_force_hits(
             if it.status != "active" or not admitted(it):
                 continue
             title = words(it.title)
-            s, cov, fz = score_document(tokens, weights, title + words(it.content), title, fuzzy_ok)
+            s, cov, fz = score_document(
+                tokens,
+                weights,
+                title + words(it.content) + event_date_words(it.event_date),
+                title,
+                fuzzy_ok,
+            )
             if s > 0:
                 hits.append((Hit(it.id, s, cov, fz), it))
     hits.sort(key=lambda p: (-p[0].score, -_update_ts(p[1]), p[0].id))
