@@ -406,7 +406,13 @@ class Searcher:
         cells = cfg.cells() if cfg.cells is not None else None
         cands: dict[str, _Cand] = {}
         vec: npt.NDArray[np.float32] | None = None
-        for rank, (it, h) in enumerate(lexical):
+        # Items with equal lexical scores share the best rank of their tie
+        # ("1224" ranking): the order within a tie is only recency, so it must
+        # not weigh in the fusion; the semantic channel breaks the tie instead.
+        rank = 0
+        for i, (it, h) in enumerate(lexical):
+            if i and h.score < lexical[i - 1][1].score:
+                rank = i
             c = cands[it.id] = _Cand(it, 1.0 / (RRF_K + rank + 1))
             if explain:
                 c.explanation = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
