@@ -414,7 +414,7 @@ class Searcher:
             if i and h.score < lexical[i - 1][1].score:
                 rank = i
             c = cands[it.id] = _Cand(it, 1.0 / (RRF_K + rank + 1))
-            if explain:
+            if explain:  # the shared rank of a tie: the one the fusion used
                 c.explanation = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
         fused_path = cells is not None and (full or cfg.always_fuse or not confident)
         if fused_path:

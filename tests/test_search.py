@@ -153,15 +153,16 @@ def test_unconfident_query_embeds_once_and_fuses_by_rrf(env: Env) -> None:
     searcher = env.searcher()
     got = searcher.hybrid_search("ledger quokka", explain=True)
     assert env.calls == [["ledger quokka"]]
-    # lex2: lexical rank 1 + semantic rank 1; lex1: lexical rank 0; sem: semantic rank 0.
-    # lex1 and sem tie on 1/61 and the tie goes to the smaller id.
+    # lex1 and lex2 tie lexically, so both take lexical rank 0 (a tie's order is
+    # no evidence); lex2 adds semantic rank 1. lex1 and sem tie on 1/61 and the
+    # tie goes to the smaller id.
     assert ids(got) == ["lex2", "lex1", "sem"]
     by_id = {r.item.id: r for r in got}
     exp = {k: r.explanation for k, r in by_id.items()}
     assert exp["lex2"] is not None and exp["lex1"] is not None and exp["sem"] is not None
     assert exp["lex2"].channels == ["lexical", "semantic"]
-    assert (exp["lex2"].lexical_rank, exp["lex2"].semantic_rank) == (1, 1)
-    assert exp["lex2"].fused_score == pytest.approx(rrf(1, 1))
+    assert (exp["lex2"].lexical_rank, exp["lex2"].semantic_rank) == (0, 1)
+    assert exp["lex2"].fused_score == pytest.approx(rrf(0, 1))
     assert exp["lex2"].similarity == pytest.approx(0.3, abs=1e-5)
     assert exp["lex1"].channels == ["lexical"]
     assert (exp["lex1"].lexical_rank, exp["lex1"].semantic_rank) == (0, None)
