@@ -150,7 +150,7 @@ class LexicalIndex:
         n = len(lex)
         matches = tuple(lex.match_token(t) for t in tokens)
         weights = tuple(token_weight(m.df, n) for m in matches)
-        fuzzy_ok = tuple(not lex.has_word(t) for t in tokens)
+        fuzzy_ok = tuple(m.fuzzy_ok for m in matches)
         return QueryPlan(tuple(tokens), matches, weights, fuzzy_ok)
 
     def rank(

@@ -169,6 +169,9 @@ class TokenMatch:
 
     groups: tuple[tuple[float, frozenset[int], bool], ...]
     title: tuple[tuple[float, frozenset[int]], ...]
+    fuzzy_ok: bool = False
+    """Whether the fuzzy channel was open to the token: no vocabulary word
+    matches it at the one-edit level or better (it looks like a typo)."""
 
     @property
     def df(self) -> int:
@@ -536,7 +539,11 @@ class Lexicon:
                     raw.append((LEVEL_EDIT, joined))
                     seen |= joined
             groups = [(lv, frozenset(g), False) for lv, g in raw if g]
-            if fuzzy and len(tok) >= FUZZY_MIN_LEN and tok not in postings:
+            # The fuzzy channel is a typo rescue: closed to a token that some
+            # word already matches well (exactly, as a prefix, by stem or edit),
+            # so "camped" finding "camping" is not diluted by "swamped".
+            fuzzy_ok = not any(lv >= LEVEL_EDIT for lv in levels.values())
+            if fuzzy and fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
                 fz: dict[float, list[str]] = {}
                 for w, lv in self._fuzzy_words(tok).items():
                     fz.setdefault(lv, []).append(w)
@@ -561,7 +568,7 @@ class Lexicon:
                 if hit:
                     title.append((lv, frozenset(hit)))
                     title_seen |= hit
-            return TokenMatch(tuple(groups), tuple(title))
+            return TokenMatch(tuple(groups), tuple(title), fuzzy_ok)
 
     # ------------------------------------------------------------- invariant
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from memstore.lexical import (
+    LEVEL_EDIT,
     LEVEL_SUBSTRING,
     Lexicon,
     score_document,
@@ -84,7 +85,9 @@ def test_match_levels_equal_per_document_reference(docs: list[list[str]], tok: s
             ident = lex.id_at(slot)
             assert ident is not None and ident not in got, "groups must be disjoint"
             got[ident] = level
-    fuzzy_ok = not lex.has_word(tok)
+    vocabulary = {w for ws in docs for w in words(" ".join(ws))}
+    fuzzy_ok = not any(word_level(tok, w) >= LEVEL_EDIT for w in vocabulary)
+    assert match.fuzzy_ok == fuzzy_ok
     for i, ws in enumerate(docs):
         score, covered, _ = score_document([tok], [1.0], ws, ws[:1], [fuzzy_ok])
         level = got.get(f"d{i}", 0.0)

@@ -43,7 +43,7 @@ from memstore import (
     Store,
     ThoughtLink,
 )
-from memstore.lexical import score_document, token_weight
+from memstore.lexical import LEVEL_EDIT, score_document, token_weight, word_level
 from memstore.neardup import dedup_comparable, near_duplicate_tokens
 from memstore.store import DEDUP_ELIGIBLE_KINDS
 from memstore.tags import restored_origin, service_tag_value
@@ -140,7 +140,7 @@ def brute_force_hits(
     indexed = [it for it in items if it.status == "active" and it.scope != "private"]
     docs = {it.id: (doc_words(it), words(it.title)) for it in indexed}
     vocabulary = {w for dw, _ in docs.values() for w in dw}
-    fuzzy_ok = [t not in vocabulary for t in tokens]
+    fuzzy_ok = [not any(word_level(t, w) >= LEVEL_EDIT for w in vocabulary) for t in tokens]
     df = [
         sum(1 for dw, tw in docs.values() if score_document([t], [1.0], dw, tw, [fz])[0] > 0)
         for t, fz in zip(tokens, fuzzy_ok, strict=True)
