@@ -1,0 +1,1028 @@
+"""Vector search benchmark: memstore's CellStore against raw hnswlib and a flat numpy scan.
+
+For each collection size, in one process and on the same random unit vectors
+(dim 384, seeded numpy) and the same random unit queries:
+
+* CellStore (``memstore_index.cellstore``): build throughput through
+  ``apply()`` in chunks of 1000 (no embedder runs), ``search_vector(q, 10)``
+  latency (p50/p95 of per-query medians), filtered latency with 1% and 10% of
+  the entries visible through ``partitions=[...]`` and with 10% visible
+  through a ``visible=`` predicate, and recall@10 against an exact scan;
+* raw ``hnswlib`` with the same M / ef_construction / ef (space ``"ip"``):
+  build time, latency, recall@10, and the same 1%/10% subsets through a
+  Python ``filter=`` callable;
+* a flat numpy scan (``vecs @ q`` + ``argpartition``): latency.
+
+Then the embedding throughput of the local ONNX model (all-MiniLM-L6-v2 int8,
+when installed) and of ``HashEmbedder`` on short sentences.
+
+Results go to a JSON file and a markdown report (with PASS/MISS per target)
+to stdout; progress goes to stderr. The exit status is 0 whether targets pass
+or not: this is a report, not a test.
+
+Usage::
+
+    python benchmarks/vector.py [--sizes 10000,100000] [--smoke] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import hnswlib  # type: ignore[import-untyped]
+import numpy as np
+import numpy.typing as npt
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
+    sys.path.insert(0, str(ROOT))
+
+from memstore_index._vectorfile import StoredVector  # noqa: E402
+from memstore_index.cellstore import (  # noqa: E402
+    DEFAULT_EF,
+    DEFAULT_EF_CONSTRUCTION,
+    DEFAULT_M,
+    EXACT_THRESHOLD,
+    CellStore,
+)
+from memstore_index.entry import IndexEntry  # noqa: E402
+from memstore_index.hash_embedder import HashEmbedder  # noqa: E402
+
+if TYPE_CHECKING:
+    from memstore_index.embedder import Embedder
+
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "vector.json"
+DEFAULT_SIZES = (10_000, 100_000)
+SMOKE_SIZES = (3_000,)
+DIM = 384
+TOP_K = 10
+CHUNK = 1_000
+"""Entries per ``CellStore.apply`` call while building."""
+PARTITIONS = 100
+"""Entry ``i`` is in partition ``i % 100``: one partition holds 1%, ten hold 10%."""
+SENTENCES = 500
+SMOKE_SENTENCES = 20
+EMBED_BATCH = 32
+DATA_KINDS = ("uniform", "lowrank")
+LOWRANK_DIM = 32
+"""Latent dimension of ``--data lowrank``..."""
+LOWRANK_NOISE = 0.3
+"""...and its isotropic noise, as a fraction of the signal's norm."""
+SLOW_PROBE = 5
+"""Queries timed first to decide whether a slow engine gets the full query set..."""
+SLOW_MS = 5.0
+"""...it does not when they average more than this (ms per query)..."""
+SLOW_SUBSET = 20
+"""...and is then timed on this many evenly spaced queries (the report says so)."""
+
+Vec = npt.NDArray[np.float32]
+Ids = npt.NDArray[np.int64]
+R = TypeVar("R")
+
+# Targets (a report, never an assertion).
+TARGET_RAW_RATIO = 1.3
+TARGET_FILTERED_RATIO = 2.0
+TARGET_P50_MS = 1.0
+TARGET_P50_SIZE = 100_000
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """One filtered-search case: which partitions are visible and how the filter is given."""
+
+    name: str
+    share: float
+    partitions: tuple[str, ...]
+    via: str
+    """``partitions`` (CellStore's precomputed label sets) or ``visible`` (a predicate)."""
+
+
+def _partition(i: int) -> str:
+    return f"p{i % PARTITIONS:02d}"
+
+
+FILTERS = (
+    FilterSpec("1% partitions", 0.01, (_partition(0),), "partitions"),
+    FilterSpec("10% partitions", 0.10, tuple(_partition(i) for i in range(10)), "partitions"),
+    FilterSpec("10% visible", 0.10, tuple(_partition(i) for i in range(10)), "visible"),
+)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Latency:
+    """Per-query latency: percentiles over queries of each query's median time."""
+
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+    max_ms: float
+    queries: int
+    repeats: int
+
+
+@dataclass
+class Quality:
+    """How good the results are against an exact scan of the same candidates."""
+
+    recall_at_10: float
+    """Mean over queries of |results ∩ exact top 10| / |exact top 10|."""
+    mean_results: float
+    min_results: int
+
+
+@dataclass
+class FilteredResult:
+    """One engine on one filtered case."""
+
+    visible: int
+    """Entries the filter lets through."""
+    latency: Latency
+    quality: Quality
+    path: str = ""
+    """How CellStore answered: ``exact scan`` or ``hnsw`` (empty for raw hnswlib)."""
+    note: str = ""
+
+
+@dataclass
+class OursResult:
+    """CellStore at one size."""
+
+    entries_s: float
+    """Building the ``StoredVector`` rows (not part of the build figure)."""
+    build_s: float
+    build_per_s: float
+    latency: Latency
+    quality: Quality
+    filtered: dict[str, FilteredResult]
+
+
+@dataclass
+class RawResult:
+    """Raw hnswlib at one size."""
+
+    build_s: float
+    build_per_s: float
+    build_threads: int
+    build_1thread_s: float | None
+    """The same build with ``num_threads=1`` (CellStore adds one vector at a time)."""
+    latency: Latency
+    quality: Quality
+    filtered: dict[str, FilteredResult]
+
+
+@dataclass
+class FlatResult:
+    """The flat numpy scan at one size."""
+
+    latency: Latency
+    quality: Quality
+
+
+@dataclass
+class SizeResult:
+    """Everything measured at one size."""
+
+    size: int
+    data_gen_s: float
+    ground_truth_s: float
+    ours: OursResult
+    hnswlib: RawResult
+    flat: FlatResult
+    ratios: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass
+class EmbedResult:
+    """Embedding throughput of one embedder."""
+
+    name: str
+    model_id: str | None
+    available: bool
+    sentences: int
+    batch_size: int | None
+    load_s: float | None
+    sentences_per_s: float | None
+    """Median over the timed passes of sentences / seconds for the whole set."""
+    cold_sentences_per_s: float | None = None
+    """The first pass of a fresh instance (HashEmbedder memoises words)."""
+    mean_words: float | None = None
+    note: str = ""
+
+
+@dataclass
+class TargetResult:
+    """One target and whether this run met it."""
+
+    name: str
+    value: float | None
+    unit: str
+    status: str
+    """``PASS``, ``MISS`` or ``N/A`` (the size it needs was not measured)."""
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50), percentile([5.0], 95)
+    (2.5, 5.0)
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(per_query_ms: Sequence[float], repeats: int) -> Latency:
+    """Percentiles over queries of per-query times (already in milliseconds)."""
+    return Latency(
+        p50_ms=percentile(per_query_ms, 50),
+        p95_ms=percentile(per_query_ms, 95),
+        mean_ms=statistics.fmean(per_query_ms),
+        max_ms=max(per_query_ms),
+        queries=len(per_query_ms),
+        repeats=repeats,
+    )
+
+
+def time_queries(
+    search: Callable[[Vec], R], queries: Sequence[Vec], repeats: int
+) -> tuple[list[float], list[R]]:
+    """Time ``search`` on every query: a warm-up pass, then ``repeats`` passes.
+
+    Returns each query's median time over the timed passes (ms) and the
+    results of the warm-up pass (for recall). Passes run over the whole query
+    set in turn, so no query is timed right after itself.
+    """
+    warm = [search(q) for q in queries]
+    samples: list[list[int]] = [[] for _ in queries]
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for i, q in enumerate(queries):
+            t0 = clock()
+            search(q)
+            samples[i].append(clock() - t0)
+    return [statistics.median(s) / 1e6 for s in samples], warm
+
+
+def query_subset(search: Callable[[Vec], object], queries: Sequence[Vec]) -> list[int]:
+    """Indices of the queries a possibly slow engine is timed on.
+
+    All of them, unless the first :data:`SLOW_PROBE` average more than
+    :data:`SLOW_MS`; then :data:`SLOW_SUBSET` evenly spaced ones.
+    """
+    n = len(queries)
+    if n <= SLOW_SUBSET:
+        return list(range(n))
+    probe = queries[:SLOW_PROBE]
+    t0 = time.perf_counter()
+    for q in probe:
+        search(q)
+    mean_ms = (time.perf_counter() - t0) * 1e3 / len(probe)
+    if mean_ms <= SLOW_MS:
+        return list(range(n))
+    step = n / SLOW_SUBSET
+    return [int(i * step) for i in range(SLOW_SUBSET)]
+
+
+def log(msg: str) -> None:
+    """Progress to stderr (stdout carries the report)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- data
+
+
+def unit_vectors(n: int, dim: int, rng: np.random.Generator) -> Vec:
+    """``n`` random float32 unit vectors (Gaussian, normalised: uniform on the sphere)."""
+    x = rng.standard_normal((n, dim), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def lowrank_vectors(n: int, dim: int, rng: np.random.Generator, basis: Vec) -> Vec:
+    """``n`` unit vectors near the subspace spanned by ``basis`` (plus isotropic noise).
+
+    A stand-in for real sentence embeddings, whose intrinsic dimension is far
+    below their length: uniform random vectors in 384 dimensions are the
+    hardest case there is for a graph index (every point is nearly equidistant).
+    """
+    latent = rng.standard_normal((n, basis.shape[1]), dtype=np.float32)
+    sigma = LOWRANK_NOISE * np.sqrt(basis.shape[1] / dim)
+    x = latent @ basis.T + sigma * rng.standard_normal((n, dim), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    out: Vec = x.astype(np.float32)
+    return out
+
+
+def make_data(
+    size: int, n_queries: int, dim: int, seed: int, kind: str = "uniform"
+) -> tuple[Vec, Vec]:
+    """The collection and the queries for one size (same seed, same data).
+
+    ``uniform``: uniform on the unit sphere. ``lowrank``: near a random
+    :data:`LOWRANK_DIM`-dimensional subspace (see :func:`lowrank_vectors`).
+    """
+    rng = np.random.default_rng(seed)
+    qrng = np.random.default_rng(seed + 1)
+    if kind == "uniform":
+        return unit_vectors(size, dim, rng), unit_vectors(n_queries, dim, qrng)
+    q, _ = np.linalg.qr(np.random.default_rng(seed + 2).standard_normal((dim, LOWRANK_DIM)))
+    basis = q.astype(np.float32)
+    return lowrank_vectors(size, dim, rng, basis), lowrank_vectors(n_queries, dim, qrng, basis)
+
+
+def subset_labels(size: int, spec: FilterSpec) -> Ids:
+    """The labels (row numbers) a filter lets through, ascending."""
+    wanted = {int(p[1:]) for p in spec.partitions}
+    labels = np.arange(size, dtype=np.int64)
+    return labels[np.isin(labels % PARTITIONS, list(wanted))]
+
+
+def exact_top_k(vecs: Vec, queries: Vec, labels: Ids | None, k: int) -> list[set[int]]:
+    """The exact top ``k`` row numbers per query among ``labels`` (all rows when None)."""
+    cand = vecs if labels is None else vecs[labels]
+    k = min(k, len(cand))
+    out: list[set[int]] = []
+    for start in range(0, len(queries), 50):  # bounded memory at 100k rows
+        scores = queries[start : start + 50] @ cand.T
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        for row in top:
+            out.append(set((row if labels is None else labels[row]).tolist()))
+    return out
+
+
+def quality(found: Sequence[Sequence[int]], truth: Sequence[set[int]]) -> Quality:
+    """recall@10 and result counts of ``found`` (row numbers, best first) against ``truth``."""
+    recalls = [
+        len(set(f[:TOP_K]) & t) / len(t) if t else 1.0 for f, t in zip(found, truth, strict=True)
+    ]
+    counts = [len(f) for f in found]
+    return Quality(
+        recall_at_10=statistics.fmean(recalls),
+        mean_results=statistics.fmean(counts),
+        min_results=min(counts),
+    )
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    """``n`` short English-ish sentences (6-20 words) from the lexical benchmark's corpus."""
+    from corpus import generate_corpus
+
+    out: list[str] = []
+    for note in generate_corpus(n, seed):
+        words = note.content.rstrip(".").split()[:12]
+        out.append(f"{note.title}: {' '.join(words)}.")
+    return out
+
+
+# --------------------------------------------------------------------------- CellStore
+
+
+def _row(hits: Sequence[tuple[IndexEntry, float]]) -> list[int]:
+    """CellStore hits as row numbers (ids are ``v<row>``)."""
+    return [int(e.id[1:]) for e, _ in hits]
+
+
+def build_cellstore(vecs: Vec, args: argparse.Namespace) -> tuple[CellStore, dict[str, float]]:
+    """Load ``vecs`` into a CellStore through ``apply`` in chunks; timings."""
+    t0 = time.perf_counter()
+    rows = [
+        StoredVector(IndexEntry(f"v{i}", partition=_partition(i)), -1, f"h{i}", "", vecs[i])
+        for i in range(len(vecs))
+    ]
+    t1 = time.perf_counter()
+    cells = CellStore(
+        HashEmbedder(dim=vecs.shape[1]), m=args.m, ef_construction=args.efc, ef_search=args.ef
+    )
+    for start in range(0, len(rows), CHUNK):
+        cells.apply(rows[start : start + CHUNK])
+    t2 = time.perf_counter()
+    del rows
+    if len(cells) != len(vecs):
+        raise RuntimeError(f"CellStore holds {len(cells)} entries, expected {len(vecs)}")
+    return cells, {"entries_s": t1 - t0, "build_s": t2 - t1}
+
+
+def _filtered_search(
+    cells: CellStore, spec: FilterSpec
+) -> Callable[[Vec], list[tuple[IndexEntry, float]]]:
+    """``search_vector`` restricted as ``spec`` says: by partitions or by a predicate."""
+    parts = list(spec.partitions)
+    if spec.via == "partitions":
+        return lambda q: cells.search_vector(q, TOP_K, partitions=parts)
+    allowed = frozenset(parts)
+
+    def visible(e: IndexEntry) -> bool:
+        return e.partition in allowed
+
+    return lambda q: cells.search_vector(q, TOP_K, visible=visible)
+
+
+def run_ours(
+    vecs: Vec,
+    queries: Sequence[Vec],
+    truth: dict[str, list[set[int]]],
+    args: argparse.Namespace,
+) -> tuple[OursResult, dict[str, list[float]]]:
+    """CellStore at one size; also returns per-query medians per case (for ratios)."""
+    log("  CellStore: build")
+    cells, t = build_cellstore(vecs, args)
+    n = len(vecs)
+    log(f"  CellStore: build {t['build_s']:.1f} s; queries")
+    per_query, warm = time_queries(lambda q: cells.search_vector(q, TOP_K), queries, args.repeats)
+    medians = {"unfiltered": per_query}
+    filtered: dict[str, FilteredResult] = {}
+    for spec in FILTERS:
+        log(f"  CellStore: {spec.name}")
+        search = _filtered_search(cells, spec)
+        visible_n = len(subset_labels(n, spec))
+        candidates = visible_n if spec.via == "partitions" else n
+        path = "exact scan" if candidates <= EXACT_THRESHOLD else f"hnsw + {spec.via}"
+        fq, fwarm = time_queries(search, queries, args.repeats)
+        medians[spec.name] = fq
+        filtered[spec.name] = FilteredResult(
+            visible=visible_n,
+            latency=summarize(fq, args.repeats),
+            quality=quality([_row(h) for h in fwarm], truth[spec.name]),
+            path=path,
+        )
+    result = OursResult(
+        entries_s=t["entries_s"],
+        build_s=t["build_s"],
+        build_per_s=n / t["build_s"],
+        latency=summarize(per_query, args.repeats),
+        quality=quality([_row(h) for h in warm], truth["unfiltered"]),
+        filtered=filtered,
+    )
+    return result, medians
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def _raw_index(vecs: Vec, args: argparse.Namespace, threads: int) -> tuple[Any, float]:
+    """A raw hnswlib graph over ``vecs`` (labels = row numbers) and its build seconds."""
+    t0 = time.perf_counter()
+    index = hnswlib.Index(space="ip", dim=vecs.shape[1])
+    index.init_index(max_elements=len(vecs), ef_construction=args.efc, M=args.m, random_seed=100)
+    index.add_items(vecs, np.arange(len(vecs)), num_threads=threads)
+    index.set_ef(args.ef)
+    return index, time.perf_counter() - t0
+
+
+def run_raw(
+    vecs: Vec,
+    queries: Sequence[Vec],
+    truth: dict[str, list[set[int]]],
+    args: argparse.Namespace,
+) -> tuple[RawResult, dict[str, list[int]]]:
+    """Raw hnswlib at one size; also returns the query indices each filtered case used."""
+    n = len(vecs)
+    build_1thread: float | None = None
+    threads = os.cpu_count() or 1
+    if args.raw_single_thread and threads > 1:
+        log("  hnswlib: build, 1 thread")
+        single, build_1thread = _raw_index(vecs, args, 1)
+        del single
+        gc.collect()
+    log(f"  hnswlib: build, {threads} threads")
+    index, build_s = _raw_index(vecs, args, -1)
+    if build_1thread is None and threads == 1:
+        build_1thread = build_s
+
+    def search(q: Vec) -> Any:
+        return index.knn_query(q, k=TOP_K)
+
+    log(f"  hnswlib: build {build_s:.1f} s; queries")
+    per_query, warm = time_queries(search, queries, args.repeats)
+    subsets: dict[str, list[int]] = {}
+    filtered: dict[str, FilteredResult] = {}
+    for spec in FILTERS:
+        if spec.via != "partitions":
+            continue  # the same subset as "10% partitions": one raw figure per subset
+        allowed = frozenset(subset_labels(n, spec).tolist())
+
+        def fsearch(q: Vec, keep: Callable[[int], bool] = allowed.__contains__) -> Any:
+            return index.knn_query(q, k=TOP_K, filter=keep)
+
+        chosen = query_subset(fsearch, queries)
+        subsets[spec.name] = chosen
+        log(f"  hnswlib: {spec.name} filter, {len(chosen)} queries")
+        fq, fwarm = time_queries(fsearch, [queries[i] for i in chosen], args.repeats)
+        note = "filter=frozenset.__contains__"
+        if len(chosen) < len(queries):
+            note += f"; timed on {len(chosen)} of {len(queries)} queries (too slow for all)"
+        filtered[spec.name] = FilteredResult(
+            visible=len(allowed),
+            latency=summarize(fq, args.repeats),
+            quality=quality(
+                [r[0][0].tolist() for r in fwarm], [truth[spec.name][i] for i in chosen]
+            ),
+            note=note,
+        )
+    result = RawResult(
+        build_s=build_s,
+        build_per_s=n / build_s,
+        build_threads=threads,
+        build_1thread_s=build_1thread,
+        latency=summarize(per_query, args.repeats),
+        quality=quality([r[0][0].tolist() for r in warm], truth["unfiltered"]),
+        filtered=filtered,
+    )
+    return result, subsets
+
+
+def run_flat(vecs: Vec, queries: Sequence[Vec], truth: list[set[int]], repeats: int) -> FlatResult:
+    """A flat scan: one matrix-vector product, ``argpartition``, then sort the top ``k``."""
+    kth = min(TOP_K, len(vecs)) - 1
+
+    def search(q: Vec) -> Ids:
+        scores = vecs @ q
+        top = np.argpartition(-scores, kth)[: kth + 1]
+        return top[np.argsort(-scores[top])]
+
+    log("  flat numpy scan: queries")
+    per_query, warm = time_queries(search, queries, repeats)
+    return FlatResult(summarize(per_query, repeats), quality([r.tolist() for r in warm], truth))
+
+
+# --------------------------------------------------------------------------- one size
+
+
+def run_size(size: int, args: argparse.Namespace) -> SizeResult:
+    """Every measurement at one size."""
+    log(f"[{size:,} vectors]")
+    t0 = time.perf_counter()
+    vecs, qmat = make_data(size, args.queries, args.dim, args.seed, args.data)
+    queries = list(qmat)
+    t1 = time.perf_counter()
+    truth = {"unfiltered": exact_top_k(vecs, qmat, None, TOP_K)}
+    for spec in FILTERS:
+        truth[spec.name] = exact_top_k(vecs, qmat, subset_labels(size, spec), TOP_K)
+    t2 = time.perf_counter()
+    ours, ours_ms = run_ours(vecs, queries, truth, args)
+    gc.collect()  # the CellStore's graph goes before raw hnswlib builds its own
+    raw, raw_subsets = run_raw(vecs, queries, truth, args)
+    gc.collect()
+    flat = run_flat(vecs, queries, truth["unfiltered"], args.repeats)
+    ratios: dict[str, float | None] = {
+        "ours_over_hnswlib_p50": ours.latency.p50_ms / raw.latency.p50_ms,
+        "ours_over_flat_p50": ours.latency.p50_ms / flat.latency.p50_ms,
+        "ours_over_hnswlib_build_s": ours.build_s / raw.build_s,
+        "ours_over_hnswlib_1thread_build_s": (
+            ours.build_s / raw.build_1thread_s if raw.build_1thread_s else None
+        ),
+    }
+    for spec in FILTERS:
+        f = ours.filtered[spec.name]
+        ratios[f"ours_{spec.name}_over_unfiltered_p50"] = f.latency.p50_ms / ours.latency.p50_ms
+        raw_name = spec.name if spec.name in raw.filtered else "10% partitions"
+        chosen = raw_subsets[raw_name]
+        ours_on_chosen = percentile([ours_ms[spec.name][i] for i in chosen], 50)
+        ratios[f"hnswlib_filter_over_ours_{spec.name}_p50"] = (
+            raw.filtered[raw_name].latency.p50_ms / ours_on_chosen
+        )
+    return SizeResult(
+        size=size,
+        data_gen_s=t1 - t0,
+        ground_truth_s=t2 - t1,
+        ours=ours,
+        hnswlib=raw,
+        flat=flat,
+        ratios=ratios,
+    )
+
+
+# --------------------------------------------------------------------------- embedders
+
+
+def _throughput(emb: Embedder, texts: Sequence[str], repeats: int) -> tuple[float, float]:
+    """(first-pass, median-of-``repeats``) sentences/s of ``emb`` embedding ``texts``."""
+    t0 = time.perf_counter()
+    emb.embed(list(texts))
+    cold = len(texts) / (time.perf_counter() - t0)
+    rates: list[float] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = emb.embed(list(texts))
+        rates.append(len(texts) / (time.perf_counter() - t0))
+        if out.shape != (len(texts), emb.dim):
+            raise RuntimeError(f"{emb!r} returned shape {out.shape}")
+    return cold, statistics.median(rates)
+
+
+def run_embedders(args: argparse.Namespace) -> list[EmbedResult]:
+    """Sentences/s of the local ONNX model (if installed) and of HashEmbedder."""
+    texts = sentences(args.sentences, args.seed)
+    mean_words = statistics.fmean(len(t.split()) for t in texts)
+    repeats = max(1, min(args.repeats, 3))
+    out: list[EmbedResult] = []
+
+    log(f"[embedders: {len(texts)} sentences]")
+    from memstore_index import onnx_embedder
+
+    name = "OnnxMiniLMEmbedder (all-MiniLM-L6-v2 int8)"
+    if not onnx_embedder.AVAILABLE:
+        out.append(
+            EmbedResult(
+                name, None, False, 0, None, None, None, note=f"skipped: {onnx_embedder.MISSING}"
+            )
+        )
+    else:
+        try:
+            t0 = time.perf_counter()
+            onnx = onnx_embedder.OnnxMiniLMEmbedder(batch_size=EMBED_BATCH)
+            load_s = time.perf_counter() - t0
+            log("  onnx: embedding")
+            onnx.embed(texts[:EMBED_BATCH])  # warm-up: first runs allocate
+            cold, rate = _throughput(onnx, texts, repeats)
+        except Exception as exc:  # report a broken model, do not fail the benchmark
+            out.append(EmbedResult(name, None, False, 0, None, None, None, note=f"failed: {exc!r}"))
+        else:
+            threads = f"{onnx.threads} threads" if onnx.threads else "onnxruntime default threads"
+            out.append(
+                EmbedResult(
+                    name,
+                    onnx.model_id,
+                    True,
+                    len(texts),
+                    EMBED_BATCH,
+                    load_s,
+                    rate,
+                    cold,
+                    mean_words,
+                    note=f"{threads}; median of {repeats} passes after a warm-up batch",
+                )
+            )
+    log("  HashEmbedder: embedding")
+    t0 = time.perf_counter()
+    hasher = HashEmbedder(dim=args.dim)
+    load_s = time.perf_counter() - t0
+    cold, rate = _throughput(hasher, texts, repeats)
+    out.append(
+        EmbedResult(
+            f"HashEmbedder(dim={args.dim})",
+            hasher.model_id,
+            True,
+            len(texts),
+            None,
+            load_s,
+            rate,
+            cold,
+            mean_words,
+            note=f"one call for all; warm = median of {repeats} passes (word memo filled)",
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _status(value: float | None, threshold: float, *, at_least: bool = False) -> str:
+    """``PASS`` when ``value`` meets ``threshold`` (from above or below), ``N/A`` if missing."""
+    if value is None:
+        return "N/A"
+    ok = value >= threshold if at_least else value <= threshold
+    return "PASS" if ok else "MISS"
+
+
+def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
+    """PASS/MISS for each target; N/A when the size a target needs was not measured."""
+    out: list[TargetResult] = []
+    for r in results:
+        v = r.ratios["ours_over_hnswlib_p50"]
+        out.append(
+            TargetResult(
+                f"p50 within {TARGET_RAW_RATIO:g}x of raw hnswlib at {r.size:,}",
+                v,
+                "x (ours/hnswlib)",
+                _status(v, TARGET_RAW_RATIO),
+            )
+        )
+    for r in results:
+        for spec in FILTERS:
+            v = r.ratios[f"ours_{spec.name}_over_unfiltered_p50"]
+            out.append(
+                TargetResult(
+                    f"{spec.name} p50 within {TARGET_FILTERED_RATIO:g}x of unfiltered "
+                    f"at {r.size:,}",
+                    v,
+                    "x (filtered/unfiltered)",
+                    _status(v, TARGET_FILTERED_RATIO),
+                )
+            )
+    big = next((r for r in results if r.size == TARGET_P50_SIZE), None)
+    v = big.ours.latency.p50_ms if big else None
+    out.append(
+        TargetResult(
+            f"p50 < {TARGET_P50_MS:g} ms at {TARGET_P50_SIZE:,}",
+            v,
+            "ms",
+            "N/A" if v is None else ("PASS" if v < TARGET_P50_MS else "MISS"),
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    """A number for the table: ``-`` when missing."""
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def markdown(
+    results: Sequence[SizeResult], embedders: Sequence[EmbedResult], targets: Sequence[TargetResult]
+) -> str:
+    """The markdown report: latency, filtered, build, embedding and target tables."""
+    lines = [
+        f"### Vector search latency (ms; p50/p95 over queries of each query's median; k={TOP_K})",
+        "",
+        "| vectors | ours p50 | ours p95 | hnswlib p50 | hnswlib p95 | flat p50 | flat p95 "
+        "| ours/hnswlib p50 | recall@10 ours | recall@10 hnswlib |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        ol, hl, fl = r.ours.latency, r.hnswlib.latency, r.flat.latency
+        lines.append(
+            f"| {r.size:,} | {_fmt(ol.p50_ms)} | {_fmt(ol.p95_ms)} | {_fmt(hl.p50_ms)} "
+            f"| {_fmt(hl.p95_ms)} | {_fmt(fl.p50_ms)} | {_fmt(fl.p95_ms)} "
+            f"| {_fmt(r.ratios['ours_over_hnswlib_p50'], 2)} "
+            f"| {_fmt(r.ours.quality.recall_at_10)} | {_fmt(r.hnswlib.quality.recall_at_10)} |"
+        )
+    lines += [
+        "",
+        "### Filtered search (ms)",
+        "",
+        "| vectors | filter | visible | ours path | ours p50 | ours p95 | ours/unfiltered p50 "
+        "| recall@10 ours | min results | hnswlib+filter p50 | hnswlib+filter p95 "
+        "| recall@10 hnswlib | hnswlib queries |",
+        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for spec in FILTERS:
+            f = r.ours.filtered[spec.name]
+            raw = r.hnswlib.filtered.get(spec.name)
+            raw_cells = (
+                f"{_fmt(raw.latency.p50_ms)} | {_fmt(raw.latency.p95_ms)} "
+                f"| {_fmt(raw.quality.recall_at_10)} | {raw.latency.queries}"
+                if raw
+                else "(as 10% partitions) | | |"
+            )
+            lines.append(
+                f"| {r.size:,} | {spec.name} | {f.visible:,} | {f.path} | {_fmt(f.latency.p50_ms)} "
+                f"| {_fmt(f.latency.p95_ms)} "
+                f"| {_fmt(r.ratios[f'ours_{spec.name}_over_unfiltered_p50'], 2)} "
+                f"| {_fmt(f.quality.recall_at_10)} | {f.quality.min_results} | {raw_cells} |"
+            )
+    lines += [
+        "",
+        "### Build",
+        "",
+        "| vectors | ours build s | ours vectors/s | hnswlib build s | hnswlib vectors/s "
+        "| hnswlib threads | hnswlib 1-thread s | ours/hnswlib build | ours/hnswlib 1-thread |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        o, h = r.ours, r.hnswlib
+        lines.append(
+            f"| {r.size:,} | {_fmt(o.build_s, 2)} | {_fmt(o.build_per_s, 0)} "
+            f"| {_fmt(h.build_s, 2)} | {_fmt(h.build_per_s, 0)} | {h.build_threads} "
+            f"| {_fmt(h.build_1thread_s, 2)} | {_fmt(r.ratios['ours_over_hnswlib_build_s'], 2)} "
+            f"| {_fmt(r.ratios['ours_over_hnswlib_1thread_build_s'], 2)} |"
+        )
+    lines += [
+        "",
+        "### Embedding throughput",
+        "",
+        "| embedder | sentences | mean words | batch | load s | sentences/s | first pass/s "
+        "| note |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for e in embedders:
+        lines.append(
+            f"| {e.name} | {e.sentences} | {_fmt(e.mean_words, 1)} "
+            f"| {e.batch_size if e.batch_size else '-'} | {_fmt(e.load_s, 2)} "
+            f"| {_fmt(e.sentences_per_s, 0)} | {_fmt(e.cold_sentences_per_s, 0)} | {e.note} |"
+        )
+    lines += ["", "### Targets", "", "| target | value | status |", "|---|---:|:---:|"]
+    for t in targets:
+        value = "-" if t.value is None else f"{_fmt(t.value, 3)} {t.unit}"
+        lines.append(f"| {t.name} | {value} | {t.status} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_total() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def _source_digest() -> str:
+    """A digest of ``memstore_index/*.py``: which index code was measured."""
+    h = hashlib.sha256()
+    for f in sorted((ROOT / "memstore_index").glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def machine_info() -> dict[str, Any]:
+    """Where and with what this run happened."""
+    return {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory_total_bytes": _memory_total(),
+        "load_average_at_end": _load_average(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "numpy": _version("numpy"),
+        "hnswlib": _version("hnswlib"),
+        "onnxruntime": _version("onnxruntime"),
+        "tokenizers": _version("tokenizers"),
+        "git_commit": _git_commit(),
+        "memstore_index_source_sha256": _source_digest(),
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line (``--smoke`` changes the defaults, explicit flags win)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--sizes", help="comma-separated collection sizes (default 10000,100000)")
+    p.add_argument(
+        "--smoke", action="store_true", help="tiny run: 3000 vectors, 20 queries, 1 pass"
+    )
+    p.add_argument(
+        "--out", type=Path, help=f"JSON output (default {DEFAULT_OUT.relative_to(ROOT)})"
+    )
+    p.add_argument("--queries", type=int, help="queries per size (default 200, smoke 20)")
+    p.add_argument("--repeats", type=int, help="timed passes (default 5, smoke 1)")
+    p.add_argument("--sentences", type=int, help="sentences to embed (default 500, smoke 20)")
+    p.add_argument("--dim", type=int, default=DIM, help=f"vector length (default {DIM})")
+    p.add_argument("--seed", type=int, default=42, help="data seed (default 42)")
+    p.add_argument(
+        "--data",
+        choices=DATA_KINDS,
+        default="uniform",
+        help="uniform unit vectors (default) or lowrank: near a 32-d subspace, like embeddings",
+    )
+    p.add_argument("--m", type=int, default=DEFAULT_M, help=f"HNSW M (default {DEFAULT_M})")
+    p.add_argument(
+        "--efc",
+        type=int,
+        default=DEFAULT_EF_CONSTRUCTION,
+        help=f"HNSW ef_construction (default {DEFAULT_EF_CONSTRUCTION})",
+    )
+    p.add_argument(
+        "--ef", type=int, default=DEFAULT_EF, help=f"HNSW ef at search (default {DEFAULT_EF})"
+    )
+    p.add_argument(
+        "--no-raw-single-thread",
+        dest="raw_single_thread",
+        action="store_false",
+        help="skip the extra 1-thread raw hnswlib build (on by default, off in smoke)",
+    )
+    args = p.parse_args(argv)
+    if args.sizes:
+        args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    else:
+        args.sizes = list(SMOKE_SIZES if args.smoke else DEFAULT_SIZES)
+    if args.queries is None:
+        args.queries = 20 if args.smoke else 200
+    if args.repeats is None:
+        args.repeats = 1 if args.smoke else 5
+    if args.sentences is None:
+        args.sentences = SMOKE_SENTENCES if args.smoke else SENTENCES
+    if args.smoke:
+        args.raw_single_thread = False
+    if args.out is None:
+        tmp = Path(tempfile.gettempdir()) / "memstore-vector-smoke.json"
+        args.out = tmp if args.smoke else DEFAULT_OUT
+    if min(args.sizes) < TOP_K or args.queries < 1 or args.repeats < 1:
+        p.error(f"sizes must be >= {TOP_K}; queries and repeats >= 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, write the JSON, print the report. Always 0."""
+    args = parse_args(argv)
+    load0 = _load_average()
+    results = [run_size(n, args) for n in args.sizes]
+    embedders = run_embedders(args)
+    targets = evaluate_targets(results)
+    payload = {
+        "benchmark": "vector",
+        "smoke": args.smoke,
+        "config": {
+            "sizes": args.sizes,
+            "dim": args.dim,
+            "queries": args.queries,
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "data": args.data,
+            "lowrank": {"latent_dim": LOWRANK_DIM, "noise": LOWRANK_NOISE},
+            "top_k": TOP_K,
+            "apply_chunk": CHUNK,
+            "partitions": PARTITIONS,
+            "filters": [asdict(f) for f in FILTERS],
+            "hnsw": {"space": "ip", "M": args.m, "ef_construction": args.efc, "ef": args.ef},
+            "exact_threshold": EXACT_THRESHOLD,
+            "sentences": args.sentences,
+            "embed_batch": EMBED_BATCH,
+            "slow_subset": {"probe": SLOW_PROBE, "ms": SLOW_MS, "queries": SLOW_SUBSET},
+        },
+        "machine": {**machine_info(), "load_average_at_start": load0},
+        "results": [asdict(r) for r in results],
+        "embedders": [asdict(e) for e in embedders],
+        "targets": [asdict(t) for t in targets],
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    machine = payload["machine"]
+    print(
+        f"Data: {args.data} unit vectors, dim {args.dim}; {args.queries} queries x "
+        f"{args.repeats} timed passes; HNSW M={args.m} ef_construction={args.efc} "
+        f"ef={args.ef}; {machine['cpu_count']} CPUs ({machine['cpu_model']}); load average "
+        f"{load0} at start, {machine['load_average_at_end']} at end.\n"
+    )
+    print(markdown(results, embedders, targets))
+    print(f"\nJSON written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
