@@ -244,8 +244,10 @@ class CellStore:
         if self._hnsw is not None:
             self._hnsw.resize_index(new)
 
-    def _place(self, entry: IndexEntry, label: int, vec: Vector, h: str) -> None:
-        """Put a vector at ``label`` in memory (and in the graph when there is one)."""
+    def _place(
+        self, entry: IndexEntry, label: int, vec: Vector, h: str, *, graph: bool = True
+    ) -> None:
+        """Put a vector at ``label`` in memory (and in the graph, unless the caller batches)."""
         while len(self._entries) <= label:
             self._entries.append(None)
         self._grow(label + 1)
@@ -255,7 +257,7 @@ class CellStore:
         self._label_of[entry.id] = label
         self._hash[entry.id] = h
         self._group(entry, label, add=True)
-        if self._hnsw is not None:
+        if graph and self._hnsw is not None:
             self._hnsw.add_items(vec[None, :], np.array([label]))
 
     def _group(self, entry: IndexEntry, label: int, *, add: bool) -> None:
@@ -317,21 +319,32 @@ class CellStore:
         """Index what :meth:`prepare` produced (and persist it, with a ``path``)."""
         with self._lock:
             puts: list[StoredVector] = []
+            added: list[int] = []
             for p in prepared:
                 old = self._label_of.get(p.entry.id)
                 if p.vector.size == 0:  # text unchanged since prepare looked
                     if old is None or self._hash.get(p.entry.id) != p.text_hash:
                         raise MemstoreError(f"no vector prepared for {p.entry.id!r}")
-                    vec = self._vecs[old].copy()
-                    if self._entries[old] == p.entry:
-                        continue
-                else:
-                    vec = p.vector
+                    entry = self._entries[old]
+                    assert entry is not None
+                    if entry != p.entry:  # metadata only: same label, same vector
+                        self._group(entry, old, add=False)
+                        self._entries[old] = p.entry
+                        self._group(p.entry, old, add=True)
+                        puts.append(
+                            StoredVector(p.entry, old, p.text_hash, p.text, self._vecs[old])
+                        )
+                    continue
                 if old is not None:
                     self._unplace(p.entry.id)
                 label = len(self._entries)
-                self._place(p.entry, label, vec, p.text_hash)
-                puts.append(StoredVector(p.entry, label, p.text_hash, p.text, vec))
+                self._place(p.entry, label, p.vector, p.text_hash, graph=False)
+                added.append(label)
+                puts.append(StoredVector(p.entry, label, p.text_hash, p.text, p.vector))
+            if added and self._hnsw is not None:
+                # One call for the batch: hnswlib inserts it on every core.
+                labels = np.array(added)
+                self._hnsw.add_items(self._vecs[labels], labels)
             self._persist(puts, [])
             self._maybe_graph()
 
