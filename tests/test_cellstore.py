@@ -318,3 +318,50 @@ def test_attached_embedding_failure_fails_the_write() -> None:
         store.upsert(Item(kind="note", title="never stored"))
     assert len(store) == 0 and len(cells) == 0
     store._check()
+
+
+def test_concurrent_writers_and_searchers_leave_a_consistent_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Threads adding, replacing, removing and searching (graph path included)."""
+    import threading
+
+    from memstore_index._vectorfile import StoredVector
+
+    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 64)
+    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 32)
+    cells = CellStore(HashEmbedder(dim=16))
+    errors: list[BaseException] = []
+
+    def writer(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            for step in range(300):
+                i = int(rng.integers(0, 120))
+                if rng.random() < 0.3:
+                    cells.remove(f"v{i}")
+                else:
+                    v = unit_rows(1, 16, seed * 1000 + step)[0]
+                    cells.apply([StoredVector(IndexEntry(f"v{i}"), -1, f"h{step}", "", v)])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def searcher(seed: int) -> None:
+        try:
+            for q in unit_rows(200, 16, seed):
+                for entry, score in cells.search_vector(q, 5):
+                    assert -1.0001 <= score <= 1.0001 and entry.id.startswith("v")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in range(3)]
+    threads += [threading.Thread(target=searcher, args=(s + 10,)) for s in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    cells._check()
+    for id in list(cells._label_of):
+        v = cells.vector(id)
+        assert v is not None and cells.search_vector(v, 1)[0][1] == pytest.approx(1.0, abs=1e-5)
