@@ -45,6 +45,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil  # type: ignore[import-untyped]
+from _common import Latency, TargetResult, log, percentile, summarize, time_queries
+from _common import cpu_model as _cpu_model
+from _common import fmt as _fmt
+from _common import status as _status
+from _common import version as _version
 from corpus import Note, Query, generate_corpus, make_queries
 
 if TYPE_CHECKING:
@@ -70,18 +75,6 @@ TARGET_UPSERTS_PER_S = 20_000.0
 
 
 # --------------------------------------------------------------------------- results
-
-
-@dataclass
-class Latency:
-    """Per-query latency: percentiles over queries of each query's median time."""
-
-    p50_ms: float
-    p95_ms: float
-    mean_ms: float
-    max_ms: float
-    queries: int
-    repeats: int
 
 
 @dataclass
@@ -143,75 +136,12 @@ class SizeResult:
     ratios: dict[str, float | None] = field(default_factory=dict)
 
 
-@dataclass
-class TargetResult:
-    """One target and whether this run met it."""
-
-    name: str
-    value: float | None
-    unit: str
-    status: str
-    """``PASS``, ``MISS`` or ``N/A`` (the size it needs was not measured)."""
-
-
 # --------------------------------------------------------------------------- timing
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default.
-
-    >>> percentile([1.0, 2.0, 3.0, 4.0], 50), percentile([5.0], 95)
-    (2.5, 5.0)
-    """
-    if not values:
-        raise ValueError("percentile of no values")
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def summarize(per_query_ms: Sequence[float], repeats: int) -> Latency:
-    """Percentiles over queries of per-query times (already in milliseconds)."""
-    return Latency(
-        p50_ms=percentile(per_query_ms, 50),
-        p95_ms=percentile(per_query_ms, 95),
-        mean_ms=statistics.fmean(per_query_ms),
-        max_ms=max(per_query_ms),
-        queries=len(per_query_ms),
-        repeats=repeats,
-    )
-
-
-def time_queries(
-    search: Callable[[str], R], queries: Sequence[str], repeats: int
-) -> tuple[list[float], list[R]]:
-    """Time ``search`` on every query: a warm-up pass, then ``repeats`` passes.
-
-    Returns each query's median time over the timed passes (ms) and the
-    results of the warm-up pass (for the quality checks). Passes run over the
-    whole query set in turn, so no query is timed right after itself.
-    """
-    warm = [search(q) for q in queries]
-    samples: list[list[int]] = [[] for _ in queries]
-    clock = time.perf_counter_ns
-    for _ in range(repeats):
-        for i, q in enumerate(queries):
-            t0 = clock()
-            search(q)
-            samples[i].append(clock() - t0)
-    return [statistics.median(s) / 1e6 for s in samples], warm
 
 
 def rss_bytes() -> int:
     """This process's resident set size."""
     return int(psutil.Process().memory_info().rss)
-
-
-def log(msg: str) -> None:
-    """Progress to stderr (stdout carries the report)."""
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- quality
@@ -499,14 +429,6 @@ def run_size(ms: ModuleType, size: int, n_queries: int, repeats: int, seed: int)
 # --------------------------------------------------------------------------- targets
 
 
-def _status(value: float | None, threshold: float, *, at_least: bool) -> str:
-    """``PASS`` when ``value`` meets ``threshold`` (from above or below), ``N/A`` if missing."""
-    if value is None:
-        return "N/A"
-    ok = value >= threshold if at_least else value <= threshold
-    return "PASS" if ok else "MISS"
-
-
 def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
     """PASS/MISS for each target; N/A when its corpus size was not measured."""
     by_size = {r.size: r for r in results}
@@ -548,15 +470,6 @@ def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
 
 
 # --------------------------------------------------------------------------- report
-
-
-def _fmt(v: float | None, digits: int = 3) -> str:
-    """A number for the table: ``-`` when missing."""
-    if v is None:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}f}"
 
 
 def markdown(results: Sequence[SizeResult], targets: Sequence[TargetResult]) -> str:
@@ -608,23 +521,6 @@ def markdown(results: Sequence[SizeResult], targets: Sequence[TargetResult]) -> 
 
 
 # --------------------------------------------------------------------------- main
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _git_commit() -> str | None:

@@ -1,0 +1,144 @@
+"""What the benchmark scripts share: latency records, percentiles, timing, targets.
+
+Imported by the scripts beside it (``python benchmarks/<name>.py`` puts this
+folder on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+__all__ = [
+    "Latency",
+    "TargetResult",
+    "cpu_model",
+    "fmt",
+    "log",
+    "percentile",
+    "status",
+    "summarize",
+    "time_queries",
+    "version",
+]
+
+Q = TypeVar("Q")
+R = TypeVar("R")
+
+
+@dataclass
+class Latency:
+    """Per-query latency: percentiles over queries of each query's median time."""
+
+    p50_ms: float
+    p95_ms: float
+    mean_ms: float
+    max_ms: float
+    queries: int
+    repeats: int
+
+
+@dataclass
+class TargetResult:
+    """One target and whether this run met it."""
+
+    name: str
+    value: float | None
+    unit: str
+    status: str
+    """``PASS``, ``MISS`` or ``N/A`` (the size it needs was not measured)."""
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50), percentile([5.0], 95)
+    (2.5, 5.0)
+    """
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(per_query_ms: Sequence[float], repeats: int) -> Latency:
+    """Percentiles over queries of per-query times (already in milliseconds)."""
+    return Latency(
+        p50_ms=percentile(per_query_ms, 50),
+        p95_ms=percentile(per_query_ms, 95),
+        mean_ms=statistics.fmean(per_query_ms),
+        max_ms=max(per_query_ms),
+        queries=len(per_query_ms),
+        repeats=repeats,
+    )
+
+
+def time_queries(
+    search: Callable[[Q], R], queries: Sequence[Q], repeats: int
+) -> tuple[list[float], list[R]]:
+    """Time ``search`` on every query: a warm-up pass, then ``repeats`` passes.
+
+    Returns each query's median time over the timed passes (ms) and the
+    results of the warm-up pass (for the quality checks). Passes run over the
+    whole query set in turn, so no query is timed right after itself.
+    """
+    warm = [search(q) for q in queries]
+    samples: list[list[int]] = [[] for _ in queries]
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for i, q in enumerate(queries):
+            t0 = clock()
+            search(q)
+            samples[i].append(clock() - t0)
+    return [statistics.median(s) / 1e6 for s in samples], warm
+
+
+def log(msg: str) -> None:
+    """Progress to stderr (stdout carries the report)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def status(value: float | None, threshold: float, *, at_least: bool = False) -> str:
+    """``PASS`` when ``value`` meets ``threshold`` (from above or below), ``N/A`` if missing."""
+    if value is None:
+        return "N/A"
+    ok = value >= threshold if at_least else value <= threshold
+    return "PASS" if ok else "MISS"
+
+
+def fmt(v: float | None, digits: int = 3) -> str:
+    """A number for a table: ``-`` when missing, thousands separated from 1000 on."""
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def version(dist: str) -> str | None:
+    """The installed version of a distribution, or ``None``."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model() -> str:
+    """The CPU model name, for the machine record."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
