@@ -59,6 +59,10 @@ DEFAULT_EF = 300
 """Candidate list size while searching (latency vs recall); at least ``k`` is used."""
 EXACT_THRESHOLD = 2048
 """At or below this many candidates an exact scan is both exact and faster than HNSW."""
+SUBSET_SCAN_MAX = 50_000
+"""Largest partition set scanned exactly from a cached contiguous copy (above: the graph)."""
+SUBSET_CACHE_SIZE = 8
+"""Partition sets whose contiguous copies are kept (oldest dropped first)."""
 COMPACT_RATIO = 0.25
 """Rebuild the graph once deleted labels exceed this share of live ones..."""
 COMPACT_MIN_DELETED = 1024
@@ -121,6 +125,7 @@ class CellStore:
         self._deleted = 0
         self._hnsw: hnswlib.Index | None = None
         self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
+        self._subsets: dict[tuple[str, ...], tuple[int, npt.NDArray[np.intp], Vector]] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0
@@ -494,7 +499,13 @@ class CellStore:
             return []
         with self._lock:
             allowed = self._allowed(partitions)
-            hits = self._knn(q, k, allowed, visible, exact)
+            cached = None
+            if partitions is not None and visible is None and allowed is not None:
+                cached = self._subset(tuple(sorted(set(partitions))), allowed)
+            if cached is not None:
+                hits = self._scan_subset(q, k, *cached)
+            else:
+                hits = self._knn(q, k, allowed, visible, exact)
             if subject is not None:
                 labels = self._by_subject.get(subject, set())
                 routed = labels if allowed is None else labels & allowed
@@ -517,6 +528,45 @@ class CellStore:
         return self.search_vector(
             vec, k, visible=visible, subject=subject, partitions=partitions, exact=True
         )
+
+    def _subset(
+        self, key: tuple[str, ...], allowed: set[int]
+    ) -> tuple[npt.NDArray[np.intp], Vector] | None:
+        """A contiguous copy of a partition set's vectors, kept until the next write.
+
+        Scanning a contiguous matrix is ~30x faster than gathering the rows on
+        every query, and an exact scan beats a filtered graph walk up to
+        :data:`SUBSET_SCAN_MAX` rows. ``None`` when the set is too large.
+        """
+        if len(allowed) > SUBSET_SCAN_MAX or len(allowed) <= EXACT_THRESHOLD:
+            return None
+        hit = self._subsets.get(key)
+        if hit is not None and hit[0] == self._generation:
+            return hit[1], hit[2]
+        labels = np.fromiter(allowed, np.intp, len(allowed))
+        labels.sort()
+        matrix = np.ascontiguousarray(self._vecs[labels])
+        if len(self._subsets) >= SUBSET_CACHE_SIZE:
+            self._subsets.pop(next(iter(self._subsets)))
+        self._subsets[key] = (self._generation, labels, matrix)
+        return labels, matrix
+
+    def _scan_subset(
+        self, q: Vector, k: int, labels: npt.NDArray[np.intp], matrix: Vector
+    ) -> list[tuple[IndexEntry, float]]:
+        scores = matrix @ q
+        if labels.size > k:
+            kth = np.partition(scores, labels.size - k)[labels.size - k]
+            keep = scores >= kth
+            labels, scores = labels[keep], scores[keep]
+        entries = self._entries
+        out = [
+            (e, float(sc))
+            for lab, sc in zip(labels.tolist(), scores.tolist(), strict=True)
+            if (e := entries[lab]) is not None
+        ]
+        out.sort(key=lambda p: (-p[1], p[0].id))
+        return out[:k]
 
     def _allowed(self, partitions: Collection[str] | None) -> set[int] | None:
         if partitions is None:

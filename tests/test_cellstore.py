@@ -365,3 +365,19 @@ def test_concurrent_writers_and_searchers_leave_a_consistent_index(
     for id in list(cells._label_of):
         v = cells.vector(id)
         assert v is not None and cells.search_vector(v, 1)[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_partition_set_scan_is_exact_and_sees_every_write() -> None:
+    """A mid-size partition set is scanned exactly from a cached copy, dropped on writes."""
+    vecs = unit_rows(6000, dim=32, seed=11)
+    cells = CellStore(HashEmbedder(dim=32))
+    fill(cells, vecs, partitions=2)  # 3000 per partition: above the exact threshold
+    keep = np.array([i % 2 == 0 for i in range(len(vecs))])
+    for q in unit_rows(10, dim=32, seed=12):
+        got = [e.id for e, _ in cells.search_vector(q, 10, partitions=["p0"])]
+        assert got == brute(vecs, q, 10, keep)
+    q = unit_rows(1, dim=32, seed=13)[0]
+    top = cells.search_vector(q, 1, partitions=["p0"])[0][0].id
+    assert cells.remove(top)
+    assert cells.search_vector(q, 1, partitions=["p0"])[0][0].id != top
+    cells._check()
