@@ -14,6 +14,7 @@ scans every item.
 """
 
 from memstore.config import DEFAULT_ID_PREFIX, Change, Config, Locker
+from memstore.consolidate import ConsolidationGroup, ConsolidationReport
 from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
 from memstore.eventdate import event_time_annotation, parse_event_date, valid_event_date
 from memstore.graph import spread
@@ -58,8 +59,6 @@ from memstore.neardup import (
 )
 from memstore.rerank import RERANK_RANK_DECAY, rerank_base_score
 from memstore.search import (
-    ConsolidationGroup,
-    ConsolidationReport,
     Explanation,
     SearchConfig,
     Searcher,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -35,21 +34,20 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memstore.consolidate import (
+    CONSOLIDATION_KINDS,
+    ConsolidationReport,
+    consolidate,
+)
 from memstore.item import (
     EXACT_ID_MATCH_SCORE,
-    KIND_HYPOTHESIS,
-    KIND_OPERATIONAL_PATTERN,
-    KIND_STABLE_FACT,
     KIND_WATCH_ITEM,
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
     Item,
 )
 from memstore.neardup import (
-    better_routing_fact,
-    cluster_near_duplicates,
     near_duplicate_memory,
-    near_duplicate_tokens,
 )
 from memstore.rerank import rerank_base_score
 from memstore.stats import (
@@ -68,19 +66,15 @@ from memstore.stats import (
 )
 from memstore.store import Store
 from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
-from memstore.text import dedup_tokens
 
 __all__ = [
     "ANCHOR_BOOST",
-    "CONSOLIDATION_KINDS",
     "RECENT_BOOST",
     "RECENT_WINDOW",
     "RRF_K",
     "STATE_OPEN_BOOST",
     "STATE_RESOLVED_PENALTY",
     "WATCH_BOOST",
-    "ConsolidationGroup",
-    "ConsolidationReport",
     "Explanation",
     "SearchConfig",
     "SearchResult",
@@ -109,8 +103,6 @@ FUSION_DEPTH = 1
 """Times the limit each channel contributes to the fusion."""
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
-CONSOLIDATION_KINDS = (KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS)
-"""Kinds :meth:`Searcher.consolidate` sweeps."""
 
 _log = logging.getLogger("memstore")
 
@@ -202,29 +194,6 @@ class SearchResult:
     collapsed_count: int = 0
     via: str = ""
     explanation: Explanation | None = None
-
-
-@dataclass(frozen=True)
-class ConsolidationGroup:
-    """One near-duplicate cluster: the keeper and the members it absorbs."""
-
-    kind: str
-    keep: str
-    keep_title: str
-    superseded: tuple[str, ...]
-    scores: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class ConsolidationReport:
-    """The outcome of a consolidation sweep; ``error`` set (all else zero) when it could not run."""
-
-    partition: str = ""
-    scanned: int = 0
-    groups: tuple[ConsolidationGroup, ...] = ()
-    superseded: int = 0
-    applied: bool = False
-    error: str = ""
 
 
 @dataclass
@@ -719,72 +688,13 @@ class Searcher:
     def consolidate(self, partition: str, apply: bool = False) -> ConsolidationReport:
         """Group a partition's knowledge cells into near-duplicate clusters; optionally retire.
 
-        Active stable facts, operational patterns, watch items and hypotheses
-        visible to ``partition`` are clustered; each cluster's keeper is the
-        most trusted (:func:`~memstore.neardup.better_routing_fact`). With
-        ``apply`` every other member is marked superseded by the keeper.
-        ``partition`` is required and resolved strictly: an empty, ``*`` or
-        unknown name fails closed with ``error`` set.
+        See :func:`memstore.consolidate.consolidate`: the keeper of each cluster
+        is the most trusted cell; ``apply`` supersedes the others; an empty,
+        ``*`` or unknown partition fails closed with ``error`` set.
         """
-        if not partition or partition == PARTITION_ALL:
-            return ConsolidationReport(error=f"consolidate needs a partition, got {partition!r}")
-        resolve = self._cfg.resolve_strict
-        resolved = resolve(partition) if resolve is not None else partition
-        if not resolved:
-            return ConsolidationReport(error=f"unknown partition {partition!r}")
-        store = self._cfg.store
-        now = store.config.clock()
-        visible = self._cfg.visible or (lambda it, p: partition_from_tags(it.tags) == p)
-        # A shared cell belongs to every partition: no one partition's sweep
-        # may retire it (nor let it absorb another's cell).
-        cells = [
-            it
-            for it in store.items()
-            if it.kind in CONSOLIDATION_KINDS
-            and it.is_active(now)
-            and SHARED_TAG not in it.tags
-            and visible(it, resolved)
-        ]
-        # Least trusted first: each cluster's head is then the safest merge
-        # target (a derived head may take a human restatement, never the
-        # reverse), so clusters do not depend on how ids happen to sort.
-        cells.sort(key=functools.cmp_to_key(_trust_order))
-        groups: list[ConsolidationGroup] = []
-        for kind in CONSOLIDATION_KINDS:
-            of_kind = [it for it in cells if it.kind == kind]
-            for cluster in cluster_near_duplicates(of_kind):
-                if len(cluster) < 2:
-                    continue
-                keep = cluster[0]
-                for it in cluster[1:]:
-                    if better_routing_fact(it, keep):
-                        keep = it
-                members = [it for it in cluster if it.id != keep.id]
-                keep_tokens = dedup_tokens(keep)
-                scores = tuple(
-                    near_duplicate_tokens(keep_tokens, dedup_tokens(it))[0] for it in members
-                )
-                groups.append(
-                    ConsolidationGroup(
-                        kind, keep.id, keep.title, tuple(it.id for it in members), scores
-                    )
-                )
-        superseded = 0
-        if apply:
-            for g in groups:
-                for member in g.superseded:
-                    if store.mark_superseded(member, g.keep):
-                        superseded += 1
-        else:
-            superseded = sum(len(g.superseded) for g in groups)
-        return ConsolidationReport(resolved, len(cells), tuple(groups), superseded, apply)
-
-
-def _trust_order(a: Item, b: Item) -> int:
-    """Sort key: the less trusted first (the reverse of ``better_routing_fact``)."""
-    if a.id == b.id:
-        return 0
-    return 1 if better_routing_fact(a, b) else -1
+        return consolidate(
+            self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
+        )
 
 
 def _confident(covered: int, n_tokens: int) -> bool:
