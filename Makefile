@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ pytest: $(STAMP)
 ## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
 bench: $(STAMP)
 	$(BIN)/python benchmarks/lexical.py
+
+## bench-vector: CellStore against raw hnswlib and a flat scan (10k, 100k; ~10 minutes).
+bench-vector: $(STAMP)
+	$(BIN)/python benchmarks/vector.py
+
+## bench-locomo: retrieval quality on the LoCoMo development conversations.
+LOCOMO ?= ../shared/datasets/locomo/dev.json
+bench-locomo: $(STAMP)
+	$(BIN)/python benchmarks/locomo.py --data $(LOCOMO)
 
 ## bench-smoke: the same script on tiny corpora, as CI runs it.
 bench-smoke: $(STAMP)
