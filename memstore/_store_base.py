@@ -440,15 +440,3 @@ def _unfolded(tok: str) -> tuple[str, ...]:
 
 def _same_exact_keys(a: Item, b: Item) -> bool:
     return a.title == b.title and service_tag_value(a) == service_tag_value(b)
-
-
-def _naive_datetime(item: Item) -> str:
-    from memstore.validate import naive_datetime_rejection
-
-    return naive_datetime_rejection(item)
-
-
-def _restored_origin(item: Item) -> str:
-    from memstore.tags import restored_origin
-
-    return restored_origin(item)

@@ -46,6 +46,7 @@ from memstore.item import (
     STATUS_ACTIVE,
     Item,
 )
+from memstore.lexical import is_confident
 from memstore.neardup import (
     near_duplicate_memory,
 )
@@ -368,7 +369,7 @@ class Searcher:
         # stands alone at the top (a shared top spot is a guess).
         confident = (
             bool(lexical)
-            and _confident(lexical[0][1].covered, n_tokens)
+            and is_confident(lexical[0][1].covered, n_tokens)
             and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][1].covered == n_tokens)
             and (len(lexical) == 1 or lexical[0][1].score > lexical[1][1].score)
         )
@@ -695,12 +696,6 @@ class Searcher:
         return consolidate(
             self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
         )
-
-
-def _confident(covered: int, n_tokens: int) -> bool:
-    from memstore.lexical import is_confident
-
-    return is_confident(covered, n_tokens)
 
 
 def _absorb(survivor: SearchResult, other: SearchResult) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ulid import ULID
 
-from memstore._store_base import _naive_datetime, _restored_origin, _unfolded
+from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
 from memstore.config import (
@@ -58,9 +58,14 @@ from memstore.item import (
     ThoughtLink,
 )
 from memstore.neardup import dedup_comparable, near_duplicate_tokens
-from memstore.tags import private_owner
+from memstore.tags import private_owner, restored_origin
 from memstore.text import dedup_tokens
-from memstore.validate import stamp_knowledge_retention, thought_link_rejection, validate_base
+from memstore.validate import (
+    naive_datetime_rejection,
+    stamp_knowledge_retention,
+    thought_link_rejection,
+    validate_base,
+)
 from memstore.vocabulary import Vocabulary
 
 __all__ = ["DEDUP_ELIGIBLE_KINDS", "DEFAULT_SEARCH_LIMIT", "RECENT_WINDOW", "Store"]
@@ -221,7 +226,7 @@ class Store(StoreReads, StoreSearch):
         elif it.created_at is None:
             f["created_at"] = now
         if not it.origin:
-            f["origin"] = _restored_origin(it)
+            f["origin"] = restored_origin(it)
         if it.scope == SCOPE_PRIVATE and not it.subject:
             f["subject"] = cfg.subject
         ttl = cfg.default_ttl
@@ -244,11 +249,19 @@ class Store(StoreReads, StoreSearch):
         it, had_deadline = self._prepare(item)
         with self._writing():
             existing = self._items.get(it.id) if it.id else None
-            self._stamp(it, existing, had_deadline)
-            if self._config.before is not None:
-                self._config.before(it)
-            self._write(it.id, it)
-            return it.clone()
+            return self._upsert_locked(it, existing, had_deadline)
+
+    def _upsert_locked(self, it: Item, existing: Item | None, had_deadline: bool) -> Item:
+        """Stamp a prepared item, let the ``before`` seam amend it, write it; a copy back."""
+        self._stamp(it, existing, had_deadline)
+        return self._store_locked(it)
+
+    def _store_locked(self, it: Item) -> Item:
+        """Run the ``before`` seam on a ready item, write it, and return a copy."""
+        if self._config.before is not None:
+            self._config.before(it)
+        self._write(it.id, it)
+        return it.clone()
 
     def upsert_dedup(self, item: Item) -> tuple[Item, str | None]:
         """The write gate for model-authored knowledge: restatements land on one cell.
@@ -267,25 +280,16 @@ class Store(StoreReads, StoreSearch):
         it, had_deadline = self._prepare(item)
         with self._writing():
             if it.id and it.id in self._items:
-                existing = self._items[it.id]
-                self._stamp(it, existing, had_deadline)
-                if self._config.before is not None:
-                    self._config.before(it)
-                self._write(it.id, it)
-                return it.clone(), None
+                return self._upsert_locked(it, self._items[it.id], had_deadline), None
             # Compare the item as it would be stored: its origin and a private
             # item's subject are stamped, so they match cells stamped the same way.
             f = it.__dict__
-            f["origin"] = it.origin or _restored_origin(it)
+            f["origin"] = it.origin or restored_origin(it)
             if it.scope == SCOPE_PRIVATE and not it.subject:
                 f["subject"] = self._config.subject
             target = self._find_duplicate_locked(it)
             if target is None:
-                self._stamp(it, None, had_deadline)
-                if self._config.before is not None:
-                    self._config.before(it)
-                self._write(it.id, it)
-                return it.clone(), None
+                return self._upsert_locked(it, None, had_deadline), None
             merged = it.clone(
                 id=target.id,
                 created_at=target.created_at,
@@ -303,10 +307,7 @@ class Store(StoreReads, StoreSearch):
                     merged.__dict__["stale_after"] = self._now() + ttl[it.kind]
                 else:
                     merged.__dict__["stale_after"] = target.stale_after
-            if self._config.before is not None:
-                self._config.before(merged)
-            self._write(merged.id, merged)
-            return merged.clone(), target.id
+            return self._store_locked(merged), target.id
 
     def _find_duplicate_locked(self, item: Item) -> Item | None:
         tokens = dedup_tokens(item)
@@ -346,7 +347,7 @@ class Store(StoreReads, StoreSearch):
         """
         if not item.id:
             raise InvalidItemError("put needs an item with an id")
-        why = _naive_datetime(item)
+        why = naive_datetime_rejection(item)
         if why:
             raise InvalidItemError(why)
         with self._writing():
@@ -361,7 +362,7 @@ class Store(StoreReads, StoreSearch):
         """
         if not item.id:
             raise InvalidItemError("mirror needs an item with an id")
-        why = _naive_datetime(item)
+        why = naive_datetime_rejection(item)
         if why:
             raise InvalidItemError(why)
         with self._writing():
@@ -391,7 +392,7 @@ class Store(StoreReads, StoreSearch):
         for it in loaded:  # check everything before touching anything
             if not it.id:
                 raise InvalidItemError("restore needs items with ids")
-            why = _naive_datetime(it)
+            why = naive_datetime_rejection(it)
             if why:
                 raise InvalidItemError(why)
         with self._locked():
