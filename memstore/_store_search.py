@@ -50,34 +50,44 @@ class StoreSearch(StoreBase):
             plan = self._lex.plan(tokens)
             hits: list[LexicalHit] = []
             if not own_only:
-                hidden = () if kind else self._vocab.non_searchable
-                hits = self._lex.rank(
-                    plan,
-                    kind=kind,
-                    subject=subject,
-                    hidden_kinds=hidden,
-                    now_ts=now.timestamp(),
-                    limit=limit,
-                    partition=partition,
-                )
+                hits = self._rank_locked(plan, kind, subject, now, limit, partition)
             if user_hash:
                 hits = self._merge_private(hits, plan, user_hash, kind, subject, now, limit)
             out = [(self._view(self._items[h.id], now), h) for h in hits]
             self._out([it for it, _ in out])
             return out, len(tokens)
 
+    def _rank_locked(
+        self,
+        plan: QueryPlan,
+        kind: str,
+        subject: str,
+        now: _dt.datetime,
+        limit: int | None,
+        partition: str | None,
+    ) -> list[LexicalHit]:
+        """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
+        return self._lex.rank(
+            plan,
+            kind=kind,
+            subject=subject,
+            hidden_kinds=() if kind else self._vocab.non_searchable,
+            now_ts=now.timestamp(),
+            limit=limit,
+            partition=partition,
+        )
+
     def _merge_private(
         self,
         hits: list[LexicalHit],
-        plan: object,
+        plan: QueryPlan,
         user_hash: str,
         kind: str,
         subject: str,
         now: _dt.datetime,
         limit: int,
     ) -> list[LexicalHit]:
-
-        assert isinstance(plan, QueryPlan)
+        """Score the owner's private items (no index holds them) and merge them in."""
         extra: list[LexicalHit] = []
         for id in sorted(self._private.get(user_hash, ())):
             it = self._items[id]
@@ -187,16 +197,7 @@ class StoreSearch(StoreBase):
             return []
         with self._locked():
             now = self._now()
-            plan = self._lex.plan(tokens)
-            hidden = () if kind else self._vocab.non_searchable
-            hits = self._lex.rank(
-                plan,
-                kind=kind,
-                subject=subject,
-                hidden_kinds=hidden,
-                now_ts=now.timestamp(),
-                limit=None,
-            )
+            hits = self._rank_locked(self._lex.plan(tokens), kind, subject, now, None, None)
             taken: dict[str, int] = {}
             out: list[Item] = []
             for h in hits:
