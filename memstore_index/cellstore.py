@@ -306,19 +306,18 @@ class CellStore:
         keeps the stored vector. The expensive, fallible half of an upsert.
         """
         pairs = list(pairs)
+        hashes = [text_hash(t) for _, t in pairs]
         with self._lock:
-            need = [i for i, (e, t) in enumerate(pairs) if self._hash.get(e.id) != text_hash(t)]
+            need = [i for i, (e, _) in enumerate(pairs) if self._hash.get(e.id) != hashes[i]]
         vecs = self._embed([pairs[i][1] for i in need]) if need else None
-        out: list[StoredVector] = []
         fresh = dict(zip(need, range(len(need)), strict=True))
-        for i, (entry, text) in enumerate(pairs):
-            h = text_hash(text)
-            if i in fresh:
-                assert vecs is not None
-                out.append(StoredVector(entry, -1, h, text, vecs[fresh[i]]))
-            else:
-                out.append(StoredVector(entry, -1, h, text, np.empty(0, np.float32)))
-        return out
+        empty = np.empty(0, np.float32)  # "unchanged": apply keeps the stored vector
+        return [
+            StoredVector(
+                entry, -1, h, text, vecs[fresh[i]] if vecs is not None and i in fresh else empty
+            )
+            for i, ((entry, text), h) in enumerate(zip(pairs, hashes, strict=True))
+        ]
 
     def apply(self, prepared: Sequence[StoredVector]) -> None:
         """Index what :meth:`prepare` produced (and persist it, with a ``path``)."""
