@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ __all__ = [
     "TargetResult",
     "cpu_model",
     "fmt",
+    "git_commit",
     "log",
     "percentile",
     "status",
@@ -142,3 +144,17 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def git_commit(root: Path) -> str | None:
+    """The commit checked out at ``root``, for the machine record (``None`` outside git)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None

@@ -33,7 +33,6 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,7 +44,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil  # type: ignore[import-untyped]
-from _common import Latency, TargetResult, log, percentile, summarize, time_queries
+from _common import Latency, TargetResult, git_commit, log, percentile, summarize, time_queries
 from _common import cpu_model as _cpu_model
 from _common import fmt as _fmt
 from _common import status as _status
@@ -523,19 +522,6 @@ def markdown(results: Sequence[SizeResult], targets: Sequence[TargetResult]) -> 
 # --------------------------------------------------------------------------- main
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
 def _source_digest(ms: ModuleType) -> str | None:
     """A digest of memstore's ``*.py`` files: which engine code was measured."""
     files = sorted(Path(p) for d in getattr(ms, "__path__", []) for p in Path(d).glob("*.py"))
@@ -563,7 +549,7 @@ def machine_info(ms: ModuleType) -> dict[str, Any]:
         "rank_bm25": _version("rank-bm25"),
         "psutil": _version("psutil"),
         "memstore": getattr(ms, "__version__", None) or _version("memstore"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(ROOT),
         "memstore_path": str(Path(ms.__file__).parent) if ms.__file__ else None,
         "memstore_source_sha256": _source_digest(ms),
     }

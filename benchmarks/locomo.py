@@ -42,13 +42,11 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import hashlib
-import importlib.metadata
 import json
 import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +56,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _common import git_commit, log, percentile
+from _common import version as _version
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
@@ -96,11 +96,6 @@ ITEM_SHAPE_DOC = {
 EMBED_BATCH = 64
 
 Vec = npt.NDArray[np.float32]
-
-
-def log(msg: str) -> None:
-    """Progress to stderr (stdout carries the report)."""
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- the data
@@ -670,19 +665,6 @@ class Latency:
     note: str
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0-100) by linear interpolation, as numpy's default.
-
-    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
-    2.5
-    """
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 LATENCY_NOTES = {
     "lexical": "Store.keyword_search call",
     "semantic": "CellStore.search_timed index_s (exact scan of the partition)",
@@ -910,26 +892,6 @@ def dumps(payload: Any) -> str:
     return _SCALAR_LIST.sub(lambda m: "[" + ", ".join(re.split(r",\s*", m[1])) + "]", text)
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
 def _source_digest() -> str:
     """A digest of memstore's and memstore_index's ``*.py`` files: which code was measured."""
     h = hashlib.sha256()
@@ -950,7 +912,7 @@ def machine_info() -> dict[str, Any]:
         "bm25s": _version("bm25s"),
         "onnxruntime": _version("onnxruntime"),
         "memstore": getattr(memstore, "__version__", None),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(ROOT),
         "source_sha256": _source_digest(),
     }
 

@@ -35,7 +35,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
-from _common import Latency, TargetResult, log, percentile, summarize, time_queries
+from _common import Latency, TargetResult, git_commit, log, percentile, summarize, time_queries
 from _common import cpu_model as _cpu_model
 from _common import fmt as _fmt
 from _common import status as _status
@@ -773,19 +772,6 @@ def _load_average() -> list[float] | None:
         return None
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
 def _source_digest() -> str:
     """A digest of ``memstore_index/*.py``: which index code was measured."""
     h = hashlib.sha256()
@@ -809,7 +795,7 @@ def machine_info() -> dict[str, Any]:
         "hnswlib": _version("hnswlib"),
         "onnxruntime": _version("onnxruntime"),
         "tokenizers": _version("tokenizers"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(ROOT),
         "memstore_index_source_sha256": _source_digest(),
     }
 
