@@ -15,7 +15,17 @@ scans every item.
 
 from memstore.config import DEFAULT_ID_PREFIX, Change, Config, Locker
 from memstore.consolidate import ConsolidationGroup, ConsolidationReport
-from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
+from memstore.errors import (
+    InvalidItemError,
+    ItemNotFoundError,
+    JournalClosedError,
+    JournalCorruptError,
+    JournalError,
+    JournalFullError,
+    JournalLockedError,
+    JournalSchemaError,
+    MemstoreError,
+)
 from memstore.eventdate import event_time_annotation, parse_event_date, valid_event_date
 from memstore.graph import spread
 from memstore.item import (
@@ -171,6 +181,12 @@ __all__ = [
     "InvalidItemError",
     "Item",
     "ItemNotFoundError",
+    "JournalClosedError",
+    "JournalCorruptError",
+    "JournalError",
+    "JournalFullError",
+    "JournalLockedError",
+    "JournalSchemaError",
     "Lexicon",
     "Locker",
     "MemoryCellSpec",

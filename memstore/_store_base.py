@@ -78,6 +78,7 @@ class StoreBase:
         self._hit_hook: HitHook | None = None
         self._listeners: list[ChangeListener] = []
         self._before: list[BeforeCommitListener] = []
+        self._commit_hook: BeforeCommitListener | None = None
 
     def _now(self) -> _dt.datetime:
         return self._config.clock()
@@ -93,11 +94,15 @@ class StoreBase:
             self._rollback(txn, 0)
             self._drop_changes(txn, 0)
             return
-        if txn.changes and self._before:
+        if txn.changes and (self._before or self._commit_hook is not None):
             changes = tuple(txn.changes)
             try:
                 for listener in list(self._before):
                     listener(changes)
+                # The durable record goes last: once it has the group, nothing
+                # else may veto it.
+                if self._commit_hook is not None:
+                    self._commit_hook(changes)
             except BaseException:
                 self._rollback(txn, 0)
                 self._drop_changes(txn, 0)
@@ -148,7 +153,13 @@ class StoreBase:
         # The stored object itself: stored items are never mutated in place
         # (every change stores a new object), so listeners may keep it.
         change = Change(
-            "delete" if new is None else "upsert", new, id, kind, mirrored, publish and not private
+            "delete" if new is None else "upsert",
+            new,
+            id,
+            kind,
+            mirrored,
+            publish and not private,
+            old,
         )
         txn.changes.append(change)
         if held:

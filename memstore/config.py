@@ -50,7 +50,9 @@ class Change:
     a change reflected from another writer of a shared record (:meth:`Store.mirror`),
     which a journal must not write again. ``published`` tells whether the change
     reaches the change hook (not for private items, link-only edits, or quiet ids).
-    Listeners must not mutate ``item``.
+    ``previous`` is the stored state the change replaced (``None`` for a new id):
+    a delete's partition, a version's predecessor. Listeners must not mutate
+    ``item`` or ``previous``.
     """
 
     op: Literal["upsert", "delete"]
@@ -59,6 +61,7 @@ class Change:
     kind: str
     mirrored: bool = False
     published: bool = True
+    previous: Item | None = None
 
 
 ChangeListener = Callable[[str, Item | None, str, str], None]

@@ -8,7 +8,17 @@ catch (``ValueError`` for bad input, ``KeyError`` for a missing id), so both
 
 from __future__ import annotations
 
-__all__ = ["InvalidItemError", "ItemNotFoundError", "MemstoreError"]
+__all__ = [
+    "InvalidItemError",
+    "ItemNotFoundError",
+    "JournalClosedError",
+    "JournalCorruptError",
+    "JournalError",
+    "JournalFullError",
+    "JournalLockedError",
+    "JournalSchemaError",
+    "MemstoreError",
+]
 
 
 class MemstoreError(Exception):
@@ -39,3 +49,31 @@ class ItemNotFoundError(MemstoreError, KeyError):
 
     def __str__(self) -> str:
         return f"no item with id {self.item_id!r}"
+
+
+class JournalError(MemstoreError, OSError):
+    """The journal could not open, read or write its record; the store is unchanged.
+
+    A write that fails with a journal error was rolled back in the store too:
+    the store and the journal never disagree.
+    """
+
+
+class JournalCorruptError(JournalError):
+    """The journal file is damaged or is not a journal; it was left untouched."""
+
+
+class JournalSchemaError(JournalError):
+    """The journal file was written by a newer memstore (or an unknown format)."""
+
+
+class JournalLockedError(JournalError):
+    """Another process (or another journal object) already has the file open for writing."""
+
+
+class JournalFullError(JournalError):
+    """The disk, or the journal's size cap, is full; the write was rolled back."""
+
+
+class JournalClosedError(JournalError):
+    """The journal was closed (or is not attached) and cannot serve this call."""

@@ -33,6 +33,7 @@ from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
 from memstore.config import (
+    BeforeCommitListener,
     Change,
     ChangeListener,
     Config,
@@ -153,6 +154,21 @@ class Store(StoreReads, StoreSearch):
         A journal uses it to write one transaction per group.
         """
         (self._before if before_commit else self._listeners).append(fn)
+
+    def set_commit_hook(self, fn: BeforeCommitListener | None) -> None:
+        """Install (or clear with ``None``) the durable record of this store.
+
+        ``fn(changes)`` runs once per write group, with the lock held, after
+        every before-commit listener accepted the group: it is the last word
+        before the group becomes visible. If it raises, the group is undone and
+        the caller gets the exception; once it returns, the write is
+        acknowledged. A journal installs it (one store, one journal), so that
+        an embedding failure in a before-commit listener can never leave a
+        version in the journal that the store rolled back.
+        """
+        if fn is not None and self._commit_hook is not None and fn != self._commit_hook:
+            raise MemstoreError("this store already has a commit hook (a journal is attached)")
+        self._commit_hook = fn
 
     def remove_change_listener(self, fn: Callable[..., None]) -> None:
         """Stop calling ``fn``; unknown listeners are ignored."""

@@ -1,0 +1,31 @@
+"""Durable, versioned persistence: the store's record on disk.
+
+A :class:`Journal` restores a :class:`~memstore.store.Store` on start and
+then records every write group the store commits, as new versions stamped
+with a hybrid logical clock, before the write is acknowledged. From the
+record it answers what the store alone cannot: the state as of an earlier
+position (:meth:`~Journal.as_of`), an item's history, a streaming snapshot,
+hard deletes (:meth:`~Journal.purge`) and NDJSON export/import.
+
+:class:`SqliteJournal` is the embedded default (one SQLite file, WAL mode).
+"""
+
+from memstore.journal.base import EXPORT_FORMAT, Journal, JournalBase, PurgeMatch, to_lsn
+from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.sqlite import SCHEMA_VERSION, SqliteJournal
+from memstore.journal.version import Version
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "SCHEMA_VERSION",
+    "Hlc",
+    "HybridClock",
+    "InvalidLsnError",
+    "Journal",
+    "JournalBase",
+    "Lsn",
+    "PurgeMatch",
+    "SqliteJournal",
+    "Version",
+    "to_lsn",
+]

@@ -1,0 +1,488 @@
+"""The journal contract, and the part every backend shares.
+
+A journal is the durable record of one :class:`~memstore.store.Store`.
+:meth:`JournalBase.attach` restores the store from it, then installs itself as
+the store's commit hook: every write group the store commits becomes versions
+in one backend transaction *before* the write is acknowledged, and a failed
+transaction undoes the group in the store. So what a caller was told is
+written is on disk, and the store never holds what the journal does not.
+
+Backends (:class:`~memstore.journal.sqlite.SqliteJournal`, and PostgreSQL for
+scale-out) implement a handful of row operations; everything about stamps,
+groups, import, purge and export lives here once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from memstore.config import Change
+from memstore.errors import InvalidItemError, JournalClosedError, JournalError
+from memstore.item import Item
+from memstore.journal.hlc import Hlc, HybridClock, Lsn
+from memstore.journal.version import Row, Version, row_from_export
+from memstore.tags import PARTITION_ALL
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+
+__all__ = ["EXPORT_FORMAT", "Journal", "JournalBase", "PurgeMatch"]
+
+EXPORT_FORMAT = "memstore-journal-export/1"
+"""The first line of an export names its format: ``{"format": EXPORT_FORMAT, ...}``."""
+
+PurgeMatch = Callable[[Item], bool] | Collection[str]
+"""What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
+
+AsOf = Lsn | Hlc | _dt.datetime | str
+
+
+@runtime_checkable
+class Journal(Protocol):
+    """What the store, the front door and the HTTP adapter need of a journal."""
+
+    def attach(self, store: Store) -> None: ...
+    def detach(self) -> None: ...
+    def head(self) -> Lsn: ...
+    def last_lsn(self) -> Lsn | None: ...
+    def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]: ...
+    def history(self, id: str) -> list[Version]: ...
+    def snapshot(self, lsn: AsOf) -> Iterator[Version]: ...
+    def current(self) -> Iterator[Item]: ...
+    def purge(self, match: PurgeMatch) -> list[str]: ...
+    def export(self, partition: str | None, fp: IO[str]) -> int: ...
+    def import_(self, fp: IO[str]) -> int: ...
+    def transaction(self) -> contextlib.AbstractContextManager[None]: ...
+    def close(self) -> None: ...
+
+
+def to_lsn(at: AsOf) -> Lsn:
+    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``."""
+    if isinstance(at, Hlc):
+        return at.lsn
+    if isinstance(at, Lsn):
+        return at
+    if isinstance(at, _dt.datetime):
+        return Lsn.from_datetime(at)
+    if isinstance(at, str):
+        return Lsn.parse(at)
+    raise TypeError(f"as of what? expected an Lsn, Hlc, datetime or 'wall_ms.counter', got {at!r}")
+
+
+class JournalBase(ABC):
+    """Stamps, groups, restore, import, export and purge over a backend's rows."""
+
+    def __init__(self, *, node_id: int, wall: Callable[[], int] | None) -> None:
+        self._node_id = node_id
+        self._wall = wall
+        self._clock: HybridClock | None = None
+        self._store: Store | None = None
+        self._tls = threading.local()
+        self._closed = False
+
+    # ------------------------------------------------------- backend rows
+
+    @abstractmethod
+    def _read_head(self) -> Lsn:
+        """The newest stamp on record (``Lsn(0, 0)`` when empty)."""
+
+    @abstractmethod
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+        """In one transaction: erase every row of ``purge``, close the open row of
+        each id in ``rows`` at its first new stamp, insert ``rows``; commit durably.
+        Raise a :class:`JournalError` (having rolled back) on failure."""
+
+    @abstractmethod
+    def _import_rows(self, rows: Sequence[Row]) -> None:
+        """In one transaction: insert ``rows`` not already present (same id and
+        stamp) and relink ``valid_to`` of every touched id by stamp order."""
+
+    @abstractmethod
+    def _current_rows(self) -> Iterator[Row]:
+        """The open upsert rows: the live items."""
+
+    @abstractmethod
+    def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
+        """Upsert rows visible at ``lsn``, by id; ``partition`` adds shared items."""
+
+    @abstractmethod
+    def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
+        """Every row of ``ids`` (all when ``None``) or of ``partition``, by id then stamp."""
+
+    @abstractmethod
+    def _close_backend(self) -> None:
+        """Release connections and locks."""
+
+    # ------------------------------------------------------------ attach
+
+    def _ensure_clock(self) -> HybridClock:
+        if self._clock is None:
+            kwargs: dict[str, Any] = {"last": self._read_head()}
+            if self._wall is not None:
+                kwargs["wall"] = self._wall
+            self._clock = HybridClock(self._node_id, **kwargs)
+        return self._clock
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise JournalClosedError("the journal is closed")
+
+    def attach(self, store: Store) -> None:
+        """Restore ``store`` from this journal and record its writes from now on.
+
+        The store must be empty unless the journal is: a journal adopts a new
+        store's items as their first versions, but never merges two histories.
+        Restored items are marked ``cell_originated``; no listener fires for them.
+        """
+        self._check_open()
+        if self._store is not None:
+            raise JournalError("this journal is already attached to a store")
+        clock = self._ensure_clock()
+        items = list(self.current())
+        with _holding(store):
+            if items and store.len_locked():
+                raise JournalError(
+                    "the store already holds items and so does the journal: attach a "
+                    "journal to an empty store (it restores it), or an empty journal to "
+                    "a filled store (it adopts it)"
+                )
+            store.set_commit_hook(self._on_commit)
+            try:
+                if items:
+                    store.restore(items)
+                elif store.len_locked():
+                    live = store.items_locked()
+                    self._commit_rows(
+                        [Row.of(it.id, clock.tick(), "upsert", it.kind, it, it) for it in live]
+                    )
+            except BaseException:
+                store.set_commit_hook(None)
+                raise
+            self._store = store
+
+    def detach(self) -> None:
+        """Stop recording the store's writes (the store keeps its items)."""
+        store, self._store = self._store, None
+        if store is not None:
+            store.set_commit_hook(None)
+
+    def transaction(self) -> contextlib.AbstractContextManager[None]:
+        """Group writes into one transaction (one fsync): ``store.batch()`` of the store.
+
+        An exception inside undoes every write of the block, in the store and
+        in the journal.
+        """
+        return self._attached().batch()
+
+    def _attached(self) -> Store:
+        self._check_open()
+        if self._store is None:
+            raise JournalClosedError("the journal is not attached to a store")
+        return self._store
+
+    # ------------------------------------------------------- the hook
+
+    def _on_commit(self, changes: Sequence[Change]) -> None:
+        """The store's commit hook: the group's versions, durably, or an exception."""
+        self._check_open()
+        special: Callable[[Sequence[Change]], None] | None = getattr(self._tls, "special", None)
+        if special is not None:
+            self._tls.special = None
+            special(changes)
+            return
+        rows = self._rows_for(changes)
+        self._commit_rows(rows)
+        self._tls.last = Lsn.unpack(rows[-1].lsn)
+
+    def _rows_for(self, changes: Sequence[Change]) -> list[Row]:
+        clock = self._ensure_clock()
+        rows: list[Row] = []
+        last_of: dict[str, Row] = {}
+        for c in changes:
+            where = c.item if c.item is not None else c.previous
+            row = Row.of(c.id, clock.tick(), c.op, c.kind, c.item, where)
+            before = last_of.get(c.id)
+            if before is not None:  # the same id twice in one group: chain them here
+                before.to_lsn, before.to_node = row.lsn, row.node
+            last_of[c.id] = row
+            rows.append(row)
+        return rows
+
+    # ------------------------------------------------------------- reads
+
+    def head(self) -> Lsn:
+        """The newest position on record."""
+        self._check_open()
+        return self._ensure_clock().last
+
+    def last_lsn(self) -> Lsn | None:
+        """The position of the last write group this thread got acknowledged."""
+        last: Lsn | None = getattr(self._tls, "last", None)
+        return last
+
+    def current(self) -> Iterator[Item]:
+        """The live items, as restore loads them."""
+        self._check_open()
+        for row in self._current_rows():
+            yield Item.model_validate_json(row.item or "")
+
+    def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]:
+        """The items exactly as they were at ``lsn``, ordered by id.
+
+        ``lsn`` may be an :class:`Lsn`, an :class:`Hlc`, an aware datetime
+        (the state at the end of that millisecond) or ``"wall_ms.counter"``.
+        ``partition`` keeps that partition's items and ``shared`` ones;
+        ``None`` or ``PARTITION_ALL`` keeps all.
+        """
+        self._check_open()
+        at = to_lsn(lsn)
+        part = None if partition in (None, PARTITION_ALL) else partition
+        return [Item.model_validate_json(r.item or "") for r in self._rows_as_of(at, part)]
+
+    def history(self, id: str) -> list[Version]:
+        """Every version of ``id``, oldest first (empty when it never existed)."""
+        self._check_open()
+        return [r.version() for r in self._rows_of([id], None)]
+
+    def snapshot(self, lsn: AsOf) -> Iterator[Version]:
+        """Stream every version visible at ``lsn`` (constant memory), ordered by id."""
+        self._check_open()
+        at = to_lsn(lsn)
+        for row in self._rows_as_of(at, None):
+            yield row.version()
+
+    # ------------------------------------------------------------ purge
+
+    def purge(self, match: PurgeMatch) -> list[str]:
+        """Hard delete: erase every version of the matching items, and the live ones.
+
+        ``match`` is a collection of ids or a predicate over each id's last
+        written state (deleted items included). The live items leave the store
+        in the same transaction (listeners see deletes, the journal records
+        nothing of them). Returns the purged ids. The database's free pages
+        still hold the bytes until SQLite reuses them or ``VACUUM`` runs: this is
+        not secure erasure.
+        """
+        store = self._attached()
+        if callable(match):
+            ids = self._matching_ids(match)
+        else:
+            if isinstance(match, str):
+                raise TypeError("purge takes a collection of ids or a predicate, not one string")
+            ids = sorted(set(match))
+        if not ids:
+            return []
+        done = False
+
+        def special(changes: Sequence[Change]) -> None:
+            nonlocal done
+            self._commit_rows([], purge=ids)
+            done = True
+
+        with _holding(store):
+            self._run_special(store, special, lambda: [store.delete(id) for id in ids])
+            if not done:  # none of them was live: only the record to erase
+                self._commit_rows([], purge=ids)
+        return ids
+
+    def _run_special(
+        self,
+        store: Store,
+        special: Callable[[Sequence[Change]], None],
+        writes: Callable[[], object],
+    ) -> None:
+        """Run ``writes`` as one group whose record is ``special``, not new versions."""
+        if store._txn is not None:
+            raise JournalError("purge and import cannot run inside a batch")
+        self._tls.special = special
+        try:
+            with store.batch():
+                writes()
+        finally:
+            self._tls.special = None
+
+    def _matching_ids(self, match: Callable[[Item], bool]) -> list[str]:
+        out: list[str] = []
+        last: Row | None = None
+        for row in self._rows_of(None, None):
+            if last is not None and row.id != last.id:
+                self._check_match(last, match, out)
+                last = None
+            if row.op == "upsert":
+                last = row
+        if last is not None:
+            self._check_match(last, match, out)
+        return out
+
+    @staticmethod
+    def _check_match(row: Row, match: Callable[[Item], bool], out: list[str]) -> None:
+        if match(Item.model_validate_json(row.item or "")):
+            out.append(row.id)
+
+    # ------------------------------------------------- export and import
+
+    def export(self, partition: str | None, fp: IO[str]) -> int:
+        """Write the items of ``partition`` (all when ``None``) with every version, as NDJSON.
+
+        The first line names the format; then one line per item:
+        ``{"id": ..., "versions": [{"valid_from": {...}, "op": ..., "kind": ...,
+        "item": {...}}, ...]}``. Returns the number of items written.
+        """
+        self._check_open()
+        part = None if partition in (None, PARTITION_ALL) else partition
+        head = self.head()
+        header = {"format": EXPORT_FORMAT, "partition": part, "head": str(head)}
+        fp.write(json.dumps(header) + "\n")
+        n = 0
+        versions: list[dict[str, Any]] = []
+        current: str | None = None
+        for row in self._rows_of(None, part):
+            if row.id != current:
+                if current is not None:
+                    fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
+                    n += 1
+                current, versions = row.id, []
+            versions.append(row.version().to_json())
+        if current is not None:
+            fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
+            n += 1
+        return n
+
+    def import_(self, fp: IO[str]) -> int:
+        """Load an :meth:`export`: the same versions, the same current items.
+
+        Everything is read and validated before anything is written, and then
+        written in one transaction: a bad file raises
+        :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
+        nothing. Versions already on record (same id and stamp) are skipped, so
+        importing twice is harmless. Returns the number of items imported.
+        """
+        store = self._attached()
+        by_id = _read_export(fp)
+        if not by_id:
+            return 0
+        rows = [r for rs in by_id.values() for r in rs]
+        top = max(Lsn.unpack(r.lsn) for r in rows)
+
+        done = False
+
+        def special(changes: Sequence[Change]) -> None:
+            nonlocal done
+            self._import_rows(rows)
+            done = True
+
+        with _holding(store):
+            # The current state of each id after the import: its newest version
+            # on record or imported, whichever is newer.
+            newest = {r.id: r for r in self._current_or_deleted(list(by_id))}
+            for id, rs in by_id.items():
+                last = rs[-1]
+                have = newest.get(id)
+                if have is None or (last.lsn, last.node) > (have.lsn, have.node):
+                    newest[id] = last
+
+            def apply() -> None:
+                for id, row in newest.items():
+                    if row.op == "delete":
+                        store.delete(id)
+                    else:
+                        store.put(Item.model_validate_json(row.item or ""))
+
+            self._run_special(store, special, apply)
+            if not done:
+                self._import_rows(rows)
+            self._ensure_clock().observe(top)
+        return len(by_id)
+
+    def _current_or_deleted(self, ids: list[str]) -> Iterator[Row]:
+        last: Row | None = None
+        for row in self._rows_of(ids, None):
+            if last is not None and row.id != last.id:
+                yield last
+            last = row
+        if last is not None:
+            yield last
+
+    # ------------------------------------------------------------- close
+
+    def close(self) -> None:
+        """Detach, release the file (or connection) and refuse further calls."""
+        if self._closed:
+            return
+        self.detach()
+        self._closed = True
+        self._close_backend()
+
+    def __enter__(self) -> JournalBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _holding(store: Store) -> Iterator[None]:
+    store.lock.acquire()
+    try:
+        yield
+    finally:
+        store.lock.release()
+
+
+def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
+    by_id: dict[str, list[Row]] = {}
+    first = True
+    for n, line in enumerate(fp, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InvalidItemError(f"line {n}: not JSON: {e}") from None
+        if first:
+            first = False
+            if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
+                raise InvalidItemError(
+                    f"line {n}: not a memstore export (the first line must name "
+                    f"format {EXPORT_FORMAT!r})"
+                )
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
+            raise InvalidItemError(f"line {n}: expected {{'id': ..., 'versions': [...]}}")
+        id = obj["id"]
+        entries = obj.get("versions")
+        if not isinstance(entries, list) or not entries:
+            raise InvalidItemError(f"line {n}: {id} has no versions")
+        if id in by_id:
+            raise InvalidItemError(f"line {n}: {id} appears twice")
+        try:
+            rows = sorted((row_from_export(id, e) for e in entries), key=lambda r: (r.lsn, r.node))
+        except InvalidItemError as e:
+            raise InvalidItemError(f"line {n}: {e.reason}") from None
+        _place_deletes(rows)
+        by_id[id] = rows
+    if first:
+        raise InvalidItemError("empty input: not a memstore export")
+    return by_id
+
+
+def _place_deletes(rows: list[Row]) -> None:
+    """A delete version belongs where the item it ended was: copy its placement."""
+    prev: Row | None = None
+    for r in rows:
+        if r.op == "delete" and prev is not None:
+            r.partition, r.shared = prev.partition, prev.shared
+            r.kind = r.kind or prev.kind
+        if r.op == "upsert":
+            prev = r
+
+
+def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:
+    """Pass rows through (a seam for backends that stream from a cursor)."""
+    yield from rows

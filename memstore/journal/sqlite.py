@@ -1,0 +1,432 @@
+"""The embedded default: a journal in one SQLite file (stdlib ``sqlite3``, WAL mode).
+
+>>> import tempfile, os
+>>> from memstore import Item, Store
+>>> folder = tempfile.mkdtemp()
+>>> with SqliteJournal(os.path.join(folder, "journal.db")) as journal:
+...     store = Store()
+...     journal.attach(store)
+...     note = store.upsert(Item(kind="note", title="the deploy moved to Friday"))
+>>> with SqliteJournal(os.path.join(folder, "journal.db")) as journal:
+...     again = Store()
+...     journal.attach(again)
+...     [it.title for it in again.items()]
+['the deploy moved to Friday']
+
+One process writes a file at a time: a second writer (another process, or
+another :class:`SqliteJournal` on the same path) gets
+:class:`~memstore.errors.JournalLockedError` at once instead of waiting.
+Readers opened with ``readonly=True`` may come and go beside the writer.
+
+Durability: ``"full"`` (the default) syncs the write-ahead log on every
+commit, so an acknowledged write survives a power loss; ``"normal"`` survives
+a crash of the process but may lose the last commits on power loss; ``"off"``
+leaves syncing to the operating system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Final, Literal
+
+from memstore.errors import (
+    JournalCorruptError,
+    JournalError,
+    JournalFullError,
+    JournalLockedError,
+    JournalSchemaError,
+)
+from memstore.journal.base import JournalBase
+from memstore.journal.hlc import Lsn
+from memstore.journal.version import Row
+
+try:  # POSIX advisory locks; elsewhere the single-writer check is skipped
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["SCHEMA_VERSION", "SqliteJournal"]
+
+Durability = Literal["full", "normal", "off"]
+
+SCHEMA_VERSION: Final = 1
+"""The schema this code writes; older files are migrated forward on open."""
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_FETCH = 512
+
+# Each step takes the schema from version i to i + 1 (index i).
+_MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    (
+        """CREATE TABLE versions (
+            id TEXT NOT NULL,
+            lsn INTEGER NOT NULL,
+            node INTEGER NOT NULL,
+            to_lsn INTEGER,
+            to_node INTEGER,
+            op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+            kind TEXT NOT NULL,
+            partition TEXT NOT NULL,
+            shared INTEGER NOT NULL,
+            item TEXT,
+            PRIMARY KEY (id, lsn, node)
+        )""",
+        "CREATE INDEX versions_open ON versions (id) WHERE to_lsn IS NULL",
+        "CREATE INDEX versions_lsn ON versions (lsn)",
+        "CREATE INDEX versions_partition ON versions (partition, id, lsn)",
+    ),
+)
+
+_COLUMNS = "id, lsn, node, to_lsn, to_node, op, kind, partition, shared, item"
+
+
+class SqliteJournal(JournalBase):
+    """A journal in one SQLite file; see the module docs.
+
+    ``path`` is the database file (its directory must exist). ``node_id``
+    goes into every stamp (0..65535); ``wall`` supplies milliseconds (tests
+    inject a clock). ``max_bytes`` caps the file: a write that would grow it
+    beyond fails with :class:`~memstore.errors.JournalFullError` and changes
+    nothing. ``readonly=True`` opens for reading only (no lock, no attach).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durability: Durability = "full",
+        node_id: int = 0,
+        wall: Callable[[], int] | None = None,
+        max_bytes: int | None = None,
+        readonly: bool = False,
+    ) -> None:
+        super().__init__(node_id=node_id, wall=wall)
+        if durability not in ("full", "normal", "off"):
+            raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
+        self.path = os.fspath(path)
+        self.readonly = readonly
+        self._durability = durability
+        self._lockfile: int | None = None
+        self._wlock = threading.RLock()
+        self._readers: list[sqlite3.Connection] = []
+        self._rlock = threading.Lock()
+        _check_file(self.path)
+        if not readonly:
+            self._lockfile = _take_lock(self.path)
+        try:
+            self._conn = self._connect(self.path, readonly)
+            self._open_schema()
+            if max_bytes is not None:
+                page = self._conn.execute("PRAGMA page_size").fetchone()[0]
+                self._conn.execute(f"PRAGMA max_page_count = {max(1, max_bytes // page)}")
+        except BaseException:
+            self._release_lock()
+            raise
+
+    # ------------------------------------------------------------ opening
+
+    def _connect(self, path: str, readonly: bool) -> sqlite3.Connection:
+        try:
+            if readonly:
+                conn = sqlite3.connect(
+                    f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+        except sqlite3.Error as e:
+            raise _translate(e, f"cannot open journal {path!r}") from e
+        return conn
+
+    def _open_schema(self) -> None:
+        conn = self._conn
+        try:
+            tables = {
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            version = 0
+            if "meta" in tables:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if row is None or not str(row[0]).isdigit():
+                    raise JournalCorruptError(f"{self.path}: the journal has no schema version")
+                version = int(row[0])
+            elif tables:
+                raise JournalSchemaError(
+                    f"{self.path} is an SQLite database but not a memstore journal "
+                    f"(it has tables {sorted(tables)[:5]})"
+                )
+            if version > SCHEMA_VERSION:
+                raise JournalSchemaError(
+                    f"{self.path} has journal schema {version}, newer than this memstore "
+                    f"understands ({SCHEMA_VERSION}): upgrade memstore to open it"
+                )
+            if self.readonly:
+                if version < SCHEMA_VERSION:
+                    raise JournalSchemaError(
+                        f"{self.path} needs a migration (schema {version}); "
+                        "open it for writing once"
+                    )
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
+            if version < SCHEMA_VERSION:
+                self._migrate(version)
+            else:  # touch every page of the record once: a damaged file fails here
+                check = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if check != "ok":
+                    raise JournalCorruptError(f"{self.path} is damaged: {check}")
+        except sqlite3.Error as e:
+            raise _translate(e, f"cannot open journal {self.path!r}") from e
+
+    def _migrate(self, version: int) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            for step in _MIGRATIONS[version:]:
+                for statement in step:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # ---------------------------------------------------------- rows: write
+
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+        self._writable()
+        firsts: dict[str, Row] = {}
+        for r in rows:
+            firsts.setdefault(r.id, r)
+        with self._wlock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if purge:
+                        conn.executemany("DELETE FROM versions WHERE id = ?", ((i,) for i in purge))
+                    if firsts:
+                        conn.executemany(
+                            "UPDATE versions SET to_lsn = ?, to_node = ? "
+                            "WHERE id = ? AND to_lsn IS NULL",
+                            ((r.lsn, r.node, r.id) for r in firsts.values()),
+                        )
+                    if rows:
+                        conn.executemany(
+                            f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                            (_values(r) for r in rows),
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise _translate(e, "the journal write failed; nothing was changed") from e
+
+    def _import_rows(self, rows: Sequence[Row]) -> None:
+        self._writable()
+        ids = sorted({r.id for r in rows})
+        with self._wlock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany(
+                        f"INSERT OR IGNORE INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                        (_values(r) for r in rows),
+                    )
+                    for id in ids:
+                        stamps = conn.execute(
+                            "SELECT lsn, node FROM versions WHERE id = ? ORDER BY lsn, node", (id,)
+                        ).fetchall()
+                        nxt = [*stamps[1:], (None, None)]
+                        conn.executemany(
+                            "UPDATE versions SET to_lsn = ?, to_node = ? "
+                            "WHERE id = ? AND lsn = ? AND node = ?",
+                            (
+                                (b[0], b[1], id, a[0], a[1])
+                                for a, b in zip(stamps, nxt, strict=True)
+                            ),
+                        )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise _translate(e, "the import failed; nothing was changed") from e
+
+    def _writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise JournalError(f"{self.path} was opened read-only")
+
+    # ----------------------------------------------------------- rows: read
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A connection of the read pool: reads run beside the writer (WAL)."""
+        with self._rlock:
+            conn = self._readers.pop() if self._readers else None
+        if conn is None:
+            conn = self._connect(self.path, readonly=True)
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            with self._rlock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._readers.append(conn)
+
+    def _select(self, sql: str, params: Sequence[object]) -> Iterator[Row]:
+        """Stream rows of one consistent read (one transaction, batches of rows)."""
+        self._check_open()
+        with self._reader() as conn:
+            try:
+                conn.execute("BEGIN")
+                cur = conn.execute(sql, params)
+                while True:
+                    batch = cur.fetchmany(_FETCH)
+                    if not batch:
+                        break
+                    for r in batch:
+                        yield Row(*r)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise _translate(e, f"reading journal {self.path!r} failed") from e
+
+    def _read_head(self) -> Lsn:
+        try:
+            with self._wlock:
+                row = self._conn.execute("SELECT max(lsn) FROM versions").fetchone()
+        except sqlite3.Error as e:
+            raise _translate(e, f"reading journal {self.path!r} failed") from e
+        return Lsn(0, 0) if row is None or row[0] is None else Lsn.unpack(row[0])
+
+    def _current_rows(self) -> Iterator[Row]:
+        return self._select(
+            f"SELECT {_COLUMNS} FROM versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id",
+            (),
+        )
+
+    def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
+        at = lsn.packed()
+        where = "lsn <= ? AND (to_lsn IS NULL OR to_lsn > ?) AND op = 'upsert'"
+        params: list[object] = [at, at]
+        if partition is not None:
+            where += " AND (partition = ? OR shared = 1)"
+            params.append(partition)
+        return self._select(f"SELECT {_COLUMNS} FROM versions WHERE {where} ORDER BY id", params)
+
+    def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
+        order = " ORDER BY id, lsn, node"
+        if ids is not None:
+            ids = list(ids)
+            if len(ids) == 1:
+                return self._select(f"SELECT {_COLUMNS} FROM versions WHERE id = ?" + order, ids)
+            return self._rows_of_many(ids)
+        if partition is not None:
+            return self._select(
+                f"SELECT {_COLUMNS} FROM versions WHERE partition = ?" + order, [partition]
+            )
+        return self._select(f"SELECT {_COLUMNS} FROM versions" + order, ())
+
+    def _rows_of_many(self, ids: list[str]) -> Iterator[Row]:
+        for start in range(0, len(ids), 500):
+            chunk = sorted(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            yield from self._select(
+                f"SELECT {_COLUMNS} FROM versions WHERE id IN ({marks}) ORDER BY id, lsn, node",
+                chunk,
+            )
+
+    # -------------------------------------------------------------- close
+
+    def _close_backend(self) -> None:
+        with self._wlock:
+            self._conn.close()
+        with self._rlock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lockfile is not None:
+            os.close(self._lockfile)  # closing the descriptor releases the lock
+            self._lockfile = None
+
+
+def _values(r: Row) -> tuple[object, ...]:
+    return (r.id, r.lsn, r.node, r.to_lsn, r.to_node, r.op, r.kind, r.partition, r.shared, r.item)
+
+
+def _check_file(path: str) -> None:
+    """Refuse, before SQLite touches it, a file that is not an SQLite database."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise JournalError(
+                f"cannot create journal {path!r}: {folder!r} is not a directory"
+            ) from None
+        return
+    except IsADirectoryError:
+        raise JournalError(f"{path!r} is a directory; give the journal a file path") from None
+    except OSError as e:
+        raise JournalError(f"cannot read journal {path!r}: {e.strerror}") from e
+    if head and head != _SQLITE_MAGIC:
+        raise JournalCorruptError(f"{path!r} is not an SQLite database (left untouched)")
+
+
+def _take_lock(path: str) -> int | None:
+    """Take the single-writer lock beside ``path`` (``path + '.lock'``)."""
+    if fcntl is None:  # pragma: no cover
+        return None
+    lock_path = path + ".lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise JournalError(f"cannot open journal {path!r}: {e.strerror} ({lock_path})") from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise JournalLockedError(
+            f"journal {path!r} is open for writing elsewhere (another process or journal "
+            "object holds it); close that one, or open this one with readonly=True"
+        ) from None
+    return fd
+
+
+def _translate(e: sqlite3.Error, what: str) -> JournalError:
+    """The journal error a SQLite failure means, with SQLite's words kept."""
+    text = str(e)
+    code = getattr(e, "sqlite_errorname", "")
+    if code == "SQLITE_FULL" or "full" in text:
+        return JournalFullError(f"{what}: the disk or the journal's size cap is full ({text})")
+    if (
+        code in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+        or "malformed" in text
+        or "not a database" in text
+    ):
+        return JournalCorruptError(f"{what}: the file is damaged ({text})")
+    if code in ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM"):
+        return JournalError(f"{what}: {text} (is the file or its directory read-only?)")
+    return JournalError(f"{what}: {text}")

@@ -1,0 +1,138 @@
+"""What a journal stores: versions of items, and the rows that carry them.
+
+Every change the store makes becomes a :class:`Version` of its item, valid
+from its stamp until the next version of the same id (``valid_to``; ``None``
+while it is the current one). A delete is a version too (``op="delete"``,
+no item): it ends the item's life without erasing its past, so reads "as of"
+an earlier position still see it (MVCC soft delete).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from memstore.errors import InvalidItemError
+from memstore.item import Item
+from memstore.journal.hlc import Hlc, InvalidLsnError, Lsn
+from memstore.tags import SHARED_TAG, partition_from_tags
+
+__all__ = ["Op", "Version"]
+
+Op = Literal["upsert", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of one item: its stamp, how long it held, what it was."""
+
+    id: str
+    valid_from: Hlc
+    """The stamp of the write that made this version."""
+    valid_to: Hlc | None
+    """The stamp of the next version of the id; ``None`` while current."""
+    op: Op
+    """``"upsert"`` (``item`` is the stored state) or ``"delete"`` (``item`` is ``None``)."""
+    kind: str
+    """The item's kind (for a delete: the kind of what was deleted)."""
+    item: Item | None
+
+    @property
+    def lsn(self) -> Lsn:
+        """The log position of this version."""
+        return self.valid_from.lsn
+
+    def visible_at(self, lsn: Lsn) -> bool:
+        """Whether this version is the item's state as of ``lsn``."""
+        return (
+            self.op == "upsert"
+            and self.valid_from.lsn <= lsn
+            and (self.valid_to is None or self.valid_to.lsn > lsn)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The export shape of this version (``valid_to`` is implied by the next one)."""
+        return {
+            "valid_from": self.valid_from.to_json(),
+            "op": self.op,
+            "kind": self.kind,
+            "item": None if self.item is None else self.item.model_dump(mode="json"),
+        }
+
+
+@dataclass(slots=True)
+class Row:
+    """A version as the backends store it: packed stamps, item as JSON text."""
+
+    id: str
+    lsn: int
+    node: int
+    to_lsn: int | None
+    to_node: int | None
+    op: Op
+    kind: str
+    partition: str
+    shared: bool
+    item: str | None
+
+    @classmethod
+    def of(cls, id: str, hlc: Hlc, op: Op, kind: str, item: Item | None, where: Item | None) -> Row:
+        """A new open row; ``where`` (the item, or its last state for a delete) places it."""
+        tags = where.tags if where is not None else ()
+        return cls(
+            id,
+            hlc.lsn.packed(),
+            hlc.node_id,
+            None,
+            None,
+            op,
+            kind,
+            partition_from_tags(tags),
+            SHARED_TAG in tags,
+            None if item is None else item.model_dump_json(),
+        )
+
+    @property
+    def hlc(self) -> Hlc:
+        lsn = Lsn.unpack(self.lsn)
+        return Hlc(lsn.wall_ms, lsn.counter, self.node)
+
+    def version(self) -> Version:
+        to = None
+        if self.to_lsn is not None:
+            lsn = Lsn.unpack(self.to_lsn)
+            to = Hlc(lsn.wall_ms, lsn.counter, self.to_node or 0)
+        item = None if self.item is None else Item.model_validate_json(self.item)
+        return Version(self.id, self.hlc, to, self.op, self.kind, item)
+
+
+def row_from_export(id: str, entry: object) -> Row:
+    """Read one exported version back, validating every field.
+
+    Raises :class:`InvalidItemError` naming what is wrong.
+    """
+    if not isinstance(entry, dict):
+        raise InvalidItemError(f"{id}: a version is an object, got {type(entry).__name__}")
+    try:
+        hlc = Hlc.from_json(entry.get("valid_from"))
+    except InvalidLsnError as e:
+        raise InvalidItemError(f"{id}: valid_from: {e}") from None
+    op = entry.get("op")
+    if op not in ("upsert", "delete"):
+        raise InvalidItemError(f"{id}: op must be 'upsert' or 'delete', got {op!r}")
+    raw = entry.get("item")
+    item: Item | None = None
+    if op == "upsert":
+        if not isinstance(raw, dict):
+            raise InvalidItemError(f"{id}: an upsert version needs its item")
+        try:
+            item = Item.model_validate_json(json.dumps(raw))
+        except ValueError as e:
+            raise InvalidItemError(f"{id}: item: {e}") from None
+        if item.id != id:
+            raise InvalidItemError(f"{id}: a version carries item {item.id!r}")
+    elif raw is not None:
+        raise InvalidItemError(f"{id}: a delete version carries no item")
+    kind = item.kind if item is not None else str(entry.get("kind", ""))
+    return Row.of(id, hlc, op, kind, item, item)

@@ -1,0 +1,599 @@
+"""The SQLite journal: restore, versions, as-of reads, purge, export/import, bad files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore import (
+    Config,
+    Item,
+    JournalCorruptError,
+    JournalError,
+    JournalFullError,
+    JournalLockedError,
+    JournalSchemaError,
+    MemstoreError,
+    Store,
+    ThoughtLink,
+)
+from memstore.errors import InvalidItemError, JournalClosedError
+from memstore.journal import EXPORT_FORMAT, Hlc, Journal, Lsn, SqliteJournal
+from tests.conftest import FakeClock
+
+
+class Wall:
+    """A millisecond clock for stamps that moves only when told to (or backwards)."""
+
+    def __init__(self, ms: int = 1_700_000_000_000) -> None:
+        self.ms = ms
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def state(store: Store) -> dict[str, dict[str, object]]:
+    """Every stored item (private and stale included), as its persisted fields."""
+    with store.lock:  # type: ignore[attr-defined]
+        return {it.id: it.model_dump() for it in store.items_locked()}
+
+
+def open_store(path: Path, **kwargs: object) -> tuple[SqliteJournal, Store]:
+    journal = SqliteJournal(path, **kwargs)  # type: ignore[arg-type]
+    store = Store(Config(clock=FakeClock()))
+    journal.attach(store)
+    return journal, store
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "journal.db"
+
+
+@pytest.fixture
+def pair(db: Path) -> Iterator[tuple[SqliteJournal, Store]]:
+    journal, store = open_store(db, wall=Wall())
+    yield journal, store
+    journal.close()
+
+
+def note(title: str, **kw: object) -> Item:
+    return Item(kind="note", title=title, **kw)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------- restart
+
+
+def test_restart_restores_every_kind_of_write(db: Path) -> None:
+    journal, store = open_store(db)
+    a = store.upsert(note("alpha", tags=["tenant/acme"]))
+    b = store.upsert(note("beta"))
+    store.upsert(Item(id=a.id, kind="note", title="alpha, revised", tags=["tenant/acme"]))
+    store.add_link(a.id, ThoughtLink(to_id=b.id, relation="supports", weight=0.5))
+    c = store.upsert(note("gamma"))
+    store.expire(c.id)
+    d = store.upsert(note("delta"))
+    store.delete(d.id)
+    new = store.supersede(b.id, note("beta, replaced"))
+    private = store.upsert(Item(kind="note", title="mine", scope="private", tags=["user:abc"]))
+    before = state(store)
+    journal.close()
+
+    journal2, store2 = open_store(db)
+    assert state(store2) == before
+    assert store2.get(a.id) is not None and store2.get(a.id).title == "alpha, revised"  # type: ignore[union-attr]
+    assert store2.get(d.id) is None
+    assert new.id in before and private.id in before
+    store2._check()
+    journal2.close()
+
+
+def test_write_after_restart_continues_history(db: Path) -> None:
+    journal, store = open_store(db)
+    a = store.upsert(note("one"))
+    journal.close()
+    journal, store = open_store(db)
+    store.upsert(Item(id=a.id, kind="note", title="two"))
+    titles = [v.item.title for v in journal.history(a.id) if v.item is not None]
+    assert titles == ["one", "two"]
+    journal.close()
+
+
+def test_attach_refuses_two_histories(db: Path) -> None:
+    journal, store = open_store(db)
+    store.upsert(note("on record"))
+    journal.close()
+    other = Store()
+    other.upsert(note("elsewhere"))
+    journal = SqliteJournal(db)
+    with pytest.raises(JournalError, match="already holds items"):
+        journal.attach(other)
+    # and nothing was changed: the other store keeps its item, the journal its own
+    assert [it.title for it in other.items()] == ["elsewhere"]
+    assert [it.title for it in journal.current()] == ["on record"]
+    journal.close()
+
+
+def test_empty_journal_adopts_a_filled_store(db: Path) -> None:
+    store = Store()
+    a = store.upsert(note("already here"))
+    journal = SqliteJournal(db)
+    journal.attach(store)
+    assert [it.id for it in journal.current()] == [a.id]
+    journal.close()
+
+
+def test_one_store_one_journal(tmp_path: Path) -> None:
+    j1 = SqliteJournal(tmp_path / "a.db")
+    j2 = SqliteJournal(tmp_path / "b.db")
+    store = Store()
+    j1.attach(store)
+    with pytest.raises(MemstoreError, match="commit hook"):
+        j2.attach(store)
+    with pytest.raises(JournalError, match="already attached"):
+        j1.attach(Store())
+    j1.close()
+    j2.close()
+
+
+def test_sqlite_journal_is_a_journal(pair: tuple[SqliteJournal, Store]) -> None:
+    assert isinstance(pair[0], Journal)
+
+
+# ------------------------------------------------------------ stamps
+
+
+def test_stamps_increase_even_when_the_wall_clock_steps_back(db: Path) -> None:
+    wall = Wall(5_000)
+    journal, store = open_store(db, wall=wall)
+    ids = [store.upsert(note("a")).id]
+    wall.ms = 1_000  # the clock stepped backwards
+    ids.append(store.upsert(note("b")).id)
+    ids.append(store.upsert(note("c")).id)
+    stamps = [journal.history(i)[0].valid_from for i in ids]
+    assert stamps == sorted(stamps) and len(set(stamps)) == 3
+    assert stamps[1] == Hlc(5_000, 1, 0)
+    last = journal.head()
+    journal.close()
+
+    wall.ms = 10  # restart with a clock far in the past
+    journal, store = open_store(db, wall=wall)
+    assert journal.head() == last
+    d = store.upsert(note("d"))
+    assert journal.history(d.id)[0].valid_from.lsn > last
+    journal.close()
+
+
+def test_head_and_last_lsn_track_acknowledged_groups(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    assert journal.last_lsn() is None
+    assert journal.head() == Lsn(0, 0)
+    store.upsert(note("x"))
+    first = journal.last_lsn()
+    assert first is not None and journal.head() == first
+    with store.batch():
+        store.upsert(note("y"))
+        store.upsert(note("z"))
+    assert journal.last_lsn() is not None and journal.last_lsn() > first  # type: ignore[operator]
+    assert journal.head() == journal.last_lsn()
+
+
+def test_node_id_is_in_every_stamp(db: Path) -> None:
+    journal, store = open_store(db, node_id=513)
+    a = store.upsert(note("x"))
+    assert journal.history(a.id)[0].valid_from.node_id == 513
+    journal.close()
+    with pytest.raises(ValueError, match="node_id"):
+        SqliteJournal(db, node_id=70_000).attach(Store())
+
+
+# ------------------------------------------------------------- as_of
+
+
+def test_as_of_sees_each_past_state(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    wall = journal._wall
+    assert isinstance(wall, Wall)
+    a = store.upsert(note("v1"))
+    at1 = journal.head()
+    wall.ms += 10
+    store.upsert(Item(id=a.id, kind="note", title="v2"))
+    at2 = journal.head()
+    wall.ms += 10
+    store.delete(a.id)
+    at3 = journal.head()
+
+    assert [it.title for it in journal.as_of(at1)] == ["v1"]
+    assert [it.title for it in journal.as_of(at2)] == ["v2"]
+    assert journal.as_of(at3) == []
+    assert journal.as_of(Lsn(at1.wall_ms - 1, 0)) == []
+    # the same positions as text, Hlc and datetime
+    assert [it.title for it in journal.as_of(str(at2))] == ["v2"]
+    assert [it.title for it in journal.as_of(Hlc(at1.wall_ms, at1.counter, 0))] == ["v1"]
+    when = dt.datetime.fromtimestamp(at1.wall_ms / 1000, tz=dt.UTC)
+    assert [it.title for it in journal.as_of(when)] == ["v1"]
+    versions = journal.history(a.id)
+    assert [v.op for v in versions] == ["upsert", "upsert", "delete"]
+    assert versions[0].valid_to == versions[1].valid_from
+    assert versions[-1].valid_to is None and versions[-1].item is None
+
+
+def test_as_of_partition_keeps_shared_items(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    store.upsert(note("acme's", tags=["tenant/acme"]))
+    store.upsert(note("globex's", tags=["tenant/globex"]))
+    store.upsert(note("everyone's", tags=["tenant/globex", "shared"]))
+    at = journal.head()
+    assert {it.title for it in journal.as_of(at, partition="acme")} == {"acme's", "everyone's"}
+    assert len(journal.as_of(at, partition="*")) == 3
+    assert len(journal.as_of(at)) == 3
+
+
+def test_snapshot_streams_what_as_of_returns(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    for i in range(1200):  # more than one fetch batch
+        store.upsert(note(f"n{i}"))
+    mid = journal.head()
+    store.delete(store.items()[0].id)
+    snap = journal.snapshot(mid)
+    first = next(snap)
+    assert first.op == "upsert" and first.item is not None
+    rest = list(snap)
+    assert [v.item for v in [first, *rest]] == journal.as_of(mid)
+    assert len(rest) + 1 == 1200
+
+
+def test_bad_as_of_positions_are_refused(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, _ = pair
+    for bad in ("12", "a.b", "1.2.3.4", "1.99999999999"):
+        with pytest.raises(ValueError, match=r"Lsn|counter|out of range"):
+            journal.as_of(bad)
+    with pytest.raises(ValueError, match="timezone"):
+        journal.as_of(dt.datetime(2025, 1, 1))
+    with pytest.raises(TypeError):
+        journal.as_of(12)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ batches
+
+
+def test_batch_commits_together_and_rolls_back_together(db: Path) -> None:
+    journal, store = open_store(db)
+    keep = store.upsert(note("kept"))
+    with pytest.raises(RuntimeError), journal.transaction():
+        store.upsert(note("lost 1"))
+        store.delete(keep.id)
+        raise RuntimeError("abort the batch")
+    assert [it.title for it in store.items()] == ["kept"]
+    assert [it.title for it in journal.current()] == ["kept"]
+    assert len(journal.history(keep.id)) == 1
+    with journal.transaction():
+        store.upsert(note("in 1"))
+        store.upsert(Item(id=keep.id, kind="note", title="kept, edited"))
+        store.upsert(Item(id=keep.id, kind="note", title="kept, edited twice"))
+    versions = journal.history(keep.id)
+    assert [v.item.title for v in versions if v.item] == [
+        "kept",
+        "kept, edited",
+        "kept, edited twice",
+    ]
+    assert versions[1].valid_to == versions[2].valid_from
+    journal.close()
+    journal, store2 = open_store(db)
+    assert sorted(it.title for it in store2.items()) == ["in 1", "kept, edited twice"]
+    journal.close()
+
+
+def test_a_failed_journal_write_undoes_the_store(db: Path) -> None:
+    journal, store = open_store(db)
+    kept = store.upsert(note("before"))
+    journal._conn.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON versions BEGIN "
+        "SELECT RAISE(ABORT, 'refused by test'); END"
+    )
+    with pytest.raises(JournalError, match="refused by test"):
+        store.upsert(note("never acknowledged"))
+    with pytest.raises(JournalError):
+        store.delete(kept.id)
+    assert [it.title for it in store.items()] == ["before"]
+    store._check()
+    journal._conn.execute("DROP TRIGGER refuse")
+    store.upsert(note("after"))
+    assert sorted(it.title for it in journal.current()) == ["after", "before"]
+    journal.close()
+
+
+def test_before_commit_veto_leaves_no_version(db: Path) -> None:
+    journal, store = open_store(db)
+
+    def refuse(changes: object) -> None:
+        raise RuntimeError("the embedder failed")
+
+    store.add_change_listener(refuse, before_commit=True)
+    with pytest.raises(RuntimeError):
+        store.upsert(note("x"))
+    assert list(journal.current()) == [] and journal.head() == Lsn(0, 0)
+    journal.close()
+
+
+# -------------------------------------------------------------- purge
+
+
+def test_purge_erases_every_version(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    a = store.upsert(note("secret v1", tags=["tenant/acme"]))
+    store.upsert(Item(id=a.id, kind="note", title="secret v2", tags=["tenant/acme"]))
+    gone = store.upsert(note("deleted earlier"))
+    store.delete(gone.id)
+    b = store.upsert(note("kept"))
+    early = journal.head()
+    assert journal.purge([a.id, gone.id, "never-existed"]) == sorted(
+        [a.id, gone.id, "never-existed"]
+    )
+    assert store.get(a.id) is None
+    assert journal.history(a.id) == [] and journal.history(gone.id) == []
+    assert [it.id for it in journal.as_of(early)] == [b.id]
+    raw = journal._conn.execute("SELECT count(*) FROM versions WHERE item LIKE '%secret%'")
+    assert raw.fetchone()[0] == 0
+
+
+def test_purge_by_predicate_sees_deleted_items(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    x = store.upsert(note("x", tags=["tenant/acme"]))
+    y = store.upsert(note("y", tags=["tenant/acme"]))
+    z = store.upsert(note("z", tags=["tenant/other"]))
+    store.delete(y.id)
+    purged = journal.purge(lambda it: "tenant/acme" in it.tags)
+    assert purged == sorted([x.id, y.id])
+    assert [it.id for it in journal.current()] == [z.id]
+    assert journal.purge([]) == []
+    with pytest.raises(TypeError):
+        journal.purge("one-id")
+
+
+def test_purge_inside_a_batch_is_refused(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    a = store.upsert(note("a"))
+    with pytest.raises(JournalError, match="inside a batch"), store.batch():
+        journal.purge([a.id])
+    assert store.get(a.id) is not None and len(journal.history(a.id)) == 1
+
+
+# ------------------------------------------------------ export / import
+
+
+def test_export_import_reproduces_items_and_as_of(tmp_path: Path) -> None:
+    wall = Wall()
+    journal, store = open_store(tmp_path / "a.db", wall=wall)
+    a = store.upsert(note("a1", tags=["tenant/acme"]))
+    positions = [journal.head()]
+    wall.ms += 5
+    store.upsert(Item(id=a.id, kind="note", title="a2", tags=["tenant/acme"]))
+    b = store.upsert(note("b", tags=["tenant/acme"], data={"k": "ünïcødé"}))
+    positions.append(journal.head())
+    wall.ms += 5
+    store.delete(b.id)
+    store.upsert(note("other tenant", tags=["tenant/globex"]))
+    positions.append(journal.head())
+
+    out = io.StringIO()
+    assert journal.export("acme", out) == 2
+    lines = out.getvalue().splitlines()
+    assert json.loads(lines[0])["format"] == EXPORT_FORMAT
+
+    journal2, store2 = open_store(tmp_path / "b.db")
+    assert journal2.import_(io.StringIO(out.getvalue())) == 2
+    for at in positions:
+        assert journal2.as_of(at) == journal.as_of(at, partition="acme")
+    assert [it.title for it in store2.items()] == ["a2"]
+    assert journal2.history(b.id) == journal.history(b.id)
+    # importing again changes nothing
+    journal2.import_(io.StringIO(out.getvalue()))
+    assert journal2.history(a.id) == journal.history(a.id)
+    # new writes stamp after the imported history
+    c = store2.upsert(note("later"))
+    assert journal2.history(c.id)[0].lsn > positions[-1]
+    journal.close()
+    journal2.close()
+    journal3, store3 = open_store(tmp_path / "b.db")
+    assert sorted(it.title for it in store3.items()) == ["a2", "later"]
+    journal3.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "empty input"),
+        ('{"format": "something-else"}\n', "not a memstore export"),
+        (f'{{"format": "{EXPORT_FORMAT}"}}\nnot json\n', "line 2: not JSON"),
+        (f'{{"format": "{EXPORT_FORMAT}"}}\n{{"id": "x", "versions": []}}\n', "no versions"),
+        (
+            f'{{"format": "{EXPORT_FORMAT}"}}\n'
+            '{"id": "x", "versions": [{"valid_from": {"wall_ms": 1, "counter": 0}, '
+            '"op": "upsert", "item": {"id": "y", "kind": "note"}}]}\n',
+            "carries item 'y'",
+        ),
+        (
+            f'{{"format": "{EXPORT_FORMAT}"}}\n'
+            '{"id": "x", "versions": [{"valid_from": {"wall_ms": -1, "counter": 0}, '
+            '"op": "upsert", "item": {"id": "x", "kind": "note"}}]}\n',
+            "out of range",
+        ),
+        (
+            f'{{"format": "{EXPORT_FORMAT}"}}\n'
+            '{"id": "x", "versions": [{"valid_from": {"wall_ms": 1, "counter": 0}, '
+            '"op": "upsert", "item": {"id": "x", "kind": "note", "bogus": 1}}]}\n',
+            "item",
+        ),
+    ],
+)
+def test_bad_import_changes_nothing(pair: tuple[SqliteJournal, Store], text: str, why: str) -> None:
+    journal, store = pair
+    store.upsert(note("existing"))
+    before, head = state(store), journal.head()
+    with pytest.raises(InvalidItemError, match=why):
+        journal.import_(io.StringIO(text))
+    assert state(store) == before and journal.head() == head
+    assert len(list(journal.current())) == 1
+
+
+# ------------------------------------------------------------ bad files
+
+
+def test_not_sqlite_is_refused_untouched(db: Path) -> None:
+    db.write_bytes(b"this is a text file, not a database\n" * 10)
+    before = db.read_bytes()
+    with pytest.raises(JournalCorruptError, match="not an SQLite database"):
+        SqliteJournal(db)
+    assert db.read_bytes() == before
+
+
+def test_foreign_sqlite_database_is_refused(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalSchemaError, match="not a memstore journal"):
+        SqliteJournal(db)
+
+
+def test_truncated_file_fails_clearly(db: Path) -> None:
+    journal, store = open_store(db)
+    for i in range(400):
+        store.upsert(note(f"note {i} " + "padding " * 40))
+    journal.close()
+    size = db.stat().st_size
+    assert size > 64 * 1024
+    with open(db, "r+b") as f:
+        f.truncate(size // 2)
+    damaged = db.read_bytes()
+    with pytest.raises(JournalCorruptError):
+        open_store(db)
+    assert db.read_bytes() == damaged  # nothing written to a damaged file
+
+
+def test_newer_schema_is_refused(db: Path) -> None:
+    SqliteJournal(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalSchemaError, match="newer"):
+        SqliteJournal(db)
+
+
+def test_missing_directory_and_directory_path(tmp_path: Path) -> None:
+    with pytest.raises(JournalError, match="not a directory"):
+        SqliteJournal(tmp_path / "nowhere" / "j.db")
+    with pytest.raises(JournalError, match="is a directory"):
+        SqliteJournal(tmp_path)
+
+
+def test_read_only_directory(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    # chmod stops ordinary users; root ignores it, so there the folder is made
+    # immutable instead (ext4's chattr +i binds root too).
+    immutable = os.geteuid() == 0
+    if immutable:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+    else:
+        folder.chmod(0o555)
+    try:
+        assert not _can_create(folder / "probe")
+        with pytest.raises(JournalError, match="cannot open journal"):
+            SqliteJournal(folder / "j.db")
+        assert list(folder.iterdir()) == []
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
+
+
+def _can_create(path: Path) -> bool:
+    try:
+        path.touch()
+    except OSError:
+        return False
+    path.unlink()
+    return True
+
+
+def test_read_only_file_refuses_writes_clearly(db: Path) -> None:
+    journal, store = open_store(db)
+    store.upsert(note("x"))
+    journal.close()
+    reader = SqliteJournal(db, readonly=True)
+    assert [it.title for it in reader.current()] == ["x"]
+    with pytest.raises(JournalError, match="read-only"):
+        reader.attach(Store())
+        reader._commit_rows([])
+    reader.close()
+
+
+def test_full_disk_rolls_back_and_keeps_everything(db: Path) -> None:
+    journal, store = open_store(db, max_bytes=256 * 1024)
+    written = []
+    with pytest.raises(JournalFullError, match="full"):
+        for i in range(10_000):
+            written.append(store.upsert(note(f"note {i} " + "x" * 500)).id)
+    assert len(written) > 10
+    assert len(store) == len(written)  # the failed write is not in the store
+    store._check()
+    journal.close()
+    journal, store2 = open_store(db)
+    assert sorted(it.id for it in store2.items()) == sorted(written)
+    journal.close()
+
+
+# -------------------------------------------------------- single writer
+
+
+def test_second_writer_in_this_process_is_refused(db: Path) -> None:
+    journal = SqliteJournal(db)
+    with pytest.raises(JournalLockedError, match="open for writing elsewhere"):
+        SqliteJournal(db)
+    reader = SqliteJournal(db, readonly=True)  # readers are welcome
+    reader.close()
+    journal.close()
+    SqliteJournal(db).close()  # released on close
+
+
+def test_second_writer_process_is_refused(db: Path) -> None:
+    journal, store = open_store(db)
+    store.upsert(note("held"))
+    code = (
+        "import sys\n"
+        "from memstore.journal import SqliteJournal\n"
+        "from memstore.errors import JournalLockedError\n"
+        "try:\n"
+        f"    SqliteJournal({str(db)!r})\n"
+        "except JournalLockedError as e:\n"
+        "    print('locked:', e); sys.exit(3)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 3, done.stderr
+    assert "open for writing elsewhere" in done.stdout
+    journal.close()
+
+
+def test_closed_journal_refuses_calls(db: Path) -> None:
+    journal, store = open_store(db)
+    journal.close()
+    journal.close()  # twice is fine
+    with pytest.raises(JournalClosedError):
+        journal.head()
+    store.upsert(note("the store goes on without a record"))
+    with pytest.raises(JournalClosedError):
+        journal.transaction()
