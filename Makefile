@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict memstore memstore_index
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest README.md tests memstore memstore_index
+	$(BIN)/python -m pytest README.md docs tests memstore memstore_index
 
 ## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
 bench: $(STAMP)
@@ -38,6 +38,10 @@ bench-vector: $(STAMP)
 LOCOMO ?= ../shared/datasets/locomo/dev.json
 bench-locomo: $(STAMP)
 	$(BIN)/python benchmarks/locomo.py --data $(LOCOMO)
+
+## bench-journal: durable writes, batches, restore and as_of on the SQLite journal.
+bench-journal: $(STAMP)
+	$(BIN)/python benchmarks/journal.py
 
 ## bench-smoke: the same script on tiny corpora, as CI runs it.
 bench-smoke: $(STAMP)

@@ -13,6 +13,7 @@ scans every item.
 ['Deploys freeze on Fridays']
 """
 
+from memstore.async_memory import AsyncMemory
 from memstore.config import DEFAULT_ID_PREFIX, Change, Config, Locker
 from memstore.consolidate import ConsolidationGroup, ConsolidationReport
 from memstore.errors import (
@@ -58,6 +59,7 @@ from memstore.item import (
     ThoughtLink,
 )
 from memstore.lexical import Lexicon
+from memstore.memory import Memory, MemoryStats
 from memstore.neardup import (
     MEMORY_NEAR_DUP_THRESHOLD,
     NEAR_DUP_MIN_TOKENS,
@@ -172,6 +174,7 @@ __all__ = [
     "STAT_TOTAL",
     "TOPIC_TAG_PREFIX",
     "VALID_THOUGHT_LINK_RELATIONS",
+    "AsyncMemory",
     "CallerStat",
     "Change",
     "Config",
@@ -189,7 +192,9 @@ __all__ = [
     "JournalSchemaError",
     "Lexicon",
     "Locker",
+    "Memory",
     "MemoryCellSpec",
+    "MemoryStats",
     "MemstoreError",
     "PhaseStat",
     "PhaseStats",

@@ -89,6 +89,7 @@ TITLE_WEIGHT = 0.25
 """Extra weight of a token matched in the title, relative to anywhere in the text."""
 
 _KEEP_CHAR = regex.compile(r"[\p{N}\p{Han}\p{Hiragana}\p{Katakana}\p{Extended_Pictographic}]")
+_DIGITS = frozenset("0123456789")
 
 
 def within_one_edit(a: str, b: str) -> bool:
@@ -327,7 +328,10 @@ class Lexicon:
     def _grams_of(w: str) -> set[str]:
         grams = {w[i : i + 2] for i in range(len(w) - 1)}
         grams.update(w[i : i + 3] for i in range(len(w) - 2))
-        grams.update(c for c in w if _KEEP_CHAR.match(c))
+        if w.isascii():  # the only ASCII characters kept alone are digits
+            grams.update(_DIGITS.intersection(w))
+        else:
+            grams.update(c for c in w if _KEEP_CHAR.match(c))
         return grams
 
     def _add_word(self, w: str) -> None:

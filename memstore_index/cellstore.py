@@ -429,6 +429,11 @@ class CellStore:
     def __contains__(self, id: object) -> bool:
         return id in self._label_of
 
+    def ids(self) -> list[str]:
+        """The ids that have a vector here, sorted."""
+        with self._lock:
+            return sorted(self._label_of)
+
     def entry(self, id: str) -> IndexEntry | None:
         """The entry indexed under ``id``, or ``None``."""
         with self._lock:

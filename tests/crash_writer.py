@@ -1,6 +1,7 @@
 """A writer process for the crash tests: writes, acknowledges each write on stdout.
 
-``python -m tests.crash_writer PATH SEED`` opens a journal at PATH and plays
+``python -m tests.crash_writer PATH SEED [VECTORS]`` opens a journal at PATH
+(and a vector index in the folder VECTORS, when given) and plays
 the operations :func:`operations` derives from SEED, printing ``ack N`` (and
 flushing) after operation N was acknowledged. The parent kills it with SIGKILL
 at a moment of its choosing and then checks the journal against the same
@@ -74,13 +75,17 @@ def operations(seed: int) -> Iterator[Op]:
         yield op
 
 
-def main(path: str, seed: int) -> None:
+def main(path: str, seed: int, vectors: str = "") -> None:
     from memstore import Item, Store
     from memstore.journal import SqliteJournal
 
     journal = SqliteJournal(path)
     store = Store()
     journal.attach(store)
+    if vectors:  # a vector index beside the journal, kept by the store's listeners
+        from memstore_index import CellStore, HashEmbedder
+
+        CellStore(HashEmbedder(dim=32), path=vectors).attach(store)
     out = sys.stdout
     for i, op in enumerate(operations(seed)):
         try:
@@ -103,4 +108,4 @@ class _Abort(Exception):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:])

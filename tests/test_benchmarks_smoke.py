@@ -54,3 +54,25 @@ def test_smoke_run_writes_results(tmp_path: Path) -> None:
         assert entry["queries_by_category"]["exact"] > 0
     assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}
     assert data["machine"]["cpu_count"] >= 1
+
+
+JOURNAL_SCRIPT = SCRIPT.parent / "journal.py"
+
+
+def test_journal_smoke_run_writes_results(tmp_path: Path) -> None:
+    out = tmp_path / "journal.json"
+    proc = subprocess.run(
+        [sys.executable, str(JOURNAL_SCRIPT), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| target | value | status |" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["smoke"] is True
+    assert data["single"]["ours_per_s"] > 0 and data["single"]["raw_sqlite_per_s"] > 0
+    assert data["batched"]["ours_items_per_s"] > 0
+    assert data["restore"]["items"] == data["items"]  # every item came back
+    assert data["as_of"]["all_items_returned"] == data["items"]
+    assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}

@@ -9,9 +9,10 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memstore import (
@@ -28,6 +29,7 @@ from memstore import (
 )
 from memstore.errors import InvalidItemError, JournalClosedError
 from memstore.journal import EXPORT_FORMAT, Hlc, Journal, Lsn, SqliteJournal
+from memstore_index import CellStore, HashEmbedder
 from tests.conftest import FakeClock
 
 
@@ -597,3 +599,68 @@ def test_closed_journal_refuses_calls(db: Path) -> None:
     store.upsert(note("the store goes on without a record"))
     with pytest.raises(JournalClosedError):
         journal.transaction()
+
+
+# ------------------------------------------------------ vectors beside it
+
+
+class CountingEmbedder(HashEmbedder):
+    """A hash embedder that counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_vectors_beside_the_journal_are_not_embedded_again(tmp_path: Path) -> None:
+    def start() -> tuple[SqliteJournal, Store, CellStore, CountingEmbedder]:
+        embedder = CountingEmbedder()
+        journal = SqliteJournal(tmp_path / "journal.db")
+        store = Store()
+        journal.attach(store)  # restore first, then let the index catch up
+        cells = CellStore(embedder, path=tmp_path)
+        cells.attach(store)
+        return journal, store, cells, embedder
+
+    journal, store, cells, embedder = start()
+    items = [store.upsert(note(f"incident {i}: the api timed out")) for i in range(50)]
+    store.delete(items[0].id)
+    assert embedder.texts == 50
+    query = cells.search_vector(cells._embedder.embed(["incident 7: the api timed out"])[0], 1)
+    cells.close()
+    journal.close()
+
+    journal, store, cells, embedder = start()
+    assert embedder.texts == 0, "restart embedded again"
+    assert cells.ids() == sorted(it.id for it in items[1:])
+    again = cells.search_vector(cells._embedder.embed(["incident 7: the api timed out"])[0], 1)
+    assert [h.id for h, _ in again] == [h.id for h, _ in query]
+    cells.close()
+    journal.close()
+
+
+def test_index_catches_up_when_the_record_is_ahead(tmp_path: Path) -> None:
+    """A crash after the journal committed but before the vector file was written."""
+    journal = SqliteJournal(tmp_path / "journal.db")
+    store = Store()
+    journal.attach(store)
+    cells = CellStore(CountingEmbedder(), path=tmp_path)
+    cells.attach(store)
+    a = store.upsert(note("kept in both"))
+    cells.close()  # the index stops following
+    b = store.upsert(note("only on record"))
+    journal.close()
+
+    journal = SqliteJournal(tmp_path / "journal.db")
+    store = Store()
+    journal.attach(store)
+    embedder = CountingEmbedder()
+    cells = CellStore(embedder, path=tmp_path)
+    cells.attach(store)
+    assert embedder.texts == 1 and cells.ids() == sorted([a.id, b.id])
+    cells.close()
+    journal.close()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from memstore import Store
 from memstore.journal import SqliteJournal
+from memstore_index import CellStore, HashEmbedder
 from tests.crash_writer import Model, operations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,13 +39,14 @@ def expected_states(seed: int, acked: int) -> tuple[Model, Model]:
     return model, with_next
 
 
-def run_until_killed(path: Path, seed: int, rng: random.Random) -> int:
+def run_until_killed(path: Path, seed: int, rng: random.Random, vectors: Path | None) -> int:
     """Start a writer, let it acknowledge some operations, SIGKILL it; how many it acked."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     target = rng.randrange(1, 300)
     acked = 0
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.crash_writer", str(path), str(seed)],
+        [sys.executable, "-m", "tests.crash_writer", str(path), str(seed)]
+        + ([str(vectors)] if vectors else []),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -78,7 +80,10 @@ def test_sigkill_never_loses_an_acknowledged_write(tmp_path: Path) -> None:
     for trial in range(TRIALS):
         path = tmp_path / f"crash-{trial}.db"
         seed = rng.randrange(1 << 30)
-        acked = run_until_killed(path, seed, rng)
+        vectors = tmp_path / f"vectors-{trial}" if trial % 2 else None
+        if vectors:
+            vectors.mkdir()
+        acked = run_until_killed(path, seed, rng, vectors)
         before, after = expected_states(seed, acked)
 
         journal = SqliteJournal(path)  # the lock died with the writer
@@ -88,6 +93,12 @@ def test_sigkill_never_loses_an_acknowledged_write(tmp_path: Path) -> None:
         assert got in (before, after), f"trial {trial}: seed {seed}, {acked} acknowledged"
         outcomes["in flight absent" if got == before else "in flight present"] += 1
         store._check()
+        if vectors:  # the vector index catches up with the record, never the reverse
+            cells = CellStore(HashEmbedder(dim=32), path=vectors)
+            cells.attach(store)
+            cells._check()
+            assert sorted(cells.ids()) == sorted(got)
+            cells.close()
         # the record itself is whole: each version chain ends once, in order
         for id in got:
             versions = journal.history(id)

@@ -107,6 +107,11 @@ class JournalBase(ABC):
     def _current_rows(self) -> Iterator[Row]:
         """The open upsert rows: the live items."""
 
+    def _current_items(self) -> Iterator[str]:
+        """The live items as JSON text (a backend may fetch only that column)."""
+        for row in self._current_rows():
+            yield row.item or ""
+
     @abstractmethod
     def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
         """Upsert rows visible at ``lsn``, by id; ``partition`` adds shared items."""
@@ -229,8 +234,9 @@ class JournalBase(ABC):
     def current(self) -> Iterator[Item]:
         """The live items, as restore loads them."""
         self._check_open()
-        for row in self._current_rows():
-            yield Item.model_validate_json(row.item or "")
+        parse = Item.model_validate_json
+        for text in self._current_items():
+            yield parse(text)
 
     def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]:
         """The items exactly as they were at ``lsn``, ordered by id.

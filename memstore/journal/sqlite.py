@@ -78,6 +78,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX versions_open ON versions (id) WHERE to_lsn IS NULL",
         "CREATE INDEX versions_lsn ON versions (lsn)",
         "CREATE INDEX versions_partition ON versions (partition, id, lsn)",
+        "CREATE INDEX versions_shared ON versions (id, lsn) WHERE shared = 1",
     ),
 )
 
@@ -325,12 +326,32 @@ class SqliteJournal(JournalBase):
 
     def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
         at = lsn.packed()
-        where = "lsn <= ? AND (to_lsn IS NULL OR to_lsn > ?) AND op = 'upsert'"
-        params: list[object] = [at, at]
-        if partition is not None:
-            where += " AND (partition = ? OR shared = 1)"
-            params.append(partition)
-        return self._select(f"SELECT {_COLUMNS} FROM versions WHERE {where} ORDER BY id", params)
+        live = "lsn <= ? AND (to_lsn IS NULL OR to_lsn > ?) AND op = 'upsert'"
+        if partition is None:
+            return self._select(
+                f"SELECT {_COLUMNS} FROM versions WHERE {live} ORDER BY id", (at, at)
+            )
+        # Two index walks (the partition's rows, then shared rows of others)
+        # rather than one scan of every row with an OR.
+        return self._select(
+            f"SELECT {_COLUMNS} FROM versions WHERE partition = ? AND {live} "
+            f"UNION ALL SELECT {_COLUMNS} FROM versions "
+            f"WHERE shared = 1 AND partition != ? AND {live} ORDER BY id",
+            (partition, at, at, partition, at, at),
+        )
+
+    def _current_items(self) -> Iterator[str]:
+        self._check_open()
+        with self._reader() as conn:
+            try:
+                cur = conn.execute(
+                    "SELECT item FROM versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id"
+                )
+                while batch := cur.fetchmany(4096):
+                    for (text,) in batch:
+                        yield text
+            except sqlite3.Error as e:
+                raise _translate(e, f"reading journal {self.path!r} failed") from e
 
     def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
         order = " ORDER BY id, lsn, node"

@@ -1,0 +1,339 @@
+"""Journal benchmark: durable writes, batches, restore and as-of reads on SQLite.
+
+Measured, in one process against a raw-``sqlite3`` floor doing the same I/O:
+
+* durable single writes per second: ``Store.upsert`` with a ``SqliteJournal``
+  (durability ``"full"``: every write is synced before it is acknowledged),
+  against one ``INSERT`` + ``COMMIT`` per row with the same pragmas;
+* batched writes per second: ``with store.batch()`` around 1,000 upserts,
+  against ``executemany`` of 1,000 rows per transaction;
+* restore: a fresh process opens the journal and attaches an empty store
+  (every item parsed and indexed); wall time and peak RSS of that process;
+* ``as_of`` at N items with 10 versions each, at random positions: the whole
+  store, and one partition of 1% of the items.
+
+Results go to a JSON file and a markdown table (PASS/MISS per target) on
+stdout; progress on stderr. The exit status is 0 whether targets pass or not.
+
+Usage::
+
+    python benchmarks/journal.py [--items 100000] [--smoke] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import random
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from _common import TargetResult, cpu_model, fmt, git_commit, log, percentile, status, version
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "journal.json"
+VERSIONS = 10
+PARTITIONS = 100
+
+sys.path.insert(0, str(ROOT))
+
+
+def _item(i: int, rev: int = 0) -> Any:
+    from memstore import Item
+
+    return Item(
+        id=f"note-{i:07d}",
+        kind="observation",
+        title=f"deploy {i % 977} of service api-{i % 53}",
+        content=(
+            f"revision {rev}: the rollout of build {i} paused at stage {i % 7} "
+            "while the database migration held a lock on the orders table"
+        ),
+        tags=[f"tenant/t{i % PARTITIONS}"],
+    )
+
+
+def single_writes(folder: Path, n: int) -> dict[str, float]:
+    """Acknowledged durable upserts per second: ours, and the raw SQLite floor."""
+    from memstore import Store
+    from memstore.journal import SqliteJournal
+
+    items = [_item(i) for i in range(n)]
+    with SqliteJournal(folder / "single.db", durability="full") as journal:
+        store = Store()
+        journal.attach(store)
+        t0 = time.perf_counter()
+        for it in items:
+            store.upsert(it)
+        ours = n / (time.perf_counter() - t0)
+
+    payloads = [it.model_dump_json() for it in items]
+    conn = _raw(folder / "single-raw.db")
+    t0 = time.perf_counter()
+    for i, p in enumerate(payloads):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t VALUES (?, ?)", (i, p))
+        conn.execute("COMMIT")
+    raw = n / (time.perf_counter() - t0)
+    conn.close()
+    return {"ours_per_s": ours, "raw_sqlite_per_s": raw, "writes": n}
+
+
+def batched_writes(folder: Path, n: int, batch: int = 1000) -> dict[str, float]:
+    """Items per second written in acknowledged batches of ``batch``."""
+    from memstore import Store
+    from memstore.journal import SqliteJournal
+
+    items = [_item(i) for i in range(n)]
+    with SqliteJournal(folder / "batched.db", durability="full") as journal:
+        store = Store()
+        journal.attach(store)
+        t0 = time.perf_counter()
+        for start in range(0, n, batch):
+            with store.batch():
+                for it in items[start : start + batch]:
+                    store.upsert(it)
+        ours = n / (time.perf_counter() - t0)
+        journal_only = _journal_share(journal, items, batch)
+
+    payloads = [it.model_dump_json() for it in items]
+    conn = _raw(folder / "batched-raw.db")
+    t0 = time.perf_counter()
+    for start in range(0, n, batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO t VALUES (?, ?)",
+            ((start + j, p) for j, p in enumerate(payloads[start : start + batch])),
+        )
+        conn.execute("COMMIT")
+    raw = n / (time.perf_counter() - t0)
+    conn.close()
+    return {
+        "ours_items_per_s": ours,
+        "journal_only_items_per_s": journal_only,
+        "raw_sqlite_items_per_s": raw,
+        "items": n,
+        "batch": batch,
+    }
+
+
+def _journal_share(journal: Any, items: list[Any], batch: int) -> float:
+    """Items/s of the journal's own part of a batch (rows built and committed)."""
+    from memstore.config import Change
+
+    changes = [Change("upsert", it.clone(id=it.id + "-j"), it.id + "-j", it.kind) for it in items]
+    t0 = time.perf_counter()
+    for start in range(0, len(changes), batch):
+        journal._on_commit(changes[start : start + batch])
+    return len(changes) / (time.perf_counter() - t0)
+
+
+def _raw(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, item TEXT)")
+    return conn
+
+
+def build_history(path: Path, n: int, versions: int) -> None:
+    """A journal of ``n`` items with ``versions`` versions each (rows written directly)."""
+    from memstore.config import Change
+    from memstore.journal import SqliteJournal
+
+    wall = [1_750_000_000_000]
+    with SqliteJournal(path, durability="off", wall=lambda: wall[0]) as journal:
+        for rev in range(versions):
+            for start in range(0, n, 10_000):
+                changes = [
+                    Change("upsert", it, it.id, it.kind)
+                    for it in (_item(i, rev) for i in range(start, min(n, start + 10_000)))
+                ]
+                journal._on_commit(changes)
+            wall[0] += 60_000
+
+
+def restore_child(path: str) -> None:
+    """(In a fresh process) open, attach, report time and peak memory as JSON."""
+    from memstore import Store
+    from memstore.journal import SqliteJournal
+
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    journal = SqliteJournal(path)
+    store = Store()
+    journal.attach(store)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "items": len(store),
+                "peak_rss_mb": peak / 1024,
+                "rss_growth_mb": (peak - base) / 1024,
+            }
+        )
+    )
+    journal.close()
+
+
+def restore(path: Path) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--restore-child", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+def as_of_latency(path: Path, queries: int) -> dict[str, float]:
+    from memstore.journal import Lsn, SqliteJournal
+
+    rng = random.Random(7)
+    with SqliteJournal(path, readonly=True) as journal:
+        head = journal.head()
+        first = Lsn(head.wall_ms - (VERSIONS - 1) * 60_000, 0)
+        spans = [
+            Lsn(rng.randrange(first.wall_ms, head.wall_ms + 1), 1 << 19) for _ in range(queries)
+        ]
+        whole: list[float] = []
+        one: list[float] = []
+        sizes = []
+        for at in spans[: max(3, queries // 10)]:
+            t0 = time.perf_counter()
+            sizes.append(len(journal.as_of(at)))
+            whole.append((time.perf_counter() - t0) * 1000)
+        for at in spans:
+            t0 = time.perf_counter()
+            journal.as_of(at, partition=f"t{rng.randrange(PARTITIONS)}")
+            one.append((time.perf_counter() - t0) * 1000)
+    return {
+        "all_items_p50_ms": statistics.median(whole),
+        "all_items_returned": statistics.median(sizes),
+        "partition_p50_ms": percentile(one, 50),
+        "partition_p95_ms": percentile(one, 95),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--items", type=int, default=100_000)
+    ap.add_argument("--single", type=int, default=2_000)
+    ap.add_argument("--batched", type=int, default=50_000)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--restore-child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.restore_child:
+        restore_child(args.restore_child)
+        return
+    if args.smoke:
+        args.items, args.single, args.batched = 2_000, 100, 2_000
+
+    with tempfile.TemporaryDirectory(prefix="memstore-journal-bench-") as tmp:
+        folder = Path(tmp)
+        log(f"single durable writes x{args.single}")
+        single = single_writes(folder, args.single)
+        log(f"batched writes x{args.batched}")
+        batched = batched_writes(folder, args.batched)
+        log(f"restore of {args.items} items")
+        from memstore import Store
+        from memstore.journal import SqliteJournal
+
+        with SqliteJournal(folder / "restore.db", durability="off") as journal:
+            store = Store()
+            journal.attach(store)
+            for start in range(0, args.items, 1000):
+                with store.batch():
+                    for i in range(start, min(args.items, start + 1000)):
+                        store.upsert(_item(i))
+        restored = restore(folder / "restore.db")
+        log(f"as_of over {args.items} items x {VERSIONS} versions")
+        build_history(folder / "history.db", args.items, VERSIONS)
+        as_of = as_of_latency(folder / "history.db", 20 if args.smoke else 50)
+
+    full = not args.smoke and args.items >= 100_000
+    targets = [
+        TargetResult(
+            "single durable writes/s >= 1,000",
+            single["ours_per_s"],
+            "writes/s",
+            status(single["ours_per_s"], 1000, at_least=True),
+        ),
+        TargetResult(
+            "batched items/s >= 20,000",
+            batched["ours_items_per_s"],
+            "items/s",
+            status(batched["ours_items_per_s"], 20_000, at_least=True),
+        ),
+        TargetResult(
+            "restore of 100k items < 3 s",
+            restored["seconds"] if full else None,
+            "s",
+            status(restored["seconds"] if full else None, 3.0),
+        ),
+    ]
+    record = {
+        "benchmark": "journal",
+        "smoke": args.smoke,
+        "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "single": single,
+        "batched": batched,
+        "restore": restored,
+        "as_of": as_of,
+        "items": args.items,
+        "versions_per_item": VERSIONS,
+        "targets": [asdict(t) for t in targets],
+        "machine": {
+            "cpu": cpu_model(),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version,
+            "memstore_commit": git_commit(ROOT),
+            "pydantic": version("pydantic"),
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2) + "\n")
+
+    print("| measure | memstore | raw sqlite3 |\n|---|---:|---:|")
+    print(
+        f"| durable single writes/s | {fmt(single['ours_per_s'])} | "
+        f"{fmt(single['raw_sqlite_per_s'])} |"
+    )
+    print(
+        f"| batched items/s (1,000 per batch) | {fmt(batched['ours_items_per_s'])} | "
+        f"{fmt(batched['raw_sqlite_items_per_s'])} |"
+    )
+    print(f"| of which the journal alone, items/s | {fmt(batched['journal_only_items_per_s'])} | |")
+    print(f"| restore {restored['items']:,} items, s | {fmt(restored['seconds'])} | |")
+    print(f"| restore peak RSS, MB | {fmt(restored['peak_rss_mb'], 0)} | |")
+    print(
+        f"| as_of all {as_of['all_items_returned']:,.0f} items p50, ms | "
+        f"{fmt(as_of['all_items_p50_ms'])} | |"
+    )
+    print(
+        f"| as_of one partition (1%) p50 / p95, ms | {fmt(as_of['partition_p50_ms'])} / "
+        f"{fmt(as_of['partition_p95_ms'])} | |"
+    )
+    print("\n| target | value | status |\n|---|---:|---|")
+    for t in targets:
+        print(f"| {t.name} | {fmt(t.value)} | {t.status} |")
+
+
+if __name__ == "__main__":
+    main()

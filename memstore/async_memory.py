@@ -1,0 +1,136 @@
+""":class:`AsyncMemory`: the :class:`~memstore.memory.Memory` API for asyncio programs.
+
+Every method is a coroutine that runs the blocking work (locks, SQLite,
+embedding) in a worker thread, so the event loop keeps serving while a write
+syncs or a query embeds.
+
+>>> import asyncio
+>>> async def main() -> list[str]:
+...     async with await AsyncMemory.open(embedder="hash") as mem:
+...         await mem.add("The nightly backup runs at 02:00 UTC.", partition="ops")
+...         hits = await mem.search("when does the backup run?", partition="ops")
+...         return [h.item.content for h in hits]
+>>> asyncio.run(main())
+['The nightly backup runs at 02:00 UTC.']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, ParamSpec, TypeVar
+
+from memstore.consolidate import ConsolidationReport
+from memstore.item import Item, ScoredItem
+from memstore.journal import Lsn, Version
+from memstore.memory import Memory, MemoryStats
+from memstore.search import SearchResult
+
+__all__ = ["AsyncMemory"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AsyncMemory:
+    """The :class:`Memory` API with ``async`` methods; see :class:`Memory` for each.
+
+    ``AsyncMemory(...)`` opens synchronously (restoring a journal and loading
+    a model can take a while); ``await AsyncMemory.open(...)`` does it in a
+    worker thread. ``async with`` closes it.
+    """
+
+    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
+        self.memory = memory if memory is not None else Memory(*args, **kwargs)
+
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> AsyncMemory:
+        """Open a :class:`Memory` off the event loop and wrap it."""
+        memory = await asyncio.to_thread(functools.partial(Memory, *args, **kwargs))
+        return cls(memory=memory)
+
+    async def _run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    # writes
+    async def add(self, text_or_item: str | Item, **kwargs: Any) -> Item:
+        return await self._run(self.memory.add, text_or_item, **kwargs)
+
+    async def add_many(
+        self, items: Iterable[str | Item | Mapping[str, Any]], **kwargs: Any
+    ) -> list[Item]:
+        return await self._run(self.memory.add_many, list(items), **kwargs)
+
+    async def update(self, id: str, /, **fields: Any) -> Item:
+        return await self._run(self.memory.update, id, **fields)
+
+    async def delete(self, id: str) -> bool:
+        return await self._run(self.memory.delete, id)
+
+    async def expire(self, id: str) -> bool:
+        return await self._run(self.memory.expire, id)
+
+    async def supersede(self, old_id: str, text_or_item: str | Item, **fields: Any) -> Item:
+        return await self._run(self.memory.supersede, old_id, text_or_item, **fields)
+
+    async def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
+        return await self._run(self.memory.refute, id, reason, evidence)
+
+    async def link(
+        self, from_id: str, to_id: str, relation: str = "correlates_with", weight: float = 1.0
+    ) -> bool:
+        return await self._run(self.memory.link, from_id, to_id, relation, weight)
+
+    async def purge(self, ids: Iterable[str]) -> list[str]:
+        return await self._run(self.memory.purge, list(ids))
+
+    # reads
+    async def get(self, id: str) -> Item | None:
+        return await self._run(self.memory.get, id)
+
+    async def search(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return await self._run(self.memory.search, query, **kwargs)
+
+    async def search_full(self, query: str, **kwargs: Any) -> list[SearchResult]:
+        return await self._run(self.memory.search_full, query, **kwargs)
+
+    async def recent(self, limit: int = 10, **kwargs: Any) -> list[Item]:
+        return await self._run(self.memory.recent, limit, **kwargs)
+
+    async def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
+        return await self._run(self.memory.context, anchor, max_depth)
+
+    async def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
+        return await self._run(self.memory.consolidate, partition, apply=apply)
+
+    async def history(self, id: str) -> list[Version]:
+        return await self._run(self.memory.history, id)
+
+    async def as_of(
+        self, when: Lsn | _dt.datetime | str, *, partition: str | None = None
+    ) -> list[Item]:
+        return await self._run(self.memory.as_of, when, partition=partition)
+
+    async def export(self, fp: IO[str], partition: str | None = None) -> int:
+        return await self._run(self.memory.export, fp, partition)
+
+    async def import_(self, fp: IO[str]) -> int:
+        return await self._run(self.memory.import_, fp)
+
+    async def stats(self) -> MemoryStats:
+        return await self._run(self.memory.stats)
+
+    def subscribe(self, **options: Any) -> Any:
+        """A hub subscription; iterate it with ``async for``."""
+        return self.memory.subscribe(**options)
+
+    async def close(self) -> None:
+        await self._run(self.memory.close)
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

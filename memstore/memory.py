@@ -1,0 +1,635 @@
+"""The front door: one object that wires the store, vectors, search, journal and hub.
+
+:class:`Memory` is what most programs need: give it a folder and it keeps
+everything there (a SQLite journal and the vectors beside it); give it
+nothing and it lives in memory. Writes take plain text or an
+:class:`~memstore.item.Item`, with ``Item`` fields as keyword arguments;
+``partition=`` names the tenant (the ``tenant/<name>`` tag, never spelled by
+hand) and ``private_to=`` makes a note visible to one user alone.
+
+>>> from memstore import Memory
+>>> with Memory(embedder="hash") as mem:
+...     fact = mem.add("The user is vegetarian and cooks dinner for two.",
+...                    kind="stable_fact", confidence="high", partition="alice")
+...     [hit.item.content for hit in mem.search("vegetarian dinner", partition="alice")]
+['The user is vegetarian and cooks dinner for two.']
+
+Every error a caller can cause is a :class:`~memstore.errors.MemstoreError`
+whose message says what to do, and a failed call changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final
+
+from memstore.config import Config
+from memstore.consolidate import ConsolidationReport
+from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
+from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
+from memstore.journal import Journal, Lsn, SqliteJournal, Version
+from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.store import Store
+from memstore.tags import (
+    PARTITION_ALL,
+    PARTITION_TAG_PREFIX,
+    PRIVATE_OWNER_TAG_PREFIX,
+    partition_from_tags,
+)
+from memstore.validate import thought_link_rejection
+
+if TYPE_CHECKING:
+    from memstore_index import CellStore, Embedder
+
+__all__ = ["DEFAULT_KIND", "JOURNAL_FILE", "Memory", "MemoryStats"]
+
+DEFAULT_KIND: Final = "note"
+"""The kind of a note added as plain text without ``kind=``."""
+JOURNAL_FILE: Final = "journal.db"
+"""The journal's file name inside a :class:`Memory` folder (vectors live beside it)."""
+
+_FIELDS: Final = frozenset(Item.model_fields)
+_INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
+_SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {"store"}
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryStats:
+    """What :meth:`Memory.stats` reports."""
+
+    items: int
+    """Items held (every status, private ones included)."""
+    active: int
+    """Active items."""
+    vectors: int
+    """Items with a vector (0 without an embedder)."""
+    head: Lsn | None
+    """The newest journal position (``None`` without a journal)."""
+    search: Mapping[str, int]
+    """The searcher's counters (``search.total``, ``search.keyword_hits``...)."""
+    hub: Mapping[str, Any] | None = None
+    """The hub's figures (``None`` without a hub)."""
+
+
+class Memory:
+    """A memory for one agent program: durable, searchable, thread-safe.
+
+    ``path``: a folder for the journal and the vectors (created if missing);
+    ``None`` keeps everything in memory. ``journal``: any
+    :class:`~memstore.journal.Journal` instead of the folder's SQLite file.
+    ``embedder``: ``"auto"`` (the local MiniLM model when installed, else a
+    hash embedder, with a warning), ``"local"``, ``"hash"``, ``None`` (lexical
+    search only) or any :class:`~memstore_index.Embedder`. ``config``: the
+    store's :class:`~memstore.config.Config` (host seams, clock, vocabulary).
+    ``search``: options of :class:`~memstore.search.SearchConfig` (e.g.
+    ``{"always_fuse": True}``). ``hub``: ``True`` for a change hub
+    (:meth:`subscribe`), or a hub to use.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: str | Embedder | None = "auto",
+        journal: Journal | str | None = None,
+        config: Config | None = None,
+        search: Mapping[str, Any] | None = None,
+        hub: bool | Any = False,
+    ) -> None:
+        options = dict(search or {})
+        unknown = sorted(set(options) - _SEARCH_FIELDS)
+        if unknown:
+            raise MemstoreError(
+                f"unknown search option(s) {unknown}; valid ones: {sorted(_SEARCH_FIELDS)}"
+            )
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.RLock()
+        self._closed = False
+        self._closers: list[Callable[[], None]] = []
+        self.store = Store(config)
+        try:
+            self.journal = self._open_journal(journal)
+            self.cells = self._open_cells(embedder)
+            self.hub = self._open_hub(hub)
+        except BaseException:
+            self.close()
+            raise
+        cells = self.cells
+        self.searcher = Searcher(
+            SearchConfig(
+                store=self.store, cells=(lambda: cells) if cells is not None else None, **options
+            )
+        )
+
+    # -------------------------------------------------------------- wiring
+
+    def _open_journal(self, journal: Journal | str | None) -> Journal | None:
+        if isinstance(journal, str):
+            if journal.startswith(("postgresql://", "postgres://")):
+                journal = _postgres_journal(journal)
+            else:
+                raise MemstoreError(
+                    f"journal={journal[:40]!r}: pass a Journal object or a postgresql:// DSN; "
+                    "for a SQLite file give Memory a folder path instead"
+                )
+        if journal is None and self.path is not None:
+            if self.path.exists() and not self.path.is_dir():
+                raise MemstoreError(f"{self.path} is a file; Memory(path) takes a folder")
+            self.path.mkdir(parents=True, exist_ok=True)
+            journal = SqliteJournal(self.path / JOURNAL_FILE)
+        if journal is not None:
+            self._closers.append(journal.close)
+            journal.attach(self.store)  # restore before the vectors catch up
+        return journal
+
+    def _open_cells(self, embedder: str | Embedder | None) -> CellStore | None:
+        if embedder is None or embedder == "none":
+            return None
+        from memstore_index import CellStore, HashEmbedder, default_embedder
+
+        if isinstance(embedder, str):
+            if embedder == "auto":
+                emb: Embedder = default_embedder()
+            elif embedder == "hash":
+                emb = HashEmbedder()
+            elif embedder == "local":
+                from memstore_index import onnx_embedder
+
+                if not onnx_embedder.AVAILABLE:
+                    raise MemstoreError(
+                        f"embedder='local' needs the local model: {onnx_embedder.INSTALL_HINT} "
+                        f"({onnx_embedder.MISSING})"
+                    )
+                emb = onnx_embedder.OnnxMiniLMEmbedder()
+            else:
+                raise MemstoreError(
+                    f"embedder={embedder!r}: use 'auto', 'local', 'hash', None or an Embedder"
+                )
+        else:
+            emb = embedder
+        cells = CellStore(emb, path=self.path)
+        self._closers.append(cells.close)
+        cells.attach(self.store)
+        return cells
+
+    def _open_hub(self, hub: bool | Any) -> Any:
+        if hub is False or hub is None:
+            return None
+        from memstore_hub import Hub  # type: ignore[import-not-found]
+
+        the_hub = Hub() if hub is True else hub
+        lsn = self.journal.last_lsn if self.journal is not None else None
+        the_hub.attach(self.store, lsn=lsn)
+        return the_hub
+
+    # -------------------------------------------------------------- writes
+
+    def add(
+        self,
+        text_or_item: str | Item,
+        *,
+        partition: str | None = None,
+        private_to: str | None = None,
+        dedup: bool = True,
+        **fields: Any,
+    ) -> Item:
+        """Store a note; returns it as stored (with its id).
+
+        Plain text becomes the content of a ``note`` (or of ``kind=``). With
+        ``dedup`` (the default), a restatement of a knowledge cell of the same
+        kind (``stable_fact``, ``hypothesis``, ...) updates that cell instead
+        of adding a near-duplicate; the cell it landed on is returned.
+        """
+        item = self._build(text_or_item, partition, private_to, fields)
+        self._check_open()
+        if dedup:
+            stored, _ = self.store.upsert_dedup(item)
+            return stored
+        return self.store.upsert(item)
+
+    def add_many(
+        self,
+        items: Iterable[str | Item | Mapping[str, Any]],
+        *,
+        partition: str | None = None,
+        progress: bool = False,
+    ) -> list[Item]:
+        """Store many notes in one transaction (one embedding pass, one sync).
+
+        Each entry is text, an :class:`Item`, or a mapping of ``Item`` fields
+        (with ``text``/``partition``/``private_to`` accepted too). All or
+        nothing: one invalid entry raises (naming its position) and nothing is
+        stored. ``progress=True`` draws a progress bar on stderr.
+        """
+        built: list[Item] = []
+        for n, entry in enumerate(items):
+            try:
+                if isinstance(entry, Mapping):
+                    fields = dict(entry)
+                    text = fields.pop("text", None)
+                    part = fields.pop("partition", partition)
+                    owner = fields.pop("private_to", None)
+                    built.append(
+                        self._build(
+                            text if text is not None else Item(kind=DEFAULT_KIND),
+                            part,
+                            owner,
+                            fields,
+                        )
+                    )
+                else:
+                    built.append(self._build(entry, partition, None, {}))
+            except InvalidItemError as e:
+                raise InvalidItemError(f"entry {n}: {e.reason}") from None
+        bar = _Progress(len(built)) if progress else None
+        out: list[Item] = []
+        self._check_open()
+        with self.store.batch():
+            for n, it in enumerate(built):
+                try:
+                    out.append(self.store.upsert(it))
+                except InvalidItemError as e:
+                    raise InvalidItemError(f"entry {n}: {e.reason}") from None
+                if bar is not None:
+                    bar.step()
+            if bar is not None:
+                bar.note("embedding and writing")
+        if bar is not None:
+            bar.done()
+        return out
+
+    def update(self, id: str, /, **fields: Any) -> Item:
+        """Change fields of an item; returns the stored result.
+
+        Raises :class:`~memstore.errors.ItemNotFoundError` for an unknown id and
+        :class:`~memstore.errors.InvalidItemError` for an unknown field or a
+        value the item's rules refuse; either way nothing changes.
+        """
+        _check_fields(fields)
+        if "id" in fields:
+            raise InvalidItemError("update cannot change an item's id")
+        self._check_open()
+        current = self.store.get(id)
+        if current is None:
+            raise ItemNotFoundError(id)
+        data = current.model_dump()
+        data.update(fields)
+        if "links" in fields:
+            data["links_set"] = True
+        return self.store.upsert(_validated(data))
+
+    def delete(self, id: str) -> bool:
+        """Delete an item (the journal keeps its history); whether it existed."""
+        self._check_open()
+        return self.store.delete(id)
+
+    def expire(self, id: str) -> bool:
+        """Mark an item stale now; whether it exists."""
+        self._check_open()
+        return self.store.expire(id)
+
+    def supersede(self, old_id: str, text_or_item: str | Item, **fields: Any) -> Item:
+        """Retire ``old_id`` and store its replacement (which records what it replaced).
+
+        Given as text, the replacement keeps the old item's kind, subject,
+        event date, confidence, origin and tags unless told otherwise.
+        """
+        partition = fields.pop("partition", None)
+        self._check_open()
+        old = self.store.get(old_id)
+        if old is None:
+            raise ItemNotFoundError(old_id)
+        if partition is None:
+            partition = partition_from_tags(old.tags) or None
+        if not isinstance(text_or_item, Item):  # a restatement keeps what it does not change
+            for name in _INHERITED:
+                fields.setdefault(name, getattr(old, name))
+        new = self._build(text_or_item, partition, None, fields)
+        return self.store.supersede(old_id, new)
+
+    def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
+        """Refute an item and expire what was derived from it; the ids expired by the cascade."""
+        if not reason.strip():
+            raise InvalidItemError("refute needs a reason")
+        self._check_open()
+        found, cascaded = self.store.refute(id, reason, evidence)
+        if not found:
+            raise ItemNotFoundError(id)
+        return cascaded
+
+    def link(
+        self, from_id: str, to_id: str, relation: str = "correlates_with", weight: float = 1.0
+    ) -> bool:
+        """Link ``from_id`` -> ``to_id``; whether it was admitted (``False``: the cap held).
+
+        ``relation`` is one of ``triggers``, ``caused_by``, ``correlates_with``,
+        ``precedes``, ``explains``, ``contradicts``; ``weight`` in 0..1.
+        """
+        self._check_open()
+        for id in (from_id, to_id):
+            if self.store.get(id) is None:
+                raise ItemNotFoundError(id)
+        try:
+            link = ThoughtLink(to_id=to_id, relation=relation, weight=weight)
+        except ValueError as e:
+            raise InvalidItemError(f"bad link: {_short(str(e))}") from None
+        why = thought_link_rejection(from_id, link)
+        if why:
+            raise InvalidItemError(why)
+        return self.store.add_link(from_id, link)
+
+    # --------------------------------------------------------------- reads
+
+    def get(self, id: str) -> Item | None:
+        """The item with this id (any status), or ``None``."""
+        self._check_open()
+        return self.store.get(id)
+
+    def search(
+        self,
+        query: str,
+        *,
+        partition: str | None = None,
+        kind: str = "",
+        subject: str = "",
+        limit: int = 10,
+        explain: bool = False,
+        user: str | None = None,
+    ) -> list[SearchResult]:
+        """Hybrid search: lexical first, semantic fused in when the lexical answer is unsure.
+
+        ``partition`` sees its own items, untagged ones and ``shared`` ones
+        (``"*"`` sees every partition); ``user`` adds that user's private notes
+        (matched lexically, merged by rank). ``explain=True`` tells, per
+        result, how it was found and scored.
+        """
+        return self._search(query, partition, kind, subject, limit, explain, user, full=False)
+
+    def search_full(
+        self,
+        query: str,
+        *,
+        partition: str | None = None,
+        kind: str = "",
+        subject: str = "",
+        limit: int = 10,
+        explain: bool = False,
+        user: str | None = None,
+    ) -> list[SearchResult]:
+        """:meth:`search`, plus exact-id promotion and the host's live matches."""
+        return self._search(query, partition, kind, subject, limit, explain, user, full=True)
+
+    def _search(
+        self,
+        query: str,
+        partition: str | None,
+        kind: str,
+        subject: str,
+        limit: int,
+        explain: bool,
+        user: str | None,
+        *,
+        full: bool,
+    ) -> list[SearchResult]:
+        if not isinstance(query, str):
+            raise InvalidItemError(f"query must be text, got {type(query).__name__}")
+        if limit < 1:
+            raise InvalidItemError(f"limit must be at least 1, got {limit}")
+        part = _partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
+        self._check_open()
+        run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
+        hits = run(query, kind, subject, part or "", limit, explain=explain)
+        if not user:
+            return hits
+        own = self.store.keyword_hits(query, kind, subject, limit, user_hash=user, own_only=True)
+        mine = [SearchResult(it, h.score) for it, h in own[0]]
+        return _merge_by_rank(hits, mine, limit)
+
+    def recent(
+        self, limit: int = 10, *, kind: str = "", partition: str | None = None
+    ) -> list[Item]:
+        """Active public items, newest first (``partition`` as in :meth:`search`)."""
+        self._check_open()
+        if partition is None:
+            return self.store.recent(kind=kind, limit=limit)
+        part = _partition_name(partition) if partition != PARTITION_ALL else partition
+        keep = self.searcher.config.visible
+        from memstore.search import default_visible
+
+        visible = keep or default_visible
+        return self.store.recent(kind=kind, limit=limit, skip=lambda it: not visible(it, part))
+
+    def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
+        """What ``anchor`` (an id, a title or a query) activates through links."""
+        self._check_open()
+        return self.store.context(anchor, max_depth)
+
+    def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
+        """Find near-duplicate knowledge in a partition; with ``apply``, retire all but the best."""
+        self._check_open()
+        report = self.searcher.consolidate(_partition_name(partition), apply=apply)
+        if report.error:
+            raise MemstoreError(f"consolidate: {report.error}")
+        return report
+
+    # ------------------------------------------------------------- history
+
+    def history(self, id: str) -> list[Version]:
+        """Every version of ``id``, oldest first (needs a journal)."""
+        return self._journal().history(id)
+
+    def as_of(self, when: Lsn | _dt.datetime | str, *, partition: str | None = None) -> list[Item]:
+        """The items as they were at a journal position or an aware datetime."""
+        part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
+        return self._journal().as_of(when, partition=part)
+
+    def export(self, fp: IO[str], partition: str | None = None) -> int:
+        """Write items with their history as NDJSON; returns how many."""
+        part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
+        return self._journal().export(part, fp)
+
+    def import_(self, fp: IO[str]) -> int:
+        """Load an :meth:`export` (validated whole, then written in one transaction)."""
+        return self._journal().import_(fp)
+
+    def purge(self, ids: Iterable[str]) -> list[str]:
+        """Hard delete: erase every version of these items (not secure erasure of the disk)."""
+        return self._journal().purge(list(ids))
+
+    def _journal(self) -> Journal:
+        self._check_open()
+        if self.journal is None:
+            raise MemstoreError(
+                "this Memory keeps no journal: give it a folder (Memory('data/')) "
+                "or journal= to have history, as_of, export and import"
+            )
+        return self.journal
+
+    # ---------------------------------------------------------- the rest
+
+    def stats(self) -> MemoryStats:
+        """Counts and counters: items, vectors, journal head, search statistics, hub."""
+        self._check_open()
+        return MemoryStats(
+            items=len(self.store),
+            active=self.store.count_active(),
+            vectors=len(self.cells) if self.cells is not None else 0,
+            head=self.journal.head() if self.journal is not None else None,
+            search=dict(self.searcher.stats.ops()),
+            hub=self.hub.stats() if self.hub is not None else None,
+        )
+
+    def subscribe(self, **options: Any) -> Any:
+        """A subscription to the change hub (``Memory(hub=True)``); see :mod:`memstore_hub`."""
+        self._check_open()
+        if self.hub is None:
+            raise MemstoreError("subscribe needs a hub: create the Memory with hub=True")
+        return self.hub.subscribe(**options)
+
+    def close(self) -> None:
+        """Detach and close the journal, the vector index and the hub (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else "in memory"
+        return f"Memory({where}, {len(self.store)} items)"
+
+    # ------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemstoreError("this Memory is closed")
+
+    def _build(
+        self,
+        text_or_item: str | Item,
+        partition: str | None,
+        private_to: str | None,
+        fields: dict[str, Any],
+    ) -> Item:
+        _check_fields(fields)
+        if isinstance(text_or_item, Item):
+            data = text_or_item.model_dump()
+            for flag in ("no_embed", "links_set"):
+                data[flag] = getattr(text_or_item, flag)
+            data.update(fields)
+        elif isinstance(text_or_item, str):
+            if not text_or_item.strip() and not fields.get("title"):
+                raise InvalidItemError("a note needs text (or a title)")
+            data = {"kind": DEFAULT_KIND, "content": text_or_item, **fields}
+        else:
+            raise InvalidItemError(f"add takes text or an Item, got {type(text_or_item).__name__}")
+        tags = list(data.get("tags") or [])
+        if partition is not None:
+            name = _partition_name(partition)
+            tags = [t for t in tags if not t.startswith(PARTITION_TAG_PREFIX)]
+            tags.append(PARTITION_TAG_PREFIX + name)
+        if private_to is not None:
+            if not private_to.strip() or any(c in private_to for c in ",\r\n"):
+                raise InvalidItemError(f"private_to must be a user key, got {private_to!r}")
+            tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
+            tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
+            data["scope"] = SCOPE_PRIVATE
+        data["tags"] = tags
+        return _validated(data)
+
+
+def _postgres_journal(dsn: str) -> Journal:
+    try:
+        module = importlib.import_module("memstore.journal.postgres")
+    except ModuleNotFoundError as e:
+        raise MemstoreError(
+            f"a PostgreSQL journal needs its backend ({e.name} is missing): "
+            'pip install "memstore[postgres]"'
+        ) from None
+    journal: Journal = module.PostgresJournal(dsn)
+    return journal
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    unknown = sorted(set(fields) - _FIELDS)
+    if unknown:
+        raise InvalidItemError(
+            f"unknown field(s) {unknown}; an item has {sorted(_FIELDS - {'links_set'})}"
+        )
+
+
+def _validated(data: Mapping[str, Any]) -> Item:
+    try:
+        return Item.model_validate(dict(data))
+    except ValueError as e:  # pydantic's ValidationError, with every problem listed
+        raise InvalidItemError(_short(str(e))) from None
+
+
+def _short(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("For further")]
+    return " ".join(ln.strip() for ln in lines)
+
+
+def _partition_name(partition: str | None) -> str:
+    if partition is None:
+        return ""
+    if not isinstance(partition, str) or not partition.strip():
+        raise InvalidItemError(f"partition must be a non-empty name, got {partition!r}")
+    if partition == PARTITION_ALL or any(c in partition for c in ",\r\n"):
+        raise InvalidItemError(
+            f"partition {partition!r} is not a name (no '*', commas or line breaks)"
+        )
+    return partition
+
+
+def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
+    """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
+    scored: dict[str, tuple[float, int, SearchResult]] = {}
+    for lst_no, lst in enumerate((a, b)):
+        for rank, r in enumerate(lst):
+            s = 1.0 / (60 + rank)
+            have = scored.get(r.item.id)
+            if have is None or s > have[0]:
+                scored[r.item.id] = (s, lst_no, r)
+    ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
+    return [r for _, _, r in ordered[:limit]]
+
+
+class _Progress:
+    """A one-line progress bar on stderr (no dependency)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.n, self._last = max(total, 1), 0, -1
+        self._out = sys.stderr
+
+    def step(self) -> None:
+        self.n += 1
+        pct = self.n * 100 // self.total
+        if pct != self._last:
+            self._last = pct
+            bar = "#" * (pct // 4)
+            self._out.write(f"\rmemstore: [{bar:<25}] {self.n}/{self.total}")
+            self._out.flush()
+
+    def note(self, what: str) -> None:
+        self._out.write(f"  {what}...")
+        self._out.flush()
+
+    def done(self) -> None:
+        self._out.write(" done\n")
+        self._out.flush()

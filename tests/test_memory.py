@@ -1,0 +1,343 @@
+"""The front door: Memory and AsyncMemory, the same cases run both ways."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import (
+    AsyncMemory,
+    Config,
+    InvalidItemError,
+    Item,
+    ItemNotFoundError,
+    Memory,
+    MemstoreError,
+)
+from tests.conftest import FakeClock
+
+
+class SyncFacade:
+    """An AsyncMemory driven from synchronous test code: each call runs on one loop."""
+
+    def __init__(self, runner: asyncio.Runner, memory: AsyncMemory) -> None:
+        self._runner = runner
+        self._async = memory
+        self.memory = memory.memory
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._async, name)
+        if not asyncio.iscoroutinefunction(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._runner.run(attr(*args, **kwargs))
+
+        return call
+
+
+Opener = Callable[..., Any]
+
+
+@pytest.fixture(params=["sync", "async"])
+def open_memory(request: pytest.FixtureRequest) -> Iterator[Opener]:
+    """Opens a Memory (or an AsyncMemory behind a synchronous facade); closes them all."""
+    opened: list[Any] = []
+    runner = asyncio.Runner()
+
+    def opener(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("embedder", "hash")
+        if request.param == "sync":
+            mem: Any = Memory(*args, **kwargs)
+        else:
+            mem = SyncFacade(runner, runner.run(AsyncMemory.open(*args, **kwargs)))
+        opened.append(mem)
+        return mem
+
+    yield opener
+    for mem in opened:
+        mem.close()
+    runner.close()
+
+
+def core(mem: Any) -> Memory:
+    """The Memory behind either kind of handle."""
+    return mem if isinstance(mem, Memory) else mem.memory  # type: ignore[no-any-return]
+
+
+def titles(hits: list[Any]) -> list[str]:
+    return [h.item.title or h.item.content for h in hits]
+
+
+# ------------------------------------------------------------------ writes
+
+
+def test_add_and_search_within_a_partition(open_memory: Opener) -> None:
+    mem = open_memory()
+    a = mem.add("The user is vegetarian.", kind="stable_fact", confidence="high", partition="alice")
+    mem.add(
+        "The user eats fish on Fridays.", kind="stable_fact", confidence="high", partition="bob"
+    )
+    assert a.tags == ["tenant/alice"] and a.kind == "stable_fact" and a.id
+    assert titles(mem.search("vegetarian", partition="alice")) == ["The user is vegetarian."]
+    assert "The user is vegetarian." not in titles(mem.search("vegetarian", partition="bob"))
+    assert len(mem.search("user", partition="*")) == 2
+    assert mem.get(a.id).content == "The user is vegetarian."
+
+
+def test_plain_text_is_a_note(open_memory: Opener) -> None:
+    mem = open_memory()
+    it = mem.add("remember to rotate the staging keys")
+    assert it.kind == "note" and it.content == "remember to rotate the staging keys"
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        (lambda m: m.add(""), "needs text"),
+        (lambda m: m.add("x", colour="red"), "unknown field"),
+        (lambda m: m.add("x", confidence="certain"), "confidence"),
+        (lambda m: m.add("x", kind="stable_fact", confidence="low"), "needs confidence"),
+        (lambda m: m.add("x", partition=""), "partition"),
+        (lambda m: m.add("x", partition="*"), "partition"),
+        (lambda m: m.add("x", private_to="a,b"), "private_to"),
+        (lambda m: m.add(42), "text or an Item"),
+        (lambda m: m.search("x", limit=0), "limit"),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(
+    open_memory: Opener, call: Callable[[Any], Any], why: str
+) -> None:
+    mem = open_memory()
+    mem.add("already here")
+    with pytest.raises(InvalidItemError, match=why):
+        call(mem)
+    assert [it.content for it in core(mem).store.items()] == ["already here"]
+
+
+def test_add_many_is_all_or_nothing(open_memory: Opener, tmp_path: Path) -> None:
+    mem = open_memory(tmp_path / "data")
+    head = mem.stats().head
+    with pytest.raises(InvalidItemError, match="entry 2"):
+        mem.add_many(["one", {"text": "two", "kind": "note"}, {"text": "three", "bogus": 1}])
+    with pytest.raises(InvalidItemError, match="entry 1: kind 'event' needs an event_date"):
+        mem.add_many(["one", {"text": "two", "kind": "event"}])
+    assert mem.stats().items == 0 and mem.stats().head == head
+    out = mem.add_many(
+        [
+            "one",
+            {"text": "two", "kind": "event", "event_date": "2025-01-02", "partition": "p"},
+            Item(kind="note", title="3"),
+        ],
+        partition="q",
+    )
+    assert [it.tags for it in out] == [["tenant/q"], ["tenant/p"], ["tenant/q"]]
+    assert mem.stats().vectors == 3 and len(mem.history(out[0].id)) == 1
+
+
+def test_add_many_progress_bar(open_memory: Opener, capsys: pytest.CaptureFixture[str]) -> None:
+    mem = open_memory()
+    mem.add_many([f"note {i}" for i in range(40)], progress=True)
+    err = capsys.readouterr().err
+    assert "40/40" in err and err.rstrip().endswith("done")
+
+
+def test_update_changes_fields_and_refuses_bad_ones(open_memory: Opener) -> None:
+    mem = open_memory()
+    it = mem.add("the api is slow", kind="hypothesis", confidence="low", partition="ops")
+    up = mem.update(it.id, confidence="medium", content="the api is slow at peak")
+    assert (up.id, up.confidence, up.content) == (it.id, "medium", "the api is slow at peak")
+    with pytest.raises(ItemNotFoundError):
+        mem.update("nope", confidence="high")
+    with pytest.raises(InvalidItemError, match="unknown field"):
+        mem.update(it.id, colour="red")
+    with pytest.raises(InvalidItemError, match="id"):
+        mem.update(it.id, id="other")
+    assert mem.get(it.id).content == "the api is slow at peak"
+
+
+def test_restatements_merge_into_one_fact(open_memory: Opener) -> None:
+    mem = open_memory()
+    a = mem.add(
+        "The payments service stores card tokens in the vault cluster in eu-west-1.",
+        kind="stable_fact",
+        confidence="high",
+        partition="ops",
+    )
+    b = mem.add(
+        "The payments service stores its card tokens in the vault cluster in eu-west-1!",
+        kind="stable_fact",
+        confidence="high",
+        partition="ops",
+    )
+    assert b.id == a.id and mem.stats().items == 1
+    c = mem.add(
+        "The payments service stores card tokens in the vault cluster in eu-west-1.",
+        kind="stable_fact",
+        confidence="high",
+        partition="ops",
+        dedup=False,
+    )
+    assert c.id != a.id
+
+
+def test_private_notes_are_their_owners_alone(open_memory: Opener) -> None:
+    mem = open_memory()
+    mem.add("Alice's dentist appointment is on Tuesday", private_to="alice")
+    mem.add("Bob's dentist appointment is on Friday", private_to="bob")
+    mem.add("The dentist office moved to Main Street")
+    assert titles(mem.search("dentist appointment")) == ["The dentist office moved to Main Street"]
+    mine = titles(mem.search("dentist appointment", user="alice"))
+    assert "Alice's dentist appointment is on Tuesday" in mine
+    assert not any("Bob" in t for t in mine)
+
+
+def test_supersede_refute_link_and_context(open_memory: Opener) -> None:
+    mem = open_memory()
+    obs = mem.add(
+        "payment-api returned 502 for 40 minutes",
+        kind="event",
+        origin="observed",
+        event_date="2025-03-05",
+    )
+    guess = mem.add(
+        "the ledger pool is too small",
+        kind="hypothesis",
+        confidence="medium",
+        evidence_refs=[obs.id],
+    )
+    derived = mem.add(
+        "raise the ledger pool before the sale",
+        kind="operational_pattern",
+        confidence="medium",
+        evidence_refs=[guess.id],
+    )
+    with pytest.raises(InvalidItemError, match="relation 'related' is not one of"):
+        mem.link(obs.id, guess.id, "related")
+    with pytest.raises(InvalidItemError, match="weight"):
+        mem.link(obs.id, guess.id, "explains", 7.0)
+    assert mem.link(obs.id, guess.id, "caused_by", 0.8)
+    anchors, spread = mem.context(obs.id)
+    assert [a.id for a in anchors] == [obs.id] and guess.id in [s.item.id for s in spread]
+    cascaded = mem.refute(guess.id, "the pool never ran dry in the metrics")
+    assert cascaded == [derived.id]
+    assert mem.get(guess.id).status == "stale" and mem.get(derived.id).status == "stale"
+    new = mem.supersede(obs.id, "payment-api returned 502 for 45 minutes")
+    assert new.kind == "event" and obs.id in new.supersedes
+    assert mem.get(obs.id).status == "superseded"
+    with pytest.raises(ItemNotFoundError):
+        mem.refute("missing", "no")
+    with pytest.raises(ItemNotFoundError):
+        mem.link(obs.id, "missing")
+    with pytest.raises(InvalidItemError):
+        mem.refute(new.id, "  ")
+
+
+def test_expiry_follows_the_injected_clock(open_memory: Opener) -> None:
+    clock = FakeClock()
+    mem = open_memory(config=Config(clock=clock))
+    it = mem.add("deploy freeze until noon", stale_after=clock() + dt.timedelta(hours=2))
+    assert titles(mem.search("deploy freeze")) == ["deploy freeze until noon"]
+    clock.advance(dt.timedelta(hours=3))
+    assert mem.search("deploy freeze") == []
+    assert mem.get(it.id).status == "stale"
+    assert mem.expire(it.id) and not mem.expire("missing")
+
+
+def test_recent_respects_partitions(open_memory: Opener) -> None:
+    clock = FakeClock()
+    mem = open_memory(config=Config(clock=clock))
+    for i, p in enumerate(["a", "b", "a"]):
+        clock.advance(dt.timedelta(minutes=1))
+        mem.add(f"note {i}", partition=p)
+    assert [it.content for it in mem.recent(partition="a")] == ["note 2", "note 0"]
+    assert len(mem.recent()) == 3
+
+
+# ------------------------------------------------------------- durability
+
+
+def test_restart_gives_identical_search_results(open_memory: Opener, tmp_path: Path) -> None:
+    mem = open_memory(tmp_path / "data")
+    for i in range(30):
+        mem.add(f"incident {i}: the {['api', 'db', 'cache'][i % 3]} timed out", partition="ops")
+    doomed = mem.add("incident x: the queue overflowed", partition="ops")
+    before_delete = mem.stats().head
+    mem.delete(doomed.id)
+    queries = ["api timed out", "database trouble", "cache incident 7", "queue"]
+    before = [[(h.item.id, h.score) for h in mem.search(q, partition="ops")] for q in queries]
+    mem.close()
+
+    mem = open_memory(tmp_path / "data")
+    after = [[(h.item.id, h.score) for h in mem.search(q, partition="ops")] for q in queries]
+    assert after == before
+    assert doomed.id in [it.id for it in mem.as_of(before_delete, partition="ops")]
+    assert [v.op for v in mem.history(doomed.id)] == ["upsert", "delete"]
+
+
+def test_export_import_between_memories(open_memory: Opener, tmp_path: Path) -> None:
+    src = open_memory(tmp_path / "a")
+    src.add("kept for export", partition="acme")
+    src.add("someone else's", partition="globex")
+    buf = io.StringIO()
+    assert src.export(buf, partition="acme") == 1
+    dst = open_memory(tmp_path / "b")
+    assert dst.import_(io.StringIO(buf.getvalue())) == 1
+    assert titles(dst.search("export", partition="acme")) == ["kept for export"]
+
+
+def test_history_needs_a_journal(open_memory: Opener) -> None:
+    mem = open_memory()
+    with pytest.raises(MemstoreError, match="give it a folder"):
+        mem.history("x")
+
+
+def test_purge_erases_history(open_memory: Opener, tmp_path: Path) -> None:
+    mem = open_memory(tmp_path / "d")
+    it = mem.add("password is hunter2")
+    assert mem.purge([it.id]) == [it.id]
+    assert mem.get(it.id) is None and mem.history(it.id) == []
+
+
+# --------------------------------------------------------------- opening
+
+
+def test_opening_errors_say_what_to_do(tmp_path: Path) -> None:
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(MemstoreError, match="takes a folder"):
+        Memory(f)
+    with pytest.raises(MemstoreError, match="use 'auto'"):
+        Memory(embedder="magic")
+    with pytest.raises(MemstoreError, match="unknown search option"):
+        Memory(search={"fast": True})
+    with pytest.raises(MemstoreError, match="DSN"):
+        Memory(journal="sqlite:///x.db")
+    mem = Memory(tmp_path / "ok", embedder=None)
+    with pytest.raises(MemstoreError, match="open for writing elsewhere"):
+        Memory(tmp_path / "ok", embedder=None)
+    mem.close()
+    mem.close()
+    with pytest.raises(MemstoreError, match="closed"):
+        mem.add("x")
+
+
+def test_lexical_only_memory(open_memory: Opener) -> None:
+    mem = open_memory(embedder=None)
+    mem.add("lexical only works")
+    assert titles(mem.search("lexical")) == ["lexical only works"]
+    assert mem.stats().vectors == 0
+
+
+def test_search_options_pass_through(open_memory: Opener) -> None:
+    mem = open_memory(search={"always_fuse": True})
+    mem.add("fused always")
+    assert core(mem).searcher.config.always_fuse
+    assert titles(mem.search("fused")) == ["fused always"]
+    assert mem.stats().search["search.total"] >= 1
