@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check memstore memstore_index tests benchmarks
-	$(BIN)/ruff format --check memstore memstore_index tests benchmarks
+	$(BIN)/ruff check memstore memstore_index tests benchmarks examples scripts
+	$(BIN)/ruff format --check memstore memstore_index tests benchmarks examples scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict memstore memstore_index

@@ -134,3 +134,8 @@ class AsyncMemory:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+for _name, _fn in list(vars(AsyncMemory).items()):  # each coroutine documents as its Memory twin
+    if not _name.startswith("_") and _fn.__doc__ is None and hasattr(Memory, _name):
+        _fn.__doc__ = getattr(Memory, _name).__doc__

@@ -367,7 +367,8 @@ class Memory:
 
         ``partition`` sees its own items, untagged ones and ``shared`` ones
         (``"*"`` sees every partition); ``user`` adds that user's private notes
-        (matched lexically, merged by rank). ``explain=True`` tells, per
+        (matched lexically, merged by rank, ahead of public results of the same
+        rank). ``explain=True`` tells, per
         result, how it was found and scored.
         """
         return self._search(query, partition, kind, subject, limit, explain, user, full=False)
@@ -410,7 +411,7 @@ class Memory:
             return hits
         own = self.store.keyword_hits(query, kind, subject, limit, user_hash=user, own_only=True)
         mine = [SearchResult(it, h.score) for it, h in own[0]]
-        return _merge_by_rank(hits, mine, limit)
+        return _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
 
     def recent(
         self, limit: int = 10, *, kind: str = "", partition: str | None = None
