@@ -356,19 +356,66 @@ class CachingEmbedder:
     Turn texts are embedded once, in batches, for the dense peer and the
     CellStore alike; query vectors are computed (and timed) once up front, so
     every mode's search finds them here and no search time includes embedding.
+
+    With ``cache_dir`` the vectors also persist between runs, in one ``.npz``
+    file per model (keyed by the model id, each vector by the sha256 of its
+    text), so repeated runs skip the model. A query found on disk is not
+    embedded again, so its embedding time is not measured: a run meant to
+    report query-embedding latency should not use the cache.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, cache_dir: Path | None = None) -> None:
         self.inner = inner
         self.model_id: str = str(inner.model_id)
         self.dim: int = int(inner.dim)
         self._cache: dict[str, Vec] = {}
         self.embedded = 0
         self.embed_s = 0.0
+        self._disk: dict[str, Vec] = {}
+        self._disk_path: Path | None = None
+        self._disk_new = 0
+        if cache_dir is not None:
+            key = hashlib.sha256(self.model_id.encode()).hexdigest()[:16]
+            self._disk_path = cache_dir / f"locomo-vectors-{key}-{self.dim}.npz"
+            if self._disk_path.exists():
+                with np.load(self._disk_path) as z:
+                    keys, vecs = z["keys"], z["vecs"]
+                self._disk = {str(k): v for k, v in zip(keys, vecs, strict=True)}
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _from_disk(self, text: str) -> bool:
+        vec = self._disk.get(self._key(text)) if self._disk else None
+        if vec is None:
+            return False
+        self._cache[text] = vec
+        return True
+
+    def _remember(self, text: str, vec: Vec) -> None:
+        self._cache[text] = vec
+        if self._disk_path is not None:
+            self._disk[self._key(text)] = vec
+            self._disk_new += 1
+
+    def save(self) -> None:
+        """Write the on-disk cache when this run embedded anything new (no-op without one)."""
+        if self._disk_path is None or not self._disk_new:
+            return
+        self._disk_path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._disk), dtype=str)
+        vecs = np.stack(list(self._disk.values())).astype(np.float32)
+        tmp = self._disk_path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vecs=vecs)
+        tmp.replace(self._disk_path)
+        self._disk_new = 0
 
     def embed(self, texts: Sequence[str]) -> Vec:
         texts = list(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        missing = list(
+            dict.fromkeys(t for t in texts if t not in self._cache and not self._from_disk(t))
+        )
         for start in range(0, len(missing), EMBED_BATCH):
             chunk = missing[start : start + EMBED_BATCH]
             t0 = time.perf_counter()
@@ -376,18 +423,23 @@ class CachingEmbedder:
             self.embed_s += time.perf_counter() - t0
             self.embedded += len(chunk)
             for t, v in zip(chunk, vecs, strict=True):
-                self._cache[t] = v
+                self._remember(t, v)
         out = np.empty((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):
             out[i] = self._cache[t]
         return out
 
-    def embed_one_timed(self, text: str) -> float:
-        """Embed one text alone (as a query is) and cache it; the seconds it took."""
+    def embed_one_timed(self, text: str) -> float | None:
+        """Embed one text alone (as a query is) and cache it; the seconds it took.
+
+        ``None`` when the vector came from the on-disk cache (nothing was timed).
+        """
+        if text in self._cache or self._from_disk(text):
+            return None
         t0 = time.perf_counter()
         vec = np.asarray(self.inner.embed([text]), np.float32)[0]
         dt = time.perf_counter() - t0
-        self._cache.setdefault(text, vec)
+        self._remember(text, vec)
         return dt
 
 
@@ -788,13 +840,23 @@ def markdown(results: Sequence[ModeResult], ks: Sequence[int], embed: dict[str, 
             f"| {r.mode} | {_f(lat.p50_ms)} | {_f(lat.p95_ms)} | {_f(lat.mean_ms)} | {lat.note} |"
         )
     if embed:
-        lines += [
-            "",
-            f"Embedder `{embed['model_id']}`: query embedding p50 "
-            f"{_f(embed['query_p50_ms'], 2)} ms (one query per call), "
-            f"p95 {_f(embed['query_p95_ms'], 2)} ms; turns embedded in batches of {EMBED_BATCH} "
-            f"at {embed['turns_per_s']:,.0f} texts/s ({embed['turn_texts']} texts).",
-        ]
+        if embed["query_p50_ms"] is None:
+            queries = "query vectors all from the --cache-dir cache (not timed)"
+        else:
+            queries = (
+                f"query embedding p50 {_f(embed['query_p50_ms'], 2)} ms (one query per call), "
+                f"p95 {_f(embed['query_p95_ms'], 2)} ms"
+            )
+            if embed["queries_from_cache"]:
+                queries += f" ({embed['queries_from_cache']} more from the cache, not timed)"
+        if embed["turn_texts"]:
+            turns = (
+                f"turns embedded in batches of {EMBED_BATCH} at "
+                f"{embed['turns_per_s']:,.0f} texts/s ({embed['turn_texts']} texts)"
+            )
+        else:
+            turns = "turn vectors all from the cache"
+        lines += ["", f"Embedder `{embed['model_id']}`: {queries}; {turns}."]
     missing = [r for r in results if not r.available]
     if missing:
         lines.append("")
@@ -943,6 +1005,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how a turn becomes an item",
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="keep embeddings between runs in this directory (outside the repository, e.g. "
+        "/tmp/locomo-cache); cached queries are not timed",
+    )
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in ALL_MODES]
@@ -987,22 +1055,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_stores(convs, args.item_shape, built)
     if needs_vectors & set(modes):
         log(f"loading the {args.embedder} embedder")
-        emb = CachingEmbedder(make_embedder(args.embedder))
+        emb = CachingEmbedder(make_embedder(args.embedder), args.cache_dir)
         log(f"embedding {len(questions)} queries one at a time")
-        q_s = [emb.embed_one_timed(q.text) for q in questions]
+        timed = [emb.embed_one_timed(q.text) for q in questions]
+        q_s = [t for t in timed if t is not None]
         log("embedding turn texts")
         before_s, before_n = emb.embed_s, emb.embedded
         if {"dense", "rrf"} & set(modes):
             build_dense(convs, emb, built)
         if ({"semantic"} | (SEARCHER_MODES - set(unavailable))) & set(modes):
             build_cells(convs, emb, built)
+        emb.save()
         n_turn = emb.embedded - before_n
         t_turn = emb.embed_s - before_s
         embed_info = {
             "model_id": emb.model_id,
-            "query_p50_ms": percentile(q_s, 50) * 1e3,
-            "query_p95_ms": percentile(q_s, 95) * 1e3,
+            "query_p50_ms": percentile(q_s, 50) * 1e3 if q_s else None,
+            "query_p95_ms": percentile(q_s, 95) * 1e3 if q_s else None,
             "queries": len(q_s),
+            "queries_from_cache": len(timed) - len(q_s),
             "turn_texts": n_turn,
             "turn_embed_s": t_turn,
             "turns_per_s": n_turn / t_turn if t_turn > 0 else 0.0,
