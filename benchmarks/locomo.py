@@ -491,14 +491,18 @@ def build_stores(convs: Sequence[Conversation], shape: str, built: Built) -> Non
     built.build_s["store"] = time.perf_counter() - t0
 
 
-def build_cells(convs: Sequence[Conversation], emb: CachingEmbedder, built: Built) -> None:
+def build_cells(
+    convs: Sequence[Conversation], emb: CachingEmbedder, built: Built, center: bool = True
+) -> None:
     """One CellStore for every conversation, each item in its conversation's partition.
 
     Indexed from the stored items exactly as ``CellStore.attach`` would
     (``entry_for`` / ``embed_text``), without binding several stores to it.
+    ``center``: similarities around the mean of the partition searched
+    (``CellStore(center=True)``, see docs/vector.md).
     """
     t0 = time.perf_counter()
-    cells = CellStore(emb)
+    cells = CellStore(emb, center=center)
     for c in convs:
         store = built.stores[c.sample_id]
         items = [store.get(t.id) for t in c.turns]
@@ -1006,6 +1010,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
     p.add_argument(
+        "--no-center",
+        action="store_true",
+        help="plain cosine in the CellStore (default: CellStore(center=True))",
+    )
+    p.add_argument(
         "--cache-dir",
         type=Path,
         help="keep embeddings between runs in this directory (outside the repository, e.g. "
@@ -1064,7 +1073,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if {"dense", "rrf"} & set(modes):
             build_dense(convs, emb, built)
         if ({"semantic"} | (SEARCHER_MODES - set(unavailable))) & set(modes):
-            build_cells(convs, emb, built)
+            build_cells(convs, emb, built, center=not args.no_center)
         emb.save()
         n_turn = emb.embedded - before_n
         t_turn = emb.embed_s - before_s
@@ -1144,6 +1153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "data": {"dia_id": "...", "session": "<n>"},
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
+            "cellstore_center": not args.no_center,
         },
         "machine": machine_info(),
         "dataset": asdict(stats),
