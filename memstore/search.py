@@ -42,6 +42,7 @@ from memstore.consolidate import (
     ConsolidationReport,
     consolidate,
 )
+from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import (
     EXACT_ID_MATCH_SCORE,
     KIND_WATCH_ITEM,
@@ -80,6 +81,7 @@ __all__ = [
     "RECENT_BOOST",
     "RECENT_WINDOW",
     "RRF_K",
+    "SPREAD_DECAY",
     "STATE_OPEN_BOOST",
     "STATE_RESOLVED_PENALTY",
     "WATCH_BOOST",
@@ -128,6 +130,12 @@ Equal shares: neither channel is trusted over the other a priori.
 """
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
+SPREAD_DECAY = DEFAULT_CONTEXT_DECAY
+"""What one hop keeps of a score spread along a link (times the link's weight).
+
+The store's own spreading activation (:meth:`~memstore.store.Store.context`)
+decays by the same factor per hop: a search spreads like a traversal does.
+"""
 
 _log = logging.getLogger("memstore")
 
@@ -193,7 +201,8 @@ class Explanation:
     """Why a result ranked where it did (``hybrid_search(..., explain=True)``)."""
 
     channels: list[str] = field(default_factory=list)
-    """``lexical``, ``semantic``, ``exhaustive``, ``live``, ``exact_id``, ``link``, ``source``."""
+    """How it was found: ``lexical``, ``semantic``, ``exhaustive``, ``spread``, ``live``,
+    ``exact_id``, ``link``, ``source``."""
     lexical_rank: int | None = None
     lexical_score: float | None = None
     semantic_rank: int | None = None
@@ -202,6 +211,10 @@ class Explanation:
     """The lexical score normalised over the lexical pool (score fusion only)."""
     semantic_norm: float | None = None
     """The similarity normalised over the semantic pool (score fusion only)."""
+    spread_from: str | None = None
+    """The candidate whose link lent this result part of its score (``spread_relations``)."""
+    spread_score: float | None = None
+    """What that link added to the fused score."""
     fused_score: float | None = None
     base_score: float | None = None
     multipliers: dict[str, float] = field(default_factory=dict)
@@ -272,6 +285,15 @@ class SearchConfig:
     """:data:`FUSION_SCORE` (fuse normalised scores, the default) or :data:`FUSION_RRF`."""
     lexical_weight: float = LEXICAL_WEIGHT
     """The lexical channel's share of a score fusion, in [0, 1]."""
+    spread_relations: tuple[str, ...] = ()
+    """Link relations along which a candidate lends part of its fused score to its neighbours.
+
+    One hop, both ways: an item linked to a candidate by one of these gains
+    :data:`SPREAD_DECAY` x the link's weight x the best such candidate's
+    score (before spreading), on top of its own. For items that are context
+    for each other: consecutive turns of a conversation, steps of one
+    procedure. Empty (the default): no spreading.
+    """
 
 
 @dataclass
@@ -306,6 +328,7 @@ class _Fusion:
         self._unreadable: set[str] = set()
         self._read_s = 0.0
         self._semantic = False
+        self._spread: dict[str, tuple[float, str]] = {}
 
     def observe_hydrate(self) -> None:
         """Report the time spent reading items as the ``hydrate`` phase, once per search.
@@ -372,16 +395,52 @@ class _Fusion:
                     exp.semantic_norm = norms[rank]
         self._read_s += time.perf_counter() - t0
 
+    def spread(self, relations: Collection[str]) -> None:
+        """Lend each candidate's score to the items it is linked to by ``relations``.
+
+        An item gains :data:`SPREAD_DECAY` x link weight x the score of its best
+        linked candidate (ties: the smaller id), on top of its own score, which
+        may be none. Scores are read as the channels left them, so the order in
+        which candidates are visited does not matter and calling it again
+        recomputes the same loan. The graph alone is read, not the items: a
+        neighbour is read only if it reaches the results.
+        """
+        self._spread = {}
+        base = self._scores
+        if not relations or not base:
+            return
+        loans: dict[str, tuple[float, str]] = {}
+        for src, others in self._searcher.store().neighbours(list(base), relations).items():
+            score = base[src]
+            if score <= 0.0:
+                continue
+            for other, weight in others:
+                add = SPREAD_DECAY * weight * score
+                held = loans.get(other)
+                if held is None or add > held[0] or (add == held[0] and src < held[1]):
+                    loans[other] = (add, src)
+        self._spread = loans
+
     def ordered(self, need: int) -> list[_Cand]:
         """The best ``need`` readable candidates, best first (ties by id)."""
         t0 = time.perf_counter()
-        scores = self._scores
+        scores = dict(self._scores)
+        for id, (add, _) in self._spread.items():
+            scores[id] = scores.get(id, 0.0) + add
         out: list[_Cand] = []
         for id in sorted(scores, key=lambda i: (-scores[i], i)):
             item = self._read(id)
             if item is None:
                 continue
-            out.append(_Cand(item, scores[id], self._explanations.get(id)))
+            exp = self._explanations.get(id)
+            loan = self._spread.get(id)
+            if self._explain and loan is not None:
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                if "spread" not in exp.channels:
+                    exp.channels.append("spread")
+                exp.spread_score, exp.spread_from = loan
+            out.append(_Cand(item, scores[id], exp))
             if len(out) >= need:
                 break
         self._read_s += time.perf_counter() - t0
@@ -522,6 +581,7 @@ class Searcher:
                 stats.add(STAT_SEMANTIC_FALLBACKS)
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
+        fusion.spread(cfg.spread_relations)
         ordered = fusion.ordered(2 * pool)
         if not ordered and cells is not None:
             try:
@@ -530,6 +590,7 @@ class Searcher:
                 vec = vec if vec is not None else self._embed(cells, query)
                 hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
                 fusion.add_semantic(hits, "exhaustive")
+                fusion.spread(cfg.spread_relations)
                 ordered = fusion.ordered(2 * pool)
                 if ordered:
                     stats.add(STAT_EXHAUSTIVE_FALLBACKS)

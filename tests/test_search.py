@@ -29,6 +29,7 @@ from memstore.search import (
     RECENT_BOOST,
     RECENT_WINDOW,
     RRF_K,
+    SPREAD_DECAY,
     STATE_OPEN_BOOST,
     STATE_RESOLVED_PENALTY,
     WATCH_BOOST,
@@ -946,3 +947,76 @@ def test_a_host_predicate_hides_hits_from_every_depth_of_the_score_pool(clock: F
         got = search("ledger pool quokka", limit=5)
         assert len(got) == 5
         assert all(visible(r.item, "") for r in got), ids(got)
+
+
+# ------------------------------------------------------------- spreading
+
+
+def thread(env: Env, weight: float = 1.0, *, on_answer: bool = False, **answer: Any) -> None:
+    """A question turn and its answer, linked ``precedes``; the answer shares no word."""
+    link = [ThoughtLink(to_id="q", relation="precedes", weight=weight)]
+    env.add(
+        "q",
+        "did you visit the quokka sanctuary",
+        links=[] if on_answer else [ThoughtLink(to_id="a", relation="precedes", weight=weight)],
+    )
+    env.add("a", "yes, last spring with my sister", links=link if on_answer else [], **answer)
+    env.add("z", "my sister lives in perth")
+
+
+@pytest.mark.parametrize("on_answer", [False, True])
+def test_a_hit_lends_part_of_its_score_to_the_items_it_is_linked_to(
+    env: Env, on_answer: bool
+) -> None:
+    # Either end may declare the link: an association works both ways.
+    thread(env, on_answer=on_answer)
+    assert ids(env.searcher().hybrid_search("quokka sanctuary")) == ["q"]
+    got = env.searcher(spread_relations=("precedes",)).hybrid_search(
+        "quokka sanctuary", explain=True
+    )
+    assert ids(got) == ["q", "a"]
+    q, a = (r.explanation for r in got)
+    assert q is not None and a is not None and q.fused_score is not None
+    assert a.channels == ["spread"] and a.spread_from == "q"
+    assert a.spread_score == pytest.approx(SPREAD_DECAY * q.fused_score)
+    assert a.fused_score == pytest.approx(a.spread_score)
+
+
+def test_the_links_weight_scales_the_loan(env: Env) -> None:
+    thread(env, weight=0.5)
+    got = env.searcher(spread_relations=("precedes",)).hybrid_search(
+        "quokka sanctuary", explain=True
+    )
+    q, a = (r.explanation for r in got)
+    assert q is not None and a is not None and q.fused_score is not None
+    assert a.spread_score == pytest.approx(SPREAD_DECAY * 0.5 * q.fused_score)
+
+
+def test_only_the_named_relations_spread(env: Env) -> None:
+    thread(env)
+    for relations in [(), ("explains",)]:
+        got = env.searcher(spread_relations=relations).hybrid_search("quokka sanctuary")
+        assert ids(got) == ["q"], relations
+
+
+def test_a_loan_adds_to_a_neighbours_own_score(env: Env) -> None:
+    # z matches "sister" itself; a matches it too and is the question's answer:
+    # the loan puts a above z, which has the same lexical score.
+    thread(env)
+    searcher = env.searcher(spread_relations=("precedes",), always_fuse=True)
+    got = searcher.hybrid_search("quokka sanctuary sister", explain=True)
+    by_id = {r.item.id: r.explanation for r in got}
+    assert ids(got).index("a") < ids(got).index("z")
+    a, z = by_id["a"], by_id["z"]
+    assert a is not None and z is not None and a.fused_score is not None
+    assert a.lexical_score == z.lexical_score
+    assert a.spread_score is not None and z.spread_score is None
+    own = LEXICAL_WEIGHT * (a.lexical_norm or 0.0) + (1 - LEXICAL_WEIGHT) * (a.semantic_norm or 0.0)
+    assert a.fused_score == pytest.approx(own + a.spread_score)
+
+
+def test_spreading_never_reaches_an_item_the_caller_cannot_see(env: Env) -> None:
+    thread(env, tags=["tenant/b"])
+    searcher = env.searcher(spread_relations=("precedes",))
+    assert ids(searcher.hybrid_search("quokka sanctuary", partition="c")) == ["q"]
+    assert ids(searcher.hybrid_search("quokka sanctuary", partition="b")) == ["q", "a"]
