@@ -34,7 +34,13 @@ Usage::
     python benchmarks/locomo.py --data ../shared/datasets/locomo/dev.json \\
         [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
-        [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot]
+        [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
+        [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center]
+
+The Searcher modes run with ``spread_relations=("precedes",)`` over items that
+link each turn to the next one of its session, and the CellStore centres on
+the conversation searched; ``--no-links``, ``--no-center`` and ``--fusion rrf``
+turn each of these off (for ablations).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
 import memstore  # noqa: E402
-from memstore import KIND_EVENT, PARTITION_TAG_PREFIX, Item, Store  # noqa: E402
+from memstore import KIND_EVENT, PARTITION_TAG_PREFIX, Item, Store, ThoughtLink  # noqa: E402
 from memstore_index.cellstore import CellStore  # noqa: E402
 from memstore_index.entry import embed_text, entry_for  # noqa: E402
 from memstore_index.hash_embedder import HashEmbedder  # noqa: E402
@@ -94,6 +100,9 @@ ITEM_SHAPE_DOC = {
     "first-words": "title '<speaker>: <first 8 words> ...', content '<text> [image: <caption>]'",
 }
 EMBED_BATCH = 64
+TURN_RELATION = "precedes"
+"""Each turn links to the next turn of its session by this relation; the Searcher
+modes spread scores along it (``SearchConfig.spread_relations``)."""
 
 Vec = npt.NDArray[np.float32]
 
@@ -316,13 +325,14 @@ def transcript_line(turn: Turn) -> str:
     return f"{turn.speaker}: {turn_content(turn)}"
 
 
-def turn_item(turn: Turn, shape: str) -> Item:
+def turn_item(turn: Turn, shape: str, next_id: str = "") -> Item:
     """The memory item for one turn (the shapes are documented in docs/benchmarks.md).
 
     ``transcript``: no title, content = :func:`transcript_line` (the peers' document,
     so every mode ranks the same text). ``speaker-title``: title = the speaker,
     content = the turn text (+ caption). ``first-words``: title = ``<speaker>:
-    <first words>``, content = the turn text (+ caption).
+    <first words>``, content = the turn text (+ caption). ``next_id``: the item of
+    the session's next turn, linked by :data:`TURN_RELATION` (a conversation's thread).
     """
     if shape == "transcript":
         title, content = "", transcript_line(turn)
@@ -344,6 +354,7 @@ def turn_item(turn: Turn, shape: str) -> Item:
         event_date=turn.event_date,
         tags=[f"{PARTITION_TAG_PREFIX}{turn.conv}"],
         data={"dia_id": turn.dia_id, "session": str(turn.session)},
+        links=[ThoughtLink(to_id=next_id, relation=TURN_RELATION)] if next_id else [],
     )
 
 
@@ -479,14 +490,18 @@ class Built:
     build_s: dict[str, float] = field(default_factory=dict)
 
 
-def build_stores(convs: Sequence[Conversation], shape: str, built: Built) -> None:
-    """One Store per conversation, each turn upserted as an item."""
+def build_stores(
+    convs: Sequence[Conversation], shape: str, built: Built, link_turns: bool = True
+) -> None:
+    """One Store per conversation, each turn upserted as an item (linked to the next one)."""
     t0 = time.perf_counter()
     for c in convs:
         store = Store()
         with store.batch():
-            for t in c.turns:
-                store.upsert(turn_item(t, shape))
+            for i, t in enumerate(c.turns):
+                nxt = c.turns[i + 1] if i + 1 < len(c.turns) else None
+                linked = link_turns and nxt is not None and nxt.session == t.session
+                store.upsert(turn_item(t, shape, nxt.id if linked and nxt else ""))
         built.stores[c.sample_id] = store
     built.build_s["store"] = time.perf_counter() - t0
 
@@ -1010,6 +1025,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
     p.add_argument(
+        "--fusion",
+        choices=("score", "rrf"),
+        default="score",
+        help="SearchConfig.fusion of the Searcher modes (default: score)",
+    )
+    p.add_argument(
+        "--no-links",
+        action="store_true",
+        help=f"no {TURN_RELATION!r} links between turns, no spreading along them",
+    )
+    p.add_argument(
         "--no-center",
         action="store_true",
         help="plain cosine in the CellStore (default: CellStore(center=True))",
@@ -1061,7 +1087,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     built = Built()
     if needs_store & set(modes):
         log("building stores")
-        build_stores(convs, args.item_shape, built)
+        build_stores(convs, args.item_shape, built, link_turns=not args.no_links)
     if needs_vectors & set(modes):
         log(f"loading the {args.embedder} embedder")
         emb = CachingEmbedder(make_embedder(args.embedder), args.cache_dir)
@@ -1099,11 +1125,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memstore.stats import SearchStats
 
         cells = built.cells
+        spread = () if args.no_links else (TURN_RELATION,)
         for mode in searcher_modes:
             counters = built.search_stats[mode] = SearchStats()
             built.searchers[mode] = {
                 c.sample_id: searcher_cls(
-                    config_cls(store=built.stores[c.sample_id], cells=lambda: cells), stats=counters
+                    config_cls(
+                        store=built.stores[c.sample_id],
+                        cells=lambda: cells,
+                        spread_relations=spread,
+                        fusion=args.fusion,
+                    ),
+                    stats=counters,
                 )
                 for c in convs
             }
@@ -1151,6 +1184,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "event_date": "session date-time as RFC 3339 (zone unknown, written as Z)",
                 "tags": ["tenant/<sample_id>"],
                 "data": {"dia_id": "...", "session": "<n>"},
+                "links": []
+                if args.no_links
+                else [f"{TURN_RELATION} -> the next turn of the same session"],
+            },
+            "searcher": {
+                "spread_relations": [] if args.no_links else [TURN_RELATION],
+                "fusion": args.fusion,
+                "defaults": "every other SearchConfig field",
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
             "cellstore_center": not args.no_center,
