@@ -34,7 +34,13 @@ Usage::
     python benchmarks/locomo.py --data ../shared/datasets/locomo/dev.json \\
         [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
-        [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot]
+        [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
+        [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center]
+
+The Searcher modes run with ``spread_relations=("precedes",)`` over items that
+link each turn to the next one of its session, and the CellStore centres on
+the conversation searched; ``--no-links``, ``--no-center`` and ``--fusion rrf``
+turn each of these off (for ablations).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
 import memstore  # noqa: E402
-from memstore import KIND_EVENT, PARTITION_TAG_PREFIX, Item, Store  # noqa: E402
+from memstore import KIND_EVENT, PARTITION_TAG_PREFIX, Item, Store, ThoughtLink  # noqa: E402
 from memstore_index.cellstore import CellStore  # noqa: E402
 from memstore_index.entry import embed_text, entry_for  # noqa: E402
 from memstore_index.hash_embedder import HashEmbedder  # noqa: E402
@@ -94,6 +100,9 @@ ITEM_SHAPE_DOC = {
     "first-words": "title '<speaker>: <first 8 words> ...', content '<text> [image: <caption>]'",
 }
 EMBED_BATCH = 64
+TURN_RELATION = "precedes"
+"""Each turn links to the next turn of its session by this relation; the Searcher
+modes spread scores along it (``SearchConfig.spread_relations``)."""
 
 Vec = npt.NDArray[np.float32]
 
@@ -316,13 +325,14 @@ def transcript_line(turn: Turn) -> str:
     return f"{turn.speaker}: {turn_content(turn)}"
 
 
-def turn_item(turn: Turn, shape: str) -> Item:
+def turn_item(turn: Turn, shape: str, next_id: str = "") -> Item:
     """The memory item for one turn (the shapes are documented in docs/benchmarks.md).
 
     ``transcript``: no title, content = :func:`transcript_line` (the peers' document,
     so every mode ranks the same text). ``speaker-title``: title = the speaker,
     content = the turn text (+ caption). ``first-words``: title = ``<speaker>:
-    <first words>``, content = the turn text (+ caption).
+    <first words>``, content = the turn text (+ caption). ``next_id``: the item of
+    the session's next turn, linked by :data:`TURN_RELATION` (a conversation's thread).
     """
     if shape == "transcript":
         title, content = "", transcript_line(turn)
@@ -344,6 +354,7 @@ def turn_item(turn: Turn, shape: str) -> Item:
         event_date=turn.event_date,
         tags=[f"{PARTITION_TAG_PREFIX}{turn.conv}"],
         data={"dia_id": turn.dia_id, "session": str(turn.session)},
+        links=[ThoughtLink(to_id=next_id, relation=TURN_RELATION)] if next_id else [],
     )
 
 
@@ -356,19 +367,66 @@ class CachingEmbedder:
     Turn texts are embedded once, in batches, for the dense peer and the
     CellStore alike; query vectors are computed (and timed) once up front, so
     every mode's search finds them here and no search time includes embedding.
+
+    With ``cache_dir`` the vectors also persist between runs, in one ``.npz``
+    file per model (keyed by the model id, each vector by the sha256 of its
+    text), so repeated runs skip the model. A query found on disk is not
+    embedded again, so its embedding time is not measured: a run meant to
+    report query-embedding latency should not use the cache.
     """
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, cache_dir: Path | None = None) -> None:
         self.inner = inner
         self.model_id: str = str(inner.model_id)
         self.dim: int = int(inner.dim)
         self._cache: dict[str, Vec] = {}
         self.embedded = 0
         self.embed_s = 0.0
+        self._disk: dict[str, Vec] = {}
+        self._disk_path: Path | None = None
+        self._disk_new = 0
+        if cache_dir is not None:
+            key = hashlib.sha256(self.model_id.encode()).hexdigest()[:16]
+            self._disk_path = cache_dir / f"locomo-vectors-{key}-{self.dim}.npz"
+            if self._disk_path.exists():
+                with np.load(self._disk_path) as z:
+                    keys, vecs = z["keys"], z["vecs"]
+                self._disk = {str(k): v for k, v in zip(keys, vecs, strict=True)}
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _from_disk(self, text: str) -> bool:
+        vec = self._disk.get(self._key(text)) if self._disk else None
+        if vec is None:
+            return False
+        self._cache[text] = vec
+        return True
+
+    def _remember(self, text: str, vec: Vec) -> None:
+        self._cache[text] = vec
+        if self._disk_path is not None:
+            self._disk[self._key(text)] = vec
+            self._disk_new += 1
+
+    def save(self) -> None:
+        """Write the on-disk cache when this run embedded anything new (no-op without one)."""
+        if self._disk_path is None or not self._disk_new:
+            return
+        self._disk_path.parent.mkdir(parents=True, exist_ok=True)
+        keys = np.array(list(self._disk), dtype=str)
+        vecs = np.stack(list(self._disk.values())).astype(np.float32)
+        tmp = self._disk_path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=keys, vecs=vecs)
+        tmp.replace(self._disk_path)
+        self._disk_new = 0
 
     def embed(self, texts: Sequence[str]) -> Vec:
         texts = list(texts)
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        missing = list(
+            dict.fromkeys(t for t in texts if t not in self._cache and not self._from_disk(t))
+        )
         for start in range(0, len(missing), EMBED_BATCH):
             chunk = missing[start : start + EMBED_BATCH]
             t0 = time.perf_counter()
@@ -376,18 +434,23 @@ class CachingEmbedder:
             self.embed_s += time.perf_counter() - t0
             self.embedded += len(chunk)
             for t, v in zip(chunk, vecs, strict=True):
-                self._cache[t] = v
+                self._remember(t, v)
         out = np.empty((len(texts), self.dim), np.float32)
         for i, t in enumerate(texts):
             out[i] = self._cache[t]
         return out
 
-    def embed_one_timed(self, text: str) -> float:
-        """Embed one text alone (as a query is) and cache it; the seconds it took."""
+    def embed_one_timed(self, text: str) -> float | None:
+        """Embed one text alone (as a query is) and cache it; the seconds it took.
+
+        ``None`` when the vector came from the on-disk cache (nothing was timed).
+        """
+        if text in self._cache or self._from_disk(text):
+            return None
         t0 = time.perf_counter()
         vec = np.asarray(self.inner.embed([text]), np.float32)[0]
         dt = time.perf_counter() - t0
-        self._cache.setdefault(text, vec)
+        self._remember(text, vec)
         return dt
 
 
@@ -427,26 +490,34 @@ class Built:
     build_s: dict[str, float] = field(default_factory=dict)
 
 
-def build_stores(convs: Sequence[Conversation], shape: str, built: Built) -> None:
-    """One Store per conversation, each turn upserted as an item."""
+def build_stores(
+    convs: Sequence[Conversation], shape: str, built: Built, link_turns: bool = True
+) -> None:
+    """One Store per conversation, each turn upserted as an item (linked to the next one)."""
     t0 = time.perf_counter()
     for c in convs:
         store = Store()
         with store.batch():
-            for t in c.turns:
-                store.upsert(turn_item(t, shape))
+            for i, t in enumerate(c.turns):
+                nxt = c.turns[i + 1] if i + 1 < len(c.turns) else None
+                linked = link_turns and nxt is not None and nxt.session == t.session
+                store.upsert(turn_item(t, shape, nxt.id if linked and nxt else ""))
         built.stores[c.sample_id] = store
     built.build_s["store"] = time.perf_counter() - t0
 
 
-def build_cells(convs: Sequence[Conversation], emb: CachingEmbedder, built: Built) -> None:
+def build_cells(
+    convs: Sequence[Conversation], emb: CachingEmbedder, built: Built, center: bool = True
+) -> None:
     """One CellStore for every conversation, each item in its conversation's partition.
 
     Indexed from the stored items exactly as ``CellStore.attach`` would
     (``entry_for`` / ``embed_text``), without binding several stores to it.
+    ``center``: similarities around the mean of the partition searched
+    (``CellStore(center=True)``, see docs/vector.md).
     """
     t0 = time.perf_counter()
-    cells = CellStore(emb)
+    cells = CellStore(emb, center=center)
     for c in convs:
         store = built.stores[c.sample_id]
         items = [store.get(t.id) for t in c.turns]
@@ -788,13 +859,23 @@ def markdown(results: Sequence[ModeResult], ks: Sequence[int], embed: dict[str, 
             f"| {r.mode} | {_f(lat.p50_ms)} | {_f(lat.p95_ms)} | {_f(lat.mean_ms)} | {lat.note} |"
         )
     if embed:
-        lines += [
-            "",
-            f"Embedder `{embed['model_id']}`: query embedding p50 "
-            f"{_f(embed['query_p50_ms'], 2)} ms (one query per call), "
-            f"p95 {_f(embed['query_p95_ms'], 2)} ms; turns embedded in batches of {EMBED_BATCH} "
-            f"at {embed['turns_per_s']:,.0f} texts/s ({embed['turn_texts']} texts).",
-        ]
+        if embed["query_p50_ms"] is None:
+            queries = "query vectors all from the --cache-dir cache (not timed)"
+        else:
+            queries = (
+                f"query embedding p50 {_f(embed['query_p50_ms'], 2)} ms (one query per call), "
+                f"p95 {_f(embed['query_p95_ms'], 2)} ms"
+            )
+            if embed["queries_from_cache"]:
+                queries += f" ({embed['queries_from_cache']} more from the cache, not timed)"
+        if embed["turn_texts"]:
+            turns = (
+                f"turns embedded in batches of {EMBED_BATCH} at "
+                f"{embed['turns_per_s']:,.0f} texts/s ({embed['turn_texts']} texts)"
+            )
+        else:
+            turns = "turn vectors all from the cache"
+        lines += ["", f"Embedder `{embed['model_id']}`: {queries}; {turns}."]
     missing = [r for r in results if not r.available]
     if missing:
         lines.append("")
@@ -943,6 +1024,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="how a turn becomes an item",
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
+    p.add_argument(
+        "--fusion",
+        choices=("score", "rrf"),
+        default="score",
+        help="SearchConfig.fusion of the Searcher modes (default: score)",
+    )
+    p.add_argument(
+        "--no-links",
+        action="store_true",
+        help=f"no {TURN_RELATION!r} links between turns, no spreading along them",
+    )
+    p.add_argument(
+        "--no-center",
+        action="store_true",
+        help="plain cosine in the CellStore (default: CellStore(center=True))",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="keep embeddings between runs in this directory (outside the repository, e.g. "
+        "/tmp/locomo-cache); cached queries are not timed",
+    )
     args = p.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in ALL_MODES]
@@ -984,25 +1087,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     built = Built()
     if needs_store & set(modes):
         log("building stores")
-        build_stores(convs, args.item_shape, built)
+        build_stores(convs, args.item_shape, built, link_turns=not args.no_links)
     if needs_vectors & set(modes):
         log(f"loading the {args.embedder} embedder")
-        emb = CachingEmbedder(make_embedder(args.embedder))
+        emb = CachingEmbedder(make_embedder(args.embedder), args.cache_dir)
         log(f"embedding {len(questions)} queries one at a time")
-        q_s = [emb.embed_one_timed(q.text) for q in questions]
+        timed = [emb.embed_one_timed(q.text) for q in questions]
+        q_s = [t for t in timed if t is not None]
         log("embedding turn texts")
         before_s, before_n = emb.embed_s, emb.embedded
         if {"dense", "rrf"} & set(modes):
             build_dense(convs, emb, built)
         if ({"semantic"} | (SEARCHER_MODES - set(unavailable))) & set(modes):
-            build_cells(convs, emb, built)
+            build_cells(convs, emb, built, center=not args.no_center)
+        emb.save()
         n_turn = emb.embedded - before_n
         t_turn = emb.embed_s - before_s
         embed_info = {
             "model_id": emb.model_id,
-            "query_p50_ms": percentile(q_s, 50) * 1e3,
-            "query_p95_ms": percentile(q_s, 95) * 1e3,
+            "query_p50_ms": percentile(q_s, 50) * 1e3 if q_s else None,
+            "query_p95_ms": percentile(q_s, 95) * 1e3 if q_s else None,
             "queries": len(q_s),
+            "queries_from_cache": len(timed) - len(q_s),
             "turn_texts": n_turn,
             "turn_embed_s": t_turn,
             "turns_per_s": n_turn / t_turn if t_turn > 0 else 0.0,
@@ -1019,11 +1125,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memstore.stats import SearchStats
 
         cells = built.cells
+        spread = () if args.no_links else (TURN_RELATION,)
         for mode in searcher_modes:
             counters = built.search_stats[mode] = SearchStats()
             built.searchers[mode] = {
                 c.sample_id: searcher_cls(
-                    config_cls(store=built.stores[c.sample_id], cells=lambda: cells), stats=counters
+                    config_cls(
+                        store=built.stores[c.sample_id],
+                        cells=lambda: cells,
+                        spread_relations=spread,
+                        fusion=args.fusion,
+                    ),
+                    stats=counters,
                 )
                 for c in convs
             }
@@ -1071,8 +1184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "event_date": "session date-time as RFC 3339 (zone unknown, written as Z)",
                 "tags": ["tenant/<sample_id>"],
                 "data": {"dia_id": "...", "session": "<n>"},
+                "links": []
+                if args.no_links
+                else [f"{TURN_RELATION} -> the next turn of the same session"],
+            },
+            "searcher": {
+                "spread_relations": [] if args.no_links else [TURN_RELATION],
+                "fusion": args.fusion,
+                "defaults": "every other SearchConfig field",
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
+            "cellstore_center": not args.no_center,
         },
         "machine": machine_info(),
         "dataset": asdict(stats),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from memstore._store_base import StoreBase, _ts
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
@@ -210,6 +210,53 @@ class StoreReads(StoreBase):
             out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
             self._out([s.item for s in out])
             return out
+
+    def neighbours(
+        self, ids: Iterable[str], relations: Collection[str]
+    ) -> dict[str, list[tuple[str, float]]]:
+        """One hop along links of ``relations``, both ways: ``id -> [(other, weight), ...]``.
+
+        A link is an association, so ``a -> b`` makes each the other's
+        neighbour (as in :meth:`traverse_scored`). Only shared, active items
+        take part, on both ends; an id with no such neighbour is left out. No
+        item is copied or read through the ``read`` seam: this is the graph
+        alone, for a caller scoring many candidates (the searcher's spreading).
+        Cost: O(links of the ids).
+        """
+        wanted = frozenset(relations)
+        out: dict[str, list[tuple[str, float]]] = {}
+        if not wanted:
+            return out
+        with self._locked():
+            now = self._now()
+            items, backlinks = self._items, self._backlinks
+
+            def live(id: str) -> Item | None:  # _traversable, returning the item
+                it = items.get(id)
+                if it is None or it.scope == SCOPE_PRIVATE or not it.is_active(now):
+                    return None
+                return it
+
+            for id in ids:
+                it = live(id)
+                if it is None:
+                    continue
+                found = [
+                    (link.to_id, link.weight)
+                    for link in it.links
+                    if link.relation in wanted and live(link.to_id) is not None
+                ]
+                for src in backlinks.get(id, ()):
+                    other = live(src)
+                    if other is not None:
+                        found.extend(
+                            (src, link.weight)
+                            for link in other.links
+                            if link.to_id == id and link.relation in wanted
+                        )
+                if found:
+                    out[id] = found
+        return out
 
     def traverse(
         self, anchor_ids: Sequence[str], max_depth: int = 3, decay: float = DEFAULT_CONTEXT_DECAY

@@ -57,6 +57,30 @@ class StoreSearch(StoreBase):
             self._out([it for it, _ in out])
             return out, len(tokens)
 
+    def keyword_ranked(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        *,
+        partition: str | None = None,
+    ) -> tuple[list[LexicalHit], int]:
+        """:meth:`keyword_hits` without the items: ids and scores, and the number of query tokens.
+
+        The index's ranking alone (shared items; no ``read`` hook fires, since
+        nothing is read), for a caller that needs a deep pool of scores but
+        reads only its best few items (the searcher's score fusion).
+        """
+        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
+        tokens = kw_tokens(normalize_query(query))
+        if not tokens:
+            return [], 0
+        with self._locked():
+            now = self._now()
+            plan = self._lex.plan(tokens)
+            return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
+
     def _rank_locked(
         self,
         plan: QueryPlan,

@@ -5,8 +5,10 @@ A :class:`Searcher` answers a query over a :class:`~memstore.store.Store`:
 1. the lexical pass (the store's index, no model call); a *confident* answer
    (the top hit covers every query token) returns at once;
 2. otherwise the vector index is searched (one embedding call) with the
-   caller's visibility applied inside it, and the two rankings are fused by
-   Reciprocal Rank Fusion;
+   caller's visibility applied inside it, and the two channels are fused: by
+   default on their scores (each channel's scores min-max normalised over its
+   best :data:`FUSION_POOL` hits, then averaged), or by Reciprocal Rank Fusion
+   with ``fusion="rrf"``;
 3. the fused list is reranked (state, anchor, watch and recency multipliers),
    near-duplicates are collapsed, and links may expand or replace results.
 
@@ -34,11 +36,13 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from memstore._lexindex import LexicalHit
 from memstore.consolidate import (
     CONSOLIDATION_KINDS,
     ConsolidationReport,
     consolidate,
 )
+from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import (
     EXACT_ID_MATCH_SCORE,
     KIND_WATCH_ITEM,
@@ -70,9 +74,14 @@ from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
 
 __all__ = [
     "ANCHOR_BOOST",
+    "FUSION_POOL",
+    "FUSION_RRF",
+    "FUSION_SCORE",
+    "LEXICAL_WEIGHT",
     "RECENT_BOOST",
     "RECENT_WINDOW",
     "RRF_K",
+    "SPREAD_DECAY",
     "STATE_OPEN_BOOST",
     "STATE_RESOLVED_PENALTY",
     "WATCH_BOOST",
@@ -101,9 +110,32 @@ RECENT_WINDOW = _dt.timedelta(days=1)
 LONG_QUERY_TOKENS = 3
 """Above this many query tokens the lexical fast path needs every token covered."""
 FUSION_DEPTH = 1
-"""Times the limit each channel contributes to the fusion."""
+"""Times the limit each channel contributes to a rank fusion (``fusion="rrf"``)."""
+FUSION_SCORE = "score"
+"""Fuse the channels on their normalised scores (the default)."""
+FUSION_RRF = "rrf"
+"""Fuse the channels on their ranks, by Reciprocal Rank Fusion."""
+FUSION_POOL = 200
+"""Hits each channel contributes to a score fusion (at least; more when the limit asks).
+
+The pool is the channel's sample of its own score distribution: its best hit
+normalises to 1 and its weakest to 0, so the pool must reach well past the
+results asked for, down to scores that mean "not relevant". A shallow pool
+stretches the differences among a few good hits into the whole [0, 1] range.
+"""
+LEXICAL_WEIGHT = 0.5
+"""Share of the lexical channel in a score fusion (the semantic one has the rest).
+
+Equal shares: neither channel is trusted over the other a priori.
+"""
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
+SPREAD_DECAY = DEFAULT_CONTEXT_DECAY
+"""What one hop keeps of a score spread along a link (times the link's weight).
+
+The store's own spreading activation (:meth:`~memstore.store.Store.context`)
+decays by the same factor per hop: a search spreads like a traversal does.
+"""
 
 _log = logging.getLogger("memstore")
 
@@ -169,11 +201,20 @@ class Explanation:
     """Why a result ranked where it did (``hybrid_search(..., explain=True)``)."""
 
     channels: list[str] = field(default_factory=list)
-    """``lexical``, ``semantic``, ``exhaustive``, ``live``, ``exact_id``, ``link``, ``source``."""
+    """How it was found: ``lexical``, ``semantic``, ``exhaustive``, ``spread``, ``live``,
+    ``exact_id``, ``link``, ``source``."""
     lexical_rank: int | None = None
     lexical_score: float | None = None
     semantic_rank: int | None = None
     similarity: float | None = None
+    lexical_norm: float | None = None
+    """The lexical score normalised over the lexical pool (score fusion only)."""
+    semantic_norm: float | None = None
+    """The similarity normalised over the semantic pool (score fusion only)."""
+    spread_from: str | None = None
+    """The candidate whose link lent this result part of its score (``spread_relations``)."""
+    spread_score: float | None = None
+    """What that link added to the fused score."""
     fused_score: float | None = None
     base_score: float | None = None
     multipliers: dict[str, float] = field(default_factory=dict)
@@ -240,6 +281,19 @@ class SearchConfig:
     """Times the limit each channel pulls while source replacement runs (0: 3)."""
     subject_routing: bool = False
     """Send the semantic channel through the subject's own entries, merged with the global."""
+    fusion: str = FUSION_SCORE
+    """:data:`FUSION_SCORE` (fuse normalised scores, the default) or :data:`FUSION_RRF`."""
+    lexical_weight: float = LEXICAL_WEIGHT
+    """The lexical channel's share of a score fusion, in [0, 1]."""
+    spread_relations: tuple[str, ...] = ()
+    """Link relations along which a candidate lends part of its fused score to its neighbours.
+
+    One hop, both ways: an item linked to a candidate by one of these gains
+    :data:`SPREAD_DECAY` x the link's weight x the best such candidate's
+    score (before spreading), on top of its own. For items that are context
+    for each other: consecutive turns of a conversation, steps of one
+    procedure. Empty (the default): no spreading.
+    """
 
 
 @dataclass
@@ -250,12 +304,156 @@ class _Cand:
     via: str = ""
 
 
+class _Fusion:
+    """One search's candidates: what each channel contributes, then the fused order.
+
+    A rank fusion (RRF) reads each semantic hit's item as it arrives, because
+    a hit the caller cannot read takes no rank. A score fusion keeps ids and
+    scores only, and reads items in fused order, as many as the results can
+    use: a pool of hundreds costs a handful of reads.
+    """
+
+    def __init__(
+        self, searcher: Searcher, kind: str, partition: str, explain: bool, by_score: bool
+    ) -> None:
+        self._searcher = searcher
+        self._kind = kind
+        self._partition = partition
+        self._explain = explain
+        self._by_score = by_score
+        self._lexical_weight = searcher.config.lexical_weight
+        self._scores: dict[str, float] = {}
+        self._explanations: dict[str, Explanation] = {}
+        self._items: dict[str, Item] = {}
+        self._unreadable: set[str] = set()
+        self._read_s = 0.0
+        self._semantic = False
+        self._spread: dict[str, tuple[float, str]] = {}
+
+    def observe_hydrate(self) -> None:
+        """Report the time spent reading items as the ``hydrate`` phase, once per search.
+
+        Only a search that ran the semantic channel has the phase (the seed's
+        rule: the fast path never hydrates); reading the fast path's few
+        results is part of the call, not of a phase.
+        """
+        if self._semantic:
+            self._searcher.stats.observe("search.phase.hydrate", self._read_s)
+
+    def _read(self, id: str) -> Item | None:
+        item = self._items.get(id)
+        if item is None and id not in self._unreadable:
+            item = self._searcher._hydrate(id, self._kind, self._partition)
+            if item is None:
+                self._unreadable.add(id)
+            else:
+                self._items[id] = item
+        return item
+
+    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None:
+        """The lexical channel's hits, best first (an item when it was read already)."""
+        norms = _minmax([h.score for h, _ in hits]) if self._by_score else []
+        weight = self._lexical_weight
+        # Items with equal lexical scores share the best rank of their tie
+        # ("1224" ranking): the order within a tie is only recency, so it must
+        # not weigh in a rank fusion; the semantic channel breaks the tie
+        # instead. A score fusion gives a tie one normalised score anyway.
+        rank = 0
+        for i, (h, item) in enumerate(hits):
+            if i and h.score < hits[i - 1][0].score:
+                rank = i
+            if item is not None:
+                self._items[h.id] = item
+            self._scores[h.id] = weight * norms[i] if self._by_score else 1.0 / (RRF_K + rank + 1)
+            if self._explain:  # the shared rank of a tie: the one a rank fusion uses
+                exp = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
+                if self._by_score:
+                    exp.lexical_norm = norms[i]
+                self._explanations[h.id] = exp
+
+    def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
+        """The vector index's hits, best first: ``(entry, similarity)``."""
+        t0 = time.perf_counter()
+        self._semantic = True
+        if self._by_score:
+            norms = _minmax([sim for _, sim in hits])
+            weight = 1.0 - self._lexical_weight
+            ranked = [(e.id, sim, weight * n) for (e, sim), n in zip(hits, norms, strict=True)]
+        else:
+            readable = [(e.id, sim) for e, sim in hits if self._read(e.id) is not None]
+            ranked = [(id, sim, 1.0 / (RRF_K + r + 1)) for r, (id, sim) in enumerate(readable)]
+        for rank, (id, sim, add) in enumerate(ranked):
+            self._scores[id] = self._scores.get(id, 0.0) + add
+            if self._explain:
+                exp = self._explanations.get(id)
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                exp.channels.append(channel)
+                exp.semantic_rank = rank
+                exp.similarity = sim
+                if self._by_score:
+                    exp.semantic_norm = norms[rank]
+        self._read_s += time.perf_counter() - t0
+
+    def spread(self, relations: Collection[str]) -> None:
+        """Lend each candidate's score to the items it is linked to by ``relations``.
+
+        An item gains :data:`SPREAD_DECAY` x link weight x the score of its best
+        linked candidate (ties: the smaller id), on top of its own score, which
+        may be none. Scores are read as the channels left them, so the order in
+        which candidates are visited does not matter and calling it again
+        recomputes the same loan. The graph alone is read, not the items: a
+        neighbour is read only if it reaches the results.
+        """
+        self._spread = {}
+        base = self._scores
+        if not relations or not base:
+            return
+        loans: dict[str, tuple[float, str]] = {}
+        for src, others in self._searcher.store().neighbours(list(base), relations).items():
+            score = base[src]
+            if score <= 0.0:
+                continue
+            for other, weight in others:
+                add = SPREAD_DECAY * weight * score
+                held = loans.get(other)
+                if held is None or add > held[0] or (add == held[0] and src < held[1]):
+                    loans[other] = (add, src)
+        self._spread = loans
+
+    def ordered(self, need: int) -> list[_Cand]:
+        """The best ``need`` readable candidates, best first (ties by id)."""
+        t0 = time.perf_counter()
+        scores = dict(self._scores)
+        for id, (add, _) in self._spread.items():
+            scores[id] = scores.get(id, 0.0) + add
+        out: list[_Cand] = []
+        for id in sorted(scores, key=lambda i: (-scores[i], i)):
+            item = self._read(id)
+            if item is None:
+                continue
+            exp = self._explanations.get(id)
+            loan = self._spread.get(id)
+            if self._explain and loan is not None:
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                if "spread" not in exp.channels:
+                    exp.channels.append("spread")
+                exp.spread_score, exp.spread_from = loan
+            out.append(_Cand(item, scores[id], exp))
+            if len(out) >= need:
+                break
+        self._read_s += time.perf_counter() - t0
+        return out
+
+
 class Searcher:
     """Hybrid search over a Store: lexical first, semantic fused in when needed, reranked."""
 
     def __init__(self, config: SearchConfig, *, stats: SearchStats | None = None) -> None:
         if not isinstance(config.store, Store):
             raise TypeError("SearchConfig.store must be a memstore.Store")
+        _check_fusion(config)
         self._cfg = config
         self._stats = stats if stats is not None else SearchStats(config.stats)
 
@@ -279,7 +477,7 @@ class Searcher:
         """
         cfg = dataclasses.replace(self._cfg)
         mutate(cfg)
-        return Searcher(cfg, stats=self._stats)
+        return Searcher(cfg, stats=self._stats)  # checks the changed config
 
     # ------------------------------------------------------------- search
 
@@ -342,50 +540,33 @@ class Searcher:
         start = time.perf_counter()
         stats.add(STAT_TOTAL)
         fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
-        # Each channel pulls deeper than the limit: an item ranked 15th by both
-        # channels should beat one ranked 8th by only one of them.
+        # What the rerank and the link steps receive: each channel's best
+        # limit x fanout items (an item ranked 15th by both channels should
+        # beat one ranked 8th by only one of them).
         pool = limit * max(fanout, FUSION_DEPTH)
-        # Lexical channel: the index filters partitions itself when the default
-        # rule is in force; a host predicate is applied on a wider pool.
-        store = cfg.store
+        cells = cfg.cells() if cfg.cells is not None else None
+        by_score = cfg.fusion == FUSION_SCORE and cells is not None
+        # A score fusion normalises each channel over a deep pool of scores (see
+        # FUSION_POOL); only the items that can reach the results are read.
+        depth = max(pool, FUSION_POOL) if by_score else pool
         t0 = time.perf_counter()
-        index_partition = (
-            None if cfg.visible is not None or partition == PARTITION_ALL else partition
-        )
-        hits, n_tokens = store.keyword_hits(
-            query,
-            kind,
-            subject,
-            pool * (4 if cfg.visible is not None else 1),
-            partition=index_partition,
-        )
-        lexical = [(it, h) for it, h in hits if self._visible(it, partition)][:pool]
+        lexical, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
-        if any(h.fuzzy for _, h in lexical):
+        if any(h.fuzzy for h, _ in lexical):
             stats.add(STAT_KW_TRIGRAM_HITS)
         # Confident: the top hit covers the query (the store's rule), all of it
         # for a long question (which shares words with almost anything), and
         # stands alone at the top (a shared top spot is a guess).
         confident = (
             bool(lexical)
-            and is_confident(lexical[0][1].covered, n_tokens)
-            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][1].covered == n_tokens)
-            and (len(lexical) == 1 or lexical[0][1].score > lexical[1][1].score)
+            and is_confident(lexical[0][0].covered, n_tokens)
+            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][0].covered == n_tokens)
+            and (len(lexical) == 1 or lexical[0][0].score > lexical[1][0].score)
         )
-        cells = cfg.cells() if cfg.cells is not None else None
-        cands: dict[str, _Cand] = {}
+        fusion = _Fusion(self, kind, partition, explain, by_score)
+        fusion.add_lexical(lexical)
         vec: npt.NDArray[np.float32] | None = None
-        # Items with equal lexical scores share the best rank of their tie
-        # ("1224" ranking): the order within a tie is only recency, so it must
-        # not weigh in the fusion; the semantic channel breaks the tie instead.
-        rank = 0
-        for i, (it, h) in enumerate(lexical):
-            if i and h.score < lexical[i - 1][1].score:
-                rank = i
-            c = cands[it.id] = _Cand(it, 1.0 / (RRF_K + rank + 1))
-            if explain:  # the shared rank of a tie: the one the fusion used
-                c.explanation = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
         fused_path = cells is not None and (full or cfg.always_fuse or not confident)
         if fused_path:
             assert cells is not None
@@ -393,22 +574,29 @@ class Searcher:
             stats.add(STAT_SEMANTIC_CALLS)
             try:
                 vec = self._embed(cells, query)
-                sem = self._semantic_hits(cells, vec, kind, subject, partition, pool, False)
-                self._merge_semantic(sem, kind, partition, cands, explain, "semantic")
+                sem = self._semantic_hits(cells, vec, kind, subject, partition, depth, False)
+                fusion.add_semantic(sem, "semantic")
             except Exception:  # the lexical answer still stands
                 _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
                 stats.add(STAT_SEMANTIC_FALLBACKS)
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
-        if not cands and cells is not None:
+        fusion.spread(cfg.spread_relations)
+        ordered = fusion.ordered(2 * pool)
+        if not ordered and cells is not None:
             try:
-                if self._exhaustive(
-                    cells, query, kind, subject, partition, pool, cands, explain, vec
-                ):
+                # The query vector of this call's semantic pass when it ran: one
+                # embedding per search, even when the exact scan has to step in.
+                vec = vec if vec is not None else self._embed(cells, query)
+                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
+                fusion.add_semantic(hits, "exhaustive")
+                fusion.spread(cfg.spread_relations)
+                ordered = fusion.ordered(2 * pool)
+                if ordered:
                     stats.add(STAT_EXHAUSTIVE_FALLBACKS)
             except Exception:
                 _log.warning("memstore: exhaustive fallback failed", exc_info=True)
-        ordered = sorted(cands.values(), key=lambda c: (-c.fused, c.item.id))
+        fusion.observe_hydrate()
         if full:
             ordered = self._full_extras(query, kind, partition, ordered, explain)
         t1 = time.perf_counter()
@@ -500,52 +688,33 @@ class Searcher:
         self._stats.observe("search.phase.embed", time.perf_counter() - t0)
         return vec
 
-    def _merge_semantic(
-        self,
-        hits: Sequence[tuple[Any, float]],
-        kind: str,
-        partition: str,
-        cands: dict[str, _Cand],
-        explain: bool,
-        channel: str,
-    ) -> int:
-        t0 = time.perf_counter()
-        added = 0
-        rank = 0
-        for entry, sim in hits:
-            c = cands.get(entry.id)
-            if c is None:
-                item = self._hydrate(entry.id, kind, partition)
-                if item is None:
-                    continue
-                c = cands[entry.id] = _Cand(item, 0.0, Explanation() if explain else None)
-                added += 1
-            c.fused += 1.0 / (RRF_K + rank + 1)
-            if c.explanation is not None:
-                c.explanation.channels.append(channel)
-                c.explanation.semantic_rank = rank
-                c.explanation.similarity = sim
-            rank += 1
-        self._stats.observe("search.phase.hydrate", time.perf_counter() - t0)
-        return added
+    def _lexical(
+        self, query: str, kind: str, subject: str, partition: str, pool: int, depth: int
+    ) -> tuple[list[tuple[LexicalHit, Item | None]], int]:
+        """The lexical channel's best hits the caller may see, and the number of query tokens.
 
-    def _exhaustive(
-        self,
-        cells: VectorIndex,
-        query: str,
-        kind: str,
-        subject: str,
-        partition: str,
-        pool: int,
-        cands: dict[str, _Cand],
-        explain: bool,
-        vec_done: npt.NDArray[np.float32] | None,
-    ) -> bool:
-        # The query vector of this call's semantic pass when it ran: one
-        # embedding per search, even when the exact scan has to step in.
-        vec = vec_done if vec_done is not None else self._embed(cells, query)
-        hits = self._semantic_hits(cells, vec, kind, subject, partition, pool, exact=True)
-        return self._merge_semantic(hits, kind, partition, cands, explain, "exhaustive") > 0
+        Under the default partition rule the index filters partitions itself,
+        so ``depth`` hits come back as scores alone, and their items are read
+        only if they reach the results. A host ``visible`` predicate needs the
+        items: the best ``4 x pool`` hits are read and filtered here (the head
+        the results come from); a deeper pool adds the rest as scores alone,
+        to normalise over, and each of those is checked when it is read.
+        """
+        cfg, store = self._cfg, self._cfg.store
+        if cfg.visible is None:
+            index_partition = None if partition == PARTITION_ALL else partition
+            hits, n = store.keyword_ranked(query, kind, subject, depth, partition=index_partition)
+            return [(h, None) for h in hits], n
+        head = 4 * pool
+        wide, n = store.keyword_ranked(query, kind, subject, max(head, depth))
+        out: list[tuple[LexicalHit, Item | None]] = []
+        for h in wide[:head]:
+            item = store.get(h.id)
+            if item is not None and self._visible(item, partition):
+                out.append((h, item))
+        out = out[:pool] if depth <= pool else out
+        out.extend((h, None) for h in wide[head:depth])
+        return out, n
 
     def _full_extras(
         self, query: str, kind: str, partition: str, ordered: list[_Cand], explain: bool
@@ -696,6 +865,35 @@ class Searcher:
         return consolidate(
             self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
         )
+
+
+def _check_fusion(cfg: SearchConfig) -> None:
+    """Reject a fusion this searcher does not know, naming the accepted ones."""
+    if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
+        raise ValueError(
+            f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
+        )
+    if not 0.0 <= cfg.lexical_weight <= 1.0:
+        raise ValueError(f"SearchConfig.lexical_weight {cfg.lexical_weight!r} is not in [0, 1]")
+
+
+def _minmax(scores: Sequence[float]) -> list[float]:
+    """Scores rescaled to [0, 1] over their own range: best 1, weakest 0.
+
+    A channel's raw scores are on its own scale (a lexical share of the query,
+    a cosine), so a fusion first puts both on the same one. When every score
+    is equal (or there is one) nothing tells them apart: all are 1.
+
+    >>> _minmax([2.0, 1.5, 1.0]), _minmax([0.3, 0.3]), _minmax([])
+    ([1.0, 0.5, 0.0], [1.0, 1.0], [])
+    """
+    if not scores:
+        return []
+    hi, lo = max(scores), min(scores)
+    if hi <= lo:
+        return [1.0] * len(scores)
+    span = hi - lo
+    return [(s - lo) / span for s in scores]
 
 
 def _absorb(survivor: SearchResult, other: SearchResult) -> None:

@@ -13,6 +13,10 @@ still gets ``k`` hits when it has ``k``.
 >>> cells.upsert(IndexEntry("b", kind="note"), "quarterly tax filing deadline")
 >>> [(e.id, round(s, 2) > 0) for e, s in cells.search("ledger pool", 1)]
 [('a', True)]
+
+With ``center=True`` similarities are measured around the mean of the
+vectors searched (see :class:`CellStore`), which keeps short, generic texts
+from crowding every result list.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from memstore.store import Store
 
 __all__ = [
+    "CENTER_MIN",
     "COMPACT_MIN_DELETED",
     "COMPACT_RATIO",
     "DEFAULT_EF",
@@ -67,6 +72,12 @@ COMPACT_RATIO = 0.25
 """Rebuild the graph once deleted labels exceed this share of live ones..."""
 COMPACT_MIN_DELETED = 1024
 """...and this many, so small churn never triggers a rebuild."""
+CENTER_MIN = 64
+"""Fewest vectors searched for ``center=True`` to apply; below it, plain cosine.
+
+The mean of a handful of vectors is mostly each of them: centring on it
+would measure every entry against a blend of the others.
+"""
 
 Vector = npt.NDArray[np.float32]
 Visible = Callable[[IndexEntry], bool]
@@ -92,6 +103,22 @@ class CellStore:
     Thread-safe. Cost: an upsert embeds only when the text changed (content
     hash); a search is one embedding call plus an HNSW query (or an exact scan
     of at most :data:`EXACT_THRESHOLD` rows).
+
+    ``center=True`` scores a search by the cosine of the query and each entry
+    after both are moved by minus the mean vector of the entries searched
+    (the partitions asked for, or everything). Sentence embeddings share a
+    large common component: within one collection (a conversation, a
+    project's notes) every vector leans the same way, and the entries nearest
+    that common direction (short, generic texts like "Thanks, see you!") come
+    out near every query. Centring removes the shared lean, so what remains is
+    what sets an entry apart from the rest ("hubness reduction"; Suzuki et al.,
+    "Centering Similarity Measures to Reduce Hubs", EMNLP 2013). The mean is
+    kept as running sums per partition, so it costs one more matrix-vector
+    product per exact scan. A graph search (a set too large to scan) rescores
+    the graph's best ``max(k, ef_search)`` by plain cosine, so it is centred
+    only among those. Searches of fewer than :data:`CENTER_MIN` entries are
+    not centred. Similarities are then centred cosines: 0 is "as close as the
+    average entry".
     """
 
     def __init__(
@@ -103,6 +130,7 @@ class CellStore:
         m: int = DEFAULT_M,
         ef_construction: int = DEFAULT_EF_CONSTRUCTION,
         ef_search: int = DEFAULT_EF,
+        center: bool = False,
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
@@ -122,6 +150,8 @@ class CellStore:
         self._by_partition: dict[str, set[int]] = {}
         self._by_subject: dict[str, set[int]] = {}
         self._shared: set[int] = set()
+        self._center = center
+        self._sums = _Sums(self._dim)
         self._deleted = 0
         self._hnsw: hnswlib.Index | None = None
         self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
@@ -266,6 +296,7 @@ class CellStore:
             self._hnsw.add_items(vec[None, :], np.array([label]))
 
     def _group(self, entry: IndexEntry, label: int, *, add: bool) -> None:
+        self._sums.change(entry, self._vecs[label], 1.0 if add else -1.0)
         for table, key in (
             (self._by_partition, entry.partition),
             (self._by_subject, entry.subject),
@@ -399,6 +430,7 @@ class CellStore:
             self._alive = np.zeros(len(self._vecs), np.bool_)
             self._entries, self._label_of, self._hash = [], {}, {}
             self._by_partition, self._by_subject, self._shared = {}, {}, set()
+            self._sums = _Sums(self._dim)
             self._deleted = 0
             self._hnsw = None
             for new, ((id, _), entry) in enumerate(zip(order, entries, strict=True)):
@@ -503,18 +535,20 @@ class CellStore:
             return []
         with self._lock:
             allowed = self._allowed(partitions)
+            mu = self._mean(partitions, allowed)
             cached = None
             if partitions is not None and visible is None and allowed is not None:
                 cached = self._subset(tuple(sorted(set(partitions))), allowed)
             if cached is not None:
-                hits = self._scan_subset(q, k, *cached)
+                hits = self._scan_subset(q, k, *cached, mu)
             else:
-                hits = self._knn(q, k, allowed, visible, exact)
+                hits = self._knn(q, k, allowed, visible, exact, mu)
             if subject is not None:
                 labels = self._by_subject.get(subject, set())
                 routed = labels if allowed is None else labels & allowed
                 merged = {id(e): (e, s) for e, s in hits}
-                for e, s in self._knn(q, k, routed, visible, exact):
+                # Centred on the whole set searched, so the scores compare.
+                for e, s in self._knn(q, k, routed, visible, exact, mu):
                     merged.setdefault(id(e), (e, s))
                 hits = sorted(merged.values(), key=lambda p: (-p[1], p[0].id))[:k]
             return hits
@@ -532,6 +566,15 @@ class CellStore:
         return self.search_vector(
             vec, k, visible=visible, subject=subject, partitions=partitions, exact=True
         )
+
+    def _mean(self, partitions: Collection[str] | None, allowed: set[int] | None) -> Vector | None:
+        """The mean vector a ``center=True`` search is centred on, ``None`` for plain cosine."""
+        if not self._center:
+            return None
+        n = len(self._label_of) if allowed is None else len(allowed)
+        if n < CENTER_MIN:
+            return None
+        return self._sums.mean(partitions, n)
 
     def _subset(
         self, key: tuple[str, ...], allowed: set[int]
@@ -556,9 +599,14 @@ class CellStore:
         return labels, matrix
 
     def _scan_subset(
-        self, q: Vector, k: int, labels: npt.NDArray[np.intp], matrix: Vector
+        self,
+        q: Vector,
+        k: int,
+        labels: npt.NDArray[np.intp],
+        matrix: Vector,
+        mu: Vector | None,
     ) -> list[tuple[IndexEntry, float]]:
-        scores = matrix @ q
+        scores = _scores(matrix, q, mu)
         if labels.size > k:
             kth = np.partition(scores, labels.size - k)[labels.size - k]
             keep = scores >= kth
@@ -587,12 +635,13 @@ class CellStore:
         allowed: set[int] | None,
         visible: Visible | None,
         exact: bool,
+        mu: Vector | None,
     ) -> list[tuple[IndexEntry, float]]:
         candidates = len(self._label_of) if allowed is None else len(allowed)
         if candidates == 0:
             return []
         if exact or self._hnsw is None or candidates <= EXACT_THRESHOLD:
-            return self._scan(q, k, allowed, visible)
+            return self._scan(q, k, allowed, visible, mu)
         entries = self._entries
         if allowed is None and visible is None:
             keep: Callable[[int], bool] | None = None
@@ -608,25 +657,35 @@ class CellStore:
                 return e is not None and visible(e)
 
         want = min(k, candidates)
-        self._hnsw.set_ef(max(self._ef, want))
+        # Centred, the graph (built for plain cosine) proposes its whole beam
+        # and the centred score reorders it.
+        fetch = want if mu is None else min(max(k, self._ef), candidates)
+        self._hnsw.set_ef(max(self._ef, fetch))
         try:
-            labels, dists = self._hnsw.knn_query(q[None, :], k=want, filter=keep)
+            labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)
         except RuntimeError:
-            # Fewer than ``want`` entries pass the filter within reach of the
+            # Fewer than ``fetch`` entries pass the filter within reach of the
             # graph: the exact scan finds every one that exists.
-            return self._scan(q, k, allowed, visible)
+            return self._scan(q, k, allowed, visible, mu)
+        found = labels[0]
+        sims = 1.0 - dists[0] if mu is None else _scores(self._vecs[found], q, mu)
         out: list[tuple[IndexEntry, float]] = []
-        for label, dist in zip(labels[0].tolist(), dists[0].tolist(), strict=True):
+        for label, sim in zip(found.tolist(), sims.tolist(), strict=True):
             e = entries[label]
             if e is not None:
-                out.append((e, 1.0 - float(dist)))
-        if len(out) < want:
-            return self._scan(q, k, allowed, visible)  # the graph lost some: be exact
+                out.append((e, float(sim)))
+        if len(out) < fetch:
+            return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
         out.sort(key=lambda p: (-p[1], p[0].id))
-        return out
+        return out[:want]
 
     def _scan(
-        self, q: Vector, k: int, allowed: set[int] | None, visible: Visible | None
+        self,
+        q: Vector,
+        k: int,
+        allowed: set[int] | None,
+        visible: Visible | None,
+        mu: Vector | None,
     ) -> list[tuple[IndexEntry, float]]:
         if allowed is None:
             labels = np.flatnonzero(self._alive)
@@ -634,7 +693,7 @@ class CellStore:
             labels = np.fromiter(allowed, np.intp, len(allowed))
         if labels.size == 0:
             return []
-        scores = self._vecs[labels] @ q
+        scores = _scores(self._vecs[labels], q, mu)
         entries = self._entries
         if visible is None and labels.size > k:
             # Keep everything tied with the k-th score, so ties break by id below.
@@ -740,11 +799,91 @@ class CellStore:
                 parts.setdefault(e.partition, set()).add(lab)
                 subjects.setdefault(e.subject, set()).add(lab)
             assert parts == self._by_partition and subjects == self._by_subject
+            sums = _Sums(self._dim)
+            for lab in live:
+                e = self._entries[lab]
+                assert e is not None
+                sums.change(e, self._vecs[lab], 1.0)
+            for name in ("all", "shared"):
+                assert np.allclose(getattr(sums, name), getattr(self._sums, name), atol=1e-6), name
+            for table in ("by_partition", "shared_by_partition"):
+                want, got = getattr(sums, table), getattr(self._sums, table)
+                for key in set(want) | set(got):
+                    zero = np.zeros(self._dim)
+                    assert np.allclose(want.get(key, zero), got.get(key, zero), atol=1e-6), key
             assert self._deleted == len(self._entries) - len(live)
             if self._hnsw is not None:
                 ids = set(self._hnsw.get_ids_list())
                 assert live <= ids <= set(range(len(self._entries))), "graph labels disagree"
                 assert self._hnsw.get_current_count() == len(ids)
+
+
+class _Sums:
+    """Running vector sums per partition, for the mean a centred search subtracts.
+
+    A search's candidates are its partitions' entries plus every ``shared``
+    one; a shared entry of a requested partition is in both, so the shared
+    sums are also kept per partition, to count it once. Float64, so that
+    adding and removing the same vector many times leaves no drift worth
+    the name.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self._dim = dim
+        self.all = np.zeros(dim, np.float64)
+        self.by_partition: dict[str, npt.NDArray[np.float64]] = {}
+        self.shared = np.zeros(dim, np.float64)
+        self.shared_by_partition: dict[str, npt.NDArray[np.float64]] = {}
+
+    def _bucket(self, table: dict[str, npt.NDArray[np.float64]], key: str) -> npt.NDArray[Any]:
+        got = table.get(key)
+        if got is None:
+            got = table[key] = np.zeros(self._dim, np.float64)
+        return got
+
+    def change(self, entry: IndexEntry, vec: Vector, sign: float) -> None:
+        """Add (``sign`` 1) or remove (-1) one entry's vector."""
+        v = vec.astype(np.float64) * sign
+        self.all += v
+        self._bucket(self.by_partition, entry.partition)[:] += v
+        if entry.shared:
+            self.shared += v
+            self._bucket(self.shared_by_partition, entry.partition)[:] += v
+
+    def mean(self, partitions: Collection[str] | None, n: int) -> Vector:
+        """The mean over everything (``None``) or those partitions plus shared entries."""
+        if partitions is None:
+            total = self.all
+        else:
+            total = self.shared.copy()
+            for p in set(partitions):
+                if p in self.by_partition:
+                    total += self.by_partition[p]
+                if p in self.shared_by_partition:
+                    total -= self.shared_by_partition[p]
+        mean: Vector = (total / n).astype(np.float32)
+        return mean
+
+
+def _scores(rows: Vector, q: Vector, mu: Vector | None) -> npt.NDArray[np.float32]:
+    """Cosine of unit query ``q`` with each row, or of both moved by ``-mu`` when given.
+
+    cos(q - mu, d - mu) expands to inner products the rows already give:
+    ``(q.d - mu.d - q.mu + mu.mu) / (|q - mu| |d - mu|)``, with
+    ``|d - mu|^2 = d.d - 2 mu.d + mu.mu``: two matrix-vector products and no
+    copy of the rows.
+    """
+    dots: npt.NDArray[np.float32] = rows @ q
+    if mu is None:
+        return dots
+    m = rows @ mu
+    mm = float(mu @ mu)
+    qm = float(q @ mu)
+    sq = np.einsum("ij,ij->i", rows, rows)
+    q_norm = max(1.0 - 2.0 * qm + mm, 1e-12) ** 0.5
+    d_norm = np.sqrt(np.maximum(sq - 2.0 * m + mm, 1e-12))
+    out: npt.NDArray[np.float32] = ((dots - m - qm + mm) / (q_norm * d_norm)).astype(np.float32)
+    return out
 
 
 def _normalise(vecs: npt.ArrayLike, dim: int) -> Vector:

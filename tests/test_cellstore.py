@@ -381,3 +381,142 @@ def test_partition_set_scan_is_exact_and_sees_every_write() -> None:
     assert cells.remove(top)
     assert cells.search_vector(q, 1, partitions=["p0"])[0][0].id != top
     cells._check()
+
+
+# ------------------------------------------------------------------ centring
+
+
+def leaning_rows(n: int, dim: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unit rows that all lean towards one common direction, as sentence embeddings do.
+
+    Returns the rows ``normalise(2 c + n_i)``, the common direction ``c`` and
+    the specific parts ``n_i`` (unit, orthogonal to ``c``).
+    """
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal(dim)
+    c /= np.linalg.norm(c)
+    noise = rng.standard_normal((n, dim))
+    noise -= np.outer(noise @ c, c)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    rows = 2 * c + noise
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows.astype(np.float32), c.astype(np.float32), noise.astype(np.float32)
+
+
+def centred_brute(
+    vecs: np.ndarray, q: np.ndarray, k: int, keep: np.ndarray | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Ids and scores of the top ``k`` by cosine around the mean of the kept rows."""
+    idx = np.arange(len(vecs)) if keep is None else np.flatnonzero(keep)
+    mu = vecs[idx].astype(np.float64).mean(0)
+    rows = vecs[idx] - mu
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    qc = q - mu
+    scores = rows @ (qc / np.linalg.norm(qc))
+    order = np.lexsort((idx, -scores))[:k]
+    return [f"v{idx[i]}" for i in order], scores[order]
+
+
+def test_centring_keeps_a_generic_entry_from_answering_a_specific_query() -> None:
+    rows, c, noise = leaning_rows(200, 64, seed=31)
+    hub = c  # all common direction, nothing of its own: "Thanks, see you!"
+    vecs = np.vstack([rows, hub[None, :]])
+    # A query about entry 7, said in the collection's common register.
+    rng = np.random.default_rng(32)
+    other = rng.standard_normal(64).astype(np.float32)
+    other -= (other @ c) * c + (other @ noise[7]) * noise[7]
+    other /= np.linalg.norm(other)
+    q = 2 * c + 0.4 * noise[7] + 0.9 * other
+    q /= np.linalg.norm(q)
+    plain = CellStore(HashEmbedder(dim=64))
+    fill(plain, vecs)
+    assert plain.search_vector(q, 1)[0][0].id == "v200", "plain cosine: the hub wins"
+    centred = CellStore(HashEmbedder(dim=64), center=True)
+    fill(centred, vecs)
+    hits = centred.search_vector(q, 3)
+    assert hits[0][0].id == "v7"
+    assert "v200" not in [e.id for e, _ in hits]
+
+
+def test_centred_scans_equal_cosines_around_the_mean_of_the_searched_partitions() -> None:
+    rows, _, _ = leaning_rows(6000, 32, seed=33)
+    cells = CellStore(HashEmbedder(dim=32), center=True)
+    fill(cells, rows, partitions=4)  # 1500 a partition: exact scans; two: the subset scan
+    part = np.array([i % 4 for i in range(len(rows))])
+    for q in unit_rows(5, dim=32, seed=34):
+        for parts in (["p0"], ["p1", "p3"]):
+            keep = np.isin(part, [int(p[1:]) for p in parts])
+            want_ids, want_scores = centred_brute(rows, q, 10, keep)
+            hits = cells.search_vector(q, 10, partitions=parts)
+            assert [e.id for e, _ in hits] == want_ids, parts
+            assert [s for _, s in hits] == pytest.approx(want_scores.tolist(), abs=1e-4)
+    cells._check()
+
+
+def test_a_centred_mean_counts_a_shared_entry_once() -> None:
+    from memstore_index._vectorfile import StoredVector
+
+    rows, _, _ = leaning_rows(300, 16, seed=35)
+    cells = CellStore(HashEmbedder(dim=16), center=True)
+    # Partition p0 holds 0..149, p1 150..299; every tenth entry of p0 is shared.
+    shared = {i for i in range(0, 150, 10)}
+    cells.apply(
+        [
+            StoredVector(
+                IndexEntry(
+                    f"v{i}",
+                    partition="p0" if i < 150 else "p1",
+                    tags=("shared",) if i in shared else (),
+                ),
+                -1,
+                f"h{i}",
+                "",
+                v,
+            )
+            for i, v in enumerate(rows)
+        ]
+    )
+    q = unit_rows(1, 16, seed=36)[0]
+    for parts, members in (
+        (["p1"], set(range(150, 300)) | shared),
+        (["p0", "p1"], set(range(300))),
+    ):
+        keep = np.array([i in members for i in range(300)])
+        want_ids, want_scores = centred_brute(rows, q, 5, keep)
+        hits = cells.search_vector(q, 5, partitions=parts)
+        assert [e.id for e, _ in hits] == want_ids
+        assert [s for _, s in hits] == pytest.approx(want_scores.tolist(), abs=1e-4)
+    # Removing entries takes them out of the mean.
+    for i in range(150, 200):
+        assert cells.remove(f"v{i}")
+    keep = np.array([i in (set(range(200, 300)) | shared) for i in range(300)])
+    assert [e.id for e, _ in cells.search_vector(q, 5, partitions=["p1"])] == centred_brute(
+        rows, q, 5, keep
+    )[0]
+    cells._check()
+
+
+def test_a_centred_graph_search_rescores_the_graphs_beam() -> None:
+    rows, _, _ = leaning_rows(4000, 32, seed=37)
+    cells = CellStore(HashEmbedder(dim=32), center=True)
+    fill(cells, rows)
+    assert cells._hnsw is not None
+    found = 0
+    for q in unit_rows(10, dim=32, seed=38):
+        want_ids, _ = centred_brute(rows, q, 10)
+        hits = cells.search_vector(q, 10)
+        scores = [s for _, s in hits]
+        assert scores == sorted(scores, reverse=True)
+        found += len(set(want_ids) & {e.id for e, _ in hits})
+        exact = cells.exact_search(q, 10)
+        assert [e.id for e, _ in exact] == want_ids
+    assert found / 100 >= 0.9, found
+
+
+def test_a_search_below_center_min_is_plain_cosine() -> None:
+    rows, _, _ = leaning_rows(cs.CENTER_MIN - 1, 16, seed=39)
+    plain, centred = CellStore(HashEmbedder(dim=16)), CellStore(HashEmbedder(dim=16), center=True)
+    fill(plain, rows)
+    fill(centred, rows)
+    q = unit_rows(1, 16, seed=40)[0]
+    assert centred.search_vector(q, 5) == plain.search_vector(q, 5)

@@ -169,3 +169,24 @@ def test_unknown_mode_is_a_usage_error(tmp_path: Path) -> None:
     proc, _ = _run(tmp_path, "--modes", "lexical,nonsense", "--no-plot")
     assert proc.returncode == 2
     assert "unknown mode" in proc.stderr
+
+
+def test_cache_dir_reuses_vectors_and_results(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first, out = _run(tmp_path, "--cache-dir", str(cache), "--no-plot")
+    assert first.returncode == 0, first.stderr
+    cold: dict[str, Any] = json.loads(out.read_text())
+    assert len(list(cache.glob("*.npz"))) == 1
+    assert cold["embedding"]["queries_from_cache"] == 0
+    assert cold["embedding"]["turn_texts"] > 0
+
+    second, out = _run(tmp_path, "--cache-dir", str(cache), "--no-plot")
+    assert second.returncode == 0, second.stderr
+    warm: dict[str, Any] = json.loads(out.read_text())
+    # Nothing is embedded again, queries are reported as untimed, rankings are the same.
+    assert warm["embedding"]["queries_from_cache"] == 3
+    assert warm["embedding"]["query_p50_ms"] is None
+    assert warm["embedding"]["turn_texts"] == 0
+    assert second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
+    for c, w in zip(cold["results"], warm["results"], strict=True):
+        assert c["per_question"]["first_hit"] == w["per_question"]["first_hit"], c["mode"]

@@ -23,9 +23,13 @@ from conftest import FakeClock
 from memstore import EXACT_ID_MATCH_SCORE, Config, Item, Store, ThoughtLink, rerank_base_score
 from memstore.search import (
     ANCHOR_BOOST,
+    FUSION_POOL,
+    FUSION_RRF,
+    LEXICAL_WEIGHT,
     RECENT_BOOST,
     RECENT_WINDOW,
     RRF_K,
+    SPREAD_DECAY,
     STATE_OPEN_BOOST,
     STATE_RESOLVED_PENALTY,
     WATCH_BOOST,
@@ -150,7 +154,7 @@ def test_confident_query_is_served_lexically_without_an_embedding_call(env: Env)
 
 def test_unconfident_query_embeds_once_and_fuses_by_rrf(env: Env) -> None:
     fusion_corpus(env)
-    searcher = env.searcher()
+    searcher = env.searcher(fusion=FUSION_RRF)
     got = searcher.hybrid_search("ledger quokka", explain=True)
     assert env.calls == [["ledger quokka"]]
     # lex1 and lex2 tie lexically, so both take lexical rank 0 (a tie's order is
@@ -175,6 +179,77 @@ def test_unconfident_query_embeds_once_and_fuses_by_rrf(env: Env) -> None:
     snap = searcher.stats.snapshot()
     assert (snap.semantic_calls, snap.kw_voice_misses, snap.kw_voice_hits) == (1, 1, 0)
     assert (snap.lexical_count, snap.fused_count) == (0, 1)
+
+
+def score_corpus(env: Env) -> None:
+    """``top`` leads lexically; ``near`` and ``weak`` tie below it; ``para`` is semantic only.
+
+    Similarities to "ledger quokka": near 0.95, para 0.94 (almost as close),
+    top 0.5, weak 0.1 (the least similar of all).
+    """
+    env.add("top", "ledger quokka sighting")
+    env.add("near", "ledger replica")
+    env.add("weak", "ledger lag")
+    env.add("para", "quarterly tax filing")
+    env.pin("ledger quokka", {"near": 0.95, "para": 0.94, "top": 0.5, "weak": 0.1})
+
+
+def test_fusion_by_default_weighs_normalised_scores_not_ranks(env: Env) -> None:
+    score_corpus(env)
+    got = env.searcher(always_fuse=True).hybrid_search("ledger quokka", explain=True)
+    # Each channel is rescaled over its own pool (best 1, weakest 0) and the two
+    # are averaged: para, nearly as similar as the best, beats weak, the least
+    # similar item, which only shares a word with the query.
+    assert ids(got) == ["top", "near", "para", "weak"]
+    exp = {r.item.id: r.explanation for r in got}
+    assert all(e is not None for e in exp.values())
+    norm = {k: (e.lexical_norm, e.semantic_norm) for k, e in exp.items() if e is not None}
+    assert norm["top"] == pytest.approx((1.0, (0.5 - 0.1) / (0.95 - 0.1)), abs=1e-5)
+    assert norm["near"] == pytest.approx((0.0, 1.0), abs=1e-5)
+    assert norm["para"] == pytest.approx((None, (0.94 - 0.1) / (0.95 - 0.1)), abs=1e-5)
+    assert norm["weak"] == pytest.approx((0.0, 0.0), abs=1e-5)
+    for e in exp.values():
+        assert e is not None and e.fused_score is not None
+        lex, sem = e.lexical_norm or 0.0, e.semantic_norm or 0.0
+        assert e.fused_score == pytest.approx(LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem)
+    # A rank fusion sees only the order: weak (tied second lexically, last
+    # semantically) outranks para (second semantically, absent lexically).
+    by_rank = env.searcher(always_fuse=True, fusion=FUSION_RRF).hybrid_search("ledger quokka")
+    assert ids(by_rank) == ["near", "top", "weak", "para"]
+
+
+def test_lexical_weight_sets_each_channels_share(env: Env) -> None:
+    score_corpus(env)
+    lexical_only = env.searcher(always_fuse=True, lexical_weight=1.0)
+    assert ids(lexical_only.hybrid_search("ledger quokka"))[0] == "top"
+    semantic_only = env.searcher(always_fuse=True, lexical_weight=0.0)
+    assert ids(semantic_only.hybrid_search("ledger quokka")) == ["near", "para", "top", "weak"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("fusion", "borda"), ("lexical_weight", 1.5), ("lexical_weight", -0.1)]
+)
+def test_an_unknown_fusion_or_weight_is_refused(env: Env, field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        env.searcher(**{field: value})
+    with pytest.raises(ValueError, match=field):
+        env.searcher().with_(lambda c: setattr(c, field, value))
+
+
+def test_score_fusion_reads_only_the_items_that_can_reach_the_results(clock: FakeClock) -> None:
+    reads: list[str] = []
+    store = Store(Config(clock=clock, read=lambda items: reads.extend(it.id for it in items)))
+    cells = CellStore(HashEmbedder(dim=DIM))
+    cells.attach(store)
+    for i in range(FUSION_POOL + 50):
+        store.upsert(Item(id=f"n{i:03d}", kind="note", title=f"ledger note {i}"))
+    reads.clear()
+    searcher = Searcher(SearchConfig(store=store, cells=lambda: cells, always_fuse=True))
+    got = searcher.hybrid_search("ledger quokka", limit=3, explain=True)
+    assert len(got) == 3
+    # Both channels scored a deep pool, but only the best 2 x limit were read.
+    assert len(reads) == 6
+    assert all(r.explanation is not None and r.explanation.semantic_norm is not None for r in got)
 
 
 def test_char_ngrams_carry_a_morphological_variant_through_the_vector_channel(
@@ -371,7 +446,9 @@ def test_no_shaping_returns_fused_order_without_rerank_or_collapse(env: Env) -> 
     shaped = env.searcher(anchor=anchor).hybrid_search("payment api timeout")
     assert ids(shaped) == ["book", "dupa"]
     assert shaped[1].collapsed_count == 1
-    raw = env.searcher(anchor=anchor, no_shaping=True).hybrid_search("payment api timeout")
+    raw = env.searcher(anchor=anchor, no_shaping=True, fusion=FUSION_RRF).hybrid_search(
+        "payment api timeout"
+    )
     assert ids(raw) == ["dupa", "dupb", "book"]
     assert [r.score for r in raw] == pytest.approx([rrf(0), rrf(1), rrf(2)])
     assert all(r.collapsed_count == 0 for r in raw)
@@ -436,7 +513,8 @@ def test_explain_reports_every_factor_and_is_off_by_default(env: Env) -> None:
     sem = by_id["sem"].explanation
     assert sem is not None
     assert sem.channels == ["semantic"] and sem.semantic_rank == 0
-    assert sem.fused_score == pytest.approx(rrf(0))
+    assert sem.semantic_norm == 1.0 and sem.lexical_norm is None
+    assert sem.fused_score == pytest.approx(1 - LEXICAL_WEIGHT)
     assert sem.multipliers == {"state": STATE_OPEN_BOOST, "recency": RECENT_BOOST}
     lex1 = by_id["lex1"].explanation
     assert lex1 is not None and lex1.lexical_score is not None and lex1.lexical_score > 0
@@ -568,7 +646,7 @@ def test_source_replacement_pulls_a_wider_pool(env: Env) -> None:
     wide = env.searcher(source_relation="explains").hybrid_search("ledger failover drill", limit=2)
     assert ids(wide) == ["ep", "f3"]
     # fanout=1 taken as given: the pool is the limit, both hits fold into one source.
-    narrow = env.searcher(source_relation="explains", fanout=1)
+    narrow = env.searcher(source_relation="explains", fanout=1, fusion=FUSION_RRF)
     assert ids(narrow.hybrid_search("ledger failover drill", limit=2)) == ["ep"]
 
 
@@ -831,3 +909,114 @@ def test_with_returns_a_copy_that_shares_statistics(env: Env) -> None:
 def test_searcher_requires_a_store() -> None:
     with pytest.raises(TypeError):
         Searcher(SearchConfig(store=object()))  # type: ignore[arg-type]
+
+
+def test_keyword_ranked_ranks_like_keyword_hits_without_reading_items(clock: FakeClock) -> None:
+    reads: list[str] = []
+    store = Store(Config(clock=clock, read=lambda items: reads.extend(it.id for it in items)))
+    for i, title in enumerate(["ledger pool", "ledger pool size", "pool party", "tax"]):
+        store.upsert(Item(id=f"i{i}", kind="note", title=title, tags=[f"tenant/t{i % 2}"]))
+    reads.clear()
+    for partition in (None, "t0", "t1"):
+        ranked, n = store.keyword_ranked("ledger pool", partition=partition)
+        assert ranked and reads == [], "keyword_ranked reads no item"
+        hits, m = store.keyword_hits("ledger pool", partition=partition)
+        assert n == m == 2
+        assert [(h.id, h.score) for h in ranked] == [(h.id, h.score) for _, h in hits]
+        reads.clear()
+    assert [h.id for h in store.keyword_ranked("ledger pool", limit=1)[0]] == ["i0"]
+    assert store.keyword_ranked("?!") == ([], 0)
+
+
+def test_a_host_predicate_hides_hits_from_every_depth_of_the_score_pool(clock: FakeClock) -> None:
+    # The 60 best lexical hits are hidden by the host: the head the searcher
+    # reads and filters (4 x limit) holds none it may return; the visible
+    # ones come from deeper in the pool, each checked when it is read.
+    store = Store(Config(clock=clock))
+    cells = CellStore(HashEmbedder(dim=DIM))
+    cells.attach(store)
+    for i in range(FUSION_POOL):
+        title = "ledger pool quokka" if i < 60 else f"ledger note {i}"
+        store.upsert(Item(id=f"n{i:03d}", kind="note", title=title))
+
+    def visible(item: Item, partition: str) -> bool:
+        return int(item.id[1:]) >= 60
+
+    searcher = Searcher(SearchConfig(store=store, cells=lambda: cells, visible=visible))
+    for search in (searcher.hybrid_search, searcher.hybrid_search_full):
+        got = search("ledger pool quokka", limit=5)
+        assert len(got) == 5
+        assert all(visible(r.item, "") for r in got), ids(got)
+
+
+# ------------------------------------------------------------- spreading
+
+
+def thread(env: Env, weight: float = 1.0, *, on_answer: bool = False, **answer: Any) -> None:
+    """A question turn and its answer, linked ``precedes``; the answer shares no word."""
+    link = [ThoughtLink(to_id="q", relation="precedes", weight=weight)]
+    env.add(
+        "q",
+        "did you visit the quokka sanctuary",
+        links=[] if on_answer else [ThoughtLink(to_id="a", relation="precedes", weight=weight)],
+    )
+    env.add("a", "yes, last spring with my sister", links=link if on_answer else [], **answer)
+    env.add("z", "my sister lives in perth")
+
+
+@pytest.mark.parametrize("on_answer", [False, True])
+def test_a_hit_lends_part_of_its_score_to_the_items_it_is_linked_to(
+    env: Env, on_answer: bool
+) -> None:
+    # Either end may declare the link: an association works both ways.
+    thread(env, on_answer=on_answer)
+    assert ids(env.searcher().hybrid_search("quokka sanctuary")) == ["q"]
+    got = env.searcher(spread_relations=("precedes",)).hybrid_search(
+        "quokka sanctuary", explain=True
+    )
+    assert ids(got) == ["q", "a"]
+    q, a = (r.explanation for r in got)
+    assert q is not None and a is not None and q.fused_score is not None
+    assert a.channels == ["spread"] and a.spread_from == "q"
+    assert a.spread_score == pytest.approx(SPREAD_DECAY * q.fused_score)
+    assert a.fused_score == pytest.approx(a.spread_score)
+
+
+def test_the_links_weight_scales_the_loan(env: Env) -> None:
+    thread(env, weight=0.5)
+    got = env.searcher(spread_relations=("precedes",)).hybrid_search(
+        "quokka sanctuary", explain=True
+    )
+    q, a = (r.explanation for r in got)
+    assert q is not None and a is not None and q.fused_score is not None
+    assert a.spread_score == pytest.approx(SPREAD_DECAY * 0.5 * q.fused_score)
+
+
+def test_only_the_named_relations_spread(env: Env) -> None:
+    thread(env)
+    for relations in [(), ("explains",)]:
+        got = env.searcher(spread_relations=relations).hybrid_search("quokka sanctuary")
+        assert ids(got) == ["q"], relations
+
+
+def test_a_loan_adds_to_a_neighbours_own_score(env: Env) -> None:
+    # z matches "sister" itself; a matches it too and is the question's answer:
+    # the loan puts a above z, which has the same lexical score.
+    thread(env)
+    searcher = env.searcher(spread_relations=("precedes",), always_fuse=True)
+    got = searcher.hybrid_search("quokka sanctuary sister", explain=True)
+    by_id = {r.item.id: r.explanation for r in got}
+    assert ids(got).index("a") < ids(got).index("z")
+    a, z = by_id["a"], by_id["z"]
+    assert a is not None and z is not None and a.fused_score is not None
+    assert a.lexical_score == z.lexical_score
+    assert a.spread_score is not None and z.spread_score is None
+    own = LEXICAL_WEIGHT * (a.lexical_norm or 0.0) + (1 - LEXICAL_WEIGHT) * (a.semantic_norm or 0.0)
+    assert a.fused_score == pytest.approx(own + a.spread_score)
+
+
+def test_spreading_never_reaches_an_item_the_caller_cannot_see(env: Env) -> None:
+    thread(env, tags=["tenant/b"])
+    searcher = env.searcher(spread_relations=("precedes",))
+    assert ids(searcher.hybrid_search("quokka sanctuary", partition="c")) == ["q"]
+    assert ids(searcher.hybrid_search("quokka sanctuary", partition="b")) == ["q", "a"]

@@ -8,7 +8,7 @@ import itertools
 import pytest
 from conftest import T0, FakeClock, Recorder
 
-from memstore import MAX_MODEL_LINKS, Item, Store, ThoughtLink
+from memstore import MAX_MODEL_LINKS, Config, Item, Store, ThoughtLink
 
 HOUR = dt.timedelta(hours=1)
 
@@ -411,3 +411,30 @@ def test_context_depth_defaults_to_three_and_caps_at_eight(
 def test_context_of_an_unknown_anchor_is_empty(store: Store) -> None:
     _node(store, "a")
     assert store.context("nothing") == ([], [])
+
+
+def test_neighbours_are_one_hop_both_ways_along_the_named_relations(clock: FakeClock) -> None:
+    read: list[str] = []
+    store = Store(Config(clock=clock, read=lambda items: read.extend(i.id for i in items)))
+    for id in ("a", "b", "c", "d", "e"):
+        _node(store, id)
+    _node(store, "mine", scope="private", tags=["user:u1"])
+    _node(store, "old", stale_after=clock.now + HOUR)
+    _link(store, "a", "b", 0.5, relation="precedes")
+    _link(store, "c", "a", relation="precedes")
+    _link(store, "a", "d", relation="explains")
+    _link(store, "a", "mine", relation="precedes")
+    _link(store, "a", "old", relation="precedes")
+    clock.advance(2 * HOUR)  # "old" is past its deadline
+    read.clear()
+    got = store.neighbours(["a", "b", "e", "mine", "zzz"], ["precedes"])
+    assert sorted(got) == ["a", "b"]
+    assert sorted(got["a"]) == [("b", 0.5), ("c", 1.0)]
+    assert got["b"] == [("a", 0.5)]
+    assert sorted(store.neighbours(["a"], ["precedes", "explains"])["a"]) == [
+        ("b", 0.5),
+        ("c", 1.0),
+        ("d", 1.0),
+    ]
+    assert store.neighbours(["a"], []) == {}
+    assert read == [], "the graph is read, not the items"

@@ -204,6 +204,9 @@ def assert_search_matches_brute_force(
         top, _ = store.keyword_hits(query, kind, subject, limit, user_hash=user_hash)
         assert [h.id for _, h in top] == [h.id for h in got_hits[:limit]], (context, limit)
     if not user_hash:
+        # keyword_ranked: the same ranking and scores, with no item read.
+        ranked, _ = store.keyword_ranked(query, kind, subject, BIG)
+        assert [Hit(h.id, h.score, h.covered, h.fuzzy) for h in ranked] == got_hits, context
         # keyword_search_per_kind: the same ranking, at most ``per_kind`` of a kind.
         kinds = {it.id: it.kind for it, _ in got}
         taken: dict[str, int] = {}
