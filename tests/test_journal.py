@@ -664,3 +664,18 @@ def test_index_catches_up_when_the_record_is_ahead(tmp_path: Path) -> None:
     assert embedder.texts == 1 and cells.ids() == sorted([a.id, b.id])
     cells.close()
     journal.close()
+
+
+def test_lsn_of_names_where_each_change_was_recorded(pair: tuple[SqliteJournal, Store]) -> None:
+    journal, store = pair
+    seen: list[object] = []
+    store.add_change_listener(lambda changes: seen.extend(changes), before_commit=True)
+    with store.batch():
+        a = store.upsert(note("a"))
+        store.upsert(note("b"))
+    first, second = seen
+    assert journal.lsn_of(first) == journal.history(a.id)[0].lsn  # type: ignore[arg-type]
+    assert journal.lsn_of(second) == journal.last_lsn()  # type: ignore[arg-type]
+    from memstore import Change
+
+    assert journal.lsn_of(Change("delete", None, "x", "note")) is None

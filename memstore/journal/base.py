@@ -19,6 +19,7 @@ import datetime as _dt
 import json
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from memstore.store import Store
 
 __all__ = ["EXPORT_FORMAT", "Journal", "JournalBase", "PurgeMatch"]
+
+_RECENT = 4096
+"""How many committed changes :meth:`JournalBase.lsn_of` remembers."""
 
 EXPORT_FORMAT = "memstore-journal-export/1"
 """The first line of an export names its format: ``{"format": EXPORT_FORMAT, ...}``."""
@@ -51,6 +55,7 @@ class Journal(Protocol):
     def detach(self) -> None: ...
     def head(self) -> Lsn: ...
     def last_lsn(self) -> Lsn | None: ...
+    def lsn_of(self, change: Change) -> Lsn | None: ...
     def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]: ...
     def history(self, id: str) -> list[Version]: ...
     def snapshot(self, lsn: AsOf) -> Iterator[Version]: ...
@@ -85,6 +90,9 @@ class JournalBase(ABC):
         self._store: Store | None = None
         self._tls = threading.local()
         self._closed = False
+        # id(change) -> (change, lsn): the change is held so that its id is not reused.
+        self._recent: OrderedDict[int, tuple[Change, Lsn]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     # ------------------------------------------------------- backend rows
 
@@ -204,6 +212,22 @@ class JournalBase(ABC):
         rows = self._rows_for(changes)
         self._commit_rows(rows)
         self._tls.last = Lsn.unpack(rows[-1].lsn)
+        with self._recent_lock:
+            recent = self._recent
+            for c, r in zip(changes, rows, strict=True):
+                recent[id(c)] = (c, Lsn.unpack(r.lsn))
+            while len(recent) > _RECENT:
+                recent.popitem(last=False)
+
+    def lsn_of(self, change: Change) -> Lsn | None:
+        """The position a recently committed change was recorded at (for change streams).
+
+        The change hook and the hub see the very :class:`~memstore.config.Change`
+        objects the journal recorded; the last few thousand are remembered.
+        """
+        with self._recent_lock:
+            got = self._recent.get(id(change))
+        return got[1] if got is not None and got[0] is change else None
 
     def _rows_for(self, changes: Sequence[Change]) -> list[Row]:
         clock = self._ensure_clock()
