@@ -23,10 +23,10 @@ Grammar (EBNF; keywords and the five field names are case-insensitive)::
                        | [ "NOT" ] "IN" "(" literal { "," literal } ")"
                        | "IS" [ "NOT" ] "NULL" ) ;
     field      = "source" | "kind" | "subject" | "tags" | "metadata" "." key { "." key } ;
-    key        = identifier | '"' { any char but '"' | '""' } '"' ;
-    identifier = ( letter | "_" ) { letter | digit | "_" } ;      (ASCII)
+    key        = identifier | '"' { any character but '"' | '""' } '"' ;
+    identifier = ( letter | "_" ) { letter | digit | "_" } ;          (* ASCII *)
     literal    = string | number | "TRUE" | "FALSE" ;
-    string     = "'" { any char but "'" | "''" } "'" ;
+    string     = "'" { any character but "'" | "''" } "'" ;
     number     = [ "-" ] digits [ "." digits ] [ ( "e" | "E" ) [ "+" | "-" ] digits ] ;
     digits     = digit { digit } ;
 
