@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore import MemstoreError
@@ -245,6 +245,7 @@ def test_new_tokens_are_bearer_tokens() -> None:
 _B64 = st.text(alphabet="ABCXYZabcxyz0189-._~+/", min_size=1, max_size=20)
 
 
+@settings(deadline=None)
 @given(st.dictionaries(_B64, st.sampled_from(["a", "b"]), max_size=5), _B64)
 def test_lookup_finds_exactly_the_tokens_in_the_table(
     table_spec: dict[str, str], probe: str

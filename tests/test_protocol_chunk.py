@@ -275,7 +275,7 @@ _CONTENT = markdown() | st.text(max_size=300)
 _MAX = st.integers(1, 120)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_CONTENT, _MAX)
 def test_chunks_tile_the_content_within_the_bound(content: str, max_chars: int) -> None:
     chunks = chunk_markdown(content, max_chars=max_chars)
@@ -289,7 +289,7 @@ def test_chunks_tile_the_content_within_the_bound(content: str, max_chars: int) 
     assert pos == len(content)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_CONTENT, _MAX)
 def test_heading_paths_match_the_reference(content: str, max_chars: int) -> None:
     """Every non-space character's chunk carries the path in force on its line."""
@@ -303,7 +303,7 @@ def test_heading_paths_match_the_reference(content: str, max_chars: int) -> None
             assert chunk.heading_path == line.path, (at, line.body)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_CONTENT)
 def test_unbounded_chunks_are_the_sections(content: str) -> None:
     """With room for everything, a chunk starts exactly at each heading (and at 0)."""
@@ -321,7 +321,7 @@ def _longest_space_run(text: str) -> int:
     return max((len(m.group()) for m in re.finditer(r"\s+", text)), default=0)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_CONTENT, _MAX)
 def test_no_blank_chunks(content: str, max_chars: int) -> None:
     if not content.strip() or _longest_space_run(content) >= max_chars // 2:
@@ -329,7 +329,7 @@ def test_no_blank_chunks(content: str, max_chars: int) -> None:
     assert all(c.text.strip() for c in chunk_markdown(content, max_chars=max_chars))
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_CONTENT, _MAX)
 def test_fences_that_fit_are_not_split(content: str, max_chars: int) -> None:
     """A fence plus the white space around it, when that fits, is never cut."""

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore.protocol.confirm import (
@@ -218,6 +218,7 @@ def test_canonical_json_is_one_spelling() -> None:
     assert canonical_json(json.loads(json.dumps({"é": "ü"}, indent=2))) == '{"é":"ü"}'
 
 
+@settings(deadline=None)
 @given(st.text(max_size=300))
 def test_garbage_is_only_ever_a_400_or_428(token: str) -> None:
     confirmations = Confirmations(KEY)
@@ -239,6 +240,7 @@ _JSON = st.recursive(
 )
 
 
+@settings(deadline=None)
 @given(st.sampled_from(sorted(RECEIPT_FIELDS)), _JSON)
 def test_no_field_can_be_changed(field: str, value: Any) -> None:
     confirmations = Confirmations(KEY)

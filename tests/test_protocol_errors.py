@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore import MemstoreError
@@ -138,6 +138,7 @@ def test_long_path_parameters_are_cut_in_messages() -> None:
     assert len(errors.invalid_episode_id("Z" * 10_000).message) < 200
 
 
+@settings(deadline=None)
 @given(st.floats(min_value=0, max_value=1e9))
 def test_retry_after_is_whole_seconds_rounded_up(seconds: float) -> None:
     value = int(retry_after_header(seconds))

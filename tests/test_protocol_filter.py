@@ -387,6 +387,7 @@ def _nesting(expr: Expr) -> int:
     return 0
 
 
+@settings(deadline=None)
 @given(_exprs())
 def test_format_parse_round_trip(expr: Expr) -> None:
     assume(_nesting(expr) <= MAX_FILTER_DEPTH)
@@ -504,7 +505,7 @@ def _subexpressions(expr: Expr) -> Iterator[Expr]:
             yield from _subexpressions(e)
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(_exprs(), st.lists(_RECORDS, min_size=1, max_size=8))
 def test_evaluate_agrees_with_sqlite(expr: Expr, records: list[dict[str, Any]]) -> None:
     reference = SqliteReference(records)
@@ -549,7 +550,7 @@ def _like_and_values(draw: st.DrawFn) -> tuple[Like, list[str]]:
     return like, values
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(_like_and_values())
 def test_like_agrees_with_sqlite(case: tuple[Like, list[str]]) -> None:
     """LIKE alone, many values per pattern: wildcards, escapes and case against SQLite."""
@@ -560,7 +561,7 @@ def test_like_agrees_with_sqlite(case: tuple[Like, list[str]]) -> None:
     ).select(like)
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(_SCALARS, min_size=1, max_size=3),
     st.lists(_SCALARS | st.lists(_SCALARS | st.none(), max_size=3) | st.none(), max_size=20),
@@ -574,6 +575,7 @@ def test_equality_agrees_with_sqlite(literals: list[Literal], values: list[Any])
         assert [i for i, r in enumerate(records) if evaluate(expr, r)] == reference.select(expr)
 
 
+@settings(deadline=None)
 @given(_exprs(), _RECORDS)
 def test_negation_laws(expr: Expr, record: dict[str, Any]) -> None:
     assert evaluate(Not(expr), record) is (not evaluate(expr, record))
@@ -596,7 +598,7 @@ _FRAGMENTS = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(_FRAGMENTS, max_size=14).map(" ".join))
 def test_token_soup_parses_or_raises_the_syntax_error(text: str) -> None:
     try:
@@ -610,6 +612,7 @@ def test_token_soup_parses_or_raises_the_syntax_error(text: str) -> None:
     ]
 
 
+@settings(deadline=None)
 @given(st.text(max_size=200))
 def test_garbage_raises_only_the_syntax_error(text: str) -> None:
     try:

@@ -7,7 +7,7 @@ import threading
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore.protocol.errors import ProtocolError
@@ -123,6 +123,7 @@ _STEPS = st.lists(
 )
 
 
+@settings(deadline=None)
 @given(st.sampled_from([1, 2, 4, 8, 0.5]), st.integers(1, 6), _STEPS)
 def test_agrees_with_an_exact_reference(
     rate: float, burst: int, steps: list[tuple[float, int]]
@@ -144,6 +145,7 @@ def test_agrees_with_an_exact_reference(
                 assert wait == pytest.approx(float((1 - tokens) / Fraction(rate)))
 
 
+@settings(deadline=None)
 @given(
     st.floats(0.01, 1000),
     st.integers(1, 50),
