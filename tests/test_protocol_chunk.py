@@ -178,6 +178,7 @@ class RefLine(NamedTuple):
     path: tuple[str, ...]  # the heading path in force on this line
     in_fence: bool
     heading: bool
+    opens_fence: bool
 
 
 def reference_lines(content: str) -> list[RefLine]:
@@ -198,7 +199,7 @@ def reference_lines(content: str) -> list[RefLine]:
         rest = body.lstrip(" ")
         indent = len(body) - len(rest)
         in_fence = fence is not None
-        heading = False
+        heading = opens = False
         if fence is not None:
             marker = rest.rstrip(" \t")
             if indent <= 3 and set(marker) == {fence[0]} and len(marker) >= fence[1]:
@@ -207,7 +208,7 @@ def reference_lines(content: str) -> list[RefLine]:
             ch = rest[0]
             n = len(rest) - len(rest.lstrip(ch))
             if not (ch == "`" and "`" in rest[n:]):
-                fence, in_fence = (ch, n), True
+                fence, in_fence, opens = (ch, n), True, True
         elif indent <= 3 and rest.startswith("#"):
             level = len(rest) - len(rest.lstrip("#"))
             after = rest[level:]
@@ -222,7 +223,7 @@ def reference_lines(content: str) -> list[RefLine]:
                     stack.pop()
                 stack.append((level, text))
                 heading = True
-        out.append(RefLine(pos, body, tuple(t for _, t in stack), in_fence, heading))
+        out.append(RefLine(pos, body, tuple(t for _, t in stack), in_fence, heading, opens))
         pos += len(body) + len(eol)
     return out
 
@@ -232,7 +233,7 @@ def reference_fences(content: str) -> list[tuple[int, int]]:
     lines = reference_lines(content)
     spans: list[tuple[int, int]] = []
     for i, line in enumerate(lines):
-        if line.in_fence and (i == 0 or not lines[i - 1].in_fence):
+        if line.opens_fence:
             spans.append((line.start, line.start))
         if line.in_fence:
             end = lines[i + 1].start if i + 1 < len(lines) else len(content)
@@ -345,5 +346,6 @@ def test_reference_sees_fences() -> None:
     """The reference itself: a fence and the heading it hides."""
     doc = "a\n```\n# x\n```\n# y\n"
     assert reference_fences(doc) == [(2, 14)]
+    assert reference_fences("```\n```\n~~~\n") == [(0, 8), (8, 12)]  # back to back
     assert [line.path for line in reference_lines(doc)] == [(), (), (), (), ("y",)]
     assert [line.heading for line in reference_lines(doc)] == [False] * 4 + [True]
