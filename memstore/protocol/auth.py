@@ -1,0 +1,308 @@
+"""Bearer tokens from the ``--tokens-file``, scopes per route, and the request gate.
+
+The tokens file is the seed's JSON map from an opaque token to the tenant it
+acts for and the verbs it may use::
+
+    {
+      "s3cr3t-token-for-acme": {"tenant": "acme", "scopes": ["ingest", "recall", "forget"]},
+      "read-only-token":       {"tenant": "acme", "scopes": ["recall"]}
+    }
+
+The tenant is the partition every request of that token reads and writes; no
+request field can name another. Scopes are :data:`SCOPES`; each route needs
+the one in :data:`ROUTE_SCOPES`. The file is checked whole when loaded and a
+bad entry is named by its position and tenant, never by its token.
+
+>>> table = TokenTable.from_json('{"tok-1": {"tenant": "acme", "scopes": ["recall"]}}')
+>>> table.authenticate("Bearer tok-1")
+Principal(tenant='acme', scopes=frozenset({'recall'}))
+>>> table.authenticate("Bearer nope")
+Traceback (most recent call last):
+...
+memstore.protocol.errors.ProtocolError: 401 unauthorized: unknown bearer token
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from memstore.errors import MemstoreError
+from memstore.protocol.errors import forbidden, unauthorized
+from memstore.protocol.ratelimit import RateLimiter
+
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "ROUTE_SCOPES",
+    "SCOPES",
+    "Principal",
+    "TokenTable",
+    "TokensFileError",
+    "authorize",
+    "new_token",
+    "write_tokens_file",
+]
+
+SCOPES: Final = ("ingest", "recall", "forget")
+"""Every scope a token may hold: one per write verb, ``recall`` for all reads."""
+ROUTE_SCOPES: Final[Mapping[str, str]] = {
+    "POST /v1/ingest": "ingest",
+    "POST /v1/recall": "recall",
+    "POST /v1/forget": "forget",
+    "GET /v1/snapshot/{lsn}": "recall",
+    "GET /v1/episode/{id}": "recall",
+    "GET /v1/events": "recall",
+}
+"""The scope each authenticated route requires (``/healthz`` and ``/metrics`` need none)."""
+MAX_TOKEN_CHARS: Final = 512
+"""Longest token accepted, in the file or in a header."""
+
+# RFC 6750 b64token: what may follow "Bearer " in an Authorization header.
+_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_ENTRY_KEYS: Final = frozenset({"tenant", "scopes"})
+
+
+class TokensFileError(MemstoreError, ValueError):
+    """The tokens file cannot be used; the message names the entry and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request acts as: the token's tenant (its partition) and scopes."""
+
+    tenant: str
+    scopes: frozenset[str]
+
+    def require(self, scope: str) -> None:
+        """Pass if this principal holds ``scope``.
+
+        :raises ProtocolError: 403 ``forbidden`` naming the missing scope.
+        """
+        if scope not in self.scopes:
+            raise forbidden(scope)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    token: bytes
+    principal: Principal
+
+
+class TokenTable:
+    """Tokens to principals, looked up in constant time with respect to the token.
+
+    Lookup hashes the presented token (SHA-256) to find the candidate entry,
+    then compares the tokens themselves with :func:`hmac.compare_digest`: the
+    time taken never depends on how much of a token an attacker has guessed.
+    """
+
+    def __init__(self, entries: Mapping[str, Principal]) -> None:
+        self._by_digest: dict[bytes, _Entry] = {}
+        for position, (token, principal) in enumerate(entries.items(), start=1):
+            _check_token(token, position, principal.tenant)
+            _check_tenant(principal.tenant, position)
+            _check_scopes(principal.scopes, position, principal.tenant)
+            raw = token.encode("ascii")
+            self._by_digest[hashlib.sha256(raw).digest()] = _Entry(raw, principal)
+
+    @classmethod
+    def from_json(cls, text: str) -> TokenTable:
+        """Parse the seed's ``{token: {"tenant": ..., "scopes": [...]}}`` map.
+
+        :raises TokensFileError: not JSON, not that shape, a token twice, an
+            unknown scope or key, a bad tenant name.
+        """
+        try:
+            raw = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except (json.JSONDecodeError, _DuplicateKeyError, RecursionError) as e:
+            raise TokensFileError(f"tokens file is not valid JSON: {e}") from None
+        if not isinstance(raw, dict):
+            raise TokensFileError(
+                'tokens file must be a JSON object {"<token>": {"tenant": ..., "scopes": [...]}}'
+            )
+        entries: dict[str, Principal] = {}
+        for position, (token, value) in enumerate(raw.items(), start=1):
+            entries[token] = _parse_entry(value, position)
+        return cls(entries)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TokenTable:
+        """Read and parse the tokens file at ``path``.
+
+        :raises TokensFileError: unreadable, or as :meth:`from_json`.
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise TokensFileError(f"cannot read tokens file {os.fspath(path)!r}: {e}") from None
+        try:
+            return cls.from_json(text)
+        except TokensFileError as e:
+            raise TokensFileError(f"{os.fspath(path)}: {e}") from None
+
+    def lookup(self, token: str) -> Principal | None:
+        """The principal of ``token``, or None for an unknown token."""
+        try:
+            raw = token.encode("ascii")
+        except UnicodeEncodeError:
+            return None
+        entry = self._by_digest.get(hashlib.sha256(raw).digest())
+        if entry is None or not hmac.compare_digest(entry.token, raw):
+            return None
+        return entry.principal
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of an ``Authorization: Bearer <token>`` header value.
+
+        The scheme is case-insensitive (RFC 7235); the token must be an RFC 6750
+        ``b64token``.
+
+        :raises ProtocolError: 401 ``unauthorized`` for a missing or malformed
+            header or an unknown token (the message says which, never the token).
+        """
+        if authorization is None or not authorization.strip():
+            raise unauthorized("missing Authorization header; send 'Authorization: Bearer <token>'")
+        scheme, _, credentials = authorization.strip().partition(" ")
+        token = credentials.strip(" ")
+        if (
+            scheme.lower() != "bearer"
+            or len(token) > MAX_TOKEN_CHARS
+            or not _B64TOKEN.fullmatch(token)
+        ):
+            raise unauthorized("malformed Authorization header; expected 'Bearer <token>'")
+        principal = self.lookup(token)
+        if principal is None:
+            raise unauthorized("unknown bearer token")
+        return principal
+
+    @property
+    def tenants(self) -> frozenset[str]:
+        """Every tenant some token acts for (the bound on per-tenant metric labels)."""
+        return frozenset(e.principal.tenant for e in self._by_digest.values())
+
+    def __len__(self) -> int:
+        return len(self._by_digest)
+
+    def __repr__(self) -> str:
+        return f"TokenTable({len(self)} tokens, tenants={sorted(self.tenants)})"
+
+
+def authorize(
+    authorization: str | None,
+    scope: str,
+    *,
+    tokens: TokenTable,
+    limiter: RateLimiter | None = None,
+) -> Principal:
+    """The gate in front of every ``/v1`` route: authenticate, rate-limit, check the scope.
+
+    In that order: an unauthenticated request is refused (401) before it can
+    spend a tenant's tokens; every authenticated request counts against its
+    tenant's bucket (429), including one that then lacks the scope (403).
+
+    :raises ProtocolError: 401, 429 (with ``Retry-After``) or 403.
+    """
+    principal = tokens.authenticate(authorization)
+    if limiter is not None:
+        limiter.check(principal.tenant)
+    principal.require(scope)
+    return principal
+
+
+def new_token() -> str:
+    """A fresh random token: 256 bits, URL-safe, a valid bearer token."""
+    return secrets.token_urlsafe(32)
+
+
+def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Principal]) -> None:
+    """Write ``entries`` as a tokens file readable by its owner only (mode 0600).
+
+    The file is written next to ``path`` and renamed over it, so a reader never
+    sees half a file. The entries are checked as :class:`TokenTable` checks them.
+
+    :raises TokensFileError: an entry a :class:`TokenTable` would refuse.
+    """
+    TokenTable(entries)
+    data = {
+        token: {"tenant": p.tenant, "scopes": [s for s in SCOPES if s in p.scopes]}
+        for token, p in entries.items()
+    }
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# --- validation --------------------------------------------------------------------------
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _DuplicateKeyError("a key appears twice in one object (a token listed twice?)")
+    return dict(pairs)
+
+
+def _parse_entry(value: object, position: int) -> Principal:
+    where = f"entry #{position}"
+    if not isinstance(value, dict):
+        raise TokensFileError(f'{where}: expected {{"tenant": ..., "scopes": [...]}}')
+    unknown = sorted(set(value) - _ENTRY_KEYS)
+    if unknown:
+        raise TokensFileError(f"{where}: unknown keys {unknown}; an entry has tenant and scopes")
+    tenant = value.get("tenant")
+    if not isinstance(tenant, str):
+        raise TokensFileError(f"{where}: tenant must be a string")
+    scopes = value.get("scopes")
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        raise TokensFileError(f"{where} (tenant {tenant!r}): scopes must be a list of strings")
+    return Principal(tenant, frozenset(scopes))
+
+
+def _check_token(token: str, position: int, tenant: str) -> None:
+    if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
+        raise TokensFileError(
+            f"entry #{position} (tenant {tenant!r}): a token must be 1 or more of "
+            "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
+        )
+    if len(token) > MAX_TOKEN_CHARS:
+        raise TokensFileError(
+            f"entry #{position} (tenant {tenant!r}): token longer than {MAX_TOKEN_CHARS}"
+        )
+
+
+def _check_tenant(tenant: str, position: int) -> None:
+    if not _TENANT.fullmatch(tenant):
+        raise TokensFileError(
+            f"entry #{position}: tenant {tenant[:80]!r} must be 1-64 of A-Z a-z 0-9 . _ -, "
+            "starting with a letter or digit"
+        )
+
+
+def _check_scopes(scopes: Iterable[str], position: int, tenant: str) -> None:
+    unknown = sorted(set(scopes) - set(SCOPES))
+    if unknown:
+        raise TokensFileError(
+            f"entry #{position} (tenant {tenant!r}): unknown scopes {unknown}; "
+            f"scopes are {', '.join(SCOPES)}"
+        )

@@ -1,0 +1,46 @@
+"""The adapter's bounds, in one place: what the seed fixes and what it leaves to us.
+
+Each number is documented in ``docs/protocol.md`` (a test keeps the two in
+step). Requests past a size bound are refused with 413 ``payload_too_large``;
+past any other bound with 400 ``invalid_request``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from memstore.protocol.chunk import DEFAULT_MAX_CHUNK_CHARS
+from memstore.protocol.filter import MAX_FILTER_DEPTH, MAX_FILTER_LENGTH
+
+__all__ = [
+    "DEFAULT_K",
+    "MAX_BODY_BYTES",
+    "MAX_CHUNK_CHARS",
+    "MAX_CONTENT_BYTES",
+    "MAX_FILTER_DEPTH",
+    "MAX_FILTER_LENGTH",
+    "MAX_K",
+    "MAX_METADATA_BYTES",
+    "MAX_QUERY_CHARS",
+    "MAX_SOURCE_CHARS",
+    "SSE_KEEPALIVE_SECONDS",
+]
+
+MAX_BODY_BYTES: Final = 256 * 1024
+"""Largest request body read; a larger one is refused (413) before it is parsed."""
+MAX_CONTENT_BYTES: Final = 16 * 1024
+"""Largest episode ``content``, UTF-8 encoded (413): the seed's "~12 KB" with headroom."""
+MAX_METADATA_BYTES: Final = 16 * 1024
+"""Largest episode ``metadata`` object, as compact JSON (413)."""
+MAX_SOURCE_CHARS: Final = 1024
+"""Longest episode ``source`` (400)."""
+MAX_QUERY_CHARS: Final = 4096
+"""Longest recall ``query`` (400)."""
+DEFAULT_K: Final = 10
+"""Recall's ``k`` when the request has none (the seed's default)."""
+MAX_K: Final = 100
+"""Largest recall ``k`` (400 above it, and below 1)."""
+MAX_CHUNK_CHARS: Final = DEFAULT_MAX_CHUNK_CHARS
+"""Longest chunk ingest cuts an episode into (see :mod:`memstore.protocol.chunk`)."""
+SSE_KEEPALIVE_SECONDS: Final = 15.0
+"""Idle time after which an SSE stream sends a keep-alive comment (the seed's 15 s)."""

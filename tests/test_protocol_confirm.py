@@ -1,0 +1,253 @@
+"""The two-step hard-delete confirmation: sealed dry-run receipts, redeemed once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memstore.protocol.confirm import (
+    CONFIRMATION_FIELD,
+    DEFAULT_CONFIRMATION_TTL_SECONDS,
+    RECEIPT_FIELDS,
+    Confirmations,
+    canonical_json,
+)
+from memstore.protocol.errors import CONFIRMATION_REQUIRED_MESSAGE, ProtocolError
+
+KEY = b"0123456789abcdef0123456789abcdef"
+TARGET = {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}
+SCOPE_TARGET = {"Scope": {"BySource": "helios:fs/session-42/"}}
+
+
+def receipt(target: dict[str, Any] = TARGET, rows: int = 3) -> dict[str, Any]:
+    return {
+        "target": target,
+        "indices_affected": ["Kv", "Vector", "Graph"],
+        "rows_written": 0,
+        "rows_deleted": rows,
+        "audit_lsn": {"wall_ms": 1745251800123, "counter": 0},
+        "preview": True,
+    }
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_745_251_800.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def confirmations(clock: Clock) -> Confirmations:
+    return Confirmations(KEY, clock=clock)
+
+
+def redeem_error(
+    confirmations: Confirmations, token: Any, tenant: str = "acme", target: Any = TARGET
+) -> ProtocolError:
+    with pytest.raises(ProtocolError) as info:
+        confirmations.redeem(tenant, target, token)
+    return info.value
+
+
+def test_seal_adds_one_field_and_keeps_the_seed_shape(confirmations: Confirmations) -> None:
+    sealed = confirmations.seal("acme", receipt())
+    assert set(sealed) == {*RECEIPT_FIELDS, CONFIRMATION_FIELD}
+    assert {k: v for k, v in sealed.items() if k != CONFIRMATION_FIELD} == receipt()
+    assert isinstance(sealed[CONFIRMATION_FIELD], str)
+
+
+def test_only_dry_runs_are_sealed(confirmations: Confirmations) -> None:
+    with pytest.raises(ValueError, match="dry-run"):
+        confirmations.seal("acme", {**receipt(), "preview": False})
+
+
+@pytest.mark.parametrize("spelling", ["json", "indented", "object"])
+def test_redeem_returns_the_receipt(confirmations: Confirmations, spelling: str) -> None:
+    sealed = confirmations.seal("acme", receipt())
+    token: Any = {
+        "json": json.dumps(sealed),
+        "indented": json.dumps(dict(reversed(sealed.items())), indent=4),
+        "object": sealed,
+    }[spelling]
+    assert confirmations.redeem("acme", TARGET, token) == receipt()
+
+
+@pytest.mark.parametrize("token", [None, "", "   \n"])
+def test_no_token_is_428_with_the_seeds_body(confirmations: Confirmations, token: Any) -> None:
+    err = redeem_error(confirmations, token)
+    assert err.status == 428
+    assert err.body() == {
+        "error": "confirmation_required",
+        "message": CONFIRMATION_REQUIRED_MESSAGE,
+    }
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        ("{not json", "Expecting property name enclosed in double quotes"),
+        ("[1, 2]", "expected a JSON object"),
+        ('"a string"', "expected a JSON object"),
+        ("[" * 50_000, "nested too deeply"),
+        (json.dumps({k: v for k, v in receipt().items() if k != "audit_lsn"}), "'audit_lsn'"),
+        (json.dumps({**receipt(), "preview": False}), "not a dry-run receipt"),
+        (json.dumps(receipt()), "missing the 'confirmation' field"),
+        (json.dumps({**receipt(), "confirmation": 7}), "missing the 'confirmation' field"),
+        (json.dumps({**receipt(), "confirmation": "v1.x.y.z"}), "malformed"),
+        (json.dumps({**receipt(), "confirmation": "v2.1.y.z"}), "malformed"),
+        (json.dumps({**receipt(), "confirmation": "v1.1²3.y.z"}), "malformed"),
+        (json.dumps({**receipt(), "confirmation": "v1.99.y.z"}), "not issued by this server"),
+    ],
+)
+def test_malformed_tokens_are_400(confirmations: Confirmations, token: str, reason: str) -> None:
+    err = redeem_error(confirmations, token)
+    assert (err.status, err.code) == (400, "invalid_confirmation_token")
+    assert err.message.startswith("confirmation_token must be a serialized ForgetReceipt: ")
+    assert reason in err.message
+
+
+def test_a_typed_client_that_drops_unknown_fields_is_told_what_to_do(
+    confirmations: Confirmations,
+) -> None:
+    sealed = confirmations.seal("acme", receipt())
+    retyped = {k: sealed[k] for k in RECEIPT_FIELDS}
+    assert "every field kept" in redeem_error(confirmations, json.dumps(retyped)).message
+
+
+def test_bound_to_tenant_and_target(confirmations: Confirmations) -> None:
+    token = json.dumps(confirmations.seal("acme", receipt()))
+    assert "not issued" in redeem_error(confirmations, token, tenant="globex").message
+    assert "different target" in redeem_error(confirmations, token, target=SCOPE_TARGET).message
+    assert confirmations.redeem("acme", TARGET, token) == receipt()
+
+
+def test_scope_and_before_targets(confirmations: Confirmations) -> None:
+    before = {"Before": {"wall_ms": 5, "counter": 1}}
+    for target in (SCOPE_TARGET, before):
+        token = json.dumps(confirmations.seal("acme", receipt(target)))
+        assert confirmations.redeem("acme", target, token)["target"] == target
+
+
+@pytest.mark.parametrize(
+    "field", ["rows_deleted", "rows_written", "indices_affected", "audit_lsn", "target"]
+)
+def test_any_edit_breaks_the_seal(confirmations: Confirmations, field: str) -> None:
+    sealed = confirmations.seal("acme", receipt())
+    edited = {**sealed, field: {"edited": True}}
+    target = edited["target"] if field == "target" else TARGET
+    err = redeem_error(confirmations, json.dumps(edited), target=target)
+    assert "not issued by this server for this tenant, or was altered" in err.message
+
+
+def test_expiry(confirmations: Confirmations, clock: Clock) -> None:
+    first = json.dumps(confirmations.seal("acme", receipt()))
+    second = json.dumps(confirmations.seal("acme", receipt()))
+    clock.now += DEFAULT_CONFIRMATION_TTL_SECONDS
+    assert confirmations.redeem("acme", TARGET, first)  # the last valid moment
+    clock.now += 1
+    assert "expired 1 s ago" in redeem_error(confirmations, second).message
+
+
+def test_one_dry_run_one_hard_delete(confirmations: Confirmations) -> None:
+    first = json.dumps(confirmations.seal("acme", receipt()))
+    second = json.dumps(confirmations.seal("acme", receipt()))
+    assert first != second  # each dry run gets its own nonce
+    confirmations.redeem("acme", TARGET, first)
+    assert "already used" in redeem_error(confirmations, first).message
+    confirmations.redeem("acme", TARGET, second)
+
+
+def test_redeemed_nonces_are_forgotten_after_expiry(
+    confirmations: Confirmations, clock: Clock
+) -> None:
+    for _ in range(50):
+        confirmations.redeem("acme", TARGET, confirmations.seal("acme", receipt()))
+    clock.now += DEFAULT_CONFIRMATION_TTL_SECONDS + 1
+    confirmations.redeem("acme", TARGET, confirmations.seal("acme", receipt()))
+    assert len(confirmations._redeemed) == 1
+
+
+def test_another_key_does_not_honour_the_receipt(clock: Clock) -> None:
+    token = json.dumps(Confirmations(KEY, clock=clock).seal("acme", receipt()))
+    assert "not issued" in redeem_error(Confirmations(clock=clock), token).message
+    assert Confirmations(KEY, clock=clock).redeem("acme", TARGET, token)
+
+
+def test_concurrent_redeems_let_exactly_one_through(confirmations: Confirmations) -> None:
+    token = json.dumps(confirmations.seal("acme", receipt()))
+    outcomes: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            confirmations.redeem("acme", TARGET, token)
+            outcomes.append(True)
+        except ProtocolError:
+            outcomes.append(False)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == [False] * 7 + [True]
+
+
+def test_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="16 bytes"):
+        Confirmations(b"short")
+    with pytest.raises(ValueError, match="positive"):
+        Confirmations(KEY, ttl_seconds=0)
+
+
+def test_canonical_json_is_one_spelling() -> None:
+    assert canonical_json({"b": 1, "a": [True, None]}) == '{"a":[true,null],"b":1}'
+    assert canonical_json(json.loads(json.dumps({"é": "ü"}, indent=2))) == '{"é":"ü"}'
+
+
+@settings(deadline=None)
+@given(st.text(max_size=300))
+def test_garbage_is_only_ever_a_400_or_428(token: str) -> None:
+    confirmations = Confirmations(KEY)
+    try:
+        confirmations.redeem("acme", TARGET, token)
+    except ProtocolError as e:
+        assert (e.status, e.code) in {
+            (400, "invalid_confirmation_token"),
+            (428, "confirmation_required"),
+        }
+    else:  # pragma: no cover - a random string is never a sealed receipt
+        raise AssertionError("accepted a random token")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+)
+
+
+@settings(deadline=None)
+@given(st.sampled_from(sorted(RECEIPT_FIELDS)), _JSON)
+def test_no_field_can_be_changed(field: str, value: Any) -> None:
+    confirmations = Confirmations(KEY)
+    sealed = confirmations.seal("acme", receipt())
+    if canonical_json(sealed[field]) == canonical_json(value):
+        return
+    edited = {**sealed, field: value}
+    with pytest.raises(ProtocolError) as info:
+        confirmations.redeem("acme", TARGET, json.dumps(edited))
+    assert info.value.status == 400
