@@ -17,14 +17,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check memstore memstore_index tests benchmarks
-	$(BIN)/ruff format --check memstore memstore_index tests benchmarks
+	$(BIN)/ruff check memstore memstore_index memstore_hub tests benchmarks
+	$(BIN)/ruff format --check memstore memstore_index memstore_hub tests benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict memstore memstore_index
+	$(BIN)/mypy --strict memstore memstore_index memstore_hub
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest README.md tests memstore memstore_index
+	$(BIN)/python -m pytest README.md tests memstore memstore_index memstore_hub
 
 ## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
 bench: $(STAMP)
