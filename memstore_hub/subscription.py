@@ -12,8 +12,10 @@ it pushes to this subscription (1, 2, 3...) and pushes ``(n, event)`` onto a
 ``deque(maxlen=maxsize)``, which drops the oldest entry by itself. The reader
 remembers the last ``n`` it read; a jump in ``n`` is exactly the number of
 events dropped. A reader with nothing to read raises a flag and sleeps; the
-publisher that sees the flag wakes it (a ``threading.Event`` for a thread,
-``call_soon_threadsafe`` on the reader's loop for a coroutine).
+publisher that sees the flag wakes it (a ``threading.Event`` for a thread;
+for a coroutine, its future resolved directly on the loop's own thread, else
+through ``call_soon_threadsafe``, once per loop for all the readers a publish
+wakes there).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import asyncio
 import dataclasses
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
@@ -42,6 +45,58 @@ def _resolve(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
+class _LoopWaker:
+    """Wakes readers waiting on one event loop, from other threads, one call per burst.
+
+    A publish that wakes ten readers on the same loop makes one
+    ``call_soon_threadsafe`` (one write to the loop's self-pipe) instead of
+    ten: the futures wait in a deque that the scheduled callback drains.
+    """
+
+    __slots__ = ("_loop", "_pending", "_scheduled")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)  # weak: the registry's key must be able to die
+        self._pending: deque[asyncio.Future[None]] = deque()
+        self._scheduled = False
+
+    def wake(self, fut: asyncio.Future[None]) -> bool:
+        """Resolve ``fut`` on its loop soon; ``False`` if the loop is closed."""
+        loop = self._loop()
+        if loop is None or loop.is_closed():
+            return False
+        self._pending.append(fut)  # append, then look at the flag (see _run)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                loop.call_soon_threadsafe(self._run)
+            except RuntimeError:  # closed in between
+                return False
+        return True
+
+    def _run(self) -> None:
+        self._scheduled = False  # first: a wake after this point schedules another run
+        pending = self._pending
+        while pending:
+            _resolve(pending.popleft())
+
+
+_wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
+    weakref.WeakKeyDictionary()
+)
+_wakers_lock = threading.Lock()
+
+
+def _waker_for(loop: asyncio.AbstractEventLoop) -> _LoopWaker:
+    waker = _wakers.get(loop)
+    if waker is None:
+        with _wakers_lock:
+            waker = _wakers.get(loop)
+            if waker is None:
+                waker = _wakers[loop] = _LoopWaker(loop)
+    return waker
+
+
 class Subscription:
     """The events one subscriber receives, in publication order.
 
@@ -60,6 +115,7 @@ class Subscription:
         "_ready",
         "_unsubscribe",
         "_waiting",
+        "_waker",
         "closed",
         "gap",
         "id",
@@ -108,6 +164,7 @@ class Subscription:
         self._ready = threading.Event()
         self._future: asyncio.Future[None] | None = None
         self._loop_thread = 0
+        self._waker: _LoopWaker | None = None
 
     def __repr__(self) -> str:
         return (
@@ -137,13 +194,14 @@ class Subscription:
         if threading.get_ident() == self._loop_thread:
             _resolve(fut)
             return True
-        try:
-            fut.get_loop().call_soon_threadsafe(_resolve, fut)
-        except RuntimeError:  # the reader's loop is closed: nobody will read this again
-            self.closed = True
-            self._queue.clear()
-            return False
-        return True
+        waker = self._waker
+        if waker is not None and waker.wake(fut):
+            return True
+        # The reader's loop is closed: nobody will read this subscription again.
+        self.closed = True
+        self._future = None
+        self._queue.clear()
+        return False
 
     def _end(self) -> None:
         """No more events will come (the hub closed); the reader drains what is queued."""
@@ -215,6 +273,7 @@ class Subscription:
         if event is not None or self.closed:
             return event
         loop = asyncio.get_running_loop()
+        self._waker = _waker_for(loop)
         timer = None
         expired = False
         if timeout is not None:

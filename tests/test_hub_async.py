@@ -140,3 +140,18 @@ def test_a_subscriber_whose_loop_is_gone_never_makes_a_publisher_raise() -> None
     assert other.get_nowait() is not None
     del waiter
     gc.collect()  # the abandoned task goes now, inside this test
+
+
+def test_readers_on_many_loops_leave_nothing_behind_once_the_loops_are_gone() -> None:
+    from memstore_hub import subscription
+
+    hub = Hub()
+
+    async def wait_once() -> None:
+        with hub.subscribe() as sub:
+            await sub.aget(timeout=0)
+
+    for _ in range(20):
+        asyncio.run(wait_once())
+    gc.collect()
+    assert len(subscription._wakers) == 0
