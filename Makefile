@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-hub bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,14 @@ LOCOMO ?= ../shared/datasets/locomo/dev.json
 bench-locomo: $(STAMP)
 	$(BIN)/python benchmarks/locomo.py --data $(LOCOMO)
 
-## bench-smoke: the same script on tiny corpora, as CI runs it.
+## bench-hub: the change hub: publish and delivery throughput, fan-out latency (~3 minutes).
+bench-hub: $(STAMP)
+	$(BIN)/python benchmarks/hub.py
+
+## bench-smoke: the same scripts on tiny inputs, as CI runs them.
 bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/lexical.py --smoke
+	$(BIN)/python benchmarks/hub.py --smoke
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
