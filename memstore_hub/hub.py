@@ -29,6 +29,7 @@ from ulid import ULID
 
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
+from memstore_hub._bridge import StoreBridge
 from memstore_hub.events import TOPICS, Event, ItemChanged, MetricsSnapshot, SearchHit
 from memstore_hub.partition import item_partition, receives, subscriber_partition
 from memstore_hub.subscription import GAP_EXPIRED, GAP_UNKNOWN, Subscription
@@ -335,8 +336,6 @@ class Hub:
         from the items that remain (default
         :func:`~memstore_hub.partition.hit_partition`).
         """
-        from memstore_hub._bridge import StoreBridge
-
         bridge = StoreBridge(self, store, lsn_of=lsn_of, hit_partition=hit_partition)
         store.set_change_record_hook(bridge.on_change)
         store.set_hit_hook(bridge.on_hit)
