@@ -24,12 +24,12 @@ import asyncio
 import dataclasses
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
+from memstore_hub._waker import LoopWaker, resolve, waker_for
 from memstore_hub.events import Event
 
 __all__ = ["GAP_EXPIRED", "GAP_UNKNOWN", "Subscription"]
@@ -38,63 +38,6 @@ GAP_EXPIRED = "expired"
 """Resumption gap: events after the requested one were evicted from the replay buffer."""
 GAP_UNKNOWN = "unknown"
 """Resumption gap: the requested event id is not one this hub issued."""
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-class _LoopWaker:
-    """Wakes readers waiting on one event loop, from other threads, one call per burst.
-
-    A publish that wakes ten readers on the same loop makes one
-    ``call_soon_threadsafe`` (one write to the loop's self-pipe) instead of
-    ten: the futures wait in a deque that the scheduled callback drains.
-    """
-
-    __slots__ = ("_loop", "_pending", "_scheduled")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = weakref.ref(loop)  # weak: the registry's key must be able to die
-        self._pending: deque[asyncio.Future[None]] = deque()
-        self._scheduled = False
-
-    def wake(self, fut: asyncio.Future[None]) -> bool:
-        """Resolve ``fut`` on its loop soon; ``False`` if the loop is closed."""
-        loop = self._loop()
-        if loop is None or loop.is_closed():
-            return False
-        self._pending.append(fut)  # append, then look at the flag (see _run)
-        if not self._scheduled:
-            self._scheduled = True
-            try:
-                loop.call_soon_threadsafe(self._run)
-            except RuntimeError:  # closed in between
-                return False
-        return True
-
-    def _run(self) -> None:
-        self._scheduled = False  # first: a wake after this point schedules another run
-        pending = self._pending
-        while pending:
-            _resolve(pending.popleft())
-
-
-_wakers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
-    weakref.WeakKeyDictionary()
-)
-_wakers_lock = threading.Lock()
-
-
-def _waker_for(loop: asyncio.AbstractEventLoop) -> _LoopWaker:
-    waker = _wakers.get(loop)
-    if waker is None:
-        with _wakers_lock:
-            waker = _wakers.get(loop)
-            if waker is None:
-                waker = _wakers[loop] = _LoopWaker(loop)
-    return waker
 
 
 class Subscription:
@@ -164,7 +107,7 @@ class Subscription:
         self._ready = threading.Event()
         self._future: asyncio.Future[None] | None = None
         self._loop_thread = 0
-        self._waker: _LoopWaker | None = None
+        self._waker: LoopWaker | None = None
 
     def __repr__(self) -> str:
         return (
@@ -192,7 +135,7 @@ class Subscription:
             self._ready.set()
             return True
         if threading.get_ident() == self._loop_thread:
-            _resolve(fut)
+            resolve(fut)
             return True
         waker = self._waker
         if waker is not None and waker.wake(fut):
@@ -273,7 +216,7 @@ class Subscription:
         if event is not None or self.closed:
             return event
         loop = asyncio.get_running_loop()
-        self._waker = _waker_for(loop)
+        self._waker = waker_for(loop)
         timer = None
         expired = False
         if timeout is not None:
@@ -283,7 +226,7 @@ class Subscription:
                 expired = True
                 fut = self._future
                 if fut is not None:
-                    _resolve(fut)
+                    resolve(fut)
 
             timer = loop.call_later(max(timeout, 0.0), expire)
         try:

@@ -143,7 +143,7 @@ def test_a_subscriber_whose_loop_is_gone_never_makes_a_publisher_raise() -> None
 
 
 def test_readers_on_many_loops_leave_nothing_behind_once_the_loops_are_gone() -> None:
-    from memstore_hub import subscription
+    from memstore_hub import _waker
 
     hub = Hub()
 
@@ -154,4 +154,4 @@ def test_readers_on_many_loops_leave_nothing_behind_once_the_loops_are_gone() ->
     for _ in range(20):
         asyncio.run(wait_once())
     gc.collect()
-    assert len(subscription._wakers) == 0
+    assert len(_waker._wakers) == 0
