@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from memstore_hub.hub import Hub
 
 __all__ = ["StoreBridge"]
+
+_log = logging.getLogger("memstore.hub")
 
 
 class StoreBridge:
@@ -34,8 +37,17 @@ class StoreBridge:
 
     def on_change(self, change: Change) -> None:
         """The store's change record hook: already filtered by the store (published,
-        not quiet), called after commit outside its lock, in commit order."""
-        lsn = self._lsn_of(change) if self._lsn_of is not None else None
+        not quiet), called after commit outside its lock, in commit order.
+
+        A failing ``lsn_of`` is logged and the change published without an lsn:
+        subscribers must not miss a committed change.
+        """
+        lsn = None
+        if self._lsn_of is not None:
+            try:
+                lsn = self._lsn_of(change)
+            except Exception:
+                _log.exception("memstore_hub: lsn_of raised on %s %s", change.op, change.id)
         self._hub.publish_change(
             change.op,
             change.item,

@@ -331,10 +331,12 @@ class Hub:
         ``lsn_of(change)``, when given, supplies each change's journal
         position for :attr:`ItemChanged.lsn <memstore_hub.events.ItemChanged.lsn>`
         (it receives the very :class:`~memstore.Change` object a journal's
-        before-commit listener saw). A hit drops ids that are private or no
-        longer stored; ``hit_partition(items)`` names the searcher's partition
-        from the items that remain (default
-        :func:`~memstore_hub.partition.hit_partition`).
+        before-commit listener saw); if it raises, the error is logged (logger
+        ``memstore.hub``) and the change published without one.
+
+        A hit drops ids that are private or no longer stored;
+        ``hit_partition(items)`` names the searcher's partition from the items
+        that remain (default :func:`~memstore_hub.partition.hit_partition`).
         """
         bridge = StoreBridge(self, store, lsn_of=lsn_of, hit_partition=hit_partition)
         store.set_change_record_hook(bridge.on_change)

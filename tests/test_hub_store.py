@@ -252,3 +252,18 @@ def test_a_dead_async_subscriber_does_not_fail_a_store_write(store: Store, hub: 
     assert dead.closed
     del task
     gc.collect()  # the abandoned task goes now, inside this test
+
+
+def test_a_failing_lsn_of_is_logged_and_the_change_still_published(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(change: Change) -> object:
+        raise RuntimeError("journal offline")
+
+    hub = Hub()
+    hub.attach(store, lsn_of=broken)
+    sub = hub.subscribe()
+    store.upsert(_note("a", "tenant/alpha"))
+    got = _queued(sub)
+    assert [(e.id, e.lsn) for e in got if isinstance(e, ItemChanged)] == [("a", None)]
+    assert "lsn_of raised on upsert a" in caplog.text
