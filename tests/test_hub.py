@@ -211,7 +211,7 @@ def test_drop_accounting_is_exact_while_a_reader_races_a_flooding_publisher() ->
         for ev in sub:
             got.append(ev)
 
-    reader = threading.Thread(target=read)
+    reader = threading.Thread(daemon=True, target=read)
     reader.start()
     for k in range(total):
         hub.publish_hit(["x"], str(k))
@@ -339,7 +339,7 @@ def test_get_times_out_with_none_and_a_closed_subscription_unblocks_a_reader() -
     sub = hub.subscribe()
     assert sub.get(timeout=0) is None and sub.get(timeout=0.01) is None and not sub.closed
     results: list[Event | None] = []
-    reader = threading.Thread(target=lambda: results.append(sub.get()))
+    reader = threading.Thread(daemon=True, target=lambda: results.append(sub.get()))
     reader.start()
     sub.close()
     reader.join(JOIN_TIMEOUT)
@@ -350,7 +350,7 @@ def test_a_blocked_reader_is_woken_by_a_publisher_in_another_thread() -> None:
     hub = Hub()
     sub = hub.subscribe()
     got: list[Event] = []
-    reader = threading.Thread(target=lambda: got.extend(itertools.islice(sub, 3)))
+    reader = threading.Thread(daemon=True, target=lambda: got.extend(itertools.islice(sub, 3)))
     reader.start()
     for k in range(3):
         hub.publish_metrics({"k": k})

@@ -130,7 +130,7 @@ def test_a_subscriber_whose_loop_is_gone_never_makes_a_publisher_raise() -> None
     loop.close()  # abandoned, with a coroutine still parked in aget()
 
     result: list[object] = []
-    t = threading.Thread(target=lambda: result.append(hub.publish_hit(["a"], "q")))
+    t = threading.Thread(daemon=True, target=lambda: result.append(hub.publish_hit(["a"], "q")))
     t.start()
     t.join(JOIN_TIMEOUT)
     assert isinstance(result[0], SearchHit)  # published, no exception

@@ -129,7 +129,7 @@ def test_changes_arrive_in_commit_order_from_concurrent_writers(store: Store, hu
             if i % 5 == 4:
                 store.delete(f"t{t}-{i % 7}")
 
-    threads = [threading.Thread(target=write, args=(t,)) for t in range(4)]
+    threads = [threading.Thread(daemon=True, target=write, args=(t,)) for t in range(4)]
     for th in threads:
         th.start()
     for th in threads:
@@ -148,7 +148,7 @@ def test_the_hook_runs_outside_the_store_lock_and_lsn_of_sees_the_journal_change
 
     def lsn_of(change: Change) -> object:
         probe: list[bool] = []
-        t = threading.Thread(target=lambda: probe.append(_try_lock(store)))
+        t = threading.Thread(daemon=True, target=lambda: probe.append(_try_lock(store)))
         t.start()
         t.join(JOIN_TIMEOUT)
         lock_free.extend(probe)
@@ -244,7 +244,7 @@ def test_a_dead_async_subscriber_does_not_fail_a_store_write(store: Store, hub: 
     loop.run_until_complete(asyncio.sleep(0))
     loop.close()
 
-    writer = threading.Thread(target=lambda: store.upsert(_note("a")))
+    writer = threading.Thread(daemon=True, target=lambda: store.upsert(_note("a")))
     writer.start()
     writer.join(JOIN_TIMEOUT)
     assert store.get("a") is not None

@@ -14,6 +14,8 @@ import asyncio
 import threading
 from collections import defaultdict
 
+import pytest
+
 from memstore_hub import Event, Hub, MetricsSnapshot, Subscription
 
 PUBLISHERS = 8
@@ -95,16 +97,17 @@ def test_eight_publishers_thread_and_asyncio_subscribers_lose_nothing_when_keepi
 
         asyncio.run(main())
 
-    readers = [threading.Thread(target=read, args=(s,)) for s in thread_subs]
-    readers.append(threading.Thread(target=read_tiny))
-    readers.append(threading.Thread(target=run_loop))
+    readers = [threading.Thread(daemon=True, target=read, args=(s,)) for s in thread_subs]
+    readers.append(threading.Thread(daemon=True, target=read_tiny))
+    readers.append(threading.Thread(daemon=True, target=run_loop))
     for r in readers:
         r.start()
     assert loop_ready.wait(JOIN_TIMEOUT)
 
     start = threading.Barrier(PUBLISHERS)
     publishers = [
-        threading.Thread(target=_publish, args=(hub, t, start)) for t in range(PUBLISHERS)
+        threading.Thread(daemon=True, target=_publish, args=(hub, t, start))
+        for t in range(PUBLISHERS)
     ]
     for th in publishers:
         th.start()
@@ -130,3 +133,51 @@ def test_eight_publishers_thread_and_asyncio_subscribers_lose_nothing_when_keepi
         previous = ev.seq
     assert previous == TOTAL
     assert len(tiny_got) + sum(e.dropped for e in tiny_got) == TOTAL
+
+
+ROUNDS = 3_000
+
+
+@pytest.mark.parametrize("reader", ["thread", "thread-timeout", "asyncio"])
+def test_ping_pong_never_loses_a_wake_up(reader: str) -> None:
+    """A publisher that waits for each event to be read before the next.
+
+    Any lost wake-up leaves the reader asleep with an event queued and the
+    publisher waiting for it: the exchange stalls and the hang guard fails
+    the test. Readers in a thread, with and without timeouts, and on a loop.
+    """
+    hub = Hub()
+    sub = hub.subscribe()
+    acked = threading.Semaphore(0)
+    got: list[int] = []
+
+    def on_event(ev: Event) -> None:
+        assert isinstance(ev, MetricsSnapshot)
+        got.append(int(ev.values["k"]))
+        acked.release()
+
+    def read_thread(timeout: float | None) -> None:
+        while (ev := sub.get(timeout)) is not None or not sub.closed:
+            if ev is not None:
+                on_event(ev)
+
+    def read_loop() -> None:
+        async def main() -> None:
+            async for ev in sub:
+                on_event(ev)
+
+        asyncio.run(main())
+
+    if reader == "asyncio":
+        thread = threading.Thread(daemon=True, target=read_loop)
+    else:
+        timeout = 0.0005 if reader == "thread-timeout" else None
+        thread = threading.Thread(daemon=True, target=read_thread, args=(timeout,))
+    thread.start()
+    for k in range(ROUNDS):
+        hub.publish_metrics({"k": k})
+        assert acked.acquire(timeout=JOIN_TIMEOUT), k
+    hub.close()
+    thread.join(JOIN_TIMEOUT)
+    assert not thread.is_alive()
+    assert got == list(range(ROUNDS))
