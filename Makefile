@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,14 +17,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check memstore memstore_index tests benchmarks examples scripts
-	$(BIN)/ruff format --check memstore memstore_index tests benchmarks examples scripts
+	$(BIN)/ruff check memstore memstore_index memstore_hub tests benchmarks examples scripts
+	$(BIN)/ruff format --check memstore memstore_index memstore_hub tests benchmarks examples scripts
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict memstore memstore_index
+	$(BIN)/mypy --strict memstore memstore_index memstore_hub
 
 pytest: $(STAMP)
-	$(BIN)/python -m pytest README.md docs tests memstore memstore_index
+	$(BIN)/python -m pytest README.md docs tests memstore memstore_index memstore_hub
 
 ## bench: the full lexical benchmark (1k, 10k, 100k items; several minutes).
 bench: $(STAMP)
@@ -43,9 +43,14 @@ bench-locomo: $(STAMP)
 bench-journal: $(STAMP)
 	$(BIN)/python benchmarks/journal.py
 
-## bench-smoke: the same script on tiny corpora, as CI runs it.
+## bench-hub: the change hub: publish and delivery throughput, fan-out latency (~3 minutes).
+bench-hub: $(STAMP)
+	$(BIN)/python benchmarks/hub.py
+
+## bench-smoke: the same scripts on tiny inputs, as CI runs them.
 bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/lexical.py --smoke
+	$(BIN)/python benchmarks/hub.py --smoke
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

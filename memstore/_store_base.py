@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import regex
@@ -75,6 +75,7 @@ class StoreBase:
         # follows them.
         self._held: set[int] = set()
         self._change_hook: ChangeListener | None = None
+        self._record_hook: Callable[[Change], None] | None = None
         self._hit_hook: HitHook | None = None
         self._listeners: list[ChangeListener] = []
         self._before: list[BeforeCommitListener] = []
@@ -114,7 +115,7 @@ class StoreBase:
                     cfg.dirty()
                 if cfg.signal is not None:
                     cfg.signal()
-        if self._listeners or self._change_hook is not None:
+        if self._listeners or self._change_hook is not None or self._record_hook is not None:
             self._unpublished.extend(txn.changes)
         else:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
@@ -159,7 +160,7 @@ class StoreBase:
             kind,
             mirrored,
             publish and not private,
-            old,
+            previous=old,
         )
         txn.changes.append(change)
         if held:
@@ -173,10 +174,21 @@ class StoreBase:
         """
         cfg = self._config
         hook = self._change_hook
+        record = self._record_hook
         listeners = list(self._listeners)
         for c in changes:
-            if hook is not None and c.published and not (cfg.quiet and cfg.quiet(c.id)):
-                self._call(hook, c)
+            if (
+                (hook is not None or record is not None)
+                and c.published
+                and not (cfg.quiet and cfg.quiet(c.id))
+            ):
+                if hook is not None:
+                    self._call(hook, c)
+                if record is not None:
+                    try:
+                        record(c)
+                    except Exception:
+                        self._log.exception("memstore: change record hook raised on %s", c.id)
                 if cfg.published is not None:
                     try:
                         cfg.published()

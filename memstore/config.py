@@ -49,10 +49,10 @@ class Change:
     (``item`` is ``None``); ``id`` and ``kind`` are always set. ``mirrored`` marks
     a change reflected from another writer of a shared record (:meth:`Store.mirror`),
     which a journal must not write again. ``published`` tells whether the change
-    reaches the change hook (not for private items, link-only edits, or quiet ids).
-    ``previous`` is the stored state the change replaced (``None`` for a new id):
-    a delete's partition, a version's predecessor. Listeners must not mutate
-    ``item`` or ``previous``.
+    reaches the change hooks (not for private items, link-only edits, or quiet ids).
+    ``previous`` is the stored item the change replaced or removed (``None`` for a
+    creation): for a delete, the only record of the removed item's tags, hence of
+    its partition. Listeners must not mutate ``item`` or ``previous``.
     """
 
     op: Literal["upsert", "delete"]

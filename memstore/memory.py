@@ -46,6 +46,7 @@ from memstore.tags import (
 from memstore.validate import thought_link_rejection
 
 if TYPE_CHECKING:
+    from memstore_hub import Hub, HubStats, Subscription
     from memstore_index import CellStore, Embedder
 
 __all__ = ["DEFAULT_KIND", "JOURNAL_FILE", "Memory", "MemoryStats"]
@@ -74,7 +75,7 @@ class MemoryStats:
     """The newest journal position (``None`` without a journal)."""
     search: Mapping[str, int]
     """The searcher's counters (``search.total``, ``search.keyword_hits``...)."""
-    hub: Mapping[str, Any] | None = None
+    hub: HubStats | None = None
     """The hub's figures (``None`` without a hub)."""
 
 
@@ -101,7 +102,7 @@ class Memory:
         journal: Journal | str | None = None,
         config: Config | None = None,
         search: Mapping[str, Any] | None = None,
-        hub: bool | Any = False,
+        hub: bool | Hub = False,
     ) -> None:
         options = dict(search or {})
         unknown = sorted(set(options) - _SEARCH_FIELDS)
@@ -179,14 +180,17 @@ class Memory:
         cells.attach(self.store)
         return cells
 
-    def _open_hub(self, hub: bool | Any) -> Any:
+    def _open_hub(self, hub: bool | Hub | None) -> Hub | None:
         if hub is False or hub is None:
             return None
-        from memstore_hub import Hub  # type: ignore[import-not-found]
+        from memstore_hub import Hub
 
         the_hub = Hub() if hub is True else hub
-        lsn = self.journal.last_lsn if self.journal is not None else None
-        the_hub.attach(self.store, lsn=lsn)
+        if not isinstance(the_hub, Hub):
+            raise MemstoreError(f"hub= takes True, False or a memstore_hub.Hub, not {hub!r}")
+        lsn_of = self.journal.lsn_of if self.journal is not None else None
+        the_hub.attach(self.store, lsn_of=lsn_of)
+        self._closers.append(lambda: the_hub.detach(self.store))
         return the_hub
 
     # -------------------------------------------------------------- writes
@@ -487,7 +491,7 @@ class Memory:
             hub=self.hub.stats() if self.hub is not None else None,
         )
 
-    def subscribe(self, **options: Any) -> Any:
+    def subscribe(self, **options: Any) -> Subscription:
         """A subscription to the change hub (``Memory(hub=True)``); see :mod:`memstore_hub`."""
         self._check_open()
         if self.hub is None:

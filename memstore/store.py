@@ -124,6 +124,17 @@ class Store(StoreReads, StoreSearch):
         """
         self._change_hook = fn
 
+    def set_change_record_hook(self, fn: Callable[[Change], None] | None) -> None:
+        """Install (or clear) a change hook that receives the whole :class:`Change`.
+
+        Fired exactly when the change hook would be (same changes, same order,
+        lock released), beside it. ``change.previous`` carries the item a
+        delete removed, so a change stream can route the delete to the
+        removed item's partition. ``Config.published`` fires once per change
+        whichever hooks are installed.
+        """
+        self._record_hook = fn
+
     def set_hit_hook(self, fn: HitHook | None) -> None:
         """Install (or clear) the callback :meth:`notify_hit` fires."""
         self._hit_hook = fn

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "api.md"
 PACKAGES = [
     ("memstore", "The engine: items, the store, search, the front door."),
@@ -48,6 +49,13 @@ def signature(obj: object) -> str:
     return sig if len(sig) <= 160 else sig[:157] + "...)"
 
 
+def _value(obj: object) -> str:
+    if isinstance(obj, (set, frozenset)):  # hash order varies between runs
+        inner = ", ".join(sorted(repr(v) for v in obj))
+        return f"{type(obj).__name__}({{{inner}}})"
+    return repr(obj)
+
+
 def describe(module_name: str, blurb: str) -> list[str]:
     module = importlib.import_module(module_name)
     lines = [f"## `{module_name}`", "", blurb, ""]
@@ -58,7 +66,7 @@ def describe(module_name: str, blurb: str) -> list[str]:
         elif callable(obj):
             lines.append(f"### `{name}{signature(obj)}`")
         else:
-            lines.append(f"### `{name}` = `{obj!r}`"[:200])
+            lines.append(f"### `{name}` = `{_value(obj)}`"[:200])
         text = first_paragraph(obj) if (inspect.isclass(obj) or callable(obj)) else ""
         if text:
             lines += ["", text]

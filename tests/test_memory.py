@@ -341,3 +341,23 @@ def test_search_options_pass_through(open_memory: Opener) -> None:
     assert core(mem).searcher.config.always_fuse
     assert titles(mem.search("fused")) == ["fused always"]
     assert mem.stats().search["search.total"] >= 1
+
+
+def test_subscribe_streams_changes_with_their_journal_position(
+    open_memory: Opener, tmp_path: Path
+) -> None:
+    mem = open_memory(tmp_path / "d", hub=True)
+    sub = mem.subscribe(partition="ops")
+    it = mem.add("the queue is backing up", partition="ops")
+    mem.add("someone else's", partition="sales")
+    event = sub.get(timeout=5)
+    assert (event.op, event.id, event.partition) == ("upsert", it.id, "ops")
+    assert event.lsn == mem.history(it.id)[0].lsn
+    assert sub.get_nowait() is None
+    assert mem.stats().hub.subscribers == 1
+    sub.close()
+
+
+def test_subscribe_without_a_hub_says_how(open_memory: Opener) -> None:
+    with pytest.raises(MemstoreError, match="hub=True"):
+        open_memory().subscribe()

@@ -134,6 +134,45 @@ def test_change_hook_skips_quiet_ids_but_listeners_do_not(
     assert asked == ["heartbeat", "heartbeat", "fact"]
 
 
+def test_change_record_hook_sees_what_the_change_hook_sees_with_the_previous_item(
+    make_store: StoreFactory, recorder: Recorder
+) -> None:
+    store = make_store(quiet=lambda id: id == "heartbeat")
+    records: list[Change] = []
+    store.set_change_record_hook(records.append)
+
+    first = store.upsert(_note("a", "ledger latency", tags=["tenant/alpha"]))
+    second = store.upsert(_note("a", "ledger latency, edited", tags=["tenant/alpha"]))
+    store.upsert(_private("p", "secret"))
+    store.upsert(_note("heartbeat", "status note"))
+    store.delete("p")
+    store.delete("a")
+
+    assert [(c.op, c.id) for c in records] == recorder.hook_ops()
+    assert [(c.op, c.id) for c in records] == [("upsert", "a"), ("upsert", "a"), ("delete", "a")]
+    created, updated, deleted = records
+    assert created.previous is None
+    assert updated.previous is not None and updated.previous.model_dump() == first.model_dump()
+    assert deleted.item is None
+    assert deleted.previous is not None and deleted.previous.model_dump() == second.model_dump()
+    assert recorder.published == 3  # once per change, not once per hook
+
+    store.set_change_record_hook(None)
+    store.upsert(_note("b", "x"))
+    assert len(records) == 3
+
+
+def test_change_record_hook_alone_still_publishes(clock: FakeClock) -> None:
+    published: list[int] = []
+    store = Store(Config(clock=clock, published=lambda: published.append(1)))
+    records: list[Change] = []
+    store.set_change_record_hook(records.append)
+    store.upsert(_note("a", "x"))
+    store.delete("a")
+    assert [(c.op, c.id) for c in records] == [("upsert", "a"), ("delete", "a")]
+    assert len(published) == 2
+
+
 def test_change_hook_can_be_cleared(store: Store, recorder: Recorder) -> None:
     store.set_change_hook(None)
     store.upsert(_note("n", "x"))

@@ -1,0 +1,417 @@
+"""The hub: publish memory events, fan them out to subscribers by topic and partition.
+
+>>> hub = Hub()
+>>> sub = hub.subscribe(topics={"hit"}, partition="alpha")
+>>> _ = hub.publish_hit(["n1"], "ledger pool", partition="alpha")
+>>> _ = hub.publish_hit(["n2"], "tax filing", partition="beta")
+>>> event = sub.get_nowait()
+>>> event.item_ids, event.query, event.seq
+(('n1',), 'ledger pool', 1)
+>>> sub.get_nowait() is None
+True
+
+Publishing is cheap and never waits for a subscriber: one short lock (the
+sequence number, the replay buffer and the fan-out stay in one order for
+everyone), then an append to each receiving subscriber's bounded queue. A
+subscriber that does not keep up loses its oldest events, and is told.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from ulid import ULID
+
+from memstore.errors import MemstoreError
+from memstore.item import SCOPE_PRIVATE, Item
+from memstore_hub._bridge import StoreBridge
+from memstore_hub.events import TOPICS, Event, ItemChanged, MetricsSnapshot, SearchHit
+from memstore_hub.partition import item_partition, receives, subscriber_partition
+from memstore_hub.subscription import GAP_EXPIRED, GAP_UNKNOWN, Subscription
+
+if TYPE_CHECKING:
+    from memstore.config import Change
+    from memstore.store import Store
+
+__all__ = [
+    "DEFAULT_MAXSIZE",
+    "DEFAULT_REPLAY",
+    "Hub",
+    "HubClosedError",
+    "HubStats",
+    "SubscriberStats",
+]
+
+DEFAULT_MAXSIZE = 1000
+"""Unread events a subscriber keeps before the oldest is dropped."""
+DEFAULT_REPLAY = 1000
+"""Recent events the hub keeps for subscribers that resume (``subscribe(after=...)``)."""
+
+E = TypeVar("E", bound=Event)
+_Route = tuple[Subscription, ...]
+
+
+class HubClosedError(MemstoreError, RuntimeError):
+    """The hub was closed: it takes no new subscriber."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriberStats:
+    """One subscriber's counters (a snapshot)."""
+
+    id: int
+    name: str
+    partition: str | None
+    topics: tuple[str, ...] | None
+    maxsize: int
+    received: int
+    """Events pushed to it (read, queued or dropped)."""
+    read: int
+    """Events it has read."""
+    queued: int
+    """Events waiting in its queue."""
+    dropped: int
+    """Events it lost because its queue was full."""
+
+
+@dataclass(frozen=True, slots=True)
+class HubStats:
+    """What :meth:`Hub.stats` reports."""
+
+    subscribers: int
+    """Open subscriptions."""
+    published: int
+    """Events published since the hub was created (the last sequence number)."""
+    replay_buffered: int
+    """Events held for resumption."""
+    per_subscriber: tuple[SubscriberStats, ...]
+
+    @property
+    def dropped(self) -> int:
+        """Events lost, summed over the open subscriptions."""
+        return sum(s.dropped for s in self.per_subscriber)
+
+
+class Hub:
+    """Publish/subscribe of memory events, safe from any thread and into any event loop.
+
+    ``replay`` recent events are kept so that a subscriber that reconnects can
+    resume where it left off (``0`` keeps none). ``epoch`` names this hub
+    instance in resumable ids (default: a fresh ULID), so that an id from a
+    previous process is recognised as unknown rather than misread.
+    """
+
+    def __init__(self, *, replay: int = DEFAULT_REPLAY, epoch: str | None = None) -> None:
+        if replay < 0:
+            raise ValueError(f"replay must be >= 0, got {replay}")
+        self.epoch = epoch if epoch is not None else str(ULID())
+        """This hub instance's name in resumable event ids."""
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._replay: deque[Event] = deque(maxlen=replay)
+        self._subs: dict[int, Subscription] = {}
+        # (topic, audience) -> the subscriptions receiving it, rebuilt lazily
+        # after a subscribe or unsubscribe: a publish does one dict lookup.
+        self._routes: dict[tuple[str, str | None], _Route] = {}
+        self._ids = itertools.count(1)
+        self._closed = False
+        self._bridges: dict[int, Callable[[], None]] = {}
+
+    def __repr__(self) -> str:
+        return f"Hub(epoch={self.epoch!r}, published={self._seq}, subscribers={len(self._subs)})"
+
+    # ------------------------------------------------------------ publishing
+
+    def publish(self, event: E) -> E:
+        """Stamp ``event`` with the next sequence number and deliver it; returns it.
+
+        Every subscriber whose topics and partition take the event gets it, in
+        the same order as every other event. Never blocks on a subscriber and
+        never raises because of one. After :meth:`close` nothing is delivered
+        (the event keeps ``seq == 0``). An event object is published once.
+        """
+        if event.seq:
+            raise ValueError(f"event already published (seq {event.seq}): {event!r}")
+        with self._lock:
+            if self._closed:
+                return event
+            seq = self._seq + 1
+            self._seq = seq
+            object.__setattr__(event, "seq", seq)  # frozen for readers; the hub stamps it
+            self._replay.append(event)
+            key = (event.topic, event.partition)
+            route = self._routes.get(key)
+            if route is None:
+                route = self._route_locked(key)
+            for sub in route:
+                if not sub._push(event):
+                    self._remove_locked(sub)
+        return event
+
+    def publish_change(
+        self,
+        op: Literal["upsert", "delete"],
+        item: Item | None = None,
+        id: str = "",
+        kind: str = "",
+        *,
+        previous: Item | None = None,
+        lsn: object | None = None,
+    ) -> ItemChanged | None:
+        """Publish an item change; the event, or ``None`` when it may not be published.
+
+        An upsert carries the stored ``item``; a delete carries none, and its
+        ``previous`` (the item removed) tells whose partition it was: without
+        it the delete goes to subscribers of every partition only. A private
+        item (the upserted one, or the deleted ``previous``) is never published.
+        ``lsn`` is the change's place in a journal, when one is known (any
+        JSON-encodable value).
+        """
+        if op == "upsert":
+            if item is None:
+                raise ValueError("an upsert change carries the stored item")
+            subject: Item | None = item
+            id = id or item.id
+            kind = kind or item.kind
+        elif op == "delete":
+            if item is not None:
+                raise ValueError(
+                    "a delete change carries no item; pass the removed one as previous"
+                )
+            subject = previous
+        else:
+            raise ValueError(f"op must be 'upsert' or 'delete', got {op!r}")
+        if subject is None:
+            audience: str | None = None
+        elif subject.scope == SCOPE_PRIVATE:
+            return None
+        else:
+            audience = item_partition(subject)
+        return self.publish(
+            ItemChanged(op=op, id=id, kind=kind, item=item, lsn=lsn, partition=audience)
+        )
+
+    def publish_hit(
+        self,
+        item_ids: Sequence[str],
+        query: str,
+        kind: str = "",
+        kinds: Sequence[str] | None = None,
+        *,
+        partition: str | None = None,
+    ) -> SearchHit | None:
+        """Publish that a search surfaced ``item_ids`` to a consumer.
+
+        ``partition`` is the searcher's (``None``: subscribers of every
+        partition only). The caller vouches that the ids are fit for that
+        audience (:meth:`attach` drops private items). An empty hit is not an
+        event (``None``); ``kinds`` of the wrong length is dropped.
+        """
+        if not item_ids:
+            return None
+        ids = tuple(item_ids)
+        kinds_t = tuple(kinds) if kinds is not None and len(kinds) == len(ids) else None
+        return self.publish(
+            SearchHit(item_ids=ids, query=query, kind=kind, kinds=kinds_t, partition=partition)
+        )
+
+    def publish_metrics(
+        self, values: Mapping[str, float], *, partition: str | None = None
+    ) -> MetricsSnapshot:
+        """Publish a snapshot of ``values`` (copied); by default to subscribers of
+        every partition only, as metrics describe the whole engine."""
+        return self.publish(MetricsSnapshot(values=dict(values), partition=partition))
+
+    # ----------------------------------------------------------- subscribing
+
+    def subscribe(
+        self,
+        *,
+        topics: Collection[str] | None = None,
+        partition: str | None = None,
+        maxsize: int = DEFAULT_MAXSIZE,
+        after: int | None = None,
+        name: str = "",
+    ) -> Subscription:
+        """A new subscription to the events published from now on.
+
+        ``topics``: a subset of :data:`~memstore_hub.events.TOPICS` (``None``:
+        all). ``partition``: the partition whose events it receives, plus those
+        every partition sees (``None`` or ``"*"``: every event). ``maxsize``:
+        unread events kept before the oldest is dropped.
+
+        ``after``: resume after the event with this sequence number: the
+        matching events published since are queued first from the replay
+        buffer, then the live ones, with no gap and no repeat. When the buffer
+        no longer reaches back that far, or this hub never issued that number,
+        nothing is replayed and :attr:`Subscription.gap` says why.
+
+        Raises :class:`ValueError` for an unknown topic or a ``maxsize`` below
+        1, :class:`HubClosedError` once the hub is closed.
+        """
+        wanted = None if topics is None else frozenset(topics)
+        if wanted is not None and not wanted <= TOPICS:
+            raise ValueError(
+                f"unknown topics {sorted(wanted - TOPICS)}; choose from {sorted(TOPICS)}"
+            )
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+        with self._lock:
+            if self._closed:
+                raise HubClosedError("the hub is closed")
+            sub = Subscription(
+                self._unsubscribe,
+                id=next(self._ids),
+                topics=wanted,
+                partition=subscriber_partition(partition),
+                maxsize=maxsize,
+                name=name,
+            )
+            sub.position = self._seq
+            if after is not None and after != self._seq:
+                self._replay_locked(sub, after)
+            self._subs[sub.id] = sub
+            self._routes.clear()
+        return sub
+
+    def _replay_locked(self, sub: Subscription, after: int) -> None:
+        """Queue the buffered events after ``after`` that ``sub`` takes, or record a gap."""
+        if after < 0 or after > self._seq:
+            sub.gap = GAP_UNKNOWN
+            return
+        buffer = self._replay
+        oldest = buffer[0].seq if buffer else self._seq + 1
+        if after + 1 < oldest:
+            sub.gap = GAP_EXPIRED
+            return
+        for event in itertools.islice(buffer, after + 1 - oldest, None):
+            if _takes(sub, event):
+                sub._push(event)
+
+    def _route_locked(self, key: tuple[str, str | None]) -> _Route:
+        topic, audience = key
+        route = tuple(
+            sub
+            for sub in self._subs.values()
+            if (sub.topics is None or topic in sub.topics) and receives(sub.partition, audience)
+        )
+        self._routes[key] = route
+        return route
+
+    def _remove_locked(self, sub: Subscription) -> None:
+        if self._subs.pop(sub.id, None) is not None:
+            self._routes.clear()
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with self._lock:
+            self._remove_locked(sub)
+
+    # ------------------------------------------------------------ the store
+
+    def attach(
+        self,
+        store: Store,
+        *,
+        lsn_of: Callable[[Change], object | None] | None = None,
+        hit_partition: Callable[[Sequence[Item]], str | None] | None = None,
+    ) -> None:
+        """Publish ``store``'s changes and search hits on this hub.
+
+        Installs the store's change record hook and hit hook (replacing any
+        hit hook it had). Changes arrive after commit, outside the store's
+        lock, in commit order, never for a private item, a link-only edit or an
+        id the store's ``Config.quiet`` names (the store's own rules). A delete
+        goes to the removed item's partition (``Change.previous``).
+
+        ``lsn_of(change)``, when given, supplies each change's journal
+        position for :attr:`ItemChanged.lsn <memstore_hub.events.ItemChanged.lsn>`
+        (it receives the very :class:`~memstore.Change` object a journal's
+        before-commit listener saw); if it raises, the error is logged (logger
+        ``memstore.hub``) and the change published without one.
+
+        A hit drops ids that are private or no longer stored;
+        ``hit_partition(items)`` names the searcher's partition from the items
+        that remain (default :func:`~memstore_hub.partition.hit_partition`).
+        """
+        bridge = StoreBridge(self, store, lsn_of=lsn_of, hit_partition=hit_partition)
+        store.set_change_record_hook(bridge.on_change)
+        store.set_hit_hook(bridge.on_hit)
+        self._bridges[id(store)] = bridge.detach
+
+    def detach(self, store: Store) -> None:
+        """Stop publishing ``store``'s events (clears the hooks :meth:`attach` installed)."""
+        undo = self._bridges.pop(id(store), None)
+        if undo is not None:
+            undo()
+
+    # ----------------------------------------------------------- inspection
+
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last event published (0 before the first)."""
+        return self._seq
+
+    def stats(self) -> HubStats:
+        """Subscribers, events published, and each subscriber's counters (a snapshot)."""
+        with self._lock:
+            subs = list(self._subs.values())
+            published = self._seq
+            buffered = len(self._replay)
+            per = []
+            for s in subs:
+                received, read, queued, dropped = s._counts()
+                per.append(
+                    SubscriberStats(
+                        id=s.id,
+                        name=s.name,
+                        partition=s.partition,
+                        topics=None if s.topics is None else tuple(sorted(s.topics)),
+                        maxsize=s.maxsize,
+                        received=received,
+                        read=read,
+                        queued=queued,
+                        dropped=dropped,
+                    )
+                )
+        return HubStats(len(subs), published, buffered, tuple(per))
+
+    # -------------------------------------------------------------- closing
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def close(self) -> None:
+        """Stop: detach from every store, publish nothing more, end every subscription.
+
+        Subscribers read what is already queued, then their iteration ends.
+        Idempotent.
+        """
+        for undo in list(self._bridges.values()):
+            undo()
+        self._bridges.clear()
+        with self._lock:
+            self._closed = True
+            subs = list(self._subs.values())
+            self._subs.clear()
+            self._routes.clear()
+        for sub in subs:
+            sub._end()
+
+    def __enter__(self) -> Hub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _takes(sub: Subscription, event: Event) -> bool:
+    return (sub.topics is None or event.topic in sub.topics) and receives(
+        sub.partition, event.partition
+    )

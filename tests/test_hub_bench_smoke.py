@@ -1,0 +1,66 @@
+"""Smoke test of the hub benchmark: it runs, writes its JSON, and its counts add up.
+
+Runs ``benchmarks/hub.py --smoke`` in a subprocess. No timing is asserted:
+rates and latencies only have to be positive. What is checked exactly is the
+accounting: every event a subscriber did not read, it was told it lost.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "hub.py"
+
+
+def _run_smoke(out: Path) -> dict[str, Any]:
+    """Run the smoke benchmark writing to ``out``; its parsed JSON."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| target | value | status |" in proc.stdout
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+def test_smoke_run_writes_results(tmp_path: Path) -> None:
+    data = _run_smoke(tmp_path / "hub.json")
+
+    assert data["smoke"] is True
+    config = data["config"]
+    assert [p["subscribers"] for p in data["publish"]] == [0, 1, 10, 100]
+    for p in data["publish"]:
+        assert p["published"]["per_s"] > 0 and p["ns_per_event"] > 0
+        assert len(p["published"]["runs_per_s"]) == config["repeats"]
+
+    cases = {(d["subscribers"], d["reader"], d["lossless"]) for d in data["delivery"]}
+    for n in (1, 10):
+        for reader in ("asyncio", "thread"):
+            assert {(n, reader, True), (n, reader, False)} <= cases
+    assert {(100, "asyncio", True), (100, "asyncio", False)} <= cases
+    for d in data["delivery"]:
+        events = d["delivered"]["events"]
+        assert d["read"] + d["dropped"] == events * d["subscribers"], d
+        assert d["delivered"]["per_s"] > 0 and d["published"]["per_s"] > 0
+        if d["lossless"]:
+            assert d["dropped"] == 0  # held back to the readers' pace: nothing can be lost
+
+    assert [x["subscribers"] for x in data["latency"]] == [1, 10, 100]
+    for x in data["latency"]:
+        assert x["deliveries"] + x["dropped"] == x["events"] * x["subscribers"]
+        assert 0 < x["p50_ms"] <= x["p99_ms"] <= x["max_ms"]
+
+    store = data["store"]
+    assert store["writes"] == config["store_writes"]
+    for key in ("without_hub_per_s", "hub_no_reader_per_s", "hub_thread_reader_per_s"):
+        assert store[key] > 0
+    assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}
+    assert len(data["targets"]) == 4
+    assert data["machine"]["cpu_count"] >= 1 and data["machine"]["date"]
