@@ -411,11 +411,15 @@ class Memory:
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
         hits = run(query, kind, subject, part or "", limit, explain=explain)
-        if not user:
-            return hits
-        own = self.store.keyword_hits(query, kind, subject, limit, user_hash=user, own_only=True)
-        mine = [SearchResult(it, h.score) for it, h in own[0]]
-        return _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
+        if user:
+            own = self.store.keyword_hits(
+                query, kind, subject, limit, user_hash=user, own_only=True
+            )
+            mine = [SearchResult(it, h.score) for it, h in own[0]]
+            hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
+        if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)
+            self.store.notify_hit([h.item.id for h in hits], query, kind)
+        return hits
 
     def recent(
         self, limit: int = 10, *, kind: str = "", partition: str | None = None

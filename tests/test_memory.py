@@ -356,6 +356,11 @@ def test_subscribe_streams_changes_with_their_journal_position(
     assert sub.get_nowait() is None
     assert mem.stats().hub.subscribers == 1
     sub.close()
+    hits = mem.subscribe(topics=["hit"], partition="ops")
+    mem.search("queue backing up", partition="ops")
+    hit = hits.get(timeout=5)
+    assert hit.item_ids[0] == it.id and hit.query == "queue backing up"
+    hits.close()
 
 
 def test_subscribe_without_a_hub_says_how(open_memory: Opener) -> None:
