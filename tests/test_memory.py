@@ -366,3 +366,38 @@ def test_subscribe_streams_changes_with_their_journal_position(
 def test_subscribe_without_a_hub_says_how(open_memory: Opener) -> None:
     with pytest.raises(MemstoreError, match="hub=True"):
         open_memory().subscribe()
+
+
+def test_threads_share_one_memory(tmp_path: Path) -> None:
+    import threading
+
+    mem = Memory(tmp_path / "d", embedder="hash")
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(40):
+                it = mem.add(f"worker {n} note {i} about the cache", partition=f"p{n % 2}")
+                if i % 5 == 0:
+                    mem.search("cache note", partition=f"p{n % 2}")
+                if i % 7 == 0:
+                    mem.update(it.id, content=f"worker {n} note {i} revised")
+                if i % 11 == 0:
+                    mem.delete(it.id)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    live = {it.id: it.content for it in mem.store.items()}
+    assert len(live) == 4 * (40 - 4)  # i = 0, 11, 22, 33 deleted per worker
+    mem.store._check()
+    mem.close()
+    again = Memory(tmp_path / "d", embedder="hash")
+    assert {it.id: it.content for it in again.store.items()} == live
+    assert again.stats().vectors == len(live)
+    again.close()
