@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,postgres]'
 	touch $(STAMP)
 
 ## test: lint, type-check and run the whole test suite (doctests included).

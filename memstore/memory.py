@@ -176,7 +176,13 @@ class Memory:
             emb = embedder
         cells = CellStore(emb, path=self.path)
         self._closers.append(cells.close)
-        cells.attach(self.store)
+        # A journal that keeps vectors beside its versions (PostgreSQL) binds
+        # the index itself: it loads the stored vectors instead of embedding.
+        attach_cells = getattr(self.journal, "attach_cells", None)
+        if attach_cells is not None:
+            attach_cells(cells)
+        else:
+            cells.attach(self.store)
         return cells
 
     def _open_hub(self, hub: bool | Any) -> Any:
