@@ -29,6 +29,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -37,6 +38,7 @@ import psycopg
 from psycopg import IsolationLevel, sql
 
 from memstore.journal._pgconn import Conn
+from memstore.journal._pgsql import Queries, ids_json
 from memstore.journal._pgvectors import Vector, read_vectors
 
 __all__ = ["BATCH_COMMITS", "FeedBatch", "FeedSink", "Follower"]
@@ -104,7 +106,7 @@ class Follower(threading.Thread):
     def __init__(
         self,
         connect: Callable[[], Conn],
-        schema: str,
+        queries: Queries,
         channel: str,
         sink: FeedSink,
         *,
@@ -113,7 +115,7 @@ class Follower(threading.Thread):
     ) -> None:
         super().__init__(name=name, daemon=True)
         self._connect = connect
-        self._schema = sql.Identifier(schema)
+        self._q = queries
         self._channel = channel
         self._sink = sink
         self._poll = poll_interval
@@ -125,6 +127,10 @@ class Follower(threading.Thread):
         """Connections made so far (more than one: it reconnected)."""
         self.batches = 0
         """Batches applied so far."""
+        self.read_s = 0.0
+        """Seconds spent reading the feed (and the state it names) from PostgreSQL."""
+        self.apply_s = 0.0
+        """Seconds spent applying batches to the store (parsing, indexing, vectors)."""
         self.connected = threading.Event()
         """Set once the first connection is listening and caught up."""
 
@@ -187,46 +193,41 @@ class Follower(threading.Thread):
                 return
 
     def _catch_up(self, conn: Conn) -> None:
+        clock = time.perf_counter
         while not self._stop_event.is_set():
+            t0 = clock()
             batch = self._read(conn)
+            t1 = clock()
+            self.read_s += t1 - t0
             if batch is None:
                 return
             self._sink.feed_apply(batch)
+            self.apply_s += clock() - t1
             self.batches += 1
             if len(batch.commits) < BATCH_COMMITS:
                 return
 
     def _read(self, conn: Conn) -> FeedBatch | None:
         """The commits after the sink's position and the current state they touched."""
-        s = self._schema
+        q = self._q
         sink = self._sink
         with conn.transaction():
             rows = conn.execute(
-                sql.SQL(
-                    "SELECT seq, node, lsn, op, ids FROM {s}.commits "
-                    "WHERE seq > %s ORDER BY seq LIMIT %s"
-                ).format(s=s),
-                (sink.feed_position(), BATCH_COMMITS),
+                q.commits_after, {"after": sink.feed_position(), "limit": BATCH_COMMITS}
             ).fetchall()
             if not rows:
                 return None
             commits = [Commit(r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows]
-            top_row = conn.execute(sql.SQL("SELECT seq FROM {s}.head").format(s=s)).fetchone()
-            assert top_row is not None
-            batch = FeedBatch(commits, top_row[0])
+            top = conn.execute(q.head).fetchone()
+            assert top is not None
+            batch = FeedBatch(commits, top[0])
             need = sorted({id for c in commits if not sink.feed_acked(c.seq) for id in c.ids})
             if not need:
                 return batch
             batch.items = dict.fromkeys(need)
-            for id, text in conn.execute(
-                sql.SQL(
-                    "SELECT id, item FROM {s}.versions "
-                    "WHERE id = ANY(%s) AND to_lsn IS NULL AND op = 'upsert'"
-                ).format(s=s),
-                (need,),
-            ):
-                batch.items[str(id)] = str(text)
+            for id, text in conn.execute(q.current_of, {"ids": ids_json(need)}):
+                batch.items[id] = text
             model = sink.feed_model()
             if model is not None:
-                batch.vectors = read_vectors(conn, s, model, need)
+                batch.vectors = read_vectors(conn, q, model, need)
         return batch

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from psycopg import sql
 
 from memstore.config import Change
+from memstore.journal._pgsql import Queries, ids_json
 
 if TYPE_CHECKING:
     from memstore.journal._pgconn import Conn
@@ -63,18 +63,13 @@ def vector_bytes(vec: npt.ArrayLike) -> bytes:
 
 
 def read_vectors(
-    conn: Conn, s: sql.Identifier, model: tuple[str, int], ids: Sequence[str]
+    conn: Conn, q: Queries, model: tuple[str, int], ids: Sequence[str]
 ) -> dict[tuple[str, str], Vector]:
     """The stored vectors of ``ids`` for ``model``: ``(id, text_hash)`` to a float32 row."""
     name, dim = model
     out: dict[tuple[str, str], Vector] = {}
-    for id, text_hash, blob in conn.execute(
-        sql.SQL(
-            "SELECT id, text_hash, vector FROM {s}.vectors "
-            "WHERE model = %s AND dim = %s AND id = ANY(%s)"
-        ).format(s=s),
-        (name, dim, list(ids)),
-    ):
+    params = {"model": name, "dim": dim, "ids": ids_json(ids)}
+    for id, text_hash, blob in conn.execute(q.vectors_of, params):
         vec = np.frombuffer(blob, dtype="<f4")
         if vec.shape == (dim,):
             out[(str(id), str(text_hash))] = vec.astype(np.float32)

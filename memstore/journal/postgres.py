@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -60,7 +60,7 @@ from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, 
 from memstore.journal._pgfeed import FeedBatch, Follower
 from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
-from memstore.journal._pgsql import Queries
+from memstore.journal._pgsql import Queries, ids_json, rows_json, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
 from memstore.journal.base import JournalBase, _holding
 from memstore.journal.hlc import HybridClock, Lsn
@@ -107,6 +107,10 @@ class FeedStatus:
     """Connections the follower made (more than one: it reconnected)."""
     batches: int
     """Batches of commits it applied."""
+    read_s: float
+    """Seconds it spent reading the feed from PostgreSQL."""
+    apply_s: float
+    """Seconds it spent applying batches to the store and the vector index."""
 
 
 class PostgresJournal(JournalBase):
@@ -267,32 +271,12 @@ class PostgresJournal(JournalBase):
         last: int,
         ids: list[str],
     ) -> dict[str, Any]:
-        firsts: dict[str, Row] = {}
-        for r in rows:
-            firsts.setdefault(r.id, r)
         gone = [*purge, *(vectors.deleted if vectors is not None else ())]
-        puts = vectors.puts if vectors is not None else []
         return {
-            "purge": list(purge),
-            "unvec": gone,
-            "f_id": list(firsts),
-            "f_lsn": [r.lsn for r in firsts.values()],
-            "f_node": [r.node for r in firsts.values()],
-            "id": [r.id for r in rows],
-            "lsn": [r.lsn for r in rows],
-            "node": [r.node for r in rows],
-            "to_lsn": [r.to_lsn for r in rows],
-            "to_node": [r.to_node for r in rows],
-            "op": [r.op for r in rows],
-            "kind": [r.kind for r in rows],
-            "partition": [r.partition for r in rows],
-            "shared": [bool(r.shared) for r in rows],
-            "item": [r.item for r in rows],
-            "v_id": [p[0] for p in puts],
-            "v_model": [p[1] for p in puts],
-            "v_hash": [p[2] for p in puts],
-            "v_dim": [p[3] for p in puts],
-            "v_vec": [p[4] for p in puts],
+            "rows": rows_json(rows),
+            "purge": ids_json(purge),
+            "unvec": ids_json(gone),
+            "vectors": vectors_json(vectors.puts if vectors is not None else ()),
             **self._log_params(seq, last, "purge" if purge else "write", ids),
         }
 
@@ -302,7 +286,7 @@ class PostgresJournal(JournalBase):
             "me": self._node_id,
             "last": last,
             "cop": op,
-            "ids": ids,
+            "ids": ids_json(ids),
             "channel": self.schema,
             "payload": json.dumps({"seq": seq, "node": self._node_id, "lsn": last}),
         }
@@ -313,8 +297,8 @@ class PostgresJournal(JournalBase):
 
         def write(conn: Conn, seq: int, head: int) -> None:
             last = self._stamp_above(max(head, *(r.lsn for r in rows)))
-            conn.execute(self._q.import_rows, _columns(rows))
-            conn.execute(self._q.relink, (ids,))
+            conn.execute(self._q.import_rows, {"rows": rows_json(rows)})
+            conn.execute(self._q.relink, {"ids": ids_json(ids)})
             conn.execute(self._q.log_commit, self._log_params(seq, last, "import", ids))
 
         self._locked_write("the import failed", write)
@@ -324,7 +308,7 @@ class PostgresJournal(JournalBase):
 
     # ----------------------------------------------------------- rows: read
 
-    def _select(self, query: sql.Composed, params: Sequence[object]) -> Iterator[Row]:
+    def _select(self, query: sql.Composed, params: Mapping[str, object]) -> Iterator[Row]:
         """Stream rows of one consistent read (a server-side cursor, batches of rows)."""
         self._check_open()
         try:
@@ -357,10 +341,10 @@ class PostgresJournal(JournalBase):
         return lsn
 
     def _current_rows(self) -> Iterator[Row]:
-        return self._select(self._q.current_rows, ())
+        return self._select(self._q.current_rows, {})
 
     def _current_items(self) -> Iterator[str]:
-        for row in self._select(self._q.current_rows, ()):
+        for row in self._select(self._q.current_rows, {}):
             yield row.item or ""
 
     def _restore_items(self) -> list[Item]:
@@ -379,15 +363,15 @@ class PostgresJournal(JournalBase):
     def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
         at = lsn.packed()
         if partition is None:
-            return self._select(self._q.as_of, (at, at))
-        return self._select(self._q.as_of_partition, (partition, at, at, partition, at, at))
+            return self._select(self._q.as_of, {"at": at})
+        return self._select(self._q.as_of_partition, {"at": at, "part": partition})
 
     def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
         if ids is not None:
-            return self._select(self._q.rows_of_ids, (sorted(set(ids)),))
+            return self._select(self._q.rows_of_ids, {"ids": ids_json(sorted(set(ids)))})
         if partition is not None:
-            return self._select(self._q.rows_of_partition, (partition,))
-        return self._select(self._q.rows_all, ())
+            return self._select(self._q.rows_of_partition, {"part": partition})
+        return self._select(self._q.rows_all, {})
 
     # --------------------------------------------------------- attach, follow
 
@@ -407,7 +391,7 @@ class PostgresJournal(JournalBase):
         if self._replicate:
             follower = Follower(
                 lambda: self._db.connect("follow"),
-                self.schema,
+                self._q,
                 self.schema,
                 self,
                 poll_interval=self._poll,
@@ -446,7 +430,7 @@ class PostgresJournal(JournalBase):
             }
             try:
                 with self._db.reader() as conn, conn.transaction():
-                    stored = read_vectors(conn, self._q.s, model, list(wanted))
+                    stored = read_vectors(conn, self._q, model, list(wanted))
             except psycopg.Error as e:
                 raise translate(e, f"reading vectors from {self._db.where} failed") from e
             have = {k: v for k, v in stored.items() if wanted.get(k[0]) == k[1]}
@@ -465,16 +449,8 @@ class PostgresJournal(JournalBase):
             conn = self._db.writer()
             try:
                 with conn.transaction():
-                    conn.execute(
-                        self._q.fill_vectors,
-                        (
-                            [r[0] for r in rows],
-                            [name] * len(rows),
-                            [r[1] for r in rows],
-                            [dim] * len(rows),
-                            [vector_bytes(r[2]) for r in rows],
-                        ),
-                    )
+                    puts = ((id, name, h, dim, vector_bytes(v)) for id, h, v in rows)
+                    conn.execute(self._q.fill_vectors, {"vectors": vectors_json(puts)})
             except psycopg.Error as e:
                 raise write_error(e, False, "storing vectors failed") from e
 
@@ -530,6 +506,8 @@ class PostgresJournal(JournalBase):
             position=Lsn.unpack(self._position.lsn),
             connects=follower.connects if follower is not None else 0,
             batches=follower.batches if follower is not None else 0,
+            read_s=follower.read_s if follower is not None else 0.0,
+            apply_s=follower.apply_s if follower is not None else 0.0,
         )
 
     def wait_for(self, lsn: Lsn, timeout: float | None = None) -> bool:
@@ -559,21 +537,6 @@ def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
         if before is not None:
             before.to_lsn, before.to_node = r.lsn, r.node
         last_of[r.id] = r
-
-
-def _columns(rows: Sequence[Row]) -> tuple[list[Any], ...]:
-    return (
-        [r.id for r in rows],
-        [r.lsn for r in rows],
-        [r.node for r in rows],
-        [r.to_lsn for r in rows],
-        [r.to_node for r in rows],
-        [r.op for r in rows],
-        [r.kind for r in rows],
-        [r.partition for r in rows],
-        [bool(r.shared) for r in rows],
-        [r.item for r in rows],
-    )
 
 
 def _record_nothing(changes: Sequence[Change]) -> None:
