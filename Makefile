@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-replication bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench-locomo: $(STAMP)
 ## bench-journal: durable writes, batches, restore and as_of on the SQLite journal.
 bench-journal: $(STAMP)
 	$(BIN)/python benchmarks/journal.py
+
+## bench-replication: writes to PostgreSQL, replication lag and catch-up (needs a server;
+## MEMSTORE_TEST_PG_DSN, default postgresql://postgres@127.0.0.1:5432/test; several minutes).
+bench-replication: $(STAMP)
+	$(BIN)/python benchmarks/replication.py
 
 ## bench-smoke: the same script on tiny corpora, as CI runs it.
 bench-smoke: $(STAMP)
