@@ -232,6 +232,29 @@ def test_a_new_process_starts_from_the_record_and_follows(nodes: Any) -> None:
     assert b.state() == a.state()
 
 
+def test_catch_up_in_small_batches_and_chunks(nodes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny batch and chunk sizes: a commit larger than a batch, batches split by ids."""
+    from memstore.journal import _pgfeed, postgres
+
+    monkeypatch.setattr(_pgfeed, "BATCH_COMMITS", 3)
+    monkeypatch.setattr(_pgfeed, "BATCH_IDS", 4)
+    monkeypatch.setattr(postgres, "APPLY_CHUNK", 2)
+    a, b = nodes(), nodes()
+    with b.store.lock:  # type: ignore[attr-defined]  # b's follower waits: commits pile up
+        with a.store.batch():  # one commit of 7 ids: more than a batch, applied in 4 chunks
+            for i in range(7):
+                a.store.upsert(Item(id=f"big-{i}", kind="note", title=f"big {i}"))
+        for i in range(10):
+            a.store.upsert(Item(id=f"one-{i % 4}", kind="note", title=f"one {i}"))
+        for i in range(9):
+            with a.store.batch():
+                a.store.upsert(Item(id=f"pair-{i}", kind="note", title=f"pair {i}"))
+                a.store.delete(f"big-{i % 7}")
+    b.catch_up()
+    assert b.state() == a.state() == record(a.journal)
+    assert b.journal.feed_status().batches >= 8  # 20 commits, 3 at most a batch
+
+
 def test_wait_for_reports_a_position_it_cannot_reach(nodes: Any) -> None:
     a, lone = nodes(), nodes(replicate=False)
     a.store.upsert(Item(kind="note", title="x"))

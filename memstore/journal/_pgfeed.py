@@ -44,7 +44,9 @@ from memstore.journal._pgvectors import Vector, read_vectors
 __all__ = ["BATCH_COMMITS", "FeedBatch", "FeedSink", "Follower"]
 
 BATCH_COMMITS: Final = 1000
-"""Commits read per snapshot while catching up."""
+"""Commits read per snapshot while catching up..."""
+BATCH_IDS: Final = 10_000
+"""...and at most this many ids (a single larger commit still comes whole)."""
 RETRY_MIN_S: Final = 0.05
 """First pause before reconnecting (it doubles up to :data:`RETRY_MAX_S`)."""
 RETRY_MAX_S: Final = 2.0
@@ -70,6 +72,8 @@ class FeedBatch:
     commits: list[Commit]
     top: int
     """The newest sequence number in the snapshot (the state read includes 1..top)."""
+    more: bool
+    """Whether the feed may hold more commits after this batch."""
     items: dict[str, str | None] = field(default_factory=dict)
     """Each id to bring up to date: its current item JSON, ``None`` if it is gone."""
     vectors: dict[tuple[str, str], Vector] = field(default_factory=dict)
@@ -204,7 +208,7 @@ class Follower(threading.Thread):
             self._sink.feed_apply(batch)
             self.apply_s += clock() - t1
             self.batches += 1
-            if len(batch.commits) < BATCH_COMMITS:
+            if not batch.more:
                 return
 
     def _read(self, conn: Conn) -> FeedBatch | None:
@@ -217,17 +221,25 @@ class Follower(threading.Thread):
             ).fetchall()
             if not rows:
                 return None
-            commits = [Commit(r[0], r[1], r[2], r[3], tuple(r[4])) for r in rows]
+            commits: list[Commit] = []
+            need: set[str] = set()
+            for r in rows:
+                own = sink.feed_acked(r[0])
+                if commits and not own and len(need) + len(r[4]) > BATCH_IDS:
+                    break
+                commits.append(Commit(r[0], r[1], r[2], r[3], tuple(r[4])))
+                if not own:
+                    need.update(r[4])
             top = conn.execute(q.head).fetchone()
             assert top is not None
-            batch = FeedBatch(commits, top[0])
-            need = sorted({id for c in commits if not sink.feed_acked(c.seq) for id in c.ids})
+            more = len(commits) < len(rows) or len(rows) == BATCH_COMMITS
+            batch = FeedBatch(commits, top[0], more)
             if not need:
                 return batch
-            batch.items = dict.fromkeys(need)
-            for id, text in conn.execute(q.current_of, {"ids": ids_json(need)}):
+            batch.items = dict.fromkeys(sorted(need))
+            for id, text in conn.execute(q.current_of, {"ids": ids_json(batch.items)}):
                 batch.items[id] = text
             model = sink.feed_model()
             if model is not None:
-                batch.vectors = read_vectors(conn, q, model, need)
+                batch.vectors = read_vectors(conn, q, model, batch.items)
         return batch

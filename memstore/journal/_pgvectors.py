@@ -13,7 +13,7 @@ the hash matches the text it would embed: a vector can be missing or stale
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,7 +63,7 @@ def vector_bytes(vec: npt.ArrayLike) -> bytes:
 
 
 def read_vectors(
-    conn: Conn, q: Queries, model: tuple[str, int], ids: Sequence[str]
+    conn: Conn, q: Queries, model: tuple[str, int], ids: Iterable[str]
 ) -> dict[tuple[str, str], Vector]:
     """The stored vectors of ``ids`` for ``model``: ``(id, text_hash)`` to a float32 row."""
     name, dim = model

@@ -86,6 +86,8 @@ DEFAULT_POLL_INTERVAL_S: Final = 2.0
 DEFAULT_CONNECT_TIMEOUT_S: Final = 5
 DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
 """How long a commit waits for the commit lock before it fails."""
+APPLY_CHUNK: Final = 1000
+"""Ids a follower applies to the store per hold of its lock."""
 
 Durability = Literal["full", "normal", "off"]
 
@@ -467,30 +469,43 @@ class PostgresJournal(JournalBase):
         return None if cells is None else (str(cells.embedder.model_id), cells.dim)
 
     def feed_apply(self, batch: FeedBatch) -> None:
-        """Bring the store up to date with a batch of the feed (the follower thread)."""
+        """Bring the store up to date with a batch of the feed (the follower thread).
+
+        Ids go in groups of :data:`APPLY_CHUNK`, each one store group under
+        the store's lock, so the process's own writers wait for one chunk at
+        most; the position moves once the whole batch is in.
+        """
+        ids = list(batch.items)
+        for start in range(0, len(ids), APPLY_CHUNK):
+            if not self._apply_chunk(batch, ids[start : start + APPLY_CHUNK]):
+                return  # detached meanwhile
+        self._advance(batch)
+
+    def _apply_chunk(self, batch: FeedBatch, ids: list[str]) -> bool:
         store = self._store
         if store is None:
-            return
+            return False
         parse = Item.model_validate_json
-        state = {id: None if t is None else parse(t) for id, t in batch.items.items()}
+        state = {id: None if (t := batch.items[id]) is None else parse(t) for id in ids}
         with _holding(store):
-            if self._store is not store:  # detached meanwhile
-                return
+            if self._store is not store:
+                return False
             # An id this process wrote after the snapshot already holds the
             # newer state: the snapshot must not roll it back.
-            todo = self._position.not_overtaken(state, batch.top)
-            if todo:
-                cells = self._cells
-                offer = (
-                    cells.offered(batch.vectors)
-                    if cells is not None and batch.vectors
-                    else contextlib.nullcontext()
+            todo = self._position.not_overtaken(ids, batch.top)
+            if not todo:
+                return True
+            cells = self._cells
+            offer = (
+                cells.offered(batch.vectors)
+                if cells is not None and batch.vectors
+                else contextlib.nullcontext()
+            )
+            with offer:
+                self._run_special(
+                    store, _record_nothing, lambda: [store.reflect(i, state[i]) for i in todo]
                 )
-                with offer:
-                    self._run_special(
-                        store, _record_nothing, lambda: [store.reflect(i, state[i]) for i in todo]
-                    )
-            self._advance(batch)
+        return True
 
     def _advance(self, batch: FeedBatch) -> None:
         last = batch.last
