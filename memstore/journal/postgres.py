@@ -451,6 +451,10 @@ class PostgresJournal(JournalBase):
             conn = self._db.writer()
             try:
                 with conn.transaction():
+                    # Under the commit lock, as writers store vectors: two
+                    # transactions inserting the same keys in another order
+                    # could otherwise deadlock, and fail a writer.
+                    self._lock_head(conn)
                     puts = ((id, name, h, dim, vector_bytes(v)) for id, h, v in rows)
                     conn.execute(self._q.fill_vectors, {"vectors": vectors_json(puts)})
             except psycopg.Error as e:
