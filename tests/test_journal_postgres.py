@@ -371,6 +371,26 @@ def test_follower_reconnects_after_its_connection_is_killed(nodes: Any) -> None:
         assert titles[-1] == a.store.get(id).title  # type: ignore[union-attr]
 
 
+def test_a_refused_batch_is_applied_again_later(nodes: Any) -> None:
+    """A replica whose before-commit listener refuses a change: the follower retries."""
+    a, b = nodes(), nodes()
+    refusals = [2]
+
+    def flaky(changes: Sequence[Any]) -> None:  # an embedder that fails twice, say
+        if refusals[0] and any(c.id == "flaky" for c in changes):
+            refusals[0] -= 1
+            raise RuntimeError("the embedding service is down")
+
+    b.store.add_change_listener(flaky, before_commit=True)
+    a.store.upsert(Item(id="steady", kind="note", title="before"))
+    a.store.upsert(Item(id="flaky", kind="note", title="refused twice"))
+    a.store.upsert(Item(id="steady", kind="note", title="after"))
+    b.catch_up()
+    assert refusals == [0] and b.journal.feed_status().connects >= 3
+    assert b.state() == a.state() == record(a.journal)
+    b.store._check()
+
+
 def _state_of(store: Store) -> dict[str, dict[str, Any]]:
     with store.lock:  # type: ignore[attr-defined]
         return {it.id: it.model_dump() for it in store.items_locked()}
