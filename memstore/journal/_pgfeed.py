@@ -37,6 +37,7 @@ from typing import Final, Protocol
 import psycopg
 from psycopg import IsolationLevel, sql
 
+from memstore.errors import JournalError
 from memstore.journal._pgconn import Conn
 from memstore.journal._pgsql import Queries, ids_json
 from memstore.journal._pgvectors import Vector, read_vectors
@@ -164,7 +165,7 @@ class Follower(threading.Thread):
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
                 self.connects += 1
                 self._follow(conn)
-            except psycopg.Error as e:
+            except (psycopg.Error, JournalError) as e:  # the connection: try again
                 if not self._stop_event.is_set():
                     _log.warning("memstore: journal follower lost its connection (%s)", e)
             except Exception:
