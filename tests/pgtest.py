@@ -54,6 +54,21 @@ def require_pg() -> None:
     pytest.skip(f"{why}: {HOW} to run the PostgreSQL tests")
 
 
+def postgres_module() -> Any:
+    """``memstore.journal.postgres``, for a test module that needs it at import time.
+
+    Without psycopg the module is skipped (failed in CI or with
+    ``MEMSTORE_REQUIRE_PG=1``), like every test that needs the server.
+    """
+    try:
+        import memstore.journal.postgres as module
+    except ModuleNotFoundError as e:
+        if REQUIRED:
+            raise
+        pytest.skip(f"{e}: {HOW} to run the PostgreSQL tests", allow_module_level=True)
+    return module
+
+
 @dataclass(frozen=True)
 class PgPlace:
     """Where a PostgreSQL journal lives: a DSN and a schema."""

@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 
 from memstore import Item, JournalError, JournalSchemaError, Memory, Store
-from memstore.journal import Lsn, PostgresJournal
+from memstore.journal import Lsn
 from memstore_index import CellStore, HashEmbedder
-from tests.pgtest import PgPlace
+from tests.pgtest import PgPlace, postgres_module
+
+PostgresJournal = postgres_module().PostgresJournal
 
 WAIT_S = 30.0
 """The longest a test waits for a follower (a hang guard, not a threshold)."""
