@@ -4,13 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-smoke clean
+.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-replication bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,postgres]'
 	touch $(STAMP)
 
 ## test: lint, type-check and run the whole test suite (doctests included).
@@ -46,6 +46,11 @@ bench-journal: $(STAMP)
 ## bench-hub: the change hub: publish and delivery throughput, fan-out latency (~3 minutes).
 bench-hub: $(STAMP)
 	$(BIN)/python benchmarks/hub.py
+
+## bench-replication: writes to PostgreSQL, replication lag and catch-up (needs a server;
+## MEMSTORE_TEST_PG_DSN, default postgresql://postgres@127.0.0.1:5432/test; several minutes).
+bench-replication: $(STAMP)
+	$(BIN)/python benchmarks/replication.py
 
 ## bench-smoke: the same scripts on tiny inputs, as CI runs them.
 bench-smoke: $(STAMP)

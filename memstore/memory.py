@@ -84,7 +84,9 @@ class Memory:
 
     ``path``: a folder for the journal and the vectors (created if missing);
     ``None`` keeps everything in memory. ``journal``: any
-    :class:`~memstore.journal.Journal` instead of the folder's SQLite file.
+    :class:`~memstore.journal.Journal` instead of the folder's SQLite file,
+    or a ``postgresql://`` DSN (a ``PostgresJournal`` in schema ``memstore``:
+    many processes share one memory, and their vectors, see ``docs/postgres.md``).
     ``embedder``: ``"auto"`` (the local MiniLM model when installed, else a
     hash embedder, with a warning), ``"local"``, ``"hash"``, ``None`` (lexical
     search only) or any :class:`~memstore_index.Embedder`. ``config``: the
@@ -177,7 +179,13 @@ class Memory:
             emb = embedder
         cells = CellStore(emb, path=self.path)
         self._closers.append(cells.close)
-        cells.attach(self.store)
+        # A journal that keeps vectors beside its versions (PostgreSQL) binds
+        # the index itself: it loads the stored vectors instead of embedding.
+        attach_cells = getattr(self.journal, "attach_cells", None)
+        if attach_cells is not None:
+            attach_cells(cells)
+        else:
+            cells.attach(self.store)
         return cells
 
     def _open_hub(self, hub: bool | Hub | None) -> Hub | None:

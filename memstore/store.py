@@ -409,6 +409,34 @@ class Store(StoreReads, StoreSearch):
             self._write(item.id, new, mirrored=True)
             return True
 
+    def reflect(self, id: str, item: Item | None) -> bool:
+        """Make ``id`` exactly ``item`` (``None``: absent), as a shared record holds it.
+
+        For a replica following a record that other writers share (a
+        PostgreSQL journal): the record already decided which write won, so
+        unlike :meth:`mirror` there is no freshness rule, and unlike
+        :meth:`put` the change is marked ``mirrored`` and nothing happens when
+        the store already holds exactly that state. No validation or stamping;
+        the item is kept as ``cell_originated``. Returns whether anything changed.
+        """
+        if item is not None:
+            if item.id != id:
+                raise InvalidItemError(f"reflect of {id!r} was given item {item.id!r}")
+            why = naive_datetime_rejection(item)
+            if why:
+                raise InvalidItemError(why)
+        with self._writing():
+            existing = self._items.get(id)
+            if item is None:
+                if existing is None:
+                    return False
+                self._write(id, None, mirrored=True)
+                return True
+            if existing is not None and existing.model_dump() == item.model_dump():
+                return False
+            self._write(id, item.clone(cell_originated=True), mirrored=True)
+            return True
+
     def restore(self, items: Iterable[Item]) -> None:
         """Replace every item with persisted ones (startup) and rebuild the indexes.
 

@@ -11,6 +11,7 @@
 modules, imported on demand, so the core needs neither dependency.
 """
 
+from memstore_index._vectorfile import StoredVector, text_hash
 from memstore_index.cellstore import (
     DEFAULT_EF,
     DEFAULT_EF_CONSTRUCTION,
@@ -44,7 +45,9 @@ __all__ = [
     "HashEmbedder",
     "IndexEntry",
     "SearchTiming",
+    "StoredVector",
     "default_embedder",
     "embed_text",
     "entry_for",
+    "text_hash",
 ]

@@ -21,10 +21,11 @@ from crowding every result list.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -155,6 +156,7 @@ class CellStore:
         self._deleted = 0
         self._hnsw: hnswlib.Index | None = None
         self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
+        self._offered: dict[tuple[str, str], Vector] = {}
         self._subsets: dict[tuple[str, ...], tuple[int, npt.NDArray[np.intp], Vector]] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
@@ -340,15 +342,69 @@ class CellStore:
         hashes = [text_hash(t) for _, t in pairs]
         with self._lock:
             need = [i for i, (e, _) in enumerate(pairs) if self._hash.get(e.id) != hashes[i]]
-        vecs = self._embed([pairs[i][1] for i in need]) if need else None
-        fresh = dict(zip(need, range(len(need)), strict=True))
+            offered = self._offered
+            given = {
+                i: v
+                for i in need
+                if offered and (v := offered.get((pairs[i][0].id, hashes[i]))) is not None
+            }
+        embed = [i for i in need if i not in given]
+        fresh: dict[int, Vector] = given
+        if embed:
+            vecs = self._embed([pairs[i][1] for i in embed])
+            fresh.update(zip(embed, vecs, strict=True))
         empty = np.empty(0, np.float32)  # "unchanged": apply keeps the stored vector
         return [
-            StoredVector(
-                entry, -1, h, text, vecs[fresh[i]] if vecs is not None and i in fresh else empty
-            )
+            StoredVector(entry, -1, h, text, fresh.get(i, empty))
             for i, ((entry, text), h) in enumerate(zip(pairs, hashes, strict=True))
         ]
+
+    @contextlib.contextmanager
+    def offered(self, vectors: Mapping[tuple[str, str], Vector]) -> Iterator[None]:
+        """Use vectors made elsewhere instead of embedding, inside the block.
+
+        ``vectors`` maps ``(id, text_hash(text))`` to a unit vector of this
+        store's model and dimension, e.g. what another process embedded and a
+        shared journal kept. A :meth:`prepare` (an upsert, a store write, a
+        :meth:`sync`) that would embed that text for that id takes the vector
+        instead; a text not offered is embedded as usual. Offers nest.
+
+        >>> from memstore_index.hash_embedder import HashEmbedder
+        >>> donor, cells = CellStore(HashEmbedder(dim=8)), CellStore(HashEmbedder(dim=8))
+        >>> donor.upsert(IndexEntry("a"), "pool exhausted")
+        >>> with cells.offered({("a", text_hash("pool exhausted")): donor.vector("a")}):
+        ...     cells.upsert(IndexEntry("a"), "pool exhausted")   # no embedding call
+        >>> bool((cells.vector("a") == donor.vector("a")).all())
+        True
+        """
+        for (id, _), vec in vectors.items():
+            if vec.shape != (self._dim,):
+                raise MemstoreError(
+                    f"offered vector for {id!r} has shape {vec.shape}, expected ({self._dim},)"
+                )
+        with self._lock:
+            before = self._offered
+            self._offered = {**before, **vectors} if before else dict(vectors)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._offered = before
+
+    def prepared_for(self, item: Item) -> StoredVector | None:
+        """What the before-commit listener prepared for this very ``item`` object, if anything.
+
+        For the store's commit hook (a journal keeping vectors beside its
+        versions): during the commit of a group, each embeddable upserted item
+        has a prepared row, whose ``vector`` is empty when the text was
+        unchanged (the stored vector stays). ``None`` outside a commit, or for
+        an item that is not embedded.
+        """
+        with self._lock:
+            for obj, prepared in self._staged.get(item.id, ()):
+                if obj is item:
+                    return prepared
+        return None
 
     def apply(self, prepared: Sequence[StoredVector]) -> None:
         """Index what :meth:`prepare` produced (and persist it, with a ``path``)."""

@@ -10,13 +10,14 @@ recording into ``recorder``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pytest
 
 from memstore import Change, Config, Item, Store
+from tests.pgtest import PgPlace, Schemas, require_pg
 
 T0 = dt.datetime(2025, 1, 6, 9, 0, tzinfo=dt.UTC)
 """Where every fake clock starts."""
@@ -135,3 +136,21 @@ def make_store(clock: FakeClock, recorder: Recorder) -> StoreFactory:
 @pytest.fixture
 def store(make_store: StoreFactory) -> Store:
     return make_store()
+
+
+# ------------------------------------------------------------- PostgreSQL
+
+
+@pytest.fixture(scope="session")
+def pg_schemas() -> Iterator[Schemas]:
+    """Fresh PostgreSQL schemas for this run (skips, or fails in CI, without a server)."""
+    require_pg()
+    schemas = Schemas()
+    yield schemas
+    schemas.drop_all()
+
+
+@pytest.fixture
+def pg_place(pg_schemas: Schemas) -> PgPlace:
+    """A schema of its own for one test."""
+    return pg_schemas.new()

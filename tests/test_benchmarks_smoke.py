@@ -76,3 +76,29 @@ def test_journal_smoke_run_writes_results(tmp_path: Path) -> None:
     assert data["restore"]["items"] == data["items"]  # every item came back
     assert data["as_of"]["all_items_returned"] == data["items"]
     assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}
+
+
+REPLICATION_SCRIPT = SCRIPT.parent / "replication.py"
+
+
+def test_replication_smoke_run_writes_results(tmp_path: Path) -> None:
+    from tests.pgtest import DSN, require_pg
+
+    require_pg()
+    out = tmp_path / "replication.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPLICATION_SCRIPT), "--smoke", "--dsn", DSN, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| target | value | status |" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["smoke"] is True
+    assert data["single"]["ours_per_s"] > 0 and data["batched"]["ours_items_per_s"] > 0
+    assert data["lag"]["writes"] == 30 and data["lag"]["p99_ms"] >= data["lag"]["p50_ms"]
+    for run in data["catch_up"]:  # every replica caught up with everything on record
+        assert run["caught_up"] is True and run["versions_per_s"] > 0
+    assert [r["items_after"] for r in data["catch_up"]] == [2000, 200, 2000]
+    assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import memstore_index.cellstore as cs
-from memstore import Item, Store, ThoughtLink
+from memstore import Change, Item, MemstoreError, Store, ThoughtLink
 from memstore_index.cellstore import CellStore, EmbedderMismatchError
 from memstore_index.entry import IndexEntry
 from memstore_index.hash_embedder import HashEmbedder
@@ -520,3 +521,55 @@ def test_a_search_below_center_min_is_plain_cosine() -> None:
     fill(centred, rows)
     q = unit_rows(1, 16, seed=40)[0]
     assert centred.search_vector(q, 5) == plain.search_vector(q, 5)
+
+
+def test_offered_vectors_replace_embedding_calls() -> None:
+    """A replica takes vectors another process embedded, and embeds only what was not offered."""
+    calls: list[str] = []
+    emb = HashEmbedder(dim=32)
+    original = emb.embed
+
+    def counting(texts: list[str]) -> np.ndarray:
+        calls.extend(texts)
+        return original(texts)
+
+    emb.embed = counting  # type: ignore[method-assign]
+    store = Store()
+    cells = CellStore(emb)
+    cells.attach(store)
+    theirs = unit_rows(1, dim=32, seed=21)[0]  # not what the hash embedder would make
+    offer = {("a", cs.text_hash("offered text")): theirs}
+    with cells.offered(offer):
+        store.upsert(Item(id="a", kind="note", title="offered text"))
+        store.upsert(Item(id="b", kind="note", title="not offered"))
+        with cells.offered({}):  # offers nest
+            store.upsert(Item(id="a", kind="note", title="offered text", content=""))
+    assert calls == ["not offered"]
+    assert np.array_equal(cells.vector("a"), theirs)
+    store.upsert(Item(id="c", kind="note", title="offered text"))  # same text, other id
+    assert calls == ["not offered", "offered text"]
+    assert cells._offered == {}
+    with pytest.raises(MemstoreError, match="shape"), cells.offered({("x", "h"): theirs[:3]}):
+        pass
+    cells._check()
+
+
+def test_prepared_for_names_the_vector_of_the_committing_item() -> None:
+    """During the commit hook, the journal can see the vector of each upserted item."""
+    store = Store()
+    cells = CellStore(HashEmbedder(dim=16))
+    cells.attach(store)
+    seen: list[tuple[str, int]] = []
+
+    def hook(changes: Sequence[Change]) -> None:
+        for c in changes:
+            if c.item is not None:
+                p = cells.prepared_for(c.item)
+                seen.append((c.item.title, -1 if p is None else p.vector.size))
+
+    store.set_commit_hook(hook)
+    a = store.upsert(Item(kind="note", title="first text"))
+    store.upsert(a.clone(kind="fact"))  # same text: prepared, but nothing embedded
+    store.upsert(Item(kind="note", title="quiet", no_embed=True))
+    assert seen == [("first text", 16), ("first text", 0), ("quiet", -1)]
+    assert cells.prepared_for(a) is None  # outside a commit

@@ -1,4 +1,10 @@
-"""The SQLite journal: restore, versions, as-of reads, purge, export/import, bad files."""
+"""The journal on both backends: restore, versions, as-of reads, purge, export/import.
+
+Every test taking ``place`` (or ``places``) runs twice: against an SQLite file
+and against a PostgreSQL schema (:mod:`tests.journals`). The tests about
+SQLite files as such (bad files, the single-writer lock, the size cap, the
+vector file beside the journal) take ``db`` and run on SQLite only.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +34,17 @@ from memstore import (
     ThoughtLink,
 )
 from memstore.errors import InvalidItemError, JournalClosedError
-from memstore.journal import EXPORT_FORMAT, Hlc, Journal, Lsn, SqliteJournal
+from memstore.journal import EXPORT_FORMAT, Hlc, Journal, JournalBase, Lsn, SqliteJournal
 from memstore_index import CellStore, HashEmbedder
 from tests.conftest import FakeClock
+from tests.journals import (
+    Place,
+    allow_writes,
+    count_rows_like,
+    open_journal,
+    refuse_writes,
+    set_schema_version,
+)
 
 
 class Wall:
@@ -49,21 +63,40 @@ def state(store: Store) -> dict[str, dict[str, object]]:
         return {it.id: it.model_dump() for it in store.items_locked()}
 
 
-def open_store(path: Path, **kwargs: object) -> tuple[SqliteJournal, Store]:
-    journal = SqliteJournal(path, **kwargs)  # type: ignore[arg-type]
+def open_store(place: Place, **kwargs: object) -> tuple[JournalBase, Store]:
+    journal = open_journal(place, **kwargs)
     store = Store(Config(clock=FakeClock()))
     journal.attach(store)
     return journal, store
 
 
+Places = Callable[[str], Place]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
+    """Named places of one backend: the same name is the same journal."""
+    if request.param == "sqlite":
+        return lambda name: tmp_path / f"{name}.db"
+    schemas = request.getfixturevalue("pg_schemas")
+    made: dict[str, Place] = {}
+    return lambda name: made.setdefault(name, schemas.new(name))
+
+
+@pytest.fixture
+def place(places: Places) -> Place:
+    return places("journal")
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
+    """An SQLite journal file (for the tests about SQLite files themselves)."""
     return tmp_path / "journal.db"
 
 
 @pytest.fixture
-def pair(db: Path) -> Iterator[tuple[SqliteJournal, Store]]:
-    journal, store = open_store(db, wall=Wall())
+def pair(place: Place) -> Iterator[tuple[JournalBase, Store]]:
+    journal, store = open_store(place, wall=Wall())
     yield journal, store
     journal.close()
 
@@ -75,8 +108,8 @@ def note(title: str, **kw: object) -> Item:
 # ----------------------------------------------------------------- restart
 
 
-def test_restart_restores_every_kind_of_write(db: Path) -> None:
-    journal, store = open_store(db)
+def test_restart_restores_every_kind_of_write(place: Place) -> None:
+    journal, store = open_store(place)
     a = store.upsert(note("alpha", tags=["tenant/acme"]))
     b = store.upsert(note("beta"))
     store.upsert(Item(id=a.id, kind="note", title="alpha, revised", tags=["tenant/acme"]))
@@ -90,7 +123,7 @@ def test_restart_restores_every_kind_of_write(db: Path) -> None:
     before = state(store)
     journal.close()
 
-    journal2, store2 = open_store(db)
+    journal2, store2 = open_store(place)
     assert state(store2) == before
     assert store2.get(a.id) is not None and store2.get(a.id).title == "alpha, revised"  # type: ignore[union-attr]
     assert store2.get(d.id) is None
@@ -99,24 +132,24 @@ def test_restart_restores_every_kind_of_write(db: Path) -> None:
     journal2.close()
 
 
-def test_write_after_restart_continues_history(db: Path) -> None:
-    journal, store = open_store(db)
+def test_write_after_restart_continues_history(place: Place) -> None:
+    journal, store = open_store(place)
     a = store.upsert(note("one"))
     journal.close()
-    journal, store = open_store(db)
+    journal, store = open_store(place)
     store.upsert(Item(id=a.id, kind="note", title="two"))
     titles = [v.item.title for v in journal.history(a.id) if v.item is not None]
     assert titles == ["one", "two"]
     journal.close()
 
 
-def test_attach_refuses_two_histories(db: Path) -> None:
-    journal, store = open_store(db)
+def test_attach_refuses_two_histories(place: Place) -> None:
+    journal, store = open_store(place)
     store.upsert(note("on record"))
     journal.close()
     other = Store()
     other.upsert(note("elsewhere"))
-    journal = SqliteJournal(db)
+    journal = open_journal(place)
     with pytest.raises(JournalError, match="already holds items"):
         journal.attach(other)
     # and nothing was changed: the other store keeps its item, the journal its own
@@ -125,18 +158,18 @@ def test_attach_refuses_two_histories(db: Path) -> None:
     journal.close()
 
 
-def test_empty_journal_adopts_a_filled_store(db: Path) -> None:
+def test_empty_journal_adopts_a_filled_store(place: Place) -> None:
     store = Store()
     a = store.upsert(note("already here"))
-    journal = SqliteJournal(db)
+    journal = open_journal(place)
     journal.attach(store)
     assert [it.id for it in journal.current()] == [a.id]
     journal.close()
 
 
-def test_one_store_one_journal(tmp_path: Path) -> None:
-    j1 = SqliteJournal(tmp_path / "a.db")
-    j2 = SqliteJournal(tmp_path / "b.db")
+def test_one_store_one_journal(places: Places) -> None:
+    j1 = open_journal(places("a"))
+    j2 = open_journal(places("b"))
     store = Store()
     j1.attach(store)
     with pytest.raises(MemstoreError, match="commit hook"):
@@ -147,16 +180,16 @@ def test_one_store_one_journal(tmp_path: Path) -> None:
     j2.close()
 
 
-def test_sqlite_journal_is_a_journal(pair: tuple[SqliteJournal, Store]) -> None:
+def test_journal_is_a_journal(pair: tuple[JournalBase, Store]) -> None:
     assert isinstance(pair[0], Journal)
 
 
 # ------------------------------------------------------------ stamps
 
 
-def test_stamps_increase_even_when_the_wall_clock_steps_back(db: Path) -> None:
+def test_stamps_increase_even_when_the_wall_clock_steps_back(place: Place) -> None:
     wall = Wall(5_000)
-    journal, store = open_store(db, wall=wall)
+    journal, store = open_store(place, wall=wall)
     ids = [store.upsert(note("a")).id]
     wall.ms = 1_000  # the clock stepped backwards
     ids.append(store.upsert(note("b")).id)
@@ -168,14 +201,14 @@ def test_stamps_increase_even_when_the_wall_clock_steps_back(db: Path) -> None:
     journal.close()
 
     wall.ms = 10  # restart with a clock far in the past
-    journal, store = open_store(db, wall=wall)
+    journal, store = open_store(place, wall=wall)
     assert journal.head() == last
     d = store.upsert(note("d"))
     assert journal.history(d.id)[0].valid_from.lsn > last
     journal.close()
 
 
-def test_head_and_last_lsn_track_acknowledged_groups(pair: tuple[SqliteJournal, Store]) -> None:
+def test_head_and_last_lsn_track_acknowledged_groups(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     assert journal.last_lsn() is None
     assert journal.head() == Lsn(0, 0)
@@ -189,19 +222,21 @@ def test_head_and_last_lsn_track_acknowledged_groups(pair: tuple[SqliteJournal, 
     assert journal.head() == journal.last_lsn()
 
 
-def test_node_id_is_in_every_stamp(db: Path) -> None:
-    journal, store = open_store(db, node_id=513)
+def test_node_id_is_in_every_stamp(place: Place) -> None:
+    journal, store = open_store(place, node_id=513)
     a = store.upsert(note("x"))
     assert journal.history(a.id)[0].valid_from.node_id == 513
     journal.close()
+    journal = open_journal(place, node_id=70_000)
     with pytest.raises(ValueError, match="node_id"):
-        SqliteJournal(db, node_id=70_000).attach(Store())
+        journal.attach(Store())
+    journal.close()
 
 
 # ------------------------------------------------------------- as_of
 
 
-def test_as_of_sees_each_past_state(pair: tuple[SqliteJournal, Store]) -> None:
+def test_as_of_sees_each_past_state(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     wall = journal._wall
     assert isinstance(wall, Wall)
@@ -229,7 +264,7 @@ def test_as_of_sees_each_past_state(pair: tuple[SqliteJournal, Store]) -> None:
     assert versions[-1].valid_to is None and versions[-1].item is None
 
 
-def test_as_of_partition_keeps_shared_items(pair: tuple[SqliteJournal, Store]) -> None:
+def test_as_of_partition_keeps_shared_items(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     store.upsert(note("acme's", tags=["tenant/acme"]))
     store.upsert(note("globex's", tags=["tenant/globex"]))
@@ -240,7 +275,7 @@ def test_as_of_partition_keeps_shared_items(pair: tuple[SqliteJournal, Store]) -
     assert len(journal.as_of(at)) == 3
 
 
-def test_snapshot_streams_what_as_of_returns(pair: tuple[SqliteJournal, Store]) -> None:
+def test_snapshot_streams_what_as_of_returns(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     for i in range(1200):  # more than one fetch batch
         store.upsert(note(f"n{i}"))
@@ -254,7 +289,7 @@ def test_snapshot_streams_what_as_of_returns(pair: tuple[SqliteJournal, Store]) 
     assert len(rest) + 1 == 1200
 
 
-def test_bad_as_of_positions_are_refused(pair: tuple[SqliteJournal, Store]) -> None:
+def test_bad_as_of_positions_are_refused(pair: tuple[JournalBase, Store]) -> None:
     journal, _ = pair
     for bad in ("12", "a.b", "1.2.3.4", "1.99999999999"):
         with pytest.raises(ValueError, match=r"Lsn|counter|out of range"):
@@ -268,8 +303,8 @@ def test_bad_as_of_positions_are_refused(pair: tuple[SqliteJournal, Store]) -> N
 # ------------------------------------------------------------ batches
 
 
-def test_batch_commits_together_and_rolls_back_together(db: Path) -> None:
-    journal, store = open_store(db)
+def test_batch_commits_together_and_rolls_back_together(place: Place) -> None:
+    journal, store = open_store(place)
     keep = store.upsert(note("kept"))
     with pytest.raises(RuntimeError), journal.transaction():
         store.upsert(note("lost 1"))
@@ -290,32 +325,29 @@ def test_batch_commits_together_and_rolls_back_together(db: Path) -> None:
     ]
     assert versions[1].valid_to == versions[2].valid_from
     journal.close()
-    journal, store2 = open_store(db)
+    journal, store2 = open_store(place)
     assert sorted(it.title for it in store2.items()) == ["in 1", "kept, edited twice"]
     journal.close()
 
 
-def test_a_failed_journal_write_undoes_the_store(db: Path) -> None:
-    journal, store = open_store(db)
+def test_a_failed_journal_write_undoes_the_store(place: Place) -> None:
+    journal, store = open_store(place)
     kept = store.upsert(note("before"))
-    journal._conn.execute(
-        "CREATE TRIGGER refuse BEFORE INSERT ON versions BEGIN "
-        "SELECT RAISE(ABORT, 'refused by test'); END"
-    )
+    refuse_writes(journal)
     with pytest.raises(JournalError, match="refused by test"):
         store.upsert(note("never acknowledged"))
     with pytest.raises(JournalError):
         store.delete(kept.id)
     assert [it.title for it in store.items()] == ["before"]
     store._check()
-    journal._conn.execute("DROP TRIGGER refuse")
+    allow_writes(journal)
     store.upsert(note("after"))
     assert sorted(it.title for it in journal.current()) == ["after", "before"]
     journal.close()
 
 
-def test_before_commit_veto_leaves_no_version(db: Path) -> None:
-    journal, store = open_store(db)
+def test_before_commit_veto_leaves_no_version(place: Place) -> None:
+    journal, store = open_store(place)
 
     def refuse(changes: object) -> None:
         raise RuntimeError("the embedder failed")
@@ -330,7 +362,7 @@ def test_before_commit_veto_leaves_no_version(db: Path) -> None:
 # -------------------------------------------------------------- purge
 
 
-def test_purge_erases_every_version(pair: tuple[SqliteJournal, Store]) -> None:
+def test_purge_erases_every_version(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     a = store.upsert(note("secret v1", tags=["tenant/acme"]))
     store.upsert(Item(id=a.id, kind="note", title="secret v2", tags=["tenant/acme"]))
@@ -344,11 +376,10 @@ def test_purge_erases_every_version(pair: tuple[SqliteJournal, Store]) -> None:
     assert store.get(a.id) is None
     assert journal.history(a.id) == [] and journal.history(gone.id) == []
     assert [it.id for it in journal.as_of(early)] == [b.id]
-    raw = journal._conn.execute("SELECT count(*) FROM versions WHERE item LIKE '%secret%'")
-    assert raw.fetchone()[0] == 0
+    assert count_rows_like(journal, "%secret%") == 0
 
 
-def test_purge_by_predicate_sees_deleted_items(pair: tuple[SqliteJournal, Store]) -> None:
+def test_purge_by_predicate_sees_deleted_items(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     x = store.upsert(note("x", tags=["tenant/acme"]))
     y = store.upsert(note("y", tags=["tenant/acme"]))
@@ -362,7 +393,7 @@ def test_purge_by_predicate_sees_deleted_items(pair: tuple[SqliteJournal, Store]
         journal.purge("one-id")
 
 
-def test_purge_inside_a_batch_is_refused(pair: tuple[SqliteJournal, Store]) -> None:
+def test_purge_inside_a_batch_is_refused(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     a = store.upsert(note("a"))
     with pytest.raises(JournalError, match="inside a batch"), store.batch():
@@ -373,9 +404,9 @@ def test_purge_inside_a_batch_is_refused(pair: tuple[SqliteJournal, Store]) -> N
 # ------------------------------------------------------ export / import
 
 
-def test_export_import_reproduces_items_and_as_of(tmp_path: Path) -> None:
+def test_export_import_reproduces_items_and_as_of(places: Places) -> None:
     wall = Wall()
-    journal, store = open_store(tmp_path / "a.db", wall=wall)
+    journal, store = open_store(places("a"), wall=wall)
     a = store.upsert(note("a1", tags=["tenant/acme"]))
     positions = [journal.head()]
     wall.ms += 5
@@ -392,7 +423,7 @@ def test_export_import_reproduces_items_and_as_of(tmp_path: Path) -> None:
     lines = out.getvalue().splitlines()
     assert json.loads(lines[0])["format"] == EXPORT_FORMAT
 
-    journal2, store2 = open_store(tmp_path / "b.db")
+    journal2, store2 = open_store(places("b"))
     assert journal2.import_(io.StringIO(out.getvalue())) == 2
     for at in positions:
         assert journal2.as_of(at) == journal.as_of(at, partition="acme")
@@ -406,7 +437,7 @@ def test_export_import_reproduces_items_and_as_of(tmp_path: Path) -> None:
     assert journal2.history(c.id)[0].lsn > positions[-1]
     journal.close()
     journal2.close()
-    journal3, store3 = open_store(tmp_path / "b.db")
+    journal3, store3 = open_store(places("b"))
     assert sorted(it.title for it in store3.items()) == ["a2", "later"]
     journal3.close()
 
@@ -438,7 +469,7 @@ def test_export_import_reproduces_items_and_as_of(tmp_path: Path) -> None:
         ),
     ],
 )
-def test_bad_import_changes_nothing(pair: tuple[SqliteJournal, Store], text: str, why: str) -> None:
+def test_bad_import_changes_nothing(pair: tuple[JournalBase, Store], text: str, why: str) -> None:
     journal, store = pair
     store.upsert(note("existing"))
     before, head = state(store), journal.head()
@@ -483,14 +514,11 @@ def test_truncated_file_fails_clearly(db: Path) -> None:
     assert db.read_bytes() == damaged  # nothing written to a damaged file
 
 
-def test_newer_schema_is_refused(db: Path) -> None:
-    SqliteJournal(db).close()
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    conn.commit()
-    conn.close()
+def test_newer_schema_is_refused(place: Place) -> None:
+    open_journal(place).close()
+    set_schema_version(place, 99)
     with pytest.raises(JournalSchemaError, match="newer"):
-        SqliteJournal(db)
+        open_journal(place)
 
 
 def test_missing_directory_and_directory_path(tmp_path: Path) -> None:
@@ -590,8 +618,8 @@ def test_second_writer_process_is_refused(db: Path) -> None:
     journal.close()
 
 
-def test_closed_journal_refuses_calls(db: Path) -> None:
-    journal, store = open_store(db)
+def test_closed_journal_refuses_calls(place: Place) -> None:
+    journal, store = open_store(place)
     journal.close()
     journal.close()  # twice is fine
     with pytest.raises(JournalClosedError):

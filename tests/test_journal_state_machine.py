@@ -5,6 +5,10 @@ links, mirrors, batches that commit or abort, purges) run against a live store.
 After every step: a fresh store restored from the journal equals the live
 store, and ``as_of`` of every earlier step's position equals the state
 recorded at that step (less what a purge erased since).
+
+It runs on SQLite (``TestJournalMachine``) and on PostgreSQL
+(``test_journal_machine_on_postgres``, fewer examples: every one creates
+schemas).
 """
 
 from __future__ import annotations
@@ -17,11 +21,19 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from memstore import Config, Item, Store, ThoughtLink
-from memstore.journal import Lsn, SqliteJournal
+from memstore.journal import JournalBase, Lsn
 from tests.conftest import FakeClock
+from tests.journals import Place, open_journal
+from tests.pgtest import Schemas
 
 IDS = [f"id-{i}" for i in range(8)]
 TENANTS = ["tenant/acme", "tenant/globex"]
@@ -41,18 +53,30 @@ class Abort(Exception):
 
 
 class JournalMachine(RuleBasedStateMachine):
+    schemas: Schemas | None = None
+    """Where PostgreSQL journals go; ``None``: SQLite files in a temporary folder."""
+
     def __init__(self) -> None:
         super().__init__()
         self.dir = Path(tempfile.mkdtemp(prefix="journal-sm-"))
+        self.places: list[Place] = []
         self.clock = FakeClock()
-        self.journal = SqliteJournal(self.dir / "j.db")
+        self.journal = self.open("j")
         self.store = Store(Config(clock=self.clock))
         self.journal.attach(self.store)
         self.history: list[tuple[Lsn, State]] = []
 
+    def open(self, name: str) -> JournalBase:
+        place: Place = self.dir / f"{name}.db" if self.schemas is None else self.schemas.new()
+        self.places.append(place)
+        return open_journal(place)
+
     def teardown(self) -> None:
         self.journal.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        for place in self.places:
+            if not isinstance(place, Path):
+                place.sql("DROP SCHEMA {s} CASCADE")
 
     def live(self) -> State:
         with self.store.lock:  # type: ignore[attr-defined]
@@ -149,7 +173,7 @@ class JournalMachine(RuleBasedStateMachine):
             return
         out = io.StringIO()
         self.journal.export(None, out)
-        other = SqliteJournal(self.dir / f"copy-{len(self.history)}.db")
+        other = self.open(f"copy-{len(self.history)}")
         copy = Store()
         other.attach(copy)
         other.import_(io.StringIO(out.getvalue()))
@@ -167,3 +191,20 @@ JournalMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestJournalMachine = JournalMachine.TestCase
+
+
+class PostgresJournalMachine(JournalMachine):
+    pass
+
+
+def test_journal_machine_on_postgres(pg_schemas: Schemas) -> None:
+    PostgresJournalMachine.schemas = pg_schemas
+    run_state_machine_as_test(
+        PostgresJournalMachine,
+        settings=settings(
+            max_examples=15,
+            stateful_step_count=25,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )

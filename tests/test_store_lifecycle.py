@@ -402,6 +402,49 @@ def test_mirror_needs_an_id(store: Store) -> None:
         store.mirror(_note("", "x"))
 
 
+# ------------------------------------------------------------------ reflect
+
+
+def test_reflect_takes_the_record_even_when_older(
+    store: Store, clock: FakeClock, recorder: Recorder
+) -> None:
+    clock.advance(HOUR)
+    store.upsert(_note("m", "local write that lost"))
+    recorder.clear()
+    winner = _note("m", "the record's winner", updated_at=T0)  # older clock, still the winner
+
+    assert store.reflect("m", winner) is True
+
+    got = _get(store, "m")
+    assert got.title == "the record's winner" and got.updated_at == T0
+    assert got.cell_originated
+    assert [(c.op, c.mirrored) for g in recorder.groups for c in g] == [("upsert", True)]
+    assert recorder.hook_ops() == [("upsert", "m")]
+    store._check()
+
+
+def test_reflect_of_the_same_state_fires_nothing(store: Store, recorder: Recorder) -> None:
+    stored = store.upsert(_note("m", "ledger latency"))
+    recorder.clear()
+    assert store.reflect("m", stored.clone()) is False
+    assert store.reflect("gone", None) is False
+    assert recorder.quiet
+
+
+def test_reflect_none_deletes_as_mirrored(store: Store, recorder: Recorder) -> None:
+    store.upsert(_note("m", "ledger latency"))
+    recorder.clear()
+    assert store.reflect("m", None) is True
+    assert store.get("m") is None and store.keyword_search("ledger") == []
+    assert [(c.op, c.mirrored) for g in recorder.groups for c in g] == [("delete", True)]
+    store._check()
+
+
+def test_reflect_checks_the_id(store: Store) -> None:
+    with pytest.raises(InvalidItemError, match="was given item"):
+        store.reflect("a", _note("b", "x"))
+
+
 # ------------------------------------------------------------------ restore
 
 

@@ -8,12 +8,20 @@ position (:meth:`~Journal.as_of`), an item's history, a streaming snapshot,
 hard deletes (:meth:`~Journal.purge`) and NDJSON export/import.
 
 :class:`SqliteJournal` is the embedded default (one SQLite file, WAL mode).
+``PostgresJournal`` (extra ``memstore[postgres]``) shares one record between
+many processes, each following the others' writes; it is imported on first
+use, so the core does not need ``psycopg``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from memstore.journal.base import EXPORT_FORMAT, Journal, JournalBase, PurgeMatch, to_lsn
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
 from memstore.journal.sqlite import SCHEMA_VERSION, SqliteJournal
 from memstore.journal.version import Version
+
+if TYPE_CHECKING:
+    from memstore.journal.postgres import PostgresJournal
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -24,8 +32,17 @@ __all__ = [
     "Journal",
     "JournalBase",
     "Lsn",
+    "PostgresJournal",
     "PurgeMatch",
     "SqliteJournal",
     "Version",
     "to_lsn",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresJournal":  # psycopg is optional: import it only when asked for
+        from memstore.journal.postgres import PostgresJournal
+
+        return PostgresJournal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

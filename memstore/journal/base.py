@@ -157,7 +157,7 @@ class JournalBase(ABC):
         if self._store is not None:
             raise JournalError("this journal is already attached to a store")
         clock = self._ensure_clock()
-        items = list(self.current())
+        items = self._restore_items()
         with _holding(store):
             if items and store.len_locked():
                 raise JournalError(
@@ -178,6 +178,10 @@ class JournalBase(ABC):
                 store.set_commit_hook(None)
                 raise
             self._store = store
+
+    def _restore_items(self) -> list[Item]:
+        """The items :meth:`attach` restores (a backend may read more in the same snapshot)."""
+        return list(self.current())
 
     def detach(self) -> None:
         """Stop recording the store's writes (the store keeps its items)."""

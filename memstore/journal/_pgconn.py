@@ -1,0 +1,180 @@
+"""The PostgreSQL journal's connections, and the errors their failures become.
+
+A journal holds one *write* connection (which also holds its node id's
+advisory lock, and is opened again when lost), a pool of *read* connections
+(``REPEATABLE READ``, read-only: a read is one consistent snapshot) and, while
+attached, its follower's own connection. Every connection is named
+``memstore:<schema>:<role>:<node>`` in ``pg_stat_activity``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Final
+
+import psycopg
+from psycopg import IsolationLevel, sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg.rows import TupleRow
+
+from memstore.errors import JournalError
+from memstore.journal._pgschema import hold_node
+
+__all__ = ["Conn", "Connections", "describe", "translate", "write_error"]
+
+Conn = psycopg.Connection[TupleRow]
+
+SYNCHRONOUS: Final = {"full": "on", "normal": "off", "off": "off"}
+"""``durability`` to PostgreSQL's ``synchronous_commit``."""
+
+_log = logging.getLogger("memstore")
+
+
+class Connections:
+    """One journal's write connection and read pool (thread-safe)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        schema: str,
+        *,
+        durability: str,
+        connect_timeout: int,
+        lock_timeout_ms: int,
+    ) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self.where = describe(dsn)
+        self.node = 0
+        """The node id in connection names (and whose lock the writer holds, if ``held``)."""
+        self.held = False
+        self._synchronous = SYNCHRONOUS[durability]
+        self._connect_timeout = connect_timeout
+        self._lock_timeout_ms = lock_timeout_ms
+        self._readers: list[Conn] = []
+        self._rlock = threading.Lock()
+        self._closed = False
+        self.write_lock = threading.RLock()
+        """Held around every use of :meth:`writer`."""
+        self._writer = self.connect("write")
+        try:
+            self._set_up_writer(self._writer)
+        except BaseException:
+            self._writer.close()
+            raise
+
+    def connect(self, role: str) -> Conn:
+        """A new autocommit connection, or :class:`JournalError` saying where it failed."""
+        try:
+            return psycopg.connect(
+                self.dsn,
+                autocommit=True,
+                connect_timeout=self._connect_timeout,
+                application_name=f"memstore:{self.schema}:{role}:{self.node}",
+            )
+        except psycopg.Error as e:
+            raise JournalError(
+                f"cannot connect to PostgreSQL at {self.where}: {first_line(e)}"
+            ) from e
+
+    def _set_up_writer(self, conn: Conn) -> None:
+        conn.execute(sql.SQL("SET synchronous_commit = {}").format(sql.Literal(self._synchronous)))
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(self._lock_timeout_ms)))
+
+    def writer(self) -> Conn:
+        """The write connection (hold :attr:`write_lock`), opened again if it was lost."""
+        conn = self._writer
+        if not (conn.closed or conn.broken):
+            return conn
+        conn.close()
+        conn = self.connect("write")
+        try:
+            self._set_up_writer(conn)
+            if self.held and not hold_node(conn, self.schema, self.node):
+                _log.warning("memstore: node id %d was taken while reconnecting", self.node)
+        except BaseException:
+            conn.close()
+            raise
+        self._writer = conn
+        return conn
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Conn]:
+        """A connection of the read pool (``REPEATABLE READ``, read-only)."""
+        with self._rlock:
+            conn = self._readers.pop() if self._readers else None
+        if conn is None or conn.closed:
+            conn = self.connect("read")
+            conn.isolation_level = IsolationLevel.REPEATABLE_READ
+            conn.read_only = True
+        try:
+            yield conn
+        finally:
+            healthy = (
+                not conn.closed
+                and not conn.broken
+                and conn.info.transaction_status == TransactionStatus.IDLE
+            )
+            with self._rlock:
+                if healthy and not self._closed:
+                    self._readers.append(conn)
+                else:
+                    conn.close()
+
+    def close(self) -> None:
+        """Close every connection (which releases the node's advisory lock)."""
+        with self.write_lock:
+            self._writer.close()
+        with self._rlock:
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+
+
+def describe(dsn: str) -> str:
+    """Where a DSN points, without its password: ``user@host:port/dbname``."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "the given DSN"
+    host = info.get("host") or "localhost"
+    port = info.get("port") or "5432"
+    user = f"{info['user']}@" if info.get("user") else ""
+    return f"{user}{host}:{port}/{info.get('dbname') or ''}"
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def translate(e: psycopg.Error, what: str) -> JournalError:
+    """The journal error a failed read or open means, with PostgreSQL's words kept."""
+    if isinstance(e, psycopg.OperationalError):
+        return JournalError(f"{what}: the connection to PostgreSQL failed ({first_line(e)})")
+    return JournalError(f"{what}: {first_line(e)}")
+
+
+def write_error(e: psycopg.Error, committing: bool, what: str) -> JournalError:
+    """The error a failed write raises (the store undoes the group either way).
+
+    ``committing``: the failure came while PostgreSQL was committing, when a
+    lost connection leaves the outcome unknown; the message says so.
+    """
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        return JournalError(
+            f"{what}; nothing was changed: another process held the journal's commit lock "
+            f"longer than lock_timeout ({first_line(e)})"
+        )
+    if committing and isinstance(e, psycopg.OperationalError):
+        return JournalError(
+            f"{what}: the connection to PostgreSQL was lost while committing, so the write "
+            "may or may not be on record; the store does not hold it, and if it was recorded "
+            f"the journal's follower brings it in ({first_line(e)})"
+        )
+    return translate(e, f"{what}; nothing was changed")

@@ -1,0 +1,582 @@
+"""A journal in PostgreSQL: one shared record, many processes, each with its own store.
+
+Each process keeps its working set in memory (its :class:`~memstore.store.Store`
+and its own vector index) and attaches a :class:`PostgresJournal` on the same
+database. Every write is committed to PostgreSQL before it is acknowledged,
+exactly as with :class:`~memstore.journal.sqlite.SqliteJournal`; then it is
+announced (``NOTIFY``) and every other attached process mirrors it into its
+store, and into its :class:`~memstore_index.CellStore` with the vector the
+writer embedded (stored beside the version), so a replica never embeds again.
+
+.. code-block:: python
+
+    from memstore import Item, Store
+    from memstore.journal import PostgresJournal
+
+    journal = PostgresJournal("postgresql://app@db.internal/memory")
+    store = Store()
+    journal.attach(store)        # restores the store, then follows the others' writes
+    store.upsert(Item(kind="note", title="the deploy moved to Friday"))
+
+How it stays consistent (details in ``docs/postgres.md``):
+
+* **One commit order.** A commit locks the single ``head`` row, stamps its
+  versions above the newest stamp on record, writes them, appends one row to
+  the ``commits`` feed under the next sequence number, and commits. Stamps,
+  sequence numbers and visibility therefore all follow one order.
+* **Conflicts.** Two processes writing the same id: the later commit has the
+  higher :class:`~memstore.journal.hlc.Hlc` and wins, everywhere; the other
+  process's store takes the winner's state when it follows the feed.
+* **Catch-up.** A follower reads the feed after the last sequence number it
+  applied; a snapshot always sees a gap-free prefix of the feed (see
+  :mod:`memstore.journal._pgfeed`), so a dropped connection or a paused
+  process resumes exactly where it stopped.
+* **Read-your-writes.** The writer's store holds its write as soon as the
+  call returns; other processes see it after the replication lag, and
+  :meth:`PostgresJournal.wait_for` waits for a given position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import regex
+
+try:
+    import psycopg
+except ModuleNotFoundError as e:  # pragma: no cover - exercised without the extra
+    raise ModuleNotFoundError(
+        'PostgresJournal needs psycopg 3: pip install "memstore[postgres]"', name=e.name
+    ) from None
+from psycopg import sql
+
+from memstore.config import Change
+from memstore.item import Item
+from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
+from memstore.journal._pgfeed import FeedBatch, Follower
+from memstore.journal._pgposition import FeedPosition
+from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
+from memstore.journal._pgsql import Queries, ids_json, rows_json, vectors_json
+from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
+from memstore.journal.base import JournalBase, _holding
+from memstore.journal.hlc import HybridClock, Lsn
+from memstore.journal.version import Row
+
+if TYPE_CHECKING:
+    from memstore.store import Store
+    from memstore_index import CellStore
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT_S",
+    "DEFAULT_POLL_INTERVAL_S",
+    "DEFAULT_SCHEMA",
+    "SCHEMA_VERSION",
+    "FeedStatus",
+    "PostgresJournal",
+]
+
+DEFAULT_SCHEMA: Final = "memstore"
+"""The PostgreSQL schema a journal lives in unless told otherwise."""
+DEFAULT_POLL_INTERVAL_S: Final = 2.0
+"""How often a follower reads the feed when no notification came (a safety net)."""
+DEFAULT_CONNECT_TIMEOUT_S: Final = 5
+DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
+"""How long a commit waits for the commit lock before it fails."""
+APPLY_CHUNK: Final = 1000
+"""Ids a follower applies to the store per hold of its lock."""
+
+Durability = Literal["full", "normal", "off"]
+
+_SCHEMA_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_FETCH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class FeedStatus:
+    """Where a journal's follower stands (see :meth:`PostgresJournal.feed_status`)."""
+
+    following: bool
+    """Whether a follower thread runs (attached, with ``replicate=True``)."""
+    seq: int
+    """The sequence number of the last commit applied (or restored)."""
+    position: Lsn
+    """Its stamp: every version at or below it is in the store."""
+    connects: int
+    """Connections the follower made (more than one: it reconnected)."""
+    batches: int
+    """Batches of commits it applied."""
+    read_s: float
+    """Seconds it spent reading the feed from PostgreSQL."""
+    apply_s: float
+    """Seconds it spent applying batches to the store and the vector index."""
+
+
+class PostgresJournal(JournalBase):
+    """A journal in a PostgreSQL schema, shared by every process attached to it.
+
+    ``dsn``: a libpq connection string or ``postgresql://`` URI. ``schema``:
+    the schema holding the tables (created on first open). ``node_id``: this
+    process's node in every stamp; by default one is allocated from the
+    database, unique among the processes holding the journal open.
+    ``durability``: ``"full"`` (``synchronous_commit = on``: acknowledged
+    writes survive a server crash) or ``"normal"``/``"off"``
+    (``synchronous_commit = off``: much faster, the server may lose its last
+    fraction of a second on a crash). ``replicate``: follow other processes'
+    writes once attached. ``poll_interval``: seconds between reads of the feed
+    when no notification arrives. ``lock_timeout``: seconds a commit waits for
+    another process's commit before failing.
+
+    Raises :class:`~memstore.errors.JournalError` when the server cannot be
+    reached and :class:`~memstore.errors.JournalSchemaError` for a schema
+    written by a newer memstore (or holding foreign tables).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        node_id: int | None = None,
+        wall: Callable[[], int] | None = None,
+        durability: Durability = "full",
+        replicate: bool = True,
+        poll_interval: float = DEFAULT_POLL_INTERVAL_S,
+        connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+    ) -> None:
+        super().__init__(node_id=node_id or 0, wall=wall)
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
+            )
+        if durability not in SYNCHRONOUS:
+            raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
+        if poll_interval <= 0 or lock_timeout <= 0:
+            raise ValueError("poll_interval and lock_timeout must be positive")
+        self.dsn = dsn
+        self.schema = schema
+        self._replicate = replicate
+        self._poll = poll_interval
+        self._q = Queries(sql.Identifier(schema))
+        self._cells: CellStore | None = None
+        self._follower: Follower | None = None
+        self._position = FeedPosition()
+        self._restored = (0, 0)
+        self._db = Connections(
+            dsn,
+            schema,
+            durability=durability,
+            connect_timeout=connect_timeout,
+            lock_timeout_ms=int(lock_timeout * 1000),
+        )
+        try:
+            with self._db.write_lock:
+                conn = self._db.writer()
+                open_schema(conn, schema)
+                if node_id is None:
+                    self._node_id = allocate_node(conn, schema)
+                    self._db.held = True
+                self._db.node = self._node_id
+        except psycopg.Error as e:
+            self._db.close()
+            raise translate(e, f"cannot open journal {self._db.where}") from e
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"PostgresJournal({self._db.where}, schema={self.schema!r}, node={self._node_id})"
+
+    @property
+    def node_id(self) -> int:
+        """This process's node id (in every stamp it writes)."""
+        return self._node_id
+
+    # ---------------------------------------------------------- rows: write
+
+    def _on_commit(self, changes: Sequence[Change]) -> None:
+        cells = self._cells
+        if cells is not None and getattr(self._tls, "special", None) is None:
+            self._tls.vectors = vectors_for(changes, cells)
+        try:
+            super()._on_commit(changes)
+        finally:
+            self._tls.vectors = None
+
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+        self._check_open()
+        assert not (rows and purge), "a purge writes no versions"
+        vectors: GroupVectors | None = getattr(self._tls, "vectors", None)
+        ids = list(dict.fromkeys([*(r.id for r in rows), *purge]))
+
+        def write(conn: Conn, seq: int, head: int) -> None:
+            if not rows:  # a purge: a stamp of its own still moves the head on
+                last = self._stamp_above(head)
+            else:
+                if rows[0].lsn <= head:  # another process stamped past us meanwhile
+                    clock = self._ensure_clock()
+                    clock.observe(Lsn.unpack(head))
+                    _restamp(rows, clock)
+                last = rows[-1].lsn
+            conn.execute(self._q.write, self._write_params(rows, purge, vectors, seq, last, ids))
+
+        seq = self._locked_write("the journal write failed", write)
+        self._position.acknowledge(seq, ids)
+
+    def _locked_write(self, what: str, body: Callable[[Conn, int, int], None]) -> int:
+        """Run ``body(conn, seq, head)`` in one transaction holding the commit lock; ``seq``.
+
+        ``seq`` is this commit's sequence number, ``head`` the newest stamp on
+        record. A write connection found dead before the lock was taken is
+        opened again once (nothing was sent, so nothing can be on record).
+        """
+        with self._db.write_lock:
+            retried = False
+            while True:
+                conn = self._db.writer()
+                locked = committing = False
+                try:
+                    with conn.transaction():
+                        seq, head = self._lock_head(conn)
+                        locked = True
+                        body(conn, seq + 1, head)
+                        committing = True
+                    return seq + 1
+                except psycopg.Error as e:
+                    if not locked and not retried and conn.broken:
+                        retried = True
+                        continue
+                    raise write_error(e, committing, what) from e
+
+    def _stamp_above(self, lsn: int) -> int:
+        """A fresh stamp above ``lsn``: every commit moves the head, so positions order them all."""
+        clock = self._ensure_clock()
+        clock.observe(Lsn.unpack(lsn))
+        return clock.tick().lsn.packed()
+
+    def _lock_head(self, conn: Conn) -> tuple[int, int]:
+        """Take the commit lock (the ``head`` row); the last sequence number and stamp."""
+        row = conn.execute(self._q.lock_head).fetchone()
+        assert row is not None, "the head row is missing"
+        return int(row[0]), int(row[1])
+
+    def _write_params(
+        self,
+        rows: Sequence[Row],
+        purge: Collection[str],
+        vectors: GroupVectors | None,
+        seq: int,
+        last: int,
+        ids: list[str],
+    ) -> dict[str, Any]:
+        gone = [*purge, *(vectors.deleted if vectors is not None else ())]
+        return {
+            "rows": rows_json(rows),
+            "purge": ids_json(purge),
+            "unvec": ids_json(gone),
+            "vectors": vectors_json(vectors.puts if vectors is not None else ()),
+            **self._log_params(seq, last, "purge" if purge else "write", ids),
+        }
+
+    def _log_params(self, seq: int, last: int, op: str, ids: list[str]) -> dict[str, Any]:
+        return {
+            "seq": seq,
+            "me": self._node_id,
+            "last": last,
+            "cop": op,
+            "ids": ids_json(ids),
+            "channel": self.schema,
+            "payload": json.dumps({"seq": seq, "node": self._node_id, "lsn": last}),
+        }
+
+    def _import_rows(self, rows: Sequence[Row]) -> None:
+        self._check_open()
+        ids = sorted({r.id for r in rows})
+
+        def write(conn: Conn, seq: int, head: int) -> None:
+            last = self._stamp_above(max(head, *(r.lsn for r in rows)))
+            conn.execute(self._q.import_rows, {"rows": rows_json(rows)})
+            conn.execute(self._q.relink, {"ids": ids_json(ids)})
+            conn.execute(self._q.log_commit, self._log_params(seq, last, "import", ids))
+
+        self._locked_write("the import failed", write)
+        # Not acknowledged as this process's own: the store took the import's
+        # newest state, which a concurrent writer may have overtaken; the
+        # follower reads these ids back from the record.
+
+    # ----------------------------------------------------------- rows: read
+
+    def _select(self, query: sql.Composed, params: Mapping[str, object]) -> Iterator[Row]:
+        """Stream rows of one consistent read (a server-side cursor, batches of rows)."""
+        self._check_open()
+        try:
+            with (
+                self._db.reader() as conn,
+                conn.transaction(),
+                conn.cursor(name="memstore_rows") as cur,
+            ):
+                cur.itersize = _FETCH
+                cur.execute(query, params)
+                for rec in cur:
+                    yield Row(*rec)
+        except psycopg.Error as e:
+            raise translate(e, f"reading journal {self._db.where} failed") from e
+
+    def _read_head(self) -> Lsn:
+        try:
+            with self._db.reader() as conn, conn.transaction():
+                row = conn.execute(self._q.head).fetchone()
+        except psycopg.Error as e:
+            raise translate(e, f"reading journal {self._db.where} failed") from e
+        assert row is not None
+        return Lsn.unpack(int(row[1]))
+
+    def head(self) -> Lsn:
+        """The newest position on record, whichever process wrote it."""
+        self._check_open()
+        lsn = self._read_head()
+        self._ensure_clock().observe(lsn)
+        return lsn
+
+    def _current_rows(self) -> Iterator[Row]:
+        return self._select(self._q.current_rows, {})
+
+    def _current_items(self) -> Iterator[str]:
+        for row in self._select(self._q.current_rows, {}):
+            yield row.item or ""
+
+    def _restore_items(self) -> list[Item]:
+        """The live items and the feed position they reflect, from one snapshot."""
+        try:
+            with self._db.reader() as conn, conn.transaction():
+                head = conn.execute(self._q.head).fetchone()
+                texts = [str(t) for (t,) in conn.execute(self._q.current_items)]
+        except psycopg.Error as e:
+            raise translate(e, f"reading journal {self._db.where} failed") from e
+        assert head is not None
+        self._restored = (int(head[0]), int(head[1]))
+        parse = Item.model_validate_json
+        return [parse(t) for t in texts]
+
+    def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
+        at = lsn.packed()
+        if partition is None:
+            return self._select(self._q.as_of, {"at": at})
+        return self._select(self._q.as_of_partition, {"at": at, "part": partition})
+
+    def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
+        if ids is not None:
+            return self._select(self._q.rows_of_ids, {"ids": ids_json(sorted(set(ids)))})
+        if partition is not None:
+            return self._select(self._q.rows_of_partition, {"part": partition})
+        return self._select(self._q.rows_all, {})
+
+    # --------------------------------------------------------- attach, follow
+
+    def attach(self, store: Store) -> None:
+        """Restore ``store`` from the record, record its writes, follow the others' writes.
+
+        As :meth:`JournalBase.attach`; then, with ``replicate=True``, a
+        follower thread applies every commit other processes make.
+        """
+        self._position.track(self._replicate)
+        try:
+            super().attach(store)
+        except BaseException:
+            self._position.track(False)
+            raise
+        self._position.start_at(*self._restored)
+        if self._replicate:
+            follower = Follower(
+                lambda: self._db.connect("follow"),
+                self._q,
+                self.schema,
+                self,
+                poll_interval=self._poll,
+                name=f"memstore-follow-{self.schema}-{self._node_id}",
+            )
+            self._follower = follower
+            follower.start()
+
+    def detach(self) -> None:
+        """Stop following and recording (the store keeps its items)."""
+        follower, self._follower = self._follower, None
+        if follower is not None:
+            follower.stop()
+        super().detach()
+        self._position.track(False)
+        self._cells = None
+
+    def attach_cells(self, cells: CellStore) -> None:
+        """Keep ``cells`` in step with the attached store, with vectors shared through PostgreSQL.
+
+        Call it after :meth:`attach`, instead of ``cells.attach(store)``.
+        The vectors stored for the current items are loaded instead of
+        embedded (only items without one are embedded, and their vectors
+        stored); from then on each write stores the vectors it embedded in its
+        own transaction, and the follower hands other processes' vectors to
+        ``cells`` so that it never embeds them again.
+        """
+        from memstore_index import embed_text, text_hash
+        from memstore_index.entry import embeddable
+
+        store = self._attached()
+        model = (str(cells.embedder.model_id), cells.dim)
+        with _holding(store):
+            wanted = {
+                it.id: text_hash(embed_text(it)) for it in store.items_locked() if embeddable(it)
+            }
+            try:
+                with self._db.reader() as conn, conn.transaction():
+                    stored = read_vectors(conn, self._q, model, list(wanted))
+            except psycopg.Error as e:
+                raise translate(e, f"reading vectors from {self._db.where} failed") from e
+            have = {k: v for k, v in stored.items() if wanted.get(k[0]) == k[1]}
+            self._cells = cells
+            with cells.offered(have):
+                cells.attach(store)
+            missing = [id for id, h in wanted.items() if (id, h) not in have and id in cells]
+            self._store_vectors(model, [(id, wanted[id], cells.vector(id)) for id in missing])
+
+    def _store_vectors(self, model: tuple[str, int], rows: Sequence[tuple[str, str, Any]]) -> None:
+        """Store vectors nobody stored yet (never overwriting one a writer stored)."""
+        if not rows:
+            return
+        name, dim = model
+        with self._db.write_lock:
+            conn = self._db.writer()
+            try:
+                with conn.transaction():
+                    # Under the commit lock, as writers store vectors: two
+                    # transactions inserting the same keys in another order
+                    # could otherwise deadlock, and fail a writer.
+                    self._lock_head(conn)
+                    puts = ((id, name, h, dim, vector_bytes(v)) for id, h, v in rows)
+                    conn.execute(self._q.fill_vectors, {"vectors": vectors_json(puts)})
+            except psycopg.Error as e:
+                raise write_error(e, False, "storing vectors failed") from e
+
+    # FeedSink: what the follower thread calls.
+
+    def feed_position(self) -> int:
+        return self._position.seq
+
+    def feed_acked(self, seq: int) -> bool:
+        return self._position.is_acked(seq)
+
+    def feed_model(self) -> tuple[str, int] | None:
+        cells = self._cells
+        return None if cells is None else (str(cells.embedder.model_id), cells.dim)
+
+    def feed_apply(self, batch: FeedBatch) -> None:
+        """Bring the store up to date with a batch of the feed (the follower thread).
+
+        Ids go in groups of :data:`APPLY_CHUNK`, each one store group under
+        the store's lock, so the process's own writers wait for one chunk at
+        most; the position moves once the whole batch is in.
+        """
+        ids = list(batch.items)
+        for start in range(0, len(ids), APPLY_CHUNK):
+            if not self._apply_chunk(batch, ids[start : start + APPLY_CHUNK]):
+                return  # detached meanwhile
+        self._advance(batch)
+
+    def _apply_chunk(self, batch: FeedBatch, ids: list[str]) -> bool:
+        store = self._store
+        if store is None:
+            return False
+        with _holding(store), _gc_paused():
+            if self._store is not store:
+                return False
+            # An id this process wrote after the snapshot already holds the
+            # newer state: the snapshot must not roll it back.
+            todo = self._position.not_overtaken(ids, batch.top)
+            if not todo:
+                return True
+            parse = Item.model_validate_json
+            state = {id: None if (t := batch.items[id]) is None else parse(t) for id in todo}
+            cells = self._cells
+            offer = (
+                cells.offered(batch.vectors)
+                if cells is not None and batch.vectors
+                else contextlib.nullcontext()
+            )
+            with offer:
+                self._run_special(
+                    store, _record_nothing, lambda: [store.reflect(i, state[i]) for i in todo]
+                )
+        return True
+
+    def _advance(self, batch: FeedBatch) -> None:
+        last = batch.last
+        self._position.advance(last.seq, last.lsn)
+        self._ensure_clock().observe(Lsn.unpack(last.lsn))
+
+    def feed_status(self) -> FeedStatus:
+        """Where the follower stands: position, connections made, batches applied."""
+        follower = self._follower
+        return FeedStatus(
+            following=follower is not None and follower.is_alive(),
+            seq=self._position.seq,
+            position=Lsn.unpack(self._position.lsn),
+            connects=follower.connects if follower is not None else 0,
+            batches=follower.batches if follower is not None else 0,
+            read_s=follower.read_s if follower is not None else 0.0,
+            apply_s=follower.apply_s if follower is not None else 0.0,
+        )
+
+    def wait_for(self, lsn: Lsn, timeout: float | None = None) -> bool:
+        """Wait until every commit up to ``lsn`` is in the store; whether it got there.
+
+        ``lsn`` is typically another process's :meth:`last_lsn` (read your
+        writes across processes) or :meth:`head` (everything written so far).
+        """
+        return self._position.wait_for(lsn.packed(), timeout)
+
+    # ------------------------------------------------------------------ close
+
+    def _close_backend(self) -> None:
+        self._db.close()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
+    """Give a group fresh stamps (above everything observed), chained as before."""
+    last_of: dict[str, Row] = {}
+    for r in rows:
+        h = clock.tick()
+        r.lsn, r.node, r.to_lsn, r.to_node = h.lsn.packed(), h.node_id, None, None
+        before = last_of.get(r.id)
+        if before is not None:
+            before.to_lsn, before.to_node = r.lsn, r.node
+        last_of[r.id] = r
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a chunk is parsed and applied.
+
+    A chunk allocates thousands of objects that all live on (items, index
+    entries); each collection they trigger walks every object the store
+    already holds, which makes a catch-up ~1.5x slower. Reference counting
+    still frees everything else, and the collector resumes after the chunk
+    (a ~0.1 s window). When it was off already (the host's choice), it stays off.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _record_nothing(changes: Sequence[Change]) -> None:
+    """The record of a group that mirrors the record itself: nothing to write."""

@@ -1,0 +1,113 @@
+"""PostgreSQL for the tests: where it is, whether it answers, fresh schemas per run.
+
+The DSN comes from ``MEMSTORE_TEST_PG_DSN`` (default
+``postgresql://postgres@127.0.0.1:5432/test``). Every journal a test opens
+lives in a schema of its own, named under one prefix per test run; the run
+drops them all at the end. When the server does not answer, the tests that
+need it skip with a message saying how to enable them, unless ``CI`` is set
+or ``MEMSTORE_REQUIRE_PG=1``: then they fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+DSN = os.environ.get("MEMSTORE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+REQUIRED = bool(os.environ.get("CI")) or os.environ.get("MEMSTORE_REQUIRE_PG") == "1"
+HOW = (
+    "start PostgreSQL on 127.0.0.1:5432 (trust auth, database 'test'), or set "
+    "MEMSTORE_TEST_PG_DSN=postgresql://user@host:port/db, and pip install 'memstore[postgres]'"
+)
+RUN_PREFIX = f"mst_{os.getpid()}_{secrets.token_hex(3)}"
+"""Every schema this test run creates starts with it."""
+
+
+@functools.cache
+def unreachable() -> str | None:
+    """Why PostgreSQL cannot be used, or ``None`` when it answers."""
+    try:
+        import psycopg
+    except ModuleNotFoundError:
+        return "psycopg is not installed"
+    try:
+        with psycopg.connect(DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as e:
+        return f"PostgreSQL at {DSN} does not answer ({str(e).strip().splitlines()[0]})"
+    return None
+
+
+def require_pg() -> None:
+    """Skip (or, in CI or with ``MEMSTORE_REQUIRE_PG=1``, fail) without PostgreSQL."""
+    why = unreachable()
+    if why is None:
+        return
+    if REQUIRED:
+        pytest.fail(f"{why}; these tests must run here (CI or MEMSTORE_REQUIRE_PG=1)")
+    pytest.skip(f"{why}: {HOW} to run the PostgreSQL tests")
+
+
+def postgres_module() -> Any:
+    """``memstore.journal.postgres``, for a test module that needs it at import time.
+
+    Without psycopg the module is skipped (failed in CI or with
+    ``MEMSTORE_REQUIRE_PG=1``), like every test that needs the server.
+    """
+    try:
+        import memstore.journal.postgres as module
+    except ModuleNotFoundError as e:
+        if REQUIRED:
+            raise
+        pytest.skip(f"{e}: {HOW} to run the PostgreSQL tests", allow_module_level=True)
+    return module
+
+
+@dataclass(frozen=True)
+class PgPlace:
+    """Where a PostgreSQL journal lives: a DSN and a schema."""
+
+    dsn: str
+    schema: str
+
+    def sql(self, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Run one statement on a connection of its own (``{s}`` is the schema); its rows."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            cur = conn.execute(statement.replace("{s}", f'"{self.schema}"'), params or None)
+            return cur.fetchall() if cur.description else []
+
+
+class Schemas:
+    """Hands out fresh schema names for this run, and drops them all at the end."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def new(self, tag: str = "") -> PgPlace:
+        with self._lock:
+            self._n += 1
+            n = self._n
+        return PgPlace(DSN, f"{RUN_PREFIX}_{n}{'_' + tag if tag else ''}"[:63])
+
+    def drop_all(self) -> None:
+        import psycopg
+
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            names = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s",
+                    (RUN_PREFIX + "%",),
+                )
+            ]
+            for name in names:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

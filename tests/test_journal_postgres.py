@@ -1,0 +1,476 @@
+"""What only the PostgreSQL journal does: many writers on one record, following, failures.
+
+Each journal here stands for one process (its own connections, store and
+follower thread); the real-process proofs are in
+``test_journal_replication.py``. The shared behaviour of both backends is in
+``test_journal.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memstore import Item, JournalError, JournalSchemaError, Memory, Store
+from memstore.journal import Lsn
+from memstore_index import CellStore, HashEmbedder
+from tests.pgtest import PgPlace, postgres_module
+
+PostgresJournal = postgres_module().PostgresJournal
+
+WAIT_S = 30.0
+"""The longest a test waits for a follower (a hang guard, not a threshold)."""
+
+
+class CountingEmbedder(HashEmbedder):
+    """A hash embedder that counts the texts it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=32)
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+class Node:
+    """One "process": a journal, its store, and optionally its vector index."""
+
+    def __init__(self, place: PgPlace, *, cells: bool = False, **kwargs: Any) -> None:
+        options: dict[str, Any] = {"durability": "off", "poll_interval": 0.5, **kwargs}
+        self.journal = PostgresJournal(place.dsn, schema=place.schema, **options)
+        self.store = Store()
+        self.journal.attach(self.store)
+        self.embedder = CountingEmbedder()
+        self.cells: CellStore | None = None
+        if cells:
+            self.cells = CellStore(self.embedder)
+            self.journal.attach_cells(self.cells)
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        with self.store.lock:  # type: ignore[attr-defined]
+            return {it.id: it.model_dump() for it in self.store.items_locked()}
+
+    def catch_up(self) -> None:
+        """Wait until everything on record is in this node's store."""
+        assert self.journal.wait_for(self.journal.head(), WAIT_S), self.journal.feed_status()
+
+    def close(self) -> None:
+        self.journal.close()
+
+
+@pytest.fixture
+def nodes(pg_place: PgPlace) -> Iterator[Any]:
+    opened: list[Node] = []
+
+    def make(**kwargs: Any) -> Node:
+        node = Node(pg_place, **kwargs)
+        opened.append(node)
+        return node
+
+    yield make
+    for node in opened:
+        node.close()
+
+
+def record(journal: PostgresJournal) -> dict[str, dict[str, Any]]:
+    return {it.id: it.model_dump() for it in journal.current()}
+
+
+# ------------------------------------------------------------------ opening
+
+
+def test_node_ids_are_unique_among_open_journals(pg_place: PgPlace) -> None:
+    journals = [PostgresJournal(pg_place.dsn, schema=pg_place.schema) for _ in range(3)]
+    ids = [j.node_id for j in journals]
+    assert len(set(ids)) == 3 and all(1 <= n <= 65535 for n in ids)
+    rows = pg_place.sql("SELECT node FROM {s}.nodes ORDER BY node")
+    assert sorted(ids) == [r[0] for r in rows]
+    # the claim is an advisory lock held by the journal's connection
+    held = pg_place.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+    assert held[0][0] >= 3
+    journals[0].close()
+    again = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    assert again.node_id not in ids[1:]
+    for j in [*journals[1:], again]:
+        j.close()
+
+
+def test_unreachable_server_fails_clearly_without_the_password() -> None:
+    with pytest.raises(JournalError, match=r"cannot connect to PostgreSQL at app@127\.0\.0\.1:1/"):
+        PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
+    try:
+        PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
+    except JournalError as e:
+        assert "s3cret" not in str(e)
+
+
+def test_foreign_schema_is_refused(pg_place: PgPlace) -> None:
+    pg_place.sql("CREATE SCHEMA {s}")
+    pg_place.sql("CREATE TABLE {s}.users (name TEXT)")
+    with pytest.raises(JournalSchemaError, match="not a memstore journal"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+
+
+def test_bad_arguments_are_refused(pg_place: PgPlace) -> None:
+    with pytest.raises(ValueError, match="schema"):
+        PostgresJournal(pg_place.dsn, schema="no; drop table")
+    with pytest.raises(ValueError, match="durability"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="fast")  # type: ignore[arg-type]
+
+
+# -------------------------------------------------------------- replication
+
+
+def test_writes_reach_every_other_process(nodes: Any) -> None:
+    a, b = nodes(durability="full"), nodes()
+    x = a.store.upsert(Item(kind="note", title="written by a"))
+    # read-your-writes: the writer's store and the record have it on return
+    assert a.store.get(x.id) is not None and x.id in record(a.journal)
+    assert b.journal.wait_for(a.journal.last_lsn(), WAIT_S)  # type: ignore[arg-type]
+    assert b.state() == a.state()
+    b.store.upsert(Item(id=x.id, kind="note", title="edited by b"))
+    b.store.delete(b.store.upsert(Item(kind="note", title="short-lived")).id)
+    a.catch_up()
+    assert a.state() == b.state() == record(a.journal)
+    titles = [v.item.title if v.item else None for v in a.journal.history(x.id)]
+    assert titles == ["written by a", "edited by b"]
+    nodes_of = [v.valid_from.node_id for v in a.journal.history(x.id)]
+    assert nodes_of == [a.journal.node_id, b.journal.node_id]
+    status = b.journal.feed_status()
+    assert status.following and status.position == b.journal.head()
+
+
+def test_the_later_commit_wins_everywhere_even_from_a_slow_clock(nodes: Any) -> None:
+    fast, slow = nodes(wall=lambda: 2_000_000_000_000), nodes(wall=lambda: 1_000_000_000_000)
+    x = fast.store.upsert(Item(kind="note", title="fast clock"))
+    # the slow node has not seen it yet in its store, or has: either way it writes after
+    slow.store.upsert(Item(id=x.id, kind="note", title="slow clock, later commit"))
+    versions = fast.journal.history(x.id)
+    assert [v.item.title for v in versions if v.item] == ["fast clock", "slow clock, later commit"]
+    assert versions[1].valid_from > versions[0].valid_from  # stamped above the record's head
+    assert versions[0].valid_to == versions[1].valid_from
+    fast.catch_up()
+    slow.catch_up()
+    assert fast.state() == slow.state() == record(fast.journal)
+    assert fast.store.get(x.id).title == "slow clock, later commit"  # type: ignore[union-attr]
+
+
+def test_concurrent_writers_to_the_same_ids_converge(nodes: Any) -> None:
+    a, b = nodes(), nodes()
+    ids = [f"shared-{i}" for i in range(12)]
+    errors: list[BaseException] = []
+
+    def writer(node: Node, seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for n in range(60):
+                id = rng.choice(ids)
+                if rng.random() < 0.15:
+                    node.store.delete(id)
+                elif rng.random() < 0.2:
+                    with node.store.batch():
+                        for other in rng.sample(ids, 3):
+                            node.store.upsert(Item(id=other, kind="note", title=f"{seed} b{n}"))
+                else:
+                    node.store.upsert(Item(id=id, kind="note", title=f"{seed} w{n}"))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=writer, args=(node, seed)) for seed, node in enumerate([a, a, b, b])
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    a.catch_up()
+    b.catch_up()
+    assert a.state() == b.state() == record(a.journal)
+    a.store._check()
+    b.store._check()
+    for id in ids:  # each chain is whole: one open version, closed in stamp order
+        versions = a.journal.history(id)
+        if versions:
+            assert versions[-1].valid_to is None
+            assert all(p.valid_to == q.valid_from for p, q in itertools.pairwise(versions))
+
+
+def test_purge_and_import_reach_other_processes(nodes: Any) -> None:
+    import io
+
+    a, b = nodes(), nodes()
+    keep = a.store.upsert(Item(kind="note", title="kept"))
+    secret = a.store.upsert(Item(kind="note", title="secret"))
+    out = io.StringIO()
+    a.journal.export(None, out)
+    b.catch_up()
+    assert a.journal.purge([secret.id, keep.id]) == sorted([secret.id, keep.id])
+    b.catch_up()
+    assert b.state() == {} and b.journal.history(secret.id) == []
+    assert b.journal.import_(io.StringIO(out.getvalue())) == 2
+    a.catch_up()
+    assert a.state() == b.state() == record(a.journal)
+    assert sorted(a.state()) == sorted([keep.id, secret.id])
+
+
+def test_a_new_process_starts_from_the_record_and_follows(nodes: Any) -> None:
+    a = nodes()
+    for i in range(5):
+        a.store.upsert(Item(kind="note", title=f"before {i}"))
+    b = nodes()
+    assert b.state() == a.state()
+    assert b.journal.feed_status().position == a.journal.head()
+    a.store.upsert(Item(kind="note", title="after"))
+    b.catch_up()
+    assert b.state() == a.state()
+
+
+def test_catch_up_in_small_batches_and_chunks(nodes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny batch and chunk sizes: a commit larger than a batch, batches split by ids."""
+    from memstore.journal import _pgfeed, postgres
+
+    monkeypatch.setattr(_pgfeed, "BATCH_COMMITS", 3)
+    monkeypatch.setattr(_pgfeed, "BATCH_IDS", 4)
+    monkeypatch.setattr(postgres, "APPLY_CHUNK", 2)
+    a, b = nodes(), nodes()
+    with b.store.lock:  # type: ignore[attr-defined]  # b's follower waits: commits pile up
+        with a.store.batch():  # one commit of 7 ids: more than a batch, applied in 4 chunks
+            for i in range(7):
+                a.store.upsert(Item(id=f"big-{i}", kind="note", title=f"big {i}"))
+        for i in range(10):
+            a.store.upsert(Item(id=f"one-{i % 4}", kind="note", title=f"one {i}"))
+        for i in range(9):
+            with a.store.batch():
+                a.store.upsert(Item(id=f"pair-{i}", kind="note", title=f"pair {i}"))
+                a.store.delete(f"big-{i % 7}")
+    b.catch_up()
+    assert b.state() == a.state() == record(a.journal)
+    assert b.journal.feed_status().batches >= 8  # 20 commits, 3 at most a batch
+
+
+def test_wait_for_reports_a_position_it_cannot_reach(nodes: Any) -> None:
+    a, lone = nodes(), nodes(replicate=False)
+    a.store.upsert(Item(kind="note", title="x"))
+    assert not lone.journal.feed_status().following
+    assert lone.journal.wait_for(a.journal.head(), 0.05) is False
+    assert lone.journal.wait_for(Lsn(0, 0), 0.05) is True
+
+
+# ------------------------------------------------------------------ vectors
+
+
+def test_a_replica_never_embeds_what_a_writer_embedded(nodes: Any) -> None:
+    a, b = nodes(cells=True), nodes(cells=True)
+    notes = [
+        a.store.upsert(Item(kind="note", title=f"incident {i}", content=f"api timeout {i}"))
+        for i in range(20)
+    ]
+    with a.store.batch():
+        a.store.upsert(notes[0].clone(content="the pool ran dry"))  # a new text, a new vector
+        a.store.upsert(notes[1].clone(kind="observation"))  # same text: no new vector
+        a.store.delete(notes[2].id)
+    b.catch_up()
+    assert a.embedder.texts == 21
+    assert b.embedder.texts == 0, "the replica embedded"
+    assert a.cells is not None and b.cells is not None
+    assert a.cells.ids() == b.cells.ids()
+    for id in a.cells.ids():
+        assert np.array_equal(a.cells.vector(id), b.cells.vector(id))
+    query = a.embedder.embed(["pool ran dry"])[0]
+    assert a.cells.search_vector(query, 5) == b.cells.search_vector(query, 5)
+    b.cells._check()
+    # a restart loads every vector from the record
+    c = nodes(cells=True)
+    assert c.embedder.texts == 0 and c.cells is not None and c.cells.ids() == a.cells.ids()
+
+
+def test_vectors_missing_from_the_record_are_embedded_once_and_stored(nodes: Any) -> None:
+    plain = nodes()  # writes without a vector index
+    for i in range(4):
+        plain.store.upsert(Item(kind="note", title=f"note {i}"))
+    first = nodes(cells=True)
+    assert first.embedder.texts == 4
+    second = nodes(cells=True)
+    assert second.embedder.texts == 0
+    later = plain.store.upsert(Item(kind="note", title="written without vectors"))
+    second.catch_up()
+    assert second.embedder.texts == 1 and second.cells is not None and later.id in second.cells
+
+
+def test_memory_front_door_shares_one_record(pg_place: PgPlace) -> None:
+    def memory(embedder: CountingEmbedder) -> Memory:
+        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+        return Memory(journal=journal, embedder=embedder)
+
+    one_emb, two_emb = CountingEmbedder(), CountingEmbedder()
+    with memory(one_emb) as one, memory(two_emb) as two:
+        fact = one.add("The user is vegetarian and cooks for two.", partition="alice")
+        journal = two.journal
+        assert isinstance(journal, PostgresJournal)
+        assert journal.wait_for(journal.head(), WAIT_S)
+        assert two.stats().vectors == 1 and two_emb.texts == 0  # the vector came with it
+        hits = two.search("vegetarian cooking", partition="alice")
+        assert [h.item.id for h in hits] == [fact.id]
+
+
+# ----------------------------------------------------------------- failures
+
+
+def test_follower_reconnects_after_its_connection_is_killed(nodes: Any) -> None:
+    """pg_terminate_backend on the follower mid-stream: it catches up, nothing twice or lost."""
+    a, b = nodes(), nodes(poll_interval=30.0)  # no polling: only NOTIFY and reconnects
+    seen: list[tuple[str, str | None]] = []
+    b.store.add_change_listener(
+        lambda op, item, id, kind: seen.append((id, item.title if item else None))
+    )
+    name = f"memstore:{b.journal.schema}:follow:{b.journal.node_id}"
+    ids = [f"n{i}" for i in range(15)]
+    written = [0]
+    stop = threading.Event()
+
+    def write() -> None:  # writes go on while the follower is down and coming back
+        n = 0
+        while not stop.is_set() or n < 300:
+            a.store.upsert(Item(id=ids[n % len(ids)], kind="note", title=f"v{n:05d}"))
+            n += 1
+            written[0] = n
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        for kill in range(3):
+            while written[0] < 40 * (kill + 1):  # some writes between kills
+                b.journal.wait_for(Lsn(2**42, 0), 0.005)
+            before = b.journal.feed_status().connects
+            with a.journal._db.connect("test") as killer:
+                rows = killer.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (name,),
+                )
+                assert rows.fetchone() == (1,)
+            while b.journal.feed_status().connects == before:  # it comes back by itself
+                b.journal.wait_for(Lsn(2**42, 0), 0.005)
+    finally:
+        stop.set()
+        writer.join()
+    b.catch_up()
+    assert b.journal.feed_status().connects == 4
+    assert b.state() == a.state() == record(a.journal)
+    # Per id, the replica went through versions in the writer's order, each at most once.
+    for id in ids:
+        titles = [t for i, t in seen if i == id]
+        assert titles == sorted(set(titles)), (id, titles)
+        assert titles[-1] == a.store.get(id).title  # type: ignore[union-attr]
+
+
+def test_a_refused_batch_is_applied_again_later(nodes: Any) -> None:
+    """A replica whose before-commit listener refuses a change: the follower retries."""
+    a, b = nodes(), nodes()
+    refusals = [2]
+
+    def flaky(changes: Sequence[Any]) -> None:  # an embedder that fails twice, say
+        if refusals[0] and any(c.id == "flaky" for c in changes):
+            refusals[0] -= 1
+            raise RuntimeError("the embedding service is down")
+
+    b.store.add_change_listener(flaky, before_commit=True)
+    a.store.upsert(Item(id="steady", kind="note", title="before"))
+    a.store.upsert(Item(id="flaky", kind="note", title="refused twice"))
+    a.store.upsert(Item(id="steady", kind="note", title="after"))
+    b.catch_up()
+    assert refusals == [0] and b.journal.feed_status().connects >= 3
+    assert b.state() == a.state() == record(a.journal)
+    b.store._check()
+
+
+def _state_of(store: Store) -> dict[str, dict[str, Any]]:
+    with store.lock:  # type: ignore[attr-defined]
+        return {it.id: it.model_dump() for it in store.items_locked()}
+
+
+def test_connection_lost_during_a_write_changes_nothing(pg_place: PgPlace) -> None:
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+    store = Store()
+    journal.attach(store)
+    kept = store.upsert(Item(kind="note", title="before"))
+    before = _state_of(store)
+    pg_place.sql(
+        "CREATE FUNCTION {s}.die() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NEW; END $$"
+    )
+    pg_place.sql(
+        "CREATE TRIGGER die BEFORE INSERT ON {s}.versions FOR EACH ROW EXECUTE FUNCTION {s}.die()"
+    )
+    with pytest.raises(JournalError, match="connection to PostgreSQL"):
+        store.upsert(Item(kind="note", title="never acknowledged"))
+    with pytest.raises(JournalError), store.batch():
+        store.delete(kept.id)
+        store.upsert(Item(kind="note", title="nor this batch"))
+    assert _state_of(store) == before
+    store._check()
+    pg_place.sql("DROP TRIGGER die ON {s}.versions")
+    after = store.upsert(Item(kind="note", title="after"))  # a new connection, by itself
+    assert sorted(record(journal)) == sorted([kept.id, after.id])
+    journal.close()
+
+
+def test_connection_lost_while_committing_says_the_outcome_is_unknown(pg_place: PgPlace) -> None:
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+    store = Store()
+    journal.attach(store)
+    pg_place.sql(
+        "CREATE FUNCTION {s}.die() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$"
+    )
+    pg_place.sql(  # a deferred trigger fires inside COMMIT
+        "CREATE CONSTRAINT TRIGGER die AFTER INSERT ON {s}.versions "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.die()"
+    )
+    with pytest.raises(JournalError, match="may or may not be on record"):
+        store.upsert(Item(kind="note", title="in doubt"))
+    assert len(store) == 0
+    pg_place.sql("DROP TRIGGER die ON {s}.versions")
+    # PostgreSQL ended it before the commit finished: not on record, and the two agree
+    assert record(journal) == {} == _state_of(store)
+    journal.close()
+
+
+def test_an_idle_write_connection_that_died_is_opened_again(pg_place: PgPlace) -> None:
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+    store = Store()
+    journal.attach(store)
+    store.upsert(Item(kind="note", title="first"))
+    name = f"memstore:{pg_place.schema}:write:{journal.node_id}"
+    pg_place.sql(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", name
+    )
+    store.upsert(Item(kind="note", title="second"))  # nothing was sent: reconnect and write
+    assert sorted(it.title for it in journal.current()) == ["first", "second"]
+    journal.close()
+
+
+def test_a_held_commit_lock_fails_the_write_after_lock_timeout(pg_place: PgPlace) -> None:
+    import psycopg
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=0.2)
+    store = Store()
+    journal.attach(store)
+    with psycopg.connect(pg_place.dsn) as other:  # another writer, stuck mid-commit
+        other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
+        with pytest.raises(JournalError, match="commit lock"):
+            store.upsert(Item(kind="note", title="waits, then gives up"))
+        other.rollback()
+    assert len(store) == 0
+    store.upsert(Item(kind="note", title="then goes through"))
+    assert len(store) == 1
+    journal.close()
