@@ -175,7 +175,12 @@ def create_app(
         counted = _counting(run, metrics, tenant)
         if "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(_recall_stream(counted, keepalive_seconds), media_type=SSE)
-        return await run_in_threadpool(counted)
+        if body.as_of is not None:  # linear in the tenant's past chunks: off the loop
+            return await run_in_threadpool(counted)
+        # A present-tense recall is a few milliseconds of CPU under the GIL:
+        # running it on the event loop saves the hand-offs to a worker thread,
+        # which under load cost more than the search (p99 2-3x higher).
+        return counted()
 
     @app.post("/v1/forget", tags=["verbs"])
     def forget(body: ForgetRequest, request: Request) -> dict[str, Any]:

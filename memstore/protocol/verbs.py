@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -75,6 +77,8 @@ SOURCE_OP_AS_OF: Final = "AsOf"
 """``source_op`` of a hit from the journal's past state (``as_of``, lexical ranking)."""
 _LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.[0-9]{1,10}(?:\.[0-9]{1,5})?")
 GRAPH_DEPTH: Final = 2
+STAMP_CACHE_SIZE: Final = 100_000
+"""How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
 """How many links a graph recall follows from its anchors."""
 
 
@@ -113,6 +117,8 @@ class Verbs:
         self.store: Store = memory.store
         self.confirmations = confirmations if confirmations is not None else Confirmations()
         self._wall_ms = wall_ms
+        self._stamps: OrderedDict[tuple[str, _dt.datetime | None], Hlc] = OrderedDict()
+        self._stamps_lock = threading.Lock()
 
     # ------------------------------------------------------------------ ingest
 
@@ -173,17 +179,26 @@ class Verbs:
             return lambda: self._recall_as_of(tenant, req, at, visible)
         if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
-        return lambda: self._recall_now(tenant, req, visible)
+        return lambda: self._recall_now(tenant, req, visible, expr is not None)
 
     def recall(self, tenant: str, req: RecallRequest) -> list[dict[str, Any]]:
         """The hits of a recall request, best first."""
         return self.prepare_recall(tenant, req)()
 
     def _recall_now(
-        self, tenant: str, req: RecallRequest, visible: Callable[[Item, str], bool]
+        self, tenant: str, req: RecallRequest, visible: Callable[[Item, str], bool], filtered: bool
     ) -> list[dict[str, Any]]:
-        searcher = self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
+        if filtered:
+            searcher = self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
+        else:
+            # No filter: the searcher's own partition rule, which the indexes apply
+            # themselves (much cheaper than a predicate over read items). It also
+            # admits untagged and shared items, which the server never writes; a
+            # program sharing the folder might, so they are dropped here.
+            searcher = self.memory.searcher
         results = searcher.hybrid_search(req.query, kind=KIND_CHUNK, partition=tenant, limit=req.k)
+        if not filtered:
+            results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
         hits = [self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED) for r in results]
         if req.mode == "graph":
@@ -212,9 +227,31 @@ class Verbs:
         return hits[:k]
 
     def _hit(self, item: Item, score: float, shaped: bool, op: str) -> dict[str, Any]:
+        return hit_body(
+            item, score, valid_from=self._valid_from(item), rerank_applied=shaped, source_op=op
+        )
+
+    def _valid_from(self, item: Item) -> Hlc | None:
+        """The stamp of ``item``'s current version (the journal's history, remembered).
+
+        Remembered by id and ``updated_at``, which every write of the item
+        changes, so a remembered stamp is always the current version's.
+        """
+        key = (item.id, item.updated_at)
+        with self._stamps_lock:
+            stamp = self._stamps.get(key)
+            if stamp is not None:
+                self._stamps.move_to_end(key)
+                return stamp
         history = self.journal.history(item.id)
-        valid_from: Hlc | None = history[-1].valid_from if history else None
-        return hit_body(item, score, valid_from=valid_from, rerank_applied=shaped, source_op=op)
+        if not history or history[-1].op != "upsert":
+            return None
+        stamp = history[-1].valid_from
+        with self._stamps_lock:
+            self._stamps[key] = stamp
+            while len(self._stamps) > STAMP_CACHE_SIZE:
+                self._stamps.popitem(last=False)
+        return stamp
 
     def _recall_as_of(
         self, tenant: str, req: RecallRequest, at: Lsn, visible: Callable[[Item, str], bool]
