@@ -10,8 +10,9 @@ For each embedder (``hash``, and ``local`` when the model is installed):
 3. a bounded load generator (``--concurrency`` connections, HTTP/1.1
    keep-alive, a minimal asyncio client so that the client costs little of
    the shared CPU) sends, after a warm-up, ``recall`` requests for
-   ``--seconds`` and then ``ingest`` requests (two-chunk episodes) for
-   ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
+   ``--seconds``, ``recall`` from one connection for half as long (the
+   latency of an unloaded server), then ``ingest`` requests (two-chunk
+   episodes) for ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
    sending a request to its whole answer), and errors (any status but 200).
 
 Then one **rate-limit** check with the server's default limits (60 rps, burst
@@ -311,6 +312,8 @@ def run_embedder(
     try:
         log(f"[{embedder}] recall for {seconds}s at concurrency {concurrency}")
         rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup))
+        log(f"[{embedder}] recall for {seconds / 2}s at concurrency 1 (unloaded latency)")
+        one = asyncio.run(load(port, "recall_c1", recall, 1, seconds / 2, 0))
         log(f"[{embedder}] ingest for {seconds}s at concurrency {concurrency}")
         ing = asyncio.run(load(port, "ingest", ingest, concurrency, seconds, warmup // 4))
     finally:
@@ -320,6 +323,7 @@ def run_embedder(
         "chunks": chunks,
         "preload_s": round(preload_s, 1),
         "recall": asdict(rec),
+        "recall_c1": asdict(one),
         "ingest": asdict(ing),
     }
 
@@ -370,15 +374,16 @@ def targets(runs: list[dict[str, Any]], rl: dict[str, Any]) -> list[TargetResult
 
 def report(data: dict[str, Any]) -> str:
     lines = [
-        "| embedder | verb | req/s | p50 ms | p99 ms | requests | errors |",
+        "| embedder | phase | req/s | p50 ms | p99 ms | requests | errors |",
         "|---|---|---|---|---|---|---|",
     ]
     for run in data["runs"]:
-        for verb in ("recall", "ingest"):
+        for verb in ("recall", "recall_c1", "ingest"):
             p = run[verb]
             lines.append(
-                f"| {run['embedder']} | {verb} | {_fmt(p['per_s'], 1)} | {_fmt(p['p50_ms'], 2)} | "
-                f"{_fmt(p['p99_ms'], 2)} | {p['requests']} | {p['errors']} |"
+                f"| {run['embedder']} | {p['name']} | {_fmt(p['per_s'], 1)} | "
+                f"{_fmt(p['p50_ms'], 2)} | {_fmt(p['p99_ms'], 2)} | {p['requests']} | "
+                f"{p['errors']} |"
             )
     rl = data["rate_limit"]
     lines += [

@@ -33,6 +33,7 @@ from memstore.protocol.auth import (
     new_token,
     write_tokens_file,
 )
+from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
 
 __all__ = ["DEFAULT_TENANT", "GRACEFUL_SHUTDOWN_SECONDS", "TOKENS_FILE", "is_loopback", "serve"]
 
@@ -107,8 +108,8 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
 
     ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
-    ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled``
-    (as ``memstore serve`` parses them).
+    ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled`` and
+    optionally ``sse_keepalive`` (as ``memstore serve`` parses them).
     """
     try:
         tokens = _tokens(args)
@@ -125,6 +126,7 @@ def serve(args: argparse.Namespace) -> int:
             rate_per_second=args.rate_per_second,
             burst=args.rate_burst,
             metrics_enabled=not args.metrics_disabled,
+            keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
         )
         config = uvicorn.Config(
             app,

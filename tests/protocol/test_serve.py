@@ -125,3 +125,19 @@ def test_sigkill_during_an_ingest_burst_loses_no_acknowledged_episode(tmp_path: 
                 assert r.json()["content"] == f"# burst\nepisode {ulid}\n"
     finally:
         assert stop_server(proc) == 0
+
+
+def test_idle_event_stream_gets_keep_alive_comments(tmp_path: Path) -> None:
+    make_tokens(tmp_path / "tokens.json")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", "--sse-keepalive", "0.2")
+    try:
+        headers = {"Authorization": "Bearer tok-full-0"}
+        with httpx.stream("GET", f"{url}/v1/events", headers=headers, timeout=30.0) as r:
+            comments = 0
+            for line in r.iter_lines():
+                if line == ": keep-alive":
+                    comments += 1
+                    if comments == 2:
+                        break
+    finally:
+        assert stop_server(proc) == 0

@@ -99,6 +99,18 @@ def test_ingest_lsns_increase(server: Server) -> None:
     assert (b["wall_ms"], b["counter"]) > (a["wall_ms"], a["counter"])
 
 
+def test_ingest_of_the_same_id_replaces_the_episode(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    ingest(server, token, id=ulid, source="v1", content="the old wording about tangerines")
+    out = ingest(server, token, id=ulid, source="v2", content="the new wording about lychees")
+    assert server.call("GET", f"/v1/episode/{ulid}", token).json()["source"] == "v2"
+    assert not [h for h in recall(server, token, query="tangerines") if "tangerines" in h["text"]]
+    lsn = f"{out['lsn']['wall_ms']}.{out['lsn']['counter']}"
+    texts = [x["value"].get("text") for x in snapshot(server, token, lsn)]
+    assert [t for t in texts if t] == ["the new wording about lychees"]
+
+
 def test_ingest_rejects_bad_episodes(server: Server) -> None:
     token = server.tenants.take()
     bad = [
