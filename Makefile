@@ -59,6 +59,7 @@ bench-http: $(STAMP)
 bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/lexical.py --smoke
 	$(BIN)/python benchmarks/hub.py --smoke
+	$(BIN)/python benchmarks/http.py --smoke --out /tmp/memstore-http-smoke.json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
