@@ -100,6 +100,18 @@ def test_metrics_needs_no_auth(server: Server) -> None:
     assert "memstore_http_requests_total" in r.text
 
 
+def test_metric_labels_are_bounded(server: Server) -> None:
+    for n in range(3):
+        server.client.get(f"/nowhere-{n}")
+        server.client.get(f"/v1/episode/{n}", headers={"Authorization": f"Bearer ghost-{n}"})
+    text = server.client.get("/metrics").text
+    assert "nowhere" not in text and "ghost" not in text
+    assert 'route="other"' in text
+    labels = [line for line in text.splitlines() if line.startswith("memstore_http_requests_total")]
+    tenants = {line.split('tenant="', 1)[1].split('"', 1)[0] for line in labels}
+    assert tenants <= {"-"} | set(server.tenants.tenant_of.values())
+
+
 def test_burst_then_429_with_retry_after(server: Server) -> None:
     token = server.tenants.take()
     statuses = []
