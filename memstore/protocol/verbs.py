@@ -341,7 +341,10 @@ class Verbs:
                 if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
             ]
         assert isinstance(target, BeforeTarget)
-        at = Lsn(target.Before.wall_ms, target.Before.counter)
+        try:
+            at = Lsn.of(target.Before.wall_ms, target.Before.counter)
+        except InvalidLsnError as e:
+            raise invalid_request(f"target.Before: {e}") from None
         then = {
             it.id for it in self.journal.as_of(at, partition=tenant) if _primitive_of(it, tenant)
         }

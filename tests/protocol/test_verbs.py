@@ -350,7 +350,13 @@ def test_hard_forget_two_steps(server: Server) -> None:
 
 def test_forget_rejects_bad_targets(server: Server) -> None:
     token = server.tenants.take()
-    for target in ({"Id": "nope"}, {"Scope": {"ByTag": "x"}}, {"Before": {"wall_ms": -1}}, {}):
+    for target in (
+        {"Id": "nope"},
+        {"Scope": {"ByTag": "x"}},
+        {"Before": {"wall_ms": -1}},
+        {"Before": {"wall_ms": 2**43, "counter": 0}},  # past the Lsn range (fuzzing found it)
+        {},
+    ):
         assert_error(forget(server, token, target=target), 400, "invalid_request")
 
 
