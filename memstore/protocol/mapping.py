@@ -7,9 +7,10 @@ tag), written in one batch (one journal transaction, one embedding pass).
 * An **episode** is an item of kind :data:`KIND_EPISODE`, id
   ``ep:<tenant>:<ULID>``, kept out of the vector index (``no_embed``) and out of
   recall (recall searches chunks only). Its ``content`` is the episode's
-  content, its ``title`` the source; ``data`` holds ``source``, ``metadata``
-  (JSON text), ``t_ref`` (RFC 3339) and ``chunks`` (the JSON list of its chunk
-  ids, so a re-ingest of the same episode id replaces them).
+  content, its ``title`` the source (cut to the engine's title limit);
+  ``data`` holds ``source``, ``metadata`` (JSON text), ``t_ref`` (RFC 3339)
+  and ``chunks`` (the JSON list of its chunk ids, so a re-ingest of the same
+  episode id replaces them).
 * A **chunk** is an item of kind :data:`KIND_CHUNK`, id ``ch:<tenant>:<ULID>``
   with a fresh ULID, whose ``content`` is the chunk text. ``data`` holds
   ``source``, ``episode`` (the episode ULID), ``heading_path`` (JSON),
@@ -44,6 +45,7 @@ from memstore.protocol.chunk import chunk_markdown
 from memstore.protocol.filter import FilterRecord
 from memstore.protocol.limits import MAX_CHUNK_CHARS
 from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags
+from memstore.validate import MAX_TITLE_CHARS
 
 __all__ = [
     "KIND_AUDIT",
@@ -138,7 +140,7 @@ def episode_items(
         Item(
             id=ep,
             kind=KIND_EPISODE,
-            title=source,
+            title=source[:MAX_TITLE_CHARS],
             content=content,
             tags=_tags(tenant),
             data={

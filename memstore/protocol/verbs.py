@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from ulid import ULID
 
+from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn
 from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
@@ -128,6 +129,8 @@ class Verbs:
         :raises ProtocolError: 400 for a bad id or t_ref, 413 for content or
             metadata over their limits.
         """
+        if not req.source.strip():
+            raise invalid_request("source: must not be blank")
         size = len(req.content.encode("utf-8"))
         if size > MAX_CONTENT_BYTES:
             raise payload_too_large("content", size, MAX_CONTENT_BYTES)
@@ -145,13 +148,16 @@ class Verbs:
         t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
         items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
         store = self.store
-        with store.batch():
-            old = store.get(items[0].id)
-            if old is not None:  # a re-ingest replaces the episode's chunks
-                for cid in episode_chunk_ids(old):
-                    store.delete(cid)
-            for item in items:
-                store.upsert(item)
+        try:
+            with store.batch():
+                old = store.get(items[0].id)
+                if old is not None:  # a re-ingest replaces the episode's chunks
+                    for cid in episode_chunk_ids(old):
+                        store.delete(cid)
+                for item in items:
+                    store.upsert(item)
+        except InvalidItemError as e:  # the engine's own rules: the episode, not the server
+            raise invalid_request(f"the episode cannot be stored: {e}") from None
         lsn = self.journal.last_lsn() or self.journal.head()
         return {"lsn": lsn.to_json(), "queue_lag_warn": False}
 

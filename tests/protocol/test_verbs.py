@@ -99,6 +99,13 @@ def test_ingest_lsns_increase(server: Server) -> None:
     assert (b["wall_ms"], b["counter"]) > (a["wall_ms"], a["counter"])
 
 
+def test_ingest_of_a_long_source_and_blank_content(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    ingest(server, token, id=ulid, source="s" * 1024, content="   ")
+    assert server.call("GET", f"/v1/episode/{ulid}", token).json()["source"] == "s" * 1024
+
+
 def test_ingest_of_the_same_id_replaces_the_episode(server: Server) -> None:
     token = server.tenants.take()
     ulid = str(ULID())
@@ -122,6 +129,12 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         ({"source": "s", "content": "c", "metadata": [1]}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "extra": 1}, 400, "invalid_request"),
         ({"source": "s", "content": "x" * 20_000}, 413, "payload_too_large"),
+        (
+            {"source": "s", "content": "c", "metadata": {"x": "y" * 20_000}},
+            413,
+            "payload_too_large",
+        ),
+        ({"source": "  ", "content": ""}, 400, "invalid_request"),  # fuzzing found it
     ]
     for body, status, code in bad:
         assert_error(server.call("POST", "/v1/ingest", token, json=body), status, code)
