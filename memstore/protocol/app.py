@@ -52,7 +52,17 @@ from memstore.protocol.gate import Gate, principal_of
 from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
 from memstore.protocol.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from memstore.protocol.metrics import Metrics
-from memstore.protocol.models import ForgetRequest, IngestRequest, RecallRequest
+from memstore.protocol.models import (
+    EpisodeOut,
+    ErrorOut,
+    ForgetReceiptOut,
+    ForgetRequest,
+    HealthOut,
+    HitOut,
+    IngestOut,
+    IngestRequest,
+    RecallRequest,
+)
 from memstore.protocol.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND, RateLimiter
 from memstore.protocol.verbs import Verbs
 
@@ -64,6 +74,19 @@ SSE = "text/event-stream; charset=utf-8"
 """The media type of a streamed recall and of /v1/events."""
 
 _log = logging.getLogger("memstore.protocol")
+
+
+def _documented(ok: Any, *statuses: int, media: str | None = None) -> dict[int | str, Any]:
+    """OpenAPI ``responses``: ``ok`` for 200 (plus another media type), errors for the rest."""
+    out: dict[int | str, Any] = {200: {"model": ok}}
+    if media is not None:
+        out[200]["content"] = {media: {}}
+    for status in statuses:
+        out[status] = {"model": ErrorOut}
+    return out
+
+
+_GATED = (401, 403, 429, 500)
 
 
 def _error(e: ProtocolError) -> JSONResponse:
@@ -119,6 +142,7 @@ def create_app(
         redoc_url=None,
     )
     app.add_middleware(Gate, tokens=tokens, limiter=limiter, metrics=metrics)
+    _no_422(app)
 
     @app.exception_handler(ProtocolError)
     async def protocol_error(request: Request, exc: ProtocolError) -> JSONResponse:
@@ -142,7 +166,9 @@ def create_app(
         _log.error("memstore: %s %s failed", request.method, request.url.path, exc_info=exc)
         return _error(internal_error())
 
-    @app.get("/healthz", tags=["operations"])
+    @app.get(
+        "/healthz", tags=["operations"], response_model=None, responses={200: {"model": HealthOut}}
+    )
     def healthz() -> dict[str, Any]:
         """Liveness probe: no auth, no rate limit."""
         return {"ok": True, "version": __version__}
@@ -154,7 +180,12 @@ def create_app(
             raise NOT_FOUND.error("metrics are disabled on this server")
         return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
-    @app.post("/v1/ingest", tags=["verbs"])
+    @app.post(
+        "/v1/ingest",
+        tags=["verbs"],
+        response_model=None,
+        responses=_documented(IngestOut, 400, 413, 415, *_GATED),
+    )
     def ingest(body: IngestRequest, request: Request) -> dict[str, Any]:
         """Ingest one episode: chunked, embedded and written in one transaction."""
         tenant = principal_of(request.scope["state"]).tenant
@@ -166,7 +197,8 @@ def create_app(
     @app.post(
         "/v1/recall",
         tags=["verbs"],
-        responses={200: {"content": {"text/event-stream": {}}}},
+        response_model=None,
+        responses=_documented(list[HitOut], 400, 413, 415, 501, *_GATED, media="text/event-stream"),
     )
     async def recall(body: RecallRequest, request: Request) -> Any:
         """Hybrid retrieval over the tenant's chunks; SSE with ``Accept: text/event-stream``."""
@@ -182,7 +214,12 @@ def create_app(
         # which under load cost more than the search (p99 2-3x higher).
         return counted()
 
-    @app.post("/v1/forget", tags=["verbs"])
+    @app.post(
+        "/v1/forget",
+        tags=["verbs"],
+        response_model=None,
+        responses=_documented(ForgetReceiptOut, 400, 413, 415, 428, *_GATED),
+    )
     def forget(body: ForgetRequest, request: Request) -> dict[str, Any]:
         """Soft delete, dry run, or hard delete confirmed by a dry run's receipt."""
         tenant = principal_of(request.scope["state"]).tenant
@@ -193,7 +230,16 @@ def create_app(
             metrics.forgotten.labels(metrics.tenant_label(tenant), mode).inc(removed)
         return receipt
 
-    @app.get("/v1/snapshot/{lsn}", tags=["verbs"], response_class=StreamingResponse)
+    @app.get(
+        "/v1/snapshot/{lsn}",
+        tags=["verbs"],
+        response_class=StreamingResponse,
+        responses={
+            200: {"content": {NDJSON: {}}},
+            400: {"model": ErrorOut},
+            404: {"model": ErrorOut},
+        },
+    )
     async def snapshot(lsn: str, request: Request) -> StreamingResponse:
         """The tenant's primitives visible at ``lsn``, one JSON object per line."""
         tenant = principal_of(request.scope["state"]).tenant
@@ -202,7 +248,12 @@ def create_app(
         rows = await run_in_threadpool(list, lines)
         return StreamingResponse(iter(rows), media_type=NDJSON)
 
-    @app.get("/v1/episode/{id}", tags=["verbs"])
+    @app.get(
+        "/v1/episode/{id}",
+        tags=["verbs"],
+        response_model=None,
+        responses=_documented(EpisodeOut, 400, 404, *_GATED),
+    )
     def episode(id: str, request: Request) -> dict[str, Any]:
         """One episode of the caller's tenant, as ingested."""
         return verbs.episode(principal_of(request.scope["state"]).tenant, id)
@@ -226,6 +277,20 @@ def create_app(
         return StreamingResponse(frames, media_type=SSE)
 
     return app
+
+
+def _no_422(app: FastAPI) -> None:
+    """Drop FastAPI's default 422 answers from the OpenAPI document: this server answers 400."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = build()
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                operation.get("responses", {}).pop("422", None)
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _counting(

@@ -23,10 +23,18 @@ from memstore.protocol.limits import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, MAX_SOUR
 __all__ = [
     "BeforeTarget",
     "BySource",
+    "EpisodeOut",
+    "ErrorOut",
+    "ForgetReceiptOut",
     "ForgetRequest",
+    "HealthOut",
+    "HitOut",
+    "HlcOut",
     "IdTarget",
+    "IngestOut",
     "IngestRequest",
     "LsnModel",
+    "LsnOut",
     "RecallRequest",
     "ScopeTarget",
 ]
@@ -113,3 +121,79 @@ class ForgetRequest(BaseModel):
         """The target as JSON, in the wire shape."""
         dumped: dict[str, Any] = self.target.model_dump()
         return dumped
+
+
+# --- responses: documented in the OpenAPI document (schemathesis checks the answers
+# against them); the routes build plain dicts, so answering costs no validation.
+
+
+class LsnOut(BaseModel):
+    """A log position."""
+
+    wall_ms: int
+    counter: int
+
+
+class HlcOut(LsnOut):
+    """A version stamp."""
+
+    node_id: int
+
+
+class IngestOut(BaseModel):
+    """POST /v1/ingest's answer."""
+
+    lsn: LsnOut
+    queue_lag_warn: bool
+
+
+class HitOut(BaseModel):
+    """One recall hit, in the seed's shape."""
+
+    id: list[int] = Field(description="the 16 bytes of the chunk's ULID")
+    score: float
+    text: str
+    source: str
+    heading_path: list[str]
+    valid_from: HlcOut | None
+    valid_to: HlcOut | None
+    degraded: bool
+    rerank_applied: bool
+    source_op: str
+
+
+class ForgetReceiptOut(BaseModel):
+    """The seed's ForgetReceipt (a dry run's also carries ``confirmation``)."""
+
+    target: dict[str, Any]
+    indices_affected: list[str]
+    rows_written: int
+    rows_deleted: int
+    audit_lsn: LsnOut
+    preview: bool
+    confirmation: str | None = None
+
+
+class EpisodeOut(BaseModel):
+    """An episode as ingested."""
+
+    id: str
+    source: str
+    content: str
+    t_ref: str | None
+    metadata: dict[str, Any]
+
+
+class HealthOut(BaseModel):
+    """GET /healthz's answer."""
+
+    ok: bool
+    version: str
+
+
+class ErrorOut(BaseModel):
+    """Every error answer: ``{error, message}``, with ``details`` when there are some."""
+
+    error: str
+    message: str
+    details: dict[str, Any] | None = None
