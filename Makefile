@@ -4,14 +4,18 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-replication bench-smoke clean
+.PHONY: serve test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-replication bench-http bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,postgres]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,server,postgres]'
 	touch $(STAMP)
+
+## serve: MemoryProtocol 0.1 on 127.0.0.1:8080 over ./data (prints a token on first start).
+serve: $(STAMP)
+	$(BIN)/memstore serve --data data
 
 ## test: lint, type-check and run the whole test suite (doctests included).
 test: lint typecheck pytest
@@ -52,10 +56,15 @@ bench-hub: $(STAMP)
 bench-replication: $(STAMP)
 	$(BIN)/python benchmarks/replication.py
 
+## bench-http: the HTTP server under load (concurrency 32, 10k chunks; hash and local model).
+bench-http: $(STAMP)
+	$(BIN)/python benchmarks/http.py
+
 ## bench-smoke: the same scripts on tiny inputs, as CI runs them.
 bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/lexical.py --smoke
 	$(BIN)/python benchmarks/hub.py --smoke
+	$(BIN)/python benchmarks/http.py --smoke --out /tmp/memstore-http-smoke.json
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

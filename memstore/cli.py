@@ -214,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-per-second", type=float, default=60.0)
     p.add_argument("--rate-burst", type=int, default=120)
     p.add_argument("--metrics-disabled", action="store_true")
+    p.add_argument(
+        "--sse-keepalive",
+        type=float,
+        default=15.0,
+        help="idle seconds before an SSE keep-alive comment (default 15)",
+    )
     p.set_defaults(fn=cmd_serve)
     return parser
 

@@ -289,6 +289,18 @@ def test_snapshot_streams_what_as_of_returns(pair: tuple[JournalBase, Store]) ->
     assert len(rest) + 1 == 1200
 
 
+def test_snapshot_keeps_one_partition_as_as_of_does(pair: tuple[JournalBase, Store]) -> None:
+    journal, store = pair
+    store.upsert(note("alpha one", tags=["tenant/alpha"]))
+    store.upsert(note("beta one", tags=["tenant/beta"]))
+    store.upsert(note("everyone", tags=["tenant/beta", "shared"]))
+    at = journal.head()
+    alpha = [v.item for v in journal.snapshot(at, partition="alpha")]
+    assert alpha == journal.as_of(at, partition="alpha")
+    assert sorted(it.title for it in alpha if it is not None) == ["alpha one", "everyone"]
+    assert len(list(journal.snapshot(at, partition="*"))) == 3
+
+
 def test_bad_as_of_positions_are_refused(pair: tuple[JournalBase, Store]) -> None:
     journal, _ = pair
     for bad in ("12", "a.b", "1.2.3.4", "1.99999999999"):

@@ -58,7 +58,7 @@ class Journal(Protocol):
     def lsn_of(self, change: Change) -> Lsn | None: ...
     def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]: ...
     def history(self, id: str) -> list[Version]: ...
-    def snapshot(self, lsn: AsOf) -> Iterator[Version]: ...
+    def snapshot(self, lsn: AsOf, *, partition: str | None = None) -> Iterator[Version]: ...
     def current(self) -> Iterator[Item]: ...
     def purge(self, match: PurgeMatch) -> list[str]: ...
     def export(self, partition: str | None, fp: IO[str]) -> int: ...
@@ -284,11 +284,16 @@ class JournalBase(ABC):
         self._check_open()
         return [r.version() for r in self._rows_of([id], None)]
 
-    def snapshot(self, lsn: AsOf) -> Iterator[Version]:
-        """Stream every version visible at ``lsn`` (constant memory), ordered by id."""
+    def snapshot(self, lsn: AsOf, *, partition: str | None = None) -> Iterator[Version]:
+        """Stream every version visible at ``lsn`` (constant memory), ordered by id.
+
+        ``partition`` keeps that partition's versions and ``shared`` ones, as
+        :meth:`as_of` does; ``None`` or ``PARTITION_ALL`` keeps all.
+        """
         self._check_open()
         at = to_lsn(lsn)
-        for row in self._rows_as_of(at, None):
+        part = None if partition in (None, PARTITION_ALL) else partition
+        for row in self._rows_as_of(at, part):
             yield row.version()
 
     # ------------------------------------------------------------ purge

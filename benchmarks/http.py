@@ -1,0 +1,456 @@
+"""HTTP server benchmark: recall and ingest requests/s and latency under concurrent load.
+
+For each embedder (``hash``, and ``local`` when the model is installed):
+
+1. a data folder is preloaded with ``--chunks`` chunks (one-chunk episodes: the
+   synthetic notes of the lexical benchmark, in one tenant) through :class:`memstore.Memory` and the
+   adapter's own mapping, exactly as POST /v1/ingest would store them;
+2. a real ``memstore serve`` subprocess is started on it (loopback, its rate
+   limit raised out of the way: this phase measures the server, not the limiter);
+3. a bounded load generator (``--concurrency`` connections, HTTP/1.1
+   keep-alive, a minimal asyncio client so that the client costs little of
+   the shared CPU) sends, after a warm-up, ``recall`` requests for
+   ``--seconds``, ``recall`` from one connection for half as long (the
+   latency of an unloaded server), then ``ingest`` requests (two-chunk
+   episodes) for ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
+   sending a request to its whole answer), and errors (any status but 200).
+
+Then one **rate-limit** check with the server's default limits (60 rps, burst
+120): ``--concurrency`` connections over 4 tenants send as fast as they can;
+no tenant may get more requests admitted than ``burst + rate x elapsed``, and
+every refusal must be a 429 with Retry-After.
+
+Results go to a JSON file and a markdown report (PASS/MISS per target) to
+stdout; progress to stderr. The exit status is 0 whether targets pass or not.
+
+Usage::
+
+    python benchmarks/http.py [--smoke] [--chunks 10000] [--seconds 10] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import TargetResult, git_commit, log, percentile
+from _common import cpu_model as _cpu_model
+from _common import fmt as _fmt
+from _common import status as _status
+from corpus import generate_corpus, make_queries
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memstore import Memory  # noqa: E402
+from memstore.protocol.mapping import episode_items  # noqa: E402
+
+TOKEN = "bench-token"
+TENANT = "bench"
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "http.json"
+
+
+# ----------------------------------------------------------------------- corpus
+
+
+def preload(data: Path, embedder: str, chunks: int) -> list[str]:
+    """Store ``chunks`` one-chunk episodes in ``data``; the queries to ask of them.
+
+    The notes and queries of the lexical benchmark (:mod:`corpus`): each note
+    is an episode ``# <title>\\n<content>`` (one chunk under one heading), the
+    queries its mix of exact, typo, miss and multi-word questions.
+    """
+    notes = generate_corpus(chunks)
+    with Memory(data, embedder=embedder) as memory:
+        batch = 500
+        for start in range(0, chunks, batch):
+            with memory.store.batch():
+                for n in range(start, min(start + batch, chunks)):
+                    note = notes[n]
+                    for item in episode_items(
+                        TENANT,
+                        f"01J{n:023d}",
+                        f"bench:fs/{note.subject}/note{n}.md",
+                        f"# {note.title}\n{note.content}\n",
+                        t_ref="2026-01-01T00:00:00+00:00",
+                        metadata={"kind": note.kind, "n": n},
+                    ):
+                        memory.store.upsert(item)
+            log(f"  preloaded {min(start + batch, chunks)}/{chunks}")
+    return [q.text for q in make_queries(notes, n=500)]
+
+
+# ------------------------------------------------------------------ the server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_server(data: Path, embedder: str, tokens: Path, *extra: str) -> tuple[Any, int]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log_file = open(data.parent / f"serve-{port}.log", "ab")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "memstore.cli",
+            "serve",
+            "--data",
+            str(data),
+            "--embedder",
+            embedder,
+            "--port",
+            str(port),
+            "--tokens-file",
+            str(tokens),
+            *extra,
+        ],
+        env=env,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, port
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("server did not start")
+
+
+def stop_server(proc: Any) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+# ------------------------------------------------------------ the load generator
+
+
+class Connection:
+    """One HTTP/1.1 keep-alive connection: a request, then its whole answer."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def request(self, method: str, path: str, token: str, body: bytes) -> tuple[int, bytes]:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        await self.writer.drain()
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        length = 0
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        payload = await self.reader.readexactly(length)
+        return status, payload
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@dataclass
+class Phase:
+    name: str
+    requests: int
+    errors: int
+    seconds: float
+    per_s: float
+    p50_ms: float
+    p99_ms: float
+    statuses: dict[str, int]
+
+
+async def load(
+    port: int,
+    name: str,
+    make: Any,
+    concurrency: int,
+    seconds: float,
+    warmup: int,
+) -> Phase:
+    """``concurrency`` connections sending ``make(rng) -> (path, body)`` for ``seconds``."""
+    conns = [await Connection.open(port) for _ in range(concurrency)]
+    rng = random.Random(7)
+    for i in range(warmup):
+        path, body = make(rng)
+        await conns[i % concurrency].request("POST", path, TOKEN, body)
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    stop_at = time.perf_counter() + seconds
+
+    async def worker(conn: Connection, seed: int) -> None:
+        local = random.Random(seed)
+        while time.perf_counter() < stop_at:
+            path, body = make(local)
+            t0 = time.perf_counter()
+            status, _ = await conn.request("POST", path, TOKEN, body)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            statuses[str(status)] = statuses.get(str(status), 0) + 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(c, n) for n, c in enumerate(conns)))
+    elapsed = time.perf_counter() - t0
+    for c in conns:
+        c.close()
+    done = len(latencies)
+    errors = done - statuses.get("200", 0)
+    return Phase(
+        name,
+        done,
+        errors,
+        round(elapsed, 3),
+        done / elapsed,
+        percentile(latencies, 50),
+        percentile(latencies, 99),
+        statuses,
+    )
+
+
+async def rate_limit_check(
+    port: int, tokens: list[str], concurrency: int, seconds: float
+) -> dict[str, Any]:
+    """Flood 4 tenants; the admitted count per tenant against burst + rate x elapsed."""
+    conns = [await Connection.open(port) for _ in range(concurrency)]
+    admitted = dict.fromkeys(tokens, 0)
+    refused = dict.fromkeys(tokens, 0)
+    bad = 0
+    body = json.dumps({"query": "rate"}).encode()
+    t0 = time.perf_counter()
+    stop_at = t0 + seconds
+
+    async def worker(conn: Connection, token: str) -> None:
+        nonlocal bad
+        while time.perf_counter() < stop_at:
+            status, payload = await conn.request("POST", "/v1/recall", token, body)
+            if status == 200:
+                admitted[token] += 1
+            elif status == 429 and json.loads(payload)["error"] == "rate_limited":
+                refused[token] += 1
+            else:
+                bad += 1
+
+    await asyncio.gather(*(worker(c, tokens[n % len(tokens)]) for n, c in enumerate(conns)))
+    elapsed = time.perf_counter() - t0
+    for c in conns:
+        c.close()
+    bound = 120 + 60 * elapsed
+    return {
+        "tenants": len(tokens),
+        "seconds": round(elapsed, 3),
+        "bound_per_tenant": round(bound, 1),
+        "admitted": list(admitted.values()),
+        "refused_429": list(refused.values()),
+        "other_statuses": bad,
+        "within_limit": all(a <= bound for a in admitted.values()) and bad == 0,
+    }
+
+
+# ---------------------------------------------------------------------- driver
+
+
+def run_embedder(
+    embedder: str, chunks: int, concurrency: int, seconds: float, warmup: int, workdir: Path
+) -> dict[str, Any]:
+    data = workdir / f"data-{embedder}"
+    log(f"[{embedder}] preloading {chunks} chunks")
+    t0 = time.perf_counter()
+    queries = preload(data, embedder, chunks)
+    preload_s = time.perf_counter() - t0
+    tokens = workdir / "tokens.json"
+    tokens.write_text(
+        json.dumps({TOKEN: {"tenant": TENANT, "scopes": ["ingest", "recall", "forget"]}})
+    )
+    proc, port = start_server(
+        data, embedder, tokens, "--rate-per-second", "1000000", "--rate-burst", "1000000"
+    )
+    words = [w for q in queries for w in q.split()]
+
+    def recall(r: random.Random) -> tuple[str, bytes]:
+        return "/v1/recall", json.dumps({"query": r.choice(queries), "k": 10}).encode()
+
+    def ingest(r: random.Random) -> tuple[str, bytes]:
+        text = " ".join(r.choices(words, k=30))
+        content = f"# first\n{text}.\n\n# second\n{text[::-1]}.\n"
+        return "/v1/ingest", json.dumps({"source": "bench:load", "content": content}).encode()
+
+    try:
+        log(f"[{embedder}] recall for {seconds}s at concurrency {concurrency}")
+        rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup))
+        log(f"[{embedder}] recall for {seconds / 2}s at concurrency 1 (unloaded latency)")
+        one = asyncio.run(load(port, "recall_c1", recall, 1, seconds / 2, 0))
+        log(f"[{embedder}] ingest for {seconds}s at concurrency {concurrency}")
+        ing = asyncio.run(load(port, "ingest", ingest, concurrency, seconds, warmup // 4))
+    finally:
+        stop_server(proc)
+    return {
+        "embedder": embedder,
+        "chunks": chunks,
+        "preload_s": round(preload_s, 1),
+        "recall": asdict(rec),
+        "recall_c1": asdict(one),
+        "ingest": asdict(ing),
+    }
+
+
+def run_rate_limit(concurrency: int, seconds: float, workdir: Path) -> dict[str, Any]:
+    tokens_path = workdir / "tokens-rl.json"
+    tokens = [f"rl-{n}" for n in range(4)]
+    tokens_path.write_text(
+        json.dumps({t: {"tenant": f"rl{n}", "scopes": ["recall"]} for n, t in enumerate(tokens)})
+    )
+    data = workdir / "data-rl"
+    proc, port = start_server(data, "hash", tokens_path)
+    try:
+        log(f"[rate limit] {concurrency} connections over 4 tenants for {seconds}s")
+        return asyncio.run(rate_limit_check(port, tokens, concurrency, seconds))
+    finally:
+        stop_server(proc)
+
+
+def targets(runs: list[dict[str, Any]], rl: dict[str, Any]) -> list[TargetResult]:
+    out = []
+    floors = {"hash": 400.0, "local": 150.0}
+    for run in runs:
+        e = run["embedder"]
+        rec = run["recall"]
+        out.append(
+            TargetResult(
+                f"recall req/s ({e}) >= {floors[e]:.0f}",
+                rec["per_s"],
+                "req/s",
+                _status(rec["per_s"], floors[e], at_least=True),
+            )
+        )
+        out.append(
+            TargetResult(
+                f"recall p99 ({e}) < 100 ms", rec["p99_ms"], "ms", _status(rec["p99_ms"], 100.0)
+            )
+        )
+        errors = rec["errors"] + run["ingest"]["errors"]
+        out.append(TargetResult(f"errors ({e}) = 0", errors, "", "PASS" if errors == 0 else "MISS"))
+    out.append(
+        TargetResult(
+            "no tenant over its rate limit", None, "", "PASS" if rl["within_limit"] else "MISS"
+        )
+    )
+    return out
+
+
+def report(data: dict[str, Any]) -> str:
+    lines = [
+        "| embedder | phase | req/s | p50 ms | p99 ms | requests | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        for verb in ("recall", "recall_c1", "ingest"):
+            p = run[verb]
+            lines.append(
+                f"| {run['embedder']} | {p['name']} | {_fmt(p['per_s'], 1)} | "
+                f"{_fmt(p['p50_ms'], 2)} | {_fmt(p['p99_ms'], 2)} | {p['requests']} | "
+                f"{p['errors']} |"
+            )
+    rl = data["rate_limit"]
+    lines += [
+        "",
+        f"Rate limit (60 rps, burst 120; {rl['tenants']} tenants flooded for {rl['seconds']} s): "
+        f"admitted {rl['admitted']} (bound {rl['bound_per_tenant']} each), "
+        f"429s {rl['refused_429']}, other statuses {rl['other_statuses']}.",
+        "",
+        "| target | value | status |",
+        "|---|---|---|",
+    ]
+    for t in data["targets"]:
+        value = "-" if t["value"] is None else f"{_fmt(t['value'], 1)} {t['unit']}".strip()
+        lines.append(f"| {t['name']} | {value} | {t['status']} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, hash embedder only")
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--embedders", default="hash,local")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args()
+    if args.smoke:
+        args.chunks, args.seconds, args.concurrency, args.embedders = 200, 1.0, 4, "hash"
+    warmup = 20 if args.smoke else 200
+    embedders = [e for e in args.embedders.split(",") if e]
+    if "local" in embedders:
+        from memstore_index import onnx_embedder
+
+        if not onnx_embedder.AVAILABLE:
+            log(f"local model not installed ({onnx_embedder.MISSING}); skipping it")
+            embedders.remove("local")
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        runs = [
+            run_embedder(e, args.chunks, args.concurrency, args.seconds, warmup, workdir)
+            for e in embedders
+        ]
+        rl = run_rate_limit(args.concurrency, min(args.seconds, 3.0), workdir)
+    data: dict[str, Any] = {
+        "smoke": args.smoke,
+        "config": {
+            "chunks": args.chunks,
+            "seconds": args.seconds,
+            "concurrency": args.concurrency,
+            "embedders": embedders,
+        },
+        "runs": runs,
+        "rate_limit": rl,
+        "targets": [asdict(t) for t in targets(runs, rl)],
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "cpu": _cpu_model(),
+            "python": platform.python_version(),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "commit": git_commit(ROOT),
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    print(report(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,274 @@
+"""How MemoryProtocol's episodes and chunks live in a memstore :class:`~memstore.store.Store`.
+
+The adapter adds no storage rules: an episode and its chunks are plain
+:class:`~memstore.item.Item`\\ s of the tenant's partition (the ``tenant/<t>``
+tag), written in one batch (one journal transaction, one embedding pass).
+
+* An **episode** is an item of kind :data:`KIND_EPISODE`, id
+  ``ep:<tenant>:<ULID>``, kept out of the vector index (``no_embed``) and out of
+  recall (recall searches chunks only). Its ``content`` is the episode's
+  content, its ``title`` the source (cut to the engine's title limit);
+  ``data`` holds ``source``, ``metadata`` (JSON text), ``t_ref`` (RFC 3339)
+  and ``chunks`` (the JSON list of its chunk ids, so a re-ingest of the same
+  episode id replaces them).
+* A **chunk** is an item of kind :data:`KIND_CHUNK`, id ``ch:<tenant>:<ULID>``
+  with a fresh ULID, whose ``content`` is the chunk text. ``data`` holds
+  ``source``, ``episode`` (the episode ULID), ``heading_path`` (JSON),
+  ``index`` and the episode's ``metadata``; ``evidence_refs`` cites the episode
+  item; each chunk links to the next one with relation ``precedes``.
+* A forget writes one **audit** item (kind :data:`KIND_AUDIT`, not embedded,
+  never recalled), so every forget is in the journal and on the change hub.
+
+Ids carry the tenant, so two tenants may use the same episode ULID without
+ever touching each other's items.
+
+>>> items = episode_items("acme", "01HZZZZZZZZZZZZZZZZZZZZZZZ", "notes.md", "# A\\nhello\\n",
+...                       t_ref="2026-04-21T10:30:00+00:00", metadata={"k": 1})
+>>> [(it.kind, it.id.split(":")[0]) for it in items]
+[('episode', 'ep'), ('chunk', 'ch')]
+>>> json.loads(items[1].data["heading_path"])
+['A']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from ulid import ULID
+
+from memstore.item import SCOPE_PRIVATE, Item, ThoughtLink
+from memstore.journal import Hlc, Version
+from memstore.protocol.chunk import chunk_markdown
+from memstore.protocol.filter import FilterRecord
+from memstore.protocol.limits import MAX_CHUNK_CHARS
+from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags
+from memstore.validate import MAX_TITLE_CHARS
+
+__all__ = [
+    "KIND_AUDIT",
+    "KIND_CHUNK",
+    "KIND_EPISODE",
+    "LINK_RELATION",
+    "ULID_PATTERN",
+    "audit_item",
+    "chunk_id",
+    "episode_body",
+    "episode_id",
+    "episode_items",
+    "filter_record",
+    "hit_body",
+    "owned_by",
+    "parse_ulid",
+    "snapshot_record",
+    "ulid_bytes",
+]
+
+KIND_EPISODE: Final = "episode"
+"""The kind of an episode item (stored, fetched by id, never recalled)."""
+KIND_CHUNK: Final = "chunk"
+"""The kind of a chunk item (embedded, indexed, what recall returns)."""
+KIND_AUDIT: Final = "audit"
+"""The kind of the item every forget writes (journal and hub only)."""
+LINK_RELATION: Final = "precedes"
+"""The relation linking each chunk of an episode to the next one."""
+ULID_PATTERN: Final = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+"""A 26-character Crockford base-32 ULID, upper case (the first character caps it at 2^128)."""
+
+
+def parse_ulid(raw: str) -> str | None:
+    """``raw`` as a canonical (upper-case) ULID, or None when it is not one.
+
+    >>> parse_ulid("01hzzzzzzzzzzzzzzzzzzzzzzz"), parse_ulid("not-a-ulid")
+    ('01HZZZZZZZZZZZZZZZZZZZZZZZ', None)
+    """
+    text = raw.upper()
+    return text if ULID_PATTERN.fullmatch(text) else None
+
+
+def episode_id(tenant: str, ulid: str) -> str:
+    """The item id of episode ``ulid`` in ``tenant``."""
+    return f"ep:{tenant}:{ulid}"
+
+
+def chunk_id(tenant: str, ulid: str) -> str:
+    """The item id of chunk ``ulid`` in ``tenant``."""
+    return f"ch:{tenant}:{ulid}"
+
+
+def ulid_of(item_id: str) -> str:
+    """The ULID an episode or chunk item id ends with."""
+    return item_id.rsplit(":", 1)[-1]
+
+
+def ulid_bytes(ulid: str) -> list[int]:
+    """The 16 bytes of a ULID as the JSON int array the seed's hits carry."""
+    return list(ULID.from_str(ulid).bytes)
+
+
+def owned_by(item: Item, tenant: str) -> bool:
+    """Whether ``item`` belongs to ``tenant``: its partition tag, never a shared or private one."""
+    return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == tenant
+
+
+def _tags(tenant: str) -> list[str]:
+    return [f"{PARTITION_TAG_PREFIX}{tenant}"]
+
+
+def episode_items(
+    tenant: str,
+    ulid: str,
+    source: str,
+    content: str,
+    *,
+    t_ref: str,
+    metadata: Mapping[str, Any],
+    max_chars: int = MAX_CHUNK_CHARS,
+) -> list[Item]:
+    """The episode item followed by its chunk items, ready for one batch of upserts.
+
+    Blank chunks (an all-white-space content) are not stored: they could never
+    be recalled.
+    """
+    meta = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False)
+    ep = episode_id(tenant, ulid)
+    chunks = [c for c in chunk_markdown(content, max_chars=max_chars) if c.text.strip()]
+    ids = [chunk_id(tenant, str(ULID())) for _ in chunks]
+    items = [
+        Item(
+            id=ep,
+            kind=KIND_EPISODE,
+            title=source[:MAX_TITLE_CHARS],
+            content=content,
+            tags=_tags(tenant),
+            data={
+                "source": source,
+                "metadata": meta,
+                "t_ref": t_ref,
+                "chunks": json.dumps(ids),
+            },
+            no_embed=True,
+        )
+    ]
+    for n, (c, cid) in enumerate(zip(chunks, ids, strict=True)):
+        links = [ThoughtLink(to_id=ids[n + 1], relation=LINK_RELATION)] if n + 1 < len(ids) else []
+        items.append(
+            Item(
+                id=cid,
+                kind=KIND_CHUNK,
+                content=c.text,
+                tags=_tags(tenant),
+                links=links,
+                evidence_refs=[ep],
+                data={
+                    "source": source,
+                    "episode": ulid,
+                    "heading_path": json.dumps(list(c.heading_path), ensure_ascii=False),
+                    "index": str(n),
+                    "metadata": meta,
+                },
+            )
+        )
+    return items
+
+
+def episode_chunk_ids(item: Item) -> list[str]:
+    """The chunk ids an episode item lists."""
+    raw = item.data.get("chunks", "[]")
+    ids = json.loads(raw)
+    return [str(i) for i in ids] if isinstance(ids, list) else []
+
+
+def episode_body(item: Item) -> dict[str, Any]:
+    """The episode as GET /v1/episode/{id} returns it: what POST /v1/ingest stored."""
+    return {
+        "id": ulid_of(item.id),
+        "source": item.data.get("source", ""),
+        "content": item.content,
+        "t_ref": item.data.get("t_ref"),
+        "metadata": json.loads(item.data.get("metadata", "{}")),
+    }
+
+
+def filter_record(item: Item) -> FilterRecord:
+    """What the recall filter DSL reads of a chunk (the tenant tag is not a tag here)."""
+    return {
+        "source": item.data.get("source"),
+        "kind": item.kind,
+        "subject": item.subject or None,
+        "tags": [t for t in item.tags if not t.startswith(PARTITION_TAG_PREFIX)],
+        "metadata": json.loads(item.data.get("metadata", "{}")),
+    }
+
+
+def hit_body(
+    item: Item,
+    score: float,
+    *,
+    valid_from: Hlc | None,
+    valid_to: Hlc | None = None,
+    rerank_applied: bool,
+    source_op: str,
+) -> dict[str, Any]:
+    """One recall hit in the seed's exact shape."""
+    return {
+        "id": ulid_bytes(ulid_of(item.id)),
+        "score": score,
+        "text": item.content,
+        "source": item.data.get("source", ""),
+        "heading_path": json.loads(item.data.get("heading_path", "[]")),
+        "valid_from": valid_from.to_json() if valid_from is not None else None,
+        "valid_to": valid_to.to_json() if valid_to is not None else None,
+        "degraded": False,
+        "rerank_applied": rerank_applied,
+        "source_op": source_op,
+    }
+
+
+def _bt(version: Version) -> dict[str, Any]:
+    span = [
+        version.valid_from.to_json(),
+        None if version.valid_to is None else version.valid_to.to_json(),
+    ]
+    return {"valid": span, "sys": span}
+
+
+def snapshot_record(version: Version) -> dict[str, Any] | None:
+    """One NDJSON line of GET /v1/snapshot/{lsn}, or None for what is not a primitive."""
+    item = version.item
+    if item is None or item.kind not in (KIND_CHUNK, KIND_EPISODE):
+        return None
+    ulid = ulid_of(item.id)
+    if item.kind == KIND_CHUNK:
+        value: dict[str, Any] = {
+            "id": ulid_bytes(ulid),
+            "text": item.content,
+            "source": item.data.get("source", ""),
+            "heading_path": json.loads(item.data.get("heading_path", "[]")),
+            "episode": item.data.get("episode"),
+        }
+        key = f"chunk:{ulid}"
+    else:
+        value = episode_body(item)
+        key = f"episode:{ulid}"
+    value["bt"] = _bt(version)
+    return {"key": key, "value": value}
+
+
+def audit_item(tenant: str, target: Mapping[str, Any], ids: Sequence[str], hard: bool) -> Item:
+    """The audit record of one forget: what was asked and which items it removed."""
+    return Item(
+        id=f"audit:{tenant}:{ULID()}",
+        kind=KIND_AUDIT,
+        title="forget",
+        content=json.dumps(dict(target), sort_keys=True),
+        tags=_tags(tenant),
+        data={
+            "target": json.dumps(dict(target), sort_keys=True),
+            "mode": "hard" if hard else "soft",
+            "count": str(len(ids)),
+        },
+        no_embed=True,
+    )

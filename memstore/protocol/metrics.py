@@ -1,0 +1,87 @@
+"""Prometheus metrics of the HTTP server, in a registry of their own.
+
+Label values are bounded: ``route`` is a route template (or ``other``),
+``method`` an HTTP method the routes use (or ``other``), ``status`` a status
+code the server answers with, and ``tenant`` a tenant of the tokens file (or
+``-`` before authentication). The number of series grows with the tokens file,
+never with traffic.
+
+>>> m = Metrics(frozenset({"acme"}))
+>>> m.observe("POST /v1/ingest", "POST", 200, "acme", 0.01)
+>>> b"memstore_http_requests_total" in m.exposition()
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE", "NO_TENANT", "OTHER", "Metrics"]
+
+CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
+"""The exposition's media type (``text/plain; version=0.0.4; charset=utf-8``)."""
+NO_TENANT: Final = "-"
+"""The tenant label of a request that did not authenticate."""
+OTHER: Final = "other"
+"""The route or method label of anything outside the known set."""
+_METHODS: Final = frozenset({"GET", "POST"})
+_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    """The server's counters and histograms; thread-safe (prometheus_client is)."""
+
+    def __init__(self, tenants: Collection[str]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._tenants = frozenset(tenants)
+        self.requests = Counter(
+            "memstore_http_requests",
+            "HTTP requests answered, by route template, method, status and tenant.",
+            ["route", "method", "status", "tenant"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "memstore_http_request_duration_seconds",
+            "Time from request to the end of the response, by route template.",
+            ["route"],
+            buckets=_BUCKETS,
+            registry=self.registry,
+        )
+        self.episodes = Counter(
+            "memstore_ingest_episodes",
+            "Episodes ingested, by tenant.",
+            ["tenant"],
+            registry=self.registry,
+        )
+        self.recall_hits = Counter(
+            "memstore_recall_hits",
+            "Hits returned by recall, by tenant.",
+            ["tenant"],
+            registry=self.registry,
+        )
+        self.forgotten = Counter(
+            "memstore_forget_items",
+            "Items removed by forget, by tenant and mode (soft or hard).",
+            ["tenant", "mode"],
+            registry=self.registry,
+        )
+
+    def tenant_label(self, tenant: str | None) -> str:
+        """``tenant`` if the tokens file names it, else :data:`NO_TENANT`."""
+        return tenant if tenant is not None and tenant in self._tenants else NO_TENANT
+
+    def observe(
+        self, route: str, method: str, status: int, tenant: str | None, seconds: float
+    ) -> None:
+        """Count one answered request."""
+        method = method if method in _METHODS else OTHER
+        self.requests.labels(route, method, str(status), self.tenant_label(tenant)).inc()
+        self.latency.labels(route).observe(seconds)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text format of every metric."""
+        return generate_latest(self.registry)

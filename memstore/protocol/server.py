@@ -1,0 +1,151 @@
+"""``memstore serve``: the MemoryProtocol 0.1 server on uvicorn, with embedded defaults.
+
+The data folder holds everything: the SQLite journal, the vectors and, when
+no ``--tokens-file`` is given on a loopback address, ``tokens.json`` with a
+random token made on first start (mode 0600; printed with a curl line to try
+it). A non-loopback bind without a tokens file is refused: a server reachable
+from the network must be given its tokens on purpose.
+
+SIGTERM and SIGINT shut down gracefully: the listener closes, requests in
+flight finish (streams are given :data:`GRACEFUL_SHUTDOWN_SECONDS`), then the
+:class:`~memstore.memory.Memory` is closed (journal, vectors, hub).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+
+from memstore.memory import Memory
+from memstore.protocol.app import create_app
+from memstore.protocol.auth import (
+    SCOPES,
+    Principal,
+    TokensFileError,
+    TokenTable,
+    new_token,
+    write_tokens_file,
+)
+from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
+
+__all__ = ["DEFAULT_TENANT", "GRACEFUL_SHUTDOWN_SECONDS", "TOKENS_FILE", "is_loopback", "serve"]
+
+TOKENS_FILE: Final = "tokens.json"
+"""The tokens file made in the data folder when none is given (loopback only)."""
+DEFAULT_TENANT: Final = "default"
+"""The tenant of that generated token."""
+GRACEFUL_SHUTDOWN_SECONDS: Final = 10
+"""How long open streams (SSE) may run on after a shutdown signal."""
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, but a shutdown signal ends :func:`serve` normally.
+
+    uvicorn re-raises the signal once it has shut down (so the process dies of
+    it); here the caller still has to close the Memory, and exits with 0.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            yield
+            self._captured_signals.clear()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost``, ``127.0.0.0/8``, ``::1``).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _tokens(args: argparse.Namespace) -> TokenTable | None:
+    """The tokens to serve, or None (after saying why) when the server must not start."""
+    if args.tokens_file:
+        return TokenTable.load(args.tokens_file)
+    if not is_loopback(args.host):
+        print(
+            f"memstore: refusing to serve on {args.host} without --tokens-file: a server "
+            "reachable from the network needs tokens given on purpose "
+            '(a JSON map {"<token>": {"tenant": ..., "scopes": [...]}})',
+            file=sys.stderr,
+        )
+        return None
+    path = Path(args.data) / TOKENS_FILE
+    if path.exists():
+        table = TokenTable.load(path)
+        print(f"memstore: tokens from {path}", file=sys.stderr)
+        return table
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = new_token()
+    write_tokens_file(path, {token: Principal(DEFAULT_TENANT, frozenset(SCOPES))})
+    print(
+        f"memstore: no --tokens-file; made a token for tenant {DEFAULT_TENANT!r} in {path} "
+        "(mode 0600). Try:\n"
+        f"  curl -s http://{args.host}:{args.port}/v1/recall "
+        f"-H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
+        """-d '{"query": "hello"}'""",
+        file=sys.stderr,
+    )
+    return TokenTable.load(path)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
+
+    ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
+    ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled`` and
+    optionally ``sse_keepalive`` (as ``memstore serve`` parses them).
+    """
+    try:
+        tokens = _tokens(args)
+    except TokensFileError as e:
+        print(f"memstore: {e}", file=sys.stderr)
+        return 2
+    if tokens is None:
+        return 2
+    memory = Memory(args.data, embedder=args.embedder, journal=args.journal or None, hub=True)
+    try:
+        app = create_app(
+            memory,
+            tokens=tokens,
+            rate_per_second=args.rate_per_second,
+            burst=args.rate_burst,
+            metrics_enabled=not args.metrics_disabled,
+            keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
+        )
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            lifespan="off",
+        )
+        server = _Server(config)
+        print(
+            f"memstore: serving MemoryProtocol 0.1 on http://{args.host}:{args.port} "
+            f"(data {args.data}, {len(tokens)} token(s))",
+            file=sys.stderr,
+            flush=True,
+        )
+        server.run()
+        print("memstore: stopped", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        memory.close()

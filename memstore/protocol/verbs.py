@@ -1,0 +1,463 @@
+"""The verbs of MemoryProtocol 0.1 over a :class:`~memstore.memory.Memory`, without HTTP.
+
+:class:`Verbs` translates each request into store, searcher and journal calls
+(see :mod:`memstore.protocol.mapping` for how episodes and chunks are items)
+and answers in the seed's wire shapes. Every method acts in one tenant, the
+partition its caller's token resolved to; no argument can name another.
+The ASGI app (:mod:`memstore.protocol.app`) adds HTTP around it.
+
+Calls block (they write the journal, embed, search): run them off the event
+loop. They are thread-safe, as the store is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+from ulid import ULID
+
+from memstore.errors import InvalidItemError
+from memstore.item import Item
+from memstore.journal import Hlc, Journal, Lsn
+from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
+from memstore.memory import Memory
+from memstore.protocol.confirm import Confirmations
+from memstore.protocol.errors import (
+    GRAPH_UNAVAILABLE,
+    episode_not_found,
+    invalid_episode_id,
+    invalid_filter,
+    invalid_lsn,
+    invalid_request,
+    payload_too_large,
+    snapshot_out_of_range,
+)
+from memstore.protocol.filter import Expr, FilterSyntaxError, evaluate, parse_filter
+from memstore.protocol.limits import MAX_CONTENT_BYTES, MAX_METADATA_BYTES
+from memstore.protocol.mapping import (
+    KIND_CHUNK,
+    KIND_EPISODE,
+    audit_item,
+    chunk_id,
+    episode_body,
+    episode_chunk_ids,
+    episode_id,
+    episode_items,
+    filter_record,
+    hit_body,
+    owned_by,
+    parse_ulid,
+    snapshot_record,
+)
+from memstore.protocol.models import (
+    BeforeTarget,
+    ForgetRequest,
+    IdTarget,
+    IngestRequest,
+    RecallRequest,
+    ScopeTarget,
+)
+from memstore.search import SearchConfig, SearchResult
+from memstore.store import Store
+
+__all__ = ["INDICES", "SOURCE_OP_AS_OF", "SOURCE_OP_GRAPH", "SOURCE_OP_RERANKED", "Verbs"]
+
+INDICES: Final = ("Kv", "Keyword", "Vector", "Graph")
+"""What a forget that removed something touched: the items, both search indexes, the links."""
+SOURCE_OP_RERANKED: Final = "Reranked"
+"""``source_op`` of a semantic hit: hybrid search, fused and reranked."""
+SOURCE_OP_GRAPH: Final = "Graph"
+"""``source_op`` of a hit reached by traversing links from the semantic hits (mode graph)."""
+SOURCE_OP_AS_OF: Final = "AsOf"
+"""``source_op`` of a hit from the journal's past state (``as_of``, lexical ranking)."""
+_LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.[0-9]{1,10}(?:\.[0-9]{1,5})?")
+GRAPH_DEPTH: Final = 2
+STAMP_CACHE_SIZE: Final = 100_000
+"""How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
+"""How many links a graph recall follows from its anchors."""
+
+
+def _now_rfc3339() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat()
+
+
+def _parse_time(raw: str, field: str) -> _dt.datetime:
+    try:
+        when = _dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise invalid_request(f"{field}: {raw[:64]!r} is not an RFC 3339 timestamp") from None
+    if when.tzinfo is None:
+        raise invalid_request(f"{field}: an RFC 3339 timestamp needs a time zone (Z or +hh:mm)")
+    return when
+
+
+class Verbs:
+    """The five verbs over one :class:`Memory` (which needs a journal).
+
+    :param confirmations: seals dry-run receipts; a fresh random key by default.
+    :param wall_ms: the server's wall clock in milliseconds (snapshot range checks).
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        confirmations: Confirmations | None = None,
+        wall_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        if memory.journal is None:
+            raise ValueError("the HTTP adapter needs a Memory with a journal (a folder or a DSN)")
+        self.memory = memory
+        self.journal: Journal = memory.journal
+        self.store: Store = memory.store
+        self.confirmations = confirmations if confirmations is not None else Confirmations()
+        self._wall_ms = wall_ms
+        self._stamps: OrderedDict[tuple[str, _dt.datetime | None], Hlc] = OrderedDict()
+        self._stamps_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ ingest
+
+    def ingest(self, tenant: str, req: IngestRequest) -> dict[str, Any]:
+        """Store one episode and its chunks in one transaction; ``{lsn, queue_lag_warn}``.
+
+        :raises ProtocolError: 400 for a bad id or t_ref, 413 for content or
+            metadata over their limits.
+        """
+        if not req.source.strip():
+            raise invalid_request("source: must not be blank")
+        size = len(req.content.encode("utf-8"))
+        if size > MAX_CONTENT_BYTES:
+            raise payload_too_large("content", size, MAX_CONTENT_BYTES)
+        metadata = req.metadata or {}
+        meta_size = len(json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode())
+        if meta_size > MAX_METADATA_BYTES:
+            raise payload_too_large("metadata", meta_size, MAX_METADATA_BYTES)
+        if req.id is None:
+            ulid = str(ULID())
+        else:
+            parsed = parse_ulid(req.id)
+            if parsed is None:
+                raise invalid_request(f"id: {req.id[:64]!r} is not a 26-character ULID")
+            ulid = parsed
+        t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
+        items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
+        store = self.store
+        try:
+            with store.batch():
+                old = store.get(items[0].id)
+                if old is not None:  # a re-ingest replaces the episode's chunks
+                    for cid in episode_chunk_ids(old):
+                        store.delete(cid)
+                for item in items:
+                    store.upsert(item)
+        except InvalidItemError as e:  # the engine's own rules: the episode, not the server
+            raise invalid_request(f"the episode cannot be stored: {e}") from None
+        lsn = self.journal.last_lsn() or self.journal.head()
+        return {"lsn": lsn.to_json(), "queue_lag_warn": False}
+
+    # ------------------------------------------------------------------ recall
+
+    def prepare_recall(self, tenant: str, req: RecallRequest) -> Callable[[], list[dict[str, Any]]]:
+        """Check a recall request (400s happen here) and return the search to run.
+
+        Split in two so that a streaming answer can refuse a bad request with a
+        status before its stream starts.
+        """
+        expr: Expr | None = None
+        if req.filter is not None and req.filter.strip():
+            try:
+                expr = parse_filter(req.filter)
+            except FilterSyntaxError as e:
+                raise invalid_filter(e) from None
+        visible = _visibility(tenant, expr)
+        if req.as_of is not None:
+            when = _parse_time(req.as_of, "as_of")
+            try:
+                at = Lsn.from_datetime(when)
+            except InvalidLsnError as e:
+                raise invalid_request(f"as_of: {e}") from None
+            return lambda: self._recall_as_of(tenant, req, at, visible)
+        if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
+            raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
+        return lambda: self._recall_now(tenant, req, visible, expr is not None)
+
+    def recall(self, tenant: str, req: RecallRequest) -> list[dict[str, Any]]:
+        """The hits of a recall request, best first."""
+        return self.prepare_recall(tenant, req)()
+
+    def _recall_now(
+        self, tenant: str, req: RecallRequest, visible: Callable[[Item, str], bool], filtered: bool
+    ) -> list[dict[str, Any]]:
+        if filtered:
+            searcher = self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
+        else:
+            # No filter: the searcher's own partition rule, which the indexes apply
+            # themselves (much cheaper than a predicate over read items). It also
+            # admits untagged and shared items, which the server never writes; a
+            # program sharing the folder might, so they are dropped here.
+            searcher = self.memory.searcher
+        results = searcher.hybrid_search(req.query, kind=KIND_CHUNK, partition=tenant, limit=req.k)
+        if not filtered:
+            results = [r for r in results if owned_by(r.item, tenant)]
+        shaped = not searcher.config.no_shaping
+        hits = [self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED) for r in results]
+        if req.mode == "graph":
+            hits = self._graph(tenant, results, hits, req.k, visible)
+        return hits
+
+    def _graph(
+        self,
+        tenant: str,
+        anchors: list[SearchResult],
+        hits: list[dict[str, Any]],
+        k: int,
+        visible: Callable[[Item, str], bool],
+    ) -> list[dict[str, Any]]:
+        """The anchors, then what their links reach (best activation first), ``k`` in all."""
+        seen = {r.item.id for r in anchors}
+        top = anchors[0].score if anchors else 0.0
+        for scored in self.store.traverse_scored([r.item.id for r in anchors], GRAPH_DEPTH):
+            if len(hits) >= k:
+                break
+            item = scored.item
+            if item.id in seen or item.kind != KIND_CHUNK or not visible(item, tenant):
+                continue
+            seen.add(item.id)
+            hits.append(self._hit(item, top * scored.score, False, SOURCE_OP_GRAPH))
+        return hits[:k]
+
+    def _hit(self, item: Item, score: float, shaped: bool, op: str) -> dict[str, Any]:
+        return hit_body(
+            item, score, valid_from=self._valid_from(item), rerank_applied=shaped, source_op=op
+        )
+
+    def _valid_from(self, item: Item) -> Hlc | None:
+        """The stamp of ``item``'s current version (the journal's history, remembered).
+
+        Remembered by id and ``updated_at``, which every write of the item
+        changes, so a remembered stamp is always the current version's.
+        """
+        key = (item.id, item.updated_at)
+        with self._stamps_lock:
+            stamp = self._stamps.get(key)
+            if stamp is not None:
+                self._stamps.move_to_end(key)
+                return stamp
+        history = self.journal.history(item.id)
+        if not history or history[-1].op != "upsert":
+            return None
+        stamp = history[-1].valid_from
+        with self._stamps_lock:
+            self._stamps[key] = stamp
+            while len(self._stamps) > STAMP_CACHE_SIZE:
+                self._stamps.popitem(last=False)
+        return stamp
+
+    def _recall_as_of(
+        self, tenant: str, req: RecallRequest, at: Lsn, visible: Callable[[Item, str], bool]
+    ) -> list[dict[str, Any]]:
+        """Search the tenant's chunks as they were at ``at``: a throwaway store, lexical only."""
+        then = [
+            it
+            for it in self.journal.as_of(at, partition=tenant)
+            if it.kind == KIND_CHUNK and visible(it, tenant)
+        ]
+        past = Store()
+        past.restore(then)
+
+        def over_the_past(cfg: SearchConfig) -> None:
+            cfg.store, cfg.cells, cfg.visible = past, None, visible
+
+        searcher = self.memory.searcher.with_(over_the_past)
+        results = searcher.hybrid_search(req.query, kind=KIND_CHUNK, partition=tenant, limit=req.k)
+        hits = []
+        for r in results:
+            version = next(
+                (v for v in reversed(self.journal.history(r.item.id)) if v.visible_at(at)), None
+            )
+            hits.append(
+                hit_body(
+                    r.item,
+                    r.score,
+                    valid_from=version.valid_from if version else None,
+                    valid_to=version.valid_to if version else None,
+                    rerank_applied=True,
+                    source_op=SOURCE_OP_AS_OF,
+                )
+            )
+        return hits
+
+    # ------------------------------------------------------------------ forget
+
+    def forget(self, tenant: str, req: ForgetRequest) -> dict[str, Any]:
+        """Soft delete, dry run or confirmed hard delete; the seed's ForgetReceipt.
+
+        :raises ProtocolError: 428 / 400 for a hard delete without a valid
+            confirmation token (checked before anything is touched).
+        """
+        target = _canonical_target(req)
+        if req.dry_run:
+            ids = (
+                self._live_targets(tenant, req) if not req.hard else self._all_targets(tenant, req)
+            )
+            receipt = _receipt(target, [], ids, self.journal.head(), preview=True)
+            return self.confirmations.seal(tenant, receipt)
+        if req.hard:
+            self.confirmations.redeem(tenant, target, req.confirmation_token)
+            ids = self._all_targets(tenant, req)
+            purged = self.journal.purge(ids) if ids else []
+            with self.store.batch():
+                self.store.upsert(audit_item(tenant, target, purged, hard=True))
+            lsn = self.journal.last_lsn() or self.journal.head()
+            return _receipt(target, [], purged, lsn, preview=False)
+        ids = self._live_targets(tenant, req)
+        with self.store.batch():
+            gone = [i for i in ids if self.store.delete(i)]
+            self.store.upsert(audit_item(tenant, target, gone, hard=False))
+        lsn = self.journal.last_lsn() or self.journal.head()
+        return _receipt(target, gone, [], lsn, preview=False)
+
+    def _live_targets(self, tenant: str, req: ForgetRequest) -> list[str]:
+        """The tenant's live episode and chunk ids a forget target names."""
+        target = req.target
+        if isinstance(target, IdTarget):
+            ulid = parse_ulid(target.Id)
+            if ulid is None:
+                return []
+            out: list[str] = []
+            ep = self.store.get(episode_id(tenant, ulid))
+            if ep is not None and owned_by(ep, tenant):
+                out.append(ep.id)
+                out.extend(c for c in episode_chunk_ids(ep) if self.store.get(c) is not None)
+            ch = self.store.get(chunk_id(tenant, ulid))
+            if ch is not None and owned_by(ch, tenant):
+                out.append(ch.id)
+            return out
+        if isinstance(target, ScopeTarget):
+            prefix = target.Scope.BySource
+            return [
+                it.id
+                for it in self.store.items()
+                if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
+            ]
+        assert isinstance(target, BeforeTarget)
+        try:
+            at = Lsn.of(target.Before.wall_ms, target.Before.counter)
+        except InvalidLsnError as e:
+            raise invalid_request(f"target.Before: {e}") from None
+        then = {
+            it.id for it in self.journal.as_of(at, partition=tenant) if _primitive_of(it, tenant)
+        }
+        return [i for i in sorted(then) if self.store.get(i) is not None]
+
+    def _all_targets(self, tenant: str, req: ForgetRequest) -> list[str]:
+        """The ids a hard delete erases: the live targets and those only the journal holds."""
+        target = req.target
+        if isinstance(target, IdTarget):
+            ulid = parse_ulid(target.Id)
+            if ulid is None:
+                return []
+            ids: set[str] = set()
+            for item_id in (episode_id(tenant, ulid), chunk_id(tenant, ulid)):
+                versions = self.journal.history(item_id)
+                if not versions:
+                    continue
+                ids.add(item_id)
+                last = next((v.item for v in reversed(versions) if v.item is not None), None)
+                if last is not None and last.kind == KIND_EPISODE:
+                    ids.update(c for c in episode_chunk_ids(last) if self.journal.history(c))
+            return sorted(ids)
+        if isinstance(target, ScopeTarget):
+            prefix = target.Scope.BySource
+            return sorted(
+                {
+                    it.id
+                    for it in self.journal.as_of(self.journal.head(), partition=tenant)
+                    if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
+                }
+                | set(self._live_targets(tenant, req))
+            )
+        return self._live_targets(tenant, req)
+
+    # ------------------------------------------------------------- snapshot
+
+    def snapshot(self, tenant: str, raw_lsn: str) -> Iterator[str]:
+        """Check ``raw_lsn`` (400 / 404 here) and return the NDJSON lines of the tenant's state."""
+        m = _LSN_FORM.fullmatch(raw_lsn)
+        if m is None:
+            raise invalid_lsn(raw_lsn)
+        now = self._wall_ms()
+        if int(m.group(1)) > now:  # the future, however far (even past the Lsn range)
+            raise snapshot_out_of_range(int(m.group(1)), now)
+        try:
+            at = Lsn.parse(raw_lsn)
+        except InvalidLsnError:
+            raise invalid_lsn(raw_lsn) from None
+        return self._snapshot_lines(tenant, at)
+
+    def _snapshot_lines(self, tenant: str, at: Lsn) -> Iterator[str]:
+        for version in self.journal.snapshot(at, partition=tenant):
+            if version.item is None or not owned_by(version.item, tenant):
+                continue
+            record = snapshot_record(version)
+            if record is not None:
+                yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    # -------------------------------------------------------------- episode
+
+    def episode(self, tenant: str, raw_id: str) -> dict[str, Any]:
+        """The stored episode; 400 ``invalid_episode_id``, 404 ``episode_not_found``."""
+        ulid = parse_ulid(raw_id) if len(raw_id) == 26 else None
+        if ulid is None:
+            raise invalid_episode_id(raw_id)
+        item = self.store.get(episode_id(tenant, ulid))
+        if item is None or item.kind != KIND_EPISODE or not owned_by(item, tenant):
+            raise episode_not_found(ulid)
+        return episode_body(item)
+
+
+def _primitive_of(item: Item, tenant: str) -> bool:
+    return item.kind in (KIND_CHUNK, KIND_EPISODE) and owned_by(item, tenant)
+
+
+def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
+    """The search visibility of a recall: the tenant's own items only, then the filter."""
+
+    def visible(item: Item, partition: str) -> bool:
+        if partition != tenant or not owned_by(item, tenant):
+            return False
+        return expr is None or evaluate(expr, filter_record(item))
+
+    return visible
+
+
+def _canonical_target(req: ForgetRequest) -> dict[str, Any]:
+    """The target as receipts carry it (an Id upper-cased, as ULIDs are canonically)."""
+    target = req.target_json()
+    if isinstance(req.target, IdTarget):
+        ulid = parse_ulid(req.target.Id) if len(req.target.Id) == 26 else None
+        if ulid is None:
+            raise invalid_request(f"target.Id: {req.target.Id[:64]!r} is not a 26-character ULID")
+        target = {"Id": ulid}
+    return target
+
+
+def _receipt(
+    target: Mapping[str, Any], closed: list[str], purged: list[str], lsn: Lsn, *, preview: bool
+) -> dict[str, Any]:
+    """The seed's ForgetReceipt. A preview counts what a delete would remove as rows_deleted."""
+    touched = closed or purged
+    return {
+        "target": dict(target),
+        "indices_affected": list(INDICES) if touched else [],
+        "rows_written": len(closed),
+        "rows_deleted": len(purged),
+        "audit_lsn": lsn.to_json(),
+        "preview": preview,
+    }

@@ -1,0 +1,192 @@
+"""A real ``memstore serve`` for the conformance suite, or any server given by URL.
+
+By default the session starts ``python -m memstore.cli serve`` on a free
+loopback port with the hash embedder, the seed harness's rate limit (5 rps,
+burst 10) and a tokens file of many tenants, and stops it with SIGTERM at the
+end (checking that it exits cleanly). To certify another server instead::
+
+    MEMSTORE_PROTOCOL_URL=http://host:port MEMSTORE_PROTOCOL_TOKENS=tokens.json \
+        pytest tests/protocol
+
+where the tokens file holds the server's tokens: at least 12 tokens with all
+three scopes (each of its own tenant), one with ``recall`` only, and one with
+no scope.
+
+Every tenant has its own bucket, so each test takes fresh tenants
+(:meth:`Tenants.take`) and the 5 rps limit is only met where a test means it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RATE_PER_SECOND = 5
+RATE_BURST = 10
+ALL = ["ingest", "recall", "forget"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 60.0) -> None:
+    """Poll ``/healthz`` until it answers (or the process dies, or ``timeout`` passes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"memstore serve exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not become healthy")
+
+
+def start_server(
+    data: Path, tokens_file: Path | None, *extra: str, port: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``memstore serve`` on ``data``; the process and its base URL, once healthy."""
+    port = port or free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "memstore.cli",
+        "serve",
+        "--data",
+        str(data),
+        "--embedder",
+        "hash",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *extra,
+    ]
+    if tokens_file is not None:
+        cmd += ["--tokens-file", str(tokens_file)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    data.mkdir(parents=True, exist_ok=True)
+    with open(data.parent / f"serve-{port}.log", "ab") as log:  # not a pipe: it could fill up
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, url
+
+
+def stop_server(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
+    proc.send_signal(sig)
+    return proc.wait(timeout=30)
+
+
+@dataclass
+class Tenants:
+    """The tokens of the server under test, handed out so no two tests share a bucket."""
+
+    full: list[str]
+    reader: str
+    noscope: str
+    tenant_of: dict[str, str]
+    _next: int = field(default=0)
+
+    def take(self) -> str:
+        """A full-scope token whose tenant no test used before (recycled when all were)."""
+        token = self.full[self._next % len(self.full)]
+        self._next += 1
+        return token
+
+
+@dataclass
+class Server:
+    url: str
+    tenants: Tenants
+    client: httpx.Client
+
+    def call(self, method: str, path: str, token: str | None, **kw: Any) -> httpx.Response:
+        """A request as ``token`` (None: no Authorization), waiting out any 429."""
+        headers = dict(kw.pop("headers", {}))
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        while True:
+            r = self.client.request(method, path, headers=headers, **kw)
+            if r.status_code != 429:
+                return r
+            time.sleep(float(r.headers["Retry-After"]))
+
+
+def make_tokens(path: Path) -> dict[str, Any]:
+    tokens: dict[str, Any] = {
+        f"tok-full-{n}": {"tenant": f"t{n}", "scopes": ALL} for n in range(40)
+    }
+    tokens["tok-reader"] = {"tenant": "readers", "scopes": ["recall"]}
+    tokens["tok-noscope"] = {"tenant": "nobody", "scopes": []}
+    path.write_text(json.dumps(tokens), encoding="utf-8")
+    return tokens
+
+
+def tenants_from(tokens: dict[str, Any]) -> Tenants:
+    full, seen = [], set()
+    reader = noscope = ""
+    for token, entry in tokens.items():
+        scopes = set(entry["scopes"])
+        if scopes == set(ALL) and entry["tenant"] not in seen:
+            seen.add(entry["tenant"])
+            full.append(token)
+        elif scopes == {"recall"} and not reader:
+            reader = token
+        elif not scopes and not noscope:
+            noscope = token
+    # A tenant shares its bucket with every token of it: keep the others' tenants apart.
+    others = {tokens[reader]["tenant"], tokens[noscope]["tenant"]} if reader and noscope else set()
+    full = [t for t in full if tokens[t]["tenant"] not in others]
+    assert len(full) >= 12 and reader and noscope, "tokens file lacks the roles the suite needs"
+    return Tenants(full, reader, noscope, {t: e["tenant"] for t, e in tokens.items()})
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    url = os.environ.get("MEMSTORE_PROTOCOL_URL")
+    if url:
+        tokens = json.loads(Path(os.environ["MEMSTORE_PROTOCOL_TOKENS"]).read_text("utf-8"))
+        with httpx.Client(base_url=url, timeout=30.0) as client:
+            yield Server(url, tenants_from(tokens), client)
+        return
+    root = tmp_path_factory.mktemp("serve")
+    tokens = make_tokens(root / "tokens.json")
+    proc, url = start_server(
+        root / "data",
+        root / "tokens.json",
+        "--rate-per-second",
+        str(RATE_PER_SECOND),
+        "--rate-burst",
+        str(RATE_BURST),
+    )
+    try:
+        with httpx.Client(base_url=url, timeout=30.0) as client:
+            yield Server(url, tenants_from(tokens), client)
+    finally:
+        code = stop_server(proc)
+    assert code == 0, "SIGTERM must shut the server down cleanly"

@@ -1,0 +1,179 @@
+"""The seed's Authentication, Rate limiting and Errors sections, over real HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import RATE_BURST, Server
+
+ROUTES = [
+    ("POST", "/v1/ingest", {"source": "s", "content": "c"}),
+    ("POST", "/v1/recall", {"query": "q"}),
+    ("POST", "/v1/forget", {"target": {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}, "dry_run": True}),
+    ("GET", "/v1/snapshot/1.0", None),
+    ("GET", "/v1/episode/01HZZZZZZZZZZZZZZZZZZZZZZZ", None),
+]
+SCOPE_OF = {
+    "/v1/ingest": "ingest",
+    "/v1/recall": "recall",
+    "/v1/forget": "forget",
+    "/v1/snapshot/1.0": "recall",
+    "/v1/episode/01HZZZZZZZZZZZZZZZZZZZZZZZ": "recall",
+}
+
+
+def assert_error(r: object, status: int, code: str) -> dict[str, object]:
+    import httpx
+
+    assert isinstance(r, httpx.Response)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert body["error"] == code
+    assert isinstance(body["message"], str) and body["message"]
+    assert set(body) <= {"error", "message", "details"}
+    return dict(body)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+def test_missing_authorization_is_401(server: Server, method: str, path: str, body: object) -> None:
+    r = server.client.request(method, path, json=body)
+    assert_error(r, 401, "unauthorized")
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",
+        "Basic dXNlcjpwYXNz",
+        "Bearer",
+        "Bearer two words",
+        "Bearer tök".encode("latin-1"),
+        "tok-full-0",
+    ],
+)
+def test_malformed_authorization_is_401(server: Server, header: str | bytes) -> None:
+    r = server.client.post("/v1/recall", json={"query": "q"}, headers={"Authorization": header})
+    assert_error(r, 401, "unauthorized")
+
+
+def test_unknown_token_is_401_and_never_echoed(server: Server) -> None:
+    r = server.call("POST", "/v1/recall", "no-such-token-xyz", json={"query": "q"})
+    body = assert_error(r, 401, "unauthorized")
+    assert "no-such-token-xyz" not in str(body)
+
+
+def test_unauthenticated_bad_body_is_still_401(server: Server) -> None:
+    r = server.client.post("/v1/ingest", content=b"{not json", headers={"Authorization": "x y"})
+    assert_error(r, 401, "unauthorized")
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+def test_missing_scope_is_403(server: Server, method: str, path: str, body: object) -> None:
+    r = server.call(method, path, server.tenants.noscope, json=body)
+    details = assert_error(r, 403, "forbidden")["details"]
+    assert details == {"required_scope": SCOPE_OF[path]}
+
+
+def test_recall_only_token(server: Server) -> None:
+    reader = server.tenants.reader
+    assert server.call("POST", "/v1/recall", reader, json={"query": "q"}).status_code == 200
+    r = server.call("POST", "/v1/ingest", reader, json={"source": "s", "content": "c"})
+    assert_error(r, 403, "forbidden")
+    r = server.call("POST", "/v1/forget", reader, json={"target": {"Scope": {"BySource": "s"}}})
+    assert_error(r, 403, "forbidden")
+
+
+def test_healthz_needs_no_auth_and_is_not_rate_limited(server: Server) -> None:
+    for _ in range(3 * RATE_BURST):
+        r = server.client.get("/healthz")
+        assert r.status_code == 200
+        assert r.json()["ok"] is True
+        assert isinstance(r.json()["version"], str)
+
+
+def test_metrics_needs_no_auth(server: Server) -> None:
+    r = server.client.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    assert "memstore_http_requests_total" in r.text
+
+
+def test_metric_labels_are_bounded(server: Server) -> None:
+    for n in range(3):
+        server.client.get(f"/nowhere-{n}")
+        server.client.get(f"/v1/episode/{n}", headers={"Authorization": f"Bearer ghost-{n}"})
+    text = server.client.get("/metrics").text
+    assert "nowhere" not in text and "ghost" not in text
+    assert 'route="other"' in text
+    labels = [line for line in text.splitlines() if line.startswith("memstore_http_requests_total")]
+    tenants = {line.split('tenant="', 1)[1].split('"', 1)[0] for line in labels}
+    assert tenants <= {"-"} | set(server.tenants.tenant_of.values())
+
+
+def test_burst_then_429_with_retry_after(server: Server) -> None:
+    token = server.tenants.take()
+    statuses = []
+    retry_after = None
+    for _ in range(3 * RATE_BURST):
+        r = server.client.get(
+            "/v1/episode/01HZZZZZZZZZZZZZZZZZZZZZZZ", headers={"Authorization": f"Bearer {token}"}
+        )
+        statuses.append(r.status_code)
+        if r.status_code == 429:
+            body = assert_error(r, 429, "rate_limited")
+            retry_after = r.headers["Retry-After"]
+            assert retry_after.isdigit() and int(retry_after) >= 1
+            assert body["details"] == {"retry_after": int(retry_after)}
+            break
+    assert statuses[:RATE_BURST] == [404] * RATE_BURST, "a full bucket admits a burst"
+    assert retry_after is not None, "past the burst the tenant is refused"
+    # Another tenant's bucket is untouched.
+    other = server.call("POST", "/v1/recall", server.tenants.take(), json={"query": "q"})
+    assert other.status_code == 200
+
+
+def test_unknown_route_and_method(server: Server) -> None:
+    assert_error(server.client.get("/v2/nothing"), 404, "not_found")
+    token = server.tenants.take()
+    r = server.client.get("/v1/ingest", headers={"Authorization": f"Bearer {token}"})
+    assert_error(r, 405, "method_not_allowed")
+
+
+def test_openapi_document(server: Server) -> None:
+    doc = server.client.get("/openapi.json").json()
+    assert doc["openapi"].startswith("3.")
+    assert {
+        "/v1/ingest",
+        "/v1/recall",
+        "/v1/forget",
+        "/v1/snapshot/{lsn}",
+        "/v1/episode/{id}",
+    } <= set(doc["paths"])
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        (b"{not json", "application/json", 400, "invalid_request"),
+        (b"[1, 2]", "application/json", 400, "invalid_request"),
+        (b'{"query": "q", "bogus": 1}', "application/json", 400, "invalid_request"),
+        (b'{"query": "q", "k": "10"}', "application/json", 400, "invalid_request"),
+        (b'{"query": "q", "k": 0}', "application/json", 400, "invalid_request"),
+        (b'{"query": "q", "k": 101}', "application/json", 400, "invalid_request"),
+        (b'{"query": "q", "mode": "psychic"}', "application/json", 400, "invalid_request"),
+        (b'{"k": 3}', "application/json", 400, "invalid_request"),
+        (b'{"query": "q"}', "text/plain", 415, "unsupported_media_type"),
+        (b'{"query": "' + b"x" * 300_000 + b'"}', "application/json", 413, "payload_too_large"),
+    ],
+)
+def test_bad_bodies(server: Server, body: bytes, content_type: str, status: int, code: str) -> None:
+    r = server.call(
+        "POST",
+        "/v1/recall",
+        server.tenants.take(),
+        content=body,
+        headers={"Content-Type": content_type},
+    )
+    assert_error(r, status, code)

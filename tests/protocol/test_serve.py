@@ -1,0 +1,148 @@
+"""``memstore serve`` itself: generated tokens, refused binds, clean and dirty shutdowns.
+
+These start servers of their own, so they run only against the local code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from ulid import ULID
+
+from .conftest import ROOT, make_tokens, start_server, stop_server
+
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("MEMSTORE_PROTOCOL_URL")), reason="starts servers of its own"
+)
+
+
+def test_loopback_without_tokens_makes_a_private_tokens_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc, url = start_server(data, None)
+    try:
+        path = data / "tokens.json"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        (token, entry), *_ = json.loads(path.read_text()).items()
+        assert entry == {"tenant": "default", "scopes": ["ingest", "recall", "forget"]}
+        r = httpx.post(
+            f"{url}/v1/recall", json={"query": "q"}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert r.status_code == 200
+    finally:
+        assert stop_server(proc, signal.SIGINT) == 0
+    log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
+    assert "curl" in log and "tokens.json" in log
+
+
+def test_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memstore.cli",
+            "serve",
+            "--data",
+            str(tmp_path),
+            "--host",
+            "0.0.0.0",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--tokens-file" in done.stderr
+    assert not (tmp_path / "tokens.json").exists()
+
+
+def test_metrics_disabled_is_404(tmp_path: Path) -> None:
+    make_tokens(tmp_path / "tokens.json")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", "--metrics-disabled")
+    try:
+        r = httpx.get(f"{url}/metrics")
+        assert r.status_code == 404 and r.json()["error"] == "not_found"
+    finally:
+        assert stop_server(proc) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_kill_during_an_ingest_burst_loses_no_acknowledged_episode(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    make_tokens(tmp_path / "tokens.json")
+    data = tmp_path / "data"
+    proc, url = start_server(data, tmp_path / "tokens.json", "--rate-per-second", "1000")
+    acknowledged: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(n: int) -> None:
+        token = f"tok-full-{n}"
+        with httpx.Client(base_url=url, timeout=10.0) as client:
+            while not stop.is_set():
+                ulid = str(ULID())
+                body = {"id": ulid, "source": f"w{n}", "content": f"# burst\nepisode {ulid}\n"}
+                try:
+                    r = client.post(
+                        "/v1/ingest", json=body, headers={"Authorization": f"Bearer {token}"}
+                    )
+                except httpx.TransportError:
+                    return  # the server is gone: this one was never acknowledged
+                if r.status_code == 200:
+                    with lock:
+                        acknowledged.append((token, ulid))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        while True:  # kill once a good number of episodes were acknowledged
+            with lock:
+                if len(acknowledged) >= 40:
+                    break
+            threading.Event().wait(0.01)
+        proc.send_signal(sig)
+        code = proc.wait(timeout=60)
+        # SIGTERM: in-flight requests finish, the Memory is closed, exit status 0.
+        assert code == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    with lock:
+        acked = list(acknowledged)
+    proc, url = start_server(data, tmp_path / "tokens.json", "--rate-per-second", "1000")
+    try:
+        with httpx.Client(base_url=url, timeout=10.0) as client:
+            for token, ulid in acked:
+                r = client.get(f"/v1/episode/{ulid}", headers={"Authorization": f"Bearer {token}"})
+                assert r.status_code == 200, f"acknowledged episode {ulid} lost"
+                assert r.json()["content"] == f"# burst\nepisode {ulid}\n"
+    finally:
+        assert stop_server(proc) == 0
+
+
+def test_idle_event_stream_gets_keep_alive_comments(tmp_path: Path) -> None:
+    make_tokens(tmp_path / "tokens.json")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", "--sse-keepalive", "0.2")
+    try:
+        headers = {"Authorization": "Bearer tok-full-0"}
+        with httpx.stream("GET", f"{url}/v1/events", headers=headers, timeout=30.0) as r:
+            comments = 0
+            for line in r.iter_lines():
+                if line == ": keep-alive":
+                    comments += 1
+                    if comments == 2:
+                        break
+    finally:
+        assert stop_server(proc) == 0
