@@ -719,3 +719,19 @@ def test_lsn_of_names_where_each_change_was_recorded(pair: tuple[SqliteJournal, 
     from memstore import Change
 
     assert journal.lsn_of(Change("delete", None, "x", "note")) is None
+
+
+def test_no_embed_survives_restart_and_export(tmp_path: Path) -> None:
+    journal, store = open_store(tmp_path / "a.db")
+    keep_out = store.upsert(Item(kind="note", title="raw log line", no_embed=True))
+    normal = store.upsert(note("an ordinary note"))
+    out = io.StringIO()
+    journal.export(None, out)
+    journal.close()
+    journal, store = open_store(tmp_path / "a.db")
+    assert store.get(keep_out.id).no_embed and not store.get(normal.id).no_embed  # type: ignore[union-attr]
+    journal.close()
+    other, copy = open_store(tmp_path / "b.db")
+    other.import_(io.StringIO(out.getvalue()))
+    assert copy.get(keep_out.id).no_embed  # type: ignore[union-attr]
+    other.close()

@@ -401,3 +401,14 @@ def test_threads_share_one_memory(tmp_path: Path) -> None:
     assert {it.id: it.content for it in again.store.items()} == live
     assert again.stats().vectors == len(live)
     again.close()
+
+
+def test_no_embed_items_stay_out_of_the_vector_index_after_restart(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "d", embedder="hash")
+    mem.add("raw log: GET /health 200", no_embed=True)
+    mem.add("the health check is green")
+    assert mem.stats().vectors == 1
+    mem.close()
+    mem = Memory(tmp_path / "d", embedder="hash")
+    assert mem.stats().vectors == 1
+    mem.close()

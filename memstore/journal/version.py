@@ -57,7 +57,7 @@ class Version:
             "valid_from": self.valid_from.to_json(),
             "op": self.op,
             "kind": self.kind,
-            "item": None if self.item is None else self.item.model_dump(mode="json"),
+            "item": None if self.item is None else _item_json(self.item),
         }
 
 
@@ -90,7 +90,7 @@ class Row:
             kind,
             partition_from_tags(tags),
             SHARED_TAG in tags,
-            None if item is None else item.model_dump_json(),
+            None if item is None else _item_text(item),
         )
 
     @property
@@ -105,6 +105,25 @@ class Row:
             to = Hlc(lsn.wall_ms, lsn.counter, self.to_node or 0)
         item = None if self.item is None else Item.model_validate_json(self.item)
         return Version(self.id, self.hlc, to, self.op, self.kind, item)
+
+
+def _item_text(item: Item) -> str:
+    """The item as the journal stores it: its persisted fields, and ``no_embed``.
+
+    ``no_embed`` is an in-process flag that :meth:`Item.model_dump_json` leaves
+    out, but whether an item belongs in the vector index must survive a
+    restart; it is added only when set, so the common row stays as pydantic
+    wrote it.
+    """
+    text = item.model_dump_json()
+    return text[:-1] + ',"no_embed":true}' if item.no_embed else text
+
+
+def _item_json(item: Item) -> dict[str, Any]:
+    out = item.model_dump(mode="json")
+    if item.no_embed:
+        out["no_embed"] = True
+    return out
 
 
 def row_from_export(id: str, entry: object) -> Row:
