@@ -516,9 +516,13 @@ class PostgresJournal(JournalBase):
         return True
 
     def _remember_applied(self, batch: FeedBatch, changes: Sequence[Change]) -> None:
-        """The record of a group that mirrors the record: nothing to write, but
-        each change's Lsn (its newest commit in ``batch``) for :meth:`lsn_of`,
-        so change streams carry the position of other processes' writes too."""
+        """The record of a group that mirrors the record: nothing to write.
+
+        Each change is remembered for :meth:`lsn_of` at the stamp of the newest
+        commit in ``batch`` that touched its id (the commit's last stamp: the
+        Lsn its writer acknowledged, at or after the version's own), so change
+        streams carry a position for other processes' writes too.
+        """
         lsn_of_id: dict[str, int] = {}
         for commit in batch.commits:
             for i in commit.ids:
