@@ -211,6 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--tokens-file")
     p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
+    p.add_argument(
+        "--journal-schema",
+        help="the PostgreSQL schema of --journal (default memstore); replicas share one",
+    )
+    p.add_argument(
+        "--confirm-key-file",
+        help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
+    )
     p.add_argument("--rate-per-second", type=float, default=60.0)
     p.add_argument("--rate-burst", type=int, default=120)
     p.add_argument("--metrics-disabled", action="store_true")

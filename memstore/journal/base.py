@@ -216,10 +216,14 @@ class JournalBase(ABC):
         rows = self._rows_for(changes)
         self._commit_rows(rows)
         self._tls.last = Lsn.unpack(rows[-1].lsn)
+        self._remember([(c, Lsn.unpack(r.lsn)) for c, r in zip(changes, rows, strict=True)])
+
+    def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
+        """Keep where recent changes were recorded, for :meth:`lsn_of`."""
         with self._recent_lock:
             recent = self._recent
-            for c, r in zip(changes, rows, strict=True):
-                recent[id(c)] = (c, Lsn.unpack(r.lsn))
+            for c, lsn in recorded:
+                recent[id(c)] = (c, lsn)
             while len(recent) > _RECENT:
                 recent.popitem(last=False)
 

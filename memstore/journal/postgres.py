@@ -39,6 +39,7 @@ How it stays consistent (details in ``docs/postgres.md``):
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -508,9 +509,25 @@ class PostgresJournal(JournalBase):
             )
             with offer:
                 self._run_special(
-                    store, _record_nothing, lambda: [store.reflect(i, state[i]) for i in todo]
+                    store,
+                    functools.partial(self._remember_applied, batch),
+                    lambda: [store.reflect(i, state[i]) for i in todo],
                 )
         return True
+
+    def _remember_applied(self, batch: FeedBatch, changes: Sequence[Change]) -> None:
+        """The record of a group that mirrors the record: nothing to write.
+
+        Each change is remembered for :meth:`lsn_of` at the stamp of the newest
+        commit in ``batch`` that touched its id (the commit's last stamp: the
+        Lsn its writer acknowledged, at or after the version's own), so change
+        streams carry a position for other processes' writes too.
+        """
+        lsn_of_id: dict[str, int] = {}
+        for commit in batch.commits:
+            for i in commit.ids:
+                lsn_of_id[i] = commit.lsn
+        self._remember([(c, Lsn.unpack(lsn_of_id.get(c.id, batch.last.lsn))) for c in changes])
 
     def _advance(self, batch: FeedBatch) -> None:
         last = batch.last
@@ -576,7 +593,3 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def _record_nothing(changes: Sequence[Change]) -> None:
-    """The record of a group that mirrors the record itself: nothing to write."""

@@ -37,6 +37,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstore import __version__
+from memstore.journal import Journal, Lsn
 from memstore.journal.hlc import wall_clock_ms
 from memstore.memory import Memory
 from memstore.protocol.auth import TokenTable
@@ -66,7 +67,7 @@ from memstore.protocol.models import (
 from memstore.protocol.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND, RateLimiter
 from memstore.protocol.verbs import Verbs
 
-__all__ = ["NDJSON", "SSE", "create_app"]
+__all__ = ["NDJSON", "SSE", "applied_lsn", "create_app"]
 
 NDJSON = "application/x-ndjson"
 """The media type of a snapshot."""
@@ -109,6 +110,20 @@ def _sse(event: str, data: object) -> str:
     return (
         f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
     )
+
+
+def applied_lsn(journal: Journal) -> Lsn:
+    """The journal position whose writes are all visible in this process.
+
+    A PostgreSQL journal reports where its follower has applied the shared
+    record (this process's own writes included); any other journal is the
+    only writer, so its head is applied.
+    """
+    feed_status = getattr(journal, "feed_status", None)
+    if feed_status is not None:
+        position: Lsn = feed_status().position
+        return position
+    return journal.head()
 
 
 def create_app(
@@ -170,8 +185,8 @@ def create_app(
         "/healthz", tags=["operations"], response_model=None, responses={200: {"model": HealthOut}}
     )
     def healthz() -> dict[str, Any]:
-        """Liveness probe: no auth, no rate limit."""
-        return {"ok": True, "version": __version__}
+        """Liveness probe: no auth, no rate limit; ``lsn`` is the applied journal position."""
+        return {"ok": True, "version": __version__, "lsn": str(applied_lsn(verbs.journal))}
 
     @app.get("/metrics", tags=["operations"], response_class=Response)
     def prometheus() -> Response:

@@ -88,6 +88,13 @@ class Confirmations:
         pass the same key to every process that must honour them.
     :param ttl_seconds: how long a sealed receipt stays redeemable.
     :param clock: wall-clock seconds (``time.time`` by default).
+    :param claim: records that a receipt was redeemed: called as
+        ``claim(nonce, expires_ms, now_ms)``, it answers whether this is the
+        first redemption of ``nonce`` (and may forget nonces expired by
+        ``now_ms``). Omitted, this object remembers them itself, which is
+        right for one process; replicas pass one shared record (for example
+        :class:`~memstore.protocol.pgconfirm.PostgresClaims`), so that a
+        receipt is good for one hard delete across all of them.
 
     State: the nonces redeemed and not yet expired (bounded by how many dry
     runs a tenant can make in ``ttl_seconds``, which the rate limit bounds).
@@ -99,6 +106,7 @@ class Confirmations:
         *,
         ttl_seconds: float = DEFAULT_CONFIRMATION_TTL_SECONDS,
         clock: Callable[[], float] = time.time,
+        claim: Callable[[str, int, int], bool] | None = None,
     ) -> None:
         if key is not None and len(key) < 16:
             raise ValueError("a confirmation key needs at least 16 bytes")
@@ -109,6 +117,7 @@ class Confirmations:
         self._clock = clock
         self._lock = threading.Lock()
         self._redeemed: dict[str, int] = {}  # nonce -> expiry (ms)
+        self._claim = claim if claim is not None else self._claim_here
 
     def seal(self, tenant: str, receipt: Mapping[str, object]) -> dict[str, object]:
         """``receipt`` (a dry run's, ``preview`` true) with its ``confirmation`` field added."""
@@ -160,15 +169,21 @@ class Confirmations:
                 f"this receipt expired {(now_ms - expires_ms) / 1000:.0f} s ago; "
                 "run the dry run again"
             )
+        if not self._claim(nonce, expires_ms, now_ms):
+            raise invalid_confirmation_token(
+                "this receipt was already used for a hard delete; run the dry run again"
+            )
+        return receipt
+
+    def _claim_here(self, nonce: str, expires_ms: int, now_ms: int) -> bool:
+        """The in-process record of redeemed nonces (the default ``claim``)."""
         with self._lock:
             for old in [n for n, exp in self._redeemed.items() if exp < now_ms]:
                 del self._redeemed[old]
             if nonce in self._redeemed:
-                raise invalid_confirmation_token(
-                    "this receipt was already used for a hard delete; run the dry run again"
-                )
+                return False
             self._redeemed[nonce] = expires_ms
-        return receipt
+            return True
 
     def _mac(self, tenant: str, body: Mapping[str, object], expires_ms: int, nonce: str) -> str:
         message = canonical_json(

@@ -185,10 +185,17 @@ class EpisodeOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    """GET /healthz's answer."""
+    """GET /healthz's answer.
+
+    ``lsn`` (an addition to the seed): the journal position this server has
+    applied, as ``wall_ms.counter``. Every write up to it is visible here, so
+    a client that wrote through another replica (whose acknowledgement
+    carried Lsn L) can poll it until it reaches L to read its own writes.
+    """
 
     ok: bool
     version: str
+    lsn: str | None = None
 
 
 class ErrorOut(BaseModel):

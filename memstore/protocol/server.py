@@ -6,6 +6,14 @@ random token made on first start (mode 0600; printed with a curl line to try
 it). A non-loopback bind without a tokens file is refused: a server reachable
 from the network must be given its tokens on purpose.
 
+Replicas: with ``--journal postgresql://...`` (and ``--journal-schema``,
+default ``memstore``) several servers, each with its own ``--data`` folder,
+serve one memory. Give them the same tokens file: the hard-delete
+confirmation key is derived from its bytes (:func:`confirmation_key`), so a
+dry-run receipt sealed by one replica is redeemable on any other
+(``--confirm-key-file`` names another shared secret instead). See
+``docs/protocol.md`` ("Replicas").
+
 SIGTERM and SIGINT shut down gracefully: the listener closes, requests in
 flight finish (streams are given :data:`GRACEFUL_SHUTDOWN_SECONDS`), then the
 :class:`~memstore.memory.Memory` is closed (journal, vectors, hub).
@@ -15,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import hmac
 import ipaddress
 import sys
 from collections.abc import Iterator
@@ -23,6 +33,7 @@ from typing import Final
 
 import uvicorn
 
+from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.protocol.app import create_app
 from memstore.protocol.auth import (
@@ -33,9 +44,19 @@ from memstore.protocol.auth import (
     new_token,
     write_tokens_file,
 )
+from memstore.protocol.confirm import Confirmations
 from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
 
-__all__ = ["DEFAULT_TENANT", "GRACEFUL_SHUTDOWN_SECONDS", "TOKENS_FILE", "is_loopback", "serve"]
+__all__ = [
+    "CONFIRMATION_KEY_LABEL",
+    "DEFAULT_JOURNAL_SCHEMA",
+    "DEFAULT_TENANT",
+    "GRACEFUL_SHUTDOWN_SECONDS",
+    "TOKENS_FILE",
+    "confirmation_key",
+    "is_loopback",
+    "serve",
+]
 
 TOKENS_FILE: Final = "tokens.json"
 """The tokens file made in the data folder when none is given (loopback only)."""
@@ -43,6 +64,10 @@ DEFAULT_TENANT: Final = "default"
 """The tenant of that generated token."""
 GRACEFUL_SHUTDOWN_SECONDS: Final = 10
 """How long open streams (SSE) may run on after a shutdown signal."""
+DEFAULT_JOURNAL_SCHEMA: Final = "memstore"
+"""The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` says."""
+CONFIRMATION_KEY_LABEL: Final = b"memstore confirmations v1"
+"""What :func:`confirmation_key` MACs with the shared secret: a key for this use only."""
 
 
 class _Server(uvicorn.Server):
@@ -71,6 +96,60 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def confirmation_key(secret: bytes) -> bytes:
+    """The hard-delete confirmation key of every server sharing ``secret``.
+
+    ``secret`` is the tokens file's bytes (or ``--confirm-key-file``'s): the
+    replicas of one memory share it, so each derives the same key and honours
+    the others' dry-run receipts, while the key itself is never the tokens.
+
+    >>> confirmation_key(b"{}") == confirmation_key(b"{}") != confirmation_key(b"{ }")
+    True
+    >>> len(confirmation_key(b"{}"))
+    32
+    """
+    return hmac.new(secret, CONFIRMATION_KEY_LABEL, hashlib.sha256).digest()
+
+
+def _tokens_path(args: argparse.Namespace) -> Path:
+    """The tokens file served: ``--tokens-file``, or the data folder's own."""
+    return Path(args.tokens_file) if args.tokens_file else Path(args.data) / TOKENS_FILE
+
+
+def _confirmations(args: argparse.Namespace, journal: Journal | None) -> Confirmations:
+    """Confirmations keyed by the shared secret (the key file, else the tokens file).
+
+    With a PostgreSQL journal the redeemed receipts are recorded in its
+    schema, so that each is good for one hard delete across the replicas.
+    """
+    key_file = getattr(args, "confirm_key_file", None)
+    path = Path(key_file) if key_file else _tokens_path(args)
+    secret = path.read_bytes()
+    if len(secret) < 16:
+        raise ValueError(f"{path}: a confirmation secret needs at least 16 bytes")
+    claim = None
+    if journal is not None and hasattr(journal, "schema"):
+        from memstore.protocol.pgconfirm import PostgresClaims  # needs psycopg
+
+        claim = PostgresClaims(args.journal, journal.schema)
+    return Confirmations(confirmation_key(secret), claim=claim)
+
+
+def _journal(args: argparse.Namespace) -> Journal | None:
+    """``--journal``: a PostgresJournal in ``--journal-schema``, or None (the folder's SQLite)."""
+    dsn: str | None = args.journal or None
+    if dsn is None or not dsn.startswith(("postgresql://", "postgres://")):
+        schema = getattr(args, "journal_schema", None)
+        if schema:
+            raise ValueError("--journal-schema needs --journal postgresql://...")
+        return None
+    from memstore.journal.postgres import PostgresJournal  # needs psycopg
+
+    return PostgresJournal(
+        dsn, schema=getattr(args, "journal_schema", None) or DEFAULT_JOURNAL_SCHEMA
+    )
 
 
 def _tokens(args: argparse.Namespace) -> TokenTable | None:
@@ -109,7 +188,8 @@ def serve(args: argparse.Namespace) -> int:
 
     ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
     ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled`` and
-    optionally ``sse_keepalive`` (as ``memstore serve`` parses them).
+    optionally ``journal_schema``, ``confirm_key_file`` and ``sse_keepalive``
+    (as ``memstore serve`` parses them).
     """
     try:
         tokens = _tokens(args)
@@ -118,7 +198,24 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if tokens is None:
         return 2
-    memory = Memory(args.data, embedder=args.embedder, journal=args.journal or None, hub=True)
+    try:
+        journal = _journal(args)
+    except ValueError as e:
+        print(f"memstore: {e}", file=sys.stderr)
+        return 2
+    try:
+        confirmations = _confirmations(args, journal)
+    except (OSError, ValueError) as e:
+        if journal is not None:
+            journal.close()
+        print(f"memstore: {e}", file=sys.stderr)
+        return 2
+    memory = Memory(
+        args.data,
+        embedder=args.embedder,
+        journal=journal if journal is not None else args.journal or None,
+        hub=True,
+    )
     try:
         app = create_app(
             memory,
@@ -126,6 +223,7 @@ def serve(args: argparse.Namespace) -> int:
             rate_per_second=args.rate_per_second,
             burst=args.rate_burst,
             metrics_enabled=not args.metrics_disabled,
+            confirmations=confirmations,
             keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
         )
         config = uvicorn.Config(

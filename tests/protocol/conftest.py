@@ -14,6 +14,14 @@ no scope.
 
 Every tenant has its own bucket, so each test takes fresh tenants
 (:meth:`Tenants.take`) and the 5 rps limit is only met where a test means it.
+
+Replicas: ``MEMSTORE_PROTOCOL_REPLICAS=2 pytest tests/protocol/test_verbs.py``
+starts two servers over one fresh PostgreSQL schema (``tests/pgtest.py``
+says where) and sends the requests to them in turn through
+:class:`ReplicaTransport`, which after each acknowledged write waits until
+every replica has applied it (their ``/healthz`` ``lsn``): the suite's
+read-after-write then holds whichever replica it reads from.
+``test_replicas.py`` runs that as one test, and says which files are left out.
 """
 
 from __future__ import annotations
@@ -33,10 +41,18 @@ from typing import Any
 import httpx
 import pytest
 
+from memstore.journal import Lsn
+from tests.pgtest import Schemas, require_pg
+
 ROOT = Path(__file__).resolve().parents[2]
 RATE_PER_SECOND = 5
 RATE_BURST = 10
 ALL = ["ingest", "recall", "forget"]
+REPLICAS_ENV = "MEMSTORE_PROTOCOL_REPLICAS"
+"""How many PostgreSQL-backed replicas the ``server`` fixture starts (unset: one, SQLite)."""
+WAIT_S = 30.0
+"""The longest a replica may take to apply a write (a hang guard, not a threshold)."""
+_WRITES = frozenset({"/v1/ingest", "/v1/forget"})
 
 
 def free_port() -> int:
@@ -100,6 +116,80 @@ def start_server(
 def stop_server(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
     proc.send_signal(sig)
     return proc.wait(timeout=30)
+
+
+def applied(url: str) -> Lsn:
+    """The journal position a server has applied (its ``/healthz`` ``lsn``)."""
+    r = httpx.get(f"{url}/healthz", timeout=10.0)
+    r.raise_for_status()
+    return Lsn.parse(r.json()["lsn"])
+
+
+def wait_applied(urls: list[str], lsn: Lsn, timeout: float = WAIT_S) -> None:
+    """Poll every server until it has applied ``lsn``; AssertionError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    for url in urls:
+        while applied(url) < lsn:
+            assert time.monotonic() < deadline, f"{url} did not apply {lsn} in {timeout} s"
+            time.sleep(0.005)
+
+
+class ReplicaTransport(httpx.BaseTransport):
+    """Sends each request to the next replica in turn (round robin).
+
+    After an acknowledged write (a 200 from ingest or forget), it waits until
+    every replica has applied the write's Lsn (``lsn`` or ``audit_lsn`` of the
+    answer) before handing the answer back: the client then reads its writes
+    on any replica, as a client pinned to one replica would.
+    """
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+        self._inner = httpx.HTTPTransport()
+        self._next = 0
+        self.sent: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = httpx.URL(self.urls[self._next % len(self.urls)])
+        self._next += 1
+        self.sent.append(str(url))
+        request.url = request.url.copy_with(scheme=url.scheme, host=url.host, port=url.port)
+        request.headers["Host"] = url.netloc.decode("ascii")
+        response = self._inner.handle_request(request)
+        if request.method == "POST" and request.url.path in _WRITES and response.status_code == 200:
+            response.read()
+            body = json.loads(response.content)
+            lsn = body.get("lsn") or body.get("audit_lsn")
+            wait_applied(self.urls, Lsn(lsn["wall_ms"], lsn["counter"]))
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def start_replicas(
+    root: Path, tokens_file: Path, dsn: str, schema: str, n: int, *extra: str
+) -> list[tuple[subprocess.Popen[bytes], str]]:
+    """``n`` servers (own data folders) on one PostgreSQL schema, sharing ``tokens_file``."""
+    started: list[tuple[subprocess.Popen[bytes], str]] = []
+    try:
+        for i in range(n):
+            started.append(
+                start_server(
+                    root / f"replica{i}",
+                    tokens_file,
+                    "--journal",
+                    dsn,
+                    "--journal-schema",
+                    schema,
+                    *extra,
+                )
+            )
+    except BaseException:
+        for proc, _ in started:
+            stop_server(proc)
+        raise
+    return started
 
 
 @dataclass
@@ -176,17 +266,35 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         return
     root = tmp_path_factory.mktemp("serve")
     tokens = make_tokens(root / "tokens.json")
-    proc, url = start_server(
-        root / "data",
-        root / "tokens.json",
-        "--rate-per-second",
-        str(RATE_PER_SECOND),
-        "--rate-burst",
-        str(RATE_BURST),
-    )
+    rate = ("--rate-per-second", str(RATE_PER_SECOND), "--rate-burst", str(RATE_BURST))
+    replicas = int(os.environ.get(REPLICAS_ENV) or "1")
+    if replicas > 1:
+        yield from _replicated(root, tokens, replicas, rate)
+        return
+    proc, url = start_server(root / "data", root / "tokens.json", *rate)
     try:
         with httpx.Client(base_url=url, timeout=30.0) as client:
             yield Server(url, tenants_from(tokens), client)
     finally:
         code = stop_server(proc)
     assert code == 0, "SIGTERM must shut the server down cleanly"
+
+
+def _replicated(
+    root: Path, tokens: dict[str, Any], n: int, rate: tuple[str, ...]
+) -> Iterator[Server]:
+    """The ``server`` fixture as ``n`` replicas behind a :class:`ReplicaTransport`."""
+    require_pg()
+    schemas = Schemas()
+    place = schemas.new("replicas")
+    started = start_replicas(root, root / "tokens.json", place.dsn, place.schema, n, *rate)
+    urls = [url for _, url in started]
+    codes: list[int] = []
+    try:
+        transport = ReplicaTransport(urls)
+        with httpx.Client(base_url=urls[0], transport=transport, timeout=30.0) as client:
+            yield Server(urls[0], tenants_from(tokens), client)
+    finally:
+        codes = [stop_server(proc) for proc, _ in started]
+        schemas.drop_all()
+    assert codes == [0] * n, "SIGTERM must shut every replica down cleanly"

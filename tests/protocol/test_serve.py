@@ -146,3 +146,52 @@ def test_idle_event_stream_gets_keep_alive_comments(tmp_path: Path) -> None:
                         break
     finally:
         assert stop_server(proc) == 0
+
+
+def serve_exit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``memstore serve`` with ``args`` expecting it to refuse to start."""
+    return subprocess.run(
+        [sys.executable, "-m", "memstore.cli", "serve", "--data", str(tmp_path / "d"), *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_journal_schema_needs_a_postgres_journal(tmp_path: Path) -> None:
+    done = serve_exit(tmp_path, "--journal-schema", "agents")
+    assert done.returncode == 2
+    assert "--journal-schema needs --journal postgresql://" in done.stderr
+
+
+def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "key").write_bytes(b"short")
+    done = serve_exit(tmp_path, "--confirm-key-file", str(tmp_path / "key"))
+    assert done.returncode == 2
+    assert "at least 16 bytes" in done.stderr
+
+
+def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> None:
+    """The confirmation key comes from the tokens file, not from the process."""
+    make_tokens(tmp_path / "tokens.json")
+    headers = {"Authorization": "Bearer tok-full-0"}
+    target = {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json")
+    try:
+        body = {"id": target["Id"], "source": "s", "content": "the safe code is 9876"}
+        assert httpx.post(f"{url}/v1/ingest", json=body, headers=headers).status_code == 200
+        preview = httpx.post(
+            f"{url}/v1/forget", json={"target": target, "dry_run": True}, headers=headers
+        )
+        assert preview.status_code == 200
+    finally:
+        assert stop_server(proc) == 0
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json")
+    try:
+        hard = {"target": target, "hard": True, "confirmation_token": preview.text}
+        r = httpx.post(f"{url}/v1/forget", json=hard, headers=headers)
+        assert r.status_code == 200, r.text
+        assert r.json()["rows_deleted"] == 2
+    finally:
+        assert stop_server(proc) == 0
