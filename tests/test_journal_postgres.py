@@ -293,6 +293,18 @@ def test_a_replica_never_embeds_what_a_writer_embedded(nodes: Any) -> None:
     assert c.embedder.texts == 0 and c.cells is not None and c.cells.ids() == a.cells.ids()
 
 
+def test_no_embed_travels_to_replicas(nodes: Any) -> None:
+    a, b = nodes(cells=True), nodes(cells=True)
+    raw = a.store.upsert(Item(kind="note", title="raw log line", no_embed=True))
+    a.store.upsert(Item(kind="note", title="an ordinary note"))
+    b.catch_up()
+    got = b.store.get(raw.id)
+    assert got is not None and got.no_embed
+    assert a.cells is not None and b.cells is not None
+    assert raw.id not in a.cells and raw.id not in b.cells
+    assert b.embedder.texts == 0
+
+
 def test_vectors_missing_from_the_record_are_embedded_once_and_stored(nodes: Any) -> None:
     plain = nodes()  # writes without a vector index
     for i in range(4):
