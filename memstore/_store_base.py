@@ -95,15 +95,16 @@ class StoreBase:
             self._rollback(txn, 0)
             self._drop_changes(txn, 0)
             return
-        if txn.changes and (self._before or self._commit_hook is not None):
+        commit = self._commit_hook  # read once: the hook that saw the group records it
+        if txn.changes and (self._before or commit is not None):
             changes = tuple(txn.changes)
             try:
                 for listener in list(self._before):
                     listener(changes)
                 # The durable record goes last: once it has the group, nothing
                 # else may veto it.
-                if self._commit_hook is not None:
-                    self._commit_hook(changes)
+                if commit is not None:
+                    commit(changes)
             except BaseException:
                 self._rollback(txn, 0)
                 self._drop_changes(txn, 0)

@@ -61,7 +61,7 @@ class AsyncMemory:
     async def add_many(
         self, items: Iterable[str | Item | Mapping[str, Any]], **kwargs: Any
     ) -> list[Item]:
-        return await self._run(self.memory.add_many, list(items), **kwargs)
+        return await self._run(self.memory.add_many, items, **kwargs)
 
     async def update(self, id: str, /, **fields: Any) -> Item:
         return await self._run(self.memory.update, id, **fields)
@@ -84,7 +84,7 @@ class AsyncMemory:
         return await self._run(self.memory.link, from_id, to_id, relation, weight)
 
     async def purge(self, ids: Iterable[str]) -> list[str]:
-        return await self._run(self.memory.purge, list(ids))
+        return await self._run(self.memory.purge, ids)
 
     # reads
     async def get(self, id: str) -> Item | None:

@@ -42,6 +42,7 @@ from memstore.tags import (
     PARTITION_TAG_PREFIX,
     PRIVATE_OWNER_TAG_PREFIX,
     partition_from_tags,
+    private_owner,
 )
 from memstore.validate import thought_link_rejection
 
@@ -58,7 +59,10 @@ JOURNAL_FILE: Final = "journal.db"
 
 _FIELDS: Final = frozenset(Item.model_fields)
 _INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
-_SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {"store"}
+_SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {
+    "store",
+    "cells",  # Memory's own vector index
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,15 +125,17 @@ class Memory:
             self.journal = self._open_journal(journal)
             self.cells = self._open_cells(embedder)
             self.hub = self._open_hub(hub)
-        except BaseException:
-            self.close()
-            raise
-        cells = self.cells
-        self.searcher = Searcher(
-            SearchConfig(
-                store=self.store, cells=(lambda: cells) if cells is not None else None, **options
+            cells = self.cells
+            self.searcher = Searcher(
+                SearchConfig(
+                    store=self.store,
+                    cells=(lambda: cells) if cells is not None else None,
+                    **options,
+                )
             )
-        )
+        except BaseException:
+            self.close()  # nothing half-open stays behind (the journal's file lock)
+            raise
 
     # -------------------------------------------------------------- wiring
 
@@ -288,14 +294,16 @@ class Memory:
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
         self._check_open()
-        current = self.store.get(id)
-        if current is None:
-            raise ItemNotFoundError(id)
-        data = current.model_dump()
-        data.update(fields)
-        if "links" in fields:
-            data["links_set"] = True
-        return self.store.upsert(_validated(data))
+        with self.store.batch():  # read, change and write as one step: no lost update
+            current = self.store.get(id)
+            if current is None:
+                raise ItemNotFoundError(id)
+            data = current.model_dump()
+            data["no_embed"] = current.no_embed  # an in-process flag model_dump leaves out
+            data.update(fields)
+            if "links" in fields:
+                data["links_set"] = True
+            return self.store.upsert(_validated(data))
 
     def delete(self, id: str) -> bool:
         """Delete an item (the journal keeps its history); whether it existed."""
@@ -307,11 +315,19 @@ class Memory:
         self._check_open()
         return self.store.expire(id)
 
-    def supersede(self, old_id: str, text_or_item: str | Item, **fields: Any) -> Item:
+    def supersede(
+        self,
+        old_id: str,
+        text_or_item: str | Item,
+        *,
+        private_to: str | None = None,
+        **fields: Any,
+    ) -> Item:
         """Retire ``old_id`` and store its replacement (which records what it replaced).
 
         Given as text, the replacement keeps the old item's kind, subject,
-        event date, confidence, origin and tags unless told otherwise.
+        event date, confidence, origin and tags unless told otherwise, and a
+        private note's replacement stays private to the same owner.
         """
         partition = fields.pop("partition", None)
         self._check_open()
@@ -320,16 +336,19 @@ class Memory:
             raise ItemNotFoundError(old_id)
         if partition is None:
             partition = partition_from_tags(old.tags) or None
+        owner = private_to
         if not isinstance(text_or_item, Item):  # a restatement keeps what it does not change
             for name in _INHERITED:
                 fields.setdefault(name, getattr(old, name))
-        new = self._build(text_or_item, partition, None, fields)
+            if owner is None and old.scope == SCOPE_PRIVATE:
+                owner = private_owner(old)  # a private note's replacement stays private
+        new = self._build(text_or_item, partition, owner, fields)
         return self.store.supersede(old_id, new)
 
     def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
         """Refute an item and expire what was derived from it; the ids expired by the cascade."""
-        if not reason.strip():
-            raise InvalidItemError("refute needs a reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidItemError("refute needs a reason (text)")
         self._check_open()
         found, cascaded = self.store.refute(id, reason, evidence)
         if not found:
@@ -478,7 +497,7 @@ class Memory:
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
-        return self._journal().purge(list(ids))
+        return self._journal().purge(_id_list(ids))
 
     def _journal(self) -> Journal:
         self._check_open()
@@ -580,6 +599,16 @@ def _postgres_journal(dsn: str) -> Journal:
         ) from None
     journal: Journal = module.PostgresJournal(dsn)
     return journal
+
+
+def _id_list(ids: Iterable[str]) -> list[str]:
+    """Ids from a collection; one bare string is a mistake, not a list of letters."""
+    if isinstance(ids, str) or not isinstance(ids, Iterable):
+        raise InvalidItemError(f"expected a list of ids, got {ids!r:.60}")
+    out = list(ids)
+    if not all(isinstance(i, str) and i for i in out):
+        raise InvalidItemError("ids must be non-empty strings")
+    return out
 
 
 def _check_fields(fields: Mapping[str, Any]) -> None:

@@ -177,9 +177,10 @@ class Store(StoreReads, StoreSearch):
         an embedding failure in a before-commit listener can never leave a
         version in the journal that the store rolled back.
         """
-        if fn is not None and self._commit_hook is not None and fn != self._commit_hook:
-            raise MemstoreError("this store already has a commit hook (a journal is attached)")
-        self._commit_hook = fn
+        with self._locked():  # never between a group's listeners and its record
+            if fn is not None and self._commit_hook is not None and fn != self._commit_hook:
+                raise MemstoreError("this store already has a commit hook (a journal is attached)")
+            self._commit_hook = fn
 
     def remove_change_listener(self, fn: Callable[..., None]) -> None:
         """Stop calling ``fn``; unknown listeners are ignored."""

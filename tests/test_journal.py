@@ -308,7 +308,7 @@ def test_bad_as_of_positions_are_refused(pair: tuple[JournalBase, Store]) -> Non
             journal.as_of(bad)
     with pytest.raises(ValueError, match="timezone"):
         journal.as_of(dt.datetime(2025, 1, 1))
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="as of what"):
         journal.as_of(12)  # type: ignore[arg-type]
 
 
@@ -329,13 +329,12 @@ def test_batch_commits_together_and_rolls_back_together(place: Place) -> None:
         store.upsert(note("in 1"))
         store.upsert(Item(id=keep.id, kind="note", title="kept, edited"))
         store.upsert(Item(id=keep.id, kind="note", title="kept, edited twice"))
+    # A group is atomic: only each id's final state in it becomes a version,
+    # and the whole group shares one position.
     versions = journal.history(keep.id)
-    assert [v.item.title for v in versions if v.item] == [
-        "kept",
-        "kept, edited",
-        "kept, edited twice",
-    ]
-    assert versions[1].valid_to == versions[2].valid_from
+    assert [v.item.title for v in versions if v.item] == ["kept", "kept, edited twice"]
+    assert versions[0].valid_to == versions[1].valid_from
+    assert versions[1].lsn == journal.last_lsn()
     journal.close()
     journal, store2 = open_store(place)
     assert sorted(it.title for it in store2.items()) == ["in 1", "kept, edited twice"]
@@ -401,8 +400,10 @@ def test_purge_by_predicate_sees_deleted_items(pair: tuple[JournalBase, Store]) 
     assert purged == sorted([x.id, y.id])
     assert [it.id for it in journal.current()] == [z.id]
     assert journal.purge([]) == []
-    with pytest.raises(TypeError):
+    with pytest.raises(InvalidItemError):
         journal.purge("one-id")
+    with pytest.raises(InvalidItemError):
+        journal.purge(None)  # type: ignore[arg-type]
 
 
 def test_purge_inside_a_batch_is_refused(pair: tuple[JournalBase, Store]) -> None:
@@ -735,3 +736,121 @@ def test_no_embed_survives_restart_and_export(tmp_path: Path) -> None:
     other.import_(io.StringIO(out.getvalue()))
     assert copy.get(keep_out.id).no_embed  # type: ignore[union-attr]
     other.close()
+
+
+# ------------------------------------------------- found in review: regressions
+
+
+def test_as_of_sees_a_group_wholly_or_not_at_all(pair: tuple[JournalBase, Store]) -> None:
+    journal, store = pair
+    wall = journal._wall
+    assert isinstance(wall, Wall) or wall is None
+    before = journal.head()
+    with store.batch():
+        ids = []
+        for i in range(50):
+            if isinstance(wall, Wall):
+                wall.ms += 1  # the wall clock moves on during a large group
+            ids.append(store.upsert(note(f"batch note {i}")).id)
+    after = journal.head()
+    assert {len(journal.as_of(at)) for at in (before, after)} == {0, 50}
+    stamps = {journal.history(i)[0].valid_from for i in ids}
+    assert len(stamps) == 1  # one group, one position
+
+
+def test_an_id_born_and_removed_in_one_group_leaves_no_version(
+    pair: tuple[JournalBase, Store],
+) -> None:
+    journal, store = pair
+    with store.batch():
+        temp = store.upsert(note("scratch"))
+        store.delete(temp.id)
+        kept = store.upsert(note("kept"))
+    assert journal.history(temp.id) == []
+    assert len(journal.history(kept.id)) == 1
+
+
+def test_closing_waits_for_a_write_in_flight(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    journal, store = open_store(tmp_path / "j.db")
+    entered = threading.Event()
+
+    def slow(changes: object) -> None:  # an embedder taking its time
+        entered.set()
+        time.sleep(0.3)
+
+    store.add_change_listener(slow, before_commit=True)
+    result: list[Item] = []
+    writer = threading.Thread(target=lambda: result.append(store.upsert(note("in flight"))))
+    writer.start()
+    entered.wait(5)
+    journal.close()  # while the write is between its listeners and its record
+    writer.join()
+    assert result, "the write was acknowledged"
+    journal2, store2 = open_store(tmp_path / "j.db")
+    assert [it.id for it in store2.items()] == [result[0].id]  # so it is on disk
+    journal2.close()
+
+
+def test_paths_with_uri_characters(tmp_path: Path) -> None:
+    for name in ("data#1", "what?x", "100%41"):
+        folder = tmp_path / name
+        folder.mkdir()
+        journal, store = open_store(folder / "j.db")
+        store.upsert(note(name))
+        assert [it.title for it in journal.current()] == [name]
+        journal.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["100%41", "data#1", "what?x"]
+
+
+def test_a_reader_sees_the_writers_head_move(tmp_path: Path) -> None:
+    journal, store = open_store(tmp_path / "j.db")
+    store.upsert(note("one"))
+    reader = SqliteJournal(tmp_path / "j.db", readonly=True)
+    first = reader.head()
+    store.upsert(note("two"))
+    assert reader.head() > first and reader.head() == journal.head()
+    assert sorted(it.title for it in reader.as_of(reader.head())) == ["one", "two"]
+    reader.close()
+    journal.close()
+
+
+def test_positions_are_never_reused_after_a_purge(tmp_path: Path) -> None:
+    wall = Wall(1_000_000)
+    journal, store = open_store(tmp_path / "j.db", wall=wall)
+    store.upsert(note("kept"))
+    secret = store.upsert(note("secret"))
+    erased = journal.history(secret.id)[0].lsn
+    journal.purge([secret.id])
+    journal.close()
+    journal, store = open_store(tmp_path / "j.db", wall=wall)  # the clock did not move
+    later = store.upsert(note("later"))
+    assert journal.history(later.id)[0].lsn > erased
+    journal.close()
+
+
+def test_a_journal_with_history_never_adopts_another_store(tmp_path: Path) -> None:
+    journal, store = open_store(tmp_path / "j.db")
+    gone = store.upsert(note("deleted later"))
+    store.delete(gone.id)
+    journal.close()
+    filled = Store()
+    filled.upsert(note("from elsewhere"))
+    journal = SqliteJournal(tmp_path / "j.db")
+    with pytest.raises(JournalError, match="has a history"):
+        journal.attach(filled)
+    journal.close()
+
+
+def test_export_of_a_partition_keeps_moved_items_whole(pair: tuple[JournalBase, Store]) -> None:
+    journal, store = pair
+    moved = store.upsert(note("was in a", tags=["tenant/a"]))
+    store.upsert(Item(id=moved.id, kind="note", title="now in b", tags=["tenant/b"]))
+    store.upsert(note("kept in a", tags=["tenant/a"]))
+    out_a, out_b = io.StringIO(), io.StringIO()
+    assert journal.export("a", out_a) == 1
+    assert journal.export("b", out_b) == 1
+    line = json.loads(out_b.getvalue().splitlines()[1])
+    assert line["id"] == moved.id and len(line["versions"]) == 2

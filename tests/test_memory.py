@@ -412,3 +412,59 @@ def test_no_embed_items_stay_out_of_the_vector_index_after_restart(tmp_path: Pat
     mem = Memory(tmp_path / "d", embedder="hash")
     assert mem.stats().vectors == 1
     mem.close()
+
+
+# ------------------------------------------------- found in review: regressions
+
+
+def test_purge_refuses_one_bare_id(open_memory: Opener, tmp_path: Path) -> None:
+    mem = open_memory(tmp_path / "d")
+    it = mem.add("api key sk-123")
+    with pytest.raises(InvalidItemError, match="list of ids"):
+        mem.purge(it.id)
+    assert mem.purge([it.id]) == [it.id] and mem.history(it.id) == []
+
+
+def test_a_private_notes_replacement_stays_private(open_memory: Opener) -> None:
+    mem = open_memory()
+    p = mem.add("bob's secret plan", private_to="bob")
+    new = mem.supersede(p.id, "bob's revised secret plan")
+    assert new.scope == "private" and "user:bob" in new.tags
+    assert "bob's revised secret plan" not in titles(mem.search("secret plan"))
+    assert titles(mem.search("secret plan", user="bob"))[0] == "bob's revised secret plan"
+
+
+def test_update_keeps_no_embed(open_memory: Opener) -> None:
+    mem = open_memory()
+    it = mem.add("raw log line", no_embed=True)
+    assert mem.update(it.id, title="raw log").no_embed
+    assert mem.stats().vectors == 0
+
+
+def test_cells_is_not_a_search_option(tmp_path: Path) -> None:
+    with pytest.raises(MemstoreError, match="unknown search option"):
+        Memory(tmp_path / "d", search={"cells": None})
+    Memory(tmp_path / "d", embedder=None).close()  # nothing was left open
+
+
+def test_concurrent_updates_of_different_fields_both_land(tmp_path: Path) -> None:
+    import sys
+    import threading
+
+    mem = Memory(embedder=None)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(30):
+            it = mem.add("the cache", kind="hypothesis", confidence="low")
+            a = threading.Thread(target=mem.update, args=(it.id,), kwargs={"confidence": "medium"})
+            b = threading.Thread(target=mem.update, args=(it.id,), kwargs={"subject": "cache"})
+            a.start()
+            b.start()
+            a.join()
+            b.join()
+            got = mem.get(it.id)
+            assert got is not None and (got.confidence, got.subject) == ("medium", "cache")
+    finally:
+        sys.setswitchinterval(old)
+        mem.close()

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 from memstore.config import Change
 from memstore.errors import InvalidItemError, JournalClosedError, JournalError
 from memstore.item import Item
-from memstore.journal.hlc import Hlc, HybridClock, Lsn
+from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
 from memstore.journal.version import Row, Version, row_from_export
 from memstore.tags import PARTITION_ALL
 
@@ -77,7 +77,9 @@ def to_lsn(at: AsOf) -> Lsn:
         return Lsn.from_datetime(at)
     if isinstance(at, str):
         return Lsn.parse(at)
-    raise TypeError(f"as of what? expected an Lsn, Hlc, datetime or 'wall_ms.counter', got {at!r}")
+    raise InvalidLsnError(
+        f"as of what? expected an Lsn, Hlc, aware datetime or 'wall_ms.counter', got {at!r:.60}"
+    )
 
 
 class JournalBase(ABC):
@@ -158,10 +160,11 @@ class JournalBase(ABC):
             raise JournalError("this journal is already attached to a store")
         clock = self._ensure_clock()
         items = self._restore_items()
+        has_history = bool(items) or self._read_head() > Lsn(0, 0)
         with _holding(store):
-            if items and store.len_locked():
+            if has_history and store.len_locked():
                 raise JournalError(
-                    "the store already holds items and so does the journal: attach a "
+                    "the store already holds items and the journal has a history: attach a "
                     "journal to an empty store (it restores it), or an empty journal to "
                     "a filled store (it adopts it)"
                 )
@@ -171,8 +174,9 @@ class JournalBase(ABC):
                     store.restore(items)
                 elif store.len_locked():
                     live = store.items_locked()
+                    hlc = clock.tick()  # one group, one stamp
                     self._commit_rows(
-                        [Row.of(it.id, clock.tick(), "upsert", it.kind, it, it) for it in live]
+                        [Row.of(it.id, hlc, "upsert", it.kind, it, it) for it in live]
                     )
             except BaseException:
                 store.set_commit_hook(None)
@@ -187,7 +191,10 @@ class JournalBase(ABC):
         """Stop recording the store's writes (the store keeps its items)."""
         store, self._store = self._store, None
         if store is not None:
-            store.set_commit_hook(None)
+            # Under the store's lock: a write group in flight finishes (and is
+            # recorded) before the hook goes, never half recorded.
+            with _holding(store):
+                store.set_commit_hook(None)
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """Group writes into one transaction (one fsync): ``store.batch()`` of the store.
@@ -214,9 +221,14 @@ class JournalBase(ABC):
             special(changes)
             return
         rows = self._rows_for(changes)
+        if not rows:  # the group changed nothing lasting (an id made and removed in it)
+            return
         self._commit_rows(rows)
-        self._tls.last = Lsn.unpack(rows[-1].lsn)
-        self._remember([(c, Lsn.unpack(r.lsn)) for c, r in zip(changes, rows, strict=True)])
+        # Backends may re-stamp (PostgreSQL, when another process committed
+        # first); every row of a group shares its one stamp either way.
+        at = Lsn.unpack(rows[-1].lsn)
+        self._tls.last = at
+        self._remember([(c, at) for c in changes])
 
     def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
         """Keep where recent changes were recorded, for :meth:`lsn_of`."""
@@ -238,17 +250,25 @@ class JournalBase(ABC):
         return got[1] if got is not None and got[0] is change else None
 
     def _rows_for(self, changes: Sequence[Change]) -> list[Row]:
-        clock = self._ensure_clock()
-        rows: list[Row] = []
-        last_of: dict[str, Row] = {}
+        """One version per id the group touched, all with the group's one stamp.
+
+        A group is atomic: nobody ever saw its intermediate states, so only
+        each id's final state becomes a version, and ``as_of`` any position
+        sees a group wholly or not at all. An id created and removed inside
+        the group leaves nothing.
+        """
+        first: dict[str, Change] = {}
+        last: dict[str, Change] = {}
         for c in changes:
+            first.setdefault(c.id, c)
+            last[c.id] = c
+        hlc = self._ensure_clock().tick()
+        rows: list[Row] = []
+        for id, c in last.items():
+            if c.op == "delete" and first[id].previous is None:
+                continue  # born and gone within the group
             where = c.item if c.item is not None else c.previous
-            row = Row.of(c.id, clock.tick(), c.op, c.kind, c.item, where)
-            before = last_of.get(c.id)
-            if before is not None:  # the same id twice in one group: chain them here
-                before.to_lsn, before.to_node = row.lsn, row.node
-            last_of[c.id] = row
-            rows.append(row)
+            rows.append(Row.of(id, hlc, c.op, c.kind, c.item, where))
         return rows
 
     # ------------------------------------------------------------- reads
@@ -275,8 +295,8 @@ class JournalBase(ABC):
 
         ``lsn`` may be an :class:`Lsn`, an :class:`Hlc`, an aware datetime
         (the state at the end of that millisecond) or ``"wall_ms.counter"``.
-        ``partition`` keeps that partition's items and ``shared`` ones;
-        ``None`` or ``PARTITION_ALL`` keeps all.
+        ``partition`` keeps that partition's items and ``shared`` ones (not
+        untagged ones); ``None`` or ``PARTITION_ALL`` keeps all.
         """
         self._check_open()
         at = to_lsn(lsn)
@@ -316,8 +336,10 @@ class JournalBase(ABC):
         if callable(match):
             ids = self._matching_ids(match)
         else:
-            if isinstance(match, str):
-                raise TypeError("purge takes a collection of ids or a predicate, not one string")
+            if isinstance(match, str) or not isinstance(match, Iterable):
+                raise InvalidItemError(
+                    f"purge takes a collection of ids or a predicate, not {match!r:.60}"
+                )
             ids = sorted(set(match))
         if not ids:
             return []
@@ -385,7 +407,11 @@ class JournalBase(ABC):
         n = 0
         versions: list[dict[str, Any]] = []
         current: str | None = None
-        for row in self._rows_of(None, part):
+        # An item belongs to the partition its last version is in, and goes
+        # out with its whole history (versions from before a move included).
+        ids = None if part is None else self._ids_last_in(part)
+        rows = self._rows_of(ids, None) if ids is None or ids else iter(())
+        for row in rows:
             if row.id != current:
                 if current is not None:
                     fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
@@ -442,6 +468,18 @@ class JournalBase(ABC):
                 self._import_rows(rows)
             self._ensure_clock().observe(top)
         return len(by_id)
+
+    def _ids_last_in(self, partition: str) -> list[str]:
+        """Ids whose newest version (live or a delete) is in ``partition``."""
+        out: list[str] = []
+        last: Row | None = None
+        for row in self._rows_of(None, None):
+            if last is not None and row.id != last.id and last.partition == partition:
+                out.append(last.id)
+            last = row
+        if last is not None and last.partition == partition:
+            out.append(last.id)
+        return out
 
     def _current_or_deleted(self, ids: list[str]) -> Iterator[Row]:
         last: Row | None = None

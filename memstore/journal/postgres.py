@@ -565,15 +565,10 @@ class PostgresJournal(JournalBase):
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
-    """Give a group fresh stamps (above everything observed), chained as before."""
-    last_of: dict[str, Row] = {}
+    """Give a group one fresh stamp (above everything observed), as it had before."""
+    h = clock.tick()
     for r in rows:
-        h = clock.tick()
         r.lsn, r.node, r.to_lsn, r.to_node = h.lsn.packed(), h.node_id, None, None
-        before = last_of.get(r.id)
-        if before is not None:
-            before.to_lsn, before.to_node = r.lsn, r.node
-        last_of[r.id] = r
 
 
 @contextlib.contextmanager

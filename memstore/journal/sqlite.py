@@ -31,6 +31,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
 from typing import Final, Literal
 
 from memstore.errors import (
@@ -133,9 +134,10 @@ class SqliteJournal(JournalBase):
     def _connect(self, path: str, readonly: bool) -> sqlite3.Connection:
         try:
             if readonly:
-                conn = sqlite3.connect(
-                    f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
-                )
+                # A file: URI, percent-encoded: a path with '#', '?' or '%' in it
+                # must name the same file, not a truncated one.
+                uri = Path(path).absolute().as_uri() + "?mode=ro"
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             else:
                 conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 5000")
@@ -215,6 +217,14 @@ class SqliteJournal(JournalBase):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     if purge:
+                        # Keep the newest stamp ever issued: erasing the newest
+                        # rows must not let a later write reuse their positions.
+                        conn.execute(
+                            "INSERT OR REPLACE INTO meta (key, value) SELECT 'high_water', "
+                            "CAST(max(lsn) AS TEXT) FROM versions HAVING max(lsn) IS NOT NULL "
+                            "AND max(lsn) > coalesce((SELECT CAST(value AS INTEGER) FROM meta "
+                            "WHERE key = 'high_water'), 0)"
+                        )
                         conn.executemany("DELETE FROM versions WHERE id = ?", ((i,) for i in purge))
                     if firsts:
                         conn.executemany(
@@ -313,10 +323,21 @@ class SqliteJournal(JournalBase):
     def _read_head(self) -> Lsn:
         try:
             with self._wlock:
-                row = self._conn.execute("SELECT max(lsn) FROM versions").fetchone()
+                row = self._conn.execute(
+                    "SELECT max(coalesce((SELECT max(lsn) FROM versions), 0), "
+                    "coalesce((SELECT CAST(value AS INTEGER) FROM meta "
+                    "WHERE key = 'high_water'), 0))"
+                ).fetchone()
         except sqlite3.Error as e:
             raise _translate(e, f"reading journal {self.path!r} failed") from e
-        return Lsn(0, 0) if row is None or row[0] is None else Lsn.unpack(row[0])
+        return Lsn(0, 0) if row is None or not row[0] else Lsn.unpack(row[0])
+
+    def head(self) -> Lsn:
+        """The newest position on record (a read-only journal looks again each time)."""
+        if self.readonly:
+            self._check_open()
+            return self._read_head()
+        return super().head()
 
     def _current_rows(self) -> Iterator[Row]:
         return self._select(
