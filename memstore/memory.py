@@ -482,7 +482,11 @@ class Memory:
         return self._journal().history(id)
 
     def as_of(self, when: Lsn | _dt.datetime | str, *, partition: str | None = None) -> list[Item]:
-        """The items as they were at a journal position or an aware datetime."""
+        """The items as they were at a journal position or an aware datetime.
+
+        ``partition`` keeps that partition's items and ``shared`` ones; unlike
+        :meth:`search`, items with no partition are left out (``None`` keeps all).
+        """
         part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
         return self._journal().as_of(when, partition=part)
 
