@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ulid import ULID
 
+from memstore._gc import bulk_load
 from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
@@ -450,7 +451,7 @@ class Store(StoreReads, StoreSearch):
             why = naive_datetime_rejection(it)
             if why:
                 raise InvalidItemError(why)
-        with self._locked():
+        with self._locked(), bulk_load():
             if self._txn is not None:
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):

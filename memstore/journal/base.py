@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from memstore._gc import bulk_load
 from memstore.config import Change
 from memstore.errors import InvalidItemError, JournalClosedError, JournalError
 from memstore.item import Item
@@ -157,6 +158,10 @@ class JournalBase(ABC):
         if self._store is not None:
             raise JournalError("this journal is already attached to a store")
         clock = self._ensure_clock()
+        with bulk_load():
+            self._attach(store, clock)
+
+    def _attach(self, store: Store, clock: HybridClock) -> None:
         items = self._restore_items()
         with _holding(store):
             if items and store.len_locked():
