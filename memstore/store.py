@@ -444,7 +444,15 @@ class Store(StoreReads, StoreSearch):
         Restored items are marked ``cell_originated``. No listener or hook fires:
         this loads the record, it does not change it.
         """
-        loaded = [it.clone(cell_originated=True) for it in items]
+        self._restore([it.clone(cell_originated=True) for it in items])
+
+    def _restore_owned(self, items: list[Item]) -> None:
+        """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned."""
+        for it in items:
+            it.__dict__["cell_originated"] = True  # as clone(cell_originated=True) sets it
+        self._restore(items)
+
+    def _restore(self, loaded: list[Item]) -> None:
         for it in loaded:  # check everything before touching anything
             if not it.id:
                 raise InvalidItemError("restore needs items with ids")

@@ -173,7 +173,7 @@ class JournalBase(ABC):
             store.set_commit_hook(self._on_commit)
             try:
                 if items:
-                    store.restore(items)
+                    store._restore_owned(items)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()
                     self._commit_rows(
