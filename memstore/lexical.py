@@ -89,7 +89,8 @@ TITLE_WEIGHT = 0.25
 """Extra weight of a token matched in the title, relative to anywhere in the text."""
 
 _KEEP_CHAR = regex.compile(r"[\p{N}\p{Han}\p{Hiragana}\p{Katakana}\p{Extended_Pictographic}]")
-_DIGITS = frozenset("0123456789")
+_DIGIT_CHARS = "0123456789"
+_DIGITS = frozenset(_DIGIT_CHARS)
 
 
 def within_one_edit(a: str, b: str) -> bool:
@@ -121,6 +122,19 @@ def within_one_edit(a: str, b: str) -> bool:
 
 def _deletions(s: str) -> set[str]:
     return {s[:i] + s[i + 1 :] for i in range(len(s))}
+
+
+def _indexed_deletions(w: str) -> set[str]:
+    """The deletion-index keys of vocabulary word ``w``.
+
+    None for a word of ASCII digits alone (ids, counts, builds: most of a large
+    vocabulary): its one-edit neighbours are generated at query time over the
+    ten digits instead (:meth:`Lexicon._digit_words_near`), which finds the
+    same words and keeps indexing (and restore) cheaper.
+    """
+    if w.isascii() and w.isdigit():
+        return set()
+    return _deletions(w)
 
 
 def _dice(tg: frozenset[str], w: str) -> float:
@@ -336,7 +350,7 @@ class Lexicon:
 
     def _add_word(self, w: str) -> None:
         self._stems.setdefault(stem(w), set()).add(w)
-        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
+        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _indexed_deletions(w))):
             for k in keys:
                 bucket = table.get(k)
                 if bucket is None:
@@ -350,7 +364,7 @@ class Lexicon:
         forms.discard(w)
         if not forms:
             del self._stems[key]
-        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _deletions(w))):
+        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _indexed_deletions(w))):
             for k in keys:
                 bucket = table[k]
                 bucket.discard(w)
@@ -444,7 +458,29 @@ class Lexicon:
             bucket = dels.get(d)
             if bucket:
                 cands |= bucket  # a substitution or transposition (verified below)
+        cands.update(self._digit_words_near(s))
         return {w for w in cands if within_one_edit(s, w)}
+
+    def _digit_words_near(self, s: str) -> list[str]:
+        """Words of ASCII digits alone one insertion, substitution or transposition from ``s``.
+
+        Such words have no deletion-index keys (:func:`_indexed_deletions`);
+        the edits are generated over the ten digits and probed (a deletion from
+        ``s`` is probed by :meth:`edit_neighbours` already). A word of digits
+        alone is that far from ``s`` only when ``s`` holds at most one other
+        character: then only substituting it can reach one.
+        """
+        postings = self._postings
+        odd = [i for i, c in enumerate(s) if c not in _DIGITS]
+        if len(odd) > 1:
+            return []
+        if odd:
+            head, tail = s[: odd[0]], s[odd[0] + 1 :]
+            return [w for w in (head + d + tail for d in _DIGIT_CHARS) if w in postings]
+        found = [s[:i] + d + s[i:] for i in range(len(s) + 1) for d in _DIGIT_CHARS]
+        found += [s[:i] + d + s[i + 1 :] for i in range(len(s)) for d in _DIGIT_CHARS]
+        found += [s[: i - 1] + s[i] + s[i - 1] + s[i + 1 :] for i in range(1, len(s))]
+        return [w for w in found if w in postings]
 
     def _joined_pairs(self, tok: str) -> set[tuple[str, str]]:
         # tok is within one edit of w1+w2 iff, split at some k, one half equals
@@ -599,7 +635,7 @@ class Lexicon:
             for w in postings:
                 for g in self._grams_of(w):
                     grams.setdefault(g, set()).add(w)
-                for d in _deletions(w):
+                for d in _indexed_deletions(w):
                     dels.setdefault(d, set()).add(w)
             assert grams == self._grams, "gram index disagrees with vocabulary"
             assert dels == self._dels, "deletion index disagrees with vocabulary"

@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ulid import ULID
 
+from memstore._gc import bulk_load
 from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
@@ -444,14 +445,22 @@ class Store(StoreReads, StoreSearch):
         Restored items are marked ``cell_originated``. No listener or hook fires:
         this loads the record, it does not change it.
         """
-        loaded = [it.clone(cell_originated=True) for it in items]
+        self._restore([it.clone(cell_originated=True) for it in items])
+
+    def _restore_owned(self, items: list[Item]) -> None:
+        """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned."""
+        for it in items:
+            it.__dict__["cell_originated"] = True  # as clone(cell_originated=True) sets it
+        self._restore(items)
+
+    def _restore(self, loaded: list[Item]) -> None:
         for it in loaded:  # check everything before touching anything
             if not it.id:
                 raise InvalidItemError("restore needs items with ids")
             why = naive_datetime_rejection(it)
             if why:
                 raise InvalidItemError(why)
-        with self._locked():
+        with self._locked(), bulk_load():
             if self._txn is not None:
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):

@@ -180,3 +180,44 @@ TestLexiconMachine.settings = settings(max_examples=40, stateful_step_count=30, 
 def test_alphabet_is_lowercase() -> None:
     # The strategies rely on words that normalisation leaves unchanged.
     assert normalize_query(" ".join(string.ascii_lowercase)) == " ".join(string.ascii_lowercase)
+
+
+# Words of ASCII digits alone have no deletion-index keys (their one-edit
+# neighbours are generated over the ten digits at query time): the same
+# differential checks over an alphabet where such words are frequent, with a
+# non-ASCII digit that must not count as one.
+digit_word = st.text(alphabet="12a٣", min_size=1, max_size=5)
+digit_doc = st.lists(digit_word, min_size=1, max_size=6)
+digit_corpus = st.lists(digit_doc, min_size=0, max_size=25)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(digit_corpus, st.lists(digit_word, min_size=1, max_size=4))
+def test_digit_words_candidates_equal_brute_force_scan(
+    docs: list[list[str]], query: list[str]
+) -> None:
+    test_candidates_equal_brute_force_scan.hypothesis.inner_test(docs, query)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(digit_corpus, digit_word)
+def test_digit_words_match_levels_equal_per_document_reference(
+    docs: list[list[str]], tok: str
+) -> None:
+    test_match_levels_equal_per_document_reference.hypothesis.inner_test(docs, tok)  # type: ignore[attr-defined]
+
+
+def test_digit_word_edit_neighbours() -> None:
+    lex = Lexicon()
+    lex.index("a", "", "build 1234 and 567 and 89")
+    assert lex.edit_neighbours("1243") == {"1234"}  # transposition
+    assert lex.edit_neighbours("123") == {"1234"}  # insertion
+    assert lex.edit_neighbours("1x34") == {"1234"}  # substitution of the one letter
+    assert lex.edit_neighbours("12345") == {"1234"}  # deletion
+    assert lex.edit_neighbours("5x7") == {"567"}
+    assert lex.edit_neighbours("x8y9") == set()
+    assert sorted(lex.candidates("568")) == ["a"]
+    lex._check()
+    lex.remove("a")
+    lex._check()
+    assert lex.edit_neighbours("1243") == set()

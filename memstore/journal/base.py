@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from memstore._gc import bulk_load
 from memstore.config import Change
 from memstore.errors import InvalidItemError, JournalClosedError, JournalError
 from memstore.item import Item
@@ -159,6 +160,10 @@ class JournalBase(ABC):
         if self._store is not None:
             raise JournalError("this journal is already attached to a store")
         clock = self._ensure_clock()
+        with bulk_load():
+            self._attach(store, clock)
+
+    def _attach(self, store: Store, clock: HybridClock) -> None:
         items = self._restore_items()
         has_history = bool(items) or self._read_head() > Lsn(0, 0)
         with _holding(store):
@@ -171,7 +176,7 @@ class JournalBase(ABC):
             store.set_commit_hook(self._on_commit)
             try:
                 if items:
-                    store.restore(items)
+                    store._restore_owned(items)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()
                     hlc = clock.tick()  # one group, one stamp

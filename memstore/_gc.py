@@ -1,0 +1,31 @@
+"""Pausing the cyclic garbage collector while a bulk load builds long-lived objects."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+__all__ = ["bulk_load"]
+
+
+@contextlib.contextmanager
+def bulk_load() -> Iterator[None]:
+    """Pause the cyclic collector for a bulk load, then collect once.
+
+    A restore allocates millions of objects (items, index sets) that all live
+    on; with the collector running, every collection they trigger walks the
+    objects built so far, about a third of a restore's time. Reference counting
+    still frees everything else meanwhile. On exit one full collection moves the
+    survivors to the oldest generation, so the deferred work is paid here and
+    not as a pause in the first queries after the load. When the collector was
+    off already (the host's choice, or an enclosing bulk load), nothing changes.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+            gc.collect()

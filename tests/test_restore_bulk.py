@@ -1,0 +1,88 @@
+"""Restore's bulk path equals the per-item path: same state, same search results."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore import Item, Store
+from memstore.journal import SqliteJournal
+
+_WORDS = ["deploy", "deployment", "api", "orders", "lock", "12", "123", "1234", "2024", "x9", "é"]
+_QUERIES = [*_WORDS, "deploi", "1243", "124", "orderslock", "api 123", "lock 2024 deploy"]
+
+_word = st.sampled_from(_WORDS)
+_text = st.lists(_word, max_size=6).map(" ".join)
+_item = st.builds(
+    Item,
+    id=st.sampled_from([f"note-{i}" for i in range(8)]),
+    kind=st.sampled_from(["observation", "decision"]),
+    title=_text,
+    content=_text,
+    tags=st.lists(st.sampled_from(["tenant/a", "tenant/b", "shared"]), max_size=2, unique=True),
+)
+
+
+def _per_item(items: list[Item]) -> Store:
+    store = Store()
+    with store._locked():
+        for it in items:
+            store._set(it.id, it.clone(cell_originated=True))
+    return store
+
+
+def _state(store: Store) -> list[tuple[dict[str, object], bool]]:
+    return [(it.model_dump(), it.cell_originated) for it in store.items()]
+
+
+def _assert_same(a: Store, b: Store) -> None:
+    a._check()
+    b._check()
+    assert _state(a) == _state(b)
+    for q in _QUERIES:
+        assert [it.id for it in a.keyword_search(q)] == [it.id for it in b.keyword_search(q)], q
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_item, max_size=12))
+def test_restore_paths_equal_per_item_sets(items: list[Item]) -> None:
+    reference = _per_item(items)
+    cloned = Store()
+    cloned.restore(items)
+    assert all(not it.cell_originated for it in items)  # the caller's items are untouched
+    owned = Store()
+    owned._restore_owned([Item.model_validate_json(it.model_dump_json()) for it in items])
+    _assert_same(reference, cloned)
+    _assert_same(reference, owned)
+    assert gc.isenabled()
+
+
+def test_journal_restore_equals_live_store(tmp_path: Path) -> None:
+    db = tmp_path / "j.db"
+    with SqliteJournal(db, durability="off") as journal:
+        live = Store()
+        journal.attach(live)
+        for i in range(300):
+            live.upsert(
+                Item(
+                    id=f"note-{i % 250}",
+                    kind="observation",
+                    title=f"deploy {i % 37} of api-{i % 5}",
+                    content=f"build {i} paused at stage {i % 7} on the orders table",
+                )
+            )
+    with SqliteJournal(db) as again:
+        restored = Store()
+        again.attach(restored)
+        assert gc.isenabled()
+    live._check()
+    restored._check()
+    assert [it.model_dump() for it in restored.items()] == [it.model_dump() for it in live.items()]
+    assert all(it.cell_originated for it in restored.items())
+    for q in ["deploy 12", "bulid 123", "api-3 orders", "stage 6", "1234", "deploi"]:
+        assert [it.id for it in restored.keyword_search(q)] == [
+            it.id for it in live.keyword_search(q)
+        ], q
