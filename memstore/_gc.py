@@ -8,6 +8,9 @@ from collections.abc import Iterator
 
 __all__ = ["bulk_load"]
 
+COLLECT_AFTER = 200_000
+"""Objects a load must have left behind before its closing full collection is worth it."""
+
 
 @contextlib.contextmanager
 def bulk_load() -> Iterator[None]:
@@ -18,7 +21,9 @@ def bulk_load() -> Iterator[None]:
     objects built so far, about a third of a restore's time. Reference counting
     still frees everything else meanwhile. On exit one full collection moves the
     survivors to the oldest generation, so the deferred work is paid here and
-    not as a pause in the first queries after the load. When the collector was
+    not as a pause in the first queries after the load; a small load (fewer
+    than :data:`COLLECT_AFTER` new objects) skips it, since a full collection
+    walks the whole heap, however little was loaded. When the collector was
     off already (the host's choice, or an enclosing bulk load), nothing changes.
     """
     was = gc.isenabled()
@@ -27,5 +32,7 @@ def bulk_load() -> Iterator[None]:
         yield
     finally:
         if was:
+            grown = gc.get_count()[0]  # tracked objects allocated (net) while paused
             gc.enable()
-            gc.collect()
+            if grown >= COLLECT_AFTER:
+                gc.collect()
