@@ -6,7 +6,9 @@ folder on ``sys.path``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import os
 import platform
 import statistics
 import subprocess
@@ -15,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__ = [
     "Latency",
@@ -23,8 +25,11 @@ __all__ = [
     "cpu_model",
     "fmt",
     "git_commit",
+    "load_average",
     "log",
+    "memory_item",
     "percentile",
+    "source_digest",
     "status",
     "summarize",
     "time_queries",
@@ -158,3 +163,40 @@ def git_commit(root: Path) -> str | None:
     except OSError:
         return None
     return out.stdout.strip() or None
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def source_digest(root: Path, package: str) -> str:
+    """A digest of ``package/*.py`` under ``root``: which code was measured."""
+    h = hashlib.sha256()
+    for f in sorted((root / package).glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def memory_item(i: int, rev: int = 0, partitions: int = 100) -> Any:
+    """Synthetic note ``i`` at revision ``rev``, in one of ``partitions`` tenants.
+
+    The journal and replication benchmarks write the same items, so their
+    figures compare. Each carries two numbers of its own (``build {i}``), so
+    the vocabulary grows with the corpus, as it does with ids and timestamps.
+    """
+    from memstore import Item
+
+    return Item(
+        id=f"note-{i:07d}",
+        kind="observation",
+        title=f"deploy {i % 977} of service api-{i % 53}",
+        content=(
+            f"revision {rev}: the rollout of build {i} paused at stage {i % 7} "
+            "while the database migration held a lock on the orders table"
+        ),
+        tags=[f"tenant/t{i % partitions}"],
+    )

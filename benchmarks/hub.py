@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import datetime as _dt
 import gc
-import hashlib
 import json
 import os
 import platform
@@ -52,7 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import TargetResult, git_commit, log, percentile
+from _common import TargetResult, git_commit, load_average, log, percentile, source_digest
 from _common import cpu_model as _cpu_model
 from _common import fmt as _fmt
 from _common import status as _status
@@ -545,36 +544,20 @@ def markdown(
 # --------------------------------------------------------------------------- main
 
 
-def _load_average() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
-
-
-def _source_digest() -> str:
-    """A digest of ``memstore_hub/*.py``: which hub code was measured."""
-    h = hashlib.sha256()
-    for f in sorted((ROOT / "memstore_hub").glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def machine_info() -> dict[str, Any]:
     """Where and with what this run happened."""
     return {
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
-        "load_average_at_end": _load_average(),
+        "load_average_at_end": load_average(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "pydantic": _version("pydantic"),
         "switch_interval_s": sys.getswitchinterval(),
         "git_commit": git_commit(ROOT),
-        "memstore_hub_source_sha256": _source_digest(),
+        "memstore_hub_source_sha256": source_digest(ROOT, "memstore_hub"),
     }
 
 
@@ -618,7 +601,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, write the JSON, print the report. Always 0."""
     args = parse_args(argv)
-    load0 = _load_average()
+    load0 = load_average()
     publish = []
     for n in PUBLISH_SUBSCRIBERS:
         log(f"publish: {n} idle subscribers")

@@ -39,7 +39,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from _common import TargetResult, cpu_model, fmt, git_commit, log, percentile, status, version
+from _common import (
+    TargetResult,
+    cpu_model,
+    fmt,
+    git_commit,
+    log,
+    memory_item,
+    percentile,
+    status,
+    version,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "journal.json"
@@ -49,27 +59,12 @@ PARTITIONS = 100
 sys.path.insert(0, str(ROOT))
 
 
-def _item(i: int, rev: int = 0) -> Any:
-    from memstore import Item
-
-    return Item(
-        id=f"note-{i:07d}",
-        kind="observation",
-        title=f"deploy {i % 977} of service api-{i % 53}",
-        content=(
-            f"revision {rev}: the rollout of build {i} paused at stage {i % 7} "
-            "while the database migration held a lock on the orders table"
-        ),
-        tags=[f"tenant/t{i % PARTITIONS}"],
-    )
-
-
 def single_writes(folder: Path, n: int) -> dict[str, float]:
     """Acknowledged durable upserts per second: ours, and the raw SQLite floor."""
     from memstore import Store
     from memstore.journal import SqliteJournal
 
-    items = [_item(i) for i in range(n)]
+    items = [memory_item(i, partitions=PARTITIONS) for i in range(n)]
     with SqliteJournal(folder / "single.db", durability="full") as journal:
         store = Store()
         journal.attach(store)
@@ -95,7 +90,7 @@ def batched_writes(folder: Path, n: int, batch: int = 1000) -> dict[str, float]:
     from memstore import Store
     from memstore.journal import SqliteJournal
 
-    items = [_item(i) for i in range(n)]
+    items = [memory_item(i, partitions=PARTITIONS) for i in range(n)]
     with SqliteJournal(folder / "batched.db", durability="full") as journal:
         store = Store()
         journal.attach(store)
@@ -158,7 +153,10 @@ def build_history(path: Path, n: int, versions: int) -> None:
             for start in range(0, n, 10_000):
                 changes = [
                     Change("upsert", it, it.id, it.kind)
-                    for it in (_item(i, rev) for i in range(start, min(n, start + 10_000)))
+                    for it in (
+                        memory_item(i, rev, PARTITIONS)
+                        for i in range(start, min(n, start + 10_000))
+                    )
                 ]
                 journal._on_commit(changes)
             wall[0] += 60_000
@@ -260,7 +258,7 @@ def main() -> None:
             for start in range(0, args.items, 1000):
                 with store.batch():
                     for i in range(start, min(args.items, start + 1000)):
-                        store.upsert(_item(i))
+                        store.upsert(memory_item(i, partitions=PARTITIONS))
         restored = restore(folder / "restore.db")
         log(f"as_of over {args.items} items x {VERSIONS} versions")
         build_history(folder / "history.db", args.items, VERSIONS)

@@ -44,7 +44,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from _common import TargetResult, cpu_model, fmt, git_commit, log, percentile, status, version
+from _common import (
+    TargetResult,
+    cpu_model,
+    fmt,
+    git_commit,
+    log,
+    memory_item,
+    percentile,
+    status,
+    version,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "replication.json"
@@ -55,21 +65,6 @@ LAG_INTERVAL_S = 0.01
 DIM = 384
 
 sys.path.insert(0, str(ROOT))
-
-
-def _item(i: int, rev: int = 0) -> Any:
-    from memstore import Item
-
-    return Item(
-        id=f"note-{i:07d}",
-        kind="observation",
-        title=f"deploy {i % 977} of service api-{i % 53}",
-        content=(
-            f"revision {rev}: the rollout of build {i} paused at stage {i % 7} "
-            "while the database migration held a lock on the orders table"
-        ),
-        tags=[f"tenant/t{i % 100}"],
-    )
 
 
 def _journal(dsn: str, schema: str, **kwargs: Any) -> Any:
@@ -87,7 +82,7 @@ def single_writes(dsn: str, schema: str, n: int) -> dict[str, float]:
 
     from memstore import Store
 
-    items = [_item(i) for i in range(n)]
+    items = [memory_item(i) for i in range(n)]
     journal = _journal(dsn, schema, durability="full", replicate=False)
     store = Store()
     journal.attach(store)
@@ -113,7 +108,7 @@ def batched_writes(dsn: str, schema: str, n: int) -> dict[str, float]:
     """Items per second written in acknowledged durable batches of :data:`BATCH`."""
     from memstore import Store
 
-    items = [_item(i) for i in range(n)]
+    items = [memory_item(i) for i in range(n)]
     journal = _journal(dsn, schema, durability="full", replicate=False)
     store = Store()
     journal.attach(store)
@@ -221,7 +216,7 @@ def lag(dsn: str, schema: str, n: int) -> dict[str, float]:
     acked: dict[str, tuple[float, float]] = {}
     next_at = time.perf_counter()
     for i in range(n):
-        it = _item(10_000_000 + i)
+        it = memory_item(10_000_000 + i)
         now = time.perf_counter()
         if now < next_at:
             time.sleep(next_at - now)
@@ -278,7 +273,7 @@ def catch_up(dsn: str, schema: str, n: int, shape: str) -> dict[str, Any]:
         for start in range(0, n, BATCH):
             with store.batch():
                 for i, rev in plan[start : start + BATCH]:
-                    store.upsert(_item(20_000_000 + i, rev))
+                    store.upsert(memory_item(20_000_000 + i, rev))
         write_s = time.perf_counter() - t0
         head = journal.head()
         replica.send(f"wait {head}")
@@ -310,7 +305,7 @@ def store_floor(n: int) -> dict[str, float]:
     for start in range(0, n, BATCH):
         with writer.batch():
             for i in range(start, min(n, start + BATCH)):
-                writer.upsert(_item(30_000_000 + i))
+                writer.upsert(memory_item(30_000_000 + i))
     texts = [it.model_dump_json() for it in writer.items()]
     del writer
     t0 = time.perf_counter()

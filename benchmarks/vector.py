@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import gc
-import hashlib
 import json
 import os
 import platform
@@ -46,7 +45,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
-from _common import Latency, TargetResult, git_commit, log, percentile, summarize, time_queries
+from _common import (
+    Latency,
+    TargetResult,
+    git_commit,
+    load_average,
+    log,
+    percentile,
+    source_digest,
+    summarize,
+    time_queries,
+)
 from _common import cpu_model as _cpu_model
 from _common import fmt as _fmt
 from _common import status as _status
@@ -764,22 +773,6 @@ def _memory_total() -> int | None:
         return None
 
 
-def _load_average() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
-
-
-def _source_digest() -> str:
-    """A digest of ``memstore_index/*.py``: which index code was measured."""
-    h = hashlib.sha256()
-    for f in sorted((ROOT / "memstore_index").glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def machine_info() -> dict[str, Any]:
     """Where and with what this run happened."""
     return {
@@ -787,7 +780,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
         "memory_total_bytes": _memory_total(),
-        "load_average_at_end": _load_average(),
+        "load_average_at_end": load_average(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
@@ -796,7 +789,7 @@ def machine_info() -> dict[str, Any]:
         "onnxruntime": _version("onnxruntime"),
         "tokenizers": _version("tokenizers"),
         "git_commit": git_commit(ROOT),
-        "memstore_index_source_sha256": _source_digest(),
+        "memstore_index_source_sha256": source_digest(ROOT, "memstore_index"),
     }
 
 
@@ -861,7 +854,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, write the JSON, print the report. Always 0."""
     args = parse_args(argv)
-    load0 = _load_average()
+    load0 = load_average()
     results = [run_size(n, args) for n in args.sizes]
     embedders = run_embedders(args)
     targets = evaluate_targets(results)
