@@ -13,8 +13,8 @@ COLLECT_AFTER = 200_000
 
 
 @contextlib.contextmanager
-def bulk_load() -> Iterator[None]:
-    """Pause the cyclic collector for a bulk load, then collect once.
+def bulk_load(*, collect: bool = True) -> Iterator[None]:
+    """Pause the cyclic collector for a bulk load, then (``collect``) collect once.
 
     A restore allocates millions of objects (items, index sets) that all live
     on; with the collector running, every collection they trigger walks the
@@ -25,6 +25,8 @@ def bulk_load() -> Iterator[None]:
     than :data:`COLLECT_AFTER` new objects) skips it, since a full collection
     walks the whole heap, however little was loaded. When the collector was
     off already (the host's choice, or an enclosing bulk load), nothing changes.
+    ``collect=False`` only pauses: for short, repeated windows (a replica
+    applying a catch-up chunk), where the normal collector catches up after.
     """
     was = gc.isenabled()
     gc.disable()
@@ -34,5 +36,5 @@ def bulk_load() -> Iterator[None]:
         if was:
             grown = gc.get_count()[0]  # tracked objects allocated (net) while paused
             gc.enable()
-            if grown >= COLLECT_AFTER:
+            if collect and grown >= COLLECT_AFTER:
                 gc.collect()

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised without the ext
     ) from None
 from psycopg import sql
 
+from memstore._gc import bulk_load
 from memstore.config import Change
 from memstore.item import Item
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
@@ -491,7 +491,7 @@ class PostgresJournal(JournalBase):
         store = self._store
         if store is None:
             return False
-        with _holding(store), _gc_paused():
+        with _holding(store), bulk_load(collect=False):
             if self._store is not store:
                 return False
             # An id this process wrote after the snapshot already holds the
@@ -569,22 +569,3 @@ def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
     h = clock.tick()
     for r in rows:
         r.lsn, r.node, r.to_lsn, r.to_node = h.lsn.packed(), h.node_id, None, None
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a chunk is parsed and applied.
-
-    A chunk allocates thousands of objects that all live on (items, index
-    entries); each collection they trigger walks every object the store
-    already holds, which makes a catch-up ~1.5x slower. Reference counting
-    still frees everything else, and the collector resumes after the chunk
-    (a ~0.1 s window). When it was off already (the host's choice), it stays off.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()

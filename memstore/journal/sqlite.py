@@ -206,77 +206,71 @@ class SqliteJournal(JournalBase):
 
     # ---------------------------------------------------------- rows: write
 
-    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed if the block returns, rolled back if it raises.
+
+        A SQLite failure becomes the :class:`JournalError` it means, saying
+        ``what`` failed and that nothing was changed.
+        """
         self._writable()
+        with self._wlock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise _translate(e, f"{what} failed; nothing was changed") from e
+
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
         firsts: dict[str, Row] = {}
         for r in rows:
             firsts.setdefault(r.id, r)
-        with self._wlock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    if purge:
-                        # Keep the newest stamp ever issued: erasing the newest
-                        # rows must not let a later write reuse their positions.
-                        conn.execute(
-                            "INSERT OR REPLACE INTO meta (key, value) SELECT 'high_water', "
-                            "CAST(max(lsn) AS TEXT) FROM versions HAVING max(lsn) IS NOT NULL "
-                            "AND max(lsn) > coalesce((SELECT CAST(value AS INTEGER) FROM meta "
-                            "WHERE key = 'high_water'), 0)"
-                        )
-                        conn.executemany("DELETE FROM versions WHERE id = ?", ((i,) for i in purge))
-                    if firsts:
-                        conn.executemany(
-                            "UPDATE versions SET to_lsn = ?, to_node = ? "
-                            "WHERE id = ? AND to_lsn IS NULL",
-                            ((r.lsn, r.node, r.id) for r in firsts.values()),
-                        )
-                    if rows:
-                        conn.executemany(
-                            f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                            (_values(r) for r in rows),
-                        )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as e:
-                raise _translate(e, "the journal write failed; nothing was changed") from e
+        with self._transaction("the journal write") as conn:
+            if purge:
+                # Keep the newest stamp ever issued: erasing the newest
+                # rows must not let a later write reuse their positions.
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) SELECT 'high_water', "
+                    "CAST(max(lsn) AS TEXT) FROM versions HAVING max(lsn) IS NOT NULL "
+                    "AND max(lsn) > coalesce((SELECT CAST(value AS INTEGER) FROM meta "
+                    "WHERE key = 'high_water'), 0)"
+                )
+                conn.executemany("DELETE FROM versions WHERE id = ?", ((i,) for i in purge))
+            if firsts:
+                conn.executemany(
+                    "UPDATE versions SET to_lsn = ?, to_node = ? WHERE id = ? AND to_lsn IS NULL",
+                    ((r.lsn, r.node, r.id) for r in firsts.values()),
+                )
+            if rows:
+                conn.executemany(
+                    f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (_values(r) for r in rows),
+                )
 
     def _import_rows(self, rows: Sequence[Row]) -> None:
-        self._writable()
         ids = sorted({r.id for r in rows})
-        with self._wlock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(
-                        f"INSERT OR IGNORE INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        (_values(r) for r in rows),
-                    )
-                    for id in ids:
-                        stamps = conn.execute(
-                            "SELECT lsn, node FROM versions WHERE id = ? ORDER BY lsn, node", (id,)
-                        ).fetchall()
-                        nxt = [*stamps[1:], (None, None)]
-                        conn.executemany(
-                            "UPDATE versions SET to_lsn = ?, to_node = ? "
-                            "WHERE id = ? AND lsn = ? AND node = ?",
-                            (
-                                (b[0], b[1], id, a[0], a[1])
-                                for a, b in zip(stamps, nxt, strict=True)
-                            ),
-                        )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as e:
-                raise _translate(e, "the import failed; nothing was changed") from e
+        with self._transaction("the import") as conn:
+            conn.executemany(
+                f"INSERT OR IGNORE INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (_values(r) for r in rows),
+            )
+            for id in ids:
+                stamps = conn.execute(
+                    "SELECT lsn, node FROM versions WHERE id = ? ORDER BY lsn, node", (id,)
+                ).fetchall()
+                nxt = [*stamps[1:], (None, None)]
+                conn.executemany(
+                    "UPDATE versions SET to_lsn = ?, to_node = ? "
+                    "WHERE id = ? AND lsn = ? AND node = ?",
+                    ((b[0], b[1], id, a[0], a[1]) for a, b in zip(stamps, nxt, strict=True)),
+                )
 
     def _writable(self) -> None:
         self._check_open()
