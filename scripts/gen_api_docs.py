@@ -26,6 +26,7 @@ PACKAGES = [
 OPTIONAL = [
     ("memstore_hub", "The change hub: events to subscribers, SSE."),
     ("memstore.protocol", "The MemoryProtocol 0.1 HTTP adapter."),
+    ("memstore.client", "The Python client of memstore serve (extra http)."),
 ]
 
 

@@ -12,7 +12,10 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_ELSEWHERE = {"postgres.md": "tests/test_postgres_docs.py"}
+RUN_ELSEWHERE = {
+    "postgres.md": "tests/test_postgres_docs.py",
+    "client.md": "tests/protocol/test_client_docs.py",
+}
 """Pages whose plain Python blocks another test executes (against a live service)."""
 
 

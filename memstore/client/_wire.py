@@ -1,0 +1,272 @@
+"""What the blocking and the asyncio clients share: requests as data, answers as types.
+
+A verb is turned into a :class:`Call` (method, path, JSON body, headers and
+the function that reads a successful answer) by the functions here, so
+:class:`~memstore.client.MemoryClient` and
+:class:`~memstore.client.AsyncMemoryClient` differ only in how they send it.
+The Server-Sent Events reader and the retry rule live here too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from memstore.client.errors import (
+    InvalidRequestError,
+    RateLimitedError,
+    ServerError,
+    UnavailableError,
+    error_from_response,
+)
+from memstore.client.models import (
+    ChangeEvent,
+    Episode,
+    ForgetReceipt,
+    Hit,
+    IngestResult,
+    SnapshotEntry,
+)
+from memstore.journal import Lsn
+
+__all__ = [
+    "Call",
+    "RetryPolicy",
+    "SseReader",
+    "decode_error",
+    "episode_call",
+    "forget_call",
+    "ingest_call",
+    "recall_call",
+    "recall_event_hit",
+    "retry_delay",
+    "snapshot_entries",
+    "snapshot_path",
+    "target_json",
+]
+
+SSE = "text/event-stream"
+Mode = Literal["semantic", "graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When a refused request is sent again.
+
+    Only answers that say the request was not taken are retried: 429
+    ``rate_limited`` (after its ``Retry-After``) and 503 ``unavailable``. A
+    wait longer than ``max_wait`` seconds is not slept through: the error is
+    raised instead, so a caller is never blocked for minutes unawares.
+    """
+
+    max_retries: int = 3
+    max_wait: float = 30.0
+    unavailable_wait: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request, and how to read its successful answer."""
+
+    method: str
+    path: str
+    json: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    parse: Callable[[Any], Any] = lambda body: body
+
+
+def retry_delay(error: ServerError, attempt: int, policy: RetryPolicy) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1``, or ``None`` to raise ``error`` now."""
+    if attempt >= policy.max_retries:
+        return None
+    if isinstance(error, RateLimitedError):
+        delay = error.retry_after
+    elif isinstance(error, UnavailableError):
+        delay = policy.unavailable_wait * (2**attempt)
+    else:
+        return None
+    return delay if delay <= policy.max_wait else None
+
+
+def decode_error(response: httpx.Response) -> ServerError:
+    """The exception for an error answer (its body already read)."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    err = error_from_response(response.status_code, body)
+    if isinstance(err, RateLimitedError) and "retry_after" not in err.details:
+        header = response.headers.get("retry-after", "")
+        if header.isdigit():
+            err.details["retry_after"] = int(header)
+    return err
+
+
+def _rfc3339(value: str | _dt.datetime) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.utcoffset() is None:
+            raise InvalidRequestError(
+                0, "invalid_request", "a datetime must be timezone-aware (e.g. datetime.now(UTC))"
+            )
+        return value.isoformat()
+    return value
+
+
+def ingest_call(
+    source: str,
+    content: str,
+    *,
+    id: str | None,
+    t_ref: str | _dt.datetime | None,
+    metadata: Mapping[str, Any] | None,
+) -> Call:
+    body: dict[str, Any] = {"source": source, "content": content}
+    if id is not None:
+        body["id"] = id
+    if t_ref is not None:
+        body["t_ref"] = _rfc3339(t_ref)
+    if metadata is not None:
+        body["metadata"] = dict(metadata)
+    return Call("POST", "/v1/ingest", body, parse=IngestResult.from_json)
+
+
+def recall_call(
+    query: str,
+    *,
+    k: int | None,
+    filter: str | None,
+    as_of: str | _dt.datetime | None,
+    mode: Mode | None,
+    stream: bool = False,
+) -> Call:
+    body: dict[str, Any] = {"query": query}
+    if k is not None:
+        body["k"] = k
+    if filter is not None:
+        body["filter"] = filter
+    if as_of is not None:
+        body["as_of"] = _rfc3339(as_of)
+    if mode is not None:
+        body["mode"] = mode
+    headers = {"Accept": SSE} if stream else {}
+    return Call(
+        "POST", "/v1/recall", body, headers, parse=lambda hits: [Hit.from_json(h) for h in hits]
+    )
+
+
+def target_json(*, id: str | None, source: str | None, before: Lsn | None) -> dict[str, Any]:
+    """The wire target of a forget: exactly one of ``id``, ``source`` (a prefix), ``before``."""
+    given = [
+        name for name, v in (("id", id), ("source", source), ("before", before)) if v is not None
+    ]
+    if len(given) != 1:
+        raise InvalidRequestError(
+            0,
+            "invalid_request",
+            "forget takes exactly one of id=, source= or before=, got "
+            + (", ".join(given) if given else "none"),
+        )
+    if id is not None:
+        return {"Id": id}
+    if source is not None:
+        return {"Scope": {"BySource": source}}
+    assert before is not None
+    return {"Before": {"wall_ms": before.wall_ms, "counter": before.counter}}
+
+
+def forget_call(
+    target: Mapping[str, Any],
+    *,
+    hard: bool = False,
+    dry_run: bool = False,
+    confirmation_token: str | None = None,
+) -> Call:
+    body: dict[str, Any] = {"target": dict(target), "hard": hard, "dry_run": dry_run}
+    if confirmation_token is not None:
+        body["confirmation_token"] = confirmation_token
+    return Call("POST", "/v1/forget", body, parse=ForgetReceipt.from_json)
+
+
+def episode_call(id: str) -> Call:
+    return Call("GET", f"/v1/episode/{quote(id, safe='')}", parse=Episode.from_json)
+
+
+def snapshot_path(lsn: Lsn | str) -> str:
+    return f"/v1/snapshot/{quote(str(lsn), safe='')}"
+
+
+def snapshot_entries(lines: Iterable[str]) -> Iterator[SnapshotEntry]:
+    """Parse NDJSON snapshot lines (blank lines skipped)."""
+    for line in lines:
+        if line.strip():
+            row = json.loads(line)
+            yield SnapshotEntry(str(row["key"]), dict(row["value"]))
+
+
+@dataclass
+class SseReader:
+    """Turns the lines of an event stream into events (the WHATWG parsing rules).
+
+    Feed each line, without its line break; a blank line ends an event and
+    :meth:`feed` returns it. Comments (``: keep-alive``) are dropped; an event
+    with no ``event:`` field is a ``message``. ``last_id`` is the last id seen,
+    the ``Last-Event-ID`` to resume with.
+
+    >>> r = SseReader()
+    >>> [r.feed(x) for x in ["id: 7", "event: change", 'data: {"a":', "data: 1}", ""]][-1]
+    ChangeEvent(id='7', event='change', data={'a': 1})
+    """
+
+    last_id: str | None = None
+    _event: str = ""
+    _data: list[str] = field(default_factory=list)
+    _has_id: bool = False
+
+    def feed(self, line: str) -> ChangeEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id" and "\0" not in value:
+            self.last_id = value
+            self._has_id = True
+        return None
+
+    def _dispatch(self) -> ChangeEvent | None:
+        event, data, has_id = self._event or "message", self._data, self._has_id
+        self._event, self._data, self._has_id = "", [], False
+        if not data:
+            return ChangeEvent(self.last_id, "position", {}) if has_id else None
+        text = "\n".join(data)
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = {"text": text}
+        return ChangeEvent(
+            self.last_id, event, parsed if isinstance(parsed, dict) else {"value": parsed}
+        )
+
+
+def recall_event_hit(event: ChangeEvent) -> Hit | None:
+    """A streamed recall's ``hit`` event as a :class:`Hit`; ``None`` at ``done``.
+
+    An ``error`` event (the search failed after the stream started) raises.
+    """
+    if event.event == "hit":
+        return Hit.from_json(event.data)
+    if event.event == "error":
+        raise error_from_response(500, event.data)
+    return None

@@ -1,0 +1,254 @@
+"""The blocking client of ``memstore serve`` (and of any MemoryProtocol 0.1 server).
+
+:class:`MemoryClient` sends each verb of the protocol over one pooled
+``httpx`` connection and hands back typed results; every error answer is
+raised as the :mod:`memstore.client.errors` class of its code, and a 429 is
+retried after its ``Retry-After`` (:class:`~memstore.client.RetryPolicy`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from memstore.client import _wire
+from memstore.client._wire import SSE, Call, Mode, RetryPolicy, SseReader
+from memstore.client.errors import ProtocolTransportError
+from memstore.client.models import (
+    ChangeEvent,
+    Episode,
+    ForgetReceipt,
+    Hit,
+    IngestResult,
+    SnapshotEntry,
+)
+from memstore.journal import Lsn
+
+__all__ = ["MemoryClient"]
+
+
+class MemoryClient:
+    """A MemoryProtocol 0.1 client: ``MemoryClient("http://127.0.0.1:8080", token=...)``.
+
+    ``timeout`` bounds each request (connect and each read) in seconds;
+    ``retry`` says when a refused request is sent again; ``transport`` and
+    ``headers`` are handed to :class:`httpx.Client` (a custom transport, extra
+    headers). Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._retry = retry or RetryPolicy()
+        merged = dict(headers or {})
+        if token is not None:
+            merged["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport, headers=merged
+        )
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _open(self, call: Call, *, stream: bool) -> httpx.Response:
+        """Send ``call`` (retrying what the policy allows); a 2xx response or a raise."""
+        attempt = 0
+        while True:
+            try:
+                request = self._http.build_request(
+                    call.method, call.path, json=call.json, headers=dict(call.headers)
+                )
+                response = self._http.send(request, stream=stream)
+            except httpx.TransportError as e:
+                raise ProtocolTransportError(f"{call.method} {call.path}: {e}") from e
+            if response.is_success:
+                return response
+            response.read()
+            response.close()
+            err = _wire.decode_error(response)
+            delay = _wire.retry_delay(err, attempt, self._retry)
+            if delay is None:
+                raise err
+            time.sleep(delay)
+            attempt += 1
+
+    def _send(self, call: Call) -> Any:
+        response = self._open(call, stream=False)
+        try:
+            return call.parse(response.json())
+        except ValueError as e:
+            raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
+
+    def _lines(self, call: Call) -> Iterator[str]:
+        response = self._open(call, stream=True)
+        try:
+            yield from response.iter_lines()
+        except httpx.TransportError as e:
+            raise ProtocolTransportError(f"{call.path}: the stream broke: {e}") from e
+        finally:
+            response.close()
+
+    # --------------------------------------------------------------- verbs
+
+    def health(self) -> dict[str, Any]:
+        """``GET /healthz``: ``{"ok", "version", "lsn"}`` (no token needed)."""
+        body: dict[str, Any] = self._send(Call("GET", "/healthz"))
+        return body
+
+    def applied(self) -> Lsn:
+        """The journal position the server has applied (``/healthz``'s ``lsn``)."""
+        return Lsn.parse(str(self.health()["lsn"]))
+
+    def wait_applied(self, lsn: Lsn, *, timeout: float = 30.0, poll: float = 0.01) -> None:
+        """Wait until the server has applied ``lsn`` (read your writes on another replica)."""
+        deadline = time.monotonic() + timeout
+        while self.applied() < lsn:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the server did not apply {lsn} within {timeout} s")
+            time.sleep(poll)
+
+    def ingest(
+        self,
+        source: str,
+        content: str,
+        *,
+        id: str | None = None,
+        t_ref: str | _dt.datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> IngestResult:
+        """``POST /v1/ingest``: store one episode; its chunks become recallable.
+
+        ``id`` (a ULID) replaces that episode if it exists; ``t_ref`` is when the
+        episode happened (RFC 3339 or an aware datetime); ``metadata`` any JSON
+        object, which recall filters can test (``metadata.project = 'x'``).
+        """
+        result: IngestResult = self._send(
+            _wire.ingest_call(source, content, id=id, t_ref=t_ref, metadata=metadata)
+        )
+        return result
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filter: str | None = None,
+        as_of: str | _dt.datetime | None = None,
+        mode: Mode | None = None,
+    ) -> list[Hit]:
+        """``POST /v1/recall``: the best ``k`` chunks for ``query`` (server default 10).
+
+        ``filter`` is the v0 filter DSL (``source LIKE 'notes/%'``), ``as_of``
+        answers as the memory was then, ``mode="graph"`` adds the chunks linked
+        to the semantic hits.
+        """
+        hits: list[Hit] = self._send(
+            _wire.recall_call(query, k=k, filter=filter, as_of=as_of, mode=mode)
+        )
+        return hits
+
+    def recall_stream(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        filter: str | None = None,
+        as_of: str | _dt.datetime | None = None,
+        mode: Mode | None = None,
+    ) -> Iterator[Hit]:
+        """:meth:`recall` as Server-Sent Events: hits as they are sent, until ``done``."""
+        call = _wire.recall_call(query, k=k, filter=filter, as_of=as_of, mode=mode, stream=True)
+        reader = SseReader()
+        for line in self._lines(call):
+            event = reader.feed(line)
+            if event is None or event.event == "position":
+                continue
+            hit = _wire.recall_event_hit(event)
+            if hit is None:
+                return
+            yield hit
+
+    def forget(
+        self,
+        *,
+        id: str | None = None,
+        source: str | None = None,
+        before: Lsn | None = None,
+        dry_run: bool = False,
+    ) -> ForgetReceipt:
+        """``POST /v1/forget``, soft: delete an episode or chunk (``id``), every one whose
+        source starts with ``source``, or every one that existed at ``before``.
+
+        Soft-deleted items stay visible to ``as_of`` and snapshots of earlier
+        positions. ``dry_run=True`` changes nothing and returns a sealed preview
+        for :meth:`confirm_forget`.
+        """
+        target = _wire.target_json(id=id, source=source, before=before)
+        receipt: ForgetReceipt = self._send(_wire.forget_call(target, dry_run=dry_run))
+        return receipt
+
+    def preview_hard_forget(
+        self, *, id: str | None = None, source: str | None = None, before: Lsn | None = None
+    ) -> ForgetReceipt:
+        """The dry run of a hard delete: what it would erase, sealed for :meth:`confirm_forget`."""
+        target = _wire.target_json(id=id, source=source, before=before)
+        receipt: ForgetReceipt = self._send(_wire.forget_call(target, hard=True, dry_run=True))
+        return receipt
+
+    def confirm_forget(self, preview: ForgetReceipt) -> ForgetReceipt:
+        """Erase, past and present, what ``preview`` (a hard dry run's receipt) listed.
+
+        The server accepts a preview once, for its own target, within minutes
+        of issuing it; anything else is
+        :class:`~memstore.client.errors.InvalidConfirmationTokenError`.
+        """
+        call = _wire.forget_call(preview.target, hard=True, confirmation_token=preview.token())
+        receipt: ForgetReceipt = self._send(call)
+        return receipt
+
+    def episode(self, id: str) -> Episode:
+        """``GET /v1/episode/{id}``: the episode as ingested (``NotFoundError`` if none)."""
+        episode: Episode = self._send(_wire.episode_call(id))
+        return episode
+
+    def snapshot(self, lsn: Lsn | str) -> Iterator[SnapshotEntry]:
+        """``GET /v1/snapshot/{lsn}``: every episode and chunk visible at ``lsn``, streamed.
+
+        An empty iterator means nothing of the caller's tenant existed then.
+        """
+        yield from _wire.snapshot_entries(self._lines(Call("GET", _wire.snapshot_path(lsn))))
+
+    def events(self, *, last_event_id: str | None = None) -> Iterator[ChangeEvent]:
+        """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
+
+        Each event's ``id`` resumes the stream (``last_event_id=``) after a
+        disconnect; a ``reset`` event means the server could not replay the gap.
+        """
+        headers = {"Accept": SSE}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = last_event_id
+        reader = SseReader(last_id=last_event_id)
+        for line in self._lines(Call("GET", "/v1/events", headers=headers)):
+            event = reader.feed(line)
+            if event is not None and event.event != "position":
+                yield event
