@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
+from memstore import __version__
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
 
@@ -132,7 +133,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(
             f"memstore serve needs the server extra ({e.name} is missing): "
-            'pip install "memstore[server]"',
+            'pip install "memstore-engine[server]"',
             file=sys.stderr,
         )
         return 2
@@ -160,6 +161,7 @@ class _ReadProgress:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memstore", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"memstore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help: str) -> argparse.ArgumentParser:

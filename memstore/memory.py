@@ -599,7 +599,7 @@ def _postgres_journal(dsn: str) -> Journal:
     except ModuleNotFoundError as e:
         raise MemstoreError(
             f"a PostgreSQL journal needs its backend ({e.name} is missing): "
-            'pip install "memstore[postgres]"'
+            'pip install "memstore-engine[postgres]"'
         ) from None
     journal: Journal = module.PostgresJournal(dsn)
     return journal

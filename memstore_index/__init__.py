@@ -6,8 +6,8 @@
 >>> cells.search("ledger pool", 1)[0][0].id
 'n1'
 
-``OnnxMiniLMEmbedder`` (extra ``memstore[embed]``) and
-``OpenAICompatibleEmbedder`` (extra ``memstore[http]``) live in their own
+``OnnxMiniLMEmbedder`` (extra ``memstore-engine[embed]``) and
+``OpenAICompatibleEmbedder`` (extra ``memstore-engine[http]``) live in their own
 modules, imported on demand, so the core needs neither dependency.
 """
 

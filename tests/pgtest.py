@@ -23,7 +23,8 @@ DSN = os.environ.get("MEMSTORE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:54
 REQUIRED = bool(os.environ.get("CI")) or os.environ.get("MEMSTORE_REQUIRE_PG") == "1"
 HOW = (
     "start PostgreSQL on 127.0.0.1:5432 (trust auth, database 'test'), or set "
-    "MEMSTORE_TEST_PG_DSN=postgresql://user@host:port/db, and pip install 'memstore[postgres]'"
+    "MEMSTORE_TEST_PG_DSN=postgresql://user@host:port/db, "
+    "and pip install 'memstore-engine[postgres]'"
 )
 RUN_PREFIX = f"mst_{os.getpid()}_{secrets.token_hex(3)}"
 """Every schema this test run creates starts with it."""

@@ -17,6 +17,8 @@ RUN_ELSEWHERE = {
     "client.md": "tests/protocol/test_client_docs.py",
 }
 """Pages whose plain Python blocks another test executes (against a live service)."""
+QUICKSTART = 'with Memory("quickstart-memory/") as mem:'
+"""The README quickstart's first line: ``test_readme_quickstart`` runs that block."""
 
 
 def test_every_python_block_is_a_doctest() -> None:
@@ -25,7 +27,7 @@ def test_every_python_block_is_a_doctest() -> None:
         text = path.read_text()
         for m in re.finditer(r"```python\n(.*?)```", text, re.S):
             block = m.group(1)
-            quickstart = path.name == "README.md" and 'with Memory("data/") as mem:' in block
+            quickstart = path.name == "README.md" and QUICKSTART in block
             elsewhere = path.name in RUN_ELSEWHERE
             if not block.lstrip().startswith(">>>") and not quickstart and not elsewhere:
                 line = text[: m.start()].count("\n") + 1

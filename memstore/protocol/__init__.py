@@ -1,4 +1,4 @@
-"""MemoryProtocol 0.1 over HTTP: the pure pieces of the adapter (extra ``memstore[server]``).
+"""MemoryProtocol 0.1 over HTTP: the pure pieces of the adapter (extra ``memstore-engine[server]``).
 
 Nothing imported here needs a web framework: the v0 filter DSL, markdown
 chunking, the error taxonomy, bearer-token auth, per-tenant rate limits and
