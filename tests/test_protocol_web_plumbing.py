@@ -265,3 +265,22 @@ def test_web_imports_no_surface_and_no_framework_at_import() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_the_connection_cap_fits_the_descriptor_limit() -> None:
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300)); "
+        "from memstore.web.connections import ConnectionLimits; "
+        "from memstore.web.runner import fit_to_descriptors; "
+        "f = fit_to_descriptors(ConnectionLimits()); "
+        "print(f.max_connections, f.max_connections_per_client)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.stdout.split() == ["172", "128"]  # 300 - 64 headroom - 64 lingering
+    assert "ulimit -n 300" in done.stderr

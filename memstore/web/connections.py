@@ -14,7 +14,12 @@ one per connection and forwards every event to it) and adds:
 - **connection caps**: at most ``max_connections`` open connections, and
   ``max_connections_per_client`` per client IP address. A connection over a
   cap is answered at once with ``503 unavailable`` (``Retry-After: 1``) and
-  closed, so that its descriptor is freed immediately;
+  closed, so that its descriptor is freed at once. "Closed" is a lingering
+  close: the answer and a FIN go out, and what the client still sends is read
+  and dropped for up to :data:`LINGER_SECONDS` (closing a socket with unread
+  input makes the kernel send a reset, which can destroy the 503 before the
+  client reads it). At most :data:`MAX_LINGERING` refused sockets linger at
+  a time; beyond that they are closed outright;
 - **a header timeout**: a request's headers must be complete within
   ``header_timeout`` seconds of the connection opening, or of the first byte
   of a keep-alive connection's next request; otherwise ``408
@@ -60,6 +65,8 @@ __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_CONNECTIONS_PER_CLIENT",
     "DEFAULT_MAX_HEADER_BYTES",
+    "LINGER_SECONDS",
+    "MAX_LINGERING",
     "ConnectionCounter",
     "ConnectionLimits",
     "GuardedProtocol",
@@ -79,6 +86,10 @@ DEFAULT_MAX_CONNECTIONS_PER_CLIENT: Final = 128
 """Open connections accepted from one client IP address (``--max-connections-per-client``)."""
 DEFAULT_MAX_HEADER_BYTES: Final = 64 * 1024
 """Largest request line and headers, in bytes."""
+LINGER_SECONDS: Final = 1.0
+"""How long a refused connection is drained before it is closed."""
+MAX_LINGERING: Final = 64
+"""Most refused connections draining at once (more are closed outright)."""
 
 _REASONS: Final = {
     408: "Request Timeout",
@@ -149,6 +160,8 @@ class ConnectionCounter:
         """Connections admitted and not yet closed."""
         self.refused = 0
         """Connections refused over a cap so far."""
+        self.lingering = 0
+        """Refused connections being drained before they close."""
         self._per_client: dict[str | None, int] = {}
 
     def of(self, client: str | None) -> int:
@@ -214,6 +227,7 @@ class GuardedProtocol(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._phase = _HEADERS
         self._header_bytes = 0
+        self._lingering = False
 
     # ------------------------------------------------------------- asyncio.Protocol
 
@@ -225,7 +239,7 @@ class GuardedProtocol(asyncio.Protocol):
         refusal = self.counter.admit(client)
         if refusal is not None:
             transport.write(canned_response(refusal, self.render[0]))
-            transport.close()
+            self._linger(transport)
             return
         self._transport, self._client = transport, client
         self._inner = self.inner_class(**self._kwargs)
@@ -267,11 +281,15 @@ class GuardedProtocol(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         if self._inner is None:
-            return None
+            return None  # a refused connection: the client is done, the transport closes
         answer: bool | None = self._inner.eof_received()
         return answer
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._lingering:
+            self._lingering = False
+            self.counter.lingering -= 1
+            self._disarm()
         if self._inner is None:
             return
         self._disarm()
@@ -320,6 +338,17 @@ class GuardedProtocol(asyncio.Protocol):
                 f"the request's headers did not arrive within {self.limits.header_timeout:g} s",
             )
         )
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Close a refused connection gently: FIN now, input drained, closed within a second."""
+        counter = self.counter
+        if counter.lingering >= MAX_LINGERING or not transport.can_write_eof():
+            transport.close()
+            return
+        counter.lingering += 1
+        self._lingering = True
+        transport.write_eof()
+        self._timer = self._loop.call_later(LINGER_SECONDS, transport.close)
 
     def _refuse(self, refusal: Refusal) -> None:
         transport = self._transport

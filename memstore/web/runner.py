@@ -30,7 +30,12 @@ from typing import Any, Final, Literal
 
 import uvicorn
 
-from memstore.web.connections import ConnectionLimits, GuardedProtocol, guarded_protocol
+from memstore.web.connections import (
+    MAX_LINGERING,
+    ConnectionLimits,
+    GuardedProtocol,
+    guarded_protocol,
+)
 from memstore.web.refusal import RenderRefusal, refusal_body
 
 __all__ = [
@@ -80,7 +85,10 @@ def _inner_protocol(http: str) -> Callable[..., Any]:
 
 
 def fit_to_descriptors(limits: ConnectionLimits) -> ConnectionLimits:
-    """``limits`` with ``max_connections`` lowered to fit ``RLIMIT_NOFILE`` (minus headroom).
+    """``limits`` with ``max_connections`` lowered to fit ``RLIMIT_NOFILE``.
+
+    What must fit: the connections, the refused ones draining
+    (:data:`~memstore.web.connections.MAX_LINGERING`) and :data:`FD_HEADROOM`.
 
     Over the descriptor limit, ``accept()`` fails and every client waits; under
     it, the connections over the cap are answered 503 and closed at once.
@@ -90,9 +98,10 @@ def fit_to_descriptors(limits: ConnectionLimits) -> ConnectionLimits:
     except ImportError:  # not a Unix: no descriptor limit to fit
         return limits
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or limits.max_connections + FD_HEADROOM <= soft:
+    reserved = FD_HEADROOM + MAX_LINGERING
+    if soft == resource.RLIM_INFINITY or limits.max_connections + reserved <= soft:
         return limits
-    fitted = max(1, soft - FD_HEADROOM)
+    fitted = max(1, soft - reserved)
     print(
         f"memstore: --max-connections {limits.max_connections} is more than the descriptor "
         f"limit allows (ulimit -n {soft}); using {fitted}",
