@@ -39,9 +39,9 @@ Scope = MutableMapping[str, Any]
 
 
 async def _echo(scope: Scope, receive: Callable[[], Awaitable[Any]], send: Any) -> None:
-    """A tiny ASGI app: reads the whole body, answers its length."""
+    """A tiny ASGI app: reads the whole body, answers its length (``/early``: answers at once)."""
     size = 0
-    while True:
+    while scope["path"] != "/early":
         message = await receive()
         if message["type"] != "http.request":
             return
@@ -108,6 +108,24 @@ def test_the_guard_over_each_parser(http: str) -> None:
             # A body that stops: the connection is closed, nothing answered.
             w.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nabc")
             assert await _read_all(r) == b""
+            w.close()
+            await w.wait_closed()
+            # An answer before the body was read (as a 401 is): the rest of the body
+            # is not taken for headers, and the connection goes on.
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(
+                b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 6000\r\n\r\n" + b"a" * 1000
+            )
+            assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n0"), 10)).startswith(
+                b"HTTP/1.1 200"
+            )
+            w.write(b"a" * 5000)  # the rest of the body, alone...
+            await w.drain()
+            await asyncio.sleep(0.05)
+            w.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # ... then the next request
+            assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n0"), 10)).startswith(
+                b"HTTP/1.1 200"
+            )
             w.close()
             await w.wait_closed()
             # Caps: two from this address, the third refused at once with 503.

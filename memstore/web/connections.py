@@ -98,6 +98,7 @@ _REASONS: Final = {
 }
 # Phases of a connection (see the module documentation).
 _HEADERS, _BODY, _BUSY = "headers", "body", "busy"
+_UNCOUNTED: Final = 1 << 62  # header bytes not counted (see data_received)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +262,9 @@ class GuardedProtocol(asyncio.Protocol):
             if before == _HEADERS:
                 self._header_bytes += len(data)
             else:  # the first bytes of the next request on a kept-alive connection
-                self._header_bytes = len(data)
+                # After an answer given before the body was read (a 401, say), the
+                # rest of that body comes first: those bytes are not headers.
+                self._header_bytes = len(data) if before == _BUSY else -_UNCOUNTED
                 self._arm(self.limits.header_timeout)
             if self._header_bytes > self.limits.max_header_bytes:
                 self._refuse(
