@@ -11,8 +11,9 @@ One place for what every HTTP surface needs at start-up and shutdown:
   streams get ``graceful_shutdown_seconds``), then :func:`serve_app` returns
   normally (uvicorn would re-raise the signal; the caller still has
   resources to close);
-- SIGHUP: the ``on_hangup`` callbacks run (a tokens file is re-read) and the
-  server goes on.
+- SIGHUP: the ``on_hangup`` callbacks run on the event loop within a tenth
+  of a second (a tokens file is re-read; never inside the signal handler,
+  which could interrupt the very code it calls) and the server goes on.
 
 No lifespan, no WebSockets, no access log; uvicorn logs warnings and up.
 """
@@ -64,7 +65,7 @@ class ServeConfig:
     http: Literal["auto", "h11", "httptools"] = "auto"
     """uvicorn's HTTP/1.1 parser (``auto``: httptools when installed)."""
     on_hangup: Sequence[Callable[[], object]] = ()
-    """Run on SIGHUP, in the main thread."""
+    """Run on SIGHUP, on the event loop."""
     render: RenderRefusal = refusal_body
     """The error body of the connection-level refusals (503, 408, 431)."""
     log_level: str = "warning"
@@ -120,6 +121,7 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_hangup: Sequence[Callable[[], object]]) -> None:
         super().__init__(config)
         self._on_hangup = tuple(on_hangup)
+        self._hangup_pending = False
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -136,8 +138,15 @@ class _Server(uvicorn.Server):
                 signal.signal(hangup, previous)
 
     def _hangup(self, sig: int, frame: object) -> None:
-        for callback in self._on_hangup:
-            callback()
+        # Only a flag: the callbacks may take locks the interrupted code holds.
+        self._hangup_pending = True
+
+    async def on_tick(self, counter: int) -> bool:
+        if self._hangup_pending:
+            self._hangup_pending = False
+            for callback in self._on_hangup:
+                callback()
+        return await super().on_tick(counter)
 
 
 def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProtocol]:
