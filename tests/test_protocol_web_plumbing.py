@@ -302,3 +302,19 @@ def test_the_connection_cap_fits_the_descriptor_limit() -> None:
     )
     assert done.stdout.split() == ["172", "128"]  # 300 - 64 headroom - 64 lingering
     assert "ulimit -n 300" in done.stderr
+
+
+def test_the_engine_and_the_cli_import_no_web_framework() -> None:
+    code = (
+        "import sys, memstore, memstore.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi', 'starlette', 'uvicorn', 'httptools', 'prometheus_client')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout
+    assert out.strip() == "[]"
