@@ -152,17 +152,20 @@ def stop_server(proc: Any) -> None:
 class Connection:
     """One HTTP/1.1 keep-alive connection: a request, then its whole answer."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int
+    ) -> None:
         self.reader, self.writer = reader, writer
+        self.host = f"127.0.0.1:{port}"  # a loopback server answers loopback Host names only
 
     @classmethod
     async def open(cls, port: int) -> Connection:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
+        return cls(reader, writer, port)
 
     async def request(self, method: str, path: str, token: str, body: bytes) -> tuple[int, bytes]:
         head = (
-            f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {token}\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: Bearer {token}\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
         self.writer.write(head.encode() + body)

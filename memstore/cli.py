@@ -24,6 +24,13 @@ from typing import IO, Any
 from memstore import __version__
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
+from memstore.web.connections import (
+    DEFAULT_BODY_TIMEOUT_SECONDS,
+    DEFAULT_HEADER_TIMEOUT_SECONDS,
+    DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+)
 
 __all__ = ["main"]
 
@@ -209,9 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_stats)
 
     p = command("serve", "run the MemoryProtocol 0.1 HTTP server")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--tokens-file")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument(
+        "--tokens-file",
+        help="the tokens JSON (re-read when it changes and on SIGHUP); "
+        "default: DATA/tokens.json, made on a loopback bind",
+    )
     p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
     p.add_argument(
         "--journal-schema",
@@ -221,14 +232,73 @@ def build_parser() -> argparse.ArgumentParser:
         "--confirm-key-file",
         help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
     )
-    p.add_argument("--rate-per-second", type=float, default=60.0)
-    p.add_argument("--rate-burst", type=int, default=120)
-    p.add_argument("--metrics-disabled", action="store_true")
+    p.add_argument("--rate-per-second", type=float, default=60.0, help="per tenant (default 60)")
+    p.add_argument("--rate-burst", type=int, default=120, help="per tenant (default 120)")
+    p.add_argument(
+        "--metrics-disabled",
+        action="store_true",
+        help="answer GET /metrics with 404 (it needs no token and names the tenants)",
+    )
     p.add_argument(
         "--sse-keepalive",
         type=float,
         default=15.0,
         help="idle seconds before an SSE keep-alive comment (default 15)",
+    )
+    web = p.add_argument_group("HTTP defences")
+    web.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME[:PORT]",
+        help="a Host the server answers besides 127.0.0.1, localhost and [::1] (repeatable; "
+        "'*' for any). Default: none on a loopback bind, any host on a public bind",
+    )
+    web.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="URL",
+        help="a web origin (https://app.example) whose pages may call the server, with CORS "
+        "(repeatable; '*' for any). Default: only the server's own origin, no CORS",
+    )
+    web.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="time to send a request's headers, else 408 and the connection closes "
+        f"(default {DEFAULT_HEADER_TIMEOUT_SECONDS:g})",
+    )
+    web.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="time to send a whole body after the headers, else the connection closes "
+        f"(default {DEFAULT_BODY_TIMEOUT_SECONDS:g})",
+    )
+    web.add_argument(
+        "--keepalive-timeout",
+        type=float,
+        default=DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
+        metavar="SECONDS",
+        help="idle time before a keep-alive connection is closed "
+        f"(default {DEFAULT_KEEPALIVE_TIMEOUT_SECONDS:g})",
+    )
+    web.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help="open connections in all; more are answered 503 and closed "
+        f"(default {DEFAULT_MAX_CONNECTIONS}, lowered to fit ulimit -n)",
+    )
+    web.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+        metavar="N",
+        help="open connections per client IP address "
+        f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
     )
     p.set_defaults(fn=cmd_serve)
     return parser

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -149,3 +151,33 @@ def test_retry_after_is_whole_seconds_rounded_up(seconds: float) -> None:
 def test_retry_after_rejects_nan() -> None:
     with pytest.raises(ValueError):
         retry_after_header(math.nan)
+
+
+def test_an_unexpected_failure_is_one_500_and_one_log_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, Starlette answered 500 and then re-raised: logged twice, connection reset.
+
+    TestClient re-raises what escapes the app, so under the old code this test
+    failed with the engine's exception instead of a 500.
+    """
+    from fastapi.testclient import TestClient
+
+    from memstore import Memory
+    from memstore.protocol import TokenTable
+    from memstore.protocol.app import create_app
+
+    tokens = TokenTable.from_json('{"tok": {"tenant": "acme", "scopes": ["ingest"]}}')
+    mem = Memory(tmp_path, embedder="hash")
+    app = create_app(mem, tokens=tokens)
+    mem.close()  # every write now fails inside the engine
+    with caplog.at_level(logging.ERROR), TestClient(app) as client:
+        r = client.post(
+            "/v1/ingest",
+            headers={"Authorization": "Bearer tok"},
+            json={"source": "s", "content": "c"},
+        )
+    assert r.status_code == 500 and r.json()["error"] == "internal"
+    assert "journal" not in r.text  # the message names no internals
+    failures = [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
+    assert len(failures) == 1 and failures[0].exc_info is not None

@@ -2,9 +2,12 @@
 
 FastAPI routes translate HTTP to :class:`~memstore.protocol.verbs.Verbs` and
 back; the :class:`~memstore.protocol.gate.Gate` middleware authenticates,
-rate-limits and bounds bodies before any route runs. Every error is the
-seed's ``{error, message}`` JSON (validation failures are 400, never 422).
-The OpenAPI document is served at ``/openapi.json``.
+rate-limits and bounds bodies before any route runs. Around it, from the
+outside in, the shared plumbing of :mod:`memstore.web`: security headers, the
+Host and Origin guard, CORS for listed origins; inside it, the failsafe
+that answers an unexpected exception with a 500 and keeps the connection.
+Every error is the seed's ``{error, message}`` JSON (validation failures are
+400, never 422). The OpenAPI document is served at ``/openapi.json``.
 
 >>> import tempfile
 >>> from fastapi.testclient import TestClient
@@ -43,11 +46,14 @@ from memstore.memory import Memory
 from memstore.protocol.auth import TokenTable
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
+    ERROR_KINDS,
+    INTERNAL,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     ProtocolError,
     internal_error,
     invalid_request,
+    render_refusal,
 )
 from memstore.protocol.gate import Gate, principal_of
 from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
@@ -66,6 +72,12 @@ from memstore.protocol.models import (
 )
 from memstore.protocol.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND, RateLimiter
 from memstore.protocol.verbs import Verbs
+from memstore.web.failsafe import Failsafe
+from memstore.web.guard import HostOriginGuard, ListedCors
+from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.refusal import Refusal
+from memstore.web.security import SecurityHeaders
+from memstore.web.tokens import TokensFile
 
 __all__ = ["NDJSON", "SSE", "applied_lsn", "create_app"]
 
@@ -88,6 +100,7 @@ def _documented(ok: Any, *statuses: int, media: str | None = None) -> dict[int |
 
 
 _GATED = (401, 403, 429, 500)
+_METHODS = ("GET", "POST")
 
 
 def _error(e: ProtocolError) -> JSONResponse:
@@ -129,7 +142,7 @@ def applied_lsn(journal: Journal) -> Lsn:
 def create_app(
     memory: Memory,
     *,
-    tokens: TokenTable,
+    tokens: TokenTable | TokensFile[TokenTable],
     rate_per_second: float = DEFAULT_RATE_PER_SECOND,
     burst: int = DEFAULT_BURST,
     metrics_enabled: bool = True,
@@ -137,9 +150,16 @@ def create_app(
     clock: Callable[[], float] = time.monotonic,
     wall_ms: Callable[[], int] = wall_clock_ms,
     keepalive_seconds: float = SSE_KEEPALIVE_SECONDS,
+    hosts: HostPolicy | None = None,
+    origins: OriginPolicy | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``memory`` (which needs a journal) to the holders of ``tokens``.
 
+    ``tokens``: a table, or a :class:`~memstore.web.tokens.TokensFile` whose
+    changes apply from the next request. ``hosts``: the ``Host`` values
+    answered (None: any; ``memstore serve`` always gives a policy).
+    ``origins``: the web origins besides the server's own whose pages may
+    call it (with CORS); None: none.
     ``rate_per_second``/``burst``: each tenant's token bucket. ``metrics_enabled``:
     serve ``GET /metrics`` (404 otherwise). ``confirmations``: seals dry-run
     receipts (a random key by default). ``clock``: the rate limiter's
@@ -148,15 +168,28 @@ def create_app(
     """
     verbs = Verbs(memory, confirmations=confirmations, wall_ms=wall_ms)
     limiter = RateLimiter(rate_per_second, burst, clock=clock)
-    metrics = Metrics(tokens.tenants) if metrics_enabled else None
+    current = tokens.current if isinstance(tokens, TokensFile) else (lambda: tokens)
+    metrics = Metrics(lambda: current().tenants) if metrics_enabled else None
     app = FastAPI(
         title="memstore MemoryProtocol",
         version=__version__,
         summary="MemoryProtocol 0.1 (HTTP/SSE) over a memstore Memory",
         docs_url=None,
         redoc_url=None,
+        strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
     )
-    app.add_middleware(Gate, tokens=tokens, limiter=limiter, metrics=metrics)
+    # add_middleware wraps: the last one added runs first.
+    failure = Refusal(INTERNAL.status, INTERNAL.code, internal_error().message)
+    app.add_middleware(Failsafe, error=failure, logger=_log, render=render_refusal)
+    app.add_middleware(Gate, tokens=current, limiter=limiter, metrics=metrics)
+    app.add_middleware(ListedCors, origins=origins or OriginPolicy(), methods=_METHODS)
+    app.add_middleware(
+        HostOriginGuard,
+        hosts=hosts or HostPolicy(any_host=True),
+        origins=origins or OriginPolicy(),
+        render=render_refusal,
+    )
+    app.add_middleware(SecurityHeaders)
     _no_422(app)
 
     @app.exception_handler(ProtocolError)
@@ -174,7 +207,7 @@ def create_app(
             return _error(METHOD_NOT_ALLOWED.error(f"{request.method} is not allowed here"))
         if exc.status_code == 404:
             return _error(NOT_FOUND.error(f"no route {request.url.path[:200]}"))
-        return _error(ProtocolError(exc.status_code, "http_error", str(exc.detail)))
+        return _error(_documented_error(exc.status_code, str(exc.detail)))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -292,6 +325,21 @@ def create_app(
         return StreamingResponse(frames, media_type=SSE)
 
     return app
+
+
+def _documented_error(status: int, message: str) -> ProtocolError:
+    """An HTTP error raised inside the framework, as a code of the documented table.
+
+    The gate and the models refuse what they know first; this is the net under
+    them: any other 4xx is ``invalid_request`` (or the table's code of that
+    status), never a code the table lacks.
+    """
+    for kind in ERROR_KINDS.values():
+        if kind.status == status:
+            return kind.error(message)
+    if 400 <= status < 500:
+        return invalid_request(message)
+    return internal_error()
 
 
 def _no_422(app: FastAPI) -> None:

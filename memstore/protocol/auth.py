@@ -113,6 +113,7 @@ class TokenTable:
             _check_scopes(principal.scopes, position, principal.tenant)
             raw = token.encode("ascii")
             self._by_digest[hashlib.sha256(raw).digest()] = _Entry(raw, principal)
+        self._tenants = frozenset(e.principal.tenant for e in self._by_digest.values())
 
     @classmethod
     def from_json(cls, text: str) -> TokenTable:
@@ -187,7 +188,7 @@ class TokenTable:
     @property
     def tenants(self) -> frozenset[str]:
         """Every tenant some token acts for (the bound on per-tenant metric labels)."""
-        return frozenset(e.principal.tenant for e in self._by_digest.values())
+        return self._tenants
 
     def __len__(self) -> int:
         return len(self._by_digest)

@@ -21,6 +21,7 @@ table and a test keeps the two in step.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Final
 
 from memstore.errors import MemstoreError
 from memstore.protocol.filter import FilterSyntaxError
+from memstore.web.refusal import Refusal
 
 __all__ = [
     "CONFIRMATION_REQUIRED",
@@ -35,7 +37,10 @@ __all__ = [
     "EPISODE_NOT_FOUND",
     "ERROR_KINDS",
     "FORBIDDEN",
+    "FORBIDDEN_HOST",
+    "FORBIDDEN_ORIGIN",
     "GRAPH_UNAVAILABLE",
+    "HEADERS_TOO_LARGE",
     "INTERNAL",
     "INVALID_CONFIRMATION_TOKEN",
     "INVALID_EPISODE_ID",
@@ -46,6 +51,7 @@ __all__ = [
     "NOT_FOUND",
     "PAYLOAD_TOO_LARGE",
     "RATE_LIMITED",
+    "REQUEST_TIMEOUT",
     "SNAPSHOT_OUT_OF_RANGE",
     "UNAUTHORIZED",
     "UNAVAILABLE",
@@ -56,6 +62,7 @@ __all__ = [
     "episode_not_found",
     "error_body",
     "forbidden",
+    "from_refusal",
     "internal_error",
     "invalid_confirmation_token",
     "invalid_episode_id",
@@ -64,6 +71,7 @@ __all__ = [
     "invalid_request",
     "payload_too_large",
     "rate_limited",
+    "render_refusal",
     "retry_after_header",
     "snapshot_out_of_range",
     "unauthorized",
@@ -95,8 +103,10 @@ class ErrorKind:
 INVALID_REQUEST: Final = ErrorKind(
     "invalid_request",
     400,
-    "the body is not JSON, is not a JSON object, misses a required field, has a field of "
-    "the wrong type or value, or has a field the verb does not know",
+    "the body is not UTF-8 JSON, nests deeper than MAX_JSON_DEPTH, is not a JSON object, "
+    "misses a required field, has a field of the wrong type or value (text with a lone "
+    "surrogate too), or has a field the verb does not know; or the request repeats its "
+    "Authorization header",
 )
 INVALID_FILTER: Final = ErrorKind(
     "invalid_filter",
@@ -129,6 +139,18 @@ FORBIDDEN: Final = ErrorKind(
     403,
     "the token is valid but lacks the scope the route requires",
 )
+FORBIDDEN_HOST: Final = ErrorKind(
+    "forbidden_host",
+    403,
+    "the Host header is missing, repeated, or not a name this server answers to "
+    "(a loopback name, or one of --allow-host)",
+)
+FORBIDDEN_ORIGIN: Final = ErrorKind(
+    "forbidden_origin",
+    403,
+    "the Origin header is repeated, or names a web origin other than the server's own "
+    "and those of --allow-origin",
+)
 NOT_FOUND: Final = ErrorKind(
     "not_found",
     404,
@@ -149,6 +171,11 @@ METHOD_NOT_ALLOWED: Final = ErrorKind(
     405,
     "the route exists but not with this HTTP method",
 )
+REQUEST_TIMEOUT: Final = ErrorKind(
+    "request_timeout",
+    408,
+    "the request's headers did not arrive within --header-timeout; the connection is closed",
+)
 PAYLOAD_TOO_LARGE: Final = ErrorKind(
     "payload_too_large",
     413,
@@ -163,6 +190,11 @@ CONFIRMATION_REQUIRED: Final = ErrorKind(
     "confirmation_required",
     428,
     "a hard forget without a `confirmation_token`",
+)
+HEADERS_TOO_LARGE: Final = ErrorKind(
+    "headers_too_large",
+    431,
+    "the request line and headers are larger than MAX_HEADER_BYTES; the connection is closed",
 )
 RATE_LIMITED: Final = ErrorKind(
     "rate_limited",
@@ -182,7 +214,9 @@ GRAPH_UNAVAILABLE: Final = ErrorKind(
 UNAVAILABLE: Final = ErrorKind(
     "unavailable",
     503,
-    "the server is shutting down and takes no new requests",
+    "the server is shutting down and takes no new requests, or it (or the client's address) "
+    "holds as many connections as --max-connections (--max-connections-per-client) allow; "
+    "the connection is closed",
 )
 
 ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
@@ -195,13 +229,17 @@ ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
         INVALID_CONFIRMATION_TOKEN,
         UNAUTHORIZED,
         FORBIDDEN,
+        FORBIDDEN_HOST,
+        FORBIDDEN_ORIGIN,
         NOT_FOUND,
         EPISODE_NOT_FOUND,
         SNAPSHOT_OUT_OF_RANGE,
         METHOD_NOT_ALLOWED,
+        REQUEST_TIMEOUT,
         PAYLOAD_TOO_LARGE,
         UNSUPPORTED_MEDIA_TYPE,
         CONFIRMATION_REQUIRED,
+        HEADERS_TOO_LARGE,
         RATE_LIMITED,
         INTERNAL,
         GRAPH_UNAVAILABLE,
@@ -386,6 +424,25 @@ def payload_too_large(what: str, size: int, limit: int) -> ProtocolError:
         f"{what} is {size} bytes; the limit is {limit}",
         {"limit": limit, "size": size},
     )
+
+
+def from_refusal(refusal: Refusal) -> ProtocolError:
+    """The :class:`ProtocolError` of a request the HTTP plumbing refused (its code is in the table).
+
+    >>> from memstore.web.refusal import FORBIDDEN_HOST
+    >>> from_refusal(Refusal(403, FORBIDDEN_HOST, "no"))
+    ProtocolError(403, 'forbidden_host', 'no')
+    """
+    kind = ERROR_KINDS.get(refusal.code)
+    if kind is None or kind.status != refusal.status:
+        raise ValueError(f"{refusal!r} is not in the protocol's error table")
+    return kind.error(refusal.message, refusal.details, headers=refusal.headers)
+
+
+def render_refusal(refusal: Refusal) -> bytes:
+    """The JSON body of a refused request, in the protocol's shape (for :mod:`memstore.web`)."""
+    body = from_refusal(refusal).body()
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def internal_error() -> ProtocolError:

@@ -1,10 +1,14 @@
 """The ASGI middleware in front of every route: auth, rate limit, body bounds, metrics.
 
 For each ``/v1`` route of :data:`~memstore.protocol.auth.ROUTE_SCOPES`, in
-this order: authenticate the bearer token (401), take a token from the
-tenant's bucket (429), check the route's scope (403), then for a POST check
-the media type (415) and read the body up to
-:data:`~memstore.protocol.limits.MAX_BODY_BYTES` (413). Only then does the
+this order: refuse a repeated ``Authorization`` header (400), authenticate
+the bearer token (401) against the tokens as they are now (a
+:class:`~memstore.web.tokens.TokensFile` re-reads a changed file), take a
+token from the tenant's bucket (429), check the route's scope (403), then
+for a POST check the media type (415), read the body up to
+:data:`~memstore.protocol.limits.MAX_BODY_BYTES` (413) and check that it is
+UTF-8 nested at most :data:`~memstore.protocol.limits.MAX_JSON_DEPTH` deep
+(400). A client that goes away while its body is read is answered nothing. Only then does the
 application see the request, with the caller's
 :class:`~memstore.protocol.auth.Principal` in ``request.state.principal``.
 Checking here, before FastAPI parses anything, keeps the seed's order: an
@@ -23,10 +27,19 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from memstore.protocol.auth import ROUTE_SCOPES, Principal, TokenTable
-from memstore.protocol.errors import UNSUPPORTED_MEDIA_TYPE, ProtocolError, payload_too_large
-from memstore.protocol.limits import MAX_BODY_BYTES
+from memstore.protocol.errors import ProtocolError, from_refusal
+from memstore.protocol.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
+from memstore.web.body import (
+    ClientDisconnected,
+    check_json_media,
+    check_json_text,
+    read_body,
+    replay,
+)
+from memstore.web.headers import single_header
+from memstore.web.refusal import Refusal
 
 __all__ = ["Gate", "route_of"]
 
@@ -59,15 +72,6 @@ def route_of(method: str, path: str) -> str | None:
     return None
 
 
-def _json_media(content_type: str | None) -> bool:
-    if content_type is None:  # no header: read it as JSON (curl --data-binary sends one)
-        return True
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (
-        media.startswith("application/") and media.endswith("+json")
-    )
-
-
 async def _answer(error: ProtocolError, send: Send) -> None:
     body = json.dumps(error.body(), ensure_ascii=False, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -85,7 +89,7 @@ class Gate:
         self,
         app: ASGIApp,
         *,
-        tokens: TokenTable,
+        tokens: Callable[[], TokenTable],
         limiter: RateLimiter,
         metrics: Metrics | None,
     ) -> None:
@@ -113,18 +117,22 @@ class Gate:
             if route is None:
                 await self.app(scope, receive, counted)
                 return
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
             try:
-                principal = self.tokens.authenticate(headers.get("authorization"))
+                authorization = single_header(scope, b"authorization")
+                principal = self.tokens().authenticate(authorization)
                 seen["tenant"] = principal.tenant
                 self.limiter.check(principal.tenant)
                 principal.require(ROUTE_SCOPES[route])
                 if method == "POST":
-                    receive = await self._read_body(headers, receive)
+                    receive = await self._read_body(scope, receive)
+            except Refusal as r:
+                await _answer(from_refusal(r), counted)
+                return
             except ProtocolError as e:
                 await _answer(e, counted)
+                return
+            except ClientDisconnected:
+                seen["status"] = 499  # nginx's "client closed request", for the metrics only
                 return
             scope.setdefault("state", {})["principal"] = principal
             await self.app(scope, receive, counted)
@@ -135,39 +143,16 @@ class Gate:
                 self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
 
     @staticmethod
-    async def _read_body(headers: dict[str, str], receive: Receive) -> Receive:
-        """Read a POST body whole, refusing a wrong media type or an oversized body."""
-        if not _json_media(headers.get("content-type")):
-            raise UNSUPPORTED_MEDIA_TYPE.error(
-                f"Content-Type {headers['content-type'][:80]!r} is not application/json"
-            )
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            raise payload_too_large("request body", int(declared), MAX_BODY_BYTES)
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise payload_too_large("request body", size, MAX_BODY_BYTES)
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(parts)
-        replayed = False
+    async def _read_body(scope: Scope, receive: Receive) -> Receive:
+        """Read a POST body whole, refusing a wrong media type, an oversized or non-JSON text body.
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay
+        :raises Refusal: 415, 413 or 400.
+        :raises ClientDisconnected: the client went away first.
+        """
+        check_json_media(single_header(scope, b"content-type"))
+        body = await read_body(receive, MAX_BODY_BYTES, single_header(scope, b"content-length"))
+        check_json_text(body, max_depth=MAX_JSON_DEPTH)
+        return replay(body, receive)
 
 
 def principal_of(state: MutableMapping[str, Any]) -> Principal:

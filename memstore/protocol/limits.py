@@ -11,6 +11,8 @@ from typing import Final
 
 from memstore.protocol.chunk import DEFAULT_MAX_CHUNK_CHARS
 from memstore.protocol.filter import MAX_FILTER_DEPTH, MAX_FILTER_LENGTH
+from memstore.web.body import DEFAULT_MAX_JSON_DEPTH
+from memstore.web.connections import DEFAULT_MAX_HEADER_BYTES
 
 __all__ = [
     "DEFAULT_K",
@@ -19,6 +21,8 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_FILTER_DEPTH",
     "MAX_FILTER_LENGTH",
+    "MAX_HEADER_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_K",
     "MAX_METADATA_BYTES",
     "MAX_QUERY_CHARS",
@@ -28,6 +32,10 @@ __all__ = [
 
 MAX_BODY_BYTES: Final = 256 * 1024
 """Largest request body read; a larger one is refused (413) before it is parsed."""
+MAX_JSON_DEPTH: Final = DEFAULT_MAX_JSON_DEPTH
+"""Deepest nesting of arrays and objects in a request body (400 ``invalid_request``)."""
+MAX_HEADER_BYTES: Final = DEFAULT_MAX_HEADER_BYTES
+"""Largest request line and headers (431 ``headers_too_large``, then the connection closes)."""
 MAX_CONTENT_BYTES: Final = 16 * 1024
 """Largest episode ``content``, UTF-8 encoded (413): the seed's "~12 KB" with headroom."""
 MAX_METADATA_BYTES: Final = 16 * 1024

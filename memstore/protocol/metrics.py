@@ -4,7 +4,8 @@ Label values are bounded: ``route`` is a route template (or ``other``),
 ``method`` an HTTP method the routes use (or ``other``), ``status`` a status
 code the server answers with, and ``tenant`` a tenant of the tokens file (or
 ``-`` before authentication). The number of series grows with the tokens file,
-never with traffic.
+never with traffic. The tenants may be given as a function, asked at each
+label: a tokens file that is re-read brings its new tenants in.
 
 >>> m = Metrics(frozenset({"acme"}))
 >>> m.observe("POST /v1/ingest", "POST", 200, "acme", 0.01)
@@ -14,7 +15,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -35,9 +36,13 @@ _BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 class Metrics:
     """The server's counters and histograms; thread-safe (prometheus_client is)."""
 
-    def __init__(self, tenants: Collection[str]) -> None:
+    def __init__(self, tenants: Collection[str] | Callable[[], Collection[str]]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._tenants = frozenset(tenants)
+        if callable(tenants):
+            self._tenants: Callable[[], Collection[str]] = tenants
+        else:
+            fixed = frozenset(tenants)
+            self._tenants = lambda: fixed
         self.requests = Counter(
             "memstore_http_requests",
             "HTTP requests answered, by route template, method, status and tenant.",
@@ -72,7 +77,7 @@ class Metrics:
 
     def tenant_label(self, tenant: str | None) -> str:
         """``tenant`` if the tokens file names it, else :data:`NO_TENANT`."""
-        return tenant if tenant is not None and tenant in self._tenants else NO_TENANT
+        return tenant if tenant is not None and tenant in self._tenants() else NO_TENANT
 
     def observe(
         self, route: str, method: str, status: int, tenant: str | None, seconds: float

@@ -2,21 +2,29 @@
 
 Every model forbids unknown fields (a typo must not be silently ignored) and
 is strict (``"k": "10"`` is not a number), so a body that does not fit is a
-400 ``invalid_request`` naming the field. Bounds come from
-:mod:`memstore.protocol.limits`; the size bounds that answer 413 (content,
-metadata) are checked by the routes, since a validation error is a 400.
+400 ``invalid_request`` naming the field. Every text field, and every string
+inside ``metadata`` (keys too), is :data:`Text`: Unicode text, so a lone
+surrogate (``"\\udc00"``, which JSON can escape but UTF-8 cannot encode) is
+refused here, once, rather than failing wherever the text is next encoded.
+Bounds come from :mod:`memstore.protocol.limits`; the size bounds that answer
+413 (content, metadata) are checked by the routes, since a validation error is
+a 400.
 
->>> RecallRequest.model_validate({"query": "alice"}).k
-10
->>> ForgetRequest.model_validate({"target": {"Scope": {"BySource": "fs/"}}}).target_json()
-{'Scope': {'BySource': 'fs/'}}
+>>> from pydantic import ValidationError
+>>> try:
+...     IngestRequest.model_validate({"source": "s", "content": "a\\udc00"})
+... except ValidationError as e:
+...     print(e.errors()[0]["msg"][:60])
+a lone surrogate (U+DC00) at character 1 is not Unicode text
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from memstore.protocol.limits import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, MAX_SOURCE_CHARS
 
@@ -37,9 +45,54 @@ __all__ = [
     "LsnOut",
     "RecallRequest",
     "ScopeTarget",
+    "Text",
+    "unicode_json",
+    "unicode_text",
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogate(value: str, where: str) -> None:
+    if value.isascii():
+        return
+    m = _SURROGATE.search(value)
+    if m is not None:
+        raise PydanticCustomError(
+            "unicode_text",
+            "{where}a lone surrogate (U+{code}) at character {at} is not Unicode text "
+            "(UTF-8 cannot encode it; send the character itself or a surrogate pair)",
+            {"where": where, "code": f"{ord(m.group()):04X}", "at": m.start()},
+        )
+
+
+def unicode_text(value: str) -> str:
+    """``value`` if it is Unicode text (no lone surrogate); the validator of :data:`Text`."""
+    _no_surrogate(value, "")
+    return value
+
+
+def unicode_json(value: Any, path: str = "") -> Any:
+    """``value`` if every string in it (object keys too) is Unicode text.
+
+    The error names the path of the culprit (``a.b[2]``).
+    """
+    if isinstance(value, str):
+        _no_surrogate(value, f"{path}: " if path else "")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_surrogate(key, f"{path}: key " if path else "key ")
+            unicode_json(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            unicode_json(item, f"{path}[{i}]")
+    return value
+
+
+Text = Annotated[str, AfterValidator(unicode_text)]
+"""A text field of a request: a ``str`` without lone surrogates."""
+JsonObject = Annotated[dict[str, Any], AfterValidator(unicode_json)]
 
 
 class IngestRequest(BaseModel):
@@ -47,11 +100,11 @@ class IngestRequest(BaseModel):
 
     model_config = _STRICT
 
-    id: str | None = Field(default=None, description="ULID; the server makes one when absent")
-    source: str = Field(min_length=1, max_length=MAX_SOURCE_CHARS, examples=["helios:fs/notes.md"])
-    content: str = Field(description="markdown, at most MAX_CONTENT_BYTES UTF-8 bytes")
-    t_ref: str | None = Field(default=None, description="RFC 3339; defaults to the wall clock")
-    metadata: dict[str, Any] | None = Field(default=None, description="any JSON object")
+    id: Text | None = Field(default=None, description="ULID; the server makes one when absent")
+    source: Text = Field(min_length=1, max_length=MAX_SOURCE_CHARS, examples=["helios:fs/notes.md"])
+    content: Text = Field(description="markdown, at most MAX_CONTENT_BYTES UTF-8 bytes")
+    t_ref: Text | None = Field(default=None, description="RFC 3339; defaults to the wall clock")
+    metadata: JsonObject | None = Field(default=None, description="any JSON object")
 
 
 class RecallRequest(BaseModel):
@@ -59,10 +112,10 @@ class RecallRequest(BaseModel):
 
     model_config = _STRICT
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
-    as_of: str | None = Field(default=None, description="RFC 3339: answer as the state was then")
-    filter: str | None = Field(default=None, description="v0 filter DSL")
+    as_of: Text | None = Field(default=None, description="RFC 3339: answer as the state was then")
+    filter: Text | None = Field(default=None, description="v0 filter DSL")
     mode: Literal["semantic", "graph"] = "semantic"
 
 
@@ -80,7 +133,7 @@ class IdTarget(BaseModel):
 
     model_config = _STRICT
 
-    Id: str
+    Id: Text
 
 
 class BySource(BaseModel):
@@ -88,7 +141,7 @@ class BySource(BaseModel):
 
     model_config = _STRICT
 
-    BySource: str = Field(min_length=1, max_length=MAX_SOURCE_CHARS)
+    BySource: Text = Field(min_length=1, max_length=MAX_SOURCE_CHARS)
 
 
 class ScopeTarget(BaseModel):
@@ -115,7 +168,7 @@ class ForgetRequest(BaseModel):
     target: IdTarget | ScopeTarget | BeforeTarget
     hard: bool = False
     dry_run: bool = False
-    confirmation_token: str | None = None
+    confirmation_token: Text | None = None
 
     def target_json(self) -> dict[str, Any]:
         """The target as JSON, in the wire shape."""

@@ -14,6 +14,19 @@ dry-run receipt sealed by one replica is redeemable on any other
 (``--confirm-key-file`` names another shared secret instead). See
 ``docs/protocol.md`` ("Replicas").
 
+The tokens file is re-read when it changes (checked at each request, one
+``stat``) and on SIGHUP: a token removed from it fails from the next
+request; a file that becomes invalid leaves the last good tokens in place,
+with an error in the log. The confirmation key is derived from the file's
+bytes at start-up only.
+
+HTTP plumbing comes from :mod:`memstore.web`: read timeouts and connection
+caps (``--header-timeout``, ``--body-timeout``, ``--keepalive-timeout``,
+``--max-connections``, ``--max-connections-per-client``), the Host check
+(on a loopback bind only loopback names and ``--allow-host``; on a public
+bind ``--allow-host``, or any host when none is given) and the Origin check
+(the server's own origin and ``--allow-origin``).
+
 SIGTERM and SIGINT shut down gracefully: the listener closes, requests in
 flight finish (streams are given :data:`GRACEFUL_SHUTDOWN_SECONDS`), then the
 :class:`~memstore.memory.Memory` is closed (journal, vectors, hub).
@@ -22,16 +35,11 @@ flight finish (streams are given :data:`GRACEFUL_SHUTDOWN_SECONDS`), then the
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import hmac
-import ipaddress
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
-
-import uvicorn
 
 from memstore.journal import Journal
 from memstore.memory import Memory
@@ -45,7 +53,12 @@ from memstore.protocol.auth import (
     write_tokens_file,
 )
 from memstore.protocol.confirm import Confirmations
+from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
+from memstore.web.connections import ConnectionLimits
+from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
+from memstore.web.runner import ServeConfig, serve_app
+from memstore.web.tokens import TokensFile
 
 __all__ = [
     "CONFIRMATION_KEY_LABEL",
@@ -68,34 +81,6 @@ DEFAULT_JOURNAL_SCHEMA: Final = "memstore"
 """The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` says."""
 CONFIRMATION_KEY_LABEL: Final = b"memstore confirmations v1"
 """What :func:`confirmation_key` MACs with the shared secret: a key for this use only."""
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, but a shutdown signal ends :func:`serve` normally.
-
-    uvicorn re-raises the signal once it has shut down (so the process dies of
-    it); here the caller still has to close the Memory, and exits with 0.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        with super().capture_signals():
-            yield
-            self._captured_signals.clear()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names only this machine (``localhost``, ``127.0.0.0/8``, ``::1``).
-
-    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
-    (True, True, False)
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def confirmation_key(secret: bytes) -> bytes:
@@ -152,10 +137,23 @@ def _journal(args: argparse.Namespace) -> Journal | None:
     )
 
 
-def _tokens(args: argparse.Namespace) -> TokenTable | None:
+def _load(path: str | Path) -> TokensFile[TokenTable]:
+    """The tokens file at ``path``, re-read when it changes.
+
+    :raises TokensFileError: it cannot be read or parsed now.
+    """
+    try:
+        return TokensFile(path, TokenTable.from_json)
+    except OSError as e:
+        raise TokensFileError(f"cannot read tokens file {str(path)!r}: {e}") from None
+    except ValueError as e:  # TokensFileError, or bytes that are not UTF-8
+        raise TokensFileError(f"{path}: {e}") from None
+
+
+def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     """The tokens to serve, or None (after saying why) when the server must not start."""
     if args.tokens_file:
-        return TokenTable.load(args.tokens_file)
+        return _load(args.tokens_file)
     if not is_loopback(args.host):
         print(
             f"memstore: refusing to serve on {args.host} without --tokens-file: a server "
@@ -166,9 +164,9 @@ def _tokens(args: argparse.Namespace) -> TokenTable | None:
         return None
     path = Path(args.data) / TOKENS_FILE
     if path.exists():
-        table = TokenTable.load(path)
+        tokens = _load(path)
         print(f"memstore: tokens from {path}", file=sys.stderr)
-        return table
+        return tokens
     path.parent.mkdir(parents=True, exist_ok=True)
     token = new_token()
     write_tokens_file(path, {token: Principal(DEFAULT_TENANT, frozenset(SCOPES))})
@@ -180,7 +178,32 @@ def _tokens(args: argparse.Namespace) -> TokenTable | None:
         """-d '{"query": "hello"}'""",
         file=sys.stderr,
     )
-    return TokenTable.load(path)
+    return _load(path)
+
+
+def _policies(args: argparse.Namespace) -> tuple[HostPolicy, OriginPolicy]:
+    """``--allow-host`` and ``--allow-origin`` for the bind address.
+
+    :raises ValueError: an entry that is not a host name or an origin.
+    """
+    hosts = HostPolicy.for_bind(args.host, getattr(args, "allow_host", None) or ())
+    return hosts, OriginPolicy(getattr(args, "allow_origin", None) or ())
+
+
+def _limits(args: argparse.Namespace) -> ConnectionLimits:
+    """The read timeouts and connection caps given on the command line (defaults otherwise)."""
+    given = {
+        name: getattr(args, name)
+        for name in (
+            "header_timeout",
+            "body_timeout",
+            "keepalive_timeout",
+            "max_connections",
+            "max_connections_per_client",
+        )
+        if getattr(args, name, None) is not None
+    }
+    return ConnectionLimits(**given)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -188,9 +211,17 @@ def serve(args: argparse.Namespace) -> int:
 
     ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
     ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled`` and
-    optionally ``journal_schema``, ``confirm_key_file`` and ``sse_keepalive``
+    optionally ``journal_schema``, ``confirm_key_file``, ``sse_keepalive``,
+    ``allow_host``, ``allow_origin``, ``header_timeout``, ``body_timeout``,
+    ``keepalive_timeout``, ``max_connections`` and ``max_connections_per_client``
     (as ``memstore serve`` parses them).
     """
+    try:
+        hosts, origins = _policies(args)
+        limits = _limits(args)
+    except ValueError as e:
+        print(f"memstore: {e}", file=sys.stderr)
+        return 2
     try:
         tokens = _tokens(args)
     except TokensFileError as e:
@@ -225,24 +256,24 @@ def serve(args: argparse.Namespace) -> int:
             metrics_enabled=not args.metrics_disabled,
             confirmations=confirmations,
             keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
+            hosts=hosts,
+            origins=origins,
         )
-        config = uvicorn.Config(
-            app,
+        config = ServeConfig(
             host=args.host,
             port=args.port,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-            lifespan="off",
+            limits=limits,
+            graceful_shutdown_seconds=GRACEFUL_SHUTDOWN_SECONDS,
+            on_hangup=(tokens.reload,),
+            render=render_refusal,
         )
-        server = _Server(config)
         print(
             f"memstore: serving MemoryProtocol 0.1 on http://{args.host}:{args.port} "
-            f"(data {args.data}, {len(tokens)} token(s))",
+            f"(data {args.data}, {len(tokens.current())} token(s), {hosts!r})",
             file=sys.stderr,
             flush=True,
         )
-        server.run()
+        serve_app(app, config)
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:

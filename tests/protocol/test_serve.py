@@ -195,3 +195,25 @@ def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> N
         assert r.json()["rows_deleted"] == 2
     finally:
         assert stop_server(proc) == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--allow-origin", "app.example"], "not a web origin"),
+        (["--allow-host", "http://x"], "not a host name"),
+        (["--max-connections", "0"], "max_connections must be a positive integer"),
+        (["--header-timeout", "-1"], "header_timeout must be a positive number"),
+    ],
+)
+def test_bad_defence_flags_are_refused(tmp_path: Path, flags: list[str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore.cli", "serve", "--data", str(tmp_path), *flags],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert says in done.stderr, done.stderr
+    assert not (tmp_path / "tokens.json").exists()

@@ -1,0 +1,191 @@
+"""Request bodies: the media type, a bounded read, and a JSON text check before parsing.
+
+:func:`read_body` reads a whole body from ASGI ``receive`` and refuses it
+(413) as soon as it is larger than the limit, whatever ``Content-Length``
+claimed. :func:`check_json_text` then refuses (400 ``invalid_request``) a body
+that no JSON parser should be handed: bytes that are not UTF-8, or arrays and
+objects nested deeper than a limit (a thousand ``[`` make Python's parser
+raise ``RecursionError``, and the structures that do parse are walked
+recursively by everything that handles them later).
+
+>>> check_json_text(b'{"a": [1, {"b": "[[[["}]}', max_depth=3)
+>>> check_json_text(b"[[[[1]]]]", max_depth=3)
+Traceback (most recent call last):
+...
+memstore.web.refusal.Refusal: the body nests JSON arrays and objects 4 levels deep; the limit is 3
+>>> check_json_text(b'{"q": "\\xff"}', max_depth=3)
+Traceback (most recent call last):
+...
+memstore.web.refusal.Refusal: the body is not UTF-8 text: invalid start byte at byte 7
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+import numpy as np
+
+from memstore.web.refusal import (
+    INVALID_REQUEST,
+    PAYLOAD_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    Refusal,
+)
+
+__all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
+    "ClientDisconnected",
+    "check_json_media",
+    "check_json_text",
+    "is_json_media",
+    "json_depth",
+    "read_body",
+    "replay",
+]
+
+DEFAULT_MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting of JSON arrays and objects :func:`check_json_text` accepts by default."""
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+
+# A JSON string, unrolled so that the regex engine never backtracks: '"', runs of
+# ordinary characters, each escape with the run after it, '"'.
+_STRING: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_OPEN: Final = (ord("["), ord("{"))
+
+
+class ClientDisconnected(Exception):
+    """The client went away before the whole body arrived (nothing is to be answered)."""
+
+
+def is_json_media(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` is JSON: ``application/json``, ``application/*+json``, or absent.
+
+    No header at all is read as JSON: ``curl --data-binary`` and many small
+    clients send none, and a JSON API has nothing else to read a body as.
+
+    >>> is_json_media("application/json; charset=utf-8"), is_json_media(None)
+    (True, True)
+    >>> is_json_media("application/merge-patch+json"), is_json_media("text/plain")
+    (True, False)
+    """
+    if content_type is None:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def check_json_media(content_type: str | None) -> None:
+    """Pass for a JSON media type (:func:`is_json_media`).
+
+    :raises Refusal: 415 ``unsupported_media_type`` naming the type sent.
+    """
+    if not is_json_media(content_type):
+        raise Refusal(
+            415,
+            UNSUPPORTED_MEDIA_TYPE,
+            f"Content-Type {(content_type or '')[:80]!r} is not application/json",
+        )
+
+
+def _too_large(size: int, limit: int) -> Refusal:
+    return Refusal(
+        413,
+        PAYLOAD_TOO_LARGE,
+        f"request body is {size} bytes; the limit is {limit}",
+        {"limit": limit, "size": size},
+    )
+
+
+async def read_body(receive: Receive, limit: int, content_length: str | None = None) -> bytes:
+    """The whole body of an ASGI HTTP request, at most ``limit`` bytes.
+
+    A ``Content-Length`` over the limit is refused before anything is read.
+
+    :raises Refusal: 413 ``payload_too_large`` (``details``: ``size``, ``limit``).
+    :raises ClientDisconnected: the client disconnected (or the server closed a
+        connection whose body was too slow) before the body was complete.
+    """
+    declared = (content_length or "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise _too_large(int(declared), limit)
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnected
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(size, limit)
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that hands out ``body`` whole, then defers to ``receive``."""
+    replayed = False
+
+    async def again() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep arrays and objects nest in the JSON text ``raw``: O(len(raw)) in C.
+
+    Strings are cut out first (their brackets are text), then what is left of
+    the brackets is summed up as +1/-1 with numpy. Meant for well-formed or
+    nearly well-formed text; for text that is not JSON the answer is only a
+    bound worth checking.
+
+    >>> json_depth(b'[1, [2, {"a": "]]]"}]]'), json_depth(b'"x"'), json_depth(b"{}")
+    (3, 0, 1)
+    """
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((codes == _OPEN[0]) | (codes == _OPEN[1]), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
+def check_json_text(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> None:
+    """Pass for a body that is UTF-8 and nests at most ``max_depth`` levels.
+
+    Syntax is left to the parser that runs next (it says where the text
+    breaks); this refuses only what would make a parser fail in ways that
+    are not syntax errors. Cheap: a body with at most ``max_depth`` brackets
+    is not scanned at all.
+
+    :raises Refusal: 400 ``invalid_request`` saying which.
+    """
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Refusal(
+            400, INVALID_REQUEST, f"the body is not UTF-8 text: {e.reason} at byte {e.start}"
+        ) from None
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return
+    depth = json_depth(raw)
+    if depth > max_depth:
+        raise Refusal(
+            400,
+            INVALID_REQUEST,
+            f"the body nests JSON arrays and objects {depth} levels deep; the limit is {max_depth}",
+            {"depth": depth, "limit": max_depth},
+        )

@@ -1,0 +1,134 @@
+"""ASGI middleware: refuse requests for other hosts and from other web origins, before any route.
+
+:class:`HostOriginGuard` applies a :class:`~memstore.web.hosts.HostPolicy`
+and an :class:`~memstore.web.hosts.OriginPolicy` to every HTTP request
+(health probes included: a rebinding page must not even learn that a server
+is there). A request is refused, with the surface's error body, when:
+
+- its ``Host`` is missing, repeated, malformed or not served: 403 ``forbidden_host``;
+- its ``Origin`` is repeated or not accepted: 403 ``forbidden_origin``.
+
+When the origin policy lists origins, :class:`ListedCors` adds CORS answers
+(preflights, ``Access-Control-Allow-Origin``) for those origins only; with no
+listed origin a server answers no CORS at all, so browsers keep other sites'
+pages from reading its answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+from memstore.web.headers import header_values
+from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.refusal import (
+    FORBIDDEN_HOST,
+    FORBIDDEN_ORIGIN,
+    Refusal,
+    RenderRefusal,
+    refusal_body,
+    send_refusal,
+)
+
+__all__ = ["CORS_HEADERS", "CORS_MAX_AGE_SECONDS", "HostOriginGuard", "ListedCors"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CORS_HEADERS: Final = ("Authorization", "Content-Type", "Accept", "Last-Event-ID")
+"""Request headers a listed origin's page may send (a preflight allows these)."""
+CORS_MAX_AGE_SECONDS: Final = 600
+"""How long a browser may cache a preflight answer."""
+
+
+def _printable(raw: bytes) -> str:
+    return raw.decode("latin-1")[:100]
+
+
+class HostOriginGuard:
+    """The middleware; see the module documentation.
+
+    :param render: the surface's error body for a :class:`Refusal`.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: HostPolicy,
+        origins: OriginPolicy,
+        render: RenderRefusal = refusal_body,
+    ) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+        self.render = render
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        refusal = self.check(scope)
+        if refusal is not None:
+            if scope["type"] == "http":
+                await send_refusal(refusal, send, self.render)
+            else:
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
+
+    def check(self, scope: Scope) -> Refusal | None:
+        """Why the request of ``scope`` is refused, or None when it may go on."""
+        hosts = header_values(scope, b"host")
+        if len(hosts) != 1:
+            said = "no Host header" if not hosts else f"{len(hosts)} Host headers"
+            return Refusal(403, FORBIDDEN_HOST, f"{said}; send exactly one")
+        host = hosts[0].decode("latin-1")
+        if not self.hosts.allows(host):
+            return Refusal(
+                403,
+                FORBIDDEN_HOST,
+                f"Host {_printable(hosts[0])!r} is not a name this server answers to "
+                "(a loopback name or an allowed host)",
+            )
+        origins = header_values(scope, b"origin")
+        if len(origins) > 1:
+            return Refusal(403, FORBIDDEN_ORIGIN, f"{len(origins)} Origin headers; send one")
+        if origins and not self.origins.allows(origins[0].decode("latin-1"), host):
+            return Refusal(
+                403,
+                FORBIDDEN_ORIGIN,
+                f"Origin {_printable(origins[0])!r} may not call this server "
+                "(only its own origin and the allowed origins)",
+            )
+        return None
+
+
+class ListedCors:
+    """ASGI middleware answering CORS for the origins an :class:`OriginPolicy` lists.
+
+    Starlette's CORS middleware does the work: preflights (``OPTIONS`` with
+    ``Access-Control-Request-Method``) are answered for ``methods`` and
+    :data:`CORS_HEADERS`; ``Retry-After`` is exposed to the page. With no
+    listed origin this is a pass-through: no CORS at all.
+    """
+
+    def __init__(self, app: ASGIApp, *, origins: OriginPolicy, methods: tuple[str, ...]) -> None:
+        self.app = app
+        if origins.listed:
+            from starlette.middleware.cors import CORSMiddleware
+
+            self.app = CORSMiddleware(
+                app,
+                allow_origins=["*"] if origins.any_origin else sorted(origins.origins),
+                allow_methods=list(methods),
+                allow_headers=list(CORS_HEADERS),
+                expose_headers=["Retry-After"],
+                max_age=CORS_MAX_AGE_SECONDS,
+            )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)

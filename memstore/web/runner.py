@@ -1,0 +1,172 @@
+"""``serve_app``: run an ASGI application on uvicorn with the plumbing's defences.
+
+One place for what every HTTP surface needs at start-up and shutdown:
+
+- uvicorn's HTTP/1.1 protocol wrapped in
+  :class:`~memstore.web.connections.GuardedProtocol` (read timeouts,
+  connection caps), keep-alive timeout from the same limits;
+- the connection cap kept below the process's file-descriptor limit
+  (``RLIMIT_NOFILE``), with a note on stderr when it had to be lowered;
+- SIGTERM and SIGINT: the listener closes, requests in flight finish (open
+  streams get ``graceful_shutdown_seconds``), then :func:`serve_app` returns
+  normally (uvicorn would re-raise the signal; the caller still has
+  resources to close);
+- SIGHUP: the ``on_hangup`` callbacks run on the event loop within a tenth
+  of a second (a tokens file is re-read; never inside the signal handler,
+  which could interrupt the very code it calls) and the server goes on.
+
+No lifespan, no WebSockets, no access log; uvicorn logs warnings and up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
+
+import uvicorn
+
+from memstore.web.connections import (
+    MAX_LINGERING,
+    ConnectionLimits,
+    GuardedProtocol,
+    guarded_protocol,
+)
+from memstore.web.refusal import RenderRefusal, refusal_body
+
+__all__ = [
+    "DEFAULT_GRACEFUL_SHUTDOWN_SECONDS",
+    "FD_HEADROOM",
+    "ServeConfig",
+    "fit_to_descriptors",
+    "serve_app",
+]
+
+DEFAULT_GRACEFUL_SHUTDOWN_SECONDS: Final = 10.0
+"""How long open streams may run on after a shutdown signal."""
+FD_HEADROOM: Final = 64
+"""Descriptors kept free of connections (journal, logs, listeners, worker threads)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Where and how :func:`serve_app` listens."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """Read timeouts and connection caps."""
+    graceful_shutdown_seconds: float = DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
+    http: Literal["auto", "h11", "httptools"] = "auto"
+    """uvicorn's HTTP/1.1 parser (``auto``: httptools when installed)."""
+    on_hangup: Sequence[Callable[[], object]] = ()
+    """Run on SIGHUP, on the event loop."""
+    render: RenderRefusal = refusal_body
+    """The error body of the connection-level refusals (503, 408, 431)."""
+    log_level: str = "warning"
+
+
+def _inner_protocol(http: str) -> Callable[..., Any]:
+    if http == "h11":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+    if http == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        return HttpToolsProtocol
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    return AutoHTTPProtocol
+
+
+def fit_to_descriptors(limits: ConnectionLimits) -> ConnectionLimits:
+    """``limits`` with ``max_connections`` lowered to fit ``RLIMIT_NOFILE``.
+
+    What must fit: the connections, the refused ones draining
+    (:data:`~memstore.web.connections.MAX_LINGERING`) and :data:`FD_HEADROOM`.
+
+    Over the descriptor limit, ``accept()`` fails and every client waits; under
+    it, the connections over the cap are answered 503 and closed at once.
+    """
+    try:
+        import resource
+    except ImportError:  # not a Unix: no descriptor limit to fit
+        return limits
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    reserved = FD_HEADROOM + MAX_LINGERING
+    if soft == resource.RLIM_INFINITY or limits.max_connections + reserved <= soft:
+        return limits
+    fitted = max(1, soft - reserved)
+    print(
+        f"memstore: --max-connections {limits.max_connections} is more than the descriptor "
+        f"limit allows (ulimit -n {soft}); using {fitted}",
+        file=sys.stderr,
+    )
+    return replace(
+        limits,
+        max_connections=fitted,
+        max_connections_per_client=min(limits.max_connections_per_client, fitted),
+    )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server; a shutdown signal ends :func:`serve_app` normally, SIGHUP reloads."""
+
+    def __init__(self, config: uvicorn.Config, on_hangup: Sequence[Callable[[], object]]) -> None:
+        super().__init__(config)
+        self._on_hangup = tuple(on_hangup)
+        self._hangup_pending = False
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        hangup = getattr(signal, "SIGHUP", None)
+        previous = None
+        if hangup is not None and threading.current_thread() is threading.main_thread():
+            previous = signal.signal(hangup, self._hangup)
+        try:
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+        finally:
+            if previous is not None and hangup is not None:
+                signal.signal(hangup, previous)
+
+    def _hangup(self, sig: int, frame: object) -> None:
+        # Only a flag: the callbacks may take locks the interrupted code holds.
+        self._hangup_pending = True
+
+    async def on_tick(self, counter: int) -> bool:
+        if self._hangup_pending:
+            self._hangup_pending = False
+            for callback in self._on_hangup:
+                callback()
+        return await super().on_tick(counter)
+
+
+def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProtocol]:
+    """Serve ``app`` until SIGTERM or SIGINT; the protocol class used (its ``counter`` counts).
+
+    :raises SystemExit: uvicorn's, when the address cannot be bound.
+    """
+    limits = fit_to_descriptors(config.limits)
+    protocol = guarded_protocol(_inner_protocol(config.http), limits, render=config.render)
+    uv = uvicorn.Config(
+        app,
+        host=config.host,
+        port=config.port,
+        http=protocol,
+        ws="none",
+        lifespan="off",
+        log_level=config.log_level,
+        access_log=False,
+        timeout_keep_alive=math.ceil(limits.keepalive_timeout),
+        timeout_graceful_shutdown=math.ceil(config.graceful_shutdown_seconds),
+    )
+    _Server(uv, config.on_hangup).run()
+    return protocol

@@ -1,0 +1,55 @@
+"""Security headers on every answer: what a browser must not do with an API's responses.
+
+An API answer is data, never a page: :data:`DEFAULT_SECURITY_HEADERS` tells a
+browser not to sniff it into HTML (``nosniff``), not to frame it, not to run
+anything it might contain (a CSP allowing nothing), and not to leak the URL
+in a ``Referer``. A surface that serves pages (a browser UI) passes its own
+CSP. Headers the application set itself are left as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any, Final
+
+__all__ = ["DEFAULT_SECURITY_HEADERS", "SecurityHeaders"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+DEFAULT_SECURITY_HEADERS: Final[Mapping[str, str]] = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+"""The headers of an API that serves no pages."""
+
+
+class SecurityHeaders:
+    """ASGI middleware adding ``headers`` to every HTTP response that lacks them."""
+
+    def __init__(self, app: ASGIApp, *, headers: Mapping[str, str] = DEFAULT_SECURITY_HEADERS):
+        self.app = app
+        self._headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
+        ]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = self._headers
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                headers += [(k, v) for k, v in extra if k not in present]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)

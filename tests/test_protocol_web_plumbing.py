@@ -1,0 +1,320 @@
+"""memstore.web, the HTTP plumbing the protocol server uses: each piece on its own.
+
+The connection guard runs here in-process over both of uvicorn's HTTP/1.1
+parsers (h11 and httptools), with timeouts of a fraction of a second; the
+policies, the JSON depth scan and the tokens file are plain functions.
+The end-to-end probes against ``memstore serve`` are in tests/adversarial.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from uvicorn.server import ServerState
+
+from memstore.protocol.errors import ERROR_KINDS
+from memstore.web import REFUSAL_CODES, HostPolicy, OriginPolicy, TokensFile
+from memstore.web.body import check_json_text, json_depth
+from memstore.web.connections import ConnectionLimits, guarded_protocol
+from memstore.web.refusal import Refusal
+from memstore.web.runner import _inner_protocol
+
+ROOT = Path(__file__).resolve().parent.parent
+Scope = MutableMapping[str, Any]
+
+
+# --------------------------------------------------------------------- the guard
+
+
+async def _echo(scope: Scope, receive: Callable[[], Awaitable[Any]], send: Any) -> None:
+    """A tiny ASGI app: reads the whole body, answers its length (``/early``: answers at once)."""
+    size = 0
+    while scope["path"] != "/early":
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    body = str(size).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+LIMITS = ConnectionLimits(
+    header_timeout=0.3,
+    body_timeout=0.3,
+    keepalive_timeout=5,
+    max_connections=3,
+    max_connections_per_client=2,
+    max_header_bytes=4096,
+)
+
+
+async def _serve(http: str) -> tuple[asyncio.Server, int, Any]:
+    protocol = guarded_protocol(_inner_protocol(http), LIMITS)
+    config = uvicorn.Config(
+        _echo, http=protocol, ws="none", lifespan="off", log_level="error", timeout_keep_alive=5
+    )
+    config.load()
+    state = ServerState()
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: protocol(config=config, server_state=state, app_state={}, _loop=loop),
+        "127.0.0.1",
+        0,
+    )
+    port = server.sockets[0].getsockname()[1]
+    return server, port, protocol
+
+
+async def _read_all(reader: asyncio.StreamReader) -> bytes:
+    return await asyncio.wait_for(reader.read(), timeout=10)  # until EOF; a hang guard
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_the_guard_over_each_parser(http: str) -> None:
+    async def scenario() -> None:
+        server, port, protocol = await _serve(http)
+        try:
+            # A half-sent header: 408, then closed.
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            assert (await _read_all(r)).startswith(b"HTTP/1.1 408 ")
+            w.close()
+            await w.wait_closed()
+            # A whole request is answered, and the connection is kept.
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+            assert (await asyncio.wait_for(r.readuntil(b"3"), 10)).startswith(b"HTTP/1.1 200")
+            # A body that stops: the connection is closed, nothing answered.
+            w.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nabc")
+            assert await _read_all(r) == b""
+            w.close()
+            await w.wait_closed()
+            # An answer before the body was read (as a 401 is): the rest of the body
+            # is not taken for headers, and the connection goes on.
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(
+                b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 6000\r\n\r\n" + b"a" * 1000
+            )
+            assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n0"), 10)).startswith(
+                b"HTTP/1.1 200"
+            )
+            w.write(b"a" * 5000)  # the rest of the body, alone...
+            await w.drain()
+            await asyncio.sleep(0.05)
+            w.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # ... then the next request
+            assert (await asyncio.wait_for(r.readuntil(b"\r\n\r\n0"), 10)).startswith(
+                b"HTTP/1.1 200"
+            )
+            w.close()
+            await w.wait_closed()
+            # Caps: two from this address, the third refused at once with 503.
+            held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            assert (await _read_all(r)).startswith(b"HTTP/1.1 503 ")
+            w.close()
+            await w.wait_closed()
+            assert protocol.counter.refused == 1
+            for _, hw in held:
+                hw.close()
+                await hw.wait_closed()
+            await asyncio.sleep(0.1)
+            # Oversized headers: 431.
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 5000 + b"\r\n")
+            assert (await _read_all(r)).startswith(b"HTTP/1.1 431 ")
+            w.close()
+            await w.wait_closed()
+            await asyncio.sleep(0.1)
+            assert protocol.counter.open == 0
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(scenario())
+
+
+def test_limits_are_checked() -> None:
+    with pytest.raises(ValueError, match="header_timeout"):
+        ConnectionLimits(header_timeout=0)
+    with pytest.raises(ValueError, match="max_connections"):
+        ConnectionLimits(max_connections=0)
+
+
+# ----------------------------------------------------------------------- policies
+
+
+def test_a_public_bind_answers_any_host_unless_told() -> None:
+    assert HostPolicy.for_bind("0.0.0.0").allows("memory.example.com")
+    strict = HostPolicy.for_bind("0.0.0.0", ["memory.example.com"])
+    assert strict.allows("memory.example.com:8080") and strict.allows("127.0.0.1")
+    assert not strict.allows("evil.example")
+    assert not HostPolicy.for_bind("127.0.0.1").allows("memory.example.com")
+    assert HostPolicy.for_bind("127.0.0.1", ["*"]).allows("anything.example")
+    assert not HostPolicy.for_bind("0.0.0.0").allows(None)
+    with pytest.raises(ValueError, match="not a host name"):
+        HostPolicy(["http://x"])
+
+
+def test_origins() -> None:
+    policy = OriginPolicy(["https://App.Example", "http://localhost:3000"])
+    assert policy.allows("https://app.example:443", "127.0.0.1")
+    assert policy.allows("http://localhost:3000", "127.0.0.1:8080")
+    assert not policy.allows("http://localhost:3001", "127.0.0.1:8080")
+    assert policy.allows("https://memory.example", "memory.example")  # its own origin
+    assert policy.allows("http://memory.example:8080", "memory.example:8080")
+    assert not policy.allows("http://memory.example:8081", "memory.example:8080")
+    assert policy.allows(None, None)
+    assert OriginPolicy(["*"]).allows("null", "x")
+    with pytest.raises(ValueError, match="not a web origin"):
+        OriginPolicy(["app.example"])
+
+
+def test_every_refusal_code_is_in_the_protocol_table() -> None:
+    for code, status in REFUSAL_CODES.items():
+        assert ERROR_KINDS[code].status == status, code
+
+
+# ---------------------------------------------------------------------- JSON depth
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\[]{} '),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_json_depth_is_the_parsed_depth(value: Any) -> None:
+    assert json_depth(json.dumps(value).encode()) == _depth(value)
+
+
+def test_check_json_text_refuses_only_depth_and_encoding() -> None:
+    check_json_text(b"not json at all")  # syntax is the parser's to report
+    with pytest.raises(Refusal, match="64"):
+        check_json_text(b"[" * 65 + b"]" * 65)
+    check_json_text(b"[" * 64 + b"]" * 64)
+
+
+# ---------------------------------------------------------------------- tokens file
+
+
+def test_tokens_file_reloads_and_keeps_the_last_good(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text('{"a": 1}')
+    tokens = TokensFile(path, json.loads)
+    assert tokens.current() == {"a": 1}
+    path.write_text('{"a": 1, "b": 2}')
+    assert tokens.current() == {"a": 1, "b": 2} and tokens.reloads == 1
+    path.write_text("{broken")
+    assert tokens.current() == {"a": 1, "b": 2} and tokens.failures == 1
+    assert tokens.current() == {"a": 1, "b": 2} and tokens.failures == 1  # once per change
+    path.unlink()
+    assert tokens.current() == {"a": 1, "b": 2} and tokens.failures == 2
+    path.write_text('{"c": 3}')
+    assert tokens.current() == {"c": 3}
+    assert not tokens.reload() or tokens.current() == {"c": 3}
+
+
+def test_tokens_file_must_be_good_at_start(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        TokensFile(tmp_path / "missing.json", json.loads)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError):
+        TokensFile(tmp_path / "bad.json", json.loads)
+
+
+# -------------------------------------------------------------------- layering
+
+
+def test_web_imports_no_surface_and_no_framework_at_import() -> None:
+    for path in (ROOT / "memstore" / "web").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith("memstore.protocol"), (path.name, name)
+                assert not name.startswith(("memstore.memory", "memstore.store")), (path.name, name)
+    code = (
+        "import sys, memstore.web; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi', 'starlette', 'uvicorn', 'memstore_index')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_connection_cap_fits_the_descriptor_limit() -> None:
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300)); "
+        "from memstore.web.connections import ConnectionLimits; "
+        "from memstore.web.runner import fit_to_descriptors; "
+        "f = fit_to_descriptors(ConnectionLimits()); "
+        "print(f.max_connections, f.max_connections_per_client)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.stdout.split() == ["172", "128"]  # 300 - 64 headroom - 64 lingering
+    assert "ulimit -n 300" in done.stderr
+
+
+def test_the_engine_and_the_cli_import_no_web_framework() -> None:
+    code = (
+        "import sys, memstore, memstore.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('fastapi', 'starlette', 'uvicorn', 'httptools', 'prometheus_client')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout
+    assert out.strip() == "[]"
