@@ -572,6 +572,10 @@ def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
     by_id: dict[str, list[Row]] = {}
     first = True
     for n, line in enumerate(fp, start=1):
+        if not isinstance(line, str):
+            raise InvalidItemError(
+                f"line {n}: expected text, got {type(line).__name__} (open the export in text mode)"
+            )
         if not line.strip():
             continue
         try:
