@@ -8,6 +8,8 @@ as of the copy's own head: whole groups only, the same items, their vectors.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -82,6 +84,48 @@ def test_backup_while_a_writer_runs_opens_as_a_consistent_memory(tmp_path: Path)
             assert restored.search("group 0 note 1")[0].item.data["group"] == "0"
     assert [p.name for p in files] == [JOURNAL_FILE, VECTORS_FILE]
     assert {JOURNAL_FILE, VECTORS_FILE} <= {p.name for p in dest.iterdir()}
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from memstore import Memory
+source, stop = Path(sys.argv[1]), Path(sys.argv[2])
+with Memory(source, embedder="hash") as mem:
+    n = 0
+    while not stop.exists() or n < 20:
+        mem.add_many([{"text": f"group {n} note {k}", "data": {"group": str(n)}} for k in range(3)])
+        print(n, flush=True)
+        n += 1
+"""
+
+
+def test_cli_backup_while_another_process_writes(tmp_path: Path) -> None:
+    source, dest, stop = tmp_path / "source", tmp_path / "copy", tmp_path / "stop"
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(source), str(stop)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        try:
+            assert writer.stdout is not None
+            while int(writer.stdout.readline()) < 5:  # the writer is under way
+                pass
+            assert main(["backup", str(source), str(dest)]) == 0
+            stop.touch()
+            after = writer.stdout.read().split()
+            assert writer.wait(timeout=120) == 0
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+    assert after  # it kept writing while (and after) the backup ran
+    with Memory(dest, embedder="hash") as restored, Memory(source, embedder="hash") as mem:
+        head = restored.stats().head
+        assert head is not None
+        got = {it.id: it.model_dump() for it in restored.as_of(head)}
+        assert got == {it.id: it.model_dump() for it in mem.as_of(head)}
+        groups = sorted({it["data"]["group"] for it in got.values()}, key=int)
+        assert groups == [str(n) for n in range(len(groups))]  # a prefix of whole groups
+        assert len(got) == GROUP * len(groups)
+        assert mem.stats().items > len(got)
 
 
 def test_cli_backup_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
