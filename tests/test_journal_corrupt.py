@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,3 +163,24 @@ def test_a_damaged_old_version_does_not_block_opening(places: Places) -> None:
     with pytest.raises(JournalCorruptError, match="id='a'"):
         again.attach(Store())
     again.close()
+
+
+def test_a_follower_meeting_a_damaged_row_applies_nothing(pg_place: Any) -> None:
+    from memstore.journal._pgfeed import Commit, FeedBatch
+
+    journal = open_journal(pg_place)
+    store = Store()
+    journal.attach(store)
+    store.upsert(Item(id="x", kind="note", title="x as written here"))
+    position = journal.feed_position()  # type: ignore[attr-defined]
+    batch = FeedBatch(
+        [Commit(position + 1, 7, journal.head().packed() + 1, "upsert", ("x", "y"))],
+        position + 1,
+        False,
+        items={"x": None, "y": DAMAGE},  # x deleted elsewhere, y damaged
+    )
+    with pytest.raises(JournalCorruptError, match="id='y'") as got:
+        journal.feed_apply(batch)  # type: ignore[attr-defined]
+    assert got.value.item_id == "y"
+    assert [it.title for it in store.items()] == ["x as written here"]  # x kept: nothing applied
+    journal.close()
