@@ -75,8 +75,11 @@ MAX_DATA_CHARS: Final = 100_000
 
 MAX_QUERY_CHARS: Final = 10_000
 """Longest search query or ``context`` anchor."""
-MAX_NAME_CHARS: Final = 256
-"""Longest partition name or user key (``partition=``, ``private_to=``, ``user=``)."""
+MAX_NAME_CHARS: Final = 128
+"""Longest partition name or user key (``partition=``, ``private_to=``, ``user=``).
+
+Short enough that its tag (``tenant/<name>``, ``user:<key>``) fits :data:`MAX_TAG_CHARS`.
+"""
 MAX_RESULTS: Final = 1_000
 """Largest ``limit`` of a search or ``recent`` (and the least is 1)."""
 MAX_CONTEXT_DEPTH: Final = 8

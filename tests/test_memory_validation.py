@@ -133,6 +133,10 @@ def test_sizes_at_the_limit_are_accepted(mem: Memory) -> None:
         data={"k": "v" * (limits.MAX_DATA_CHARS - 1)},
     )
     assert mem.get(item.id) == item
+    name = "p" * limits.MAX_NAME_CHARS  # its tag (tenant/..., user:...) fits MAX_TAG_CHARS
+    mine = mem.add("a private note", partition=name, private_to=name)
+    assert mine.id in [h.item.id for h in mem.search("private note", partition=name, user=name)]
+    refused(mem, lambda: mem.add("x", partition=name + "p"), "partition is 129 characters")
 
 
 def test_import_refuses_a_string_and_lines_that_are_not_text(mem: Memory) -> None:
