@@ -159,7 +159,7 @@ def writable(value: object, name: str = "fp") -> Any:
     return value
 
 
-def readable(value: object, name: str = "fp") -> Iterable[Any]:
+def readable(value: object, name: str = "fp") -> Any:
     """A text file (or any iterable of lines) to read; a string is a path or text, not a file."""
     if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise InvalidItemError(

@@ -564,7 +564,7 @@ class Memory:
 
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export` (validated whole, then written in one transaction)."""
-        return self._journal().import_(arg.readable(fp))  # type: ignore[arg-type]
+        return self._journal().import_(arg.readable(fp))
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""

@@ -190,3 +190,8 @@ def test_every_limit_is_documented() -> None:
         row = re.search(rf"`{name}`\s*\|\s*([\d,]+)\s*\|", section)
         assert row is not None, f"{name} is not in the Limits table of docs/concepts.md"
         assert int(row.group(1).replace(",", "")) == value, name
+
+
+def test_async_memory_refuses_what_is_not_a_memory() -> None:
+    with pytest.raises(MemstoreError, match="memory= takes a Memory"):
+        AsyncMemory(memory="data/")  # type: ignore[arg-type]
