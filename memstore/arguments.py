@@ -54,6 +54,8 @@ def describe(value: object) -> str:
 
 def has_lone_surrogate(text: str) -> bool:
     """Whether ``text`` holds a surrogate code point (not encodable as UTF-8)."""
+    if text.isascii():  # the common case, without encoding anything
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

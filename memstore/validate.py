@@ -173,47 +173,64 @@ def _size_rejection(item: Item) -> str:
     for tag in item.tags:
         if len(tag) > MAX_TAG_CHARS:
             return f"tag {tag[:40]!r}... is {len(tag)} characters; at most {MAX_TAG_CHARS}"
-    for name in ("supersedes", "evidence_refs"):
-        refs: list[str] = getattr(item, name)
-        if len(refs) > MAX_REFS:
-            return f"{name} has {len(refs)} entries; at most {MAX_REFS}"
-        for ref in refs:
+    refs = (("supersedes", item.supersedes), ("evidence_refs", item.evidence_refs))
+    for name, entries in refs:
+        if len(entries) > MAX_REFS:
+            return f"{name} has {len(entries)} entries; at most {MAX_REFS}"
+        for ref in entries:
             if len(ref) > MAX_REF_CHARS:
                 return f"an entry of {name} is {len(ref)} characters; at most {MAX_REF_CHARS}"
     if len(item.links) > MAX_LINKS:
         return f"{len(item.links)} links; at most {MAX_LINKS}"
-    if len(item.data) > MAX_DATA_KEYS:
-        return f"data has {len(item.data)} keys; at most {MAX_DATA_KEYS}"
+    data = item.data
+    if len(data) > MAX_DATA_KEYS:
+        return f"data has {len(data)} keys; at most {MAX_DATA_KEYS}"
     size = 0
-    for key, value in item.data.items():
+    for key, value in data.items():
         if len(key) > MAX_DATA_KEY_CHARS:
             return f"a data key is {len(key)} characters; at most {MAX_DATA_KEY_CHARS}"
         size += len(key) + len(value)
     if size > MAX_DATA_CHARS:
         return f"data holds {size} characters; at most {MAX_DATA_CHARS}"
-    for name, text in _texts(item):
-        if has_lone_surrogate(text):
+    return _surrogate_rejection(item)
+
+
+def _surrogate_rejection(item: Item) -> str:
+    """Which text of the item holds a lone surrogate (the journal could not encode it)."""
+    whole = "".join(
+        [
+            item.id,
+            item.kind,
+            item.title,
+            item.content,
+            item.subject,
+            item.event_date,
+            *item.tags,
+            *item.supersedes,
+            *item.evidence_refs,
+            *(link.to_id for link in item.links),
+            *item.data,
+            *item.data.values(),
+        ]
+    )
+    if not has_lone_surrogate(whole):  # one pass over all of it: the common case
+        return ""
+    for name in ("id", "kind", "title", "content", "subject", "event_date"):
+        if has_lone_surrogate(getattr(item, name)):
             return f"{name} is not valid Unicode text (it holds a lone surrogate)"
+    lists = (
+        ("a tag", item.tags),
+        ("an entry of supersedes", item.supersedes),
+        ("an entry of evidence_refs", item.evidence_refs),
+        ("a link target", [link.to_id for link in item.links]),
+        ("a data key", list(item.data)),
+        ("a data value", list(item.data.values())),
+    )
+    for name, texts in lists:
+        for text in texts:
+            if has_lone_surrogate(text):
+                return f"{name} is not valid Unicode text (it holds a lone surrogate)"
     return ""
-
-
-def _texts(item: Item) -> list[tuple[str, str]]:
-    """Every text an item carries, named (what the journal must encode as UTF-8)."""
-    out = [
-        ("id", item.id),
-        ("kind", item.kind),
-        ("title", item.title),
-        ("content", item.content),
-        ("subject", item.subject),
-        ("event_date", item.event_date),
-    ]
-    out += [("a tag", t) for t in item.tags]
-    out += [("an entry of supersedes", r) for r in item.supersedes]
-    out += [("an entry of evidence_refs", r) for r in item.evidence_refs]
-    out += [("a link target", link.to_id) for link in item.links]
-    for key, value in item.data.items():
-        out += [("a data key", key), (f"data[{key[:40]!r}]", value)]
-    return out
 
 
 def stamp_knowledge_retention(
