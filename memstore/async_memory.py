@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, ParamSpec, TypeVar
 
 from memstore.consolidate import ConsolidationReport
+from memstore.errors import MemstoreError
 from memstore.item import Item, ScoredItem
 from memstore.journal import Lsn, Version
 from memstore.memory import Memory, MemoryStats
@@ -39,10 +40,14 @@ class AsyncMemory:
 
     ``AsyncMemory(...)`` opens synchronously (restoring a journal and loading
     a model can take a while); ``await AsyncMemory.open(...)`` does it in a
-    worker thread. ``async with`` closes it.
+    worker thread. ``async with`` closes it. Every argument is checked by the
+    :class:`Memory` method it delegates to, so both raise the same
+    :class:`~memstore.errors.MemstoreError` for the same bad input.
     """
 
     def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
+        if memory is not None and not isinstance(memory, Memory):
+            raise MemstoreError(f"memory= takes a Memory, got {type(memory).__name__}")
         self.memory = memory if memory is not None else Memory(*args, **kwargs)
 
     @classmethod

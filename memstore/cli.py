@@ -3,6 +3,7 @@
     memstore add "the nightly backup runs at 02:00" --partition ops
     memstore search "when is the backup?" --partition ops
     memstore get ID | forget ID [--hard] | stats
+    memstore backup DIR DEST
     memstore export [--partition P] [-o FILE] | import FILE
     memstore serve [--data DIR] [--host H] [--port N] [--tokens-file F] ...
 
@@ -134,6 +135,28 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    from memstore.backup import backup
+
+    written = backup(args.dir, args.dest)
+    sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
+    print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
+    return 0
+
+
+BACKUP_HELP = """\
+Copy the data folder DIR into the new folder DEST while DIR stays in use.
+
+The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
+SQLite's online backup API: each file as of one commit, consistent even while
+a process writes to DIR. DEST must not exist (or be empty); a failed backup
+leaves nothing there.
+
+Restore: open DEST as it is (memstore --data DEST ..., or Memory(DEST)), or
+stop every writer of DIR and move DEST into its place.
+"""
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
         server = importlib.import_module("memstore.protocol.server")
@@ -214,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("stats", "counts and the journal head")
     p.set_defaults(fn=cmd_stats)
+
+    p = sub.add_parser(
+        "backup",
+        help="copy a data folder consistently, while it is in use",
+        description=BACKUP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("dir", metavar="DIR", help="the data folder to back up")
+    p.add_argument("dest", metavar="DEST", help="the new folder to write the backup to")
+    p.set_defaults(fn=cmd_backup, embedder=None)
 
     p = command("serve", "run the MemoryProtocol 0.1 HTTP server")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")

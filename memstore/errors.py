@@ -60,7 +60,27 @@ class JournalError(MemstoreError, OSError):
 
 
 class JournalCorruptError(JournalError):
-    """The journal file is damaged or is not a journal; it was left untouched."""
+    """The journal is damaged (a file that is not a journal, or a row that cannot be read).
+
+    It was left untouched: memstore never drops a damaged record to carry on.
+    When one stored version is unreadable, ``table`` names where it lives
+    (``"versions"``), ``item_id`` its id and ``position`` its stamp
+    (``"wall_ms.counter@node"``); all three are ``None`` for damage to the file
+    itself. ``docs/journal.md`` ("A damaged row") says how to recover.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        item_id: str | None = None,
+        position: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.table = table
+        self.item_id = item_id
+        self.position = position
 
 
 class JournalSchemaError(JournalError):

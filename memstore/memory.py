@@ -15,7 +15,10 @@ hand) and ``private_to=`` makes a note visible to one user alone.
 ['The user is vegetarian and cooks dinner for two.']
 
 Every error a caller can cause is a :class:`~memstore.errors.MemstoreError`
-whose message says what to do, and a failed call changes nothing.
+whose message says what to do, and a failed call changes nothing. Each
+method checks its arguments' types and sizes first (:mod:`memstore.arguments`,
+with the bounds of :mod:`memstore.limits`): a wrong type is an
+:class:`~memstore.errors.InvalidItemError`, never a ``TypeError`` from inside.
 """
 
 from __future__ import annotations
@@ -30,11 +33,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
+from memstore import arguments as arg
 from memstore.config import Config
 from memstore.consolidate import ConsolidationReport
-from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
+from memstore.errors import InvalidItemError, ItemNotFoundError, JournalError, MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, Lsn, SqliteJournal, Version
+from memstore.limits import (
+    MAX_CONTEXT_DEPTH,
+    MAX_KIND_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_REF_CHARS,
+    MAX_REFS,
+    MAX_RESULTS,
+    MAX_SUBJECT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.store import Store
 from memstore.tags import (
@@ -110,6 +126,16 @@ class Memory:
         search: Mapping[str, Any] | None = None,
         hub: bool | Hub = False,
     ) -> None:
+        if path is not None and not isinstance(path, str | os.PathLike):
+            raise MemstoreError(f"path must be a folder path or None, got {arg.describe(path)}")
+        if search is not None and not isinstance(search, Mapping):
+            raise MemstoreError(f"search must be a mapping of options, got {arg.describe(search)}")
+        if config is not None and not isinstance(config, Config):
+            raise MemstoreError(f"config must be a memstore.Config, got {arg.describe(config)}")
+        if journal is not None and not isinstance(journal, str | Journal):
+            raise MemstoreError(
+                f"journal must be a Journal or a postgresql:// DSN, got {arg.describe(journal)}"
+            )
         options = dict(search or {})
         unknown = sorted(set(options) - _SEARCH_FIELDS)
         if unknown:
@@ -151,7 +177,12 @@ class Memory:
         if journal is None and self.path is not None:
             if self.path.exists() and not self.path.is_dir():
                 raise MemstoreError(f"{self.path} is a file; Memory(path) takes a folder")
-            self.path.mkdir(parents=True, exist_ok=True)
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a read-only parent, a file in the way, a bad name
+                raise JournalError(
+                    f"cannot create the memory folder {str(self.path)!r}: {e.strerror or e}"
+                ) from None
             journal = SqliteJournal(self.path / JOURNAL_FILE)
         if journal is not None:
             self._closers.append(journal.close)
@@ -182,6 +213,13 @@ class Memory:
                     f"embedder={embedder!r}: use 'auto', 'local', 'hash', None or an Embedder"
                 )
         else:
+            from memstore_index import Embedder as EmbedderType
+
+            if not isinstance(embedder, EmbedderType):
+                raise MemstoreError(
+                    f"embedder must be 'auto', 'local', 'hash', None or an Embedder, "
+                    f"got {arg.describe(embedder)}"
+                )
             emb = embedder
         cells = CellStore(emb, path=self.path)
         self._closers.append(cells.close)
@@ -225,6 +263,7 @@ class Memory:
         kind (``stable_fact``, ``hypothesis``, ...) updates that cell instead
         of adding a near-duplicate; the cell it landed on is returned.
         """
+        dedup = arg.flag(dedup, "dedup")
         item = self._build(text_or_item, partition, private_to, fields)
         self._check_open()
         if dedup:
@@ -246,8 +285,9 @@ class Memory:
         nothing: one invalid entry raises (naming its position) and nothing is
         stored. ``progress=True`` draws a progress bar on stderr.
         """
+        progress = arg.flag(progress, "progress")
         built: list[Item] = []
-        for n, entry in enumerate(items):
+        for n, entry in enumerate(arg.entries(items)):
             try:
                 if isinstance(entry, Mapping):
                     fields = dict(entry)
@@ -290,6 +330,7 @@ class Memory:
         :class:`~memstore.errors.InvalidItemError` for an unknown field or a
         value the item's rules refuse; either way nothing changes.
         """
+        id = arg.id_arg(id)
         _check_fields(fields)
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
@@ -307,11 +348,13 @@ class Memory:
 
     def delete(self, id: str) -> bool:
         """Delete an item (the journal keeps its history); whether it existed."""
+        id = arg.id_arg(id)
         self._check_open()
         return self.store.delete(id)
 
     def expire(self, id: str) -> bool:
         """Mark an item stale now; whether it exists."""
+        id = arg.id_arg(id)
         self._check_open()
         return self.store.expire(id)
 
@@ -329,6 +372,7 @@ class Memory:
         event date, confidence, origin and tags unless told otherwise, and a
         private note's replacement stays private to the same owner.
         """
+        old_id = arg.id_arg(old_id, "old_id")
         partition = fields.pop("partition", None)
         self._check_open()
         old = self.store.get(old_id)
@@ -347,8 +391,9 @@ class Memory:
 
     def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
         """Refute an item and expire what was derived from it; the ids expired by the cascade."""
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidItemError("refute needs a reason (text)")
+        id = arg.id_arg(id)
+        reason = arg.text_arg(reason, "reason", MAX_REASON_CHARS, empty=False)
+        evidence = arg.text_list(evidence, "evidence", MAX_REFS, MAX_REF_CHARS)
         self._check_open()
         found, cascaded = self.store.refute(id, reason, evidence)
         if not found:
@@ -363,6 +408,9 @@ class Memory:
         ``relation`` is one of ``triggers``, ``caused_by``, ``correlates_with``,
         ``precedes``, ``explains``, ``contradicts``; ``weight`` in 0..1.
         """
+        from_id, to_id = arg.id_arg(from_id, "from_id"), arg.id_arg(to_id, "to_id")
+        relation = arg.text_arg(relation, "relation", MAX_KIND_CHARS)
+        weight = arg.unit_weight(weight)
         self._check_open()
         for id in (from_id, to_id):
             if self.store.get(id) is None:
@@ -380,6 +428,7 @@ class Memory:
 
     def get(self, id: str) -> Item | None:
         """The item with this id (any status), or ``None``."""
+        id = arg.id_arg(id)
         self._check_open()
         return self.store.get(id)
 
@@ -430,10 +479,13 @@ class Memory:
         *,
         full: bool,
     ) -> list[SearchResult]:
-        if not isinstance(query, str):
-            raise InvalidItemError(f"query must be text, got {type(query).__name__}")
-        if limit < 1:
-            raise InvalidItemError(f"limit must be at least 1, got {limit}")
+        query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
+        kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+        subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
+        limit = arg.count(limit, "limit", 1, MAX_RESULTS)
+        explain = arg.flag(explain, "explain")
+        if user is not None and user != "":
+            user = arg.name_arg(user, "user")
         part = _partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
@@ -451,7 +503,14 @@ class Memory:
     def recent(
         self, limit: int = 10, *, kind: str = "", partition: str | None = None
     ) -> list[Item]:
-        """Active public items, newest first (``partition`` as in :meth:`search`)."""
+        """Active public items, newest first (``partition`` as in :meth:`search`).
+
+        ``limit`` is 1..:data:`~memstore.limits.MAX_RESULTS`.
+        """
+        limit = arg.count(limit, "limit", 1, MAX_RESULTS)
+        kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+        if partition not in (None, PARTITION_ALL):
+            _partition_name(partition)
         self._check_open()
         if partition is None:
             return self.store.recent(kind=kind, limit=limit)
@@ -463,14 +522,21 @@ class Memory:
         return self.store.recent(kind=kind, limit=limit, skip=lambda it: not visible(it, part))
 
     def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
-        """What ``anchor`` (an id, a title or a query) activates through links."""
+        """What ``anchor`` (an id, a title or a query) activates through links.
+
+        ``max_depth`` hops at most, 1..:data:`~memstore.limits.MAX_CONTEXT_DEPTH`.
+        """
+        anchor = arg.text_arg(anchor, "anchor", MAX_QUERY_CHARS)
+        max_depth = arg.count(max_depth, "max_depth", 1, MAX_CONTEXT_DEPTH)
         self._check_open()
         return self.store.context(anchor, max_depth)
 
     def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
         """Find near-duplicate knowledge in a partition; with ``apply``, retire all but the best."""
+        name = arg.name_arg(partition, "partition")
+        apply = arg.flag(apply, "apply")
         self._check_open()
-        report = self.searcher.consolidate(_partition_name(partition), apply=apply)
+        report = self.searcher.consolidate(_partition_name(name), apply=apply)
         if report.error:
             raise MemstoreError(f"consolidate: {report.error}")
         return report
@@ -479,7 +545,7 @@ class Memory:
 
     def history(self, id: str) -> list[Version]:
         """Every version of ``id``, oldest first (needs a journal)."""
-        return self._journal().history(id)
+        return self._journal().history(arg.id_arg(id))
 
     def as_of(self, when: Lsn | _dt.datetime | str, *, partition: str | None = None) -> list[Item]:
         """The items as they were at a journal position or an aware datetime.
@@ -492,16 +558,17 @@ class Memory:
 
     def export(self, fp: IO[str], partition: str | None = None) -> int:
         """Write items with their history as NDJSON; returns how many."""
+        fp = arg.writable(fp)
         part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
         return self._journal().export(part, fp)
 
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export` (validated whole, then written in one transaction)."""
-        return self._journal().import_(fp)
+        return self._journal().import_(arg.readable(fp))
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
-        return self._journal().purge(_id_list(ids))
+        return self._journal().purge(arg.id_list(ids))
 
     def _journal(self) -> Journal:
         self._check_open()
@@ -578,14 +645,14 @@ class Memory:
             data = {"kind": DEFAULT_KIND, "content": text_or_item, **fields}
         else:
             raise InvalidItemError(f"add takes text or an Item, got {type(text_or_item).__name__}")
-        tags = list(data.get("tags") or [])
+        raw_tags = data.get("tags")
+        tags = [] if raw_tags is None else arg.text_list(raw_tags, "tags", MAX_TAGS, MAX_TAG_CHARS)
         if partition is not None:
             name = _partition_name(partition)
             tags = [t for t in tags if not t.startswith(PARTITION_TAG_PREFIX)]
             tags.append(PARTITION_TAG_PREFIX + name)
         if private_to is not None:
-            if not private_to.strip() or any(c in private_to for c in ",\r\n"):
-                raise InvalidItemError(f"private_to must be a user key, got {private_to!r}")
+            private_to = arg.name_arg(private_to, "private_to")
             tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
             tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
             data["scope"] = SCOPE_PRIVATE
@@ -603,16 +670,6 @@ def _postgres_journal(dsn: str) -> Journal:
         ) from None
     journal: Journal = module.PostgresJournal(dsn)
     return journal
-
-
-def _id_list(ids: Iterable[str]) -> list[str]:
-    """Ids from a collection; one bare string is a mistake, not a list of letters."""
-    if isinstance(ids, str) or not isinstance(ids, Iterable):
-        raise InvalidItemError(f"expected a list of ids, got {ids!r:.60}")
-    out = list(ids)
-    if not all(isinstance(i, str) and i for i in out):
-        raise InvalidItemError("ids must be non-empty strings")
-    return out
 
 
 def _check_fields(fields: Mapping[str, Any]) -> None:
@@ -638,13 +695,10 @@ def _short(text: str) -> str:
 def _partition_name(partition: str | None) -> str:
     if partition is None:
         return ""
-    if not isinstance(partition, str) or not partition.strip():
-        raise InvalidItemError(f"partition must be a non-empty name, got {partition!r}")
-    if partition == PARTITION_ALL or any(c in partition for c in ",\r\n"):
-        raise InvalidItemError(
-            f"partition {partition!r} is not a name (no '*', commas or line breaks)"
-        )
-    return partition
+    name = arg.name_arg(partition, "partition")
+    if name == PARTITION_ALL:
+        raise InvalidItemError(f"partition {name!r} is not a name here (no '*')")
+    return name
 
 
 def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import regex
 
+from memstore.arguments import has_lone_surrogate
 from memstore.eventdate import valid_event_date
 from memstore.item import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
@@ -33,6 +34,22 @@ from memstore.item import (
     ThoughtLink,
     utc_now,
 )
+from memstore.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_DATA_CHARS,
+    MAX_DATA_KEY_CHARS,
+    MAX_DATA_KEYS,
+    MAX_EVENT_DATE_CHARS,
+    MAX_ID_CHARS,
+    MAX_KIND_CHARS,
+    MAX_LINKS,
+    MAX_REF_CHARS,
+    MAX_REFS,
+    MAX_SUBJECT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+)
 from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags, private_owner
 from memstore.vocabulary import Vocabulary
 
@@ -47,16 +64,9 @@ __all__ = [
     "validate_base",
 ]
 
-MAX_ID_CHARS = 256
-"""Longest id accepted."""
-MAX_TITLE_CHARS = 1_000
-"""Longest title accepted (a title is a one-line summary)."""
-MAX_CONTENT_CHARS = 100_000
-"""Longest content accepted (memory notes, not documents)."""
-MAX_TAGS = 64
-"""Most tags one item may carry."""
+# The MAX_* names above are re-exported from memstore.limits, where every bound lives.
 
-_KIND = regex.compile(r"[\p{Ll}\p{Lu}\p{N}_.:/-]{1,64}")
+_KIND = regex.compile(r"[\p{Ll}\p{Lu}\p{N}_.:/-]{1," + str(MAX_KIND_CHARS) + "}")
 _BAD_ID = regex.compile(r"[\s\p{Cc}]")
 
 
@@ -114,6 +124,9 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         return f"title is {len(item.title)} characters; at most {MAX_TITLE_CHARS}"
     if len(item.content) > MAX_CONTENT_CHARS:
         return f"content is {len(item.content)} characters; at most {MAX_CONTENT_CHARS}"
+    why = _size_rejection(item)
+    if why:
+        return why
     if (
         item.kind == KIND_STABLE_FACT
         and item.confidence != "high"
@@ -148,6 +161,75 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     for key in item.data:
         if not key:
             return "data keys must be non-empty"
+    return ""
+
+
+def _size_rejection(item: Item) -> str:
+    """Why a field other than title and content is too large, or holds invalid text."""
+    if len(item.subject) > MAX_SUBJECT_CHARS:
+        return f"subject is {len(item.subject)} characters; at most {MAX_SUBJECT_CHARS}"
+    if len(item.event_date) > MAX_EVENT_DATE_CHARS:
+        return f"event_date is {len(item.event_date)} characters; at most {MAX_EVENT_DATE_CHARS}"
+    for tag in item.tags:
+        if len(tag) > MAX_TAG_CHARS:
+            return f"tag {tag[:40]!r}... is {len(tag)} characters; at most {MAX_TAG_CHARS}"
+    refs = (("supersedes", item.supersedes), ("evidence_refs", item.evidence_refs))
+    for name, entries in refs:
+        if len(entries) > MAX_REFS:
+            return f"{name} has {len(entries)} entries; at most {MAX_REFS}"
+        for ref in entries:
+            if len(ref) > MAX_REF_CHARS:
+                return f"an entry of {name} is {len(ref)} characters; at most {MAX_REF_CHARS}"
+    if len(item.links) > MAX_LINKS:
+        return f"{len(item.links)} links; at most {MAX_LINKS}"
+    data = item.data
+    if len(data) > MAX_DATA_KEYS:
+        return f"data has {len(data)} keys; at most {MAX_DATA_KEYS}"
+    size = 0
+    for key, value in data.items():
+        if len(key) > MAX_DATA_KEY_CHARS:
+            return f"a data key is {len(key)} characters; at most {MAX_DATA_KEY_CHARS}"
+        size += len(key) + len(value)
+    if size > MAX_DATA_CHARS:
+        return f"data holds {size} characters; at most {MAX_DATA_CHARS}"
+    return _surrogate_rejection(item)
+
+
+def _surrogate_rejection(item: Item) -> str:
+    """Which text of the item holds a lone surrogate (the journal could not encode it)."""
+    whole = "".join(
+        [
+            item.id,
+            item.kind,
+            item.title,
+            item.content,
+            item.subject,
+            item.event_date,
+            *item.tags,
+            *item.supersedes,
+            *item.evidence_refs,
+            *(link.to_id for link in item.links),
+            *item.data,
+            *item.data.values(),
+        ]
+    )
+    if not has_lone_surrogate(whole):  # one pass over all of it: the common case
+        return ""
+    for name in ("id", "kind", "title", "content", "subject", "event_date"):
+        if has_lone_surrogate(getattr(item, name)):
+            return f"{name} is not valid Unicode text (it holds a lone surrogate)"
+    lists = (
+        ("a tag", item.tags),
+        ("an entry of supersedes", item.supersedes),
+        ("an entry of evidence_refs", item.evidence_refs),
+        ("a link target", [link.to_id for link in item.links]),
+        ("a data key", list(item.data)),
+        ("a data value", list(item.data.values())),
+    )
+    for name, texts in lists:
+        for text in texts:
+            if has_lone_surrogate(text):
+                return f"{name} is not valid Unicode text (it holds a lone surrogate)"
     return ""
 
 

@@ -37,7 +37,7 @@ from typing import Final, Protocol
 import psycopg
 from psycopg import IsolationLevel, sql
 
-from memstore.errors import JournalError
+from memstore.errors import JournalCorruptError, JournalError
 from memstore.journal._pgconn import Conn
 from memstore.journal._pgsql import Queries, ids_json
 from memstore.journal._pgvectors import Vector, read_vectors
@@ -165,6 +165,8 @@ class Follower(threading.Thread):
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
                 self.connects += 1
                 self._follow(conn)
+            except JournalCorruptError as e:  # a damaged row: say so, apply nothing past it
+                _log.error("memstore: journal follower stopped at a damaged row: %s", e)
             except (psycopg.Error, JournalError) as e:  # the connection: try again
                 if not self._stop_event.is_set():
                     _log.warning("memstore: journal follower lost its connection (%s)", e)

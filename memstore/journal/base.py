@@ -25,10 +25,15 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memstore._gc import bulk_load
 from memstore.config import Change
-from memstore.errors import InvalidItemError, JournalClosedError, JournalError
+from memstore.errors import (
+    InvalidItemError,
+    JournalClosedError,
+    JournalCorruptError,
+    JournalError,
+)
 from memstore.item import Item
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
-from memstore.journal.version import Row, Version, row_from_export
+from memstore.journal.version import TABLE, Row, Version, row_from_export
 from memstore.tags import PARTITION_ALL
 
 if TYPE_CHECKING:
@@ -289,11 +294,34 @@ class JournalBase(ABC):
         return last
 
     def current(self) -> Iterator[Item]:
-        """The live items, as restore loads them."""
+        """The live items, as restore loads them.
+
+        A live row that cannot be read raises
+        :class:`~memstore.errors.JournalCorruptError` naming it, so
+        :meth:`attach` (opening a ``Memory``) refuses rather than restore a
+        store without that item: silently dropping it would make the next
+        write of the same id look like its first version, and an export or a
+        backup taken then would lose it for good.
+        """
         self._check_open()
         parse = Item.model_validate_json
         for text in self._current_items():
-            yield parse(text)
+            try:
+                yield parse(text)
+            except ValueError:  # found by text alone: look the row up to name it
+                raise self._corrupt_current() from None
+
+    def _corrupt_current(self) -> JournalCorruptError:
+        """The error naming the first unreadable live row (only on the failure path)."""
+        for row in self._current_rows():
+            try:
+                row.stored_item()
+            except JournalCorruptError as e:
+                return e
+        return JournalCorruptError(  # pragma: no cover - repaired between the two reads
+            "a live journal row was unreadable, then readable again: open it again",
+            table=TABLE,
+        )
 
     def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]:
         """The items exactly as they were at ``lsn``, ordered by id.
@@ -306,7 +334,7 @@ class JournalBase(ABC):
         self._check_open()
         at = to_lsn(lsn)
         part = None if partition in (None, PARTITION_ALL) else partition
-        return [Item.model_validate_json(r.item or "") for r in self._rows_as_of(at, part)]
+        return [r.stored_item() for r in self._rows_as_of(at, part)]
 
     def history(self, id: str) -> list[Version]:
         """Every version of ``id``, oldest first (empty when it never existed)."""
@@ -392,17 +420,31 @@ class JournalBase(ABC):
 
     @staticmethod
     def _check_match(row: Row, match: Callable[[Item], bool], out: list[str]) -> None:
-        if match(Item.model_validate_json(row.item or "")):
+        if match(row.stored_item()):
             out.append(row.id)
 
     # ------------------------------------------------- export and import
 
-    def export(self, partition: str | None, fp: IO[str]) -> int:
+    def export(
+        self,
+        partition: str | None,
+        fp: IO[str],
+        *,
+        on_corrupt: Callable[[JournalCorruptError], None] | None = None,
+    ) -> int:
         """Write the items of ``partition`` (all when ``None``) with every version, as NDJSON.
 
         The first line names the format; then one line per item:
         ``{"id": ..., "versions": [{"valid_from": {...}, "op": ..., "kind": ...,
         "item": {...}}, ...]}``. Returns the number of items written.
+
+        A version that cannot be read raises
+        :class:`~memstore.errors.JournalCorruptError` naming it, unless
+        ``on_corrupt`` is given: then it is called with that error and the
+        version is left out (an item with no readable version is left out
+        whole). That is the salvage path for a damaged journal: export with
+        ``on_corrupt=skipped.append`` from a ``readonly=True`` journal, import
+        into a new one, and keep ``skipped`` as the list of what was lost.
         """
         self._check_open()
         part = None if partition in (None, PARTITION_ALL) else partition
@@ -418,12 +460,17 @@ class JournalBase(ABC):
         rows = self._rows_of(ids, None) if ids is None or ids else iter(())
         for row in rows:
             if row.id != current:
-                if current is not None:
+                if versions:
                     fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
                     n += 1
                 current, versions = row.id, []
-            versions.append(row.version().to_json())
-        if current is not None:
+            try:
+                versions.append(row.version().to_json())
+            except JournalCorruptError as e:
+                if on_corrupt is None:
+                    raise
+                on_corrupt(e)
+        if versions:
             fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
             n += 1
         return n
@@ -466,7 +513,7 @@ class JournalBase(ABC):
                     if row.op == "delete":
                         store.delete(id)
                     else:
-                        store.put(Item.model_validate_json(row.item or ""))
+                        store.put(row.stored_item())
 
             self._run_special(store, special, apply)
             if not done:
@@ -525,6 +572,10 @@ def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
     by_id: dict[str, list[Row]] = {}
     first = True
     for n, line in enumerate(fp, start=1):
+        if not isinstance(line, str):
+            raise InvalidItemError(
+                f"line {n}: expected text, got {type(line).__name__} (open the export in text mode)"
+            )
         if not line.strip():
             continue
         try:

@@ -57,6 +57,7 @@ from psycopg import sql
 
 from memstore._gc import bulk_load
 from memstore.config import Change
+from memstore.errors import JournalCorruptError
 from memstore.item import Item
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
 from memstore.journal._pgfeed import FeedBatch, Follower
@@ -66,7 +67,7 @@ from memstore.journal._pgsql import Queries, ids_json, rows_json, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
 from memstore.journal.base import JournalBase, _holding
 from memstore.journal.hlc import HybridClock, Lsn
-from memstore.journal.version import Row
+from memstore.journal.version import TABLE, Row
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -362,7 +363,10 @@ class PostgresJournal(JournalBase):
         assert head is not None
         self._restored = (int(head[0]), int(head[1]))
         parse = Item.model_validate_json
-        return [parse(t) for t in texts]
+        try:
+            return [parse(t) for t in texts]
+        except ValueError:  # a damaged row: refuse to open, naming it (see JournalBase.current)
+            raise self._corrupt_current() from None
 
     def _rows_as_of(self, lsn: Lsn, partition: str | None) -> Iterator[Row]:
         at = lsn.packed()
@@ -499,8 +503,7 @@ class PostgresJournal(JournalBase):
             todo = self._position.not_overtaken(ids, batch.top)
             if not todo:
                 return True
-            parse = Item.model_validate_json
-            state = {id: None if (t := batch.items[id]) is None else parse(t) for id in todo}
+            state = {id: _followed_item(id, batch.items[id]) for id in todo}
             cells = self._cells
             offer = (
                 cells.offered(batch.vectors)
@@ -569,3 +572,24 @@ def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
     h = clock.tick()
     for r in rows:
         r.lsn, r.node, r.to_lsn, r.to_node = h.lsn.packed(), h.node_id, None, None
+
+
+def _followed_item(id: str, text: str | None) -> Item | None:
+    """The current state another process recorded for ``id`` (``None``: it is gone).
+
+    A row that cannot be read raises :class:`JournalCorruptError` naming it;
+    the follower logs it and retries, and applies nothing of that batch
+    rather than skip the damaged item.
+    """
+    if text is None:
+        return None
+    try:
+        return Item.model_validate_json(text)
+    except ValueError as e:
+        raise JournalCorruptError(
+            f"journal row {TABLE}(id={id!r}, the current version) written by another "
+            f"process is unreadable ({str(e).splitlines()[0][:200]}); this process does "
+            "not follow past it until it is repaired (docs/journal.md, 'A damaged row')",
+            table=TABLE,
+            item_id=id,
+        ) from None

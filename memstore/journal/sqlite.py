@@ -27,6 +27,7 @@ leaves syncing to the operating system.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -50,7 +51,7 @@ try:  # POSIX advisory locks; elsewhere the single-writer check is skipped
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SCHEMA_VERSION", "SqliteJournal"]
+__all__ = ["SCHEMA_VERSION", "SqliteJournal", "backup_file"]
 
 Durability = Literal["full", "normal", "off"]
 
@@ -59,6 +60,9 @@ SCHEMA_VERSION: Final = 1
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _FETCH = 512
+_CHECKPOINT_WAIT_MS = 500
+"""How long close waits for a busy reader before leaving the log for the next open."""
+_log = logging.getLogger(__name__)
 
 # Each step takes the schema from version i to i + 1 (index i).
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
@@ -393,18 +397,73 @@ class SqliteJournal(JournalBase):
     # -------------------------------------------------------------- close
 
     def _close_backend(self) -> None:
-        with self._wlock:
-            self._conn.close()
+        """Close the readers, fold the write-ahead log into the file, close the writer.
+
+        The order matters: SQLite checkpoints only from a connection that may
+        write, and a read connection still open keeps the log's frames in
+        use. Closed this way, ``journal.db`` alone holds every committed
+        write (a copy of that one file is a whole journal) and the ``-wal``
+        file is emptied. A reader still busy in another thread shortens the
+        checkpoint (the log then stays and is folded in on the next open),
+        which loses nothing.
+        """
         with self._rlock:
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
+        with self._wlock:
+            if not self.readonly:
+                self._checkpoint()
+            self._conn.close()
         self._release_lock()
+
+    def _checkpoint(self) -> None:
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {_CHECKPOINT_WAIT_MS}")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as e:  # every commit is already durable in the log
+            _log.warning("memstore: could not checkpoint journal %r on close (%s)", self.path, e)
 
     def _release_lock(self) -> None:
         if self._lockfile is not None:
             os.close(self._lockfile)  # closing the descriptor releases the lock
             self._lockfile = None
+
+
+def backup_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> int:
+    """Copy the SQLite database ``source`` to the new file ``target``, consistently, online.
+
+    SQLite's online backup API (:meth:`sqlite3.Connection.backup`) copies
+    every page in one step under one read transaction: the copy is the
+    database as of one commit, even while another connection or process
+    writes (WAL lets the writer go on meanwhile). ``source`` is opened
+    read-only and never changed; ``target`` must not exist. The copy is
+    checked (``PRAGMA quick_check``) and closed, so it is one self-contained
+    file. Returns its size in bytes. Raises
+    :class:`~memstore.errors.JournalError` (a subclass for a damaged source).
+    """
+    src_path, dst_path = Path(source), Path(target)
+    if dst_path.exists():
+        raise JournalError(f"{str(dst_path)!r} exists; a backup is written to a new file")
+    _check_file(os.fspath(src_path))
+    uri = src_path.absolute().as_uri() + "?mode=ro"
+    src: sqlite3.Connection | None = None
+    dst: sqlite3.Connection | None = None
+    try:
+        src = sqlite3.connect(uri, uri=True)
+        src.execute("PRAGMA busy_timeout = 5000")
+        dst = sqlite3.connect(dst_path)
+        src.backup(dst)  # pages=-1: the whole database in one step, one snapshot
+        check = dst.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if check != "ok":
+            raise JournalCorruptError(f"the backup of {str(src_path)!r} is damaged: {check}")
+    except sqlite3.Error as e:
+        raise _translate(e, f"backing up {str(src_path)!r} failed") from e
+    finally:
+        for conn in (dst, src):
+            if conn is not None:
+                conn.close()
+    return dst_path.stat().st_size
 
 
 def _values(r: Row) -> tuple[object, ...]:

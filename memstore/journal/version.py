@@ -13,14 +13,17 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memstore.errors import InvalidItemError
+from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
 from memstore.journal.hlc import Hlc, InvalidLsnError, Lsn
 from memstore.tags import SHARED_TAG, partition_from_tags
 
-__all__ = ["Op", "Version"]
+__all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
 Op = Literal["upsert", "delete"]
+
+TABLE = "versions"
+"""The table (SQLite) or relation (PostgreSQL, in its schema) holding the versions."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +106,36 @@ class Row:
         if self.to_lsn is not None:
             lsn = Lsn.unpack(self.to_lsn)
             to = Hlc(lsn.wall_ms, lsn.counter, self.to_node or 0)
-        item = None if self.item is None else Item.model_validate_json(self.item)
+        item = None if self.item is None and self.op == "delete" else self.stored_item()
         return Version(self.id, self.hlc, to, self.op, self.kind, item)
+
+    def stored_item(self) -> Item:
+        """The item this row carries, or :class:`JournalCorruptError` naming the row.
+
+        Every read of a stored item goes through here (or :func:`corrupt_row`),
+        so a damaged row is reported by table, id and stamp, never as a parse
+        error from deep inside the model.
+        """
+        try:
+            return Item.model_validate_json(self.item or "")
+        except ValueError as e:  # pydantic's ValidationError: bad JSON or bad fields
+            raise corrupt_row(self, e) from None
+
+
+def corrupt_row(row: Row, cause: Exception) -> JournalCorruptError:
+    """The error for a stored version that cannot be read: what, where, and what now."""
+    first = str(cause).strip().splitlines()
+    reason = " ".join(ln.strip() for ln in first[:3] if not ln.strip().startswith("For further"))
+    where = f"{TABLE}(id={row.id!r}, position={row.hlc})"
+    return JournalCorruptError(
+        f"journal row {where} is unreadable ({reason[:300]}); nothing was dropped or "
+        "changed. The other rows still read (history, as_of, export); to salvage "
+        "them, export with on_corrupt= and import into a new journal, or restore a "
+        "backup (docs/journal.md, 'A damaged row')",
+        table=TABLE,
+        item_id=row.id,
+        position=str(row.hlc),
+    )
 
 
 def _item_text(item: Item) -> str:

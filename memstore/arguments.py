@@ -1,0 +1,171 @@
+"""The checks every public entry point applies to its arguments, before touching anything.
+
+Each function takes a caller's value and the argument's name and returns the
+value to use, or raises :class:`~memstore.errors.InvalidItemError` saying
+what was expected, so a wrong type never surfaces as a ``TypeError`` from
+deep inside (or, worse, as a surprising success: a string is not a list of
+letters). :class:`~memstore.memory.Memory` calls them at the top of each
+method; :class:`~memstore.async_memory.AsyncMemory` delegates to it. The
+bounds are the named limits of :mod:`memstore.limits`.
+
+>>> count(5, "limit", 1, 10)
+5
+>>> count("5", "limit", 1, 10)
+Traceback (most recent call last):
+...
+memstore.errors.InvalidItemError: limit must be a whole number, got str '5'
+>>> text_arg("caf\\udce9", "query", 100)
+Traceback (most recent call last):
+...
+memstore.errors.InvalidItemError: query is not valid Unicode text (it holds a lone surrogate)
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memstore.errors import InvalidItemError
+from memstore.limits import MAX_ID_CHARS, MAX_NAME_CHARS
+
+__all__ = [
+    "count",
+    "describe",
+    "entries",
+    "flag",
+    "has_lone_surrogate",
+    "id_arg",
+    "id_list",
+    "name_arg",
+    "readable",
+    "text_arg",
+    "text_list",
+    "unit_weight",
+    "writable",
+]
+
+
+def describe(value: object) -> str:
+    """A short description of a wrong value: its type and the start of its repr."""
+    return f"{type(value).__name__} {value!r:.40}"
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point (not encodable as UTF-8)."""
+    if text.isascii():  # the common case, without encoding anything
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def text_arg(value: object, name: str, max_chars: int, *, empty: bool = True) -> str:
+    """A string of at most ``max_chars`` valid characters (``empty=False``: not blank)."""
+    if not isinstance(value, str):
+        raise InvalidItemError(f"{name} must be text, got {describe(value)}")
+    if len(value) > max_chars:
+        raise InvalidItemError(f"{name} is {len(value)} characters; at most {max_chars}")
+    if has_lone_surrogate(value):
+        raise InvalidItemError(f"{name} is not valid Unicode text (it holds a lone surrogate)")
+    if not empty and not value.strip():
+        raise InvalidItemError(f"{name} must not be empty")
+    return value
+
+
+def id_arg(value: object, name: str = "id") -> str:
+    """An item id to look up or change (any text up to :data:`MAX_ID_CHARS`)."""
+    return text_arg(value, name, MAX_ID_CHARS)
+
+
+def name_arg(value: object, name: str) -> str:
+    """A partition name or user key: non-blank text, no commas or line breaks."""
+    text = text_arg(value, name, MAX_NAME_CHARS, empty=False)
+    if any(c in text for c in ",\r\n"):
+        raise InvalidItemError(f"{name} {text[:60]!r} must not hold commas or line breaks")
+    return text
+
+
+def count(value: object, name: str, low: int, high: int) -> int:
+    """A whole number in ``low..high`` (a ``bool`` or a float is not one)."""
+    if isinstance(value, bool):
+        raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}")
+    try:
+        n = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}") from None
+    if not low <= n <= high:
+        raise InvalidItemError(f"{name} must be between {low} and {high}, got {n}")
+    return n
+
+
+def flag(value: object, name: str) -> bool:
+    """``True`` or ``False`` (not a truthy string)."""
+    if not isinstance(value, bool):
+        raise InvalidItemError(f"{name} must be True or False, got {describe(value)}")
+    return value
+
+
+def unit_weight(value: object, name: str = "weight") -> float:
+    """A finite number in ``(0, 1]``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidItemError(f"{name} must be a number, got {describe(value)}")
+    w = float(value)
+    if not math.isfinite(w) or not 0.0 < w <= 1.0:
+        raise InvalidItemError(f"{name} must be above 0 and at most 1, got {value!r}")
+    return w
+
+
+def text_list(value: object, name: str, max_items: int, max_chars: int) -> list[str]:
+    """A list (or tuple, or other collection) of strings; one bare string is refused."""
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise InvalidItemError(f"{name} must be a list of text, got {describe(value)}")
+    out = list(value)
+    if len(out) > max_items:
+        raise InvalidItemError(f"{name} has {len(out)} entries; at most {max_items}")
+    for n, entry in enumerate(out):
+        text_arg(entry, f"{name}[{n}]", max_chars)
+    return out
+
+
+def id_list(value: object, name: str = "ids") -> list[str]:
+    """Ids from a collection; one bare string is a mistake, not a list of letters."""
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise InvalidItemError(f"{name}: expected a list of ids, got {describe(value)}")
+    out = list(value)
+    for n, entry in enumerate(out):
+        id_arg(entry, f"{name}[{n}]")
+        if not entry:
+            raise InvalidItemError(f"{name}[{n}] is empty; ids must be non-empty strings")
+    return out
+
+
+def entries(value: object, name: str = "items") -> Iterable[Any]:
+    """The entries of a batch: an iterable, not a string (which would be one per letter)."""
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise InvalidItemError(
+            f"{name} must be a list of texts, Items or mappings, got {describe(value)}"
+        )
+    return value
+
+
+def writable(value: object, name: str = "fp") -> Any:
+    """A text file (or anything with ``write``) to write to."""
+    if isinstance(value, str | bytes) or not callable(getattr(value, "write", None)):
+        raise InvalidItemError(
+            f"{name} must be a file opened for writing text, got {describe(value)}"
+        )
+    return value
+
+
+def readable(value: object, name: str = "fp") -> Any:
+    """A text file (or any iterable of lines) to read; a string is a path or text, not a file."""
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise InvalidItemError(
+            f"{name} must be a file opened for reading text (or lines of text), "
+            f"got {describe(value)}"
+        )
+    return value

@@ -1,0 +1,83 @@
+"""Backups of a :class:`~memstore.memory.Memory` folder, taken while writers run.
+
+:func:`backup` copies the folder's journal (``journal.db``) and vectors
+(``vectors.sqlite3``) into a new folder with SQLite's online backup API: each
+file is copied as of one commit, without stopping the process that writes
+it, and the copy is a folder ``Memory(dest)`` opens as it is. The HNSW graph
+beside the vectors is a cache and is rebuilt on open; the lock file is not
+copied. The journal is copied first: it is the record, and vectors missing
+from the copy are embedded again on open (extra ones are dropped).
+
+>>> import tempfile, os
+>>> from memstore import Memory
+>>> source, dest = tempfile.mkdtemp(), os.path.join(tempfile.mkdtemp(), "copy")
+>>> with Memory(source, embedder=None) as mem:
+...     _ = mem.add("the nightly backup runs at 02:00 UTC", id="nightly")
+...     [p.name for p in backup(source, dest)]  # while mem is open and writable
+['journal.db']
+>>> with Memory(dest, embedder=None) as restored:
+...     restored.get("nightly").content
+'the nightly backup runs at 02:00 UTC'
+
+Restoring is opening the copy: point ``Memory`` (or ``memstore --data``) at
+it, or, with every writer of the original stopped, move it into the
+original's place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Final
+
+from memstore.errors import MemstoreError
+from memstore.journal.sqlite import backup_file
+from memstore.memory import JOURNAL_FILE
+
+__all__ = ["VECTORS_FILE", "backup"]
+
+VECTORS_FILE: Final = "vectors.sqlite3"
+"""The vector file a ``Memory`` with an embedder keeps beside its journal."""
+
+
+def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
+    """Copy the Memory folder ``source`` into the new folder ``dest``; the files written.
+
+    ``dest`` must not exist (or be an empty folder). The copy is made in a
+    hidden folder beside ``dest`` and renamed into place at the end, so a
+    failed backup leaves no half-written ``dest``. Raises
+    :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
+    or ``dest`` is taken, a :class:`~memstore.errors.JournalError` when a
+    file cannot be read or written.
+    """
+    src, dst = Path(source), Path(dest)
+    if not (src / JOURNAL_FILE).is_file():
+        raise MemstoreError(
+            f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
+        )
+    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
+        raise MemstoreError(f"{str(dst)!r} exists and is not empty: back up into a new folder")
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        partial = dst.parent / f".{dst.name}.partial-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process
+        partial.mkdir()
+    except OSError as e:
+        raise MemstoreError(f"cannot create the backup folder {str(dst)!r}: {e}") from None
+    try:
+        written: list[Path] = []
+        for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
+            if (src / name).is_file():
+                backup_file(src / name, partial / name)
+                written.append(dst / name)
+        try:
+            if dst.exists():
+                dst.rmdir()
+            partial.rename(dst)
+        except OSError as e:
+            raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return written

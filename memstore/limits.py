@@ -1,0 +1,88 @@
+"""Every size the engine accepts, in one place: what an item and a call may carry.
+
+The engine refuses anything past these bounds with
+:class:`~memstore.errors.InvalidItemError` and changes nothing; adapters (the
+HTTP server, an MCP tool, a host's own layer) import the same names, so an
+input refused at the front door is the input the engine would refuse, and
+the numbers are documented once (``docs/concepts.md``, "Limits"). Lengths
+are in characters (code points), as Python's ``len`` counts them; text must
+be valid Unicode (no lone surrogates, which no UTF-8 input can hold).
+
+>>> MAX_CONTENT_CHARS
+100000
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from memstore.item import MAX_MODEL_LINKS
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_CONTEXT_DEPTH",
+    "MAX_DATA_CHARS",
+    "MAX_DATA_KEYS",
+    "MAX_DATA_KEY_CHARS",
+    "MAX_EVENT_DATE_CHARS",
+    "MAX_ID_CHARS",
+    "MAX_KIND_CHARS",
+    "MAX_LINKS",
+    "MAX_NAME_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_REFS",
+    "MAX_REF_CHARS",
+    "MAX_RESULTS",
+    "MAX_SUBJECT_CHARS",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TITLE_CHARS",
+]
+
+# ------------------------------------------------------------------ an item
+
+MAX_ID_CHARS: Final = 256
+"""Longest id (no whitespace or control characters)."""
+MAX_KIND_CHARS: Final = 64
+"""Longest kind (letters, digits and ``_ . : / -``)."""
+MAX_TITLE_CHARS: Final = 1_000
+"""Longest title (a title is a one-line summary)."""
+MAX_CONTENT_CHARS: Final = 100_000
+"""Longest content (memory notes, not documents: chunk a document first)."""
+MAX_SUBJECT_CHARS: Final = 1_000
+"""Longest subject (who or what the note is about)."""
+MAX_EVENT_DATE_CHARS: Final = 64
+"""Longest event date (``YYYY-MM-DD`` or RFC 3339 fit easily)."""
+MAX_TAGS: Final = 64
+"""Most tags on one item (the partition and owner tags count)."""
+MAX_TAG_CHARS: Final = 256
+"""Longest tag."""
+MAX_REFS: Final = 256
+"""Most entries in ``supersedes`` and in ``evidence_refs`` (each)."""
+MAX_REF_CHARS: Final = 1_000
+"""Longest entry of ``supersedes`` or ``evidence_refs`` (an id, a URL, a citation)."""
+MAX_LINKS: Final = MAX_MODEL_LINKS
+"""Most links one item holds (the model's cap, ``MAX_MODEL_LINKS``)."""
+MAX_DATA_KEYS: Final = 256
+"""Most keys in ``data``."""
+MAX_DATA_KEY_CHARS: Final = 256
+"""Longest key in ``data``."""
+MAX_DATA_CHARS: Final = 100_000
+"""Most characters in ``data``, keys and values together (as much as ``content``)."""
+
+# ------------------------------------------------------------------- a call
+
+MAX_QUERY_CHARS: Final = 10_000
+"""Longest search query or ``context`` anchor."""
+MAX_NAME_CHARS: Final = 128
+"""Longest partition name or user key (``partition=``, ``private_to=``, ``user=``).
+
+Short enough that its tag (``tenant/<name>``, ``user:<key>``) fits :data:`MAX_TAG_CHARS`.
+"""
+MAX_RESULTS: Final = 1_000
+"""Largest ``limit`` of a search or ``recent`` (and the least is 1)."""
+MAX_CONTEXT_DEPTH: Final = 8
+"""Most hops ``context`` follows links (and the least is 1)."""
+MAX_REASON_CHARS: Final = 1_000
+"""Longest reason given to ``refute``."""

@@ -1,0 +1,146 @@
+"""Backups: ``journal.db`` alone is whole after close, and ``memstore backup`` runs beside writers.
+
+The backup test writes groups of three notes from a thread while the backup
+runs; the copy must open as a ``Memory`` and hold exactly the source's state
+as of the copy's own head: whole groups only, the same items, their vectors.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from memstore import Memory
+from memstore.backup import VECTORS_FILE, backup
+from memstore.cli import main
+from memstore.errors import MemstoreError
+from memstore.memory import JOURNAL_FILE
+
+GROUP = 3
+
+
+def test_close_folds_the_log_into_the_journal_file(tmp_path: Path) -> None:
+    folder = tmp_path / "mem"
+    with Memory(folder, embedder=None) as mem:
+        mem.add_many([f"note number {i}" for i in range(3000)])
+        mem.add("one more, in a transaction of its own", id="last")
+        assert len(mem.search("note number 42")) > 0  # the read pool is in use
+    wal = folder / (JOURNAL_FILE + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(folder / JOURNAL_FILE, alone / JOURNAL_FILE)  # the one file, nothing beside
+    with Memory(alone, embedder=None) as copy:
+        assert copy.stats().items == 3001
+        assert copy.get("last") is not None
+
+
+def _write_groups(mem: Memory, stop: threading.Event, written: list[int]) -> None:
+    n = 0
+    while not stop.is_set() or n < 20:
+        mem.add_many(
+            [{"text": f"group {n} note {k}", "data": {"group": str(n)}} for k in range(GROUP)]
+        )
+        written.append(n)
+        n += 1
+
+
+def test_backup_while_a_writer_runs_opens_as_a_consistent_memory(tmp_path: Path) -> None:
+    source, dest = tmp_path / "source", tmp_path / "backups" / "copy"
+    stop = threading.Event()
+    written: list[int] = []
+    with Memory(source, embedder="hash") as mem:
+        mem.add("before the writer started", id="first")
+        writer = threading.Thread(target=_write_groups, args=(mem, stop, written))
+        writer.start()
+        try:
+            while len(written) < 5:  # the writer is under way
+                stop.wait(0.01)
+            files = backup(source, dest)
+            during = len(written)
+        finally:
+            stop.set()
+            writer.join()
+        assert len(written) > during or len(written) >= 20  # it went on writing after
+        with Memory(dest, embedder="hash") as restored:
+            head = restored.stats().head
+            assert head is not None
+            got = {it.id: it.model_dump() for it in restored.as_of(head)}
+            want = {it.id: it.model_dump() for it in mem.as_of(head)}
+            assert got == want  # the source's state as of the copy's head, exactly
+            live = {it.id: it for it in restored.recent(limit=1000)}
+            assert set(live) == set(got)
+            groups: dict[str, int] = {}
+            for it in live.values():
+                if "group" in it.data:
+                    groups[it.data["group"]] = groups.get(it.data["group"], 0) + 1
+            assert groups and set(groups.values()) == {GROUP}  # whole groups only
+            assert restored.stats().vectors == len(live)
+            assert restored.search("group 0 note 1")[0].item.data["group"] == "0"
+    assert [p.name for p in files] == [JOURNAL_FILE, VECTORS_FILE]
+    assert {JOURNAL_FILE, VECTORS_FILE} <= {p.name for p in dest.iterdir()}
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from memstore import Memory
+source, stop = Path(sys.argv[1]), Path(sys.argv[2])
+with Memory(source, embedder="hash") as mem:
+    n = 0
+    while not stop.exists() or n < 20:
+        mem.add_many([{"text": f"group {n} note {k}", "data": {"group": str(n)}} for k in range(3)])
+        print(n, flush=True)
+        n += 1
+"""
+
+
+def test_cli_backup_while_another_process_writes(tmp_path: Path) -> None:
+    source, dest, stop = tmp_path / "source", tmp_path / "copy", tmp_path / "stop"
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(source), str(stop)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        try:
+            assert writer.stdout is not None
+            while int(writer.stdout.readline()) < 5:  # the writer is under way
+                pass
+            assert main(["backup", str(source), str(dest)]) == 0
+            stop.touch()
+            after = writer.stdout.read().split()
+            assert writer.wait(timeout=120) == 0
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+    assert after  # it kept writing while (and after) the backup ran
+    with Memory(dest, embedder="hash") as restored, Memory(source, embedder="hash") as mem:
+        head = restored.stats().head
+        assert head is not None
+        got = {it.id: it.model_dump() for it in restored.as_of(head)}
+        assert got == {it.id: it.model_dump() for it in mem.as_of(head)}
+        groups = sorted({it["data"]["group"] for it in got.values()}, key=int)
+        assert groups == [str(n) for n in range(len(groups))]  # a prefix of whole groups
+        assert len(got) == GROUP * len(groups)
+        assert mem.stats().items > len(got)
+
+
+def test_cli_backup_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    with Memory(source, embedder=None) as mem:
+        mem.add("kept across the backup", id="kept")
+    assert main(["backup", str(source), str(dest)]) == 0
+    assert "backed up journal.db" in capsys.readouterr().err
+    with Memory(dest, embedder=None) as restored:
+        assert restored.get("kept") is not None
+    # A taken destination, or a folder with no journal: exit 2, nothing written.
+    assert main(["backup", str(source), str(dest)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert main(["backup", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
+    assert not (tmp_path / "other").exists()
+    with pytest.raises(MemstoreError, match=r"holds no journal\.db"):
+        backup(tmp_path, tmp_path / "x")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
