@@ -197,11 +197,14 @@ def test_every_refusal_code_is_in_the_protocol_table() -> None:
 
 # ---------------------------------------------------------------------- JSON depth
 
+
+def _nest(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+
+
 _json = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\[]{} '),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-    ),
+    _nest,
     max_leaves=30,
 )
 
