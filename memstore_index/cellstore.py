@@ -25,6 +25,7 @@ import contextlib
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,17 @@ import numpy.typing as npt
 from memstore.config import Change
 from memstore.errors import MemstoreError
 from memstore.item import Item
-from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile, text_hash
+from memstore_index._vectorfile import (
+    VECTOR_FILE,
+    GraphFile,
+    StoredVector,
+    VectorFile,
+    VectorFileCorruptError,
+    VectorFileError,
+    VectorFileWarning,
+    set_aside,
+    text_hash,
+)
 from memstore_index.embedder import Embedder
 from memstore_index.entry import IndexEntry, embed_text, embeddable, entry_for
 
@@ -132,6 +143,7 @@ class CellStore:
         ef_construction: int = DEFAULT_EF_CONSTRUCTION,
         ef_search: int = DEFAULT_EF,
         center: bool = False,
+        max_bytes: int | None = None,
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
@@ -161,8 +173,15 @@ class CellStore:
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0
+        # The backlog (see ``pending``): rows indexed in memory but not yet in
+        # the vector file (``None``: a delete), and texts not yet embedded.
+        self._unsaved: dict[str, StoredVector | None] = {}
+        self._unembedded: dict[str, tuple[IndexEntry, str]] = {}
+        self._fail_writes = True
+        self.set_aside_as: Path | None = None
+        """Where a damaged vector file found at open was moved (``None``: it was sound)."""
         if path is not None:
-            self._open(Path(path))
+            self._open(Path(path), max_bytes)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -175,29 +194,73 @@ class CellStore:
     def dim(self) -> int:
         return self._dim
 
-    def _open(self, directory: Path) -> None:
-        self._file = VectorFile(directory)
+    def _open(self, directory: Path, max_bytes: int | None) -> None:
+        """Open (or create) the vector file; a damaged one is set aside and started afresh."""
         self._graph = GraphFile(directory)
-        meta = self._file.meta()
-        if "model_id" in meta:
-            if meta["model_id"] != self._model_id or int(meta["dim"]) != self._dim:
-                self._file.close()
-                raise EmbedderMismatchError(
-                    f"the vectors under {str(directory)!r} were made by {meta['model_id']!r} "
-                    f"(dim {meta['dim']}), not {self._model_id!r} (dim {self._dim}); "
-                    f"open it with that embedder, or re-embed every stored text with "
-                    f"CellStore.reembed({str(directory)!r}, new_embedder)"
-                )
-        else:
-            self._file.set_meta(model_id=self._model_id, dim=str(self._dim), generation="0")
-        self._generation = int(meta.get("generation", "0"))
-        rows = list(self._file.rows(self._dim))
+        try:
+            file = VectorFile(directory, max_bytes=max_bytes)
+        except VectorFileCorruptError as e:
+            file = self._start_afresh(directory, e, max_bytes)
+        try:
+            rows = self._read(file, directory)
+        except VectorFileCorruptError as e:
+            file.close()
+            file = self._start_afresh(directory, e, max_bytes)
+            rows = self._read(file, directory)
+        except BaseException:
+            file.close()  # a failed open leaves no connection (nor lock) behind
+            raise
+        self._file = file
         for row in rows:
             self._place(row.entry, row.label, row.vector, row.text_hash)
         live = len(self._label_of)
         self._deleted = len(self._entries) - live  # labels freed before the last close
         if live > EXACT_THRESHOLD:
             self._load_or_build_graph(live)
+
+    def _read(self, file: VectorFile, directory: Path) -> list[StoredVector]:
+        """Check the file's model and read its rows (and generation)."""
+        meta = file.meta()
+        if "model_id" in meta:
+            if meta["model_id"] != self._model_id or meta.get("dim") != str(self._dim):
+                raise EmbedderMismatchError(
+                    f"the vectors under {str(directory)!r} were made by {meta['model_id']!r} "
+                    f"(dim {meta.get('dim')}), not {self._model_id!r} (dim {self._dim}); "
+                    f"open it with that embedder, or re-embed every stored text with "
+                    f"CellStore.reembed({str(directory)!r}, new_embedder)"
+                )
+        else:
+            file.set_meta(model_id=self._model_id, dim=str(self._dim), generation="0")
+        try:
+            self._generation = int(meta.get("generation", "0"))
+        except ValueError:
+            raise VectorFileCorruptError(
+                f"{str(file.path)!r}: the generation is not a number"
+            ) from None
+        return file.rows(self._dim)
+
+    def _start_afresh(
+        self, directory: Path, damage: VectorFileCorruptError, max_bytes: int | None
+    ) -> VectorFile:
+        """Set a damaged vector file aside, warn naming both paths, and open an empty one.
+
+        The vectors are a cache of the store: a CellStore attached to a store
+        (``Memory`` does it) embeds every item again as it attaches.
+        """
+        path = directory / VECTOR_FILE
+        moved = set_aside(path)
+        if self._graph is not None:
+            with contextlib.suppress(OSError):
+                self._graph.invalidate()  # the old graph's labels mean nothing now
+        self.set_aside_as = moved
+        warnings.warn(
+            f"memstore: the vector file {str(path)!r} is damaged ({damage}); it was set "
+            f"aside as {str(moved)!r} (kept, not deleted) and a new one is being rebuilt "
+            "from the store's items",
+            VectorFileWarning,
+            stacklevel=4,
+        )
+        return VectorFile(directory, max_bytes=max_bytes)
 
     def _load_or_build_graph(self, live: int) -> None:
         graph = self._graph
@@ -223,9 +286,24 @@ class CellStore:
             self._graph.record(self._generation, len(self._label_of))
 
     def close(self) -> None:
-        """Save the graph (if any) and close the vector file."""
+        """Save the backlog and the graph (if any) and close the vector file.
+
+        Rows that still cannot be saved are logged as lost from the file: the
+        next open of a CellStore attached to the store embeds them again.
+        """
         with self._lock:
-            self.save()
+            if self._file is not None and self._unsaved:
+                try:
+                    self._save_backlog()
+                except VectorFileError as e:
+                    _log.warning(
+                        "memstore: closing with %d vector(s) not saved (%s); they are "
+                        "embedded again when the store is next attached",
+                        len(self._unsaved),
+                        e,
+                    )
+            with contextlib.suppress(OSError, RuntimeError):
+                self.save()  # a cache: a graph that cannot be saved is rebuilt at open
             if self._file is not None:
                 self._file.close()
                 self._file = None
@@ -336,20 +414,36 @@ class CellStore:
         """Embed what must be embedded for ``pairs`` (no change to the index).
 
         A text whose hash matches the stored one is not embedded again; its row
-        keeps the stored vector. The expensive, fallible half of an upsert.
+        has an empty ``vector`` and :meth:`apply` keeps the stored one (or, if
+        the index changed meanwhile, embeds it then). The expensive, fallible
+        half of an upsert.
         """
         pairs = list(pairs)
-        hashes = [text_hash(t) for _, t in pairs]
         with self._lock:
-            need = [i for i, (e, _) in enumerate(pairs) if self._hash.get(e.id) != hashes[i]]
-            offered = self._offered
-            given = {
-                i: v
-                for i in need
-                if offered and (v := offered.get((pairs[i][0].id, hashes[i]))) is not None
-            }
-        embed = [i for i in need if i not in given]
-        fresh: dict[int, Vector] = given
+            base = [self._hash.get(e.id) for e, _ in pairs]
+        return self._prepare(pairs, base)
+
+    def _prepare(
+        self, pairs: list[tuple[IndexEntry, str]], base: Sequence[str | None]
+    ) -> list[StoredVector]:
+        """:meth:`prepare` against ``base``: the hash each id will have when the rows apply.
+
+        A row whose text hashes to its base is "unchanged" (empty vector). Any
+        other text takes a vector already known for it (offered, indexed, or
+        staged by an earlier group) before it is embedded.
+        """
+        hashes = [text_hash(t) for _, t in pairs]
+        fresh: dict[int, Vector] = {}
+        embed: list[int] = []
+        with self._lock:
+            for i, ((e, _), h) in enumerate(zip(pairs, hashes, strict=True)):
+                if base[i] == h:
+                    continue
+                known = self._known(e.id, h)
+                if known is None:
+                    embed.append(i)
+                else:
+                    fresh[i] = known
         if embed:
             vecs = self._embed([pairs[i][1] for i in embed])
             fresh.update(zip(embed, vecs, strict=True))
@@ -358,6 +452,18 @@ class CellStore:
             StoredVector(entry, -1, h, text, fresh.get(i, empty))
             for i, ((entry, text), h) in enumerate(zip(pairs, hashes, strict=True))
         ]
+
+    def _known(self, id: str, h: str) -> Vector | None:
+        """A vector this store already has for text hash ``h`` of ``id`` (lock held)."""
+        if self._offered and (v := self._offered.get((id, h))) is not None:
+            return v
+        if self._hash.get(id) == h:
+            indexed: Vector = self._vecs[self._label_of[id]].copy()
+            return indexed
+        for _, p in reversed(self._staged.get(id, ())):
+            if p.text_hash == h and p.vector.size:
+                return p.vector
+        return None
 
     @contextlib.contextmanager
     def offered(self, vectors: Mapping[tuple[str, str], Vector]) -> Iterator[None]:
@@ -407,37 +513,63 @@ class CellStore:
         return None
 
     def apply(self, prepared: Sequence[StoredVector]) -> None:
-        """Index what :meth:`prepare` produced (and persist it, with a ``path``)."""
-        with self._lock:
-            puts: list[StoredVector] = []
-            added: list[int] = []
-            for p in prepared:
-                old = self._label_of.get(p.entry.id)
-                if p.vector.size == 0:  # text unchanged since prepare looked
-                    if old is None or self._hash.get(p.entry.id) != p.text_hash:
-                        raise MemstoreError(f"no vector prepared for {p.entry.id!r}")
-                    entry = self._entries[old]
-                    assert entry is not None
-                    if entry != p.entry:  # metadata only: same label, same vector
-                        self._group(entry, old, add=False)
-                        self._entries[old] = p.entry
-                        self._group(p.entry, old, add=True)
-                        puts.append(
-                            StoredVector(p.entry, old, p.text_hash, p.text, self._vecs[old])
-                        )
-                    continue
-                if old is not None:
-                    self._unplace(p.entry.id)
-                label = len(self._entries)
-                self._place(p.entry, label, p.vector, p.text_hash, graph=False)
-                added.append(label)
-                puts.append(StoredVector(p.entry, label, p.text_hash, p.text, p.vector))
-            if added and self._hnsw is not None:
-                # One call for the batch: hnswlib inserts it on every core.
-                labels = np.array(added)
-                self._hnsw.add_items(self._vecs[labels], labels)
-            self._persist(puts, [])
-            self._maybe_graph()
+        """Index what :meth:`prepare` produced (and persist it, with a ``path``).
+
+        A row prepared as unchanged whose id no longer holds that text (another
+        write landed in between) is embedded now. With a path, the backlog of
+        rows not yet saved (:attr:`pending`) is retried first.
+        """
+        self._retry_backlog()
+        self._apply(prepared)
+
+    def _apply(self, prepared: Sequence[StoredVector]) -> None:
+        rows = list(prepared)
+        while True:
+            with self._lock:
+                stale = [
+                    i
+                    for i, p in enumerate(rows)
+                    if p.vector.size == 0 and self._hash.get(p.entry.id) != p.text_hash
+                ]
+                if not stale:
+                    self._apply_locked(rows)
+                    return
+            # Prepared against a state the index does not hold (any more): the
+            # text is embedded after all, outside the lock, and the rows retried.
+            vecs = self._embed([rows[i].text for i in stale])
+            for i, v in zip(stale, vecs, strict=True):
+                p = rows[i]
+                rows[i] = StoredVector(p.entry, p.label, p.text_hash, p.text, v)
+
+    def _apply_locked(self, prepared: Sequence[StoredVector]) -> None:
+        """Index rows that all carry a vector or match the stored text (lock held)."""
+        puts: list[StoredVector] = []
+        added: list[int] = []
+        for p in prepared:
+            self._unembedded.pop(p.entry.id, None)
+            old = self._label_of.get(p.entry.id)
+            if p.vector.size == 0:  # text unchanged: the stored vector stays
+                assert old is not None
+                entry = self._entries[old]
+                assert entry is not None
+                if entry != p.entry:  # metadata only: same label, same vector
+                    self._group(entry, old, add=False)
+                    self._entries[old] = p.entry
+                    self._group(p.entry, old, add=True)
+                    puts.append(StoredVector(p.entry, old, p.text_hash, p.text, self._vecs[old]))
+                continue
+            if old is not None:
+                self._unplace(p.entry.id)
+            label = len(self._entries)
+            self._place(p.entry, label, p.vector, p.text_hash, graph=False)
+            added.append(label)
+            puts.append(StoredVector(p.entry, label, p.text_hash, p.text, p.vector))
+        if added and self._hnsw is not None:
+            # One call for the batch: hnswlib inserts it on every core.
+            labels = np.array(added)
+            self._hnsw.add_items(self._vecs[labels], labels)
+        self._persist(puts, [])
+        self._maybe_graph()
 
     def upsert(self, entry: IndexEntry, text: str) -> None:
         """Index ``text`` under ``entry.id``; embeds only when the text changed."""
@@ -449,7 +581,12 @@ class CellStore:
 
     def remove(self, id: str) -> bool:
         """Drop ``id``; returns whether it was indexed."""
+        self._retry_backlog()
+        return self._remove(id)
+
+    def _remove(self, id: str) -> bool:
         with self._lock:
+            self._unembedded.pop(id, None)
             if id not in self._label_of:
                 return False
             self._unplace(id)
@@ -458,11 +595,108 @@ class CellStore:
             return True
 
     def _persist(self, puts: list[StoredVector], deletes: list[str]) -> None:
+        """Write rows to the vector file, or add them to the backlog (lock held).
+
+        The index in memory already holds them: a failure here is a degraded
+        state, not a failed write. The first failure is logged once; until the
+        backlog is saved (:meth:`flush`, the next write group, or the next
+        direct write) rows join it without another attempt, so a batch of
+        thousands logs one warning, not thousands of tracebacks.
+        """
         if not puts and not deletes:
             return
         self._generation += 1
-        if self._file is not None:
-            self._file.write(puts, deletes, self._generation)
+        if self._file is None:
+            return
+        if not self._unsaved:
+            try:
+                self._file.write(puts, deletes, self._generation)
+                return
+            except VectorFileError as e:
+                _log.warning(
+                    "memstore: %d vector(s) could not be saved (%s); they stay in memory, "
+                    "search is unaffected, and they are saved by the next write or flush()",
+                    len(puts) + len(deletes),
+                    e,
+                )
+        for p in puts:
+            self._unsaved[p.entry.id] = p
+        for id in deletes:
+            self._unsaved[id] = None
+
+    # --------------------------------------------------------------- backlog
+
+    @property
+    def pending(self) -> int:
+        """Vectors not yet durable: indexed but unsaved, or committed but not yet embedded.
+
+        Both kinds come from failures after a store write committed (a full
+        disk, a failing embedder with ``fail_writes=False``). The write stands;
+        search stays correct meanwhile (an unsaved vector is searched from
+        memory, an unembedded item is found lexically only, never by a stale
+        vector). :meth:`flush`, the next write group, or a direct write drains
+        the backlog; closing with a backlog left is safe (attaching the store
+        again embeds what the file lacks).
+        """
+        with self._lock:
+            return len(self._unsaved) + len(self._unembedded)
+
+    def flush(self) -> int:
+        """Embed and save the backlog now; returns how many entries it drained.
+
+        Raises the :class:`VectorFileError` (or embedding error) that still
+        stops it; what was drained before the failure stays drained.
+        """
+        with self._lock:
+            before = len(self._unsaved) + len(self._unembedded)
+        self._embed_backlog()
+        with self._lock:
+            self._save_backlog()
+            return before - len(self._unsaved) - len(self._unembedded)
+
+    def _retry_backlog(self) -> None:
+        """:meth:`flush` as a write's first step: a failure is logged, never raised."""
+        if not self._unsaved and not self._unembedded:  # an unlocked peek
+            return
+        try:
+            drained = self.flush()
+        except Exception as e:
+            _log.warning("memstore: %d vector(s) still pending (%s)", self.pending, e)
+        else:
+            _log.info("memstore: %d pending vector(s) embedded and saved", drained)
+
+    def _embed_backlog(self) -> None:
+        """Embed the texts whose embedding failed after their write committed."""
+        with self._lock:
+            todo = dict(self._unembedded)
+        if not todo:
+            return
+        pairs = list(todo.values())
+        vecs = self._embed([t for _, t in pairs])
+        with self._lock:
+            rows = [
+                StoredVector(e, -1, text_hash(t), t, v)
+                for (id, want), (e, t), v in zip(todo.items(), pairs, vecs, strict=True)
+                if self._unembedded.get(id) is want  # not overtaken by a newer write
+            ]
+            self._apply_locked(rows)
+
+    def _save_backlog(self) -> None:
+        """Write every unsaved row, as the index holds it now, in one transaction (lock held)."""
+        if self._file is None or not self._unsaved:
+            return
+        puts: list[StoredVector] = []
+        deletes: list[str] = []
+        for id, row in self._unsaved.items():
+            label = self._label_of.get(id)
+            if label is None or row is None:
+                deletes.append(id)
+                continue
+            entry = self._entries[label]
+            assert entry is not None and self._hash[id] == row.text_hash
+            puts.append(StoredVector(entry, label, row.text_hash, row.text, self._vecs[label]))
+        self._file.write(puts, deletes, self._generation)
+        self._unsaved.clear()
 
     def _maybe_graph(self) -> None:
         if self._hnsw is None and len(self._label_of) > EXACT_THRESHOLD:
@@ -472,13 +706,29 @@ class CellStore:
 
     def _maybe_compact(self) -> None:
         live = len(self._label_of)
+        if self._unsaved:
+            return  # the file's labels lag behind: relabelling it would not fit them
         if self._deleted >= COMPACT_MIN_DELETED and self._deleted > COMPACT_RATIO * live:
-            self.compact()
+            try:
+                self.compact()
+            except VectorFileError as e:
+                _log.warning("memstore: compaction skipped, the vector file refused it (%s)", e)
 
     def compact(self) -> None:
-        """Renumber the live labels densely and rebuild the graph (drops deleted slots)."""
+        """Renumber the live labels densely and rebuild the graph (drops deleted slots).
+
+        The vector file is relabelled first: if it refuses (:class:`VectorFileError`),
+        nothing changed. Refused while vectors wait to be saved (:attr:`pending`).
+        """
         with self._lock:
+            if self._unsaved:
+                raise VectorFileError(
+                    f"{len(self._unsaved)} vector(s) wait to be saved: flush() first, then compact"
+                )
             order = sorted(self._label_of.items(), key=lambda p: p[1])
+            if self._file is not None:
+                mapping = {id: n for n, (id, _) in enumerate(order)}
+                self._file.relabel(mapping, self._generation + 1)
             vecs = np.stack([self._vecs[lab] for _, lab in order]) if order else None
             entries = [self._entries[lab] for _, lab in order]
             hashes = dict(self._hash)
@@ -493,8 +743,6 @@ class CellStore:
                 assert entry is not None and vecs is not None
                 self._place(entry, new, vecs[new], hashes[id])
             self._generation += 1
-            if self._file is not None:
-                self._file.relabel({id: n for n, (id, _) in enumerate(order)}, self._generation)
             if len(self._label_of) > EXACT_THRESHOLD:
                 self._rebuild_graph()
 
@@ -781,11 +1029,21 @@ class CellStore:
         supersession or refutation removes it. With ``fail_writes`` (the
         default) the embedding runs before the write commits, so an embedding
         failure fails the write and store and index never disagree; without it
-        embedding runs after the commit and a failure is logged (:meth:`sync`
-        repairs).
+        embedding runs after the commit and a failure leaves the item pending
+        (:attr:`pending`: found lexically, never by its old vector) until the
+        next write group or :meth:`flush` embeds it.
+
+        Saving vectors to the file happens after the commit either way: a
+        vector file that refuses them (full disk) does not fail the write; the
+        vectors join the backlog, and each write group starts by retrying it.
+
+        The index follows the store in commit order even when writers race:
+        "text unchanged" is decided against the item the change replaced (the
+        store's committed state, exact under its lock), not against the index,
+        which lags until earlier commits are published.
         """
-        if fail_writes:
-            store.add_change_listener(self._before_commit, before_commit=True)
+        self._fail_writes = fail_writes
+        store.add_change_listener(self._before_commit, before_commit=True)
         store.add_change_listener(self._after_commit)
         self.sync(store)
 
@@ -803,12 +1061,24 @@ class CellStore:
         self.upsert_many((entry_for(it), embed_text(it)) for it in items)
 
     def _before_commit(self, changes: Sequence[Change]) -> None:
-        todo = [c.item for c in changes if c.op == "upsert" and c.item and embeddable(c.item)]
+        self._retry_backlog()  # a write group is the backlog's natural retry point
+        if not self._fail_writes:
+            return
+        todo = [c for c in changes if c.op == "upsert" and c.item and embeddable(c.item)]
         if not todo:
             return
-        prepared = self.prepare((entry_for(it), embed_text(it)) for it in todo)
+        items = [c.item for c in todo if c.item is not None]
+        # By the time these rows apply, every change committed before them has
+        # applied: the id then holds its ``previous`` item's text.
+        base = [
+            text_hash(embed_text(c.previous))
+            if c.previous is not None and embeddable(c.previous)
+            else None
+            for c in todo
+        ]
+        prepared = self._prepare([(entry_for(it), embed_text(it)) for it in items], base)
         with self._lock:
-            for it, p in zip(todo, prepared, strict=True):
+            for it, p in zip(items, prepared, strict=True):
                 self._staged.setdefault(it.id, []).append((it, p))
 
     def _after_commit(self, op: str, item: Item | None, id: str, kind: str) -> None:
@@ -826,17 +1096,49 @@ class CellStore:
                 if not staged:
                     del self._staged[id]
         if op == "delete" or item is None or not embeddable(item):
-            self.remove(id)
-        elif prepared is not None:
-            self.apply([prepared])
-        else:
-            self.upsert(entry_for(item), embed_text(item))
+            self._remove(id)
+            return
+        entry, text = entry_for(item), embed_text(item)
+        try:
+            self._apply([prepared] if prepared is not None else self.prepare([(entry, text)]))
+        except Exception as e:
+            # Committed, not embedded: the old vector must not answer for the
+            # new text. The item waits in the backlog (lexical search finds it).
+            with self._lock:
+                first = not self._unembedded
+                self._remove(id)
+                self._unembedded[id] = (entry, text)
+            if first:
+                _log.warning(
+                    "memstore: embedding %r failed after its write committed (%s); it is "
+                    "searched lexically until the next write or flush() embeds it",
+                    id,
+                    e,
+                )
 
     # ------------------------------------------------------------ invariant
 
-    def _check(self) -> None:
-        """Assert labels, ids, groups, vectors and the graph agree (for tests)."""
+    def _check(self, store: Store | None = None, *, vectors: bool = False) -> None:
+        """Assert labels, ids, groups, vectors and the graph agree (for tests).
+
+        With ``store`` (its writes all published), also that the index holds
+        exactly the store's embeddable items (less the pending ones), each with
+        the content hash and entry of the item's current text; ``vectors=True``
+        re-embeds every text and compares the vectors too. With a file and no
+        unsaved backlog, the file's rows must equal the index.
+        """
+        if store is not None:
+            self._check_store(store, vectors)
         with self._lock:
+            if self._file is not None and not self._unsaved:
+                rows = {r.entry.id: r for r in self._file.rows(self._dim)}
+                assert set(rows) == set(self._label_of), "vector file ids disagree"
+                for id, r in rows.items():
+                    lab = self._label_of[id]
+                    assert r.label == lab and r.text_hash == self._hash[id], id
+                    assert r.entry == self._entries[lab], id
+                    assert np.array_equal(r.vector, self._vecs[lab]), id
+            assert not set(self._unembedded) & set(self._label_of), "a pending id has a vector"
             live = {lab for lab, e in enumerate(self._entries) if e is not None}
             assert live == set(np.flatnonzero(self._alive).tolist()), "alive mask disagrees"
             assert {self._label_of[e.id] for e in self._entries if e is not None} == live
@@ -872,6 +1174,31 @@ class CellStore:
                 ids = set(self._hnsw.get_ids_list())
                 assert live <= ids <= set(range(len(self._entries))), "graph labels disagree"
                 assert self._hnsw.get_current_count() == len(ids)
+
+    def _check_store(self, store: Store, vectors: bool) -> None:
+        store.lock.acquire()
+        try:
+            items = {it.id: it for it in store.items_locked() if embeddable(it)}
+        finally:
+            store.lock.release()
+        with self._lock:
+            pending = set(self._unembedded)
+            want = set(items) - pending
+            assert set(self._label_of) == want, (
+                f"index ids disagree: missing {sorted(want - set(self._label_of))[:5]}, "
+                f"extra {sorted(set(self._label_of) - want)[:5]}"
+            )
+            for id in sorted(want):
+                it = items[id]
+                text = embed_text(it)
+                assert self._hash[id] == text_hash(text), (
+                    f"stale vector for {id!r}: the index holds another text than {text!r}"
+                )
+                lab = self._label_of[id]
+                assert self._entries[lab] == entry_for(it), f"stale entry for {id!r}"
+                if vectors:
+                    got = self._vecs[lab]
+                    assert np.allclose(got, self._embed([text])[0], atol=1e-5), id
 
 
 class _Sums:
