@@ -147,10 +147,14 @@ class VectorFile:
     @max_bytes.setter
     def max_bytes(self, value: int | None) -> None:
         db = self._conn()
-        page = int(db.execute("PRAGMA page_size").fetchone()[0])
-        # 2**31 - 2 pages: SQLite's own limit, i.e. no cap.
-        pages = (1 << 31) - 2 if value is None else max(1, value // page)
-        db.execute(f"PRAGMA max_page_count = {pages}")
+        try:
+            page = int(db.execute("PRAGMA page_size").fetchone()[0])
+            # 2**31 - 2 pages: SQLite's own limit, i.e. no cap. A cap below the
+            # file's size holds it at its size.
+            pages = (1 << 31) - 2 if value is None else max(1, value // page)
+            db.execute(f"PRAGMA max_page_count = {pages}")
+        except sqlite3.Error as e:
+            raise translate(e, f"capping {str(self.path)!r}", self.path) from e
         self._max_bytes = value
 
     def _conn(self) -> sqlite3.Connection:

@@ -194,6 +194,18 @@ class CellStore:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def max_bytes(self) -> int | None:
+        """The vector file's size cap (``None``: no cap, or no file); settable."""
+        return self._file.max_bytes if self._file is not None else None
+
+    @max_bytes.setter
+    def max_bytes(self, value: int | None) -> None:
+        with self._lock:
+            if self._file is None:
+                raise MemstoreError("max_bytes caps the vector file: this CellStore has no path")
+            self._file.max_bytes = value
+
     def _open(self, directory: Path, max_bytes: int | None) -> None:
         """Open (or create) the vector file; a damaged one is set aside and started afresh."""
         self._graph = GraphFile(directory)
