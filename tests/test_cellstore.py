@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+import memstore_index._tuning as tune
 import memstore_index.cellstore as cs
 from memstore import Change, Item, MemstoreError, Store, ThoughtLink
 from memstore_index.cellstore import CellStore, EmbedderMismatchError
@@ -193,8 +194,8 @@ TestCellMachine.settings = settings(
 
 def test_graph_path_machine_with_small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same churn through the HNSW path (threshold lowered), compactions included."""
-    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 8)
-    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 5)
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 8)
+    monkeypatch.setattr(tune, "COMPACT_MIN_DELETED", 5)
     rng = np.random.default_rng(9)
     cells = CellStore(HashEmbedder(dim=16))
     live: dict[str, np.ndarray] = {}
@@ -329,8 +330,8 @@ def test_concurrent_writers_and_searchers_leave_a_consistent_index(
 
     from memstore_index._vectorfile import StoredVector
 
-    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 64)
-    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 32)
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 64)
+    monkeypatch.setattr(tune, "COMPACT_MIN_DELETED", 32)
     cells = CellStore(HashEmbedder(dim=16))
     errors: list[BaseException] = []
 
