@@ -20,8 +20,10 @@ from typing import Self
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
+import numpy.typing as npt
 
 from memstore.errors import MemstoreError
+from memstore_index import _calibrate as cal
 from memstore_index import _tuning as tune
 from memstore_index._centring import Sums, normalise
 from memstore_index._state import CellState, EmbedderMismatchError
@@ -137,8 +139,21 @@ class Persistence(CellState):
             else:
                 if set(np.flatnonzero(self._alive).tolist()) <= set(index.get_ids_list()):
                     self._hnsw = index
+                    self._restore_calibration(graph)
                     return
         self._rebuild_graph()
+
+    def _restore_calibration(self, graph: GraphFile) -> None:
+        """Take the beam measured for this very graph, if it was measured for this target."""
+        side = graph.sidecar_data()
+        ef, n = side.get("ef"), side.get("calibrated_n")
+        if (
+            self._target is not None
+            and side.get("target_recall") == self._target
+            and isinstance(ef, int)
+            and isinstance(n, int)
+        ):
+            self._ef_plain, self._calibrated_n = min(ef, self._ef), n
 
     def save(self) -> None:
         """Save the HNSW graph beside the vectors, so the next open skips the rebuild."""
@@ -146,7 +161,13 @@ class Persistence(CellState):
             if self._graph is None or self._hnsw is None:
                 return
             self._hnsw.save_index(str(self._graph.graph))
-            self._graph.record(self._generation, len(self._label_of))
+            self._graph.record(
+                self._generation,
+                len(self._label_of),
+                ef=self._ef_plain,
+                calibrated_n=self._calibrated_n,
+                target_recall=self._target,
+            )
 
     def close(self) -> None:
         """Save the backlog and the graph (if any) and close the vector file.
@@ -308,7 +329,45 @@ class Persistence(CellState):
             max_elements=len(self._alive), ef_construction=self._efc, M=self._m, random_seed=100
         )
         index.set_ef(self._ef)
+        self._hnsw = index
+        self._ef_plain, self._calibrated_n = self._ef, 0
         labels = np.flatnonzero(self._alive)
         if labels.size:
+            self._graph_add(labels)
+
+    def _graph_add(self, labels: npt.NDArray[np.intp]) -> None:
+        """Insert ``labels`` (placed, alive) into the graph, recalibrating ``ef`` when due.
+
+        A calibration holds a sample of these very rows out: the others go in
+        first, the sample is searched as fresh queries, then it goes in too.
+        """
+        index = self._hnsw
+        assert index is not None
+        live = len(self._label_of)
+        due = self._target is not None and live >= cal.RECALIBRATE_GROWTH * self._calibrated_n
+        if not due or labels.size < cal.CALIBRATION_MIN:
+            if due and live >= 2 * self._calibrated_n:
+                self._ef_plain = self._ef  # grown well past its measure: the safe beam again
             index.add_items(self._vecs[labels], labels)
-        self._hnsw = index
+            return
+        sample = cal.held_out(labels, cal.CALIBRATION_SAMPLE, seed=live)
+        rest = np.setdiff1d(labels, sample)
+        if rest.size:
+            index.add_items(self._vecs[rest], rest)
+        in_graph = np.setdiff1d(np.flatnonzero(self._alive), sample)
+        if in_graph.size >= cal.CALIBRATION_K:
+            assert self._target is not None
+            queries = np.ascontiguousarray(self._vecs[sample])
+            truth = cal.exact_top_k(self._vecs, in_graph, queries, cal.CALIBRATION_K)
+            ef, recall = cal.calibrate_ef(
+                index,
+                queries,
+                truth,
+                floor=cal.CALIBRATION_K,
+                ceiling=self._ef,
+                target=self._target,
+            )
+            index.set_ef(self._ef)
+            self._ef_plain, self._calibrated_n = ef, live
+            self.calibration = (ef, recall)
+        index.add_items(self._vecs[sample], sample)

@@ -169,7 +169,10 @@ class Searching(ExactScan):
         # Centred, the graph (built for plain cosine) proposes its whole beam
         # and the centred score reorders it.
         fetch = want if mu is None else min(max(k, self._ef), candidates)
-        self._hnsw.set_ef(max(self._ef, fetch))
+        # A plain search takes the calibrated beam; a filtered or centred one
+        # the full ef_search (a filter thins the beam; centring rescores it).
+        ef = self._ef_plain if keep is None and mu is None else self._ef
+        self._hnsw.set_ef(max(ef, fetch))
         try:
             labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)
         except RuntimeError:

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from memstore.errors import MemstoreError
 from memstore.item import Item
 from memstore_index import _tuning as tune
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder
@@ -48,15 +49,25 @@ class CellState:
         ef_construction: int = tune.DEFAULT_EF_CONSTRUCTION,
         ef_search: int = tune.DEFAULT_EF,
         center: bool = False,
+        target_recall: float | None = DEFAULT_TARGET_RECALL,
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
         if m < 2 or ef_construction < 1 or ef_search < 1:
             raise ValueError("m must be >= 2, ef_construction and ef_search >= 1")
+        if target_recall is not None and not 0.0 < target_recall <= 1.0:
+            raise ValueError(f"target_recall must be in (0, 1] or None, got {target_recall!r}")
         self._embedder = embedder
         self._dim = int(embedder.dim)
         self._model_id = str(embedder.model_id)
         self._m, self._efc, self._ef = m, ef_construction, ef_search
+        # Adaptive ef (memstore_index._calibrate): the beam plain graph searches
+        # use, and the graph size it was last measured at.
+        self._target = target_recall
+        self._ef_plain = ef_search
+        self._calibrated_n = 0
+        self.calibration: tuple[int, float] | None = None
+        """The last calibration: ``(ef, recall on the held-out sample)``, or ``None``."""
         self._lock = threading.RLock()
         cap = 1024
         self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
@@ -93,6 +104,15 @@ class CellState:
     @property
     def dim(self) -> int:
         return self._dim
+
+    @property
+    def search_ef(self) -> int:
+        """The beam a plain (unfiltered, uncentred) graph search uses now.
+
+        ``ef_search`` until a calibration measured a smaller one that reaches
+        ``target_recall`` (see :mod:`memstore_index._calibrate`).
+        """
+        return self._ef_plain
 
     def _grow(self, need: int) -> None:
         cap = len(self._alive)

@@ -369,10 +369,19 @@ class GraphFile:
             and side.get("sha256") == hashlib.sha256(data).hexdigest()
         )
 
-    def record(self, generation: int, count: int) -> None:
-        """Write the sidecar for the graph just saved (atomically)."""
+    def sidecar_data(self) -> dict[str, object]:
+        """The sidecar's fields (empty when it is missing or unreadable)."""
+        try:
+            side = json.loads(self.sidecar.read_text())
+        except (OSError, ValueError):
+            return {}
+        return side if isinstance(side, dict) else {}
+
+    def record(self, generation: int, count: int, **extra: object) -> None:
+        """Write the sidecar for the graph just saved (atomically), with ``extra`` fields."""
         data = self.graph.read_bytes()
         side = {
+            **extra,
             "generation": generation,
             "count": count,
             "size": len(data),

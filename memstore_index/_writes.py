@@ -188,8 +188,7 @@ class Writes(Persistence):
             puts.append(StoredVector(p.entry, label, p.text_hash, p.text, p.vector))
         if added and self._hnsw is not None:
             # One call for the batch: hnswlib inserts it on every core.
-            labels = np.array(added)
-            self._hnsw.add_items(self._vecs[labels], labels)
+            self._graph_add(np.array(added, np.intp))
         self._persist(puts, [])
         self._maybe_graph()
 

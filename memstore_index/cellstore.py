@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memstore_index._binding import StoreBinding
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL
 from memstore_index._centring import Sums
 from memstore_index._search import Searching, SearchTiming
 from memstore_index._state import EmbedderMismatchError
@@ -83,6 +84,14 @@ class CellStore(StoreBinding, Searching):
     only among those. Searches of fewer than :data:`CENTER_MIN` entries are
     not centred. Similarities are then centred cosines: 0 is "as close as the
     average entry".
+
+    ``ef_search`` is the widest beam a graph search uses. With
+    ``target_recall`` (default 0.98; ``None`` to turn it off) the graph
+    measures, as it is built and grows, the smallest beam whose recall@10 on
+    a held-out sample of its own vectors reaches the target, and plain
+    searches use that (:attr:`search_ef`): embedding-like data needs far less
+    than uniform noise. Filtered and centred searches keep ``ef_search``.
+    The vector file and the graph cache are described in ``docs/embedders.md``.
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class CellStore(StoreBinding, Searching):
         ef_search: int = DEFAULT_EF,
         center: bool = False,
         max_bytes: int | None = None,
+        target_recall: float | None = DEFAULT_TARGET_RECALL,
     ) -> None:
         super().__init__(
             embedder,
@@ -104,6 +114,7 @@ class CellStore(StoreBinding, Searching):
             ef_construction=ef_construction,
             ef_search=ef_search,
             center=center,
+            target_recall=target_recall,
         )
         if path is not None:
             self._open(Path(path), max_bytes)
