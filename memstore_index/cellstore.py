@@ -91,7 +91,7 @@ class CellStore(StoreBinding, Searching):
     a held-out sample of its own vectors reaches the target, and plain
     searches use that (:attr:`search_ef`): embedding-like data needs far less
     than uniform noise. Filtered and centred searches keep ``ef_search``.
-    The vector file and the graph cache are described in ``docs/embedders.md``.
+    The vector file, the graph cache and adaptive ``ef`` are described in ``docs/vector.md``.
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """Vectors that cannot be made durable after their write committed: a backlog, not a failure.
 
-The contract (see ``docs/embedders.md``, "The vector file"): once the journal
+The contract (see ``docs/vector.md``, "When the vector file fails"): once the journal
 has committed a write, the write stands. A vector file that refuses the new
 vectors (a full disk) leaves them in memory, indexed and searched as usual,
 and queued to be saved; an embedder that fails after the commit
