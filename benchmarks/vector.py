@@ -65,6 +65,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL  # noqa: E402
 from memstore_index._vectorfile import StoredVector  # noqa: E402
 from memstore_index.cellstore import (  # noqa: E402
     DEFAULT_EF,
@@ -112,6 +113,7 @@ TARGET_RAW_RATIO = 1.3
 TARGET_FILTERED_RATIO = 2.0
 TARGET_P50_MS = 1.0
 TARGET_P50_SIZE = 100_000
+TARGET_RECALL = 0.97
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,10 @@ class OursResult:
     latency: Latency
     quality: Quality
     filtered: dict[str, FilteredResult]
+    search_ef: int = 0
+    """The beam plain searches used (calibrated: ``CellStore.search_ef``)."""
+    calibration_recall: float | None = None
+    """Recall@10 the last calibration measured on its held-out sample."""
 
 
 @dataclass
@@ -187,6 +193,9 @@ class RawResult:
     latency: Latency
     quality: Quality
     filtered: dict[str, FilteredResult]
+    at_ours_ef: Latency | None = None
+    """The same graph queried with CellStore's calibrated ef (overhead at equal work)."""
+    at_ours_ef_quality: Quality | None = None
 
 
 @dataclass
@@ -208,6 +217,8 @@ class SizeResult:
     hnswlib: RawResult
     flat: FlatResult
     ratios: dict[str, float | None] = field(default_factory=dict)
+    data: str = "uniform"
+    """The generator: ``uniform`` or ``lowrank`` (embedding-like)."""
 
 
 @dataclass
@@ -415,6 +426,8 @@ def run_ours(
         latency=summarize(per_query, args.repeats),
         quality=quality([_row(h) for h in warm], truth["unfiltered"]),
         filtered=filtered,
+        search_ef=cells.search_ef,
+        calibration_recall=cells.calibration[1] if cells.calibration else None,
     )
     return result, medians
 
@@ -437,6 +450,7 @@ def run_raw(
     queries: Sequence[Vec],
     truth: dict[str, list[set[int]]],
     args: argparse.Namespace,
+    ours_ef: int | None = None,
 ) -> tuple[RawResult, dict[str, list[int]]]:
     """Raw hnswlib at one size; also returns the query indices each filtered case used."""
     n = len(vecs)
@@ -457,6 +471,15 @@ def run_raw(
 
     log(f"  hnswlib: build {build_s:.1f} s; queries")
     per_query, warm = time_queries(search, queries, args.repeats)
+    at_ef: Latency | None = None
+    at_ef_quality: Quality | None = None
+    if ours_ef is not None and ours_ef != args.ef:
+        log(f"  hnswlib: queries at CellStore's ef {ours_ef}")
+        index.set_ef(ours_ef)
+        eq, ewarm = time_queries(search, queries, args.repeats)
+        index.set_ef(args.ef)
+        at_ef = summarize(eq, args.repeats)
+        at_ef_quality = quality([r[0][0].tolist() for r in ewarm], truth["unfiltered"])
     subsets: dict[str, list[int]] = {}
     filtered: dict[str, FilteredResult] = {}
     for spec in FILTERS:
@@ -490,6 +513,8 @@ def run_raw(
         latency=summarize(per_query, args.repeats),
         quality=quality([r[0][0].tolist() for r in warm], truth["unfiltered"]),
         filtered=filtered,
+        at_ours_ef=at_ef,
+        at_ours_ef_quality=at_ef_quality,
     )
     return result, subsets
 
@@ -511,11 +536,11 @@ def run_flat(vecs: Vec, queries: Sequence[Vec], truth: list[set[int]], repeats: 
 # --------------------------------------------------------------------------- one size
 
 
-def run_size(size: int, args: argparse.Namespace) -> SizeResult:
-    """Every measurement at one size."""
-    log(f"[{size:,} vectors]")
+def run_size(size: int, args: argparse.Namespace, kind: str = "uniform") -> SizeResult:
+    """Every measurement at one size, on one generator's data."""
+    log(f"[{size:,} {kind} vectors]")
     t0 = time.perf_counter()
-    vecs, qmat = make_data(size, args.queries, args.dim, args.seed, args.data)
+    vecs, qmat = make_data(size, args.queries, args.dim, args.seed, kind)
     queries = list(qmat)
     t1 = time.perf_counter()
     truth = {"unfiltered": exact_top_k(vecs, qmat, None, TOP_K)}
@@ -524,7 +549,7 @@ def run_size(size: int, args: argparse.Namespace) -> SizeResult:
     t2 = time.perf_counter()
     ours, ours_ms = run_ours(vecs, queries, truth, args)
     gc.collect()  # the CellStore's graph goes before raw hnswlib builds its own
-    raw, raw_subsets = run_raw(vecs, queries, truth, args)
+    raw, raw_subsets = run_raw(vecs, queries, truth, args, ours.search_ef)
     gc.collect()
     flat = run_flat(vecs, queries, truth["unfiltered"], args.repeats)
     ratios: dict[str, float | None] = {
@@ -552,6 +577,7 @@ def run_size(size: int, args: argparse.Namespace) -> SizeResult:
         hnswlib=raw,
         flat=flat,
         ratios=ratios,
+        data=kind,
     )
 
 
@@ -648,7 +674,7 @@ def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
         v = r.ratios["ours_over_hnswlib_p50"]
         out.append(
             TargetResult(
-                f"p50 within {TARGET_RAW_RATIO:g}x of raw hnswlib at {r.size:,}",
+                f"p50 within {TARGET_RAW_RATIO:g}x of raw hnswlib at {r.size:,} {r.data}",
                 v,
                 "x (ours/hnswlib)",
                 _status(v, TARGET_RAW_RATIO),
@@ -660,22 +686,32 @@ def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
             out.append(
                 TargetResult(
                     f"{spec.name} p50 within {TARGET_FILTERED_RATIO:g}x of unfiltered "
-                    f"at {r.size:,}",
+                    f"at {r.size:,} {r.data}",
                     v,
                     "x (filtered/unfiltered)",
                     _status(v, TARGET_FILTERED_RATIO),
                 )
             )
-    big = next((r for r in results if r.size == TARGET_P50_SIZE), None)
-    v = big.ours.latency.p50_ms if big else None
-    out.append(
-        TargetResult(
-            f"p50 < {TARGET_P50_MS:g} ms at {TARGET_P50_SIZE:,}",
-            v,
-            "ms",
-            "N/A" if v is None else ("PASS" if v < TARGET_P50_MS else "MISS"),
+    for kind in dict.fromkeys(r.data for r in results):
+        big = next((r for r in results if r.size == TARGET_P50_SIZE and r.data == kind), None)
+        v = big.ours.latency.p50_ms if big else None
+        out.append(
+            TargetResult(
+                f"p50 < {TARGET_P50_MS:g} ms at {TARGET_P50_SIZE:,} {kind}",
+                v,
+                "ms",
+                "N/A" if v is None else ("PASS" if v < TARGET_P50_MS else "MISS"),
+            )
         )
-    )
+        r_ = big.ours.quality.recall_at_10 if big else None
+        out.append(
+            TargetResult(
+                f"recall@10 >= {TARGET_RECALL:g} at {TARGET_P50_SIZE:,} {kind}",
+                r_,
+                "",
+                "N/A" if r_ is None else ("PASS" if r_ >= TARGET_RECALL else "MISS"),
+            )
+        )
     return out
 
 
@@ -689,17 +725,21 @@ def markdown(
     lines = [
         f"### Vector search latency (ms; p50/p95 over queries of each query's median; k={TOP_K})",
         "",
-        "| vectors | ours p50 | ours p95 | hnswlib p50 | hnswlib p95 | flat p50 | flat p95 "
-        "| ours/hnswlib p50 | recall@10 ours | recall@10 hnswlib |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| data | vectors | ours p50 | ours p95 | hnswlib p50 | hnswlib p95 | flat p50 "
+        "| flat p95 | ours/hnswlib p50 | recall@10 ours | recall@10 hnswlib | ours ef "
+        "| hnswlib at ours' ef p50 | recall@10 there |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         ol, hl, fl = r.ours.latency, r.hnswlib.latency, r.flat.latency
+        at, atq = r.hnswlib.at_ours_ef, r.hnswlib.at_ours_ef_quality
         lines.append(
-            f"| {r.size:,} | {_fmt(ol.p50_ms)} | {_fmt(ol.p95_ms)} | {_fmt(hl.p50_ms)} "
+            f"| {r.data} | {r.size:,} | {_fmt(ol.p50_ms)} | {_fmt(ol.p95_ms)} | {_fmt(hl.p50_ms)} "
             f"| {_fmt(hl.p95_ms)} | {_fmt(fl.p50_ms)} | {_fmt(fl.p95_ms)} "
             f"| {_fmt(r.ratios['ours_over_hnswlib_p50'], 2)} "
-            f"| {_fmt(r.ours.quality.recall_at_10)} | {_fmt(r.hnswlib.quality.recall_at_10)} |"
+            f"| {_fmt(r.ours.quality.recall_at_10)} | {_fmt(r.hnswlib.quality.recall_at_10)} "
+            f"| {r.ours.search_ef} | {_fmt(at.p50_ms) if at else '-'} "
+            f"| {_fmt(atq.recall_at_10) if atq else '-'} |"
         )
     lines += [
         "",
@@ -721,7 +761,8 @@ def markdown(
                 else "(as 10% partitions) | | |"
             )
             lines.append(
-                f"| {r.size:,} | {spec.name} | {f.visible:,} | {f.path} | {_fmt(f.latency.p50_ms)} "
+                f"| {r.data} {r.size:,} | {spec.name} | {f.visible:,} | {f.path} "
+                f"| {_fmt(f.latency.p50_ms)} "
                 f"| {_fmt(f.latency.p95_ms)} "
                 f"| {_fmt(r.ratios[f'ours_{spec.name}_over_unfiltered_p50'], 2)} "
                 f"| {_fmt(f.quality.recall_at_10)} | {f.quality.min_results} | {raw_cells} |"
@@ -737,7 +778,7 @@ def markdown(
     for r in results:
         o, h = r.ours, r.hnswlib
         lines.append(
-            f"| {r.size:,} | {_fmt(o.build_s, 2)} | {_fmt(o.build_per_s, 0)} "
+            f"| {r.data} {r.size:,} | {_fmt(o.build_s, 2)} | {_fmt(o.build_per_s, 0)} "
             f"| {_fmt(h.build_s, 2)} | {_fmt(h.build_per_s, 0)} | {h.build_threads} "
             f"| {_fmt(h.build_1thread_s, 2)} | {_fmt(r.ratios['ours_over_hnswlib_build_s'], 2)} "
             f"| {_fmt(r.ratios['ours_over_hnswlib_1thread_build_s'], 2)} |"
@@ -810,9 +851,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=42, help="data seed (default 42)")
     p.add_argument(
         "--data",
-        choices=DATA_KINDS,
-        default="uniform",
-        help="uniform unit vectors (default) or lowrank: near a 32-d subspace, like embeddings",
+        help="comma-separated generators, each run at every size: uniform (unit vectors) "
+        "and/or lowrank (near a 32-d subspace, like embeddings); default both, smoke uniform",
     )
     p.add_argument("--m", type=int, default=DEFAULT_M, help=f"HNSW M (default {DEFAULT_M})")
     p.add_argument(
@@ -841,6 +881,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.repeats = 1 if args.smoke else 5
     if args.sentences is None:
         args.sentences = SMOKE_SENTENCES if args.smoke else SENTENCES
+    args.data = [
+        d.strip()
+        for d in (args.data or ("uniform" if args.smoke else ",".join(DATA_KINDS))).split(",")
+        if d.strip()
+    ]
+    if not args.data or any(d not in DATA_KINDS for d in args.data):
+        p.error(f"--data takes a comma-separated list of {', '.join(DATA_KINDS)}")
     if args.smoke:
         args.raw_single_thread = False
     if args.out is None:
@@ -855,7 +902,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, write the JSON, print the report. Always 0."""
     args = parse_args(argv)
     load0 = load_average()
-    results = [run_size(n, args) for n in args.sizes]
+    results = [run_size(n, args, kind) for kind in args.data for n in args.sizes]
     embedders = run_embedders(args)
     targets = evaluate_targets(results)
     payload = {
@@ -874,6 +921,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "partitions": PARTITIONS,
             "filters": [asdict(f) for f in FILTERS],
             "hnsw": {"space": "ip", "M": args.m, "ef_construction": args.efc, "ef": args.ef},
+            "target_recall": DEFAULT_TARGET_RECALL,
             "exact_threshold": EXACT_THRESHOLD,
             "sentences": args.sentences,
             "embed_batch": EMBED_BATCH,
@@ -888,7 +936,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(payload, indent=2) + "\n")
     machine = payload["machine"]
     print(
-        f"Data: {args.data} unit vectors, dim {args.dim}; {args.queries} queries x "
+        f"Data: {', '.join(args.data)} unit vectors, dim {args.dim}; {args.queries} queries x "
         f"{args.repeats} timed passes; HNSW M={args.m} ef_construction={args.efc} "
         f"ef={args.ef}; {machine['cpu_count']} CPUs ({machine['cpu_model']}); load average "
         f"{load0} at start, {machine['load_average_at_end']} at end.\n"

@@ -97,6 +97,10 @@ class MemoryStats:
     """The searcher's counters (``search.total``, ``search.keyword_hits``...)."""
     hub: HubStats | None = None
     """The hub's figures (``None`` without a hub)."""
+    vectors_pending: int = 0
+    """Vectors not yet durable after their write committed (a full disk, a failing
+    embedder): indexed but unsaved, or not yet embedded. Drained by the next write
+    or ``mem.cells.flush()``; see :attr:`~memstore_index.CellStore.pending`."""
 
 
 class Memory:
@@ -591,6 +595,7 @@ class Memory:
             head=self.journal.head() if self.journal is not None else None,
             search=dict(self.searcher.stats.ops()),
             hub=self.hub.stats() if self.hub is not None else None,
+            vectors_pending=self.cells.pending if self.cells is not None else 0,
         )
 
     def subscribe(self, **options: Any) -> Subscription:

@@ -11,7 +11,14 @@
 modules, imported on demand, so the core needs neither dependency.
 """
 
-from memstore_index._vectorfile import StoredVector, text_hash
+from memstore_index._vectorfile import (
+    StoredVector,
+    VectorFileCorruptError,
+    VectorFileError,
+    VectorFileFullError,
+    VectorFileWarning,
+    text_hash,
+)
 from memstore_index.cellstore import (
     DEFAULT_EF,
     DEFAULT_EF_CONSTRUCTION,
@@ -46,6 +53,10 @@ __all__ = [
     "IndexEntry",
     "SearchTiming",
     "StoredVector",
+    "VectorFileCorruptError",
+    "VectorFileError",
+    "VectorFileFullError",
+    "VectorFileWarning",
     "default_embedder",
     "embed_text",
     "entry_for",

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+import memstore_index._tuning as tune
 import memstore_index.cellstore as cs
 from memstore import Change, Item, MemstoreError, Store, ThoughtLink
 from memstore_index.cellstore import CellStore, EmbedderMismatchError
@@ -193,8 +194,8 @@ TestCellMachine.settings = settings(
 
 def test_graph_path_machine_with_small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same churn through the HNSW path (threshold lowered), compactions included."""
-    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 8)
-    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 5)
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 8)
+    monkeypatch.setattr(tune, "COMPACT_MIN_DELETED", 5)
     rng = np.random.default_rng(9)
     cells = CellStore(HashEmbedder(dim=16))
     live: dict[str, np.ndarray] = {}
@@ -329,8 +330,8 @@ def test_concurrent_writers_and_searchers_leave_a_consistent_index(
 
     from memstore_index._vectorfile import StoredVector
 
-    monkeypatch.setattr(cs, "EXACT_THRESHOLD", 64)
-    monkeypatch.setattr(cs, "COMPACT_MIN_DELETED", 32)
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 64)
+    monkeypatch.setattr(tune, "COMPACT_MIN_DELETED", 32)
     cells = CellStore(HashEmbedder(dim=16))
     errors: list[BaseException] = []
 
@@ -573,3 +574,57 @@ def test_prepared_for_names_the_vector_of_the_committing_item() -> None:
     store.upsert(Item(kind="note", title="quiet", no_embed=True))
     assert seen == [("first text", 16), ("first text", 0), ("quiet", -1)]
     assert cells.prepared_for(a) is None  # outside a commit
+
+
+# ------------------------------------------------------------- adaptive ef
+
+
+def lowrank_rows(n: int, dim: int = 64, rank: int = 8, seed: int = 0) -> np.ndarray:
+    """Embedding-like unit rows: near a random ``rank``-dimensional subspace, small noise."""
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(np.random.default_rng(99).standard_normal((dim, rank)))
+    x = rng.standard_normal((n, rank)) @ basis.T + 0.05 * rng.standard_normal((n, dim))
+    x = x.astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_calibrated_ef_is_smaller_on_embedding_like_data_and_keeps_recall(
+    tmp_path: Path,
+) -> None:
+    vecs = lowrank_rows(6000)
+    cells = CellStore(HashEmbedder(dim=64), path=tmp_path, ef_search=300)
+    for start in range(0, len(vecs), 1000):  # grows through several calibrations
+        fill_from = vecs[start : start + 1000]
+        from memstore_index._vectorfile import StoredVector
+
+        cells.apply(
+            [
+                StoredVector(IndexEntry(f"v{start + i}"), -1, f"h{start + i}", "", v)
+                for i, v in enumerate(fill_from)
+            ]
+        )
+    assert cells._hnsw is not None and cells.calibration is not None
+    ef, measured = cells.calibration
+    assert cells.search_ef == ef < 300 and measured >= 0.98
+    queries = lowrank_rows(100, seed=5)  # fresh queries from the same distribution
+    recalls = [
+        len({e.id for e, _ in cells.search_vector(q, 10)} & set(brute(vecs, q, 10))) / 10
+        for q in queries
+    ]
+    assert float(np.mean(recalls)) >= 0.97
+    cells._check()
+    cells.close()
+    reopened = CellStore(HashEmbedder(dim=64), path=tmp_path, ef_search=300)
+    assert reopened.search_ef == ef  # the saved graph keeps its measured beam
+    reopened.close()
+    other = CellStore(HashEmbedder(dim=64), path=tmp_path, target_recall=None)
+    assert other.search_ef == DEFAULT_EF_FOR_TEST  # no target: the configured beam
+    other.close()
+
+
+DEFAULT_EF_FOR_TEST = cs.DEFAULT_EF
+
+
+def test_bad_target_recall_is_refused() -> None:
+    with pytest.raises(ValueError, match="target_recall"):
+        CellStore(HashEmbedder(dim=8), target_recall=1.5)

@@ -1,0 +1,192 @@
+"""Search: the query's route through partitions, subjects, the HNSW graph or an exact scan.
+
+A search picks its candidates (partitions plus shared entries, by precomputed
+label sets), its mean (``center=True``), and then the cheapest exact answer:
+a cached subset scan, an exact scan of a small set, or the graph, whose
+filter applies visibility *during* the walk. A graph answer short of ``k``
+(the filter starved it) falls back to the exact scan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore_index import _tuning as tune
+from memstore_index._centring import Vector, normalise, similarities
+from memstore_index._exact import ExactScan
+from memstore_index._state import Visible
+from memstore_index.entry import IndexEntry
+
+__all__ = ["SearchTiming", "Searching"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTiming:
+    """How long a search spent embedding the query and searching the index."""
+
+    embed_s: float
+    index_s: float
+
+
+class Searching(ExactScan):
+    """The read side of a CellStore: k-NN search, exact or by the graph."""
+
+    def search(
+        self,
+        query: str,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> list[tuple[IndexEntry, float]]:
+        """The ``k`` entries most similar to ``query`` (cosine, best first).
+
+        ``visible`` is applied inside the search; ``partitions`` restricts to
+        entries of those partitions (plus ``shared`` ones) by precomputed label
+        sets, which lets a small tenant be scanned exactly; ``subject`` routes
+        through that subject's entries, merged with the global result.
+        """
+        return self.search_timed(query, k, visible=visible, subject=subject, partitions=partitions)[
+            0
+        ]
+
+    def search_timed(
+        self,
+        query: str,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> tuple[list[tuple[IndexEntry, float]], SearchTiming]:
+        """:meth:`search`, plus the embed and index seconds separately."""
+        t0 = time.perf_counter()
+        vec = self._embed([query])[0]
+        t1 = time.perf_counter()
+        hits = self.search_vector(vec, k, visible=visible, subject=subject, partitions=partitions)
+        return hits, SearchTiming(t1 - t0, time.perf_counter() - t1)
+
+    def search_vector(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+        exact: bool = False,
+    ) -> list[tuple[IndexEntry, float]]:
+        """:meth:`search` for a caller that already has the query vector."""
+        q = normalise(np.asarray(vec, np.float32).reshape(1, -1), self._dim)[0]
+        if k <= 0:
+            return []
+        with self._lock:
+            allowed = self._allowed(partitions)
+            mu = self._mean(partitions, allowed)
+            cached = None
+            if partitions is not None and visible is None and allowed is not None:
+                cached = self._subset(tuple(sorted(set(partitions))), allowed)
+            if cached is not None:
+                hits = self._scan_subset(q, k, *cached, mu)
+            else:
+                hits = self._knn(q, k, allowed, visible, exact, mu)
+            if subject is not None:
+                labels = self._by_subject.get(subject, set())
+                routed = labels if allowed is None else labels & allowed
+                merged = {id(e): (e, s) for e, s in hits}
+                # Centred on the whole set searched, so the scores compare.
+                for e, s in self._knn(q, k, routed, visible, exact, mu):
+                    merged.setdefault(id(e), (e, s))
+                hits = sorted(merged.values(), key=lambda p: (-p[1], p[0].id))[:k]
+            return hits
+
+    def exact_search(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+    ) -> list[tuple[IndexEntry, float]]:
+        """:meth:`search_vector` by an exact scan of every candidate (the exhaustive fallback)."""
+        return self.search_vector(
+            vec, k, visible=visible, subject=subject, partitions=partitions, exact=True
+        )
+
+    def _mean(self, partitions: Collection[str] | None, allowed: set[int] | None) -> Vector | None:
+        """The mean vector a ``center=True`` search is centred on, ``None`` for plain cosine."""
+        if not self._center:
+            return None
+        n = len(self._label_of) if allowed is None else len(allowed)
+        if n < tune.CENTER_MIN:
+            return None
+        return self._sums.mean(partitions, n)
+
+    def _allowed(self, partitions: Collection[str] | None) -> set[int] | None:
+        if partitions is None:
+            return None
+        allowed = set(self._shared)
+        for p in partitions:
+            allowed |= self._by_partition.get(p, set())
+        return allowed
+
+    def _knn(
+        self,
+        q: Vector,
+        k: int,
+        allowed: set[int] | None,
+        visible: Visible | None,
+        exact: bool,
+        mu: Vector | None,
+    ) -> list[tuple[IndexEntry, float]]:
+        candidates = len(self._label_of) if allowed is None else len(allowed)
+        if candidates == 0:
+            return []
+        if exact or self._hnsw is None or candidates <= tune.EXACT_THRESHOLD:
+            return self._scan(q, k, allowed, visible, mu)
+        entries = self._entries
+        if allowed is None and visible is None:
+            keep: Callable[[int], bool] | None = None
+        elif visible is None:
+            assert allowed is not None
+            keep = allowed.__contains__
+        else:
+
+            def keep(label: int) -> bool:
+                if allowed is not None and label not in allowed:
+                    return False
+                e = entries[label]
+                return e is not None and visible(e)
+
+        want = min(k, candidates)
+        # Centred, the graph (built for plain cosine) proposes its whole beam
+        # and the centred score reorders it.
+        fetch = want if mu is None else min(max(k, self._ef), candidates)
+        # A plain search takes the calibrated beam; a filtered or centred one
+        # the full ef_search (a filter thins the beam; centring rescores it).
+        ef = self._ef_plain if keep is None and mu is None else self._ef
+        self._hnsw.set_ef(max(ef, fetch))
+        try:
+            labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)
+        except RuntimeError:
+            # Fewer than ``fetch`` entries pass the filter within reach of the
+            # graph: the exact scan finds every one that exists.
+            return self._scan(q, k, allowed, visible, mu)
+        found = labels[0]
+        sims = 1.0 - dists[0] if mu is None else similarities(self._vecs[found], q, mu)
+        out: list[tuple[IndexEntry, float]] = []
+        for label, sim in zip(found.tolist(), sims.tolist(), strict=True):
+            e = entries[label]
+            if e is not None:
+                out.append((e, float(sim)))
+        if len(out) < fetch:
+            return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
+        out.sort(key=lambda p: (-p[1], p[0].id))
+        return out[:want]

@@ -1,0 +1,207 @@
+"""What a CellStore holds: vectors by label, entries, groups, and the primitives that change them.
+
+A vector lives at an integer *label* (its row in ``_vecs`` and its id in the
+HNSW graph); an id moved to a new text gets a new label and its old one is
+marked deleted, until a compaction renumbers the live labels densely. Every
+change goes through :meth:`CellState._place` and :meth:`CellState._unplace`,
+which keep the partition, subject and shared label sets and the centring sums
+in step. The parts of the CellStore (persistence, writes, search, store
+binding) are mixins over this state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import hnswlib  # type: ignore[import-untyped]
+import numpy as np
+import numpy.typing as npt
+
+from memstore.errors import MemstoreError
+from memstore.item import Item
+from memstore_index import _tuning as tune
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL
+from memstore_index._centring import Sums, Vector, normalise
+from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
+from memstore_index.embedder import Embedder
+from memstore_index.entry import IndexEntry
+
+__all__ = ["CellState", "EmbedderMismatchError", "Vector", "Visible"]
+
+Visible = Callable[[IndexEntry], bool]
+
+
+class EmbedderMismatchError(MemstoreError, ValueError):
+    """The stored vectors were made by another model (or dimension) than the embedder given."""
+
+
+class CellState:
+    """The state every part of a CellStore reads, and the label primitives (lock held)."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        space: str = "cosine",
+        m: int = tune.DEFAULT_M,
+        ef_construction: int = tune.DEFAULT_EF_CONSTRUCTION,
+        ef_search: int = tune.DEFAULT_EF,
+        center: bool = False,
+        target_recall: float | None = DEFAULT_TARGET_RECALL,
+    ) -> None:
+        if space != "cosine":
+            raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
+        if m < 2 or ef_construction < 1 or ef_search < 1:
+            raise ValueError("m must be >= 2, ef_construction and ef_search >= 1")
+        if target_recall is not None and not 0.0 < target_recall <= 1.0:
+            raise ValueError(f"target_recall must be in (0, 1] or None, got {target_recall!r}")
+        self._embedder = embedder
+        self._dim = int(embedder.dim)
+        self._model_id = str(embedder.model_id)
+        self._m, self._efc, self._ef = m, ef_construction, ef_search
+        # Adaptive ef (memstore_index._calibrate): the beam plain graph searches
+        # use, and the graph size it was last measured at.
+        self._target = target_recall
+        self._ef_plain = ef_search
+        self._calibrated_n = 0
+        self.calibration: tuple[int, float] | None = None
+        """The last calibration: ``(ef, recall on the held-out sample)``, or ``None``."""
+        self._lock = threading.RLock()
+        cap = 1024
+        self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
+        self._alive = np.zeros(cap, np.bool_)
+        self._entries: list[IndexEntry | None] = []
+        self._label_of: dict[str, int] = {}
+        self._hash: dict[str, str] = {}
+        self._by_partition: dict[str, set[int]] = {}
+        self._by_subject: dict[str, set[int]] = {}
+        self._shared: set[int] = set()
+        self._center = center
+        self._sums = Sums(self._dim)
+        self._deleted = 0
+        self._hnsw: hnswlib.Index | None = None
+        self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
+        self._offered: dict[tuple[str, str], Vector] = {}
+        self._subsets: dict[tuple[str, ...], tuple[int, npt.NDArray[np.intp], Vector]] = {}
+        self._file: VectorFile | None = None
+        self._graph: GraphFile | None = None
+        self._generation = 0
+        # The backlog (see ``pending``): rows indexed in memory but not yet in
+        # the vector file (``None``: a delete), and texts not yet embedded.
+        self._unsaved: dict[str, StoredVector | None] = {}
+        self._unembedded: dict[str, tuple[IndexEntry, str]] = {}
+        self._fail_writes = True
+        self.set_aside_as: Path | None = None
+        """Where a damaged vector file found at open was moved (``None``: it was sound)."""
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder queries and texts go through."""
+        return self._embedder
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def search_ef(self) -> int:
+        """The beam a plain (unfiltered, uncentred) graph search uses now.
+
+        ``ef_search`` until a calibration measured a smaller one that reaches
+        ``target_recall`` (see :mod:`memstore_index._calibrate`).
+        """
+        return self._ef_plain
+
+    def _grow(self, need: int) -> None:
+        cap = len(self._alive)
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        vecs = np.zeros((new, self._dim), np.float32)
+        vecs[:cap] = self._vecs
+        alive = np.zeros(new, np.bool_)
+        alive[:cap] = self._alive
+        self._vecs, self._alive = vecs, alive
+        if self._hnsw is not None:
+            self._hnsw.resize_index(new)
+
+    def _place(
+        self, entry: IndexEntry, label: int, vec: Vector, h: str, *, graph: bool = True
+    ) -> None:
+        """Put a vector at ``label`` in memory (and in the graph, unless the caller batches)."""
+        while len(self._entries) <= label:
+            self._entries.append(None)
+        self._grow(label + 1)
+        self._vecs[label] = vec
+        self._alive[label] = True
+        self._entries[label] = entry
+        self._label_of[entry.id] = label
+        self._hash[entry.id] = h
+        self._group(entry, label, add=True)
+        if graph and self._hnsw is not None:
+            self._hnsw.add_items(vec[None, :], np.array([label]))
+
+    def _group(self, entry: IndexEntry, label: int, *, add: bool) -> None:
+        self._sums.change(entry, self._vecs[label], 1.0 if add else -1.0)
+        for table, key in (
+            (self._by_partition, entry.partition),
+            (self._by_subject, entry.subject),
+        ):
+            if add:
+                table.setdefault(key, set()).add(label)
+            else:
+                labels = table.get(key)
+                if labels is not None:
+                    labels.discard(label)
+                    if not labels:
+                        del table[key]
+        if entry.shared:
+            if add:
+                self._shared.add(label)
+            else:
+                self._shared.discard(label)
+
+    def _unplace(self, id: str) -> None:
+        label = self._label_of.pop(id)
+        entry = self._entries[label]
+        assert entry is not None
+        self._group(entry, label, add=False)
+        self._entries[label] = None
+        self._alive[label] = False
+        self._hash.pop(id, None)
+        self._deleted += 1
+        if self._hnsw is not None:
+            self._hnsw.mark_deleted(label)
+
+    def _embed(self, texts: Sequence[str]) -> Vector:
+        return normalise(self._embedder.embed(list(texts)), self._dim)
+
+    def __len__(self) -> int:
+        return len(self._label_of)
+
+    def __contains__(self, id: object) -> bool:
+        return id in self._label_of
+
+    def ids(self) -> list[str]:
+        """The ids that have a vector here, sorted."""
+        with self._lock:
+            return sorted(self._label_of)
+
+    def entry(self, id: str) -> IndexEntry | None:
+        """The entry indexed under ``id``, or ``None``."""
+        with self._lock:
+            label = self._label_of.get(id)
+            return None if label is None else self._entries[label]
+
+    def vector(self, id: str) -> Vector | None:
+        """A copy of the vector indexed under ``id``, or ``None``."""
+        with self._lock:
+            label = self._label_of.get(id)
+            return None if label is None else self._vecs[label].copy()
+
+    def embed_query(self, query: str) -> Vector:
+        """The unit vector of ``query`` (one embedding call)."""
+        vec: Vector = self._embed([query])[0]
+        return vec

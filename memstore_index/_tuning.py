@@ -1,0 +1,42 @@
+"""The CellStore's tunables: graph shape, search breadth, when to scan, when to compact.
+
+Read at call time as ``tune.NAME`` by every part of the CellStore, so a test
+(or an experiment) can change one in a single place.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CENTER_MIN",
+    "COMPACT_MIN_DELETED",
+    "COMPACT_RATIO",
+    "DEFAULT_EF",
+    "DEFAULT_EF_CONSTRUCTION",
+    "DEFAULT_M",
+    "EXACT_THRESHOLD",
+    "SUBSET_CACHE_SIZE",
+    "SUBSET_SCAN_MAX",
+]
+
+DEFAULT_M = 32
+"""HNSW graph degree: links per node (memory grows with it, so does recall)."""
+DEFAULT_EF_CONSTRUCTION = 200
+"""Candidate list size while building the graph (build time vs graph quality)."""
+DEFAULT_EF = 300
+"""Candidate list size while searching (latency vs recall); at least ``k`` is used."""
+EXACT_THRESHOLD = 2048
+"""At or below this many candidates an exact scan is both exact and faster than HNSW."""
+SUBSET_SCAN_MAX = 50_000
+"""Largest partition set scanned exactly from a cached contiguous copy (above: the graph)."""
+SUBSET_CACHE_SIZE = 8
+"""Partition sets whose contiguous copies are kept (oldest dropped first)."""
+COMPACT_RATIO = 0.25
+"""Rebuild the graph once deleted labels exceed this share of live ones..."""
+COMPACT_MIN_DELETED = 1024
+"""...and this many, so small churn never triggers a rebuild."""
+CENTER_MIN = 64
+"""Fewest vectors searched for ``center=True`` to apply; below it, plain cosine.
+
+The mean of a handful of vectors is mostly each of them: centring on it
+would measure every entry against a blend of the others.
+"""
