@@ -1,0 +1,166 @@
+"""Columnar postings: word -> sorted int32 array of document slots.
+
+The :class:`~memstore.lexical.Lexicon` gives every indexed document a fresh
+integer *slot* (slots only grow, so appending a document's slot to a word's
+postings keeps them sorted) and marks the slot dead when the document is
+removed or re-indexed; dead slots stay in the arrays until a compaction
+renumbers every slot (:meth:`Postings.renumber`). A query reads a word's
+array as is: no per-query conversion from Python sets.
+
+Writes are batched, as a search engine's indexing buffer is: a document's
+words go to a pending log (one list extend per document), and the next read
+turns the whole log into arrays at once (:meth:`Postings.flush`: the words
+are mapped to small integer ids, one stable argsort groups the log by word,
+and each touched word's array grows by one concatenation).
+
+>>> p = Postings()
+>>> p.add_doc(0, ["payment", "api"])
+>>> p.add_doc(1, ["payment"])
+>>> p.get("payment").tolist(), p.get("api").tolist(), p.get("nothing").tolist()
+([0, 1], [0], [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from itertools import repeat
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["EMPTY", "Postings", "intersect_sorted"]
+
+Slots = npt.NDArray[np.int32]
+
+EMPTY: Slots = np.zeros(0, np.int32)
+EMPTY.setflags(write=False)
+
+
+def intersect_sorted(a: Slots, b: Slots) -> Slots:
+    """The common elements of two sorted arrays of distinct slots.
+
+    Binary-searches the smaller in the larger: O(small * log(large)).
+
+    >>> intersect_sorted(np.array([1, 3, 5, 7], np.int32), np.array([3, 4, 7], np.int32)).tolist()
+    [3, 7]
+    """
+    if a.size == 0 or b.size == 0:
+        return EMPTY
+    small, big = (a, b) if a.size <= b.size else (b, a)
+    pos = np.searchsorted(big, small)
+    np.minimum(pos, big.size - 1, out=pos)
+    found: Slots = small[big[pos] == small]
+    return found
+
+
+class Postings:
+    """Append-only word -> sorted slot arrays, with a pending write log.
+
+    Not thread-safe on its own: the Lexicon calls it under its lock.
+    """
+
+    def __init__(self) -> None:
+        self._wid: dict[str, int] = {}
+        self._words: list[str] = []
+        self._arrays: list[Slots] = []
+        # The pending log: every added document's words, flat, with the slot
+        # and word count of each document.
+        self._log_words: list[str] = []
+        self._log_slots: list[int] = []
+        self._log_counts: list[int] = []
+
+    def add_doc(self, slot: int, words: Collection[str]) -> None:
+        """Append ``slot`` to the postings of each of ``words`` (distinct words).
+
+        ``slot`` must exceed every slot added before (slots only grow).
+        """
+        if words:
+            self._log_words.extend(words)
+            self._log_slots.append(slot)
+            self._log_counts.append(len(words))
+
+    @property
+    def pending(self) -> int:
+        """Word occurrences in the log, not yet in the arrays."""
+        return len(self._log_words)
+
+    def flush(self) -> None:
+        """Move the pending log into the arrays (a no-op when it is empty)."""
+        log = self._log_words
+        if not log:
+            return
+        wid = self._wid
+        ids = list(map(wid.get, log, repeat(-1)))
+        if -1 in ids:
+            words, arrays = self._words, self._arrays
+            for i, w in enumerate(log):
+                if ids[i] == -1:
+                    got = wid.get(w)
+                    if got is None:
+                        got = wid[w] = len(words)
+                        words.append(w)
+                        arrays.append(EMPTY)
+                    ids[i] = got
+        word_ids = np.array(ids, np.int64)
+        slots = np.repeat(np.array(self._log_slots, np.int32), np.array(self._log_counts, np.int64))
+        self._log_words, self._log_slots, self._log_counts = [], [], []
+        # Stable: within a word the slots keep their (increasing) log order.
+        order = np.argsort(word_ids, kind="stable")
+        word_ids = word_ids[order]
+        slots = slots[order]
+        cuts = np.flatnonzero(word_ids[1:] != word_ids[:-1]) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), int(word_ids.size)]
+        arrays = self._arrays
+        for w, s, e in zip(word_ids[starts].tolist(), starts, ends, strict=True):
+            old = arrays[w]
+            arrays[w] = slots[s:e].copy() if old.size == 0 else np.concatenate((old, slots[s:e]))
+
+    def get(self, word: str) -> Slots:
+        """The slots holding ``word`` (dead ones included), sorted."""
+        if self._log_words:
+            self.flush()
+        i = self._wid.get(word)
+        return EMPTY if i is None else self._arrays[i]
+
+    def gather(self, words: Iterable[str]) -> list[Slots]:
+        """:meth:`get` for several words (the non-empty arrays only)."""
+        if self._log_words:
+            self.flush()
+        wid, arrays = self._wid, self._arrays
+        out = []
+        for w in words:
+            i = wid.get(w)
+            if i is not None:
+                a = arrays[i]
+                if a.size:
+                    out.append(a)
+        return out
+
+    def renumber(self, new_slot: npt.NDArray[np.int32]) -> None:
+        """Map every slot ``s`` to ``new_slot[s]``, dropping those mapped to -1.
+
+        ``new_slot`` must be increasing on the slots it keeps, so the arrays
+        stay sorted. Words left with no slot are forgotten.
+        """
+        self.flush()
+        words: list[str] = []
+        arrays: list[Slots] = []
+        for w, a in zip(self._words, self._arrays, strict=True):
+            m = new_slot[a]
+            m = m[m >= 0]
+            if m.size:
+                words.append(w)
+                arrays.append(m)
+        self._words, self._arrays = words, arrays
+        self._wid = {w: i for i, w in enumerate(words)}
+
+    def items(self) -> Iterable[tuple[str, Slots]]:
+        """Every word with its array."""
+        self.flush()
+        return zip(self._words, self._arrays, strict=True)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return sum(a.nbytes for a in self._arrays)
