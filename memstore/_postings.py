@@ -8,9 +8,9 @@ renumbers every slot (:meth:`Postings.renumber`). A query reads a word's
 array as is: no per-query conversion from Python sets.
 
 Writes are batched, as a search engine's indexing buffer is: a document's
-words go to a pending log (one list extend per document), and the next read
-turns the whole log into arrays at once (:meth:`Postings.flush`: the words
-are mapped to small integer ids, one stable argsort groups the log by word,
+words are numbered (a C-level map over a dict) and go to a pending log (one
+list extend per document), and the next read turns the whole log into arrays
+at once (:meth:`Postings.flush`: one stable argsort groups the log by word,
 and each touched word's array grows by one concatenation).
 
 >>> p = Postings()
@@ -23,7 +23,6 @@ and each touched word's array grows by one concatenation).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -65,45 +64,44 @@ class Postings:
         self._arrays: list[Slots] = []
         # The pending log: every added document's words, flat, with the slot
         # and word count of each document.
-        self._log_words: list[str] = []
+        self._log_ids: list[int] = []
         self._log_slots: list[int] = []
         self._log_counts: list[int] = []
 
     def add_doc(self, slot: int, words: Collection[str]) -> None:
         """Append ``slot`` to the postings of each of ``words`` (distinct words).
 
-        ``slot`` must exceed every slot added before (slots only grow).
+        ``slot`` must exceed every slot added before (slots only grow). The
+        words are numbered here (one C-level map over them), so the log holds
+        small integers and a flush needs no string work.
         """
-        if words:
-            self._log_words.extend(words)
-            self._log_slots.append(slot)
-            self._log_counts.append(len(words))
+        if not words:
+            return
+        ids = list(map(self._wid.get, words))
+        if None in ids:
+            ids = [self._number(w) if i is None else i for w, i in zip(words, ids, strict=True)]
+        self._log_ids.extend(ids)  # type: ignore[arg-type]
+        self._log_slots.append(slot)
+        self._log_counts.append(len(ids))
+
+    def _number(self, word: str) -> int:
+        i = self._wid[word] = len(self._words)
+        self._words.append(word)
+        self._arrays.append(EMPTY)
+        return i
 
     @property
     def pending(self) -> int:
         """Word occurrences in the log, not yet in the arrays."""
-        return len(self._log_words)
+        return len(self._log_ids)
 
     def flush(self) -> None:
         """Move the pending log into the arrays (a no-op when it is empty)."""
-        log = self._log_words
-        if not log:
+        if not self._log_ids:
             return
-        wid = self._wid
-        ids = list(map(wid.get, log, repeat(-1)))
-        if -1 in ids:
-            words, arrays = self._words, self._arrays
-            for i, w in enumerate(log):
-                if ids[i] == -1:
-                    got = wid.get(w)
-                    if got is None:
-                        got = wid[w] = len(words)
-                        words.append(w)
-                        arrays.append(EMPTY)
-                    ids[i] = got
-        word_ids = np.array(ids, np.int64)
+        word_ids = np.array(self._log_ids, np.int64)
         slots = np.repeat(np.array(self._log_slots, np.int32), np.array(self._log_counts, np.int64))
-        self._log_words, self._log_slots, self._log_counts = [], [], []
+        self._log_ids, self._log_slots, self._log_counts = [], [], []
         # Stable: within a word the slots keep their (increasing) log order.
         order = np.argsort(word_ids, kind="stable")
         word_ids = word_ids[order]
@@ -118,14 +116,14 @@ class Postings:
 
     def get(self, word: str) -> Slots:
         """The slots holding ``word`` (dead ones included), sorted."""
-        if self._log_words:
+        if self._log_ids:
             self.flush()
         i = self._wid.get(word)
         return EMPTY if i is None else self._arrays[i]
 
     def gather(self, words: Iterable[str]) -> list[Slots]:
         """:meth:`get` for several words (the non-empty arrays only)."""
-        if self._log_words:
+        if self._log_ids:
             self.flush()
         wid, arrays = self._wid, self._arrays
         out = []

@@ -398,9 +398,12 @@ class Lexicon:
             self._doc_ntitle.append(len(title_words))
             uniq = set(all_words)
             df = self._df
-            for w in [w for w in uniq if w not in df]:  # new to the vocabulary
-                self._add_word(w)
-            df.update(uniq)
+            known = len(df)
+            df.update(uniq)  # C-level counting
+            if len(df) != known:  # some words are new to the vocabulary
+                for w in uniq:
+                    if df[w] == 1:
+                        self._add_word(w)
             self._postings.add_doc(slot, uniq)
             if title_words:
                 self._title_postings.add_doc(slot, set(title_words))
