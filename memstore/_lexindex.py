@@ -138,11 +138,35 @@ def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
             np.bincount(inv[~exact], minlength=n) > 0,
         )
     dense = _fsum(slots, vals, cap)
-    cand = np.flatnonzero(dense)
+    cand = np.flatnonzero(dense != 0.0)  # a bool test: numpy's nonzero is slow on floats
     covered: _Ix = np.bincount(slots[exact], minlength=cap)[cand]
     fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
     title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
     return cand, dense[cand], title, covered, fuzzy
+
+
+_KTH_STEPS = 4
+"""Distinct top scores :func:`_kth_largest` walks before it partitions."""
+
+
+def _kth_largest(scores: _F64, k: int) -> float:
+    """The ``k``-th largest of ``scores`` (``k <= scores.size``), ties counted.
+
+    Lexical scores take few distinct values at the top (a handful of levels
+    times the token weights), so walking down the distinct maxima finds it in
+    a pass or two of C loops; a partition is the fallback.
+    """
+    top = float(scores.max())
+    seen = int(np.count_nonzero(scores >= top))
+    for _ in range(_KTH_STEPS):
+        if seen >= k:
+            return top
+        below = scores[scores < top]
+        top = float(below.max())
+        seen += int(np.count_nonzero(below >= top))
+    if seen >= k:
+        return top
+    return float(np.partition(scores, scores.size - k)[scores.size - k])
 
 
 def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
@@ -288,8 +312,7 @@ class LexicalIndex:
         if limit is not None and cand.size > limit:
             # Keep everything tied with the limit-th score, so the tie-breaks
             # below see the whole tie.
-            kth = np.partition(scores, cand.size - limit)[cand.size - limit]
-            pos = np.flatnonzero(scores >= kth)
+            pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
         ordered = self._order(cand, scores, pos, limit)
         ids = self.lexicon._ids
         return [

@@ -18,12 +18,13 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memstore._lexindex import LexicalIndex
+from memstore._lexindex import LexicalIndex, _kth_largest
 from memstore.item import Item
 from memstore.text import kw_tokens, normalize_query
 from tests.lexical_oracle import OracleLexicalIndex
@@ -273,3 +274,14 @@ def test_benchmark_corpus_agrees(size: int) -> None:
             assert_same_ranking(new, old, tokens, hidden=("hypothesis",))
             assert_same_ranking(new, old, tokens, kind="event", limit=3)
     new.lexicon._check()
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.75, 1.0]) | st.floats(0.01, 1.0), min_size=1),
+    st.data(),
+)
+def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataObject) -> None:
+    scores = np.array(values)
+    k = data.draw(st.integers(1, len(values)))
+    assert _kth_largest(scores, k) == np.partition(scores, scores.size - k)[scores.size - k]
