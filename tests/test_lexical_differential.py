@@ -285,3 +285,11 @@ def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataOb
     scores = np.array(values)
     k = data.draw(st.integers(1, len(values)))
     assert _kth_largest(scores, k) == np.partition(scores, scores.size - k)[scores.size - k]
+
+
+@given(st.text(alphabet="aZ0b.Q -", max_size=12))
+def test_ascii_camel_search_finds_exactly_the_split_points(s: str) -> None:
+    """The cheap pre-check in ``words`` fires exactly when the CamelCase split changes text."""
+    from memstore.text import _ASCII_CAMEL, _ASCII_CAMEL_AT
+
+    assert bool(_ASCII_CAMEL_AT.search(s)) == (_ASCII_CAMEL.sub(" ", s) != s)
