@@ -9,12 +9,14 @@ O(candidates) in C-level set and array operations, never a loop over all items.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
@@ -251,6 +253,38 @@ class LexicalIndex:
         self._stale[slot] = _deadline_ts(item.stale_after)
         self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
         self._shared[slot] = SHARED_TAG in item.tags
+
+    def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
+        """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
+        save_lexicon(self.lexicon, path, generation=generation)
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        path: str | os.PathLike[str],
+        items: Iterable[tuple[Item, bool]],
+        *,
+        expect_generation: int | None = None,
+        compact_min: int = 4096,
+    ) -> LexicalIndex:
+        """An index over ``items`` (with their ``index_id`` flags), the lexicon read from ``path``.
+
+        Nothing is re-tokenised: each item's filter metadata is set on the slot
+        the snapshot gave its id. The items must be exactly the snapshot's
+        documents (same ids), else :class:`~memstore._lexsnapshot.LexiconSnapshotError`;
+        that their text is the text indexed is what the generation vouches for.
+        """
+        lex = load_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
+        pairs = list(items)
+        if len(pairs) != len(lex) or any(lex.slot(it.id) is None for it, _ in pairs):
+            raise LexiconSnapshotError("the snapshot's documents are not the items given")
+        index = cls(compact_min=compact_min)
+        index.lexicon = lex
+        lex.on_renumber(index._renumber)
+        for it, index_id in pairs:
+            index._text[it.id] = (it.title, it.content, it.event_date, index_id)
+            index.put(it, index_id)
+        return index
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
