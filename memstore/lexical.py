@@ -785,6 +785,8 @@ class Lexicon:
         tp.flush()
         title = [(lv, tp.gather(ws)) for lv, ws in ex.by_level]
         tslots, tlevels = best_levels(title, cap, alive)
+        for a in (slots, levels, tslots, tlevels):
+            a.setflags(write=False)  # cached and shared: nobody may write into it
         return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok)
 
     # ------------------------------------------------------------- invariant
