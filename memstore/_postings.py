@@ -22,7 +22,8 @@ and each touched word's array grows by one concatenation).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
+from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +92,11 @@ class Postings:
         return i
 
     @property
+    def numbered(self) -> int:
+        """How many words have a number (grows when a word first reaches these postings)."""
+        return len(self._words)
+
+    @property
     def pending(self) -> int:
         """Word occurrences in the log, not yet in the arrays."""
         return len(self._log_ids)
@@ -134,6 +140,24 @@ class Postings:
                 if a.size:
                     out.append(a)
         return out
+
+    def ids(self, words: Iterable[str]) -> list[int]:
+        """The internal numbers of those of ``words`` these postings hold.
+
+        Stable until :meth:`renumber`; :meth:`concat` reads arrays by them.
+        """
+        return [i for i in map(self._wid.get, words) if i is not None]
+
+    def concat(self, ids: Sequence[int]) -> Slots:
+        """The arrays of the words numbered ``ids``, concatenated (one C-level gather)."""
+        if self._log_ids:
+            self.flush()
+        if not ids:
+            return EMPTY
+        if len(ids) == 1:
+            return self._arrays[ids[0]]
+        parts: tuple[Slots, ...] = itemgetter(*ids)(self._arrays)
+        return np.concatenate(parts)
 
     def renumber(self, new_slot: npt.NDArray[np.int32]) -> None:
         """Map every slot ``s`` to ``new_slot[s]``, dropping those mapped to -1.

@@ -281,6 +281,15 @@ class _Expansion:
     fuzzy_ok: bool
     fuzzy: list[tuple[float, list[str]]] | None = None
     """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
+    content_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the content postings' word numbers, once computed."""
+    title_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the title postings' word numbers, once computed."""
+    title_numbered: int = -1
+    """The title postings' :attr:`~memstore._postings.Postings.numbered` when
+    ``title_ids`` was computed: a vocabulary word may reach a title later."""
+    fuzzy_ids: list[tuple[float, list[int]]] | None = None
+    """``fuzzy`` as the content postings' word numbers, once computed."""
 
 
 def score_document(
@@ -465,6 +474,7 @@ class Lexicon:
             self._alive = alive
             self._dead = 0
             self._gen += 1
+            self._vgen += 1  # the postings' word numbers changed: expansions hold them
             for hook in self._renumber_hooks:
                 hook(kept)
 
@@ -759,8 +769,9 @@ class Lexicon:
             return m
 
     def _resolve(self, tok: str, fuzzy: bool) -> TokenMatch:
-        post = self._postings
+        post, tp = self._postings, self._title_postings
         post.flush()
+        tp.flush()
         ex = self._expand(tok)
         groups: list[tuple[float, list[npt.NDArray[np.int32]]]] = []
         if fuzzy and ex.fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
@@ -769,10 +780,16 @@ class Lexicon:
                 for w, lv in self._fuzzy_words(tok).items():
                     fz.setdefault(lv, []).append(w)
                 ex.fuzzy = sorted(fz.items())
+                ex.fuzzy_ids = [(lv, post.ids(ws)) for lv, ws in ex.fuzzy]
             # Fuzzy levels lie below every exact-rule level: a document the
             # exact rule admits keeps its exact level (the best one wins).
-            groups += [(lv, post.gather(ws)) for lv, ws in ex.fuzzy]
-        groups += [(lv, post.gather(ws)) for lv, ws in ex.by_level]
+            groups += [(lv, [post.concat(ids)]) for lv, ids in ex.fuzzy_ids or ()]
+        if ex.content_ids is None:  # every vocabulary word is in the content postings
+            ex.content_ids = [(lv, post.ids(ws)) for lv, ws in ex.by_level]
+        if ex.title_numbered != tp.numbered:
+            ex.title_ids = [(lv, tp.ids(ws)) for lv, ws in ex.by_level]
+            ex.title_numbered = tp.numbered
+        groups += [(lv, [post.concat(ids)]) for lv, ids in ex.content_ids]
         if ex.pairs:
             joined = self._joined_slots(ex)
             if joined.size:
@@ -781,9 +798,7 @@ class Lexicon:
         slots, levels = best_levels(groups, cap, alive)
         # The title bonus scales with the level the title word reaches, so
         # a near-miss in a title never outranks exact words in the text.
-        tp = self._title_postings
-        tp.flush()
-        title = [(lv, tp.gather(ws)) for lv, ws in ex.by_level]
+        title = [(lv, [tp.concat(ids)]) for lv, ids in ex.title_ids or ()]
         tslots, tlevels = best_levels(title, cap, alive)
         for a in (slots, levels, tslots, tlevels):
             a.setflags(write=False)  # cached and shared: nobody may write into it

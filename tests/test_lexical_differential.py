@@ -293,3 +293,16 @@ def test_ascii_camel_search_finds_exactly_the_split_points(s: str) -> None:
     from memstore.text import _ASCII_CAMEL, _ASCII_CAMEL_AT
 
     assert bool(_ASCII_CAMEL_AT.search(s)) == (_ASCII_CAMEL.sub(" ", s) != s)
+
+
+def test_a_known_word_new_to_titles_gets_the_title_bonus() -> None:
+    """The cached expansion must see a word's first title use (the vocabulary is unchanged)."""
+    new, old = LexicalIndex(), OracleLexicalIndex()
+    first = Item(id="a", kind="fact", title="other", content="alpha")
+    for index in (new, old):
+        index.put(first, False)
+    assert_same_ranking(new, old, ["alpha"])  # expands and caches "alpha"
+    second = Item(id="b", kind="fact", title="alpha", content="other")  # no new word
+    for index in (new, old):
+        index.put(second, False)
+    assert_same_ranking(new, old, ["alpha"])
