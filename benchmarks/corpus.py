@@ -20,10 +20,15 @@ ids (``INC-48213``). Corpora are *prefix-stable*: the first 1,000 notes of the
   transposition) applied to one word;
 * ``miss``: made-up words that appear nowhere in the vocabulary;
 * ``multi``: two to five words, about half of them natural questions such as
-  "what is the payment api timeout?".
+  "what is the payment api timeout?";
+* ``common``: one to three words sampled from a note's own words (each
+  occurrence equally likely, function words left out), so frequent words are
+  frequent in queries too, as in what people type;
+* ``question``: a whole natural question around one or two words sampled the
+  same way from a note ("what did we decide about the rollout and the queue?").
 
-``exact`` and ``typo`` queries remember the note they came from, so a result
-list can be checked for it (hit@10).
+``exact``, ``typo``, ``common`` and ``question`` queries remember the note they
+came from, so a result list can be checked for it (hit@10).
 """
 
 from __future__ import annotations
@@ -59,10 +64,12 @@ KINDS: Final[tuple[tuple[str, float], ...]] = (
 """Note kinds and how often each is drawn."""
 
 QUERY_MIX: Final[tuple[tuple[str, float], ...]] = (
-    ("exact", 0.35),
-    ("typo", 0.20),
-    ("miss", 0.15),
-    ("multi", 0.30),
+    ("exact", 0.20),
+    ("typo", 0.15),
+    ("miss", 0.10),
+    ("multi", 0.15),
+    ("common", 0.20),
+    ("question", 0.20),
 )
 """Query categories and their share of a query set."""
 
@@ -305,6 +312,20 @@ _QUESTION_TEMPLATES: Final[tuple[str, ...]] = (
     "{svc} {word} in {qtr}",
     "how do I {verb} the {word}?",
     "where is the {word} {noun} for {svc}?",
+)
+
+# Questions around words of one note ({a}, {b}): the words a person remembers.
+_NOTE_QUESTIONS: Final[tuple[str, ...]] = (
+    "what did we decide about the {a} and the {b}?",
+    "what did they say about {a}?",
+    "when did we last talk about {a} {b}?",
+    "how does the {a} handle {b}?",
+    "why is the {a} {b} failing again?",
+    "is there anything about {a} and {b}?",
+    "who was working on the {a} {b}?",
+    "can you remind me what happened with the {a}?",
+    "what do we know about {a} {b} so far?",
+    "where did we put the notes on {a}?",
 )
 
 _Q_ADJECTIVES = _ws("slow flaky degraded unstable noisy stale down healthy")
@@ -652,6 +673,55 @@ def _multi_query(rng: random.Random, vocab: Vocabulary) -> Query:
     return Query(" ".join(ws), "multi")
 
 
+def _note_words(note: Note) -> list[str]:
+    """Every word occurrence of ``note`` (title and body), punctuation stripped.
+
+    Function words are left out; repeats stay, so a word is drawn as often as
+    the note uses it.
+    """
+    out = []
+    for w in note.text.split():
+        w = w.strip(".,;:?!")
+        if len(w) > 1 and w.lower() not in _FUNCTION_WORDS:
+            out.append(w)
+    return out
+
+
+def _sample_words(rng: random.Random, note: Note, k: int) -> list[str]:
+    """Up to ``k`` distinct words drawn from ``note``'s occurrences."""
+    pool = _note_words(note)
+    picked: list[str] = []
+    for _ in range(4 * k):
+        if len(picked) == k or not pool:
+            break
+        w = rng.choice(pool)
+        if w not in picked:
+            picked.append(w)
+    return picked
+
+
+def _common_query(rng: random.Random, corpus: Sequence[Note]) -> Query:
+    """One to three words sampled from a random note's own words."""
+    while True:
+        src = rng.randrange(len(corpus))
+        picked = _sample_words(rng, corpus[src], rng.choice((1, 2, 2, 3)))
+        if picked:
+            return Query(" ".join(picked), "common", src)
+
+
+def _note_question(rng: random.Random, corpus: Sequence[Note]) -> Query:
+    """A natural question around one or two words sampled from a random note."""
+    while True:
+        src = rng.randrange(len(corpus))
+        picked = _sample_words(rng, corpus[src], 2)
+        if picked:
+            a, b = (picked * 2)[:2]
+            template = rng.choice(_NOTE_QUESTIONS)
+            if len(picked) == 1:
+                template = template.replace(" and the {b}", "").replace(" {b}", "")
+            return Query(template.format(a=a, b=b), "question", src)
+
+
 def _category_counts(n: int) -> dict[str, int]:
     """How many queries of each category a set of ``n`` holds (largest remainder)."""
     raw = {cat: n * share for cat, share in QUERY_MIX}
@@ -667,11 +737,12 @@ def make_queries(corpus: Sequence[Note], n: int = 200, seed: int = 42) -> list[Q
 
     ``miss`` and ``multi`` queries depend on the seed only, so they are the same
     for every corpus size; ``exact`` and ``typo`` queries are lifted from
-    ``corpus`` itself (the rarest words of a note, judged on this corpus).
+    ``corpus`` itself (the rarest words of a note, judged on this corpus), and
+    ``common`` and ``question`` queries sample a note's words.
 
     >>> qs = make_queries(generate_corpus(300, seed=3), n=20, seed=3)
     >>> len(qs), sorted({q.category for q in qs})
-    (20, ['exact', 'miss', 'multi', 'typo'])
+    (20, ['common', 'exact', 'miss', 'multi', 'question', 'typo'])
     """
     vocab = build_vocabulary(seed)
     counts = _category_counts(n)
@@ -683,5 +754,8 @@ def make_queries(corpus: Sequence[Note], n: int = 200, seed: int = 42) -> list[Q
     queries += [_typo_query(lifted_rng, corpus, df) for _ in range(counts["typo"])]
     queries += [_miss_query(fixed_rng, known) for _ in range(counts["miss"])]
     queries += [_multi_query(fixed_rng, vocab) for _ in range(counts["multi"])]
+    sampled_rng = random.Random(seed + 5)
+    queries += [_common_query(sampled_rng, corpus) for _ in range(counts["common"])]
+    queries += [_note_question(sampled_rng, corpus) for _ in range(counts["question"])]
     random.Random(seed + 4).shuffle(queries)
     return queries

@@ -9,14 +9,16 @@ O(candidates) in C-level set and array operations, never a loop over all items.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
 from memstore.item import Item
-from memstore.lexical import TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
+from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
 from memstore.text import event_date_words, words
 
@@ -75,11 +77,113 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
     return dt.timestamp() if dt is not None else -_INF
 
 
+_SPARSE = 8
+"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely."""
+
+
+_Ix = npt.NDArray[np.intp]
+_F64 = npt.NDArray[np.float64]
+_Bool = npt.NDArray[np.bool_]
+_Sums = tuple[_Ix, _F64, _F64, _Ix, _Bool]
+
+
+def _fsum(x: _Ix, w: _F64 | None, n: int) -> _F64:
+    """``np.bincount`` with weights, typed (it sums in input order)."""
+    return np.asarray(np.bincount(x, w, n), np.float64)
+
+
+def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
+    """Every matched slot with its score sums: ``(slots, acc, title, covered, fuzzy)``.
+
+    ``acc`` sums weight * level over the tokens, ``title`` the same for title
+    matches, ``covered`` counts the tokens matched by the exact rule and
+    ``fuzzy`` tells whether one came from the fuzzy channel. ``None``: no match.
+    """
+    ms = [(m, w) for m, w in zip(plan.matches, plan.weights, strict=True) if m.slots.size]
+    if not ms:
+        return None
+    slots: _Ix
+    levels: _F64
+    vals: _F64
+    if len(ms) == 1:
+        slots, levels, vals = ms[0][0].slots, ms[0][0].levels, ms[0][1] * ms[0][0].levels
+    else:
+        slots = np.concatenate([m.slots for m, _ in ms])
+        levels = np.concatenate([m.levels for m, _ in ms])
+        vals = np.concatenate([w * m.levels for m, w in ms])
+    tms = [(m, w) for m, w in ms if m.title_slots.size]
+    tslots: _Ix | None = np.concatenate([m.title_slots for m, _ in tms]) if tms else None
+    tvals: _F64 | None = np.concatenate([w * m.title_levels for m, w in tms]) if tms else None
+    exact: _Bool = levels >= LEVEL_SUBSTRING
+    cand: _Ix
+    title: _F64
+    if len(ms) == 1:
+        # One token: its slots are distinct and sorted already.
+        cand = slots
+        title = np.zeros(cand.size, np.float64)
+        if tslots is not None and tvals is not None:
+            title[np.searchsorted(cand, tslots)] = tvals
+        return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
+    if slots.size * _SPARSE < cap:
+        cand, inv = np.unique(slots, return_inverse=True)
+        n = int(cand.size)
+        title = (
+            _fsum(np.searchsorted(cand, tslots), tvals, n)
+            if tslots is not None
+            else np.zeros(n, np.float64)
+        )
+        return _nonzero(
+            cand,
+            _fsum(inv, vals, n),
+            title,
+            np.bincount(inv[exact], minlength=n),
+            np.bincount(inv[~exact], minlength=n) > 0,
+        )
+    dense = _fsum(slots, vals, cap)
+    cand = np.flatnonzero(dense != 0.0)  # a bool test: numpy's nonzero is slow on floats
+    covered: _Ix = np.bincount(slots[exact], minlength=cap)[cand]
+    fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
+    title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
+    return cand, dense[cand], title, covered, fuzzy
+
+
+_KTH_STEPS = 4
+"""Distinct top scores :func:`_kth_largest` walks before it partitions."""
+
+
+def _kth_largest(scores: _F64, k: int) -> float:
+    """The ``k``-th largest of ``scores`` (``k <= scores.size``), ties counted.
+
+    Lexical scores take few distinct values at the top (a handful of levels
+    times the token weights), so walking down the distinct maxima finds it in
+    a pass or two of C loops; a partition is the fallback.
+    """
+    top = float(scores.max())
+    seen = int(np.count_nonzero(scores >= top))
+    for _ in range(_KTH_STEPS):
+        if seen >= k:
+            return top
+        below = scores[scores < top]
+        top = float(below.max())
+        seen += int(np.count_nonzero(below >= top))
+    if seen >= k:
+        return top
+    return float(np.partition(scores, scores.size - k)[scores.size - k])
+
+
+def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
+    """The candidates whose sum is not zero (a plan may carry a zero weight)."""
+    nz = acc != 0.0
+    if nz.all():
+        return cand, acc, title, covered, fuzzy
+    return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
+
+
 class LexicalIndex:
     """Lexicon + per-slot metadata (kind, subject, service, recency, deadline)."""
 
-    def __init__(self) -> None:
-        self.lexicon = Lexicon()
+    def __init__(self, *, compact_min: int = 4096) -> None:
+        self.lexicon = Lexicon(compact_min=compact_min)
         self._kinds = _Codes()
         self._subjects = _Codes()  # subjects and service tag values share codes
         self._partitions = _Codes()
@@ -92,6 +196,7 @@ class LexicalIndex:
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
         self._text: dict[str, tuple[str, str, str, bool]] = {}
+        self.lexicon.on_renumber(self._renumber)
 
     def __len__(self) -> int:
         return len(self.lexicon)
@@ -118,6 +223,16 @@ class LexicalIndex:
             arr[:cap] = old
             setattr(self, name, arr)
 
+    _ARRAYS = ("_kind", "_subject", "_service", "_updated", "_stale", "_partition", "_shared")
+
+    def _renumber(self, kept: npt.NDArray[np.intp]) -> None:
+        """Follow a Lexicon compaction: new slot ``i`` was slot ``kept[i]``."""
+        n = int(kept.size)
+        for name in self._ARRAYS:
+            arr = getattr(self, name)
+            arr[:n] = arr[kept]
+            arr[n:] = _INF if name == "_stale" else 0
+
     def put(self, item: Item, index_id: bool) -> None:
         """Index (or re-index) ``item``; the text is re-split only when it changed."""
         key = (item.title, item.content, item.event_date, index_id)
@@ -138,6 +253,38 @@ class LexicalIndex:
         self._stale[slot] = _deadline_ts(item.stale_after)
         self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
         self._shared[slot] = SHARED_TAG in item.tags
+
+    def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
+        """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
+        save_lexicon(self.lexicon, path, generation=generation)
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        path: str | os.PathLike[str],
+        items: Iterable[tuple[Item, bool]],
+        *,
+        expect_generation: int | None = None,
+        compact_min: int = 4096,
+    ) -> LexicalIndex:
+        """An index over ``items`` (with their ``index_id`` flags), the lexicon read from ``path``.
+
+        Nothing is re-tokenised: each item's filter metadata is set on the slot
+        the snapshot gave its id. The items must be exactly the snapshot's
+        documents (same ids), else :class:`~memstore._lexsnapshot.LexiconSnapshotError`;
+        that their text is the text indexed is what the generation vouches for.
+        """
+        lex = load_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
+        pairs = list(items)
+        if len(pairs) != len(lex) or any(lex.slot(it.id) is None for it, _ in pairs):
+            raise LexiconSnapshotError("the snapshot's documents are not the items given")
+        index = cls(compact_min=compact_min)
+        index.lexicon = lex
+        lex.on_renumber(index._renumber)
+        for it, index_id in pairs:
+            index._text[it.id] = (it.title, it.content, it.event_date, index_id)
+            index.put(it, index_id)
+        return index
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
@@ -169,58 +316,109 @@ class LexicalIndex:
         Order: score descending, then the most recently updated, then id.
         ``limit=None`` returns every match. ``partition`` keeps the items tagged
         for it, the untagged ones and the ``shared`` ones (``None``: no filter).
+
+        One accumulation over the concatenated matches of every token
+        (``np.bincount``, summing in token order as a per-token loop would),
+        the filters as masks over the candidates, a partition at the cut, and
+        Python objects only for the hits returned.
         """
         total_w = plan.total_weight
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
             return []
-        acc = np.zeros(cap, np.float64)
-        title = np.zeros(cap, np.float64)
-        covered = np.zeros(cap, np.int32)
-        fuzzy = np.zeros(cap, np.bool_)
-        for m, w in zip(plan.matches, plan.weights, strict=True):
-            for level, slots, fz in m.groups:
-                idx = np.fromiter(slots, np.intp, len(slots))
-                acc[idx] += w * level
-                if fz:
-                    fuzzy[idx] = True
-                else:
-                    covered[idx] += 1
-            for level, slots in m.title:
-                title[np.fromiter(slots, np.intp, len(slots))] += w * level
-        cand: npt.NDArray[np.intp] = np.flatnonzero(acc)
+        found = _accumulate(plan, cap)
+        if found is None:
+            return []
+        cand, acc, title, covered, fuzzy = found
+        keep = self._filter_mask(cand, kind, subject, hidden_kinds, now_ts, partition)
+        if keep is not None:
+            cand, acc, title, covered, fuzzy = (
+                cand[keep],
+                acc[keep],
+                title[keep],
+                covered[keep],
+                fuzzy[keep],
+            )
+        if cand.size == 0:
+            return []
+        scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
+        pos: npt.NDArray[np.intp] = np.arange(cand.size)
+        if limit is not None and cand.size > limit:
+            # Keep everything tied with the limit-th score, so the tie-breaks
+            # below see the whole tie.
+            pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
+        ordered = self._order(cand, scores, pos, limit)
+        ids = self.lexicon._ids
+        return [
+            LexicalHit(ids[cand[p]] or "", float(scores[p]), int(covered[p]), bool(fuzzy[p]))
+            for p in ordered
+        ]
+
+    def _filter_mask(
+        self,
+        cand: npt.NDArray[np.intp],
+        kind: str,
+        subject: str,
+        hidden_kinds: Sequence[str],
+        now_ts: float,
+        partition: str | None,
+    ) -> npt.NDArray[np.bool_] | None:
+        """Which candidates pass the filters (``None``: all of them)."""
+        keep = self._stale[cand] > now_ts
         if kind:
-            cand = cand[self._kind[cand] == self._kinds.lookup(kind)]
+            keep &= self._kind[cand] == self._kinds.lookup(kind)
         elif hidden_kinds:
-            hidden = [self._kinds.lookup(k) for k in hidden_kinds]
-            cand = cand[~np.isin(self._kind[cand], hidden)]
+            codes = self._kind[cand]
+            for k in hidden_kinds:
+                c = self._kinds.lookup(k)
+                if c >= 0:
+                    keep &= codes != c
         if subject:
             code = self._subjects.lookup(subject)
-            cand = cand[(self._subject[cand] == code) | (self._service[cand] == code)]
-        cand = cand[self._stale[cand] > now_ts]
+            keep &= (self._subject[cand] == code) | (self._service[cand] == code)
         if partition is not None:
             code = self._partitions.lookup(partition)
             part = self._partition[cand]
-            cand = cand[(part == code) | (part == 0) | self._shared[cand]]
-        if cand.size == 0:
-            return []
-        scores = (acc[cand] + TITLE_WEIGHT * title[cand]) / ((1.0 + TITLE_WEIGHT) * total_w)
-        if limit is not None and cand.size > limit:
-            # argpartition-style cut: keep everything tied with the limit-th score
-            # so the id tie-break below sees the whole tie.
-            kth = np.partition(scores, cand.size - limit)[cand.size - limit]
-            keep = scores >= kth
-            cand, scores = cand[keep], scores[keep]
-        id_at = self.lexicon.id_at
-        updated = self._updated
-        rows = [
-            (-float(s), -float(updated[slot]), id_at(int(slot)) or "", int(slot))
-            for slot, s in zip(cand.tolist(), scores.tolist(), strict=True)
-        ]
-        rows.sort()
-        if limit is not None:
-            rows = rows[:limit]
-        return [LexicalHit(r[2], -r[0], int(covered[r[3]]), bool(fuzzy[r[3]])) for r in rows]
+            keep &= (part == code) | (part == 0) | self._shared[cand]
+        return None if keep.all() else keep
+
+    def _order(
+        self,
+        cand: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float64],
+        pos: npt.NDArray[np.intp],
+        limit: int | None,
+    ) -> list[int]:
+        """The first ``limit`` of ``pos`` by score desc, then most recently updated, then id.
+
+        A vectorised sort on (score, update time); only runs tied on both are
+        ordered by id in Python, and only those that reach into the cut.
+        """
+        s = scores[pos]
+        u = self._updated[cand[pos]]
+        order = np.lexsort((-u, -s))
+        pos, s, u = pos[order], s[order], u[order]
+        n = int(pos.size)
+        need = n if limit is None else min(limit, n)
+        if n <= 1:
+            first: list[int] = pos.tolist()[:need]
+            return first
+        tied = (s[1:] == s[:-1]) & (u[1:] == u[:-1])
+        if not tied[:need].any():
+            top: list[int] = pos[:need].tolist()
+            return top
+        starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
+        ends = [*starts[1:], n]
+        ids = self.lexicon._ids
+        out: list[int] = []
+        for a, b in zip(starts, ends, strict=True):
+            if a >= need:
+                break
+            run = pos[a:b].tolist()
+            if b - a > 1:
+                run.sort(key=lambda p: ids[cand[p]] or "")
+            out.extend(run)
+        return out[:need]
 
     def _check(self, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
         """Assert the index holds exactly ``expected`` with matching metadata."""

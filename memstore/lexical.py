@@ -43,11 +43,14 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 import regex
 
+from memstore._postings import Postings, intersect_sorted
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -171,19 +174,21 @@ def is_confident(covered: int, n_tokens: int) -> bool:
     return covered >= (n_tokens if n_tokens < 3 else n_tokens - 1)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class TokenMatch:
-    """What one query token matched in a :class:`Lexicon`.
+    """What one query token matched in a :class:`Lexicon`, as columns.
 
-    ``groups`` are disjoint document-slot sets, one per match level, best level
-    first (a document is in the group of its best level); ``fuzzy`` tells
-    whether a group came from the fuzzy channel. ``title`` is the same for the
-    title words alone: disjoint slot sets by the best level a title word
-    reaches, best first.
+    ``slots`` are the matched documents' slots (sorted, distinct, live) and
+    ``levels`` the best level each reaches (a level below
+    :data:`LEVEL_SUBSTRING` came from the fuzzy channel); ``title_slots`` and
+    ``title_levels`` are the same for the title words alone (a subset of
+    ``slots``). :attr:`groups` and :attr:`title` give the set-per-level view.
     """
 
-    groups: tuple[tuple[float, frozenset[int], bool], ...]
-    title: tuple[tuple[float, frozenset[int]], ...]
+    slots: npt.NDArray[np.intp]
+    levels: npt.NDArray[np.float64]
+    title_slots: npt.NDArray[np.intp]
+    title_levels: npt.NDArray[np.float64]
     fuzzy_ok: bool = False
     """Whether the fuzzy channel was open to the token: no vocabulary word
     matches it at the one-edit level or better (it looks like a typo)."""
@@ -191,7 +196,100 @@ class TokenMatch:
     @property
     def df(self) -> int:
         """How many documents the token matches at any level."""
-        return sum(len(g[1]) for g in self.groups)
+        return int(self.slots.size)
+
+    @property
+    def groups(self) -> tuple[tuple[float, frozenset[int], bool], ...]:
+        """Disjoint slot sets, one per level, best first, with whether it is fuzzy."""
+        return tuple((lv, s, lv < LEVEL_SUBSTRING) for lv, s in _by_level(self.slots, self.levels))
+
+    @property
+    def title(self) -> tuple[tuple[float, frozenset[int]], ...]:
+        """Disjoint title slot sets by the best level a title word reaches, best first."""
+        return _by_level(self.title_slots, self.title_levels)
+
+
+def _by_level(
+    slots: npt.NDArray[np.intp], levels: npt.NDArray[np.float64]
+) -> tuple[tuple[float, frozenset[int]], ...]:
+    out = []
+    for lv in sorted(set(levels.tolist()), reverse=True):
+        out.append((lv, frozenset(slots[levels == lv].tolist())))
+    return tuple(out)
+
+
+_NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, np.intp)
+_NO_LEVELS: npt.NDArray[np.float64] = np.zeros(0, np.float64)
+_SPARSE = 8
+"""Below ``capacity / _SPARSE`` entries a merge sorts them instead of using a dense array."""
+
+
+def best_levels(
+    groups: Sequence[tuple[float, Sequence[npt.NDArray[np.int32]]]],
+    capacity: int,
+    alive: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """Each live slot of ``groups`` with the best level it reaches: ``(slots, levels)``.
+
+    ``groups`` pairs a level with slot arrays. Few entries are merged by a
+    sort (slot, then level: the last of each slot's run is its best); many,
+    by writing the levels in increasing order into a dense array, so that a
+    better level overwrites a worse one.
+    """
+    parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]
+    if not parts:
+        return _NO_SLOTS, _NO_LEVELS
+    total = sum(a.size for _, a in parts)
+    if total * _SPARSE < capacity:
+        idx = np.concatenate([a for _, a in parts]).astype(np.intp)
+        lv = np.repeat(np.array([p[0] for p in parts], np.float64), [a.size for _, a in parts])
+        order = np.lexsort((lv, idx))
+        idx, lv = idx[order], lv[order]
+        last = np.flatnonzero(np.append(idx[1:] != idx[:-1], True))
+        slots, levels = idx[last], lv[last]
+    else:
+        by: dict[float, list[npt.NDArray[np.int32]]] = {}
+        for lv_, a in parts:
+            by.setdefault(lv_, []).append(a)
+        table = np.array([0.0, *sorted(by)], np.float64)
+        # Level ranks, not levels: a byte per slot, and a bool test for nonzero
+        # (numpy's nonzero is several times faster on bools than on floats).
+        codes = np.zeros(capacity, np.uint8 if table.size <= 256 else np.uint16)
+        for rank in range(1, table.size):
+            arrays = by[float(table[rank])]
+            codes[arrays[0] if len(arrays) == 1 else np.concatenate(arrays)] = rank
+        slots = np.flatnonzero(codes != 0)
+        levels = table[codes[slots]]
+    keep = alive[slots]
+    if not keep.all():
+        slots, levels = slots[keep], levels[keep]
+    return slots, levels
+
+
+@dataclass(slots=True)
+class _Expansion:
+    """A token's matches in the vocabulary (no documents): valid until a word comes or goes."""
+
+    levels: dict[str, float]
+    """Every word the exact rule admits, with its level."""
+    by_level: list[tuple[float, list[str]]]
+    """``levels`` grouped, increasing level."""
+    strong: list[str]
+    """The words at :data:`LEVEL_EDIT` or better."""
+    pairs: list[tuple[str, str]]
+    """Adjacent-word pairs the token is one edit from, neither word strong."""
+    fuzzy_ok: bool
+    fuzzy: list[tuple[float, list[str]]] | None = None
+    """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
+    content_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the content postings' word numbers, once computed."""
+    title_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the title postings' word numbers, once computed."""
+    title_numbered: int = -1
+    """The title postings' :attr:`~memstore._postings.Postings.numbered` when
+    ``title_ids`` was computed: a vocabulary word may reach a title later."""
+    fuzzy_ids: list[tuple[float, list[int]]] | None = None
+    """``fuzzy`` as the content postings' word numbers, once computed."""
 
 
 def score_document(
@@ -244,24 +342,42 @@ class Lexicon:
     corpus. Safe for concurrent use.
 
     Documents are named by string ids; internally each gets an integer *slot*
-    (reused after removal) that the store's per-document arrays are keyed by.
+    that the store's per-document arrays are keyed by. Slots only grow: a
+    re-indexed document gets a new one and the old one is dead until a
+    *compaction* renumbers the live slots densely (when dead slots outnumber
+    both the live ones and ``compact_min``); callers keeping per-slot data
+    register with :meth:`on_renumber`. Postings are sorted int32 arrays
+    (:mod:`memstore._postings`). What a query token matches is cached: its
+    vocabulary expansion until a word enters or leaves the vocabulary, its
+    documents until the next write.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, compact_min: int = 4096, cache_entries: int = 4096) -> None:
         self._lock = threading.RLock()
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []
-        self._free: list[int] = []
         # Per slot: the words as one space-padded string (" w1 w2 ... "), which
         # is smaller than a tuple of word objects and lets adjacency be checked
         # by a C substring search, and how many of them are the title's.
         self._doc_text: list[str] = []
         self._doc_ntitle: list[int] = []
-        self._postings: dict[str, set[int]] = {}
-        self._title_postings: dict[str, set[int]] = {}
+        self._alive = np.zeros(64, np.bool_)
+        self._dead = 0
+        self._df: Counter[str] = Counter()  # the vocabulary: word -> live documents
+        self._postings = Postings()
+        self._title_postings = Postings()
         self._grams: dict[str, set[str]] = {}
         self._dels: dict[str, set[str]] = {}
         self._stems: dict[str, set[str]] = {}
+        self._compact_min = compact_min
+        self._renumber_hooks: list[Callable[[npt.NDArray[np.intp]], None]] = []
+        self._gen = 0  # bumped by every write
+        self._vgen = 0  # bumped when a word enters or leaves the vocabulary
+        self._cache_entries = cache_entries
+        self._expansions: dict[str, _Expansion] = {}
+        self._expansions_gen = 0
+        self._matches: dict[tuple[str, bool], TokenMatch] = {}
+        self._matches_gen = 0
 
     # ----------------------------------------------------------------- writes
 
@@ -277,37 +393,33 @@ class Lexicon:
     def index_words(self, id: str, title_words: list[str], content_words: list[str]) -> int:
         """:meth:`index` for pre-split words (:func:`~memstore.text.words`); returns the slot."""
         with self._lock:
-            slot = self._slot_of.get(id)
-            if slot is not None:
-                self._unindex_slot(slot)
-            elif self._free:
-                slot = self._free.pop()
-            else:
-                slot = len(self._ids)
-                self._ids.append(None)
-                self._doc_text.append("")
-                self._doc_ntitle.append(0)
+            old = self._slot_of.get(id)
+            if old is not None:
+                self._unindex_slot(old)
+                self._maybe_compact()
+            slot = len(self._ids)
+            if slot >= self._alive.size:
+                grown = np.zeros(2 * self._alive.size, np.bool_)
+                grown[:slot] = self._alive[:slot]
+                self._alive = grown
+            self._alive[slot] = True
+            self._ids.append(id)
             self._slot_of[id] = slot
-            self._ids[slot] = id
             all_words = (*title_words, *content_words)
-            title = frozenset(title_words)
-            self._doc_text[slot] = f" {' '.join(all_words)} " if all_words else ""
-            self._doc_ntitle[slot] = len(title_words)
-            postings = self._postings
+            self._doc_text.append(f" {' '.join(all_words)} " if all_words else "")
+            self._doc_ntitle.append(len(title_words))
             uniq = set(all_words)
-            for w in uniq:
-                if w not in postings:  # new to the vocabulary
-                    postings[w] = set()
-                    self._add_word(w)
-            for w in uniq:
-                postings[w].add(slot)
-            tp = self._title_postings
-            for w in title:
-                ids = tp.get(w)
-                if ids is None:
-                    tp[w] = {slot}
-                else:
-                    ids.add(slot)
+            df = self._df
+            known = len(df)
+            df.update(uniq)  # C-level counting
+            if len(df) != known:  # some words are new to the vocabulary
+                for w in uniq:
+                    if df[w] == 1:
+                        self._add_word(w)
+            self._postings.add_doc(slot, uniq)
+            if title_words:
+                self._title_postings.add_doc(slot, set(title_words))
+            self._gen += 1
             return slot
 
     def remove(self, id: str) -> None:
@@ -317,26 +429,54 @@ class Lexicon:
             if slot is None:
                 return
             self._unindex_slot(slot)
-            self._ids[slot] = None
-            self._doc_text[slot] = ""
-            self._doc_ntitle[slot] = 0
-            self._free.append(slot)
+            self._gen += 1
+            self._maybe_compact()
 
     def _unindex_slot(self, slot: int) -> None:
-        postings = self._postings
-        ws = self._doc_text[slot].split()
-        for w in set(ws):
-            ids = postings[w]
-            ids.discard(slot)
-            if not ids:
-                del postings[w]
+        df = self._df
+        for w in set(self._doc_text[slot].split()):
+            n = df[w] - 1
+            if n:
+                df[w] = n
+            else:
+                del df[w]
                 self._remove_word(w)
-        tp = self._title_postings
-        for w in set(ws[: self._doc_ntitle[slot]]):
-            ids = tp[w]
-            ids.discard(slot)
-            if not ids:
-                del tp[w]
+        self._ids[slot] = None
+        self._doc_text[slot] = ""
+        self._doc_ntitle[slot] = 0
+        self._alive[slot] = False
+        self._dead += 1
+
+    def on_renumber(self, hook: Callable[[npt.NDArray[np.intp]], None]) -> None:
+        """Call ``hook(kept)`` after a compaction: new slot ``i`` was slot ``kept[i]``."""
+        self._renumber_hooks.append(hook)
+
+    def _maybe_compact(self) -> None:
+        if self._dead >= self._compact_min and self._dead >= len(self._slot_of):
+            self.compact()
+
+    def compact(self) -> None:
+        """Renumber the live slots densely, dropping the dead ones from every array."""
+        with self._lock:
+            cap = len(self._ids)
+            kept = np.flatnonzero(self._alive[:cap])
+            new_slot = np.full(cap, -1, np.int32)
+            new_slot[kept] = np.arange(kept.size, dtype=np.int32)
+            self._postings.renumber(new_slot)
+            self._title_postings.renumber(new_slot)
+            keep = kept.tolist()
+            self._ids = [self._ids[s] for s in keep]
+            self._doc_text = [self._doc_text[s] for s in keep]
+            self._doc_ntitle = [self._doc_ntitle[s] for s in keep]
+            self._slot_of = {id: i for i, id in enumerate(self._ids)}  # type: ignore[misc]
+            alive = np.zeros(max(64, 2 * kept.size), np.bool_)
+            alive[: kept.size] = True
+            self._alive = alive
+            self._dead = 0
+            self._gen += 1
+            self._vgen += 1  # the postings' word numbers changed: expansions hold them
+            for hook in self._renumber_hooks:
+                hook(kept)
 
     @staticmethod
     def _grams_of(w: str) -> set[str]:
@@ -349,6 +489,7 @@ class Lexicon:
         return grams
 
     def _add_word(self, w: str) -> None:
+        self._vgen += 1
         self._stems.setdefault(stem(w), set()).add(w)
         for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _indexed_deletions(w))):
             for k in keys:
@@ -359,6 +500,7 @@ class Lexicon:
                     bucket.add(w)
 
     def _remove_word(self, w: str) -> None:
+        self._vgen += 1
         key = stem(w)
         forms = self._stems[key]
         forms.discard(w)
@@ -382,29 +524,42 @@ class Lexicon:
 
     def doc_freq(self, word: str) -> int:
         """How many documents contain ``word`` as a whole word (lower-cased)."""
-        return len(self._postings.get(word.lower(), ()))
+        return self._df.get(word.lower(), 0)
 
     def has_word(self, word: str) -> bool:
         """Whether ``word`` is a word of some indexed document."""
-        return word in self._postings
+        return word in self._df
 
     def slot(self, id: str) -> int | None:
         """The slot of ``id``, or ``None`` when it is not indexed."""
         return self._slot_of.get(id)
 
     def id_at(self, slot: int) -> str | None:
-        """The id indexed at ``slot``, or ``None`` for a free slot."""
+        """The id indexed at ``slot``, or ``None`` for a dead slot."""
         return self._ids[slot]
 
     @property
     def capacity(self) -> int:
-        """One more than the highest slot ever used (the size per-slot arrays need)."""
+        """One more than the highest slot in use (the size per-slot arrays need)."""
         return len(self._ids)
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever the index does (every write)."""
+        return self._gen
 
     def doc_words(self, id: str) -> tuple[str, ...]:
         """The words indexed for ``id`` (title first), ``()`` when unknown."""
         slot = self._slot_of.get(id)
         return () if slot is None else tuple(self._doc_text[slot].split())
+
+    def ids_with_word(self, word: str) -> list[str]:
+        """The ids of the documents containing ``word`` as a whole word."""
+        with self._lock:
+            self._postings.flush()
+            slots = self._postings.get(word)
+            ids = self._ids
+            return [ids[s] or "" for s in slots[self._alive[slots]].tolist()]
 
     def candidates(self, query: str) -> set[str]:
         """Ids of the documents that can match at least one token of ``query``.
@@ -419,11 +574,15 @@ class Lexicon:
         with self._lock:
             slots: set[int] = set()
             for tok in tokens:
-                m = self.match_token(tok, fuzzy=False)
-                for _, group, _ in m.groups:
-                    slots |= group
+                slots.update(self.match_token(tok, fuzzy=False).slots.tolist())
             ids = self._ids
             return {ids[s] for s in slots}  # type: ignore[misc]
+
+    def clear_caches(self) -> None:
+        """Forget every cached token match (benchmarks time the uncached path with it)."""
+        with self._lock:
+            self._expansions.clear()
+            self._matches.clear()
 
     # -------------------------------------------------------------- matching
 
@@ -434,7 +593,7 @@ class Lexicon:
         if n <= 3 and (n > 1 or _KEEP_CHAR.match(tok)):
             return self._grams.get(tok, ())  # the gram is the token: exact
         if n == 1:  # a lone letter (a query of only filler): rare, scan the vocabulary
-            return [w for w in self._postings if tok in w]
+            return [w for w in self._df if tok in w]
         buckets = [self._grams.get(g) for g in trigrams(tok)]
         if any(b is None for b in buckets):
             return ()
@@ -445,15 +604,15 @@ class Lexicon:
 
     def edit_neighbours(self, s: str) -> set[str]:
         """The vocabulary words within one edit of ``s`` (``s`` itself included)."""
-        postings, dels = self._postings, self._dels
+        vocab, dels = self._df, self._dels
         cands: set[str] = set()
-        if s in postings:
+        if s in vocab:
             cands.add(s)
         bucket = dels.get(s)
         if bucket:
             cands |= bucket  # a word with one extra character
         for d in _deletions(s):
-            if d in postings:
+            if d in vocab:
                 cands.add(d)  # a word missing one character
             bucket = dels.get(d)
             if bucket:
@@ -470,53 +629,37 @@ class Lexicon:
         alone is that far from ``s`` only when ``s`` holds at most one other
         character: then only substituting it can reach one.
         """
-        postings = self._postings
+        vocab = self._df
         odd = [i for i, c in enumerate(s) if c not in _DIGITS]
         if len(odd) > 1:
             return []
         if odd:
             head, tail = s[: odd[0]], s[odd[0] + 1 :]
-            return [w for w in (head + d + tail for d in _DIGIT_CHARS) if w in postings]
+            return [w for w in (head + d + tail for d in _DIGIT_CHARS) if w in vocab]
         found = [s[:i] + d + s[i:] for i in range(len(s) + 1) for d in _DIGIT_CHARS]
         found += [s[:i] + d + s[i + 1 :] for i in range(len(s)) for d in _DIGIT_CHARS]
         found += [s[: i - 1] + s[i] + s[i - 1] + s[i + 1 :] for i in range(1, len(s))]
-        return [w for w in found if w in postings]
+        return [w for w in found if w in vocab]
 
     def _joined_pairs(self, tok: str) -> set[tuple[str, str]]:
         # tok is within one edit of w1+w2 iff, split at some k, one half equals
         # its word and the other is within one edit of the other word, or the
         # edit is a transposition straddling the split.
-        postings = self._postings
+        vocab = self._df
         pairs: set[tuple[str, str]] = set()
         n = len(tok)
         for k in range(n + 1):
             left, right = tok[:k], tok[k:]
-            if left in postings:
+            if left in vocab:
                 pairs.update((left, w2) for w2 in self.edit_neighbours(right))
-            if right in postings:
+            if right in vocab:
                 pairs.update((w1, right) for w1 in self.edit_neighbours(left))
         for k in range(1, n):
             swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
             left, right = swapped[:k], swapped[k:]
-            if left in postings and right in postings:
+            if left in vocab and right in vocab:
                 pairs.add((left, right))
         return pairs
-
-    def _joined_slots(self, tok: str, exclude: set[int], strong: Collection[str]) -> set[int]:
-        postings, text = self._postings, self._doc_text
-        found: set[int] = set()
-        for w1, w2 in self._joined_pairs(tok):
-            if w1 in strong or w2 in strong:
-                # Every document holding a strongly matched word is in
-                # ``exclude`` already: the pair cannot add one ("a rate" for
-                # "rate"). This skips the largest intersections.
-                continue
-            p1, p2 = postings[w1], postings[w2]
-            both = (p1 & p2) - exclude - found
-            if both:
-                pair = f" {w1} {w2} "
-                found.update(slot for slot in both if pair in text[slot])
-        return found
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
         tg = trigrams(tok)
@@ -536,79 +679,130 @@ class Lexicon:
                     out[w] = FUZZY_MAX * dice
         return out
 
+    def _expand(self, tok: str) -> _Expansion:
+        """The vocabulary words ``tok`` matches, cached until the vocabulary changes."""
+        if self._expansions_gen != self._vgen:
+            self._expansions.clear()
+            self._expansions_gen = self._vgen
+        ex = self._expansions.get(tok)
+        if ex is not None:
+            return ex
+        vocab = self._df
+        levels: dict[str, float] = {}
+        if tok in vocab:
+            levels[tok] = LEVEL_EXACT
+        long_tok = len(tok) >= 3
+        for w in self._substring_words(tok):
+            if w != tok:
+                levels[w] = LEVEL_PREFIX if long_tok and w.startswith(tok) else LEVEL_SUBSTRING
+        if len(tok) > 2:
+            for w in self._stems.get(stem(tok), ()):
+                if levels.get(w, 0.0) < LEVEL_STEM:
+                    levels[w] = LEVEL_STEM
+            for w in self.edit_neighbours(tok):
+                if levels.get(w, 0.0) < LEVEL_EDIT:
+                    levels[w] = LEVEL_EDIT
+        grouped: dict[float, list[str]] = {}
+        for w, lv in levels.items():
+            grouped.setdefault(lv, []).append(w)
+        strong = [w for w, lv in levels.items() if lv >= LEVEL_EDIT]
+        pairs: list[tuple[str, str]] = []
+        if len(tok) > 2:
+            # A pair holding a strongly matched word cannot add a document:
+            # every document holding that word matches at EDIT or better already.
+            is_strong = set(strong)
+            pairs = [p for p in self._joined_pairs(tok) if not is_strong.intersection(p)]
+        # The fuzzy channel is a typo rescue: closed to a token that some
+        # word already matches well (exactly, as a prefix, by stem or edit),
+        # so "camped" finding "camping" is not diluted by "swamped".
+        ex = _Expansion(
+            levels=levels,
+            by_level=sorted(grouped.items()),
+            strong=strong,
+            pairs=pairs,
+            fuzzy_ok=not strong,
+        )
+        if len(self._expansions) >= self._cache_entries:
+            self._expansions.clear()
+        self._expansions[tok] = ex
+        return ex
+
+    def _joined_slots(self, ex: _Expansion) -> npt.NDArray[np.int32]:
+        """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly."""
+        post, text = self._postings, self._doc_text
+        exclude: npt.NDArray[np.bool_] | None = None
+        found: list[int] = []
+        for w1, w2 in ex.pairs:
+            both = intersect_sorted(post.get(w1), post.get(w2))
+            if not both.size:
+                continue
+            if exclude is None:
+                exclude = np.zeros(len(self._ids), np.bool_)
+                for a in post.gather(ex.strong):
+                    exclude[a] = True
+            both = both[~exclude[both]]
+            if both.size:
+                pair = f" {w1} {w2} "
+                hit = [s for s in both.tolist() if pair in text[s]]
+                if hit:
+                    exclude[hit] = True
+                    found.extend(hit)
+        return np.array(found, np.int32)
+
     def match_token(self, tok: str, *, fuzzy: bool = True) -> TokenMatch:
-        """Everything ``tok`` matches, grouped by level (see :class:`TokenMatch`).
+        """Everything ``tok`` matches, with the best level per document (see :class:`TokenMatch`).
 
         ``fuzzy=False`` leaves the fuzzy channel out (the exact rule alone).
+        A repeated token costs a dictionary lookup until the next write.
         """
         with self._lock:
-            postings = self._postings
-            levels: dict[str, float] = {}
-            if tok in postings:
-                levels[tok] = LEVEL_EXACT
-            long_tok = len(tok) >= 3
-            for w in self._substring_words(tok):
-                if w != tok:
-                    levels[w] = LEVEL_PREFIX if long_tok and w.startswith(tok) else LEVEL_SUBSTRING
-            if len(tok) > 2:
-                for w in self._stems.get(stem(tok), ()):
-                    if levels.get(w, 0.0) < LEVEL_STEM:
-                        levels[w] = LEVEL_STEM
-                for w in self.edit_neighbours(tok):
-                    if levels.get(w, 0.0) < LEVEL_EDIT:
-                        levels[w] = LEVEL_EDIT
-            by_level: dict[float, list[str]] = {}
-            for w, lv in levels.items():
-                by_level.setdefault(lv, []).append(w)
-            # One disjoint slot set per level, best first: a document lands in
-            # the group of its best word (set algebra in C, no per-doc loop).
-            seen: set[int] = set()
-            raw: list[tuple[float, set[int]]] = []
-            for lv in sorted(by_level, reverse=True):
-                slots: set[int] = set().union(*(postings[w] for w in by_level[lv]))
-                slots -= seen
-                if slots:
-                    raw.append((lv, slots))
-                    seen |= slots
-            if len(tok) > 2:
-                high: set[int] = set().union(*(g for lv, g in raw if lv >= LEVEL_EDIT))
-                strong = {w for w, lv in levels.items() if lv >= LEVEL_EDIT}
-                joined = self._joined_slots(tok, high, strong)
-                if joined:
-                    raw = [(lv, g - joined if lv < LEVEL_EDIT else g) for lv, g in raw]
-                    raw.append((LEVEL_EDIT, joined))
-                    seen |= joined
-            groups = [(lv, frozenset(g), False) for lv, g in raw if g]
-            # The fuzzy channel is a typo rescue: closed to a token that some
-            # word already matches well (exactly, as a prefix, by stem or edit),
-            # so "camped" finding "camping" is not diluted by "swamped".
-            fuzzy_ok = not any(lv >= LEVEL_EDIT for lv in levels.values())
-            if fuzzy and fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
+            if self._matches_gen != self._gen:
+                self._matches.clear()
+                self._matches_gen = self._gen
+            key = (tok, fuzzy)
+            m = self._matches.get(key)
+            if m is None:
+                m = self._resolve(tok, fuzzy)
+                if len(self._matches) >= self._cache_entries:
+                    self._matches.clear()
+                self._matches[key] = m
+            return m
+
+    def _resolve(self, tok: str, fuzzy: bool) -> TokenMatch:
+        post, tp = self._postings, self._title_postings
+        post.flush()
+        tp.flush()
+        ex = self._expand(tok)
+        groups: list[tuple[float, list[npt.NDArray[np.int32]]]] = []
+        if fuzzy and ex.fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
+            if ex.fuzzy is None:
                 fz: dict[float, list[str]] = {}
                 for w, lv in self._fuzzy_words(tok).items():
                     fz.setdefault(lv, []).append(w)
-                for lv in sorted(fz, reverse=True):
-                    slots = set().union(*(postings[w] for w in fz[lv])) - seen
-                    if slots:
-                        groups.append((lv, frozenset(slots), True))
-                        seen |= slots
-            groups.sort(key=lambda g: -g[0])
-            # The title bonus scales with the level the title word reaches, so
-            # a near-miss in a title never outranks exact words in the text.
-            tp = self._title_postings
-            title: list[tuple[float, frozenset[int]]] = []
-            title_seen: set[int] = set()
-            for lv in sorted(by_level, reverse=True):
-                hit: set[int] = set()
-                for w in by_level[lv]:
-                    t = tp.get(w)
-                    if t:
-                        hit |= t
-                hit -= title_seen
-                if hit:
-                    title.append((lv, frozenset(hit)))
-                    title_seen |= hit
-            return TokenMatch(tuple(groups), tuple(title), fuzzy_ok)
+                ex.fuzzy = sorted(fz.items())
+                ex.fuzzy_ids = [(lv, post.ids(ws)) for lv, ws in ex.fuzzy]
+            # Fuzzy levels lie below every exact-rule level: a document the
+            # exact rule admits keeps its exact level (the best one wins).
+            groups += [(lv, [post.concat(ids)]) for lv, ids in ex.fuzzy_ids or ()]
+        if ex.content_ids is None:  # every vocabulary word is in the content postings
+            ex.content_ids = [(lv, post.ids(ws)) for lv, ws in ex.by_level]
+        if ex.title_numbered != tp.numbered:
+            ex.title_ids = [(lv, tp.ids(ws)) for lv, ws in ex.by_level]
+            ex.title_numbered = tp.numbered
+        groups += [(lv, [post.concat(ids)]) for lv, ids in ex.content_ids]
+        if ex.pairs:
+            joined = self._joined_slots(ex)
+            if joined.size:
+                groups.append((LEVEL_EDIT, [joined]))
+        cap, alive = len(self._ids), self._alive
+        slots, levels = best_levels(groups, cap, alive)
+        # The title bonus scales with the level the title word reaches, so
+        # a near-miss in a title never outranks exact words in the text.
+        title = [(lv, [tp.concat(ids)]) for lv, ids in ex.title_ids or ()]
+        tslots, tlevels = best_levels(title, cap, alive)
+        for a in (slots, levels, tslots, tlevels):
+            a.setflags(write=False)  # cached and shared: nobody may write into it
+        return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok)
 
     # ------------------------------------------------------------- invariant
 
@@ -617,19 +811,34 @@ class Lexicon:
         with self._lock:
             postings: dict[str, set[int]] = {}
             title_postings: dict[str, set[int]] = {}
+            assert len(self._ids) == len(self._doc_text) == len(self._doc_ntitle)
             for id, slot in self._slot_of.items():
                 assert self._ids[slot] == id, (id, slot)
+                assert self._alive[slot]
                 ws = self._doc_text[slot].split()
                 assert self._doc_text[slot] == (f" {' '.join(ws)} " if ws else "")
                 for w in ws:
                     postings.setdefault(w, set()).add(slot)
                 for w in ws[: self._doc_ntitle[slot]]:
                     title_postings.setdefault(w, set()).add(slot)
-            for slot in self._free:
-                assert self._ids[slot] is None and not self._doc_text[slot]
-            assert len(self._slot_of) + len(self._free) == len(self._ids)
-            assert postings == self._postings, "postings disagree with documents"
-            assert title_postings == self._title_postings, "title postings disagree"
+            dead = [s for s, id in enumerate(self._ids) if id is None]
+            assert len(dead) == self._dead
+            for slot in dead:
+                assert not self._alive[slot] and not self._doc_text[slot]
+            assert len(self._slot_of) + self._dead == len(self._ids)
+            for table, want in (
+                (self._postings, postings),
+                (self._title_postings, title_postings),
+            ):
+                table.flush()
+                got: dict[str, set[int]] = {}
+                for w, a in table.items():
+                    assert np.all(a[1:] > a[:-1]), f"postings of {w!r} not sorted"
+                    live = set(a[self._alive[a]].tolist())
+                    if live:
+                        got[w] = live
+                assert got == want, "postings disagree with documents"
+            assert dict(self._df) == {w: len(s) for w, s in postings.items()}, "df disagrees"
             grams: dict[str, set[str]] = {}
             dels: dict[str, set[str]] = {}
             for w in postings:

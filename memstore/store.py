@@ -351,9 +351,7 @@ class Store(StoreReads, StoreSearch):
             found: set[str] = set()
             for tok in tokens:
                 for w in _unfolded(tok):
-                    slots = lex._postings.get(w)
-                    if slots:
-                        found.update(lex.id_at(s) or "" for s in slots)
+                    found.update(lex.ids_with_word(w))
             pool = sorted(found)
         now = self._now()
         best: tuple[Item, float] | None = None

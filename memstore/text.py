@@ -74,6 +74,8 @@ _CJK_EDGE = regex.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\W_])|(?<=[^{_CJK}\W_])(?=[
 # The ASCII fast path uses the stdlib engine: three times faster on these patterns.
 _ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
 _ASCII_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Matches exactly where _ASCII_CAMEL has a split point (the characters around it).
+_ASCII_CAMEL_AT = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
 _KEEP_SHORT = regex.compile(rf"[\p{{N}}{_CJK}\p{{Extended_Pictographic}}]")
 
 
@@ -87,7 +89,11 @@ def words(text: str) -> list[str]:
     """
     if text.isascii():  # fast path: the common case needs no Unicode tables
         if not text.islower():
-            text = _ASCII_CAMEL.sub(" ", text).lower()
+            # The zero-width split is slow to scan for; a plain search for the
+            # same boundaries is cheap, and most text (capitalised words) has none.
+            if _ASCII_CAMEL_AT.search(text):
+                text = _ASCII_CAMEL.sub(" ", text)
+            text = text.lower()
         return _ASCII_WORD.findall(text)
     text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
     text = _LATIN_MARKS.sub("", text)

@@ -1,0 +1,223 @@
+"""A loadable snapshot of the lexical index: its arrays and vocabulary in one ``.npz`` file.
+
+Re-tokenising every item is most of a restore's lexical cost. A snapshot
+keeps what tokenising produced: the ids, each document's words (the
+space-padded text the Lexicon keeps per slot) and title-word count, and the
+content and title postings as CSR arrays (the vocabulary, offsets into one
+int32 slot array). Loading rebuilds the vocabulary indexes (grams, deletions,
+stems) from the vocabulary alone, a small fraction of re-indexing.
+
+A snapshot is taken at a *generation* the caller names (say, the journal
+sequence number it reflects) and carries a SHA-256 checksum over every array;
+:func:`load_lexicon` refuses a file whose checksum, format or generation is
+not what it expects, with :class:`LexiconSnapshotError`, and changes nothing.
+
+>>> import tempfile, pathlib
+>>> from memstore.lexical import Lexicon
+>>> lex = Lexicon()
+>>> lex.index("a", "Payment API", "timeouts after 30s")
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "lex.npz"
+>>> save_lexicon(lex, path, generation=7)
+>>> sorted(load_lexicon(path, expect_generation=7).candidates("paymnet"))
+['a']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore._postings import Postings
+from memstore.errors import MemstoreError
+from memstore.lexical import Lexicon
+
+__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "save_lexicon"]
+
+FORMAT = 1
+"""Version of the file layout; a loader refuses any other."""
+
+_SEP = "\0"
+_ARRAYS = (
+    "ids",
+    "doc_text",
+    "doc_ntitle",
+    "words",
+    "offsets",
+    "slots",
+    "title_words",
+    "title_offsets",
+    "title_slots",
+)
+
+
+class LexiconSnapshotError(MemstoreError, ValueError):
+    """A lexical snapshot cannot be written or loaded (corrupt, stale, wrong format)."""
+
+
+def _pack(strings: list[str]) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(_SEP.join(strings).encode("utf-8"), np.uint8)
+
+
+def _unpack(data: npt.NDArray[np.uint8], n: int) -> list[str]:
+    if n == 0:
+        return []
+    out = data.tobytes().decode("utf-8").split(_SEP)
+    if len(out) != n:
+        raise LexiconSnapshotError(f"snapshot holds {len(out)} strings where {n} are expected")
+    return out
+
+
+def _csr(postings: Postings) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    words: list[str] = []
+    arrays: list[npt.NDArray[np.int32]] = []
+    for w, a in postings.items():
+        if a.size:
+            words.append(w)
+            arrays.append(a)
+    offsets = np.zeros(len(arrays) + 1, np.int64)
+    np.cumsum([a.size for a in arrays], out=offsets[1:])
+    slots = np.concatenate(arrays) if arrays else np.zeros(0, np.int32)
+    return words, offsets, slots.astype(np.int32, copy=False)
+
+
+def _checksum(arrays: dict[str, npt.NDArray[Any]]) -> str:
+    h = hashlib.sha256()
+    for name in _ARRAYS:
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{a.dtype.str}:{a.size}:".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int) -> None:
+    """Write ``lex`` to ``path`` (an ``.npz`` file, replaced atomically) at ``generation``.
+
+    Compacts ``lex`` first when it holds dead slots (its renumber hooks run),
+    so the snapshot's slots are dense and an index loaded from it keeps them.
+    """
+    with lex._lock:
+        if lex._dead:
+            lex.compact()
+        ids = [i for i in lex._ids if i is not None]
+        for s in (*ids, *lex._doc_text):
+            if _SEP in s:
+                raise LexiconSnapshotError("an id or a document holds a NUL character")
+        words, offsets, slots = _csr(lex._postings)
+        twords, toffsets, tslots = _csr(lex._title_postings)
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "ids": _pack(ids),
+            "doc_text": _pack(lex._doc_text),
+            "doc_ntitle": np.array(lex._doc_ntitle, np.int32),
+            "words": _pack(words),
+            "offsets": offsets,
+            "slots": slots,
+            "title_words": _pack(twords),
+            "title_offsets": toffsets,
+            "title_slots": tslots,
+        }
+        meta = {
+            "format": FORMAT,
+            "generation": generation,
+            "docs": len(ids),
+            "words": len(words),
+            "title_words": len(twords),
+            "sha256": _checksum(arrays),
+        }
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+
+
+def _read(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, object], dict[str, npt.NDArray[Any]]]:
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
+            meta = json.loads(z["meta"].tobytes().decode())
+            arrays = {name: z[name] for name in _ARRAYS}
+    except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile) as e:
+        raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
+    if not isinstance(meta, dict):
+        raise LexiconSnapshotError("snapshot metadata is not an object")
+    return meta, arrays
+
+
+def _count(meta: dict[str, object], key: str) -> int:
+    v = meta.get(key)
+    if not isinstance(v, int) or v < 0:
+        raise LexiconSnapshotError(f"snapshot metadata lacks a count of {key}")
+    return v
+
+
+def _postings_from(
+    words: list[str], offsets: npt.NDArray[np.int64], slots: npt.NDArray[np.int32], n_docs: int
+) -> Postings:
+    if offsets.size != len(words) + 1 or offsets[0] != 0 or offsets[-1] != slots.size:
+        raise LexiconSnapshotError("snapshot postings offsets are inconsistent")
+    if np.any(np.diff(offsets) <= 0) or (slots.size and (slots.min() < 0 or slots.max() >= n_docs)):
+        raise LexiconSnapshotError("snapshot postings hold an empty word or a slot out of range")
+    p = Postings()
+    parts = np.split(slots.astype(np.int32, copy=False), offsets[1:-1]) if words else []
+    p._words = list(words)
+    p._wid = {w: i for i, w in enumerate(words)}
+    p._arrays = parts
+    return p
+
+
+def load_lexicon(
+    path: str | os.PathLike[str],
+    *,
+    expect_generation: int | None = None,
+    compact_min: int = 4096,
+) -> Lexicon:
+    """The Lexicon saved at ``path``; ``expect_generation`` (if given) must match.
+
+    Raises :class:`LexiconSnapshotError` for a missing, truncated or corrupt
+    file, another format, a checksum or generation mismatch.
+    """
+    meta, arrays = _read(path)
+    if meta.get("format") != FORMAT:
+        raise LexiconSnapshotError(f"snapshot format {meta.get('format')!r}, expected {FORMAT}")
+    if expect_generation is not None and meta.get("generation") != expect_generation:
+        raise LexiconSnapshotError(
+            f"snapshot is at generation {meta.get('generation')!r}, expected {expect_generation}"
+        )
+    if meta.get("sha256") != _checksum(arrays):
+        raise LexiconSnapshotError("snapshot checksum mismatch: the file is corrupt")
+    n = _count(meta, "docs")
+    ids = _unpack(arrays["ids"], n)
+    doc_text = _unpack(arrays["doc_text"], n)
+    ntitle = arrays["doc_ntitle"]
+    if ntitle.size != n or len(set(ids)) != n:
+        raise LexiconSnapshotError("snapshot documents are inconsistent")
+    words = _unpack(arrays["words"], _count(meta, "words"))
+    twords = _unpack(arrays["title_words"], _count(meta, "title_words"))
+    post = _postings_from(words, arrays["offsets"], arrays["slots"], n)
+    tpost = _postings_from(twords, arrays["title_offsets"], arrays["title_slots"], n)
+    lex = Lexicon(compact_min=compact_min)
+    lex._ids = list(ids)
+    lex._slot_of = {id: i for i, id in enumerate(ids)}
+    lex._doc_text = doc_text
+    lex._doc_ntitle = ntitle.astype(int).tolist()
+    alive = np.zeros(max(64, 2 * n), np.bool_)
+    alive[:n] = True
+    lex._alive = alive
+    lex._postings = post
+    lex._title_postings = tpost
+    lex._df = Counter({w: int(a.size) for w, a in post.items()})
+    for w in words:
+        lex._add_word(w)
+    lex._gen += 1
+    return lex

@@ -1,0 +1,188 @@
+"""Columnar postings: word -> sorted int32 array of document slots.
+
+The :class:`~memstore.lexical.Lexicon` gives every indexed document a fresh
+integer *slot* (slots only grow, so appending a document's slot to a word's
+postings keeps them sorted) and marks the slot dead when the document is
+removed or re-indexed; dead slots stay in the arrays until a compaction
+renumbers every slot (:meth:`Postings.renumber`). A query reads a word's
+array as is: no per-query conversion from Python sets.
+
+Writes are batched, as a search engine's indexing buffer is: a document's
+words are numbered (a C-level map over a dict) and go to a pending log (one
+list extend per document), and the next read turns the whole log into arrays
+at once (:meth:`Postings.flush`: one stable argsort groups the log by word,
+and each touched word's array grows by one concatenation).
+
+>>> p = Postings()
+>>> p.add_doc(0, ["payment", "api"])
+>>> p.add_doc(1, ["payment"])
+>>> p.get("payment").tolist(), p.get("api").tolist(), p.get("nothing").tolist()
+([0, 1], [0], [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from operator import itemgetter
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["EMPTY", "Postings", "intersect_sorted"]
+
+Slots = npt.NDArray[np.int32]
+
+EMPTY: Slots = np.zeros(0, np.int32)
+EMPTY.setflags(write=False)
+
+
+def intersect_sorted(a: Slots, b: Slots) -> Slots:
+    """The common elements of two sorted arrays of distinct slots.
+
+    Binary-searches the smaller in the larger: O(small * log(large)).
+
+    >>> intersect_sorted(np.array([1, 3, 5, 7], np.int32), np.array([3, 4, 7], np.int32)).tolist()
+    [3, 7]
+    """
+    if a.size == 0 or b.size == 0:
+        return EMPTY
+    small, big = (a, b) if a.size <= b.size else (b, a)
+    pos = np.searchsorted(big, small)
+    np.minimum(pos, big.size - 1, out=pos)
+    found: Slots = small[big[pos] == small]
+    return found
+
+
+class Postings:
+    """Append-only word -> sorted slot arrays, with a pending write log.
+
+    Not thread-safe on its own: the Lexicon calls it under its lock.
+    """
+
+    def __init__(self) -> None:
+        self._wid: dict[str, int] = {}
+        self._words: list[str] = []
+        self._arrays: list[Slots] = []
+        # The pending log: every added document's words, flat, with the slot
+        # and word count of each document.
+        self._log_ids: list[int] = []
+        self._log_slots: list[int] = []
+        self._log_counts: list[int] = []
+
+    def add_doc(self, slot: int, words: Collection[str]) -> None:
+        """Append ``slot`` to the postings of each of ``words`` (distinct words).
+
+        ``slot`` must exceed every slot added before (slots only grow). The
+        words are numbered here (one C-level map over them), so the log holds
+        small integers and a flush needs no string work.
+        """
+        if not words:
+            return
+        ids = list(map(self._wid.get, words))
+        if None in ids:
+            ids = [self._number(w) if i is None else i for w, i in zip(words, ids, strict=True)]
+        self._log_ids.extend(ids)  # type: ignore[arg-type]
+        self._log_slots.append(slot)
+        self._log_counts.append(len(ids))
+
+    def _number(self, word: str) -> int:
+        i = self._wid[word] = len(self._words)
+        self._words.append(word)
+        self._arrays.append(EMPTY)
+        return i
+
+    @property
+    def numbered(self) -> int:
+        """How many words have a number (grows when a word first reaches these postings)."""
+        return len(self._words)
+
+    @property
+    def pending(self) -> int:
+        """Word occurrences in the log, not yet in the arrays."""
+        return len(self._log_ids)
+
+    def flush(self) -> None:
+        """Move the pending log into the arrays (a no-op when it is empty)."""
+        if not self._log_ids:
+            return
+        word_ids = np.array(self._log_ids, np.int64)
+        slots = np.repeat(np.array(self._log_slots, np.int32), np.array(self._log_counts, np.int64))
+        self._log_ids, self._log_slots, self._log_counts = [], [], []
+        # Stable: within a word the slots keep their (increasing) log order.
+        order = np.argsort(word_ids, kind="stable")
+        word_ids = word_ids[order]
+        slots = slots[order]
+        cuts = np.flatnonzero(word_ids[1:] != word_ids[:-1]) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), int(word_ids.size)]
+        arrays = self._arrays
+        for w, s, e in zip(word_ids[starts].tolist(), starts, ends, strict=True):
+            old = arrays[w]
+            arrays[w] = slots[s:e].copy() if old.size == 0 else np.concatenate((old, slots[s:e]))
+
+    def get(self, word: str) -> Slots:
+        """The slots holding ``word`` (dead ones included), sorted."""
+        if self._log_ids:
+            self.flush()
+        i = self._wid.get(word)
+        return EMPTY if i is None else self._arrays[i]
+
+    def gather(self, words: Iterable[str]) -> list[Slots]:
+        """:meth:`get` for several words (the non-empty arrays only)."""
+        if self._log_ids:
+            self.flush()
+        wid, arrays = self._wid, self._arrays
+        out = []
+        for w in words:
+            i = wid.get(w)
+            if i is not None:
+                a = arrays[i]
+                if a.size:
+                    out.append(a)
+        return out
+
+    def ids(self, words: Iterable[str]) -> list[int]:
+        """The internal numbers of those of ``words`` these postings hold.
+
+        Stable until :meth:`renumber`; :meth:`concat` reads arrays by them.
+        """
+        return [i for i in map(self._wid.get, words) if i is not None]
+
+    def concat(self, ids: Sequence[int]) -> Slots:
+        """The arrays of the words numbered ``ids``, concatenated (one C-level gather)."""
+        if self._log_ids:
+            self.flush()
+        if not ids:
+            return EMPTY
+        if len(ids) == 1:
+            return self._arrays[ids[0]]
+        parts: tuple[Slots, ...] = itemgetter(*ids)(self._arrays)
+        return np.concatenate(parts)
+
+    def renumber(self, new_slot: npt.NDArray[np.int32]) -> None:
+        """Map every slot ``s`` to ``new_slot[s]``, dropping those mapped to -1.
+
+        ``new_slot`` must be increasing on the slots it keeps, so the arrays
+        stay sorted. Words left with no slot are forgotten.
+        """
+        self.flush()
+        words: list[str] = []
+        arrays: list[Slots] = []
+        for w, a in zip(self._words, self._arrays, strict=True):
+            m = new_slot[a]
+            m = m[m >= 0]
+            if m.size:
+                words.append(w)
+                arrays.append(m)
+        self._words, self._arrays = words, arrays
+        self._wid = {w: i for i, w in enumerate(words)}
+
+    def items(self) -> Iterable[tuple[str, Slots]]:
+        """Every word with its array."""
+        self.flush()
+        return zip(self._words, self._arrays, strict=True)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return sum(a.nbytes for a in self._arrays)

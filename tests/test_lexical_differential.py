@@ -1,0 +1,308 @@
+"""The columnar lexical index answers exactly as the set-based one it replaced.
+
+tests/lexical_oracle.py keeps the previous ``Lexicon``/``LexicalIndex``
+verbatim. Both are fed the same puts and removes (hypothesis-generated over
+tiny alphabets, so grams, stems, one-edit neighbours, joined words, digit
+words and fuzzy matches collide all the time; ties on score and update time
+are frequent too), and must agree on every token's per-document levels, its
+document frequency and fuzzy gate, and on every ranking: the same ids, in the
+same order, with the same scores (to 1e-9; in practice bit for bit), tokens
+covered and fuzzy flags, under every filter and cut. The new index compacts
+after every other removal here (``compact_min=2``), so renumbering is always
+exercised. The benchmark corpora are compared too.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from memstore._lexindex import LexicalIndex, _kth_largest
+from memstore.item import Item
+from memstore.text import kw_tokens, normalize_query
+from tests.lexical_oracle import OracleLexicalIndex
+
+T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+NOW = T0 + _dt.timedelta(hours=5)
+IDS = [f"d{i}" for i in range(10)]
+KINDS = ["fact", "event", "note"]
+SUBJECTS = ["", "billing", "auth"]
+TAGS = [[], ["tenant/a"], ["tenant/b"], ["tenant/b", "shared"], ["service/auth"]]
+
+# Letters that collide (stems need "ing"/"ed"/"s" endings), digits, one
+# non-ASCII digit that is no ASCII digit.
+word = st.one_of(
+    st.text(alphabet="abde", min_size=1, max_size=6),
+    st.text(alphabet="12٣", min_size=1, max_size=4),
+    st.sampled_from(["bading", "baded", "bads", "abed", "deab", "ab12"]),
+)
+text = st.lists(word, max_size=6).map(" ".join)
+hours = st.sampled_from([None, 1, 2, 2, 3, 9])
+
+
+@st.composite
+def items(draw: st.DrawFn) -> Item:
+    updated = draw(st.sampled_from([1, 2, 2, 3]))
+    stale = draw(hours)
+    return Item(
+        id=draw(st.sampled_from(IDS)),
+        kind=draw(st.sampled_from(KINDS)),
+        title=draw(text),
+        content=draw(text),
+        subject=draw(st.sampled_from(SUBJECTS)),
+        tags=draw(st.sampled_from(TAGS)),
+        updated_at=T0 + _dt.timedelta(hours=updated),
+        stale_after=None if stale is None else T0 + _dt.timedelta(hours=stale),
+        event_date=draw(st.sampled_from(["", "2023-06-27"])),
+    )
+
+
+def token_levels(index: LexicalIndex | OracleLexicalIndex, tok: str) -> dict[str, float]:
+    """A token's best level per document id, from the set-per-level view."""
+    m = index.lexicon.match_token(tok)
+    out: dict[str, float] = {}
+    for level, slots, _ in m.groups:
+        for s in slots:
+            ident = index.lexicon.id_at(s)
+            assert ident is not None and ident not in out
+            out[ident] = level
+    return out
+
+
+def assert_same_ranking(
+    new: LexicalIndex,
+    old: OracleLexicalIndex,
+    tokens: list[str],
+    *,
+    kind: str = "",
+    subject: str = "",
+    hidden: tuple[str, ...] = (),
+    limit: int | None = 10,
+    partition: str | None = None,
+    now_ts: float = NOW.timestamp(),
+) -> None:
+    p_new, p_old = new.plan(tokens), old.plan(tokens)
+    assert p_new.weights == p_old.weights
+    assert p_new.fuzzy_ok == p_old.fuzzy_ok
+    for m_new, m_old in zip(p_new.matches, p_old.matches, strict=True):
+        assert m_new.df == m_old.df
+    args = {
+        "kind": kind,
+        "subject": subject,
+        "hidden_kinds": hidden,
+        "now_ts": now_ts,
+        "limit": limit,
+        "partition": partition,
+    }
+    got = new.rank(p_new, **args)  # type: ignore[arg-type]
+    want = old.rank(p_old, **args)  # type: ignore[arg-type]
+    assert [h.id for h in got] == [h.id for h in want], (tokens, args)
+    for g, w in zip(got, want, strict=True):
+        assert abs(g.score - w.score) <= 1e-9
+        assert (g.covered, g.fuzzy) == (w.covered, w.fuzzy)
+
+
+class DifferentialMachine(RuleBasedStateMachine):
+    """Random puts and removes; every query and every token agree with the oracle."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.new = LexicalIndex(compact_min=2)
+        self.old = OracleLexicalIndex()
+        self.live: dict[str, Item] = {}
+
+    @rule(item=items(), index_id=st.booleans())
+    def put(self, item: Item, index_id: bool) -> None:
+        self.new.put(item, index_id)
+        self.old.put(item, index_id)
+        self.live[item.id] = item
+
+    @rule(ident=st.sampled_from(IDS))
+    def remove(self, ident: str) -> None:
+        self.new.remove(ident)
+        self.old.remove(ident)
+        self.live.pop(ident, None)
+
+    @precondition(lambda self: bool(self.live))
+    @rule(
+        query=st.lists(word, min_size=1, max_size=3).map(" ".join),
+        kind=st.sampled_from(["", *KINDS]),
+        subject=st.sampled_from(SUBJECTS),
+        hidden=st.sampled_from([(), ("note",), ("note", "unknown")]),
+        limit=st.sampled_from([None, 1, 2, 3, 10]),
+        partition=st.sampled_from([None, "a", "b", "zz"]),
+        now_h=st.sampled_from([0, 2, 5]),
+    )
+    def query(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        hidden: tuple[str, ...],
+        limit: int | None,
+        partition: str | None,
+        now_h: int,
+    ) -> None:
+        tokens = kw_tokens(normalize_query(query))
+        for tok in tokens:
+            assert token_levels(self.new, tok) == token_levels(self.old, tok), tok
+            m_new, m_old = self.new.lexicon.match_token(tok), self.old.lexicon.match_token(tok)
+            assert m_new.fuzzy_ok == m_old.fuzzy_ok
+            title_new = {lv: {self.new.lexicon.id_at(s) for s in g} for lv, g in m_new.title}
+            title_old = {lv: {self.old.lexicon.id_at(s) for s in g} for lv, g in m_old.title}
+            assert title_new == title_old, tok
+            assert self.new.lexicon.candidates_for_tokens([tok]) == (
+                self.old.lexicon.candidates_for_tokens([tok])
+            )
+        assert_same_ranking(
+            self.new,
+            self.old,
+            tokens,
+            kind=kind,
+            subject=subject,
+            hidden=hidden,
+            limit=limit,
+            partition=partition,
+            now_ts=(T0 + _dt.timedelta(hours=now_h)).timestamp(),
+        )
+
+    @invariant()
+    def consistent(self) -> None:
+        self.new.lexicon._check()
+        assert len(self.new) == len(self.old) == len(self.live)
+        for ident in self.live:
+            assert self.new.lexicon.doc_words(ident) == self.old.lexicon.doc_words(ident)
+        for w in ("a", "ab", "bad", "1", "12"):
+            assert self.new.lexicon.doc_freq(w) == self.old.lexicon.doc_freq(w)
+            assert sorted(self.new.lexicon.ids_with_word(w)) == sorted(
+                self.old.lexicon.id_at(s) or "" for s in self.old.lexicon._postings.get(w, ())
+            )
+
+
+TestDifferential = DifferentialMachine.TestCase
+TestDifferential.settings = settings(
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def test_ties_at_the_cut_break_by_recency_then_id() -> None:
+    """Many equal scores and update times: the cut and the order follow the ids."""
+    new, old = LexicalIndex(), OracleLexicalIndex()
+    for i in range(40):
+        it = Item(
+            id=f"x{39 - i:02d}",
+            kind="fact",
+            content="alpha beta",
+            updated_at=T0 + _dt.timedelta(hours=i % 2),
+        )
+        new.put(it, False)
+        old.put(it, False)
+    for limit in (None, 1, 5, 20, 21, 39, 40, 41):
+        assert_same_ranking(new, old, ["alpha"], limit=limit)
+        assert_same_ranking(new, old, ["alpha", "beta", "alpah"], limit=limit)
+
+
+def test_compaction_renumbers_per_slot_filters() -> None:
+    """After a compaction the kind, subject and deadline filters follow the documents."""
+    new, old = LexicalIndex(compact_min=1), OracleLexicalIndex()
+    for i in range(12):
+        it = Item(
+            id=f"i{i}",
+            kind=KINDS[i % 3],
+            content=f"common word{i % 4}",
+            subject=SUBJECTS[i % 3],
+            updated_at=T0 + _dt.timedelta(minutes=i),
+        )
+        new.put(it, False)
+        old.put(it, False)
+    for i in range(0, 12, 2):
+        new.remove(f"i{i}")
+        old.remove(f"i{i}")
+    assert new.lexicon.capacity == 6  # compacted: dead slots are gone
+    for kind in ("", *KINDS):
+        for subject in SUBJECTS:
+            assert_same_ranking(new, old, ["common"], kind=kind, subject=subject, limit=None)
+
+
+def _benchmarks_path() -> None:
+    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+
+
+@pytest.mark.parametrize("size", [1500])
+def test_benchmark_corpus_agrees(size: int) -> None:
+    """The benchmark corpus and its query mix (every category) rank identically."""
+    _benchmarks_path()
+    from corpus import generate_corpus, make_queries
+
+    notes = generate_corpus(size, seed=11)
+    new, old = LexicalIndex(compact_min=64), OracleLexicalIndex()
+    for i, n in enumerate(notes):
+        it = Item(
+            id=f"n{i:05d}",
+            kind=n.kind,
+            title=n.title,
+            content=n.content,
+            subject=n.subject,
+            event_date=n.event_date,
+            updated_at=T0 + _dt.timedelta(seconds=i % 97),
+        )
+        new.put(it, False)
+        old.put(it, False)
+    for i in range(0, size, 7):  # updates and deletes: dead slots, then a compaction
+        n = notes[(i * 31) % size]
+        it = Item(id=f"n{i:05d}", kind=n.kind, title=n.content[:30], content=n.title)
+        new.put(it, False)
+        old.put(it, False)
+        if i % 3 == 0:
+            new.remove(f"n{i + 1:05d}")
+            old.remove(f"n{i + 1:05d}")
+    for q in make_queries(notes, 120, seed=11):
+        tokens = kw_tokens(normalize_query(q.text))
+        if tokens:
+            assert_same_ranking(new, old, tokens, hidden=("hypothesis",))
+            assert_same_ranking(new, old, tokens, kind="event", limit=3)
+    new.lexicon._check()
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.75, 1.0]) | st.floats(0.01, 1.0), min_size=1),
+    st.data(),
+)
+def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataObject) -> None:
+    scores = np.array(values)
+    k = data.draw(st.integers(1, len(values)))
+    assert _kth_largest(scores, k) == np.partition(scores, scores.size - k)[scores.size - k]
+
+
+@given(st.text(alphabet="aZ0b.Q -", max_size=12))
+def test_ascii_camel_search_finds_exactly_the_split_points(s: str) -> None:
+    """The cheap pre-check in ``words`` fires exactly when the CamelCase split changes text."""
+    from memstore.text import _ASCII_CAMEL, _ASCII_CAMEL_AT
+
+    assert bool(_ASCII_CAMEL_AT.search(s)) == (_ASCII_CAMEL.sub(" ", s) != s)
+
+
+def test_a_known_word_new_to_titles_gets_the_title_bonus() -> None:
+    """The cached expansion must see a word's first title use (the vocabulary is unchanged)."""
+    new, old = LexicalIndex(), OracleLexicalIndex()
+    first = Item(id="a", kind="fact", title="other", content="alpha")
+    for index in (new, old):
+        index.put(first, False)
+    assert_same_ranking(new, old, ["alpha"])  # expands and caches "alpha"
+    second = Item(id="b", kind="fact", title="alpha", content="other")  # no new word
+    for index in (new, old):
+        index.put(second, False)
+    assert_same_ranking(new, old, ["alpha"])

@@ -1,0 +1,163 @@
+"""A lexical snapshot loads back into an index that answers exactly as the original.
+
+And a file that is corrupt, truncated, of another generation or for other
+items is refused with LexiconSnapshotError.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore._lexindex import LexicalIndex
+from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
+from memstore.errors import MemstoreError
+from memstore.item import Item
+from memstore.lexical import Lexicon
+from memstore.text import kw_tokens, normalize_query
+
+T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+KINDS = ["fact", "event"]
+
+word = st.text(alphabet="abde1", min_size=1, max_size=5)
+text = st.lists(word, max_size=5).map(" ".join)
+
+
+def _items(draw_texts: list[tuple[str, str]]) -> list[Item]:
+    return [
+        Item(
+            id=f"d{i}",
+            kind=KINDS[i % 2],
+            title=t,
+            content=c,
+            subject="s" if i % 3 else "",
+            updated_at=T0 + _dt.timedelta(minutes=i % 4),
+        )
+        for i, (t, c) in enumerate(draw_texts)
+    ]
+
+
+def _ranking(index: LexicalIndex, query: str, kind: str = "") -> list[tuple[str, float, int, bool]]:
+    plan = index.plan(kw_tokens(normalize_query(query)))
+    hits = index.rank(plan, kind=kind, subject="", hidden_kinds=(), now_ts=0.0, limit=None)
+    return [(h.id, h.score, h.covered, h.fuzzy) for h in hits]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(text, text), min_size=1, max_size=15),
+    st.lists(st.integers(0, 14), max_size=6),
+    st.lists(word, min_size=1, max_size=4),
+)
+def test_round_trip_answers_as_the_original(
+    docs: list[tuple[str, str]], removed: list[int], queries: list[str]
+) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    items = _items(docs)
+    index = LexicalIndex(compact_min=10_000)  # dead slots stay until the save compacts
+    current: dict[str, Item] = {}
+    for it in items:
+        index.put(it, False)
+        current[it.id] = it
+    for i in removed:
+        index.remove(f"d{i}")
+        current.pop(f"d{i}", None)
+        again = items[(i * 7) % len(items)].clone(content="reworded aa")
+        index.put(again, False)
+        current[again.id] = again
+    live = [(it, False) for it in current.values()]
+    index.save_snapshot(tmp / "lex.npz", generation=3)
+    loaded = LexicalIndex.from_snapshot(tmp / "lex.npz", live, expect_generation=3)
+    loaded.lexicon._check()
+    assert loaded.lexicon.capacity == len(loaded)  # dense slots
+    for q in [*queries, " ".join(queries)]:
+        for kind in ("", "event"):
+            assert _ranking(loaded, q, kind) == _ranking(index, q, kind)
+    # The loaded index keeps working: writes after the load.
+    loaded.put(Item(id="new", kind="fact", content="aa bb"), False)
+    loaded.remove(live[0][0].id)
+    loaded.lexicon._check()
+
+
+def _saved(tmp_path: Path) -> Path:
+    lex = Lexicon()
+    lex.index("a", "Payment API", "timeouts after 30s under load")
+    lex.index("b", "Auth service", "tokens expire after one hour")
+    path = tmp_path / "lex.npz"
+    save_lexicon(lex, path, generation=5)
+    return path
+
+
+def test_generation_and_format_are_checked(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    assert load_lexicon(path, expect_generation=5).candidates("after") == {"a", "b"}
+    with pytest.raises(LexiconSnapshotError, match="generation 5, expected 6"):
+        load_lexicon(path, expect_generation=6)
+    with zipfile.ZipFile(path) as z:
+        assert "meta.npy" in z.namelist()
+    with np.load(path) as z:
+        meta_bytes = z["meta"]
+        arrays = {k: z[k] for k in z.files if k != "meta"}
+    meta = json.loads(meta_bytes.tobytes())
+    meta["format"] = 99
+    other = tmp_path / "other.npz"
+    np.savez(other, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
+    with pytest.raises(LexiconSnapshotError, match="format 99"):
+        load_lexicon(other)
+    # A well-formed file whose arrays no longer match the recorded checksum.
+    arrays["doc_ntitle"] = arrays["doc_ntitle"] + 1
+    tampered = tmp_path / "tampered.npz"
+    np.savez(tampered, meta=meta_bytes, **arrays)
+    with pytest.raises(LexiconSnapshotError, match="checksum mismatch"):
+        load_lexicon(tampered)
+
+
+def test_corrupt_and_truncated_files_are_refused(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    data = bytearray(path.read_bytes())
+    # Flip a byte inside the postings' slot array (stored uncompressed).
+    with np.load(path) as z:
+        needle = z["doc_text"].tobytes()[:12]
+    at = bytes(data).find(needle)
+    assert at > 0
+    data[at + 2] ^= 0x01
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LexiconSnapshotError, match=r"checksum|unreadable"):
+        load_lexicon(bad)
+    short = tmp_path / "short.npz"
+    short.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(short)
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(tmp_path / "missing.npz")
+    assert issubclass(LexiconSnapshotError, MemstoreError)
+
+
+def test_items_must_be_the_snapshot_documents(tmp_path: Path) -> None:
+    index = LexicalIndex()
+    items = _items([("alpha", "beta"), ("gamma", "delta")])
+    for it in items:
+        index.put(it, False)
+    index.save_snapshot(tmp_path / "lex.npz", generation=1)
+    with pytest.raises(LexiconSnapshotError, match="not the items"):
+        LexicalIndex.from_snapshot(tmp_path / "lex.npz", [(items[0], False)])
+    other = Item(id="zz", kind="fact", content="beta")
+    with pytest.raises(LexiconSnapshotError, match="not the items"):
+        LexicalIndex.from_snapshot(tmp_path / "lex.npz", [(items[0], False), (other, False)])
+
+
+def test_nul_in_an_id_cannot_be_saved(tmp_path: Path) -> None:
+    lex = Lexicon()
+    lex.index("a\0b", "", "word")
+    with pytest.raises(LexiconSnapshotError, match="NUL"):
+        save_lexicon(lex, tmp_path / "x.npz", generation=0)
+    assert not (tmp_path / "x.npz").exists()
