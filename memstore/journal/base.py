@@ -67,6 +67,7 @@ class Journal(Protocol):
     def snapshot(self, lsn: AsOf, *, partition: str | None = None) -> Iterator[Version]: ...
     def current(self) -> Iterator[Item]: ...
     def purge(self, match: PurgeMatch) -> list[str]: ...
+    def matching(self, match: Callable[[Item], bool]) -> list[str]: ...
     def export(self, partition: str | None, fp: IO[str]) -> int: ...
     def import_(self, fp: IO[str]) -> int: ...
     def transaction(self) -> contextlib.AbstractContextManager[None]: ...
@@ -367,7 +368,7 @@ class JournalBase(ABC):
         """
         store = self._attached()
         if callable(match):
-            ids = self._matching_ids(match)
+            ids = self.matching(match)
         else:
             if isinstance(match, str) or not isinstance(match, Iterable):
                 raise InvalidItemError(
@@ -405,7 +406,14 @@ class JournalBase(ABC):
         finally:
             self._tls.special = None
 
-    def _matching_ids(self, match: Callable[[Item], bool]) -> list[str]:
+    def matching(self, match: Callable[[Item], bool]) -> list[str]:
+        """The ids whose last written state satisfies ``match``, deleted items included.
+
+        What :meth:`purge` with that predicate would erase (a hard delete's
+        preview): a soft-deleted item is still on record, so it is matched by
+        the state it had when it was deleted. Sorted by id; reads every row.
+        """
+        self._check_open()
         out: list[str] = []
         last: Row | None = None
         for row in self._rows_of(None, None):

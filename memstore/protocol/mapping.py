@@ -228,15 +228,22 @@ def hit_body(
 
 
 def _bt(version: Version) -> dict[str, Any]:
-    span = [
-        version.valid_from.to_json(),
-        None if version.valid_to is None else version.valid_to.to_json(),
-    ]
+    """The span of a version visible at the snapshot's position: still open then.
+
+    The journal knows when the version ended (a later write or forget), but
+    at the snapshot's position that had not happened yet, so ``to`` is null:
+    a snapshot never shows the future.
+    """
+    span = [version.valid_from.to_json(), None]
     return {"valid": span, "sys": span}
 
 
 def snapshot_record(version: Version) -> dict[str, Any] | None:
-    """One NDJSON line of GET /v1/snapshot/{lsn}, or None for what is not a primitive."""
+    """One NDJSON line of GET /v1/snapshot/{lsn} for a version visible at that position.
+
+    ``None`` for what is not a primitive. Every field is as it stood at the
+    position (see :func:`_bt`).
+    """
     item = version.item
     if item is None or item.kind not in (KIND_CHUNK, KIND_EPISODE):
         return None

@@ -375,14 +375,13 @@ class Verbs:
             return sorted(ids)
         if isinstance(target, ScopeTarget):
             prefix = target.Scope.BySource
-            return sorted(
-                {
-                    it.id
-                    for it in self.journal.as_of(self.journal.head(), partition=tenant)
-                    if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
-                }
-                | set(self._live_targets(tenant, req))
+            # Soft-deleted items are still on record: match them by their last state.
+            on_record = self.journal.matching(
+                lambda it: (
+                    _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
+                )
             )
+            return sorted(set(on_record) | set(self._live_targets(tenant, req)))
         return self._live_targets(tenant, req)
 
     # ------------------------------------------------------------- snapshot
