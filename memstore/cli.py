@@ -25,6 +25,7 @@ from typing import IO, Any
 from memstore import __version__
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
+from memstore.protocol.limits import MAX_BODY_BYTES
 from memstore.web.connections import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_HEADER_TIMEOUT_SECONDS,
@@ -189,6 +190,17 @@ class _ReadProgress:
         sys.stderr.write("\n")
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memstore", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"memstore {__version__}")
@@ -332,6 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="open connections per client IP address "
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
+    )
+    web.add_argument(
+        "--max-body",
+        type=_positive_int,
+        default=MAX_BODY_BYTES,
+        metavar="BYTES",
+        help=f"largest request body; larger is 413 (default {MAX_BODY_BYTES}, 256 KiB). "
+        "An episode's content is capped at 16 KiB and a recall query at 4096 characters "
+        "whatever this says (docs/protocol.md, Limits)",
     )
     p.set_defaults(fn=cmd_serve)
     return parser

@@ -9,7 +9,7 @@ a forget by ``Id`` take. Fields the server adds later are kept in ``raw``.
 ...                      "heading_path": [], "valid_from": None, "valid_to": None,
 ...                      "degraded": False, "rerank_applied": True, "source_op": "Reranked"})
 >>> hit.id, hit.valid_from
-('0G40G40G40G40G40G40G40G40G', None)
+('01040G2081040G2081040G2081', None)
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from memstore.protocol.errors import (
     render_refusal,
 )
 from memstore.protocol.gate import Gate, principal_of
-from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
+from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
 from memstore.protocol.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from memstore.protocol.metrics import Metrics
 from memstore.protocol.models import (
@@ -76,6 +76,7 @@ from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.refusal import Refusal
+from memstore.web.responses import NewlineJSONResponse
 from memstore.web.security import SecurityHeaders
 from memstore.web.tokens import TokensFile
 
@@ -104,7 +105,24 @@ _METHODS = ("GET", "POST")
 
 
 def _error(e: ProtocolError) -> JSONResponse:
-    return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+    return NewlineJSONResponse(e.body(), status_code=e.status, headers=e.headers)
+
+
+def _json_syntax(exc: RequestValidationError) -> ProtocolError | None:
+    """The refusal of a body that is not JSON, naming the line and column where it breaks."""
+    errors = exc.errors()
+    if len(errors) != 1 or errors[0].get("type") != "json_invalid":
+        return None
+    loc = errors[0].get("loc", ())
+    pos = loc[-1] if loc and isinstance(loc[-1], int) else 0
+    doc = exc.body if isinstance(exc.body, str) else ""
+    line = doc.count("\n", 0, pos) + 1
+    column = pos - (doc.rfind("\n", 0, pos) + 1) + 1
+    reason = str((errors[0].get("ctx") or {}).get("error", "malformed JSON"))
+    return invalid_request(
+        f"the body is not valid JSON: {reason} at line {line}, column {column}",
+        {"line": line, "column": column, "position": pos},
+    )
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
@@ -152,6 +170,7 @@ def create_app(
     keepalive_seconds: float = SSE_KEEPALIVE_SECONDS,
     hosts: HostPolicy | None = None,
     origins: OriginPolicy | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> FastAPI:
     """The ASGI app serving ``memory`` (which needs a journal) to the holders of ``tokens``.
 
@@ -165,6 +184,7 @@ def create_app(
     receipts (a random key by default). ``clock``: the rate limiter's
     monotonic seconds; ``wall_ms``: the wall clock a snapshot's range is checked
     against. ``keepalive_seconds``: idle time before an SSE keep-alive comment.
+    ``max_body_bytes``: the largest request body (413 above it).
     """
     verbs = Verbs(memory, confirmations=confirmations, wall_ms=wall_ms)
     limiter = RateLimiter(rate_per_second, burst, clock=clock)
@@ -177,11 +197,14 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
+        default_response_class=NewlineJSONResponse,  # every JSON answer ends with a newline
     )
     # add_middleware wraps: the last one added runs first.
     failure = Refusal(INTERNAL.status, INTERNAL.code, internal_error().message)
     app.add_middleware(Failsafe, error=failure, logger=_log, render=render_refusal)
-    app.add_middleware(Gate, tokens=current, limiter=limiter, metrics=metrics)
+    app.add_middleware(
+        Gate, tokens=current, limiter=limiter, metrics=metrics, max_body_bytes=max_body_bytes
+    )
     app.add_middleware(ListedCors, origins=origins or OriginPolicy(), methods=_METHODS)
     app.add_middleware(
         HostOriginGuard,
@@ -198,6 +221,9 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        syntax = _json_syntax(exc)
+        if syntax is not None:
+            return _error(syntax)
         message, details = _validation_message(exc)
         return _error(invalid_request(message, {"errors": details} if details else None))
 

@@ -21,7 +21,6 @@ table and a test keeps the two in step.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Final
 
 from memstore.errors import MemstoreError
 from memstore.protocol.filter import FilterSyntaxError
-from memstore.web.refusal import Refusal
+from memstore.web.refusal import Refusal, json_bytes
 
 __all__ = [
     "CONFIRMATION_REQUIRED",
@@ -441,8 +440,7 @@ def from_refusal(refusal: Refusal) -> ProtocolError:
 
 def render_refusal(refusal: Refusal) -> bytes:
     """The JSON body of a refused request, in the protocol's shape (for :mod:`memstore.web`)."""
-    body = from_refusal(refusal).body()
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json_bytes(from_refusal(refusal).body())
 
 
 def internal_error() -> ProtocolError:

@@ -20,7 +20,6 @@ Every answered request is counted in :class:`~memstore.protocol.metrics.Metrics`
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -39,7 +38,7 @@ from memstore.web.body import (
     replay,
 )
 from memstore.web.headers import single_header
-from memstore.web.refusal import Refusal
+from memstore.web.refusal import Refusal, json_bytes
 
 __all__ = ["Gate", "route_of"]
 
@@ -73,7 +72,7 @@ def route_of(method: str, path: str) -> str | None:
 
 
 async def _answer(error: ProtocolError, send: Send) -> None:
-    body = json.dumps(error.body(), ensure_ascii=False, separators=(",", ":")).encode()
+    body = json_bytes(error.body())
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [
         (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()
@@ -92,11 +91,13 @@ class Gate:
         tokens: Callable[[], TokenTable],
         limiter: RateLimiter,
         metrics: Metrics | None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.app = app
         self.tokens = tokens
         self.limiter = limiter
         self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -142,15 +143,16 @@ class Gate:
                 elapsed = time.perf_counter() - start
                 self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
 
-    @staticmethod
-    async def _read_body(scope: Scope, receive: Receive) -> Receive:
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
         """Read a POST body whole, refusing a wrong media type, an oversized or non-JSON text body.
 
         :raises Refusal: 415, 413 or 400.
         :raises ClientDisconnected: the client went away first.
         """
         check_json_media(single_header(scope, b"content-type"))
-        body = await read_body(receive, MAX_BODY_BYTES, single_header(scope, b"content-length"))
+        body = await read_body(
+            receive, self.max_body_bytes, single_header(scope, b"content-length")
+        )
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
         return replay(body, receive)
 

@@ -212,7 +212,11 @@ def hit_body(
     rerank_applied: bool,
     source_op: str,
 ) -> dict[str, Any]:
-    """One recall hit in the seed's exact shape."""
+    """One recall hit in the seed's shape, plus ``episode``: the ULID of its episode.
+
+    ``episode`` (an addition; clients that do not know it ignore it) is what
+    ``GET /v1/episode/{id}`` takes; ``None`` for a chunk with no episode.
+    """
     return {
         "id": ulid_bytes(ulid_of(item.id)),
         "score": score,
@@ -224,6 +228,7 @@ def hit_body(
         "degraded": False,
         "rerank_applied": rerank_applied,
         "source_op": source_op,
+        "episode": item.data.get("episode") or None,
     }
 
 

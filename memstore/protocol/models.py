@@ -213,6 +213,9 @@ class HitOut(BaseModel):
     degraded: bool
     rerank_applied: bool
     source_op: str
+    episode: str | None = Field(
+        default=None, description="the ULID of the chunk's episode (GET /v1/episode/{id})"
+    )
 
 
 class ForgetReceiptOut(BaseModel):

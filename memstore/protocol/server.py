@@ -54,7 +54,7 @@ from memstore.protocol.auth import (
 )
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import render_refusal
-from memstore.protocol.limits import SSE_KEEPALIVE_SECONDS
+from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
 from memstore.web.runner import ServeConfig, serve_app
@@ -258,6 +258,7 @@ def serve(args: argparse.Namespace) -> int:
             keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
             hosts=hosts,
             origins=origins,
+            max_body_bytes=getattr(args, "max_body", MAX_BODY_BYTES),
         )
         config = ServeConfig(
             host=args.host,

@@ -9,7 +9,7 @@ MemoryProtocol uses.
 
 >>> r = Refusal(403, FORBIDDEN_HOST, "Host 'evil.example' is not served here")
 >>> refusal_body(r)
-b'{"error":"forbidden_host","message":"Host \\'evil.example\\' is not served here"}'
+b'{"error":"forbidden_host","message":"Host \\'evil.example\\' is not served here"}\\n'
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "UNSUPPORTED_MEDIA_TYPE",
     "Refusal",
     "RenderRefusal",
+    "json_bytes",
     "refusal_body",
     "send_refusal",
 ]
@@ -99,12 +100,24 @@ RenderRefusal = Callable[[Refusal], bytes]
 """How a surface turns a refusal into a JSON response body."""
 
 
+def json_bytes(content: object) -> bytes:
+    """``content`` as compact UTF-8 JSON and a closing newline: every JSON answer's bytes.
+
+    The newline lets a ``curl`` session read cleanly; parsers ignore it.
+
+    >>> json_bytes({"a": "é", "n": 1})
+    b'{"a":"\\xc3\\xa9","n":1}\\n'
+    """
+    text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.encode("utf-8") + b"\n"
+
+
 def refusal_body(refusal: Refusal) -> bytes:
-    """``{"error": code, "message": message}`` (plus ``details`` when there are some), compact."""
+    """``{"error": code, "message": message}`` (plus ``details`` when there are some)."""
     body: dict[str, object] = {"error": refusal.code, "message": refusal.message}
     if refusal.details:
         body["details"] = refusal.details
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return json_bytes(body)
 
 
 async def send_refusal(refusal: Refusal, send: Send, render: RenderRefusal = refusal_body) -> None:

@@ -14,6 +14,7 @@ from .conftest import Server
 from .test_auth_rate_errors import assert_error
 
 HIT_KEYS = {
+    "episode",
     "id",
     "score",
     "text",
@@ -145,11 +146,14 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
 
 def test_recall_hits_have_the_seed_shape(server: Server) -> None:
     token = server.tenants.take()
-    ingest(server, token, source="helios:fs/notes.md", content=DOC)
+    episode = str(ULID())
+    ingest(server, token, id=episode, source="helios:fs/notes.md", content=DOC)
     hits = recall(server, token, query="When did Alice join Acme?")
     assert hits, "the chunk about Alice is found"
     top = hits[0]
     assert set(top) == HIT_KEYS
+    assert top["episode"] == episode, "a hit names its episode, for GET /v1/episode/{id}"
+    assert server.call("GET", f"/v1/episode/{top['episode']}", token).status_code == 200
     assert "Alice joined Acme" in top["text"]
     assert top["source"] == "helios:fs/notes.md"
     assert top["heading_path"] == ["onboarding"]

@@ -1,0 +1,58 @@
+"""Answers a person reads in a terminal: newline-ended JSON, JSON errors that say where,
+and a body limit set with ``--max-body``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+from .conftest import Server, make_tokens, start_server, stop_server
+
+
+def test_every_json_answer_ends_with_a_newline(server: Server) -> None:
+    token = server.tenants.take()
+    answers = [
+        server.call("GET", "/healthz", None),
+        server.call("POST", "/v1/ingest", token, json={"source": "s", "content": "nl"}),
+        server.call("POST", "/v1/recall", token, json={"query": "nl"}),
+        server.call("POST", "/v1/recall", token, json={"query": ""}),  # a 400 from validation
+        server.call("POST", "/v1/recall", None, json={"query": "x"}),  # a 401 from the gate
+        server.call("GET", "/nowhere", None),  # a 404 from the router
+    ]
+    for r in answers:
+        assert r.headers["content-type"].startswith("application/json"), r.request.url
+        assert r.content.endswith(b"}\n") or r.content.endswith(b"]\n"), r.content[-40:]
+        json.loads(r.content)
+
+
+def test_malformed_json_names_the_line_and_column(server: Server) -> None:
+    token = server.tenants.take()
+    body = b'{\n  "query": "x",\n  "k": ,\n}'
+    r = server.call(
+        "POST", "/v1/recall", token, content=body, headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 400
+    err = r.json()
+    assert err["error"] == "invalid_request"
+    assert err["details"]["line"] == 3 and err["details"]["column"] == 8
+    assert "line 3, column 8" in err["message"]
+
+
+def test_max_body_sets_the_request_body_limit(tmp_path: Path) -> None:
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(iter(tokens))
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", "--max-body", "2000")
+    try:
+        headers = {"Authorization": f"Bearer {token}"}
+        small = httpx.post(
+            f"{url}/v1/ingest", json={"source": "s", "content": "x" * 1000}, headers=headers
+        )
+        assert small.status_code == 200
+        big = httpx.post(
+            f"{url}/v1/ingest", json={"source": "s", "content": "x" * 3000}, headers=headers
+        )
+        assert big.status_code == 413 and big.json()["details"]["limit"] == 2000
+    finally:
+        assert stop_server(proc) == 0
