@@ -116,15 +116,26 @@ def http_app(
             allowed_origins=[f"http://{n}:{port}" for n in names],
         )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    fixed = Caller(partition=partition)
+    endpoint = _Endpoint(manager, Caller(partition=partition), tokens)
+    return Starlette(
+        routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
+        lifespan=lambda app: manager.run(),
+    )
 
-    async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        caller: Caller | None = fixed
-        if tokens is not None:
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
-            caller = tokens.caller(headers.get("authorization"))
+
+class _Endpoint:
+    """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK."""
+
+    def __init__(
+        self, manager: StreamableHTTPSessionManager, fixed: Caller, tokens: TokenMap | None
+    ) -> None:
+        self.manager, self.fixed, self.tokens = manager, fixed, tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller: Caller | None = self.fixed
+        if self.tokens is not None:
+            auth = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
+            caller = self.tokens.caller(auth.decode("latin-1") or None)
             if caller is None:
                 response = JSONResponse(
                     {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
@@ -134,9 +145,4 @@ def http_app(
                 await response(scope, receive, send)
                 return
         scope[CALLER_KEY] = caller
-        await manager.handle_request(scope, receive, send)
-
-    return Starlette(
-        routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
-        lifespan=lambda app: manager.run(),
-    )
+        await self.manager.handle_request(scope, receive, send)
