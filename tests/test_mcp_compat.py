@@ -197,9 +197,13 @@ def test_graph_survives_restart_and_is_a_resource(tmp_path: Path) -> None:
         async with stdio(tmp_path, "--compat", KG) as c:
             await c.ok("create_entities", {"entities": [ALICE, ACME]})
             await c.ok("create_relations", {"relations": [_r("Alice", "Acme", "works_at")]})
-        async with stdio(tmp_path, "--compat", KG) as c:
-            expected = {"entities": [ALICE, ACME], "relations": [_r("Alice", "Acme", "works_at")]}
-            assert await c.ok("read_graph") == expected
-            assert await c.resource("memory://knowledge-graph") == expected
+        with Memory(tmp_path, embedder="hash") as mem:  # the journal, reopened
+            async with in_process(mem, compat=KG) as c:
+                expected = {
+                    "entities": [ALICE, ACME],
+                    "relations": [_r("Alice", "Acme", "works_at")],
+                }
+                assert await c.ok("read_graph") == expected
+                assert await c.resource("memory://knowledge-graph") == expected
 
     anyio.run(main)

@@ -1,4 +1,4 @@
-"""``memstore import --format mcp-memory``: the reference server's memory.jsonl, whole or not at all."""
+"""``memstore import --format mcp-memory``: the reference memory.jsonl, whole or not at all."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from memstore.mcp.graph import KnowledgeGraph
 from memstore.mcp.importer import GraphImportError, import_graph
 from memstore.memory import Memory
-from tests.mcp_harness import run_cli, stdio
+from tests.mcp_harness import in_process, run_cli
 
 GOOD = [
     {"type": "entity", "name": "Alice", "entityType": "person", "observations": ["likes tea"]},
@@ -37,8 +37,9 @@ def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
     assert "imported 3 entities, 2 observations, 2 relations" in done.stderr
 
     async def main() -> None:
-        async with stdio(data, "--compat", "knowledge-graph") as c:
-            graph = await c.ok("read_graph")
+        with Memory(data, embedder="hash") as mem:
+            async with in_process(mem, compat="knowledge-graph") as c:
+                graph = await c.ok("read_graph")
         assert graph == {
             "entities": [{k: v for k, v in r.items() if k != "type"} for r in GOOD[:3]],
             "relations": [{k: v for k, v in r.items() if k != "type"} for r in GOOD[3:]],

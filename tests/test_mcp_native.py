@@ -22,7 +22,7 @@ def test_recall_budget_spans_all_hits() -> None:
             async with in_process(mem) as c:
                 for i in range(6):
                     await c.ok("remember", {"content": f"kiwi report {i}: " + "x" * 900})
-                hits = (await c.ok("recall", {"query": "kiwi report", "max_chars": 1000}))
+                hits = await c.ok("recall", {"query": "kiwi report", "max_chars": 1000})
                 total = sum(len(h["content"]) for h in hits["hits"])
                 assert total <= 1000 and hits["truncated"] is True
                 assert len(hits["hits"]) >= 2  # shared, not spent on the first hit
