@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from memstore.memory import Memory
 from tests.mcp_harness import Client, in_process, names, stdio
@@ -205,5 +206,32 @@ def test_graph_survives_restart_and_is_a_resource(tmp_path: Path) -> None:
                 }
                 assert await c.ok("read_graph") == expected
                 assert await c.resource("memory://knowledge-graph") == expected
+
+    anyio.run(main)
+
+
+def test_search_nodes_finds_paraphrases_with_the_local_model() -> None:
+    from memstore_index import onnx_embedder
+
+    if not onnx_embedder.AVAILABLE:
+        pytest.skip(f"the local model is not installed: {onnx_embedder.INSTALL_HINT}")
+
+    async def main() -> None:
+        with Memory(embedder="local") as mem:
+            async with in_process(mem, compat=KG) as c:
+                await c.ok(
+                    "create_entities",
+                    {
+                        "entities": [
+                            _e("Dana", "person", "owns a golden retriever"),
+                            _e("Fay", "person", "works as a pilot for an airline"),
+                            _e("Gus", "person", "is allergic to peanuts"),
+                        ]
+                    },
+                )
+                # The reference's substring rule finds nothing for these words.
+                for query, who in [("dog", "Dana"), ("flies planes", "Fay")]:
+                    found = names((await c.ok("search_nodes", {"query": query}))["entities"])
+                    assert found[0] == who, (query, found)
 
     anyio.run(main)

@@ -136,3 +136,29 @@ def test_invalid_update_changes_nothing() -> None:
                 )
 
     anyio.run(main)
+
+
+def test_a_merged_restatement_keeps_its_new_links() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem) as c:
+                other = await c.ok("remember", {"content": "The on-call phone is in the drawer."})
+                fact = {
+                    "content": "The production database is PostgreSQL 16 on db-main.",
+                    "kind": "stable_fact",
+                    "confidence": "high",
+                }
+                first = await c.ok("remember", fact)
+                again = await c.ok(
+                    "remember",
+                    {
+                        **fact,
+                        "content": fact["content"] + " Confirmed.",
+                        "links": [{"to_id": other["id"], "relation": "correlates_with"}],
+                    },
+                )
+                assert again == {"id": first["id"], "merged_into": first["id"]}
+                item = (await c.ok("get_memory", {"ids": [first["id"]]}))["items"][0]
+                assert [k["to_id"] for k in item["links"]] == [other["id"]]
+
+    anyio.run(main)

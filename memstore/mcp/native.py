@@ -23,6 +23,7 @@ from memstore.memory import Memory
 from memstore.render import explanation_text, share_budget
 from memstore.search import SearchResult, default_visible
 from memstore.tags import PARTITION_ALL
+from memstore.transaction import transaction
 
 from .arguments import (
     ForgetArgs,
@@ -124,8 +125,13 @@ class _Native:
         # A fresh id of our own, as the store would mint it: when the stored
         # item carries another, the restatement was merged into that memory.
         fresh = f"{DEFAULT_ID_PREFIX}{ULID()}"
-        stored = self.mem.add(a.content, partition=caller.partition, id=fresh, **fields)
-        merged = stored.id if stored.id != fresh else None
+        with transaction(self.mem):
+            stored = self.mem.add(a.content, partition=caller.partition, id=fresh, **fields)
+            merged = stored.id if stored.id != fresh else None
+            if merged is not None:  # a merge keeps the old memory's links: add the new ones
+                for k in a.links:
+                    if k.to_id != merged:
+                        self.mem.link(merged, k.to_id, k.relation)
         return Remembered(id=stored.id, merged_into=merged)
 
     def update(self, a: UpdateArgs, caller: Caller) -> Items:
