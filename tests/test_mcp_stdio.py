@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from memstore.memory import Memory
-from tests.mcp_harness import in_process, stdio
+from tests.mcp_harness import in_process, run_cli, stdio
 
 NATIVE = [
     "remember",
@@ -218,3 +218,14 @@ def test_second_server_on_a_written_folder_is_read_only(tmp_path: Path) -> None:
             assert {m["id"] for m in recent["items"]} == {a["id"], b["id"]}
 
     anyio.run(main)
+
+
+def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
+    for flags, says in [
+        (("--partition", "a,b"), "partition 'a,b' is not a name"),
+        (("--journal-schema", "s1"), "--journal-schema needs --journal"),
+    ]:
+        done = run_cli("mcp", "--data", str(tmp_path / "d"), "--embedder", "hash", *flags)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+        assert done.stdout == ""  # stdout belongs to the protocol
+    assert not (tmp_path / "d").exists()

@@ -16,6 +16,7 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from memstore.errors import MemstoreError
+from memstore.memory import Memory
 
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens
 from .opening import open_memory
@@ -41,6 +42,9 @@ def serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        if args.partition is not None:  # a bad name is refused now, not on every call
+            with Memory(embedder=None) as scratch:
+                scratch.recent(1, partition=args.partition)
         opened = open_memory(
             args.data,
             embedder=args.embedder,
