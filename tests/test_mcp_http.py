@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,7 +17,11 @@ from pathlib import Path
 
 import anyio
 import httpx
+import pytest
 
+from memstore.errors import MemstoreError
+from memstore.mcp.http import load_tokens
+from memstore.mcp.toolkit import Caller
 from tests.mcp_harness import (
     _env,
     free_port,
@@ -144,3 +149,20 @@ def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
                 assert got["missing"] == []
 
     anyio.run(check)
+
+
+def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    for content, says in [
+        ("not json", "cannot read it as JSON"),
+        ("{}", "expected"),
+        ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry 1 needs a token and a tenant"),
+        ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry 1 (tenant 'acme') needs"),
+    ]:
+        path.write_text(content)
+        with pytest.raises(MemstoreError, match=re.escape(says)):
+            load_tokens(path)
+    path.write_text('{"tok": {"tenant": "acme", "scopes": ["recall"]}}')
+    table = load_tokens(path)
+    assert table.caller("Bearer tok") == Caller("acme", frozenset({"recall"}))
+    assert table.caller("Bearer other") is None and table.caller("tok") is None

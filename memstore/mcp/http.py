@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ MCP_PATH: Final = "/mcp"
 CALLER_KEY: Final = "memstore.caller"
 """Where the authenticated :class:`Caller` rides in the ASGI scope."""
 _SCOPES: Final = frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_FORGET})
+_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A tenant name, as ``memstore serve``'s tokens file allows it (it becomes a partition)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -86,8 +89,11 @@ def load_tokens(path: str | Path) -> TokenMap:
     for n, (token, entry) in enumerate(raw.items(), 1):
         tenant = entry.get("tenant") if isinstance(entry, dict) else None
         scopes = entry.get("scopes") if isinstance(entry, dict) else None
-        if not token or not isinstance(tenant, str) or not tenant:
-            raise MemstoreError(f"--tokens-file {path}: entry {n} needs a token and a tenant")
+        if not token or not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+            raise MemstoreError(
+                f"--tokens-file {path}: entry {n} needs a token and a tenant "
+                "(1-64 letters, digits, '.', '_' or '-')"
+            )
         if not isinstance(scopes, list) or not set(scopes) <= _SCOPES or not scopes:
             raise MemstoreError(
                 f"--tokens-file {path}: entry {n} (tenant {tenant!r}) needs scopes from "
