@@ -26,6 +26,7 @@ from memstore.tags import PARTITION_ALL
 from memstore.transaction import transaction
 
 from .arguments import (
+    DEFAULT_KIND,
     ForgetArgs,
     GetArgs,
     HistoryArgs,
@@ -113,7 +114,7 @@ class _Native:
         for link in a.links:  # every target first: a bad one writes nothing
             self._need(link.to_id, caller)
         fields: dict[str, Any] = {
-            "kind": a.kind or "observation",
+            "kind": a.kind or DEFAULT_KIND,
             "title": a.title,
             "subject": a.subject,
             "tags": list(a.tags),
