@@ -6,6 +6,7 @@
     memstore backup DIR DEST
     memstore export [--partition P] [-o FILE] | import FILE
     memstore serve [--data DIR] [--host H] [--port N] [--tokens-file F] ...
+    memstore mcp [--data DIR] [--transport stdio|http] [--compat knowledge-graph] ...
 
 Every command works on a data folder (``--data``, default ``./data``), the
 same one :class:`~memstore.memory.Memory` and the server use. Exit status: 0
@@ -113,6 +114,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
+        from memstore.mcp.importer import import_cli
+
+        return import_cli(args)
     size = os.path.getsize(args.file) if args.file != "-" else 0
     with _memory(args, embed=True) as mem:
         if args.file == "-":
@@ -169,6 +174,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     code: int = server.serve(args)
+    return code
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        run = importlib.import_module("memstore.mcp.run")
+    except ImportError as e:
+        print(
+            f"memstore mcp needs the mcp extra ({e.name} is missing): "
+            'pip install "memstore-engine[mcp]"',
+            file=sys.stderr,
+        )
+        return 2
+    code: int = run.serve(args)
     return code
 
 
@@ -245,6 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("import", "load an export")
     p.add_argument("file")
+    p.add_argument(
+        "--format",
+        choices=("memstore", "mcp-memory"),
+        default="memstore",
+        help="memstore (an export) or mcp-memory (the reference MCP memory server's JSONL)",
+    )
+    p.add_argument("--partition", help="mcp-memory: the partition the graph goes into")
     p.set_defaults(fn=cmd_import)
 
     p = command("stats", "counts and the journal head")
@@ -355,6 +381,18 @@ def build_parser() -> argparse.ArgumentParser:
         "whatever this says (docs/protocol.md, Limits)",
     )
     p.set_defaults(fn=cmd_serve)
+
+    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--partition", help="the partition every call reads and writes")
+    p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
+    p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
+    p.add_argument("--readonly", action="store_true", help="serve reads only")
+    p.add_argument("--compat", choices=("knowledge-graph",), help="the reference server's tools")
+    p.add_argument("--tokens-file", help="bearer tokens (needed off loopback, --transport http)")
+    p.set_defaults(fn=cmd_mcp)
     return parser
 
 

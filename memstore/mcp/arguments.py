@@ -1,0 +1,183 @@
+"""The native tools' arguments: typed, bounded, and described for a model to read.
+
+Each model is a tool's ``inputSchema``. Models guess argument names, so the
+common guesses are accepted beside the documented name (``q`` and ``text``
+for ``query``, ``k`` and ``top_k`` for ``limit``, ``id`` for a one-element
+``ids``); anything else unknown is refused with the list of what the tool takes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
+
+from memstore.item import VALID_THOUGHT_LINK_RELATIONS
+
+__all__ = [
+    "DEFAULT_KIND",
+    "DEFAULT_MAX_CHARS",
+    "MAX_IDS",
+    "MAX_LIMIT",
+    "ForgetArgs",
+    "GetArgs",
+    "HistoryArgs",
+    "LinkArgs",
+    "LinkSpec",
+    "RecallArgs",
+    "RecentArgs",
+    "RelatedArgs",
+    "RememberArgs",
+    "UpdateArgs",
+]
+
+DEFAULT_KIND: Final = "observation"
+"""The kind of a memory remembered without ``kind``."""
+DEFAULT_MAX_CHARS: Final = 4000
+"""How much content ``recall`` returns in all unless told otherwise."""
+MAX_LIMIT: Final = 100
+"""The most results one call returns."""
+MAX_IDS: Final = 100
+"""The most ids one call names."""
+
+Relation = Literal[
+    "triggers", "caused_by", "correlates_with", "precedes", "explains", "contradicts"
+]
+assert set(Relation.__args__) == set(VALID_THOUGHT_LINK_RELATIONS)  # type: ignore[attr-defined]
+Confidence = Literal["", "high", "medium", "low"]
+
+
+def _listify(value: Any) -> Any:
+    """One id given as text means a list of one (a guess models make)."""
+    return [value] if isinstance(value, str) else value
+
+
+Ids = Annotated[
+    list[str],
+    BeforeValidator(_listify),
+    Field(
+        min_length=1,
+        max_length=MAX_IDS,
+        validation_alias=AliasChoices("ids", "id"),
+        description="Memory ids, as recall or remember returned them.",
+    ),
+]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+_QUERY = AliasChoices("query", "q", "text")
+_LIMIT = AliasChoices("limit", "k", "top_k")
+
+
+class LinkSpec(_Args):
+    """A link from the new memory to an existing one."""
+
+    to_id: str = Field(min_length=1, description="The id of the memory linked to.")
+    relation: Relation = Field(
+        default="correlates_with", description="How the new memory relates to it."
+    )
+
+
+class RememberArgs(_Args):
+    content: str = Field(
+        min_length=1,
+        validation_alias=AliasChoices("content", "text", "memory"),
+        description="The memory itself: one self-contained fact, decision or observation.",
+    )
+    kind: str = Field(
+        default=DEFAULT_KIND,
+        description=(
+            "A category: observation (default), note, decision, preference, event (needs "
+            "event_date), stable_fact (needs confidence high), or any word of your own."
+        ),
+    )
+    title: str = Field(default="", description="A one-line summary (optional).")
+    subject: str = Field(
+        default="", description="What or whom the memory is about, e.g. a project or a person."
+    )
+    tags: list[str] = Field(default_factory=list, description="Free tags (no commas).")
+    event_date: str = Field(
+        default="", description="When it happened: YYYY-MM-DD or an RFC 3339 time (optional)."
+    )
+    confidence: Confidence = Field(default="", description="How sure you are (optional).")
+    links: list[LinkSpec] = Field(
+        default_factory=list, description="Links to existing memories (optional)."
+    )
+
+
+class RecallArgs(_Args):
+    query: str = Field(
+        min_length=1,
+        validation_alias=_QUERY,
+        description="What to look for, in plain words (keywords or a question).",
+    )
+    limit: int = Field(
+        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most hits."
+    )
+    kind: str = Field(default="", description="Only memories of this kind (optional).")
+    subject: str = Field(default="", description="Only memories about this subject (optional).")
+    as_of: str = Field(
+        default="",
+        description=(
+            "Search memory as it was at a time: an RFC 3339 time (2025-01-31T12:00:00Z) "
+            "or a log position wall_ms.counter from history (optional)."
+        ),
+    )
+    explain: bool = Field(default=False, description="Add why each hit was found (why).")
+    max_chars: int = Field(
+        default=DEFAULT_MAX_CHARS,
+        ge=1,
+        le=200_000,
+        description="The most characters of content in all hits together.",
+    )
+
+
+class GetArgs(_Args):
+    ids: Ids
+
+
+class UpdateArgs(_Args):
+    id: str = Field(min_length=1, description="The id of the memory to change.")
+    content: str | None = Field(default=None, description="New text (omit to keep).")
+    title: str | None = Field(default=None, description="New title (omit to keep).")
+    kind: str | None = Field(default=None, description="New kind (omit to keep).")
+    subject: str | None = Field(default=None, description="New subject (omit to keep).")
+    tags: list[str] | None = Field(default=None, description="New tags, replacing the old.")
+    event_date: str | None = Field(default=None, description="New event date (omit to keep).")
+    confidence: Confidence | None = Field(default=None, description="New confidence.")
+
+
+class ForgetArgs(_Args):
+    ids: Ids
+
+
+class LinkArgs(_Args):
+    from_id: str = Field(min_length=1, description="The memory the link starts from.")
+    to_id: str = Field(min_length=1, description="The memory it points to.")
+    relation: Relation = Field(default="correlates_with", description="How they relate.")
+
+
+class RelatedArgs(_Args):
+    id_or_query: str = Field(
+        min_length=1,
+        validation_alias=AliasChoices("id_or_query", "id", "query", "q", "text"),
+        description="A memory id, or words: the best matches become the starting points.",
+    )
+    depth: int = Field(default=2, ge=1, le=8, description="How many links away to reach.")
+    limit: int = Field(
+        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most results."
+    )
+
+
+class HistoryArgs(_Args):
+    id: str = Field(min_length=1, description="The memory whose versions to list.")
+
+
+class RecentArgs(_Args):
+    limit: int = Field(
+        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most memories."
+    )
+    kind: str = Field(default="", description="Only memories of this kind (optional).")

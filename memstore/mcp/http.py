@@ -1,0 +1,154 @@
+"""The streamable HTTP transport at ``/mcp``: loopback by default, bearer tokens otherwise.
+
+On a loopback address the endpoint needs no token (as a stdio server needs
+none) and the SDK's Host and Origin checks refuse DNS-rebinding requests from
+web pages. A server reachable from the network must be given a tokens file
+(``--tokens-file``, the JSON shape of ``memstore serve``'s: a map from token to
+``{"tenant": ..., "scopes": [...]}``): every request then needs
+``Authorization: Bearer <token>``, the token's tenant is the partition its
+calls read and write, and its scopes (``recall``, ``ingest``, ``forget``)
+decide which tools it may call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from memstore.errors import MemstoreError
+
+from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
+
+__all__ = ["CALLER_KEY", "MCP_PATH", "TokenMap", "http_app", "is_loopback", "load_tokens"]
+
+MCP_PATH: Final = "/mcp"
+CALLER_KEY: Final = "memstore.caller"
+"""Where the authenticated :class:`Caller` rides in the ASGI scope."""
+_SCOPES: Final = frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_FORGET})
+_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A tenant name, as ``memstore serve``'s tokens file allows it (it becomes a partition)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` binds only this machine.
+
+    >>> [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0")]
+    [True, True, True, False]
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class TokenMap:
+    """Tokens by their SHA-256, each with the caller it authenticates."""
+
+    by_digest: Mapping[bytes, tuple[str, Caller]]
+
+    def caller(self, authorization: str | None) -> Caller | None:
+        """The caller a request's ``Authorization`` header authenticates, or ``None``."""
+        if not authorization or not authorization.startswith("Bearer "):
+            return None
+        token = authorization[len("Bearer ") :].strip()
+        entry = self.by_digest.get(hashlib.sha256(token.encode()).digest())
+        if entry is None or not hmac.compare_digest(entry[0], token):
+            return None
+        return entry[1]
+
+
+def load_tokens(path: str | Path) -> TokenMap:
+    """Read a tokens file; a bad entry is named by its position, never by its token."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise MemstoreError(f"--tokens-file {path}: cannot read it as JSON ({e})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise MemstoreError(
+            f'--tokens-file {path}: expected {{"<token>": {{"tenant": ..., "scopes": [...]}}}}'
+        )
+    table: dict[bytes, tuple[str, Caller]] = {}
+    for n, (token, entry) in enumerate(raw.items(), 1):
+        tenant = entry.get("tenant") if isinstance(entry, dict) else None
+        scopes = entry.get("scopes") if isinstance(entry, dict) else None
+        if not token or not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
+            raise MemstoreError(
+                f"--tokens-file {path}: entry {n} needs a token and a tenant "
+                "(1-64 letters, digits, '.', '_' or '-')"
+            )
+        if not isinstance(scopes, list) or not set(scopes) <= _SCOPES or not scopes:
+            raise MemstoreError(
+                f"--tokens-file {path}: entry {n} (tenant {tenant!r}) needs scopes from "
+                f"{sorted(_SCOPES)}"
+            )
+        caller = Caller(partition=tenant, scopes=frozenset(scopes))
+        table[hashlib.sha256(token.encode()).digest()] = (token, caller)
+    return TokenMap(table)
+
+
+def http_app(
+    server: Server[Any, Any],
+    *,
+    host: str,
+    port: int,
+    partition: str | None,
+    tokens: TokenMap | None,
+) -> Starlette:
+    """The ASGI app serving ``server`` at :data:`MCP_PATH`."""
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    if is_loopback(host):
+        names = ["127.0.0.1", "localhost", "[::1]"]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{n}:{port}" for n in names] + names,
+            allowed_origins=[f"http://{n}:{port}" for n in names],
+        )
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    endpoint = _Endpoint(manager, Caller(partition=partition), tokens)
+    return Starlette(
+        routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
+        lifespan=lambda app: manager.run(),
+    )
+
+
+class _Endpoint:
+    """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK."""
+
+    def __init__(
+        self, manager: StreamableHTTPSessionManager, fixed: Caller, tokens: TokenMap | None
+    ) -> None:
+        self.manager, self.fixed, self.tokens = manager, fixed, tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller: Caller | None = self.fixed
+        if self.tokens is not None:
+            auth = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
+            caller = self.tokens.caller(auth.decode("latin-1") or None)
+            if caller is None:
+                response = JSONResponse(
+                    {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        scope[CALLER_KEY] = caller
+        await self.manager.handle_request(scope, receive, send)

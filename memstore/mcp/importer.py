@@ -1,0 +1,133 @@
+"""Migrating from the reference server: ``memstore import --format mcp-memory memory.jsonl``.
+
+The reference ``@modelcontextprotocol/server-memory`` keeps one JSON object a
+line: ``{"type": "entity", "name", "entityType", "observations"}`` and
+``{"type": "relation", "from", "to", "relationType"}``. The importer reads the
+whole file first and refuses it, naming the line, if any line is not one of
+those (the reference skips such lines silently; a migration must not lose
+them), or if a relation names an entity the file does not hold. Then it
+writes everything in one transaction: all of it is kept, or nothing.
+Entities already in the graph gain the observations they lack; relations
+already there are not doubled.
+
+>>> import io
+>>> from memstore import Memory
+>>> lines = io.StringIO(
+...     '{"type": "entity", "name": "Alice", "entityType": "person", '
+...     '"observations": ["likes tea"]}\\n'
+...     '{"type": "entity", "name": "Acme", "entityType": "company", "observations": []}\\n'
+...     '{"type": "relation", "from": "Alice", "to": "Acme", "relationType": "works_at"}\\n')
+>>> with Memory(embedder=None) as mem:
+...     import_graph(mem, lines)
+GraphImport(entities=2, observations=1, relations=1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from memstore.errors import MemstoreError
+from memstore.memory import Memory
+from memstore.transaction import transaction
+
+from .graph import Entity, KnowledgeGraph, Relation
+
+__all__ = ["GraphImport", "GraphImportError", "import_cli", "import_graph", "read_graph_lines"]
+
+
+class GraphImportError(MemstoreError, ValueError):
+    """The file cannot be imported; the message names the line. Nothing was written."""
+
+
+@dataclass(frozen=True)
+class GraphImport:
+    """What an import added."""
+
+    entities: int
+    observations: int
+    relations: int
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]]:
+    """Parse a reference ``memory.jsonl``; a :class:`GraphImportError` names a bad line.
+
+    Entities with the same name are joined (observations in order, once each).
+    """
+    entities: dict[str, Entity] = {}
+    relations: list[tuple[int, Relation]] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise GraphImportError(f"line {n}: not JSON ({e}); nothing was imported") from None
+        kind = rec.get("type") if isinstance(rec, dict) else None
+        if kind == "entity":
+            name, etype, obs = rec.get("name"), rec.get("entityType"), rec.get("observations")
+            if not isinstance(name, str) or not isinstance(etype, str) or not _strings(obs):
+                raise GraphImportError(
+                    f"line {n}: an entity needs name and entityType (text) and observations "
+                    "(a list of text); nothing was imported"
+                )
+            have = entities.get(name)
+            joined = list(dict.fromkeys([*(have.observations if have else ()), *obs]))
+            entities[name] = Entity(name, have.entityType if have else etype, tuple(joined))
+        elif kind == "relation":
+            ends = (rec.get("from"), rec.get("to"), rec.get("relationType"))
+            if not all(isinstance(v, str) for v in ends):
+                raise GraphImportError(
+                    f"line {n}: a relation needs from, to and relationType (text); "
+                    "nothing was imported"
+                )
+            relations.append((n, Relation(*ends)))
+        else:
+            raise GraphImportError(
+                f'line {n}: expected an object with "type": "entity" or "relation"; '
+                "nothing was imported"
+            )
+    for n, r in relations:
+        for end in (r.source, r.target):
+            if end not in entities:
+                raise GraphImportError(
+                    f"line {n}: relation names entity {end!r}, which the file does not hold; "
+                    "nothing was imported"
+                )
+    return list(entities.values()), [r for _, r in relations]
+
+
+def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> GraphImport:
+    """Import a reference ``memory.jsonl`` into ``memory``'s graph, all or nothing."""
+    entities, relations = read_graph_lines(fp)
+    graph = KnowledgeGraph(memory, partition)
+    with transaction(memory):
+        made = graph.create_entities(entities)
+        added = graph.add_observations((e.name, e.observations) for e in entities)
+        linked = graph.create_relations(relations)
+    observations = sum(len(e.observations) for e in made) + sum(len(a) for _, a in added)
+    return GraphImport(len(made), observations, len(linked))
+
+
+def import_cli(args: argparse.Namespace) -> int:
+    """``memstore import --format mcp-memory FILE`` (``args``: data, embedder, file, partition)."""
+    with Memory(args.data, embedder=args.embedder) as mem:
+        if args.file == "-":
+            report = import_graph(mem, sys.stdin, args.partition)
+        else:
+            with open(args.file, encoding="utf-8") as fp:
+                report = import_graph(mem, fp, args.partition)
+    print(
+        f"imported {report.entities} entities, {report.observations} observations, "
+        f"{report.relations} relations",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,80 @@
+"""Opening the memory an MCP server serves: a writer, or read-only beside one.
+
+One process writes a data folder's SQLite journal at a time. MCP clients
+start servers on their own (two editor windows on one project start two), so
+a second server on a folder already being written does not fail: it opens the
+journal read-only, serves every read tool, and refuses write tools with a tool
+error that says why. ``--readonly`` asks for that on purpose. A PostgreSQL
+journal (``--journal postgresql://...``) has no such limit: many servers on
+many machines write one memory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from memstore.errors import JournalLockedError, MemstoreError
+from memstore.journal import SqliteJournal
+from memstore.memory import JOURNAL_FILE, Memory
+
+__all__ = ["Opened", "open_memory"]
+
+
+@dataclass
+class Opened:
+    """The memory to serve, and why writes are refused (empty: they are not)."""
+
+    memory: Memory
+    readonly_reason: str = ""
+
+
+def open_memory(
+    data: str | os.PathLike[str],
+    *,
+    embedder: str | None = "auto",
+    journal: str | None = None,
+    journal_schema: str | None = None,
+    readonly: bool = False,
+) -> Opened:
+    """Open the memory in ``data`` (or on the ``journal`` DSN) for an MCP server.
+
+    Raises :class:`~memstore.errors.MemstoreError` with what to do when the
+    memory cannot be opened at all.
+    """
+    if journal:
+        if not journal.startswith(("postgresql://", "postgres://")):
+            raise MemstoreError(f"--journal takes a postgresql:// DSN, got {journal[:40]!r}")
+        from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal
+
+        pg = PostgresJournal(journal, schema=journal_schema or DEFAULT_SCHEMA)
+        mem = Memory(data, embedder=embedder, journal=pg)
+        return Opened(mem, "this server was started with --readonly" if readonly else "")
+    if journal_schema:
+        raise MemstoreError("--journal-schema needs --journal postgresql://...")
+    if readonly:
+        return Opened(_read_only(Path(data), embedder), "this server was started with --readonly")
+    try:
+        return Opened(Memory(data, embedder=embedder))
+    except JournalLockedError:
+        reason = (
+            f"another memstore process is writing {data} (this server opened it read-only; "
+            "stop the other one, or give each project its own --data folder)"
+        )
+        print(f"memstore mcp: {reason}", file=sys.stderr)
+        return Opened(_read_only(Path(data), embedder), reason)
+
+
+def _read_only(data: Path, embedder: str | None) -> Memory:
+    """A memory restored from the folder's journal, opened for reading only.
+
+    Vectors are held in memory (the writer owns the folder's vector files).
+    """
+    path = data / JOURNAL_FILE
+    if not path.is_file():
+        raise MemstoreError(
+            f"nothing to serve read-only: {path} does not exist (start a writer on {data} first)"
+        )
+    return Memory(None, embedder=embedder, journal=SqliteJournal(path, readonly=True))

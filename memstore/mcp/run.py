@@ -1,0 +1,92 @@
+"""``memstore mcp``: open the memory, pick the tools, serve them on stdio or HTTP.
+
+:func:`serve` takes the parsed command line (``memstore mcp --help``) and runs
+until the client hangs up (stdio) or the process is stopped (HTTP). Exit
+status 2 when the server cannot start, with the reason on stderr; stdout
+belongs to the protocol on stdio, so nothing else is ever printed there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from memstore.errors import MemstoreError
+from memstore.memory import Memory
+
+from .http import CALLER_KEY, http_app, is_loopback, load_tokens
+from .opening import open_memory
+from .server import build_server, surface
+from .toolkit import Caller
+
+__all__ = ["serve"]
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server ``args`` describes; the exit status."""
+    http = args.transport == "http"
+    tokens = None
+    try:
+        if http and args.tokens_file:
+            tokens = load_tokens(args.tokens_file)
+        elif http and not is_loopback(args.host):
+            print(
+                f"memstore mcp: refusing to serve on {args.host} without --tokens-file: an MCP "
+                "endpoint reachable from the network needs tokens given on purpose "
+                '(a JSON map {"<token>": {"tenant": ..., "scopes": ["recall", "ingest", '
+                '"forget"]}})',
+                file=sys.stderr,
+            )
+            return 2
+        if args.partition is not None:  # a bad name is refused now, not on every call
+            with Memory(embedder=None) as scratch:
+                scratch.recent(1, partition=args.partition)
+        opened = open_memory(
+            args.data,
+            embedder=args.embedder,
+            journal=args.journal,
+            journal_schema=args.journal_schema,
+            readonly=args.readonly,
+        )
+    except MemstoreError as e:
+        print(f"memstore mcp: {e}", file=sys.stderr)
+        return 2
+    try:
+        s = surface(opened.memory, compat=args.compat, readonly_reason=opened.readonly_reason)
+        fixed = Caller(partition=args.partition)
+        holder: list[Any] = []
+
+        def caller_of() -> Caller:
+            if not http:
+                return fixed
+            request = holder[0].request_context.request
+            found = request.scope.get(CALLER_KEY) if request is not None else None
+            return found if isinstance(found, Caller) else fixed
+
+        server = build_server(s, caller_of)
+        holder.append(server)
+        if not http:
+            anyio.run(_stdio, server)
+            return 0
+        import uvicorn
+
+        app = http_app(
+            server, host=args.host, port=args.port, partition=args.partition, tokens=tokens
+        )
+        print(
+            f"memstore mcp: serving MCP (streamable HTTP) on http://{args.host}:{args.port}/mcp",
+            file=sys.stderr,
+        )
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        return 0
+    finally:
+        opened.memory.close()
+
+
+async def _stdio(server: Any) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())

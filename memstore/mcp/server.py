@@ -1,0 +1,91 @@
+"""The MCP server: tools and resources on the SDK's low-level ``Server``.
+
+:func:`build_server` wires a :class:`~memstore.mcp.toolkit.Toolbox` and
+:class:`~memstore.mcp.resources.Resources` into an ``mcp.server.lowlevel.Server``.
+Input validation is ours (the argument models, with messages that say what to
+send), not the SDK's schema check, so that argument aliases work and a bad
+call gets a tool error rather than a protocol error. Who calls (partition,
+scopes) comes from ``caller_of``: fixed for stdio, from the bearer token over HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import anyio.to_thread
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from pydantic import AnyUrl
+
+from memstore import __version__
+from memstore.memory import Memory
+
+from .compat import compat_tools
+from .native import native_tools
+from .resources import Resources, compat_resources, native_resources
+from .toolkit import Caller, Toolbox
+
+__all__ = ["COMPAT_MODES", "SERVER_NAME", "Surface", "build_server", "surface"]
+
+SERVER_NAME: Final = "memstore"
+COMPAT_MODES: Final = ("knowledge-graph",)
+"""What ``--compat`` accepts."""
+
+_INSTRUCTIONS: Final = (
+    "Long-term memory. Call recall before answering questions that may depend on what "
+    "you learned earlier; call remember for durable facts, decisions and preferences "
+    "(one self-contained statement each). Results are bounded by max_chars."
+)
+
+
+class Surface:
+    """The tools and resources one server offers."""
+
+    def __init__(self, toolbox: Toolbox, resources: Resources, instructions: str) -> None:
+        self.toolbox = toolbox
+        self.resources = resources
+        self.instructions = instructions
+
+
+def surface(memory: Memory, *, compat: str | None = None, readonly_reason: str = "") -> Surface:
+    """The native tools, or the ``compat`` mode's, over ``memory``."""
+    if compat is None:
+        return Surface(
+            Toolbox(native_tools(memory), readonly_reason), native_resources(memory), _INSTRUCTIONS
+        )
+    if compat == "knowledge-graph":
+        return Surface(Toolbox(compat_tools(memory), readonly_reason), compat_resources(memory), "")
+    raise ValueError(f"--compat {compat!r}: the modes are {', '.join(COMPAT_MODES)}")
+
+
+def build_server(s: Surface, caller_of: Callable[[], Caller]) -> Server[Any, Any]:
+    """An SDK server offering ``s``; ``caller_of`` tells who the current request is from."""
+    server: Server[Any, Any] = Server(
+        SERVER_NAME, version=__version__, instructions=s.instructions or None
+    )
+
+    @server.list_tools()  # type: ignore[no-untyped-call,untyped-decorator]
+    async def _tools() -> list[types.Tool]:
+        return s.toolbox.describe()
+
+    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+    async def _call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await s.toolbox.call(name, arguments, caller_of())
+
+    @server.list_resources()  # type: ignore[no-untyped-call,untyped-decorator]
+    async def _resources() -> list[types.Resource]:
+        return s.resources.listed
+
+    @server.list_resource_templates()  # type: ignore[no-untyped-call,untyped-decorator]
+    async def _templates() -> list[types.ResourceTemplate]:
+        return s.resources.templates
+
+    @server.read_resource()  # type: ignore[no-untyped-call,untyped-decorator]
+    async def _read(uri: AnyUrl) -> list[ReadResourceContents]:
+        caller = caller_of()
+        text = await anyio.to_thread.run_sync(s.resources.read, str(uri), caller)
+        return [ReadResourceContents(content=text, mime_type="application/json")]
+
+    return server

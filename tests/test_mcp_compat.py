@@ -1,0 +1,237 @@
+"""``--compat knowledge-graph`` against a scripted session of the reference server.
+
+Each expected answer is what ``@modelcontextprotocol/server-memory``
+(``src/memory/index.ts``) returns for the same call: duplicates ignored, a
+relation needs both ends, an unknown entity fails ``add_observations`` whole,
+deleting an entity deletes its relations, the messages of the delete tools,
+creation order. Then the documented extensions: hybrid matches after the
+substring ones in ``search_nodes``, and ``offset``/``limit`` pages.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memstore.memory import Memory
+from tests.mcp_harness import Client, in_process, names, stdio
+
+KG = "knowledge-graph"
+
+
+def _e(name: str, etype: str, *obs: str) -> dict[str, Any]:
+    return {"name": name, "entityType": etype, "observations": list(obs)}
+
+
+def _r(src: str, dst: str, rtype: str) -> dict[str, str]:
+    return {"from": src, "to": dst, "relationType": rtype}
+
+
+ALICE = _e("Alice", "person", "likes tea", "plays chess on Sundays")
+ACME = _e("Acme", "company", "makes anvils")
+BOB = _e("Bob", "person", "works remotely")
+
+
+async def _script(c: Client) -> None:
+    # create_entities: new ones come back; names already there or repeated are ignored.
+    reply = await c.call(
+        "create_entities", {"entities": [ALICE, ACME, {**ALICE, "entityType": "x"}]}
+    )
+    assert reply.data == {"entities": [ALICE, ACME]}
+    assert json.loads(reply.text) == [ALICE, ACME]  # the text is JSON.stringify(result)
+    assert await c.ok("create_entities", {"entities": [ALICE, BOB]}) == {"entities": [BOB]}
+
+    # create_relations: duplicates ignored; an unknown end fails the call and changes nothing.
+    works = [_r("Alice", "Acme", "works_at"), _r("Bob", "Acme", "works_at")]
+    got = await c.ok("create_relations", {"relations": [*works, works[0]]})
+    assert got == {"relations": works}
+    assert await c.ok("create_relations", {"relations": [works[1]]}) == {"relations": []}
+    msg = await c.fails(
+        "create_relations", {"relations": [_r("Alice", "Bob", "knows"), _r("Alice", "Zed", "x")]}
+    )
+    assert msg == "Entity with name Zed not found"
+
+    # add_observations: only what is new; an unknown entity fails the whole call.
+    got = await c.ok(
+        "add_observations",
+        {"observations": [{"entityName": "Alice", "contents": ["likes tea", "speaks Finnish"]}]},
+    )
+    assert got == {"results": [{"entityName": "Alice", "addedObservations": ["speaks Finnish"]}]}
+    msg = await c.fails(
+        "add_observations",
+        {
+            "observations": [
+                {"entityName": "Bob", "contents": ["not kept"]},
+                {"entityName": "Nobody", "contents": ["x"]},
+            ]
+        },
+    )
+    assert msg == "Entity with name Nobody not found"
+
+    alice = {**ALICE, "observations": [*ALICE["observations"], "speaks Finnish"]}
+    graph = await c.ok("read_graph")
+    assert graph == {"entities": [alice, ACME, BOB], "relations": works}
+    assert json.loads((await c.call("read_graph")).text) == graph
+
+    # search_nodes: the reference's case-insensitive substring rule first.
+    found = await c.ok("search_nodes", {"query": "ACME"})
+    assert found["entities"][0] == ACME
+    assert found["relations"] == works  # relations touching any returned entity
+    found = await c.ok("search_nodes", {"query": "person"})  # entityType matches too
+    assert names(found["entities"])[:2] == ["Alice", "Bob"]
+    # ... then what the substring rule misses: a typo.
+    found = await c.ok("search_nodes", {"query": "chesss"})
+    assert "Alice" in names(found["entities"])
+
+    # open_nodes: the named entities, relations with at least one end among them.
+    got = await c.ok("open_nodes", {"names": ["Bob", "Nobody"]})
+    assert got == {"entities": [BOB], "relations": [works[1]]}
+
+    # deletes answer with the reference's messages.
+    got = await c.ok(
+        "delete_observations",
+        {
+            "deletions": [
+                {"entityName": "Alice", "observations": ["likes tea", "never said"]},
+                {"entityName": "Nobody", "observations": ["x"]},
+            ]
+        },
+    )
+    assert got == {
+        "success": True,
+        "message": "Deleted 1 of 3 observations. Entities not found: Nobody",
+    }
+    got = await c.ok(
+        "delete_observations",
+        {"deletions": [{"entityName": "Alice", "observations": ["speaks Finnish"]}]},
+    )
+    assert got["message"] == "Observations deleted successfully"
+    got = await c.ok("delete_relations", {"relations": [works[1], _r("Bob", "Acme", "owns")]})
+    assert got["message"] == "Deleted 1 of 2 relations. The rest matched nothing."
+    got = await c.ok("delete_entities", {"entityNames": ["Acme", "Ghost"]})
+    assert got == {"success": True, "message": "Deleted 1 of 2 entities. Not found: Ghost"}
+    graph = await c.ok("read_graph")
+    assert graph == {
+        "entities": [_e("Alice", "person", "plays chess on Sundays"), BOB],
+        "relations": [],  # Alice works_at Acme went with Acme
+    }
+    got = await c.ok("delete_entities", {"entityNames": ["Bob"]})
+    assert got["message"] == "Entities deleted successfully"
+
+
+def test_scripted_session_answers_as_the_reference() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem, compat=KG) as c:
+                await _script(c)
+
+    anyio.run(main)
+
+
+def test_hybrid_matches_follow_substring_matches() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem, compat=KG) as c:
+                await c.ok(
+                    "create_entities",
+                    {
+                        "entities": [
+                            _e("Dana", "person", "owns a golden retriever"),
+                            _e("Eve", "person", "her retriever is called Max"),
+                            _e("Fay", "person", "drives a blue car"),
+                        ]
+                    },
+                )
+                # substring: only Eve holds "retriever is"; the hybrid search adds Dana.
+                found = names((await c.ok("search_nodes", {"query": "retriever is"}))["entities"])
+                assert found[0] == "Eve" and "Dana" in found[1:]
+                assert found.count("Eve") == 1
+
+    anyio.run(main)
+
+
+def test_pages_of_read_graph_and_search_nodes() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem, compat=KG) as c:
+                people = [_e(f"P{i}", "person", f"person number {i}") for i in range(5)]
+                await c.ok("create_entities", {"entities": people})
+                chain = [_r(f"P{i}", f"P{i + 1}", "knows") for i in range(4)]
+                await c.ok("create_relations", {"relations": chain})
+                whole = await c.ok("read_graph")
+                assert set(whole) == {"entities", "relations"}  # no extension fields
+                seen: list[str] = []
+                rels: list[dict[str, str]] = []
+                offset: int | None = 0
+                while offset is not None:
+                    page = await c.ok("read_graph", {"offset": offset, "limit": 2})
+                    assert page["total"] == 5 and len(page["entities"]) <= 2
+                    seen += names(page["entities"])
+                    rels += page["relations"]
+                    offset = page["nextOffset"]
+                assert seen == [f"P{i}" for i in range(5)]
+                assert rels == chain  # each relation on exactly one page
+                page = await c.ok("search_nodes", {"query": "person", "offset": 1, "limit": 2})
+                assert names(page["entities"]) == ["P1", "P2"] and page["nextOffset"] == 3
+
+    anyio.run(main)
+
+
+def test_partitions_keep_separate_graphs() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem, compat=KG, partition="a") as a:
+                await a.ok("create_entities", {"entities": [ALICE]})
+            async with in_process(mem, compat=KG, partition="b") as b:
+                assert await b.ok("read_graph") == {"entities": [], "relations": []}
+                assert await b.ok("create_entities", {"entities": [ALICE]}) == {"entities": [ALICE]}
+
+    anyio.run(main)
+
+
+def test_graph_survives_restart_and_is_a_resource(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio(tmp_path, "--compat", KG) as c:
+            await c.ok("create_entities", {"entities": [ALICE, ACME]})
+            await c.ok("create_relations", {"relations": [_r("Alice", "Acme", "works_at")]})
+        with Memory(tmp_path, embedder="hash") as mem:  # the journal, reopened
+            async with in_process(mem, compat=KG) as c:
+                expected = {
+                    "entities": [ALICE, ACME],
+                    "relations": [_r("Alice", "Acme", "works_at")],
+                }
+                assert await c.ok("read_graph") == expected
+                assert await c.resource("memory://knowledge-graph") == expected
+
+    anyio.run(main)
+
+
+def test_search_nodes_finds_paraphrases_with_the_local_model() -> None:
+    from memstore_index import onnx_embedder
+
+    if not onnx_embedder.AVAILABLE:
+        pytest.skip(f"the local model is not installed: {onnx_embedder.INSTALL_HINT}")
+
+    async def main() -> None:
+        with Memory(embedder="local") as mem:
+            async with in_process(mem, compat=KG) as c:
+                await c.ok(
+                    "create_entities",
+                    {
+                        "entities": [
+                            _e("Dana", "person", "owns a golden retriever"),
+                            _e("Fay", "person", "works as a pilot for an airline"),
+                            _e("Gus", "person", "is allergic to peanuts"),
+                        ]
+                    },
+                )
+                # The reference's substring rule finds nothing for these words.
+                for query, who in [("dog", "Dana"), ("flies planes", "Fay")]:
+                    found = names((await c.ok("search_nodes", {"query": query}))["entities"])
+                    assert found[0] == who, (query, found)
+
+    anyio.run(main)

@@ -1,0 +1,168 @@
+"""``memstore mcp --transport http``: streamable HTTP at ``/mcp`` on loopback.
+
+Tools over HTTP, the refusal of a non-loopback bind without tokens, bearer
+tokens (tenant as partition, scopes per tool), and the durability promise:
+every ``remember`` acknowledged before a SIGKILL is there after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from memstore.errors import MemstoreError
+from memstore.mcp.http import load_tokens
+from memstore.mcp.toolkit import Caller
+from tests.mcp_harness import (
+    _env,
+    free_port,
+    http_client,
+    http_server,
+    mcp_command,
+    run_cli,
+    stdio,
+)
+
+
+def test_tools_over_streamable_http(tmp_path: Path) -> None:
+    with http_server(tmp_path) as url:
+
+        async def main() -> None:
+            async with http_client(url) as c:
+                tools = (await c.session.list_tools()).tools
+                assert "recall" in [t.name for t in tools]
+                a = await c.ok("remember", {"content": "The VPN gateway is vpn-2."})
+                hits = (await c.ok("recall", {"q": "vpn gateway"}))["hits"]
+                assert hits[0]["id"] == a["id"]
+                assert "query is required" in await c.fails("recall", {})
+
+        anyio.run(main)
+        # A page elsewhere cannot drive a loopback server (DNS rebinding).
+        r = httpx.post(url, json={}, headers={"Origin": "http://evil.example"})
+        assert r.status_code in (400, 403)
+
+
+def test_non_loopback_bind_needs_a_tokens_file(tmp_path: Path) -> None:
+    done = run_cli(
+        "mcp", "--data", str(tmp_path), "--embedder", "hash", "--transport", "http",
+        "--host", "0.0.0.0",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "refusing to serve on 0.0.0.0 without --tokens-file" in done.stderr
+    assert not (tmp_path / "journal.db").exists()
+
+
+def test_bearer_tokens_choose_partition_and_scopes(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tok-acme-rw": {"tenant": "acme", "scopes": ["recall", "ingest", "forget"]},
+                "tok-acme-ro": {"tenant": "acme", "scopes": ["recall"]},
+                "tok-other": {"tenant": "other", "scopes": ["recall", "ingest"]},
+            }
+        )
+    )
+    with http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url:
+        assert httpx.post(url, json={}).status_code == 401
+        bad = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"})
+        assert bad.status_code == 401
+
+        async def main() -> None:
+            async with http_client(url, {"Authorization": "Bearer tok-acme-rw"}) as rw:
+                a = await rw.ok("remember", {"content": "Acme's invoices go out on the 5th."})
+            async with http_client(url, {"Authorization": "Bearer tok-acme-ro"}) as ro:
+                hits = (await ro.ok("recall", {"query": "invoices"}))["hits"]
+                assert [h["id"] for h in hits] == [a["id"]]
+                msg = await ro.fails("remember", {"content": "no"})
+                assert "'ingest' scope" in msg
+            async with http_client(url, {"Authorization": "Bearer tok-other"}) as other:
+                assert (await other.ok("recall", {"query": "invoices"}))["hits"] == []
+                got = await other.ok("get_memory", {"ids": [a["id"]]})
+                assert got["missing"] == [a["id"]]
+                assert "'forget' scope" in await other.fails("forget", {"ids": [a["id"]]})
+
+        anyio.run(main)
+
+
+def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        mcp_command(tmp_path, "--transport", "http", "--port", str(port)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    acked: list[str] = []
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+
+        async def writer(n: int) -> None:
+            try:
+                async with http_client(url) as c:
+                    for i in range(1000):
+                        data = await c.ok("remember", {"content": f"writer {n} note {i} kiwi"})
+                        acked.append(data["id"])
+            except AssertionError:
+                raise
+            except Exception:  # the server died under the call: expected after the kill
+                return
+
+        async def main() -> None:
+            async with anyio.create_task_group() as tg:
+                for n in range(3):
+                    tg.start_soon(writer, n)
+                while len(acked) < 30:
+                    await anyio.sleep(0.01)
+                os.kill(proc.pid, signal.SIGKILL)  # while the writers have calls in flight
+
+        anyio.run(main)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert len(acked) >= 30
+
+    async def check() -> None:
+        async with stdio(tmp_path) as c:
+            got = await c.ok("get_memory", {"ids": acked[:100]})
+            assert got["missing"] == []
+            for chunk in range(100, len(acked), 100):
+                got = await c.ok("get_memory", {"ids": acked[chunk : chunk + 100]})
+                assert got["missing"] == []
+
+    anyio.run(check)
+
+
+def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    for content, says in [
+        ("not json", "cannot read it as JSON"),
+        ("{}", "expected"),
+        ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry 1 needs a token and a tenant"),
+        ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry 1 (tenant 'acme') needs"),
+    ]:
+        path.write_text(content)
+        with pytest.raises(MemstoreError, match=re.escape(says)):
+            load_tokens(path)
+    path.write_text('{"tok": {"tenant": "acme", "scopes": ["recall"]}}')
+    table = load_tokens(path)
+    assert table.caller("Bearer tok") == Caller("acme", frozenset({"recall"}))
+    assert table.caller("Bearer other") is None and table.caller("tok") is None

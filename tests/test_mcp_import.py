@@ -1,0 +1,101 @@
+"""``memstore import --format mcp-memory``: the reference memory.jsonl, whole or not at all."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from memstore.mcp.graph import KnowledgeGraph
+from memstore.mcp.importer import GraphImportError, import_graph
+from memstore.memory import Memory
+from tests.mcp_harness import in_process, run_cli
+
+GOOD = [
+    {"type": "entity", "name": "Alice", "entityType": "person", "observations": ["likes tea"]},
+    {"type": "entity", "name": "Acme", "entityType": "company", "observations": ["anvils"]},
+    {"type": "entity", "name": "Bob", "entityType": "person", "observations": []},
+    {"type": "relation", "from": "Alice", "to": "Acme", "relationType": "works_at"},
+    {"type": "relation", "from": "Bob", "to": "Alice", "relationType": "knows"},
+]
+
+
+def _jsonl(records: list[object]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_text(_jsonl(GOOD) + "\n", encoding="utf-8")  # a trailing blank line is fine
+    data = tmp_path / "data"
+    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
+                   "--embedder", "hash")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported 3 entities, 2 observations, 2 relations" in done.stderr
+
+    async def main() -> None:
+        with Memory(data, embedder="hash") as mem:
+            async with in_process(mem, compat="knowledge-graph") as c:
+                graph = await c.ok("read_graph")
+        assert graph == {
+            "entities": [{k: v for k, v in r.items() if k != "type"} for r in GOOD[:3]],
+            "relations": [{k: v for k, v in r.items() if k != "type"} for r in GOOD[3:]],
+        }
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("{not json", "line 3: not JSON"),
+        (json.dumps({"type": "entity", "name": "X"}), "line 3: an entity needs"),
+        (json.dumps({"type": "relation", "from": "Alice"}), "line 3: a relation needs"),
+        (json.dumps({"type": "fact", "text": "x"}), 'line 3: expected an object with "type"'),
+        (json.dumps(["a list"]), "line 3: expected an object"),
+        (
+            json.dumps({"type": "relation", "from": "Alice", "to": "Zed", "relationType": "x"}),
+            "line 3: relation names entity 'Zed'",
+        ),
+    ],
+)
+def test_a_bad_line_is_named_and_nothing_is_kept(bad: str, says: str) -> None:
+    text = _jsonl(GOOD[:2]) + bad + "\n" + _jsonl(GOOD[2:])
+    with Memory(embedder="hash") as mem:
+        with pytest.raises(GraphImportError, match=says.replace("(", r"\(")) as err:
+            import_graph(mem, io.StringIO(text))
+        assert "nothing was imported" in str(err.value)
+        assert KnowledgeGraph(mem).read() == ([], [])
+        assert mem.stats().items == 0
+
+
+def test_cli_reports_the_bad_line_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.jsonl"
+    path.write_text(_jsonl(GOOD[:2]) + "oops\n", encoding="utf-8")
+    data = tmp_path / "data"
+    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
+                   "--embedder", "hash")  # fmt: skip
+    assert done.returncode == 2
+    assert "line 3: not JSON" in done.stderr
+    with Memory(data, embedder=None) as mem:
+        assert mem.stats().items == 0
+
+
+def test_importing_into_an_existing_graph_merges() -> None:
+    with Memory(embedder="hash") as mem:
+        first = import_graph(mem, io.StringIO(_jsonl(GOOD)))
+        assert (first.entities, first.observations, first.relations) == (3, 2, 2)
+        more = [
+            {"type": "entity", "name": "Alice", "entityType": "person",
+             "observations": ["likes tea", "plays go"]},
+            GOOD[1],
+            GOOD[3],
+        ]  # fmt: skip
+        again = import_graph(mem, io.StringIO(_jsonl(more)))
+        assert (again.entities, again.observations, again.relations) == (0, 1, 0)
+        entities, relations = KnowledgeGraph(mem).read()
+        assert entities[0].observations == ("likes tea", "plays go")
+        assert len(relations) == 2

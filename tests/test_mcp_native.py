@@ -1,0 +1,164 @@
+"""The native tools in detail, through a ``ClientSession`` connected in-process.
+
+``recall``'s budget and ``as_of``, partitions, ``related`` from words, the
+read-only refusal, and validation that changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+import anyio
+
+from memstore.memory import Memory
+from tests.mcp_harness import in_process
+
+
+def test_recall_budget_spans_all_hits() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem) as c:
+                for i in range(6):
+                    await c.ok("remember", {"content": f"kiwi report {i}: " + "x" * 900})
+                hits = await c.ok("recall", {"query": "kiwi report", "max_chars": 1000})
+                total = sum(len(h["content"]) for h in hits["hits"])
+                assert total <= 1000 and hits["truncated"] is True
+                assert len(hits["hits"]) >= 2  # shared, not spent on the first hit
+                full = await c.ok("recall", {"query": "kiwi report", "max_chars": 100_000})
+                assert full["truncated"] is False
+                assert all(len(h["content"]) > 900 for h in full["hits"])
+
+    anyio.run(main)
+
+
+def test_recall_as_of_sees_the_past(tmp_path: Path) -> None:
+    async def main() -> None:
+        with Memory(tmp_path, embedder="hash") as mem:
+            async with in_process(mem) as c:
+                a = await c.ok("remember", {"content": "The release train leaves on Tuesdays."})
+                first = (await c.ok("history", {"id": a["id"]}))["versions"][0]
+                time.sleep(0.01)
+                await c.ok(
+                    "update_memory",
+                    {"id": a["id"], "content": "The release train leaves on Thursdays."},
+                )
+                await c.ok("remember", {"content": "A later release train note."})
+                now = await c.ok("recall", {"query": "release train"})
+                assert {h["content"] for h in now["hits"]} == {
+                    "The release train leaves on Thursdays.",
+                    "A later release train note.",
+                }
+                for at in (first["lsn"], first["at"]):
+                    past = await c.ok("recall", {"query": "release train", "as_of": at})
+                    assert [h["content"] for h in past["hits"]] == [
+                        "The release train leaves on Tuesdays."
+                    ]
+                before = dt.datetime(2000, 1, 1, tzinfo=dt.UTC).isoformat()
+                assert (await c.ok("recall", {"query": "train", "as_of": before}))["hits"] == []
+
+    anyio.run(main)
+
+
+def test_partitions_do_not_see_each_other(tmp_path: Path) -> None:
+    async def main() -> None:
+        with Memory(tmp_path, embedder="hash") as mem:
+            async with in_process(mem, partition="alpha") as a:
+                note = await a.ok("remember", {"content": "alpha's secret build flag is -O3"})
+            async with in_process(mem, partition="beta") as b:
+                assert (await b.ok("recall", {"query": "secret build flag"}))["hits"] == []
+                assert (await b.ok("get_memory", {"ids": [note["id"]]}))["missing"]
+                assert "no item" in await b.fails("history", {"id": note["id"]})
+                assert (await b.ok("forget", {"ids": [note["id"]]}))["forgotten"] == []
+                assert (await b.ok("recent", {}))["items"] == []
+            async with in_process(mem) as everyone:  # no partition: the whole memory
+                hits = (await everyone.ok("recall", {"query": "secret build flag"}))["hits"]
+                assert [h["id"] for h in hits] == [note["id"]]
+
+    anyio.run(main)
+
+
+def test_related_from_words_and_from_nothing() -> None:
+    async def main() -> None:
+        with Memory(embedder=None) as mem:  # lexical: unrelated words match nothing
+            async with in_process(mem) as c:
+                cause = await c.ok("remember", {"content": "The disk on db-2 filled up."})
+                effect = await c.ok(
+                    "remember",
+                    {
+                        "content": "Checkout failed for an hour.",
+                        "links": [{"to_id": cause["id"], "relation": "caused_by"}],
+                    },
+                )
+                got = await c.ok("related", {"query": "checkout failed"})
+                assert got["anchors"][0] == effect["id"]
+                assert [m["id"] for m in got["items"]] == [cause["id"]]
+                nothing = await c.ok("related", {"id_or_query": "zzzqqq"})
+                assert nothing == {"anchors": [], "items": []}
+
+    anyio.run(main)
+
+
+def test_read_only_refuses_every_write_tool() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            kept = mem.add("already here")
+            async with in_process(mem, readonly="it is read-only for the test") as c:
+                for name, args in [
+                    ("remember", {"content": "x"}),
+                    ("update_memory", {"id": kept.id, "title": "x"}),
+                    ("forget", {"ids": [kept.id]}),
+                    ("link", {"from_id": kept.id, "to_id": kept.id}),
+                ]:
+                    msg = await c.fails(name, args)
+                    assert msg == f"{name} changes memory, and it is read-only for the test"
+                assert (await c.ok("get_memory", {"ids": [kept.id]}))["items"][0]["title"] == ""
+            assert mem.stats().items == 1
+
+    anyio.run(main)
+
+
+def test_invalid_update_changes_nothing() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem) as c:
+                a = await c.ok("remember", {"content": "original", "event_date": "2024-03-01"})
+                msg = await c.fails("update_memory", {"id": a["id"], "event_date": "someday"})
+                assert "YYYY-MM-DD" in msg
+                msg = await c.fails("update_memory", {"id": a["id"], "tags": ["a,b"]})
+                assert "comma" in msg
+                item = (await c.ok("get_memory", {"ids": [a["id"]]}))["items"][0]
+                assert (item["content"], item["event_date"], item["tags"]) == (
+                    "original",
+                    "2024-03-01",
+                    [],
+                )
+
+    anyio.run(main)
+
+
+def test_a_merged_restatement_keeps_its_new_links() -> None:
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem) as c:
+                other = await c.ok("remember", {"content": "The on-call phone is in the drawer."})
+                fact = {
+                    "content": "The production database is PostgreSQL 16 on db-main.",
+                    "kind": "stable_fact",
+                    "confidence": "high",
+                }
+                first = await c.ok("remember", fact)
+                again = await c.ok(
+                    "remember",
+                    {
+                        **fact,
+                        "content": fact["content"] + " Confirmed.",
+                        "links": [{"to_id": other["id"], "relation": "correlates_with"}],
+                    },
+                )
+                assert again == {"id": first["id"], "merged_into": first["id"]}
+                item = (await c.ok("get_memory", {"ids": [first["id"]]}))["items"][0]
+                assert [k["to_id"] for k in item["links"]] == [other["id"]]
+
+    anyio.run(main)
