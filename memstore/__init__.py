@@ -26,6 +26,7 @@ from memstore.errors import (
     JournalLockedError,
     JournalSchemaError,
     MemstoreError,
+    ReadOnlyError,
 )
 from memstore.eventdate import event_time_annotation, parse_event_date, valid_event_date
 from memstore.graph import spread
@@ -196,6 +197,7 @@ __all__ = [
     "MemoryCellSpec",
     "MemoryStats",
     "MemstoreError",
+    "ReadOnlyError",
     "PhaseStat",
     "PhaseStats",
     "RefutedRecord",

@@ -18,11 +18,16 @@ __all__ = [
     "JournalLockedError",
     "JournalSchemaError",
     "MemstoreError",
+    "ReadOnlyError",
 ]
 
 
 class MemstoreError(Exception):
     """Root of every error memstore raises on purpose."""
+
+
+class ReadOnlyError(MemstoreError, PermissionError):
+    """A write to a memory opened read-only (``Memory(folder, readonly=True)``); nothing changed."""
 
 
 class InvalidItemError(MemstoreError, ValueError):

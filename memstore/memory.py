@@ -34,9 +34,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from memstore import arguments as arg
-from memstore.config import Config
+from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
-from memstore.errors import InvalidItemError, ItemNotFoundError, JournalError, MemstoreError
+from memstore.errors import (
+    InvalidItemError,
+    ItemNotFoundError,
+    JournalError,
+    MemstoreError,
+    ReadOnlyError,
+)
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, Lsn, SqliteJournal, Version
 from memstore.limits import (
@@ -118,6 +124,13 @@ class Memory:
     ``search``: options of :class:`~memstore.search.SearchConfig` (e.g.
     ``{"always_fuse": True}``). ``hub``: ``True`` for a change hub
     (:meth:`subscribe`), or a hub to use.
+
+    ``readonly=True`` opens an existing folder for reading beside the process
+    that writes it (the journal's single writer): the items as the journal
+    held them when opened, the vectors the writer stored (only items without
+    one are embedded, in memory), and every write refused with
+    :class:`~memstore.errors.ReadOnlyError`. Nothing in the folder is created
+    or changed; a folder without a journal raises :class:`MemstoreError`.
     """
 
     def __init__(
@@ -129,7 +142,11 @@ class Memory:
         config: Config | None = None,
         search: Mapping[str, Any] | None = None,
         hub: bool | Hub = False,
+        readonly: bool = False,
     ) -> None:
+        self.readonly = arg.flag(readonly, "readonly")
+        if self.readonly and (path is None or journal is not None):
+            raise MemstoreError("readonly=True opens a folder's journal: give the folder as path")
         if path is not None and not isinstance(path, str | os.PathLike):
             raise MemstoreError(f"path must be a folder path or None, got {arg.describe(path)}")
         if search is not None and not isinstance(search, Mapping):
@@ -178,6 +195,8 @@ class Memory:
                     f"journal={journal[:40]!r}: pass a Journal object or a postgresql:// DSN; "
                     "for a SQLite file give Memory a folder path instead"
                 )
+        if self.readonly and self.path is not None:
+            return self._open_readonly_journal(self.path / JOURNAL_FILE)
         if journal is None and self.path is not None:
             if self.path.exists() and not self.path.is_dir():
                 raise MemstoreError(f"{self.path} is a file; Memory(path) takes a folder")
@@ -191,6 +210,18 @@ class Memory:
         if journal is not None:
             self._closers.append(journal.close)
             journal.attach(self.store)  # restore before the vectors catch up
+        return journal
+
+    def _open_readonly_journal(self, path: Path) -> Journal:
+        if not path.is_file():
+            raise MemstoreError(
+                f"no memory to read in {str(self.path)!r}: {path.name} does not exist "
+                "(a writer creates it: Memory(folder) or `memstore add`)"
+            )
+        journal = SqliteJournal(path, readonly=True)
+        self._closers.append(journal.close)
+        journal.attach(self.store)
+        self.store.add_change_listener(_refuse_writes, before_commit=True)
         return journal
 
     def _open_cells(self, embedder: str | Embedder | None) -> CellStore | None:
@@ -225,6 +256,14 @@ class Memory:
                     f"got {arg.describe(embedder)}"
                 )
             emb = embedder
+        if self.readonly:
+            from memstore_index import stored_vectors
+
+            cells = CellStore(emb)  # in memory: the writer owns the folder's vector file
+            self._closers.append(cells.close)
+            with cells.offered(stored_vectors(self.path or ".", emb)):
+                cells.attach(self.store)
+            return cells
         cells = CellStore(emb, path=self.path)
         self._closers.append(cells.close)
         # A journal that keeps vectors beside its versions (PostgreSQL) binds
@@ -567,7 +606,12 @@ class Memory:
         return self._journal().export(part, fp)
 
     def import_(self, fp: IO[str]) -> int:
-        """Load an :meth:`export` (validated whole, then written in one transaction)."""
+        """Load an :meth:`export` (validated whole, then written in one transaction).
+
+        Returns how many items it changed: an item whose versions are all on
+        record already is unchanged, so importing a file twice returns 0 the
+        second time.
+        """
         return self._journal().import_(arg.readable(fp))
 
     def purge(self, ids: Iterable[str]) -> list[str]:
@@ -742,3 +786,12 @@ class _Progress:
     def done(self) -> None:
         self._out.write(" done\n")
         self._out.flush()
+
+
+def _refuse_writes(changes: Sequence[Change]) -> None:
+    """The before-commit listener of a read-only memory: every write group is undone."""
+    ids = ", ".join(repr(c.id) for c in changes[:3])
+    raise ReadOnlyError(
+        f"this memory was opened read-only (readonly=True); the write of {ids} was refused. "
+        "Write through the process that holds the folder, or open it without readonly"
+    )

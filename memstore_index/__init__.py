@@ -37,6 +37,7 @@ from memstore_index.embedder import (
 )
 from memstore_index.entry import IndexEntry, embed_text, entry_for
 from memstore_index.hash_embedder import HashEmbedder
+from memstore_index.stored import stored_vectors
 
 __all__ = [
     "DEFAULT_EF",
@@ -60,5 +61,6 @@ __all__ = [
     "default_embedder",
     "embed_text",
     "entry_for",
+    "stored_vectors",
     "text_hash",
 ]

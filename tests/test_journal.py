@@ -442,8 +442,8 @@ def test_export_import_reproduces_items_and_as_of(places: Places) -> None:
         assert journal2.as_of(at) == journal.as_of(at, partition="acme")
     assert [it.title for it in store2.items()] == ["a2"]
     assert journal2.history(b.id) == journal.history(b.id)
-    # importing again changes nothing
-    journal2.import_(io.StringIO(out.getvalue()))
+    # importing again changes nothing, and says so
+    assert journal2.import_(io.StringIO(out.getvalue())) == 0
     assert journal2.history(a.id) == journal.history(a.id)
     # new writes stamp after the imported history
     c = store2.upsert(note("later"))

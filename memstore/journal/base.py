@@ -490,7 +490,8 @@ class JournalBase(ABC):
         written in one transaction: a bad file raises
         :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
         nothing. Versions already on record (same id and stamp) are skipped, so
-        importing twice is harmless. Returns the number of items imported.
+        importing twice is harmless. Returns the number of items the import
+        changed (that gained a version): 0 for a file already imported.
         """
         store = self._attached()
         by_id = _read_export(fp)
@@ -509,7 +510,12 @@ class JournalBase(ABC):
         with _holding(store):
             # The current state of each id after the import: its newest version
             # on record or imported, whichever is newer.
-            newest = {r.id: r for r in self._current_or_deleted(list(by_id))}
+            newest: dict[str, Row] = {}
+            on_record: set[tuple[str, int, int]] = set()
+            for r in self._rows_of(list(by_id), None):
+                newest[r.id] = r  # rows come in order: the last one of an id is its newest
+                on_record.add((r.id, r.lsn, r.node))
+            changed = {r.id for r in rows if (r.id, r.lsn, r.node) not in on_record}
             for id, rs in by_id.items():
                 last = rs[-1]
                 have = newest.get(id)
@@ -527,7 +533,7 @@ class JournalBase(ABC):
             if not done:
                 self._import_rows(rows)
             self._ensure_clock().observe(top)
-        return len(by_id)
+        return len(changed)
 
     def _ids_last_in(self, partition: str) -> list[str]:
         """Ids whose newest version (live or a delete) is in ``partition``."""
@@ -540,15 +546,6 @@ class JournalBase(ABC):
         if last is not None and last.partition == partition:
             out.append(last.id)
         return out
-
-    def _current_or_deleted(self, ids: list[str]) -> Iterator[Row]:
-        last: Row | None = None
-        for row in self._rows_of(ids, None):
-            if last is not None and row.id != last.id:
-                yield last
-            last = row
-        if last is not None:
-            yield last
 
     # ------------------------------------------------------------- close
 
