@@ -103,8 +103,9 @@ class LeanFusion:
         self._readable = readable
 
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
+        """Each id's slot, -1 for an id the store does not hold (never readable)."""
         get = self._snap.slot.get
-        return np.fromiter((get(id, -1) for id in ids), np.intp, len(ids))
+        return np.array([get(id, -1) for id in ids], np.intp)
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
@@ -147,8 +148,9 @@ class LeanFusion:
     def spread(self, relations: Collection[str]) -> None:
         """Each candidate lends ``SPREAD_DECAY x weight x score`` to its live neighbours.
 
-        A neighbour keeps the largest loan (ties: the lender with the smaller
-        id), as :meth:`memstore.search._fusion.Fusion.spread` does.
+        A neighbour keeps the largest loan, as
+        :meth:`memstore.search._fusion.Fusion.spread` does (which also names
+        the lender, for explanations; this path needs the amount alone).
         """
         self._loan_to = np.zeros(0, np.intp)
         self._loan_add = np.zeros(0, np.float64)
@@ -162,7 +164,7 @@ class LeanFusion:
         src, other, add = src[keep], other[keep], add[keep]
         if other.size == 0:
             return
-        order = np.lexsort((self._snap.id_rank[src], -add, other))
+        order = np.lexsort((-add, other))
         first = np.ones(order.size, np.bool_)
         tos = other[order]
         first[1:] = tos[1:] != tos[:-1]
@@ -200,17 +202,18 @@ class LeanFusion:
                 fused = [EXACT_ID_MATCH_SCORE, *(f for _, f in pairs)]
         if not shaped:
             return self._read(ordered[:limit], fused[:limit], [0] * min(limit, len(ordered)))
-        watch_code = snap.kind_code.get(KIND_WATCH_ITEM, -1)
-        recent_from = self._now_us - _RECENT_US
+        at = np.array(ordered, np.intp)
+        watch = (snap.kind[at] == snap.kind_code.get(KIND_WATCH_ITEM, -1)).tolist()
+        recent = (snap.has_update[at] & (snap.updated_us[at] >= self._now_us - _RECENT_US)).tolist()
         scores: list[float] = []
-        for rank, (s, f) in enumerate(zip(ordered, fused, strict=True)):
+        for rank, f in enumerate(fused):
             if f >= EXACT_ID_MATCH_SCORE:
                 scores.append(EXACT_ID_MATCH_SCORE)
                 continue
             score = rerank_base_score(rank)
-            if snap.kind[s] == watch_code:  # readable, so active
+            if watch[rank]:  # readable, so active
                 score *= WATCH_BOOST
-            if snap.has_update[s] and int(snap.updated_us[s]) >= recent_from:
+            if recent[rank]:
                 score *= RECENT_BOOST
             scores.append(score)
         ids = snap.ids

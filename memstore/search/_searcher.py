@@ -322,6 +322,15 @@ class Searcher:
         host_fn = self._cfg.doc_visible
         hidden = () if kind else self._cfg.store.vocabulary().non_searchable
         now = self._cfg.store.config.clock()
+        if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
+
+            def plain(e: Any) -> bool:
+                if e.scope == SCOPE_PRIVATE:
+                    return False
+                deadline = getattr(e, "stale_after", None)
+                return deadline is None or not now >= deadline
+
+            return plain
 
         def visible(e: Any) -> bool:
             if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
