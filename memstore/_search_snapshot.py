@@ -138,8 +138,11 @@ class SearchSnapshot:
         self.id_rank = np.empty(n, np.intp)
         """Each slot's place in id order: ties broken by id become integer comparisons."""
         self.id_rank[order] = np.arange(n, dtype=np.intp)
+        self.first_deadline_us = int(self.deadline_us.min()) if n else int(NEVER_US)
+        """The earliest deadline: before it, no item is past its own."""
         self._graphs: dict[frozenset[str], LinkGraph] = {}
         self._partition_masks: dict[str, npt.NDArray[np.bool_]] = {}
+        self._readable: dict[tuple[str, tuple[str, ...], str | None], npt.NDArray[np.bool_]] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -156,6 +159,27 @@ class SearchSnapshot:
         """Slots whose kind is one of ``names``."""
         codes = [c for k, c in self.kind_code.items() if k in names]
         return np.isin(self.kind, codes)
+
+    def readable_mask(
+        self, kind: str, hidden: tuple[str, ...], partition: str | None
+    ) -> npt.NDArray[np.bool_]:
+        """Live slots of ``kind`` (or of no ``hidden`` kind) that ``partition`` may see.
+
+        ``None``: every partition. Deadlines are the caller's to apply. Cached
+        per argument triple for the snapshot's lifetime.
+        """
+        key = (kind, hidden, partition)
+        mask = self._readable.get(key)
+        if mask is None:
+            mask = self.live
+            if kind:
+                mask = mask & self.kinds_mask((kind,))
+            elif hidden:
+                mask = mask & ~self.kinds_mask(hidden)
+            if partition is not None:
+                mask = mask & self.partition_mask(partition)
+            self._readable[key] = mask
+        return mask
 
     def partition_mask(self, partition: str) -> npt.NDArray[np.bool_]:
         """Slots the default rule lets ``partition`` see: its own, untagged and ``shared`` items.

@@ -26,7 +26,7 @@ __all__ = ["DEFAULT_SEARCH_LIMIT", "PLAN_CACHE_SIZE", "SNAPSHOT_AMORTISE", "Stor
 DEFAULT_SEARCH_LIMIT = 10
 """Results a keyword search returns when ``limit`` is not positive."""
 PLAN_CACHE_SIZE = 256
-"""Query plans kept per generation (the oldest is dropped first)."""
+"""Query plans kept per generation, and tokenised queries (the oldest is dropped first)."""
 SNAPSHOT_AMORTISE = 1000
 """Items one search may spend on building a snapshot.
 
@@ -48,6 +48,7 @@ class StoreSearch(StoreBase):
     _search_snap: SearchSnapshot | None = None
     _plans: dict[tuple[str, ...], QueryPlan] | None = None
     _plans_generation = -1
+    _token_cache: dict[str, tuple[str, ...]] | None = None
 
     def _set(self, id: str, new: Item | None) -> None:
         """Every change of stored state passes here: it starts a new search generation."""
@@ -87,6 +88,19 @@ class StoreSearch(StoreBase):
             items = self._items
             return self._out([self._view(items[id], now) for id in ids if id in items])
 
+    def _tokens(self, query: str) -> list[str]:
+        """The query's lexical tokens; a repeated query is tokenised once (any generation)."""
+        with self._locked():
+            cache = self._token_cache
+            if cache is None:
+                cache = self._token_cache = {}
+            tokens = cache.get(query)
+            if tokens is None:
+                if len(cache) >= PLAN_CACHE_SIZE:
+                    cache.pop(next(iter(cache)))
+                tokens = cache[query] = tuple(kw_tokens(normalize_query(query)))
+            return list(tokens)
+
     def _plan(self, tokens: Sequence[str]) -> QueryPlan:
         """The lexical plan of ``tokens``, cached while the store is unchanged (lock held)."""
         gen = self._search_generation
@@ -123,7 +137,7 @@ class StoreSearch(StoreBase):
         tagged for it, untagged ones and ``shared`` ones (``None``: every partition).
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return [], 0
         with self._locked():
@@ -154,7 +168,7 @@ class StoreSearch(StoreBase):
         reads only its best few items (the searcher's score fusion).
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return [], 0
         with self._locked():
@@ -297,7 +311,7 @@ class StoreSearch(StoreBase):
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         per_kind = max(per_kind, 1)
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return []
         with self._locked():

@@ -88,18 +88,16 @@ class LeanFusion:
         self._semantic = False
         self._read_s = 0.0
         # What the general path's item reads decide, once for the whole pool.
-        alive = snap.live & (snap.deadline_us > now_us)
+        alive = snap.live
+        hidden = () if kind else tuple(searcher.store().vocabulary().non_searchable)
+        readable = snap.readable_mask(
+            kind, hidden, None if partition == PARTITION_ALL else partition
+        )
+        if now_us >= snap.first_deadline_us:  # some item may be past its deadline
+            unexpired = snap.deadline_us > now_us
+            alive, readable = alive & unexpired, readable & unexpired
         self._alive = alive
         """Takes part in spreading, as either end (the store's ``neighbours`` rule)."""
-        readable = alive
-        if kind:
-            readable = readable & snap.kinds_mask((kind,))
-        else:
-            hidden = searcher.store().vocabulary().non_searchable
-            if hidden:
-                readable = readable & ~snap.kinds_mask(hidden)
-        if partition != PARTITION_ALL:
-            readable = readable & snap.partition_mask(partition)
         self._readable = readable
 
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
