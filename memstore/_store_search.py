@@ -1,10 +1,19 @@
-"""The Store's lexical search family: ``keyword_search`` and its variants."""
+"""The Store's lexical search family (``keyword_search`` and its variants) and search caches.
+
+Two caches serve repeated work between writes, both keyed by the store's
+*search generation* (a counter every committed or rolled-back change bumps):
+the lexical plan of a query's tokens (the Lexicon's token matching, the
+costly part of a short query), and the :class:`~memstore._search_snapshot.SearchSnapshot`
+the hybrid searcher's lean path scores candidates on.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 
 from memstore._lexindex import LexicalHit, QueryPlan
+from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase, _ts
 from memstore.item import (
     Item,
@@ -12,14 +21,100 @@ from memstore.item import (
 from memstore.lexical import is_confident, score_document
 from memstore.text import event_date_words, kw_tokens, normalize_query, words
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "StoreSearch"]
+__all__ = ["DEFAULT_SEARCH_LIMIT", "PLAN_CACHE_SIZE", "SNAPSHOT_AMORTISE", "StoreSearch"]
 
 DEFAULT_SEARCH_LIMIT = 10
 """Results a keyword search returns when ``limit`` is not positive."""
+PLAN_CACHE_SIZE = 256
+"""Query plans kept per generation, and tokenised queries (the oldest is dropped first)."""
+SNAPSHOT_AMORTISE = 1000
+"""Items one search may spend on building a snapshot.
+
+A snapshot costs a pass over every item; a search on the general path costs
+about as much as a pass over this many. So after a write the snapshot is
+rebuilt only once ``searches x SNAPSHOT_AMORTISE`` reaches the store's size:
+at once for a small store, after a few searches for a large one, and never
+for a store written between every two searches (which would pay the pass each
+time and gain nothing).
+"""
 
 
 class StoreSearch(StoreBase):
     """Keyword search over active shared items (and an owner's private ones)."""
+
+    _search_generation = 0
+    _search_asks = 0
+    _search_asked_at = -1
+    _search_snap: SearchSnapshot | None = None
+    _plans: dict[tuple[str, ...], QueryPlan] | None = None
+    _plans_generation = -1
+    _token_cache: dict[str, tuple[str, ...]] | None = None
+
+    def _set(self, id: str, new: Item | None) -> None:
+        """Every change of stored state passes here: it starts a new search generation."""
+        super()._set(id, new)
+        self._search_generation += 1
+
+    # ------------------------------------------------------- search caches
+
+    def search_snapshot(self) -> SearchSnapshot | None:
+        """The arrays the searcher's lean path reads, or ``None`` while not worth building.
+
+        One snapshot per generation, built at the first ask that
+        :data:`SNAPSHOT_AMORTISE` allows; ``None`` also when an item holds a
+        naive ``datetime`` (the snapshot compares exact microseconds).
+        """
+        with self._locked():
+            gen = self._search_generation
+            snap = self._search_snap
+            if snap is not None and snap.generation == gen:
+                return snap
+            if self._search_asked_at != gen:
+                self._search_asked_at, self._search_asks = gen, 0
+            self._search_asks += 1
+            if self._search_asks * SNAPSHOT_AMORTISE < len(self._items):
+                return None
+            try:
+                snap = SearchSnapshot(gen, self._items.values())
+            except TypeError:  # a naive datetime: the general path compares datetimes
+                return None
+            self._search_snap = snap
+            return snap
+
+    def search_read(self, ids: Sequence[str]) -> list[Item]:
+        """Copies of the items ``ids`` names (those still stored), as :meth:`get` returns them."""
+        with self._locked():
+            now = self._now()
+            items = self._items
+            return self._out([self._view(items[id], now) for id in ids if id in items])
+
+    def _tokens(self, query: str) -> list[str]:
+        """The query's lexical tokens; a repeated query is tokenised once (any generation)."""
+        with self._locked():
+            cache = self._token_cache
+            if cache is None:
+                cache = self._token_cache = {}
+            tokens = cache.get(query)
+            if tokens is None:
+                if len(cache) >= PLAN_CACHE_SIZE:
+                    cache.pop(next(iter(cache)))
+                tokens = cache[query] = tuple(kw_tokens(normalize_query(query)))
+            return list(tokens)
+
+    def _plan(self, tokens: Sequence[str]) -> QueryPlan:
+        """The lexical plan of ``tokens``, cached while the store is unchanged (lock held)."""
+        gen = self._search_generation
+        plans = self._plans
+        if plans is None or self._plans_generation != gen:
+            plans = self._plans = {}
+            self._plans_generation = gen
+        key = tuple(tokens)
+        plan = plans.get(key)
+        if plan is None:
+            if len(plans) >= PLAN_CACHE_SIZE:
+                plans.pop(next(iter(plans)))
+            plan = plans[key] = self._lex.plan(tokens)
+        return plan
 
     # -------------------------------------------------------- lexical search
 
@@ -42,12 +137,12 @@ class StoreSearch(StoreBase):
         tagged for it, untagged ones and ``shared`` ones (``None``: every partition).
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return [], 0
         with self._locked():
             now = self._now()
-            plan = self._lex.plan(tokens)
+            plan = self._plan(tokens)
             hits: list[LexicalHit] = []
             if not own_only:
                 hits = self._rank_locked(plan, kind, subject, now, limit, partition)
@@ -73,12 +168,12 @@ class StoreSearch(StoreBase):
         reads only its best few items (the searcher's score fusion).
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return [], 0
         with self._locked():
             now = self._now()
-            plan = self._lex.plan(tokens)
+            plan = self._plan(tokens)
             return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
 
     def _rank_locked(
@@ -216,12 +311,12 @@ class StoreSearch(StoreBase):
         """
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         per_kind = max(per_kind, 1)
-        tokens = kw_tokens(normalize_query(query))
+        tokens = self._tokens(query)
         if not tokens:
             return []
         with self._locked():
             now = self._now()
-            hits = self._rank_locked(self._lex.plan(tokens), kind, subject, now, None, None)
+            hits = self._rank_locked(self._plan(tokens), kind, subject, now, None, None)
             taken: dict[str, int] = {}
             out: list[Item] = []
             for h in hits:

@@ -1,26 +1,10 @@
-"""Hybrid search: lexical first, semantic fused in when lexical is not sure.
+"""Test oracle: the Searcher exactly as it was before the lean hybrid path (do not edit).
 
-A :class:`Searcher` answers a query over a :class:`~memstore.store.Store`:
-
-1. the lexical pass (the store's index, no model call); a *confident* answer
-   (the top hit covers every query token) returns at once;
-2. otherwise the vector index is searched (one embedding call) with the
-   caller's visibility applied inside it, and the two channels are fused: by
-   default on their scores (each channel's scores min-max normalised over its
-   best :data:`FUSION_POOL` hits, then averaged), or by Reciprocal Rank Fusion
-   with ``fusion="rrf"``;
-3. the fused list is reranked (state, anchor, watch and recency multipliers),
-   near-duplicates are collapsed, and links may expand or replace results.
-
->>> from memstore import Item, Store
->>> store = Store()
->>> _ = store.upsert(Item(kind="stable_fact", title="Ledger pool size",
-...                       content="the ledger db pool allows 20 connections", confidence="high"))
->>> searcher = Searcher(SearchConfig(store=store))
->>> [r.item.title for r in searcher.hybrid_search("ledger pool")]
-['Ledger pool size']
->>> searcher.stats.snapshot().kw_voice_hits
-1
+A frozen copy of ``memstore/search.py`` at the commit before the search core
+was rebuilt, so a differential test can assert that today's
+:class:`memstore.search.Searcher` returns the same ids, in the same order,
+with the same scores, on any store. Only this docstring and the doctest
+marker changed; its behaviour is the reference.
 """
 
 from __future__ import annotations

@@ -1,0 +1,238 @@
+"""The LoCoMo benchmark's modes: the indexes each needs, and one search function per mode.
+
+Part of ``benchmarks/locomo.py`` (run that script).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
+    sys.path.insert(0, str(ROOT))
+
+from _locomo_data import Conversation, Question, transcript_line, turn_item  # noqa: E402
+from _locomo_embed import CachingEmbedder, Vec  # noqa: E402
+
+from memstore import Store  # noqa: E402
+from memstore_index.cellstore import CellStore  # noqa: E402
+from memstore_index.entry import embed_text, entry_for  # noqa: E402
+
+OUR_MODES = frozenset({"lexical", "semantic", "hybrid", "hybrid_full"})
+"""The modes that search with memstore (the others are peers)."""
+SEARCHER_MODES = frozenset({"hybrid", "hybrid_full"})
+"""The modes that search with ``memstore.Searcher``."""
+RRF_K = 60
+RRF_DEPTH = 100
+"""Each ranking fused by ``rrf`` is cut to its best this many turns."""
+
+
+Ranked = tuple[list[str], float, str]
+"""Ranked item ids, the search time in ms (query embedding excluded), and the path taken
+(``"lexical"`` or ``"fused"`` for a Searcher mode, ``""`` otherwise)."""
+Search = Callable[[Question, int], Ranked]
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
+
+
+@dataclass
+class Built:
+    """Per-conversation indexes, shared by the modes that need them."""
+
+    stores: dict[str, Store] = field(default_factory=dict)
+    cells: CellStore | None = None
+    bm25: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
+    dense: dict[str, tuple[Vec, list[str]]] = field(default_factory=dict)
+    searchers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per hybrid mode, one ``Searcher`` per conversation (sharing that mode's stats)."""
+    search_stats: dict[str, Any] = field(default_factory=dict)
+    build_s: dict[str, float] = field(default_factory=dict)
+
+
+def build_stores(
+    convs: Sequence[Conversation], shape: str, built: Built, link_turns: bool = True
+) -> None:
+    """One Store per conversation, each turn upserted as an item (linked to the next one)."""
+    t0 = time.perf_counter()
+    for c in convs:
+        store = Store()
+        with store.batch():
+            for i, t in enumerate(c.turns):
+                nxt = c.turns[i + 1] if i + 1 < len(c.turns) else None
+                linked = link_turns and nxt is not None and nxt.session == t.session
+                store.upsert(turn_item(t, shape, nxt.id if linked and nxt else ""))
+        built.stores[c.sample_id] = store
+    built.build_s["store"] = time.perf_counter() - t0
+
+
+def build_cells(
+    convs: Sequence[Conversation], emb: CachingEmbedder, built: Built, center: bool = True
+) -> None:
+    """One CellStore for every conversation, each item in its conversation's partition.
+
+    Indexed from the stored items exactly as ``CellStore.attach`` would
+    (``entry_for`` / ``embed_text``), without binding several stores to it.
+    ``center``: similarities around the mean of the partition searched
+    (``CellStore(center=True)``, see docs/vector.md).
+    """
+    t0 = time.perf_counter()
+    cells = CellStore(emb, center=center)
+    for c in convs:
+        store = built.stores[c.sample_id]
+        items = [store.get(t.id) for t in c.turns]
+        cells.upsert_many((entry_for(it), embed_text(it)) for it in items if it is not None)
+    built.cells = cells
+    built.build_s["cellstore"] = time.perf_counter() - t0
+
+
+def bm25_tokenize(texts: list[str]) -> list[list[str]]:
+    """bm25s's default tokenisation (its regex, lower case, English stop words) as strings."""
+    import bm25s  # type: ignore[import-untyped]
+
+    toks: list[list[str]] = bm25s.tokenize(
+        texts, stopwords="en", return_ids=False, show_progress=False
+    )
+    return toks
+
+
+def build_bm25s(convs: Sequence[Conversation], built: Built) -> None:
+    """A bm25s index per conversation over the plain turn texts."""
+    import bm25s
+
+    t0 = time.perf_counter()
+    for c in convs:
+        retriever = bm25s.BM25()
+        retriever.index(bm25_tokenize([transcript_line(t) for t in c.turns]), show_progress=False)
+        built.bm25[c.sample_id] = (retriever, [t.id for t in c.turns])
+    built.build_s["bm25s"] = time.perf_counter() - t0
+
+
+def build_dense(convs: Sequence[Conversation], emb: CachingEmbedder, built: Built) -> None:
+    """A matrix of plain turn-text vectors per conversation (for the exact scan)."""
+    t0 = time.perf_counter()
+    for c in convs:
+        vecs = emb.embed([transcript_line(t) for t in c.turns])
+        built.dense[c.sample_id] = (vecs, [t.id for t in c.turns])
+    built.build_s["dense"] = time.perf_counter() - t0
+
+
+def bm25s_ranking(built: Built, q: Question, k: int) -> list[str]:
+    """bm25s's top ``k`` turns with a positive score (zero-score fill is no result)."""
+    retriever, ids = built.bm25[q.conv]
+    tokens = bm25_tokenize([q.text])
+    if not tokens[0]:
+        return []
+    docs, scores = retriever.retrieve(tokens, k=min(k, len(ids)), show_progress=False)
+    return [ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+
+def dense_ranking(built: Built, emb: CachingEmbedder, q: Question, k: int) -> list[str]:
+    """The exact cosine top ``k`` of the conversation's turn vectors."""
+    mat, ids = built.dense[q.conv]
+    scores = mat @ emb.embed([q.text])[0]
+    k = min(k, len(ids))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.lexsort((top, -scores[top]))]
+    return [ids[int(i)] for i in top]
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int, c: int = RRF_K) -> list[str]:
+    """Reciprocal-rank fusion: score ``sum 1/(c + rank)``, ties by first appearance.
+
+    >>> rrf([["a", "b"], ["b", "c"]], 3)
+    ['b', 'a', 'c']
+    """
+    score: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, id in enumerate(ranking, 1):
+            score[id] = score.get(id, 0.0) + 1.0 / (c + rank)
+    order = sorted(score, key=lambda i: -score[i])  # stable: first appearance wins ties
+    return order[:k]
+
+
+def searcher_api() -> tuple[Any, Any] | str:
+    """``(Searcher, SearchConfig)`` from memstore, or why they cannot be had."""
+    try:
+        from memstore import SearchConfig, Searcher  # type: ignore[attr-defined,unused-ignore]
+    except ImportError as exc:
+        return f"Searcher not available (from memstore import Searcher failed: {exc})"
+    return Searcher, SearchConfig
+
+
+def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
+    """The search function of one mode: question and depth to ranked ids and ms."""
+    if mode == "lexical":
+
+        def lexical(q: Question, k: int) -> Ranked:
+            store = built.stores[q.conv]
+            t0 = time.perf_counter()
+            res = store.keyword_search(q.text, limit=k)
+            return [it.id for it in res], _ms(t0), ""
+
+        return lexical
+    if mode == "semantic":
+        cells = built.cells
+        assert cells is not None
+
+        def semantic(q: Question, k: int) -> Ranked:
+            hits, timing = cells.search_timed(q.text, k, partitions=[q.conv])
+            return [e.id for e, _ in hits], timing.index_s * 1e3, ""
+
+        return semantic
+    if mode in SEARCHER_MODES:
+        full = mode == "hybrid_full"
+        stats = built.search_stats[mode]
+        embed_ns = "search.phase.embed.ns"
+        fast = "search.kw_voice_hits"
+
+        def hybrid(q: Question, k: int) -> Ranked:
+            searcher = built.searchers[mode][q.conv]
+            call = searcher.hybrid_search_full if full else searcher.hybrid_search
+            before = stats.ops()
+            t0 = time.perf_counter()
+            res = call(q.text, partition=q.conv, limit=k)
+            ms = _ms(t0)
+            after = stats.ops()
+            # The query vector is a cache hit; its phase time is still taken off.
+            ms -= (after.get(embed_ns, 0) - before.get(embed_ns, 0)) / 1e6
+            path = "lexical" if after.get(fast, 0) > before.get(fast, 0) else "fused"
+            return [r.item.id for r in res], ms, path
+
+        return hybrid
+    if mode == "bm25s":
+
+        def bm25(q: Question, k: int) -> Ranked:
+            t0 = time.perf_counter()
+            ids = bm25s_ranking(built, q, k)
+            return ids, _ms(t0), ""
+
+        return bm25
+    assert emb is not None
+    if mode == "dense":
+
+        def dense(q: Question, k: int) -> Ranked:
+            t0 = time.perf_counter()
+            ids = dense_ranking(built, emb, q, k)
+            return ids, _ms(t0), ""
+
+        return dense
+    if mode == "rrf":
+
+        def fused(q: Question, k: int) -> Ranked:
+            t0 = time.perf_counter()
+            ids = rrf(
+                [bm25s_ranking(built, q, RRF_DEPTH), dense_ranking(built, emb, q, RRF_DEPTH)], k
+            )
+            return ids, _ms(t0), ""
+
+        return fused
+    raise ValueError(f"unknown mode {mode!r}")

@@ -1,0 +1,177 @@
+"""The general path's fusion: each channel's hits in, the fused candidates out, as objects.
+
+Used when the lean path (:mod:`memstore.search._lean`) cannot run: a host
+visibility predicate, host hooks on items, ``explain=True``, a store read
+hook, or a store too large to snapshot right after a write. It keeps per-id
+dictionaries and reads items through the searcher as they are needed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memstore._lexindex import LexicalHit
+from memstore.item import Item
+from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
+from memstore.search._types import Explanation
+
+if TYPE_CHECKING:
+    from memstore.search._searcher import Searcher
+
+__all__ = ["Candidate", "Fusion"]
+
+
+@dataclass
+class Candidate:
+    """A readable candidate in fused order: its item, fused score, and where it came from."""
+
+    item: Item
+    fused: float = 0.0
+    explanation: Explanation | None = None
+    via: str = ""
+
+
+class Fusion:
+    """One search's candidates: what each channel contributes, then the fused order.
+
+    A rank fusion (RRF) reads each semantic hit's item as it arrives, because
+    a hit the caller cannot read takes no rank. A score fusion keeps ids and
+    scores only, and reads items in fused order, as many as the results can
+    use: a pool of hundreds costs a handful of reads.
+    """
+
+    def __init__(
+        self, searcher: Searcher, kind: str, partition: str, explain: bool, by_score: bool
+    ) -> None:
+        self._searcher = searcher
+        self._kind = kind
+        self._partition = partition
+        self._explain = explain
+        self._by_score = by_score
+        self._lexical_weight = searcher.config.lexical_weight
+        self._scores: dict[str, float] = {}
+        self._explanations: dict[str, Explanation] = {}
+        self._items: dict[str, Item] = {}
+        self._unreadable: set[str] = set()
+        self._read_s = 0.0
+        self._semantic = False
+        self._spread: dict[str, tuple[float, str]] = {}
+
+    def observe_hydrate(self) -> None:
+        """Report the time spent reading items as the ``hydrate`` phase, once per search.
+
+        Only a search that ran the semantic channel has the phase (the seed's
+        rule: the fast path never hydrates); reading the fast path's few
+        results is part of the call, not of a phase.
+        """
+        if self._semantic:
+            self._searcher.stats.observe("search.phase.hydrate", self._read_s)
+
+    def _read(self, id: str) -> Item | None:
+        item = self._items.get(id)
+        if item is None and id not in self._unreadable:
+            item = self._searcher._hydrate(id, self._kind, self._partition)
+            if item is None:
+                self._unreadable.add(id)
+            else:
+                self._items[id] = item
+        return item
+
+    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None:
+        """The lexical channel's hits, best first (an item when it was read already)."""
+        norms = minmax([h.score for h, _ in hits]) if self._by_score else []
+        weight = self._lexical_weight
+        # Items with equal lexical scores share the best rank of their tie
+        # ("1224" ranking): the order within a tie is only recency, so it must
+        # not weigh in a rank fusion; the semantic channel breaks the tie
+        # instead. A score fusion gives a tie one normalised score anyway.
+        rank = 0
+        for i, (h, item) in enumerate(hits):
+            if i and h.score < hits[i - 1][0].score:
+                rank = i
+            if item is not None:
+                self._items[h.id] = item
+            self._scores[h.id] = weight * norms[i] if self._by_score else 1.0 / (RRF_K + rank + 1)
+            if self._explain:  # the shared rank of a tie: the one a rank fusion uses
+                exp = Explanation(["lexical"], lexical_rank=rank, lexical_score=h.score)
+                if self._by_score:
+                    exp.lexical_norm = norms[i]
+                self._explanations[h.id] = exp
+
+    def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
+        """The vector index's hits, best first: ``(entry, similarity)``."""
+        t0 = time.perf_counter()
+        self._semantic = True
+        if self._by_score:
+            norms = minmax([sim for _, sim in hits])
+            weight = 1.0 - self._lexical_weight
+            ranked = [(e.id, sim, weight * n) for (e, sim), n in zip(hits, norms, strict=True)]
+        else:
+            readable = [(e.id, sim) for e, sim in hits if self._read(e.id) is not None]
+            ranked = [(id, sim, 1.0 / (RRF_K + r + 1)) for r, (id, sim) in enumerate(readable)]
+        for rank, (id, sim, add) in enumerate(ranked):
+            self._scores[id] = self._scores.get(id, 0.0) + add
+            if self._explain:
+                exp = self._explanations.get(id)
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                exp.channels.append(channel)
+                exp.semantic_rank = rank
+                exp.similarity = sim
+                if self._by_score:
+                    exp.semantic_norm = norms[rank]
+        self._read_s += time.perf_counter() - t0
+
+    def spread(self, relations: Collection[str]) -> None:
+        """Lend each candidate's score to the items it is linked to by ``relations``.
+
+        An item gains :data:`SPREAD_DECAY` x link weight x the score of its best
+        linked candidate (ties: the smaller id), on top of its own score, which
+        may be none. Scores are read as the channels left them, so the order in
+        which candidates are visited does not matter and calling it again
+        recomputes the same loan. The graph alone is read, not the items: a
+        neighbour is read only if it reaches the results.
+        """
+        self._spread = {}
+        base = self._scores
+        if not relations or not base:
+            return
+        loans: dict[str, tuple[float, str]] = {}
+        for src, others in self._searcher.store().neighbours(list(base), relations).items():
+            score = base[src]
+            if score <= 0.0:
+                continue
+            for other, weight in others:
+                add = SPREAD_DECAY * weight * score
+                held = loans.get(other)
+                if held is None or add > held[0] or (add == held[0] and src < held[1]):
+                    loans[other] = (add, src)
+        self._spread = loans
+
+    def ordered(self, need: int) -> list[Candidate]:
+        """The best ``need`` readable candidates, best first (ties by id)."""
+        t0 = time.perf_counter()
+        scores = dict(self._scores)
+        for id, (add, _) in self._spread.items():
+            scores[id] = scores.get(id, 0.0) + add
+        out: list[Candidate] = []
+        for id in sorted(scores, key=lambda i: (-scores[i], i)):
+            item = self._read(id)
+            if item is None:
+                continue
+            exp = self._explanations.get(id)
+            loan = self._spread.get(id)
+            if self._explain and loan is not None:
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                if "spread" not in exp.channels:
+                    exp.channels.append("spread")
+                exp.spread_score, exp.spread_from = loan
+            out.append(Candidate(item, scores[id], exp))
+            if len(out) >= need:
+                break
+        self._read_s += time.perf_counter() - t0
+        return out

@@ -1,0 +1,114 @@
+"""The fusion arithmetic both search paths share: constants, normalisation, cut-offs.
+
+Two channels answer a query on their own scales (a lexical share of the
+query's weight, a cosine). A *score fusion* (the default) rescales each
+channel's pool to [0, 1] (:func:`minmax`) and takes a weighted mean; a *rank
+fusion* (``fusion="rrf"``) adds ``1/(RRF_K + rank + 1)`` per channel. Either
+way a candidate may then borrow part of a linked candidate's score
+(:data:`SPREAD_DECAY`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memstore.graph import DEFAULT_CONTEXT_DECAY
+
+__all__ = [
+    "DEFAULT_FANOUT",
+    "FUSION_DEPTH",
+    "FUSION_POOL",
+    "FUSION_RRF",
+    "FUSION_SCORE",
+    "LEXICAL_WEIGHT",
+    "LONG_QUERY_TOKENS",
+    "RRF_K",
+    "SPREAD_DECAY",
+    "cut",
+    "minmax",
+]
+
+RRF_K = 60
+"""Reciprocal Rank Fusion constant: a hit at rank r adds 1/(RRF_K + r)."""
+LONG_QUERY_TOKENS = 3
+"""Above this many query tokens the lexical fast path needs every token covered."""
+FUSION_DEPTH = 1
+"""Times the limit each channel contributes to a rank fusion (``fusion="rrf"``)."""
+FUSION_SCORE = "score"
+"""Fuse the channels on their normalised scores (the default)."""
+FUSION_RRF = "rrf"
+"""Fuse the channels on their ranks, by Reciprocal Rank Fusion."""
+FUSION_POOL = 200
+"""Hits each channel contributes to a score fusion (at least; more when the limit asks).
+
+The pool is the channel's sample of its own score distribution: its best hit
+normalises to 1 and its weakest to 0, so the pool must reach well past the
+results asked for, down to scores that mean "not relevant". A shallow pool
+stretches the differences among a few good hits into the whole [0, 1] range.
+"""
+LEXICAL_WEIGHT = 0.5
+"""Share of the lexical channel in a score fusion (the semantic one has the rest).
+
+Equal shares: neither channel is trusted over the other a priori.
+"""
+DEFAULT_FANOUT = 3
+"""Times the limit each channel pulls while source replacement runs."""
+SPREAD_DECAY = DEFAULT_CONTEXT_DECAY
+"""What one hop keeps of a score spread along a link (times the link's weight).
+
+The store's own spreading activation (:meth:`~memstore.store.Store.context`)
+decays by the same factor per hop: a search spreads like a traversal does.
+"""
+
+
+def minmax(scores: Sequence[float]) -> list[float]:
+    """Scores rescaled to [0, 1] over their own range: best 1, weakest 0.
+
+    A channel's raw scores are on its own scale (a lexical share of the query,
+    a cosine), so a fusion first puts both on the same one. When every score
+    is equal (or there is one) nothing tells them apart: all are 1.
+
+    >>> minmax([2.0, 1.5, 1.0]), minmax([0.3, 0.3]), minmax([])
+    ([1.0, 0.5, 0.0], [1.0, 1.0], [])
+    """
+    if not scores:
+        return []
+    hi, lo = max(scores), min(scores)
+    if hi <= lo:
+        return [1.0] * len(scores)
+    span = hi - lo
+    return [(s - lo) / span for s in scores]
+
+
+def tie_ranks(scores: Sequence[float]) -> list[int]:
+    """Each hit's rank in a best-first list where equal scores share the best rank of their tie.
+
+    The "1224" ranking: the order within a tie is only recency, so it must
+    not weigh in a rank fusion; the other channel breaks the tie instead.
+
+    >>> tie_ranks([0.9, 0.5, 0.5, 0.2])
+    [0, 1, 1, 3]
+    """
+    out: list[int] = []
+    rank = 0
+    for i, s in enumerate(scores):
+        if i and s < scores[i - 1]:
+            rank = i
+        out.append(rank)
+    return out
+
+
+def cut(hits: list[tuple[Any, float]], gap: float, cliff: bool) -> list[tuple[Any, float]]:
+    """Apply the semantic gap and cliff cut-offs to visible hits (best first)."""
+    if not hits:
+        return hits
+    if gap > 0:
+        best = hits[0][1]
+        hits = [(e, s) for e, s in hits if best - s <= gap]
+    if cliff and len(hits) > 1:
+        drops = [hits[i][1] - hits[i + 1][1] for i in range(len(hits) - 1)]
+        steepest = max(range(len(drops)), key=lambda i: (drops[i], -i))
+        if drops[steepest] > 0:
+            hits = hits[: steepest + 1]
+    return hits

@@ -1,0 +1,462 @@
+"""The Searcher: one hybrid search call from lexical pass to shaped results.
+
+The flow (see :mod:`memstore.search`): the lexical channel, then, unless its
+answer is confident, the semantic channel; fusion and spreading; shaping.
+The candidate work runs on one of two paths with the same results: the lean
+path (:mod:`memstore.search._lean`, arrays over the store's snapshot) when
+nothing needs an item mid-way, else the general path
+(:mod:`memstore.search._fusion` and :mod:`memstore.search._shaping`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore._lexindex import LexicalHit
+from memstore._search_snapshot import SearchSnapshot, micros
+from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
+from memstore.lexical import is_confident
+from memstore.search import _shaping
+from memstore.search._fusion import Candidate, Fusion
+from memstore.search._fusion_rules import (
+    DEFAULT_FANOUT,
+    FUSION_DEPTH,
+    FUSION_POOL,
+    FUSION_SCORE,
+    LONG_QUERY_TOKENS,
+    cut,
+)
+from memstore.search._lean import LeanFusion
+from memstore.search._types import (
+    Explanation,
+    SearchConfig,
+    SearchResult,
+    VectorIndex,
+    check_config,
+)
+from memstore.search._visibility import default_visible
+from memstore.stats import (
+    FUSED_PATH,
+    LEXICAL_PATH,
+    STAT_EXHAUSTIVE_FALLBACKS,
+    STAT_KEYWORD_HITS,
+    STAT_KW_TRIGRAM_HITS,
+    STAT_KW_VOICE_HITS,
+    STAT_KW_VOICE_MISSES,
+    STAT_SEMANTIC_CALLS,
+    STAT_SEMANTIC_FALLBACKS,
+    STAT_TOTAL,
+    SearchStats,
+)
+from memstore.store import Store
+from memstore.tags import PARTITION_ALL
+
+__all__ = ["Searcher"]
+
+_log = logging.getLogger("memstore")
+_T = TypeVar("_T")
+
+
+class _Channels(Protocol[_T]):
+    """What :meth:`Searcher._fuse` drives: a general or a lean fusion."""
+
+    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None: ...
+    def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None: ...
+    def spread(self, relations: Collection[str]) -> None: ...
+    def ordered(self, need: int) -> list[_T]: ...
+    def observe_hydrate(self) -> None: ...
+
+
+class Searcher:
+    """Hybrid search over a Store: lexical first, semantic fused in when needed, reranked."""
+
+    def __init__(self, config: SearchConfig, *, stats: SearchStats | None = None) -> None:
+        if not isinstance(config.store, Store):
+            raise TypeError("SearchConfig.store must be a memstore.Store")
+        check_config(config)
+        self._cfg = config
+        self._stats = stats if stats is not None else SearchStats(config.stats)
+
+    @property
+    def stats(self) -> SearchStats:
+        """The search statistics (shared with copies made by :meth:`with_`)."""
+        return self._stats
+
+    @property
+    def config(self) -> SearchConfig:
+        return self._cfg
+
+    def store(self) -> Store:
+        """The store searched."""
+        return self._cfg.store
+
+    def with_(self, mutate: Callable[[SearchConfig], None]) -> Searcher:
+        """A searcher over the same store, sharing these statistics, with a changed config.
+
+        This searcher is not modified; swap the copy in when flipping a switch.
+        """
+        cfg = dataclasses.replace(self._cfg)
+        mutate(cfg)
+        return Searcher(cfg, stats=self._stats)  # checks the changed config
+
+    # ------------------------------------------------------------- search
+
+    def hybrid_search(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        partition: str = "",
+        limit: int = 10,
+        *,
+        caller: str | None = None,
+        explain: bool = False,
+    ) -> list[SearchResult]:
+        """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
+
+        A confident lexical hit returns without an embedding call. Results are
+        limited to what ``partition`` may see (items tagged for it, untagged
+        ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL` lifts the
+        filter (read-only operator surfaces only).
+        """
+        return self._search(query, kind, subject, partition, limit, caller, explain, full=False)
+
+    def hybrid_search_full(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        partition: str = "",
+        limit: int = 10,
+        *,
+        caller: str | None = None,
+        explain: bool = False,
+    ) -> list[SearchResult]:
+        """:meth:`hybrid_search` that always consults the vector index.
+
+        It also adds the host's live matches and puts an item whose id equals
+        the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`).
+        """
+        return self._search(query, kind, subject, partition, limit, caller, explain, full=True)
+
+    def _visible(self, item: Item, partition: str) -> bool:
+        fn = self._cfg.visible
+        return fn(item, partition) if fn is not None else default_visible(item, partition)
+
+    def _search(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        limit: int,
+        caller: str | None,
+        explain: bool,
+        *,
+        full: bool,
+    ) -> list[SearchResult]:
+        cfg, stats = self._cfg, self._stats
+        limit = limit if limit > 0 else 10
+        start = time.perf_counter()
+        stats.add(STAT_TOTAL)
+        fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
+        # What the rerank and the link steps receive: each channel's best
+        # limit x fanout items (an item ranked 15th by both channels should
+        # beat one ranked 8th by only one of them).
+        pool = limit * max(fanout, FUSION_DEPTH)
+        cells = cfg.cells() if cfg.cells is not None else None
+        by_score = cfg.fusion == FUSION_SCORE and cells is not None
+        # A score fusion normalises each channel over a deep pool of scores (see
+        # FUSION_POOL); only the items that can reach the results are read.
+        depth = max(pool, FUSION_POOL) if by_score else pool
+        t0 = time.perf_counter()
+        lexical, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
+        stats.observe("search.phase.lexical", time.perf_counter() - t0)
+        stats.add(STAT_KEYWORD_HITS)
+        if any(h.fuzzy for h, _ in lexical):
+            stats.add(STAT_KW_TRIGRAM_HITS)
+        # Confident: the top hit covers the query (the store's rule), all of it
+        # for a long question (which shares words with almost anything), and
+        # stands alone at the top (a shared top spot is a guess).
+        confident = (
+            bool(lexical)
+            and is_confident(lexical[0][0].covered, n_tokens)
+            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][0].covered == n_tokens)
+            and (len(lexical) == 1 or lexical[0][0].score > lexical[1][0].score)
+        )
+        lean = self._lean(explain, full)
+        fused_path = cells is not None and (full or cfg.always_fuse or not confident)
+        if fused_path:
+            stats.add(STAT_KW_VOICE_MISSES)
+            stats.add(STAT_SEMANTIC_CALLS)
+        elif confident:
+            stats.add(STAT_KW_VOICE_HITS)
+        semantic = cells if fused_path else None
+        run = (query, kind, subject, partition, depth, 2 * pool)
+        if lean is not None:
+            snap, now_us = lean
+            leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
+            slots = self._fuse(leaner, lexical, cells, semantic, *run)
+            t1 = time.perf_counter()
+            shaped = not cfg.no_shaping
+            results = leaner.results(slots, query, limit, full=full, shaped=shaped)
+        else:
+            fusion = Fusion(self, kind, partition, explain, by_score)
+            ordered = self._fuse(fusion, lexical, cells, semantic, *run)
+            if full:
+                ordered = self._full_extras(query, kind, partition, ordered, explain)
+            t1 = time.perf_counter()
+            results = self._shape(ordered, partition, limit, explain)
+        stats.observe("search.phase.rerank", time.perf_counter() - t1)
+        if cfg.link_expansion is not None and cfg.link_expansion():
+            results = _shaping.expand(self, results, partition, limit, explain)
+        elapsed = time.perf_counter() - start
+        stats.observe(FUSED_PATH if fused_path else LEXICAL_PATH, elapsed)
+        stats.observe(f"search.caller.{caller or 'internal'}", elapsed)
+        if cfg.dirty is not None:
+            cfg.dirty()
+        return results
+
+    def _lean(self, explain: bool, full: bool) -> tuple[SearchSnapshot, int] | None:
+        """The snapshot and ``now`` (microseconds) for the lean path, or ``None``: the general one.
+
+        See :mod:`memstore.search._lean` for what keeps a search on the general path.
+        """
+        cfg = self._cfg
+        if (
+            explain
+            or cfg.visible is not None
+            or cfg.doc_visible is not None
+            or cfg.hydrate is not None
+            or cfg.state is not None
+            or cfg.anchor is not None
+            or cfg.collapse_key is not None
+            or cfg.source_relation
+            or (full and cfg.live is not None)
+            or cfg.store.config.read is not None
+        ):
+            return None
+        try:
+            now_us = micros(cfg.store.config.clock())
+        except TypeError:  # a naive clock: only datetime comparisons know what it means
+            return None
+        snap = cfg.store.search_snapshot()
+        return None if snap is None else (snap, now_us)
+
+    def _fuse(
+        self,
+        fusion: _Channels[_T],
+        lexical: Sequence[tuple[LexicalHit, Item | None]],
+        cells: VectorIndex | None,
+        semantic: VectorIndex | None,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        depth: int,
+        need: int,
+    ) -> list[_T]:
+        """Run the channels into ``fusion`` and return its best ``need`` candidates.
+
+        ``semantic`` is the vector index when the semantic channel runs (the
+        lexical answer was not confident, or the search always fuses). An empty
+        fused list falls back to an exact scan of ``cells``.
+        """
+        cfg, stats = self._cfg, self._stats
+        fusion.add_lexical(lexical)
+        vec: npt.NDArray[np.float32] | None = None
+        if semantic is not None:
+            try:
+                vec = self._embed(semantic, query)
+                sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
+                fusion.add_semantic(sem, "semantic")
+            except Exception:  # the lexical answer still stands
+                _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
+                stats.add(STAT_SEMANTIC_FALLBACKS)
+        fusion.spread(cfg.spread_relations)
+        ordered = fusion.ordered(need)
+        if not ordered and cells is not None:
+            try:
+                # The query vector of this call's semantic pass when it ran: one
+                # embedding per search, even when the exact scan has to step in.
+                vec = vec if vec is not None else self._embed(cells, query)
+                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
+                fusion.add_semantic(hits, "exhaustive")
+                fusion.spread(cfg.spread_relations)
+                ordered = fusion.ordered(need)
+                if ordered:
+                    stats.add(STAT_EXHAUSTIVE_FALLBACKS)
+            except Exception:
+                _log.warning("memstore: exhaustive fallback failed", exc_info=True)
+        fusion.observe_hydrate()
+        return ordered
+
+    def _shape(
+        self, ordered: list[Candidate], partition: str, limit: int, explain: bool
+    ) -> list[SearchResult]:
+        """The general path's shaping: sources replaced, reranked and collapsed (or not)."""
+        cfg = self._cfg
+        if cfg.no_shaping:
+            return [SearchResult(c.item, c.fused, 0, c.via, c.explanation) for c in ordered[:limit]]
+        if cfg.source_relation:
+            ordered = _shaping.replace_sources(self, ordered, partition, explain)
+        return _shaping.rerank(cfg, ordered, limit, explain)
+
+    def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
+        """What an index entry must pass, checked inside the vector search.
+
+        The engine's own rules first (no private entry, the kind filter or no
+        non-searchable kind, not past its deadline), so an entry the caller
+        cannot read never takes a slot of the pool nor sets the gap baseline;
+        then the host's ``doc_visible`` (without one, partitions are
+        restricted by the index's label sets, see ``_semantic_hits``).
+        """
+        host_fn = self._cfg.doc_visible
+        hidden = () if kind else self._cfg.store.vocabulary().non_searchable
+        now = self._cfg.store.config.clock()
+        if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
+
+            def plain(e: Any) -> bool:
+                if e.scope == SCOPE_PRIVATE:
+                    return False
+                deadline = getattr(e, "stale_after", None)
+                return deadline is None or not now >= deadline
+
+            return plain
+
+        def visible(e: Any) -> bool:
+            if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
+                return False
+            deadline = getattr(e, "stale_after", None)
+            if deadline is not None and now >= deadline:
+                return False
+            return host_fn is None or host_fn(e, partition)
+
+        return visible
+
+    def _hydrate(self, id: str, kind: str, partition: str) -> Item | None:
+        store = self._cfg.store
+        item = store.get(id)
+        if item is None and self._cfg.hydrate is not None:
+            item = self._cfg.hydrate(id)
+        if item is None or item.status != STATUS_ACTIVE:
+            return None
+        if kind and item.kind != kind:
+            return None
+        if not kind and store.vocabulary().is_non_searchable(item.kind):
+            return None
+        return item if self._visible(item, partition) else None
+
+    def _semantic_hits(
+        self,
+        cells: VectorIndex,
+        vec: npt.NDArray[np.float32],
+        kind: str,
+        subject: str,
+        partition: str,
+        pool: int,
+        exact: bool,
+    ) -> list[tuple[Any, float]]:
+        cfg = self._cfg
+        partitions = None
+        if cfg.doc_visible is None and partition != PARTITION_ALL:
+            partitions = (partition, "") if partition else ("",)
+        visible = self._doc_visible(partition, kind)
+
+        t0 = time.perf_counter()
+        hits = cells.search_vector(
+            vec,
+            pool,
+            visible=visible,
+            subject=subject if cfg.subject_routing and subject else None,
+            partitions=partitions,
+            exact=exact,
+        )
+        self._stats.observe("search.phase.index", time.perf_counter() - t0)
+        return cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
+
+    def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
+        t0 = time.perf_counter()
+        vec = cells.embed_query(query)
+        self._stats.observe("search.phase.embed", time.perf_counter() - t0)
+        return vec
+
+    def _lexical(
+        self, query: str, kind: str, subject: str, partition: str, pool: int, depth: int
+    ) -> tuple[list[tuple[LexicalHit, Item | None]], int]:
+        """The lexical channel's best hits the caller may see, and the number of query tokens.
+
+        Under the default partition rule the index filters partitions itself,
+        so ``depth`` hits come back as scores alone, and their items are read
+        only if they reach the results. A host ``visible`` predicate needs the
+        items: the best ``4 x pool`` hits are read and filtered here (the head
+        the results come from); a deeper pool adds the rest as scores alone,
+        to normalise over, and each of those is checked when it is read.
+        """
+        cfg, store = self._cfg, self._cfg.store
+        if cfg.visible is None:
+            index_partition = None if partition == PARTITION_ALL else partition
+            hits, n = store.keyword_ranked(query, kind, subject, depth, partition=index_partition)
+            return [(h, None) for h in hits], n
+        head = 4 * pool
+        wide, n = store.keyword_ranked(query, kind, subject, max(head, depth))
+        out: list[tuple[LexicalHit, Item | None]] = []
+        for h in wide[:head]:
+            item = store.get(h.id)
+            if item is not None and self._visible(item, partition):
+                out.append((h, item))
+        out = out[:pool] if depth <= pool else out
+        out.extend((h, None) for h in wide[head:depth])
+        return out, n
+
+    def _full_extras(
+        self, query: str, kind: str, partition: str, ordered: list[Candidate], explain: bool
+    ) -> list[Candidate]:
+        cfg = self._cfg
+        if cfg.live is not None:
+            exclude = {c.item.id for c in ordered}
+            for r in cfg.live(query, kind, partition, exclude):
+                if r.item.id not in exclude:
+                    ordered.append(
+                        Candidate(r.item, r.score, Explanation(["live"]) if explain else None)
+                    )
+        exact = query.strip()
+        hit = self._hydrate(exact, kind, partition) if exact else None
+        if hit is not None:
+            ordered = [c for c in ordered if c.item.id != hit.id]
+            c = Candidate(hit, EXACT_ID_MATCH_SCORE, Explanation(["exact_id"]) if explain else None)
+            ordered.insert(0, c)
+        return ordered
+
+    # -------------------------------------------------------------- shaping
+
+    def rerank(self, items: Sequence[Item], limit: int) -> list[SearchResult]:
+        """Score items in relevance order (index 0 best), collapse near-duplicates, truncate.
+
+        The score is :func:`~memstore.rerank.rerank_base_score` of the input rank
+        times the state, anchor, watch and recency multipliers. Two collapse
+        passes follow: the host's ``collapse_key``, then near-duplicate
+        knowledge. Deterministic: stable sorts with an id tie-break.
+        """
+        return _shaping.rerank(self._cfg, [Candidate(it) for it in items], limit, explain=False)
+
+    # --------------------------------------------------------- consolidate
+
+    def consolidate(self, partition: str, apply: bool = False) -> ConsolidationReport:
+        """Group a partition's knowledge cells into near-duplicate clusters; optionally retire.
+
+        See :func:`memstore.consolidate.consolidate`: the keeper of each cluster
+        is the most trusted cell; ``apply`` supersedes the others; an empty,
+        ``*`` or unknown partition fails closed with ``error`` set.
+        """
+        return consolidate(
+            self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
+        )

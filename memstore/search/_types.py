@@ -1,0 +1,150 @@
+"""What a search is given and what it returns: config, results, explanations.
+
+:class:`SearchConfig` is everything a :class:`~memstore.search.Searcher`
+asks of its host (only ``store`` is required); :class:`SearchResult` is one
+ranked hit and :class:`Explanation` why it ranked there; :class:`VectorIndex`
+is the vector side a searcher needs (``memstore_index.CellStore`` is one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore.item import Item
+from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT
+from memstore.stats import StatsSink
+from memstore.store import Store
+
+__all__ = ["Explanation", "SearchConfig", "SearchResult", "VectorIndex", "check_config"]
+
+
+class VectorIndex(Protocol):
+    """The vector index a searcher needs (``memstore_index.CellStore`` is one)."""
+
+    def embed_query(self, query: str) -> npt.NDArray[np.float32]: ...
+
+    def search_vector(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        *,
+        visible: Callable[[Any], bool] | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+        exact: bool = False,
+    ) -> list[tuple[Any, float]]: ...
+
+
+@dataclass
+class Explanation:
+    """Why a result ranked where it did (``hybrid_search(..., explain=True)``)."""
+
+    channels: list[str] = field(default_factory=list)
+    """How it was found: ``lexical``, ``semantic``, ``exhaustive``, ``spread``, ``live``,
+    ``exact_id``, ``link``, ``source``."""
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    semantic_rank: int | None = None
+    similarity: float | None = None
+    lexical_norm: float | None = None
+    """The lexical score normalised over the lexical pool (score fusion only)."""
+    semantic_norm: float | None = None
+    """The similarity normalised over the semantic pool (score fusion only)."""
+    spread_from: str | None = None
+    """The candidate whose link lent this result part of its score (``spread_relations``)."""
+    spread_score: float | None = None
+    """What that link added to the fused score."""
+    fused_score: float | None = None
+    base_score: float | None = None
+    multipliers: dict[str, float] = field(default_factory=dict)
+    collapsed: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    """One ranked hit.
+
+    ``score`` is the rerank score (base rank score times multipliers) and
+    orders results within one call only. ``collapsed_count`` is positive on
+    the survivor of a near-duplicate collapse. ``via`` is the id of the direct
+    hit whose link surfaced this result (expanded results score 0).
+    """
+
+    item: Item
+    score: float = 0.0
+    collapsed_count: int = 0
+    via: str = ""
+    explanation: Explanation | None = None
+
+
+@dataclass
+class SearchConfig:
+    """What the Searcher asks of its host. ``store`` is required; every other field is optional."""
+
+    store: Store
+    cells: Callable[[], VectorIndex | None] | None = None
+    """The vector index, read on every call (the host may set it late); ``None``: lexical only."""
+    visible: Callable[[Item, str], bool] | None = None
+    """Whether a partition may see an item; default :func:`default_visible`."""
+    doc_visible: Callable[[Any, str], bool] | None = None
+    """The same for an index entry before it is hydrated."""
+    hydrate: Callable[[str], Item | None] | None = None
+    """Reads an item the store does not hold (kinds kept out of the working set)."""
+    live: Callable[[str, str, str, set[str]], list[SearchResult]] | None = None
+    """Matches from host state outside the store, for a full search."""
+    state: Callable[[Item], tuple[bool, bool]] | None = None
+    """``(open, known)`` for kinds with a lifecycle outside the store."""
+    anchor: Callable[[Item], bool] | None = None
+    """An item the host keeps refreshed as a summary."""
+    collapse_key: Callable[[Item], str] | None = None
+    """The near-duplicate identity of an item, ``""`` when not eligible."""
+    link_expansion: Callable[[], bool] | None = None
+    """Turns on one-hop link expansion of results (read on every call)."""
+    dirty: Callable[[], None] | None = None
+    """Fires after every search, for a stats flush."""
+    resolve_strict: Callable[[str], str | None] | None = None
+    """Maps a partition name to its canonical name, ``None`` when unknown (consolidate)."""
+    stats: StatsSink | None = None
+    """Where the counters also go."""
+    semantic_gap: float = 0.0
+    """Drop semantic matches more than this below the best visible one (0: off)."""
+    semantic_cliff: bool = False
+    """Keep only the semantic matches above the steepest drop in similarity."""
+    always_fuse: bool = False
+    """Fuse the semantic channel even when the lexical answer looks confident."""
+    no_shaping: bool = False
+    """Skip rerank and collapse: results in fused order."""
+    source_relation: str = ""
+    """Replace a hit that links by this relation with the item it links to."""
+    fanout: int = 0
+    """Times the limit each channel pulls while source replacement runs (0: 3)."""
+    subject_routing: bool = False
+    """Send the semantic channel through the subject's own entries, merged with the global."""
+    fusion: str = FUSION_SCORE
+    """:data:`FUSION_SCORE` (fuse normalised scores, the default) or :data:`FUSION_RRF`."""
+    lexical_weight: float = LEXICAL_WEIGHT
+    """The lexical channel's share of a score fusion, in [0, 1]."""
+    spread_relations: tuple[str, ...] = ()
+    """Link relations along which a candidate lends part of its fused score to its neighbours.
+
+    One hop, both ways: an item linked to a candidate by one of these gains
+    :data:`SPREAD_DECAY` x the link's weight x the best such candidate's
+    score (before spreading), on top of its own. For items that are context
+    for each other: consecutive turns of a conversation, steps of one
+    procedure. Empty (the default): no spreading.
+    """
+
+
+def check_config(cfg: SearchConfig) -> None:
+    """Reject a fusion this searcher does not know, naming the accepted ones."""
+    if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
+        raise ValueError(
+            f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
+        )
+    if not 0.0 <= cfg.lexical_weight <= 1.0:
+        raise ValueError(f"SearchConfig.lexical_weight {cfg.lexical_weight!r} is not in [0, 1]")
