@@ -1,32 +1,31 @@
-"""The ``memstore`` command: the engine from a shell, and the HTTP server.
-
-    memstore add "the nightly backup runs at 02:00" --partition ops
-    memstore search "when is the backup?" --partition ops
-    memstore get ID | forget ID [--hard] | stats
-    memstore backup DIR DEST
-    memstore export [--partition P] [-o FILE] | import FILE
-    memstore serve [--data DIR] [--host H] [--port N] [--tokens-file F] ...
-    memstore mcp [--data DIR] [--transport stdio|http] [--compat knowledge-graph] ...
+"""The ``memstore`` command: the engine from a shell, and its servers.
 
 Every command works on a data folder (``--data``, default ``./data``), the
-same one :class:`~memstore.memory.Memory` and the server use. Exit status: 0
-on success, 1 when the thing asked for is not there, 2 for bad input.
+same one :class:`~memstore.memory.Memory` and the servers use. Exit status:
+0 on success, 1 when the thing asked for is not there or the command failed,
+2 for a usage error (a bad flag or value); every error is one line on stderr
+that says what to do instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from memstore import __version__
-from memstore.errors import MemstoreError
-from memstore.memory import Memory
+from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
+from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.protocol.limits import MAX_BODY_BYTES
+from memstore.tags import partition_from_tags
+from memstore.vocabulary import ENGINE_KINDS
 from memstore.web.connections import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
     DEFAULT_HEADER_TIMEOUT_SECONDS,
@@ -38,10 +37,87 @@ from memstore.web.connections import (
 __all__ = ["main"]
 
 DEFAULT_DATA = "data"
+EMBEDDERS = ("auto", "local", "hash", "none")
+
+USAGE = """\
+examples:
+  memstore add "the nightly backup runs at 02:00" --partition ops
+  memstore search "when is the backup?" --partition ops
+  memstore get ID          memstore forget ID [--hard]          memstore stats
+  memstore export [--partition P] [-o FILE]          memstore import FILE
+  memstore backup DIR DEST
+  memstore serve           (MemoryProtocol 0.1 over HTTP, extra server)
+  memstore mcp             (memory for MCP clients, extra mcp)
+
+Every command works on a data folder: --data DIR (default ./data).
+'memstore COMMAND --help' says what each command takes.
+"""
 
 
-def _memory(args: argparse.Namespace, *, embed: bool) -> Memory:
-    return Memory(args.data, embedder=args.embedder if embed else None)
+class UsageError(MemstoreError):
+    """A value on the command line that cannot work: exit status 2."""
+
+
+class Failure(MemstoreError):
+    """What the command was asked to act on is not there, or cannot be done now: exit status 1."""
+
+
+def _writer(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory opened for writing (created when missing)."""
+    try:
+        return Memory(args.data, embedder=args.embedder if embed else None)
+    except JournalLockedError:
+        raise Failure(
+            f"{args.data} is being written by another process (a running memstore serve?); "
+            "stop it, or send the change through its HTTP API"
+        ) from None
+
+
+def _reader(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory for reading: never created; read-only beside a running writer."""
+    if not (Path(args.data) / JOURNAL_FILE).is_file():
+        raise Failure(
+            f"no memory in {args.data}/ (it has no {JOURNAL_FILE}): give the folder with "
+            "--data DIR, or create one with 'memstore add'"
+        )
+    embedder = args.embedder if embed else None
+    if args.readonly:
+        return Memory(args.data, embedder=embedder, readonly=True)
+    try:
+        return Memory(args.data, embedder=embedder)
+    except JournalLockedError:
+        print(
+            f"memstore: {args.data} is being written by another process; "
+            "reading it read-only, as it was a moment ago (--readonly says so on purpose)",
+            file=sys.stderr,
+        )
+        return Memory(args.data, embedder=embedder, readonly=True)
+
+
+def _check_kind(args: argparse.Namespace) -> None:
+    """Refuse a kind nobody uses (a typo such as ``stable-fact`` would skip its rules).
+
+    Known: the engine's kinds, ``note``, and every kind already in the folder;
+    ``--new-kind`` starts one of your own. Checked before anything is opened,
+    so a refused add creates nothing.
+    """
+    kind = args.kind
+    if not kind or args.new_kind:
+        return
+    known = {*ENGINE_KINDS, DEFAULT_KIND}
+    if kind in known:
+        return
+    if (Path(args.data) / JOURNAL_FILE).is_file():
+        with _reader(argparse.Namespace(**{**vars(args), "readonly": True}), embed=False) as mem:
+            known |= {it.kind for it in mem.store.all_items()}
+        if kind in known:
+            return
+    near = difflib.get_close_matches(kind, sorted(known), n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    raise UsageError(
+        f"unknown kind {kind!r}: {hint}known kinds: {', '.join(sorted(known))} "
+        "(--new-kind starts a kind of your own)"
+    )
 
 
 def _print_item(item: Any, as_json: bool, score: float | None = None) -> None:
@@ -62,50 +138,67 @@ def cmd_add(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value:
             fields[name] = value
-    with _memory(args, embed=True) as mem:
+    _check_kind(args)
+    with _writer(args, embed=True) as mem:
         item = mem.add(args.text, partition=args.partition, **fields)
         _print_item(item, args.json)
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    with _memory(args, embed=True) as mem:
-        hits = mem.search(args.query, partition=args.partition, kind=args.kind, limit=args.limit)
+    if not args.query.strip():
+        raise UsageError("the query is empty: give some words to search for")
+    partition = "*" if args.all else args.partition
+    with _reader(args, embed=True) as mem:
+        hits = mem.search(args.query, partition=partition, kind=args.kind, limit=args.limit)
         for hit in hits:
             _print_item(hit.item, args.json, hit.score)
+        if partition is None:
+            _hint_partitions(mem)
     return 0
 
 
+def _hint_partitions(mem: Memory) -> None:
+    """Without --partition only untagged items are searched: say when others exist."""
+    parts = Counter(p for it in mem.store.all_items() if (p := partition_from_tags(it.tags)))
+    if parts:
+        names = ", ".join(f"{p} ({n})" for p, n in sorted(parts.items())[:5])
+        more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+        print(
+            f"memstore: searched items without a partition; partitions here: {names}{more}. "
+            "Use --partition NAME, or --all for every partition",
+            file=sys.stderr,
+        )
+
+
 def cmd_get(args: argparse.Namespace) -> int:
-    with _memory(args, embed=False) as mem:
+    with _reader(args, embed=False) as mem:
         item = mem.get(args.id)
         if item is None:
-            print(f"memstore: no item {args.id!r}", file=sys.stderr)
-            return 1
+            raise Failure(f"no item {args.id!r} in {args.data}/")
         print(json.dumps(item.model_dump(mode="json"), indent=None if args.json else 2))
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    with _memory(args, embed=False) as mem:
+    with _writer(args, embed=False) as mem:
         if args.hard:
             if mem.get(args.id) is None and not mem.history(args.id):
-                print(f"memstore: no item {args.id!r}", file=sys.stderr)
-                return 1
+                raise Failure(f"no item {args.id!r} in {args.data}/")
             mem.purge([args.id])
             print(f"purged {args.id} (every version)")
             return 0
         if not mem.delete(args.id):
-            print(f"memstore: no item {args.id!r}", file=sys.stderr)
-            return 1
+            raise Failure(f"no item {args.id!r} in {args.data}/")
         print(f"deleted {args.id} (its history is kept; --hard erases it)")
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with _memory(args, embed=False) as mem:
+    with _reader(args, embed=False) as mem:
         if args.output in (None, "-"):
             n = mem.export(sys.stdout, partition=args.partition)
+            sys.stdout.flush()
         else:
             with open(args.output, "w", encoding="utf-8") as fp:
                 n = mem.export(fp, partition=args.partition)
@@ -118,26 +211,57 @@ def cmd_import(args: argparse.Namespace) -> int:
         from memstore.mcp.importer import import_cli
 
         return import_cli(args)
-    size = os.path.getsize(args.file) if args.file != "-" else 0
-    with _memory(args, embed=True) as mem:
-        if args.file == "-":
-            n = mem.import_(sys.stdin)
-        else:
-            with open(args.file, encoding="utf-8") as fp:
-                n = mem.import_(_ReadProgress(fp, size) if size else fp)  # type: ignore[arg-type]
-        print(f"imported {n} item(s)", file=sys.stderr)
+    fp: IO[str]
+    if args.file == "-":
+        fp = sys.stdin
+    else:
+        try:
+            fp = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise Failure(f"cannot read {args.file}: {e.strerror}") from None
+    try:
+        size = os.fstat(fp.fileno()).st_size if fp is not sys.stdin else 0
+        lines = _Lines(fp, size, progress=sys.stderr.isatty())
+        with _writer(args, embed=True) as mem:
+            try:
+                changed = mem.import_(lines)  # type: ignore[arg-type]
+            except InvalidItemError as e:
+                raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
+    finally:
+        if fp is not sys.stdin:
+            fp.close()
+    items = max(lines.items - 1, 0)  # the first line names the format
+    print(
+        f"imported {changed} item(s), {items - changed} unchanged (already on record)",
+        file=sys.stderr,
+    )
     return 0
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with _memory(args, embed=False) as mem:
+    with _reader(args, embed=False) as mem:
         s = mem.stats()
-        print(
-            json.dumps(
-                {"items": s.items, "active": s.active, "head": str(s.head) if s.head else None},
-                indent=2,
-            )
-        )
+        items = mem.store.all_items()
+        by_partition = Counter(partition_from_tags(it.tags) or "" for it in items)
+        by_kind = Counter(it.kind for it in items)
+        report: dict[str, Any] = {
+            "items": s.items,
+            "active": s.active,
+            "head": str(s.head) if s.head else None,
+            "partitions": dict(sorted(by_partition.items())),
+            "kinds": dict(sorted(by_kind.items())),
+        }
+        if args.json:
+            print(json.dumps(report, indent=2))
+            return 0
+        print(f"{'items':<24}{s.items:>10}")
+        print(f"{'active':<24}{s.active:>10}")
+        print(f"{'journal head':<24}{report['head'] or '-':>10}")
+        for title, counts in (("partition", by_partition), ("kind", by_kind)):
+            if counts:
+                print(f"\n{title:<24}{'items':>10}")
+                for name, n in sorted(counts.items()):
+                    print(f"{name or '(none)':<24}{n:>10}")
     return 0
 
 
@@ -191,22 +315,28 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return code
 
 
-class _ReadProgress:
-    """Iterate a text file's lines, drawing how much was read on stderr."""
+class _Lines:
+    """A text file's lines, counted, with how much was read drawn on stderr if asked."""
 
-    def __init__(self, fp: IO[str], total: int) -> None:
+    def __init__(self, fp: IO[str], total: int, *, progress: bool) -> None:
         self._fp, self._total, self._read, self._shown = fp, max(total, 1), 0, -1
+        self._progress = progress and total > 0
+        self.items = 0
 
     def __iter__(self) -> Iterator[str]:
         for line in self._fp:
-            self._read += len(line.encode("utf-8"))
-            pct = min(100, self._read * 100 // self._total)
-            if pct != self._shown:
-                self._shown = pct
-                sys.stderr.write(f"\rmemstore: reading [{'#' * (pct // 4):<25}] {pct}%")
-                sys.stderr.flush()
+            if line.strip():
+                self.items += 1
+            if self._progress:
+                self._read += len(line.encode("utf-8"))
+                pct = min(100, self._read * 100 // self._total)
+                if pct != self._shown:
+                    self._shown = pct
+                    sys.stderr.write(f"\rmemstore: reading [{'#' * (pct // 4):<25}] {pct}%")
+                    sys.stderr.flush()
             yield line
-        sys.stderr.write("\n")
+        if self._progress:
+            sys.stderr.write("\n")
 
 
 def _positive_int(text: str) -> int:
@@ -220,50 +350,105 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memstore", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=f"memstore {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line that says where to look (exit status 2)."""
 
-    def command(name: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help)
-        p.add_argument("--data", default=DEFAULT_DATA, help="the data folder (default ./data)")
+    def error(self, message: str) -> Any:  # argparse types it NoReturn
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="memstore",
+        description="memstore: an in-process memory engine for AI agents, from the shell.",
+        epilog=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"memstore {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help: str, *, reads: bool = False) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
         p.add_argument(
-            "--embedder", default="auto", help="auto, local, hash or none (default auto)"
+            "--data", default=DEFAULT_DATA, metavar="DIR", help="the data folder (default ./data)"
         )
-        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument(
+            "--embedder",
+            default="auto",
+            choices=EMBEDDERS,
+            help="the embedding model: auto (the local model when installed, else hash), "
+            "local, hash, or none for lexical search only (default auto)",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+        if reads:
+            p.add_argument(
+                "--readonly",
+                action="store_true",
+                help="open the folder read-only (what a reader beside a running server gets "
+                "by itself)",
+            )
         return p
 
-    p = command("add", "store a note")
-    p.add_argument("text")
-    p.add_argument("--partition")
-    for name in ("kind", "confidence", "origin", "subject", "event-date", "title"):
-        p.add_argument(f"--{name}", dest=name.replace("-", "_"))
+    p = command("add", "store a note (plain text becomes a note's content)")
+    p.add_argument("text", help="what to remember")
+    p.add_argument("--partition", metavar="NAME", help="the partition (tenant) it belongs to")
+    p.add_argument(
+        "--kind",
+        help="what it is: stable_fact, hypothesis, event, watch_item, operational_pattern, "
+        "unknown, note (default) or a kind already in the folder",
+    )
+    p.add_argument(
+        "--new-kind", action="store_true", help="allow a --kind nobody has used yet (your own)"
+    )
+    p.add_argument(
+        "--confidence",
+        choices=("high", "medium", "low"),
+        help="how sure (a stable_fact needs high)",
+    )
+    p.add_argument("--origin", help="where it came from (default: derived)")
+    p.add_argument("--subject", help="what or whom it is about")
+    p.add_argument(
+        "--event-date",
+        dest="event_date",
+        metavar="DATE",
+        help="when it happened, YYYY-MM-DD or RFC 3339 (an event needs one)",
+    )
+    p.add_argument("--title", help="a short title (searched with extra weight)")
     p.set_defaults(fn=cmd_add)
 
-    p = command("search", "hybrid search")
-    p.add_argument("query")
-    p.add_argument("--partition")
-    p.add_argument("--kind", default="")
-    p.add_argument("--limit", type=int, default=10)
+    p = command("search", "hybrid search: lexical first, semantic when unsure", reads=True)
+    p.add_argument("query", help="the words to search for")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--partition",
+        metavar="NAME",
+        help="search this partition (and untagged and shared items); default: untagged only",
+    )
+    where.add_argument("--all", action="store_true", help="search every partition")
+    p.add_argument("--kind", default="", help="only items of this kind")
+    p.add_argument(
+        "--limit", type=_positive_int, default=10, metavar="N", help="hits to show (default 10)"
+    )
     p.set_defaults(fn=cmd_search)
 
-    p = command("get", "print one item")
-    p.add_argument("id")
+    p = command("get", "print one item as JSON", reads=True)
+    p.add_argument("id", help="the item's id")
     p.set_defaults(fn=cmd_get)
 
-    p = command("forget", "delete an item (soft; --hard erases every version)")
-    p.add_argument("id")
-    p.add_argument("--hard", action="store_true")
+    p = command("forget", "delete an item (soft: its history stays; --hard erases it)")
+    p.add_argument("id", help="the item's id")
+    p.add_argument(
+        "--hard", action="store_true", help="erase every version, past included (cannot be undone)"
+    )
     p.set_defaults(fn=cmd_forget)
 
-    p = command("export", "write items with their history as NDJSON")
-    p.add_argument("--partition")
-    p.add_argument("-o", "--output")
+    p = command("export", "write items with their whole history as NDJSON", reads=True)
+    p.add_argument("--partition", metavar="NAME", help="only this partition's items")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.set_defaults(fn=cmd_export)
 
-    p = command("import", "load an export")
-    p.add_argument("file")
+    p = command("import", "load an export (all or nothing; importing twice changes nothing)")
+    p.add_argument("file", help="the export file, or - for standard input")
     p.add_argument(
         "--format",
         choices=("memstore", "mcp-memory"),
@@ -273,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", help="mcp-memory: the partition the graph goes into")
     p.set_defaults(fn=cmd_import)
 
-    p = command("stats", "counts and the journal head")
+    p = command("stats", "counts by partition and kind, and the journal head", reads=True)
     p.set_defaults(fn=cmd_stats)
 
     p = sub.add_parser(
@@ -383,9 +568,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_serve)
 
     p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)")
-    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (the client starts the server; default) or http (streamable HTTP at /mcp)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="--transport http: address (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="--transport http: port (8765)")
     p.add_argument("--partition", help="the partition every call reads and writes")
     p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
@@ -397,15 +587,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status (see the module docs)."""
     args = build_parser().parse_args(argv)
-    if args.embedder == "none":
+    if getattr(args, "embedder", None) == "none":
         args.embedder = None
     try:
         code: int = args.fn(args)
-    except (MemstoreError, OSError) as e:
-        print(f"memstore: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        # `memstore export | head`: the reader has what it wanted. Quiet, as Unix tools are.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (UsageError, InvalidItemError) as e:
+        print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 2
+    except (MemstoreError, OSError) as e:
+        print(f"memstore: {_one_line(e)}", file=sys.stderr)
+        return 1
     return code
+
+
+def _one_line(e: BaseException) -> str:
+    """An error as one line: what went wrong and what to type instead."""
+    text = e.reason if isinstance(e, InvalidItemError) else str(e)
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

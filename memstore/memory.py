@@ -492,7 +492,8 @@ class Memory:
         (``"*"`` sees every partition); ``user`` adds that user's private notes
         (matched lexically, merged by rank, ahead of public results of the same
         rank). ``explain=True`` tells, per
-        result, how it was found and scored.
+        result, how it was found and scored. A blank ``query`` raises
+        :class:`~memstore.errors.InvalidItemError` (as the HTTP adapters answer 400).
         """
         return self._search(query, partition, kind, subject, limit, explain, user, full=False)
 
@@ -523,6 +524,10 @@ class Memory:
         full: bool,
     ) -> list[SearchResult]:
         query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
+        if not query.strip():
+            raise InvalidItemError(
+                "query is empty: search for some words (use recent() to list the newest items)"
+            )
         kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
         subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)

@@ -27,7 +27,7 @@ from memstore.item import (
     Item,
 )
 
-__all__ = ["Vocabulary", "base_vocabulary"]
+__all__ = ["ENGINE_KINDS", "Vocabulary", "base_vocabulary"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,10 @@ _KNOWLEDGE = (
     KIND_UNKNOWN,
     KIND_EVENT,
 )
+
+
+ENGINE_KINDS = _KNOWLEDGE
+"""The kinds the engine gives rules of its own (confidence, deadlines, event dates)."""
 
 
 def base_vocabulary() -> Vocabulary:

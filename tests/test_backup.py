@@ -137,9 +137,9 @@ def test_cli_backup_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     with Memory(dest, embedder=None) as restored:
         assert restored.get("kept") is not None
     # A taken destination, or a folder with no journal: exit 2, nothing written.
-    assert main(["backup", str(source), str(dest)]) == 2
+    assert main(["backup", str(source), str(dest)]) == 1
     assert "not empty" in capsys.readouterr().err
-    assert main(["backup", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
+    assert main(["backup", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 1
     assert not (tmp_path / "other").exists()
     with pytest.raises(MemstoreError, match=r"holds no journal\.db"):
         backup(tmp_path, tmp_path / "x")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from memstore.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,11 +53,11 @@ def test_add_search_get_forget_export_import(tmp_path: Path) -> None:
     out = tmp_path / "export.ndjson"
     assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
     imported = memstore("import", str(out), "--data", "copy", "--embedder", "hash", cwd=tmp_path)
-    assert imported.returncode == 0 and "imported 1 item(s)" in imported.stderr
+    assert imported.returncode == 0 and "imported 1 item(s), 0 unchanged" in imported.stderr
 
     assert memstore("forget", item["id"], cwd=tmp_path).returncode == 0
     assert memstore("get", item["id"], cwd=tmp_path).returncode == 1
-    stats = json.loads(memstore("stats", cwd=tmp_path).stdout)
+    stats = json.loads(memstore("stats", "--json", cwd=tmp_path).stdout)
     assert stats["items"] == 0 and stats["head"]
     hard = memstore("forget", item["id"], "--hard", cwd=tmp_path)
     assert hard.returncode == 0 and "purged" in hard.stdout
@@ -74,4 +78,155 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2 and "needs confidence 'high'" in bad.stderr
     bogus = memstore("import", str(tmp_path / "nope.ndjson"), cwd=tmp_path)
-    assert bogus.returncode == 2 and "No such file" in bogus.stderr
+    assert bogus.returncode == 1 and "No such file" in bogus.stderr
+
+
+# --------------------------------------------------------------- the first hour
+
+
+def test_help_is_plain_text_and_every_flag_says_what_it_does(tmp_path: Path) -> None:
+    top = memstore("--help", cwd=tmp_path)
+    assert top.returncode == 0 and "``" not in top.stdout and "examples:" in top.stdout
+    assert memstore("--version", cwd=tmp_path).stdout.startswith("memstore ")
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    silent = [
+        f"{name} {'/'.join(action.option_strings) or action.dest}"
+        for name, sub in commands.choices.items()
+        for action in sub._actions
+        if action.help in (None, "") and not isinstance(action, argparse._HelpAction)
+    ]
+    assert silent == [], f"flags without help: {silent}"
+    serve = memstore("serve", "--help", cwd=tmp_path).stdout
+    for flag in ("--host", "--port", "--max-body", "--header-timeout", "--max-connections"):
+        assert flag in serve
+
+
+def test_an_unknown_kind_is_refused_with_the_known_ones_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    typo = memstore("add", "x", "--kind", "stable-fact", "--embedder", "hash", cwd=tmp_path)
+    assert typo.returncode == 2
+    assert "did you mean 'stable_fact'?" in typo.stderr and "note" in typo.stderr
+    assert len(typo.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists(), "a refused add creates nothing"
+    own = memstore("add", "x", "--kind", "recipe", "--new-kind", "--embedder", "hash", cwd=tmp_path)
+    assert own.returncode == 0, own.stderr
+    again = memstore("add", "y", "--kind", "recipe", "--embedder", "hash", cwd=tmp_path)
+    assert again.returncode == 0, "a kind already in the folder is known"
+
+
+def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    sure = memstore("add", "x", "--confidence", "sure", cwd=tmp_path)
+    assert sure.returncode == 2 and len(sure.stderr.strip().splitlines()) == 1
+    assert "'high', 'medium', 'low'" in sure.stderr
+    limit = memstore("search", "x", "--limit", "-1", cwd=tmp_path)
+    assert limit.returncode == 2 and "at least 1" in limit.stderr
+    empty = memstore("search", "", cwd=tmp_path)
+    assert empty.returncode == 2 and "query is empty" in empty.stderr
+    rule = memstore("add", "x", "--kind", "stable_fact", "--confidence", "low", cwd=tmp_path)
+    assert rule.returncode == 2 and "needs confidence 'high'" in rule.stderr
+    assert len(rule.stderr.strip().splitlines()) == 1
+
+
+def test_read_commands_never_create_a_memory(tmp_path: Path) -> None:
+    for command in (["stats"], ["search", "x"], ["get", "x"], ["export"]):
+        done = memstore(*command, "--data", str(tmp_path / "typo" / "dir"), cwd=tmp_path)
+        assert done.returncode == 1 and "no memory in" in done.stderr, command
+    assert not (tmp_path / "typo").exists()
+
+
+def test_stats_is_a_table_and_json_on_request(tmp_path: Path) -> None:
+    for text, part in (("a", "ops"), ("b", "ops"), ("c", None)):
+        extra = ["--partition", part] if part else []
+        assert memstore("add", text, *extra, "--embedder", "none", cwd=tmp_path).returncode == 0
+    table = memstore("stats", cwd=tmp_path)
+    assert table.returncode == 0 and not table.stdout.lstrip().startswith("{")
+    assert re.search(r"^ops\s+2$", table.stdout, re.M) and re.search(
+        r"^\(none\)\s+1$", table.stdout, re.M
+    )
+    report = json.loads(memstore("stats", "--json", cwd=tmp_path).stdout)
+    assert report["items"] == 3 and report["partitions"] == {"": 1, "ops": 2}
+    assert report["kinds"] == {"note": 3}
+
+
+def test_search_says_when_partitioned_items_exist(tmp_path: Path) -> None:
+    memstore(
+        "add", "the backup runs at 02:00", "--partition", "ops", "--embedder", "none", cwd=tmp_path
+    )
+    plain = memstore("search", "backup", "--embedder", "none", cwd=tmp_path)
+    assert plain.returncode == 0 and plain.stdout == ""
+    assert "partitions here: ops (1)" in plain.stderr and "--all" in plain.stderr
+    every = memstore("search", "backup", "--all", "--embedder", "none", cwd=tmp_path)
+    assert "the backup runs" in every.stdout
+
+
+def test_export_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "from memstore import Memory\n"
+        "with Memory('data', embedder=None) as m:\n"
+        "    m.add_many([f'note {i} ' + 'padding ' * 20 for i in range(3000)])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    done = subprocess.run(
+        f"{sys.executable} -m memstore.cli export | head -1",
+        shell=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.startswith('{"format"')
+    assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: Path) -> None:
+    memstore("add", "one", "--embedder", "none", cwd=tmp_path)
+    memstore("add", "two", "--embedder", "none", cwd=tmp_path)
+    out = tmp_path / "e.ndjson"
+    assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
+    fresh = memstore("import", str(out), "--data", "b", "--embedder", "none", cwd=tmp_path)
+    assert "imported 2 item(s), 0 unchanged" in fresh.stderr and "\r" not in fresh.stderr
+    again = memstore("import", str(out), "--data", "b", "--embedder", "none", cwd=tmp_path)
+    assert "imported 0 item(s), 2 unchanged" in again.stderr
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text(out.read_text() + "{not json\n")
+    refused = memstore("import", str(bad), "--data", "c", "--embedder", "none", cwd=tmp_path)
+    assert refused.returncode == 1 and "nothing was imported" in refused.stderr
+
+
+def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from memstore import Memory\n"
+            "m = Memory('data', embedder=None)\n"
+            "m.add('the vault code is 1234')\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        found = memstore("search", "vault", "--embedder", "none", cwd=tmp_path)
+        assert found.returncode == 0 and "the vault code" in found.stdout
+        assert "read-only" in found.stderr
+        quiet = memstore("stats", "--readonly", "--json", cwd=tmp_path)
+        assert quiet.returncode == 0 and json.loads(quiet.stdout)["items"] == 1
+        assert "read-only" not in quiet.stderr, "asked for on purpose: nothing to say"
+        write = memstore("add", "blocked", "--embedder", "none", cwd=tmp_path)
+        assert write.returncode == 1 and "being written by another process" in write.stderr
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()

@@ -169,6 +169,8 @@ class Verbs:
         Split in two so that a streaming answer can refuse a bad request with a
         status before its stream starts.
         """
+        if not req.query.strip():  # the engine's rule: Memory.search refuses it too
+            raise invalid_request("query: must not be blank: search for some words")
         expr: Expr | None = None
         if req.filter is not None and req.filter.strip():
             try:

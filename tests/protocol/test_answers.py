@@ -56,3 +56,10 @@ def test_max_body_sets_the_request_body_limit(tmp_path: Path) -> None:
         assert big.status_code == 413 and big.json()["details"]["limit"] == 2000
     finally:
         assert stop_server(proc) == 0
+
+
+def test_a_blank_query_is_refused_as_the_engine_refuses_it(server: Server) -> None:
+    token = server.tenants.take()
+    for query in ("", "   "):
+        r = server.call("POST", "/v1/recall", token, json={"query": query})
+        assert r.status_code == 400 and r.json()["error"] == "invalid_request", query
