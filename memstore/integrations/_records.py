@@ -1,0 +1,120 @@
+"""How one LangGraph item (namespace, key, value) is kept as one memstore item.
+
+- the namespace is the item's partition (:func:`memstore.partitions.encode_labels`);
+- the id is derived from partition and key (a put of the same key is an update);
+- the value is kept whole as JSON text in ``data``, beside the key, the TTL and
+  the field vectors; the searchable text (the indexed fields) is the content;
+- the TTL deadline is the item's own ``stale_after``.
+
+Nothing here imports LangGraph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from memstore.errors import InvalidItemError
+from memstore.item import Item
+from memstore.validate import MAX_CONTENT_CHARS
+
+__all__ = [
+    "DATA_INDEXED",
+    "DATA_KEY",
+    "DATA_TTL",
+    "DATA_VALUE",
+    "DATA_VECTORS",
+    "KIND",
+    "decode_value",
+    "encode_value",
+    "is_record",
+    "leaf_text",
+    "record_id",
+    "search_text",
+    "ttl_minutes",
+]
+
+KIND: Final = "langgraph.item"
+"""The kind of every item the LangGraph store writes."""
+ID_PREFIX: Final = "lg-"
+DATA_KEY: Final = "langgraph.key"
+DATA_VALUE: Final = "langgraph.value"
+DATA_TTL: Final = "langgraph.ttl"
+"""The TTL in minutes (absent: the item never expires)."""
+DATA_VECTORS: Final = "langgraph.vectors"
+DATA_INDEXED: Final = "langgraph.indexed"
+"""``"1"`` when the item has searchable text (``put(..., index=False)`` leaves it out)."""
+
+
+def record_id(partition: str, key: str) -> str:
+    """The item id of ``key`` in a partition: stable, whitespace-free, 160 bits of SHA-256.
+
+    >>> record_id("users.alice", "prefs") == record_id("users.alice", "prefs")
+    True
+    >>> record_id("a", "b.c") != record_id("a.b", "c")
+    True
+    """
+    digest = hashlib.sha256(f"{partition}\x00{key}".encode("utf-8", "surrogatepass"))
+    return ID_PREFIX + digest.hexdigest()[:40]
+
+
+def encode_value(value: Any) -> str:
+    """A value as the JSON text kept in the item (a mapping with string keys).
+
+    Raises :class:`~memstore.errors.InvalidItemError` for anything JSON cannot hold.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidItemError(f"a LangGraph value is a dict, got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidItemError(f"the value is not JSON: {e}") from None
+
+
+def decode_value(text: str) -> dict[str, Any]:
+    """A fresh copy of the stored value."""
+    value: dict[str, Any] = json.loads(text)
+    return value
+
+
+def is_record(item: Item) -> bool:
+    """Whether the LangGraph store wrote this item."""
+    return item.kind == KIND and DATA_KEY in item.data and DATA_VALUE in item.data
+
+
+def ttl_minutes(ttl: Any) -> float | None:
+    """A TTL in minutes, checked (``None``: no expiry)."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl):
+        raise InvalidItemError(f"ttl is a number of minutes, got {ttl!r}")
+    if ttl <= 0:
+        raise InvalidItemError(f"ttl must be positive (minutes), got {ttl!r}")
+    return float(ttl)
+
+
+def leaf_text(value: Any) -> list[str]:
+    """The scalar leaves of a JSON value as text, in document order (no keys, no nulls).
+
+    >>> leaf_text({"a": "x", "b": [1, {"c": True}], "d": None})
+    ['x', '1', 'True']
+    """
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list | tuple):
+            stack.extend(reversed(v))
+        elif v is not None:
+            out.append(str(v))
+    return out
+
+
+def search_text(texts: list[str]) -> str:
+    """The content the lexical index reads: the indexed texts, one per line, capped."""
+    return "\n".join(t for t in texts if t.strip())[:MAX_CONTENT_CHARS]
