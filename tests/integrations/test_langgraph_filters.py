@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from memstore import Memory
 from memstore.integrations.langgraph import MemstoreStore
+from tests.pgtest import PgPlace
 
 DOCS: dict[str, dict[str, Any]] = {
     "a": {"n": 10, "s": "apple", "obj": {"x": 1, "y": [1, 2]}, "tags": ["a", "b"], "ok": True},
@@ -55,3 +57,18 @@ def test_filter_semantics(store: MemstoreStore, flt: dict[str, Any], expected: s
     assert {h.key for h in store.search(("docs",), query="apple", filter=flt, limit=100)} == (
         expected
     )
+
+
+def test_filter_semantics_on_postgresql(pg_place: PgPlace) -> None:
+    """The same table on a PostgreSQL journal (a Memory given as it is)."""
+    from memstore.journal.postgres import PostgresJournal
+
+    memory = Memory(embedder=None, journal=PostgresJournal(pg_place.dsn, schema=pg_place.schema))
+    try:
+        with MemstoreStore(memory) as store:
+            for key, value in DOCS.items():
+                store.put(("docs",), key, value)
+            for flt, expected in CASES:
+                assert {h.key for h in store.search(("docs",), filter=flt, limit=100)} == expected
+    finally:
+        memory.close()

@@ -16,6 +16,7 @@ from memstore.errors import InvalidItemError
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
 from tests.integrations.conftest import CharacterEmbeddings
+from tests.pgtest import PgPlace
 
 VALUE = {
     "text": 'ünïcode ✓ and "quotes"',
@@ -312,3 +313,36 @@ def test_closed_store_refuses_work() -> None:
     store.close()
     with pytest.raises(MemstoreError, match="closed"):
         store.get(("a",), "k")
+
+
+def test_two_processes_share_one_postgresql_journal(pg_place: PgPlace) -> None:
+    """Two Memories on one PostgreSQL journal: one store's writes reach the other's reads."""
+    from memstore.journal.postgres import PostgresJournal
+
+    def open_memory() -> Memory:
+        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, poll_interval=0.05)
+        return Memory(embedder=None, journal=journal)
+
+    first, second = open_memory(), open_memory()
+    try:
+        with MemstoreStore(first) as one, MemstoreStore(second) as two:
+            one.put(("team", "infra"), "oncall", {"who": "ada", "week": 49})
+            one.put(("team", "docs"), "runbook", {"text": "restart the queue first"})
+            assert isinstance(second.journal, PostgresJournal)
+            assert second.journal.wait_for(first.journal.head(), timeout=30)  # type: ignore[union-attr]
+            item = two.get(("team", "infra"), "oncall")
+            assert item is not None and item.value == {"who": "ada", "week": 49}
+            assert two.list_namespaces() == [("team", "docs"), ("team", "infra")]
+            assert [h.key for h in two.search(("team",), filter={"week": {"$gt": 48}})] == [
+                "oncall"
+            ]
+            one.delete(("team", "infra"), "oncall")
+            assert second.journal.wait_for(first.journal.head(), timeout=30)  # type: ignore[union-attr]
+            assert two.get(("team", "infra"), "oncall") is None
+            assert two.list_namespaces() == [("team", "docs")]
+        with MemstoreStore(open_memory()) as three:  # a later process finds the record
+            assert [h.key for h in three.search((), query="queue restart")] == ["runbook"]
+            three.memory.close()
+    finally:
+        first.close()
+        second.close()
