@@ -11,14 +11,18 @@ Nothing here imports LangGraph.
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from memstore.errors import InvalidItemError
-from memstore.item import Item
+from memstore.item import STATUS_ACTIVE, Item
+from memstore.partitions import decode_labels
+from memstore.tags import partition_from_tags
 from memstore.validate import MAX_CONTENT_CHARS
 
 __all__ = [
@@ -28,6 +32,7 @@ __all__ = [
     "DATA_VALUE",
     "DATA_VECTORS",
     "KIND",
+    "Record",
     "decode_value",
     "encode_value",
     "is_record",
@@ -118,3 +123,62 @@ def leaf_text(value: Any) -> list[str]:
 def search_text(texts: list[str]) -> str:
     """The content the lexical index reads: the indexed texts, one per line, capped."""
     return "\n".join(t for t in texts if t.strip())[:MAX_CONTENT_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What the LangGraph store reads of one of its items, decoded once per version.
+
+    The store keeps these in memory, following every change of the memory, so
+    that a search never copies engine items nor parses JSON per candidate.
+    ``value`` is shared: hand out :meth:`fresh_value`, never ``value`` itself.
+    """
+
+    id: str
+    partition: str
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    value_json: str
+    created_at: _dt.datetime
+    updated_at: _dt.datetime
+    deadline: _dt.datetime | None
+    active: bool
+    indexed: bool
+    vectors: str | None
+    ttl: float | None
+
+    @classmethod
+    def of(cls, item: Item) -> Record:
+        """The record of a stored item (:func:`is_record` must hold)."""
+        partition = partition_from_tags(item.tags)
+        text = item.data[DATA_VALUE]
+        ttl = item.data.get(DATA_TTL)
+        assert item.created_at is not None and item.updated_at is not None
+        return cls(
+            id=item.id,
+            partition=partition,
+            namespace=decode_labels(partition),
+            key=item.data[DATA_KEY],
+            value=decode_value(text),
+            value_json=text,
+            created_at=item.created_at,
+            updated_at=item.updated_at,
+            deadline=item.stale_after,
+            active=item.status == STATUS_ACTIVE,
+            indexed=item.data.get(DATA_INDEXED) == "1",
+            vectors=item.data.get(DATA_VECTORS),
+            ttl=float(ttl) if ttl is not None else None,
+        )
+
+    def live(self, now: _dt.datetime) -> bool:
+        """Active and not past its TTL deadline."""
+        return self.active and (self.deadline is None or now < self.deadline)
+
+    def order(self) -> tuple[float, str, str]:
+        """The order of a search without a query: newest update first, then namespace, key."""
+        return (-self.updated_at.timestamp(), self.partition, self.key)
+
+    def fresh_value(self) -> dict[str, Any]:
+        """A copy of the value the caller may change."""
+        return decode_value(self.value_json)

@@ -68,9 +68,9 @@ from memstore.integrations._vectors import (
     encode_rows,
 )
 from memstore.memory import Memory
-from memstore.partitions import decode_labels, encode_labels, within
+from memstore.partitions import encode_labels, within
 from memstore.search import SearchConfig
-from memstore.tags import PARTITION_ALL, partition_from_tags
+from memstore.tags import PARTITION_ALL
 
 __all__ = ["MemstoreStore"]
 
@@ -134,7 +134,7 @@ class MemstoreStore(BaseStore):
         self._engine = self.memory.cells.embedder if self.memory.cells is not None else None
         self._owns_memory = not given
         self._lock = threading.RLock()
-        self._where: dict[str, str] = {}  # item id -> partition
+        self._recs: dict[str, rec.Record] = {}  # item id -> what this store reads of it
         self._ids: dict[str, set[str]] = {}  # partition -> item ids
         self._vectors: dict[tuple[str, Any], np.ndarray[Any, Any]] = {}
         self._closed = False
@@ -144,7 +144,7 @@ class MemstoreStore(BaseStore):
         self.memory.store.add_change_listener(self._on_change)
         for it in self.memory.store.items():
             if rec.is_record(it):
-                self._note(it.id, partition_from_tags(it.tags))
+                self._note(rec.Record.of(it))
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
 
@@ -209,7 +209,7 @@ class MemstoreStore(BaseStore):
             return None
         if op.refresh_ttl:
             found = self._refresh(found)
-        return _item(found, op.namespace)
+        return _item(found)
 
     def _put(self, op: PutOp) -> None:
         part = encode_labels(op.namespace)
@@ -244,7 +244,7 @@ class MemstoreStore(BaseStore):
             no_embed=not content,
         )
         stored = self.memory.add(item, partition=part, dedup=False)
-        self._note(stored.id, part)
+        self._note(rec.Record.of(stored))
 
     def _texts(self, op: PutOp) -> list[str]:
         """The texts a put makes searchable: the indexed fields, or every scalar without index."""
@@ -263,12 +263,8 @@ class MemstoreStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         now = self._now()
         prefix = encode_labels(op.namespace_prefix) if op.namespace_prefix else ""
-        cands = [
-            it
-            for it in self._candidates(prefix, now)
-            if matches(rec.decode_value(it.data[rec.DATA_VALUE]), op.filter)
-        ]
-        cands.sort(key=_stable_order)
+        cands = [r for r in self._candidates(prefix, now) if matches(r.value, op.filter)]
+        cands.sort(key=rec.Record.order)
         limit, offset = max(op.limit, 0), max(op.offset, 0)
         scores: dict[str, float] = {}
         query = (op.query or "").strip()
@@ -279,20 +275,17 @@ class MemstoreStore(BaseStore):
         page = cands[offset : offset + limit]
         if op.refresh_ttl:
             page = [self._refresh(it) for it in page]
-        return [
-            _search_item(it, decode_labels(partition_from_tags(it.tags)), scores.get(it.id))
-            for it in page
-        ]
+        return [_search_item(r, scores.get(r.id)) for r in page]
 
     def _rank(
         self,
         query: str,
-        cands: list[_engine_item.Item],
+        cands: list[rec.Record],
         scores: dict[str, float],
         depth: int,
-    ) -> list[_engine_item.Item]:
+    ) -> list[rec.Record]:
         """Ranked hits first (hybrid or cosine), then scored rest by score, then the unscored."""
-        head: list[_engine_item.Item] = []
+        head: list[rec.Record] = []
         if self.ranking == "hybrid" and depth > 0:
             head = self._hybrid(query, cands, depth)
         taken = {it.id for it in head}
@@ -301,10 +294,8 @@ class MemstoreStore(BaseStore):
         unscored = [it for it in rest if it.id not in scores]
         return head + scored + unscored
 
-    def _hybrid(
-        self, query: str, cands: list[_engine_item.Item], depth: int
-    ) -> list[_engine_item.Item]:
-        eligible = {it.id: it for it in cands if it.data.get(rec.DATA_INDEXED) == "1"}
+    def _hybrid(self, query: str, cands: list[rec.Record], depth: int) -> list[rec.Record]:
+        eligible = {r.id: r for r in cands if r.indexed}
         if not eligible:
             return []
 
@@ -316,7 +307,7 @@ class MemstoreStore(BaseStore):
         hits = searcher.hybrid_search(query, "", "", PARTITION_ALL, depth, caller="langgraph")
         return [eligible[h.item.id] for h in hits if h.item.id in eligible]
 
-    def _scores(self, query: str, cands: list[_engine_item.Item]) -> dict[str, float]:
+    def _scores(self, query: str, cands: list[rec.Record]) -> dict[str, float]:
         """Cosine similarity of the query with each candidate's best indexed field."""
         assert self._fields is not None
         q = self._fields.query(query)
@@ -327,8 +318,8 @@ class MemstoreStore(BaseStore):
                 out[it.id] = float(np.max(rows @ q))
         return out
 
-    def _rows(self, it: _engine_item.Item) -> np.ndarray[Any, Any] | None:
-        text = it.data.get(rec.DATA_VECTORS)
+    def _rows(self, it: rec.Record) -> np.ndarray[Any, Any] | None:
+        text = it.vectors
         if text is None or self._fields is None:
             return None
         key = (it.id, it.updated_at)
@@ -346,14 +337,12 @@ class MemstoreStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         now = self._now()
         with self._lock:
-            parts = [p for p, ids in self._ids.items() if ids]
-        names: list[tuple[str, ...]] = []
-        for p in parts:
-            if not any(self._live(id, now) is not None for id in self._ids_of(p)):
-                continue
-            ns = decode_labels(p)
-            if all(_does_match(c, ns) for c in op.match_conditions or ()):
-                names.append(ns)
+            held = [
+                r.namespace
+                for ids in self._ids.values()
+                if (r := next((x for id in ids if (x := self._recs[id]).live(now)), None))
+            ]
+        names = [ns for ns in held if all(_does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             names = sorted({ns[: op.max_depth] for ns in names})
         else:
@@ -368,11 +357,11 @@ class MemstoreStore(BaseStore):
         self._check_open()
         now = self._now()
         with self._lock:
-            ids = list(self._where)
+            due = [id for id, r in self._recs.items() if not r.live(now)]
         gone = 0
-        for id in ids:
+        for id in due:
             it = self.memory.store.get(id)
-            if it is not None and rec.is_record(it) and _expired(it, now):
+            if it is not None and rec.is_record(it) and not rec.Record.of(it).live(now):
                 if self.memory.delete(id):
                     gone += 1
                 self._forget(id)
@@ -442,14 +431,12 @@ class MemstoreStore(BaseStore):
         check_filter(filter)
         prefix = _prefix(namespace_prefix)
         found = [
-            it
-            for it in self.memory.as_of(when)
-            if rec.is_record(it)
-            and within(partition_from_tags(it.tags), prefix)
-            and matches(rec.decode_value(it.data[rec.DATA_VALUE]), filter)
+            r
+            for r in (rec.Record.of(it) for it in self.memory.as_of(when) if rec.is_record(it))
+            if within(r.partition, prefix) and matches(r.value, filter)
         ]
-        found.sort(key=_stable_order)
-        return [_item(it, decode_labels(partition_from_tags(it.tags))) for it in found]
+        found.sort(key=rec.Record.order)
+        return [_item(r) for r in found]
 
     def history(self, namespace: Sequence[str], key: str) -> list[Item | None]:
         """Every version of one item, oldest first; a deletion is ``None``.
@@ -459,7 +446,8 @@ class MemstoreStore(BaseStore):
         ns = _namespace(namespace)
         out: list[Item | None] = []
         for v in self.memory.history(rec.record_id(encode_labels(ns), key)):
-            out.append(None if v.item is None else _item(v.item, ns))
+            keep = v.item is not None and rec.is_record(v.item)
+            out.append(_item(rec.Record.of(v.item)) if keep and v.item is not None else None)
         return out
 
     # ------------------------------------------------------------ helpers
@@ -471,67 +459,67 @@ class MemstoreStore(BaseStore):
         if self._closed:
             raise MemstoreError("this MemstoreStore is closed")
 
-    def _note(self, id: str, part: str) -> None:
+    def _note(self, r: rec.Record) -> None:
         with self._lock:
-            old = self._where.get(id)
-            if old == part:
-                return
-            if old is not None:
-                self._ids.get(old, set()).discard(id)
-            self._where[id] = part
-            self._ids.setdefault(part, set()).add(id)
+            old = self._recs.get(r.id)
+            if old is not None and old.updated_at > r.updated_at:
+                return  # a late notice of an older version
+            if old is not None and old.partition != r.partition:
+                self._ids.get(old.partition, set()).discard(r.id)
+            self._recs[r.id] = r
+            self._ids.setdefault(r.partition, set()).add(r.id)
 
     def _forget(self, id: str) -> None:
         with self._lock:
-            part = self._where.pop(id, None)
-            if part is not None:
-                ids = self._ids.get(part)
+            old = self._recs.pop(id, None)
+            if old is not None:
+                ids = self._ids.get(old.partition)
                 if ids is not None:
                     ids.discard(id)
                     if not ids:
-                        del self._ids[part]
+                        del self._ids[old.partition]
 
     def _on_change(self, op: str, item: _engine_item.Item | None, id: str, kind: str) -> None:
         """Follow every writer of the memory (another process's writes included)."""
         if kind != rec.KIND:
             return
         if op == "upsert" and item is not None and rec.is_record(item):
-            self._note(id, partition_from_tags(item.tags))
+            self._note(rec.Record.of(item))
         else:
             self._forget(id)
 
-    def _ids_of(self, part: str) -> list[str]:
+    def _candidates(self, prefix: str, now: _dt.datetime) -> list[rec.Record]:
+        """The live records under a namespace prefix (no engine read, no JSON parse)."""
         with self._lock:
-            return list(self._ids.get(part, ()))
+            return [
+                r
+                for part, ids in self._ids.items()
+                if within(part, prefix)
+                for id in ids
+                if (r := self._recs[id]).live(now)
+            ]
 
-    def _candidates(self, prefix: str, now: _dt.datetime) -> list[_engine_item.Item]:
+    def _live(self, id: str, now: _dt.datetime) -> rec.Record | None:
         with self._lock:
-            parts = [p for p in self._ids if within(p, prefix)]
-        out = []
-        for p in parts:
-            for id in self._ids_of(p):
-                it = self._live(id, now)
-                if it is not None:
-                    out.append(it)
-        return out
+            r = self._recs.get(id)
+        return r if r is not None and r.live(now) else None
 
-    def _live(self, id: str, now: _dt.datetime) -> _engine_item.Item | None:
-        it = self.memory.store.get(id)
-        if it is None or not rec.is_record(it) or _expired(it, now):
-            return None
-        return it
-
-    def _refresh(self, it: _engine_item.Item) -> _engine_item.Item:
+    def _refresh(self, r: rec.Record) -> rec.Record:
         """Move the TTL deadline to now + TTL (a journaled version; ``updated_at`` is kept)."""
-        minutes = it.data.get(rec.DATA_TTL)
-        if minutes is None:
-            return it
-        deadline = self._now() + _dt.timedelta(minutes=float(minutes))
-        if it.stale_after is not None and deadline - it.stale_after < _dt.timedelta(seconds=1):
-            return it  # refreshed within the last second: no new version
-        fresh = it.clone(stale_after=deadline)
-        self.memory.store.put(fresh)
-        return fresh
+        if r.ttl is None:
+            return r
+        deadline = self._now() + _dt.timedelta(minutes=r.ttl)
+        if r.deadline is not None and deadline - r.deadline < _dt.timedelta(seconds=1):
+            return r  # refreshed within the last second: no new version
+        with self.memory.store.batch():  # read and write as one step
+            it = self.memory.store.get(r.id)
+            if it is None or not rec.is_record(it):
+                return r
+            fresh = it.clone(stale_after=deadline)
+            self.memory.store.put(fresh)
+        out = rec.Record.of(fresh)
+        self._note(out)
+        return out
 
 
 # ---------------------------------------------------------------- free helpers
@@ -617,39 +605,23 @@ def _field_embedder(cfg: Mapping[str, Any], cells: Any) -> FieldEmbedder:
     return FieldEmbedder(emb.embed_documents, emb.embed_query, dims, str(name))
 
 
-def _expired(it: _engine_item.Item, now: _dt.datetime) -> bool:
-    return it.status != _engine_item.STATUS_ACTIVE or (
-        it.stale_after is not None and now >= it.stale_after
-    )
-
-
-def _stable_order(it: _engine_item.Item) -> tuple[float, str, str]:
-    """Newest update first; ties by namespace (its partition name), then key."""
-    ts = it.updated_at.timestamp() if it.updated_at is not None else 0.0
-    return (-ts, partition_from_tags(it.tags), it.data[rec.DATA_KEY])
-
-
-def _item(it: _engine_item.Item, namespace: tuple[str, ...]) -> Item:
-    assert it.created_at is not None and it.updated_at is not None
+def _item(r: rec.Record) -> Item:
     return Item(
-        value=rec.decode_value(it.data[rec.DATA_VALUE]),
-        key=it.data[rec.DATA_KEY],
-        namespace=namespace,
-        created_at=it.created_at,
-        updated_at=it.updated_at,
+        value=r.fresh_value(),
+        key=r.key,
+        namespace=r.namespace,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
     )
 
 
-def _search_item(
-    it: _engine_item.Item, namespace: tuple[str, ...], score: float | None
-) -> SearchItem:
-    assert it.created_at is not None and it.updated_at is not None
+def _search_item(r: rec.Record, score: float | None) -> SearchItem:
     return SearchItem(
-        namespace=namespace,
-        key=it.data[rec.DATA_KEY],
-        value=rec.decode_value(it.data[rec.DATA_VALUE]),
-        created_at=it.created_at,
-        updated_at=it.updated_at,
+        namespace=r.namespace,
+        key=r.key,
+        value=r.fresh_value(),
+        created_at=r.created_at,
+        updated_at=r.updated_at,
         score=score,
     )
 
