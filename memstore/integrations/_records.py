@@ -37,6 +37,7 @@ __all__ = [
     "encode_value",
     "is_record",
     "leaf_text",
+    "read",
     "record_id",
     "search_text",
     "ttl_minutes",
@@ -182,3 +183,17 @@ class Record:
     def fresh_value(self) -> dict[str, Any]:
         """A copy of the value the caller may change."""
         return decode_value(self.value_json)
+
+
+def read(item: Item) -> Record | None:
+    """The record of an item the LangGraph store wrote; ``None`` for any other item.
+
+    An item of this kind whose partition or value cannot be decoded (written by
+    hand, not by the store) is not a record either: it is left alone, never raised on.
+    """
+    if not is_record(item):
+        return None
+    try:
+        return Record.of(item)
+    except (ValueError, TypeError, AssertionError):  # PartitionNameError, bad JSON, no stamps
+        return None

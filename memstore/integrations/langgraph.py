@@ -60,7 +60,7 @@ import numpy as np
 from memstore import item as _engine_item
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.integrations import _records as rec
-from memstore.integrations._filters import check_filter, matches
+from memstore.integrations._filters import FilterError, check_filter, matches
 from memstore.integrations._vectors import (
     EngineEmbedder,
     FieldEmbedder,
@@ -72,7 +72,7 @@ from memstore.partitions import encode_labels, within
 from memstore.search import SearchConfig
 from memstore.tags import PARTITION_ALL
 
-__all__ = ["MemstoreStore"]
+__all__ = ["DEFAULT_SWEEP_MINUTES", "FilterError", "MemstoreStore", "Ranking"]
 
 Ranking = Literal["hybrid", "vector"]
 DEFAULT_SWEEP_MINUTES: Final = 5.0
@@ -143,8 +143,8 @@ class MemstoreStore(BaseStore):
         self._sweep_done: concurrent.futures.Future[None] | None = None
         self.memory.store.add_change_listener(self._on_change)
         for it in self.memory.store.items():
-            if rec.is_record(it):
-                self._note(rec.Record.of(it))
+            if (r := rec.read(it)) is not None:
+                self._note(r)
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
 
@@ -361,7 +361,8 @@ class MemstoreStore(BaseStore):
         gone = 0
         for id in due:
             it = self.memory.store.get(id)
-            if it is not None and rec.is_record(it) and not rec.Record.of(it).live(now):
+            r = rec.read(it) if it is not None else None
+            if r is not None and not r.live(now):
                 if self.memory.delete(id):
                     gone += 1
                 self._forget(id)
@@ -432,8 +433,8 @@ class MemstoreStore(BaseStore):
         prefix = _prefix(namespace_prefix)
         found = [
             r
-            for r in (rec.Record.of(it) for it in self.memory.as_of(when) if rec.is_record(it))
-            if within(r.partition, prefix) and matches(r.value, filter)
+            for r in (rec.read(it) for it in self.memory.as_of(when))
+            if r is not None and within(r.partition, prefix) and matches(r.value, filter)
         ]
         found.sort(key=rec.Record.order)
         return [_item(r) for r in found]
@@ -446,8 +447,8 @@ class MemstoreStore(BaseStore):
         ns = _namespace(namespace)
         out: list[Item | None] = []
         for v in self.memory.history(rec.record_id(encode_labels(ns), key)):
-            keep = v.item is not None and rec.is_record(v.item)
-            out.append(_item(rec.Record.of(v.item)) if keep and v.item is not None else None)
+            r = rec.read(v.item) if v.item is not None else None
+            out.append(_item(r) if r is not None else None)
         return out
 
     # ------------------------------------------------------------ helpers
@@ -483,8 +484,9 @@ class MemstoreStore(BaseStore):
         """Follow every writer of the memory (another process's writes included)."""
         if kind != rec.KIND:
             return
-        if op == "upsert" and item is not None and rec.is_record(item):
-            self._note(rec.Record.of(item))
+        r = rec.read(item) if op == "upsert" and item is not None else None
+        if r is not None:
+            self._note(r)
         else:
             self._forget(id)
 
@@ -513,7 +515,7 @@ class MemstoreStore(BaseStore):
             return r  # refreshed within the last second: no new version
         with self.memory.store.batch():  # read and write as one step
             it = self.memory.store.get(r.id)
-            if it is None or not rec.is_record(it):
+            if it is None or rec.read(it) is None:
                 return r
             fresh = it.clone(stale_after=deadline)
             self.memory.store.put(fresh)

@@ -302,6 +302,16 @@ def test_other_writers_are_followed() -> None:
         one.delete(("shared",), "k")
         assert two.list_namespaces() == []
     memory.add("an ordinary memstore note")  # not a LangGraph item: never listed
+    memory.add(  # the store's kind written by hand, with no partition: left alone
+        "forged", kind="langgraph.item", data={"langgraph.key": "k", "langgraph.value": "{}"}
+    )
+    memory.add(
+        "forged",
+        kind="langgraph.item",
+        partition="a b",
+        dedup=False,
+        data={"langgraph.key": "k", "langgraph.value": "{}"},
+    )
     with MemstoreStore(memory) as three:
         assert three.search(()) == [] and three.list_namespaces() == []
     memory.close()
