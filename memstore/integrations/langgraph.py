@@ -72,11 +72,13 @@ from memstore.partitions import encode_labels, within
 from memstore.search import SearchConfig
 from memstore.tags import PARTITION_ALL
 
-__all__ = ["DEFAULT_SWEEP_MINUTES", "FilterError", "MemstoreStore", "Ranking"]
+__all__ = ["DEFAULT_SWEEP_MINUTES", "REFRESH_SLACK", "FilterError", "MemstoreStore", "Ranking"]
 
 Ranking = Literal["hybrid", "vector"]
 DEFAULT_SWEEP_MINUTES: Final = 5.0
 """How often the background sweeper deletes expired items when TTLConfig names no interval."""
+REFRESH_SLACK: Final = _dt.timedelta(seconds=1)
+"""A read refreshes a TTL only if the deadline moves by more (or by 1% of the TTL if less)."""
 _ROOT: Final = "$"
 
 
@@ -510,9 +512,10 @@ class MemstoreStore(BaseStore):
         """Move the TTL deadline to now + TTL (a journaled version; ``updated_at`` is kept)."""
         if r.ttl is None:
             return r
-        deadline = self._now() + _dt.timedelta(minutes=r.ttl)
-        if r.deadline is not None and deadline - r.deadline < _dt.timedelta(seconds=1):
-            return r  # refreshed within the last second: no new version
+        ttl = _dt.timedelta(minutes=r.ttl)
+        deadline = self._now() + ttl
+        if r.deadline is not None and deadline - r.deadline < min(REFRESH_SLACK, ttl / 100):
+            return r  # just refreshed: no new version for a deadline that hardly moves
         with self.memory.store.batch():  # read and write as one step
             it = self.memory.store.get(r.id)
             if it is None or rec.read(it) is None:
