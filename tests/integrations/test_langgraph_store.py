@@ -356,3 +356,14 @@ def test_two_processes_share_one_postgresql_journal(pg_place: PgPlace) -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_one_embedding_call_per_put_of_one_field() -> None:
+    """The engine's vector index reuses the field vector the put just computed."""
+    emb = CharacterEmbeddings(dims=16)
+    with MemstoreStore(index=_index(emb, ["text"])) as store:
+        store.put(("a",), "k", {"text": "only one text to embed"})
+        assert emb.calls == 1
+        assert store.memory.stats().vectors == 1  # and the engine's index has it
+        store.put(("a",), "two", {"text": "first"}, index=["text", "text"])
+        assert emb.calls == 3  # two fields: their rows, then the joined text for the index
