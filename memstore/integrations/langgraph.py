@@ -64,6 +64,7 @@ from memstore.integrations._filters import FilterError, check_filter, matches
 from memstore.integrations._vectors import (
     EngineEmbedder,
     FieldEmbedder,
+    Rows,
     decode_rows,
     encode_rows,
 )
@@ -177,19 +178,21 @@ class MemstoreStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``GetOp``, ``PutOp``, ``SearchOp`` and ``ListNamespacesOp`` in order.
 
-        Every op is checked first (namespaces, filters, values), so a bad op
-        raises before any of the batch runs. Each put is one write.
+        Every op is checked first (namespaces, filters, values) and the texts of
+        every put are embedded in one call, so a bad op or an embedding failure
+        raises before any of the batch runs. Each put is then one write.
         """
         todo = list(ops)
         for op in todo:
             _check_op(op)
         self._check_open()
+        planned = self._plan_puts(todo)
         out: list[Result] = []
-        for op in todo:
+        for n, op in enumerate(todo):
             if isinstance(op, GetOp):
                 out.append(self._get(op))
             elif isinstance(op, PutOp):
-                self._put(op)
+                self._put(op, *planned.get(n, ([], None)))
                 out.append(None)
             elif isinstance(op, SearchOp):
                 out.append(self._search(op))
@@ -213,14 +216,31 @@ class MemstoreStore(BaseStore):
             found = self._refresh(found)
         return _item(found)
 
-    def _put(self, op: PutOp) -> None:
+    def _plan_puts(self, todo: list[Op]) -> dict[int, tuple[list[str], Rows | None]]:
+        """Each put's searchable texts and, with an index, their rows (one embedding call)."""
+        texts = {
+            n: self._texts(op)
+            for n, op in enumerate(todo)
+            if isinstance(op, PutOp) and op.value is not None
+        }
+        if self._fields is None:
+            return {n: (t, None) for n, t in texts.items()}
+        every = [t for ts in texts.values() for t in ts]
+        rows = self._fields.documents(every)
+        out: dict[int, tuple[list[str], Rows | None]] = {}
+        at = 0
+        for n, ts in texts.items():
+            out[n] = (ts, rows[at : at + len(ts)])
+            at += len(ts)
+        return out
+
+    def _put(self, op: PutOp, texts: list[str], rows: Rows | None) -> None:
         part = encode_labels(op.namespace)
         id = rec.record_id(part, op.key)
         if op.value is None:
             self.memory.delete(id)
             self._forget(id)
             return
-        texts = self._texts(op)
         data = {
             rec.DATA_KEY: op.key,
             rec.DATA_VALUE: rec.encode_value(op.value),
@@ -231,8 +251,7 @@ class MemstoreStore(BaseStore):
         if minutes is not None:
             data[rec.DATA_TTL] = repr(minutes)
             deadline = self._now() + _dt.timedelta(minutes=minutes)
-        if texts and self._fields is not None:
-            rows = self._fields.documents(texts)
+        if texts and rows is not None:
             data[rec.DATA_VECTORS] = encode_rows(rows)
             if isinstance(self._engine, EngineEmbedder):
                 self._engine.remember(texts, rows)

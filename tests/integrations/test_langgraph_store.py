@@ -367,3 +367,21 @@ def test_one_embedding_call_per_put_of_one_field() -> None:
         assert store.memory.stats().vectors == 1  # and the engine's index has it
         store.put(("a",), "two", {"text": "first"}, index=["text", "text"])
         assert emb.calls == 3  # two fields: their rows, then the joined text for the index
+
+
+def test_a_batch_embeds_once_and_an_embedding_failure_writes_nothing() -> None:
+    calls: list[list[str]] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        if "poison" in texts:
+            raise RuntimeError("the embedding service is down")
+        return [[float(len(t)), 1.0] for t in texts]
+
+    with MemstoreStore(index={"dims": 2, "embed": embed, "fields": ["t"]}) as store:
+        store.batch([PutOp(("a",), "1", {"t": "one"}), PutOp(("a",), "2", {"t": "three"})])
+        assert calls == [["one", "three"]]  # one call for the batch's puts
+        with pytest.raises(RuntimeError, match="down"):
+            store.batch([PutOp(("a",), "3", {"t": "fine"}), PutOp(("a",), "4", {"t": "poison"})])
+        assert store.get(("a",), "3") is None and store.get(("a",), "4") is None
+        assert {h.key for h in store.search(("a",))} == {"1", "2"}
