@@ -265,7 +265,14 @@ class MemstoreStore(BaseStore):
             no_embed=not content,
         )
         stored = self.memory.add(item, partition=part, dedup=False)
-        self._note(rec.Record.of(stored))
+        with self._lock:
+            seen = self._recs.get(id)
+        if (  # the listener has not run (a write inside an open store batch)
+            seen is None
+            or seen.updated_at != stored.updated_at
+            or seen.value_json != data[rec.DATA_VALUE]
+        ):
+            self._note(rec.Record.of(stored))
 
     def _texts(self, op: PutOp) -> list[str]:
         """The texts a put makes searchable: the indexed fields, or every scalar without index."""
