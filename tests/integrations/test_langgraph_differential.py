@@ -18,6 +18,8 @@ Values and filters are drawn where the two filter semantics agree (numbers in
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -137,3 +139,21 @@ def test_same_answers_as_inmemorystore(sequence: list[tuple[Any, ...]]) -> None:
     with MemstoreStore() as ours:
         for op in sequence:
             _check(ours, ref, op)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(ops, st.just(("reopen",))), min_size=4, max_size=30))
+def test_same_answers_across_reopens(sequence: list[tuple[Any, ...]]) -> None:
+    """The same, on a SQLite folder closed and reopened between operations."""
+    ref = InMemoryStore()
+    with tempfile.TemporaryDirectory() as folder:
+        ours = MemstoreStore(Path(folder) / "m")
+        try:
+            for op in sequence:
+                if op[0] == "reopen":
+                    ours.close()
+                    ours = MemstoreStore(Path(folder) / "m")
+                else:
+                    _check(ours, ref, op)
+        finally:
+            ours.close()
