@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,server,postgres,mcp]'
+	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,langgraph,mcp,server,postgres]'
 	touch $(STAMP)
 
 ## serve: MemoryProtocol 0.1 on 127.0.0.1:8080 over ./data (prints a token on first start).

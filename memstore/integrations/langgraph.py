@@ -1,0 +1,671 @@
+"""memstore as a LangGraph store: ``MemstoreStore``, a ``langgraph.store.base.BaseStore``.
+
+LangGraph agents (and LangMem's memory tools) keep long-term memory in a
+``BaseStore``. :class:`MemstoreStore` is one that behaves the same on every
+journal (in memory, a SQLite folder, a shared PostgreSQL journal), filters with
+one documented meaning, and searches with memstore's hybrid ranking (lexical,
+semantic, rerank) instead of vectors alone. See ``docs/langgraph.md``.
+
+>>> store = MemstoreStore()
+>>> store.put(("users", "alice"), "diet", {"text": "vegetarian, cooks for two"})
+>>> store.get(("users", "alice"), "diet").value
+{'text': 'vegetarian, cooks for two'}
+>>> [hit.key for hit in store.search(("users",), query="vegetarian")]
+['diet']
+>>> store.list_namespaces()
+[('users', 'alice')]
+>>> store.close()
+
+Needs ``pip install "memstore-engine[langgraph]"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import datetime as _dt
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        ensure_embeddings,
+        get_text_at_path,
+        tokenize_path,
+        validate_op_namespace,
+    )
+except ModuleNotFoundError as _missing:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        f"memstore.integrations.langgraph needs LangGraph ({_missing.name} is missing): "
+        'pip install "memstore-engine[langgraph]"'
+    ) from None
+
+import numpy as np
+
+from memstore import item as _engine_item
+from memstore.errors import InvalidItemError, MemstoreError
+from memstore.integrations import _records as rec
+from memstore.integrations._filters import FilterError, check_filter, matches
+from memstore.integrations._vectors import (
+    EngineEmbedder,
+    FieldEmbedder,
+    Rows,
+    decode_rows,
+    encode_rows,
+)
+from memstore.memory import Memory
+from memstore.partitions import encode_labels, within
+from memstore.search import SearchConfig
+from memstore.tags import PARTITION_ALL
+
+__all__ = ["DEFAULT_SWEEP_MINUTES", "REFRESH_SLACK", "FilterError", "MemstoreStore", "Ranking"]
+
+Ranking = Literal["hybrid", "vector"]
+DEFAULT_SWEEP_MINUTES: Final = 5.0
+"""How often the background sweeper deletes expired items when TTLConfig names no interval."""
+REFRESH_SLACK: Final = _dt.timedelta(seconds=1)
+"""A read refreshes a TTL only if the deadline moves by more (or by 1% of the TTL if less)."""
+_ROOT: Final = "$"
+
+
+class MemstoreStore(BaseStore):
+    """A LangGraph ``BaseStore`` on a :class:`memstore.Memory`.
+
+    ``memory``: ``None`` keeps everything in memory; a path is a folder made
+    durable by the journal (reopen it to find everything again); a
+    :class:`~memstore.Memory` is used as it is (a PostgreSQL journal, your own
+    embedder), and closing the store leaves it open.
+
+    ``index``: LangGraph's ``IndexConfig``: ``fields`` (JSON paths, ``"$"``
+    for the whole value, the default), ``embed`` (a LangChain ``Embeddings``, a
+    function of a list of texts, or omitted for memstore's own embedder),
+    ``dims``. Without ``index`` a query is matched lexically and hits carry no
+    score, as in LangGraph's stores.
+
+    ``ttl``: LangGraph's ``TTLConfig`` (``default_ttl`` and
+    ``sweep_interval_minutes`` in minutes, ``refresh_on_read``). An item past
+    its deadline is never returned, even before a sweep deletes it.
+
+    ``ranking``: ``"hybrid"`` (memstore's ranking, the default) or
+    ``"vector"`` (cosine order, as LangGraph's own stores rank).
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        memory: Memory | str | os.PathLike[str] | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        ranking: Ranking = "hybrid",
+    ) -> None:
+        if ranking not in ("hybrid", "vector"):
+            raise MemstoreError(f"ranking={ranking!r}: use 'hybrid' or 'vector'")
+        self.ranking: Ranking = ranking
+        self.ttl_config = dict(ttl) if ttl is not None else None  # type: ignore[assignment]
+        self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]
+        self._fields: FieldEmbedder | None = None
+        self._paths: list[tuple[str, str | list[str]]] = []
+        given = isinstance(memory, Memory)
+        if self.index_config is not None:
+            self._fields = _field_embedder(
+                self.index_config, memory.cells if isinstance(memory, Memory) else None
+            )
+            self._paths = _tokenized(self.index_config.get("fields") or [_ROOT])
+        self.embeddings: Any = self.index_config.get("embed") if self.index_config else None
+        if isinstance(memory, Memory):
+            self.memory = memory
+        else:
+            engine = EngineEmbedder(self._fields) if self._fields is not None else None
+            self.memory = Memory(memory, embedder=engine)
+        self._engine = self.memory.cells.embedder if self.memory.cells is not None else None
+        self._owns_memory = not given
+        self._lock = threading.RLock()
+        self._recs: dict[str, rec.Record] = {}  # item id -> what this store reads of it
+        self._ids: dict[str, set[str]] = {}  # partition -> item ids
+        self._vectors: dict[tuple[str, Any], np.ndarray[Any, Any]] = {}
+        self._closed = False
+        self._sweeper: threading.Thread | None = None
+        self._sweep_stop = threading.Event()
+        self._sweep_done: concurrent.futures.Future[None] | None = None
+        self.memory.store.add_change_listener(self._on_change)
+        for it in self.memory.store.items():
+            if (r := rec.read(it)) is not None:
+                self._note(r)
+        if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
+            self.start_ttl_sweeper()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Stop the sweeper, stop following the memory, close it if this store opened it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.stop_ttl_sweeper()
+        self.memory.store.remove_change_listener(self._on_change)
+        if self._owns_memory:
+            self.memory.close()
+
+    def __enter__(self) -> MemstoreStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemstoreStore({self.memory!r}, ranking={self.ranking!r})"
+
+    # ------------------------------------------------------------ batches
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``GetOp``, ``PutOp``, ``SearchOp`` and ``ListNamespacesOp`` in order.
+
+        Every op is checked first (namespaces, filters, values) and the texts of
+        every put are embedded in one call, so a bad op or an embedding failure
+        raises before any of the batch runs. Each put is then one write.
+        """
+        todo = list(ops)
+        for op in todo:
+            _check_op(op)
+        self._check_open()
+        planned = self._plan_puts(todo)
+        out: list[Result] = []
+        for n, op in enumerate(todo):
+            if isinstance(op, GetOp):
+                out.append(self._get(op))
+            elif isinstance(op, PutOp):
+                self._put(op, *planned.get(n, ([], None)))
+                out.append(None)
+            elif isinstance(op, SearchOp):
+                out.append(self._search(op))
+            else:
+                out.append(self._list_namespaces(op))
+        return out
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (the engine is in-process and thread-safe)."""
+        todo = list(ops)
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, todo)
+
+    # ------------------------------------------------------------ the ops
+
+    def _get(self, op: GetOp) -> Item | None:
+        part = encode_labels(op.namespace)
+        found = self._live(rec.record_id(part, op.key), self._now())
+        if found is None:
+            return None
+        if op.refresh_ttl:
+            found = self._refresh(found)
+        return _item(found)
+
+    def _plan_puts(self, todo: list[Op]) -> dict[int, tuple[list[str], Rows | None]]:
+        """Each put's searchable texts and, with an index, their rows (one embedding call)."""
+        texts = {
+            n: self._texts(op)
+            for n, op in enumerate(todo)
+            if isinstance(op, PutOp) and op.value is not None
+        }
+        if self._fields is None:
+            return {n: (t, None) for n, t in texts.items()}
+        every = [t for ts in texts.values() for t in ts]
+        rows = self._fields.documents(every)
+        out: dict[int, tuple[list[str], Rows | None]] = {}
+        at = 0
+        for n, ts in texts.items():
+            out[n] = (ts, rows[at : at + len(ts)])
+            at += len(ts)
+        return out
+
+    def _put(self, op: PutOp, texts: list[str], rows: Rows | None) -> None:
+        part = encode_labels(op.namespace)
+        id = rec.record_id(part, op.key)
+        if op.value is None:
+            self.memory.delete(id)
+            self._forget(id)
+            return
+        data = {
+            rec.DATA_KEY: op.key,
+            rec.DATA_VALUE: rec.encode_value(op.value),
+            rec.DATA_INDEXED: "1" if texts else "0",
+        }
+        minutes = rec.ttl_minutes(op.ttl)
+        deadline = None
+        if minutes is not None:
+            data[rec.DATA_TTL] = repr(minutes)
+            deadline = self._now() + _dt.timedelta(minutes=minutes)
+        if texts and rows is not None:
+            data[rec.DATA_VECTORS] = encode_rows(rows)
+            if isinstance(self._engine, EngineEmbedder):
+                self._engine.remember(texts, rows)
+        content = rec.search_text(texts) if texts else ""
+        item = _engine_item.Item(
+            id=id,
+            kind=rec.KIND,
+            content=content or op.key[:1000] or "-",
+            data=data,
+            stale_after=deadline,
+            no_embed=not content,
+        )
+        stored = self.memory.add(item, partition=part, dedup=False)
+        with self._lock:
+            seen = self._recs.get(id)
+        if (  # the listener has not run (a write inside an open store batch)
+            seen is None
+            or seen.updated_at != stored.updated_at
+            or seen.value_json != data[rec.DATA_VALUE]
+        ):
+            self._note(rec.Record.of(stored))
+
+    def _texts(self, op: PutOp) -> list[str]:
+        """The texts a put makes searchable: the indexed fields, or every scalar without index."""
+        if op.index is False:
+            return []
+        value = op.value or {}
+        if self.index_config is None:
+            text = rec.search_text(rec.leaf_text(value))
+            return [text] if text else []
+        paths = self._paths if op.index is None else _tokenized(op.index)
+        out: list[str] = []
+        for _, tokens in paths:
+            out.extend(t for t in get_text_at_path(value, tokens) if t.strip())
+        return out
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        now = self._now()
+        prefix = encode_labels(op.namespace_prefix) if op.namespace_prefix else ""
+        cands = [r for r in self._candidates(prefix, now) if matches(r.value, op.filter)]
+        cands.sort(key=rec.Record.order)
+        limit, offset = max(op.limit, 0), max(op.offset, 0)
+        scores: dict[str, float] = {}
+        query = (op.query or "").strip()
+        if query:
+            if self._fields is not None:
+                scores = self._scores(query, cands)
+            cands = self._rank(query, cands, scores, offset + limit)
+        page = cands[offset : offset + limit]
+        if op.refresh_ttl:
+            page = [self._refresh(it) for it in page]
+        return [_search_item(r, scores.get(r.id)) for r in page]
+
+    def _rank(
+        self,
+        query: str,
+        cands: list[rec.Record],
+        scores: dict[str, float],
+        depth: int,
+    ) -> list[rec.Record]:
+        """Ranked hits first (hybrid or cosine), then scored rest by score, then the unscored."""
+        head: list[rec.Record] = []
+        if self.ranking == "hybrid" and depth > 0:
+            head = self._hybrid(query, cands, depth)
+        taken = {it.id for it in head}
+        rest = [it for it in cands if it.id not in taken]
+        scored = sorted((it for it in rest if it.id in scores), key=lambda it: -scores[it.id])
+        unscored = [it for it in rest if it.id not in scores]
+        return head + scored + unscored
+
+    def _hybrid(self, query: str, cands: list[rec.Record], depth: int) -> list[rec.Record]:
+        eligible = {r.id: r for r in cands if r.indexed}
+        if not eligible:
+            return []
+
+        def only(cfg: SearchConfig) -> None:
+            cfg.visible = lambda it, _p: it.id in eligible
+            cfg.doc_visible = lambda e, _p: e.id in eligible
+
+        searcher = self.memory.searcher.with_(only)
+        hits = searcher.hybrid_search(query, "", "", PARTITION_ALL, depth, caller="langgraph")
+        return [eligible[h.item.id] for h in hits if h.item.id in eligible]
+
+    def _scores(self, query: str, cands: list[rec.Record]) -> dict[str, float]:
+        """Cosine similarity of the query with each candidate's best indexed field."""
+        assert self._fields is not None
+        q = self._fields.query(query)
+        out: dict[str, float] = {}
+        for it in cands:
+            rows = self._rows(it)
+            if rows is not None and len(rows):
+                out[it.id] = float(np.max(rows @ q))
+        return out
+
+    def _rows(self, it: rec.Record) -> np.ndarray[Any, Any] | None:
+        text = it.vectors
+        if text is None or self._fields is None:
+            return None
+        key = (it.id, it.updated_at)
+        rows = self._vectors.get(key)
+        if rows is None:
+            try:
+                rows = decode_rows(text, self._fields.dims)
+            except ValueError:
+                return None  # vectors of another model (dims changed): unscored
+            if len(self._vectors) > 100_000:
+                self._vectors.clear()
+            self._vectors[key] = rows
+        return rows
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        now = self._now()
+        with self._lock:
+            held = [
+                r.namespace
+                for ids in self._ids.values()
+                if (r := next((x for id in ids if (x := self._recs[id]).live(now)), None))
+            ]
+        names = [ns for ns in held if all(_does_match(c, ns) for c in op.match_conditions or ())]
+        if op.max_depth is not None:
+            names = sorted({ns[: op.max_depth] for ns in names})
+        else:
+            names.sort()
+        offset, limit = max(op.offset, 0), max(op.limit, 0)
+        return names[offset : offset + limit]
+
+    # -------------------------------------------------------------- TTL
+
+    def sweep_ttl(self) -> int:
+        """Delete every item past its TTL deadline now; how many were deleted."""
+        self._check_open()
+        now = self._now()
+        with self._lock:
+            due = [id for id, r in self._recs.items() if not r.live(now)]
+        gone = 0
+        for id in due:
+            it = self.memory.store.get(id)
+            r = rec.read(it) if it is not None else None
+            if r is not None and not r.live(now):
+                if self.memory.delete(id):
+                    gone += 1
+                self._forget(id)
+        return gone
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items in a background thread until :meth:`stop_ttl_sweeper`.
+
+        The interval is ``sweep_interval_minutes``, else the TTLConfig's, else
+        :data:`DEFAULT_SWEEP_MINUTES`. Returns a future that completes when the
+        sweeper stops; a second call returns the running sweeper's future.
+        """
+        with self._lock:
+            if self._sweeper is not None and self._sweep_done is not None:
+                return self._sweep_done
+            minutes = sweep_interval_minutes
+            if minutes is None and self.ttl_config:
+                minutes = self.ttl_config.get("sweep_interval_minutes")
+            interval = 60.0 * float(minutes or DEFAULT_SWEEP_MINUTES)
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            self._sweep_stop.clear()
+
+            def run() -> None:
+                try:
+                    while not self._sweep_stop.wait(interval):
+                        try:
+                            self.sweep_ttl()
+                        except MemstoreError:
+                            if self._closed:
+                                break
+                            raise
+                finally:
+                    done.set_result(None)
+
+            self._sweep_done = done
+            self._sweeper = threading.Thread(target=run, name="memstore-ttl-sweeper", daemon=True)
+            self._sweeper.start()
+            return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; whether it stopped within ``timeout`` seconds."""
+        with self._lock:
+            thread, self._sweeper = self._sweeper, None
+        if thread is None:
+            return True
+        self._sweep_stop.set()
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    # --------------------------------------------------- what no LangGraph store has
+
+    def as_of(
+        self,
+        when: Any,
+        namespace_prefix: Sequence[str] = (),
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[Item]:
+        """The items as they were at ``when`` (an aware datetime, an ISO string or an LSN).
+
+        Needs a journal (a folder or a PostgreSQL ``Memory``). Same order and
+        filter rules as a search without a query. TTLs are not applied: an item
+        is listed as it was stored.
+        """
+        check_filter(filter)
+        prefix = _prefix(namespace_prefix)
+        found = [
+            r
+            for r in (rec.read(it) for it in self.memory.as_of(when))
+            if r is not None and within(r.partition, prefix) and matches(r.value, filter)
+        ]
+        found.sort(key=rec.Record.order)
+        return [_item(r) for r in found]
+
+    def history(self, namespace: Sequence[str], key: str) -> list[Item | None]:
+        """Every version of one item, oldest first; a deletion is ``None``.
+
+        Needs a journal. TTL refreshes are versions too (the value is unchanged).
+        """
+        ns = _namespace(namespace)
+        out: list[Item | None] = []
+        for v in self.memory.history(rec.record_id(encode_labels(ns), key)):
+            r = rec.read(v.item) if v.item is not None else None
+            out.append(_item(r) if r is not None else None)
+        return out
+
+    # ------------------------------------------------------------ helpers
+
+    def _now(self) -> _dt.datetime:
+        return self.memory.store.config.clock()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemstoreError("this MemstoreStore is closed")
+
+    def _note(self, r: rec.Record) -> None:
+        with self._lock:
+            old = self._recs.get(r.id)
+            if old is not None and old.updated_at > r.updated_at:
+                return  # a late notice of an older version
+            if old is not None and old.partition != r.partition:
+                self._ids.get(old.partition, set()).discard(r.id)
+            self._recs[r.id] = r
+            self._ids.setdefault(r.partition, set()).add(r.id)
+
+    def _forget(self, id: str) -> None:
+        with self._lock:
+            old = self._recs.pop(id, None)
+            if old is not None:
+                ids = self._ids.get(old.partition)
+                if ids is not None:
+                    ids.discard(id)
+                    if not ids:
+                        del self._ids[old.partition]
+
+    def _on_change(self, op: str, item: _engine_item.Item | None, id: str, kind: str) -> None:
+        """Follow every writer of the memory (another process's writes included)."""
+        if kind != rec.KIND:
+            return
+        r = rec.read(item) if op == "upsert" and item is not None else None
+        if r is not None:
+            self._note(r)
+        else:
+            self._forget(id)
+
+    def _candidates(self, prefix: str, now: _dt.datetime) -> list[rec.Record]:
+        """The live records under a namespace prefix (no engine read, no JSON parse)."""
+        with self._lock:
+            return [
+                r
+                for part, ids in self._ids.items()
+                if within(part, prefix)
+                for id in ids
+                if (r := self._recs[id]).live(now)
+            ]
+
+    def _live(self, id: str, now: _dt.datetime) -> rec.Record | None:
+        with self._lock:
+            r = self._recs.get(id)
+        return r if r is not None and r.live(now) else None
+
+    def _refresh(self, r: rec.Record) -> rec.Record:
+        """Move the TTL deadline to now + TTL (a journaled version; ``updated_at`` is kept)."""
+        if r.ttl is None:
+            return r
+        ttl = _dt.timedelta(minutes=r.ttl)
+        deadline = self._now() + ttl
+        if r.deadline is not None and deadline - r.deadline < min(REFRESH_SLACK, ttl / 100):
+            return r  # just refreshed: no new version for a deadline that hardly moves
+        with self.memory.store.batch():  # read and write as one step
+            it = self.memory.store.get(r.id)
+            if it is None or rec.read(it) is None:
+                return r
+            fresh = it.clone(stale_after=deadline)
+            self.memory.store.put(fresh)
+        out = rec.Record.of(fresh)
+        self._note(out)
+        return out
+
+
+# ---------------------------------------------------------------- free helpers
+
+
+def _check_op(op: Any) -> None:
+    """Refuse a malformed op before anything in the batch runs."""
+    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+        raise MemstoreError(f"unknown operation type: {type(op).__name__}")
+    validate_op_namespace(op)
+    if isinstance(op, GetOp | PutOp) and not op.namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    if isinstance(op, GetOp | PutOp) and not isinstance(op.key, str):
+        raise InvalidItemError(f"a key is text, got {type(op.key).__name__}")
+    if isinstance(op, PutOp) and op.value is not None:
+        rec.encode_value(op.value)
+        rec.ttl_minutes(op.ttl)
+        index: Any = op.index
+        if (
+            index is not None
+            and index is not False
+            and (isinstance(index, str) or not all(isinstance(p, str) for p in index))
+        ):
+            raise InvalidItemError(f"index is False or a list of field paths, got {op.index!r}")
+    if isinstance(op, SearchOp):
+        check_filter(op.filter)
+        if op.query is not None and not isinstance(op.query, str):
+            raise InvalidItemError(f"query must be text, got {type(op.query).__name__}")
+
+
+def _namespace(namespace: Sequence[str]) -> tuple[str, ...]:
+    ns = tuple(namespace)
+    validate_op_namespace(GetOp(ns, ""))
+    if not ns:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    return ns
+
+
+def _prefix(namespace_prefix: Sequence[str]) -> str:
+    ns = tuple(namespace_prefix)
+    validate_op_namespace(GetOp(ns, ""))
+    return encode_labels(ns) if ns else ""
+
+
+def _tokenized(paths: Sequence[str]) -> list[tuple[str, str | list[str]]]:
+    out: list[tuple[str, str | list[str]]] = []
+    for p in paths:
+        if not isinstance(p, str):
+            raise MemstoreError(f"index fields are JSON paths (text), got {p!r}")
+        out.append((p, p if p == _ROOT else tokenize_path(p)))
+    return out
+
+
+def _field_embedder(cfg: Mapping[str, Any], cells: Any) -> FieldEmbedder:
+    """The embedder an IndexConfig names: its ``embed``, else the memory's, else memstore's."""
+    embed = cfg.get("embed")
+    dims = cfg.get("dims")
+    if embed is None:
+        engine = cells.embedder if cells is not None else None
+        if engine is None:
+            from memstore_index import default_embedder
+
+            engine = default_embedder()
+        if dims is not None and dims != engine.dim:
+            raise MemstoreError(
+                f"index dims={dims} but memstore's embedder {engine.model_id} has {engine.dim}"
+            )
+        return FieldEmbedder(
+            lambda texts: engine.embed(texts),
+            lambda text: engine.embed([text])[0],
+            int(engine.dim),
+            str(engine.model_id),
+        )
+    if isinstance(embed, str):
+        raise MemstoreError(
+            f"index embed={embed!r}: pass an Embeddings object or a function "
+            "(provider strings need LangChain's init_embeddings)"
+        )
+    if dims is None:
+        raise MemstoreError("index needs 'dims' (the length of the embedder's vectors)")
+    emb = ensure_embeddings(embed)
+    name = getattr(embed, "__qualname__", None) or type(embed).__qualname__
+    return FieldEmbedder(emb.embed_documents, emb.embed_query, dims, str(name))
+
+
+def _item(r: rec.Record) -> Item:
+    return Item(
+        value=r.fresh_value(),
+        key=r.key,
+        namespace=r.namespace,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
+
+
+def _search_item(r: rec.Record, score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=r.namespace,
+        key=r.key,
+        value=r.fresh_value(),
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        score=score,
+    )
+
+
+def _does_match(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
+    """LangGraph's namespace match: a prefix or suffix path where ``"*"`` is any one label."""
+    path = tuple(cond.path)
+    if len(ns) < len(path):
+        return False
+    if cond.match_type == "prefix":
+        pairs = zip(ns, path, strict=False)
+    elif cond.match_type == "suffix":
+        pairs = zip(reversed(ns), reversed(path), strict=False)
+    else:
+        raise MemstoreError(f"unknown match type {cond.match_type!r}: use 'prefix' or 'suffix'")
+    return all(p == "*" or label == p for label, p in pairs)
