@@ -578,6 +578,15 @@ class Lexicon:
             ids = self._ids
             return {ids[s] for s in slots}  # type: ignore[misc]
 
+    def flush(self) -> None:
+        """Turn the batched postings log into arrays now (the next read would).
+
+        A bulk load can call it last, so its first query does not pay for it.
+        """
+        with self._lock:
+            self._postings.flush()
+            self._title_postings.flush()
+
     def clear_caches(self) -> None:
         """Forget every cached token match (benchmarks time the uncached path with it)."""
         with self._lock:

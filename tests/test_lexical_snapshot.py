@@ -161,3 +161,12 @@ def test_nul_in_an_id_cannot_be_saved(tmp_path: Path) -> None:
     with pytest.raises(LexiconSnapshotError, match="NUL"):
         save_lexicon(lex, tmp_path / "x.npz", generation=0)
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_flush_empties_the_postings_log() -> None:
+    lex = Lexicon()
+    lex.index("a", "Title words", "content words")
+    assert lex._postings.pending and lex._title_postings.pending
+    lex.flush()
+    assert not lex._postings.pending and not lex._title_postings.pending
+    assert lex.candidates("title") == {"a"}
