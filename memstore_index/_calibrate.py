@@ -86,14 +86,16 @@ def calibrate_ef(
     floor: int,
     ceiling: int,
     target: float,
+    hint: int | None = None,
 ) -> tuple[int, float]:
     """The smallest ``ef`` in ``floor..ceiling`` whose recall on ``queries`` reaches ``target``.
 
     ``index`` is an ``hnswlib.Index`` holding none of the queries; ``truth``
     their exact top-k labels. Recall grows with ``ef`` (a wider beam finds a
     superset, up to ties), so a binary search needs about eight batched
-    queries. Returns the ``ef`` and its measured recall; ``ceiling`` when even
-    that misses the target.
+    queries; its first probe is ``hint`` (the last calibration's answer,
+    usually close), which spares the costly wide probes. Returns the ``ef``
+    and its measured recall; ``ceiling`` when even that misses the target.
     """
     k = int(truth.shape[1])
     want = [set(row) for row in truth.tolist()]
@@ -105,14 +107,19 @@ def calibrate_ef(
         return float(hits) / (k * len(want))
 
     lo, hi = max(floor, k), max(ceiling, k)
-    best = recall(hi)
-    if best < target:
-        return hi, best
+    best: float | None = None  # the recall measured at ``hi``, once it is
+    if hint is not None and hint >= hi:  # last time only the ceiling would do
+        best = recall(hi)
+        if best < target:
+            return hi, best
+    probe = hint if hint is not None and lo <= hint < hi else (lo + hi) // 2
     while lo < hi:
-        mid = (lo + hi) // 2
-        r = recall(mid)
+        r = recall(probe)
         if r >= target:
-            hi, best = mid, r
+            hi, best = probe, r
         else:
-            lo = mid + 1
+            lo = probe + 1
+        probe = (lo + hi) // 2
+    if best is None:  # never met the target below the ceiling
+        best = recall(hi)
     return hi, best

@@ -366,6 +366,7 @@ class Persistence(CellState):
                 floor=cal.CALIBRATION_K,
                 ceiling=self._ef,
                 target=self._target,
+                hint=self.calibration[0] if self.calibration else None,
             )
             index.set_ef(self._ef)
             self._ef_plain, self._calibrated_n = ef, live

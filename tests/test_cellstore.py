@@ -628,3 +628,38 @@ DEFAULT_EF_FOR_TEST = cs.DEFAULT_EF
 def test_bad_target_recall_is_refused() -> None:
     with pytest.raises(ValueError, match="target_recall"):
         CellStore(HashEmbedder(dim=8), target_recall=1.5)
+
+
+def test_calibration_finds_the_smallest_ef_meeting_the_target() -> None:
+    """Against a linear scan of every ef: the binary search (hinted or not) agrees."""
+    import hnswlib  # type: ignore[import-untyped]
+
+    from memstore_index import _calibrate as cal
+
+    vecs = lowrank_rows(3000, seed=3)
+    labels = np.arange(2900, dtype=np.intp)
+    index = hnswlib.Index(space="ip", dim=64)
+    index.init_index(max_elements=3000, ef_construction=100, M=8, random_seed=1)
+    index.add_items(vecs[labels], labels)
+    queries = vecs[2900:]
+    truth = cal.exact_top_k(vecs, labels, queries, 10)
+    brute_truth = np.argsort(-(queries @ vecs[labels].T), axis=1)[:, :10]
+    assert all(set(a) == set(b) for a, b in zip(truth.tolist(), brute_truth.tolist(), strict=True))
+
+    def recall(ef: int) -> float:
+        index.set_ef(ef)
+        got, _ = index.knn_query(queries, k=10)
+        pairs = zip(got.tolist(), truth.tolist(), strict=True)
+        return sum(len(set(g) & set(t)) for g, t in pairs) / 1000
+
+    target = 0.99
+    smallest = next((ef for ef in range(10, 201) if recall(ef) >= target), 200)
+    for hint in (None, 10, 50, 200):
+        ef, measured = cal.calibrate_ef(
+            index, queries, truth, floor=10, ceiling=200, target=target, hint=hint
+        )
+        # Recall is monotone in ef here up to hnswlib's tie-breaking noise:
+        # the search lands on the linear scan's answer or right beside it.
+        assert abs(ef - smallest) <= 2 and measured >= target, (hint, ef, smallest)
+    ef, measured = cal.calibrate_ef(index, queries, truth, floor=10, ceiling=12, target=1.01)
+    assert ef == 12 and measured < 1.01  # unreachable: the ceiling, with its recall
