@@ -25,11 +25,14 @@ import base64
 import contextlib
 import dataclasses
 import datetime as _dt
+import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ulid import ULID
 
 from memstore._gc import bulk_load
+from memstore._lexindex import LexicalIndex
+from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
@@ -70,7 +73,16 @@ from memstore.validate import (
 )
 from memstore.vocabulary import Vocabulary
 
-__all__ = ["DEDUP_ELIGIBLE_KINDS", "DEFAULT_SEARCH_LIMIT", "RECENT_WINDOW", "Store"]
+__all__ = [
+    "DEDUP_ELIGIBLE_KINDS",
+    "DEFAULT_SEARCH_LIMIT",
+    "RECENT_WINDOW",
+    "LexiconSource",
+    "Store",
+]
+
+LexiconSource = tuple[str, int]
+"""A saved lexical index: its path, and the generation it must carry to be used."""
 
 DEDUP_ELIGIBLE_KINDS = frozenset(
     {KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS}
@@ -445,13 +457,19 @@ class Store(StoreReads, StoreSearch):
         """
         self._restore([it.clone(cell_originated=True) for it in items])
 
-    def _restore_owned(self, items: list[Item]) -> None:
-        """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned."""
+    def _restore_owned(self, items: list[Item], lexicon: LexiconSource | None = None) -> None:
+        """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned.
+
+        ``lexicon``: a saved lexical index of exactly these items (a path and the
+        generation it must carry), loaded instead of re-tokenising every item;
+        one that is missing, stale or damaged is ignored (the items are indexed
+        as usual) with a log line.
+        """
         for it in items:
             it.__dict__["cell_originated"] = True  # as clone(cell_originated=True) sets it
-        self._restore(items)
+        self._restore(items, lexicon)
 
-    def _restore(self, loaded: list[Item]) -> None:
+    def _restore(self, loaded: list[Item], lexicon: LexiconSource | None = None) -> None:
         for it in loaded:  # check everything before touching anything
             if not it.id:
                 raise InvalidItemError("restore needs items with ids")
@@ -463,8 +481,38 @@ class Store(StoreReads, StoreSearch):
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):
                 self._set(id, None)
+            if lexicon is not None and not self._items:
+                self._load_lexicon(loaded, lexicon)
             for it in loaded:
                 self._set(it.id, it)
+            self._lex.lexicon.flush()  # build the arrays now, not in the first query
+
+    def _load_lexicon(self, loaded: list[Item], source: LexiconSource) -> None:
+        """Install the saved lexical index of ``loaded`` (the lock held, the store empty)."""
+        path, generation = source
+        if not os.path.exists(path):
+            return
+        indexable = [(it, self._index_id_text(it.id)) for it in loaded if self._indexable(it)]
+        try:
+            self._lex = LexicalIndex.from_snapshot(path, indexable, expect_generation=generation)
+        except (LexiconSnapshotError, OSError) as e:
+            self._log.info("memstore: not using the saved lexical index %s (%s)", path, e)
+
+    def save_lexicon(self, path: str | os.PathLike[str], *, generation: int) -> None:
+        """Write the lexical index to ``path`` for a later restore to load (atomic rename).
+
+        ``generation`` names the state it indexes (a journal's head): a restore
+        loads it only when asked for that same generation.
+        """
+        tmp = f"{os.fspath(path)}.tmp"
+        with self._locked():
+            self._lex.save_snapshot(tmp, generation=generation)
+        os.replace(tmp, path)
+
+    def indexed_len(self) -> int:
+        """How many items the lexical index holds (the active, searchable ones)."""
+        with self._locked():
+            return len(self._lex)
 
     def delete(self, id: str) -> bool:
         """Remove one item by id; returns whether it existed."""

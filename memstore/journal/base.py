@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import logging
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -30,6 +32,7 @@ from memstore.errors import (
     JournalClosedError,
     JournalCorruptError,
     JournalError,
+    MemstoreError,
 )
 from memstore.item import Item
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
@@ -40,6 +43,11 @@ if TYPE_CHECKING:
     from memstore.store import Store
 
 __all__ = ["EXPORT_FORMAT", "Journal", "JournalBase", "PurgeMatch"]
+
+_log = logging.getLogger("memstore.journal")
+
+LEXICON_SNAPSHOT_MIN_ITEMS = 20_000
+"""Indexed items from which closing a journal saves the store's lexical index beside it."""
 
 _RECENT = 4096
 """How many committed changes :meth:`JournalBase.lsn_of` remembers."""
@@ -182,7 +190,9 @@ class JournalBase(ABC):
             store.set_commit_hook(self._on_commit)
             try:
                 if items:
-                    store._restore_owned(items)  # freshly parsed: no need to clone
+                    saved = self._lexicon_path()
+                    lexicon = (saved, self._read_head().packed()) if saved else None
+                    store._restore_owned(items, lexicon)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()
                     hlc = clock.tick()  # one group, one stamp
@@ -549,10 +559,36 @@ class JournalBase(ABC):
 
     # ------------------------------------------------------------- close
 
+    def _lexicon_path(self) -> str | None:
+        """Where this journal keeps its store's saved lexical index (``None``: nowhere)."""
+        return None
+
+    def _save_lexicon(self) -> None:
+        """On close: save the lexical index of a large store beside the journal.
+
+        The next :meth:`attach` loads it instead of re-tokenising every item,
+        when its generation (the journal head it was saved at) is still the
+        head; any write after this close moves the head, so a saved index is
+        never used for another state. Small stores re-index faster than they
+        load, so below :data:`LEXICON_SNAPSHOT_MIN_ITEMS` nothing is saved
+        (and an older file is removed). A failure loses nothing: it is logged.
+        """
+        path, store = self._lexicon_path(), self._store
+        if path is None or store is None:
+            return
+        try:
+            if store.indexed_len() >= LEXICON_SNAPSHOT_MIN_ITEMS:
+                store.save_lexicon(path, generation=self._read_head().packed())
+            elif os.path.exists(path):
+                os.remove(path)
+        except (OSError, MemstoreError) as e:
+            _log.warning("memstore: could not save the lexical index %r (%s)", path, e)
+
     def close(self) -> None:
         """Detach, release the file (or connection) and refuse further calls."""
         if self._closed:
             return
+        self._save_lexicon()
         self.detach()
         self._closed = True
         self._close_backend()

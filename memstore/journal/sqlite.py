@@ -90,6 +90,10 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 _COLUMNS = "id, lsn, node, to_lsn, to_node, op, kind, partition, shared, item"
 
 
+LEXICON_SUFFIX: Final = ".lexicon.npz"
+"""The saved lexical index beside a journal file (see :meth:`JournalBase._save_lexicon`)."""
+
+
 class SqliteJournal(JournalBase):
     """A journal in one SQLite file; see the module docs.
 
@@ -395,6 +399,14 @@ class SqliteJournal(JournalBase):
             )
 
     # -------------------------------------------------------------- close
+
+    def _lexicon_path(self) -> str | None:
+        """``journal.db.lexicon.npz`` beside the file: the store's saved lexical index."""
+        return f"{self.path}{LEXICON_SUFFIX}"
+
+    def _save_lexicon(self) -> None:
+        if not self.readonly:  # a reader never writes beside the writer's file
+            super()._save_lexicon()
 
     def _close_backend(self) -> None:
         """Close the readers, fold the write-ahead log into the file, close the writer.

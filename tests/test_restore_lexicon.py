@@ -1,0 +1,145 @@
+"""Restore loads the lexical index saved beside the journal, and only when it is current.
+
+A journal closing over a large store saves the store's lexical index beside
+its file; the next attach loads it instead of re-tokenising every item. The
+saved index carries the journal head it was saved at: after any later write,
+a crash before the next close, a damaged file or a different set of items,
+it is ignored and the items are indexed as usual. Either way the restored
+store must be the same as one restored without it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memstore import Item, Store
+from memstore._lexindex import LexicalIndex
+from memstore.journal import SqliteJournal
+from memstore.journal import base as journal_base
+from memstore.journal.sqlite import LEXICON_SUFFIX
+
+QUERIES = [
+    "invoice timeout",
+    "payment timeout",
+    "paymnet",
+    "rollout 7",
+    "orders table lock",
+    "api-3",
+    "build 12",
+]
+
+
+@pytest.fixture(autouse=True)
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal_base, "LEXICON_SNAPSHOT_MIN_ITEMS", 30)
+
+
+def _fill(path: Path, n: int, start: int = 0, word: str = "payment") -> None:
+    with SqliteJournal(path) as journal:
+        store = Store()
+        journal.attach(store)
+        with store.batch():
+            for i in range(start, start + n):
+                store.upsert(
+                    Item(
+                        id=f"n{i}",
+                        kind="observation",
+                        title=f"deploy {i % 7} of api-{i % 5}",
+                        content=f"rollout {i % 9} of build {i}: {word} timeout on the orders "
+                        "table lock",
+                    )
+                )
+
+
+def _open(path: Path) -> tuple[SqliteJournal, Store]:
+    journal, store = SqliteJournal(path), Store()
+    journal.attach(store)
+    return journal, store
+
+
+def _answers(store: Store) -> list[list[tuple[str, float]]]:
+    return [[(it.id, hit.score) for it, hit in store.keyword_hits(q)[0]] for q in QUERIES]
+
+
+def _reference(path: Path, tmp: Path) -> list[list[tuple[str, float]]]:
+    """The answers of a restore that re-tokenises (a copy without the saved index)."""
+    copy = tmp / "reference.db"
+    shutil.copy(path, copy)
+    journal, store = _open(copy)
+    try:
+        assert not (tmp / f"reference.db{LEXICON_SUFFIX}").exists()
+        return _answers(store)
+    finally:
+        journal.close()
+
+
+def _loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = LexicalIndex.from_snapshot.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[LexicalIndex], *a: object, **kw: object) -> LexicalIndex:
+        calls.append(1)
+        return real(cls, *a, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(LexicalIndex, "from_snapshot", classmethod(spy))
+    return calls
+
+
+def test_a_closed_large_store_is_restored_from_its_saved_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "journal.db"
+    _fill(path, 60)
+    saved = Path(f"{path}{LEXICON_SUFFIX}")
+    assert saved.exists(), "closing a large store saves its lexical index"
+    expected = _reference(path, tmp_path)
+    calls = _loads(monkeypatch)
+    journal, store = _open(path)
+    try:
+        assert calls == [1]
+        assert store._lex.lexicon is not None and len(store._lex) == 60
+        store._check()
+        assert _answers(store) == expected
+        store.upsert(Item(id="late", kind="observation", content="a late payment timeout"))
+        assert "late" in [it.id for it in store.keyword_search("late payment")]
+    finally:
+        journal.close()
+
+
+def test_a_stale_or_damaged_saved_index_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    _fill(path, 40)
+    saved = Path(f"{path}{LEXICON_SUFFIX}")
+    old = saved.read_bytes()
+    _fill(path, 10, start=30, word="invoice")  # new text for the same ids, saved at close
+    saved.write_bytes(old)  # as if the process had died before that close
+    expected = _reference(path, tmp_path)
+    journal, store = _open(path)
+    try:
+        assert [it.id for it in store.keyword_search("invoice", limit=20)] != []
+        store._check()
+        assert _answers(store) == expected
+    finally:
+        journal.close()
+    saved.write_bytes(b"\x00" * 100)  # damaged
+    journal, store = _open(path)
+    try:
+        store._check()
+        assert _answers(store) == expected
+    finally:
+        journal.close()
+
+
+def test_a_small_store_saves_nothing_and_drops_an_old_file(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    _fill(path, 40)
+    saved = Path(f"{path}{LEXICON_SUFFIX}")
+    assert saved.exists()
+    journal, store = _open(path)
+    for i in range(20):
+        store.delete(f"n{i}")
+    journal.close()
+    assert not saved.exists(), "below the threshold the index is rebuilt, not kept"
