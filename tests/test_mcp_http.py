@@ -132,6 +132,9 @@ def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
                 while len(acked) < 30:
                     await anyio.sleep(0.01)
                 os.kill(proc.pid, signal.SIGKILL)  # while the writers have calls in flight
+                # A client whose server died may wait on its stream for ever: stop them.
+                await anyio.sleep(1.0)
+                tg.cancel_scope.cancel()
 
         anyio.run(main)
     finally:
