@@ -135,8 +135,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
     try:
-        server = importlib.import_module("memstore.protocol.server")
+        server = importlib.import_module(module)
     except ImportError as e:
         print(
             f"memstore serve needs the server extra ({e.name} is missing): "
@@ -299,6 +300,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="open connections per client IP address "
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
+    )
+    mindlayer = p.add_argument_group("Mind Layer API (--api mindlayer; see docs/mindlayer.md)")
+    mindlayer.add_argument(
+        "--api",
+        choices=("protocol", "mindlayer"),
+        default="protocol",
+        help="the API served: MemoryProtocol 0.1 (default) or the Mind Layer REST API",
+    )
+    mindlayer.add_argument(
+        "--owner-token-file",
+        metavar="FILE",
+        help="the Mind Layer owner token and a newline (mode 0600; re-read when it changes). "
+        "Default: no token, on a loopback bind only",
     )
     p.set_defaults(fn=cmd_serve)
     return parser
