@@ -1,4 +1,4 @@
-"""Seed 002's offline capabilities, against a real server: memories, retrieval, scopes, lifecycle."""
+"""Seed 002's offline capabilities against a real server: memories, retrieval, scopes."""
 
 from __future__ import annotations
 
