@@ -224,6 +224,12 @@ class ChatClient:
         """Release the connection pool."""
         self._client.close()
 
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _fail(self, what: str) -> ProviderError:
         return ProviderError(f"chat request to {self._host} failed: {what}")
 
