@@ -69,8 +69,13 @@ def serve(args: argparse.Namespace) -> int:
         )
     except (ProviderConfigError, OwnerTokenError, ValueError) as e:
         return _fail(e)
-    embedder = provider.embedder() if provider is not None else None
-    chat = provider.chat() if provider is not None else None
+    try:
+        embedder = provider.embedder() if provider is not None else None
+        chat = provider.chat() if provider is not None else None
+    except ImportError as e:
+        return _fail(
+            f'a provider needs httpx ({e.name} is missing): pip install "memstore-engine[http]"'
+        )
     try:
         memory = Memory(
             args.data,
