@@ -135,6 +135,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.api != "mindlayer" and args.owner_token_file:
+        print(
+            "memstore: --owner-token-file is for --api mindlayer (this takes --tokens-file)",
+            file=sys.stderr,
+        )
+        return 2
     module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
     try:
         server = importlib.import_module(module)
@@ -216,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("stats", "counts and the journal head")
     p.set_defaults(fn=cmd_stats)
 
-    p = command("serve", "run the MemoryProtocol 0.1 HTTP server")
+    p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument(

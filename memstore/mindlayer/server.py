@@ -59,6 +59,10 @@ def serve(args: argparse.Namespace) -> int:
     ``host``, ``port``, ``journal``, ``owner_token_file`` and optionally
     ``allow_host``, ``allow_origin`` and the connection limits.
     """
+    if getattr(args, "tokens_file", None):
+        return _fail(
+            "--tokens-file is MemoryProtocol's; the Mind Layer API takes --owner-token-file"
+        )
     try:
         provider = ProviderConfig.from_env(os.environ)
         token = load_owner_token(getattr(args, "owner_token_file", None), args.host)
