@@ -218,3 +218,4 @@ def fake(fake_provider: FakeProvider) -> Iterator[FakeProvider]:
     fake_provider.chat_behaviour = "ok"
     fake_provider.chat_content = _default_chat
     fake_provider.error_body = b'{"error": "internal"}'
+    fake_provider.sleep_seconds = 5.0

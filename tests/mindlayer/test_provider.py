@@ -17,7 +17,12 @@ import pytest
 from memstore import Memory
 from memstore.mindlayer import MindLayer, Scope
 from memstore.mindlayer.errors import INTERNAL_MESSAGE
-from memstore.mindlayer.provider import ChatClient, ProviderConfig, ProviderOutputError
+from memstore.mindlayer.provider import (
+    ChatClient,
+    ProviderConfig,
+    ProviderError,
+    ProviderOutputError,
+)
 from tests.fake_provider import FakeProvider, Recorded
 from tests.mindlayer.conftest import (
     API_KEY,
@@ -174,7 +179,9 @@ class TestExtractionFailureDoesNotPersist:
         scope = new_scope()
         fake.chat_behaviour = "error"
         with provided.client() as c:
+            before = len(chats(fake))
             assert_internal(c.post("/v1/ingest", json={"scope": scope, "text": "User: hi."}))
+            assert len(chats(fake)) == before + 1  # no retry
             assert_internal(c.post("/v1/chat", json={"scope": scope, "query": "hi"}))
             assert export(c, scope)["memories"] == []
 
@@ -205,6 +212,16 @@ class TestProviderErrorRedaction:
         log = provided.log_text()
         assert "HTTP 500" in log and "response body withheld" in log
         assert LEAK not in log and API_KEY not in log
+
+    def test_a_slow_provider_times_out(self, fake: FakeProvider) -> None:
+        fake.chat_behaviour = "sleep"
+        fake.sleep_seconds = 5.0
+        with (
+            ChatClient(fake.base_url, "m", API_KEY, timeout=0.3) as chat,
+            pytest.raises(ProviderError, match=r"timed out after 0\.3s") as caught,
+        ):
+            chat.complete([{"role": "user", "content": "hi"}])
+        assert API_KEY not in str(caught.value)
 
     def test_config_repr_hides_the_key(self, fake: FakeProvider) -> None:
         config = ProviderConfig.from_env(
