@@ -53,6 +53,7 @@ from memstore.mindlayer.errors import (
     internal,
     invalid,
     not_found,
+    unauthorized,
 )
 from memstore.mindlayer.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.mindlayer.models import (
@@ -113,10 +114,11 @@ class OwnerGate:
             authorization = single_header(scope, b"authorization")
             required = self.token()
             if required is not None and not check_bearer(required, authorization):
+                denied = unauthorized("send the owner token as Authorization: Bearer <token>")
                 raise Refusal(
-                    401,
-                    "unauthorized",
-                    "send the owner token as Authorization: Bearer <token>",
+                    denied.status,
+                    denied.code,
+                    denied.message,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
             if scope["method"] in _BODY_METHODS:
