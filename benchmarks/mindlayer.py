@@ -13,7 +13,9 @@
    :meth:`MindLayer.remember` (the total time), then 30 warmed-up sequential
    keyword queries (p50/p95 over the queries of each query's median of 5
    runs, so that one preemption on a shared machine is not a query's
-   latency). No HTTP, no provider: seed 002 measured the same.
+   latency). No provider; in-process as seed 002 measured, then the same
+   through a real ``memstore serve --api mindlayer`` on loopback (one
+   keep-alive connection, one request at a time).
 
 Semantic and hybrid use ``--embedder`` (default ``local``: the offline MiniLM
 model of extra ``embed``; ``hash`` is a lexical-ish stand-in, not a model).
@@ -27,8 +29,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +43,13 @@ from typing import Any
 
 from _common import cpu_model, git_commit, load_average, log, percentile
 
-from memstore import Memory
-from memstore.mindlayer import MindLayer, Scope
+# This folder is on sys.path (for _common), and its http.py would shadow the
+# standard library's http package, which httpx needs: take the folder off.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from memstore import Memory  # noqa: E402
+from memstore.mindlayer import MindLayer, Scope  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "mindlayer.json"
@@ -171,6 +182,85 @@ def latency(records: int, queries: int) -> dict[str, Any]:
     }
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_latency(records: int, queries: int) -> dict[str, Any]:
+    """:func:`latency` through a real ``memstore serve --api mindlayer`` on loopback.
+
+    One keep-alive connection, requests one at a time: each figure is the
+    engine's plus HTTP/JSON and the server's plumbing.
+    """
+    import httpx
+
+    scope = {"agent": "assistant", "user": "synthetic-user"}
+    with tempfile.TemporaryDirectory() as folder:
+        port = _free_port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {
+            k: v for k, v in env.items() if not k.startswith(("MEMSTORE_PROVIDER_", "MIND_LAYER_"))
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "memstore.cli",
+            "serve",
+            "--api",
+            "mindlayer",
+            "--data",
+            f"{folder}/data",
+            "--embedder",
+            "none",
+            "--port",
+            str(port),
+        ]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            with httpx.Client(base_url=url, timeout=30) as c:
+                deadline = time.monotonic() + 60
+                while True:
+                    try:
+                        if c.get("/healthz").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
+                start = time.perf_counter()
+                for n in range(records):
+                    r = c.post("/v1/memories", json={"scope": scope, "text": record(n)})
+                    r.raise_for_status()
+                write_s = time.perf_counter() - start
+                words = [f"{_TOPICS[n % len(_TOPICS)]} plan week {n % 52}" for n in range(queries)]
+                body = [{"scope": scope, "query": q} for q in words]
+                for b in body[:5]:
+                    c.post("/v1/search", json=b)
+                times = []
+                for b in body:
+                    runs = []
+                    for _ in range(REPEATS):
+                        t0 = time.perf_counter()
+                        c.post("/v1/search", json=b).raise_for_status()
+                        runs.append((time.perf_counter() - t0) * 1000)
+                    times.append(statistics.median(runs))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+    return {
+        "records": records,
+        "queries": queries,
+        "repeats": REPEATS,
+        "write_total_s": write_s,
+        "query_p50_ms": percentile(times, 50),
+        "query_p95_ms": percentile(times, 95),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedder", default="local", help="local (default), hash or auto")
@@ -182,11 +272,14 @@ def main() -> int:
     records, queries = (100, 10) if args.smoke else (1000, 30)
     log(f"mindlayer benchmark: latency, {records} records")
     lat = latency(records, queries)
+    log("mindlayer benchmark: the same over HTTP")
+    http = http_latency(records, queries)
     result = {
         "smoke": args.smoke,
         "dataset_sha256": dataset_digest(),
         "quality": q,
         "latency": lat,
+        "http_latency": http,
         "machine": {
             "python": platform.python_version(),
             "cpu": cpu_model(),
@@ -201,10 +294,12 @@ def main() -> int:
     for mode in ("recent", "lexical", "semantic", "hybrid"):
         print(f"| {mode} | {q[mode]['recall_at_3']:.2%} | {q[mode]['mrr_at_3']:.4f} |")
     print(f"embedding model: {q['embedding_model']}")
-    print(
-        f"{lat['records']} durable writes: {lat['write_total_s']:.3f} s; keyword query "
-        f"p50 {lat['query_p50_ms']:.3f} ms, p95 {lat['query_p95_ms']:.3f} ms"
-    )
+    for name, figures in (("in-process", lat), ("HTTP", http)):
+        print(
+            f"{name}: {figures['records']} durable writes: {figures['write_total_s']:.3f} s; "
+            f"keyword query p50 {figures['query_p50_ms']:.3f} ms, "
+            f"p95 {figures['query_p95_ms']:.3f} ms"
+        )
     return 0
 
 

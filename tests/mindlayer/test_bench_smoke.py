@@ -40,6 +40,7 @@ def test_smoke_run(tmp_path: Path) -> None:
         assert len(entry["per_query"]) == 12
     exact = data["quality"]["lexical"]["per_query"][0]
     assert exact["query"] == "vegetarian dinner" and exact["ranked"][0] == "diet"
-    lat = data["latency"]
-    assert lat["records"] == 100 and lat["write_total_s"] > 0
-    assert 0 < lat["query_p50_ms"] <= lat["query_p95_ms"]
+    for key in ("latency", "http_latency"):
+        lat = data[key]
+        assert lat["records"] == 100 and lat["write_total_s"] > 0
+        assert 0 < lat["query_p50_ms"] <= lat["query_p95_ms"]
