@@ -288,8 +288,15 @@ stop every writer of DIR and move DEST into its place.
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.api != "mindlayer" and args.owner_token_file:
+        print(
+            "memstore: --owner-token-file is for --api mindlayer (this takes --tokens-file)",
+            file=sys.stderr,
+        )
+        return 2
+    module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
     try:
-        server = importlib.import_module("memstore.protocol.server")
+        server = importlib.import_module(module)
     except ImportError as e:
         print(
             f"memstore serve needs the server extra ({e.name} is missing): "
@@ -471,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", metavar="DEST", help="the new folder to write the backup to")
     p.set_defaults(fn=cmd_backup, embedder=None)
 
-    p = command("serve", "run the MemoryProtocol 0.1 HTTP server")
+    p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
     p.add_argument(
@@ -564,6 +571,19 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"largest request body; larger is 413 (default {MAX_BODY_BYTES}, 256 KiB). "
         "An episode's content is capped at 16 KiB and a recall query at 4096 characters "
         "whatever this says (docs/protocol.md, Limits)",
+    )
+    mindlayer = p.add_argument_group("Mind Layer API (--api mindlayer; see docs/mindlayer.md)")
+    mindlayer.add_argument(
+        "--api",
+        choices=("protocol", "mindlayer"),
+        default="protocol",
+        help="the API served: MemoryProtocol 0.1 (default) or the Mind Layer REST API",
+    )
+    mindlayer.add_argument(
+        "--owner-token-file",
+        metavar="FILE",
+        help="the Mind Layer owner token and a newline (mode 0600; re-read when it changes). "
+        "Default: no token, on a loopback bind only",
     )
     p.set_defaults(fn=cmd_serve)
 

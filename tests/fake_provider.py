@@ -1,8 +1,9 @@
-"""A tiny, real OpenAI-compatible embeddings server for tests, on 127.0.0.1.
+"""A tiny, real OpenAI-compatible provider for tests, on 127.0.0.1.
 
 :class:`FakeProvider` runs :class:`http.server.ThreadingHTTPServer` on an
 ephemeral port in a background thread and answers ``POST /v1/embeddings``
-the way a provider does, or misbehaves the way a provider can (``behaviour``).
+(and ``POST /v1/chat/completions``) the way a provider does, or misbehaves
+the way a provider can (``behaviour``; ``chat_behaviour`` for chat).
 Every request is recorded, so a test can count requests and read headers.
 
 Its vectors are deterministic and deliberately not unit length (the client
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -69,6 +71,10 @@ class FakeProvider:
         self.dim = dim
         self.behaviour: Behaviour = behaviour
         self.error_body = b'{"error": "internal"}'
+        self.chat_behaviour: Behaviour = "ok"
+        """How ``/v1/chat/completions`` answers (``ok``, ``error``, ``redirect``, ``not_json``)."""
+        self.chat_content: str | Callable[[Any], str] = _default_chat
+        """The assistant message's content: text, or made from the request body."""
         self.sleep_seconds = 5.0
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
@@ -120,6 +126,27 @@ class FakeProvider:
         doc = {"object": "list", "data": data, "model": "fake", "usage": {"prompt_tokens": 0}}
         return 200, {"Content-Type": "application/json"}, json.dumps(doc).encode()
 
+    def _chat(self, body: Any) -> tuple[int, dict[str, str], bytes]:
+        b = self.chat_behaviour
+        if b == "error":
+            return 500, {"Content-Type": "application/json"}, self.error_body
+        if b == "redirect":
+            return 302, {"Location": f"http://127.0.0.1:{self.port}/elsewhere"}, b""
+        if b == "not_json":
+            return 200, {"Content-Type": "application/json"}, b"<html>oops</html>"
+        if b == "sleep":
+            self._stop.wait(self.sleep_seconds)
+        content = self.chat_content if isinstance(self.chat_content, str) else None
+        if content is None:
+            assert callable(self.chat_content)
+            content = self.chat_content(body)
+        doc = {
+            "object": "chat.completion",
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+        }
+        return 200, {"Content-Type": "application/json"}, json.dumps(doc).encode()
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         provider = self
 
@@ -146,9 +173,19 @@ class FakeProvider:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 body = json.loads(raw) if raw else None
                 provider._record(Recorded("POST", self.path, dict(self.headers), body))
+                if self.path == "/v1/chat/completions" and isinstance(body, dict):
+                    self._reply(*provider._chat(body))
+                    return
                 if self.path != "/v1/embeddings" or not isinstance(body, dict):
                     self._reply(404, {}, b"")
                     return
                 self._reply(*provider._answer(list(body.get("input", []))))
 
         return Handler
+
+
+def _default_chat(body: Any) -> str:
+    """No facts for an extraction request (``response_format``), a fixed answer otherwise."""
+    if isinstance(body, dict) and "response_format" in body:
+        return '{"facts": []}'
+    return "A fake answer."

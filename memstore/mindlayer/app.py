@@ -1,0 +1,280 @@
+"""The Mind Layer ASGI application: :func:`create_app` over a :class:`MindLayer` service.
+
+Starlette routes, each a thin translation of HTTP to one
+:class:`~memstore.mindlayer.service.MindLayer` method, run in a worker
+thread. Around them, from the outside in:
+
+1. :class:`~memstore.web.security.SecurityHeaders`: an API answer is data, never a page;
+2. :class:`~memstore.web.guard.HostOriginGuard`: a foreign ``Host`` (DNS
+   rebinding) or a browser ``Origin`` other than the server's own is 403;
+3. :class:`OwnerGate`: for every ``/v1`` route, the owner token (401), then
+   for a POST or PUT the media type, the 1 MiB body bound and the nesting
+   check (all 400, as seed 002 says);
+4. :class:`~memstore.web.failsafe.Failsafe`: an unexpected exception is one
+   log record and a bare 500; the connection stays usable.
+
+Errors are ``{"error": code, "message": message}``; a provider failure is a
+500 whose message names nothing of the provider's answer.
+
+>>> import tempfile
+>>> from starlette.testclient import TestClient
+>>> from memstore import Memory
+>>> from memstore.mindlayer.service import MindLayer
+>>> with tempfile.TemporaryDirectory() as d, Memory(d, embedder=None) as mem:
+...     client = TestClient(create_app(MindLayer(mem)))
+...     scope = {"agent": "assistant", "user": "synthetic-user"}
+...     _ = client.post("/v1/memories", json={"scope": scope, "id": "diet",
+...                     "text": "The user is vegetarian and cooks dinner for two people."})
+...     hits = client.post("/v1/search", json={"scope": scope, "query": "vegetarian dinner"})
+...     refused = client.post("/v1/search", json={"scope": scope, "query": "x", "k": 2})
+>>> [h["memory"]["id"] for h in hits.json()], refused.status_code, refused.json()["error"]
+(['diet'], 400, 'invalid_request')
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from memstore import __version__
+from memstore.errors import InvalidItemError, MemstoreError
+from memstore.mindlayer.auth import check_bearer
+from memstore.mindlayer.errors import (
+    MindLayerError,
+    internal,
+    invalid,
+    not_found,
+    unauthorized,
+)
+from memstore.mindlayer.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
+from memstore.mindlayer.models import (
+    ContextRequest,
+    IngestRequest,
+    PersonalityRequest,
+    SearchRequest,
+    StoreRequest,
+    parse_body,
+    query_params,
+    scope_of,
+)
+from memstore.mindlayer.service import MindLayer
+from memstore.web.body import (
+    ClientDisconnected,
+    check_json_text,
+    is_json_media,
+    read_body,
+    replay,
+)
+from memstore.web.failsafe import Failsafe
+from memstore.web.guard import HostOriginGuard
+from memstore.web.headers import single_header
+from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.refusal import Refusal, send_refusal
+from memstore.web.security import SecurityHeaders
+from memstore.web.tokens import TokensFile
+
+__all__ = ["OwnerGate", "create_app"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Handler = Callable[[Request], Awaitable[Any]]
+
+_log = logging.getLogger("memstore.mindlayer")
+_BODY_METHODS: Final = frozenset({"POST", "PUT"})
+
+
+class OwnerGate:
+    """ASGI middleware in front of the ``/v1`` routes: owner token, then body bounds.
+
+    ``token``: the token required (a :class:`~memstore.web.tokens.TokensFile`
+    is asked for its current value on every request), or None: no token.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: Callable[[], str | None]) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope["path"]).startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            authorization = single_header(scope, b"authorization")
+            required = self.token()
+            if required is not None and not check_bearer(required, authorization):
+                denied = unauthorized("send the owner token as Authorization: Bearer <token>")
+                raise Refusal(
+                    denied.status,
+                    denied.code,
+                    denied.message,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+            if scope["method"] in _BODY_METHODS:
+                receive = await self._body(scope, receive)
+        except Refusal as r:
+            await send_refusal(r, send)
+            return
+        except ClientDisconnected:
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _body(scope: Scope, receive: Receive) -> Receive:
+        content_type = single_header(scope, b"content-type")
+        if content_type is None or not is_json_media(content_type):
+            raise invalid("send the body as Content-Type: application/json").refusal()
+        try:
+            body = await read_body(receive, MAX_BODY_BYTES, single_header(scope, b"content-length"))
+        except Refusal as r:  # 413 in the plumbing; seed 002 answers 400
+            raise invalid(f"{r.message} (1 MiB)").refusal() from None
+        check_json_text(body, max_depth=MAX_JSON_DEPTH)
+        return replay(body, receive)
+
+
+def _answer(error: MindLayerError) -> JSONResponse:
+    return JSONResponse(error.body(), status_code=error.status)
+
+
+def _endpoint(run: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """A route: ``run``'s JSON, or the error it raised in the API's taxonomy."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return JSONResponse(await run(request))
+        except MindLayerError as e:
+            return _answer(e)
+        except InvalidItemError as e:
+            return _answer(invalid(e.reason if hasattr(e, "reason") else str(e)))
+        except MemstoreError as e:
+            # Provider and embedding failures: our own words, already redacted.
+            _log.warning("memstore: %s %s failed: %s", request.method, request.url.path, e)
+            return _answer(internal())
+
+    return endpoint
+
+
+def create_app(
+    service: MindLayer,
+    *,
+    token: str | TokensFile[str] | None = None,
+    hosts: HostPolicy | None = None,
+    origins: OriginPolicy | None = None,
+) -> Starlette:
+    """The ASGI app serving ``service``.
+
+    ``token``: the owner token (or a file of it re-read when it changes);
+    None: no token (a loopback-only server). ``hosts``: the ``Host`` values
+    answered (None: any; the server always gives a policy). ``origins``: web
+    origins besides the server's own allowed to call it (None: none, so
+    browser pages of other sites are refused).
+    """
+
+    def current() -> str | None:
+        return token.current() if isinstance(token, TokensFile) else token
+
+    async def body_of(request: Request) -> bytes:
+        return await request.body()
+
+    async def store(request: Request) -> Any:
+        req = parse_body(StoreRequest, await body_of(request))
+        return await run_in_threadpool(
+            service.remember, req.scope.scope(), req.text, id=req.id, session=req.session
+        )
+
+    async def search(request: Request) -> Any:
+        req = parse_body(SearchRequest, await body_of(request))
+        return await run_in_threadpool(
+            service.search, req.scope.scope(), req.query, mode=req.mode, limit=req.limit
+        )
+
+    async def context(request: Request) -> Any:
+        req = parse_body(ContextRequest, await body_of(request))
+        return await run_in_threadpool(
+            service.context,
+            req.scope.scope(),
+            req.query,
+            mode=req.mode,
+            limit=req.limit,
+            max_chars=req.max_chars,
+        )
+
+    async def personality(request: Request) -> Any:
+        req = parse_body(PersonalityRequest, await body_of(request))
+        return await run_in_threadpool(service.set_personality, req.scope.scope(), req.personality)
+
+    async def ingest(request: Request) -> Any:
+        req = parse_body(IngestRequest, await body_of(request))
+        return await run_in_threadpool(
+            service.ingest, req.scope.scope(), req.text, session=req.session
+        )
+
+    async def chat(request: Request) -> Any:
+        req = parse_body(SearchRequest, await body_of(request))
+        return await run_in_threadpool(
+            service.chat, req.scope.scope(), req.query, mode=req.mode, limit=req.limit
+        )
+
+    async def export(request: Request) -> Any:
+        params = query_params(request.query_params.multi_items(), ("agent", "user"))
+        return await run_in_threadpool(service.export, scope_of(params))
+
+    async def forget(request: Request) -> Any:
+        params = query_params(request.query_params.multi_items(), ("agent", "user", "id"))
+        return await run_in_threadpool(service.forget, scope_of(params), params["id"])
+
+    async def forget_scope(request: Request) -> Any:
+        params = query_params(request.query_params.multi_items(), ("agent", "user"))
+        return await run_in_threadpool(service.forget_scope, scope_of(params))
+
+    async def healthz(request: Request) -> Any:
+        return {"status": "ok", "version": __version__}
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        if status == 404:
+            return _answer(not_found(f"no route {request.url.path[:200]}"))
+        if status == 405:
+            return _answer(
+                MindLayerError(405, "method_not_allowed", f"{request.method} is not allowed here")
+            )
+        return _answer(MindLayerError(status, "invalid_request", "the request was refused"))
+
+    routes = [
+        Route("/healthz", _endpoint(healthz), methods=["GET"]),
+        Route("/v1/memories", _endpoint(store), methods=["POST"]),
+        Route("/v1/memories", _endpoint(forget), methods=["DELETE"]),
+        Route("/v1/search", _endpoint(search), methods=["POST"]),
+        Route("/v1/context", _endpoint(context), methods=["POST"]),
+        Route("/v1/personality", _endpoint(personality), methods=["PUT"]),
+        Route("/v1/ingest", _endpoint(ingest), methods=["POST"]),
+        Route("/v1/chat", _endpoint(chat), methods=["POST"]),
+        Route("/v1/export", _endpoint(export), methods=["GET"]),
+        Route("/v1/scope", _endpoint(forget_scope), methods=["DELETE"]),
+    ]
+    failure = internal().refusal()
+    return Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(
+                HostOriginGuard,
+                hosts=hosts or HostPolicy(any_host=True),
+                origins=origins or OriginPolicy(),
+            ),
+            Middleware(OwnerGate, token=current),
+            Middleware(Failsafe, error=failure, logger=_log),
+        ],
+        exception_handlers={404: http_error, 405: http_error},
+    )

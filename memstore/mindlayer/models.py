@@ -1,0 +1,255 @@
+"""Request bodies and query strings of the Mind Layer API: parsed strictly, refused clearly.
+
+A body is JSON text with nothing after it (:func:`parse_json`: no trailing
+JSON, no repeated key, no ``NaN``); its object is validated by a pydantic
+model that refuses unknown fields and coerces nothing (``"limit": "5"`` is
+an error, not 5). Every refusal is a 400 :class:`~memstore.mindlayer.errors.MindLayerError`
+naming the field.
+
+>>> req = parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "dinner"}')
+>>> req.mode, req.limit, req.scope.partition
+('lexical', 5, 'mindlayer/a/u')
+>>> parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "x", "k": 1}')
+Traceback (most recent call last):
+...
+memstore.mindlayer.errors.MindLayerError: k: unknown field
+>>> parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "x"} {}')
+Traceback (most recent call last):
+...
+memstore.mindlayer.errors.MindLayerError: the body is not one JSON value: Extra data at character 53
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memstore.mindlayer.errors import invalid
+from memstore.mindlayer.limits import (
+    DEFAULT_CONTEXT_CHARS,
+    DEFAULT_LIMIT,
+    MAX_CONTEXT_CHARS,
+    MAX_LIMIT,
+    MAX_SESSION_BYTES,
+    MAX_TEXT_BYTES,
+)
+from memstore.mindlayer.scope import Scope, valid_id
+
+__all__ = [
+    "ContextRequest",
+    "IngestRequest",
+    "PersonalityRequest",
+    "ScopeIn",
+    "SearchRequest",
+    "StoreRequest",
+    "parse_body",
+    "parse_json",
+    "query_params",
+    "scope_of",
+]
+
+Mode = Literal["lexical", "semantic", "hybrid"]
+M = TypeVar("M", bound=BaseModel)
+
+_ID_RULE = "must be 1-128 ASCII letters, digits, '_', '.' or '-'"
+
+
+def _check_id(value: str) -> str:
+    if not valid_id(value):
+        raise ValueError(_ID_RULE)
+    return value
+
+
+def _bytes_at_most(value: str, limit: int, *, nonempty: bool) -> str:
+    if nonempty and not value.strip():
+        raise ValueError("must not be empty")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ValueError(f"is {size} bytes; at most {limit} (UTF-8)")
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ScopeIn(_Strict):
+    """``{"agent": ..., "user": ...}``: the namespace every memory operation names."""
+
+    agent: str
+    user: str
+
+    _ids = field_validator("agent", "user")(_check_id)
+
+    @property
+    def partition(self) -> str:
+        """The memstore partition of the scope."""
+        return self.scope().partition
+
+    def scope(self) -> Scope:
+        """As a :class:`~memstore.mindlayer.scope.Scope`."""
+        return Scope(self.agent, self.user)
+
+
+class StoreRequest(_Strict):
+    """``POST /v1/memories``: store, or update by id inside the scope."""
+
+    scope: ScopeIn
+    id: str | None = None
+    text: str
+    session: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return None if value is None else _check_id(value)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_TEXT_BYTES, nonempty=True)
+
+    @field_validator("session")
+    @classmethod
+    def _session(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_SESSION_BYTES, nonempty=False)
+
+
+class SearchRequest(_Strict):
+    """``POST /v1/search`` (and ``/v1/chat``): a query in one scope."""
+
+    scope: ScopeIn
+    query: str
+    mode: Mode = "lexical"
+    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_TEXT_BYTES, nonempty=True)
+
+
+class ContextRequest(SearchRequest):
+    """``POST /v1/context``: a search plus the character budget of the rendered block."""
+
+    max_chars: int = Field(default=DEFAULT_CONTEXT_CHARS, ge=1, le=MAX_CONTEXT_CHARS)
+
+
+class PersonalityRequest(_Strict):
+    """``PUT /v1/personality``: the scope's personality text (empty clears it)."""
+
+    scope: ScopeIn
+    personality: str
+
+    @field_validator("personality")
+    @classmethod
+    def _personality(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_TEXT_BYTES, nonempty=False)
+
+
+class IngestRequest(_Strict):
+    """``POST /v1/ingest``: text for the provider to extract durable facts from."""
+
+    scope: ScopeIn
+    text: str
+    session: str = ""
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_TEXT_BYTES, nonempty=True)
+
+    @field_validator("session")
+    @classmethod
+    def _session(cls, value: str) -> str:
+        return _bytes_at_most(value, MAX_SESSION_BYTES, nonempty=False)
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key[:60]!r} appears twice")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(raw: bytes) -> Any:
+    """The one JSON value of ``raw``.
+
+    :raises MindLayerError: 400, not UTF-8 JSON, trailing data, a repeated key, ``NaN``.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise invalid("the body is not UTF-8 text") from None
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise invalid(f"the body is not one JSON value: {e.msg} at character {e.pos}") from None
+    except ValueError as e:
+        raise invalid(f"the body is not valid JSON: {e}") from None
+
+
+def _message(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "extra_forbidden":
+        problem = "unknown field"
+    elif kind == "missing":
+        problem = "is required"
+    else:
+        problem = str(first.get("msg", "is invalid")).removeprefix("Value error, ")
+    return f"{where}: {problem}" if where else problem
+
+
+def parse_body(model: type[M], raw: bytes) -> M:
+    """``raw`` as a ``model``.
+
+    :raises MindLayerError: 400 naming the first field at fault.
+    """
+    value = parse_json(raw)
+    if not isinstance(value, dict):
+        raise invalid("the body must be a JSON object")
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        raise invalid(_message(e)) from None
+
+
+def query_params(pairs: Sequence[tuple[str, str]], required: Sequence[str]) -> Mapping[str, str]:
+    """A query string's parameters: each of ``required`` exactly once, nothing else.
+
+    >>> query_params([("agent", "a"), ("user", "u")], ("agent", "user"))
+    {'agent': 'a', 'user': 'u'}
+    >>> query_params([("agent", "a")], ("agent", "user"))
+    Traceback (most recent call last):
+    ...
+    memstore.mindlayer.errors.MindLayerError: the query parameter 'user' is required
+    """
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if key not in required:
+            raise invalid(f"unknown query parameter {key[:60]!r}")
+        if key in out:
+            raise invalid(f"the query parameter {key!r} appears twice")
+        out[key] = value
+    for key in required:
+        if key not in out:
+            raise invalid(f"the query parameter {key!r} is required")
+        if not valid_id(out[key]):
+            raise invalid(f"{key} {_ID_RULE}")
+    return out
+
+
+def scope_of(params: Mapping[str, str]) -> Scope:
+    """The scope of checked query parameters ``agent`` and ``user``."""
+    return Scope(params["agent"], params["user"])

@@ -1,0 +1,117 @@
+"""``memstore serve --api mindlayer``: the Mind Layer API on uvicorn, from the command line.
+
+Start-up checks, each refusing to start (exit status 2, one line on stderr
+saying what to fix) rather than serving something unsafe:
+
+- the provider settings (:class:`~memstore.mindlayer.provider.ProviderConfig`):
+  an ``http://`` URL that is not loopback, a URL with credentials, a model
+  without a URL or a URL without a model;
+- the owner token (:func:`~memstore.mindlayer.auth.load_owner_token`): a
+  public bind needs ``--owner-token-file`` with a token of 32+ characters;
+  the file must be mode 0600;
+- the vectors: with an embedding model, vectors stored by another model (or
+  dimension) are refused (fail closed), naming both models and the way to
+  re-embed (``CellStore.reembed``).
+
+The embedder is the provider's embedding model when one is configured, else
+``--embedder`` (``none``: lexical only; ``local``: the offline MiniLM model).
+HTTP plumbing (read timeouts, connection caps, Host and Origin checks,
+SIGTERM/SIGINT shutdown, SIGHUP re-reading the token file) is
+:mod:`memstore.web`'s, with the same flags as the protocol server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from memstore.errors import MemstoreError
+from memstore.memory import Memory
+from memstore.mindlayer.app import create_app
+from memstore.mindlayer.auth import OwnerTokenError, load_owner_token
+from memstore.mindlayer.provider import ProviderConfig, ProviderConfigError
+from memstore.mindlayer.service import MindLayer
+from memstore.web.connections import ConnectionLimits
+from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.runner import ServeConfig, serve_app
+
+__all__ = ["serve"]
+
+_LIMITS = (
+    "header_timeout",
+    "body_timeout",
+    "keepalive_timeout",
+    "max_connections",
+    "max_connections_per_client",
+)
+
+
+def _fail(message: object) -> int:
+    print(f"memstore: {message}", file=sys.stderr)
+    return 2
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the Mind Layer server until SIGTERM or SIGINT; the exit status (2: not started).
+
+    ``args`` as ``memstore serve`` parses them: ``data``, ``embedder``,
+    ``host``, ``port``, ``journal``, ``owner_token_file`` and optionally
+    ``allow_host``, ``allow_origin`` and the connection limits.
+    """
+    if getattr(args, "tokens_file", None):
+        return _fail(
+            "--tokens-file is MemoryProtocol's; the Mind Layer API takes --owner-token-file"
+        )
+    try:
+        provider = ProviderConfig.from_env(os.environ)
+        token = load_owner_token(getattr(args, "owner_token_file", None), args.host)
+        hosts = HostPolicy.for_bind(args.host, getattr(args, "allow_host", None) or ())
+        origins = OriginPolicy(getattr(args, "allow_origin", None) or ())
+        limits = ConnectionLimits(
+            **{n: getattr(args, n) for n in _LIMITS if getattr(args, n, None) is not None}
+        )
+    except (ProviderConfigError, OwnerTokenError, ValueError) as e:
+        return _fail(e)
+    try:
+        embedder = provider.embedder() if provider is not None else None
+        chat = provider.chat() if provider is not None else None
+    except ImportError as e:
+        return _fail(
+            f'a provider needs httpx ({e.name} is missing): pip install "memstore-engine[http]"'
+        )
+    try:
+        memory = Memory(
+            args.data,
+            embedder=embedder if embedder is not None else args.embedder,
+            journal=args.journal or None,
+        )
+    except MemstoreError as e:  # vectors of another model, a provider down at start-up
+        if chat is not None:
+            chat.close()
+        return _fail(e)
+    try:
+        app = create_app(MindLayer(memory, chat=chat), token=token, hosts=hosts, origins=origins)
+        config = ServeConfig(
+            host=args.host,
+            port=args.port,
+            limits=limits,
+            on_hangup=(token.reload,) if token is not None else (),
+        )
+        model = memory.cells.embedder.model_id if memory.cells is not None else "none"
+        print(
+            f"memstore: serving the Mind Layer API on http://{args.host}:{args.port} "
+            f"(data {args.data}, owner token {'required' if token else 'not required'}, "
+            f"embeddings {model}, chat {provider.chat_model if provider else None}, {hosts!r})",
+            file=sys.stderr,
+            flush=True,
+        )
+        serve_app(app, config)
+        print("memstore: stopped", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        memory.close()
+        if chat is not None:
+            chat.close()
+        if embedder is not None:
+            embedder.close()

@@ -1,0 +1,362 @@
+"""The Mind Layer operations over a :class:`~memstore.memory.Memory`, in Python.
+
+:class:`MindLayer` is what the HTTP routes call, and what a program can
+call directly: every method takes a :class:`~memstore.mindlayer.scope.Scope`
+and returns the JSON the API answers with (a memory is
+``{id, text, session, created_at, updated_at}``; a hit ``{"memory": ..., "score": n}``).
+
+>>> from memstore import Memory
+>>> with Memory(embedder=None) as mem:
+...     ml = MindLayer(mem)
+...     scope = Scope("assistant", "synthetic-user")
+...     stored = ml.remember(scope, "The user is vegetarian and cooks dinner for two people.",
+...                          id="diet", session="first-conversation")
+...     _ = ml.set_personality(scope, "Be warm, concise and practical.")
+...     hits = ml.search(scope, "vegetarian dinner")
+...     ctx = ml.context(scope, "what does the user cook?")
+>>> [h["memory"]["id"] for h in hits]
+['diet']
+>>> print(ctx["prompt"])
+Personality:
+Be warm, concise and practical.
+<BLANKLINE>
+Memories:
+- [diet] The user is vegetarian and cooks dinner for two people.
+>>> ctx["ids"]
+['diet']
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from typing import Any, Final
+
+from memstore.context_block import DEFAULT_CONTEXT_CHARS, build_context_block
+from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
+from memstore.memory import Memory
+from memstore.mindlayer.errors import invalid, not_found
+from memstore.mindlayer.limits import DEFAULT_LIMIT
+from memstore.mindlayer.provider import (
+    ANSWER_PROMPT,
+    EXTRACTION_PROMPT,
+    ChatClient,
+    check_answer,
+    parse_facts,
+)
+from memstore.mindlayer.scope import (
+    DATA_ID,
+    DATA_SESSION,
+    KIND_MEMORY,
+    KIND_PERSONALITY,
+    Scope,
+    derived_id,
+)
+from memstore.tags import partition_from_tags
+
+__all__ = ["NO_CONTEXT", "MindLayer", "memory_json"]
+
+NO_CONTEXT: Final = "(no stored memory or personality matched)"
+"""What a chat's system message holds when the context block is empty."""
+
+_log = logging.getLogger("memstore.mindlayer")
+JSON = dict[str, Any]
+
+
+def _time(value: _dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(_dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def memory_json(item: Item) -> JSON:
+    """A memory item as the API shows it."""
+    return {
+        "id": item.data.get(DATA_ID, item.id),
+        "text": item.content,
+        "session": item.data.get(DATA_SESSION, ""),
+        "created_at": _time(item.created_at),
+        "updated_at": _time(item.updated_at),
+    }
+
+
+def _memory_id(item: Item) -> str:
+    return item.data.get(DATA_ID, item.id)
+
+
+class MindLayer:
+    """Mind Layer's memory API over ``memory``.
+
+    :param memory: where the scopes live (any :class:`~memstore.memory.Memory`;
+        semantic and hybrid retrieval need its vector index, an embedder).
+    :param chat: the provider's chat client, for :meth:`ingest` and :meth:`chat`.
+    """
+
+    def __init__(self, memory: Memory, *, chat: ChatClient | None = None) -> None:
+        self.memory = memory
+        self.chat_client = chat
+
+    # ---------------------------------------------------------------- reads
+
+    def _owned(self, scope: Scope, item: Item | None, kind: str = KIND_MEMORY) -> Item | None:
+        if item is None or not item.is_active() or item.kind != kind:
+            return None
+        return item if partition_from_tags(item.tags) == scope.partition else None
+
+    def memories(self, scope: Scope) -> list[Item]:
+        """The scope's live memory items, oldest first (a pass over the store's memories)."""
+        part = scope.partition
+        found = self.memory.store.filtered(status="active", kind=KIND_MEMORY)
+        mine = [it for it in found if partition_from_tags(it.tags) == part]
+        return sorted(mine, key=lambda it: (it.created_at or _dt.datetime.min, it.id))
+
+    def personality(self, scope: Scope) -> str:
+        """The scope's personality text ("" when none is set)."""
+        item = self._owned(scope, self.memory.get(scope.personality_id), KIND_PERSONALITY)
+        return item.content if item is not None else ""
+
+    def search(
+        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+    ) -> list[JSON]:
+        """The scope's best memories for ``query``: ``[{"memory": ..., "score": n}]``.
+
+        ``lexical``: memstore's ranked lexical search (BM25-style scores, stems,
+        typo tolerance), offline. ``semantic``: cosine similarity of the query's
+        embedding (needs an embedder). ``hybrid``: memstore's hybrid search
+        (lexical first, the vectors fused in when the lexical answer is unsure,
+        then its rerank). Scores are comparable within one call only.
+
+        :raises MindLayerError: 400 for semantic/hybrid without an embedder.
+        """
+        return [
+            {"memory": memory_json(item), "score": round(float(score), 6)}
+            for item, score in self._hits(scope, query, mode, limit)
+        ]
+
+    def _hits(self, scope: Scope, query: str, mode: str, limit: int) -> list[tuple[Item, float]]:
+        part = scope.partition
+        mem = self.memory
+        pool = limit * 2 + 10  # items of other partitions (untagged, shared) are dropped after
+        if mode == "lexical":
+            hits, _ = mem.store.keyword_hits(query, KIND_MEMORY, "", pool, partition=part)
+            scored = [(it, hit.score) for it, hit in hits]
+        elif mode in ("semantic", "hybrid"):
+            cells = mem.cells
+            if cells is None:
+                raise invalid(
+                    f"mode {mode!r} needs an embedding model: start the server with "
+                    "MEMSTORE_PROVIDER_EMBEDDING_MODEL (or --embedder local); lexical works without"
+                )
+            if mode == "hybrid":
+                results = mem.search(query, partition=part, kind=KIND_MEMORY, limit=pool)
+                scored = [(r.item, r.score) for r in results]
+            else:
+                vec = cells.embed_query(query)
+                found = cells.search_vector(
+                    vec,
+                    limit,
+                    partitions=[part],
+                    visible=lambda e: e.partition == part and e.kind == KIND_MEMORY,
+                )
+                scored = []
+                for entry, sim in found:
+                    item = mem.get(entry.id)
+                    if item is not None:
+                        scored.append((item, sim))
+        else:
+            raise invalid(f"mode must be lexical, semantic or hybrid, got {mode[:40]!r}")
+        out = [(it, s) for it, s in scored if self._owned(scope, it) is not None]
+        return out[:limit]
+
+    def context(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int = DEFAULT_LIMIT,
+        max_chars: int = DEFAULT_CONTEXT_CHARS,
+    ) -> JSON:
+        """``{"personality", "memories", "prompt", "ids", "omitted"}`` for ``query``.
+
+        ``memories`` are :meth:`search`'s hits; ``prompt`` is the engine's context
+        block (:func:`memstore.context_block.build_context_block`) of the
+        personality and those memories within ``max_chars``, and ``ids`` and
+        ``omitted`` its receipt.
+        """
+        found = self._hits(scope, query, mode, limit)
+        persona = self.personality(scope)
+        block = build_context_block(
+            [it for it, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
+        )
+        return {
+            "personality": persona,
+            "memories": [
+                {"memory": memory_json(it), "score": round(float(s), 6)} for it, s in found
+            ],
+            "prompt": block.text,
+            "ids": list(block.ids),
+            "omitted": list(block.omitted),
+        }
+
+    def export(self, scope: Scope) -> JSON:
+        """``{"personality", "memories"}``: every live memory with its vector and model.
+
+        ``vector`` is the stored unit vector (``null`` without an embedder) and
+        ``embedding_model`` the identity of the model that made it
+        (``model@base_url`` for a provider).
+        """
+        cells = self.memory.cells
+        model = str(cells.embedder.model_id) if cells is not None else None
+        out = []
+        for item in self.memories(scope):
+            entry = memory_json(item)
+            vec = cells.vector(item.id) if cells is not None else None
+            entry["vector"] = None if vec is None else [float(x) for x in vec.tolist()]
+            entry["embedding_model"] = model if vec is not None else None
+            out.append(entry)
+        return {"personality": self.personality(scope), "memories": out}
+
+    # --------------------------------------------------------------- writes
+
+    def remember(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        id: str | None = None,
+        session: str = "",
+        origin: str = ORIGIN_HUMAN,
+    ) -> JSON:
+        """Store ``text`` (trimmed) in ``scope``; the memory as stored.
+
+        With ``id``, that memory of the scope is created or replaced. Without,
+        the id is derived from the trimmed text (:func:`~memstore.mindlayer.scope.derived_id`),
+        so an exact duplicate lands on the memory already there and changes
+        nothing. The item is written (and embedded, with an embedder) in one
+        step: an embedding failure stores nothing.
+        """
+        return memory_json(self._remember(scope, text.strip(), id, session, origin))
+
+    def _item(self, scope: Scope, text: str, mid: str, session: str, origin: str) -> Item:
+        return Item(
+            id=scope.item_id(mid),
+            kind=KIND_MEMORY,
+            content=text,
+            origin=origin,
+            data={DATA_ID: mid, DATA_SESSION: session},
+        )
+
+    def _remember(self, scope: Scope, text: str, id: str | None, session: str, origin: str) -> Item:
+        if not text:
+            raise invalid("text: must not be empty")
+        mid = id if id is not None else derived_id(text)
+        mem = self.memory
+        with mem.store.batch():  # read and write as one step
+            current = self._owned(scope, mem.get(scope.item_id(mid)))
+            if id is None and current is not None and current.content == text:
+                return current  # an exact duplicate: the memory stays as it was
+            item = self._item(scope, text, mid, session, origin)
+            return mem.add(item, partition=scope.partition, dedup=False)
+
+    def set_personality(self, scope: Scope, text: str) -> JSON:
+        """Set (or, with blank text, clear) the scope's personality; ``{"personality": text}``."""
+        mem = self.memory
+        pid = scope.personality_id
+        with mem.store.batch():
+            if not text.strip():
+                if self._owned(scope, mem.get(pid), KIND_PERSONALITY) is not None:
+                    mem.delete(pid)
+                return {"personality": ""}
+            item = Item(id=pid, kind=KIND_PERSONALITY, content=text, no_embed=True)
+            mem.add(item, partition=scope.partition, dedup=False)
+        return {"personality": text}
+
+    def forget(self, scope: Scope, id: str) -> JSON:
+        """Delete one memory of the scope (logically: the journal keeps its history).
+
+        :raises MindLayerError: 404 when the scope holds no live memory ``id``.
+        """
+        mem = self.memory
+        item_id = scope.item_id(id)
+        with mem.store.batch():
+            if self._owned(scope, mem.get(item_id)) is None:
+                raise not_found(f"no memory {id!r} in this scope")
+            mem.delete(item_id)
+        return {"deleted": id}
+
+    def forget_scope(self, scope: Scope) -> JSON:
+        """Delete every memory and the personality of the scope, in one transaction."""
+        mem = self.memory
+        with mem.store.batch():
+            items = self.memories(scope)
+            for item in items:
+                mem.delete(item.id)
+            if self._owned(scope, mem.get(scope.personality_id), KIND_PERSONALITY) is not None:
+                mem.delete(scope.personality_id)
+        return {"deleted": len(items)}
+
+    # -------------------------------------------------------------- provider
+
+    def _chat(self, what: str) -> ChatClient:
+        if self.chat_client is None:
+            raise invalid(
+                f"{what} needs a chat model: start the server with MEMSTORE_PROVIDER_BASE_URL "
+                "and MEMSTORE_PROVIDER_CHAT_MODEL"
+            )
+        return self.chat_client
+
+    def ingest(self, scope: Scope, text: str, *, session: str = "") -> JSON:
+        """Ask the chat model for durable facts in ``text``; store them as ``derived`` memories.
+
+        Returns ``{"memories": [...]}``. The text itself is not stored. The
+        facts are checked whole first (at most 20, each non-empty and within
+        the text limit), then written in one transaction: invalid output, a
+        provider failure or an embedding failure stores nothing.
+
+        :raises ProviderError: the provider failed or answered invalid output.
+        """
+        client = self._chat("ingest")
+        facts = parse_facts(
+            client.complete(
+                [
+                    {"role": "system", "content": EXTRACTION_PROMPT},
+                    {"role": "user", "content": text},
+                ],
+                json_object=True,
+            )
+        )
+        mem = self.memory
+        with mem.store.batch():
+            stored: list[Item] = []
+            todo: list[Item] = []
+            for fact in facts:
+                mid = derived_id(fact)
+                current = self._owned(scope, mem.get(scope.item_id(mid)))
+                if current is not None and current.content == fact:
+                    stored.append(current)
+                else:
+                    todo.append(self._item(scope, fact, mid, session, ORIGIN_DERIVED))
+            written = mem.add_many(todo, partition=scope.partition) if todo else []
+        by_id = {it.id: it for it in [*stored, *written]}
+        return {"memories": [memory_json(by_id[scope.item_id(derived_id(f))]) for f in facts]}
+
+    def chat(
+        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+    ) -> JSON:
+        """One grounded answer: ``{"answer": ..., "context": <what context() returns>}``.
+
+        The query, the personality and the retrieved memories go to the chat
+        model (as the context block); nothing is stored.
+
+        :raises ProviderError: the provider failed or answered invalid output.
+        """
+        client = self._chat("chat")
+        ctx = self.context(scope, query, mode=mode, limit=limit)
+        system = f"{ANSWER_PROMPT}\n\n{ctx['prompt'] or NO_CONTEXT}"
+        answer = check_answer(
+            client.complete(
+                [{"role": "system", "content": system}, {"role": "user", "content": query}]
+            )
+        )
+        return {"answer": answer, "context": ctx}

@@ -1,0 +1,64 @@
+"""Restarts: memories and personality are durable; vectors of another model fail closed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.fake_provider import FakeProvider
+from tests.mindlayer.conftest import export, new_scope, provider_env, refused, search, start, store
+
+
+class TestDurableMemory:
+    def test_memories_and_personality_survive_a_restart(self, tmp_path: Path) -> None:
+        data = tmp_path / "data"
+        scope = new_scope()
+        server = start(data)
+        with server.client() as c:
+            first = store(c, scope, "The user is vegetarian.", id="diet", session="s1")
+            store(c, scope, "The user lives in Lisbon.", id="home")
+            c.put("/v1/personality", json={"scope": scope, "personality": "Be warm."})
+            c.request("DELETE", "/v1/memories", params={**scope, "id": "home"})
+            before = export(c, scope)
+        assert server.stop() == 0
+        again = start(data)
+        try:
+            with again.client() as c:
+                assert export(c, scope) == before
+                assert before["memories"][0] == {**first, "vector": None, "embedding_model": None}
+                assert search(c, scope, "vegetarian")[0]["memory"] == first
+                ctx = c.post("/v1/context", json={"scope": scope, "query": "vegetarian"}).json()
+                assert ctx["personality"] == "Be warm." and ctx["ids"] == ["diet"]
+                assert search(c, scope, "Lisbon") == []
+        finally:
+            assert again.stop() == 0
+
+
+class TestModelMismatchFailsClosed:
+    def test_vectors_of_another_model_are_refused(self, tmp_path: Path, fake: FakeProvider) -> None:
+        data = tmp_path / "data"
+        scope = new_scope()
+        server = start(data, env=provider_env(fake, embedding="model-a"), embedder=None)
+        with server.client() as c:
+            store(c, scope, "The user is vegetarian.", id="diet")
+        assert server.stop() == 0
+        code, out = refused(data, env=provider_env(fake, embedding="model-b"))
+        assert code == 2, out
+        assert f"model-a@{fake.base_url}" in out and f"model-b@{fake.base_url}" in out
+        assert "reembed" in out
+        # Without an embedding model the vectors are not used: lexical works,
+        # semantic and hybrid are refused rather than answered from nothing.
+        offline = start(data)
+        try:
+            with offline.client() as c:
+                assert search(c, scope, "vegetarian")[0]["memory"]["id"] == "diet"
+                r = c.post("/v1/search", json={"scope": scope, "query": "x", "mode": "semantic"})
+                assert r.status_code == 400
+        finally:
+            assert offline.stop() == 0
+        back = start(data, env=provider_env(fake, embedding="model-a"), embedder=None)
+        try:
+            with back.client() as c:
+                hits = search(c, scope, "The user is vegetarian.", mode="semantic")
+                assert [h["memory"]["id"] for h in hits] == ["diet"]
+        finally:
+            assert back.stop() == 0

@@ -1,0 +1,227 @@
+"""Seed 002's offline capabilities against a real server: memories, retrieval, scopes."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from tests.mindlayer.conftest import Server, export, new_scope, search, store
+
+DIET = "The user is vegetarian and cooks dinner for two people."
+
+
+def ids(hits: list[dict[str, Any]]) -> list[str]:
+    return [h["memory"]["id"] for h in hits]
+
+
+class TestNoProviderRequired:
+    def test_store_and_retrieve_without_any_provider(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            stored = store(c, scope, DIET, id="diet", session="first-conversation")
+            assert set(stored) == {"id", "text", "session", "created_at", "updated_at"}
+            assert stored["id"] == "diet" and stored["session"] == "first-conversation"
+            hits = search(c, scope, "vegetarian dinner")
+            assert ids(hits) == ["diet"] and hits[0]["score"] > 0
+
+    def test_provider_routes_say_what_is_missing(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            for path, body in (
+                ("/v1/ingest", {"scope": scope, "text": "User: I am vegetarian."}),
+                ("/v1/chat", {"scope": scope, "query": "what do I eat?"}),
+                ("/v1/search", {"scope": scope, "query": "x", "mode": "semantic"}),
+                ("/v1/context", {"scope": scope, "query": "x", "mode": "hybrid"}),
+            ):
+                r = c.post(path, json=body)
+                assert r.status_code == 400, (path, r.text)
+                assert "model" in r.json()["message"]
+            assert export(c, scope)["memories"] == []
+
+
+class TestLexicalRecall:
+    def test_stems_typos_and_no_match(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            store(c, scope, DIET, id="diet")
+            store(c, scope, "The user's bicycle is a red road bike.", id="bike")
+            assert ids(search(c, scope, "cooking"))[0] == "diet"  # stem of "cooks"
+            assert ids(search(c, scope, "vegetarain"))[0] == "diet"  # a typo
+            assert ids(search(c, scope, "bicycles", mode="lexical"))[0] == "bike"
+            assert search(c, scope, "astronomy telescope") == []
+
+    def test_limit_bounds_the_hits(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            for n in range(8):
+                store(c, scope, f"Note {n} about the garden and its tomatoes.")
+            assert len(search(c, scope, "garden tomatoes")) == 5  # the default
+            assert len(search(c, scope, "garden tomatoes", limit=2)) == 2
+            assert len(search(c, scope, "garden tomatoes", limit=100)) == 8
+
+
+class TestScopeIsolation:
+    def test_search_export_and_deletion_stay_in_their_scope(self, plain: Server) -> None:
+        a, b = new_scope(), new_scope()
+        other_user = {"agent": a["agent"], "user": "someone-else"}
+        with plain.client() as c:
+            store(c, a, DIET, id="diet")
+            store(c, b, "The user eats fish on Fridays.", id="diet")
+            assert search(c, other_user, "vegetarian") == []
+            assert [h["memory"]["text"] for h in search(c, b, "diet fish")] == [
+                "The user eats fish on Fridays."
+            ]
+            assert search(c, b, "vegetarian") == []
+            r = c.request("DELETE", "/v1/scope", params=b)
+            assert r.status_code == 200 and r.json() == {"deleted": 1}
+            assert [m["id"] for m in export(c, a)["memories"]] == ["diet"]
+            assert export(c, b)["memories"] == []
+
+
+class TestExplicitUpdatesAndDeduplication:
+    def test_update_by_id_keeps_created_at(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            first = store(c, scope, DIET, id="diet")
+            time.sleep(0.01)
+            second = store(c, scope, "The user is vegan now.", id="diet", session="s2")
+            assert second["id"] == "diet" and second["text"] == "The user is vegan now."
+            assert second["created_at"] == first["created_at"]
+            assert second["updated_at"] > first["updated_at"]
+            memories = export(c, scope)["memories"]
+            assert [(m["id"], m["text"], m["session"]) for m in memories] == [
+                ("diet", "The user is vegan now.", "s2")
+            ]
+            assert search(c, scope, "vegetarian") == []
+
+    def test_exact_trimmed_duplicates_collapse(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            one = store(c, scope, DIET)
+            two = store(c, scope, f"  {DIET}\n")
+            other = store(c, scope, DIET.replace("two", "three"))
+            assert one == two and one["text"] == DIET
+            assert one["id"].startswith("m-") and other["id"] != one["id"]
+            assert len(export(c, scope)["memories"]) == 2
+
+
+class TestExportAndDeletion:
+    def test_export_then_delete_one_then_the_scope(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            store(c, scope, DIET, id="diet")
+            store(c, scope, "The user lives in Lisbon.", id="home")
+            c.put("/v1/personality", json={"scope": scope, "personality": "Be brief."})
+            out = export(c, scope)
+            assert out["personality"] == "Be brief."
+            assert [m["id"] for m in out["memories"]] == ["diet", "home"]
+            assert all(
+                m["vector"] is None and m["embedding_model"] is None for m in out["memories"]
+            )
+            r = c.request("DELETE", "/v1/memories", params={**scope, "id": "diet"})
+            assert r.status_code == 200 and r.json() == {"deleted": "diet"}
+            again = c.request("DELETE", "/v1/memories", params={**scope, "id": "diet"})
+            assert again.status_code == 404 and again.json()["error"] == "not_found"
+            assert search(c, scope, "vegetarian") == []
+            assert c.request("DELETE", "/v1/scope", params=scope).json() == {"deleted": 1}
+            assert export(c, scope) == {"personality": "", "memories": []}
+
+
+class TestPersonalityContext:
+    def test_context_holds_personality_memories_and_receipt(self, plain: Server) -> None:
+        scope, other = new_scope(), new_scope()
+        with plain.client() as c:
+            store(c, scope, DIET, id="diet")
+            r = c.put("/v1/personality", json={"scope": scope, "personality": "Be warm."})
+            assert r.status_code == 200 and r.json() == {"personality": "Be warm."}
+            ctx = c.post("/v1/context", json={"scope": scope, "query": "dinner"}).json()
+            assert ctx["personality"] == "Be warm."
+            assert ids(ctx["memories"]) == ["diet"] and ctx["ids"] == ["diet"]
+            assert ctx["prompt"] == f"Personality:\nBe warm.\n\nMemories:\n- [diet] {DIET}"
+            tight = c.post(
+                "/v1/context", json={"scope": scope, "query": "dinner", "max_chars": 30}
+            ).json()
+            assert tight["ids"] == [] and tight["omitted"] == ["diet"]
+            assert len(tight["prompt"]) <= 30
+            bare = c.post("/v1/context", json={"scope": other, "query": "dinner"}).json()
+            assert bare == {
+                "personality": "",
+                "memories": [],
+                "prompt": "",
+                "ids": [],
+                "omitted": [],
+            }
+            c.put("/v1/personality", json={"scope": scope, "personality": ""})
+            assert export(c, scope)["personality"] == ""
+
+
+class TestHTTPMemoryLifecycle:
+    def test_every_route_in_order(self, plain: Server) -> None:
+        scope = new_scope()
+        with plain.client() as c:
+            assert c.get("/healthz").json()["status"] == "ok"
+            store(c, scope, DIET, id="diet", session="first-conversation")
+            assert (
+                c.put(
+                    "/v1/personality", json={"scope": scope, "personality": "Practical."}
+                ).status_code
+                == 200
+            )
+            assert ids(search(c, scope, "vegetarian dinner", mode="lexical", limit=5)) == ["diet"]
+            ctx = c.post("/v1/context", json={"scope": scope, "query": "vegetarian"}).json()
+            assert ctx["personality"] == "Practical." and ids(ctx["memories"]) == ["diet"]
+            assert [m["id"] for m in export(c, scope)["memories"]] == ["diet"]
+            assert (
+                c.request("DELETE", "/v1/memories", params={**scope, "id": "diet"}).status_code
+                == 200
+            )
+            assert c.request("DELETE", "/v1/scope", params=scope).status_code == 200
+            assert export(c, scope) == {"personality": "", "memories": []}
+
+    def test_unknown_routes_and_methods(self, plain: Server) -> None:
+        with plain.client() as c:
+            assert c.get("/v1/memories").status_code == 405
+            assert c.put("/v1/search", json={}).status_code == 405
+            assert c.get("/v1/nothing-here").status_code == 404
+            assert c.get("/v1/nothing-here").json()["error"] == "not_found"
+
+    def test_answers_carry_security_headers(self, plain: Server) -> None:
+        with plain.client() as c:
+            r = c.get("/healthz")
+            assert r.headers["x-content-type-options"] == "nosniff"
+            assert "access-control-allow-origin" not in r.headers
+
+
+class TestConcurrentMemoryAccess:
+    def test_parallel_writes_and_reads_all_land(self, plain: Server) -> None:
+        scope = new_scope()
+        n = 40
+
+        def write(i: int) -> str:
+            with httpx.Client(base_url=plain.url, timeout=30) as c:
+                stored = store(c, scope, f"Concurrent fact number {i} about sailing.", id=f"f{i}")
+                search(c, scope, "sailing fact", limit=3)
+                return str(stored["id"])
+
+        with ThreadPoolExecutor(8) as pool:
+            written = sorted(pool.map(write, range(n)))
+        with plain.client() as c:
+            exported = sorted(m["id"] for m in export(c, scope)["memories"])
+            assert written == exported == sorted(f"f{i}" for i in range(n))
+            assert len(search(c, scope, "sailing", limit=100)) == n
+
+    def test_parallel_updates_of_one_id_leave_one_memory(self, plain: Server) -> None:
+        scope = new_scope()
+
+        def write(i: int) -> None:
+            with httpx.Client(base_url=plain.url, timeout=30) as c:
+                store(c, scope, f"Version {i} of the plan.", id="plan")
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(write, range(24)))
+        with plain.client() as c:
+            memories = export(c, scope)["memories"]
+            assert [m["id"] for m in memories] == ["plan"]
