@@ -4,7 +4,8 @@ Every surface that hands memories to a model (the MCP tools, an HTTP recall,
 a framework adapter) must bound what it returns: a recall that dumps every
 matching note floods the caller's context. :func:`share_budget` divides one
 budget among ranked texts so that short texts stay whole and long ones share
-what is left; :func:`render_context` turns items into one bounded text block.
+what is left. The prompt-ready block of memories (personality, one line per
+memory, the receipt of ids) is :func:`memstore.context_block.build_context_block`.
 
 >>> texts, cut = share_budget(["short", "x" * 150, "y" * 150], 240)
 >>> [len(t) for t in texts], cut
@@ -18,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from memstore.item import Item
 from memstore.search import Explanation
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "MIN_SHARE",
     "clip",
     "explanation_text",
-    "render_context",
     "share_budget",
 ]
 
@@ -86,26 +85,6 @@ def share_budget(texts: Sequence[str], max_chars: int) -> tuple[list[str], bool]
         cap = share
         break
     return [t if len(t) <= cap else clip(t, cap) for t in kept], True
-
-
-def render_context(items: Sequence[Item], max_chars: int) -> tuple[str, bool]:
-    """A text block of ``items`` (one ``- [kind] title: content`` line each) within a budget.
-
-    The item contents share ``max_chars`` as in :func:`share_budget`; the
-    id, kind and title around them are not counted. Returns the block and
-    whether anything was cut.
-
-    >>> notes = [Item(id="n1", kind="note", title="backup", content="runs at 02:00")]
-    >>> render_context(notes, 100)
-    ('- [note] backup: runs at 02:00 (id n1)', False)
-    """
-    contents, cut = share_budget([it.content for it in items], max_chars)
-    lines = []
-    for it, content in zip(items, contents, strict=False):
-        head = f"[{it.kind}] {it.title}".rstrip()
-        body = content.replace("\n", " ")
-        lines.append(f"- {head}: {body} (id {it.id})" if body else f"- {head} (id {it.id})")
-    return "\n".join(lines), cut
 
 
 def explanation_text(why: Explanation) -> str:
