@@ -222,7 +222,7 @@ def test_second_server_on_a_written_folder_is_read_only(tmp_path: Path) -> None:
 
 def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
     for flags, says in [
-        (("--partition", "a,b"), "partition 'a,b' is not a name"),
+        (("--partition", "a,b"), "partition 'a,b' must not hold commas"),
         (("--journal-schema", "s1"), "--journal-schema needs --journal"),
     ]:
         done = run_cli("mcp", "--data", str(tmp_path / "d"), "--embedder", "hash", *flags)

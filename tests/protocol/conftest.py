@@ -229,7 +229,7 @@ class Server:
 
 def make_tokens(path: Path) -> dict[str, Any]:
     tokens: dict[str, Any] = {
-        f"tok-full-{n}": {"tenant": f"t{n}", "scopes": ALL} for n in range(40)
+        f"tok-full-{n}": {"tenant": f"t{n}", "scopes": ALL} for n in range(120)
     }
     tokens["tok-reader"] = {"tenant": "readers", "scopes": ["recall"]}
     tokens["tok-noscope"] = {"tenant": "nobody", "scopes": []}
