@@ -144,7 +144,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    code: int = server.serve(args)
+    mounts = []
+    if not getattr(args, "no_ui", False):  # the browser inspector at /ui (memstore.ui)
+        mounts.append(importlib.import_module("memstore.ui").install)
+    code: int = server.serve(args, mounts=mounts)
     return code
 
 
@@ -299,6 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="open connections per client IP address "
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
+    )
+    p.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="do not serve the browser memory inspector at /ui (served by default)",
     )
     p.set_defaults(fn=cmd_serve)
     return parser
