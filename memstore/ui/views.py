@@ -191,7 +191,9 @@ def _listed(item: Item) -> dict[str, Any]:
 
 
 def _changes(before: Item | None, after: Item | None) -> list[dict[str, Any]]:
-    """The fields that differ between two consecutive versions (None: absent)."""
+    """The fields that differ between two consecutive versions (none for a first version)."""
+    if before is None:
+        return []
     old = before.model_dump(mode="json") if before is not None else {}
     new = after.model_dump(mode="json") if after is not None else {}
     out = []

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
-
-if TYPE_CHECKING:
-    from memstore.memory import Memory
+from typing import Any, TypeAlias
 
 __all__ = ["Authenticate", "Caller", "Mount"]
 
@@ -55,5 +52,7 @@ missing or unknown token, 429 ``rate_limited`` when the tenant's bucket is
 empty) with the server's own message, which a mount shows as it is.
 """
 
-Mount: TypeAlias = Callable[[Any, "Memory", Authenticate], None]
-"""Adds a surface's routes to a FastAPI app (the first argument), over the Memory it serves."""
+Mount: TypeAlias = Callable[[Any, Any, Authenticate], None]
+"""Adds a surface's routes to a FastAPI app (the first argument) over the
+:class:`~memstore.memory.Memory` it serves (the second; typed ``Any`` here, as this
+package imports neither a framework nor the engine's storage)."""

@@ -6,7 +6,7 @@ import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { me: null, asOf: null, item: null, query: "", live: null };
+const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -72,14 +72,17 @@ function signOut(clearBox = true) {
 // ------------------------------------------------------------ search and item
 
 async function runSearch() {
-  state.query = $("q").value;
+  const query = $("q").value;
+  const mine = ++state.searches; // only the newest search's answer is shown
   const answer = await call("search", {
-    q: state.query,
+    q: query,
     kind: $("kind").value.trim(),
     subject: $("subject").value.trim(),
     partition: partition(),
     as_of: state.asOf,
   });
+  if (mine !== state.searches) return;
+  state.query = query;
   banner(answer.as_of);
   fill($("results"), answer.hits.map((r) => hit(r, (id) => guarded(() => openItem(id)))));
   const what = state.query.trim() ? `${answer.hits.length} hit(s) for “${state.query}”` : `${answer.hits.length} newest item(s)`;
@@ -93,12 +96,14 @@ const actions = {
   erase: (id) => guarded(() => erase(id)),
 };
 
-async function openItem(id) {
+async function openItem(id, focus = true) {
+  const mine = ++state.opens;
   const view = await call(`items/${encodeURIComponent(id)}`, { partition: partition(), as_of: state.asOf });
+  if (mine !== state.opens) return;
   state.item = id;
   itemPanel($("item"), view, actions, state.me.scopes.includes("forget"));
   $("item-title").setAttribute("tabindex", "-1");
-  $("item-title").focus();
+  if (focus) $("item-title").focus();
 }
 
 // ------------------------------------------------------------ time travel
@@ -129,7 +134,7 @@ async function travel(value) {
   }
   if (state.item) {
     try {
-      await openItem(state.item);
+      await openItem(state.item, false);
     } catch (error) {
       $("item").hidden = true;
       throw error;
@@ -209,7 +214,7 @@ function applyChange(data) {
       $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
     }
   }
-  if (state.item === data.id) actions.open(data.id);
+  if (state.item === data.id) guarded(() => openItem(data.id, false));
 }
 
 async function refreshStats() {

@@ -44,6 +44,7 @@ export function hit(result, open) {
     "li",
     { class: "hit", "data-id": item.id },
     h("button", { type: "button", class: "link", onclick: () => open(item.id) }, label(item)),
+    item.title ? h("p", { class: "snippet" }, item.content.slice(0, 240)) : null,
     h(
       "div",
       { class: "meta" },
