@@ -9,7 +9,8 @@ browser download is never used. Without ``/usr/bin/chromium`` the browser
 tests skip, saying how to install it.
 
 Every page a test opens records the requests it makes; the ``page`` fixture
-fails the test if one went anywhere but the server's own origin.
+fails the test if one went anywhere but the server's own origin, or if the
+page broke its Content-Security-Policy or threw.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def browser() -> Iterator[Any]:
 
 @dataclass
 class Page:
-    """A browser tab on the inspector, with every request it made."""
+    """A browser tab on the inspector, with every request it made and every script error."""
 
     page: Any
     server: Server
@@ -122,7 +123,10 @@ def page(browser: Any, server: Server) -> Iterator[Page]:
     tab = context.new_page()
     tab.set_default_timeout(15_000)
     requests: list[str] = []
+    errors: list[str] = []
     tab.on("request", lambda r: requests.append(r.url))
+    tab.on("pageerror", lambda e: errors.append(str(e)))  # an uncaught script error
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     tab.goto(f"{server.url}/")  # redirects to /ui
     try:
         yield Page(tab, server, requests)
@@ -131,3 +135,8 @@ def page(browser: Any, server: Server) -> Iterator[Page]:
     foreign = [u for u in requests if not u.startswith(f"{server.url}/")]
     assert not foreign, f"requests left the origin: {foreign}"
     assert requests, "the page made no request at all"
+    # A CSP violation is a console error; so is a failed fetch the page did not expect.
+    unexpected = [e for e in errors if "401" not in e and "Content-Security-Policy" in e]
+    assert not unexpected, f"the page broke its own policy: {unexpected}"
+    crashed = [e for e in errors if "Failed to load resource" not in e]
+    assert not crashed, f"script errors: {crashed}"
