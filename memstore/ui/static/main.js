@@ -51,6 +51,7 @@ async function signIn(value) {
   fill($("partition"), me.partitions.map((p) => h("option", { value: p }, p)));
   $("partition-box").hidden = me.partitions.length < 2;
   $("app").hidden = false;
+  $("welcome").hidden = true;
   $("q").focus();
   startLive();
   await Promise.all([runSearch(), refreshStats()]);
@@ -62,6 +63,7 @@ function signOut(clearBox = true) {
   state.live?.stop();
   state.live = null;
   $("app").hidden = true;
+  $("welcome").hidden = false;
   $("who").hidden = true;
   $("signin").hidden = false;
   $("token").value = "";
