@@ -86,8 +86,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         assert stop_server(proc) == 0
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope, not session: while Playwright's sync API is open an asyncio loop
+    # runs in this thread, and any later test calling asyncio.run() would fail.
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: apt-get install -y chromium (or make chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
