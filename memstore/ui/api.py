@@ -28,6 +28,7 @@ from memstore.journal import Lsn
 from memstore.journal.hlc import InvalidLsnError
 from memstore.memory import Memory
 from memstore.ui import views
+from memstore.web.headers import single_header
 from memstore.web.mount import Authenticate, Caller
 from memstore.web.refusal import Refusal
 
@@ -79,9 +80,12 @@ def _error(
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+        self.headers = dict(headers or {})
 
 
 def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
@@ -90,10 +94,10 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
     key = secrets.token_bytes(32)  # seals hard-delete previews; a restart voids them
 
     def caller_of(request: Request, scope: str, partition: str | None) -> tuple[Caller, str]:
-        try:
-            caller = authenticate(request.headers.get("authorization"))
-        except Refusal as r:
-            raise _Refused(r.status, r.code, r.message) from None
+        try:  # a repeated Authorization header is refused (400), as the gate does
+            caller = authenticate(single_header(request.scope, b"authorization"))
+        except Refusal as r:  # 401 with WWW-Authenticate, 429 with Retry-After
+            raise _Refused(r.status, r.code, r.message, r.headers) from None
         if not caller.may(scope):
             raise _Refused(403, "forbidden", f"this token lacks the {scope!r} scope")
         chosen = partition or caller.partitions[0]
@@ -105,8 +109,7 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
         try:
             return JSONResponse(await run_in_threadpool(fn))
         except _Refused as e:
-            headers = {"WWW-Authenticate": "Bearer"} if e.status == 401 else None
-            return _error(e.status, e.code, e.message, headers)
+            return _error(e.status, e.code, e.message, e.headers or None)
         except views.NotFound as e:
             return _error(404, "not_found", str(e))
         except views.ReceiptMismatch as e:

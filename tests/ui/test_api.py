@@ -92,9 +92,14 @@ def test_the_guard_covers_the_inspector(client: TestClient) -> None:
 
 def test_the_api_needs_the_servers_tokens(client: TestClient) -> None:
     r = client.get("/ui/api/search")
-    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
     r = client.get("/ui/api/search", headers=auth("nope"))
     assert r.json() == {"error": "unauthorized", "message": "unknown bearer token"}
+    twice = client.get(
+        "/ui/api/search",
+        headers=[("Authorization", "Bearer tok-a"), ("Authorization", "Bearer tok-b")],
+    )
+    assert twice.status_code == 400 and twice.json()["error"] == "invalid_request"
     me = client.get("/ui/api/whoami", headers=auth("tok-read")).json()
     assert me["tenant"] == "a" and me["partitions"] == ["a"] and me["scopes"] == ["recall"]
     other = client.get("/ui/api/search", params={"partition": "b"}, headers=auth("tok-a"))
@@ -114,6 +119,18 @@ def test_a_tenant_sees_only_its_own_items(client: TestClient) -> None:
     assert client.get(f"/ui/api/items/{a_id}", headers=auth("tok-a")).json()["deleted"] is False
     counts = client.get("/ui/api/stats", headers=auth("tok-b")).json()
     assert counts["partitions"] == {"b": 2}  # the episode and its chunk
+
+
+def test_the_api_shares_the_tenants_rate_limit(tmp_path: Path) -> None:
+    with Memory(tmp_path, embedder=None, hub=True) as mem:
+        tokens = TokenTable.from_json(json.dumps(TOKENS))
+        app = create_app(mem, tokens=tokens, rate_per_second=0.001, burst=2, mounts=[install])
+        with TestClient(app) as c:
+            statuses = [c.get("/ui/api/whoami", headers=auth("tok-a")).status_code for _ in "abc"]
+            assert statuses == [200, 200, 429]
+            r = c.get("/ui/api/whoami", headers=auth("tok-a"))
+            assert r.json()["error"] == "rate_limited" and "retry-after" in r.headers
+            assert c.get("/ui/api/whoami", headers=auth("tok-b")).status_code == 200
 
 
 def test_search_explains_every_hit(client: TestClient) -> None:
