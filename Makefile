@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-replication bench-http bench-smoke clean
+.PHONY: chromium serve test lint typecheck pytest bench bench-vector bench-locomo bench-journal bench-hub bench-replication bench-http bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,14 @@ serve: $(STAMP)
 	$(BIN)/memstore serve --data data
 
 ## test: lint, type-check and run the whole test suite (doctests included).
-test: lint typecheck pytest
+test: chromium lint typecheck pytest
+
+## chromium: Debian's Chromium for the inspector's browser tests (tests/ui), when missing.
+## Playwright drives it; `playwright install` (a browser download) is never used.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		apt-get update && apt-get install -y chromium; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check memstore memstore_index memstore_hub tests benchmarks examples scripts

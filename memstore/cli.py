@@ -304,7 +304,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    code: int = server.serve(args)
+    if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
+        code: int = server.serve(args)
+        return code
+    mounts = []
+    if not getattr(args, "no_ui", False):  # the browser inspector at /ui (memstore.ui)
+        mounts.append(importlib.import_module("memstore.ui").install)
+    code = server.serve(args, mounts=mounts)
     return code
 
 
@@ -584,6 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the Mind Layer owner token and a newline (mode 0600; re-read when it changes). "
         "Default: no token, on a loopback bind only",
+    )
+    p.add_argument(
+        "--no-ui",
+        action="store_true",
+        help="do not serve the browser memory inspector at /ui (served by default)",
     )
     p.set_defaults(fn=cmd_serve)
 

@@ -89,6 +89,10 @@ def test_the_wheel_installs_and_runs_the_quickstart_outside_the_checkout(tmp_pat
     for pkg in IMPORTS:
         assert f"{pkg}/__init__.py" in names and f"{pkg}/py.typed" in names, pkg
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
+    from memstore.ui.api import STATIC_FILES  # the inspector's page ships in the wheel
+
+    missing = [f for f in STATIC_FILES if f"memstore/ui/static/{f}" not in names]
+    assert missing == [], f"inspector files missing from the wheel: {missing}"
     with tarfile.open(sdist) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
     assert {"pyproject.toml", "README.md", "memstore/py.typed"} <= members
@@ -123,6 +127,20 @@ def test_the_wheel_installs_and_runs_the_quickstart_outside_the_checkout(tmp_pat
         check=True,
     ).stdout
     assert str(venv) in where and str(ROOT) not in where, "imported from the checkout"
+    page = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "from importlib import resources; "
+            "print(len((resources.files('memstore.ui') / 'static' / 'index.html').read_bytes()))",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert int(page) > 0, "the inspector's page is not readable from the installed wheel"
     version = subprocess.run(
         [str(venv / "bin" / "memstore"), "--version"],
         capture_output=True,

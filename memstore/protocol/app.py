@@ -30,7 +30,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -75,6 +75,7 @@ from memstore.protocol.verbs import Verbs
 from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.mount import Authenticate, Caller, Mount
 from memstore.web.refusal import Refusal
 from memstore.web.responses import NewlineJSONResponse
 from memstore.web.security import SecurityHeaders
@@ -171,6 +172,7 @@ def create_app(
     hosts: HostPolicy | None = None,
     origins: OriginPolicy | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    mounts: Sequence[Mount] = (),
 ) -> FastAPI:
     """The ASGI app serving ``memory`` (which needs a journal) to the holders of ``tokens``.
 
@@ -185,6 +187,11 @@ def create_app(
     monotonic seconds; ``wall_ms``: the wall clock a snapshot's range is checked
     against. ``keepalive_seconds``: idle time before an SSE keep-alive comment.
     ``max_body_bytes``: the largest request body (413 above it).
+    ``mounts``: other surfaces' installers (:data:`~memstore.web.mount.Mount`),
+    each called with the app, ``memory`` and this server's
+    :data:`~memstore.web.mount.Authenticate` once the protocol's routes are in;
+    their routes sit behind the same guard, headers and failsafe, and the gate
+    leaves them to authenticate themselves.
     """
     verbs = Verbs(memory, confirmations=confirmations, wall_ms=wall_ms)
     limiter = RateLimiter(rate_per_second, burst, clock=clock)
@@ -350,7 +357,24 @@ def create_app(
         )
         return StreamingResponse(frames, media_type=SSE)
 
+    authenticate = _authenticator(current, limiter)
+    for mount in mounts:
+        mount(app, memory, authenticate)
     return app
+
+
+def _authenticator(tokens: Callable[[], TokenTable], limiter: RateLimiter) -> Authenticate:
+    """The server's tokens and rate limit as a mount sees them: a header to a caller."""
+
+    def authenticate(authorization: str | None) -> Caller:
+        try:
+            principal = tokens().authenticate(authorization)
+            limiter.check(principal.tenant)
+        except ProtocolError as e:
+            raise Refusal(e.status, e.code, e.message, e.details, headers=e.headers) from None
+        return Caller(principal.tenant, principal.scopes)
+
+    return authenticate
 
 
 def _documented_error(status: int, message: str) -> ProtocolError:

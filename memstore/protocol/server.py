@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import hmac
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -57,6 +58,7 @@ from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
+from memstore.web.mount import Mount
 from memstore.web.runner import ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
 
@@ -206,7 +208,7 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(**given)
 
 
-def serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
 
     ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
@@ -214,7 +216,8 @@ def serve(args: argparse.Namespace) -> int:
     optionally ``journal_schema``, ``confirm_key_file``, ``sse_keepalive``,
     ``allow_host``, ``allow_origin``, ``header_timeout``, ``body_timeout``,
     ``keepalive_timeout``, ``max_connections`` and ``max_connections_per_client``
-    (as ``memstore serve`` parses them).
+    (as ``memstore serve`` parses them). ``mounts``: other surfaces added to
+    the app (see :func:`~memstore.protocol.app.create_app`).
     """
     try:
         hosts, origins = _policies(args)
@@ -259,6 +262,7 @@ def serve(args: argparse.Namespace) -> int:
             hosts=hosts,
             origins=origins,
             max_body_bytes=getattr(args, "max_body", MAX_BODY_BYTES),
+            mounts=mounts,
         )
         config = ServeConfig(
             host=args.host,

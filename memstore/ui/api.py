@@ -1,0 +1,204 @@
+"""The inspector's routes: the page at ``/ui``, its files, and its JSON API under ``/ui/api``.
+
+:func:`install` is a :data:`~memstore.web.mount.Mount`: ``memstore serve``
+calls it with the app it built, the :class:`~memstore.Memory` it serves and
+its :data:`~memstore.web.mount.Authenticate`. Every ``/ui/api`` route needs
+``Authorization: Bearer <token>``, the server's own tokens; a token sees its
+tenant's partition (``recall`` to read, ``forget`` to forget). Errors are
+``{"error": code, "message": ...}``, as the rest of the server answers.
+
+The page itself and its files need no token (there is nothing in them but
+code). They carry a strict Content-Security-Policy: scripts, styles and
+connections from this origin only, no inline script, no framing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from importlib import resources
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from memstore.errors import MemstoreError
+from memstore.journal import Lsn
+from memstore.journal.hlc import InvalidLsnError
+from memstore.memory import Memory
+from memstore.ui import views
+from memstore.web.headers import single_header
+from memstore.web.mount import Authenticate, Caller
+from memstore.web.refusal import Refusal
+
+__all__ = ["PAGE_SECURITY_HEADERS", "STATIC_FILES", "install"]
+
+PAGE_SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+        "frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+"""The headers of the page and its files (the API keeps the server's ``default-src 'none'``)."""
+
+_MEDIA: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
+STATIC_FILES: Final = (
+    "index.html",
+    "app.css",
+    "main.js",
+    "api.js",
+    "dom.js",
+    "events.js",
+    "views.js",
+)
+"""The page's files, shipped as package data in ``memstore/ui/static``."""
+
+
+def _files() -> dict[str, tuple[bytes, str]]:
+    root = resources.files("memstore.ui") / "static"
+    out = {}
+    for name in STATIC_FILES:
+        suffix = name[name.rindex(".") :]
+        out[name] = ((root / name).read_bytes(), _MEDIA[suffix])
+    return out
+
+
+def _error(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
+
+
+class _Refused(Exception):
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.headers = dict(headers or {})
+
+
+def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
+    """Add the page at ``/ui`` (``/`` redirects there) and its API to ``app``."""
+    files = _files()
+    key = secrets.token_bytes(32)  # seals hard-delete previews; a restart voids them
+
+    def caller_of(request: Request, scope: str, partition: str | None) -> tuple[Caller, str]:
+        try:  # a repeated Authorization header is refused (400), as the gate does
+            caller = authenticate(single_header(request.scope, b"authorization"))
+        except Refusal as r:  # 401 with WWW-Authenticate, 429 with Retry-After
+            raise _Refused(r.status, r.code, r.message, r.headers) from None
+        if not caller.may(scope):
+            raise _Refused(403, "forbidden", f"this token lacks the {scope!r} scope")
+        chosen = partition or caller.partitions[0]
+        if chosen not in caller.partitions:
+            raise _Refused(403, "forbidden", f"this token cannot see partition {chosen[:64]!r}")
+        return caller, chosen
+
+    async def answer(fn: Callable[[], dict[str, Any]]) -> Any:
+        try:
+            return JSONResponse(await run_in_threadpool(fn))
+        except _Refused as e:
+            return _error(e.status, e.code, e.message, e.headers or None)
+        except views.NotFound as e:
+            return _error(404, "not_found", str(e))
+        except views.ReceiptMismatch as e:
+            return _error(409, "conflict", str(e))
+        except InvalidLsnError as e:
+            return _error(400, "invalid_request", f"as_of: {e}")
+        except MemstoreError as e:
+            return _error(400, "invalid_request", str(e))
+
+    def moment(raw: str | None) -> Lsn | None:
+        return views.parse_moment(raw) if raw and raw.strip() else None
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return RedirectResponse("/ui", status_code=303)
+
+    @app.get("/ui", include_in_schema=False)
+    def page() -> Response:
+        body, media = files["index.html"]
+        return Response(body, media_type=media, headers=PAGE_SECURITY_HEADERS)
+
+    @app.get("/ui/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        found = files.get(name)
+        if found is None:
+            return _error(404, "not_found", f"no file {name[:64]!r}")
+        return Response(found[0], media_type=found[1], headers=PAGE_SECURITY_HEADERS)
+
+    @app.get("/ui/api/whoami", include_in_schema=False)
+    async def whoami(request: Request) -> Any:
+        def run() -> dict[str, Any]:
+            caller, _ = caller_of(request, "recall", None)
+            head = memory.journal.head() if memory.journal is not None else None
+            return {
+                "tenant": caller.tenant,
+                "partitions": list(caller.partitions),
+                "scopes": sorted(caller.scopes),
+                "head": views._moment(head),
+                "live": memory.hub is not None,
+            }
+
+        return await answer(run)
+
+    @app.get("/ui/api/search", include_in_schema=False)
+    async def search(
+        request: Request,
+        q: str = "",
+        kind: str = "",
+        subject: str = "",
+        partition: str | None = None,
+        as_of: str | None = None,
+        limit: int = 20,
+    ) -> Any:
+        def run() -> dict[str, Any]:
+            _, chosen = caller_of(request, "recall", partition)
+            return views.search(
+                memory, chosen, q, kind=kind, subject=subject, limit=limit, when=moment(as_of)
+            )
+
+        return await answer(run)
+
+    @app.get("/ui/api/items/{id}", include_in_schema=False)
+    async def item(
+        id: str, request: Request, partition: str | None = None, as_of: str | None = None
+    ) -> Any:
+        def run() -> dict[str, Any]:
+            _, chosen = caller_of(request, "recall", partition)
+            return views.item_view(memory, chosen, id, when=moment(as_of))
+
+        return await answer(run)
+
+    @app.get("/ui/api/stats", include_in_schema=False)
+    async def stats(request: Request) -> Any:
+        def run() -> dict[str, Any]:
+            caller, _ = caller_of(request, "recall", None)
+            return views.stats(memory, caller.partitions)
+
+        return await answer(run)
+
+    @app.post("/ui/api/forget", include_in_schema=False)
+    async def forget(
+        request: Request,
+        id: str,
+        hard: bool = False,
+        confirmation: str | None = None,
+        partition: str | None = None,
+    ) -> Any:
+        def run() -> dict[str, Any]:
+            _, chosen = caller_of(request, "forget", partition)
+            return views.forget(memory, chosen, id, hard=hard, key=key, confirmation=confirmation)
+
+        return await answer(run)

@@ -1,0 +1,249 @@
+// The inspector page: sign in, search, item, time travel, live changes, forget, stats.
+
+import { ApiError, call, token } from "./api.js";
+import { fill, h } from "./dom.js";
+import { follow } from "./events.js";
+import { change, hit, itemPanel, statsPanel } from "./views.js";
+
+const $ = (id) => document.getElementById(id);
+const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0 };
+
+function showError(error) {
+  const box = $("error");
+  box.textContent = error instanceof Error ? error.message : String(error);
+  box.hidden = false;
+}
+
+function clearError() {
+  $("error").hidden = true;
+  $("error").textContent = "";
+}
+
+async function guarded(fn) {
+  clearError();
+  try {
+    await fn();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) signOut(false);
+    showError(error);
+  }
+}
+
+function partition() {
+  return state.me && state.me.partitions.length > 1 ? $("partition").value : undefined;
+}
+
+// ------------------------------------------------------------ sign in
+
+async function signIn(value) {
+  token.set(value);
+  let me;
+  try {
+    me = await call("whoami");
+  } catch (error) {
+    token.clear();
+    throw error;
+  }
+  state.me = me;
+  $("signin").hidden = true;
+  $("who").hidden = false;
+  $("who-text").textContent = `tenant ${me.tenant} · scopes ${me.scopes.join(", ")}`;
+  fill($("partition"), me.partitions.map((p) => h("option", { value: p }, p)));
+  $("partition-box").hidden = me.partitions.length < 2;
+  $("app").hidden = false;
+  $("welcome").hidden = true;
+  $("q").focus();
+  startLive();
+  await Promise.all([runSearch(), refreshStats()]);
+}
+
+function signOut(clearBox = true) {
+  token.clear();
+  state.me = null;
+  state.live?.stop();
+  state.live = null;
+  $("app").hidden = true;
+  $("welcome").hidden = false;
+  $("who").hidden = true;
+  $("signin").hidden = false;
+  $("token").value = "";
+  if (clearBox) clearError();
+  $("token").focus();
+}
+
+// ------------------------------------------------------------ search and item
+
+async function runSearch() {
+  const query = $("q").value;
+  const mine = ++state.searches; // only the newest search's answer is shown
+  const answer = await call("search", {
+    q: query,
+    kind: $("kind").value.trim(),
+    subject: $("subject").value.trim(),
+    partition: partition(),
+    as_of: state.asOf,
+  });
+  if (mine !== state.searches) return;
+  state.query = query;
+  banner(answer.as_of);
+  fill($("results"), answer.hits.map((r) => hit(r, (id) => guarded(() => openItem(id)))));
+  const what = state.query.trim() ? `${answer.hits.length} hit(s) for “${state.query}”` : `${answer.hits.length} newest item(s)`;
+  $("results-note").textContent = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
+}
+
+const actions = {
+  open: (id) => guarded(() => openItem(id)),
+  travel: (lsn) => guarded(() => travel(lsn)),
+  forget: (id) => guarded(() => forget(id)),
+  erase: (id) => guarded(() => erase(id)),
+};
+
+async function openItem(id, focus = true) {
+  const mine = ++state.opens;
+  const view = await call(`items/${encodeURIComponent(id)}`, { partition: partition(), as_of: state.asOf });
+  if (mine !== state.opens) return;
+  state.item = id;
+  itemPanel($("item"), view, actions, state.me.scopes.includes("forget"));
+  $("item-title").setAttribute("tabindex", "-1");
+  if (focus) $("item-title").focus();
+}
+
+// ------------------------------------------------------------ time travel
+
+function banner(moment) {
+  const el = $("asof-banner");
+  if (moment) {
+    el.textContent = `Time travel: showing memory as it was at ${moment.time} (log position ${moment.lsn}). Live changes are not applied.`;
+    el.hidden = false;
+    document.body.classList.add("past");
+  } else {
+    el.textContent = "";
+    el.hidden = true;
+    document.body.classList.remove("past");
+  }
+}
+
+async function travel(value) {
+  const previous = state.asOf;
+  state.asOf = value.trim() || null;
+  $("asof").value = state.asOf ?? "";
+  try {
+    await runSearch();
+  } catch (error) {
+    state.asOf = previous;
+    $("asof").value = previous ?? "";
+    throw error;
+  }
+  if (state.item) {
+    try {
+      await openItem(state.item, false);
+    } catch (error) {
+      $("item").hidden = true;
+      throw error;
+    }
+  }
+}
+
+// ------------------------------------------------------------ forget
+
+function confirmDialog(title, text, ok) {
+  const dialog = $("confirm");
+  $("confirm-title").textContent = title;
+  $("confirm-text").textContent = text;
+  $("confirm-ok").textContent = ok;
+  dialog.returnValue = "";
+  dialog.showModal();
+  $("confirm-cancel").focus();
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+  });
+}
+
+async function forget(id) {
+  if (!(await confirmDialog("Forget this item?", `Soft forget ${id}: it leaves search and listings; its history stays in the journal.`, "Confirm forget"))) return;
+  await call("forget", { id, partition: partition() }, "POST");
+  await Promise.all([runSearch(), openItem(id)]);
+}
+
+async function erase(id) {
+  const preview = await call("forget", { id, hard: true, partition: partition() }, "POST");
+  const text = `Hard delete ${id}: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`;
+  if (!(await confirmDialog("Erase permanently?", text, "Erase permanently"))) return;
+  await call("forget", { id, hard: true, confirmation: preview.confirmation, partition: partition() }, "POST");
+  $("item").hidden = true;
+  state.item = null;
+  await runSearch();
+}
+
+// ------------------------------------------------------------ live changes and stats
+
+function startLive() {
+  state.live?.stop();
+  if (!state.me.live) {
+    $("live-state").textContent = "no change hub";
+    return;
+  }
+  state.live = follow(
+    () => token.get(),
+    ({ event, data }) => {
+      if (event === "reset") $("live-state").textContent = "resumed (some changes were missed)";
+      if (event !== "change") return;
+      const list = $("live-list");
+      list.prepend(change(data, actions.open));
+      while (list.children.length > 50) list.lastElementChild.remove();
+      applyChange(data);
+    },
+    (s, detail) => {
+      $("live-state").textContent = detail ? `${s}: ${detail}` : s;
+      $("live").dataset.state = s;
+    },
+  );
+}
+
+function applyChange(data) {
+  if (state.asOf) return; // the past does not change
+  for (const li of $("results").querySelectorAll("li.hit")) {
+    if (li.dataset.id !== data.id) continue;
+    const gone = data.op === "delete";
+    li.classList.toggle("deleted", gone);
+    li.querySelector(".gone")?.remove();
+    if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
+  }
+  const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
+  if (data.op === "upsert" && !state.query.trim() && !listed && data.item) {
+    const kind = $("kind").value.trim();
+    if (!kind || kind === data.kind) {
+      $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
+    }
+  }
+  if (state.item === data.id) guarded(() => openItem(data.id, false));
+}
+
+async function refreshStats() {
+  statsPanel($("stats-body"), await call("stats"));
+}
+
+// ------------------------------------------------------------ wiring
+
+$("signin").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const value = $("token").value.trim();
+  guarded(() => signIn(value));
+});
+$("signout").addEventListener("click", () => signOut());
+$("search-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  guarded(runSearch);
+});
+$("asof-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  guarded(() => travel($("asof").value));
+});
+$("asof-now").addEventListener("click", () => guarded(() => travel("")));
+$("stats-refresh").addEventListener("click", () => guarded(refreshStats));
+
+if (token.get()) {
+  guarded(() => signIn(token.get()));
+}
+// For tests and debugging: drop the live connection as a network failure would.
+window.memstoreInspector = { dropLive: () => state.live?.drop() };

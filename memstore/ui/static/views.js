@@ -1,0 +1,206 @@
+// Rendering the API's answers. Every piece of memory text goes through h()/textContent.
+
+import { fill, h, num, show } from "./dom.js";
+
+function label(item) {
+  return item.title || item.content.slice(0, 120) || item.id;
+}
+
+/** The explanation of one hit: channels, ranks, fused score, each rerank multiplier. */
+function explanation(ex, score) {
+  if (!ex) return null;
+  const rows = [
+    ["channels", ex.channels.join(", ") || "—"],
+    ["lexical rank", show(ex.lexical_rank)],
+    ["lexical score", num(ex.lexical_score)],
+    ["semantic rank", show(ex.semantic_rank)],
+    ["similarity", num(ex.similarity)],
+    ["fused score", num(ex.fused_score)],
+    ["base score", num(ex.base_score)],
+  ];
+  if (ex.spread_from) rows.push(["spread from", `${ex.spread_from} (+${num(ex.spread_score)})`]);
+  const multipliers = Object.entries(ex.multipliers || {});
+  return h(
+    "details",
+    { class: "why" },
+    h("summary", {}, "Why this rank"),
+    h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    h("p", { class: "sub" }, "Rerank multipliers"),
+    multipliers.length
+      ? h(
+          "ul",
+          { class: "multipliers", "aria-label": "Rerank multipliers" },
+          multipliers.map(([k, v]) => h("li", {}, `${k} × ${num(v)}`)),
+        )
+      : h("p", { class: "note" }, "none"),
+    h("p", { class: "sub" }, `final score ${num(score)}`),
+  );
+}
+
+/** One entry of the Results list. */
+export function hit(result, open) {
+  const item = result.item;
+  return h(
+    "li",
+    { class: "hit", "data-id": item.id },
+    h("button", { type: "button", class: "link", onclick: () => open(item.id) }, label(item)),
+    item.title ? h("p", { class: "snippet" }, item.content.slice(0, 240)) : null,
+    h(
+      "div",
+      { class: "meta" },
+      h("span", { class: "kind" }, item.kind),
+      item.subject ? h("span", {}, `subject ${item.subject}`) : null,
+      result.score !== null ? h("span", { class: "score" }, `score ${num(result.score)}`) : null,
+    ),
+    explanation(result.explanation, result.score),
+  );
+}
+
+function fields(item) {
+  const keys = Object.keys(item).sort();
+  return h(
+    "dl",
+    { class: "facts fields", "aria-label": "Fields" },
+    keys.map((k) => [h("dt", {}, k), h("dd", { "data-field": k }, show(item[k]))]),
+  );
+}
+
+function moment(m) {
+  return m ? `${m.time} (${m.lsn})` : "now";
+}
+
+function version(v, travel) {
+  const changes = v.changes.length
+    ? h(
+        "ul",
+        { class: "changes", "aria-label": "Changes" },
+        v.changes.map((c) =>
+          h(
+            "li",
+            {},
+            h("code", {}, c.field),
+            ": ",
+            h("del", {}, show(c.before)),
+            " → ",
+            h("ins", {}, show(c.after)),
+          ),
+        ),
+      )
+    : null;
+  return h(
+    "li",
+    { class: `version${v.current ? " current" : ""}${v.after_moment ? " later" : ""}` },
+    h(
+      "div",
+      { class: "meta" },
+      h("strong", {}, v.op),
+      ` at ${moment(v.valid_from)}`,
+      v.valid_to ? ` until ${moment(v.valid_to)}` : " (current)",
+      v.current ? h("span", { class: "tag" }, "shown") : null,
+      v.after_moment ? h("span", { class: "tag" }, "after the chosen moment") : null,
+    ),
+    v.item ? h("p", { class: "content" }, v.item.content) : null,
+    changes,
+    h(
+      "button",
+      { type: "button", class: "small", onclick: () => travel(v.valid_from.lsn) },
+      "As of this version",
+    ),
+  );
+}
+
+function linkList(name, links, open) {
+  return [
+    h("h3", {}, name),
+    links.length
+      ? h(
+          "ul",
+          { "aria-label": name, class: "links" },
+          links.map((l) =>
+            h(
+              "li",
+              {},
+              h("button", { type: "button", class: "link", onclick: () => open(l.id) }, l.title ?? l.id),
+              ` ${l.relation ?? l.kind ?? ""} ${num(l.weight ?? l.score)}`,
+            ),
+          ),
+        )
+      : h("p", { class: "note" }, "none"),
+  ];
+}
+
+/** The item panel. actions: {open, travel, forget, erase}. */
+export function itemPanel(el, view, actions, canForget) {
+  const item = view.item;
+  const title = item ? label(item) : `${view.id} (deleted)`;
+  fill(
+    el,
+    h("h2", { id: "item-title" }, title),
+    view.as_of ? h("p", { class: "banner" }, `As it was at ${moment(view.as_of)}`) : null,
+    item
+      ? fields(item)
+      : h("p", { class: "note" }, "This item is deleted now; its history remains."),
+    item && canForget && !view.as_of
+      ? h(
+          "div",
+          { class: "row" },
+          h("button", { type: "button", class: "danger", onclick: () => actions.forget(view.id) }, "Forget"),
+          h("button", { type: "button", class: "danger", onclick: () => actions.erase(view.id) }, "Hard delete"),
+        )
+      : null,
+    h("h3", {}, "History"),
+    h("ol", { class: "history", "aria-label": "Versions" }, view.history.map((v) => version(v, actions.travel))),
+    linkList("Links out", view.links_out, actions.open),
+    linkList("Links in", view.links_in, actions.open),
+    linkList("Related", view.related, actions.open),
+  );
+  el.hidden = false;
+}
+
+/** The statistics panel. */
+export function statsPanel(el, s) {
+  const table = (caption, rows) =>
+    h(
+      "table",
+      {},
+      h("caption", {}, caption),
+      h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, show(v))))),
+    );
+  const phases = Object.entries(s.search.phases).map(([k, p]) => [k, `${p.count} calls, ${num(p.avg_ms)} ms`]);
+  fill(
+    el,
+    table("Items by partition", Object.entries(s.partitions)),
+    table("Items by kind", Object.entries(s.kinds)),
+    table("Searches", [
+      ["total", s.search.total],
+      ["lexical fast path", s.search.lexical_fast_path],
+      ["fused", s.search.fused],
+      ["semantic calls", s.search.semantic_calls],
+      ["avg lexical ms", num(s.search.avg_lexical_ms)],
+      ["avg fused ms", num(s.search.avg_fused_ms)],
+    ]),
+    table("Search phases", phases),
+    table("Journal", [
+      ["head", s.journal.head ? `${s.journal.head.lsn} (${s.journal.head.time})` : "—"],
+      ["size (bytes)", s.journal.bytes],
+      ["vectors", s.vectors],
+    ]),
+  );
+}
+
+/** One line of the Live changes panel. */
+export function change(data, open) {
+  const item = data.item;
+  const text = item ? label(item) : data.id;
+  return h(
+    "li",
+    { class: `change ${data.op}` },
+    h("span", { class: "op" }, data.op),
+    " ",
+    h("span", { class: "kind" }, data.kind),
+    " ",
+    data.op === "upsert"
+      ? h("button", { type: "button", class: "link", onclick: () => open(data.id) }, text)
+      : h("span", {}, text),
+  );
+}

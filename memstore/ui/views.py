@@ -1,0 +1,377 @@
+"""What the inspector shows, as JSON-ready dicts: no HTTP here, only :class:`~memstore.Memory`.
+
+Each function answers one question of the page for one partition (the
+caller's tenant): the hits of a search with their explanations, an item with
+its history, links and related items, the statistics. A ``when`` of
+``None`` means now; an :class:`~memstore.journal.Lsn` means memory as it
+was at that position, rebuilt from the journal (lexical search only then:
+the vectors hold the present).
+
+An item belongs to a partition when its partition tag names it and it is not
+private: untagged, shared and private items are not shown, as MemoryProtocol
+does not serve them either.
+
+>>> import tempfile
+>>> from memstore import Memory
+>>> with tempfile.TemporaryDirectory() as d, Memory(d, embedder=None) as mem:
+...     first = mem.add("Alice moved to Lyon.", partition="acme")
+...     _ = mem.update(first.id, content="Alice moved to Paris.")
+...     [h["item"]["content"] for h in search(mem, "acme", "Alice")["hits"]]
+...     [c["field"] for c in item_view(mem, "acme", first.id)["history"][1]["changes"]]
+['Alice moved to Paris.']
+['content', 'updated_at']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import hmac
+from collections import Counter
+from typing import Any, Final
+
+from memstore.errors import MemstoreError
+from memstore.item import SCOPE_PRIVATE, Item
+from memstore.journal import Lsn, Version
+from memstore.journal.hlc import InvalidLsnError
+from memstore.memory import JOURNAL_FILE, Memory
+from memstore.search import SearchConfig, SearchResult
+from memstore.stats import snapshot_from_ops
+from memstore.store import Store
+from memstore.tags import partition_from_tags
+
+__all__ = [
+    "MAX_LIMIT",
+    "NotFound",
+    "ReceiptMismatch",
+    "forget",
+    "item_view",
+    "owned",
+    "parse_moment",
+    "search",
+    "stats",
+]
+
+MAX_LIMIT: Final = 100
+"""The most hits one search shows."""
+RELATED_DEPTH: Final = 3
+"""Hops of spreading activation for an item's related items."""
+_SKIP_DIFF: Final = frozenset({"id"})
+
+
+class NotFound(MemstoreError, LookupError):
+    """No item with that id in the caller's partition (now, or at that moment)."""
+
+
+class ReceiptMismatch(MemstoreError, ValueError):
+    """A hard delete's confirmation is not the one its preview gave (or the item changed)."""
+
+
+def owned(item: Item, partition: str) -> bool:
+    """Whether ``item`` is shown to ``partition``: its partition tag, and not private."""
+    return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == partition
+
+
+def parse_moment(text: str) -> Lsn:
+    """An "as of" moment: a log position (``wall_ms.counter``) or an RFC 3339 timestamp.
+
+    >>> parse_moment("1700000000000.3")
+    Lsn(wall_ms=1700000000000, counter=3)
+    >>> parse_moment("2023-11-14T22:13:20Z").wall_ms
+    1700000000000
+    >>> parse_moment("yesterday")
+    Traceback (most recent call last):
+    ...
+    memstore.journal.hlc.InvalidLsnError: 'yesterday' is neither a log position ...
+    """
+    text = text.strip()
+    if text[:1].isdigit() and "." in text and "-" not in text and ":" not in text:
+        return Lsn.parse(text)
+    try:
+        when = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidLsnError(
+            f"{text[:64]!r} is neither a log position (wall_ms.counter) "
+            "nor an RFC 3339 timestamp (2026-12-01T09:30:00Z)"
+        ) from None
+    if when.tzinfo is None:
+        raise InvalidLsnError("a timestamp needs a time zone (Z or +hh:mm)")
+    return Lsn.from_datetime(when)
+
+
+# ----------------------------------------------------------------- shapes
+
+
+def _moment(lsn: Lsn | None) -> dict[str, Any] | None:
+    if lsn is None:
+        return None
+    return {"lsn": str(lsn), "time": lsn.to_datetime().isoformat().replace("+00:00", "Z")}
+
+
+def _item(item: Item) -> dict[str, Any]:
+    out: dict[str, Any] = item.model_dump(mode="json")
+    out["partition"] = partition_from_tags(item.tags)
+    return out
+
+
+def _explanation(r: SearchResult) -> dict[str, Any] | None:
+    return None if r.explanation is None else dataclasses.asdict(r.explanation)
+
+
+def _hit(r: SearchResult) -> dict[str, Any]:
+    return {
+        "item": _item(r.item),
+        "score": r.score,
+        "via": r.via,
+        "collapsed_count": r.collapsed_count,
+        "explanation": _explanation(r),
+    }
+
+
+# ------------------------------------------------------------------ views
+
+
+def _past(memory: Memory, partition: str, when: Lsn) -> list[Item]:
+    return [it for it in memory.as_of(when, partition=partition) if owned(it, partition)]
+
+
+def search(
+    memory: Memory,
+    partition: str,
+    query: str,
+    *,
+    kind: str = "",
+    subject: str = "",
+    limit: int = 20,
+    when: Lsn | None = None,
+) -> dict[str, Any]:
+    """The partition's items matching ``query`` (newest first when it is blank), explained."""
+    limit = max(1, min(limit, MAX_LIMIT))
+    if when is not None:
+        past = _past(memory, partition, when)
+        if not query.strip():
+            shown = [it for it in past if _matches(it, kind, subject)]
+            shown.sort(key=lambda it: it.updated_at or it.created_at or _EPOCH, reverse=True)
+            return {"as_of": _moment(when), "hits": [_listed(it) for it in shown[:limit]]}
+        store = Store()
+        store.restore(past)
+
+        def over_the_past(cfg: SearchConfig) -> None:
+            cfg.store, cfg.cells = store, None
+
+        searcher = memory.searcher.with_(over_the_past)
+        results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
+        return {"as_of": _moment(when), "hits": [_hit(r) for r in results]}
+    if not query.strip():
+        recent = memory.recent(limit * 4, kind=kind, partition=partition)
+        shown = [it for it in recent if owned(it, partition) and _matches(it, kind, subject)]
+        return {"as_of": None, "hits": [_listed(it) for it in shown[:limit]]}
+    results = memory.search(
+        query, partition=partition, kind=kind, subject=subject, limit=limit, explain=True
+    )
+    return {"as_of": None, "hits": [_hit(r) for r in results if owned(r.item, partition)]}
+
+
+_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _matches(item: Item, kind: str, subject: str) -> bool:
+    return (not kind or item.kind == kind) and (not subject or item.subject == subject)
+
+
+def _listed(item: Item) -> dict[str, Any]:
+    return {
+        "item": _item(item),
+        "score": None,
+        "via": "",
+        "collapsed_count": 0,
+        "explanation": None,
+    }
+
+
+def _changes(before: Item | None, after: Item | None) -> list[dict[str, Any]]:
+    """The fields that differ between two consecutive versions (none for a first version)."""
+    if before is None:
+        return []
+    old = before.model_dump(mode="json") if before is not None else {}
+    new = after.model_dump(mode="json") if after is not None else {}
+    out = []
+    for name in sorted(set(old) | set(new)):
+        if name in _SKIP_DIFF or old.get(name) == new.get(name):
+            continue
+        out.append({"field": name, "before": old.get(name), "after": new.get(name)})
+    return out
+
+
+def _history(versions: list[Version], when: Lsn | None) -> list[dict[str, Any]]:
+    out = []
+    previous: Item | None = None
+    for v in versions:
+        out.append(
+            {
+                "op": v.op,
+                "valid_from": _moment(v.valid_from.lsn),
+                "valid_to": _moment(v.valid_to.lsn) if v.valid_to is not None else None,
+                "item": _item(v.item) if v.item is not None else None,
+                "changes": _changes(previous, v.item),
+                "current": v.visible_at(when) if when is not None else v.valid_to is None,
+                "after_moment": when is not None and v.valid_from.lsn > when,
+            }
+        )
+        if v.item is not None:
+            previous = v.item
+    return out
+
+
+def item_view(
+    memory: Memory, partition: str, id: str, *, when: Lsn | None = None
+) -> dict[str, Any]:
+    """An item with its history, its links in and out, and what it activates.
+
+    :raises NotFound: no version of ``id`` belongs to ``partition`` (or none
+        was visible at ``when``).
+    """
+    versions = memory.history(id) if memory.journal is not None else []
+    if not any(v.item is not None and owned(v.item, partition) for v in versions):
+        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    if when is None:
+        item = memory.get(id)
+        others = [it for it in memory.store.all_items() if owned(it, partition)]
+        store: Store = memory.store
+    else:
+        item = next((v.item for v in versions if v.visible_at(when)), None)
+        if item is None:
+            raise NotFound(f"item {id[:80]!r} did not exist as of {when}")
+        others = _past(memory, partition, when)
+        store = Store()
+        store.restore(others)
+    if item is not None and not owned(item, partition):
+        item = None
+    titles = {it.id: it.title or it.content[:80] for it in others}
+    links_out = [
+        {
+            "id": link.to_id,
+            "relation": link.relation,
+            "weight": link.weight,
+            "title": titles.get(link.to_id),
+        }
+        for link in (item.links if item is not None else [])
+    ]
+    links_in = [
+        {"id": it.id, "relation": link.relation, "weight": link.weight, "title": titles[it.id]}
+        for it in others
+        for link in it.links
+        if link.to_id == id
+    ]
+    related = []
+    if item is not None and store.get(id) is not None:
+        _, scored = store.context(id, RELATED_DEPTH)
+        related = [
+            {"id": s.item.id, "score": s.score, "title": titles.get(s.item.id), "kind": s.item.kind}
+            for s in scored
+            if s.item.id != id and owned(s.item, partition)
+        ]
+    return {
+        "as_of": _moment(when),
+        "id": id,
+        "item": _item(item) if item is not None else None,
+        "deleted": item is None,
+        "history": _history(versions, when),
+        "links_out": links_out,
+        "links_in": links_in,
+        "related": related,
+    }
+
+
+def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
+    """Counts by kind and partition (the caller's), search statistics per phase, the journal."""
+    s = memory.stats()
+    by_partition: Counter[str] = Counter()
+    by_kind: Counter[str] = Counter()
+    by_status: Counter[str] = Counter()
+    for it in memory.store.all_items():
+        p = partition_from_tags(it.tags)
+        if p in partitions and it.scope != SCOPE_PRIVATE:
+            by_partition[p] += 1
+            by_kind[it.kind] += 1
+            by_status[it.status or "active"] += 1
+    snap = snapshot_from_ops(s.search)
+    phases = {
+        name: {"avg_ms": round(phase.avg_ms, 3), "count": phase.count}
+        for name, phase in (
+            (f.name, getattr(snap.phases, f.name)) for f in dataclasses.fields(snap.phases)
+        )
+    }
+    size = None
+    if memory.path is not None:
+        files = [memory.path / (JOURNAL_FILE + suffix) for suffix in ("", "-wal", "-shm")]
+        size = sum(f.stat().st_size for f in files if f.exists()) or None
+    return {
+        "partitions": {p: by_partition.get(p, 0) for p in partitions},
+        "kinds": dict(sorted(by_kind.items())),
+        "statuses": dict(sorted(by_status.items())),
+        "search": {
+            "total": snap.total,
+            "lexical_fast_path": snap.lexical_count,
+            "fused": snap.fused_count,
+            "semantic_calls": snap.semantic_calls,
+            "avg_lexical_ms": round(snap.avg_lexical_ms, 3),
+            "avg_fused_ms": round(snap.avg_fused_ms, 3),
+            "phases": phases,
+        },
+        "journal": {"head": _moment(s.head), "bytes": size},
+        "vectors": s.vectors,
+    }
+
+
+# ----------------------------------------------------------------- forget
+
+
+def _receipt(key: bytes, partition: str, id: str, versions: int) -> str:
+    message = f"{partition}\0{id}\0{versions}".encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def forget(
+    memory: Memory,
+    partition: str,
+    id: str,
+    *,
+    hard: bool,
+    key: bytes,
+    confirmation: str | None = None,
+) -> dict[str, Any]:
+    """Soft delete now; a hard delete is previewed first, then done with the preview's receipt.
+
+    A soft delete removes the item (the journal keeps its history, so time
+    travel still shows it). A hard delete without ``confirmation`` changes
+    nothing and answers what would be erased with a ``confirmation`` sealed
+    by ``key``; with it, every version is erased (:meth:`Memory.purge`). The
+    receipt names the partition, the id and how many versions there were: an
+    item written since the preview needs a new one.
+
+    :raises NotFound: no such item in ``partition``.
+    :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
+    """
+    versions = memory.history(id) if memory.journal is not None else []
+    if not any(v.item is not None and owned(v.item, partition) for v in versions):
+        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    if not hard:
+        removed = memory.delete(id)
+        return {"mode": "soft", "id": id, "removed": removed, "preview": False}
+    receipt = _receipt(key, partition, id, len(versions))
+    if confirmation is None:
+        return {
+            "mode": "hard",
+            "id": id,
+            "preview": True,
+            "versions": len(versions),
+            "confirmation": receipt,
+        }
+    if not hmac.compare_digest(confirmation, receipt):
+        raise ReceiptMismatch(
+            "this confirmation is not the preview's, or the item changed since: preview again"
+        )
+    erased = memory.purge([id])
+    return {"mode": "hard", "id": id, "preview": False, "erased": erased, "versions": len(versions)}

@@ -1,0 +1,245 @@
+"""The inspector's JSON API and page headers, in process (FastAPI's TestClient), plus --no-ui."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from memstore import Memory
+from memstore.protocol import TokenTable
+from memstore.protocol.app import create_app
+from memstore.ui import install
+from memstore.ui.api import STATIC_FILES
+from memstore.ui.views import item_view
+from memstore.web.hosts import HostPolicy
+from tests.protocol.conftest import start_server, stop_server
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = {
+    "tok-a": {"tenant": "a", "scopes": ["ingest", "recall", "forget"]},
+    "tok-b": {"tenant": "b", "scopes": ["ingest", "recall", "forget"]},
+    "tok-read": {"tenant": "a", "scopes": ["recall"]},
+}
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with Memory(tmp_path, embedder="hash", hub=True) as mem:
+        app = create_app(
+            mem,
+            tokens=TokenTable.from_json(json.dumps(TOKENS)),
+            hosts=HostPolicy.for_bind("127.0.0.1", ()),
+            mounts=[install],
+        )
+        with TestClient(app, base_url="http://127.0.0.1:8080") as c:
+            yield c
+
+
+def ingest(c: TestClient, token: str, content: str, source: str = "s.md") -> Any:
+    r = c.post("/v1/ingest", headers=auth(token), json={"source": source, "content": content})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def episode_of(c: TestClient, token: str, query: str) -> str:
+    hits = c.get("/ui/api/search", params={"q": query, "kind": "episode"}, headers=auth(token))
+    ids: list[str] = [h["item"]["id"] for h in hits.json()["hits"]]
+    assert ids, hits.text
+    return ids[0]
+
+
+def test_the_page_and_its_files_carry_a_strict_policy(client: TestClient) -> None:
+    assert client.get("/", follow_redirects=False).headers["location"] == "/ui"
+    page = client.get("/ui")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp and "script-src 'self'" in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "<script>" not in page.text.replace('<script type="module" src=', "")  # no inline
+    for name in STATIC_FILES:
+        r = client.get(f"/ui/static/{name}")
+        assert r.status_code == 200, name
+        assert r.headers["x-content-type-options"] == "nosniff"
+        for line in r.text.splitlines():
+            assert "innerHTML" not in line and "http://" not in line and "https://" not in line
+    assert client.get("/ui/static/../api.py").status_code == 404
+    assert client.get("/ui/static/nope.js").status_code == 404
+    api = client.get("/ui/api/whoami", headers=auth("tok-a"))
+    assert api.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+def test_the_guard_covers_the_inspector(client: TestClient) -> None:
+    assert client.get("/ui", headers={"Host": "evil.example"}).status_code == 403
+    r = client.get("/ui/api/whoami", headers={**auth("tok-a"), "Origin": "http://evil.example"})
+    assert r.status_code == 403 and r.json()["error"] == "forbidden_origin"
+    same = client.get(
+        "/ui/api/whoami", headers={**auth("tok-a"), "Origin": "http://127.0.0.1:8080"}
+    )
+    assert same.status_code == 200
+
+
+def test_the_api_needs_the_servers_tokens(client: TestClient) -> None:
+    r = client.get("/ui/api/search")
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+    r = client.get("/ui/api/search", headers=auth("nope"))
+    assert r.json() == {"error": "unauthorized", "message": "unknown bearer token"}
+    twice = client.get(
+        "/ui/api/search",
+        headers=[("Authorization", "Bearer tok-a"), ("Authorization", "Bearer tok-b")],
+    )
+    assert twice.status_code == 400 and twice.json()["error"] == "invalid_request"
+    me = client.get("/ui/api/whoami", headers=auth("tok-read")).json()
+    assert me["tenant"] == "a" and me["partitions"] == ["a"] and me["scopes"] == ["recall"]
+    other = client.get("/ui/api/search", params={"partition": "b"}, headers=auth("tok-a"))
+    assert other.status_code == 403
+
+
+def test_a_tenant_sees_only_its_own_items(client: TestClient) -> None:
+    ingest(client, "tok-a", "Alpha secret about the migration plan.")
+    ingest(client, "tok-b", "Bravo note about the migration plan.")
+    a_id = episode_of(client, "tok-a", "migration")
+    seen = client.get("/ui/api/search", params={"q": "migration"}, headers=auth("tok-b")).json()
+    assert all(h["item"]["partition"] == "b" for h in seen["hits"]) and seen["hits"]
+    r = client.get(f"/ui/api/items/{a_id}", headers=auth("tok-b"))
+    assert r.status_code == 404
+    r = client.post("/ui/api/forget", params={"id": a_id}, headers=auth("tok-b"))
+    assert r.status_code == 404
+    assert client.get(f"/ui/api/items/{a_id}", headers=auth("tok-a")).json()["deleted"] is False
+    counts = client.get("/ui/api/stats", headers=auth("tok-b")).json()
+    assert counts["partitions"] == {"b": 2}  # the episode and its chunk
+
+
+def test_the_api_shares_the_tenants_rate_limit(tmp_path: Path) -> None:
+    with Memory(tmp_path, embedder=None, hub=True) as mem:
+        tokens = TokenTable.from_json(json.dumps(TOKENS))
+        app = create_app(mem, tokens=tokens, rate_per_second=0.001, burst=2, mounts=[install])
+        with TestClient(app) as c:
+            statuses = [c.get("/ui/api/whoami", headers=auth("tok-a")).status_code for _ in "abc"]
+            assert statuses == [200, 200, 429]
+            r = c.get("/ui/api/whoami", headers=auth("tok-a"))
+            assert r.json()["error"] == "rate_limited" and "retry-after" in r.headers
+            assert c.get("/ui/api/whoami", headers=auth("tok-b")).status_code == 200
+
+
+def test_search_explains_every_hit(client: TestClient) -> None:
+    ingest(client, "tok-a", "The deploy runbook lives in the wiki.")
+    hits = client.get("/ui/api/search", params={"q": "runbook"}, headers=auth("tok-a")).json()
+    ex = hits["hits"][0]["explanation"]
+    assert "lexical" in ex["channels"] and ex["lexical_rank"] == 0
+    assert {"fused_score", "semantic_rank", "multipliers", "base_score"} <= set(ex)
+
+
+def test_as_of_shows_the_past_and_refuses_nonsense(client: TestClient) -> None:
+    first = ingest(client, "tok-a", "Version one of the plan.")
+    ep = episode_of(client, "tok-a", "plan")
+    ulid = ep.rsplit(":", 1)[1]
+    r = client.post(
+        "/v1/ingest",
+        headers=auth("tok-a"),
+        json={"id": ulid, "source": "s.md", "content": "Version two of the plan."},
+    )
+    assert r.status_code == 200
+    at = f"{first['lsn']['wall_ms']}.{first['lsn']['counter']}"
+    then = client.get(f"/ui/api/items/{ep}", params={"as_of": at}, headers=auth("tok-a")).json()
+    assert then["item"]["content"] == "Version one of the plan."
+    assert then["as_of"]["lsn"] == at
+    assert [v["after_moment"] for v in then["history"]] == [False, True]
+    past = client.get(
+        "/ui/api/search", params={"q": "plan", "as_of": at}, headers=auth("tok-a")
+    ).json()
+    assert {h["item"]["content"] for h in past["hits"]} == {"Version one of the plan."}
+    r = client.get("/ui/api/search", params={"as_of": "last tuesday"}, headers=auth("tok-a"))
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request"
+    r = client.get("/ui/api/search", params={"as_of": "2026-01-01T00:00:00"}, headers=auth("tok-a"))
+    assert r.status_code == 400 and "time zone" in r.json()["message"]
+
+
+def test_forget_needs_the_scope_and_hard_delete_its_preview(client: TestClient) -> None:
+    ingest(client, "tok-a", "Forgettable words about kiwis.")
+    ep = episode_of(client, "tok-a", "kiwis")
+    r = client.post("/ui/api/forget", params={"id": ep}, headers=auth("tok-read"))
+    assert r.status_code == 403
+    preview = client.post(
+        "/ui/api/forget", params={"id": ep, "hard": "true"}, headers=auth("tok-a")
+    ).json()
+    assert preview["preview"] is True and preview["versions"] == 1
+    wrong = client.post(
+        "/ui/api/forget",
+        params={"id": ep, "hard": "true", "confirmation": "0" * 64},
+        headers=auth("tok-a"),
+    )
+    assert wrong.status_code == 409
+    assert client.get(f"/ui/api/items/{ep}", headers=auth("tok-a")).status_code == 200
+    done = client.post(
+        "/ui/api/forget",
+        params={"id": ep, "hard": "true", "confirmation": preview["confirmation"]},
+        headers=auth("tok-a"),
+    ).json()
+    assert done["erased"] == [ep]
+    assert client.get(f"/ui/api/items/{ep}", headers=auth("tok-a")).status_code == 404
+
+
+def test_soft_forget_keeps_the_history(client: TestClient) -> None:
+    ingest(client, "tok-a", "Soft words about lemons.")
+    ep = episode_of(client, "tok-a", "lemons")
+    r = client.post("/ui/api/forget", params={"id": ep}, headers=auth("tok-a")).json()
+    assert r == {"mode": "soft", "id": ep, "removed": True, "preview": False}
+    view = client.get(f"/ui/api/items/{ep}", headers=auth("tok-a")).json()
+    assert view["deleted"] is True and [v["op"] for v in view["history"]] == ["upsert", "delete"]
+
+
+def test_links_in_out_and_related(tmp_path: Path) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        a = mem.add("Anchor note.", partition="p")
+        b = mem.add("Linked note.", partition="p")
+        c = mem.add("Second hop note.", partition="p")
+        hidden = mem.add("Other tenant note.", partition="q")
+        mem.link(a.id, b.id, "explains", 0.9)
+        mem.link(b.id, c.id, "precedes", 0.8)
+        mem.link(hidden.id, b.id, "explains", 0.9)
+        view = item_view(mem, "p", b.id)
+        assert [(x["id"], x["relation"]) for x in view["links_out"]] == [(c.id, "precedes")]
+        assert [(x["id"], x["relation"]) for x in view["links_in"]] == [(a.id, "explains")]
+        assert c.id in {x["id"] for x in item_view(mem, "p", a.id)["related"]}
+        assert hidden.id not in {x["id"] for x in item_view(mem, "p", a.id)["related"]}
+
+
+def test_the_ui_imports_no_other_surface() -> None:
+    banned = ("memstore.protocol", "memstore.mindlayer", "memstore.mcp", "memstore.client")
+    banned += ("memstore.integrations",)
+    for path in (ROOT / "memstore" / "ui").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                assert not name.startswith(banned), f"{path.name} imports {name}"
+    for path in (ROOT / "memstore" / "protocol").glob("*.py"):
+        assert "memstore.ui" not in path.read_text(encoding="utf-8"), path.name
+
+
+def test_no_ui_serves_no_page(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS), encoding="utf-8")
+    tokens.chmod(0o600)
+    proc, url = start_server(tmp_path / "data", tokens, "--no-ui")
+    try:
+        assert httpx.get(f"{url}/ui").status_code == 404
+        assert httpx.get(f"{url}/").status_code == 404
+        assert httpx.get(f"{url}/healthz").status_code == 200
+    finally:
+        assert stop_server(proc) == 0

@@ -1,0 +1,213 @@
+"""The inspector in a real browser against a real ``memstore serve`` (see conftest.py)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import expect
+
+from tests.ui.conftest import Page
+
+ULID_A = "01J0000000000000000000000A"
+ULID_B = "01J0000000000000000000000B"
+
+
+def results(p: Page):  # type: ignore[no-untyped-def]
+    return p.page.get_by_role("list", name="Results").get_by_role("listitem")
+
+
+def test_sign_in_search_and_read_an_explanation(page: Page) -> None:
+    tenant, token = page.server.tenant()
+    page.server.ingest(token, "Alice adopted a tabby cat named Miso.", source="pets.md")
+    page.server.ingest(token, "The quarterly budget review is on Friday.", source="work.md")
+    assert page.page.url.endswith("/ui")  # / redirected here
+    page.sign_in(token)
+    expect(page.page.get_by_text(f"tenant {tenant}")).to_be_visible()
+    page.search("tabby cat")
+    hits = results(page)
+    expect(hits.first).to_contain_text("tabby cat named Miso")
+    first = hits.first
+    first.get_by_text("Why this rank").click()
+    why = first.locator("details.why")
+    expect(why).to_contain_text("channels")
+    expect(why).to_contain_text("lexical")
+    expect(why).to_contain_text("fused score")
+    expect(why).to_contain_text("lexical rank")
+    expect(first.get_by_role("list", name="Rerank multipliers")).to_contain_text("recency")
+
+
+def test_keyboard_only_sign_in_and_search(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Keyboard users reach every control.", source="a11y.md")
+    kb = page.page.keyboard
+    page.page.get_by_role("textbox", name="Token").focus()
+    kb.type(token)
+    kb.press("Enter")
+    box = page.page.get_by_role("searchbox", name="Search memories")
+    expect(box).to_be_focused()
+    kb.type("keyboard control")
+    kb.press("Enter")
+    expect(results(page).first).to_contain_text("Keyboard users")
+    # Tab reaches the first result's button; Enter opens the item.
+    box.focus()
+    for _ in range(12):
+        kb.press("Tab")
+        focused = page.page.evaluate("document.activeElement.textContent")
+        if "Keyboard users" in focused or focused == "a11y.md":
+            break
+    kb.press("Enter")
+    expect(page.page.get_by_role("heading", name="History")).to_be_visible()
+
+
+def test_a_wrong_token_shows_the_servers_error(page: Page) -> None:
+    page.sign_in("not-a-token")
+    expect(page.page.get_by_role("alert")).to_contain_text("401 unauthorized: unknown bearer token")
+    expect(page.page.get_by_role("searchbox", name="Search memories")).to_be_hidden()
+    assert page.page.evaluate("sessionStorage.length") == 0
+
+
+def test_the_token_stays_in_session_storage(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.search("")
+    assert page.page.evaluate("sessionStorage.getItem('memstore.token')") == token
+    assert page.page.evaluate("document.cookie") == ""
+    assert page.page.evaluate("localStorage.length") == 0
+    assert all(token not in url for url in page.requests)
+    page.page.reload()  # the same tab keeps its session
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def test_item_history_and_time_travel_to_before_an_update(page: Page) -> None:
+    _, token = page.server.tenant()
+    first = page.server.ingest(token, "Bob lives in Lyon.", source="bob.md", id=ULID_A)
+    page.server.ingest(token, "Bob lives in Paris now.", source="bob.md", id=ULID_A)
+    before = f"{first['lsn']['wall_ms']}.{first['lsn']['counter']}"
+    page.sign_in(token)
+    page.search("Bob")
+    results(page).get_by_role("button", name="bob.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.get_by_role("heading", name="History")).to_be_visible()
+    versions = item.get_by_role("list", name="Versions").locator("> li")
+    expect(versions).to_have_count(2)
+    expect(versions.nth(0)).to_contain_text("Bob lives in Lyon.")
+    changes = versions.nth(1).get_by_role("list", name="Changes")
+    expect(changes).to_contain_text("content")
+    expect(changes).to_contain_text("Bob lives in Paris now.")
+    expect(item.locator('[data-field="content"]')).to_have_text("Bob lives in Paris now.")
+
+    page.page.get_by_role("textbox", name="As of").fill(before)
+    page.page.get_by_role("textbox", name="As of").press("Enter")
+    banner = page.page.get_by_role("status").filter(has_text="Time travel")
+    expect(banner).to_contain_text(before)
+    expect(item.locator('[data-field="content"]')).to_have_text("Bob lives in Lyon.")
+    expect(page.page.get_by_role("list", name="Results")).to_contain_text("Lyon")
+    expect(page.page.get_by_role("list", name="Results")).not_to_contain_text("Paris")
+    expect(item.get_by_role("button", name="Forget")).to_have_count(0)  # the past is read-only
+
+    page.page.get_by_role("button", name="Back to now").click()
+    expect(banner).to_be_hidden()
+    expect(item.locator('[data-field="content"]')).to_have_text("Bob lives in Paris now.")
+
+
+def test_links_click_through(page: Page) -> None:
+    # The protocol writes no links; the item view still lists none and related is empty.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Carol wrote the onboarding guide.", source="carol.md")
+    page.sign_in(token)
+    page.search("onboarding")
+    results(page).get_by_role("button", name="carol.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.get_by_role("heading", name="Links out")).to_be_visible()
+    expect(item.get_by_role("heading", name="Related")).to_be_visible()
+
+
+def test_a_change_by_another_client_appears_live_and_the_stream_resumes(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    live = page.page.get_by_role("region", name="Live changes")
+    expect(live).to_contain_text("live")
+    page.server.ingest(token, "Dana joined the platform team.", source="dana.md")
+    expect(live).to_contain_text("dana.md")
+    expect(results(page).filter(has_text="dana.md")).to_have_count(1)  # no reload
+
+    page.page.evaluate("window.memstoreInspector.dropLive()")
+    page.server.ingest(token, "Erin leads the data team.", source="erin.md", id=ULID_B)
+    expect(live).to_contain_text("erin.md")
+    expect(live.get_by_text(re.compile(r"^live$"))).to_be_visible()
+
+    # A delete by another client marks the listed item deleted.
+    r = httpx.post(
+        f"{page.server.url}/v1/forget",
+        json={"target": {"Id": ULID_B}},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    expect(live.locator("li.change.delete").first).to_be_visible()
+    expect(results(page).filter(has_text="erin.md").get_by_text("deleted")).to_be_visible()
+
+
+def test_forget_asks_first_and_escape_cancels(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Frank prefers tea over coffee.", source="frank.md")
+    page.sign_in(token)
+    page.search("Frank tea")
+    results(page).get_by_role("button", name="frank.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    item.get_by_role("button", name="Forget").click()
+    dialog = page.page.get_by_role("dialog", name="Forget this item?")
+    expect(dialog).to_be_visible()
+    page.page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(item.locator('[data-field="status"]')).to_have_text("active")
+
+    item.get_by_role("button", name="Forget").click()
+    dialog.get_by_role("button", name="Confirm forget").click()
+    expect(item).to_contain_text("deleted now; its history remains")
+    expect(page.page.get_by_role("list", name="Results")).not_to_contain_text("frank.md")
+
+
+def test_hard_delete_previews_then_erases(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Grace keeps a private diary.", source="grace.md")
+    page.sign_in(token)
+    page.search("Grace diary")
+    results(page).get_by_role("button", name="grace.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    item_id = item.locator('[data-field="id"]').inner_text()
+    item.get_by_role("button", name="Hard delete").click()
+    dialog = page.page.get_by_role("dialog", name="Erase permanently?")
+    expect(dialog).to_contain_text("1 version(s)")
+    dialog.get_by_role("button", name="Erase permanently").click()
+    expect(item).to_be_hidden()
+    assert page.server.api(token, f"items/{item_id}").status_code == 404
+
+
+def test_a_script_in_memory_is_shown_as_text(page: Page) -> None:
+    _, token = page.server.tenant()
+    evil = '<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2"> zebra'
+    page.server.ingest(token, evil, source="<b>evil</b>.md")
+    page.sign_in(token)
+    page.search("zebra")
+    listed = page.page.get_by_role("list", name="Results")
+    expect(listed).to_contain_text("<script>window.pwned = 1</script>")
+    listed.get_by_role("button", name="<b>evil</b>.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.locator('[data-field="content"]')).to_contain_text('<img src="x"')
+    assert page.page.evaluate("window.pwned") is None
+    assert page.page.locator("main img, main b, main script").count() == 0
+
+
+def test_statistics(page: Page) -> None:
+    tenant, token = page.server.tenant()
+    page.server.ingest(token, "Heidi runs the statistics desk.", source="heidi.md")
+    page.sign_in(token)
+    stats = page.page.get_by_role("region", name="Statistics")
+    stats.get_by_role("button", name="Refresh statistics").click()
+    expect(stats.get_by_role("table", name="Items by partition")).to_contain_text(tenant)
+    expect(stats.get_by_role("table", name="Items by kind")).to_contain_text("episode")
+    expect(stats.get_by_role("table", name="Search phases")).to_contain_text("lexical")
+    expect(stats.get_by_role("table", name="Journal")).to_contain_text("head")
