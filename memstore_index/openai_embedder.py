@@ -61,6 +61,8 @@ __all__ = [
     "MAX_TIMEOUT",
     "OpenAICompatibleEmbedder",
     "is_loopback_host",
+    "status_text",
+    "validate_base_url",
 ]
 
 DEFAULT_BATCH_SIZE = 64
@@ -91,7 +93,12 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def _validate_base_url(base_url: str) -> str:
+def validate_base_url(base_url: str) -> str:
+    """``base_url`` checked for a provider: HTTPS, or HTTP to a loopback host only.
+
+    Shared by every client of an OpenAI-compatible server (this embedder, the Mind
+    Layer provider). :raises EmbedderConfigError: anything else, saying why.
+    """
     if not isinstance(base_url, str) or not base_url.strip():
         raise EmbedderConfigError("base_url must be a non-empty URL string")
     try:
@@ -162,7 +169,7 @@ class OpenAICompatibleEmbedder:
         timeout: float = DEFAULT_TIMEOUT,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
-        self.base_url = _validate_base_url(base_url)
+        self.base_url = validate_base_url(base_url)
         if not isinstance(model, str) or not model.strip():
             raise EmbedderConfigError(
                 "model must be the provider's model name; there is no default"
@@ -268,9 +275,7 @@ class OpenAICompatibleEmbedder:
                 if 300 <= status < 400:
                     raise self._fail(f"HTTP {status}, a redirect (redirects are refused)", status)
                 if status != 200:
-                    raise self._fail(
-                        f"HTTP {_status_text(status)} (response body withheld)", status
-                    )
+                    raise self._fail(f"HTTP {status_text(status)} (response body withheld)", status)
                 raw = bytearray()
                 for chunk in resp.iter_bytes():
                     raw += chunk
@@ -323,8 +328,8 @@ class OpenAICompatibleEmbedder:
             raise self._fail(str(exc)) from None
 
 
-def _status_text(status: int) -> str:
-    # The standard phrase for the code, never the server's own reason text.
+def status_text(status: int) -> str:
+    """``"502 Bad Gateway"``: the standard phrase for a code, never the server's own text."""
     try:
         return f"{status} {http.HTTPStatus(status).phrase}"
     except ValueError:

@@ -147,10 +147,10 @@ class ProviderConfig:
                 raise ProviderConfigError("MEMSTORE_PROVIDER_EMBEDDING_DIM must be an integer >= 1")
             dim = int(raw_dim)
         from memstore_index.embedder import EmbedderConfigError
-        from memstore_index.openai_embedder import _validate_base_url
+        from memstore_index.openai_embedder import validate_base_url
 
         try:
-            url = _validate_base_url(base_url)
+            url = validate_base_url(base_url)
         except EmbedderConfigError as e:
             raise ProviderConfigError(f"MEMSTORE_PROVIDER_BASE_URL: {e}") from None
         key = _setting(env, "api_key")
@@ -193,10 +193,10 @@ class ChatClient:
         import httpx
 
         from memstore_index.embedder import EmbedderConfigError
-        from memstore_index.openai_embedder import _validate_base_url, is_loopback_host
+        from memstore_index.openai_embedder import is_loopback_host, validate_base_url
 
         try:
-            self.base_url = _validate_base_url(base_url)
+            self.base_url = validate_base_url(base_url)
         except EmbedderConfigError as e:
             raise ProviderConfigError(str(e)) from None
         if not model.strip():
@@ -244,7 +244,7 @@ class ChatClient:
         :raises ProviderError: the request failed, timed out, redirected or
             answered with something that is not a chat completion.
         """
-        from memstore_index.openai_embedder import _status_text
+        from memstore_index.openai_embedder import status_text
 
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if json_object:
@@ -259,7 +259,7 @@ class ChatClient:
                 if 300 <= status < 400:
                     raise self._fail(f"HTTP {status}, a redirect (redirects are refused)")
                 if status != 200:
-                    raise self._fail(f"HTTP {_status_text(status)} (response body withheld)")
+                    raise self._fail(f"HTTP {status_text(status)} (response body withheld)")
                 raw = bytearray()
                 for chunk in resp.iter_bytes():
                     raw += chunk
