@@ -21,7 +21,7 @@ serve: $(STAMP)
 test: chromium lint typecheck pytest
 
 ## chromium: Debian's Chromium for the inspector's browser tests (tests/ui), when missing.
-## Playwright drives it; `playwright install` (a browser download) is never used.
+## Playwright drives this system Chromium; it never downloads a browser of its own.
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 		apt-get update && apt-get install -y chromium; \
