@@ -38,7 +38,7 @@ from memstore.web.body import (
     replay,
 )
 from memstore.web.headers import single_header
-from memstore.web.refusal import Refusal, json_bytes
+from memstore.web.refusal import Refusal, json_bytes, send_json
 
 __all__ = ["Gate", "route_of"]
 
@@ -72,13 +72,7 @@ def route_of(method: str, path: str) -> str | None:
 
 
 async def _answer(error: ProtocolError, send: Send) -> None:
-    body = json_bytes(error.body())
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in error.headers.items()
-    ]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, error.status, json_bytes(error.body()), error.headers)
 
 
 class Gate:

@@ -32,6 +32,7 @@ __all__ = [
     "RenderRefusal",
     "json_bytes",
     "refusal_body",
+    "send_json",
     "send_refusal",
 ]
 
@@ -122,10 +123,14 @@ def refusal_body(refusal: Refusal) -> bytes:
 
 async def send_refusal(refusal: Refusal, send: Send, render: RenderRefusal = refusal_body) -> None:
     """Answer an ASGI HTTP request with ``refusal`` as JSON."""
-    body = render(refusal)
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    headers += [
-        (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in refusal.headers.items()
-    ]
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send_json(send, refusal.status, render(refusal), refusal.headers)
+
+
+async def send_json(
+    send: Send, status: int, body: bytes, headers: Mapping[str, str] | None = None
+) -> None:
+    """Answer an ASGI HTTP request with ``body`` (JSON bytes), ``status`` and extra headers."""
+    raw = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
