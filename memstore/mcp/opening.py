@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore.errors import JournalLockedError, MemstoreError
-from memstore.journal import SqliteJournal
 from memstore.memory import JOURNAL_FILE, Memory
 
 __all__ = ["Opened", "open_memory"]
@@ -70,11 +69,12 @@ def open_memory(
 def _read_only(data: Path, embedder: str | None) -> Memory:
     """A memory restored from the folder's journal, opened for reading only.
 
-    Vectors are held in memory (the writer owns the folder's vector files).
+    ``Memory(readonly=True)``: vectors are held in memory (the writer owns the
+    folder's vector files), reusing those the writer stored.
     """
     path = data / JOURNAL_FILE
     if not path.is_file():
         raise MemstoreError(
             f"nothing to serve read-only: {path} does not exist (start a writer on {data} first)"
         )
-    return Memory(None, embedder=embedder, journal=SqliteJournal(path, readonly=True))
+    return Memory(data, embedder=embedder, readonly=True)
