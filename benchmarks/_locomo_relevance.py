@@ -95,8 +95,11 @@ def _signals_of(
     vec = emb.embed([q.text])[0] if path != "lexical" and cells is not None else None
     named = store.named_subjects(q.text)
     vector_of = cells.vector if cells is not None else None
-    complete = len(lexical) < max(K, FUSION_POOL)
-    return signals(results, lexical, complete, vec, vector_of, named)
+    scores = {h.id: h.score for h in lexical}
+    scores.update(
+        store.lexical_scores(q.text, [r.item for r in results if r.item.id not in scores])
+    )
+    return signals(results, scores, vec, vector_of, named)
 
 
 def ask(

@@ -15,8 +15,8 @@ The signals, per hit:
     words match, each query token weighted by how well it matched (exact 1,
     prefix 0.9, stem 0.85, one edit 0.8, substring 0.6, fuzzy at most 0.5),
     with the title bonus (:data:`~memstore.lexical.TITLE_WEIGHT`). 0 when it
-    matches no query token. A hit beyond the lexical channel's pool scores at
-    most the pool's weakest score, which it is given.
+    matches no query token. A hit beyond the lexical channel's pool (which
+    stops at its depth) is scored on its own, by the same rule.
 ``cosine`` (C, in [-1, 1])
     The plain cosine of the query's vector and the hit's stored vector (not
     the centred similarity a ``CellStore(center=True)`` ranks by, which
@@ -72,7 +72,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from memstore._lexindex import LexicalHit
 from memstore.item import EXACT_ID_MATCH_SCORE
 from memstore.search._types import SearchResult
 
@@ -153,22 +152,18 @@ class Signals:
 
 def signals(
     results: Sequence[SearchResult],
-    lexical: Sequence[LexicalHit],
-    lexical_complete: bool,
+    lexical: Mapping[str, float],
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
     named_subjects: frozenset[str],
 ) -> list[Signals]:
     """Each result's signals.
 
-    ``lexical`` is the call's lexical channel, best first; ``lexical_complete``
-    says it holds every lexical match (else a result missing from it gets the
-    weakest score in it, an upper bound). ``vector_of`` reads a stored vector
+    ``lexical`` maps ids to lexical scores (a result missing from it scores 0,
+    so it must hold every result that matches). ``vector_of`` reads a stored vector
     (``None`` or no ``query_vector``: cosines unknown). ``named_subjects``: the
     known subjects the query names.
     """
-    scores: Mapping[str, float] = {h.id: h.score for h in lexical}
-    floor = 0.0 if lexical_complete or not lexical else lexical[-1].score
     q: npt.NDArray[np.float32] | None = None
     if query_vector is not None and vector_of is not None:
         q = np.asarray(query_vector, np.float32).ravel()
@@ -184,20 +179,19 @@ def signals(
                 cos = float(np.dot(v, q)) / n if n > 0 else 0.0
         subject = r.item.subject
         other = bool(named_subjects) and bool(subject) and subject not in named_subjects
-        out.append(Signals(scores.get(r.item.id, floor), cos, other))
+        out.append(Signals(lexical.get(r.item.id, 0.0), cos, other))
     return out
 
 
 def assign_relevance(
     results: Sequence[SearchResult],
-    lexical: Sequence[LexicalHit],
-    lexical_complete: bool,
+    lexical: Mapping[str, float],
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
     named_subjects: frozenset[str],
 ) -> None:
     """Set every result's ``relevance`` in place (arguments as for :func:`signals`)."""
-    found = signals(results, lexical, lexical_complete, query_vector, vector_of, named_subjects)
+    found = signals(results, lexical, query_vector, vector_of, named_subjects)
     for r, s in zip(results, found, strict=True):
         if r.score >= EXACT_ID_MATCH_SCORE:
             r.relevance = 1.0

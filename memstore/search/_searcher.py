@@ -348,8 +348,11 @@ class Searcher:
             if any(r.item.subject for r in results)
             else frozenset()
         )
-        hits = [h for h, _ in lexical]
-        assign_relevance(results, hits, lexical_complete, vec, vector_of, named)
+        scores = {h.id: h.score for h, _ in lexical}
+        if not lexical_complete:  # the pool stopped at its depth: score the rest on their own
+            missing = [r.item for r in results if r.item.id not in scores]
+            scores.update(self._cfg.store.lexical_scores(query, missing))
+        assign_relevance(results, scores, vec, vector_of, named)
         return results
 
     def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
