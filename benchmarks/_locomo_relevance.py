@@ -96,10 +96,8 @@ def _signals_of(
     named = store.named_subjects(q.text)
     vector_of = cells.vector if cells is not None else None
     scores = {h.id: h.score for h in lexical}
-    scores.update(
-        store.lexical_scores(q.text, [r.item for r in results if r.item.id not in scores])
-    )
-    return signals(results, scores, vec, vector_of, named)
+    beyond = lexical[-1].score if len(lexical) >= max(K, FUSION_POOL) else 0.0
+    return signals(results, scores, beyond, vec, vector_of, named)
 
 
 def ask(

@@ -190,27 +190,6 @@ class StoreSearch(StoreBase):
         with self._locked():
             return self._lex.named_subjects(qwords)
 
-    def lexical_scores(self, query: str, items: Sequence[Item]) -> dict[str, float]:
-        """Each item's lexical score for ``query`` (as :meth:`keyword_ranked` has it), one by one.
-
-        For the few items a search returns that its lexical pool did not reach
-        (the pool stops at its depth): :func:`~memstore.lexical.score_document`,
-        the reference the index's scorer agrees with. Items scoring 0 are left out.
-        """
-        tokens = self._tokens(query)
-        if not tokens or not items:
-            return {}
-        with self._locked():
-            plan = self._plan(tokens)
-        out: dict[str, float] = {}
-        for it in items:
-            title = words(it.title)
-            doc = [*title, *words(it.content), *event_date_words(it.event_date)]
-            score = score_document(plan.tokens, plan.weights, doc, title, plan.fuzzy_ok)[0]
-            if score > 0.0:
-                out[it.id] = score
-        return out
-
     def _rank_locked(
         self,
         plan: QueryPlan,

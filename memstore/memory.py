@@ -561,7 +561,7 @@ class Memory:
             )
             mine = [SearchResult(it, h.score) for it, h in own[0]]
             named = self.store.named_subjects(query)
-            assign_relevance(mine, {h.id: h.score for _, h in own[0]}, None, None, named)
+            assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
             mine = [r for r in mine if r.relevance >= min_relevance]
             hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
         if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)

@@ -104,7 +104,11 @@ def test_relevance_is_in_the_unit_interval_and_the_same_on_both_paths(
     for a, b in zip(lean, general, strict=True):
         assert 0.0 <= a.relevance <= 1.0 and math.isfinite(a.relevance)
         assert a.relevance == b.relevance
-        assert a.relevance == pytest.approx(_expected(store, cells, q, a, fused), abs=1e-6)
+        want = _expected(store, cells, q, a, fused)
+        if config.get("fusion") == "rrf":  # a pool of `limit` hits: beyond it, an upper bound
+            assert a.relevance >= want - 1e-6
+        else:  # a pool deeper than these stores: every lexical score is exact
+            assert a.relevance == pytest.approx(want, abs=1e-6)
     # The threshold keeps exactly the results at or above it, in order.
     t = sorted(r.relevance for r in lean)[len(lean) // 2] if lean else 0.5
     kept = call(q, limit=limit, min_relevance=t)

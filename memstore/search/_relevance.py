@@ -16,7 +16,9 @@ The signals, per hit:
     prefix 0.9, stem 0.85, one edit 0.8, substring 0.6, fuzzy at most 0.5),
     with the title bonus (:data:`~memstore.lexical.TITLE_WEIGHT`). 0 when it
     matches no query token. A hit beyond the lexical channel's pool (which
-    stops at its depth) is scored on its own, by the same rule.
+    stops at its depth, :data:`~memstore.search.FUSION_POOL` for a score
+    fusion) scores at most the pool's weakest score, and is given that bound:
+    scoring it on its own would cost more than the rest of the search.
 ``cosine`` (C, in [-1, 1])
     The plain cosine of the query's vector and the hit's stored vector (not
     the centred similarity a ``CellStore(center=True)`` ranks by, which
@@ -153,45 +155,62 @@ class Signals:
 def signals(
     results: Sequence[SearchResult],
     lexical: Mapping[str, float],
+    beyond: float,
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
     named_subjects: frozenset[str],
 ) -> list[Signals]:
     """Each result's signals.
 
-    ``lexical`` maps ids to lexical scores (a result missing from it scores 0,
-    so it must hold every result that matches). ``vector_of`` reads a stored vector
+    ``lexical`` maps ids to the lexical channel's scores; a result missing
+    from it gets ``beyond`` (0 when the channel returned every match, else the
+    weakest score it returned). ``vector_of`` reads a stored vector
     (``None`` or no ``query_vector``: cosines unknown). ``named_subjects``: the
     known subjects the query names.
     """
-    q: npt.NDArray[np.float32] | None = None
-    if query_vector is not None and vector_of is not None:
-        q = np.asarray(query_vector, np.float32).ravel()
-        norm = float(np.linalg.norm(q))
-        q = q / norm if norm > 0 else None
+    cosines = _cosines(results, query_vector, vector_of)
     out: list[Signals] = []
-    for r in results:
-        cos: float | None = None
-        if q is not None and vector_of is not None:
-            v = vector_of(r.item.id)
-            if v is not None and v.shape == q.shape:
-                n = float(np.linalg.norm(v))
-                cos = float(np.dot(v, q)) / n if n > 0 else 0.0
+    for r, cos in zip(results, cosines, strict=True):
         subject = r.item.subject
         other = bool(named_subjects) and bool(subject) and subject not in named_subjects
-        out.append(Signals(lexical.get(r.item.id, 0.0), cos, other))
+        out.append(Signals(lexical.get(r.item.id, beyond), cos, other))
+    return out
+
+
+def _cosines(
+    results: Sequence[SearchResult],
+    query_vector: npt.NDArray[np.float32] | None,
+    vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
+) -> list[float | None]:
+    """Each result's cosine with the query, ``None`` where either vector is missing."""
+    if query_vector is None or vector_of is None:
+        return [None] * len(results)
+    q = np.asarray(query_vector, np.float32).ravel()
+    qn = float(q @ q) ** 0.5
+    vecs = [vector_of(r.item.id) for r in results]
+    at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]
+    out: list[float | None] = [None] * len(results)
+    if not at or qn == 0.0:
+        return out
+    rows = np.stack([vecs[i] for i in at])  # type: ignore[misc]
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * qn
+    dots = rows @ q
+    cos = np.where(norms > 0, dots / np.maximum(norms, 1e-30), 0.0).tolist()
+    for i, c in zip(at, cos, strict=True):
+        out[i] = float(c)
     return out
 
 
 def assign_relevance(
     results: Sequence[SearchResult],
     lexical: Mapping[str, float],
+    beyond: float,
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
     named_subjects: frozenset[str],
 ) -> None:
     """Set every result's ``relevance`` in place (arguments as for :func:`signals`)."""
-    found = signals(results, lexical, query_vector, vector_of, named_subjects)
+    found = signals(results, lexical, beyond, query_vector, vector_of, named_subjects)
     for r, s in zip(results, found, strict=True):
         if r.score >= EXACT_ID_MATCH_SCORE:
             r.relevance = 1.0

@@ -348,11 +348,11 @@ class Searcher:
             if any(r.item.subject for r in results)
             else frozenset()
         )
-        scores = {h.id: h.score for h, _ in lexical}
-        if not lexical_complete:  # the pool stopped at its depth: score the rest on their own
-            missing = [r.item for r in results if r.item.id not in scores]
-            scores.update(self._cfg.store.lexical_scores(query, missing))
-        assign_relevance(results, scores, vec, vector_of, named)
+        want = {r.item.id for r in results}
+        scores = {h.id: h.score for h, _ in lexical if h.id in want}
+        # A pool that stopped at its depth bounds what it did not reach by its weakest score.
+        beyond = 0.0 if lexical_complete or not lexical else lexical[-1][0].score
+        assign_relevance(results, scores, beyond, vec, vector_of, named)
         return results
 
     def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
