@@ -53,7 +53,9 @@ approximately (the hash embedder scores unrelated texts near 0, as MiniLM does).
 
 An item whose id is the query (``hybrid_search_full``'s exact-id match) has
 relevance 1; a host's live match keeps the relevance its host gave it, if
-higher than its own signals'.
+higher than its own signals'. Every other result, a source that replaced a hit
+(``source_relation``) or an item reached by a link (link expansion) included,
+is scored on its own signals: what it shares with the query.
 
 >>> round(relevance(0.0, 0.0, False), 3)          # nothing in common
 0.021
