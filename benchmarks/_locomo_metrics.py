@@ -109,7 +109,8 @@ class ModeResult:
     per_question: dict[str, list[Any]] = field(default_factory=dict)
     """Per question, in the order of the top-level ``questions``: first-hit rank
     (``None``: no evidence in the top max-k), recall@k, and for a Searcher mode the path
-    of the k=10 call (``lexical`` fast path or ``fused``)."""
+    of the k=10 call (``lexical`` fast path or ``fused``) and its top hit's ``relevance``
+    (``top_relevance``, ``None`` when it returned nothing)."""
 
 
 def run_mode(
