@@ -34,9 +34,10 @@ RRF_DEPTH = 100
 """Each ranking fused by ``rrf`` is cut to its best this many turns."""
 
 
-Ranked = tuple[list[str], float, str]
-"""Ranked item ids, the search time in ms (query embedding excluded), and the path taken
-(``"lexical"`` or ``"fused"`` for a Searcher mode, ``""`` otherwise)."""
+Ranked = tuple[list[str], float, str, list[float]]
+"""Ranked item ids, the search time in ms (query embedding excluded), the path taken
+(``"lexical"`` or ``"fused"`` for a Searcher mode, ``""`` otherwise), and each id's
+``relevance`` (a Searcher mode; empty otherwise)."""
 Search = Callable[[Question, int], Ranked]
 
 
@@ -168,15 +169,20 @@ def searcher_api() -> tuple[Any, Any] | str:
     return Searcher, SearchConfig
 
 
-def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
-    """The search function of one mode: question and depth to ranked ids and ms."""
+def make_search(
+    mode: str, built: Built, emb: CachingEmbedder | None, min_relevance: float = 0.0
+) -> Search:
+    """The search function of one mode: question and depth to ranked ids and ms.
+
+    ``min_relevance`` is passed to a Searcher mode's call (the others ignore it).
+    """
     if mode == "lexical":
 
         def lexical(q: Question, k: int) -> Ranked:
             store = built.stores[q.conv]
             t0 = time.perf_counter()
             res = store.keyword_search(q.text, limit=k)
-            return [it.id for it in res], _ms(t0), ""
+            return [it.id for it in res], _ms(t0), "", []
 
         return lexical
     if mode == "semantic":
@@ -185,7 +191,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
 
         def semantic(q: Question, k: int) -> Ranked:
             hits, timing = cells.search_timed(q.text, k, partitions=[q.conv])
-            return [e.id for e, _ in hits], timing.index_s * 1e3, ""
+            return [e.id for e, _ in hits], timing.index_s * 1e3, "", []
 
         return semantic
     if mode in SEARCHER_MODES:
@@ -199,13 +205,13 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
             call = searcher.hybrid_search_full if full else searcher.hybrid_search
             before = stats.ops()
             t0 = time.perf_counter()
-            res = call(q.text, partition=q.conv, limit=k)
+            res = call(q.text, partition=q.conv, limit=k, min_relevance=min_relevance)
             ms = _ms(t0)
             after = stats.ops()
             # The query vector is a cache hit; its phase time is still taken off.
             ms -= (after.get(embed_ns, 0) - before.get(embed_ns, 0)) / 1e6
             path = "lexical" if after.get(fast, 0) > before.get(fast, 0) else "fused"
-            return [r.item.id for r in res], ms, path
+            return [r.item.id for r in res], ms, path, [r.relevance for r in res]
 
         return hybrid
     if mode == "bm25s":
@@ -213,7 +219,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
         def bm25(q: Question, k: int) -> Ranked:
             t0 = time.perf_counter()
             ids = bm25s_ranking(built, q, k)
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return bm25
     assert emb is not None
@@ -222,7 +228,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
         def dense(q: Question, k: int) -> Ranked:
             t0 = time.perf_counter()
             ids = dense_ranking(built, emb, q, k)
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return dense
     if mode == "rrf":
@@ -232,7 +238,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
             ids = rrf(
                 [bm25s_ranking(built, q, RRF_DEPTH), dense_ranking(built, emb, q, RRF_DEPTH)], k
             )
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return fused
     raise ValueError(f"unknown mode {mode!r}")

@@ -11,7 +11,13 @@ overall:
 * session-level recall@k: the share of the evidence sessions the top k touch;
 * MRR: the reciprocal rank of the first evidence turn (0 if none in the top max-k);
 * p50/p95 search latency per query, excluding the query embedding (query
-  vectors are computed once, timed on their own, and cached).
+  vectors are computed once, timed on their own, and cached);
+* for the Searcher modes, relevance against abstention: the AUROC of the top
+  hit's ``relevance`` for "answerable" (categories 1-4 against the adversarial
+  category 5, which is loaded for this alone), recall@10 of categories 1-4 at
+  ``min_relevance`` = the median top relevance of category 5, and the same
+  with the relevance weights refitted leave-one-conversation-out
+  (``_locomo_relevance``).
 
 Modes: ``lexical`` (``Store.keyword_search``, one store per conversation),
 ``semantic`` (``CellStore`` search in the conversation's partition),
@@ -82,6 +88,7 @@ from _locomo_modes import (
     make_search,
     searcher_api,
 )
+from _locomo_relevance import abstention
 from _locomo_report import dumps, machine_info, markdown, plot, show_misses
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,9 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ks: list[int] = args.ks
     convs, stats = load(args.data, args.limit_conversations)
     questions = [q for c in convs for q in c.questions]
+    adversarial = [q for c in convs for q in c.adversarial]
     log(
         f"{stats.conversations} conversations, {stats.turns} turns, {len(questions)} questions "
-        f"(categories 1-4; {len(stats.questions_skipped)} skipped, no resolvable evidence)"
+        f"(categories 1-4; {len(stats.questions_skipped)} skipped, no resolvable evidence), "
+        f"{len(adversarial)} adversarial (category 5, for the relevance figures)"
     )
     modes: list[str] = args.modes
     unavailable: dict[str, str] = {}
@@ -194,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"embedding {len(questions)} queries one at a time")
         timed = [emb.embed_one_timed(q.text) for q in questions]
         q_s = [t for t in timed if t is not None]
+        if SEARCHER_MODES & set(modes):
+            emb.embed([q.text for q in adversarial])  # not timed: no latency figure uses them
         log("embedding turn texts")
         before_s, before_n = emb.embed_s, emb.embedded
         if {"dense", "rrf"} & set(modes):
@@ -258,6 +269,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if mode in built.search_stats:
             res.searcher_stats = asdict(built.search_stats[mode].snapshot())
+            if emb is not None and adversarial:
+                log(f"mode {mode}: relevance against category 5")
+
+                def at(t: float, mode: str = mode) -> Any:
+                    return make_search(mode, built, emb, min_relevance=t)
+
+                res.abstention = abstention(at, built, emb, questions, adversarial)
         results.append(res)
         if args.misses:
             show_misses(mode, questions, rankings, turns, args.misses, 10)
@@ -303,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "qa": [q.index for q in questions],
             "category": [q.category for q in questions],
             "evidence_turns": [len(q.evidence) for q in questions],
+            "adversarial_conv": [q.conv for q in adversarial],
+            "adversarial_qa": [q.index for q in adversarial],
         },
         "embedding": embed_info,
         "build_s": built.build_s,

@@ -73,6 +73,10 @@ class SearchResult:
     orders results within one call only. ``collapsed_count`` is positive on
     the survivor of a near-duplicate collapse. ``via`` is the id of the direct
     hit whose link surfaced this result (expanded results score 0).
+    ``relevance``, in [0, 1], is comparable across calls: an estimate of the
+    probability that the item is evidence for the query, from what it has in
+    common with the query (lexical match, cosine, subject), not from its rank
+    (see :mod:`memstore.search._relevance`; a threshold is ``min_relevance``).
     """
 
     item: Item
@@ -80,6 +84,7 @@ class SearchResult:
     collapsed_count: int = 0
     via: str = ""
     explanation: Explanation | None = None
+    relevance: float = 0.0
 
 
 @dataclass
