@@ -24,6 +24,7 @@ __all__ = [
     "LEXICAL_WEIGHT",
     "LONG_QUERY_TOKENS",
     "RRF_K",
+    "SIGNAL_WEIGHT",
     "SPREAD_DECAY",
     "cut",
     "minmax",
@@ -51,6 +52,12 @@ LEXICAL_WEIGHT = 0.5
 """Share of the lexical channel in a score fusion (the semantic one has the rest).
 
 Equal shares: neither channel is trusted over the other a priori.
+"""
+SIGNAL_WEIGHT = 0.1
+"""What one query signal (a named date, a "when" question, a named subject) adds to a fused score.
+
+A tenth of the fused range: enough to order candidates the channels rate
+about equally, not enough to lift a weak match over a strong one.
 """
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
