@@ -52,9 +52,12 @@ def test_a_naive_now_is_read_as_utc() -> None:
     assert query_dates("yesterday", naive) == query_dates("yesterday", NOW)
 
 
+def at(day: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC)
+
+
 def test_span_match_inside_just_after_and_outside() -> None:
     (may,) = query_dates("in May 2023", NOW)
-    at = lambda d: dt.datetime.fromisoformat(d).replace(tzinfo=dt.UTC)  # noqa: E731
     assert span_match(may, at("2023-05-31T23:00")) == 1.0
     assert span_match(may, at("2023-06-10")) == 0.5  # told within a month afterwards
     assert span_match(may, at("2023-07-05")) == 0.0
