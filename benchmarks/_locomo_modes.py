@@ -236,3 +236,81 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
 
         return fused
     raise ValueError(f"unknown mode {mode!r}")
+
+
+# --------------------------------------------------------------------------- levers
+
+LEVERS = {
+    "date_signal": "dates the question names boost turns of those dates",
+    "when_signal": "a 'when' question boosts turns that mention a time",
+    "subject_signal": "the speaker the question names boosts that speaker's turns",
+}
+"""The retrieval levers the Searcher modes turn on (``SearchConfig`` fields), each with
+a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
+
+
+def lever_kwargs(off: Sequence[str], signal_weight: float | None) -> dict[str, Any]:
+    """The ``SearchConfig`` fields for levers ``off`` and a signal weight (``None``: default)."""
+    unknown = set(off) - set(LEVERS)
+    if unknown:
+        raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {', '.join(LEVERS)}")
+    out: dict[str, Any] = {name: False for name in off}
+    if signal_weight is not None:
+        out["signal_weight"] = signal_weight
+    return out
+
+
+def make_searchers(
+    convs: Sequence[Conversation],
+    built: Built,
+    mode: str,
+    config: dict[str, Any],
+) -> None:
+    """One ``Searcher`` per conversation for ``mode`` (sharing one ``SearchStats``)."""
+    api = searcher_api()
+    assert not isinstance(api, str)
+    searcher_cls, config_cls = api
+    from memstore.stats import SearchStats
+
+    cells = built.cells
+    counters = built.search_stats[mode] = SearchStats()
+    built.searchers[mode] = {
+        c.sample_id: searcher_cls(
+            config_cls(store=built.stores[c.sample_id], cells=lambda: cells, **config),
+            stats=counters,
+        )
+        for c in convs
+    }
+
+
+def per_conversation(
+    questions: Sequence[Question], per_question: dict[str, list[Any]], k: int
+) -> dict[str, float]:
+    """Mean recall@k per conversation, from a mode's per-question record."""
+    sums: dict[str, list[float]] = {}
+    for q, r in zip(questions, per_question[f"recall@{k}"], strict=True):
+        sums.setdefault(q.conv, []).append(float(r))
+    return {c: sum(v) / len(v) for c, v in sums.items()}
+
+
+def leave_one_out(
+    questions: Sequence[Question],
+    on: dict[str, list[Any]],
+    off: dict[str, list[Any]],
+    k: int,
+) -> float:
+    """Recall@k when each conversation gets the setting (on/off) that did better on the others.
+
+    The lever is judged on four conversations and applied to the fifth, for
+    each fifth in turn: what a choice made without a conversation gives on it.
+    """
+    convs = sorted({q.conv for q in questions})
+    rec_on = [float(x) for x in on[f"recall@{k}"]]
+    rec_off = [float(x) for x in off[f"recall@{k}"]]
+    got: list[float] = []
+    for held in convs:
+        rest = [i for i, q in enumerate(questions) if q.conv != held]
+        better_on = sum(rec_on[i] for i in rest) >= sum(rec_off[i] for i in rest)
+        pick = rec_on if better_on else rec_off
+        got.extend(pick[i] for i, q in enumerate(questions) if q.conv == held)
+    return sum(got) / len(got) if got else 0.0

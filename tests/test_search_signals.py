@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from memstore import Config, Item, Store
 from memstore.search import SearchConfig, Searcher
+from memstore.search._fusion_rules import SIGNAL_WEIGHT
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import T0, FakeClock
@@ -105,7 +106,7 @@ def test_explain_reports_what_the_signals_added() -> None:
     store = _store(_event("may", "the lake painting", "2023-05-20"))
     (r,) = Searcher(SearchConfig(store=store)).hybrid_search("lake painting May 2023", explain=True)
     assert r.explanation is not None
-    assert r.explanation.signal_score == pytest.approx(0.1)
+    assert r.explanation.signal_score == pytest.approx(SIGNAL_WEIGHT)
 
 
 def test_a_signal_weight_outside_0_1_is_refused() -> None:

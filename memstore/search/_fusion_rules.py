@@ -53,11 +53,13 @@ LEXICAL_WEIGHT = 0.5
 
 Equal shares: neither channel is trusted over the other a priori.
 """
-SIGNAL_WEIGHT = 0.1
+SIGNAL_WEIGHT = 0.25
 """What one query signal (a named date, a "when" question, a named subject) adds to a fused score.
 
-A tenth of the fused range: enough to order candidates the channels rate
-about equally, not enough to lift a weak match over a strong one.
+Half of one channel's full share (a score fusion's channels have 0.5 each),
+a quarter of the fused range: it orders candidates the channels rate about
+equally, and lifts a fair match over a slightly better one that does not fit
+what the query says about its answer, never a weak match over a strong one.
 """
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""
