@@ -293,24 +293,32 @@ def per_conversation(
     return {c: sum(v) / len(v) for c, v in sums.items()}
 
 
+def per_question_values(per_question: dict[str, list[Any]], metric: str) -> list[float]:
+    """One metric per question from a mode's record: ``recall@<k>`` or ``rr`` (from first_hit)."""
+    if metric == "rr":
+        return [1.0 / f if f else 0.0 for f in per_question["first_hit"]]
+    return [float(x) for x in per_question[metric]]
+
+
 def leave_one_out(
     questions: Sequence[Question],
     on: dict[str, list[Any]],
     off: dict[str, list[Any]],
-    k: int,
+    metric: str,
 ) -> float:
-    """Recall@k when each conversation gets the setting (on/off) that did better on the others.
+    """``metric`` when each conversation gets the setting (on/off) that did better on the others.
 
     The lever is judged on four conversations and applied to the fifth, for
     each fifth in turn: what a choice made without a conversation gives on it.
+    ``metric`` is ``recall@<k>`` or ``rr`` (its mean is the MRR).
     """
     convs = sorted({q.conv for q in questions})
-    rec_on = [float(x) for x in on[f"recall@{k}"]]
-    rec_off = [float(x) for x in off[f"recall@{k}"]]
+    val_on = per_question_values(on, metric)
+    val_off = per_question_values(off, metric)
     got: list[float] = []
     for held in convs:
         rest = [i for i, q in enumerate(questions) if q.conv != held]
-        better_on = sum(rec_on[i] for i in rest) >= sum(rec_off[i] for i in rest)
-        pick = rec_on if better_on else rec_off
+        better_on = sum(val_on[i] for i in rest) >= sum(val_off[i] for i in rest)
+        pick = val_on if better_on else val_off
         got.extend(pick[i] for i, q in enumerate(questions) if q.conv == held)
     return sum(got) / len(got) if got else 0.0

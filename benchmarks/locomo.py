@@ -230,8 +230,9 @@ def run_ablation(
         if name.startswith("without "):
             # The lever's own leave-one-out: kept on only where it helped the other four.
             other = ran[name].per_question
-            for k in RESULT_KS:
-                row[f"lever_loo_recall@{k}"] = leave_one_out(questions, whole, other, k)
+            for metric in ("recall@5", "recall@10", "rr"):
+                loo = leave_one_out(questions, whole, other, metric)
+                row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
     make_searchers(convs, built, mode, config)  # the configured searchers back
 
     return rows
@@ -258,12 +259,15 @@ def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines += [
         "",
         "Each lever's gain (all levers minus the run without it): overall, and in recall@10 "
-        "per conversation; then recall@5 and @10 with the lever kept on for a conversation "
-        "only if it helped the other ones (leave-one-conversation-out; compare with "
-        f"{base['recall@5']:.3f} and {base['recall@10']:.3f}, all levers on everywhere):",
+        "per conversation; then recall@5, @10 and MRR, each with the lever kept on for a "
+        "conversation only if it raised that figure on the other ones (leave-one-conversation-"
+        f"out; compare with {base['recall@5']:.3f}, {base['recall@10']:.3f} and "
+        f"{base['mrr']:.3f}, all levers on everywhere):",
         "",
-        "| lever | gain R@5 | gain R@10 | " + " | ".join(convs) + " | LOO R@5 | LOO R@10 |",
-        "|---|---:|---:|" + "---:|" * len(convs) + "---:|---:|",
+        "| lever | gain R@5 | gain R@10 | gain MRR | "
+        + " | ".join(convs)
+        + " | LOO R@5 | LOO R@10 | LOO MRR |",
+        "|---|---:|---:|---:|" + "---:|" * len(convs) + "---:|---:|---:|",
     ]
     for r in rows:
         if "lever_loo_recall@10" not in r:
@@ -273,10 +277,12 @@ def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
             for c in convs
         )
         g5, g10 = base["recall@5"] - r["recall@5"], base["recall@10"] - r["recall@10"]
+        gm = base["mrr"] - r["mrr"]
         lines.append(
             f"| {r['off'][0] if len(r['off']) == 1 else ','.join(r['off'])} "
-            f"| {g5:+.3f} | {g10:+.3f} | {per} "
-            f"| {r['lever_loo_recall@5']:.3f} | {r['lever_loo_recall@10']:.3f} |"
+            f"| {g5:+.3f} | {g10:+.3f} | {gm:+.3f} | {per} "
+            f"| {r['lever_loo_recall@5']:.3f} | {r['lever_loo_recall@10']:.3f} "
+            f"| {r['lever_loo_mrr']:.3f} |"
         )
     return "\n".join(lines)
 
