@@ -75,20 +75,23 @@ _MON = (
 )
 _DAYN = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_BOUND = r"(?P<bound>before|after|since|until|till|by)\s+(?:the\s+)?"
+_BOUND = regex.compile(r"\b(?P<bound>before|after|since|until|till|by)\s+(?:the\s+)?$", regex.I)
+"""A bound word right before a date ("before May 2023"), matched on the text up to the date."""
 _ABSOLUTE = [
-    regex.compile(rf"(?:{_BOUND})?\b(?P<iso>{_YEAR}-(?P<m>\d\d)-(?P<d>\d\d))\b", regex.I),
-    regex.compile(rf"(?:{_BOUND})?\b{_DAYN}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"(?:{_BOUND})?\b{_MON}\.?\s+{_DAYN},?\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"(?:{_BOUND})?\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b", regex.I),
-    regex.compile(rf"(?:{_BOUND})?\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"(?:{_BOUND})?\b{_YEAR}\b", regex.I),
+    regex.compile(rf"\b(?P<iso>{_YEAR}-(?P<m>\d\d)-(?P<d>\d\d))\b", regex.I),
+    regex.compile(rf"\b{_DAYN}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_MON}\.?\s+{_DAYN},?\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b", regex.I),
+    regex.compile(rf"\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_YEAR}\b", regex.I),
 ]
 _BARE_MONTH = regex.compile(
-    rf"(?:{_BOUND}|\b(?:in|during|of|early|late|mid|last|this)\s+(?:the\s+month\s+of\s+)?)?\b"
-    rf"(?P<mon>january|february|march|april|may|june|july|august|september|october|"
-    rf"november|december)\b",
+    r"\b(?P<mon>january|february|march|april|may|june|july|august|september|october|"
+    r"november|december)\b",
     regex.I,
+)
+_MONTH_PREFIX = regex.compile(
+    r"\b(?:in|during|of|early|late|mid|last|this)\s+(?:the\s+month\s+of\s+)?$", regex.I
 )
 _UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
 _RELATIVE = [
@@ -124,6 +127,13 @@ _TIME_WORDS = regex.compile(
     r"(?:in|since|during|until|by|of|early|late|mid|last|this|next)\s+may)\b",
     regex.I,
 )
+_TRIGGER = regex.compile(
+    r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\b(?:yesterday|today|tonight|ago)\b|"
+    r"\b(?:last|this|past|previous)\s+(?:night|day|week|month|year|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)",
+    regex.I,
+)
+"""Something a date expression needs: a digit, a month, a relative-date word (a cheap pre-check)."""
 _CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
 _DAY = _dt.timedelta(days=1)
 _GRACE_MAX = _dt.timedelta(days=31)
@@ -255,6 +265,8 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
     bare word "may" counts only after a preposition ("in May") or capitalised
     mid-sentence, as the verb is far more common.
     """
+    if _TRIGGER.search(text) is None:
+        return []
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)
     taken: list[tuple[int, int]] = []
@@ -272,19 +284,20 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
             if got is None:
                 continue
             taken.append((a, b))
-            found.append((a, _bounded(got[0], got[1], m.group("bound"))))
+            bound = _BOUND.search(text[max(0, a - 12) : a])
+            found.append((a, _bounded(got[0], got[1], bound["bound"] if bound else None)))
     for m in _BARE_MONTH.finditer(text):
         a, b = m.span()
-        if not free(m.start("mon"), b):
+        if not free(a, b):
             continue
         word = m.group("mon")
-        prefixed = m.end("mon") - len(word) > a
-        if word.lower() == "may" and not prefixed and not _CAPITAL_MAY.search(text, m.start("mon")):
+        before = text[max(0, a - 24) : a]
+        bound = _BOUND.search(before)
+        prefixed = bound is not None or _MONTH_PREFIX.search(before) is not None
+        if word.lower() == "may" and not prefixed and not _CAPITAL_MAY.search(text, a):
             continue
         taken.append((a, b))
-        month = _MONTHS[word.lower()]
-        bound = (m.group("bound") or "").lower()
-        found.append((a, DateSpan(None, None, month=month, exact=not bound)))
+        found.append((a, DateSpan(None, None, month=_MONTHS[word.lower()], exact=bound is None)))
     for pat in _RELATIVE:
         for m in pat.finditer(text):
             a, b = m.span()
