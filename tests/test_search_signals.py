@@ -178,3 +178,15 @@ def test_with_every_signal_off_nothing_changes() -> None:
     also_off = Searcher(SearchConfig(store=store, **OFF))
     q = "when did Mel go camping in June 2023"
     assert _ids(off, q) == _ids(also_off, q)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(env=signal_stores(), query=st.sampled_from(QUERIES))
+def test_signals_change_the_order_never_the_set_of_candidates(
+    env: tuple[Store, CellStore], query: str
+) -> None:
+    store, cells = env
+    on = Searcher(SearchConfig(store=store, cells=lambda: cells, signal_weight=1.0))
+    off = Searcher(SearchConfig(store=store, cells=lambda: cells, **OFF))
+    got = [r.item.id for r in on.hybrid_search(query, limit=50)]
+    assert sorted(got) == sorted(r.item.id for r in off.hybrid_search(query, limit=50))
