@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Config, Item, Store
-from memstore.search import SearchConfig, Searcher
-from memstore.search._fusion_rules import SIGNAL_WEIGHT
+from memstore.search import SIGNAL_WEIGHT, SearchConfig, Searcher
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import T0, FakeClock
