@@ -37,6 +37,7 @@ from memstore.search._fusion_rules import (
 )
 from memstore.search._lean import LeanFusion
 from memstore.search._relevance import assign_relevance
+from memstore.search._signals import QuerySignals, analyse
 from memstore.search._types import (
     Explanation,
     SearchConfig,
@@ -73,6 +74,7 @@ class _Channels(Protocol[_T]):
     def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None: ...
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None: ...
     def spread(self, relations: Collection[str]) -> None: ...
+    def signal(self, signals: QuerySignals | None) -> None: ...
     def ordered(self, need: int) -> list[_T]: ...
     def observe_hydrate(self) -> None: ...
 
@@ -289,6 +291,7 @@ class Searcher:
         ``None`` when the query was not embedded.
         """
         cfg, stats = self._cfg, self._stats
+        fusion.signal(analyse(cfg, query, cfg.store.config.clock()))
         fusion.add_lexical(lexical)
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
