@@ -164,6 +164,7 @@ class StoreReads(StoreBase):
             return []
         with self._locked():
             now = self._now()
+            self._exact_catch_up()
             found = [self._items[i] for i in self._exact.get(key, ())]
             found = [
                 it

@@ -202,19 +202,26 @@ class Item(MemoryCellSpec):
     """``links`` is the writer's whole set, even when empty (else upsert keeps old links)."""
 
     def clone(self, **update: Any) -> Item:
-        """A copy that shares no list or dict with this item (no re-validation)."""
+        """A copy that shares no list or dict with this item (no re-validation).
+
+        The store's hot path: every write copies its item at least once, so
+        this builds the copy directly (no pydantic machinery) and copies a
+        link only when there is one.
+        """
         d = self.__dict__.copy()
         d["tags"] = list(self.tags)
-        d["links"] = [link.model_copy() for link in self.links]
+        links = self.links
+        d["links"] = [link.model_copy() for link in links] if links else []
         d["supersedes"] = list(self.supersedes)
         d["evidence_refs"] = list(self.evidence_refs)
         d["data"] = dict(self.data)
-        d.update(update)
-        new = Item.__new__(Item)
-        object.__setattr__(new, "__dict__", d)
-        object.__setattr__(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        object.__setattr__(new, "__pydantic_extra__", None)
-        object.__setattr__(new, "__pydantic_private__", None)
+        if update:
+            d.update(update)
+        new = _new_item(Item)
+        _set_attr(new, "__dict__", d)
+        _set_attr(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        _set_attr(new, "__pydantic_extra__", None)
+        _set_attr(new, "__pydantic_private__", None)
         return new
 
     def spec(self) -> MemoryCellSpec:
@@ -236,6 +243,10 @@ class Item(MemoryCellSpec):
         from memstore.eventdate import event_time_annotation
 
         return self.title + event_time_annotation(self.event_date)
+
+
+_new_item = Item.__new__
+_set_attr = object.__setattr__  # pydantic's own __setattr__ would validate and track
 
 
 class RefutedRecord(BaseModel):

@@ -28,14 +28,13 @@ import datetime as _dt
 import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from ulid import ULID
-
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
+from memstore._ulid import new_ulid
 from memstore.config import (
     BeforeCommitListener,
     Change,
@@ -66,6 +65,7 @@ from memstore.neardup import dedup_comparable, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
 from memstore.text import dedup_tokens
 from memstore.validate import (
+    RETAINED_KINDS,
     naive_datetime_rejection,
     stamp_knowledge_retention,
     thought_link_rejection,
@@ -230,17 +230,22 @@ class Store(StoreReads, StoreSearch):
     def _mint_id(self) -> str:
         if self._config.new_id is not None:
             return self._config.new_id()
-        return f"{self._config.id_prefix}{ULID()}"
+        return self._config.id_prefix + new_ulid()
 
-    def _prepare(self, item: Item) -> tuple[Item, bool]:
-        """Copy, coerce, stamp and validate an incoming item (no lock held)."""
+    def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
+        """Copy, coerce, stamp and validate an incoming item (no lock held).
+
+        ``owned``: the caller built ``item`` for this write and keeps no
+        reference to it, so it is worked on without the defensive copy.
+        """
         if not isinstance(item, Item):
             raise InvalidItemError(f"expected an Item, got {type(item).__name__}")
-        it = item.clone()
+        it = item if owned else item.clone()
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
         had_deadline = it.stale_after is not None
-        stamp_knowledge_retention(it, self._config.retention, self._now())
+        if not had_deadline and it.kind in RETAINED_KINDS:  # the clock only when it is used
+            stamp_knowledge_retention(it, self._config.retention, self._now())
         why = validate_base(self._vocab, it)
         if not why and self._config.validate is not None:
             why = self._config.validate(it)
