@@ -51,6 +51,7 @@ __all__ = [
     "ScoredItem",
     "ThoughtLink",
     "utc_now",
+    "well_typed",
 ]
 
 # Kinds the engine itself knows by name; every other kind belongs to the host.
@@ -243,6 +244,72 @@ class Item(MemoryCellSpec):
         from memstore.eventdate import event_time_annotation
 
         return self.title + event_time_annotation(self.event_date)
+
+
+_TEXT_FIELDS = ("id", "kind", "title", "content", "subject", "event_date")
+_LIST_FIELDS = ("tags", "supersedes", "evidence_refs")
+_CHOICES = (
+    ("scope", frozenset({SCOPE_PUBLIC, SCOPE_PRIVATE})),
+    ("status", frozenset({STATUS_ACTIVE, STATUS_STALE, STATUS_SUPERSEDED})),
+    ("confidence", frozenset(CONFIDENCE_RANK)),
+    ("origin", frozenset({ORIGIN_OBSERVED, ORIGIN_DERIVED, ORIGIN_HUMAN, ORIGIN_VERIFIED, ""})),
+)
+_TIMES = ("stale_after", "created_at", "updated_at")
+_FLAGS = ("no_embed", "cell_originated", "links_set")
+
+
+def well_typed(item: Item) -> bool:
+    """Whether every field of ``item`` holds exactly what the model declares.
+
+    Construction validates, but a field assigned afterwards is not checked
+    (pydantic does not validate assignment): ``it.tags = "a,b"`` sticks. A
+    writer that must not trust its input re-validates a dump of the item; when
+    this returns ``True`` (exact ``str``, ``list``, ``dict``, ``bool``,
+    ``float`` and aware ``datetime`` values, choices among the allowed ones,
+    link weights in range), that re-validation would return an equal copy, so
+    a plain :meth:`Item.clone` does. ``False`` says only "check the slow way".
+
+    >>> it = Item(kind="note", title="x")
+    >>> well_typed(it)
+    True
+    >>> it.tags = ("a",)  # a tuple: validation would make it a list
+    >>> well_typed(it)
+    False
+    """
+    d = item.__dict__
+    for name in _TEXT_FIELDS:
+        if type(d[name]) is not str:
+            return False
+    for name, allowed in _CHOICES:
+        value = d[name]
+        if type(value) is not str or value not in allowed:
+            return False
+    for name in _LIST_FIELDS:
+        values = d[name]
+        if type(values) is not list or not all(type(v) is str for v in values):
+            return False
+    links = d["links"]
+    if type(links) is not list:
+        return False
+    for link in links:
+        if type(link) is not ThoughtLink:
+            return False
+        ld = link.__dict__
+        weight = ld["weight"]
+        if type(ld["to_id"]) is not str or type(ld["relation"]) is not str:
+            return False
+        if type(weight) is not float or not 0.0 < weight <= 1.0:
+            return False
+    data = d["data"]
+    if type(data) is not dict or not all(
+        type(k) is str and type(v) is str for k, v in data.items()
+    ):
+        return False
+    for name in _TIMES:
+        value = d[name]
+        if value is not None and (type(value) is not _dt.datetime or value.utcoffset() is None):
+            return False
+    return all(type(d[name]) is bool for name in _FLAGS)
 
 
 _new_item = Item.__new__

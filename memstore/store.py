@@ -297,6 +297,40 @@ class Store(StoreReads, StoreSearch):
             existing = self._items.get(it.id) if it.id else None
             return self._upsert_locked(it, existing, had_deadline)
 
+    def upsert_many(self, items: Iterable[Item]) -> list[Item]:
+        """:meth:`upsert` of every item, as one write group; returns the stored copies.
+
+        Every item is validated before anything is written: one rejected item
+        raises :class:`~memstore.errors.InvalidItemError` naming its position
+        (``"entry 3: ..."``) and nothing changes. Then the items are written in
+        order (a later one with the same id updates an earlier one) and commit
+        together, as in ``with store.batch():`` (one journal transaction).
+
+        >>> store = Store()
+        >>> [it.title for it in store.upsert_many([Item(kind="note", title="a"),
+        ...                                        Item(kind="note", title="b")])]
+        ['a', 'b']
+        """
+        return self._upsert_many(list(items), owned=False)
+
+    def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
+        """:meth:`upsert_many`; ``owned``: the caller built the items and drops them."""
+        prepared: list[tuple[Item, bool]] = []
+        for n, item in enumerate(items):
+            try:
+                prepared.append(self._prepare(item, owned=owned))
+            except InvalidItemError as e:
+                raise InvalidItemError(f"entry {n}: {e.reason}") from None
+        out: list[Item] = []
+        # Everything the group builds lives on in the store: the cyclic collector
+        # would only walk it again and again meanwhile (it runs as usual after).
+        with bulk_load(collect=False), self._writing():
+            items_now = self._items
+            for it, had_deadline in prepared:
+                existing = items_now.get(it.id) if it.id else None
+                out.append(self._upsert_locked(it, existing, had_deadline))
+        return out
+
     def _upsert_locked(self, it: Item, existing: Item | None, had_deadline: bool) -> Item:
         """Stamp a prepared item, let the ``before`` seam amend it, write it; a copy back."""
         self._stamp(it, existing, had_deadline)
