@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from memstore import arguments as arg
+from memstore._gc import bulk_load
 from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import (
@@ -82,6 +83,8 @@ JOURNAL_FILE: Final = "journal.db"
 _FIELDS: Final = frozenset(Item.model_fields)
 _BUILT_FIELDS: Final = _FIELDS - {"cell_originated"}
 """The fields an item built from an ``Item`` counts as set (as validating its dump did)."""
+_NOTE: Final = Item(kind=DEFAULT_KIND)
+"""What a note added as plain text is a copy of (with its content and tags)."""
 _INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
 _SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {
     "store",
@@ -331,10 +334,26 @@ class Memory:
         stored. ``progress=True`` draws a progress bar on stderr.
         """
         progress = arg.flag(progress, "progress")
+        # What a batch builds lives on in the store: the cyclic collector would
+        # only walk it again and again meanwhile (it runs as usual afterwards).
+        with bulk_load(collect=False):
+            built = self._build_entries(items, partition)
+            self._check_open()
+            if not progress:
+                # The entries were built here, for this write: the store takes them
+                # as they are (no defensive copy), validated all before any is written.
+                return self.store._upsert_many(built, owned=True)
+            return self._add_with_progress(built)
+
+    def _build_entries(
+        self, items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
+    ) -> list[Item]:
         built: list[Item] = []
         for n, entry in enumerate(arg.entries(items)):
             try:
-                if isinstance(entry, Mapping):
+                if isinstance(entry, str | Item):
+                    built.append(self._build(entry, partition, None, {}))
+                elif isinstance(entry, Mapping):
                     fields = dict(entry)
                     text = fields.pop("text", None)
                     part = fields.pop("partition", partition)
@@ -351,11 +370,9 @@ class Memory:
                     built.append(self._build(entry, partition, None, {}))
             except InvalidItemError as e:
                 raise InvalidItemError(f"entry {n}: {e.reason}") from None
-        self._check_open()
-        if not progress:
-            # The entries were built here, for this write: the store takes them
-            # as they are (no defensive copy), validated all before any is written.
-            return self.store._upsert_many(built, owned=True)
+        return built
+
+    def _add_with_progress(self, built: list[Item]) -> list[Item]:
         bar = _Progress(len(built))
         out: list[Item] = []
         with self.store.batch():
@@ -700,6 +717,19 @@ class Memory:
             item.__dict__["tags"] = tags
             if private_to is not None:
                 item.__dict__["scope"] = SCOPE_PRIVATE
+            return item
+        if isinstance(text_or_item, str) and not fields:
+            if not text_or_item.strip():
+                raise InvalidItemError("a note needs text (or a title)")
+            tags = self._placed_tags(None, partition, private_to)
+            item = _NOTE.clone(content=text_or_item, tags=tags)
+            if private_to is None:
+                object.__setattr__(item, "__pydantic_fields_set__", {"kind", "content", "tags"})
+            else:
+                item.__dict__["scope"] = SCOPE_PRIVATE
+                object.__setattr__(
+                    item, "__pydantic_fields_set__", {"kind", "content", "tags", "scope"}
+                )
             return item
         if isinstance(text_or_item, Item):
             data = text_or_item.model_dump()
