@@ -31,6 +31,7 @@ from memstore.item import (
     STATUS_STALE,
     Item,
 )
+from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
 from memstore.vocabulary import Vocabulary
@@ -68,6 +69,7 @@ class StoreBase:
         # Indexed ids not yet in ``_exact``: titles are normalised when an exact
         # lookup first needs them (``_exact_catch_up``), not on every write.
         self._exact_todo: set[str] = set()
+        self._dedup_cache = DedupTokens()
         self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
         self._txn: _Txn | None = None
         self._tls = threading.local()
@@ -288,6 +290,7 @@ class StoreBase:
             if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
                 self._unexact(id, old)
         if new is None:
+            self._dedup_cache.forget(id)
             self._items.pop(id, None)
             self._lex.remove(id)
             self._index_id.pop(id, None)

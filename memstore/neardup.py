@@ -44,6 +44,7 @@ __all__ = [
     "NEAR_DUP_CONTAINMENT",
     "NEAR_DUP_MIN_TOKENS",
     "NEAR_DUP_SHORT_TEXT_THRESHOLD",
+    "DedupTokens",
     "better_routing_fact",
     "cluster_near_duplicates",
     "dedup_comparable",
@@ -160,6 +161,43 @@ def find_near_duplicate(candidates: Iterable[Item], item: Item) -> tuple[Item, f
         if dup and (best is None or score > best[1]):
             best = (cand, score)
     return best
+
+
+class DedupTokens:
+    """Each item's :func:`~memstore.text.dedup_tokens`, kept while its text stays the same.
+
+    The store's write gate compares a restatement with every candidate cell;
+    tokenising a candidate costs more than scoring it, and the same cells are
+    candidates write after write. An entry is keyed by id and checked against
+    the title and content it was computed from (the same string objects while
+    the item is unchanged, so the check is an identity test), so an edited or
+    rolled-back item is simply re-tokenised; :meth:`forget` drops a deleted id.
+
+    >>> cache = DedupTokens()
+    >>> it = Item(id="a", kind="note", title="payment api timeouts", content="under load")
+    >>> sorted(cache.tokens(it))
+    ['api', 'load', 'payment', 'timeout']
+    >>> cache.tokens(it) is cache.tokens(it)
+    True
+    """
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, tuple[str, str, frozenset[str]]] = {}
+
+    def tokens(self, item: Item) -> frozenset[str]:
+        """The token set of ``item`` (computed on first use, or after its text changed)."""
+        got = self._by_id.get(item.id)
+        if got is not None and got[0] == item.title and got[1] == item.content:
+            return got[2]
+        toks = dedup_tokens(item)
+        self._by_id[item.id] = (item.title, item.content, toks)
+        return toks
+
+    def forget(self, id: str) -> None:
+        """Drop what is kept for ``id`` (it was deleted)."""
+        self._by_id.pop(id, None)
 
 
 def cluster_near_duplicates(items: Sequence[Item]) -> list[list[Item]]:

@@ -370,15 +370,16 @@ class Store(StoreReads, StoreSearch):
             target = self._find_duplicate_locked(it)
             if target is None:
                 return self._upsert_locked(it, None, had_deadline), None
-            merged = it.clone(
-                id=target.id,
-                created_at=target.created_at,
-                links=[link.model_copy() for link in target.links],
-                supersedes=list(target.supersedes),
-                cell_originated=target.cell_originated,
-                tags=list(dict.fromkeys([*target.tags, *it.tags])),
-                updated_at=self._now(),
-            )
+            # ``it`` is this write's own copy: the merge is made in it, not in
+            # another clone of it.
+            merged = it
+            f["tags"] = list(dict.fromkeys([*target.tags, *it.tags]))
+            f["id"] = target.id
+            f["created_at"] = target.created_at
+            f["links"] = [link.model_copy() for link in target.links]
+            f["supersedes"] = list(target.supersedes)
+            f["cell_originated"] = target.cell_originated
+            f["updated_at"] = self._now()
             ttl = self._config.default_ttl
             if ttl is not None and not had_deadline:
                 # As for an update: a restatement without a deadline keeps the
@@ -390,6 +391,12 @@ class Store(StoreReads, StoreSearch):
             return self._store_locked(merged), target.id
 
     def _find_duplicate_locked(self, item: Item) -> Item | None:
+        """The best near-duplicate of ``item`` among the stored cells, or ``None``.
+
+        Each candidate's token set comes from the store's cache (tokenised
+        once while its title and content stay the same), not re-derived at
+        every check.
+        """
         tokens = dedup_tokens(item)
         if not tokens:
             return None
@@ -412,7 +419,7 @@ class Store(StoreReads, StoreSearch):
                 continue
             if not dedup_comparable(cand, item):
                 continue
-            score, dup = near_duplicate_tokens(dedup_tokens(cand), tokens)
+            score, dup = near_duplicate_tokens(self._dedup_cache.tokens(cand), tokens)
             if dup and (best is None or score > best[1]):
                 best = (cand, score)
         return best[0] if best else None
