@@ -246,7 +246,6 @@ class Item(MemoryCellSpec):
         return self.title + event_time_annotation(self.event_date)
 
 
-_TEXT_FIELDS = ("id", "kind", "title", "content", "subject", "event_date")
 _LIST_FIELDS = ("tags", "supersedes", "evidence_refs")
 _CHOICES = (
     ("scope", frozenset({SCOPE_PUBLIC, SCOPE_PRIVATE})),
@@ -255,7 +254,6 @@ _CHOICES = (
     ("origin", frozenset({ORIGIN_OBSERVED, ORIGIN_DERIVED, ORIGIN_HUMAN, ORIGIN_VERIFIED, ""})),
 )
 _TIMES = ("stale_after", "created_at", "updated_at")
-_FLAGS = ("no_embed", "cell_originated", "links_set")
 
 
 def well_typed(item: Item) -> bool:
@@ -277,17 +275,26 @@ def well_typed(item: Item) -> bool:
     False
     """
     d = item.__dict__
-    for name in _TEXT_FIELDS:
-        if type(d[name]) is not str:
-            return False
+    if not (
+        type(d["id"]) is str
+        and type(d["kind"]) is str
+        and type(d["title"]) is str
+        and type(d["content"]) is str
+        and type(d["subject"]) is str
+        and type(d["event_date"]) is str
+    ):
+        return False
     for name, allowed in _CHOICES:
         value = d[name]
         if type(value) is not str or value not in allowed:
             return False
     for name in _LIST_FIELDS:
         values = d[name]
-        if type(values) is not list or not all(type(v) is str for v in values):
+        if type(values) is not list:
             return False
+        for v in values:
+            if type(v) is not str:
+                return False
     links = d["links"]
     if type(links) is not list:
         return False
@@ -301,15 +308,16 @@ def well_typed(item: Item) -> bool:
         if type(weight) is not float or not 0.0 < weight <= 1.0:
             return False
     data = d["data"]
-    if type(data) is not dict or not all(
-        type(k) is str and type(v) is str for k, v in data.items()
-    ):
+    if type(data) is not dict:
         return False
+    for k, v in data.items():
+        if type(k) is not str or type(v) is not str:
+            return False
     for name in _TIMES:
         value = d[name]
         if value is not None and (type(value) is not _dt.datetime or value.utcoffset() is None):
             return False
-    return all(type(d[name]) is bool for name in _FLAGS)
+    return type(d["no_embed"]) is bool and type(d["links_set"]) is bool
 
 
 _new_item = Item.__new__
