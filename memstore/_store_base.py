@@ -12,7 +12,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from sortedcontainers import SortedKeyList
 
@@ -43,12 +42,14 @@ builtins_id = id  # methods here name their parameter ``id``, after the item fie
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # ASCII alone: the stdlib engine is faster
 
 
-@dataclass
 class _Txn:
     """The open write group: an undo log and the changes made so far."""
 
-    undo: list[tuple[str, Item | None]] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
+    __slots__ = ("changes", "undo")
+
+    def __init__(self) -> None:  # one per write: a plain class is cheaper than a dataclass
+        self.undo: list[tuple[str, Item | None]] = []
+        self.changes: list[Change] = []
 
 
 class StoreBase:

@@ -314,10 +314,11 @@ class Memory:
         dedup = arg.flag(dedup, "dedup")
         item = self._build(text_or_item, partition, private_to, fields)
         self._check_open()
+        # ``item`` was built here for this write: the store need not copy it.
         if dedup:
-            stored, _ = self.store.upsert_dedup(item)
+            stored, _ = self.store._upsert_dedup(item, owned=True)
             return stored
-        return self.store.upsert(item)
+        return self.store._upsert(item, owned=True)
 
     def add_many(
         self,

@@ -292,7 +292,11 @@ class Store(StoreReads, StoreSearch):
         with no id gets a minted one; an update keeps the stored creation time,
         links (unless ``links_set``) and origin when the new one carries none.
         """
-        it, had_deadline = self._prepare(item)
+        return self._upsert(item, owned=False)
+
+    def _upsert(self, item: Item, *, owned: bool) -> Item:
+        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it."""
+        it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             existing = self._items.get(it.id) if it.id else None
             return self._upsert_locked(it, existing, had_deadline)
@@ -355,9 +359,13 @@ class Store(StoreReads, StoreSearch):
         the restatement, an unset origin stamped as on any write) and its id is
         returned second.
         """
+        return self._upsert_dedup(item, owned=False)
+
+    def _upsert_dedup(self, item: Item, *, owned: bool) -> tuple[Item, str | None]:
+        """:meth:`upsert_dedup`; ``owned`` as for :meth:`_upsert`."""
         if item.kind not in DEDUP_ELIGIBLE_KINDS:
-            return self.upsert(item), None
-        it, had_deadline = self._prepare(item)
+            return self._upsert(item, owned=owned), None
+        it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             if it.id and it.id in self._items:
                 return self._upsert_locked(it, self._items[it.id], had_deadline), None

@@ -129,19 +129,21 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     why = _size_rejection(item)
     if why:
         return why
-    if (
-        item.kind == KIND_STABLE_FACT
-        and item.confidence != "high"
-        and not vocabulary.fact_confidence_optional
-    ):
-        return f"kind {item.kind!r} needs confidence 'high', got {item.confidence!r}"
-    if item.kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
-        return f"kind {item.kind!r} needs a deadline (stale_after)"
-    if item.kind == KIND_EVENT and not item.event_date:
-        return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
-    why = naive_datetime_rejection(item)
-    if why:
-        return why
+    if kind in _KINDS_WITH_RULES:
+        if (
+            kind == KIND_STABLE_FACT
+            and item.confidence != "high"
+            and not vocabulary.fact_confidence_optional
+        ):
+            return f"kind {kind!r} needs confidence 'high', got {item.confidence!r}"
+        if kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
+            return f"kind {kind!r} needs a deadline (stale_after)"
+        if kind == KIND_EVENT and not item.event_date:
+            return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
+    if item.stale_after is not None or item.created_at is not None or item.updated_at is not None:
+        why = naive_datetime_rejection(item)
+        if why:
+            return why
     if item.event_date and not _valid_event_date(item.event_date):
         return f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339"
     if item.scope == SCOPE_PRIVATE and not private_owner(item):
@@ -176,6 +178,9 @@ def _bad_id(id: str) -> bool:
         return " " in id
     return _BAD_ID.search(id) is not None
 
+
+_KINDS_WITH_RULES = frozenset({KIND_STABLE_FACT, KIND_HYPOTHESIS, KIND_UNKNOWN, KIND_EVENT})
+"""The kinds :func:`validate_base` has a rule of their own for."""
 
 _KINDS_SEEN: dict[str, bool] = {}
 """Kinds already checked against :data:`_KIND` (a store sees a handful, over and over)."""
