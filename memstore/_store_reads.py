@@ -158,6 +158,8 @@ class StoreReads(StoreBase):
         """Active public items whose whole title, or ``service/`` tag value, equals ``query``.
 
         Both sides normalised: what a caller who typed a name means. Newest first.
+        Writes only queue their ids for the exact-title index; the first lookup
+        after them normalises those titles and enters them (once each).
         """
         key = normalize_query(query)
         if not key:
