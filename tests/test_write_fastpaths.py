@@ -145,3 +145,29 @@ def test_the_exact_title_index_follows_writes_made_before_its_first_read() -> No
     store.upsert(Item(kind="note", title="Renamed", id="c"))
     assert sorted(it.id for it in store.exact_matches("renamed")) == sorted([a.id, "c"])
     store._check()
+
+
+def test_upsert_many_is_all_or_nothing_and_leaves_the_collector_as_it_was() -> None:
+    import gc
+
+    from memstore import Config
+
+    def before(it: Item) -> None:
+        if it.title == "third":
+            raise RuntimeError("refused by the host")
+
+    store = Store(Config(before=before))
+    kept = store.upsert(Item(kind="note", title="kept"))
+    with pytest.raises(InvalidItemError, match="entry 1: "):
+        store.upsert_many([Item(kind="note", title="a"), Item(kind="stable_fact", title="b")])
+    with pytest.raises(RuntimeError, match="refused"):
+        store.upsert_many(
+            [Item(kind="note", title=t) for t in ("first", "second", "third", "fourth")]
+        )
+    assert [it.id for it in store.items()] == [kept.id]
+    assert gc.isenabled()
+    store._check()
+    out = store.upsert_many([Item(kind="note", title="x"), Item(kind="note", title="y")])
+    assert [it.title for it in out] == ["x", "y"]
+    assert len(store) == 3
+    store._check()
