@@ -45,6 +45,7 @@ __all__ = [
     "NEAR_DUP_MIN_TOKENS",
     "NEAR_DUP_SHORT_TEXT_THRESHOLD",
     "DedupTokens",
+    "Incoming",
     "better_routing_fact",
     "cluster_near_duplicates",
     "dedup_comparable",
@@ -96,21 +97,44 @@ def dedup_comparable(a: Item, b: Item) -> bool:
     ``a`` is never a merge target, and an ``a`` with an ``author/`` tag only
     takes a ``b`` carrying the identical author tags.
     """
-    if a.kind != b.kind or a.scope != b.scope:
-        return False
-    if a.subject.casefold() != b.subject.casefold():
-        return False
-    if partition_from_tags(a.tags) != partition_from_tags(b.tags):
-        return False
-    sa, sb = service_tag_value(a), service_tag_value(b)
-    if sa is not None and sb is not None and sa != sb:
-        return False
-    if a.origin == ORIGIN_HUMAN and _is_model_written(b):
-        return False
-    if SHARED_TAG in a.tags:
-        return False
-    authors_a = _author_tags(a)
-    return not authors_a or authors_a == _author_tags(b)
+    return Incoming(b).comparable(a)
+
+
+class Incoming:
+    """What :func:`dedup_comparable` reads of the incoming item, derived once.
+
+    The write gate checks one incoming item against many candidates: its
+    subject, partition, service and author tags are read from it here, once,
+    not again for every candidate.
+    """
+
+    __slots__ = ("authors", "kind", "model_written", "partition", "scope", "service", "subject")
+
+    def __init__(self, b: Item) -> None:
+        self.kind, self.scope = b.kind, b.scope
+        self.subject = b.subject.casefold()
+        self.partition = partition_from_tags(b.tags)
+        self.service = service_tag_value(b)
+        self.model_written = _is_model_written(b)
+        self.authors = _author_tags(b)
+
+    def comparable(self, a: Item) -> bool:
+        """:func:`dedup_comparable` of ``a`` (the existing item) and this incoming one."""
+        if a.kind != self.kind or a.scope != self.scope:
+            return False
+        if a.subject.casefold() != self.subject:
+            return False
+        if partition_from_tags(a.tags) != self.partition:
+            return False
+        sa, sb = service_tag_value(a), self.service
+        if sa is not None and sb is not None and sa != sb:
+            return False
+        if a.origin == ORIGIN_HUMAN and self.model_written:
+            return False
+        if SHARED_TAG in a.tags:
+            return False
+        authors_a = _author_tags(a)
+        return not authors_a or authors_a == self.authors
 
 
 def near_duplicate_tokens(ta: frozenset[str], tb: frozenset[str]) -> tuple[float, bool]:
@@ -152,10 +176,11 @@ def find_near_duplicate(candidates: Iterable[Item], item: Item) -> tuple[Item, f
     """
     best: tuple[Item, float] | None = None
     tokens = dedup_tokens(item)
+    incoming = Incoming(item)
     for cand in candidates:
         if cand.status != STATUS_ACTIVE or (item.id and cand.id == item.id):
             continue
-        if not dedup_comparable(cand, item):
+        if not incoming.comparable(cand):
             continue
         score, dup = near_duplicate_tokens(dedup_tokens(cand), tokens)
         if dup and (best is None or score > best[1]):

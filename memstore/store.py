@@ -61,7 +61,7 @@ from memstore.item import (
     Removed,
     ThoughtLink,
 )
-from memstore.neardup import dedup_comparable, near_duplicate_tokens
+from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
 from memstore.text import dedup_tokens
 from memstore.validate import (
@@ -420,12 +420,13 @@ class Store(StoreReads, StoreSearch):
                     found.update(lex.ids_with_word(w))
             pool = sorted(found)
         now = self._now()
+        incoming = Incoming(item)  # the item's side of every comparison, derived once
         best: tuple[Item, float] | None = None
         for cid in pool:
             cand = self._items.get(cid)
             if cand is None or cand.kind != item.kind or not cand.is_active(now):
                 continue
-            if not dedup_comparable(cand, item):
+            if not incoming.comparable(cand):
                 continue
             score, dup = near_duplicate_tokens(self._dedup_cache.tokens(cand), tokens)
             if dup and (best is None or score > best[1]):
