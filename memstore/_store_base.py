@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
-import regex
 from sortedcontainers import SortedKeyList
 
 from memstore._lexindex import LexicalIndex
@@ -31,6 +30,7 @@ from memstore.item import (
     STATUS_STALE,
     Item,
 )
+from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
 from memstore.vocabulary import Vocabulary
@@ -39,15 +39,17 @@ __all__ = ["StoreBase"]
 
 builtins_id = id  # methods here name their parameter ``id``, after the item field
 
-_ULID = regex.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # ASCII alone: the stdlib engine is faster
 
 
-@dataclass
 class _Txn:
     """The open write group: an undo log and the changes made so far."""
 
-    undo: list[tuple[str, Item | None]] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
+    __slots__ = ("changes", "undo")
+
+    def __init__(self) -> None:  # one per write: a plain class is cheaper than a dataclass
+        self.undo: list[tuple[str, Item | None]] = []
+        self.changes: list[Change] = []
 
 
 class StoreBase:
@@ -65,6 +67,10 @@ class StoreBase:
         self._backlinks: dict[str, set[str]] = {}
         self._citations: dict[str, set[str]] = {}
         self._exact: dict[str, set[str]] = {}
+        # Indexed ids not yet in ``_exact``: titles are normalised when an exact
+        # lookup first needs them (``_exact_catch_up``), not on every write.
+        self._exact_todo: set[str] = set()
+        self._dedup_cache = DedupTokens()
         self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
         self._txn: _Txn | None = None
         self._tls = threading.local()
@@ -262,7 +268,12 @@ class StoreBase:
         if skip is not None:
             return not skip(id)
         prefix = self._config.id_prefix
-        return not (id.startswith(prefix) and _ULID.fullmatch(id[len(prefix) :]) is not None)
+        start = len(prefix)
+        return not (
+            len(id) == start + 26
+            and id.startswith(prefix)
+            and _ULID.fullmatch(id, start) is not None
+        )
 
     def _set(self, id: str, new: Item | None) -> None:
         """Make ``new`` the stored state of ``id`` (``None`` deletes) in every index."""
@@ -278,9 +289,9 @@ class StoreBase:
                 for ref in old.evidence_refs:
                     _discard(self._citations, _cited_id(ref), id)
             if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
-                for key in _exact_keys(old):
-                    _discard(self._exact, key, id)
+                self._unexact(id, old)
         if new is None:
+            self._dedup_cache.forget(id)
             self._items.pop(id, None)
             self._lex.remove(id)
             self._index_id.pop(id, None)
@@ -294,19 +305,46 @@ class StoreBase:
         for ref in new.evidence_refs:
             self._citations.setdefault(_cited_id(ref), set()).add(id)
         if self._indexable(new):
-            was_indexed = id in self._index_id
-            index_id = self._index_id_text(id)
+            known = self._index_id.get(id)  # a function of the id alone: derived once
+            was_indexed = known is not None
+            index_id = self._index_id_text(id) if known is None else known
             self._lex.put(new, index_id)
             self._index_id[id] = index_id
             if not was_indexed or old is None or not _same_exact_keys(old, new):
-                for key in _exact_keys(new):
-                    self._exact.setdefault(key, set()).add(id)
+                self._exact_todo.add(id)
         else:
             if id in self._index_id and old is not None and _same_exact_keys(old, new):
-                for key in _exact_keys(old):  # kept above while it stayed indexed
-                    _discard(self._exact, key, id)
+                self._unexact(id, old)  # kept above while it stayed indexed
             self._lex.remove(id)
             self._index_id.pop(id, None)
+
+    def _unexact(self, id: str, old: Item) -> None:
+        """Take ``id`` (stored as ``old``) out of the exact-title index, or its queue."""
+        if id in self._exact_todo:
+            self._exact_todo.discard(id)  # never entered: nothing to take out
+            return
+        for key in _exact_keys(old):
+            _discard(self._exact, key, id)
+
+    def _exact_catch_up(self) -> None:
+        """Enter the queued ids into the exact-title index (the lock held).
+
+        Normalising a title costs about as much as the rest of a write's own
+        bookkeeping, and only :meth:`exact_matches` reads the index: so writes
+        queue their ids, and the first lookup after them enters them all.
+        """
+        todo = self._exact_todo
+        if not todo:
+            return
+        exact, items = self._exact, self._items
+        for id in todo:
+            for key in _exact_keys(items[id]):
+                ids = exact.get(key)
+                if ids is None:
+                    exact[key] = {id}
+                else:
+                    ids.add(id)
+        todo.clear()
 
     def _view(self, item: Item, now: _dt.datetime) -> Item:
         """A copy for a reader, reporting lazy staleness."""
@@ -349,6 +387,8 @@ class StoreBase:
         """Assert that every index agrees with the items (for tests)."""
         with self._locked():
             assert self._txn is None
+            assert self._exact_todo <= set(self._index_id), "queued exact ids not indexed"
+            self._exact_catch_up()
             indexable = {id: it for id, it in self._items.items() if self._indexable(it)}
             self._lex._check(indexable, self._index_id)
             assert set(self._index_id) == set(indexable)

@@ -158,12 +158,15 @@ class StoreReads(StoreBase):
         """Active public items whose whole title, or ``service/`` tag value, equals ``query``.
 
         Both sides normalised: what a caller who typed a name means. Newest first.
+        Writes only queue their ids for the exact-title index; the first lookup
+        after them normalises those titles and enters them (once each).
         """
         key = normalize_query(query)
         if not key:
             return []
         with self._locked():
             now = self._now()
+            self._exact_catch_up()
             found = [self._items[i] for i in self._exact.get(key, ())]
             found = [
                 it

@@ -140,6 +140,12 @@ def unit_interval(value: object, name: str) -> float:
 
 def text_list(value: object, name: str, max_items: int, max_chars: int) -> list[str]:
     """A list (or tuple, or other collection) of strings; one bare string is refused."""
+    if (
+        type(value) is list
+        and len(value) <= max_items
+        and all(type(v) is str and len(v) <= max_chars and v.isascii() for v in value)
+    ):
+        return list(value)  # the common case: every check below would pass
     if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise InvalidItemError(f"{name} must be a list of text, got {describe(value)}")
     out = list(value)

@@ -51,6 +51,7 @@ __all__ = [
     "ScoredItem",
     "ThoughtLink",
     "utc_now",
+    "well_typed",
 ]
 
 # Kinds the engine itself knows by name; every other kind belongs to the host.
@@ -202,19 +203,26 @@ class Item(MemoryCellSpec):
     """``links`` is the writer's whole set, even when empty (else upsert keeps old links)."""
 
     def clone(self, **update: Any) -> Item:
-        """A copy that shares no list or dict with this item (no re-validation)."""
+        """A copy that shares no list or dict with this item (no re-validation).
+
+        The store's hot path: every write copies its item at least once, so
+        this builds the copy directly (no pydantic machinery) and copies a
+        link only when there is one.
+        """
         d = self.__dict__.copy()
         d["tags"] = list(self.tags)
-        d["links"] = [link.model_copy() for link in self.links]
+        links = self.links
+        d["links"] = [link.model_copy() for link in links] if links else []
         d["supersedes"] = list(self.supersedes)
         d["evidence_refs"] = list(self.evidence_refs)
         d["data"] = dict(self.data)
-        d.update(update)
-        new = Item.__new__(Item)
-        object.__setattr__(new, "__dict__", d)
-        object.__setattr__(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        object.__setattr__(new, "__pydantic_extra__", None)
-        object.__setattr__(new, "__pydantic_private__", None)
+        if update:
+            d.update(update)
+        new = _new_item(Item)
+        _set_attr(new, "__dict__", d)
+        _set_attr(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        _set_attr(new, "__pydantic_extra__", None)
+        _set_attr(new, "__pydantic_private__", None)
         return new
 
     def spec(self) -> MemoryCellSpec:
@@ -236,6 +244,84 @@ class Item(MemoryCellSpec):
         from memstore.eventdate import event_time_annotation
 
         return self.title + event_time_annotation(self.event_date)
+
+
+_LIST_FIELDS = ("tags", "supersedes", "evidence_refs")
+_CHOICES = (
+    ("scope", frozenset({SCOPE_PUBLIC, SCOPE_PRIVATE})),
+    ("status", frozenset({STATUS_ACTIVE, STATUS_STALE, STATUS_SUPERSEDED})),
+    ("confidence", frozenset(CONFIDENCE_RANK)),
+    ("origin", frozenset({ORIGIN_OBSERVED, ORIGIN_DERIVED, ORIGIN_HUMAN, ORIGIN_VERIFIED, ""})),
+)
+_TIMES = ("stale_after", "created_at", "updated_at")
+
+
+def well_typed(item: Item) -> bool:
+    """Whether every field of ``item`` holds exactly what the model declares.
+
+    Construction validates, but a field assigned afterwards is not checked
+    (pydantic does not validate assignment): ``it.tags = "a,b"`` sticks. A
+    writer that must not trust its input re-validates a dump of the item; when
+    this returns ``True`` (exact ``str``, ``list``, ``dict``, ``bool``,
+    ``float`` and aware ``datetime`` values, choices among the allowed ones,
+    link weights in range), that re-validation would return an equal copy, so
+    a plain :meth:`Item.clone` does. ``False`` says only "check the slow way".
+
+    >>> it = Item(kind="note", title="x")
+    >>> well_typed(it)
+    True
+    >>> it.tags = ("a",)  # a tuple: validation would make it a list
+    >>> well_typed(it)
+    False
+    """
+    d = item.__dict__
+    if not (
+        type(d["id"]) is str
+        and type(d["kind"]) is str
+        and type(d["title"]) is str
+        and type(d["content"]) is str
+        and type(d["subject"]) is str
+        and type(d["event_date"]) is str
+    ):
+        return False
+    for name, allowed in _CHOICES:
+        value = d[name]
+        if type(value) is not str or value not in allowed:
+            return False
+    for name in _LIST_FIELDS:
+        values = d[name]
+        if type(values) is not list:
+            return False
+        for v in values:
+            if type(v) is not str:
+                return False
+    links = d["links"]
+    if type(links) is not list:
+        return False
+    for link in links:
+        if type(link) is not ThoughtLink:
+            return False
+        ld = link.__dict__
+        weight = ld["weight"]
+        if type(ld["to_id"]) is not str or type(ld["relation"]) is not str:
+            return False
+        if type(weight) is not float or not 0.0 < weight <= 1.0:
+            return False
+    data = d["data"]
+    if type(data) is not dict:
+        return False
+    for k, v in data.items():
+        if type(k) is not str or type(v) is not str:
+            return False
+    for name in _TIMES:
+        value = d[name]
+        if value is not None and (type(value) is not _dt.datetime or value.utcoffset() is None):
+            return False
+    return type(d["no_embed"]) is bool and type(d["links_set"]) is bool
+
+
+_new_item = Item.__new__
+_set_attr = object.__setattr__  # pydantic's own __setattr__ would validate and track
 
 
 class RefutedRecord(BaseModel):

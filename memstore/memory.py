@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from memstore import arguments as arg
+from memstore._gc import bulk_load
 from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import (
@@ -43,7 +44,7 @@ from memstore.errors import (
     MemstoreError,
     ReadOnlyError,
 )
-from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
+from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink, well_typed
 from memstore.journal import Journal, Lsn, SqliteJournal, Version
 from memstore.limits import (
     MAX_CONTEXT_DEPTH,
@@ -81,6 +82,10 @@ JOURNAL_FILE: Final = "journal.db"
 """The journal's file name inside a :class:`Memory` folder (vectors live beside it)."""
 
 _FIELDS: Final = frozenset(Item.model_fields)
+_BUILT_FIELDS: Final = _FIELDS - {"cell_originated"}
+"""The fields an item built from an ``Item`` counts as set (as validating its dump did)."""
+_NOTE: Final = Item(kind=DEFAULT_KIND)
+"""What a note added as plain text is a copy of (with its content and tags)."""
 _INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
 _SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {
     "store",
@@ -310,10 +315,11 @@ class Memory:
         dedup = arg.flag(dedup, "dedup")
         item = self._build(text_or_item, partition, private_to, fields)
         self._check_open()
+        # ``item`` was built here for this write: the store need not copy it.
         if dedup:
-            stored, _ = self.store.upsert_dedup(item)
+            stored, _ = self.store._upsert_dedup(item, owned=True)
             return stored
-        return self.store.upsert(item)
+        return self.store._upsert(item, owned=True)
 
     def add_many(
         self,
@@ -330,10 +336,26 @@ class Memory:
         stored. ``progress=True`` draws a progress bar on stderr.
         """
         progress = arg.flag(progress, "progress")
+        # What a batch builds lives on in the store: the cyclic collector would
+        # only walk it again and again meanwhile (it runs as usual afterwards).
+        with bulk_load(collect=False):
+            built = self._build_entries(items, partition)
+            self._check_open()
+            if not progress:
+                # The entries were built here, for this write: the store takes them
+                # as they are (no defensive copy), validated all before any is written.
+                return self.store._upsert_many(built, owned=True)
+            return self._add_with_progress(built)
+
+    def _build_entries(
+        self, items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
+    ) -> list[Item]:
         built: list[Item] = []
         for n, entry in enumerate(arg.entries(items)):
             try:
-                if isinstance(entry, Mapping):
+                if isinstance(entry, str | Item):
+                    built.append(self._build(entry, partition, None, {}))
+                elif isinstance(entry, Mapping):
                     fields = dict(entry)
                     text = fields.pop("text", None)
                     part = fields.pop("partition", partition)
@@ -350,21 +372,20 @@ class Memory:
                     built.append(self._build(entry, partition, None, {}))
             except InvalidItemError as e:
                 raise InvalidItemError(f"entry {n}: {e.reason}") from None
-        bar = _Progress(len(built)) if progress else None
+        return built
+
+    def _add_with_progress(self, built: list[Item]) -> list[Item]:
+        bar = _Progress(len(built))
         out: list[Item] = []
-        self._check_open()
         with self.store.batch():
             for n, it in enumerate(built):
                 try:
                     out.append(self.store.upsert(it))
                 except InvalidItemError as e:
                     raise InvalidItemError(f"entry {n}: {e.reason}") from None
-                if bar is not None:
-                    bar.step()
-            if bar is not None:
-                bar.note("embedding and writing")
-        if bar is not None:
-            bar.done()
+                bar.step()
+            bar.note("embedding and writing")
+        bar.done()
         return out
 
     def update(self, id: str, /, **fields: Any) -> Item:
@@ -708,6 +729,29 @@ class Memory:
         fields: dict[str, Any],
     ) -> Item:
         _check_fields(fields)
+        if isinstance(text_or_item, Item) and not fields and well_typed(text_or_item):
+            # Every field already holds what the model declares: a copy is what
+            # re-validating a dump of it would give, without the round trip.
+            item = text_or_item.clone(cell_originated=False)
+            object.__setattr__(item, "__pydantic_fields_set__", set(_BUILT_FIELDS))
+            tags = self._placed_tags(item.tags, partition, private_to)
+            item.__dict__["tags"] = tags
+            if private_to is not None:
+                item.__dict__["scope"] = SCOPE_PRIVATE
+            return item
+        if isinstance(text_or_item, str) and not fields:
+            if not text_or_item.strip():
+                raise InvalidItemError("a note needs text (or a title)")
+            tags = self._placed_tags(None, partition, private_to)
+            item = _NOTE.clone(content=text_or_item, tags=tags)
+            if private_to is None:
+                object.__setattr__(item, "__pydantic_fields_set__", {"kind", "content", "tags"})
+            else:
+                item.__dict__["scope"] = SCOPE_PRIVATE
+                object.__setattr__(
+                    item, "__pydantic_fields_set__", {"kind", "content", "tags", "scope"}
+                )
+            return item
         if isinstance(text_or_item, Item):
             data = text_or_item.model_dump()
             for flag in ("no_embed", "links_set"):
@@ -719,8 +763,15 @@ class Memory:
             data = {"kind": DEFAULT_KIND, "content": text_or_item, **fields}
         else:
             raise InvalidItemError(f"add takes text or an Item, got {type(text_or_item).__name__}")
-        raw_tags = data.get("tags")
-        tags = [] if raw_tags is None else arg.text_list(raw_tags, "tags", MAX_TAGS, MAX_TAG_CHARS)
+        data["tags"] = self._placed_tags(data.get("tags"), partition, private_to)
+        if private_to is not None:
+            data["scope"] = SCOPE_PRIVATE
+        return _validated(data)
+
+    @staticmethod
+    def _placed_tags(raw: object, partition: str | None, private_to: str | None) -> list[str]:
+        """``raw`` tags checked, with the partition's and the owner's tag put in place."""
+        tags = [] if raw is None else arg.text_list(raw, "tags", MAX_TAGS, MAX_TAG_CHARS)
         if partition is not None:
             name = _partition_name(partition)
             tags = [t for t in tags if not t.startswith(PARTITION_TAG_PREFIX)]
@@ -729,9 +780,7 @@ class Memory:
             private_to = arg.name_arg(private_to, "private_to")
             tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
             tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
-            data["scope"] = SCOPE_PRIVATE
-        data["tags"] = tags
-        return _validated(data)
+        return tags
 
 
 def _postgres_journal(dsn: str) -> Journal:

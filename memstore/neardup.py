@@ -44,6 +44,8 @@ __all__ = [
     "NEAR_DUP_CONTAINMENT",
     "NEAR_DUP_MIN_TOKENS",
     "NEAR_DUP_SHORT_TEXT_THRESHOLD",
+    "DedupTokens",
+    "Incoming",
     "better_routing_fact",
     "cluster_near_duplicates",
     "dedup_comparable",
@@ -95,21 +97,44 @@ def dedup_comparable(a: Item, b: Item) -> bool:
     ``a`` is never a merge target, and an ``a`` with an ``author/`` tag only
     takes a ``b`` carrying the identical author tags.
     """
-    if a.kind != b.kind or a.scope != b.scope:
-        return False
-    if a.subject.casefold() != b.subject.casefold():
-        return False
-    if partition_from_tags(a.tags) != partition_from_tags(b.tags):
-        return False
-    sa, sb = service_tag_value(a), service_tag_value(b)
-    if sa is not None and sb is not None and sa != sb:
-        return False
-    if a.origin == ORIGIN_HUMAN and _is_model_written(b):
-        return False
-    if SHARED_TAG in a.tags:
-        return False
-    authors_a = _author_tags(a)
-    return not authors_a or authors_a == _author_tags(b)
+    return Incoming(b).comparable(a)
+
+
+class Incoming:
+    """What :func:`dedup_comparable` reads of the incoming item, derived once.
+
+    The write gate checks one incoming item against many candidates: its
+    subject, partition, service and author tags are read from it here, once,
+    not again for every candidate.
+    """
+
+    __slots__ = ("authors", "kind", "model_written", "partition", "scope", "service", "subject")
+
+    def __init__(self, b: Item) -> None:
+        self.kind, self.scope = b.kind, b.scope
+        self.subject = b.subject.casefold()
+        self.partition = partition_from_tags(b.tags)
+        self.service = service_tag_value(b)
+        self.model_written = _is_model_written(b)
+        self.authors = _author_tags(b)
+
+    def comparable(self, a: Item) -> bool:
+        """:func:`dedup_comparable` of ``a`` (the existing item) and this incoming one."""
+        if a.kind != self.kind or a.scope != self.scope:
+            return False
+        if a.subject.casefold() != self.subject:
+            return False
+        if partition_from_tags(a.tags) != self.partition:
+            return False
+        sa, sb = service_tag_value(a), self.service
+        if sa is not None and sb is not None and sa != sb:
+            return False
+        if a.origin == ORIGIN_HUMAN and self.model_written:
+            return False
+        if SHARED_TAG in a.tags:
+            return False
+        authors_a = _author_tags(a)
+        return not authors_a or authors_a == self.authors
 
 
 def near_duplicate_tokens(ta: frozenset[str], tb: frozenset[str]) -> tuple[float, bool]:
@@ -151,15 +176,53 @@ def find_near_duplicate(candidates: Iterable[Item], item: Item) -> tuple[Item, f
     """
     best: tuple[Item, float] | None = None
     tokens = dedup_tokens(item)
+    incoming = Incoming(item)
     for cand in candidates:
         if cand.status != STATUS_ACTIVE or (item.id and cand.id == item.id):
             continue
-        if not dedup_comparable(cand, item):
+        if not incoming.comparable(cand):
             continue
         score, dup = near_duplicate_tokens(dedup_tokens(cand), tokens)
         if dup and (best is None or score > best[1]):
             best = (cand, score)
     return best
+
+
+class DedupTokens:
+    """Each item's :func:`~memstore.text.dedup_tokens`, kept while its text stays the same.
+
+    The store's write gate compares a restatement with every candidate cell;
+    tokenising a candidate costs more than scoring it, and the same cells are
+    candidates write after write. An entry is keyed by id and checked against
+    the title and content it was computed from (the same string objects while
+    the item is unchanged, so the check is an identity test), so an edited or
+    rolled-back item is simply re-tokenised; :meth:`forget` drops a deleted id.
+
+    >>> cache = DedupTokens()
+    >>> it = Item(id="a", kind="note", title="payment api timeouts", content="under load")
+    >>> sorted(cache.tokens(it))
+    ['api', 'load', 'payment', 'timeout']
+    >>> cache.tokens(it) is cache.tokens(it)
+    True
+    """
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, tuple[str, str, frozenset[str]]] = {}
+
+    def tokens(self, item: Item) -> frozenset[str]:
+        """The token set of ``item`` (computed on first use, or after its text changed)."""
+        got = self._by_id.get(item.id)
+        if got is not None and got[0] == item.title and got[1] == item.content:
+            return got[2]
+        toks = dedup_tokens(item)
+        self._by_id[item.id] = (item.title, item.content, toks)
+        return toks
+
+    def forget(self, id: str) -> None:
+        """Drop what is kept for ``id`` (it was deleted)."""
+        self._by_id.pop(id, None)
 
 
 def cluster_near_duplicates(items: Sequence[Item]) -> list[list[Item]]:

@@ -28,14 +28,13 @@ import datetime as _dt
 import os
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from ulid import ULID
-
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._store_base import _unfolded
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
+from memstore._ulid import new_ulid
 from memstore.config import (
     BeforeCommitListener,
     Change,
@@ -62,10 +61,11 @@ from memstore.item import (
     Removed,
     ThoughtLink,
 )
-from memstore.neardup import dedup_comparable, near_duplicate_tokens
+from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
 from memstore.text import dedup_tokens
 from memstore.validate import (
+    RETAINED_KINDS,
     naive_datetime_rejection,
     stamp_knowledge_retention,
     thought_link_rejection,
@@ -230,17 +230,22 @@ class Store(StoreReads, StoreSearch):
     def _mint_id(self) -> str:
         if self._config.new_id is not None:
             return self._config.new_id()
-        return f"{self._config.id_prefix}{ULID()}"
+        return self._config.id_prefix + new_ulid()
 
-    def _prepare(self, item: Item) -> tuple[Item, bool]:
-        """Copy, coerce, stamp and validate an incoming item (no lock held)."""
+    def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
+        """Copy, coerce, stamp and validate an incoming item (no lock held).
+
+        ``owned``: the caller built ``item`` for this write and keeps no
+        reference to it, so it is worked on without the defensive copy.
+        """
         if not isinstance(item, Item):
             raise InvalidItemError(f"expected an Item, got {type(item).__name__}")
-        it = item.clone()
+        it = item if owned else item.clone()
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
         had_deadline = it.stale_after is not None
-        stamp_knowledge_retention(it, self._config.retention, self._now())
+        if not had_deadline and it.kind in RETAINED_KINDS:  # the clock only when it is used
+            stamp_knowledge_retention(it, self._config.retention, self._now())
         why = validate_base(self._vocab, it)
         if not why and self._config.validate is not None:
             why = self._config.validate(it)
@@ -287,10 +292,48 @@ class Store(StoreReads, StoreSearch):
         with no id gets a minted one; an update keeps the stored creation time,
         links (unless ``links_set``) and origin when the new one carries none.
         """
-        it, had_deadline = self._prepare(item)
+        return self._upsert(item, owned=False)
+
+    def _upsert(self, item: Item, *, owned: bool) -> Item:
+        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it."""
+        it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             existing = self._items.get(it.id) if it.id else None
             return self._upsert_locked(it, existing, had_deadline)
+
+    def upsert_many(self, items: Iterable[Item]) -> list[Item]:
+        """:meth:`upsert` of every item, as one write group; returns the stored copies.
+
+        Every item is validated before anything is written: one rejected item
+        raises :class:`~memstore.errors.InvalidItemError` naming its position
+        (``"entry 3: ..."``) and nothing changes. Then the items are written in
+        order (a later one with the same id updates an earlier one) and commit
+        together, as in ``with store.batch():`` (one journal transaction).
+
+        >>> store = Store()
+        >>> [it.title for it in store.upsert_many([Item(kind="note", title="a"),
+        ...                                        Item(kind="note", title="b")])]
+        ['a', 'b']
+        """
+        return self._upsert_many(list(items), owned=False)
+
+    def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
+        """:meth:`upsert_many`; ``owned``: the caller built the items and drops them."""
+        prepared: list[tuple[Item, bool]] = []
+        for n, item in enumerate(items):
+            try:
+                prepared.append(self._prepare(item, owned=owned))
+            except InvalidItemError as e:
+                raise InvalidItemError(f"entry {n}: {e.reason}") from None
+        out: list[Item] = []
+        # Everything the group builds lives on in the store: the cyclic collector
+        # would only walk it again and again meanwhile (it runs as usual after).
+        with bulk_load(collect=False), self._writing():
+            items_now = self._items
+            for it, had_deadline in prepared:
+                existing = items_now.get(it.id) if it.id else None
+                out.append(self._upsert_locked(it, existing, had_deadline))
+        return out
 
     def _upsert_locked(self, it: Item, existing: Item | None, had_deadline: bool) -> Item:
         """Stamp a prepared item, let the ``before`` seam amend it, write it; a copy back."""
@@ -316,9 +359,13 @@ class Store(StoreReads, StoreSearch):
         the restatement, an unset origin stamped as on any write) and its id is
         returned second.
         """
+        return self._upsert_dedup(item, owned=False)
+
+    def _upsert_dedup(self, item: Item, *, owned: bool) -> tuple[Item, str | None]:
+        """:meth:`upsert_dedup`; ``owned`` as for :meth:`_upsert`."""
         if item.kind not in DEDUP_ELIGIBLE_KINDS:
-            return self.upsert(item), None
-        it, had_deadline = self._prepare(item)
+            return self._upsert(item, owned=owned), None
+        it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             if it.id and it.id in self._items:
                 return self._upsert_locked(it, self._items[it.id], had_deadline), None
@@ -331,15 +378,16 @@ class Store(StoreReads, StoreSearch):
             target = self._find_duplicate_locked(it)
             if target is None:
                 return self._upsert_locked(it, None, had_deadline), None
-            merged = it.clone(
-                id=target.id,
-                created_at=target.created_at,
-                links=[link.model_copy() for link in target.links],
-                supersedes=list(target.supersedes),
-                cell_originated=target.cell_originated,
-                tags=list(dict.fromkeys([*target.tags, *it.tags])),
-                updated_at=self._now(),
-            )
+            # ``it`` is this write's own copy: the merge is made in it, not in
+            # another clone of it.
+            merged = it
+            f["tags"] = list(dict.fromkeys([*target.tags, *it.tags]))
+            f["id"] = target.id
+            f["created_at"] = target.created_at
+            f["links"] = [link.model_copy() for link in target.links]
+            f["supersedes"] = list(target.supersedes)
+            f["cell_originated"] = target.cell_originated
+            f["updated_at"] = self._now()
             ttl = self._config.default_ttl
             if ttl is not None and not had_deadline:
                 # As for an update: a restatement without a deadline keeps the
@@ -351,6 +399,12 @@ class Store(StoreReads, StoreSearch):
             return self._store_locked(merged), target.id
 
     def _find_duplicate_locked(self, item: Item) -> Item | None:
+        """The best near-duplicate of ``item`` among the stored cells, or ``None``.
+
+        Each candidate's token set comes from the store's cache (tokenised
+        once while its title and content stay the same), not re-derived at
+        every check.
+        """
         tokens = dedup_tokens(item)
         if not tokens:
             return None
@@ -366,14 +420,15 @@ class Store(StoreReads, StoreSearch):
                     found.update(lex.ids_with_word(w))
             pool = sorted(found)
         now = self._now()
+        incoming = Incoming(item)  # the item's side of every comparison, derived once
         best: tuple[Item, float] | None = None
         for cid in pool:
             cand = self._items.get(cid)
             if cand is None or cand.kind != item.kind or not cand.is_active(now):
                 continue
-            if not dedup_comparable(cand, item):
+            if not incoming.comparable(cand):
                 continue
-            score, dup = near_duplicate_tokens(dedup_tokens(cand), tokens)
+            score, dup = near_duplicate_tokens(self._dedup_cache.tokens(cand), tokens)
             if dup and (best is None or score > best[1]):
                 best = (cand, score)
         return best[0] if best else None

@@ -13,6 +13,7 @@ reason and changes nothing.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from collections.abc import Callable
 
 import regex
@@ -112,13 +113,14 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     one wherever set), an owner tag on private items, one partition tag at
     most, well-formed tags, links and data.
     """
-    if item.id and (len(item.id) > MAX_ID_CHARS or _BAD_ID.search(item.id)):
-        return f"id {item.id[:80]!r} must be at most {MAX_ID_CHARS} characters with no spaces"
-    if not item.kind:
+    id, kind, title, content = item.id, item.kind, item.title, item.content
+    if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
+        return f"id {id[:80]!r} must be at most {MAX_ID_CHARS} characters with no spaces"
+    if not kind:
         return "kind is required"
-    if not _KIND.fullmatch(item.kind):
-        return f"kind {item.kind[:80]!r} must be 1-64 letters, digits or _ . : / -"
-    if not item.title.strip() and not item.content.strip():
+    if not _valid_kind(kind):
+        return f"kind {kind[:80]!r} must be 1-64 letters, digits or _ . : / -"
+    if (not title or title.isspace()) and (not content or content.isspace()):
         return "title and content are both empty"
     if len(item.title) > MAX_TITLE_CHARS:
         return f"title is {len(item.title)} characters; at most {MAX_TITLE_CHARS}"
@@ -127,20 +129,22 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     why = _size_rejection(item)
     if why:
         return why
-    if (
-        item.kind == KIND_STABLE_FACT
-        and item.confidence != "high"
-        and not vocabulary.fact_confidence_optional
-    ):
-        return f"kind {item.kind!r} needs confidence 'high', got {item.confidence!r}"
-    if item.kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
-        return f"kind {item.kind!r} needs a deadline (stale_after)"
-    if item.kind == KIND_EVENT and not item.event_date:
-        return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
-    why = naive_datetime_rejection(item)
-    if why:
-        return why
-    if item.event_date and not valid_event_date(item.event_date):
+    if kind in _KINDS_WITH_RULES:
+        if (
+            kind == KIND_STABLE_FACT
+            and item.confidence != "high"
+            and not vocabulary.fact_confidence_optional
+        ):
+            return f"kind {kind!r} needs confidence 'high', got {item.confidence!r}"
+        if kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
+            return f"kind {kind!r} needs a deadline (stale_after)"
+        if kind == KIND_EVENT and not item.event_date:
+            return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
+    if item.stale_after is not None or item.created_at is not None or item.updated_at is not None:
+        why = naive_datetime_rejection(item)
+        if why:
+            return why
+    if item.event_date and not _valid_event_date(item.event_date):
         return f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339"
     if item.scope == SCOPE_PRIVATE and not private_owner(item):
         return "a private item needs its owner's tag (user:<hash>)"
@@ -162,6 +166,40 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         if not key:
             return "data keys must be non-empty"
     return ""
+
+
+def _bad_id(id: str) -> bool:
+    """Whether ``id`` holds whitespace or a control character.
+
+    Printable ASCII (nearly every id) holds neither but the space, so only
+    other text pays for the Unicode pattern.
+    """
+    if id.isascii() and id.isprintable():
+        return " " in id
+    return _BAD_ID.search(id) is not None
+
+
+_KINDS_WITH_RULES = frozenset({KIND_STABLE_FACT, KIND_HYPOTHESIS, KIND_UNKNOWN, KIND_EVENT})
+"""The kinds :func:`validate_base` has a rule of their own for."""
+
+_KINDS_SEEN: dict[str, bool] = {}
+"""Kinds already checked against :data:`_KIND` (a store sees a handful, over and over)."""
+_KINDS_SEEN_MAX = 4096
+
+
+def _valid_kind(kind: str) -> bool:
+    ok = _KINDS_SEEN.get(kind)
+    if ok is None:
+        ok = _KIND.fullmatch(kind) is not None
+        if len(_KINDS_SEEN) < _KINDS_SEEN_MAX:
+            _KINDS_SEEN[kind] = ok
+    return ok
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid_event_date(event_date: str) -> bool:
+    """:func:`~memstore.eventdate.valid_event_date`, remembered (dates recur across items)."""
+    return valid_event_date(event_date)
 
 
 def _size_rejection(item: Item) -> str:
@@ -197,6 +235,13 @@ def _size_rejection(item: Item) -> str:
 
 def _surrogate_rejection(item: Item) -> str:
     """Which text of the item holds a lone surrogate (the journal could not encode it)."""
+    fields = (item.id, item.kind, item.title, item.content, item.subject, item.event_date)
+    if (
+        all(map(str.isascii, fields))
+        and not (item.supersedes or item.evidence_refs or item.links or item.data)
+        and "".join(item.tags).isascii()
+    ):
+        return ""  # ASCII holds no surrogate: the common case, copying nothing large
     whole = "".join(
         [
             item.id,
@@ -231,6 +276,12 @@ def _surrogate_rejection(item: Item) -> str:
             if has_lone_surrogate(text):
                 return f"{name} is not valid Unicode text (it holds a lone surrogate)"
     return ""
+
+
+RETAINED_KINDS = frozenset(
+    {KIND_HYPOTHESIS, KIND_UNKNOWN, KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN}
+)
+"""The kinds :func:`stamp_knowledge_retention` may give a deadline (others it leaves)."""
 
 
 def stamp_knowledge_retention(

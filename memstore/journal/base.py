@@ -286,10 +286,10 @@ class JournalBase(ABC):
         hlc = self._ensure_clock().tick()
         rows: list[Row] = []
         for id, c in last.items():
-            if c.op == "delete" and first[id].previous is None:
-                continue  # born and gone within the group
-            where = c.item if c.item is not None else c.previous
-            rows.append(Row.of(id, hlc, c.op, c.kind, c.item, where))
+            if c.op == "upsert":
+                rows.append(Row.of(id, hlc, "upsert", c.kind, c.item, c.item))
+            elif first[id].previous is not None:  # else born and gone within the group
+                rows.append(Row.of(id, hlc, "delete", c.kind, None, c.previous))
         return rows
 
     # ------------------------------------------------------------- reads

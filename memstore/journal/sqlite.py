@@ -259,7 +259,21 @@ class SqliteJournal(JournalBase):
             if rows:
                 conn.executemany(
                     f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (_values(r) for r in rows),
+                    [
+                        (
+                            r.id,
+                            r.lsn,
+                            r.node,
+                            r.to_lsn,
+                            r.to_node,
+                            r.op,
+                            r.kind,
+                            r.partition,
+                            r.shared,
+                            r.item,
+                        )
+                        for r in rows  # _values inlined: one call fewer a row
+                    ],
                 )
 
     def _import_rows(self, rows: Sequence[Row]) -> None:

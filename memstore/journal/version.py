@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
-from memstore.journal.hlc import Hlc, InvalidLsnError, Lsn
+from memstore.journal.hlc import COUNTER_BITS, Hlc, InvalidLsnError, Lsn
 from memstore.tags import SHARED_TAG, partition_from_tags
 
 __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
@@ -85,7 +85,7 @@ class Row:
         tags = where.tags if where is not None else ()
         return cls(
             id,
-            hlc.lsn.packed(),
+            (hlc.wall_ms << COUNTER_BITS) | hlc.counter,  # hlc.lsn.packed(), without the Lsn
             hlc.node_id,
             None,
             None,
