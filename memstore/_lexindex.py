@@ -67,6 +67,26 @@ class _Codes:
         return self._code.get(s, -1)
 
 
+_Key = tuple[
+    str, str, str, bool, str, str, _dt.datetime | None, _dt.datetime | None, tuple[str, ...]
+]
+
+
+def _key(item: Item, index_id: bool) -> _Key:
+    """What the index reads of ``item``: its text (the first four) and its filter fields."""
+    return (
+        item.title,
+        item.content,
+        item.event_date,
+        index_id,
+        item.kind,
+        item.subject,
+        item.updated_at,
+        item.stale_after,
+        tuple(item.tags),
+    )
+
+
 def _deadline_ts(dt: _dt.datetime | None) -> float:
     """A deadline as a timestamp; no deadline is +inf (never due)."""
     return dt.timestamp() if dt is not None else _INF
@@ -195,7 +215,7 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        self._text: dict[str, tuple[str, str, str, bool]] = {}
+        self._text: dict[str, _Key] = {}
         self.lexicon.on_renumber(self._renumber)
 
     def __len__(self) -> int:
@@ -234,17 +254,25 @@ class LexicalIndex:
             arr[n:] = _INF if name == "_stale" else 0
 
     def put(self, item: Item, index_id: bool) -> None:
-        """Index (or re-index) ``item``; the text is re-split only when it changed."""
-        key = (item.title, item.content, item.event_date, index_id)
+        """Index (or re-index) ``item``; the text is re-split only when it changed.
+
+        An item equal, in everything the index reads, to the one indexed under
+        its id costs a tuple comparison (a restore puts each item twice: the
+        snapshot's load and the store's own pass).
+        """
+        key = _key(item, index_id)
+        old = self._text.get(item.id)
+        if old == key:
+            return
         slot = self.lexicon.slot(item.id)
-        if slot is None or self._text.get(item.id) != key:
+        if slot is None or old is None or old[:4] != key[:4]:
             content = words(item.content)
             if item.event_date:
                 content.extend(event_date_words(item.event_date))
             if index_id:
                 content.extend(words(item.id))
             slot = self.lexicon.index_words(item.id, words(item.title), content)
-            self._text[item.id] = key
+        self._text[item.id] = key
         self._grow(slot + 1)
         self._kind[slot] = self._kinds.code(item.kind)
         self._subject[slot] = self._subjects.code(item.subject)
@@ -253,6 +281,25 @@ class LexicalIndex:
         self._stale[slot] = _deadline_ts(item.stale_after)
         self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
         self._shared[slot] = SHARED_TAG in item.tags
+
+    def _put_meta(self, pairs: Sequence[tuple[Item, bool]], slots: list[int]) -> None:
+        """:meth:`put` for items whose text is indexed at ``slots`` already, column by column."""
+        if not pairs:
+            return
+        self._grow(max(slots) + 1)
+        at = np.array(slots, np.intp)
+        items = [it for it, _ in pairs]
+        kinds, subjects, parts = self._kinds, self._subjects, self._partitions
+        self._kind[at] = [kinds.code(it.kind) for it in items]
+        self._subject[at] = [subjects.code(it.subject) for it in items]
+        self._service[at] = [subjects.code(service_tag_value(it) or "") for it in items]
+        self._updated[at] = [_updated_ts(it.updated_at) for it in items]
+        self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
+        self._partition[at] = [parts.code(partition_from_tags(it.tags)) for it in items]
+        self._shared[at] = [SHARED_TAG in it.tags for it in items]
+        text = self._text
+        for it, index_id in pairs:
+            text[it.id] = _key(it, index_id)
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
@@ -276,14 +323,14 @@ class LexicalIndex:
         """
         lex = load_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
         pairs = list(items)
-        if len(pairs) != len(lex) or any(lex.slot(it.id) is None for it, _ in pairs):
+        slot_of = lex._slot_of
+        slots = [slot_of.get(it.id, -1) for it, _ in pairs]
+        if len(pairs) != len(lex) or -1 in slots:
             raise LexiconSnapshotError("the snapshot's documents are not the items given")
         index = cls(compact_min=compact_min)
         index.lexicon = lex
         lex.on_renumber(index._renumber)
-        for it, index_id in pairs:
-            index._text[it.id] = (it.title, it.content, it.event_date, index_id)
-            index.put(it, index_id)
+        index._put_meta(pairs, slots)
         return index
 
     def remove(self, id: str) -> None:
@@ -431,7 +478,7 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            assert self._text[id] == (item.title, item.content, item.event_date, index_id[id])
+            assert self._text[id] == _key(item, index_id[id])
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

@@ -1,11 +1,14 @@
 """A loadable snapshot of the lexical index: its arrays and vocabulary in one ``.npz`` file.
 
-Re-tokenising every item is most of a restore's lexical cost. A snapshot
-keeps what tokenising produced: the ids, each document's words (the
-space-padded text the Lexicon keeps per slot) and title-word count, and the
-content and title postings as CSR arrays (the vocabulary, offsets into one
-int32 slot array). Loading rebuilds the vocabulary indexes (grams, deletions,
-stems) from the vocabulary alone, a small fraction of re-indexing.
+Re-tokenising every item is most of a restore's lexical cost, and rebuilding
+the vocabulary-side indexes most of the rest. A snapshot keeps everything
+derived: the ids, each document's words (the space-padded text the Lexicon
+keeps per slot) and title-word count, the content and title postings as CSR
+arrays (the vocabulary, offsets into one int32 slot array), and the
+vocabulary's gram, deletion and stem tables (:mod:`memstore._vocabindex`:
+keys, offsets and word numbers). Loading decodes the strings, builds the
+dictionaries that name words and ids, and takes every array as it is: the
+postings are sliced per word on first use, nothing is re-derived.
 
 A snapshot is taken at a *generation* the caller names (say, the journal
 sequence number it reflects) and carries a SHA-256 checksum over every array;
@@ -36,13 +39,14 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._postings import Postings
+from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
 from memstore.lexical import Lexicon
 
 __all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "save_lexicon"]
 
-FORMAT = 1
-"""Version of the file layout; a loader refuses any other."""
+FORMAT = 2
+"""Version of the file layout; a loader refuses any other (1: no vocabulary tables)."""
 
 _SEP = "\0"
 _ARRAYS = (
@@ -55,7 +59,10 @@ _ARRAYS = (
     "title_words",
     "title_offsets",
     "title_slots",
+    "vocab",
+    *(f"{t}_{part}" for t in ("grams", "dels", "stems") for part in ("keys", "offsets", "vals")),
 )
+_TABLES = ("grams", "dels", "stems")
 
 
 class LexiconSnapshotError(MemstoreError, ValueError):
@@ -112,6 +119,7 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
                 raise LexiconSnapshotError("an id or a document holds a NUL character")
         words, offsets, slots = _csr(lex._postings)
         twords, toffsets, tslots = _csr(lex._title_postings)
+        vocab, segment = lex._vocab.export()
         arrays: dict[str, npt.NDArray[Any]] = {
             "ids": _pack(ids),
             "doc_text": _pack(lex._doc_text),
@@ -122,13 +130,20 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
             "title_words": _pack(twords),
             "title_offsets": toffsets,
             "title_slots": tslots,
+            "vocab": _pack(vocab),
         }
+        for t in _TABLES:
+            table: Table = getattr(segment, t)
+            arrays[f"{t}_keys"] = table.keys
+            arrays[f"{t}_offsets"] = table.offsets
+            arrays[f"{t}_vals"] = table.vals
         meta = {
             "format": FORMAT,
             "generation": generation,
             "docs": len(ids),
             "words": len(words),
             "title_words": len(twords),
+            "vocab": len(vocab),
             "sha256": _checksum(arrays),
         }
     target = Path(path)
@@ -168,12 +183,20 @@ def _postings_from(
         raise LexiconSnapshotError("snapshot postings offsets are inconsistent")
     if np.any(np.diff(offsets) <= 0) or (slots.size and (slots.min() < 0 or slots.max() >= n_docs)):
         raise LexiconSnapshotError("snapshot postings hold an empty word or a slot out of range")
-    p = Postings()
-    parts = np.split(slots.astype(np.int32, copy=False), offsets[1:-1]) if words else []
-    p._words = list(words)
-    p._wid = {w: i for i, w in enumerate(words)}
-    p._arrays = parts
-    return p
+    return Postings.from_csr(words, offsets, slots.astype(np.int32, copy=False))
+
+
+def _table_from(arrays: dict[str, npt.NDArray[Any]], name: str, n_words: int) -> Table:
+    keys, offsets, vals = (arrays[f"{name}_{part}"] for part in ("keys", "offsets", "vals"))
+    if keys.dtype != np.uint64 or offsets.dtype != np.int64 or vals.dtype != np.int32:
+        raise LexiconSnapshotError(f"snapshot {name} table has the wrong types")
+    if offsets.size != keys.size + 1 or offsets[0] != 0 or offsets[-1] != vals.size:
+        raise LexiconSnapshotError(f"snapshot {name} table offsets are inconsistent")
+    if keys.size and (np.any(keys[1:] <= keys[:-1]) or np.any(np.diff(offsets) <= 0)):
+        raise LexiconSnapshotError(f"snapshot {name} table keys are not sorted and distinct")
+    if vals.size and (vals.min() < 0 or vals.max() >= n_words):
+        raise LexiconSnapshotError(f"snapshot {name} table names a word out of range")
+    return Table(keys, offsets, vals)
 
 
 def load_lexicon(
@@ -216,8 +239,11 @@ def load_lexicon(
     lex._alive = alive
     lex._postings = post
     lex._title_postings = tpost
-    lex._df = Counter({w: int(a.size) for w, a in post.items()})
-    for w in words:
-        lex._add_word(w)
+    lex._df = Counter(dict(zip(words, np.diff(arrays["offsets"]).tolist(), strict=True)))
+    vocab = _unpack(arrays["vocab"], _count(meta, "vocab"))
+    if len(vocab) != len(words) or set(vocab) != lex._df.keys():
+        raise LexiconSnapshotError("snapshot vocabulary is not the postings' words")
+    grams, dels, stems = (_table_from(arrays, t, len(vocab)) for t in _TABLES)
+    lex._vocab = VocabIndex.restore(vocab, Segment(grams, dels, stems, len(vocab)))
     lex._gen += 1
     return lex

@@ -170,3 +170,36 @@ def test_flush_empties_the_postings_log() -> None:
     lex.flush()
     assert not lex._postings.pending and not lex._title_postings.pending
     assert lex.candidates("title") == {"a"}
+
+
+def _resaved(path: Path, tmp_path: Path, **change: np.ndarray) -> Path:
+    """``path`` with some arrays replaced and the checksum recomputed (well-formed, wrong)."""
+    from memstore._lexsnapshot import _checksum
+
+    with np.load(path) as z:
+        meta = json.loads(z["meta"].tobytes())
+        arrays = {k: z[k] for k in z.files if k != "meta"}
+    arrays.update(change)
+    meta["sha256"] = _checksum(arrays)
+    out = tmp_path / "resaved.npz"
+    np.savez(out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
+    return out
+
+
+def test_vocabulary_tables_are_loaded_and_checked(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    with np.load(path) as z:
+        assert z["grams_keys"].dtype == np.uint64 and z["grams_vals"].size > 0
+        vals, keys = z["grams_vals"], z["dels_keys"]
+    lex = load_lexicon(path)
+    assert len(lex._vocab._segments) == 1 and not lex._vocab._pending  # loaded, not rebuilt
+    lex._check()
+    bad = _resaved(path, tmp_path, grams_vals=vals + 1000)
+    with pytest.raises(LexiconSnapshotError, match="grams table names a word out of range"):
+        load_lexicon(bad)
+    bad = _resaved(path, tmp_path, dels_keys=keys[::-1].copy())
+    with pytest.raises(LexiconSnapshotError, match="dels table keys are not sorted"):
+        load_lexicon(bad)
+    bad = _resaved(path, tmp_path, vocab=np.frombuffer(b"x\0y", np.uint8))
+    with pytest.raises(LexiconSnapshotError, match=r"strings where|vocabulary"):
+        load_lexicon(bad)
