@@ -67,24 +67,15 @@ class _Codes:
         return self._code.get(s, -1)
 
 
-_Key = tuple[
-    str, str, str, bool, str, str, _dt.datetime | None, _dt.datetime | None, tuple[str, ...]
-]
+def _same_text(a: Item, b: Item) -> bool:
+    """Whether two items give the index the same words (title, content, event date)."""
+    return a.title == b.title and a.content == b.content and a.event_date == b.event_date
 
 
-def _key(item: Item, index_id: bool) -> _Key:
-    """What the index reads of ``item``: its text (the first four) and its filter fields."""
-    return (
-        item.title,
-        item.content,
-        item.event_date,
-        index_id,
-        item.kind,
-        item.subject,
-        item.updated_at,
-        item.stale_after,
-        tuple(item.tags),
-    )
+def _codes(codes: _Codes, values: list[str]) -> list[int]:
+    """``codes.code`` of each value, a dictionary lookup per value."""
+    table = {v: codes.code(v) for v in set(values)}
+    return list(map(table.__getitem__, values))
 
 
 def _deadline_ts(dt: _dt.datetime | None) -> float:
@@ -215,7 +206,10 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        self._text: dict[str, _Key] = {}
+        # id -> (the item indexed, its index_id flag). The item is the store's,
+        # which never changes one in place (it clones on the way in and out):
+        # putting the same object again is a no-op.
+        self._text: dict[str, tuple[Item, bool]] = {}
         self.lexicon.on_renumber(self._renumber)
 
     def __len__(self) -> int:
@@ -256,23 +250,23 @@ class LexicalIndex:
     def put(self, item: Item, index_id: bool) -> None:
         """Index (or re-index) ``item``; the text is re-split only when it changed.
 
-        An item equal, in everything the index reads, to the one indexed under
-        its id costs a tuple comparison (a restore puts each item twice: the
-        snapshot's load and the store's own pass).
+        Putting the very item object indexed under its id again (with the same
+        ``index_id``) is a no-op: items must not change in place once put (the
+        store's never do). A restore puts each item twice (the snapshot's load
+        and the store's own pass), the second time for a dictionary lookup.
         """
-        key = _key(item, index_id)
-        old = self._text.get(item.id)
-        if old == key:
+        held = self._text.get(item.id)
+        if held is not None and held[0] is item and held[1] == index_id:
             return
         slot = self.lexicon.slot(item.id)
-        if slot is None or old is None or old[:4] != key[:4]:
+        if slot is None or held is None or held[1] != index_id or not _same_text(held[0], item):
             content = words(item.content)
             if item.event_date:
                 content.extend(event_date_words(item.event_date))
             if index_id:
                 content.extend(words(item.id))
             slot = self.lexicon.index_words(item.id, words(item.title), content)
-        self._text[item.id] = key
+        self._text[item.id] = (item, index_id)
         self._grow(slot + 1)
         self._kind[slot] = self._kinds.code(item.kind)
         self._subject[slot] = self._subjects.code(item.subject)
@@ -289,17 +283,15 @@ class LexicalIndex:
         self._grow(max(slots) + 1)
         at = np.array(slots, np.intp)
         items = [it for it, _ in pairs]
-        kinds, subjects, parts = self._kinds, self._subjects, self._partitions
-        self._kind[at] = [kinds.code(it.kind) for it in items]
-        self._subject[at] = [subjects.code(it.subject) for it in items]
-        self._service[at] = [subjects.code(service_tag_value(it) or "") for it in items]
+        tags = [it.tags for it in items]
+        self._kind[at] = _codes(self._kinds, [it.kind for it in items])
+        self._subject[at] = _codes(self._subjects, [it.subject for it in items])
+        self._service[at] = _codes(self._subjects, [service_tag_value(it) or "" for it in items])
         self._updated[at] = [_updated_ts(it.updated_at) for it in items]
         self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
-        self._partition[at] = [parts.code(partition_from_tags(it.tags)) for it in items]
-        self._shared[at] = [SHARED_TAG in it.tags for it in items]
-        text = self._text
-        for it, index_id in pairs:
-            text[it.id] = _key(it, index_id)
+        self._partition[at] = _codes(self._partitions, list(map(partition_from_tags, tags)))
+        self._shared[at] = [SHARED_TAG in t for t in tags]
+        self._text.update(zip([it.id for it in items], pairs, strict=True))
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
@@ -478,7 +470,8 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            assert self._text[id] == _key(item, index_id[id])
+            held, flag = self._text[id]
+            assert _same_text(held, item) and flag == index_id[id]
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

@@ -59,7 +59,6 @@ _ARRAYS = (
     "title_words",
     "title_offsets",
     "title_slots",
-    "vocab",
     *(f"{t}_{part}" for t in ("grams", "dels", "stems") for part in ("keys", "offsets", "vals")),
 )
 _TABLES = ("grams", "dels", "stems")
@@ -119,7 +118,10 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
                 raise LexiconSnapshotError("an id or a document holds a NUL character")
         words, offsets, slots = _csr(lex._postings)
         twords, toffsets, tslots = _csr(lex._title_postings)
-        vocab, segment = lex._vocab.export()
+        try:  # the vocabulary tables numbered as the content postings' words
+            segment = lex._vocab.export(words)
+        except ValueError as e:
+            raise LexiconSnapshotError(f"the vocabulary is not the postings' words: {e}") from e
         arrays: dict[str, npt.NDArray[Any]] = {
             "ids": _pack(ids),
             "doc_text": _pack(lex._doc_text),
@@ -130,7 +132,6 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
             "title_words": _pack(twords),
             "title_offsets": toffsets,
             "title_slots": tslots,
-            "vocab": _pack(vocab),
         }
         for t in _TABLES:
             table: Table = getattr(segment, t)
@@ -143,7 +144,6 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
             "docs": len(ids),
             "words": len(words),
             "title_words": len(twords),
-            "vocab": len(vocab),
             "sha256": _checksum(arrays),
         }
     target = Path(path)
@@ -183,7 +183,10 @@ def _postings_from(
         raise LexiconSnapshotError("snapshot postings offsets are inconsistent")
     if np.any(np.diff(offsets) <= 0) or (slots.size and (slots.min() < 0 or slots.max() >= n_docs)):
         raise LexiconSnapshotError("snapshot postings hold an empty word or a slot out of range")
-    return Postings.from_csr(words, offsets, slots.astype(np.int32, copy=False))
+    p = Postings.from_csr(words, offsets, slots.astype(np.int32, copy=False))
+    if len(p._wid) != len(words):
+        raise LexiconSnapshotError("snapshot postings name a word twice")
+    return p
 
 
 def _table_from(arrays: dict[str, npt.NDArray[Any]], name: str, n_words: int) -> Table:
@@ -223,15 +226,16 @@ def load_lexicon(
     ids = _unpack(arrays["ids"], n)
     doc_text = _unpack(arrays["doc_text"], n)
     ntitle = arrays["doc_ntitle"]
-    if ntitle.size != n or len(set(ids)) != n:
+    slot_of = dict(zip(ids, range(n), strict=True))
+    if ntitle.size != n or len(slot_of) != n:
         raise LexiconSnapshotError("snapshot documents are inconsistent")
     words = _unpack(arrays["words"], _count(meta, "words"))
     twords = _unpack(arrays["title_words"], _count(meta, "title_words"))
     post = _postings_from(words, arrays["offsets"], arrays["slots"], n)
     tpost = _postings_from(twords, arrays["title_offsets"], arrays["title_slots"], n)
     lex = Lexicon(compact_min=compact_min)
-    lex._ids = list(ids)
-    lex._slot_of = {id: i for i, id in enumerate(ids)}
+    lex._ids = ids  # type: ignore[assignment]  # list[str] is a list[str | None] here
+    lex._slot_of = slot_of
     lex._doc_text = doc_text
     lex._doc_ntitle = ntitle.astype(int).tolist()
     alive = np.zeros(max(64, 2 * n), np.bool_)
@@ -239,11 +243,13 @@ def load_lexicon(
     lex._alive = alive
     lex._postings = post
     lex._title_postings = tpost
-    lex._df = Counter(dict(zip(words, np.diff(arrays["offsets"]).tolist(), strict=True)))
-    vocab = _unpack(arrays["vocab"], _count(meta, "vocab"))
-    if len(vocab) != len(words) or set(vocab) != lex._df.keys():
-        raise LexiconSnapshotError("snapshot vocabulary is not the postings' words")
-    grams, dels, stems = (_table_from(arrays, t, len(vocab)) for t in _TABLES)
-    lex._vocab = VocabIndex.restore(vocab, Segment(grams, dels, stems, len(vocab)))
+    df: Counter[str] = Counter()
+    dict.update(df, zip(words, np.diff(arrays["offsets"]).tolist(), strict=True))
+    lex._df = df
+    # The vocabulary tables number the words as the content postings do:
+    # one list of word objects (and their cached hashes) serves both.
+    grams, dels, stems = (_table_from(arrays, t, len(words)) for t in _TABLES)
+    segment = Segment(grams, dels, stems, len(words))
+    lex._vocab = VocabIndex.restore(list(words), dict(post._wid), segment)
     lex._gen += 1
     return lex

@@ -452,20 +452,37 @@ class VocabIndex:
 
     # --------------------------------------------------------------- snapshot
 
-    def export(self) -> tuple[list[str], Segment]:
-        """The live words and one segment over them (compacts first)."""
+    def export(self, order: Sequence[str]) -> Segment:
+        """One segment over the live words numbered as in ``order`` (every live word once).
+
+        Compacts first. A snapshot numbers the words as its postings do, so
+        that a load shares one word list and dictionary between the two.
+        """
         self.compact()
-        if not self._segments:
+        if len(order) != len(self) or not self._segments:
+            if len(order) != len(self):
+                raise ValueError("the order does not hold every live word once")
             empty = Table.build(_EMPTY_U64, _EMPTY_I32)
-            return list(self._words), Segment(empty, empty, empty, 0)
-        return list(self._words), self._segments[0]
+            return Segment(empty, empty, empty, 0)
+        wid = self._wid
+        new_id = np.full(len(self._words), -1, np.int32)
+        at = [wid.get(w, -1) for w in order]
+        if -1 in at:
+            raise ValueError("the order holds a word that is not in the vocabulary")
+        new_id[at] = np.arange(len(order), dtype=np.int32)
+        if (new_id < 0).any():
+            raise ValueError("the order does not hold every live word once")
+        return self._segments[0].remap(new_id, len(order))
 
     @classmethod
-    def restore(cls, words: list[str], segment: Segment) -> VocabIndex:
-        """The index :meth:`export` gave ``(words, segment)`` (trusted: the snapshot checks it)."""
+    def restore(cls, words: list[str], wid: dict[str, int], segment: Segment) -> VocabIndex:
+        """The index of ``words`` (numbered ``wid``) with the tables :meth:`export` gave.
+
+        Trusted: a snapshot checks its arrays before it hands them over.
+        """
         v = cls()
         v._words = words
-        v._wid = dict(zip(words, range(len(words)), strict=True))
+        v._wid = wid
         live = np.zeros(max(64, 2 * len(words)), np.bool_)
         live[: len(words)] = True
         v._live = live

@@ -200,6 +200,9 @@ def test_vocabulary_tables_are_loaded_and_checked(tmp_path: Path) -> None:
     bad = _resaved(path, tmp_path, dels_keys=keys[::-1].copy())
     with pytest.raises(LexiconSnapshotError, match="dels table keys are not sorted"):
         load_lexicon(bad)
-    bad = _resaved(path, tmp_path, vocab=np.frombuffer(b"x\0y", np.uint8))
-    with pytest.raises(LexiconSnapshotError, match=r"strings where|vocabulary"):
+    with np.load(path) as z:
+        words = z["words"].tobytes().split(b"\0")
+    twice = b"\0".join([words[0], *words[:-1]])  # the first word twice, the last gone
+    bad = _resaved(path, tmp_path, words=np.frombuffer(twice, np.uint8))
+    with pytest.raises(LexiconSnapshotError, match="a word twice"):
         load_lexicon(bad)
