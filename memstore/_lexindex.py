@@ -89,7 +89,11 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
 
 
 _SPARSE = 8
-"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely."""
+"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
+_DENSE_CAP = 16_384
+"""...unless the capacity is at most this: arrays that small cost less than the sort."""
+_PARTITION_MAX = 256
+"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call)."""
 
 
 _Ix = npt.NDArray[np.intp]
@@ -135,7 +139,7 @@ def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
         if tslots is not None and tvals is not None:
             title[np.searchsorted(cand, tslots)] = tvals
         return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
-    if slots.size * _SPARSE < cap:
+    if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
         cand, inv = np.unique(slots, return_inverse=True)
         n = int(cand.size)
         title = (
@@ -167,8 +171,11 @@ def _kth_largest(scores: _F64, k: int) -> float:
 
     Lexical scores take few distinct values at the top (a handful of levels
     times the token weights), so walking down the distinct maxima finds it in
-    a pass or two of C loops; a partition is the fallback.
+    a pass or two of C loops; a partition is the fallback, and the way for a
+    few candidates.
     """
+    if scores.size <= _PARTITION_MAX:
+        return float(np.partition(scores, scores.size - k)[scores.size - k])
     top = float(scores.max())
     seen = int(np.count_nonzero(scores >= top))
     for _ in range(_KTH_STEPS):
