@@ -200,8 +200,8 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
 class LexicalIndex:
     """Lexicon + per-slot metadata (kind, subject, service, recency, deadline)."""
 
-    def __init__(self, *, compact_min: int = 4096) -> None:
-        self.lexicon = Lexicon(compact_min=compact_min)
+    def __init__(self, *, compact_min: int = 4096, overlay_max: int = 4096) -> None:
+        self.lexicon = Lexicon(compact_min=compact_min, overlay_max=overlay_max)
         self._kinds = _Codes()
         self._subjects = _Codes()  # subjects and service tag values share codes
         self._partitions = _Codes()

@@ -48,7 +48,16 @@ import regex
 
 from memstore.text import stem
 
-__all__ = ["Table", "VocabIndex", "deletion_hashes", "gram_code", "string_hashes"]
+__all__ = [
+    "Segment",
+    "Table",
+    "VocabIndex",
+    "deletion_hashes",
+    "gram_code",
+    "hash_string",
+    "string_hashes",
+    "unique_counts",
+]
 
 _U64 = npt.NDArray[np.uint64]
 _I64 = npt.NDArray[np.int64]
@@ -196,6 +205,19 @@ def deletion_hashes(words: Sequence[str], first: int) -> tuple[_U64, _I32]:
     return h, wid
 
 
+def unique_counts(ids: _I32) -> tuple[_I32, _I64]:
+    """The distinct values of ``ids``, sorted, and how often each occurs (a sort, no ``np.unique``).
+
+    >>> [a.tolist() for a in unique_counts(np.array([3, 1, 3], np.int32))]
+    [[1, 3], [1, 2]]
+    """
+    if ids.size == 0:
+        return ids, np.zeros(0, np.int64)
+    s = np.sort(ids)
+    starts = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
+    return s[starts], np.diff(np.append(starts, s.size))
+
+
 def _digit_words(words: Sequence[str]) -> _Bool:
     """Which words are ASCII digits alone (they get no deletion keys: see the Lexicon)."""
     return np.fromiter((w.isascii() and w.isdigit() for w in words), np.bool_, len(words))
@@ -294,22 +316,46 @@ class Segment:
 
 _COMPACT_MIN = 4096
 """Dead words :meth:`VocabIndex.flush` tolerates before renumbering (if they outnumber the live)."""
+_OVERLAY_MAX = 4096
+"""Words the dictionary overlay holds before they are built into a segment of arrays."""
+_TABLES = ("grams", "dels", "stems")
+
+
+def hash_string(s: str) -> int:
+    """:func:`string_hashes` of one string, in Python (cheaper than numpy for a few).
+
+    >>> hash_string("camp") == string_hashes(["camp"]).tolist()[0]
+    True
+    """
+    h = 0
+    p = 1
+    for c in s:
+        h = (h + ord(c) * p) & _MASK
+        p = (p * _B) & _MASK
+    return (h + len(s) * _LEN) & _MASK
 
 
 class VocabIndex:
     """Gram, deletion and stem tables over a vocabulary of words that come and go.
 
     Not thread-safe on its own: the Lexicon calls it under its lock. Lookups
-    return live words only.
+    return live words only. Words come in three places, numbered in this
+    order: the segments (arrays), the *overlay* (the same keys in Python
+    dictionaries: a few words written between reads are keyed in one numpy
+    pass and probed by dictionary lookups, instead of each read adding a tiny
+    segment), and the pending list (not keyed yet).
     """
 
-    def __init__(self, *, compact_min: int = _COMPACT_MIN) -> None:
+    def __init__(self, *, compact_min: int = _COMPACT_MIN, overlay_max: int = _OVERLAY_MAX) -> None:
         self._compact_min = compact_min
+        self._overlay_max = overlay_max
         self._words: list[str] = []
         self._wid: dict[str, int] = {}
         self._live: _Bool = np.zeros(64, np.bool_)
         self._dead = 0
         self._pending: list[str] = []
+        self._overlay_words: list[str] = []
+        self._overlay: dict[str, dict[int, list[int]]] = {t: {} for t in _TABLES}
         self._segments: list[Segment] = []
 
     # ----------------------------------------------------------------- writes
@@ -344,26 +390,49 @@ class VocabIndex:
             self._dead += 1
 
     def flush(self) -> None:
-        """Index the pending words as a segment, merging segments of similar size.
+        """Key the pending words: into the overlay, or with it into a new segment.
 
-        Renumbers the live words densely first when dead ones outnumber them.
+        A segment merges with the one before while it is at least half its
+        size. Renumbers the live words densely first when dead ones outnumber them.
         """
         if self._dead >= self._compact_min and self._dead > len(self._words) - self._dead:
             self.compact()
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             return
-        first = len(self._words) - len(self._pending)
-        seg = Segment.build(self._pending, first)
+        if len(self._overlay_words) + len(pending) >= self._overlay_max:
+            self._seal()
+            segs = self._segments
+            while len(segs) > 1 and segs[-1].words * 2 >= segs[-2].words:
+                last = segs.pop()
+                segs[-1] = segs[-1].merge(last)
+            return
+        seg = Segment.build(pending, len(self._words) - len(pending))
+        for name in _TABLES:
+            table: Table = getattr(seg, name)
+            keys, vals = table.pairs()
+            ov = self._overlay[name]
+            for k, v in zip(keys.tolist(), vals.tolist(), strict=True):
+                bucket = ov.get(k)
+                if bucket is None:
+                    ov[k] = [v]
+                else:
+                    bucket.append(v)
+        self._overlay_words.extend(pending)
         self._pending = []
-        segs = self._segments
-        segs.append(seg)
-        while len(segs) > 1 and segs[-1].words * 2 >= segs[-2].words:
-            last = segs.pop()
-            segs[-1] = segs[-1].merge(last)
+
+    def _seal(self) -> None:
+        """Build the overlay's and the pending words into one new segment (last)."""
+        words = self._overlay_words + self._pending
+        if not words:
+            return
+        self._segments.append(Segment.build(words, len(self._words) - len(words)))
+        self._overlay_words, self._pending = [], []
+        self._overlay = {t: {} for t in _TABLES}
 
     def compact(self) -> None:
-        """Drop the dead words and merge every segment into one (a snapshot saves that)."""
-        self.flush_pending_only()
+        """Drop the dead words and merge everything into one segment (a snapshot saves that)."""
+        self._seal()
         n = len(self._words)
         if self._dead:
             keep = np.flatnonzero(self._live[:n])
@@ -384,28 +453,28 @@ class VocabIndex:
             segs[-1] = segs[-1].merge(last)
         self._segments = [Segment(s.grams, s.dels, s.stems, len(self._words)) for s in segs]
 
-    def flush_pending_only(self) -> None:
-        """Index the pending words as a segment (no merge policy, no renumbering)."""
-        if self._pending:
-            first = len(self._words) - len(self._pending)
-            self._segments.append(Segment.build(self._pending, first))
-            self._pending = []
-
     # ------------------------------------------------------------------ reads
 
     def __len__(self) -> int:
         return len(self._words) - self._dead
 
-    def _lookup(self, table: str, probes: _U64) -> list[_I32]:
-        """For each probe, the live word numbers under it (over every segment)."""
+    def _lookup(self, table: str, probes: list[int]) -> list[_I32]:
+        """For each probe key, the live word numbers under it, sorted (segments, then overlay)."""
         self.flush()
-        n = int(probes.size)
-        parts: list[list[_I32]] = [[] for _ in range(n)]
-        for seg in self._segments:
-            t: Table = getattr(seg, table)
-            for k, (lo, hi) in enumerate(t.rows(probes)):
-                if hi > lo:
-                    parts[k].append(t.vals[lo:hi])
+        parts: list[list[_I32]] = [[] for _ in probes]
+        if self._segments:
+            arr = np.array(probes, np.uint64)
+            for seg in self._segments:
+                t: Table = getattr(seg, table)
+                for k, (lo, hi) in enumerate(t.rows(arr)):
+                    if hi > lo:
+                        parts[k].append(t.vals[lo:hi])
+        ov = self._overlay[table]
+        if ov:
+            for k, key in enumerate(probes):
+                bucket = ov.get(key)
+                if bucket:
+                    parts[k].append(np.array(bucket, np.int32))
         live = self._live
         out: list[_I32] = []
         for p in parts:
@@ -426,8 +495,7 @@ class VocabIndex:
 
     def gram_ids(self, grams: Sequence[str]) -> list[_I32]:
         """For each gram (one to three characters), the live words holding it, as numbers."""
-        probes = np.array([gram_code(g) for g in grams], np.uint64)
-        return self._lookup("grams", probes)
+        return self._lookup("grams", [gram_code(g) for g in grams])
 
     def gram_words(self, gram: str) -> list[str]:
         """The live words holding ``gram`` (one to three characters)."""
@@ -439,15 +507,15 @@ class VocabIndex:
         A superset (hashes can meet): the caller verifies. Words of ASCII
         digits alone have no deletions here.
         """
-        found = self._lookup("dels", string_hashes(strings))
+        found = self._lookup("dels", [hash_string(s) for s in strings])
         parts = [a for a in found if a.size]
         if not parts:
             return []
-        return self.words_of(np.unique(np.concatenate(parts)))
+        return self.words_of(unique_counts(np.concatenate(parts))[0])
 
     def stem_words(self, key: str) -> list[str]:
         """The live words whose light stem is ``key`` (verified)."""
-        (ids,) = self._lookup("stems", string_hashes([key]))
+        (ids,) = self._lookup("stems", [hash_string(key)])
         return [w for w in self.words_of(ids) if stem(w) == key]
 
     # --------------------------------------------------------------- snapshot
@@ -514,4 +582,9 @@ class VocabIndex:
                 ws = self.words_of(ids[live[ids]])
                 if ws:
                     out.setdefault(k, set()).update(ws)
+        for k, bucket in self._overlay[table].items():
+            ids = np.array(bucket, np.int32)
+            ws = self.words_of(ids[live[ids]])
+            if ws:
+                out.setdefault(k, set()).update(ws)
         return out

@@ -51,7 +51,7 @@ import numpy.typing as npt
 import regex
 
 from memstore._postings import Postings, intersect_sorted
-from memstore._vocabindex import VocabIndex, gram_code, string_hashes
+from memstore._vocabindex import VocabIndex, gram_code, string_hashes, unique_counts
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -350,10 +350,14 @@ class Lexicon:
     register with :meth:`on_renumber`. Postings are sorted int32 arrays
     (:mod:`memstore._postings`). What a query token matches is cached: its
     vocabulary expansion until a word enters or leaves the vocabulary, its
-    documents until the next write.
+    documents until the next write. The vocabulary's own indexes are numpy
+    tables (:mod:`memstore._vocabindex`): ``overlay_max`` words written
+    between reads are keyed in dictionaries before they are built into arrays.
     """
 
-    def __init__(self, *, compact_min: int = 4096, cache_entries: int = 4096) -> None:
+    def __init__(
+        self, *, compact_min: int = 4096, cache_entries: int = 4096, overlay_max: int = 4096
+    ) -> None:
         self._lock = threading.RLock()
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []
@@ -367,7 +371,8 @@ class Lexicon:
         self._df: Counter[str] = Counter()  # the vocabulary: word -> live documents
         self._postings = Postings()
         self._title_postings = Postings()
-        self._vocab = VocabIndex()  # grams, deletions and stems of the words in _df
+        # Grams, deletions and stems of the words in _df.
+        self._vocab = VocabIndex(compact_min=compact_min, overlay_max=overlay_max)
         self._compact_min = compact_min
         self._renumber_hooks: list[Callable[[npt.NDArray[np.intp]], None]] = []
         self._gen = 0  # bumped by every write
@@ -656,7 +661,7 @@ class Lexicon:
             return {}
         # dice = 2c/(|a|+|b|) >= 0.5 needs c >= |a|/3, since c <= |b|.
         need = len(tg) / 3.0
-        ids, counts = np.unique(np.concatenate(buckets), return_counts=True)
+        ids, counts = unique_counts(np.concatenate(buckets))
         out: dict[str, float] = {}
         for w in self._vocab.words_of(ids[counts >= need]):
             dice = _dice(tg, w)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore._vocabindex import VocabIndex, deletion_hashes, gram_code, string_hashes
+from memstore._vocabindex import (
+    VocabIndex,
+    deletion_hashes,
+    gram_code,
+    hash_string,
+    string_hashes,
+)
 from memstore.lexical import Lexicon
 from memstore.text import stem
 
@@ -31,6 +37,7 @@ def _reference(vocab: set[str]) -> tuple[dict[str, set[str]], dict[str, set[str]
 
 @given(st.lists(word, min_size=1, max_size=30))
 def test_deletion_hashes_are_the_hashes_of_the_deletions(ws: list[str]) -> None:
+    assert string_hashes(ws).tolist() == [hash_string(w) for w in ws]
     keys, owners = deletion_hashes(ws, 5)
     want = [(h, i + 5) for i, w in enumerate(ws) for h in string_hashes(_deletions(w)).tolist()]
     assert sorted(zip(keys.tolist(), owners.tolist(), strict=True)) == sorted(want)
@@ -45,11 +52,12 @@ def test_gram_codes_tell_lengths_apart() -> None:
 @given(
     st.lists(st.tuples(st.booleans(), word), min_size=1, max_size=60),
     st.sampled_from([1, 4, 1000]),
+    st.sampled_from([1, 5, 4096]),
 )
 def test_lookups_equal_the_reference_through_adds_and_removes(
-    ops: list[tuple[bool, str]], compact_min: int
+    ops: list[tuple[bool, str]], compact_min: int, overlay_max: int
 ) -> None:
-    v = VocabIndex(compact_min=compact_min)
+    v = VocabIndex(compact_min=compact_min, overlay_max=overlay_max)
     vocab: set[str] = set()
     for i, (add, w) in enumerate(ops):
         if add or w not in vocab:
@@ -59,7 +67,7 @@ def test_lookups_equal_the_reference_through_adds_and_removes(
             v.remove(w)
             vocab.discard(w)
         if i % 7 == 3:
-            v.flush()  # segments of several sizes, merged by the policy
+            v.flush()  # overlay, and segments of several sizes merged by the policy
     assert sorted(v.live_words()) == sorted(vocab)
     assert len(v) == len(vocab)
     grams, dels = _reference(vocab)
@@ -80,7 +88,7 @@ def test_lookups_equal_the_reference_through_adds_and_removes(
 
 
 def test_dead_words_are_renumbered_away() -> None:
-    v = VocabIndex(compact_min=2)
+    v = VocabIndex(compact_min=2, overlay_max=1)
     v.add_many(["alpha", "beta", "gamma", "delta"])
     v.flush()
     for w in ("alpha", "beta", "gamma"):
