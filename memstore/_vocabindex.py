@@ -133,10 +133,13 @@ def _keep(cps: _I64) -> _Bool:
     return out
 
 
-def _gram_pairs(words: Sequence[str], first: int) -> tuple[_U64, _I32]:
-    """Every (gram key, word number) of ``words``, numbered from ``first`` (repeats kept)."""
-    cps, starts, lens = _codepoints(words)
-    wid = np.repeat(np.arange(first, first + len(words), dtype=np.int32), lens)
+def _gram_pairs(cps: _I64, starts: _I64, lens: _I64, first: int) -> tuple[_U64, _I32]:
+    """Every (gram key, word number) of the words, numbered from ``first`` (repeats kept).
+
+    The words are given as :func:`_codepoints` gives them. Pairs come by kind
+    of gram, then in word order: a key's values are in increasing order.
+    """
+    wid = np.repeat(np.arange(first, first + lens.size, dtype=np.int32), lens)
     end = np.repeat(starts + lens, lens)
     pos = np.arange(cps.size, dtype=np.int64)
     c = cps.astype(np.uint64)
@@ -173,7 +176,11 @@ def string_hashes(strings: Sequence[str]) -> _U64:
     """
     if not strings:
         return _EMPTY_U64
-    cps, starts, lens = _codepoints(strings)
+    return _hashes(*_codepoints(strings))
+
+
+def _hashes(cps: _I64, starts: _I64, lens: _I64) -> _U64:
+    """:func:`string_hashes` of strings given as :func:`_codepoints` gives them."""
     cs, _ = _prefix_hashes(cps, starts, lens)
     h: _U64 = cs[starts + lens] - cs[starts]
     return h + lens.astype(np.uint64) * np.uint64(_LEN)
@@ -218,11 +225,6 @@ def unique_counts(ids: _I32) -> tuple[_I32, _I64]:
     return s[starts], np.diff(np.append(starts, s.size))
 
 
-def _digit_words(words: Sequence[str]) -> _Bool:
-    """Which words are ASCII digits alone (they get no deletion keys: see the Lexicon)."""
-    return np.fromiter((w.isascii() and w.isdigit() for w in words), np.bool_, len(words))
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Table:
     """Sorted distinct ``keys``; key ``k`` has words ``vals[offsets[k]:offsets[k + 1]]``."""
@@ -232,11 +234,16 @@ class Table:
     vals: _I32
 
     @staticmethod
-    def build(keys: _U64, vals: _I32) -> Table:
-        """The table of (key, value) pairs, repeats dropped, each key's values sorted."""
+    def build(keys: _U64, vals: _I32, *, ordered: bool = True) -> Table:
+        """The table of (key, value) pairs, repeats dropped, each key's values sorted.
+
+        ``ordered``: the pairs of one key come in increasing value order
+        already (as generated, and as merged), so one stable sort by key
+        suffices; otherwise they are sorted by key and value.
+        """
         if keys.size == 0:
             return Table(_EMPTY_U64, np.zeros(1, np.int64), _EMPTY_I32)
-        order = np.lexsort((vals, keys))
+        order = np.argsort(keys, kind="stable") if ordered else np.lexsort((vals, keys))
         keys, vals = keys[order], vals[order]
         new = np.ones(keys.size, np.bool_)
         new[1:] = (keys[1:] != keys[:-1]) | (vals[1:] != vals[:-1])
@@ -265,7 +272,7 @@ class Table:
         keys, vals = self.pairs()
         mapped = new_id[vals]
         keep = mapped >= 0
-        return Table.build(keys[keep], mapped[keep])
+        return Table.build(keys[keep], mapped[keep], ordered=False)
 
     @property
     def nbytes(self) -> int:
@@ -290,13 +297,27 @@ class Segment:
 
     @staticmethod
     def build(words: Sequence[str], first: int) -> Segment:
-        """The tables of ``words``, numbered from ``first``."""
-        gk, gv = _gram_pairs(words, first)
-        nondigit = np.flatnonzero(~_digit_words(words))
+        """The tables of ``words``, numbered from ``first``: a few numpy passes.
+
+        Python touches a word only to list the non-digit ones (they alone
+        have deletion keys) and to stem the words of letters longer than
+        three (any other word is its own stem, hashed with the rest).
+        """
+        cps, starts, lens = _codepoints(words)
+        gk, gv = _gram_pairs(cps, starts, lens, first)
+        # Words of ASCII digits alone: every code point a digit (lens > 0 always).
+        digits = np.zeros(cps.size + 1, np.int64)
+        np.cumsum((cps >= _DIGIT_LO) & (cps <= _DIGIT_HI), out=digits[1:])
+        nondigit = np.flatnonzero(digits[starts + lens] - digits[starts] != lens)
         sub = [words[i] for i in nondigit.tolist()]
         dk, dv = deletion_hashes(sub, 0)
         dv = (nondigit.astype(np.int32) + np.int32(first))[dv] if dv.size else dv
-        sk = string_hashes([stem(w) for w in words])
+        sk = _hashes(cps, starts, lens)
+        long = [words[i] for i in np.flatnonzero(lens > 3).tolist()]
+        stemmed = [(i, st) for i, w in enumerate(long) if w.isalpha() and (st := stem(w)) != w]
+        if stemmed:
+            at = np.flatnonzero(lens > 3)[[i for i, _ in stemmed]]
+            sk[at] = string_hashes([st for _, st in stemmed])
         sv = np.arange(first, first + len(words), dtype=np.int32)
         return Segment(Table.build(gk, gv), Table.build(dk, dv), Table.build(sk, sv), len(words))
 
@@ -575,6 +596,9 @@ class VocabIndex:
         live = self._live
         for seg in self._segments:
             t: Table = getattr(seg, table)
+            inner = np.ones(max(t.vals.size - 1, 0), np.bool_)
+            inner[t.offsets[1:-1] - 1] = False  # the steps from one key's values to the next
+            assert np.all(np.diff(t.vals)[inner] > 0), f"{table} values not sorted and distinct"
             for k, lo, hi in zip(
                 t.keys.tolist(), t.offsets[:-1].tolist(), t.offsets[1:].tolist(), strict=True
             ):
