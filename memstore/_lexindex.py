@@ -12,11 +12,12 @@ import datetime as _dt
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
+from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
@@ -72,12 +73,6 @@ def _same_text(a: Item, b: Item) -> bool:
     return a.title == b.title and a.content == b.content and a.event_date == b.event_date
 
 
-def _codes(codes: _Codes, values: list[str]) -> list[int]:
-    """``codes.code`` of each value, a dictionary lookup per value."""
-    table = {v: codes.code(v) for v in set(values)}
-    return list(map(table.__getitem__, values))
-
-
 def _deadline_ts(dt: _dt.datetime | None) -> float:
     """A deadline as a timestamp; no deadline is +inf (never due)."""
     return dt.timestamp() if dt is not None else _INF
@@ -87,6 +82,9 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
     """An update time as a timestamp; none is -inf (the oldest), as the store orders it."""
     return dt.timestamp() if dt is not None else -_INF
 
+
+_CODE_TABLES = ("_kinds", "_subjects", "_partitions")
+"""The :class:`_Codes` a snapshot saves with the filter columns."""
 
 _SPARSE = 8
 """Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
@@ -283,26 +281,26 @@ class LexicalIndex:
         self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
         self._shared[slot] = SHARED_TAG in item.tags
 
-    def _put_meta(self, pairs: Sequence[tuple[Item, bool]], slots: list[int]) -> None:
-        """:meth:`put` for items whose text is indexed at ``slots`` already, column by column."""
-        if not pairs:
-            return
-        self._grow(max(slots) + 1)
-        at = np.array(slots, np.intp)
-        items = [it for it, _ in pairs]
-        tags = [it.tags for it in items]
-        self._kind[at] = _codes(self._kinds, [it.kind for it in items])
-        self._subject[at] = _codes(self._subjects, [it.subject for it in items])
-        self._service[at] = _codes(self._subjects, [service_tag_value(it) or "" for it in items])
-        self._updated[at] = [_updated_ts(it.updated_at) for it in items]
-        self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
-        self._partition[at] = _codes(self._partitions, list(map(partition_from_tags, tags)))
-        self._shared[at] = [SHARED_TAG in t for t in tags]
-        self._text.update(zip([it.id for it in items], pairs, strict=True))
-
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
-        """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
-        save_lexicon(self.lexicon, path, generation=generation)
+        """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
+
+        The lexicon, and the filter columns of its (dense) slots with the
+        strings their codes stand for, so a load derives nothing per item.
+        """
+
+        def columns() -> dict[str, npt.NDArray[Any]]:
+            n = self.lexicon.capacity  # dense: the save compacted first
+            out: dict[str, npt.NDArray[Any]] = {
+                f"x_{name[1:]}": getattr(self, name)[:n] for name in self._ARRAYS
+            }
+            for name in _CODE_TABLES:
+                strings = list(getattr(self, name)._code)
+                if any("\0" in c for c in strings):
+                    raise LexiconSnapshotError("a kind, subject or partition holds a NUL")
+                out[f"x_codes{name}"] = np.frombuffer("\0".join(strings).encode(), np.uint8)
+            return out
+
+        save_lexicon(self.lexicon, path, generation=generation, extras=columns)
 
     @classmethod
     def from_snapshot(
@@ -313,24 +311,60 @@ class LexicalIndex:
         expect_generation: int | None = None,
         compact_min: int = 4096,
     ) -> LexicalIndex:
-        """An index over ``items`` (with their ``index_id`` flags), the lexicon read from ``path``.
+        """An index over ``items`` (with their ``index_id`` flags), read from ``path``.
 
-        Nothing is re-tokenised: each item's filter metadata is set on the slot
-        the snapshot gave its id. The items must be exactly the snapshot's
-        documents (same ids), else :class:`~memstore._lexsnapshot.LexiconSnapshotError`;
-        that their text is the text indexed is what the generation vouches for.
+        Nothing is derived per item: the lexicon and the filter columns come
+        from the file, and each item is only matched to the slot of its id.
+        The items must be exactly the snapshot's documents (same ids), else
+        :class:`~memstore._lexsnapshot.LexiconSnapshotError`; that their text
+        and filter fields are the ones indexed is what the generation vouches for.
         """
-        lex = load_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
+        lex, extras = read_lexicon(
+            path, expect_generation=expect_generation, compact_min=compact_min
+        )
         pairs = list(items)
-        slot_of = lex._slot_of
-        slots = [slot_of.get(it.id, -1) for it, _ in pairs]
-        if len(pairs) != len(lex) or -1 in slots:
+        ids = [it.id for it, _ in pairs]
+        slots = list(map(lex._slot_of.get, ids))
+        if len(pairs) != len(lex) or None in slots:
             raise LexiconSnapshotError("the snapshot's documents are not the items given")
         index = cls(compact_min=compact_min)
         index.lexicon = lex
         lex.on_renumber(index._renumber)
-        index._put_meta(pairs, slots)
+        index._install(extras, len(lex))
+        index._text = dict(zip(ids, pairs, strict=True))
         return index
+
+    def _install(self, extras: dict[str, npt.NDArray[Any]], n: int) -> None:
+        """Take the filter columns of a snapshot of ``n`` dense slots (checked)."""
+        try:
+            codes = {
+                name: extras[f"x_codes{name}"].tobytes().decode().split("\0")
+                for name in _CODE_TABLES
+            }
+            cols = {name: extras[f"x_{name[1:]}"] for name in self._ARRAYS}
+        except (KeyError, UnicodeDecodeError) as e:
+            raise LexiconSnapshotError(f"snapshot lacks the filter columns: {e}") from e
+        for name, strings in codes.items():
+            if not strings or strings[0] != "" or len(set(strings)) != len(strings):
+                raise LexiconSnapshotError(f"snapshot code table {name} is inconsistent")
+            table = _Codes()
+            table._code = dict(zip(strings, range(len(strings)), strict=True))
+            setattr(self, name, table)
+        limits = {
+            "_kind": len(codes["_kinds"]),
+            "_subject": len(codes["_subjects"]),
+            "_service": len(codes["_subjects"]),
+            "_partition": len(codes["_partitions"]),
+        }
+        self._grow(n)
+        for name, col in cols.items():
+            mine = getattr(self, name)
+            if col.dtype != mine.dtype or col.shape != (n,):
+                raise LexiconSnapshotError(f"snapshot column {name} has the wrong type or size")
+            top = limits.get(name)
+            if top is not None and n and (col.min() < 0 or col.max() >= top):
+                raise LexiconSnapshotError(f"snapshot column {name} holds an unknown code")
+            mine[:n] = col
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""

@@ -32,6 +32,7 @@ import json
 import os
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
 from memstore.lexical import Lexicon
 
-__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "save_lexicon"]
+__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "read_lexicon", "save_lexicon"]
 
 FORMAT = 2
 """Version of the file layout; a loader refuses any other (1: no vocabulary tables)."""
@@ -94,20 +95,29 @@ def _csr(postings: Postings) -> tuple[list[str], npt.NDArray[np.int64], npt.NDAr
     return words, offsets, slots.astype(np.int32, copy=False)
 
 
-def _checksum(arrays: dict[str, npt.NDArray[Any]]) -> str:
+def _checksum(arrays: dict[str, npt.NDArray[Any]], extras: Sequence[str] = ()) -> str:
     h = hashlib.sha256()
-    for name in _ARRAYS:
+    for name in (*_ARRAYS, *extras):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{a.dtype.str}:{a.size}:".encode())
         h.update(a.tobytes())
     return h.hexdigest()
 
 
-def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int) -> None:
+def save_lexicon(
+    lex: Lexicon,
+    path: str | os.PathLike[str],
+    *,
+    generation: int,
+    extras: Callable[[], dict[str, npt.NDArray[Any]]] | None = None,
+) -> None:
     """Write ``lex`` to ``path`` (an ``.npz`` file, replaced atomically) at ``generation``.
 
     Compacts ``lex`` first when it holds dead slots (its renumber hooks run),
     so the snapshot's slots are dense and an index loaded from it keeps them.
+    ``extras`` (called after that, under the lexicon's lock) gives more
+    arrays to save and checksum with the rest: a caller's per-slot columns
+    (names starting ``x_``), handed back by :func:`read_lexicon`.
     """
     with lex._lock:
         if lex._dead:
@@ -138,13 +148,19 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
             arrays[f"{t}_keys"] = table.keys
             arrays[f"{t}_offsets"] = table.offsets
             arrays[f"{t}_vals"] = table.vals
+        more = extras() if extras is not None else {}
+        if any(not k.startswith("x_") for k in more):
+            raise ValueError("extra snapshot arrays are named x_...")
+        arrays.update(more)
+        names = sorted(more)
         meta = {
             "format": FORMAT,
             "generation": generation,
             "docs": len(ids),
             "words": len(words),
             "title_words": len(twords),
-            "sha256": _checksum(arrays),
+            "extras": names,
+            "sha256": _checksum(arrays, names),
         }
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
@@ -161,7 +177,10 @@ def _read(
     try:
         with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             meta = json.loads(z["meta"].tobytes().decode())
-            arrays = {name: z[name] for name in _ARRAYS}
+            extras = meta.get("extras", []) if isinstance(meta, dict) else []
+            if not isinstance(extras, list) or not all(isinstance(x, str) for x in extras):
+                raise ValueError("the metadata's extras are not a list of names")
+            arrays = {name: z[name] for name in (*_ARRAYS, *extras)}
     except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile) as e:
         raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
     if not isinstance(meta, dict):
@@ -213,14 +232,25 @@ def load_lexicon(
     Raises :class:`LexiconSnapshotError` for a missing, truncated or corrupt
     file, another format, a checksum or generation mismatch.
     """
+    return read_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)[0]
+
+
+def read_lexicon(
+    path: str | os.PathLike[str],
+    *,
+    expect_generation: int | None = None,
+    compact_min: int = 4096,
+) -> tuple[Lexicon, dict[str, npt.NDArray[Any]]]:
+    """:func:`load_lexicon`, with the extra arrays :func:`save_lexicon` was given (checked)."""
     meta, arrays = _read(path)
+    extras = sorted(k for k in arrays if k.startswith("x_"))
     if meta.get("format") != FORMAT:
         raise LexiconSnapshotError(f"snapshot format {meta.get('format')!r}, expected {FORMAT}")
     if expect_generation is not None and meta.get("generation") != expect_generation:
         raise LexiconSnapshotError(
             f"snapshot is at generation {meta.get('generation')!r}, expected {expect_generation}"
         )
-    if meta.get("sha256") != _checksum(arrays):
+    if meta.get("sha256") != _checksum(arrays, extras):
         raise LexiconSnapshotError("snapshot checksum mismatch: the file is corrupt")
     n = _count(meta, "docs")
     ids = _unpack(arrays["ids"], n)
@@ -252,4 +282,4 @@ def load_lexicon(
     segment = Segment(grams, dels, stems, len(words))
     lex._vocab = VocabIndex.restore(list(words), dict(post._wid), segment)
     lex._gen += 1
-    return lex
+    return lex, {k: arrays[k] for k in extras}
