@@ -601,6 +601,10 @@ class Lexicon:
 
     def edit_neighbours(self, s: str) -> set[str]:
         """The vocabulary words within one edit of ``s`` (``s`` itself included)."""
+        with self._lock:  # a probe may key the vocabulary's pending words
+            return self._edit_neighbours(s)
+
+    def _edit_neighbours(self, s: str) -> set[str]:
         vocab = self._df
         cands: set[str] = set()
         if s in vocab:
@@ -644,9 +648,9 @@ class Lexicon:
         for k in range(n + 1):
             left, right = tok[:k], tok[k:]
             if left in vocab:
-                pairs.update((left, w2) for w2 in self.edit_neighbours(right))
+                pairs.update((left, w2) for w2 in self._edit_neighbours(right))
             if right in vocab:
-                pairs.update((w1, right) for w1 in self.edit_neighbours(left))
+                pairs.update((w1, right) for w1 in self._edit_neighbours(left))
         for k in range(1, n):
             swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
             left, right = swapped[:k], swapped[k:]
@@ -689,7 +693,7 @@ class Lexicon:
             for w in self._vocab.stem_words(stem(tok)):
                 if levels.get(w, 0.0) < LEVEL_STEM:
                     levels[w] = LEVEL_STEM
-            for w in self.edit_neighbours(tok):
+            for w in self._edit_neighbours(tok):
                 if levels.get(w, 0.0) < LEVEL_EDIT:
                     levels[w] = LEVEL_EDIT
         grouped: dict[float, list[str]] = {}
