@@ -196,7 +196,12 @@ def create_app(
     async def search(request: Request) -> Any:
         req = parse_body(SearchRequest, await body_of(request))
         return await run_in_threadpool(
-            service.search, req.scope.scope(), req.query, mode=req.mode, limit=req.limit
+            service.search,
+            req.scope.scope(),
+            req.query,
+            mode=req.mode,
+            limit=req.limit,
+            min_relevance=req.min_relevance,
         )
 
     async def context(request: Request) -> Any:
@@ -208,6 +213,7 @@ def create_app(
             mode=req.mode,
             limit=req.limit,
             max_chars=req.max_chars,
+            min_relevance=req.min_relevance,
         )
 
     async def personality(request: Request) -> Any:
@@ -223,7 +229,12 @@ def create_app(
     async def chat(request: Request) -> Any:
         req = parse_body(SearchRequest, await body_of(request))
         return await run_in_threadpool(
-            service.chat, req.scope.scope(), req.query, mode=req.mode, limit=req.limit
+            service.chat,
+            req.scope.scope(),
+            req.query,
+            mode=req.mode,
+            limit=req.limit,
+            min_relevance=req.min_relevance,
         )
 
     async def export(request: Request) -> Any:

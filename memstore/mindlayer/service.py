@@ -116,7 +116,13 @@ class MindLayer:
         return item.content if item is not None else ""
 
     def search(
-        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int = DEFAULT_LIMIT,
+        min_relevance: float = 0.0,
     ) -> list[JSON]:
         """The scope's best memories for ``query``: ``[{"memory": ..., "score": n}]``.
 
@@ -124,22 +130,33 @@ class MindLayer:
         typo tolerance), offline. ``semantic``: cosine similarity of the query's
         embedding (needs an embedder). ``hybrid``: memstore's hybrid search
         (lexical first, the vectors fused in when the lexical answer is unsure,
-        then its rerank). Scores are comparable within one call only.
+        then its rerank). Scores are comparable within one call only. A
+        ``hybrid`` hit also carries ``relevance`` (0-1, comparable across calls:
+        memstore's estimate that it is evidence for the query), and
+        ``min_relevance`` drops the hybrid hits below it (0: none dropped).
 
-        :raises MindLayerError: 400 for semantic/hybrid without an embedder.
+        :raises MindLayerError: 400 for semantic/hybrid without an embedder, or
+            a ``min_relevance`` above 0 in another mode than ``hybrid``.
         """
         return [
-            {"memory": memory_json(item), "score": round(float(score), 6)}
-            for item, score in self._hits(scope, query, mode, limit)
+            _hit_json(item, score, rel)
+            for item, score, rel in self._hits(scope, query, mode, limit, min_relevance)
         ]
 
-    def _hits(self, scope: Scope, query: str, mode: str, limit: int) -> list[tuple[Item, float]]:
+    def _hits(
+        self, scope: Scope, query: str, mode: str, limit: int, min_relevance: float = 0.0
+    ) -> list[tuple[Item, float, float | None]]:
         part = scope.partition
         mem = self.memory
         pool = limit * 2 + 10  # items of other partitions (untagged, shared) are dropped after
+        if min_relevance > 0.0 and mode != "hybrid":
+            raise invalid(
+                f"min_relevance needs mode 'hybrid' (its hits carry relevance), got mode {mode!r}"
+            )
+        scored: list[tuple[Item, float, float | None]]
         if mode == "lexical":
             hits, _ = mem.store.keyword_hits(query, KIND_MEMORY, "", pool, partition=part)
-            scored = [(it, hit.score) for it, hit in hits]
+            scored = [(it, hit.score, None) for it, hit in hits]
         elif mode in ("semantic", "hybrid"):
             cells = mem.cells
             if cells is None:
@@ -148,8 +165,10 @@ class MindLayer:
                     "MEMSTORE_PROVIDER_EMBEDDING_MODEL (or --embedder local); lexical works without"
                 )
             if mode == "hybrid":
-                results = mem.search(query, partition=part, kind=KIND_MEMORY, limit=pool)
-                scored = [(r.item, r.score) for r in results]
+                results = mem.search(
+                    query, partition=part, kind=KIND_MEMORY, limit=pool, min_relevance=min_relevance
+                )
+                scored = [(r.item, r.score, r.relevance) for r in results]
             else:
                 vec = cells.embed_query(query)
                 found = cells.search_vector(
@@ -162,10 +181,10 @@ class MindLayer:
                 for entry, sim in found:
                     item = mem.get(entry.id)
                     if item is not None:
-                        scored.append((item, sim))
+                        scored.append((item, sim, None))
         else:
             raise invalid(f"mode must be lexical, semantic or hybrid, got {mode[:40]!r}")
-        out = [(it, s) for it, s in scored if self._owned(scope, it) is not None]
+        out = [(it, s, r) for it, s, r in scored if self._owned(scope, it) is not None]
         return out[:limit]
 
     def context(
@@ -176,6 +195,7 @@ class MindLayer:
         mode: str = "lexical",
         limit: int = DEFAULT_LIMIT,
         max_chars: int = DEFAULT_CONTEXT_CHARS,
+        min_relevance: float = 0.0,
     ) -> JSON:
         """``{"personality", "memories", "prompt", "ids", "omitted"}`` for ``query``.
 
@@ -184,16 +204,14 @@ class MindLayer:
         personality and those memories within ``max_chars``, and ``ids`` and
         ``omitted`` its receipt.
         """
-        found = self._hits(scope, query, mode, limit)
+        found = self._hits(scope, query, mode, limit, min_relevance)
         persona = self.personality(scope)
         block = build_context_block(
-            [it for it, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
+            [it for it, _, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
         )
         return {
             "personality": persona,
-            "memories": [
-                {"memory": memory_json(it), "score": round(float(s), 6)} for it, s in found
-            ],
+            "memories": [_hit_json(it, s, r) for it, s, r in found],
             "prompt": block.text,
             "ids": list(block.ids),
             "omitted": list(block.omitted),
@@ -342,7 +360,13 @@ class MindLayer:
         return {"memories": [memory_json(by_id[scope.item_id(derived_id(f))]) for f in facts]}
 
     def chat(
-        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int = DEFAULT_LIMIT,
+        min_relevance: float = 0.0,
     ) -> JSON:
         """One grounded answer: ``{"answer": ..., "context": <what context() returns>}``.
 
@@ -352,7 +376,7 @@ class MindLayer:
         :raises ProviderError: the provider failed or answered invalid output.
         """
         client = self._chat("chat")
-        ctx = self.context(scope, query, mode=mode, limit=limit)
+        ctx = self.context(scope, query, mode=mode, limit=limit, min_relevance=min_relevance)
         system = f"{ANSWER_PROMPT}\n\n{ctx['prompt'] or NO_CONTEXT}"
         answer = check_answer(
             client.complete(
@@ -360,3 +384,11 @@ class MindLayer:
             )
         )
         return {"answer": answer, "context": ctx}
+
+
+def _hit_json(item: Item, score: float, relevance: float | None) -> JSON:
+    """A hit: ``{"memory", "score"}``, plus ``relevance`` for a hybrid hit (an addition)."""
+    out: JSON = {"memory": memory_json(item), "score": round(float(score), 6)}
+    if relevance is not None:
+        out["relevance"] = round(float(relevance), 6)
+    return out
