@@ -12,11 +12,12 @@ import datetime as _dt
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
+from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
@@ -74,6 +75,11 @@ class _Codes:
         return [s for s in self._code if s]
 
 
+def _same_text(a: Item, b: Item) -> bool:
+    """Whether two items give the index the same words (title, content, event date)."""
+    return a.title == b.title and a.content == b.content and a.event_date == b.event_date
+
+
 def _deadline_ts(dt: _dt.datetime | None) -> float:
     """A deadline as a timestamp; no deadline is +inf (never due)."""
     return dt.timestamp() if dt is not None else _INF
@@ -84,8 +90,15 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
     return dt.timestamp() if dt is not None else -_INF
 
 
+_CODE_TABLES = ("_kinds", "_subjects", "_partitions")
+"""The :class:`_Codes` a snapshot saves with the filter columns."""
+
 _SPARSE = 8
-"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely."""
+"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
+_DENSE_CAP = 16_384
+"""...unless the capacity is at most this: arrays that small cost less than the sort."""
+_PARTITION_MAX = 256
+"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call)."""
 
 
 _Ix = npt.NDArray[np.intp]
@@ -131,7 +144,7 @@ def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
         if tslots is not None and tvals is not None:
             title[np.searchsorted(cand, tslots)] = tvals
         return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
-    if slots.size * _SPARSE < cap:
+    if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
         cand, inv = np.unique(slots, return_inverse=True)
         n = int(cand.size)
         title = (
@@ -163,8 +176,11 @@ def _kth_largest(scores: _F64, k: int) -> float:
 
     Lexical scores take few distinct values at the top (a handful of levels
     times the token weights), so walking down the distinct maxima finds it in
-    a pass or two of C loops; a partition is the fallback.
+    a pass or two of C loops; a partition is the fallback, and the way for a
+    few candidates.
     """
+    if scores.size <= _PARTITION_MAX:
+        return float(np.partition(scores, scores.size - k)[scores.size - k])
     top = float(scores.max())
     seen = int(np.count_nonzero(scores >= top))
     for _ in range(_KTH_STEPS):
@@ -189,8 +205,8 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
 class LexicalIndex:
     """Lexicon + per-slot metadata (kind, subject, service, recency, deadline)."""
 
-    def __init__(self, *, compact_min: int = 4096) -> None:
-        self.lexicon = Lexicon(compact_min=compact_min)
+    def __init__(self, *, compact_min: int = 4096, overlay_max: int = 4096) -> None:
+        self.lexicon = Lexicon(compact_min=compact_min, overlay_max=overlay_max)
         self._kinds = _Codes()
         self._subjects = _Codes()  # subjects and service tag values share codes
         self._partitions = _Codes()
@@ -202,7 +218,10 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        self._text: dict[str, tuple[str, str, str, bool]] = {}
+        # id -> (the item indexed, its index_id flag). The item is the store's,
+        # which never changes one in place (it clones on the way in and out):
+        # putting the same object again is a no-op.
+        self._text: dict[str, tuple[Item, bool]] = {}
         self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
         self.lexicon.on_renumber(self._renumber)
 
@@ -261,17 +280,25 @@ class LexicalIndex:
             arr[n:] = _INF if name == "_stale" else 0
 
     def put(self, item: Item, index_id: bool) -> None:
-        """Index (or re-index) ``item``; the text is re-split only when it changed."""
-        key = (item.title, item.content, item.event_date, index_id)
+        """Index (or re-index) ``item``; the text is re-split only when it changed.
+
+        Putting the very item object indexed under its id again (with the same
+        ``index_id``) is a no-op: items must not change in place once put (the
+        store's never do). A restore puts each item twice (the snapshot's load
+        and the store's own pass), the second time for a dictionary lookup.
+        """
+        held = self._text.get(item.id)
+        if held is not None and held[0] is item and held[1] == index_id:
+            return
         slot = self.lexicon.slot(item.id)
-        if slot is None or self._text.get(item.id) != key:
+        if slot is None or held is None or held[1] != index_id or not _same_text(held[0], item):
             content = words(item.content)
             if item.event_date:
                 content.extend(event_date_words(item.event_date))
             if index_id:
                 content.extend(words(item.id))
             slot = self.lexicon.index_words(item.id, words(item.title), content)
-            self._text[item.id] = key
+        self._text[item.id] = (item, index_id)
         self._grow(slot + 1)
         self._kind[slot] = self._kinds.code(item.kind)
         self._subject[slot] = self._subjects.code(item.subject)
@@ -282,8 +309,25 @@ class LexicalIndex:
         self._shared[slot] = SHARED_TAG in item.tags
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
-        """Write the lexicon to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``."""
-        save_lexicon(self.lexicon, path, generation=generation)
+        """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
+
+        The lexicon, and the filter columns of its (dense) slots with the
+        strings their codes stand for, so a load derives nothing per item.
+        """
+
+        def columns() -> dict[str, npt.NDArray[Any]]:
+            n = self.lexicon.capacity  # dense: the save compacted first
+            out: dict[str, npt.NDArray[Any]] = {
+                f"x_{name[1:]}": getattr(self, name)[:n] for name in self._ARRAYS
+            }
+            for name in _CODE_TABLES:
+                strings = list(getattr(self, name)._code)
+                if any("\0" in c for c in strings):
+                    raise LexiconSnapshotError("a kind, subject or partition holds a NUL")
+                out[f"x_codes{name}"] = np.frombuffer("\0".join(strings).encode(), np.uint8)
+            return out
+
+        save_lexicon(self.lexicon, path, generation=generation, extras=columns)
 
     @classmethod
     def from_snapshot(
@@ -294,24 +338,60 @@ class LexicalIndex:
         expect_generation: int | None = None,
         compact_min: int = 4096,
     ) -> LexicalIndex:
-        """An index over ``items`` (with their ``index_id`` flags), the lexicon read from ``path``.
+        """An index over ``items`` (with their ``index_id`` flags), read from ``path``.
 
-        Nothing is re-tokenised: each item's filter metadata is set on the slot
-        the snapshot gave its id. The items must be exactly the snapshot's
-        documents (same ids), else :class:`~memstore._lexsnapshot.LexiconSnapshotError`;
-        that their text is the text indexed is what the generation vouches for.
+        Nothing is derived per item: the lexicon and the filter columns come
+        from the file, and each item is only matched to the slot of its id.
+        The items must be exactly the snapshot's documents (same ids), else
+        :class:`~memstore._lexsnapshot.LexiconSnapshotError`; that their text
+        and filter fields are the ones indexed is what the generation vouches for.
         """
-        lex = load_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
+        lex, extras = read_lexicon(
+            path, expect_generation=expect_generation, compact_min=compact_min
+        )
         pairs = list(items)
-        if len(pairs) != len(lex) or any(lex.slot(it.id) is None for it, _ in pairs):
+        ids = [it.id for it, _ in pairs]
+        slots = list(map(lex._slot_of.get, ids))
+        if len(pairs) != len(lex) or None in slots:
             raise LexiconSnapshotError("the snapshot's documents are not the items given")
         index = cls(compact_min=compact_min)
         index.lexicon = lex
         lex.on_renumber(index._renumber)
-        for it, index_id in pairs:
-            index._text[it.id] = (it.title, it.content, it.event_date, index_id)
-            index.put(it, index_id)
+        index._install(extras, len(lex))
+        index._text = dict(zip(ids, pairs, strict=True))
         return index
+
+    def _install(self, extras: dict[str, npt.NDArray[Any]], n: int) -> None:
+        """Take the filter columns of a snapshot of ``n`` dense slots (checked)."""
+        try:
+            codes = {
+                name: extras[f"x_codes{name}"].tobytes().decode().split("\0")
+                for name in _CODE_TABLES
+            }
+            cols = {name: extras[f"x_{name[1:]}"] for name in self._ARRAYS}
+        except (KeyError, UnicodeDecodeError) as e:
+            raise LexiconSnapshotError(f"snapshot lacks the filter columns: {e}") from e
+        for name, strings in codes.items():
+            if not strings or strings[0] != "" or len(set(strings)) != len(strings):
+                raise LexiconSnapshotError(f"snapshot code table {name} is inconsistent")
+            table = _Codes()
+            table._code = dict(zip(strings, range(len(strings)), strict=True))
+            setattr(self, name, table)
+        limits = {
+            "_kind": len(codes["_kinds"]),
+            "_subject": len(codes["_subjects"]),
+            "_service": len(codes["_subjects"]),
+            "_partition": len(codes["_partitions"]),
+        }
+        self._grow(n)
+        for name, col in cols.items():
+            mine = getattr(self, name)
+            if col.dtype != mine.dtype or col.shape != (n,):
+                raise LexiconSnapshotError(f"snapshot column {name} has the wrong type or size")
+            top = limits.get(name)
+            if top is not None and n and (col.min() < 0 or col.max() >= top):
+                raise LexiconSnapshotError(f"snapshot column {name} holds an unknown code")
+            mine[:n] = col
 
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
@@ -458,7 +538,8 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            assert self._text[id] == (item.title, item.content, item.event_date, index_id[id])
+            held, flag = self._text[id]
+            assert _same_text(held, item) and flag == index_id[id]
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

@@ -1,11 +1,14 @@
 """A loadable snapshot of the lexical index: its arrays and vocabulary in one ``.npz`` file.
 
-Re-tokenising every item is most of a restore's lexical cost. A snapshot
-keeps what tokenising produced: the ids, each document's words (the
-space-padded text the Lexicon keeps per slot) and title-word count, and the
-content and title postings as CSR arrays (the vocabulary, offsets into one
-int32 slot array). Loading rebuilds the vocabulary indexes (grams, deletions,
-stems) from the vocabulary alone, a small fraction of re-indexing.
+Re-tokenising every item is most of a restore's lexical cost, and rebuilding
+the vocabulary-side indexes most of the rest. A snapshot keeps everything
+derived: the ids, each document's words (the space-padded text the Lexicon
+keeps per slot) and title-word count, the content and title postings as CSR
+arrays (the vocabulary, offsets into one int32 slot array), and the
+vocabulary's gram, deletion and stem tables (:mod:`memstore._vocabindex`:
+keys, offsets and word numbers). Loading decodes the strings, builds the
+dictionaries that name words and ids, and takes every array as it is: the
+postings are sliced per word on first use, nothing is re-derived.
 
 A snapshot is taken at a *generation* the caller names (say, the journal
 sequence number it reflects) and carries a SHA-256 checksum over every array;
@@ -29,6 +32,7 @@ import json
 import os
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +40,14 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._postings import Postings
+from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
 from memstore.lexical import Lexicon
 
-__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "save_lexicon"]
+__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "read_lexicon", "save_lexicon"]
 
-FORMAT = 1
-"""Version of the file layout; a loader refuses any other."""
+FORMAT = 2
+"""Version of the file layout; a loader refuses any other (1: no vocabulary tables)."""
 
 _SEP = "\0"
 _ARRAYS = (
@@ -55,7 +60,9 @@ _ARRAYS = (
     "title_words",
     "title_offsets",
     "title_slots",
+    *(f"{t}_{part}" for t in ("grams", "dels", "stems") for part in ("keys", "offsets", "vals")),
 )
+_TABLES = ("grams", "dels", "stems")
 
 
 class LexiconSnapshotError(MemstoreError, ValueError):
@@ -88,20 +95,29 @@ def _csr(postings: Postings) -> tuple[list[str], npt.NDArray[np.int64], npt.NDAr
     return words, offsets, slots.astype(np.int32, copy=False)
 
 
-def _checksum(arrays: dict[str, npt.NDArray[Any]]) -> str:
+def _checksum(arrays: dict[str, npt.NDArray[Any]], extras: Sequence[str] = ()) -> str:
     h = hashlib.sha256()
-    for name in _ARRAYS:
+    for name in (*_ARRAYS, *extras):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{a.dtype.str}:{a.size}:".encode())
         h.update(a.tobytes())
     return h.hexdigest()
 
 
-def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int) -> None:
+def save_lexicon(
+    lex: Lexicon,
+    path: str | os.PathLike[str],
+    *,
+    generation: int,
+    extras: Callable[[], dict[str, npt.NDArray[Any]]] | None = None,
+) -> None:
     """Write ``lex`` to ``path`` (an ``.npz`` file, replaced atomically) at ``generation``.
 
     Compacts ``lex`` first when it holds dead slots (its renumber hooks run),
     so the snapshot's slots are dense and an index loaded from it keeps them.
+    ``extras`` (called after that, under the lexicon's lock) gives more
+    arrays to save and checksum with the rest: a caller's per-slot columns
+    (names starting ``x_``), handed back by :func:`read_lexicon`.
     """
     with lex._lock:
         if lex._dead:
@@ -112,6 +128,10 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
                 raise LexiconSnapshotError("an id or a document holds a NUL character")
         words, offsets, slots = _csr(lex._postings)
         twords, toffsets, tslots = _csr(lex._title_postings)
+        try:  # the vocabulary tables numbered as the content postings' words
+            segment = lex._vocab.export(words)
+        except ValueError as e:
+            raise LexiconSnapshotError(f"the vocabulary is not the postings' words: {e}") from e
         arrays: dict[str, npt.NDArray[Any]] = {
             "ids": _pack(ids),
             "doc_text": _pack(lex._doc_text),
@@ -123,13 +143,24 @@ def save_lexicon(lex: Lexicon, path: str | os.PathLike[str], *, generation: int)
             "title_offsets": toffsets,
             "title_slots": tslots,
         }
+        for t in _TABLES:
+            table: Table = getattr(segment, t)
+            arrays[f"{t}_keys"] = table.keys
+            arrays[f"{t}_offsets"] = table.offsets
+            arrays[f"{t}_vals"] = table.vals
+        more = extras() if extras is not None else {}
+        if any(not k.startswith("x_") for k in more):
+            raise ValueError("extra snapshot arrays are named x_...")
+        arrays.update(more)
+        names = sorted(more)
         meta = {
             "format": FORMAT,
             "generation": generation,
             "docs": len(ids),
             "words": len(words),
             "title_words": len(twords),
-            "sha256": _checksum(arrays),
+            "extras": names,
+            "sha256": _checksum(arrays, names),
         }
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
@@ -146,7 +177,10 @@ def _read(
     try:
         with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             meta = json.loads(z["meta"].tobytes().decode())
-            arrays = {name: z[name] for name in _ARRAYS}
+            extras = meta.get("extras", []) if isinstance(meta, dict) else []
+            if not isinstance(extras, list) or not all(isinstance(x, str) for x in extras):
+                raise ValueError("the metadata's extras are not a list of names")
+            arrays = {name: z[name] for name in (*_ARRAYS, *extras)}
     except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile) as e:
         raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
     if not isinstance(meta, dict):
@@ -168,12 +202,23 @@ def _postings_from(
         raise LexiconSnapshotError("snapshot postings offsets are inconsistent")
     if np.any(np.diff(offsets) <= 0) or (slots.size and (slots.min() < 0 or slots.max() >= n_docs)):
         raise LexiconSnapshotError("snapshot postings hold an empty word or a slot out of range")
-    p = Postings()
-    parts = np.split(slots.astype(np.int32, copy=False), offsets[1:-1]) if words else []
-    p._words = list(words)
-    p._wid = {w: i for i, w in enumerate(words)}
-    p._arrays = parts
+    p = Postings.from_csr(words, offsets, slots.astype(np.int32, copy=False))
+    if len(p._wid) != len(words):
+        raise LexiconSnapshotError("snapshot postings name a word twice")
     return p
+
+
+def _table_from(arrays: dict[str, npt.NDArray[Any]], name: str, n_words: int) -> Table:
+    keys, offsets, vals = (arrays[f"{name}_{part}"] for part in ("keys", "offsets", "vals"))
+    if keys.dtype != np.uint64 or offsets.dtype != np.int64 or vals.dtype != np.int32:
+        raise LexiconSnapshotError(f"snapshot {name} table has the wrong types")
+    if offsets.size != keys.size + 1 or offsets[0] != 0 or offsets[-1] != vals.size:
+        raise LexiconSnapshotError(f"snapshot {name} table offsets are inconsistent")
+    if keys.size and (np.any(keys[1:] <= keys[:-1]) or np.any(np.diff(offsets) <= 0)):
+        raise LexiconSnapshotError(f"snapshot {name} table keys are not sorted and distinct")
+    if vals.size and (vals.min() < 0 or vals.max() >= n_words):
+        raise LexiconSnapshotError(f"snapshot {name} table names a word out of range")
+    return Table(keys, offsets, vals)
 
 
 def load_lexicon(
@@ -187,28 +232,40 @@ def load_lexicon(
     Raises :class:`LexiconSnapshotError` for a missing, truncated or corrupt
     file, another format, a checksum or generation mismatch.
     """
+    return read_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)[0]
+
+
+def read_lexicon(
+    path: str | os.PathLike[str],
+    *,
+    expect_generation: int | None = None,
+    compact_min: int = 4096,
+) -> tuple[Lexicon, dict[str, npt.NDArray[Any]]]:
+    """:func:`load_lexicon`, with the extra arrays :func:`save_lexicon` was given (checked)."""
     meta, arrays = _read(path)
+    extras = sorted(k for k in arrays if k.startswith("x_"))
     if meta.get("format") != FORMAT:
         raise LexiconSnapshotError(f"snapshot format {meta.get('format')!r}, expected {FORMAT}")
     if expect_generation is not None and meta.get("generation") != expect_generation:
         raise LexiconSnapshotError(
             f"snapshot is at generation {meta.get('generation')!r}, expected {expect_generation}"
         )
-    if meta.get("sha256") != _checksum(arrays):
+    if meta.get("sha256") != _checksum(arrays, extras):
         raise LexiconSnapshotError("snapshot checksum mismatch: the file is corrupt")
     n = _count(meta, "docs")
     ids = _unpack(arrays["ids"], n)
     doc_text = _unpack(arrays["doc_text"], n)
     ntitle = arrays["doc_ntitle"]
-    if ntitle.size != n or len(set(ids)) != n:
+    slot_of = dict(zip(ids, range(n), strict=True))
+    if ntitle.size != n or len(slot_of) != n:
         raise LexiconSnapshotError("snapshot documents are inconsistent")
     words = _unpack(arrays["words"], _count(meta, "words"))
     twords = _unpack(arrays["title_words"], _count(meta, "title_words"))
     post = _postings_from(words, arrays["offsets"], arrays["slots"], n)
     tpost = _postings_from(twords, arrays["title_offsets"], arrays["title_slots"], n)
     lex = Lexicon(compact_min=compact_min)
-    lex._ids = list(ids)
-    lex._slot_of = {id: i for i, id in enumerate(ids)}
+    lex._ids = ids  # type: ignore[assignment]  # list[str] is a list[str | None] here
+    lex._slot_of = slot_of
     lex._doc_text = doc_text
     lex._doc_ntitle = ntitle.astype(int).tolist()
     alive = np.zeros(max(64, 2 * n), np.bool_)
@@ -216,8 +273,13 @@ def load_lexicon(
     lex._alive = alive
     lex._postings = post
     lex._title_postings = tpost
-    lex._df = Counter({w: int(a.size) for w, a in post.items()})
-    for w in words:
-        lex._add_word(w)
+    df: Counter[str] = Counter()
+    dict.update(df, zip(words, np.diff(arrays["offsets"]).tolist(), strict=True))
+    lex._df = df
+    # The vocabulary tables number the words as the content postings do:
+    # one list of word objects (and their cached hashes) serves both.
+    grams, dels, stems = (_table_from(arrays, t, len(words)) for t in _TABLES)
+    segment = Segment(grams, dels, stems, len(words))
+    lex._vocab = VocabIndex.restore(list(words), dict(post._wid), segment)
     lex._gen += 1
-    return lex
+    return lex, {k: arrays[k] for k in extras}

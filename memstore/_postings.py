@@ -62,7 +62,12 @@ class Postings:
     def __init__(self) -> None:
         self._wid: dict[str, int] = {}
         self._words: list[str] = []
-        self._arrays: list[Slots] = []
+        # A word's array, or None while it is still a slice of the base (a
+        # snapshot's CSR arrays, sliced on first use: see from_csr).
+        self._arrays: list[Slots | None] = []
+        self._base: Slots = EMPTY
+        self._base_offsets: npt.NDArray[np.int64] = np.zeros(1, np.int64)
+        self._lazy = False
         # The pending log: every added document's words, flat, with the slot
         # and word count of each document.
         self._log_ids: list[int] = []
@@ -84,6 +89,27 @@ class Postings:
         self._log_ids.extend(ids)  # type: ignore[arg-type]
         self._log_slots.append(slot)
         self._log_counts.append(len(ids))
+
+    @classmethod
+    def from_csr(cls, words: list[str], offsets: npt.NDArray[np.int64], slots: Slots) -> Postings:
+        """Postings whose word ``words[i]`` holds ``slots[offsets[i]:offsets[i + 1]]``.
+
+        Nothing is copied or sliced up front: a word's array is a view made
+        the first time it is read. The caller checks the arrays are consistent.
+        """
+        p = cls()
+        p._words = words
+        p._wid = dict(zip(words, range(len(words)), strict=True))
+        p._arrays = [None] * len(words)
+        p._base, p._base_offsets, p._lazy = slots, offsets, bool(words)
+        return p
+
+    def _array(self, i: int) -> Slots:
+        a = self._arrays[i]
+        if a is None:
+            off = self._base_offsets
+            a = self._arrays[i] = self._base[int(off[i]) : int(off[i + 1])]
+        return a
 
     def _number(self, word: str) -> int:
         i = self._wid[word] = len(self._words)
@@ -117,7 +143,7 @@ class Postings:
         ends = [*cuts.tolist(), int(word_ids.size)]
         arrays = self._arrays
         for w, s, e in zip(word_ids[starts].tolist(), starts, ends, strict=True):
-            old = arrays[w]
+            old = self._array(w)
             arrays[w] = slots[s:e].copy() if old.size == 0 else np.concatenate((old, slots[s:e]))
 
     def get(self, word: str) -> Slots:
@@ -125,18 +151,18 @@ class Postings:
         if self._log_ids:
             self.flush()
         i = self._wid.get(word)
-        return EMPTY if i is None else self._arrays[i]
+        return EMPTY if i is None else self._array(i)
 
     def gather(self, words: Iterable[str]) -> list[Slots]:
         """:meth:`get` for several words (the non-empty arrays only)."""
         if self._log_ids:
             self.flush()
-        wid, arrays = self._wid, self._arrays
+        wid = self._wid
         out = []
         for w in words:
             i = wid.get(w)
             if i is not None:
-                a = arrays[i]
+                a = self._array(i)
                 if a.size:
                     out.append(a)
         return out
@@ -155,9 +181,11 @@ class Postings:
         if not ids:
             return EMPTY
         if len(ids) == 1:
-            return self._arrays[ids[0]]
-        parts: tuple[Slots, ...] = itemgetter(*ids)(self._arrays)
-        return np.concatenate(parts)
+            return self._array(ids[0])
+        parts: tuple[Slots | None, ...] = itemgetter(*ids)(self._arrays)
+        if self._lazy and any(p is None for p in parts):
+            parts = tuple(self._array(i) for i in ids)
+        return np.concatenate(parts)  # type: ignore[arg-type]
 
     def renumber(self, new_slot: npt.NDArray[np.int32]) -> None:
         """Map every slot ``s`` to ``new_slot[s]``, dropping those mapped to -1.
@@ -167,22 +195,24 @@ class Postings:
         """
         self.flush()
         words: list[str] = []
-        arrays: list[Slots] = []
-        for w, a in zip(self._words, self._arrays, strict=True):
-            m = new_slot[a]
+        arrays: list[Slots | None] = []
+        for i, w in enumerate(self._words):
+            m = new_slot[self._array(i)]
             m = m[m >= 0]
             if m.size:
                 words.append(w)
                 arrays.append(m)
         self._words, self._arrays = words, arrays
         self._wid = {w: i for i, w in enumerate(words)}
+        self._base, self._base_offsets, self._lazy = EMPTY, np.zeros(1, np.int64), False
 
     def items(self) -> Iterable[tuple[str, Slots]]:
         """Every word with its array."""
         self.flush()
-        return zip(self._words, self._arrays, strict=True)
+        return ((w, self._array(i)) for i, w in enumerate(self._words))
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the arrays."""
-        return sum(a.nbytes for a in self._arrays)
+        """Bytes held by the arrays (a snapshot's base counted once)."""
+        own = sum(a.nbytes for a in self._arrays if a is not None and a.base is not self._base)
+        return int(own + self._base.nbytes)

@@ -51,6 +51,7 @@ import numpy.typing as npt
 import regex
 
 from memstore._postings import Postings, intersect_sorted
+from memstore._vocabindex import VocabIndex, gram_code, string_hashes, unique_counts
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -349,10 +350,14 @@ class Lexicon:
     register with :meth:`on_renumber`. Postings are sorted int32 arrays
     (:mod:`memstore._postings`). What a query token matches is cached: its
     vocabulary expansion until a word enters or leaves the vocabulary, its
-    documents until the next write.
+    documents until the next write. The vocabulary's own indexes are numpy
+    tables (:mod:`memstore._vocabindex`): ``overlay_max`` words written
+    between reads are keyed in dictionaries before they are built into arrays.
     """
 
-    def __init__(self, *, compact_min: int = 4096, cache_entries: int = 4096) -> None:
+    def __init__(
+        self, *, compact_min: int = 4096, cache_entries: int = 4096, overlay_max: int = 4096
+    ) -> None:
         self._lock = threading.RLock()
         self._slot_of: dict[str, int] = {}
         self._ids: list[str | None] = []
@@ -366,9 +371,8 @@ class Lexicon:
         self._df: Counter[str] = Counter()  # the vocabulary: word -> live documents
         self._postings = Postings()
         self._title_postings = Postings()
-        self._grams: dict[str, set[str]] = {}
-        self._dels: dict[str, set[str]] = {}
-        self._stems: dict[str, set[str]] = {}
+        # Grams, deletions and stems of the words in _df.
+        self._vocab = VocabIndex(compact_min=compact_min, overlay_max=overlay_max)
         self._compact_min = compact_min
         self._renumber_hooks: list[Callable[[npt.NDArray[np.intp]], None]] = []
         self._gen = 0  # bumped by every write
@@ -413,9 +417,8 @@ class Lexicon:
             known = len(df)
             df.update(uniq)  # C-level counting
             if len(df) != known:  # some words are new to the vocabulary
-                for w in uniq:
-                    if df[w] == 1:
-                        self._add_word(w)
+                self._vocab.add_many([w for w in uniq if df[w] == 1])
+                self._vgen += 1
             self._postings.add_doc(slot, uniq)
             if title_words:
                 self._title_postings.add_doc(slot, set(title_words))
@@ -480,6 +483,7 @@ class Lexicon:
 
     @staticmethod
     def _grams_of(w: str) -> set[str]:
+        """The gram keys of word ``w`` (the rule :mod:`memstore._vocabindex` vectorises)."""
         grams = {w[i : i + 2] for i in range(len(w) - 1)}
         grams.update(w[i : i + 3] for i in range(len(w) - 2))
         if w.isascii():  # the only ASCII characters kept alone are digits
@@ -488,30 +492,9 @@ class Lexicon:
             grams.update(c for c in w if _KEEP_CHAR.match(c))
         return grams
 
-    def _add_word(self, w: str) -> None:
-        self._vgen += 1
-        self._stems.setdefault(stem(w), set()).add(w)
-        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _indexed_deletions(w))):
-            for k in keys:
-                bucket = table.get(k)
-                if bucket is None:
-                    table[k] = {w}
-                else:
-                    bucket.add(w)
-
     def _remove_word(self, w: str) -> None:
         self._vgen += 1
-        key = stem(w)
-        forms = self._stems[key]
-        forms.discard(w)
-        if not forms:
-            del self._stems[key]
-        for table, keys in ((self._grams, self._grams_of(w)), (self._dels, _indexed_deletions(w))):
-            for k in keys:
-                bucket = table[k]
-                bucket.discard(w)
-                if not bucket:
-                    del table[k]
+        self._vocab.remove(w)
 
     # ------------------------------------------------------------------ reads
 
@@ -599,33 +582,38 @@ class Lexicon:
         n = len(tok)
         if n == 0:
             return ()
+        vocab = self._vocab
         if n <= 3 and (n > 1 or _KEEP_CHAR.match(tok)):
-            return self._grams.get(tok, ())  # the gram is the token: exact
+            return vocab.gram_words(tok)  # the gram is the token: exact
         if n == 1:  # a lone letter (a query of only filler): rare, scan the vocabulary
             return [w for w in self._df if tok in w]
-        buckets = [self._grams.get(g) for g in trigrams(tok)]
-        if any(b is None for b in buckets):
+        buckets = vocab.gram_ids(sorted(trigrams(tok)))
+        if any(b.size == 0 for b in buckets):
             return ()
-        buckets.sort(key=len)  # type: ignore[arg-type]
-        # Intersect smallest first: C-level set algebra, then verify the order.
-        found = set.intersection(*buckets)  # type: ignore[arg-type]
-        return [w for w in found if tok in w]
+        buckets.sort(key=len)
+        # Intersect smallest first (sorted distinct word numbers), then verify the order.
+        found = buckets[0]
+        for b in buckets[1:]:
+            found = intersect_sorted(found, b)
+            if not found.size:
+                return ()
+        return [w for w in vocab.words_of(found) if tok in w]
 
     def edit_neighbours(self, s: str) -> set[str]:
         """The vocabulary words within one edit of ``s`` (``s`` itself included)."""
-        vocab, dels = self._df, self._dels
+        with self._lock:  # a probe may key the vocabulary's pending words
+            return self._edit_neighbours(s)
+
+    def _edit_neighbours(self, s: str) -> set[str]:
+        vocab = self._df
         cands: set[str] = set()
         if s in vocab:
             cands.add(s)
-        bucket = dels.get(s)
-        if bucket:
-            cands |= bucket  # a word with one extra character
-        for d in _deletions(s):
-            if d in vocab:
-                cands.add(d)  # a word missing one character
-            bucket = dels.get(d)
-            if bucket:
-                cands |= bucket  # a substitution or transposition (verified below)
+        dels = _deletions(s)
+        # A word with one extra character (a deletion of it is s), or a
+        # substitution or transposition (a deletion of both agrees).
+        cands.update(self._vocab.deletion_words([s, *dels]))
+        cands.update(d for d in dels if d in vocab)  # a word missing one character
         cands.update(self._digit_words_near(s))
         return {w for w in cands if within_one_edit(s, w)}
 
@@ -660,9 +648,9 @@ class Lexicon:
         for k in range(n + 1):
             left, right = tok[:k], tok[k:]
             if left in vocab:
-                pairs.update((left, w2) for w2 in self.edit_neighbours(right))
+                pairs.update((left, w2) for w2 in self._edit_neighbours(right))
             if right in vocab:
-                pairs.update((w1, right) for w1 in self.edit_neighbours(left))
+                pairs.update((w1, right) for w1 in self._edit_neighbours(left))
         for k in range(1, n):
             swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
             left, right = swapped[:k], swapped[k:]
@@ -672,20 +660,17 @@ class Lexicon:
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
         tg = trigrams(tok)
-        counts: Counter[str] = Counter()
-        grams = self._grams
-        for g in tg:
-            bucket = grams.get(g)
-            if bucket:
-                counts.update(bucket)
+        buckets = [b for b in self._vocab.gram_ids(sorted(tg)) if b.size]
+        if not buckets:
+            return {}
         # dice = 2c/(|a|+|b|) >= 0.5 needs c >= |a|/3, since c <= |b|.
         need = len(tg) / 3.0
+        ids, counts = unique_counts(np.concatenate(buckets))
         out: dict[str, float] = {}
-        for w, c in counts.items():
-            if c >= need:
-                dice = _dice(tg, w)
-                if dice >= FUZZY_MIN_DICE:
-                    out[w] = FUZZY_MAX * dice
+        for w in self._vocab.words_of(ids[counts >= need]):
+            dice = _dice(tg, w)
+            if dice >= FUZZY_MIN_DICE:
+                out[w] = FUZZY_MAX * dice
         return out
 
     def _expand(self, tok: str) -> _Expansion:
@@ -705,10 +690,10 @@ class Lexicon:
             if w != tok:
                 levels[w] = LEVEL_PREFIX if long_tok and w.startswith(tok) else LEVEL_SUBSTRING
         if len(tok) > 2:
-            for w in self._stems.get(stem(tok), ()):
+            for w in self._vocab.stem_words(stem(tok)):
                 if levels.get(w, 0.0) < LEVEL_STEM:
                     levels[w] = LEVEL_STEM
-            for w in self.edit_neighbours(tok):
+            for w in self._edit_neighbours(tok):
                 if levels.get(w, 0.0) < LEVEL_EDIT:
                     levels[w] = LEVEL_EDIT
         grouped: dict[float, list[str]] = {}
@@ -848,16 +833,20 @@ class Lexicon:
                         got[w] = live
                 assert got == want, "postings disagree with documents"
             assert dict(self._df) == {w: len(s) for w, s in postings.items()}, "df disagrees"
-            grams: dict[str, set[str]] = {}
-            dels: dict[str, set[str]] = {}
+            # The vocabulary tables against a rebuild from the words, key by key
+            # (hash keys merge strings that share a hash: so do the rebuilt ones).
+            assert sorted(self._vocab.live_words()) == sorted(postings), "vocabulary disagrees"
+            grams: dict[int, set[str]] = {}
+            dels: dict[int, set[str]] = {}
+            stems: dict[int, set[str]] = {}
             for w in postings:
                 for g in self._grams_of(w):
-                    grams.setdefault(g, set()).add(w)
-                for d in _indexed_deletions(w):
-                    dels.setdefault(d, set()).add(w)
-            assert grams == self._grams, "gram index disagrees with vocabulary"
-            assert dels == self._dels, "deletion index disagrees with vocabulary"
-            stems: dict[str, set[str]] = {}
-            for w in postings:
-                stems.setdefault(stem(w), set()).add(w)
-            assert stems == self._stems, "stem index disagrees with vocabulary"
+                    grams.setdefault(gram_code(g), set()).add(w)
+                ds = sorted(_indexed_deletions(w))
+                for h in string_hashes(ds).tolist():
+                    dels.setdefault(h, set()).add(w)
+                (h,) = string_hashes([stem(w)]).tolist()
+                stems.setdefault(h, set()).add(w)
+            assert grams == self._vocab.table_view("grams"), "gram index disagrees with vocabulary"
+            assert dels == self._vocab.table_view("dels"), "deletion index disagrees"
+            assert stems == self._vocab.table_view("stems"), "stem index disagrees"

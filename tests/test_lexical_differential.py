@@ -114,7 +114,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.new = LexicalIndex(compact_min=2)
+        self.new = LexicalIndex(compact_min=2, overlay_max=3)  # vocabulary segments too
         self.old = OracleLexicalIndex()
         self.live: dict[str, Item] = {}
 
@@ -214,7 +214,7 @@ def test_ties_at_the_cut_break_by_recency_then_id() -> None:
 
 def test_compaction_renumbers_per_slot_filters() -> None:
     """After a compaction the kind, subject and deadline filters follow the documents."""
-    new, old = LexicalIndex(compact_min=1), OracleLexicalIndex()
+    new, old = LexicalIndex(compact_min=1, overlay_max=1), OracleLexicalIndex()
     for i in range(12):
         it = Item(
             id=f"i{i}",

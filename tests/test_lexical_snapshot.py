@@ -40,14 +40,31 @@ def _items(draw_texts: list[tuple[str, str]]) -> list[Item]:
             content=c,
             subject="s" if i % 3 else "",
             updated_at=T0 + _dt.timedelta(minutes=i % 4),
+            stale_after=T0 + _dt.timedelta(days=1) if i % 4 == 1 else None,
+            tags=[f"tenant/t{i % 2}", *(["shared"] if i % 5 == 0 else ["service/api"])],
         )
         for i, (t, c) in enumerate(draw_texts)
     ]
 
 
-def _ranking(index: LexicalIndex, query: str, kind: str = "") -> list[tuple[str, float, int, bool]]:
+def _ranking(
+    index: LexicalIndex,
+    query: str,
+    kind: str = "",
+    partition: str | None = None,
+    subject: str = "",
+) -> list[tuple[str, float, int, bool]]:
     plan = index.plan(kw_tokens(normalize_query(query)))
-    hits = index.rank(plan, kind=kind, subject="", hidden_kinds=(), now_ts=0.0, limit=None)
+    now = (T0 + _dt.timedelta(days=2)).timestamp()  # past the deadlines some items carry
+    hits = index.rank(
+        plan,
+        kind=kind,
+        subject=subject,
+        hidden_kinds=(),
+        now_ts=now,
+        limit=None,
+        partition=partition,
+    )
     return [(h.id, h.score, h.covered, h.fuzzy) for h in hits]
 
 
@@ -77,10 +94,15 @@ def test_round_trip_answers_as_the_original(
     index.save_snapshot(tmp / "lex.npz", generation=3)
     loaded = LexicalIndex.from_snapshot(tmp / "lex.npz", live, expect_generation=3)
     loaded.lexicon._check()
+    # The filter columns came from the file, not from the items: they agree.
+    loaded._check({it.id: it for it, _ in live}, {it.id: False for it, _ in live})
     assert loaded.lexicon.capacity == len(loaded)  # dense slots
     for q in [*queries, " ".join(queries)]:
         for kind in ("", "event"):
             assert _ranking(loaded, q, kind) == _ranking(index, q, kind)
+        for part in ("t0", "t1"):
+            want = _ranking(index, q, partition=part, subject="s")
+            assert _ranking(loaded, q, partition=part, subject="s") == want
     # The loaded index keeps working: writes after the load.
     loaded.put(Item(id="new", kind="fact", content="aa bb"), False)
     loaded.remove(live[0][0].id)
@@ -170,3 +192,58 @@ def test_flush_empties_the_postings_log() -> None:
     lex.flush()
     assert not lex._postings.pending and not lex._title_postings.pending
     assert lex.candidates("title") == {"a"}
+
+
+def _resaved(path: Path, tmp_path: Path, **change: np.ndarray) -> Path:
+    """``path`` with some arrays replaced and the checksum recomputed (well-formed, wrong)."""
+    from memstore._lexsnapshot import _checksum
+
+    with np.load(path) as z:
+        meta = json.loads(z["meta"].tobytes())
+        arrays = {k: z[k] for k in z.files if k != "meta"}
+    arrays.update(change)
+    meta["sha256"] = _checksum(arrays, meta.get("extras", []))
+    out = tmp_path / "resaved.npz"
+    np.savez(out, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
+    return out
+
+
+def test_vocabulary_tables_are_loaded_and_checked(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    with np.load(path) as z:
+        assert z["grams_keys"].dtype == np.uint64 and z["grams_vals"].size > 0
+        vals, keys = z["grams_vals"], z["dels_keys"]
+    lex = load_lexicon(path)
+    assert len(lex._vocab._segments) == 1 and not lex._vocab._pending  # loaded, not rebuilt
+    lex._check()
+    bad = _resaved(path, tmp_path, grams_vals=vals + 1000)
+    with pytest.raises(LexiconSnapshotError, match="grams table names a word out of range"):
+        load_lexicon(bad)
+    bad = _resaved(path, tmp_path, dels_keys=keys[::-1].copy())
+    with pytest.raises(LexiconSnapshotError, match="dels table keys are not sorted"):
+        load_lexicon(bad)
+    with np.load(path) as z:
+        words = z["words"].tobytes().split(b"\0")
+    twice = b"\0".join([words[0], *words[:-1]])  # the first word twice, the last gone
+    bad = _resaved(path, tmp_path, words=np.frombuffer(twice, np.uint8))
+    with pytest.raises(LexiconSnapshotError, match="a word twice"):
+        load_lexicon(bad)
+
+
+def test_filter_columns_are_checked(tmp_path: Path) -> None:
+    index = LexicalIndex()
+    items = _items([("alpha", "beta"), ("gamma", "delta")])
+    for it in items:
+        index.put(it, False)
+    index.save_snapshot(tmp_path / "lex.npz", generation=1)
+    pairs = [(it, False) for it in items]
+    with np.load(tmp_path / "lex.npz") as z:
+        kinds = z["x_kind"]
+    bad = _resaved(tmp_path / "lex.npz", tmp_path, x_kind=kinds + 99)
+    with pytest.raises(LexiconSnapshotError, match="_kind holds an unknown code"):
+        LexicalIndex.from_snapshot(bad, pairs)
+    bad = _resaved(tmp_path / "lex.npz", tmp_path, x_stale=np.zeros(5))
+    with pytest.raises(LexiconSnapshotError, match="_stale has the wrong type or size"):
+        LexicalIndex.from_snapshot(bad, pairs)
+    good = LexicalIndex.from_snapshot(tmp_path / "lex.npz", pairs)
+    good._check({it.id: it for it in items}, {it.id: False for it in items})

@@ -147,7 +147,8 @@ class LexiconMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lex = Lexicon()
+        # Tiny thresholds: vocabulary segments, merges and renumbering all run.
+        self.lex = Lexicon(compact_min=2, overlay_max=2)
         self.docs: dict[str, list[str]] = {}
 
     @rule(ident=st.sampled_from([f"d{i}" for i in range(8)]), ws=doc)
