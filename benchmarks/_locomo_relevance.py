@@ -10,6 +10,10 @@ every question of categories 1-5 once more (``limit=10``) and measures:
   ``min_relevance`` = the median top relevance of category 5, applied through
   the Searcher (``hybrid_search(..., min_relevance=t)``); a question left with
   no hit counts as recall 0;
+* the same at the same threshold used as a gate instead of a cut: a question
+  keeps its whole list when its top hit reaches ``t`` and abstains (recall 0)
+  otherwise, which is what a caller gets who checks ``hits[0].relevance``
+  before answering rather than passing ``min_relevance``;
 * the calibration of ``relevance`` as a probability: hits of categories 1-4
   binned by relevance against the share of them that are evidence.
 
@@ -169,6 +173,11 @@ def _recall_at(a: Asked, rel: Sequence[float], t: float) -> float:
     return len(ev.intersection(kept)) / len(ev)
 
 
+def _gated_recall(a: Asked, rel: Sequence[float], t: float) -> float:
+    """Recall@10 of the whole list if its top hit reaches ``t``, else 0 (an abstention)."""
+    return _recall_at(a, rel, -1.0) if rel and _top(rel) >= t else 0.0
+
+
 def figures(asked: Sequence[Asked], rel: Sequence[Sequence[float]], t: float) -> dict[str, float]:
     """AUROC, recall@10 with and without the threshold ``t``, and who was left with no hit."""
     pos = [_top(r) for a, r in zip(asked, rel, strict=True) if a.q.category != 5]
@@ -179,6 +188,7 @@ def figures(asked: Sequence[Asked], rel: Sequence[Sequence[float]], t: float) ->
         "threshold": t,
         "recall@10": statistics.fmean(_recall_at(a, r, -1.0) for a, r in ans),
         "recall@10_at_threshold": statistics.fmean(_recall_at(a, r, t) for a, r in ans),
+        "recall@10_gated": statistics.fmean(_gated_recall(a, r, t) for a, r in ans),
         "answerable_left_without_hit": statistics.fmean(float(_top(r) < t) for _, r in ans),
         "adversarial_left_without_hit": statistics.fmean(float(x < t) for x in neg),
     }
@@ -194,6 +204,7 @@ def leave_one_out(asked: Sequence[Asked]) -> dict[str, Any]:
     order: list[Asked] = []
     rel: list[list[float]] = []
     recall_t: list[float] = []
+    gated: list[float] = []
     folds: list[dict[str, Any]] = []
     for c in convs:
         train = [a for a in asked if a.q.conv != c]
@@ -206,12 +217,16 @@ def leave_one_out(asked: Sequence[Asked]) -> dict[str, Any]:
         recall_t += [
             _recall_at(a, r, t) for a, r in zip(test, got, strict=True) if a.q.category != 5
         ]
+        gated += [
+            _gated_recall(a, r, t) for a, r in zip(test, got, strict=True) if a.q.category != 5
+        ]
         folds.append({"held_out": c, "threshold": t, "model": vars(model)})
     pos = [_top(r) for a, r in zip(order, rel, strict=True) if a.q.category != 5]
     neg = [_top(r) for a, r in zip(order, rel, strict=True) if a.q.category == 5]
     return {
         "auroc": auroc(pos, neg),
         "recall@10_at_threshold": statistics.fmean(recall_t),
+        "recall@10_gated": statistics.fmean(gated),
         "folds": folds,
     }
 

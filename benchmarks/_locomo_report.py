@@ -105,11 +105,12 @@ def relevance_lines(results: Sequence[ModeResult]) -> list[str]:
         "### Relevance: answerable (categories 1-4) against adversarial (category 5)",
         "",
         "AUROC of the top hit's relevance; recall@10 of categories 1-4 with `min_relevance` at "
-        "the median top relevance of category 5 (a question left with no hit counts 0).",
+        "the median top relevance of category 5 (a question left with no hit counts 0); "
+        "'gated': the same threshold on the top hit only, the whole list kept when it passes.",
         "",
-        "| mode | weights | AUROC | threshold | R@10 | R@10 at threshold | "
+        "| mode | weights | AUROC | threshold | R@10 | R@10 at threshold | R@10 gated | "
         "cat 1-4 left with no hit | cat 5 left with no hit |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in done:
         a = r.abstention
@@ -118,12 +119,14 @@ def relevance_lines(results: Sequence[ModeResult]) -> list[str]:
         lines.append(
             f"| {r.mode} | engine (fitted on dev) | {_f(e['auroc'])} | {_f(e['threshold'], 4)} | "
             f"{_f(e['recall@10'])} | {_f(e['recall@10_at_threshold_searcher'])} | "
+            f"{_f(e['recall@10_gated'])} | "
             f"{_f(e['answerable_left_without_hit'])} | {_f(e['adversarial_left_without_hit'])} |"
         )
         lo = a["leave_one_conversation_out"]
         lines.append(
             f"| {r.mode} | refit leave-one-conversation-out | {_f(lo['auroc'])} | per fold | "
-            f"{_f(e['recall@10'])} | {_f(lo['recall@10_at_threshold'])} | | |"
+            f"{_f(e['recall@10'])} | {_f(lo['recall@10_at_threshold'])} | "
+            f"{_f(lo['recall@10_gated'])} | | |"
         )
     cal = done[0].abstention["calibration"] if done[0].abstention else []
     if cal:
