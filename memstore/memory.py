@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
+import numpy as np
+import numpy.typing as npt
+
 from memstore import arguments as arg
 from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
@@ -47,6 +50,7 @@ from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, Lsn, SqliteJournal, Version
 from memstore.limits import (
     MAX_CONTEXT_DEPTH,
+    MAX_EMBED_QUERIES,
     MAX_KIND_CHARS,
     MAX_QUERY_CHARS,
     MAX_REASON_CHARS,
@@ -485,6 +489,7 @@ class Memory:
         limit: int = 10,
         explain: bool = False,
         user: str | None = None,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Hybrid search: lexical first, semantic fused in when the lexical answer is unsure.
 
@@ -494,8 +499,17 @@ class Memory:
         rank). ``explain=True`` tells, per
         result, how it was found and scored. A blank ``query`` raises
         :class:`~memstore.errors.InvalidItemError` (as the HTTP adapters answer 400).
+
+        ``query_vector``: the query's embedding, when the caller has it already
+        (a row of :meth:`embed_queries`, which embeds many queries in one call:
+        what a server answering concurrent searches does). The results are the
+        same as without it; a vector of the wrong dimension, with a NaN or
+        infinity, or all zeros raises :class:`~memstore.errors.InvalidItemError`,
+        as does any vector when this Memory has no embedder.
         """
-        return self._search(query, partition, kind, subject, limit, explain, user, full=False)
+        return self._search(
+            query, partition, kind, subject, limit, explain, user, full=False, vector=query_vector
+        )
 
     def search_full(
         self,
@@ -507,9 +521,30 @@ class Memory:
         limit: int = 10,
         explain: bool = False,
         user: str | None = None,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`search`, plus exact-id promotion and the host's live matches."""
-        return self._search(query, partition, kind, subject, limit, explain, user, full=True)
+        return self._search(
+            query, partition, kind, subject, limit, explain, user, full=True, vector=query_vector
+        )
+
+    def embed_queries(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The embeddings of ``queries`` in one embedding call, one unit-length row each.
+
+        Row ``i`` is the vector :meth:`search` would compute for ``queries[i]``;
+        pass it back as ``search(queries[i], query_vector=row)``. One call for
+        many queries costs much less than one per query with a local model
+        (one model run) or a provider (one request).
+
+        :raises InvalidItemError: ``queries`` is not a list of text, or this
+            Memory has no embedder.
+        :raises EmbeddingError: the model or the provider failed.
+        """
+        texts = arg.text_list(queries, "queries", MAX_EMBED_QUERIES, MAX_QUERY_CHARS)
+        self._check_open()
+        if self.cells is None:
+            raise InvalidItemError("embed_queries needs an embedder: this Memory has none")
+        return self.cells.embed_queries(texts)
 
     def _search(
         self,
@@ -522,6 +557,7 @@ class Memory:
         user: str | None,
         *,
         full: bool,
+        vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
         if not query.strip():
@@ -537,7 +573,7 @@ class Memory:
         part = _partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
-        hits = run(query, kind, subject, part or "", limit, explain=explain)
+        hits = run(query, kind, subject, part or "", limit, explain=explain, query_vector=vector)
         if user:
             own = self.store.keyword_hits(
                 query, kind, subject, limit, user_hash=user, own_only=True

@@ -30,8 +30,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
+import numpy as np
+import numpy.typing as npt
+
+from memstore.arguments import query_vector_arg
 from memstore.context_block import DEFAULT_CONTEXT_CHARS, build_context_block
 from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
 from memstore.memory import Memory
@@ -61,6 +65,8 @@ NO_CONTEXT: Final = "(no stored memory or personality matched)"
 
 _log = logging.getLogger("memstore.mindlayer")
 JSON = dict[str, Any]
+QueryVector: TypeAlias = npt.NDArray[np.float32]
+"""A search query's embedding (a row of :meth:`~memstore.memory.Memory.embed_queries`)."""
 
 
 def _time(value: _dt.datetime | None) -> str | None:
@@ -116,7 +122,13 @@ class MindLayer:
         return item.content if item is not None else ""
 
     def search(
-        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int = DEFAULT_LIMIT,
+        query_vector: QueryVector | None = None,
     ) -> list[JSON]:
         """The scope's best memories for ``query``: ``[{"memory": ..., "score": n}]``.
 
@@ -126,14 +138,29 @@ class MindLayer:
         (lexical first, the vectors fused in when the lexical answer is unsure,
         then its rerank). Scores are comparable within one call only.
 
+        ``query_vector``: the query's embedding when the caller has it
+        (:meth:`Memory.embed_queries`, which embeds many queries in one call), for
+        ``semantic`` and ``hybrid``; the same hits as without it. ``lexical`` ignores it.
+
         :raises MindLayerError: 400 for semantic/hybrid without an embedder.
         """
         return [
             {"memory": memory_json(item), "score": round(float(score), 6)}
-            for item, score in self._hits(scope, query, mode, limit)
+            for item, score in self._hits(scope, query, mode, limit, query_vector)
         ]
 
-    def _hits(self, scope: Scope, query: str, mode: str, limit: int) -> list[tuple[Item, float]]:
+    def wants_vector(self, mode: str) -> bool:
+        """Whether a search in ``mode`` can use a query vector (semantic or hybrid, an embedder)."""
+        return mode in ("semantic", "hybrid") and self.memory.cells is not None
+
+    def _hits(
+        self,
+        scope: Scope,
+        query: str,
+        mode: str,
+        limit: int,
+        query_vector: QueryVector | None = None,
+    ) -> list[tuple[Item, float]]:
         part = scope.partition
         mem = self.memory
         pool = limit * 2 + 10  # items of other partitions (untagged, shared) are dropped after
@@ -148,10 +175,16 @@ class MindLayer:
                     "MEMSTORE_PROVIDER_EMBEDDING_MODEL (or --embedder local); lexical works without"
                 )
             if mode == "hybrid":
-                results = mem.search(query, partition=part, kind=KIND_MEMORY, limit=pool)
+                results = mem.search(
+                    query, partition=part, kind=KIND_MEMORY, limit=pool, query_vector=query_vector
+                )
                 scored = [(r.item, r.score) for r in results]
             else:
-                vec = cells.embed_query(query)
+                vec = (
+                    cells.embed_query(query)
+                    if query_vector is None
+                    else query_vector_arg(query_vector, cells.dim)
+                )
                 found = cells.search_vector(
                     vec,
                     limit,
@@ -176,15 +209,16 @@ class MindLayer:
         mode: str = "lexical",
         limit: int = DEFAULT_LIMIT,
         max_chars: int = DEFAULT_CONTEXT_CHARS,
+        query_vector: QueryVector | None = None,
     ) -> JSON:
         """``{"personality", "memories", "prompt", "ids", "omitted"}`` for ``query``.
 
         ``memories`` are :meth:`search`'s hits; ``prompt`` is the engine's context
         block (:func:`memstore.context_block.build_context_block`) of the
         personality and those memories within ``max_chars``, and ``ids`` and
-        ``omitted`` its receipt.
+        ``omitted`` its receipt. ``query_vector`` as in :meth:`search`.
         """
-        found = self._hits(scope, query, mode, limit)
+        found = self._hits(scope, query, mode, limit, query_vector)
         persona = self.personality(scope)
         block = build_context_block(
             [it for it, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id

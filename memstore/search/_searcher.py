@@ -21,7 +21,9 @@ import numpy.typing as npt
 
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
+from memstore.arguments import query_vector_arg
 from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.errors import InvalidItemError
 from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.lexical import is_confident
 from memstore.search import _shaping
@@ -119,6 +121,7 @@ class Searcher:
         *,
         caller: str | None = None,
         explain: bool = False,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
 
@@ -126,8 +129,19 @@ class Searcher:
         limited to what ``partition`` may see (items tagged for it, untagged
         ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL` lifts the
         filter (read-only operator surfaces only).
+
+        ``query_vector``: the query's embedding when the caller already has it
+        (one row of :meth:`~memstore_index.CellStore.embed_queries`, which embeds
+        many queries in one call); the semantic channel then uses it instead of
+        embedding ``query``, with the same results. It is checked first
+        (:func:`~memstore.arguments.query_vector_arg`: the index's dimension,
+        finite, not zero) even when the lexical answer leaves it unused, and
+        refused when there is no vector index.
         """
-        return self._search(query, kind, subject, partition, limit, caller, explain, full=False)
+        vec = self._query_vector(query_vector)
+        return self._search(
+            query, kind, subject, partition, limit, caller, explain, full=False, vec=vec
+        )
 
     def hybrid_search_full(
         self,
@@ -139,13 +153,31 @@ class Searcher:
         *,
         caller: str | None = None,
         explain: bool = False,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`hybrid_search` that always consults the vector index.
 
         It also adds the host's live matches and puts an item whose id equals
         the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`).
+        ``query_vector`` as in :meth:`hybrid_search`.
         """
-        return self._search(query, kind, subject, partition, limit, caller, explain, full=True)
+        vec = self._query_vector(query_vector)
+        return self._search(
+            query, kind, subject, partition, limit, caller, explain, full=True, vec=vec
+        )
+
+    def _query_vector(self, value: npt.ArrayLike | None) -> npt.NDArray[np.float32] | None:
+        """A caller's query vector, checked against the vector index (``None``: none given)."""
+        if value is None:
+            return None
+        cells = self._cfg.cells() if self._cfg.cells is not None else None
+        if cells is None:
+            raise InvalidItemError(
+                "query_vector was given, but this search has no vector index "
+                "(open the Memory with an embedder)"
+            )
+        dim = getattr(cells, "dim", None)
+        return query_vector_arg(value, dim if isinstance(dim, int) else None)
 
     def _visible(self, item: Item, partition: str) -> bool:
         fn = self._cfg.visible
@@ -162,6 +194,7 @@ class Searcher:
         explain: bool,
         *,
         full: bool,
+        vec: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
         cfg, stats = self._cfg, self._stats
         limit = limit if limit > 0 else 10
@@ -200,7 +233,7 @@ class Searcher:
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
         semantic = cells if fused_path else None
-        run = (query, kind, subject, partition, depth, 2 * pool)
+        run = (query, vec, kind, subject, partition, depth, 2 * pool)
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
@@ -258,6 +291,7 @@ class Searcher:
         cells: VectorIndex | None,
         semantic: VectorIndex | None,
         query: str,
+        given: npt.NDArray[np.float32] | None,
         kind: str,
         subject: str,
         partition: str,
@@ -268,14 +302,15 @@ class Searcher:
 
         ``semantic`` is the vector index when the semantic channel runs (the
         lexical answer was not confident, or the search always fuses). An empty
-        fused list falls back to an exact scan of ``cells``.
+        fused list falls back to an exact scan of ``cells``. ``given``: the
+        caller's query vector, used instead of embedding ``query``.
         """
         cfg, stats = self._cfg, self._stats
         fusion.add_lexical(lexical)
-        vec: npt.NDArray[np.float32] | None = None
+        vec = given
         if semantic is not None:
             try:
-                vec = self._embed(semantic, query)
+                vec = vec if vec is not None else self._embed(semantic, query)
                 sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
                 fusion.add_semantic(sem, "semantic")
             except Exception:  # the lexical answer still stands
