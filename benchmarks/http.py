@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]
 from _common import TargetResult, git_commit, log, percentile
 from _common import cpu_model as _cpu_model
 from _common import fmt as _fmt
@@ -224,6 +225,15 @@ class Phase:
     p50_ms: float
     p99_ms: float
     statuses: dict[str, int]
+    server_cpu_ms: float | None = None
+    """CPU time the server process spent per request (all its threads, user + system):
+    what a request costs, much less sensitive than req/s to other loads on a shared machine."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all threads)."""
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
 
 
 async def load(
@@ -233,8 +243,12 @@ async def load(
     concurrency: int,
     seconds: float,
     warmup: int,
+    server_pid: int | None = None,
 ) -> Phase:
-    """``concurrency`` connections sending ``make(rng) -> (path, body)`` for ``seconds``."""
+    """``concurrency`` connections sending ``make(rng) -> (path, body)`` for ``seconds``.
+
+    ``server_pid``: the server process, whose CPU time per request is measured.
+    """
     # The warm-up has a connection of its own: the load's connections open
     # after it, so none sits idle past the server's keep-alive timeout.
     rng = random.Random(7)
@@ -257,9 +271,11 @@ async def load(
             latencies.append((time.perf_counter() - t0) * 1000)
             statuses[str(status)] = statuses.get(str(status), 0) + 1
 
+    cpu0 = cpu_seconds(server_pid) if server_pid is not None else 0.0
     t0 = time.perf_counter()
     await asyncio.gather(*(worker(c, n) for n, c in enumerate(conns)))
     elapsed = time.perf_counter() - t0
+    cpu = cpu_seconds(server_pid) - cpu0 if server_pid is not None else None
     for c in conns:
         c.close()
     done = len(latencies)
@@ -273,6 +289,7 @@ async def load(
         percentile(latencies, 50),
         percentile(latencies, 99),
         statuses,
+        round(cpu * 1000 / done, 3) if cpu is not None and done else None,
     )
 
 
@@ -351,11 +368,12 @@ def run_embedder(
 
     try:
         log(f"[{embedder}] recall for {seconds}s at concurrency {concurrency}")
-        rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup))
+        pid = proc.pid
+        rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup, pid))
         log(f"[{embedder}] recall for {seconds / 2}s at concurrency 1 (unloaded latency)")
-        one = asyncio.run(load(port, "recall_c1", recall, 1, seconds / 2, 0))
+        one = asyncio.run(load(port, "recall_c1", recall, 1, seconds / 2, 0, pid))
         log(f"[{embedder}] ingest for {seconds}s at concurrency {concurrency}")
-        ing = asyncio.run(load(port, "ingest", ingest, concurrency, seconds, warmup // 4))
+        ing = asyncio.run(load(port, "ingest", ingest, concurrency, seconds, warmup // 4, pid))
     finally:
         stop_server(proc)
     return {
@@ -414,15 +432,16 @@ def targets(runs: list[dict[str, Any]], rl: dict[str, Any]) -> list[TargetResult
 
 def report(data: dict[str, Any]) -> str:
     lines = [
-        "| embedder | phase | req/s | p50 ms | p99 ms | requests | errors |",
-        "|---|---|---|---|---|---|---|",
+        "| embedder | phase | req/s | p50 ms | p99 ms | server CPU ms/req | requests | errors |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for run in data["runs"]:
         for verb in ("recall", "recall_c1", "ingest"):
             p = run[verb]
             lines.append(
                 f"| {run['embedder']} | {p['name']} | {_fmt(p['per_s'], 1)} | "
-                f"{_fmt(p['p50_ms'], 2)} | {_fmt(p['p99_ms'], 2)} | {p['requests']} | "
+                f"{_fmt(p['p50_ms'], 2)} | {_fmt(p['p99_ms'], 2)} | "
+                f"{_fmt(p.get('server_cpu_ms'), 2)} | {p['requests']} | "
                 f"{p['errors']} |"
             )
     rl = data["rate_limit"]
