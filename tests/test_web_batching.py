@@ -72,10 +72,10 @@ def test_requests_queued_while_busy_are_embedded_in_one_call() -> None:
     ]
     first, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
     batcher.close()
-    assert first == "held:5"
+    assert first == "held:None"  # alone in its turn: its search embeds for itself
     assert outcomes == ["a:2", "b:4", "c:2", "d:None"]
-    assert emb.calls == [["first"], ["ab", "abcd"]]
-    assert (batcher.batches, batcher.embedded) == (2, 3)
+    assert emb.calls == [["ab", "abcd"]]
+    assert (batcher.batches, batcher.embedded) == (1, 2)
 
 
 def test_max_batch_splits_a_long_queue() -> None:
@@ -86,8 +86,8 @@ def test_max_batch_splits_a_long_queue() -> None:
     ]
     _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
     batcher.close()
-    assert outcomes == [f"{n}:{n}" for n in range(1, 6)]
-    assert [len(c) for c in emb.calls] == [1, 2, 2, 1]
+    assert outcomes == [f"{n}:{n}" for n in range(1, 5)] + ["5:None"]  # the last one alone
+    assert emb.calls == [["x", "xx"], ["xxx", "xxxx"]]
 
 
 def test_a_failing_search_fails_its_own_request_only() -> None:
@@ -167,7 +167,7 @@ def test_close_finishes_queued_requests_then_refuses_new_ones() -> None:
         return outcomes, refused and not closer.is_alive()
 
     outcomes, refused_and_joined = asyncio.run(main())
-    assert outcomes == ["held:5", "a:1", "bb:2", "ccc:3"]
+    assert outcomes == ["held:None", "a:1", "bb:2", "ccc:3"]
     assert refused_and_joined
     batcher.close()  # idempotent
 
