@@ -13,7 +13,9 @@ For each embedder (``hash``, and ``local`` when the model is installed):
    ``--seconds``, ``recall`` from one connection for half as long (the
    latency of an unloaded server), then ``ingest`` requests (two-chunk
    episodes) for ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
-   sending a request to its whole answer), and errors (any status but 200).
+   sending a request to its whole answer), errors (any status but 200), and the
+   server process's CPU time per request (all threads: steadier than req/s when
+   other programs share the machine).
 
 Then one **rate-limit** check with the server's default limits (60 rps, burst
 120): ``--concurrency`` connections over 4 tenants send as fast as they can;
