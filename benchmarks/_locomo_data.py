@@ -21,6 +21,10 @@ from memstore import KIND_EVENT, PARTITION_TAG_PREFIX, Item, ThoughtLink  # noqa
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 """LoCoMo's question categories (the official scorer's meaning, not the paper's order)."""
+ADVERSARIAL = 5
+"""LoCoMo's category 5: adversarial questions, about what the conversation does not say
+(mostly a fact of one speaker asked about the other). They feed only the abstention
+figures (relevance), never recall."""
 TITLE_WORDS = 8
 """Words of the turn text in a ``first-words`` title."""
 ITEM_SHAPES = ("transcript", "speaker-title", "first-words")
@@ -70,11 +74,13 @@ class Question:
 
 @dataclass
 class Conversation:
-    """One conversation: its turns and its evaluated questions."""
+    """One conversation: its turns, its evaluated questions and its adversarial ones."""
 
     sample_id: str
     turns: list[Turn]
     questions: list[Question]
+    adversarial: list[Question] = field(default_factory=list)
+    """Category 5 (:data:`ADVERSARIAL`): unanswerable from the conversation; no recall."""
 
     @property
     def partition(self) -> str:
@@ -157,7 +163,12 @@ def evidence_ids(raw: Iterable[object]) -> list[str]:
 
 
 def load(path: Path, limit: int | None) -> tuple[list[Conversation], LoadStats]:
-    """Read a LoCoMo-format file: turns of ``session_<n>`` keys, questions of categories 1-4."""
+    """Read a LoCoMo-format file: turns of ``session_<n>`` keys, questions of categories 1-5.
+
+    Categories 1-4 are the evaluated questions; category 5 goes to
+    ``Conversation.adversarial`` (its evidence is the turn the adversarial
+    answer comes from, kept as is, never scored).
+    """
     raw = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(raw, list):
         raise SystemExit(f"{path}: expected a JSON list of conversations")
@@ -188,11 +199,25 @@ def load(path: Path, limit: int | None) -> tuple[list[Conversation], LoadStats]:
                 )
         known = {t.dia_id for t in turns}
         questions: list[Question] = []
+        adversarial: list[Question] = []
         for i, qa in enumerate(obj.get("qa", [])):
             stats.qa_total += 1
             cat = int(qa.get("category", 0))
+            if cat == ADVERSARIAL:
+                stats.qa_category_5 += 1
+                ev = [e for e in evidence_ids(str(e) for e in qa.get("evidence", [])) if e in known]
+                adversarial.append(
+                    Question(
+                        conv=sid,
+                        index=i,
+                        category=cat,
+                        text=str(qa["question"]),
+                        evidence=tuple(f"{sid}:{e}" for e in ev),
+                        sessions=frozenset(int(e[1:].split(":")[0]) for e in ev),
+                    )
+                )
+                continue
             if cat not in CATEGORIES:
-                stats.qa_category_5 += cat == 5
                 continue
             raw_ev = [str(e) for e in qa.get("evidence", [])]
             ids = evidence_ids(raw_ev)
@@ -220,7 +245,7 @@ def load(path: Path, limit: int | None) -> tuple[list[Conversation], LoadStats]:
                     sessions=frozenset(int(e[1:].split(":")[0]) for e in ids),
                 )
             )
-        convs.append(Conversation(sid, turns, questions))
+        convs.append(Conversation(sid, turns, questions, adversarial))
         stats.turns += len(turns)
         stats.image_turns += sum(bool(t.caption) for t in turns)
         stats.questions += len(questions)

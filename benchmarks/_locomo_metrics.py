@@ -104,10 +104,13 @@ class ModeResult:
     latency: Latency | None = None
     searcher_stats: dict[str, Any] | None = None
     """The Searcher's own counters and phase timings (hybrid modes)."""
+    abstention: dict[str, Any] | None = None
+    """Relevance against LoCoMo's category 5 (hybrid modes; see ``_locomo_relevance``)."""
     per_question: dict[str, list[Any]] = field(default_factory=dict)
     """Per question, in the order of the top-level ``questions``: first-hit rank
     (``None``: no evidence in the top max-k), recall@k, and for a Searcher mode the path
-    of the k=10 call (``lexical`` fast path or ``fused``)."""
+    of the k=10 call (``lexical`` fast path or ``fused``) and its top hit's ``relevance``
+    (``top_relevance``, ``None`` when it returned nothing)."""
 
 
 def run_mode(
@@ -122,14 +125,16 @@ def run_mode(
     times: list[float] = []
     paths: list[str] = []
     rankings: list[list[str]] = []
+    top_relevance: list[float | None] = []
     for q in questions:
         by_k: dict[int, list[str]] = {}
         for k in ks:
-            ids, ms, path = search(q, k)
+            ids, ms, path, rel = search(q, k)
             by_k[k] = ids
             if k == LATENCY_K:
                 times.append(ms)
                 paths.append(path)
+                top_relevance.append(round(rel[0], 5) if rel else None)
         rankings.append(by_k[LATENCY_K])
         all_scores.append(score(q, by_k))
     by_cat = {
@@ -151,6 +156,8 @@ def run_mode(
         per_q[f"recall@{k}"] = [round(s.recall[k], 4) for s in all_scores]
     if any(paths):
         per_q["path"] = paths
+    if any(r is not None for r in top_relevance):
+        per_q["top_relevance"] = top_relevance
     res = ModeResult(
         mode=mode,
         available=True,

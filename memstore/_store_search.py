@@ -176,6 +176,20 @@ class StoreSearch(StoreBase):
             plan = self._plan(tokens)
             return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
 
+    def named_subjects(self, query: str) -> frozenset[str]:
+        """The subjects of indexed items (or ``service/`` tag values) that ``query`` names.
+
+        A subject is named when each of its words is a word of the query:
+        ``"What did Caroline say?"`` names ``Caroline``; ``payment-api`` is named
+        by ``"payment api errors"``. Search uses it for relevance (a hit about
+        another subject than the one asked about is less likely evidence).
+        """
+        qwords = words(query)
+        if not qwords:
+            return frozenset()
+        with self._locked():
+            return self._lex.named_subjects(qwords)
+
     def _rank_locked(
         self,
         plan: QueryPlan,

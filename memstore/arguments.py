@@ -46,6 +46,7 @@ __all__ = [
     "readable",
     "text_arg",
     "text_list",
+    "unit_interval",
     "unit_weight",
     "writable",
 ]
@@ -121,6 +122,24 @@ def unit_weight(value: object, name: str = "weight") -> float:
     if not math.isfinite(w) or not 0.0 < w <= 1.0:
         raise InvalidItemError(f"{name} must be above 0 and at most 1, got {value!r}")
     return w
+
+
+def unit_interval(value: object, name: str) -> float:
+    """A number in ``[0, 1]`` (a ``bool`` is not one, nor NaN), as a float.
+
+    >>> unit_interval(0.25, "min_relevance"), unit_interval(1, "min_relevance")
+    (0.25, 1.0)
+    >>> unit_interval(float("nan"), "min_relevance")
+    Traceback (most recent call last):
+    ...
+    memstore.errors.InvalidItemError: min_relevance must be between 0 and 1, got nan
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidItemError(f"{name} must be a number between 0 and 1, got {describe(value)}")
+    x = float(value)
+    if not 0.0 <= x <= 1.0:  # NaN fails both comparisons
+        raise InvalidItemError(f"{name} must be between 0 and 1, got {value!r}")
+    return x
 
 
 def text_list(value: object, name: str, max_items: int, max_chars: int) -> list[str]:

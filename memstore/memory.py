@@ -62,6 +62,7 @@ from memstore.limits import (
     MAX_TAGS,
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search._relevance import assign_relevance
 from memstore.store import Store
 from memstore.tags import (
     PARTITION_ALL,
@@ -489,6 +490,7 @@ class Memory:
         limit: int = 10,
         explain: bool = False,
         user: str | None = None,
+        min_relevance: float = 0.0,
         query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Hybrid search: lexical first, semantic fused in when the lexical answer is unsure.
@@ -500,6 +502,12 @@ class Memory:
         result, how it was found and scored. A blank ``query`` raises
         :class:`~memstore.errors.InvalidItemError` (as the HTTP adapters answer 400).
 
+        Each result's ``relevance`` (in [0, 1]) estimates the probability that
+        it is evidence for the query, from what it shares with the query, not
+        from its rank, so it compares across calls (see ``docs/search.md``).
+        ``min_relevance`` (a number in [0, 1], default 0) drops the results
+        below it: a question the memory cannot answer may get none.
+
         ``query_vector``: the query's embedding, when the caller has it already
         (a row of :meth:`embed_queries`, which embeds many queries in one call:
         what a server answering concurrent searches does). The results are the
@@ -508,7 +516,16 @@ class Memory:
         as does any vector when this Memory has no embedder.
         """
         return self._search(
-            query, partition, kind, subject, limit, explain, user, full=False, vector=query_vector
+            query,
+            partition,
+            kind,
+            subject,
+            limit,
+            explain,
+            user,
+            min_relevance,
+            full=False,
+            vector=query_vector,
         )
 
     def search_full(
@@ -521,11 +538,21 @@ class Memory:
         limit: int = 10,
         explain: bool = False,
         user: str | None = None,
+        min_relevance: float = 0.0,
         query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`search`, plus exact-id promotion and the host's live matches."""
         return self._search(
-            query, partition, kind, subject, limit, explain, user, full=True, vector=query_vector
+            query,
+            partition,
+            kind,
+            subject,
+            limit,
+            explain,
+            user,
+            min_relevance,
+            full=True,
+            vector=query_vector,
         )
 
     def embed_queries(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -555,6 +582,7 @@ class Memory:
         limit: int,
         explain: bool,
         user: str | None,
+        min_relevance: float,
         *,
         full: bool,
         vector: npt.ArrayLike | None = None,
@@ -568,17 +596,30 @@ class Memory:
         subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)
         explain = arg.flag(explain, "explain")
+        min_relevance = arg.unit_interval(min_relevance, "min_relevance")
         if user is not None and user != "":
             user = arg.name_arg(user, "user")
         part = _partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
-        hits = run(query, kind, subject, part or "", limit, explain=explain, query_vector=vector)
+        hits = run(
+            query,
+            kind,
+            subject,
+            part or "",
+            limit,
+            explain=explain,
+            min_relevance=min_relevance,
+            query_vector=vector,
+        )
         if user:
             own = self.store.keyword_hits(
                 query, kind, subject, limit, user_hash=user, own_only=True
             )
             mine = [SearchResult(it, h.score) for it, h in own[0]]
+            named = self.store.named_subjects(query)
+            assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
+            mine = [r for r in mine if r.relevance >= min_relevance]
             hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
         if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)
             self.store.notify_hit([h.item.id for h in hits], query, kind)

@@ -190,3 +190,25 @@ def test_cache_dir_reuses_vectors_and_results(tmp_path: Path) -> None:
     assert second.stdout.splitlines()[-1] == first.stdout.splitlines()[-1]
     for c, w in zip(cold["results"], warm["results"], strict=True):
         assert c["per_question"]["first_hit"] == w["per_question"]["first_hit"], c["mode"]
+
+
+def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> None:
+    proc, out = _run(tmp_path, "--no-plot", "--ablation", "--no-when-signal")
+    assert proc.returncode == 0, proc.stderr
+    assert "### Ablation" in proc.stdout
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["config"]["searcher"]["levers_off"] == ["when_signal"]
+    rows = {r["variant"]: r for r in data["ablation"]}
+    assert list(rows) == [
+        "all levers",
+        "without date_signal",
+        "without when_signal",
+        "without subject_signal",
+        "no levers",
+    ]
+    # A lever turned off on the command line stays off in every variant.
+    assert all("when_signal" in r["off"] for r in rows.values())
+    for r in rows.values():
+        assert 0.0 <= r["recall@5"] <= r["recall@10"] <= 1.0
+        assert set(r["by_conversation_recall@10"]) == {"conv-a", "conv-b"}
+    assert 0.0 <= rows["without subject_signal"]["lever_loo_recall@10"] <= 1.0

@@ -66,6 +66,7 @@ def test_tool_lists_and_schemas(tmp_path: Path) -> None:
                 "subject",
                 "as_of",
                 "explain",
+                "min_relevance",
                 "max_chars",
             }
             listed = (await c.session.list_resources()).resources

@@ -47,8 +47,8 @@ def mem() -> Iterator[Memory]:
         yield m
 
 
-def shape(results: list[Any]) -> list[tuple[str, float, int, str]]:
-    return [(r.item.id, r.score, r.collapsed_count, r.via) for r in results]
+def shape(results: list[Any]) -> list[tuple[str, float, int, str, float]]:
+    return [(r.item.id, r.score, r.collapsed_count, r.via, r.relevance) for r in results]
 
 
 def test_embed_queries_rows_are_embed_query_vectors(mem: Memory) -> None:

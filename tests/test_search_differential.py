@@ -7,7 +7,8 @@ order, scores within 1e-9, the same collapse counts and ``via`` links. The
 stores are drawn by hypothesis (kinds, partitions, scopes, statuses,
 deadlines, update times, links, near-duplicate texts, vectors of items the
 store does not hold), and one test replays a LoCoMo conversation when the
-dataset is present.
+dataset is present. The oracle predates ``relevance``: each result's must be
+the same on the lean path as on the general one (``explain=True`` takes it).
 """
 
 from __future__ import annotations
@@ -158,8 +159,14 @@ def _counters(ops: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in ops.items() if not k.endswith(".ns")}
 
 
+NO_SIGNALS: dict[str, Any] = {"date_signal": False, "when_signal": False, "subject_signal": False}
+"""The query signals postdate the old Searcher: it is compared with them off."""
+
+
 def _pair(store: Store, cells: CellStore | None, **cfg: Any) -> tuple[Searcher, oracle.Searcher]:
-    new = Searcher(SearchConfig(store=store, cells=(lambda: cells) if cells else None, **cfg))
+    new = Searcher(
+        SearchConfig(store=store, cells=(lambda: cells) if cells else None, **NO_SIGNALS, **cfg)
+    )
     old = oracle.Searcher(
         oracle.SearchConfig(store=store, cells=(lambda: cells) if cells else None, **cfg)
     )
@@ -189,15 +196,25 @@ def test_the_searcher_matches_the_old_one_on_any_store(
 ) -> None:
     store, cells, _ = env
     new, old = _pair(store, cells if vectors else None, **config)
+    # explain=True always takes the general path: relevance must not depend on the path.
+    general, _ = _pair(store, cells if vectors else None, **config)
     q = " ".join(query)
     for _ in range(2):  # the second call reuses the cached plan and snapshot
         if full:
             got = new.hybrid_search_full(q, kind=kind, partition=partition, limit=limit)
             want = old.hybrid_search_full(q, kind=kind, partition=partition, limit=limit)
+            slow = general.hybrid_search_full(
+                q, kind=kind, partition=partition, limit=limit, explain=True
+            )
         else:
             got = new.hybrid_search(q, kind=kind, partition=partition, limit=limit)
             want = old.hybrid_search(q, kind=kind, partition=partition, limit=limit)
+            slow = general.hybrid_search(
+                q, kind=kind, partition=partition, limit=limit, explain=True
+            )
         _same(got, want)
+        assert [(r.item.id, r.relevance) for r in got] == [(r.item.id, r.relevance) for r in slow]
+        assert all(0.0 <= r.relevance <= 1.0 for r in got)
     assert store.search_snapshot() is not None, "a small store is searched on the lean path"
     assert _counters(new.stats.ops()) == _counters(old.stats.ops())
 
@@ -349,4 +366,6 @@ def test_the_searcher_matches_the_old_one_on_a_locomo_conversation(clock: FakeCl
             for limit in (5, 10):
                 got = new.hybrid_search(q, partition=conv["sample_id"], limit=limit)
                 _same(got, old.hybrid_search(q, partition=conv["sample_id"], limit=limit))
+                slow = new.hybrid_search(q, partition=conv["sample_id"], limit=limit, explain=True)
+                assert [r.relevance for r in got] == [r.relevance for r in slow]
     assert store.search_snapshot() is not None

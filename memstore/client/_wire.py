@@ -144,8 +144,11 @@ def recall_call(
     as_of: str | _dt.datetime | None,
     mode: Mode | None,
     stream: bool = False,
+    min_relevance: float | None = None,
 ) -> Call:
     body: dict[str, Any] = {"query": query}
+    if min_relevance is not None:
+        body["min_relevance"] = min_relevance
     if k is not None:
         body["k"] = k
     if filter is not None:

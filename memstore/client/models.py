@@ -79,7 +79,9 @@ class Hit:
     ``id`` is the chunk's ULID; ``episode`` the ULID of the episode it was cut
     from when the server says so (``None`` from servers that do not).
     ``source_op`` is ``Reranked`` (semantic), ``Graph`` (reached by links) or
-    ``AsOf`` (answered from the past).
+    ``AsOf`` (answered from the past). ``relevance`` (0-1, comparable across
+    calls) is a memstore server's addition: ``None`` for a hit reached by
+    links, or from a server that does not send it.
     """
 
     id: str
@@ -93,11 +95,13 @@ class Hit:
     rerank_applied: bool
     source_op: str
     episode: str | None = None
+    relevance: float | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> Hit:
         episode = body.get("episode")
+        rel = body.get("relevance")
         return cls(
             id=str(ULID.from_bytes(bytes(body["id"]))),
             score=float(body["score"]),
@@ -110,6 +114,9 @@ class Hit:
             rerank_applied=bool(body.get("rerank_applied", False)),
             source_op=str(body.get("source_op", "")),
             episode=str(episode) if isinstance(episode, str) else None,
+            relevance=float(rel)
+            if isinstance(rel, int | float) and not isinstance(rel, bool)
+            else None,
             raw=dict(body),
         )
 

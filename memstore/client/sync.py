@@ -155,15 +155,19 @@ class MemoryClient:
         filter: str | None = None,
         as_of: str | _dt.datetime | None = None,
         mode: Mode | None = None,
+        min_relevance: float | None = None,
     ) -> list[Hit]:
         """``POST /v1/recall``: the best ``k`` chunks for ``query`` (server default 10).
 
         ``filter`` is the v0 filter DSL (``source LIKE 'notes/%'``), ``as_of``
         answers as the memory was then, ``mode="graph"`` adds the chunks linked
-        to the semantic hits.
+        to the semantic hits. ``min_relevance`` (0-1) drops the search hits whose
+        ``relevance`` is below it (a memstore server's addition).
         """
         hits: list[Hit] = self._send(
-            _wire.recall_call(query, k=k, filter=filter, as_of=as_of, mode=mode)
+            _wire.recall_call(
+                query, k=k, filter=filter, as_of=as_of, mode=mode, min_relevance=min_relevance
+            )
         )
         return hits
 
@@ -175,9 +179,18 @@ class MemoryClient:
         filter: str | None = None,
         as_of: str | _dt.datetime | None = None,
         mode: Mode | None = None,
+        min_relevance: float | None = None,
     ) -> Iterator[Hit]:
         """:meth:`recall` as Server-Sent Events: hits as they are sent, until ``done``."""
-        call = _wire.recall_call(query, k=k, filter=filter, as_of=as_of, mode=mode, stream=True)
+        call = _wire.recall_call(
+            query,
+            k=k,
+            filter=filter,
+            as_of=as_of,
+            mode=mode,
+            stream=True,
+            min_relevance=min_relevance,
+        )
         reader = SseReader()
         for line in self._lines(call):
             event = reader.feed(line)

@@ -127,6 +127,18 @@ class RecallArgs(_Args):
         ),
     )
     explain: bool = Field(default=False, description="Add why each hit was found (why).")
+    min_relevance: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "Drop hits whose relevance (0-1, the estimated chance a hit is evidence for "
+            "the query) is below this; 0 keeps all. A question memory cannot answer may "
+            "then get no hits."
+        ),
+    )
     max_chars: int = Field(
         default=DEFAULT_MAX_CHARS,
         ge=1,

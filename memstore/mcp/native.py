@@ -171,6 +171,7 @@ class _Native:
                 subject=a.subject,
                 limit=a.limit,
                 explain=a.explain,
+                min_relevance=a.min_relevance,
             )
             past = {}
         contents, cut = share_budget([h.item.content for h in hits], a.max_chars)
@@ -180,7 +181,7 @@ class _Native:
             why = None
             if a.explain:
                 why = explanation_text(h.explanation) if h.explanation else "found"
-            out.append(hit_of(item, content, h.score, why))
+            out.append(hit_of(item, content, h.score, why, h.relevance))
         return Recall(hits=out, truncated=cut)
 
     def _search_past(
@@ -204,6 +205,7 @@ class _Native:
                 subject=a.subject,
                 limit=a.limit,
                 explain=a.explain,
+                min_relevance=a.min_relevance,
             )
         return hits, {it.id: it for it in then}
 

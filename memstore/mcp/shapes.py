@@ -51,6 +51,13 @@ class Hit(BaseModel):
     subject: str
     event_date: str
     score: float
+    relevance: float = Field(
+        default=0.0,
+        description=(
+            "0-1, comparable across calls: the estimated chance this memory is evidence "
+            "for the query (score only orders one call's hits)."
+        ),
+    )
     why: str | None = Field(
         default=None, description="How it was found and scored (only with explain)."
     )
@@ -162,7 +169,7 @@ def memory_of(item: Item) -> MemoryOut:
     )
 
 
-def hit_of(item: Item, content: str, score: float, why: str | None) -> Hit:
+def hit_of(item: Item, content: str, score: float, why: str | None, relevance: float = 0.0) -> Hit:
     """The ``recall`` shape of a found item (``why`` set only when explained)."""
     hit = Hit(
         id=item.id,
@@ -172,6 +179,7 @@ def hit_of(item: Item, content: str, score: float, why: str | None) -> Hit:
         subject=item.subject,
         event_date=item.event_date,
         score=round(score, 6),
+        relevance=round(relevance, 6),
     )
     if why is not None:
         hit.why = why

@@ -208,7 +208,12 @@ def create_app(
             req.mode,
             req.query,
             lambda vec: service.search(
-                scope, req.query, mode=req.mode, limit=req.limit, query_vector=vec
+                scope,
+                req.query,
+                mode=req.mode,
+                limit=req.limit,
+                min_relevance=req.min_relevance,
+                query_vector=vec,
             ),
         )
 
@@ -224,6 +229,7 @@ def create_app(
                 mode=req.mode,
                 limit=req.limit,
                 max_chars=req.max_chars,
+                min_relevance=req.min_relevance,
                 query_vector=vec,
             ),
         )
@@ -241,7 +247,12 @@ def create_app(
     async def chat(request: Request) -> Any:
         req = parse_body(SearchRequest, await body_of(request))
         return await run_in_threadpool(
-            service.chat, req.scope.scope(), req.query, mode=req.mode, limit=req.limit
+            service.chat,
+            req.scope.scope(),
+            req.query,
+            mode=req.mode,
+            limit=req.limit,
+            min_relevance=req.min_relevance,
         )
 
     async def export(request: Request) -> Any:

@@ -125,6 +125,8 @@ class SearchRequest(_Strict):
     query: str
     mode: Mode = "lexical"
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    min_relevance: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
+    """An addition: drop ``hybrid`` hits whose relevance (0-1) is below it."""
 
     @field_validator("query")
     @classmethod

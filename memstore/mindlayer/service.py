@@ -128,6 +128,7 @@ class MindLayer:
         *,
         mode: str = "lexical",
         limit: int = DEFAULT_LIMIT,
+        min_relevance: float = 0.0,
         query_vector: QueryVector | None = None,
     ) -> list[JSON]:
         """The scope's best memories for ``query``: ``[{"memory": ..., "score": n}]``.
@@ -136,17 +137,23 @@ class MindLayer:
         typo tolerance), offline. ``semantic``: cosine similarity of the query's
         embedding (needs an embedder). ``hybrid``: memstore's hybrid search
         (lexical first, the vectors fused in when the lexical answer is unsure,
-        then its rerank). Scores are comparable within one call only.
+        then its rerank). Scores are comparable within one call only. A
+        ``hybrid`` hit also carries ``relevance`` (0-1, comparable across calls:
+        memstore's estimate that it is evidence for the query), and
+        ``min_relevance`` drops the hybrid hits below it (0: none dropped).
 
         ``query_vector``: the query's embedding when the caller has it
         (:meth:`Memory.embed_queries`, which embeds many queries in one call), for
         ``semantic`` and ``hybrid``; the same hits as without it. ``lexical`` ignores it.
 
-        :raises MindLayerError: 400 for semantic/hybrid without an embedder.
+        :raises MindLayerError: 400 for semantic/hybrid without an embedder, or
+            a ``min_relevance`` above 0 in another mode than ``hybrid``.
         """
         return [
-            {"memory": memory_json(item), "score": round(float(score), 6)}
-            for item, score in self._hits(scope, query, mode, limit, query_vector)
+            _hit_json(item, score, rel)
+            for item, score, rel in self._hits(
+                scope, query, mode, limit, min_relevance, query_vector
+            )
         ]
 
     def wants_vector(self, mode: str) -> bool:
@@ -159,14 +166,20 @@ class MindLayer:
         query: str,
         mode: str,
         limit: int,
+        min_relevance: float = 0.0,
         query_vector: QueryVector | None = None,
-    ) -> list[tuple[Item, float]]:
+    ) -> list[tuple[Item, float, float | None]]:
         part = scope.partition
         mem = self.memory
         pool = limit * 2 + 10  # items of other partitions (untagged, shared) are dropped after
+        if min_relevance > 0.0 and mode != "hybrid":
+            raise invalid(
+                f"min_relevance needs mode 'hybrid' (its hits carry relevance), got mode {mode!r}"
+            )
+        scored: list[tuple[Item, float, float | None]]
         if mode == "lexical":
             hits, _ = mem.store.keyword_hits(query, KIND_MEMORY, "", pool, partition=part)
-            scored = [(it, hit.score) for it, hit in hits]
+            scored = [(it, hit.score, None) for it, hit in hits]
         elif mode in ("semantic", "hybrid"):
             cells = mem.cells
             if cells is None:
@@ -176,9 +189,14 @@ class MindLayer:
                 )
             if mode == "hybrid":
                 results = mem.search(
-                    query, partition=part, kind=KIND_MEMORY, limit=pool, query_vector=query_vector
+                    query,
+                    partition=part,
+                    kind=KIND_MEMORY,
+                    limit=pool,
+                    min_relevance=min_relevance,
+                    query_vector=query_vector,
                 )
-                scored = [(r.item, r.score) for r in results]
+                scored = [(r.item, r.score, r.relevance) for r in results]
             else:
                 vec = (
                     cells.embed_query(query)
@@ -195,10 +213,10 @@ class MindLayer:
                 for entry, sim in found:
                     item = mem.get(entry.id)
                     if item is not None:
-                        scored.append((item, sim))
+                        scored.append((item, sim, None))
         else:
             raise invalid(f"mode must be lexical, semantic or hybrid, got {mode[:40]!r}")
-        out = [(it, s) for it, s in scored if self._owned(scope, it) is not None]
+        out = [(it, s, r) for it, s, r in scored if self._owned(scope, it) is not None]
         return out[:limit]
 
     def context(
@@ -209,6 +227,7 @@ class MindLayer:
         mode: str = "lexical",
         limit: int = DEFAULT_LIMIT,
         max_chars: int = DEFAULT_CONTEXT_CHARS,
+        min_relevance: float = 0.0,
         query_vector: QueryVector | None = None,
     ) -> JSON:
         """``{"personality", "memories", "prompt", "ids", "omitted"}`` for ``query``.
@@ -218,16 +237,14 @@ class MindLayer:
         personality and those memories within ``max_chars``, and ``ids`` and
         ``omitted`` its receipt. ``query_vector`` as in :meth:`search`.
         """
-        found = self._hits(scope, query, mode, limit, query_vector)
+        found = self._hits(scope, query, mode, limit, min_relevance, query_vector)
         persona = self.personality(scope)
         block = build_context_block(
-            [it for it, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
+            [it for it, _, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
         )
         return {
             "personality": persona,
-            "memories": [
-                {"memory": memory_json(it), "score": round(float(s), 6)} for it, s in found
-            ],
+            "memories": [_hit_json(it, s, r) for it, s, r in found],
             "prompt": block.text,
             "ids": list(block.ids),
             "omitted": list(block.omitted),
@@ -376,7 +393,13 @@ class MindLayer:
         return {"memories": [memory_json(by_id[scope.item_id(derived_id(f))]) for f in facts]}
 
     def chat(
-        self, scope: Scope, query: str, *, mode: str = "lexical", limit: int = DEFAULT_LIMIT
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        mode: str = "lexical",
+        limit: int = DEFAULT_LIMIT,
+        min_relevance: float = 0.0,
     ) -> JSON:
         """One grounded answer: ``{"answer": ..., "context": <what context() returns>}``.
 
@@ -386,7 +409,7 @@ class MindLayer:
         :raises ProviderError: the provider failed or answered invalid output.
         """
         client = self._chat("chat")
-        ctx = self.context(scope, query, mode=mode, limit=limit)
+        ctx = self.context(scope, query, mode=mode, limit=limit, min_relevance=min_relevance)
         system = f"{ANSWER_PROMPT}\n\n{ctx['prompt'] or NO_CONTEXT}"
         answer = check_answer(
             client.complete(
@@ -394,3 +417,11 @@ class MindLayer:
             )
         )
         return {"answer": answer, "context": ctx}
+
+
+def _hit_json(item: Item, score: float, relevance: float | None) -> JSON:
+    """A hit: ``{"memory", "score"}``, plus ``relevance`` for a hybrid hit (an addition)."""
+    out: JSON = {"memory": memory_json(item), "score": round(float(score), 6)}
+    if relevance is not None:
+        out["relevance"] = round(float(relevance), 6)
+    return out

@@ -211,11 +211,15 @@ def hit_body(
     valid_to: Hlc | None = None,
     rerank_applied: bool,
     source_op: str,
+    relevance: float | None = None,
 ) -> dict[str, Any]:
-    """One recall hit in the seed's shape, plus ``episode``: the ULID of its episode.
+    """One recall hit in the seed's shape, plus ``episode`` and ``relevance``.
 
     ``episode`` (an addition; clients that do not know it ignore it) is what
     ``GET /v1/episode/{id}`` takes; ``None`` for a chunk with no episode.
+    ``relevance`` (an addition too) is the search hit's relevance in [0, 1],
+    comparable across calls (``score`` is not); ``None`` for a hit reached by
+    links rather than found by the search.
     """
     return {
         "id": ulid_bytes(ulid_of(item.id)),
@@ -229,6 +233,7 @@ def hit_body(
         "rerank_applied": rerank_applied,
         "source_op": source_op,
         "episode": item.data.get("episode") or None,
+        "relevance": relevance,
     }
 
 

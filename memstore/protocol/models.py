@@ -117,6 +117,13 @@ class RecallRequest(BaseModel):
     as_of: Text | None = Field(default=None, description="RFC 3339: answer as the state was then")
     filter: Text | None = Field(default=None, description="v0 filter DSL")
     mode: Literal["semantic", "graph"] = "semantic"
+    min_relevance: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="an addition: drop search hits whose relevance (0-1) is below this",
+    )
 
 
 class LsnModel(BaseModel):

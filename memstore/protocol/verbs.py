@@ -249,12 +249,19 @@ class Verbs:
             # program sharing the folder might, so they are dropped here.
             searcher = self.memory.searcher
         results = searcher.hybrid_search(
-            req.query, kind=KIND_CHUNK, partition=tenant, limit=req.k, query_vector=vec
+            req.query,
+            kind=KIND_CHUNK,
+            partition=tenant,
+            limit=req.k,
+            min_relevance=req.min_relevance,
+            query_vector=vec,
         )
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
-        hits = [self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED) for r in results]
+        hits = [
+            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, r.relevance) for r in results
+        ]
         if req.mode == "graph":
             hits = self._graph(tenant, results, hits, req.k, visible)
         return hits
@@ -280,9 +287,16 @@ class Verbs:
             hits.append(self._hit(item, top * scored.score, False, SOURCE_OP_GRAPH))
         return hits[:k]
 
-    def _hit(self, item: Item, score: float, shaped: bool, op: str) -> dict[str, Any]:
+    def _hit(
+        self, item: Item, score: float, shaped: bool, op: str, relevance: float | None = None
+    ) -> dict[str, Any]:
         return hit_body(
-            item, score, valid_from=self._valid_from(item), rerank_applied=shaped, source_op=op
+            item,
+            score,
+            valid_from=self._valid_from(item),
+            rerank_applied=shaped,
+            source_op=op,
+            relevance=relevance,
         )
 
     def _valid_from(self, item: Item) -> Hlc | None:
@@ -323,7 +337,13 @@ class Verbs:
             cfg.store, cfg.cells, cfg.visible = past, None, visible
 
         searcher = self.memory.searcher.with_(over_the_past)
-        results = searcher.hybrid_search(req.query, kind=KIND_CHUNK, partition=tenant, limit=req.k)
+        results = searcher.hybrid_search(
+            req.query,
+            kind=KIND_CHUNK,
+            partition=tenant,
+            limit=req.k,
+            min_relevance=req.min_relevance,
+        )
         hits = []
         for r in results:
             version = next(
@@ -337,6 +357,7 @@ class Verbs:
                     valid_to=version.valid_to if version else None,
                     rerank_applied=True,
                     source_op=SOURCE_OP_AS_OF,
+                    relevance=r.relevance,
                 )
             )
         return hits

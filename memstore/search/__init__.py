@@ -42,6 +42,7 @@ from memstore.search._fusion_rules import (
     LEXICAL_WEIGHT,
     LONG_QUERY_TOKENS,
     RRF_K,
+    SIGNAL_WEIGHT,
     SPREAD_DECAY,
 )
 from memstore.search._searcher import Searcher
@@ -68,6 +69,7 @@ __all__ = [
     "RECENT_BOOST",
     "RECENT_WINDOW",
     "RRF_K",
+    "SIGNAL_WEIGHT",
     "SPREAD_DECAY",
     "STATE_OPEN_BOOST",
     "STATE_RESOLVED_PENALTY",

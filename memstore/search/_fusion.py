@@ -8,6 +8,7 @@ dictionaries and reads items through the searcher as they are needed.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memstore._lexindex import LexicalHit
 from memstore.item import Item
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
+from memstore.search._signals import QuerySignals, item_bonus, max_bonus
 from memstore.search._types import Explanation
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ class Fusion:
         self._read_s = 0.0
         self._semantic = False
         self._spread: dict[str, tuple[float, str]] = {}
+        self._signals: QuerySignals | None = None
 
     def observe_hydrate(self) -> None:
         """Report the time spent reading items as the ``hydrate`` phase, once per search.
@@ -151,12 +154,50 @@ class Fusion:
                     loans[other] = (add, src)
         self._spread = loans
 
+    def signal(self, signals: QuerySignals | None) -> None:
+        """The query's signals, added to every readable candidate's score by :meth:`ordered`."""
+        self._signals = signals
+
+    def _signal_scores(self, scores: dict[str, float], need: int) -> dict[str, float]:
+        """``scores`` with each readable candidate's signal bonus, for those that can still place.
+
+        The bonus is the item's, so candidates are read in score order; once a
+        candidate could not reach the best ``need`` even with the largest bonus
+        (:func:`~memstore.search._signals.max_bonus`), neither can any after it,
+        and they keep their scores unread (they are never returned).
+        """
+        sig = self._signals
+        assert sig is not None
+        most = max_bonus(sig)
+        out = dict(scores)
+        best: list[float] = []  # the top ``need`` readable scores with their bonus, a min-heap
+        for id in sorted(scores, key=lambda i: (-scores[i], i)):
+            if len(best) >= need and scores[id] + most < best[0]:
+                break
+            item = self._read(id)
+            if item is None:
+                continue
+            bonus = item_bonus(sig, item)
+            out[id] = scores[id] + bonus
+            if len(best) < need:
+                heapq.heappush(best, out[id])
+            elif out[id] > best[0]:
+                heapq.heapreplace(best, out[id])
+            if self._explain and bonus:
+                exp = self._explanations.get(id)
+                if exp is None:
+                    exp = self._explanations[id] = Explanation()
+                exp.signal_score = bonus
+        return out
+
     def ordered(self, need: int) -> list[Candidate]:
         """The best ``need`` readable candidates, best first (ties by id)."""
         t0 = time.perf_counter()
         scores = dict(self._scores)
         for id, (add, _) in self._spread.items():
             scores[id] = scores.get(id, 0.0) + add
+        if self._signals is not None:
+            scores = self._signal_scores(scores, need)
         out: list[Candidate] = []
         for id in sorted(scores, key=lambda i: (-scores[i], i)):
             item = self._read(id)

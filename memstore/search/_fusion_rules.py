@@ -24,6 +24,7 @@ __all__ = [
     "LEXICAL_WEIGHT",
     "LONG_QUERY_TOKENS",
     "RRF_K",
+    "SIGNAL_WEIGHT",
     "SPREAD_DECAY",
     "cut",
     "minmax",
@@ -51,6 +52,14 @@ LEXICAL_WEIGHT = 0.5
 """Share of the lexical channel in a score fusion (the semantic one has the rest).
 
 Equal shares: neither channel is trusted over the other a priori.
+"""
+SIGNAL_WEIGHT = 0.25
+"""What one query signal (a named date, a "when" question, a named subject) adds to a fused score.
+
+Half of one channel's full share (a score fusion's channels have 0.5 each),
+a quarter of the fused range: it orders candidates the channels rate about
+equally, and lifts a fair match over a slightly better one that does not fit
+what the query says about its answer, never a weak match over a strong one.
 """
 DEFAULT_FANOUT = 3
 """Times the limit each channel pulls while source replacement runs."""

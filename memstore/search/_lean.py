@@ -40,6 +40,7 @@ from memstore.neardup import near_duplicate_memory
 from memstore.rerank import rerank_base_score
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, tie_ranks
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
+from memstore.search._signals import QuerySignals, slot_bonus
 from memstore.search._types import SearchResult
 from memstore.tags import PARTITION_ALL
 
@@ -85,6 +86,7 @@ class LeanFusion:
         self._loan_to = np.zeros(0, np.intp)
         self._loan_add = np.zeros(0, np.float64)
         self._final = self._base
+        self._signals: QuerySignals | None = None
         self._semantic = False
         self._read_s = 0.0
         # What the general path's item reads decide, once for the whole pool.
@@ -169,6 +171,10 @@ class LeanFusion:
         best = order[first]
         self._loan_to, self._loan_add = other[best], add[best]
 
+    def signal(self, signals: QuerySignals | None) -> None:
+        """The query's signals, added to every readable candidate's score by :meth:`ordered`."""
+        self._signals = signals
+
     def ordered(self, need: int) -> list[int]:
         """The best ``need`` readable candidates' slots, best first (ties by id)."""
         t0 = time.perf_counter()
@@ -178,6 +184,8 @@ class LeanFusion:
         cand = self._scored.copy()
         cand[self._loan_to] = True
         slots = np.flatnonzero(cand & self._readable)
+        if self._signals is not None:
+            final[slots] += slot_bonus(self._signals, self._snap, slots)
         order = np.lexsort((self._snap.id_rank[slots], -final[slots]))[:need]
         self._read_s += time.perf_counter() - t0
         out: list[int] = slots[order].tolist()

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
-from memstore.arguments import query_vector_arg
+from memstore.arguments import query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
 from memstore.errors import InvalidItemError
 from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
@@ -37,6 +37,8 @@ from memstore.search._fusion_rules import (
     cut,
 )
 from memstore.search._lean import LeanFusion
+from memstore.search._relevance import assign_relevance
+from memstore.search._signals import QuerySignals, analyse
 from memstore.search._types import (
     Explanation,
     SearchConfig,
@@ -73,6 +75,7 @@ class _Channels(Protocol[_T]):
     def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None: ...
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None: ...
     def spread(self, relations: Collection[str]) -> None: ...
+    def signal(self, signals: QuerySignals | None) -> None: ...
     def ordered(self, need: int) -> list[_T]: ...
     def observe_hydrate(self) -> None: ...
 
@@ -121,6 +124,7 @@ class Searcher:
         *,
         caller: str | None = None,
         explain: bool = False,
+        min_relevance: float = 0.0,
         query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
@@ -128,19 +132,31 @@ class Searcher:
         A confident lexical hit returns without an embedding call. Results are
         limited to what ``partition`` may see (items tagged for it, untagged
         ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL` lifts the
-        filter (read-only operator surfaces only).
+        filter (read-only operator surfaces only). Every result carries a
+        ``relevance`` in [0, 1] (:mod:`memstore.search._relevance`); those below
+        ``min_relevance`` (a number in [0, 1], default 0: keep all) are dropped
+        from the ``limit`` results, so fewer, or none, may come back.
 
         ``query_vector``: the query's embedding when the caller already has it
         (one row of :meth:`~memstore_index.CellStore.embed_queries`, which embeds
         many queries in one call); the semantic channel then uses it instead of
-        embedding ``query``, with the same results. It is checked first
-        (:func:`~memstore.arguments.query_vector_arg`: the index's dimension,
-        finite, not zero) even when the lexical answer leaves it unused, and
-        refused when there is no vector index.
+        embedding ``query``, with the same results (relevance included: a
+        search whose lexical answer is confident leaves it unused). It is
+        checked first (:func:`~memstore.arguments.query_vector_arg`: the index's
+        dimension, finite, not zero), and refused when there is no vector index.
         """
         vec = self._query_vector(query_vector)
         return self._search(
-            query, kind, subject, partition, limit, caller, explain, full=False, vec=vec
+            query,
+            kind,
+            subject,
+            partition,
+            limit,
+            caller,
+            explain,
+            min_relevance,
+            full=False,
+            vec=vec,
         )
 
     def hybrid_search_full(
@@ -153,17 +169,27 @@ class Searcher:
         *,
         caller: str | None = None,
         explain: bool = False,
+        min_relevance: float = 0.0,
         query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`hybrid_search` that always consults the vector index.
 
         It also adds the host's live matches and puts an item whose id equals
-        the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`).
-        ``query_vector`` as in :meth:`hybrid_search`.
+        the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`,
+        relevance 1). ``query_vector`` as in :meth:`hybrid_search`.
         """
         vec = self._query_vector(query_vector)
         return self._search(
-            query, kind, subject, partition, limit, caller, explain, full=True, vec=vec
+            query,
+            kind,
+            subject,
+            partition,
+            limit,
+            caller,
+            explain,
+            min_relevance,
+            full=True,
+            vec=vec,
         )
 
     def _query_vector(self, value: npt.ArrayLike | None) -> npt.NDArray[np.float32] | None:
@@ -192,11 +218,13 @@ class Searcher:
         limit: int,
         caller: str | None,
         explain: bool,
+        min_relevance: float,
         *,
         full: bool,
         vec: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
         cfg, stats = self._cfg, self._stats
+        min_relevance = unit_interval(min_relevance, "min_relevance")
         limit = limit if limit > 0 else 10
         start = time.perf_counter()
         stats.add(STAT_TOTAL)
@@ -237,13 +265,13 @@ class Searcher:
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
-            slots = self._fuse(leaner, lexical, cells, semantic, *run)
+            slots, vec = self._fuse(leaner, lexical, cells, semantic, *run)
             t1 = time.perf_counter()
             shaped = not cfg.no_shaping
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
         else:
             fusion = Fusion(self, kind, partition, explain, by_score)
-            ordered = self._fuse(fusion, lexical, cells, semantic, *run)
+            ordered, vec = self._fuse(fusion, lexical, cells, semantic, *run)
             if full:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
             t1 = time.perf_counter()
@@ -251,6 +279,9 @@ class Searcher:
         stats.observe("search.phase.rerank", time.perf_counter() - t1)
         if cfg.link_expansion is not None and cfg.link_expansion():
             results = _shaping.expand(self, results, partition, limit, explain)
+        results = self._relevance(query, results, lexical, len(lexical) < depth, cells, vec)
+        if min_relevance > 0.0:
+            results = [r for r in results if r.relevance >= min_relevance]
         elapsed = time.perf_counter() - start
         stats.observe(FUSED_PATH if fused_path else LEXICAL_PATH, elapsed)
         stats.observe(f"search.caller.{caller or 'internal'}", elapsed)
@@ -297,20 +328,22 @@ class Searcher:
         partition: str,
         depth: int,
         need: int,
-    ) -> list[_T]:
-        """Run the channels into ``fusion`` and return its best ``need`` candidates.
+    ) -> tuple[list[_T], npt.NDArray[np.float32] | None]:
+        """Run the channels into ``fusion``: its best ``need`` candidates, and the query vector.
 
         ``semantic`` is the vector index when the semantic channel runs (the
         lexical answer was not confident, or the search always fuses). An empty
         fused list falls back to an exact scan of ``cells``. ``given``: the
-        caller's query vector, used instead of embedding ``query``.
+        caller's query vector, used instead of embedding ``query``. The vector
+        returned is ``None`` when no channel needed it (given or not).
         """
         cfg, stats = self._cfg, self._stats
+        fusion.signal(analyse(cfg, query, cfg.store.config.clock()))
         fusion.add_lexical(lexical)
-        vec = given
+        vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
             try:
-                vec = vec if vec is not None else self._embed(semantic, query)
+                vec = given if given is not None else self._embed(semantic, query)
                 sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
                 fusion.add_semantic(sem, "semantic")
             except Exception:  # the lexical answer still stands
@@ -322,7 +355,8 @@ class Searcher:
             try:
                 # The query vector of this call's semantic pass when it ran: one
                 # embedding per search, even when the exact scan has to step in.
-                vec = vec if vec is not None else self._embed(cells, query)
+                if vec is None:
+                    vec = given if given is not None else self._embed(cells, query)
                 hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
                 fusion.add_semantic(hits, "exhaustive")
                 fusion.spread(cfg.spread_relations)
@@ -332,7 +366,7 @@ class Searcher:
             except Exception:
                 _log.warning("memstore: exhaustive fallback failed", exc_info=True)
         fusion.observe_hydrate()
-        return ordered
+        return ordered, vec
 
     def _shape(
         self, ordered: list[Candidate], partition: str, limit: int, explain: bool
@@ -344,6 +378,33 @@ class Searcher:
         if cfg.source_relation:
             ordered = _shaping.replace_sources(self, ordered, partition, explain)
         return _shaping.rerank(cfg, ordered, limit, explain)
+
+    def _relevance(
+        self,
+        query: str,
+        results: list[SearchResult],
+        lexical: Sequence[tuple[LexicalHit, Item | None]],
+        lexical_complete: bool,
+        cells: VectorIndex | None,
+        vec: npt.NDArray[np.float32] | None,
+    ) -> list[SearchResult]:
+        """Each result's ``relevance``, from this call's lexical scores, the query vector
+        (when it was computed) and the subjects the query names; the same on both paths.
+        """
+        if not results:
+            return results
+        vector_of = getattr(cells, "vector", None) if vec is not None else None
+        named = (
+            self._cfg.store.named_subjects(query)
+            if any(r.item.subject for r in results)
+            else frozenset()
+        )
+        want = {r.item.id for r in results}
+        scores = {h.id: h.score for h, _ in lexical if h.id in want}
+        # A pool that stopped at its depth bounds what it did not reach by its weakest score.
+        beyond = 0.0 if lexical_complete or not lexical else lexical[-1][0].score
+        assign_relevance(results, scores, beyond, vec, vector_of, named)
+        return results
 
     def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
         """What an index entry must pass, checked inside the vector search.

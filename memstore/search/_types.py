@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore.item import Item
-from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT
+from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT, SIGNAL_WEIGHT
 from memstore.stats import StatsSink
 from memstore.store import Store
 
@@ -59,6 +59,8 @@ class Explanation:
     """The candidate whose link lent this result part of its score (``spread_relations``)."""
     spread_score: float | None = None
     """What that link added to the fused score."""
+    signal_score: float | None = None
+    """What the query's signals added to the fused score (``date_signal`` and the others)."""
     fused_score: float | None = None
     base_score: float | None = None
     multipliers: dict[str, float] = field(default_factory=dict)
@@ -73,6 +75,10 @@ class SearchResult:
     orders results within one call only. ``collapsed_count`` is positive on
     the survivor of a near-duplicate collapse. ``via`` is the id of the direct
     hit whose link surfaced this result (expanded results score 0).
+    ``relevance``, in [0, 1], is comparable across calls: an estimate of the
+    probability that the item is evidence for the query, from what it has in
+    common with the query (lexical match, cosine, subject), not from its rank
+    (see :mod:`memstore.search._relevance`; a threshold is ``min_relevance``).
     """
 
     item: Item
@@ -80,6 +86,7 @@ class SearchResult:
     collapsed_count: int = 0
     via: str = ""
     explanation: Explanation | None = None
+    relevance: float = 0.0
 
 
 @dataclass
@@ -138,6 +145,15 @@ class SearchConfig:
     for each other: consecutive turns of a conversation, steps of one
     procedure. Empty (the default): no spreading.
     """
+    date_signal: bool = True
+    """Dates the query names ("in May 2023", "last week", "before 2023") favour candidates
+    whose ``event_date`` falls in them (see :mod:`memstore.search._signals`)."""
+    when_signal: bool = True
+    """A question asking for a time ("when did...") favours candidates whose text mentions one."""
+    subject_signal: bool = True
+    """A query naming a candidate's ``subject`` (all of its words) favours that candidate."""
+    signal_weight: float = SIGNAL_WEIGHT
+    """What each signal that holds adds to a candidate's fused score, in [0, 1] (0: none)."""
 
 
 def check_config(cfg: SearchConfig) -> None:
@@ -146,5 +162,7 @@ def check_config(cfg: SearchConfig) -> None:
         raise ValueError(
             f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
         )
+    if not 0.0 <= cfg.signal_weight <= 1.0:
+        raise ValueError(f"SearchConfig.signal_weight {cfg.signal_weight!r} is not in [0, 1]")
     if not 0.0 <= cfg.lexical_weight <= 1.0:
         raise ValueError(f"SearchConfig.lexical_weight {cfg.lexical_weight!r} is not in [0, 1]")

@@ -89,6 +89,24 @@ class TestSemanticAndHybridRecall:
             assert all(len(m["vector"]) == fake.dim for m in out)
             assert {m["embedding_model"] for m in out} == {f"fake-embed@{fake.base_url}"}
 
+    def test_hybrid_hits_carry_relevance_and_min_relevance_cuts(self, provided: Server) -> None:
+        scope = new_scope()
+        with provided.client() as c:
+            store(c, scope, "The user rides a red road bike to work.", id="bike")
+            store(c, scope, "The user lives in a flat in Lisbon.", id="home")
+            hits = search(c, scope, "red road bike", mode="hybrid")
+            assert hits and all(0.0 <= h["relevance"] <= 1.0 for h in hits)
+            assert "relevance" not in search(c, scope, "red road bike")[0]  # lexical: seed shape
+            assert search(c, scope, "red road bike", mode="hybrid", min_relevance=1.0) == []
+            for body in (
+                {"mode": "lexical", "min_relevance": 0.5},  # relevance is the hybrid search's
+                {"mode": "hybrid", "min_relevance": True},
+                {"mode": "hybrid", "min_relevance": 2},
+            ):
+                r = c.post("/v1/search", json={"scope": scope, "query": "bike", **body})
+                assert r.status_code == 400, (body, r.text)
+                assert "min_relevance" in r.text
+
     def test_lexical_search_calls_no_provider(self, provided: Server, fake: FakeProvider) -> None:
         scope = new_scope()
         with provided.client() as c:

@@ -74,6 +74,10 @@ def test_recall_filter_as_of_graph_and_stream(server: Server) -> None:
         assert len(c.recall("zebra", mode="graph")) >= 2
         streamed = list(c.recall_stream("zebra", k=5))
         assert [h.id for h in streamed] == [h.id for h in c.recall("zebra", k=5)]
+        found = c.recall("zebra crossing")
+        assert all(h.relevance is not None and 0.0 <= h.relevance <= 1.0 for h in found)
+        assert c.recall("zebra crossing", min_relevance=1.0) == []
+        assert list(c.recall_stream("zebra crossing", min_relevance=1.0)) == []
         with pytest.raises(InvalidRequestError) as bad:
             c.recall("zebra", filter="source LIKE")
         assert bad.value.code == "invalid_filter" and bad.value.details["column"] >= 1
@@ -184,6 +188,7 @@ def test_async_client_speaks_the_same_verbs(server: Server) -> None:
             at = (await c.ingest("async/doc", "asynchronous penguins waddle")).lsn
             hits = await c.recall("penguins", k=2)
             assert [h.source for h in hits] == ["async/doc"]
+            assert await c.recall("penguins", min_relevance=1.0) == []
             streamed = [h async for h in c.recall_stream("penguins", k=2)]
             assert [h.id for h in streamed] == [h.id for h in hits]
             assert len([e async for e in c.snapshot(at)]) == 2

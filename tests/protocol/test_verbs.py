@@ -25,6 +25,7 @@ HIT_KEYS = {
     "degraded",
     "rerank_applied",
     "source_op",
+    "relevance",
 }
 DOC = "# onboarding\nAlice joined Acme on 2024-08-12.\n\n## payroll\nBob runs payroll on Fridays.\n"
 
@@ -180,6 +181,20 @@ def test_recall_k_filter_and_modes(server: Server) -> None:
     assert [h["source"] for h in chat] == ["slack:general"]
     graph = recall(server, token, query="release notes", mode="graph")
     assert graph and set(graph[0]) == HIT_KEYS
+
+
+def test_recall_hits_carry_relevance_and_min_relevance_cuts(server: Server) -> None:
+    token = server.tenants.take()
+    ingest(server, token, source="helios:fs/notes.md", content=DOC)
+    hits = recall(server, token, query="When did Alice join Acme?")
+    assert hits and all(0.0 <= h["relevance"] <= 1.0 for h in hits)
+    top = hits[0]["relevance"]
+    kept = recall(server, token, query="When did Alice join Acme?", min_relevance=top)
+    assert kept and all(h["relevance"] >= top for h in kept)
+    assert recall(server, token, query="When did Alice join Acme?", min_relevance=1.0) == []
+    for bad in (True, 1.5, -0.1, "0.5"):
+        r = server.call("POST", "/v1/recall", token, json={"query": "Alice", "min_relevance": bad})
+        assert r.status_code == 400, (bad, r.text)
 
 
 def test_recall_filter_on_metadata(server: Server) -> None:

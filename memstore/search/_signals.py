@@ -1,0 +1,198 @@
+"""Query signals: what a query says about its answer beyond its words, as a bonus on fused scores.
+
+Fusion ranks by how well an item's words and meaning match the query's. Some
+queries also say something about the *answer* that no channel scores:
+
+* **dates** (``SearchConfig.date_signal``): "what did Mel paint in July 2023?"
+  is about events of July 2023. The spans :func:`~memstore.timeexpr.query_dates`
+  reads from the query are matched against each candidate's ``event_date``
+  (:func:`~memstore.timeexpr.span_match`: 1 inside, 0.5 told shortly after).
+* **when** (``SearchConfig.when_signal``): "when did Mel paint a sunrise?" is
+  answered by a statement that says when ("I painted it last year"): a
+  question that :func:`~memstore.timeexpr.asks_when` favours candidates whose
+  text :func:`~memstore.timeexpr.mentions_time`.
+* **subject** (``SearchConfig.subject_signal``): "what does Caroline like?"
+  names the subject the answer is about: a candidate whose ``subject`` is
+  named in the query (all of the subject's words among the query's) is
+  favoured (a conversation turn's subject is its speaker).
+
+Each signal that holds for a candidate is worth 1 (a date half-match 0.5);
+the candidate gains ``signal_weight`` times their sum on top of its fused
+score (after spreading). A signal only reorders candidates the channels
+found; it never adds one. Both search paths apply it: the general one per
+item (:func:`item_bonus`), the lean one over the snapshot's slots
+(:func:`slot_bonus`), with the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore._search_snapshot import SearchSnapshot, micros
+from memstore.eventdate import parse_event_date
+from memstore.item import Item
+from memstore.search._types import SearchConfig
+from memstore.text import words
+from memstore.timeexpr import DateSpan, asks_when, mentions_time, query_dates, span_match
+
+__all__ = ["QuerySignals", "analyse", "item_bonus", "max_bonus", "slot_bonus"]
+
+_NO_DATE_US = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class QuerySignals:
+    """The signals one query carries (see the module docstring); ``weight`` is per signal."""
+
+    spans: tuple[DateSpan, ...]
+    when: bool
+    query_words: frozenset[str]
+    """The query's words, for subject matching (empty: the subject signal is off)."""
+    weight: float
+
+    @property
+    def active(self) -> bool:
+        """Whether any signal can change a score."""
+        return self.weight > 0.0 and (bool(self.spans) or self.when or bool(self.query_words))
+
+
+def analyse(cfg: SearchConfig, query: str, now: _dt.datetime) -> QuerySignals | None:
+    """The query's signals under ``cfg``, or ``None`` when none is on or none applies."""
+    spans = tuple(query_dates(query, now)) if cfg.date_signal else ()
+    when = cfg.when_signal and asks_when(query)
+    qwords = frozenset(words(query)) if cfg.subject_signal else frozenset()
+    sig = QuerySignals(spans, when, qwords, cfg.signal_weight)
+    return sig if sig.active else None
+
+
+@lru_cache(maxsize=4096)
+def _subject_words(subject: str) -> frozenset[str]:
+    return frozenset(words(subject))
+
+
+def _named(subject: str, query_words: frozenset[str]) -> bool:
+    sw = _subject_words(subject) if subject else frozenset()
+    return bool(sw) and sw <= query_words
+
+
+def _text(item: Item) -> str:
+    return f"{item.title}\n{item.content}"
+
+
+def item_bonus(sig: QuerySignals, item: Item) -> float:
+    """What ``item`` gains from the query's signals (the general path)."""
+    date = 0.0
+    if sig.spans:
+        when = parse_event_date(item.event_date)
+        if when is not None:
+            date = max(span_match(s, when) for s in sig.spans)
+    said = 1.0 if sig.when and mentions_time(_text(item)) else 0.0
+    named = 1.0 if sig.query_words and _named(item.subject, sig.query_words) else 0.0
+    return sig.weight * ((date + said) + named)
+
+
+def max_bonus(sig: QuerySignals) -> float:
+    """The largest bonus any item can get from ``sig`` (every signal that is on, holding)."""
+    n = (1.0 if sig.spans else 0.0) + (1.0 if sig.when else 0.0)
+    return sig.weight * (n + (1.0 if sig.query_words else 0.0))
+
+
+class _Columns:
+    """Per-slot facts the signals read, built once per snapshot (on first use of each)."""
+
+    def __init__(self, snap: SearchSnapshot) -> None:
+        self._snap = snap
+        self._event: tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]] | None = None
+        self._said: npt.NDArray[np.bool_] | None = None
+        self._subjects: tuple[npt.NDArray[np.int32], list[str]] | None = None
+
+    def event(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
+        """Each slot's event date in microseconds (or a sentinel) and its month (or 0)."""
+        if self._event is None:
+            n = len(self._snap)
+            us = np.full(n, _NO_DATE_US, np.int64)
+            month = np.zeros(n, np.int8)
+            for s, it in enumerate(self._snap.items):
+                when = parse_event_date(it.event_date) if it.event_date else None
+                if when is not None:
+                    us[s], month[s] = micros(when), when.month
+            self._event = (us, month)
+        return self._event
+
+    def said(self) -> npt.NDArray[np.bool_]:
+        """Whether each slot's text mentions a time."""
+        if self._said is None:
+            self._said = np.fromiter(
+                (mentions_time(_text(it)) for it in self._snap.items), np.bool_, len(self._snap)
+            )
+        return self._said
+
+    def subjects(self) -> tuple[npt.NDArray[np.int32], list[str]]:
+        """Each slot's subject as a code into the list of distinct subjects."""
+        if self._subjects is None:
+            codes: dict[str, int] = {}
+            col = np.fromiter(
+                (codes.setdefault(it.subject, len(codes)) for it in self._snap.items),
+                np.int32,
+                len(self._snap),
+            )
+            self._subjects = (col, list(codes))
+        return self._subjects
+
+
+_COLUMNS: weakref.WeakKeyDictionary[SearchSnapshot, _Columns] = weakref.WeakKeyDictionary()
+
+
+def _columns(snap: SearchSnapshot) -> _Columns:
+    cols = _COLUMNS.get(snap)
+    if cols is None:
+        cols = _COLUMNS[snap] = _Columns(snap)
+    return cols
+
+
+def _span_match_us(span: DateSpan, us: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """:func:`~memstore.timeexpr.span_match` over microsecond event dates (sentinel: no date)."""
+    dated = us != _NO_DATE_US
+    inside = dated.copy()
+    if span.start is not None:
+        inside &= us >= micros(span.start)
+    if span.end is not None:
+        inside &= us < micros(span.end)
+    out: npt.NDArray[np.float64] = inside.astype(np.float64)
+    if span.exact and span.start is not None and span.end is not None:
+        end = micros(span.end)
+        grace = micros(span.end + min(span.end - span.start, _dt.timedelta(days=31)))
+        out[dated & (us >= end) & (us < grace)] = 0.5
+    return out
+
+
+def slot_bonus(
+    sig: QuerySignals, snap: SearchSnapshot, slots: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """What each of ``slots`` gains from the query's signals (the lean path; same arithmetic)."""
+    cols = _columns(snap)
+    date = np.zeros(slots.size, np.float64)
+    if sig.spans:
+        us, month = cols.event()
+        us, month = us[slots], month[slots]
+        for span in sig.spans:
+            if span.month:
+                got = ((month == span.month) & (us != _NO_DATE_US)).astype(np.float64)
+            else:
+                got = _span_match_us(span, us)
+            date = np.maximum(date, got)
+    said = cols.said()[slots].astype(np.float64) if sig.when else np.zeros(slots.size)
+    named = np.zeros(slots.size, np.float64)
+    if sig.query_words:
+        col, names = cols.subjects()
+        hit = np.array([_named(s, sig.query_words) for s in names], np.bool_)
+        named = hit[col[slots]].astype(np.float64)
+    total: npt.NDArray[np.float64] = (date + said) + named
+    total *= sig.weight
+    return total

@@ -1,0 +1,350 @@
+"""Time expressions in text: the dates a query names, and whether a text refers to a time at all.
+
+A search for "what did Mel paint in July 2023?" is about events of July 2023,
+and "when did Mel paint a sunrise?" asks for a statement that says *when*
+("I painted it last year"). This module reads both out of plain English text,
+with regular expressions only (no model, no dependency beyond ``regex``):
+
+* :func:`query_dates` turns the date expressions of a query into
+  :class:`DateSpan` values: absolute ones (``2023-05-08``, ``8 May 2023``,
+  ``May 8th, 2023``, ``May 2023``, ``in 2022``), a month without a year
+  (``in June``: June of any year), relative ones resolved against ``now``
+  (``yesterday``, ``last week``, ``this month``, ``three days ago``,
+  ``last Friday``), and open ranges (``before May 2023``, ``after 2022``,
+  ``since June 2023``).
+* :func:`asks_when` tells a question that asks for a time ("when did...",
+  "what year...", "how long ago...").
+* :func:`mentions_time` tells a text that refers to a time (a date, a month,
+  a weekday, "yesterday", "last week", "two years ago", ...).
+
+>>> now = _dt.datetime(2023, 6, 14, 12, tzinfo=_dt.UTC)
+>>> [s.label for s in query_dates("What did Mel paint in July 2023?", now)]
+['2023-07-01..2023-08-01']
+>>> [s.label for s in query_dates("what happened last week?", now)]
+['2023-06-05..2023-06-12']
+>>> [s.label for s in query_dates("camping in June", now)]
+['month 6']
+>>> asks_when("When did Caroline go to the support group?"), asks_when("Who is Caroline?")
+(True, False)
+>>> mentions_time("I went there yesterday"), mentions_time("I love pottery")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from functools import lru_cache
+
+import regex
+
+__all__ = ["DateSpan", "asks_when", "mentions_time", "query_dates", "span_match"]
+
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTHS: dict[str, int] = {}
+for _i, _m in enumerate(_MONTH_NAMES, 1):
+    _MONTHS[_m] = _i
+    _MONTHS[_m[:3]] = _i
+_MONTHS["sept"] = 9
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple": 2,
+    "few": 3,
+    "several": 3,
+}
+
+_MON = (
+    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DAYN = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_BOUND = regex.compile(r"\b(?P<bound>before|after|since|until|till|by)\s+(?:the\s+)?$", regex.I)
+"""A bound word right before a date ("before May 2023"), matched on the text up to the date."""
+_ABSOLUTE = [
+    regex.compile(rf"\b(?P<iso>{_YEAR}-(?P<m>\d\d)-(?P<d>\d\d))\b", regex.I),
+    regex.compile(rf"\b{_DAYN}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_MON}\.?\s+{_DAYN},?\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b", regex.I),
+    regex.compile(rf"\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
+    regex.compile(rf"\b{_YEAR}\b", regex.I),
+]
+_BARE_MONTH = regex.compile(
+    r"\b(?P<mon>january|february|march|april|may|june|july|august|september|october|"
+    r"november|december)\b",
+    regex.I,
+)
+_MONTH_PREFIX = regex.compile(
+    r"\b(?:in|during|of|early|late|mid|last|this)\s+(?:the\s+month\s+of\s+)?$", regex.I
+)
+_UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
+_RELATIVE = [
+    regex.compile(r"\b(?P<word>yesterday|today|tonight|last\s+night)\b", regex.I),
+    regex.compile(rf"\b(?P<which>last|this|past|previous)\s+{_UNITS}\b", regex.I),
+    regex.compile(
+        rf"\b(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+        rf"(?:a\s+)?(?:couple|few)(?:\s+of)?|several)\s+{_UNITS}\s+ago\b",
+        regex.I,
+    ),
+    regex.compile(
+        r"\b(?:last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|"
+        r"saturday|sunday)\b",
+        regex.I,
+    ),
+]
+_WHEN = regex.compile(
+    r"^\W*when\b|\bwhen\s+(?:did|was|were|is|does|do|has|had|will)\b|"
+    r"\b(?:what|which)\s+(?:year|month|day|date|time|week|season)\b|"
+    r"\bhow\s+long\s+ago\b|\bsince\s+when\b|\bin\s+which\s+(?:year|month)\b|"
+    r"\bhow\s+long\s+(?:has|have|had|did|was)\b",
+    regex.I,
+)
+_TIME_WORDS = regex.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|"
+    r"(?:last|next|this|past|coming|previous)\s+(?:week|weekend|month|year|night|summer|"
+    r"winter|spring|fall|autumn|time|few|couple|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?|weekends?|"
+    r"january|february|march|april|june|july|august|september|october|november|december|"
+    r"(?:19|20)\d\d|the\s+other\s+day|a\s+while\s+(?:ago|back)|"
+    r"(?:a|one|two|three|four|five|six|\d+|few|couple\s+of)\s+(?:days|weeks|months|years)|"
+    r"(?:in|since|during|until|by|of|early|late|mid|last|this|next)\s+may)\b",
+    regex.I,
+)
+_TRIGGER = regex.compile(
+    r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\b(?:yesterday|today|tonight|ago)\b|"
+    r"\b(?:last|this|past|previous)\s+(?:night|day|week|month|year|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)",
+    regex.I,
+)
+"""Something a date expression needs: a digit, a month, a relative-date word (a cheap pre-check)."""
+_CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
+_DAY = _dt.timedelta(days=1)
+_GRACE_MAX = _dt.timedelta(days=31)
+
+
+@dataclass(frozen=True)
+class DateSpan:
+    """A span of time a query names: ``[start, end)`` in UTC, or a month of any year.
+
+    ``start``/``end`` are ``None`` for an open side (``before May 2023`` has
+    no start); ``month`` is set (1-12) instead of both for a month named
+    without a year (``in June``). ``exact``: the span came from a day, month or
+    year, with no open side (an event *told* a little after such a span still
+    belongs to it; see :func:`span_match`).
+    """
+
+    start: _dt.datetime | None
+    end: _dt.datetime | None
+    month: int = 0
+    exact: bool = True
+
+    @property
+    def label(self) -> str:
+        """A compact rendering, for explanations and tests."""
+        if self.month:
+            return f"month {self.month}"
+        a = self.start.date().isoformat() if self.start else ""
+        b = self.end.date().isoformat() if self.end else ""
+        return f"{a}..{b}"
+
+
+def _utc(y: int, m: int, d: int) -> _dt.datetime:
+    return _dt.datetime(y, m, d, tzinfo=_dt.UTC)
+
+
+def _next_month(y: int, m: int) -> _dt.datetime:
+    return _utc(y + 1, 1, 1) if m == 12 else _utc(y, m + 1, 1)
+
+
+def _bounded(start: _dt.datetime, end: _dt.datetime, bound: str | None) -> DateSpan:
+    """The span, or the open range its bound word makes of it."""
+    b = (bound or "").lower()
+    if b == "before" or b in ("until", "till", "by"):
+        return DateSpan(None, start if b == "before" else end, exact=False)
+    if b in ("after", "since"):
+        return DateSpan(end if b == "after" else start, None, exact=False)
+    return DateSpan(start, end)
+
+
+def _absolute(m: regex.Match[str]) -> tuple[_dt.datetime, _dt.datetime] | None:
+    g = m.groupdict()
+    try:
+        year = int(g["year"])
+        if g.get("iso"):
+            start = _utc(year, int(g["m"]), int(g["d"]))
+            return start, start + _DAY
+        month = _MONTHS[g["mon"].lower()] if g.get("mon") else 0
+        if month and g.get("day"):
+            start = _utc(year, month, int(g["day"]))
+            return start, start + _DAY
+        if month:
+            return _utc(year, month, 1), _next_month(year, month)
+        return _utc(year, 1, 1), _utc(year + 1, 1, 1)
+    except (ValueError, KeyError):
+        return None
+
+
+def _midnight(now: _dt.datetime) -> _dt.datetime:
+    now = now.astimezone(_dt.UTC)
+    return _utc(now.year, now.month, now.day)
+
+
+def _relative(m: regex.Match[str], now: _dt.datetime) -> DateSpan | None:
+    g = m.groupdict()
+    today = _midnight(now)
+    if g.get("word"):
+        w = " ".join(g["word"].lower().split())
+        start = today - _DAY if w in ("yesterday", "last night") else today
+        return DateSpan(start, start + _DAY)
+    if g.get("weekday"):
+        back = (today.weekday() - _WEEKDAYS.index(g["weekday"].lower())) % 7 or 7
+        start = today - back * _DAY
+        return DateSpan(start, start + _DAY)
+    unit = g["unit"].lower()
+    if g.get("which"):
+        this = g["which"].lower() == "this"
+        if unit == "day":
+            return DateSpan(today if this else today - _DAY, today + _DAY if this else today)
+        if unit in ("week", "weekend"):
+            monday = today - today.weekday() * _DAY
+            start = monday if this else monday - 7 * _DAY
+            if unit == "weekend":
+                start += 5 * _DAY
+                return DateSpan(start, start + 2 * _DAY)
+            return DateSpan(start, start + 7 * _DAY)
+        if unit == "month":
+            y, mo = today.year, today.month
+            if not this:
+                y, mo = (y - 1, 12) if mo == 1 else (y, mo - 1)
+            return DateSpan(_utc(y, mo, 1), _next_month(y, mo))
+        y = today.year if this else today.year - 1
+        return DateSpan(_utc(y, 1, 1), _utc(y + 1, 1, 1))
+    raw = g["n"].lower().split()
+    n = (
+        int(raw[0])
+        if raw[0].isdigit()
+        else _NUMBERS.get(raw[-1] if raw[-1] != "of" else raw[-2], 1)
+    )
+    if unit in ("day", "week", "weekend"):
+        days = n * (7 if unit != "day" else 1)
+        start = today - days * _DAY
+        width = _DAY if unit == "day" else 7 * _DAY
+        return DateSpan(start - (width - _DAY) // 2, start + (width + _DAY) // 2)
+    if unit == "month":
+        y, mo = today.year, today.month - n
+        while mo < 1:
+            y, mo = y - 1, mo + 12
+        return DateSpan(_utc(y, mo, 1), _next_month(y, mo))
+    return DateSpan(_utc(today.year - n, 1, 1), _utc(today.year - n + 1, 1, 1))
+
+
+def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
+    """The date spans ``text`` names, in the order they appear (see the module docstring).
+
+    Relative expressions resolve against ``now`` (an aware datetime; a naive
+    one is read as UTC). Each stretch of text yields at most one span: the
+    most specific pattern that matches it (a day before a month before a
+    year). A month named without a year ("in June") is June of any year; the
+    bare word "may" counts only after a preposition ("in May") or capitalised
+    mid-sentence, as the verb is far more common.
+    """
+    if _TRIGGER.search(text) is None:
+        return []
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=_dt.UTC)
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, DateSpan]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= x or a >= y for x, y in taken)
+
+    for pat in _ABSOLUTE:
+        for m in pat.finditer(text):
+            a, b = m.span()
+            if not free(a, b):
+                continue
+            got = _absolute(m)
+            if got is None:
+                continue
+            taken.append((a, b))
+            bound = _BOUND.search(text[max(0, a - 12) : a])
+            found.append((a, _bounded(got[0], got[1], bound["bound"] if bound else None)))
+    for m in _BARE_MONTH.finditer(text):
+        a, b = m.span()
+        if not free(a, b):
+            continue
+        word = m.group("mon")
+        before = text[max(0, a - 24) : a]
+        bound = _BOUND.search(before)
+        prefixed = bound is not None or _MONTH_PREFIX.search(before) is not None
+        if word.lower() == "may" and not prefixed and not _CAPITAL_MAY.search(text, a):
+            continue
+        taken.append((a, b))
+        found.append((a, DateSpan(None, None, month=_MONTHS[word.lower()], exact=bound is None)))
+    for pat in _RELATIVE:
+        for m in pat.finditer(text):
+            a, b = m.span()
+            if not free(a, b):
+                continue
+            span = _relative(m, now)
+            if span is not None:
+                taken.append((a, b))
+                found.append((a, span))
+    return [s for _, s in sorted(found, key=lambda p: p[0])]
+
+
+def span_match(span: DateSpan, when: _dt.datetime) -> float:
+    """How well an event at ``when`` fits ``span``: 1 inside, 0.5 just after an exact span, else 0.
+
+    People tell of an event after it happened ("last week I ran a race"), so
+    an item dated up to one span-length (at most 31 days) after an exact span
+    half-matches it. An open range ("before May 2023") and a month of any
+    year match inside only.
+    """
+    if span.month:
+        return 1.0 if when.month == span.month else 0.0
+    if (span.start is None or when >= span.start) and (span.end is None or when < span.end):
+        return 1.0
+    if span.exact and span.start is not None and span.end is not None and when >= span.end:
+        grace = min(span.end - span.start, _GRACE_MAX)
+        return 0.5 if when < span.end + grace else 0.0
+    return 0.0
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks for a time: "when ...", "what year ...", "how long ago ...".
+
+    >>> asks_when("In which month did John score?"), asks_when("What did John eat?")
+    (True, False)
+    """
+    return _WHEN.search(query) is not None
+
+
+@lru_cache(maxsize=1 << 16)
+def mentions_time(text: str) -> bool:
+    """Whether ``text`` refers to a time: a date, a month, a weekday, "last week", "ago", ...
+
+    Cached per text (an item's text is read for every "when" question).
+    "May" counts when it follows a preposition or is capitalised mid-sentence.
+
+    >>> mentions_time("We may go"), mentions_time("see you in May"), mentions_time("two weeks ago")
+    (False, True, True)
+    """
+    return _TIME_WORDS.search(text) is not None or _CAPITAL_MAY.search(text) is not None

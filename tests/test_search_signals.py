@@ -1,0 +1,191 @@
+"""Query signals: a named date, a "when" question, a named subject reorder what the channels found.
+
+Behaviour a caller relies on (the May 2023 item first for "in May 2023", the
+statement that says when for "when did..."), each signal's switch, and a
+property test holding the lean path and the general path (``explain=True``)
+to the same results with the signals on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore import Config, Item, Store
+from memstore.search import SIGNAL_WEIGHT, SearchConfig, Searcher
+from memstore_index.cellstore import CellStore
+from memstore_index.hash_embedder import HashEmbedder
+from tests.conftest import T0, FakeClock
+
+OFF: dict[str, Any] = {"date_signal": False, "when_signal": False, "subject_signal": False}
+
+
+def _event(id: str, text: str, date: str, subject: str = "") -> Item:
+    return Item(id=id, kind="event", content=text, event_date=date, subject=subject)
+
+
+def _ids(searcher: Searcher, query: str, limit: int = 5) -> list[str]:
+    return [r.item.id for r in searcher.hybrid_search(query, limit=limit)]
+
+
+def _store(*items: Item) -> Store:
+    store = Store(Config(clock=FakeClock(T0)))
+    for it in items:
+        store.upsert(it)
+    return store
+
+
+def test_a_query_naming_a_month_ranks_that_months_event_first() -> None:
+    # Same words; only the date tells them apart.
+    store = _store(
+        _event("apr", "Mel painted a lake at the pottery class", "2023-04-12"),
+        _event("may", "Mel painted a lake at the pottery class", "2023-05-20"),
+        _event("jun", "Mel painted a lake at the pottery class", "2023-06-02"),
+    )
+    on = Searcher(SearchConfig(store=store))
+    assert _ids(on, "what did Mel paint in May 2023")[0] == "may"
+    assert _ids(on, "what did Mel paint on 12 April 2023")[0] == "apr"
+    assert _ids(on, "what did Mel paint in June")[0] == "jun"
+
+
+def test_a_relative_date_resolves_against_the_stores_clock() -> None:
+    # T0 is Monday 2025-01-06: "last week" is 2024-12-30 .. 2025-01-06.
+    store = _store(
+        _event("a", "the deploy of the billing service", "2024-11-02"),
+        _event("b", "the deploy of the billing service", "2025-01-02"),
+    )
+    assert _ids(Searcher(SearchConfig(store=store)), "billing deploy last week")[0] == "b"
+    off = Searcher(SearchConfig(store=store, date_signal=False))
+    assert _ids(off, "billing deploy last week")[0] == "a"  # a tie, broken by id
+
+
+def test_before_a_date_favours_what_happened_before_it() -> None:
+    store = _store(
+        _event("a", "Jon lost his job at the bank", "2023-01-19"),
+        _event("b", "Jon lost his job at the bank", "2023-03-01"),
+    )
+    searcher = Searcher(SearchConfig(store=store))
+    assert _ids(searcher, "Jon job before February 2023")[0] == "a"
+    assert _ids(searcher, "Jon job after February 2023")[0] == "b"
+
+
+def test_a_when_question_favours_the_statement_that_says_when() -> None:
+    store = _store(
+        _event("a", "Caroline went to the support group with her mum", "2023-05-08"),
+        _event("b", "Caroline went to the support group the other day", "2023-05-08"),
+    )
+    on = Searcher(SearchConfig(store=store, subject_signal=False))
+    assert _ids(on, "When did Caroline go to the support group?")[0] == "b"
+    off = Searcher(SearchConfig(store=store, when_signal=False, subject_signal=False))
+    assert _ids(off, "When did Caroline go to the support group?")[0] == "a"  # a tie: by id
+
+
+def test_a_query_naming_a_subject_favours_items_about_it() -> None:
+    store = _store(
+        _event("m", "I went camping with the kids at the lake", "2023-05-08", "Melanie"),
+        _event("c", "I went camping with the kids at the lake", "2023-05-08", "Caroline"),
+    )
+    assert _ids(Searcher(SearchConfig(store=store)), "where did Melanie go camping")[0] == "m"
+    assert _ids(Searcher(SearchConfig(store=store)), "where did Caroline go camping")[0] == "c"
+
+
+def test_signals_reorder_but_never_add_a_candidate() -> None:
+    store = _store(
+        _event("hit", "the pottery class", "2024-01-01"),
+        _event("miss", "a walk on the beach", "2025-01-02"),  # last week, but no word matches
+    )
+    assert _ids(Searcher(SearchConfig(store=store)), "pottery last week") == ["hit"]
+
+
+def test_explain_reports_what_the_signals_added() -> None:
+    store = _store(_event("may", "the lake painting", "2023-05-20"))
+    (r,) = Searcher(SearchConfig(store=store)).hybrid_search("lake painting May 2023", explain=True)
+    assert r.explanation is not None
+    assert r.explanation.signal_score == pytest.approx(SIGNAL_WEIGHT)
+
+
+def test_a_signal_weight_outside_0_1_is_refused() -> None:
+    with pytest.raises(ValueError, match="signal_weight"):
+        Searcher(SearchConfig(store=Store(), signal_weight=1.5))
+
+
+SUBJECTS = ["", "Caroline", "Melanie", "Jon Snow"]
+TEXTS = ["painted a lake", "went camping", "pottery class", "support group", "the beach"]
+TIMES = ["", " yesterday", " last week", " in May", " two years ago"]
+QUERIES = [
+    "when did Caroline paint a lake",
+    "Melanie camping in May 2023",
+    "pottery class before June 2023",
+    "what did Jon Snow do last week",
+    "support group 2023-05-08",
+    "the beach",
+]
+
+
+@st.composite
+def signal_stores(draw: st.DrawFn) -> tuple[Store, CellStore]:
+    clock = FakeClock(dt.datetime(2023, 6, 14, 9, tzinfo=dt.UTC))
+    store = Store(Config(clock=clock))
+    cells = CellStore(HashEmbedder(dim=32))
+    cells.attach(store)
+    for i in range(draw(st.integers(1, 12))):
+        month = draw(st.integers(3, 7))
+        day = draw(st.integers(1, 28))
+        date = draw(st.sampled_from([f"2023-{month:02d}-{day:02d}", ""]))
+        store.upsert(
+            Item(
+                id=f"i{i:02d}",
+                kind="event" if date else "note",
+                content=draw(st.sampled_from(TEXTS)) + draw(st.sampled_from(TIMES)),
+                subject=draw(st.sampled_from(SUBJECTS)),
+                event_date=date,
+            )
+        )
+    return store, cells
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    env=signal_stores(),
+    query=st.sampled_from(QUERIES),
+    cfg=st.sampled_from([{}, {"fusion": "rrf"}, {"signal_weight": 0.5, "always_fuse": True}]),
+    limit=st.integers(1, 6),
+)
+def test_lean_and_general_paths_agree_with_signals_on(
+    env: tuple[Store, CellStore], query: str, cfg: dict[str, Any], limit: int
+) -> None:
+    store, cells = env
+    searcher = Searcher(SearchConfig(store=store, cells=lambda: cells, **cfg))
+    lean = searcher.hybrid_search(query, limit=limit)
+    general = searcher.hybrid_search(query, limit=limit, explain=True)  # the general path
+    assert [r.item.id for r in lean] == [r.item.id for r in general]
+    for a, b in zip(lean, general, strict=True):
+        assert a.score == b.score
+    assert store.search_snapshot() is not None
+
+
+def test_with_every_signal_off_nothing_changes() -> None:
+    store = _store(
+        _event("a", "Mel went camping yesterday", "2023-05-01", "Mel"),
+        _event("b", "Mel went camping", "2023-06-01", "Caroline"),
+    )
+    off = Searcher(SearchConfig(store=store, signal_weight=0.0))
+    also_off = Searcher(SearchConfig(store=store, **OFF))
+    q = "when did Mel go camping in June 2023"
+    assert _ids(off, q) == _ids(also_off, q)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(env=signal_stores(), query=st.sampled_from(QUERIES))
+def test_signals_change_the_order_never_the_set_of_candidates(
+    env: tuple[Store, CellStore], query: str
+) -> None:
+    store, cells = env
+    on = Searcher(SearchConfig(store=store, cells=lambda: cells, signal_weight=1.0))
+    off = Searcher(SearchConfig(store=store, cells=lambda: cells, **OFF))
+    got = [r.item.id for r in on.hybrid_search(query, limit=50)]
+    assert sorted(got) == sorted(r.item.id for r in off.hybrid_search(query, limit=50))
