@@ -27,6 +27,9 @@ import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from memstore.errors import InvalidItemError
 from memstore.limits import MAX_ID_CHARS, MAX_NAME_CHARS
 
@@ -39,6 +42,7 @@ __all__ = [
     "id_arg",
     "id_list",
     "name_arg",
+    "query_vector_arg",
     "readable",
     "text_arg",
     "text_list",
@@ -194,3 +198,51 @@ def readable(value: object, name: str = "fp") -> Any:
             f"got {describe(value)}"
         )
     return value
+
+
+_KINDS = {"b": "boolean", "c": "complex", "U": "text", "S": "bytes", "M": "datetime"}
+
+
+def query_vector_arg(
+    value: object, dim: int | None, name: str = "query_vector"
+) -> npt.NDArray[np.float32]:
+    """One query vector: ``dim`` finite real numbers, not all zero, as a float32 copy.
+
+    A 1-D sequence or array (a list of floats, a numpy row); a matrix, a string,
+    booleans, complex or non-numeric values are refused, as are NaN, infinity
+    (including a float64 too large for float32) and the zero vector, which has
+    no direction to compare. ``dim`` ``None``: any length of at least one.
+    The copy is the caller's no more: changing the original later changes nothing.
+
+    >>> query_vector_arg([3, 4], 2).tolist()
+    [3.0, 4.0]
+    >>> query_vector_arg([1.0, 0.0, 0.0], 2)
+    Traceback (most recent call last):
+    ...
+    memstore.errors.InvalidItemError: query_vector has 3 values; this index's vectors have 2
+    """
+    if isinstance(value, str | bytes | bytearray | Mapping) or value is None:
+        raise InvalidItemError(f"{name} must be a sequence of numbers, got {describe(value)}")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nesting and the like
+        raise InvalidItemError(f"{name} must be a sequence of numbers: {e}") from None
+    if arr.dtype.kind not in "iuf":
+        what = _KINDS.get(arr.dtype.kind, "non-numeric")
+        raise InvalidItemError(f"{name} must hold real numbers, got {what} values")
+    if arr.ndim != 1:
+        raise InvalidItemError(
+            f"{name} must be one vector (1-D), got shape {arr.shape}; "
+            "pass one row of a matrix at a time"
+        )
+    if dim is not None and arr.shape[0] != dim:
+        raise InvalidItemError(f"{name} has {arr.shape[0]} values; this index's vectors have {dim}")
+    if arr.shape[0] == 0:
+        raise InvalidItemError(f"{name} is empty")
+    with np.errstate(over="ignore"):  # a float64 past float32's range: refused just below
+        vec: npt.NDArray[np.float32] = np.array(arr, dtype=np.float32)  # a copy, always
+    if not np.isfinite(vec).all():
+        raise InvalidItemError(f"{name} holds a NaN or an infinite value (as float32)")
+    if not vec.any():
+        raise InvalidItemError(f"{name} is the zero vector, which has no direction")
+    return vec

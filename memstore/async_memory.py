@@ -22,6 +22,9 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, ParamSpec, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import MemstoreError
 from memstore.item import Item, ScoredItem
@@ -100,6 +103,13 @@ class AsyncMemory:
 
     async def search_full(self, query: str, **kwargs: Any) -> list[SearchResult]:
         return await self._run(self.memory.search_full, query, **kwargs)
+
+    async def embed_queries(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
+        """:meth:`Memory.embed_queries`: one embedding call for many queries, off the loop.
+
+        Each row goes back as ``await mem.search(q, query_vector=row)``.
+        """
+        return await self._run(self.memory.embed_queries, queries)
 
     async def recent(self, limit: int = 10, **kwargs: Any) -> list[Item]:
         return await self._run(self.memory.recent, limit, **kwargs)

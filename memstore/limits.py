@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DATA_CHARS",
     "MAX_DATA_KEYS",
     "MAX_DATA_KEY_CHARS",
+    "MAX_EMBED_QUERIES",
     "MAX_EVENT_DATE_CHARS",
     "MAX_ID_CHARS",
     "MAX_KIND_CHARS",
@@ -82,6 +83,8 @@ Short enough that its tag (``tenant/<name>``, ``user:<key>``) fits :data:`MAX_TA
 """
 MAX_RESULTS: Final = 1_000
 """Largest ``limit`` of a search or ``recent`` (and the least is 1)."""
+MAX_EMBED_QUERIES: Final = 1_000
+"""Most queries one ``embed_queries`` call embeds (each at most :data:`MAX_QUERY_CHARS`)."""
 MAX_CONTEXT_DEPTH: Final = 8
 """Most hops ``context`` follows links (and the least is 1)."""
 MAX_REASON_CHARS: Final = 1_000

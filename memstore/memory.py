@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
+import numpy as np
+import numpy.typing as npt
+
 from memstore import arguments as arg
 from memstore._gc import bulk_load
 from memstore.config import Change, Config
@@ -48,6 +51,7 @@ from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink, well_typ
 from memstore.journal import Journal, Lsn, SqliteJournal, Version
 from memstore.limits import (
     MAX_CONTEXT_DEPTH,
+    MAX_EMBED_QUERIES,
     MAX_KIND_CHARS,
     MAX_QUERY_CHARS,
     MAX_REASON_CHARS,
@@ -508,6 +512,7 @@ class Memory:
         explain: bool = False,
         user: str | None = None,
         min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Hybrid search: lexical first, semantic fused in when the lexical answer is unsure.
 
@@ -523,9 +528,25 @@ class Memory:
         from its rank, so it compares across calls (see ``docs/search.md``).
         ``min_relevance`` (a number in [0, 1], default 0) drops the results
         below it: a question the memory cannot answer may get none.
+
+        ``query_vector``: the query's embedding, when the caller has it already
+        (a row of :meth:`embed_queries`, which embeds many queries in one call:
+        what a server answering concurrent searches does). The results are the
+        same as without it; a vector of the wrong dimension, with a NaN or
+        infinity, or all zeros raises :class:`~memstore.errors.InvalidItemError`,
+        as does any vector when this Memory has no embedder.
         """
         return self._search(
-            query, partition, kind, subject, limit, explain, user, min_relevance, full=False
+            query,
+            partition,
+            kind,
+            subject,
+            limit,
+            explain,
+            user,
+            min_relevance,
+            full=False,
+            vector=query_vector,
         )
 
     def search_full(
@@ -539,11 +560,39 @@ class Memory:
         explain: bool = False,
         user: str | None = None,
         min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`search`, plus exact-id promotion and the host's live matches."""
         return self._search(
-            query, partition, kind, subject, limit, explain, user, min_relevance, full=True
+            query,
+            partition,
+            kind,
+            subject,
+            limit,
+            explain,
+            user,
+            min_relevance,
+            full=True,
+            vector=query_vector,
         )
+
+    def embed_queries(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The embeddings of ``queries`` in one embedding call, one unit-length row each.
+
+        Row ``i`` is the vector :meth:`search` would compute for ``queries[i]``;
+        pass it back as ``search(queries[i], query_vector=row)``. One call for
+        many queries costs much less than one per query with a local model
+        (one model run) or a provider (one request).
+
+        :raises InvalidItemError: ``queries`` is not a list of text, or this
+            Memory has no embedder.
+        :raises EmbeddingError: the model or the provider failed.
+        """
+        texts = arg.text_list(queries, "queries", MAX_EMBED_QUERIES, MAX_QUERY_CHARS)
+        self._check_open()
+        if self.cells is None:
+            raise InvalidItemError("embed_queries needs an embedder: this Memory has none")
+        return self.cells.embed_queries(texts)
 
     def _search(
         self,
@@ -557,6 +606,7 @@ class Memory:
         min_relevance: float,
         *,
         full: bool,
+        vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
         if not query.strip():
@@ -574,7 +624,14 @@ class Memory:
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
         hits = run(
-            query, kind, subject, part or "", limit, explain=explain, min_relevance=min_relevance
+            query,
+            kind,
+            subject,
+            part or "",
+            limit,
+            explain=explain,
+            min_relevance=min_relevance,
+            query_vector=vector,
         )
         if user:
             own = self.store.keyword_hits(

@@ -25,7 +25,7 @@ from memstore_index import _tuning as tune
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
-from memstore_index.embedder import Embedder
+from memstore_index.embedder import Embedder, check_texts
 from memstore_index.entry import IndexEntry
 
 __all__ = ["CellState", "EmbedderMismatchError", "Vector", "Visible"]
@@ -205,3 +205,17 @@ class CellState:
         """The unit vector of ``query`` (one embedding call)."""
         vec: Vector = self._embed([query])[0]
         return vec
+
+    def embed_queries(self, queries: Sequence[str]) -> Vector:
+        """The unit vectors of ``queries``, one row each, in one embedding call.
+
+        Row ``i`` is what :meth:`embed_query` returns for ``queries[i]`` (the
+        embedder's promise: a text embeds the same whatever else is in its
+        batch), so a server answering many searches at once embeds them
+        together and passes each row as a search's ``query_vector``. An empty
+        list is shape ``(0, dim)``.
+        """
+        texts = check_texts(queries)
+        if not texts:
+            return np.zeros((0, self._dim), np.float32)
+        return self._embed(texts)

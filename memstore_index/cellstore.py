@@ -142,6 +142,7 @@ class CellStore(StoreBinding, Searching):
     entry = Searching.entry
     vector = Searching.vector
     embed_query = Searching.embed_query
+    embed_queries = Searching.embed_queries
     search = Searching.search
     search_timed = Searching.search_timed
     search_vector = Searching.search_vector

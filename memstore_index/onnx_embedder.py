@@ -170,6 +170,12 @@ class OnnxMiniLMEmbedder:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         opts.inter_op_num_threads = 1
+        # Idle intra-op threads sleep instead of spinning: in a host process
+        # (a server's event loop and search thread beside the model) and on a
+        # shared machine, spinning burnt as much CPU as the model's own work,
+        # and twice the wall time when the cores were busy (2 vCPUs: 13 -> 6 ms
+        # of CPU for one query, 6.5 -> 4.5 ms a query in batches of 32).
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads is not None:
             opts.intra_op_num_threads = threads
         self._session: Any = ort.InferenceSession(

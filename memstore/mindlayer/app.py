@@ -66,7 +66,8 @@ from memstore.mindlayer.models import (
     query_params,
     scope_of,
 )
-from memstore.mindlayer.service import MindLayer
+from memstore.mindlayer.service import MindLayer, QueryVector
+from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.body import (
     ClientDisconnected,
     check_json_text,
@@ -193,27 +194,44 @@ def create_app(
             service.remember, req.scope.scope(), req.text, id=req.id, session=req.session
         )
 
+    async def batched(mode: str, query: str, run: Callable[[QueryVector | None], Any]) -> Any:
+        """``run`` on the batcher's worker, given the query's vector when its mode uses one."""
+        try:
+            return await batcher.run(query if service.wants_vector(mode) else None, run)
+        except BatcherClosed:
+            raise MindLayerError(503, "unavailable", "the server is shutting down") from None
+
     async def search(request: Request) -> Any:
         req = parse_body(SearchRequest, await body_of(request))
-        return await run_in_threadpool(
-            service.search,
-            req.scope.scope(),
+        scope = req.scope.scope()
+        return await batched(
+            req.mode,
             req.query,
-            mode=req.mode,
-            limit=req.limit,
-            min_relevance=req.min_relevance,
+            lambda vec: service.search(
+                scope,
+                req.query,
+                mode=req.mode,
+                limit=req.limit,
+                min_relevance=req.min_relevance,
+                query_vector=vec,
+            ),
         )
 
     async def context(request: Request) -> Any:
         req = parse_body(ContextRequest, await body_of(request))
-        return await run_in_threadpool(
-            service.context,
-            req.scope.scope(),
+        scope = req.scope.scope()
+        return await batched(
+            req.mode,
             req.query,
-            mode=req.mode,
-            limit=req.limit,
-            max_chars=req.max_chars,
-            min_relevance=req.min_relevance,
+            lambda vec: service.context(
+                scope,
+                req.query,
+                mode=req.mode,
+                limit=req.limit,
+                max_chars=req.max_chars,
+                min_relevance=req.min_relevance,
+                query_vector=vec,
+            ),
         )
 
     async def personality(request: Request) -> Any:
@@ -275,7 +293,7 @@ def create_app(
         Route("/v1/scope", _endpoint(forget_scope), methods=["DELETE"]),
     ]
     failure = internal().refusal()
-    return Starlette(
+    app = Starlette(
         routes=routes,
         middleware=[
             Middleware(SecurityHeaders),
@@ -289,3 +307,7 @@ def create_app(
         ],
         exception_handlers={404: http_error, 405: http_error},
     )
+    # Search and context: their query embeddings batched, off the event loop
+    # (memstore.web.batching); the server closes it with close_batcher.
+    batcher = attach_batcher(app, service.memory)
+    return app

@@ -32,9 +32,10 @@ from memstore.mindlayer.app import create_app
 from memstore.mindlayer.auth import OwnerTokenError, load_owner_token
 from memstore.mindlayer.provider import ProviderConfig, ProviderConfigError
 from memstore.mindlayer.service import MindLayer
+from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
-from memstore.web.runner import ServeConfig, serve_app
+from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
 
 __all__ = ["serve"]
 
@@ -90,6 +91,7 @@ def serve(args: argparse.Namespace) -> int:
         if chat is not None:
             chat.close()
         return _fail(e)
+    app = None
     try:
         app = create_app(MindLayer(memory, chat=chat), token=token, hosts=hosts, origins=origins)
         config = ServeConfig(
@@ -110,6 +112,8 @@ def serve(args: argparse.Namespace) -> int:
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:
+        if app is not None:  # searches still queued finish before the storage closes
+            close_batcher(app, DEFAULT_GRACEFUL_SHUTDOWN_SECONDS)
         memory.close()
         if chat is not None:
             chat.close()

@@ -56,6 +56,7 @@ from memstore.protocol.auth import (
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
+from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
 from memstore.web.mount import Mount
@@ -250,6 +251,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         journal=journal if journal is not None else args.journal or None,
         hub=True,
     )
+    app = None
     try:
         app = create_app(
             memory,
@@ -282,4 +284,6 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:
+        if app is not None:  # recalls still queued finish before the storage closes
+            close_batcher(app, GRACEFUL_SHUTDOWN_SECONDS)
         memory.close()

@@ -18,8 +18,11 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
 
+import numpy as np
+import numpy.typing as npt
 from ulid import ULID
 
 from memstore.errors import InvalidItemError
@@ -66,7 +69,15 @@ from memstore.protocol.models import (
 from memstore.search import SearchConfig, SearchResult
 from memstore.store import Store
 
-__all__ = ["INDICES", "SOURCE_OP_AS_OF", "SOURCE_OP_GRAPH", "SOURCE_OP_RERANKED", "Verbs"]
+__all__ = [
+    "INDICES",
+    "SOURCE_OP_AS_OF",
+    "SOURCE_OP_GRAPH",
+    "SOURCE_OP_RERANKED",
+    "PreparedRecall",
+    "QueryVector",
+    "Verbs",
+]
 
 INDICES: Final = ("Kv", "Keyword", "Vector", "Graph")
 """What a forget that removed something touched: the items, both search indexes, the links."""
@@ -81,6 +92,28 @@ GRAPH_DEPTH: Final = 2
 STAMP_CACHE_SIZE: Final = 100_000
 """How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
 """How many links a graph recall follows from its anchors."""
+
+
+QueryVector: TypeAlias = npt.NDArray[np.float32]
+"""A recall query's embedding (a row of :meth:`~memstore.memory.Memory.embed_queries`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRecall:
+    """A checked recall request: the text a server may embed for it, and its search.
+
+    Call it (``prepared()``) to run the search, embedding the query itself when
+    the search needs a vector, or give it the query's vector
+    (``prepared(vec)``, ``vec`` the embedding of :attr:`query`), with the same hits.
+    """
+
+    query: str | None
+    """The text whose embedding the search can use; ``None``: it uses none
+    (a recall ``as_of``, lexical over the past, or a server without an embedder)."""
+    search: Callable[[QueryVector | None], list[dict[str, Any]]]
+
+    def __call__(self, query_vector: QueryVector | None = None) -> list[dict[str, Any]]:
+        return self.search(query_vector)
 
 
 def _now_rfc3339() -> str:
@@ -163,11 +196,13 @@ class Verbs:
 
     # ------------------------------------------------------------------ recall
 
-    def prepare_recall(self, tenant: str, req: RecallRequest) -> Callable[[], list[dict[str, Any]]]:
+    def prepare_recall(self, tenant: str, req: RecallRequest) -> PreparedRecall:
         """Check a recall request (400s happen here) and return the search to run.
 
         Split in two so that a streaming answer can refuse a bad request with a
-        status before its stream starts.
+        status before its stream starts, and so that a server can embed the
+        queries of concurrent recalls in one call
+        (:class:`~memstore.web.batching.QueryBatcher`) before running each.
         """
         if not req.query.strip():  # the engine's rule: Memory.search refuses it too
             raise invalid_request("query: must not be blank: search for some words")
@@ -184,17 +219,26 @@ class Verbs:
                 at = Lsn.from_datetime(when)
             except InvalidLsnError as e:
                 raise invalid_request(f"as_of: {e}") from None
-            return lambda: self._recall_as_of(tenant, req, at, visible)
+            return PreparedRecall(None, lambda _: self._recall_as_of(tenant, req, at, visible))
         if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
-        return lambda: self._recall_now(tenant, req, visible, expr is not None)
+        filtered = expr is not None
+        return PreparedRecall(
+            req.query if self.memory.cells is not None else None,
+            lambda vec: self._recall_now(tenant, req, visible, filtered, vec),
+        )
 
     def recall(self, tenant: str, req: RecallRequest) -> list[dict[str, Any]]:
         """The hits of a recall request, best first."""
         return self.prepare_recall(tenant, req)()
 
     def _recall_now(
-        self, tenant: str, req: RecallRequest, visible: Callable[[Item, str], bool], filtered: bool
+        self,
+        tenant: str,
+        req: RecallRequest,
+        visible: Callable[[Item, str], bool],
+        filtered: bool,
+        vec: QueryVector | None,
     ) -> list[dict[str, Any]]:
         if filtered:
             searcher = self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
@@ -210,6 +254,7 @@ class Verbs:
             partition=tenant,
             limit=req.k,
             min_relevance=req.min_relevance,
+            query_vector=vec,
         )
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]

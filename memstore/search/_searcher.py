@@ -21,8 +21,9 @@ import numpy.typing as npt
 
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
-from memstore.arguments import unit_interval
+from memstore.arguments import query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.errors import InvalidItemError
 from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.lexical import is_confident
 from memstore.search import _shaping
@@ -124,6 +125,7 @@ class Searcher:
         caller: str | None = None,
         explain: bool = False,
         min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
 
@@ -134,9 +136,27 @@ class Searcher:
         ``relevance`` in [0, 1] (:mod:`memstore.search._relevance`); those below
         ``min_relevance`` (a number in [0, 1], default 0: keep all) are dropped
         from the ``limit`` results, so fewer, or none, may come back.
+
+        ``query_vector``: the query's embedding when the caller already has it
+        (one row of :meth:`~memstore_index.CellStore.embed_queries`, which embeds
+        many queries in one call); the semantic channel then uses it instead of
+        embedding ``query``, with the same results (relevance included: a
+        search whose lexical answer is confident leaves it unused). It is
+        checked first (:func:`~memstore.arguments.query_vector_arg`: the index's
+        dimension, finite, not zero), and refused when there is no vector index.
         """
+        vec = self._query_vector(query_vector)
         return self._search(
-            query, kind, subject, partition, limit, caller, explain, min_relevance, full=False
+            query,
+            kind,
+            subject,
+            partition,
+            limit,
+            caller,
+            explain,
+            min_relevance,
+            full=False,
+            vec=vec,
         )
 
     def hybrid_search_full(
@@ -150,16 +170,40 @@ class Searcher:
         caller: str | None = None,
         explain: bool = False,
         min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
         """:meth:`hybrid_search` that always consults the vector index.
 
         It also adds the host's live matches and puts an item whose id equals
         the query first (score :data:`~memstore.item.EXACT_ID_MATCH_SCORE`,
-        relevance 1).
+        relevance 1). ``query_vector`` as in :meth:`hybrid_search`.
         """
+        vec = self._query_vector(query_vector)
         return self._search(
-            query, kind, subject, partition, limit, caller, explain, min_relevance, full=True
+            query,
+            kind,
+            subject,
+            partition,
+            limit,
+            caller,
+            explain,
+            min_relevance,
+            full=True,
+            vec=vec,
         )
+
+    def _query_vector(self, value: npt.ArrayLike | None) -> npt.NDArray[np.float32] | None:
+        """A caller's query vector, checked against the vector index (``None``: none given)."""
+        if value is None:
+            return None
+        cells = self._cfg.cells() if self._cfg.cells is not None else None
+        if cells is None:
+            raise InvalidItemError(
+                "query_vector was given, but this search has no vector index "
+                "(open the Memory with an embedder)"
+            )
+        dim = getattr(cells, "dim", None)
+        return query_vector_arg(value, dim if isinstance(dim, int) else None)
 
     def _visible(self, item: Item, partition: str) -> bool:
         fn = self._cfg.visible
@@ -177,6 +221,7 @@ class Searcher:
         min_relevance: float,
         *,
         full: bool,
+        vec: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
         cfg, stats = self._cfg, self._stats
         min_relevance = unit_interval(min_relevance, "min_relevance")
@@ -216,7 +261,7 @@ class Searcher:
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
         semantic = cells if fused_path else None
-        run = (query, kind, subject, partition, depth, 2 * pool)
+        run = (query, vec, kind, subject, partition, depth, 2 * pool)
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
@@ -277,6 +322,7 @@ class Searcher:
         cells: VectorIndex | None,
         semantic: VectorIndex | None,
         query: str,
+        given: npt.NDArray[np.float32] | None,
         kind: str,
         subject: str,
         partition: str,
@@ -287,8 +333,9 @@ class Searcher:
 
         ``semantic`` is the vector index when the semantic channel runs (the
         lexical answer was not confident, or the search always fuses). An empty
-        fused list falls back to an exact scan of ``cells``. The vector is
-        ``None`` when the query was not embedded.
+        fused list falls back to an exact scan of ``cells``. ``given``: the
+        caller's query vector, used instead of embedding ``query``. The vector
+        returned is ``None`` when no channel needed it (given or not).
         """
         cfg, stats = self._cfg, self._stats
         fusion.signal(analyse(cfg, query, cfg.store.config.clock()))
@@ -296,7 +343,7 @@ class Searcher:
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
             try:
-                vec = self._embed(semantic, query)
+                vec = given if given is not None else self._embed(semantic, query)
                 sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
                 fusion.add_semantic(sem, "semantic")
             except Exception:  # the lexical answer still stands
@@ -308,7 +355,8 @@ class Searcher:
             try:
                 # The query vector of this call's semantic pass when it ran: one
                 # embedding per search, even when the exact scan has to step in.
-                vec = vec if vec is not None else self._embed(cells, query)
+                if vec is None:
+                    vec = given if given is not None else self._embed(cells, query)
                 hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
                 fusion.add_semantic(hits, "exhaustive")
                 fusion.spread(cfg.spread_relations)

@@ -15,6 +15,7 @@ what the routes mean. One concept per module:
 | :mod:`memstore.web.tokens` | a tokens file re-read when it changes |
 | :mod:`memstore.web.connections` | read timeouts and connection caps around uvicorn's protocol |
 | :mod:`memstore.web.runner` | ``serve_app``: uvicorn start-up, signals, shutdown |
+| :mod:`memstore.web.batching` | concurrent searches' query embeddings in one call, off the loop |
 
 Importing this package imports no web framework; :mod:`memstore.web.runner`
 needs uvicorn (extra ``memstore[server]``), and :class:`~memstore.web.guard.ListedCors`

@@ -1,0 +1,251 @@
+"""Micro-batching: the query embeddings of concurrent searches in one call, off the event loop.
+
+A search server spends most of a semantic query's time in two places: the
+embedding of the query (a model run, or a provider request) and the search.
+Both are blocking work that, on the event loop, stalls every other request;
+and a model embeds 32 queries in one run for much less than 32 runs cost.
+:class:`QueryBatcher` serves both points with one worker thread:
+
+1. a request hands :meth:`QueryBatcher.run` its query text (``None`` when its
+   search needs no vector) and the search to run, a function of the vector;
+2. the worker takes **everything queued** when it is free: the texts of the
+   batch (each distinct text once) are embedded in one call, then each search
+   runs with its row, and each answer goes back to its request as soon as
+   its search returns. A turn with one text only embeds nothing: its search
+   gets ``None`` and embeds its query itself, if at all (a hybrid search whose
+   lexical answer is confident never does).
+
+No timer: an idle worker starts on the first request at once (no added
+latency), and under load the requests that arrived while it was busy form
+the next batch, so the batch grows with the load (up to ``max_batch``). The
+event loop only parses, routes and answers.
+
+Failures stay with their request. If the batch's embedding call fails, each
+search of the batch gets ``None`` and embeds its own query (a search that
+then fails alone answers alone); a search that raises has its exception
+re-raised in its own request; a request whose client went away (its
+coroutine cancelled) is skipped if its search has not started.
+
+:meth:`QueryBatcher.close` refuses new work (:class:`BatcherClosed`), lets the
+worker finish what is queued, and waits for it: a server closes the batcher
+after its last request and before closing the storage the searches read.
+
+The batcher knows texts, vectors and functions, not what a search means:
+the engine's side is :meth:`memstore.memory.Memory.embed_queries` and the
+``query_vector=`` of :meth:`memstore.memory.Memory.search`.
+
+>>> import asyncio
+>>> def embed(texts):  # a toy embedder: a text's vector is its length
+...     return [len(t) for t in texts]
+>>> def search(query, vec):  # vec: the batch's row, or None (then embed alone)
+...     return f"{query}:{vec if vec is not None else embed([query])[0]}"
+>>> batcher = QueryBatcher(embed)
+>>> async def main():
+...     jobs = [batcher.run(q, lambda v, q=q: search(q, v)) for q in ("ab", "abc", "ab")]
+...     return await asyncio.gather(*jobs)
+>>> asyncio.run(main())
+['ab:2', 'abc:3', 'ab:2']
+>>> batcher.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+__all__ = ["DEFAULT_MAX_BATCH", "BatcherClosed", "QueryBatcher", "attach_batcher", "close_batcher"]
+
+DEFAULT_MAX_BATCH: Final = 64
+"""Most requests one worker turn takes (one embedding call of at most as many texts)."""
+
+_log = logging.getLogger("memstore.web")
+
+V = TypeVar("V")
+R = TypeVar("R")
+
+
+class BatcherClosed(RuntimeError):
+    """:meth:`QueryBatcher.run` after :meth:`QueryBatcher.close`: the server is shutting down."""
+
+
+@dataclass(eq=False, slots=True)
+class _Job(Generic[V]):
+    """One request's work: its text, its search, and where its answer goes."""
+
+    text: str | None
+    search: Callable[[V | None], Any]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any] = field(repr=False)
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    """On the request's loop: its answer or its exception (unless it was cancelled)."""
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class QueryBatcher(Generic[V]):
+    """Runs searches in one worker thread, embedding the queries queued together in one call.
+
+    ``embed``: many texts to one vector each, in order (such as
+    :meth:`~memstore.memory.Memory.embed_queries`); ``None`` when there is no
+    embedder, so every search gets ``None``. ``max_batch``: the most requests
+    one turn takes. The worker thread starts with the first request (a daemon
+    thread named ``name``).
+    """
+
+    def __init__(
+        self,
+        embed: Callable[[list[str]], Sequence[V]] | None,
+        *,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        name: str = "memstore-query-batcher",
+    ) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ValueError(f"max_batch must be a whole number of at least 1, got {max_batch!r}")
+        self._embed = embed
+        self._max_batch = max_batch
+        self._name = name
+        self._queue: deque[_Job[V]] = deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.batches = 0
+        """Embedding calls made so far (a turn whose requests need no vector makes none)."""
+        self.embedded = 0
+        """Texts embedded so far (distinct within their batch)."""
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (new requests are refused)."""
+        return self._closed
+
+    async def run(self, text: str | None, search: Callable[[V | None], R]) -> R:
+        """``search(vector of text)`` on the worker thread, batched with concurrent requests.
+
+        ``text`` ``None``: the search needs no vector and gets ``None``. The
+        search's exception, if it raises, is raised here.
+
+        :raises BatcherClosed: the batcher is closed.
+        """
+        loop = asyncio.get_running_loop()
+        job: _Job[V] = _Job(text, search, loop, loop.create_future())
+        with self._wake:
+            if self._closed:
+                raise BatcherClosed("the server is shutting down and takes no new requests")
+            self._queue.append(job)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        result: R = await job.future  # cancelled: the worker skips it if not yet started
+        return result
+
+    def close(self, timeout: float | None = None) -> None:
+        """Refuse new requests, finish the queued ones, and wait (up to ``timeout`` s) for them.
+
+        Idempotent. Answers for requests whose event loop has closed are dropped.
+        """
+        with self._wake:
+            self._closed = True
+            self._wake.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # ------------------------------------------------------------ the worker
+
+    def _take(self) -> list[_Job[V]] | None:
+        """The next turn's requests (waiting for one), or ``None``: closed and drained."""
+        with self._wake:
+            while not self._queue:
+                if self._closed:
+                    return None
+                self._wake.wait()
+            n = min(len(self._queue), self._max_batch)
+            return [self._queue.popleft() for _ in range(n)]
+
+    def _work(self) -> None:
+        while (batch := self._take()) is not None:
+            live = [job for job in batch if not job.future.cancelled()]
+            vectors = self._vectors(live)
+            for job in live:
+                if job.future.cancelled():  # the client left while earlier searches ran
+                    continue
+                vec = vectors.get(job.text) if job.text is not None else None
+                try:
+                    self._deliver(job, True, job.search(vec))
+                except StopIteration as e:  # a future cannot hold one
+                    self._deliver(job, False, RuntimeError(f"the search raised {e!r}"))
+                except BaseException as e:  # the request's own failure, raised in the request
+                    self._deliver(job, False, e)
+
+    def _vectors(self, jobs: list[_Job[V]]) -> dict[str, V]:
+        """The batch's distinct texts embedded in one call (empty when it fails)."""
+        wanting = [job.text for job in jobs if job.text is not None]
+        if self._embed is None or len(wanting) < 2:
+            # Alone, a search embeds its own query if it needs it: one whose
+            # lexical answer is confident (about half of short queries) makes
+            # no embedding call at all.
+            return {}
+        texts = list(dict.fromkeys(wanting))
+        try:
+            rows = self._embed(texts)
+            if len(rows) != len(texts):
+                raise ValueError(f"embed returned {len(rows)} rows for {len(texts)} texts")
+        except Exception:
+            # Each search embeds its own query instead: a text that breaks the
+            # model fails its own request only.
+            _log.warning(
+                "memstore: a batch of %d query embeddings failed", len(texts), exc_info=True
+            )
+            return {}
+        self.batches += 1
+        self.embedded += len(texts)
+        return dict(zip(texts, rows, strict=True))
+
+    @staticmethod
+    def _deliver(job: _Job[V], ok: bool, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
+
+
+def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
+    """A new batcher for the searches an ASGI ``app`` runs over ``memory``, kept on the app.
+
+    It embeds with ``memory.embed_queries`` (:meth:`~memstore.memory.Memory.embed_queries`;
+    no embedding when ``memory.cells`` is ``None``, a Memory without an embedder). It
+    is ``app.state.query_batcher``; :func:`close_batcher` closes it, and an app
+    dropped without that closes it when collected (its idle thread ends).
+    """
+    embed = None
+    if getattr(memory, "cells", None) is not None:
+
+        def embed(texts: list[str]) -> list[Any]:
+            return list(memory.embed_queries(texts))
+
+    batcher: QueryBatcher[Any] = QueryBatcher(embed)
+    app.state.query_batcher = batcher
+    weakref.finalize(app, batcher.close, 0)
+    return batcher
+
+
+def close_batcher(app: Any, timeout: float | None = None) -> None:
+    """Close ``app``'s batcher (:func:`attach_batcher`), if it has one: queued searches finish.
+
+    A server calls it once it stops serving, before it closes the Memory.
+    """
+    batcher = getattr(app.state, "query_batcher", None)
+    if isinstance(batcher, QueryBatcher):
+        batcher.close(timeout)

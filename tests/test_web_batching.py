@@ -1,0 +1,200 @@
+"""memstore.web.batching.QueryBatcher: one worker thread, the queued queries embedded together.
+
+The worker is held busy with a :class:`threading.Event` where a test needs
+requests to queue behind it, so what forms a batch is decided by the test,
+not by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from memstore.web.batching import BatcherClosed, QueryBatcher
+
+
+class Embedder:
+    """Texts to their lengths, recording each call's batch (a real function, no mock)."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.fail_on = fail_on
+
+    def __call__(self, texts: Sequence[str]) -> list[int]:
+        self.calls.append(list(texts))
+        if self.fail_on is not None and self.fail_on in texts:
+            raise RuntimeError(f"cannot embed {self.fail_on!r}")
+        return [len(t) for t in texts]
+
+
+def held() -> tuple[threading.Event, threading.Event, Callable[[int | None], str]]:
+    """A search that signals it started, then waits to be released."""
+    started, release = threading.Event(), threading.Event()
+
+    def search(vec: int | None) -> str:
+        started.set()
+        assert release.wait(30), "the test never released the worker"
+        return f"held:{vec}"
+
+    return started, release, search
+
+
+async def queue_behind_held_search(
+    batcher: QueryBatcher[int], jobs: list[tuple[str | None, Callable[[int | None], Any]]]
+) -> tuple[Any, list[Any]]:
+    """Run a held search, queue ``jobs`` while it holds the worker, release; all outcomes."""
+    started, release, search = held()
+    first = asyncio.ensure_future(batcher.run("first", search))
+    await asyncio.to_thread(started.wait, 30)
+    rest = [asyncio.ensure_future(batcher.run(text, job)) for text, job in jobs]
+    await asyncio.sleep(0)  # every job is queued (run appends before its first await)
+    release.set()
+    outcomes = await asyncio.gather(*rest, return_exceptions=True)
+    return await first, outcomes
+
+
+def echo(tag: str) -> Callable[[int | None], str]:
+    return lambda vec: f"{tag}:{vec}"
+
+
+def test_requests_queued_while_busy_are_embedded_in_one_call() -> None:
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(emb)
+    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
+        ("ab", echo("a")),
+        ("abcd", echo("b")),
+        ("ab", echo("c")),  # the same text: embedded once
+        (None, echo("d")),  # needs no vector
+    ]
+    first, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
+    batcher.close()
+    assert first == "held:None"  # alone in its turn: its search embeds for itself
+    assert outcomes == ["a:2", "b:4", "c:2", "d:None"]
+    assert emb.calls == [["ab", "abcd"]]
+    assert (batcher.batches, batcher.embedded) == (1, 2)
+
+
+def test_max_batch_splits_a_long_queue() -> None:
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(emb, max_batch=2)
+    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
+        ("x" * n, echo(str(n))) for n in range(1, 6)
+    ]
+    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
+    batcher.close()
+    assert outcomes == [f"{n}:{n}" for n in range(1, 5)] + ["5:None"]  # the last one alone
+    assert emb.calls == [["x", "xx"], ["xxx", "xxxx"]]
+
+
+def test_a_failing_search_fails_its_own_request_only() -> None:
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+
+    def broken(vec: int | None) -> str:
+        raise KeyError("this request's own failure")
+
+    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
+        ("a", echo("a")),
+        ("bb", broken),
+        ("ccc", echo("c")),
+    ]
+    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
+    batcher.close()
+    assert outcomes[0] == "a:1" and outcomes[2] == "c:3"
+    assert isinstance(outcomes[1], KeyError)
+
+
+def test_a_failing_batch_embedding_leaves_each_search_to_embed_its_own() -> None:
+    emb = Embedder(fail_on="poison")
+    batcher: QueryBatcher[int] = QueryBatcher(emb)
+    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
+        ("ok", echo("a")),
+        ("poison", echo("b")),
+    ]
+    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
+    batcher.close()
+    # No vector for anyone: each search falls back to embedding its own query.
+    assert outcomes == ["a:None", "b:None"]
+    assert emb.calls[-1] == ["ok", "poison"]
+
+
+def test_a_cancelled_request_is_skipped() -> None:
+    ran: list[str] = []
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+
+    async def main() -> list[Any]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        gone = asyncio.ensure_future(batcher.run("gone", lambda v: ran.append("gone")))
+        kept = asyncio.ensure_future(batcher.run("kept", lambda v: ran.append("kept")))
+        await asyncio.sleep(0)
+        gone.cancel()
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(first, gone, kept, return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    batcher.close()
+    assert isinstance(outcomes[1], asyncio.CancelledError)
+    assert ran == ["kept"]
+
+
+def test_close_finishes_queued_requests_then_refuses_new_ones() -> None:
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+
+    async def main() -> tuple[list[Any], bool]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        queued = [asyncio.ensure_future(batcher.run(t, echo(t))) for t in ("a", "bb", "ccc")]
+        await asyncio.sleep(0)
+        closer = threading.Thread(target=batcher.close)  # blocks until the queue is drained
+        closer.start()
+        while not batcher.closed:
+            await asyncio.sleep(0.001)
+        refused = False
+        try:
+            await batcher.run("late", echo("late"))
+        except BatcherClosed:
+            refused = True
+        release.set()
+        outcomes = await asyncio.gather(first, *queued)
+        await asyncio.to_thread(closer.join, 30)
+        return outcomes, refused and not closer.is_alive()
+
+    outcomes, refused_and_joined = asyncio.run(main())
+    assert outcomes == ["held:None", "a:1", "bb:2", "ccc:3"]
+    assert refused_and_joined
+    batcher.close()  # idempotent
+
+
+def test_without_an_embedder_every_search_gets_none() -> None:
+    batcher: QueryBatcher[int] = QueryBatcher(None)
+
+    async def main() -> list[str]:
+        return list(await asyncio.gather(*(batcher.run(t, echo(t)) for t in ("a", "b"))))
+
+    assert asyncio.run(main()) == ["a:None", "b:None"]
+    batcher.close()
+
+
+def test_searches_run_off_the_event_loop_thread() -> None:
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+
+    async def main() -> tuple[int, int]:
+        worker = await batcher.run("q", lambda v: threading.get_ident())
+        return worker, threading.get_ident()
+
+    worker, loop_thread = asyncio.run(main())
+    batcher.close()
+    assert worker != loop_thread
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.0])
+def test_max_batch_must_be_a_positive_whole_number(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_batch"):
+        QueryBatcher(Embedder(), max_batch=bad)
