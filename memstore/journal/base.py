@@ -333,7 +333,7 @@ class JournalBase(ABC):
         backup taken then would lose it for good.
         """
         self._check_open()
-        parse = Item.model_validate_json
+        parse = Item.__pydantic_validator__.validate_json  # the model's own, minus a wrapper
         for text in self._current_items():
             try:
                 yield parse(text)
