@@ -61,8 +61,9 @@ def bulk_load(*, collect: bool = True, freeze: bool = False) -> Iterator[BulkLoa
         yield outcome
     finally:
         if was:
+            # Settled before the collector resumes: resumed first, the next
+            # allocation would start a young collection walking all of the load.
             grown = gc.get_count()[0]  # tracked objects allocated (net) while paused
-            gc.enable()
             if collect and grown >= COLLECT_AFTER:
                 if freeze:
                     with _frozen_lock:
@@ -71,6 +72,7 @@ def bulk_load(*, collect: bool = True, freeze: bool = False) -> Iterator[BulkLoa
                     outcome.frozen = True
                 else:
                     gc.collect()
+            gc.enable()
 
 
 def thaw() -> None:
