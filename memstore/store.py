@@ -548,14 +548,34 @@ class Store(StoreReads, StoreSearch):
             for id in list(self._items):
                 self._set(id, None)
             if len({it.id for it in loaded}) == len(loaded):
-                indexable, index_id_text = self._indexable, self._index_id_text
-                indexed = [(it, index_id_text(it.id)) for it in loaded if indexable(it)]
+                indexed = self._indexed_of(loaded)
                 lexed = lexicon is not None and self._load_lexicon(indexed, lexicon)
                 self._fill_empty(loaded, indexed, lexed=lexed)
             else:
                 for it in loaded:
                     self._set(it.id, it)
             self._lex.lexicon.flush()  # build the arrays now, not in the first query
+
+    def _indexed_of(self, loaded: list[Item]) -> list[tuple[Item, bool]]:
+        """The items of ``loaded`` the lexical index holds, with their ``index_id`` flags.
+
+        ``_indexable`` and ``_index_id_text`` of each, with the vocabulary's
+        verdict on a kind asked once per distinct kind.
+        """
+        data_kind: dict[str, bool] = {}
+        is_data = self._vocab.is_data
+        index_id_text = self._index_id_text
+        out: list[tuple[Item, bool]] = []
+        for it in loaded:
+            if it.status != STATUS_ACTIVE or it.scope == SCOPE_PRIVATE:
+                continue
+            kind = it.kind
+            data = data_kind.get(kind)
+            if data is None:
+                data = data_kind[kind] = is_data(kind)
+            if not data:
+                out.append((it, index_id_text(it.id)))
+        return out
 
     def _load_lexicon(self, indexed: list[tuple[Item, bool]], source: LexiconSource) -> bool:
         """Install the saved lexical index of ``indexed`` (the lock held, the store empty).
