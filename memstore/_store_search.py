@@ -55,6 +55,13 @@ class StoreSearch(StoreBase):
         super()._set(id, new)
         self._search_generation += 1
 
+    def _fill_empty(
+        self, loaded: list[Item], indexed: list[tuple[Item, bool]], *, lexed: bool
+    ) -> None:
+        """A restore's bulk fill changes the stored state too: a new search generation."""
+        super()._fill_empty(loaded, indexed, lexed=lexed)
+        self._search_generation += len(loaded) + 1
+
     # ------------------------------------------------------- search caches
 
     def search_snapshot(self) -> SearchSnapshot | None:

@@ -522,36 +522,75 @@ class Store(StoreReads, StoreSearch):
         """
         for it in items:
             it.__dict__["cell_originated"] = True  # as clone(cell_originated=True) sets it
-        self._restore(items, lexicon)
+        self._restore(items, lexicon, parsed=True)
 
-    def _restore(self, loaded: list[Item], lexicon: LexiconSource | None = None) -> None:
+    def _restore(
+        self, loaded: list[Item], lexicon: LexiconSource | None = None, *, parsed: bool = False
+    ) -> None:
+        """Replace every item with ``loaded`` (kept as given), after checking them all.
+
+        ``parsed``: the items were just built by the model's own validation
+        (a journal's rows), which refuses a naive datetime, so that check is
+        not repeated per item. Distinct ids (a journal's live rows always are)
+        take the bulk fill, each index built in one pass; a list naming an id
+        twice keeps its last item, as item-by-item writes would.
+        """
         for it in loaded:  # check everything before touching anything
             if not it.id:
                 raise InvalidItemError("restore needs items with ids")
-            why = naive_datetime_rejection(it)
-            if why:
-                raise InvalidItemError(why)
+            if not parsed:
+                why = naive_datetime_rejection(it)
+                if why:
+                    raise InvalidItemError(why)
         with self._locked(), bulk_load():
             if self._txn is not None:
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):
                 self._set(id, None)
-            if lexicon is not None and not self._items:
-                self._load_lexicon(loaded, lexicon)
-            for it in loaded:
-                self._set(it.id, it)
+            if len({it.id for it in loaded}) == len(loaded):
+                indexed = self._indexed_of(loaded)
+                lexed = lexicon is not None and self._load_lexicon(indexed, lexicon)
+                self._fill_empty(loaded, indexed, lexed=lexed)
+            else:
+                for it in loaded:
+                    self._set(it.id, it)
             self._lex.lexicon.flush()  # build the arrays now, not in the first query
 
-    def _load_lexicon(self, loaded: list[Item], source: LexiconSource) -> None:
-        """Install the saved lexical index of ``loaded`` (the lock held, the store empty)."""
+    def _indexed_of(self, loaded: list[Item]) -> list[tuple[Item, bool]]:
+        """The items of ``loaded`` the lexical index holds, with their ``index_id`` flags.
+
+        ``_indexable`` and ``_index_id_text`` of each, with the vocabulary's
+        verdict on a kind asked once per distinct kind.
+        """
+        data_kind: dict[str, bool] = {}
+        is_data = self._vocab.is_data
+        index_id_text = self._index_id_text
+        out: list[tuple[Item, bool]] = []
+        for it in loaded:
+            if it.status != STATUS_ACTIVE or it.scope == SCOPE_PRIVATE:
+                continue
+            kind = it.kind
+            data = data_kind.get(kind)
+            if data is None:
+                data = data_kind[kind] = is_data(kind)
+            if not data:
+                out.append((it, index_id_text(it.id)))
+        return out
+
+    def _load_lexicon(self, indexed: list[tuple[Item, bool]], source: LexiconSource) -> bool:
+        """Install the saved lexical index of ``indexed`` (the lock held, the store empty).
+
+        Returns whether it was installed (else the index is left as it was).
+        """
         path, generation = source
         if not os.path.exists(path):
-            return
-        indexable = [(it, self._index_id_text(it.id)) for it in loaded if self._indexable(it)]
+            return False
         try:
-            self._lex = LexicalIndex.from_snapshot(path, indexable, expect_generation=generation)
+            self._lex = LexicalIndex.from_snapshot(path, indexed, expect_generation=generation)
         except (LexiconSnapshotError, OSError) as e:
             self._log.info("memstore: not using the saved lexical index %s (%s)", path, e)
+            return False
+        return True
 
     def save_lexicon(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the lexical index to ``path`` for a later restore to load (atomic rename).

@@ -5,10 +5,12 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import Item, Store
+from memstore import Item, Store, _gc
+from memstore.item import ThoughtLink
 from memstore.journal import SqliteJournal
 
 _WORDS = ["deploy", "deployment", "api", "orders", "lock", "12", "123", "1234", "2024", "x9", "é"]
@@ -86,3 +88,71 @@ def test_journal_restore_equals_live_store(tmp_path: Path) -> None:
         assert [it.id for it in restored.keyword_search(q)] == [
             it.id for it in live.keyword_search(q)
         ], q
+
+
+_rich_item = st.builds(
+    Item,
+    id=st.sampled_from([f"note-{i}" for i in range(8)]),
+    kind=st.sampled_from(["observation", "decision"]),
+    title=_text,
+    content=_text,
+    scope=st.sampled_from(["public", "private"]),
+    status=st.sampled_from(["active", "active", "stale"]),
+    tags=st.lists(st.sampled_from(["tenant/a", "user:u1", "user:u2", "shared"]), max_size=2),
+    links=st.lists(
+        st.builds(
+            ThoughtLink, to_id=st.sampled_from(["note-1", "note-2"]), relation=st.just("supports")
+        ),
+        max_size=2,
+    ),
+    evidence_refs=st.lists(st.sampled_from(["note-3", "cell:note-4", "https://x"]), max_size=2),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_rich_item, max_size=8, unique_by=lambda it: it.id))
+def test_bulk_fill_of_distinct_ids_equals_per_item_sets(items: list[Item]) -> None:
+    """Distinct ids take the one-pass fill: every index (private, links, citations) agrees."""
+    reference = _per_item(items)
+    filled = Store()
+    filled.upsert(Item(id="gone", kind="observation", title="replaced by the restore"))
+    filled.restore(items)
+    _assert_same(reference, filled)
+    assert filled._private == reference._private
+    assert filled._backlinks == reference._backlinks
+    assert filled._citations == reference._citations
+
+
+def test_large_journal_restore_freezes_until_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore past ``COLLECT_AFTER`` freezes the heap instead of collecting; close thaws."""
+    db = tmp_path / "j.db"
+    with SqliteJournal(db, durability="off") as journal:
+        live = Store()
+        journal.attach(live)
+        live.upsert(Item(id="note-1", kind="observation", title="deploy api"))
+    monkeypatch.setattr(_gc, "COLLECT_AFTER", 0)
+    assert gc.get_freeze_count() == 0
+    again = SqliteJournal(db)
+    restored = Store()
+    again.attach(restored)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
+    again.close()
+    assert gc.get_freeze_count() == 0
+    assert len(restored) == 1
+
+
+def test_bulk_load_collects_unless_asked_to_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_gc, "COLLECT_AFTER", 0)
+    with _gc.bulk_load() as load:
+        kept = [[] for _ in range(10)]
+    assert not load.frozen and gc.get_freeze_count() == 0
+    with _gc.bulk_load(freeze=True) as load:
+        kept.append([])
+    assert load.frozen and gc.get_freeze_count() > 0
+    _gc.thaw()
+    assert gc.get_freeze_count() == 0
+    _gc.thaw()  # one thaw too many changes nothing
+    assert gc.isenabled()

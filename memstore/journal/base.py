@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memstore._gc import bulk_load
+from memstore._gc import BulkLoad, bulk_load, thaw
 from memstore.config import Change
 from memstore.errors import (
     InvalidItemError,
@@ -105,6 +105,7 @@ class JournalBase(ABC):
         self._wall = wall
         self._clock: HybridClock | None = None
         self._store: Store | None = None
+        self._frozen = False  # the restore froze the heap (see attach): thawed at detach
         self._tls = threading.local()
         self._closed = False
         # id(change) -> (change, lsn): the change is held so that its id is not reused.
@@ -169,13 +170,27 @@ class JournalBase(ABC):
         The store must be empty unless the journal is: a journal adopts a new
         store's items as their first versions, but never merges two histories.
         Restored items are marked ``cell_originated``; no listener fires for them.
+
+        A large restore ends by freezing the heap (:func:`gc.freeze`, see
+        :func:`memstore._gc.bulk_load`) instead of walking it in a full
+        collection: the restored items live as long as the attachment, and
+        later collections skip them. :meth:`detach` (and so :meth:`close`)
+        thaws it, so garbage among them is collected as usual afterwards.
         """
         self._check_open()
         if self._store is not None:
             raise JournalError("this journal is already attached to a store")
         clock = self._ensure_clock()
-        with bulk_load():
-            self._attach(store, clock)
+        load = BulkLoad()
+        try:
+            with bulk_load(freeze=True) as load:
+                self._attach(store, clock)
+        finally:
+            if load.frozen:
+                if self._store is store:
+                    self._frozen = True
+                else:  # the attach failed: nothing holds the load
+                    thaw()
 
     def _attach(self, store: Store, clock: HybridClock) -> None:
         items = self._restore_items()
@@ -216,6 +231,9 @@ class JournalBase(ABC):
             # recorded) before the hook goes, never half recorded.
             with _holding(store):
                 store.set_commit_hook(None)
+        if self._frozen:
+            self._frozen = False
+            thaw()
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """Group writes into one transaction (one fsync): ``store.batch()`` of the store.
@@ -315,7 +333,7 @@ class JournalBase(ABC):
         backup taken then would lose it for good.
         """
         self._check_open()
-        parse = Item.model_validate_json
+        parse = Item.__pydantic_validator__.validate_json  # the model's own, minus a wrapper
         for text in self._current_items():
             try:
                 yield parse(text)
