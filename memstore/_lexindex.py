@@ -218,10 +218,13 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        # id -> (the item indexed, its index_id flag). The item is the store's,
-        # which never changes one in place (it clones on the way in and out):
-        # putting the same object again is a no-op.
-        self._text: dict[str, tuple[Item, bool]] = {}
+        # id -> the item indexed, and the ids indexed with their id's words
+        # (index_id). The item is the store's, which never changes one in place
+        # (it clones on the way in and out): putting the same object again is a
+        # no-op. A flag set instead of a (item, flag) pair per id: one object
+        # less per item for the cyclic collector to track and walk.
+        self._text: dict[str, Item] = {}
+        self._with_id: set[str] = set()
         self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
         self.lexicon.on_renumber(self._renumber)
 
@@ -287,26 +290,42 @@ class LexicalIndex:
         store's never do). A restore puts each item twice (the snapshot's load
         and the store's own pass), the second time for a dictionary lookup.
         """
-        held = self._text.get(item.id)
-        if held is not None and held[0] is item and held[1] == index_id:
+        id = item.id
+        held = self._text.get(id)
+        same_flag = (id in self._with_id) == index_id
+        if held is item and same_flag:
             return
-        slot = self.lexicon.slot(item.id)
-        if slot is None or held is None or held[1] != index_id or not _same_text(held[0], item):
+        slot = self.lexicon.slot(id)
+        if slot is None or held is None or not same_flag or not _same_text(held, item):
             content = words(item.content)
             if item.event_date:
                 content.extend(event_date_words(item.event_date))
             if index_id:
-                content.extend(words(item.id))
-            slot = self.lexicon.index_words(item.id, words(item.title), content)
-        self._text[item.id] = (item, index_id)
-        self._grow(slot + 1)
+                content.extend(words(id))
+            slot = self.lexicon.index_words(id, words(item.title), content)
+        self._text[id] = item
+        if index_id:
+            self._with_id.add(id)
+        elif not same_flag:
+            self._with_id.discard(id)
+        if slot >= len(self._kind):
+            self._grow(slot + 1)
         self._kind[slot] = self._kinds.code(item.kind)
-        self._subject[slot] = self._subjects.code(item.subject)
-        self._service[slot] = self._subjects.code(service_tag_value(item) or "")
-        self._updated[slot] = _updated_ts(item.updated_at)
-        self._stale[slot] = _deadline_ts(item.stale_after)
-        self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
-        self._shared[slot] = SHARED_TAG in item.tags
+        subjects = self._subjects
+        self._subject[slot] = subjects.code(item.subject)
+        tags = item.tags
+        if tags:
+            self._service[slot] = subjects.code(service_tag_value(item) or "")
+            self._partition[slot] = self._partitions.code(partition_from_tags(tags))
+            self._shared[slot] = SHARED_TAG in tags
+        else:  # no tags: no service, no partition, not shared (code 0 is "")
+            self._service[slot] = 0
+            self._partition[slot] = 0
+            self._shared[slot] = False
+        updated = item.updated_at
+        self._updated[slot] = -_INF if updated is None else updated.timestamp()
+        stale = item.stale_after
+        self._stale[slot] = _INF if stale is None else stale.timestamp()
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
@@ -358,7 +377,8 @@ class LexicalIndex:
         index.lexicon = lex
         lex.on_renumber(index._renumber)
         index._install(extras, len(lex))
-        index._text = dict(zip(ids, pairs, strict=True))
+        index._text = {it.id: it for it, _ in pairs}
+        index._with_id = {it.id for it, flag in pairs if flag}
         return index
 
     def _install(self, extras: dict[str, npt.NDArray[Any]], n: int) -> None:
@@ -396,6 +416,7 @@ class LexicalIndex:
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
         if self._text.pop(id, None) is not None:
+            self._with_id.discard(id)
             self.lexicon.remove(id)
 
     def plan(self, tokens: Sequence[str]) -> QueryPlan:
@@ -538,8 +559,8 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            held, flag = self._text[id]
-            assert _same_text(held, item) and flag == index_id[id]
+            held = self._text[id]
+            assert _same_text(held, item) and (id in self._with_id) == index_id[id]
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)
