@@ -225,6 +225,9 @@ class LexicalIndex:
         # less per item for the cyclic collector to track and walk.
         self._text: dict[str, Item] = {}
         self._with_id: set[str] = set()
+        # The last split() made: (title, content, their words), for the put
+        # of the same strings that follows it (see split).
+        self._split: tuple[str, str, tuple[list[str], list[str]]] | None = None
         self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
         self.lexicon.on_renumber(self._renumber)
 
@@ -282,6 +285,18 @@ class LexicalIndex:
             arr[:n] = arr[kept]
             arr[n:] = _INF if name == "_stale" else 0
 
+    def split(self, item: Item) -> tuple[list[str], list[str]]:
+        """``words(item.title)``, ``words(item.content)``, kept for the next :meth:`put`.
+
+        A writer that needs an item's words before indexing it (the store's
+        near-duplicate check) splits them here, and the :meth:`put` of the
+        same title and content strings (tested by identity) takes them
+        instead of splitting the text again. The lists must not be changed.
+        """
+        split = (words(item.title), words(item.content))
+        self._split = (item.title, item.content, split)
+        return split
+
     def put(self, item: Item, index_id: bool) -> None:
         """Index (or re-index) ``item``; the text is re-split only when it changed.
 
@@ -297,12 +312,13 @@ class LexicalIndex:
             return
         slot = self.lexicon.slot(id)
         if slot is None or held is None or not same_flag or not _same_text(held, item):
-            content = words(item.content)
-            if item.event_date:
-                content.extend(event_date_words(item.event_date))
+            title, content = self._words_of(item)
+            extra = event_date_words(item.event_date) if item.event_date else []
             if index_id:
-                content.extend(words(id))
-            slot = self.lexicon.index_words(id, words(item.title), content)
+                extra.extend(words(id))
+            if extra:  # a new list: the split's lists are not changed
+                content = [*content, *extra]
+            slot = self.lexicon.index_words(id, title, content)
         self._text[id] = item
         if index_id:
             self._with_id.add(id)
@@ -326,6 +342,13 @@ class LexicalIndex:
         self._updated[slot] = -_INF if updated is None else updated.timestamp()
         stale = item.stale_after
         self._stale[slot] = _INF if stale is None else stale.timestamp()
+
+    def _words_of(self, item: Item) -> tuple[list[str], list[str]]:
+        """The words of ``item``'s title and content: :meth:`split`'s, when it made them."""
+        kept, self._split = self._split, None
+        if kept is not None and kept[0] is item.title and kept[1] is item.content:
+            return kept[2]
+        return words(item.title), words(item.content)
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.

@@ -232,7 +232,17 @@ def dedup_tokens(item: Item) -> frozenset[str]:
 
 def text_dedup_tokens(title: str, content: str) -> frozenset[str]:
     """:func:`dedup_tokens` for a bare title and content."""
-    return frozenset(_fold_plural(w) for w in words(f"{title} {content}") if _dedup_keep(w))
+    return word_dedup_tokens(words(f"{title} {content}"))
+
+
+def word_dedup_tokens(ws: Iterable[str]) -> frozenset[str]:
+    """:func:`dedup_tokens` from the words of title and content, already split.
+
+    ``words(f"{title} {content}")`` is ``words(title) + words(content)`` (a
+    space ends every word and starts none), so a writer that split the two
+    fields for its index passes those words instead of splitting again.
+    """
+    return frozenset(_fold_plural(w) for w in ws if _dedup_keep(w))
 
 
 _DOUBLE = frozenset("bdfgklmnprtz")
