@@ -218,10 +218,16 @@ class LexicalIndex:
         self._stale = np.full(cap, _INF, np.float64)
         self._partition = np.zeros(cap, np.int32)
         self._shared = np.zeros(cap, np.bool_)
-        # id -> (the item indexed, its index_id flag). The item is the store's,
-        # which never changes one in place (it clones on the way in and out):
-        # putting the same object again is a no-op.
-        self._text: dict[str, tuple[Item, bool]] = {}
+        # id -> the item indexed, and the ids indexed with their id's words
+        # (index_id). The item is the store's, which never changes one in place
+        # (it clones on the way in and out): putting the same object again is a
+        # no-op. A flag set instead of a (item, flag) pair per id: one object
+        # less per item for the cyclic collector to track and walk.
+        self._text: dict[str, Item] = {}
+        self._with_id: set[str] = set()
+        # The last split() made: (title, content, their words), for the put
+        # of the same strings that follows it (see split).
+        self._split: tuple[str, str, tuple[list[str], list[str]]] | None = None
         self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
         self.lexicon.on_renumber(self._renumber)
 
@@ -279,6 +285,18 @@ class LexicalIndex:
             arr[:n] = arr[kept]
             arr[n:] = _INF if name == "_stale" else 0
 
+    def split(self, item: Item) -> tuple[list[str], list[str]]:
+        """``words(item.title)``, ``words(item.content)``, kept for the next :meth:`put`.
+
+        A writer that needs an item's words before indexing it (the store's
+        near-duplicate check) splits them here, and the :meth:`put` of the
+        same title and content strings (tested by identity) takes them
+        instead of splitting the text again. The lists must not be changed.
+        """
+        split = (words(item.title), words(item.content))
+        self._split = (item.title, item.content, split)
+        return split
+
     def put(self, item: Item, index_id: bool) -> None:
         """Index (or re-index) ``item``; the text is re-split only when it changed.
 
@@ -287,26 +305,50 @@ class LexicalIndex:
         store's never do). A restore puts each item twice (the snapshot's load
         and the store's own pass), the second time for a dictionary lookup.
         """
-        held = self._text.get(item.id)
-        if held is not None and held[0] is item and held[1] == index_id:
+        id = item.id
+        held = self._text.get(id)
+        same_flag = (id in self._with_id) == index_id
+        if held is item and same_flag:
             return
-        slot = self.lexicon.slot(item.id)
-        if slot is None or held is None or held[1] != index_id or not _same_text(held[0], item):
-            content = words(item.content)
-            if item.event_date:
-                content.extend(event_date_words(item.event_date))
+        slot = self.lexicon.slot(id)
+        if slot is None or held is None or not same_flag or not _same_text(held, item):
+            title, content = self._words_of(item)
+            extra = event_date_words(item.event_date) if item.event_date else []
             if index_id:
-                content.extend(words(item.id))
-            slot = self.lexicon.index_words(item.id, words(item.title), content)
-        self._text[item.id] = (item, index_id)
-        self._grow(slot + 1)
+                extra.extend(words(id))
+            if extra:  # a new list: the split's lists are not changed
+                content = [*content, *extra]
+            slot = self.lexicon.index_words(id, title, content)
+        self._text[id] = item
+        if index_id:
+            self._with_id.add(id)
+        elif not same_flag:
+            self._with_id.discard(id)
+        if slot >= len(self._kind):
+            self._grow(slot + 1)
         self._kind[slot] = self._kinds.code(item.kind)
-        self._subject[slot] = self._subjects.code(item.subject)
-        self._service[slot] = self._subjects.code(service_tag_value(item) or "")
-        self._updated[slot] = _updated_ts(item.updated_at)
-        self._stale[slot] = _deadline_ts(item.stale_after)
-        self._partition[slot] = self._partitions.code(partition_from_tags(item.tags))
-        self._shared[slot] = SHARED_TAG in item.tags
+        subjects = self._subjects
+        self._subject[slot] = subjects.code(item.subject)
+        tags = item.tags
+        if tags:
+            self._service[slot] = subjects.code(service_tag_value(item) or "")
+            self._partition[slot] = self._partitions.code(partition_from_tags(tags))
+            self._shared[slot] = SHARED_TAG in tags
+        else:  # no tags: no service, no partition, not shared (code 0 is "")
+            self._service[slot] = 0
+            self._partition[slot] = 0
+            self._shared[slot] = False
+        updated = item.updated_at
+        self._updated[slot] = -_INF if updated is None else updated.timestamp()
+        stale = item.stale_after
+        self._stale[slot] = _INF if stale is None else stale.timestamp()
+
+    def _words_of(self, item: Item) -> tuple[list[str], list[str]]:
+        """The words of ``item``'s title and content: :meth:`split`'s, when it made them."""
+        kept, self._split = self._split, None
+        if kept is not None and kept[0] is item.title and kept[1] is item.content:
+            return kept[2]
+        return words(item.title), words(item.content)
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
@@ -358,7 +400,8 @@ class LexicalIndex:
         index.lexicon = lex
         lex.on_renumber(index._renumber)
         index._install(extras, len(lex))
-        index._text = dict(zip(ids, pairs, strict=True))
+        index._text = {it.id: it for it, _ in pairs}
+        index._with_id = {it.id for it, flag in pairs if flag}
         return index
 
     def _install(self, extras: dict[str, npt.NDArray[Any]], n: int) -> None:
@@ -396,6 +439,7 @@ class LexicalIndex:
     def remove(self, id: str) -> None:
         """Drop ``id``; unknown ids are a no-op."""
         if self._text.pop(id, None) is not None:
+            self._with_id.discard(id)
             self.lexicon.remove(id)
 
     def plan(self, tokens: Sequence[str]) -> QueryPlan:
@@ -538,8 +582,8 @@ class LexicalIndex:
         for id, item in expected.items():
             slot = self.lexicon.slot(id)
             assert slot is not None
-            held, flag = self._text[id]
-            assert _same_text(held, item) and flag == index_id[id]
+            held = self._text[id]
+            assert _same_text(held, item) and (id in self._with_id) == index_id[id]
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

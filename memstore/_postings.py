@@ -53,6 +53,23 @@ def intersect_sorted(a: Slots, b: Slots) -> Slots:
     return found
 
 
+class _WordNumbers(dict[str, int]):
+    """word -> number; looking up (``[]``) a word not numbered yet numbers it.
+
+    So :meth:`Postings.add_doc` numbers a document's words in one C-level
+    map, new words included, without a second pass to find them.
+    """
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: Postings, pairs: Iterable[tuple[str, int]] = ()) -> None:
+        super().__init__(pairs)
+        self._owner = owner
+
+    def __missing__(self, word: str) -> int:
+        return self._owner._number(word)
+
+
 class Postings:
     """Append-only word -> sorted slot arrays, with a pending write log.
 
@@ -60,7 +77,7 @@ class Postings:
     """
 
     def __init__(self) -> None:
-        self._wid: dict[str, int] = {}
+        self._wid: dict[str, int] = _WordNumbers(self)
         self._words: list[str] = []
         # A word's array, or None while it is still a slice of the base (a
         # snapshot's CSR arrays, sliced on first use: see from_csr).
@@ -83,10 +100,8 @@ class Postings:
         """
         if not words:
             return
-        ids = list(map(self._wid.get, words))
-        if None in ids:
-            ids = [self._number(w) if i is None else i for w, i in zip(words, ids, strict=True)]
-        self._log_ids.extend(ids)  # type: ignore[arg-type]
+        ids = list(map(self._wid.__getitem__, words))  # numbers the new words too
+        self._log_ids.extend(ids)
         self._log_slots.append(slot)
         self._log_counts.append(len(ids))
 
@@ -99,7 +114,7 @@ class Postings:
         """
         p = cls()
         p._words = words
-        p._wid = dict(zip(words, range(len(words)), strict=True))
+        p._wid = _WordNumbers(p, zip(words, range(len(words)), strict=True))
         p._arrays = [None] * len(words)
         p._base, p._base_offsets, p._lazy = slots, offsets, bool(words)
         return p
@@ -203,7 +218,7 @@ class Postings:
                 words.append(w)
                 arrays.append(m)
         self._words, self._arrays = words, arrays
-        self._wid = {w: i for i, w in enumerate(words)}
+        self._wid = _WordNumbers(self, zip(words, range(len(words)), strict=True))
         self._base, self._base_offsets, self._lazy = EMPTY, np.zeros(1, np.int64), False
 
     def items(self) -> Iterable[tuple[str, Slots]]:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
+from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -409,19 +409,24 @@ class Lexicon:
             self._alive[slot] = True
             self._ids.append(id)
             self._slot_of[id] = slot
-            all_words = (*title_words, *content_words)
-            self._doc_text.append(f" {' '.join(all_words)} " if all_words else "")
+            if title_words:
+                title = set(title_words)
+                uniq = title.union(content_words)
+                text = f" {' '.join(title_words)} {' '.join(content_words)} "
+                self._doc_text.append(text if content_words else text[:-1])
+            else:
+                uniq = set(content_words)
+                self._doc_text.append(f" {' '.join(content_words)} " if content_words else "")
             self._doc_ntitle.append(len(title_words))
-            uniq = set(all_words)
             df = self._df
             known = len(df)
-            df.update(uniq)  # C-level counting
+            _count_elements(df, uniq)  # Counter.update's C loop, without its type checks
             if len(df) != known:  # some words are new to the vocabulary
                 self._vocab.add_many([w for w in uniq if df[w] == 1])
                 self._vgen += 1
             self._postings.add_doc(slot, uniq)
             if title_words:
-                self._title_postings.add_doc(slot, set(title_words))
+                self._title_postings.add_doc(slot, title)
             self._gen += 1
             return slot
 

@@ -63,7 +63,7 @@ from memstore.item import (
 )
 from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
-from memstore.text import dedup_tokens
+from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
     naive_datetime_rejection,
@@ -403,9 +403,11 @@ class Store(StoreReads, StoreSearch):
 
         Each candidate's token set comes from the store's cache (tokenised
         once while its title and content stay the same), not re-derived at
-        every check.
+        every check. The item's own title and content are split once: the
+        lexical index keeps that split for this write's indexing.
         """
-        tokens = dedup_tokens(item)
+        title_words, content_words = self._lex.split(item)
+        tokens = word_dedup_tokens((*title_words, *content_words))
         if not tokens:
             return None
         if item.scope == SCOPE_PRIVATE:

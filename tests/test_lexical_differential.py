@@ -287,12 +287,27 @@ def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataOb
     assert _kth_largest(scores, k) == np.partition(scores, scores.size - k)[scores.size - k]
 
 
-@given(st.text(alphabet="aZ0b.Q -", max_size=12))
-def test_ascii_camel_search_finds_exactly_the_split_points(s: str) -> None:
-    """The cheap pre-check in ``words`` fires exactly when the CamelCase split changes text."""
-    from memstore.text import _ASCII_CAMEL, _ASCII_CAMEL_AT
+@given(st.text(alphabet="aZ0b.Q -yXX9", max_size=16))
+def test_ascii_camel_split_is_the_camel_rule(s: str) -> None:
+    """The class-string split in ``words`` puts a space exactly where the CamelCase rule does."""
+    import re
 
-    assert bool(_ASCII_CAMEL_AT.search(s)) == (_ASCII_CAMEL.sub(" ", s) != s)
+    from memstore.text import _ascii_camel_split
+
+    rule = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+    assert _ascii_camel_split(s) == rule.sub(" ", s)
+
+
+@given(st.text(alphabet="aZ0b.Q -yXX9:,_\t", max_size=24))
+def test_ascii_words_are_the_regex_rule(s: str) -> None:
+    """The translate-and-split ASCII path of ``words`` finds the regex rule's words."""
+    import re
+
+    from memstore.text import words
+
+    camel = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+    word = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
+    assert words(s) == word.findall(camel.sub(" ", s).lower())
 
 
 def test_a_known_word_new_to_titles_gets_the_title_bonus() -> None:
@@ -306,3 +321,20 @@ def test_a_known_word_new_to_titles_gets_the_title_bonus() -> None:
     for index in (new, old):
         index.put(second, False)
     assert_same_ranking(new, old, ["alpha"])
+
+
+def test_a_split_serves_only_the_put_of_the_same_strings() -> None:
+    """``split`` words go to the next ``put`` of the very same title and content, no other."""
+    new, old = LexicalIndex(), OracleLexicalIndex()
+    a = Item(id="a", kind="fact", title="alpha", content="one", event_date="2023-06-27")
+    b = Item(id="b", kind="fact", title="beta", content="two")
+    new.split(a)
+    new.put(b, False)  # not a's strings: split afresh
+    new.split(a)
+    new.put(a, True)  # a's strings: the split's words, with the date's and the id's
+    for item, flag in ((b, False), (a, True)):
+        old.put(item, flag)
+    assert new.lexicon.doc_words("b") == ("beta", "two")
+    assert new.lexicon.doc_words("a") == ("alpha", "one", "june", "2023", "a")
+    for tokens in (["alpha"], ["beta"], ["two"], ["june"]):
+        assert_same_ranking(new, old, tokens)
