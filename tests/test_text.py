@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore import Item, Store, dedup_tokens, kw_tokens, normalize_query, token_grams
-from memstore.text import STOP_WORDS, words
+from memstore.text import STOP_WORDS, text_dedup_tokens, word_dedup_tokens, words
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,14 @@ def test_store_finds_across_scripts_and_punctuation(title: str, query: str) -> N
     store.upsert(Item(kind="note", title=title))
     store.upsert(Item(kind="note", title="unrelated filler note"))
     assert [it.title for it in store.keyword_search(query)] == [title]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(), st.text())
+def test_words_of_joined_fields_are_the_words_of_each(title: str, content: str) -> None:
+    # The write gate takes an item's dedup tokens from the index's per-field split
+    # (word_dedup_tokens) instead of splitting "title content" again: that is only
+    # sound if a space ends every word and starts none, whatever the text holds.
+    joined = words(f"{title} {content}")
+    assert joined == words(title) + words(content)
+    assert text_dedup_tokens(title, content) == word_dedup_tokens(joined)
