@@ -87,16 +87,30 @@ class Searching(ExactScan):
         if k <= 0:
             return []
         with self._lock:
-            allowed = self._allowed(partitions)
-            mu = self._mean(partitions, allowed)
-            cached = None
-            if partitions is not None and visible is None and allowed is not None:
-                cached = self._subset(tuple(sorted(set(partitions))), allowed)
-            if cached is not None:
-                hits = self._scan_subset(q, k, *cached, mu)
+            allowed: set[int] | None = None
+            sub = None
+            if partitions is not None:
+                key = tuple(sorted(set(partitions)))
+                sub = self._subset_hit(key)
+                if sub is None:
+                    allowed = self._allowed(partitions)
+                    mu = self._mean(partitions, allowed)
+                    if visible is None or len(allowed) <= tune.EXACT_THRESHOLD:
+                        sub = self._subset(key, allowed, mu)
+                # A visibility filter over a large set walks the graph instead.
+                if sub is not None and visible is not None:
+                    sub = sub if sub.labels.size <= tune.EXACT_THRESHOLD else None
+            if sub is not None:
+                mu = sub.mu
+                hits = self._scan_subset(q, k, sub, visible)
             else:
+                if allowed is None:
+                    allowed = self._allowed(partitions)
+                mu = self._mean(partitions, allowed)
                 hits = self._knn(q, k, allowed, visible, exact, mu)
             if subject is not None:
+                if allowed is None:
+                    allowed = self._allowed(partitions)
                 labels = self._by_subject.get(subject, set())
                 routed = labels if allowed is None else labels & allowed
                 merged = {id(e): (e, s) for e, s in hits}
