@@ -93,10 +93,9 @@ class Searching(ExactScan):
                 key = tuple(sorted(set(partitions)))
                 sub = self._subset_hit(key)
                 if sub is None:
-                    allowed = self._allowed(partitions)
-                    mu = self._mean(partitions, allowed)
-                    if visible is None or len(allowed) <= tune.EXACT_THRESHOLD:
-                        sub = self._subset(key, allowed, mu)
+                    allowed = members = self._members(partitions)
+                    if visible is None or len(members) <= tune.EXACT_THRESHOLD:
+                        sub = self._subset(key, members, self._mean(partitions, members))
                 # A visibility filter over a large set walks the graph instead.
                 if sub is not None and visible is not None:
                     sub = sub if sub.labels.size <= tune.EXACT_THRESHOLD else None
@@ -144,8 +143,10 @@ class Searching(ExactScan):
         return self._sums.mean(partitions, n)
 
     def _allowed(self, partitions: Collection[str] | None) -> set[int] | None:
-        if partitions is None:
-            return None
+        return None if partitions is None else self._members(partitions)
+
+    def _members(self, partitions: Collection[str]) -> set[int]:
+        """The labels of those partitions' entries and of every shared one."""
         allowed = set(self._shared)
         for p in partitions:
             allowed |= self._by_partition.get(p, set())
