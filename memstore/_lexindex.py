@@ -456,9 +456,17 @@ class LexicalIndex:
             pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
         ordered = self._order(cand, scores, pos, limit)
         ids = self.lexicon._ids
+        # One conversion per column (the same Python numbers as per-element casts).
+        at = np.array(ordered, np.intp)
         return [
-            LexicalHit(ids[cand[p]] or "", float(scores[p]), int(covered[p]), bool(fuzzy[p]))
-            for p in ordered
+            LexicalHit(ids[c] or "", s, n, f)
+            for c, s, n, f in zip(
+                cand[at].tolist(),
+                scores[at].tolist(),
+                covered[at].tolist(),
+                fuzzy[at].tolist(),
+                strict=True,
+            )
         ]
 
     def _filter_mask(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from collections.abc import Collection, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -105,7 +106,7 @@ class LeanFusion:
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
         """Each id's slot, -1 for an id the store does not hold (never readable)."""
         get = self._snap.slot.get
-        return np.array([get(id, -1) for id in ids], np.intp)
+        return np.fromiter(map(get, ids, repeat(-1, len(ids))), np.intp, len(ids))
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
