@@ -12,6 +12,7 @@ import datetime as _dt
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -462,16 +463,12 @@ class LexicalIndex:
         ids = self.lexicon._ids
         # One conversion per column (the same Python numbers as per-element casts).
         at = np.array(ordered, np.intp)
-        return [
-            LexicalHit(ids[c] or "", s, n, f)
-            for c, s, n, f in zip(
-                cand[at].tolist(),
-                scores[at].tolist(),
-                covered[at].tolist(),
-                fuzzy[at].tolist(),
-                strict=True,
-            )
-        ]
+        hit_ids = [ids[c] or "" for c in cand[at].tolist()]
+        fields = zip(
+            hit_ids, scores[at].tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
+        )
+        # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
+        return list(map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields))
 
     def _filter_mask(
         self,

@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -66,6 +67,9 @@ __all__ = ["Searcher"]
 
 _log = logging.getLogger("memstore")
 _T = TypeVar("_T")
+_HIT = itemgetter(0)
+_FUZZY = attrgetter("fuzzy")
+_ID_SCORE = attrgetter("id", "score")
 
 
 class _Channels(Protocol[_T]):
@@ -197,7 +201,7 @@ class Searcher:
         lexical, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
-        if any(h.fuzzy for h, _ in lexical):
+        if any(map(_FUZZY, map(_HIT, lexical))):
             stats.add(STAT_KW_TRIGRAM_HITS)
         # Confident: the top hit covers the query (the store's rule), all of it
         # for a long question (which shares words with almost anything), and
@@ -351,8 +355,8 @@ class Searcher:
             if any(r.item.subject for r in results)
             else frozenset()
         )
-        want = {r.item.id for r in results}
-        scores = {h.id: h.score for h, _ in lexical if h.id in want}
+        # Every hit's score (the step reads only the results' ids), built in C.
+        scores = dict(map(_ID_SCORE, map(_HIT, lexical)))
         # A pool that stopped at its depth bounds what it did not reach by its weakest score.
         beyond = 0.0 if lexical_complete or not lexical else lexical[-1][0].score
         assign_relevance(results, scores, beyond, vec, vector_of, named)
