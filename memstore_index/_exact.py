@@ -12,11 +12,14 @@ score, so they break by id.
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from memstore._entry_rule import ReadableAt
+from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
 from memstore_index._centring import Centred, Vector, centred_rows, similarities
 from memstore_index._state import CellState, Visible
@@ -38,6 +41,25 @@ class Subset:
     """The mean a centred search subtracts (``None``: plain cosine)."""
     centred: Centred | None
     """The rows' side of the centred score (``None`` with ``mu``)."""
+    public: npt.NDArray[np.bool_]
+    """Rows whose entry is not private (:class:`~memstore._entry_rule.ReadableAt`'s mask)."""
+    deadlines: tuple[tuple[int, _dt.datetime], ...]
+    """``(row, stale_after)`` of the public rows that have a deadline."""
+
+
+def _readable(sub: Subset, now: _dt.datetime) -> npt.NDArray[np.bool_] | None:
+    """The rows :class:`ReadableAt` at ``now`` passes (``None``: a deadline that does not
+    compare with ``now``, so the caller tests entry by entry, as the rule itself would)."""
+    if not sub.deadlines:
+        return sub.public
+    keep = sub.public.copy()
+    try:
+        for row, deadline in sub.deadlines:
+            if now >= deadline:
+                keep[row] = False
+    except TypeError:
+        return None
+    return keep
 
 
 class ExactScan(CellState):
@@ -64,12 +86,21 @@ class ExactScan(CellState):
         labels = np.fromiter(allowed, np.intp, len(allowed))
         labels.sort()
         matrix = np.ascontiguousarray(self._vecs[labels])
+        rows = [self._entries[lab] for lab in labels.tolist()]
+        public = np.array([e is not None and e.scope != SCOPE_PRIVATE for e in rows], np.bool_)
+        deadlines = tuple(
+            (i, e.stale_after)
+            for i, e in enumerate(rows)
+            if e is not None and public[i] and e.stale_after is not None
+        )
         sub = Subset(
             self._generation,
             labels,
             matrix,
             mu,
             None if mu is None else centred_rows(matrix, mu),
+            public,
+            deadlines,
         )
         if len(self._subsets) >= tune.SUBSET_CACHE_SIZE:
             self._subsets.pop(next(iter(self._subsets)))
@@ -81,7 +112,12 @@ class ExactScan(CellState):
     ) -> list[tuple[IndexEntry, float]]:
         """The best ``k`` entries of a cached partition set that pass ``visible``."""
         scores = similarities(sub.matrix, q, sub.mu, sub.centred)
-        return self._best(k, sub.labels, scores, visible)
+        labels = sub.labels
+        if isinstance(visible, ReadableAt):
+            keep = _readable(sub, visible.now)
+            if keep is not None:  # the rule as one mask: the walk tests nothing per entry
+                labels, scores, visible = labels[keep], scores[keep], None
+        return self._best(k, labels, scores, visible)
 
     def _scan(
         self,

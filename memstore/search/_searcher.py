@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from memstore._entry_rule import ReadableAt
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import unit_interval
@@ -375,14 +376,7 @@ class Searcher:
         hidden = () if kind else self._cfg.store.vocabulary().non_searchable
         now = self._cfg.store.config.clock()
         if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
-
-            def plain(e: Any) -> bool:
-                if e.scope == SCOPE_PRIVATE:
-                    return False
-                deadline = getattr(e, "stale_after", None)
-                return deadline is None or not now >= deadline
-
-            return plain
+            return ReadableAt(now)  # an index may apply it as a mask
 
         def visible(e: Any) -> bool:
             if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
