@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +47,10 @@ class Subset:
     """Rows whose entry is not private (:class:`~memstore._entry_rule.ReadableAt`'s mask)."""
     deadlines: tuple[tuple[int, _dt.datetime], ...]
     """``(row, stale_after)`` of the public rows that have a deadline."""
+
+
+def _by_score_then_id(pair: tuple[IndexEntry, float]) -> tuple[float, str]:
+    return -pair[1], pair[0].id
 
 
 def _readable(sub: Subset, now: _dt.datetime) -> npt.NDArray[np.bool_] | None:
@@ -156,6 +162,15 @@ class ExactScan(CellState):
         order = np.argsort(-scores, kind="stable")
         walked = scores[order]
         entries = self._entries
+        if visible is None:
+            # Every row kept is at or above the k-th score: no walk, one pass in C.
+            found = list(map(entries.__getitem__, labels[order].tolist()))
+            pairs = list(zip(found, walked.tolist(), strict=True))
+            if any(map(is_, found, repeat(None))):
+                pairs = [p for p in pairs if p[0] is not None]
+            if walked.size > 1 and bool(np.any(walked[1:] == walked[:-1])):
+                pairs.sort(key=_by_score_then_id)  # type: ignore[arg-type]
+            return pairs[:k]  # type: ignore[return-value]
         out: list[tuple[IndexEntry, float]] = []
         last = 0.0
         n = 0
@@ -169,5 +184,5 @@ class ExactScan(CellState):
             out.append((e, s))
             last = s
         if n > 1 and bool(np.any(walked[1:n] == walked[: n - 1])):
-            out.sort(key=lambda p: (-p[1], p[0].id))
+            out.sort(key=_by_score_then_id)
         return out[:k]

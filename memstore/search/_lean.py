@@ -53,6 +53,7 @@ __all__ = ["LeanFusion"]
 
 _HIT = itemgetter(0)
 _ID = attrgetter("id")
+_SIM = itemgetter(1)
 _SCORE = attrgetter("score")
 _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
 
@@ -139,7 +140,7 @@ class LeanFusion:
         slots = self._slots(list(map(_ID, map(_HIT, hits))))
         if self._by_score:
             adds = (1.0 - self._lexical_weight) * _minmax(
-                np.array([sim for _, sim in hits], np.float64)
+                np.fromiter(map(_SIM, hits), np.float64, len(hits))
             )
             known = slots >= 0
             slots, adds = slots[known], adds[known]
