@@ -212,7 +212,7 @@ class Item(MemoryCellSpec):
         d = self.__dict__.copy()
         d["tags"] = list(self.tags)
         links = self.links
-        d["links"] = [link.model_copy() for link in links] if links else []
+        d["links"] = [_copy_link(link) for link in links] if links else []
         d["supersedes"] = list(self.supersedes)
         d["evidence_refs"] = list(self.evidence_refs)
         d["data"] = dict(self.data)
@@ -322,6 +322,21 @@ def well_typed(item: Item) -> bool:
 
 _new_item = Item.__new__
 _set_attr = object.__setattr__  # pydantic's own __setattr__ would validate and track
+
+
+def _copy_link(link: ThoughtLink) -> ThoughtLink:
+    """``link.model_copy()`` (a shallow copy) without pydantic's generic copy machinery.
+
+    Its fields are immutable scalars, so the copy shares nothing with the link.
+    """
+    cls = type(link)
+    new = cls.__new__(cls)
+    _set_attr(new, "__dict__", link.__dict__.copy())
+    _set_attr(new, "__pydantic_fields_set__", set(link.__pydantic_fields_set__))
+    extra, private = link.__pydantic_extra__, link.__pydantic_private__
+    _set_attr(new, "__pydantic_extra__", None if extra is None else dict(extra))
+    _set_attr(new, "__pydantic_private__", None if private is None else dict(private))
+    return new
 
 
 class RefutedRecord(BaseModel):

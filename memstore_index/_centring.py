@@ -10,6 +10,7 @@ cosines of many rows at once without copying them.
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy.typing as npt
 from memstore.errors import MemstoreError
 from memstore_index.entry import IndexEntry
 
-__all__ = ["Sums", "Vector", "normalise", "similarities"]
+__all__ = ["Centred", "Sums", "Vector", "centred_rows", "normalise", "similarities"]
 
 Vector = npt.NDArray[np.float32]
 
@@ -70,24 +71,51 @@ class Sums:
         return mean
 
 
-def similarities(rows: Vector, q: Vector, mu: Vector | None) -> npt.NDArray[np.float32]:
+@dataclass(frozen=True, slots=True)
+class Centred:
+    """The rows' side of a centred cosine, for one set of rows and one mean.
+
+    It does not depend on the query, so a cached partition set computes it
+    once (:func:`centred_rows`) and a query makes one matrix-vector product.
+    """
+
+    m: npt.NDArray[np.float32]
+    """Each row's dot with the mean."""
+    mm: float
+    """The mean's squared norm."""
+    d_norm: npt.NDArray[np.float32]
+    """Each row's norm once moved by minus the mean."""
+
+
+def centred_rows(rows: Vector, mu: Vector) -> Centred:
+    """What :func:`similarities` computes of ``rows`` and ``mu`` alone (the same arithmetic)."""
+    m = rows @ mu
+    mm = float(mu @ mu)
+    sq = np.einsum("ij,ij->i", rows, rows)
+    d_norm = np.sqrt(np.maximum(sq - 2.0 * m + mm, 1e-12))
+    return Centred(m, mm, d_norm)
+
+
+def similarities(
+    rows: Vector, q: Vector, mu: Vector | None, centred: Centred | None = None
+) -> npt.NDArray[np.float32]:
     """Cosine of unit query ``q`` with each row, or of both moved by ``-mu`` when given.
 
     cos(q - mu, d - mu) expands to inner products the rows already give:
     ``(q.d - mu.d - q.mu + mu.mu) / (|q - mu| |d - mu|)``, with
     ``|d - mu|^2 = d.d - 2 mu.d + mu.mu``: two matrix-vector products and no
-    copy of the rows.
+    copy of the rows. ``centred`` is :func:`centred_rows` of these rows and
+    ``mu``, computed earlier (the same numbers): then one product is left.
     """
     dots: npt.NDArray[np.float32] = rows @ q
     if mu is None:
         return dots
-    m = rows @ mu
-    mm = float(mu @ mu)
+    c = centred if centred is not None else centred_rows(rows, mu)
     qm = float(q @ mu)
-    sq = np.einsum("ij,ij->i", rows, rows)
-    q_norm = max(1.0 - 2.0 * qm + mm, 1e-12) ** 0.5
-    d_norm = np.sqrt(np.maximum(sq - 2.0 * m + mm, 1e-12))
-    out: npt.NDArray[np.float32] = ((dots - m - qm + mm) / (q_norm * d_norm)).astype(np.float32)
+    q_norm = max(1.0 - 2.0 * qm + c.mm, 1e-12) ** 0.5
+    out: npt.NDArray[np.float32] = ((dots - c.m - qm + c.mm) / (q_norm * c.d_norm)).astype(
+        np.float32
+    )
     return out
 
 

@@ -87,16 +87,29 @@ class Searching(ExactScan):
         if k <= 0:
             return []
         with self._lock:
-            allowed = self._allowed(partitions)
-            mu = self._mean(partitions, allowed)
-            cached = None
-            if partitions is not None and visible is None and allowed is not None:
-                cached = self._subset(tuple(sorted(set(partitions))), allowed)
-            if cached is not None:
-                hits = self._scan_subset(q, k, *cached, mu)
+            allowed: set[int] | None = None
+            sub = None
+            if partitions is not None:
+                key = tuple(sorted(set(partitions)))
+                sub = self._subset_hit(key)
+                if sub is None:
+                    allowed = members = self._members(partitions)
+                    if visible is None or len(members) <= tune.EXACT_THRESHOLD:
+                        sub = self._subset(key, members, self._mean(partitions, members))
+                # A visibility filter over a large set walks the graph instead.
+                if sub is not None and visible is not None:
+                    sub = sub if sub.labels.size <= tune.EXACT_THRESHOLD else None
+            if sub is not None:
+                mu = sub.mu
+                hits = self._scan_subset(q, k, sub, visible)
             else:
+                if allowed is None:
+                    allowed = self._allowed(partitions)
+                mu = self._mean(partitions, allowed)
                 hits = self._knn(q, k, allowed, visible, exact, mu)
             if subject is not None:
+                if allowed is None:
+                    allowed = self._allowed(partitions)
                 labels = self._by_subject.get(subject, set())
                 routed = labels if allowed is None else labels & allowed
                 merged = {id(e): (e, s) for e, s in hits}
@@ -130,8 +143,10 @@ class Searching(ExactScan):
         return self._sums.mean(partitions, n)
 
     def _allowed(self, partitions: Collection[str] | None) -> set[int] | None:
-        if partitions is None:
-            return None
+        return None if partitions is None else self._members(partitions)
+
+    def _members(self, partitions: Collection[str]) -> set[int]:
+        """The labels of those partitions' entries and of every shared one."""
         allowed = set(self._shared)
         for p in partitions:
             allowed |= self._by_partition.get(p, set())

@@ -14,10 +14,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
-import numpy.typing as npt
 
 from memstore.errors import MemstoreError
 from memstore.item import Item
@@ -27,6 +27,9 @@ from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, check_texts
 from memstore_index.entry import IndexEntry
+
+if TYPE_CHECKING:
+    from memstore_index._exact import Subset
 
 __all__ = ["CellState", "EmbedderMismatchError", "Vector", "Visible"]
 
@@ -84,7 +87,7 @@ class CellState:
         self._hnsw: hnswlib.Index | None = None
         self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
         self._offered: dict[tuple[str, str], Vector] = {}
-        self._subsets: dict[tuple[str, ...], tuple[int, npt.NDArray[np.intp], Vector]] = {}
+        self._subsets: dict[tuple[str, ...], Subset] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0

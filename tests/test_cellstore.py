@@ -667,3 +667,45 @@ def test_calibration_finds_the_smallest_ef_meeting_the_target() -> None:
         assert abs(ef - smallest) <= 2 and measured >= target, (hint, ef, smallest)
     ef, measured = cal.calibrate_ef(index, queries, truth, floor=10, ceiling=12, target=1.01)
     assert ef == 12 and measured < 1.01  # unreachable: the ceiling, with its recall
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_readable_rule_as_a_mask_equals_the_rule_per_entry(center: bool) -> None:
+    """ReadableAt over a cached partition set (one mask) returns what the same rule,
+    called entry by entry, returns: private rows and rows past their deadline left
+    out, ties by id, before and after a write changes the set."""
+    import datetime as dt
+
+    from memstore._entry_rule import ReadableAt
+    from memstore_index._vectorfile import StoredVector
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    vecs = unit_rows(600, seed=5)
+    vecs[10] = vecs[11]  # a tie
+    cells = CellStore(HashEmbedder(dim=DIM), center=center)
+
+    def entry(i: int) -> IndexEntry:
+        return IndexEntry(
+            f"v{i}",
+            partition=f"p{i % 2}",
+            scope="private" if i % 7 == 0 else "public",
+            stale_after=None if i % 5 else now + dt.timedelta(days=(i % 3) - 1),
+        )
+
+    cells.apply([StoredVector(entry(i), -1, f"h{i}", "", v) for i, v in enumerate(vecs)])
+    rule = ReadableAt(now)
+    for round in range(2):
+        for q in unit_rows(5, seed=6 + round):
+            for k in (1, 10, 200, 400):
+                masked = cells.search_vector(q, k, visible=rule, partitions=["p0"])
+                called = cells.search_vector(q, k, visible=lambda e: rule(e), partitions=["p0"])
+                assert [(e.id, s) for e, s in masked] == [(e.id, s) for e, s in called]
+                assert all(rule(e) for e, _ in masked)
+                assert len({e.id for e, _ in masked}) == len(masked)
+        # A write: v0..v49 become public with no deadline; the cached set is rebuilt.
+        cells.apply(
+            [
+                StoredVector(IndexEntry(f"v{i}", partition="p0"), -1, f"h{i}", "", vecs[i])
+                for i in range(50)
+            ]
+        )

@@ -171,3 +171,20 @@ def test_upsert_many_is_all_or_nothing_and_leaves_the_collector_as_it_was() -> N
     assert [it.title for it in out] == ["x", "y"]
     assert len(store) == 3
     store._check()
+
+
+def test_item_clone_copies_links_as_model_copy_does() -> None:
+    """Item.clone's link copies equal ``model_copy()``'s (fields and fields set) and are
+    new objects: changing a copy leaves the original alone."""
+    link = ThoughtLink(to_id="b", relation="precedes")
+    item = Item(
+        id="a", content="x", links=[link, ThoughtLink(to_id="c", relation="precedes", weight=0.5)]
+    )
+    copy = item.clone()
+    for mine, theirs in zip(copy.links, item.links, strict=True):
+        ref = theirs.model_copy()
+        assert mine is not theirs
+        assert mine == ref and mine.__pydantic_fields_set__ == ref.__pydantic_fields_set__
+        assert mine.model_dump() == theirs.model_dump()
+    object.__setattr__(copy.links[0], "weight", 0.25)
+    assert item.links[0].weight == 1.0

@@ -27,6 +27,8 @@ from __future__ import annotations
 import datetime as _dt
 import time
 from collections.abc import Collection, Sequence
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,6 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = ["LeanFusion"]
 
+_HIT = itemgetter(0)
+_ID = attrgetter("id")
+_SIM = itemgetter(1)
+_SCORE = attrgetter("score")
 _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
 
 
@@ -105,7 +111,7 @@ class LeanFusion:
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
         """Each id's slot, -1 for an id the store does not hold (never readable)."""
         get = self._snap.slot.get
-        return np.array([get(id, -1) for id in ids], np.intp)
+        return np.fromiter(map(get, ids, repeat(-1, len(ids))), np.intp, len(ids))
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
@@ -114,12 +120,13 @@ class LeanFusion:
 
     def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None:
         """The lexical channel's hits, best first (no item is read on this path)."""
-        scores = [h.score for h, _ in hits]
+        lex = list(map(_HIT, hits))
+        scores = list(map(_SCORE, lex))
         if self._by_score:
             vals = self._lexical_weight * _minmax(np.array(scores, np.float64))
         else:
             vals = 1.0 / (RRF_K + np.array(tie_ranks(scores), np.intp) + 1)
-        slots = self._slots([h.id for h, _ in hits])
+        slots = self._slots(list(map(_ID, lex)))
         known = slots >= 0
         slots = slots[known]
         self._base[slots] = vals[known]
@@ -130,10 +137,10 @@ class LeanFusion:
         del channel  # named in explanations only, which this path does not build
         t0 = time.perf_counter()
         self._semantic = True
-        slots = self._slots([e.id for e, _ in hits])
+        slots = self._slots(list(map(_ID, map(_HIT, hits))))
         if self._by_score:
             adds = (1.0 - self._lexical_weight) * _minmax(
-                np.array([sim for _, sim in hits], np.float64)
+                np.fromiter(map(_SIM, hits), np.float64, len(hits))
             )
             known = slots >= 0
             slots, adds = slots[known], adds[known]

@@ -14,11 +14,13 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from memstore._entry_rule import ReadableAt
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import query_vector_arg, unit_interval
@@ -67,6 +69,9 @@ __all__ = ["Searcher"]
 
 _log = logging.getLogger("memstore")
 _T = TypeVar("_T")
+_HIT = itemgetter(0)
+_FUZZY = attrgetter("fuzzy")
+_ID_SCORE = attrgetter("id", "score")
 
 
 class _Channels(Protocol[_T]):
@@ -242,7 +247,7 @@ class Searcher:
         lexical, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
-        if any(h.fuzzy for h, _ in lexical):
+        if any(map(_FUZZY, map(_HIT, lexical))):
             stats.add(STAT_KW_TRIGRAM_HITS)
         # Confident: the top hit covers the query (the store's rule), all of it
         # for a long question (which shares words with almost anything), and
@@ -399,8 +404,8 @@ class Searcher:
             if any(r.item.subject for r in results)
             else frozenset()
         )
-        want = {r.item.id for r in results}
-        scores = {h.id: h.score for h, _ in lexical if h.id in want}
+        # Every hit's score (the step reads only the results' ids), built in C.
+        scores = dict(map(_ID_SCORE, map(_HIT, lexical)))
         # A pool that stopped at its depth bounds what it did not reach by its weakest score.
         beyond = 0.0 if lexical_complete or not lexical else lexical[-1][0].score
         assign_relevance(results, scores, beyond, vec, vector_of, named)
@@ -419,14 +424,7 @@ class Searcher:
         hidden = () if kind else self._cfg.store.vocabulary().non_searchable
         now = self._cfg.store.config.clock()
         if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
-
-            def plain(e: Any) -> bool:
-                if e.scope == SCOPE_PRIVATE:
-                    return False
-                deadline = getattr(e, "stale_after", None)
-                return deadline is None or not now >= deadline
-
-            return plain
+            return ReadableAt(now)  # an index may apply it as a mask
 
         def visible(e: Any) -> bool:
             if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
