@@ -323,7 +323,11 @@ def _time_memstore(
     lexicon = store._lex.lexicon
 
     def cold(q: str) -> list[Item]:
+        # Every cache a write clears: the lexicon's token matches and the store's
+        # query plans (kept per store generation). The query's tokenisation is
+        # kept: it does not depend on the store, and no write clears it.
         lexicon.clear_caches()
+        store._plans = None
         return store.keyword_search(q, limit=TOP_K)
 
     log("  memstore: queries, caches cleared")
