@@ -320,14 +320,9 @@ def _time_memstore(
     first_ms = (time.perf_counter_ns() - t0) / 1e6
     log("  memstore: queries")
     per_query, warm = time_queries(search, queries, repeats)
-    lexicon = store._lex.lexicon
 
     def cold(q: str) -> list[Item]:
-        # Every cache a write clears: the lexicon's token matches and the store's
-        # query plans (kept per store generation). The query's tokenisation is
-        # kept: it does not depend on the store, and no write clears it.
-        lexicon.clear_caches()
-        store._plans = None
+        store.clear_search_caches()  # what a write makes stale: token matches, query plans
         return store.keyword_search(q, limit=TOP_K)
 
     log("  memstore: queries, caches cleared")

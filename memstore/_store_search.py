@@ -64,6 +64,17 @@ class StoreSearch(StoreBase):
 
     # ------------------------------------------------------- search caches
 
+    def clear_search_caches(self) -> None:
+        """Forget what a write would make stale: the lexicon's token matches and the query plans.
+
+        Results do not change; the next queries pay for matching their tokens
+        again, as the first queries after a write do (benchmarks time that
+        *cold* path with it). A query's tokenisation is kept: no write changes it.
+        """
+        with self._locked():
+            self._lex.lexicon.clear_caches()
+            self._plans = None
+
     def search_snapshot(self) -> SearchSnapshot | None:
         """The arrays the searcher's lean path reads, or ``None`` while not worth building.
 

@@ -870,3 +870,14 @@ def test_upsert_dedup_change_is_a_single_group(store: Store, recorder: Recorder)
     (change,) = recorder.groups[0]
     assert isinstance(change, Change) and change.op == "upsert"
     assert recorder.dirty == 1
+
+
+def test_clear_search_caches_changes_no_result() -> None:
+    store = Store()
+    for i, text in enumerate(["payment api timeout", "payment retries", "deploy window"]):
+        store.upsert(Item(id=f"n{i}", kind="note", title=f"t{i}", content=text))
+    warm = [it.id for it in store.keyword_search("payment timeot", limit=5)]
+    assert warm and store._plans  # the query's plan is cached
+    store.clear_search_caches()
+    assert store._plans is None
+    assert [it.id for it in store.keyword_search("payment timeot", limit=5)] == warm
