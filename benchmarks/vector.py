@@ -38,16 +38,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
-import numpy.typing as npt
 from _common import (
     Latency,
-    TargetResult,
     git_commit,
     load_average,
     log,
@@ -57,9 +55,36 @@ from _common import (
     time_queries,
 )
 from _common import cpu_model as _cpu_model
-from _common import fmt as _fmt
-from _common import status as _status
 from _common import version as _version
+from _vector_data import (
+    DATA_KINDS,
+    DIM,
+    FILTERS,
+    LOWRANK_DIM,
+    LOWRANK_NOISE,
+    PARTITIONS,
+    TOP_K,
+    FilterSpec,
+    Ids,
+    Quality,
+    Vec,
+    exact_top_k,
+    make_data,
+    quality,
+    sentences,
+    subset_labels,
+)
+from _vector_data import partition as _partition
+from _vector_report import (
+    EmbedResult,
+    FilteredResult,
+    FlatResult,
+    OursResult,
+    RawResult,
+    SizeResult,
+    evaluate_targets,
+    markdown,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
@@ -83,20 +108,11 @@ if TYPE_CHECKING:
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "vector.json"
 DEFAULT_SIZES = (10_000, 100_000)
 SMOKE_SIZES = (3_000,)
-DIM = 384
-TOP_K = 10
 CHUNK = 1_000
 """Entries per ``CellStore.apply`` call while building."""
-PARTITIONS = 100
-"""Entry ``i`` is in partition ``i % 100``: one partition holds 1%, ten hold 10%."""
 SENTENCES = 500
 SMOKE_SENTENCES = 20
 EMBED_BATCH = 32
-DATA_KINDS = ("uniform", "lowrank")
-LOWRANK_DIM = 32
-"""Latent dimension of ``--data lowrank``..."""
-LOWRANK_NOISE = 0.3
-"""...and its isotropic noise, as a fraction of the signal's norm."""
 SLOW_PROBE = 5
 """Queries timed first to decide whether a slow engine gets the full query set..."""
 SLOW_MS = 5.0
@@ -104,139 +120,7 @@ SLOW_MS = 5.0
 SLOW_SUBSET = 20
 """...and is then timed on this many evenly spaced queries (the report says so)."""
 
-Vec = npt.NDArray[np.float32]
-Ids = npt.NDArray[np.int64]
 R = TypeVar("R")
-
-# Targets (a report, never an assertion).
-TARGET_RAW_RATIO = 1.3
-TARGET_FILTERED_RATIO = 2.0
-TARGET_P50_MS = 1.0
-TARGET_P50_SIZE = 100_000
-TARGET_RECALL = 0.97
-
-
-@dataclass(frozen=True)
-class FilterSpec:
-    """One filtered-search case: which partitions are visible and how the filter is given."""
-
-    name: str
-    share: float
-    partitions: tuple[str, ...]
-    via: str
-    """``partitions`` (CellStore's precomputed label sets) or ``visible`` (a predicate)."""
-
-
-def _partition(i: int) -> str:
-    return f"p{i % PARTITIONS:02d}"
-
-
-FILTERS = (
-    FilterSpec("1% partitions", 0.01, (_partition(0),), "partitions"),
-    FilterSpec("10% partitions", 0.10, tuple(_partition(i) for i in range(10)), "partitions"),
-    FilterSpec("10% visible", 0.10, tuple(_partition(i) for i in range(10)), "visible"),
-)
-
-
-# --------------------------------------------------------------------------- results
-
-
-@dataclass
-class Quality:
-    """How good the results are against an exact scan of the same candidates."""
-
-    recall_at_10: float
-    """Mean over queries of |results ∩ exact top 10| / |exact top 10|."""
-    mean_results: float
-    min_results: int
-
-
-@dataclass
-class FilteredResult:
-    """One engine on one filtered case."""
-
-    visible: int
-    """Entries the filter lets through."""
-    latency: Latency
-    quality: Quality
-    path: str = ""
-    """How CellStore answered: ``exact scan`` or ``hnsw`` (empty for raw hnswlib)."""
-    note: str = ""
-
-
-@dataclass
-class OursResult:
-    """CellStore at one size."""
-
-    entries_s: float
-    """Building the ``StoredVector`` rows (not part of the build figure)."""
-    build_s: float
-    build_per_s: float
-    latency: Latency
-    quality: Quality
-    filtered: dict[str, FilteredResult]
-    search_ef: int = 0
-    """The beam plain searches used (calibrated: ``CellStore.search_ef``)."""
-    calibration_recall: float | None = None
-    """Recall@10 the last calibration measured on its held-out sample."""
-
-
-@dataclass
-class RawResult:
-    """Raw hnswlib at one size."""
-
-    build_s: float
-    build_per_s: float
-    build_threads: int
-    build_1thread_s: float | None
-    """The same build with ``num_threads=1`` (CellStore adds one vector at a time)."""
-    latency: Latency
-    quality: Quality
-    filtered: dict[str, FilteredResult]
-    at_ours_ef: Latency | None = None
-    """The same graph queried with CellStore's calibrated ef (overhead at equal work)."""
-    at_ours_ef_quality: Quality | None = None
-
-
-@dataclass
-class FlatResult:
-    """The flat numpy scan at one size."""
-
-    latency: Latency
-    quality: Quality
-
-
-@dataclass
-class SizeResult:
-    """Everything measured at one size."""
-
-    size: int
-    data_gen_s: float
-    ground_truth_s: float
-    ours: OursResult
-    hnswlib: RawResult
-    flat: FlatResult
-    ratios: dict[str, float | None] = field(default_factory=dict)
-    data: str = "uniform"
-    """The generator: ``uniform`` or ``lowrank`` (embedding-like)."""
-
-
-@dataclass
-class EmbedResult:
-    """Embedding throughput of one embedder."""
-
-    name: str
-    model_id: str | None
-    available: bool
-    sentences: int
-    batch_size: int | None
-    load_s: float | None
-    sentences_per_s: float | None
-    """Median over the timed passes of sentences / seconds for the whole set."""
-    cold_sentences_per_s: float | None = None
-    """The first pass of a fresh instance (HashEmbedder memoises words)."""
-    mean_words: float | None = None
-    note: str = ""
 
 
 # --------------------------------------------------------------------------- timing
@@ -260,92 +144,6 @@ def query_subset(search: Callable[[Vec], object], queries: Sequence[Vec]) -> lis
         return list(range(n))
     step = n / SLOW_SUBSET
     return [int(i * step) for i in range(SLOW_SUBSET)]
-
-
-# --------------------------------------------------------------------------- data
-
-
-def unit_vectors(n: int, dim: int, rng: np.random.Generator) -> Vec:
-    """``n`` random float32 unit vectors (Gaussian, normalised: uniform on the sphere)."""
-    x = rng.standard_normal((n, dim), dtype=np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x
-
-
-def lowrank_vectors(n: int, dim: int, rng: np.random.Generator, basis: Vec) -> Vec:
-    """``n`` unit vectors near the subspace spanned by ``basis`` (plus isotropic noise).
-
-    A stand-in for real sentence embeddings, whose intrinsic dimension is far
-    below their length: uniform random vectors in 384 dimensions are the
-    hardest case there is for a graph index (every point is nearly equidistant).
-    """
-    latent = rng.standard_normal((n, basis.shape[1]), dtype=np.float32)
-    sigma = LOWRANK_NOISE * np.sqrt(basis.shape[1] / dim)
-    x = latent @ basis.T + sigma * rng.standard_normal((n, dim), dtype=np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    out: Vec = x.astype(np.float32)
-    return out
-
-
-def make_data(
-    size: int, n_queries: int, dim: int, seed: int, kind: str = "uniform"
-) -> tuple[Vec, Vec]:
-    """The collection and the queries for one size (same seed, same data).
-
-    ``uniform``: uniform on the unit sphere. ``lowrank``: near a random
-    :data:`LOWRANK_DIM`-dimensional subspace (see :func:`lowrank_vectors`).
-    """
-    rng = np.random.default_rng(seed)
-    qrng = np.random.default_rng(seed + 1)
-    if kind == "uniform":
-        return unit_vectors(size, dim, rng), unit_vectors(n_queries, dim, qrng)
-    q, _ = np.linalg.qr(np.random.default_rng(seed + 2).standard_normal((dim, LOWRANK_DIM)))
-    basis = q.astype(np.float32)
-    return lowrank_vectors(size, dim, rng, basis), lowrank_vectors(n_queries, dim, qrng, basis)
-
-
-def subset_labels(size: int, spec: FilterSpec) -> Ids:
-    """The labels (row numbers) a filter lets through, ascending."""
-    wanted = {int(p[1:]) for p in spec.partitions}
-    labels = np.arange(size, dtype=np.int64)
-    return labels[np.isin(labels % PARTITIONS, list(wanted))]
-
-
-def exact_top_k(vecs: Vec, queries: Vec, labels: Ids | None, k: int) -> list[set[int]]:
-    """The exact top ``k`` row numbers per query among ``labels`` (all rows when None)."""
-    cand = vecs if labels is None else vecs[labels]
-    k = min(k, len(cand))
-    out: list[set[int]] = []
-    for start in range(0, len(queries), 50):  # bounded memory at 100k rows
-        scores = queries[start : start + 50] @ cand.T
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        for row in top:
-            out.append(set((row if labels is None else labels[row]).tolist()))
-    return out
-
-
-def quality(found: Sequence[Sequence[int]], truth: Sequence[set[int]]) -> Quality:
-    """recall@10 and result counts of ``found`` (row numbers, best first) against ``truth``."""
-    recalls = [
-        len(set(f[:TOP_K]) & t) / len(t) if t else 1.0 for f, t in zip(found, truth, strict=True)
-    ]
-    counts = [len(f) for f in found]
-    return Quality(
-        recall_at_10=statistics.fmean(recalls),
-        mean_results=statistics.fmean(counts),
-        min_results=min(counts),
-    )
-
-
-def sentences(n: int, seed: int) -> list[str]:
-    """``n`` short English-ish sentences (6-20 words) from the lexical benchmark's corpus."""
-    from corpus import generate_corpus
-
-    out: list[str] = []
-    for note in generate_corpus(n, seed):
-        words = note.content.rstrip(".").split()[:12]
-        out.append(f"{note.title}: {' '.join(words)}.")
-    return out
 
 
 # --------------------------------------------------------------------------- CellStore
@@ -662,146 +460,6 @@ def run_embedders(args: argparse.Namespace) -> list[EmbedResult]:
         )
     )
     return out
-
-
-# --------------------------------------------------------------------------- targets
-
-
-def evaluate_targets(results: Sequence[SizeResult]) -> list[TargetResult]:
-    """PASS/MISS for each target; N/A when the size a target needs was not measured."""
-    out: list[TargetResult] = []
-    for r in results:
-        v = r.ratios["ours_over_hnswlib_p50"]
-        out.append(
-            TargetResult(
-                f"p50 within {TARGET_RAW_RATIO:g}x of raw hnswlib at {r.size:,} {r.data}",
-                v,
-                "x (ours/hnswlib)",
-                _status(v, TARGET_RAW_RATIO),
-            )
-        )
-    for r in results:
-        for spec in FILTERS:
-            v = r.ratios[f"ours_{spec.name}_over_unfiltered_p50"]
-            out.append(
-                TargetResult(
-                    f"{spec.name} p50 within {TARGET_FILTERED_RATIO:g}x of unfiltered "
-                    f"at {r.size:,} {r.data}",
-                    v,
-                    "x (filtered/unfiltered)",
-                    _status(v, TARGET_FILTERED_RATIO),
-                )
-            )
-    for kind in dict.fromkeys(r.data for r in results):
-        big = next((r for r in results if r.size == TARGET_P50_SIZE and r.data == kind), None)
-        v = big.ours.latency.p50_ms if big else None
-        out.append(
-            TargetResult(
-                f"p50 < {TARGET_P50_MS:g} ms at {TARGET_P50_SIZE:,} {kind}",
-                v,
-                "ms",
-                "N/A" if v is None else ("PASS" if v < TARGET_P50_MS else "MISS"),
-            )
-        )
-        r_ = big.ours.quality.recall_at_10 if big else None
-        out.append(
-            TargetResult(
-                f"recall@10 >= {TARGET_RECALL:g} at {TARGET_P50_SIZE:,} {kind}",
-                r_,
-                "",
-                "N/A" if r_ is None else ("PASS" if r_ >= TARGET_RECALL else "MISS"),
-            )
-        )
-    return out
-
-
-# --------------------------------------------------------------------------- report
-
-
-def markdown(
-    results: Sequence[SizeResult], embedders: Sequence[EmbedResult], targets: Sequence[TargetResult]
-) -> str:
-    """The markdown report: latency, filtered, build, embedding and target tables."""
-    lines = [
-        f"### Vector search latency (ms; p50/p95 over queries of each query's median; k={TOP_K})",
-        "",
-        "| data | vectors | ours p50 | ours p95 | hnswlib p50 | hnswlib p95 | flat p50 "
-        "| flat p95 | ours/hnswlib p50 | recall@10 ours | recall@10 hnswlib | ours ef "
-        "| hnswlib at ours' ef p50 | recall@10 there |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        ol, hl, fl = r.ours.latency, r.hnswlib.latency, r.flat.latency
-        at, atq = r.hnswlib.at_ours_ef, r.hnswlib.at_ours_ef_quality
-        lines.append(
-            f"| {r.data} | {r.size:,} | {_fmt(ol.p50_ms)} | {_fmt(ol.p95_ms)} | {_fmt(hl.p50_ms)} "
-            f"| {_fmt(hl.p95_ms)} | {_fmt(fl.p50_ms)} | {_fmt(fl.p95_ms)} "
-            f"| {_fmt(r.ratios['ours_over_hnswlib_p50'], 2)} "
-            f"| {_fmt(r.ours.quality.recall_at_10)} | {_fmt(r.hnswlib.quality.recall_at_10)} "
-            f"| {r.ours.search_ef} | {_fmt(at.p50_ms) if at else '-'} "
-            f"| {_fmt(atq.recall_at_10) if atq else '-'} |"
-        )
-    lines += [
-        "",
-        "### Filtered search (ms)",
-        "",
-        "| vectors | filter | visible | ours path | ours p50 | ours p95 | ours/unfiltered p50 "
-        "| recall@10 ours | min results | hnswlib+filter p50 | hnswlib+filter p95 "
-        "| recall@10 hnswlib | hnswlib queries |",
-        "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        for spec in FILTERS:
-            f = r.ours.filtered[spec.name]
-            raw = r.hnswlib.filtered.get(spec.name)
-            raw_cells = (
-                f"{_fmt(raw.latency.p50_ms)} | {_fmt(raw.latency.p95_ms)} "
-                f"| {_fmt(raw.quality.recall_at_10)} | {raw.latency.queries}"
-                if raw
-                else "(as 10% partitions) | | |"
-            )
-            lines.append(
-                f"| {r.data} {r.size:,} | {spec.name} | {f.visible:,} | {f.path} "
-                f"| {_fmt(f.latency.p50_ms)} "
-                f"| {_fmt(f.latency.p95_ms)} "
-                f"| {_fmt(r.ratios[f'ours_{spec.name}_over_unfiltered_p50'], 2)} "
-                f"| {_fmt(f.quality.recall_at_10)} | {f.quality.min_results} | {raw_cells} |"
-            )
-    lines += [
-        "",
-        "### Build",
-        "",
-        "| vectors | ours build s | ours vectors/s | hnswlib build s | hnswlib vectors/s "
-        "| hnswlib threads | hnswlib 1-thread s | ours/hnswlib build | ours/hnswlib 1-thread |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        o, h = r.ours, r.hnswlib
-        lines.append(
-            f"| {r.data} {r.size:,} | {_fmt(o.build_s, 2)} | {_fmt(o.build_per_s, 0)} "
-            f"| {_fmt(h.build_s, 2)} | {_fmt(h.build_per_s, 0)} | {h.build_threads} "
-            f"| {_fmt(h.build_1thread_s, 2)} | {_fmt(r.ratios['ours_over_hnswlib_build_s'], 2)} "
-            f"| {_fmt(r.ratios['ours_over_hnswlib_1thread_build_s'], 2)} |"
-        )
-    lines += [
-        "",
-        "### Embedding throughput",
-        "",
-        "| embedder | sentences | mean words | batch | load s | sentences/s | first pass/s "
-        "| note |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for e in embedders:
-        lines.append(
-            f"| {e.name} | {e.sentences} | {_fmt(e.mean_words, 1)} "
-            f"| {e.batch_size if e.batch_size else '-'} | {_fmt(e.load_s, 2)} "
-            f"| {_fmt(e.sentences_per_s, 0)} | {_fmt(e.cold_sentences_per_s, 0)} | {e.note} |"
-        )
-    lines += ["", "### Targets", "", "| target | value | status |", "|---|---:|:---:|"]
-    for t in targets:
-        value = "-" if t.value is None else f"{_fmt(t.value, 3)} {t.unit}"
-        lines.append(f"| {t.name} | {value} | {t.status} |")
-    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- main
