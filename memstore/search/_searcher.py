@@ -266,7 +266,13 @@ class Searcher:
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
         semantic = cells if fused_path else None
-        run = (query, vec, kind, subject, partition, depth, 2 * pool)
+        # The subjects the query names: one answer per search, for the subject
+        # signal and relevance alike (asked here only when the signal uses it).
+        named = (
+            cfg.store.named_subjects(query) if cfg.subject_signal and cfg.signal_weight else None
+        )
+        signals = analyse(cfg, query, cfg.store.config.clock(), named or frozenset())
+        run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
@@ -284,7 +290,8 @@ class Searcher:
         stats.observe("search.phase.rerank", time.perf_counter() - t1)
         if cfg.link_expansion is not None and cfg.link_expansion():
             results = _shaping.expand(self, results, partition, limit, explain)
-        results = self._relevance(query, results, lexical, len(lexical) < depth, cells, vec)
+        complete = len(lexical) < depth
+        results = self._relevance(query, named, results, lexical, complete, cells, vec)
         if min_relevance > 0.0:
             results = [r for r in results if r.relevance >= min_relevance]
         elapsed = time.perf_counter() - start
@@ -328,6 +335,7 @@ class Searcher:
         semantic: VectorIndex | None,
         query: str,
         given: npt.NDArray[np.float32] | None,
+        signals: QuerySignals | None,
         kind: str,
         subject: str,
         partition: str,
@@ -341,9 +349,10 @@ class Searcher:
         fused list falls back to an exact scan of ``cells``. ``given``: the
         caller's query vector, used instead of embedding ``query``. The vector
         returned is ``None`` when no channel needed it (given or not).
+        ``signals``: the query's signals (:func:`~memstore.search._signals.analyse`).
         """
         cfg, stats = self._cfg, self._stats
-        fusion.signal(analyse(cfg, query, cfg.store.config.clock()))
+        fusion.signal(signals)
         fusion.add_lexical(lexical)
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
@@ -387,6 +396,7 @@ class Searcher:
     def _relevance(
         self,
         query: str,
+        named: frozenset[str] | None,
         results: list[SearchResult],
         lexical: Sequence[tuple[LexicalHit, Item | None]],
         lexical_complete: bool,
@@ -395,15 +405,19 @@ class Searcher:
     ) -> list[SearchResult]:
         """Each result's ``relevance``, from this call's lexical scores, the query vector
         (when it was computed) and the subjects the query names; the same on both paths.
+
+        ``named``: the subjects the query names as the signal stage had them
+        (``None``: not asked yet; asked here if a result has a subject).
         """
         if not results:
             return results
         vector_of = getattr(cells, "vector", None) if vec is not None else None
-        named = (
-            self._cfg.store.named_subjects(query)
-            if any(r.item.subject for r in results)
-            else frozenset()
-        )
+        if named is None:
+            named = (
+                self._cfg.store.named_subjects(query)
+                if any(r.item.subject for r in results)
+                else frozenset()
+            )
         # Every hit's score (the step reads only the results' ids), built in C.
         scores = dict(map(_ID_SCORE, map(_HIT, lexical)))
         # A pool that stopped at its depth bounds what it did not reach by its weakest score.
