@@ -110,6 +110,7 @@ class _Columns:
         self._event: tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]] | None = None
         self._said: npt.NDArray[np.bool_] | None = None
         self._subjects: tuple[npt.NDArray[np.int32], list[str]] | None = None
+        self._named: tuple[frozenset[str], npt.NDArray[np.float64]] | None = None
 
     def event(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
         """Each slot's event date in microseconds (or a sentinel) and its month (or 0)."""
@@ -131,6 +132,15 @@ class _Columns:
                 (mentions_time(_text(it)) for it in self._snap.items), np.bool_, len(self._snap)
             )
         return self._said
+
+    def named(self, named: frozenset[str]) -> npt.NDArray[np.float64]:
+        """1.0 for each slot whose subject is in ``named``, else 0.0 (the last set asked, kept)."""
+        last = self._named
+        if last is None or last[0] != named:
+            col, names = self.subjects()
+            hit = np.fromiter(map(named.__contains__, names), np.float64, len(names))
+            last = self._named = (named, hit[col])
+        return last[1]
 
     def subjects(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each slot's subject as a code into the list of distinct subjects."""
@@ -176,22 +186,27 @@ def slot_bonus(
 ) -> npt.NDArray[np.float64]:
     """What each of ``slots`` gains from the query's signals (the lean path; same arithmetic)."""
     cols = _columns(snap)
-    date = np.zeros(slots.size, np.float64)
+    # The same sum as item_bonus, ((date + said) + named) x weight; a signal that is
+    # off adds 0.0, which changes no float, so only the signals that are on are added.
+    total: npt.NDArray[np.float64] | None = None
     if sig.spans:
         us, month = cols.event()
         us, month = us[slots], month[slots]
+        date = np.zeros(slots.size, np.float64)
         for span in sig.spans:
             if span.month:
                 got = ((month == span.month) & (us != _NO_DATE_US)).astype(np.float64)
             else:
                 got = _span_match_us(span, us)
             date = np.maximum(date, got)
-    said = cols.said()[slots].astype(np.float64) if sig.when else np.zeros(slots.size)
-    named = np.zeros(slots.size, np.float64)
+        total = date
+    if sig.when:
+        said = cols.said()[slots].astype(np.float64)
+        total = said if total is None else total + said
     if sig.named:
-        col, names = cols.subjects()
-        hit = np.fromiter(map(sig.named.__contains__, names), np.bool_, len(names))
-        named = hit[col[slots]].astype(np.float64)
-    total: npt.NDArray[np.float64] = (date + said) + named
-    total *= sig.weight
-    return total
+        named = cols.named(sig.named)[slots]
+        total = named if total is None else total + named
+    if total is None:
+        return np.zeros(slots.size, np.float64)
+    out: npt.NDArray[np.float64] = total * sig.weight
+    return out
