@@ -168,8 +168,13 @@ class LeanFusion:
 
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
         """Each id's slot, -1 for an id the store does not hold (never readable)."""
-        get = self._snap.slot.get
-        return np.fromiter(map(get, ids, repeat(-1, len(ids))), np.intp, len(ids))
+        slot, n = self._snap.slot, len(ids)
+        if n > 1:  # every id held, the common case: one lookup pass in C
+            try:
+                return np.fromiter(itemgetter(*ids)(slot), np.intp, n)
+            except KeyError:
+                pass
+        return np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
@@ -262,7 +267,13 @@ class LeanFusion:
         slots = np.flatnonzero(cand & self._readable)
         if self._signals is not None:
             final[slots] += slot_bonus(self._signals, self._snap, slots)
-        order = np.lexsort((self._snap.id_rank[slots], -final[slots]))[:need]
+        scores = final[slots]
+        if slots.size > 2 * need > 0:
+            # Only a candidate scoring at least the need-th best score can place: sort those.
+            floor = np.partition(scores, slots.size - need)[slots.size - need]
+            keep = scores >= floor
+            slots, scores = slots[keep], scores[keep]
+        order = np.lexsort((self._snap.id_rank[slots], -scores))[:need]
         self._read_s += time.perf_counter() - t0
         out: list[int] = slots[order].tolist()
         return out
