@@ -199,8 +199,12 @@ class StoreSearch(StoreBase):
 
         A subject is named when each of its words is a word of the query:
         ``"What did Caroline say?"`` names ``Caroline``; ``payment-api`` is named
-        by ``"payment api errors"``. Search uses it for relevance (a hit about
-        another subject than the one asked about is less likely evidence).
+        by ``"payment api errors"``. Search asks it once per call and uses the
+        answer twice: the subject signal favours a hit whose subject is named,
+        and relevance counts a hit about another subject than the one asked
+        about as weaker evidence. Only subjects the lexical index has seen
+        count: one that only items of a data kind carry (never indexed) is
+        named by no query.
         """
         qwords = words(query)
         if not qwords:

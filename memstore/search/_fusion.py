@@ -83,18 +83,19 @@ class Fusion:
                 self._items[id] = item
         return item
 
-    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None:
-        """The lexical channel's hits, best first (an item when it was read already)."""
-        norms = minmax([h.score for h, _ in hits]) if self._by_score else []
+    def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
+        """The lexical channel's hits, best first, and each one's item when it was read already."""
+        norms = minmax([h.score for h in hits]) if self._by_score else []
         weight = self._lexical_weight
         # Items with equal lexical scores share the best rank of their tie
         # ("1224" ranking): the order within a tie is only recency, so it must
         # not weigh in a rank fusion; the semantic channel breaks the tie
         # instead. A score fusion gives a tie one normalised score anyway.
         rank = 0
-        for i, (h, item) in enumerate(hits):
-            if i and h.score < hits[i - 1][0].score:
+        for i, h in enumerate(hits):
+            if i and h.score < hits[i - 1].score:
                 rank = i
+            item = items[i] if items is not None else None
             if item is not None:
                 self._items[h.id] = item
             self._scores[h.id] = weight * norms[i] if self._by_score else 1.0 / (RRF_K + rank + 1)

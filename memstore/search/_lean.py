@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+import weakref
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
@@ -35,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._lexindex import LexicalHit
-from memstore._search_snapshot import SearchSnapshot
+from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
 from memstore.neardup import near_duplicate_memory
@@ -58,6 +61,14 @@ _SCORE = attrgetter("score")
 _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
 
 
+@lru_cache(maxsize=64)
+def _base_scores(n: int) -> npt.NDArray[np.float64]:
+    """:func:`~memstore.rerank.rerank_base_score` of ranks ``0..n-1`` (the same floats, kept)."""
+    out = np.array([rerank_base_score(rank) for rank in range(n)], np.float64)
+    out.flags.writeable = False
+    return out
+
+
 def _minmax(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """:func:`~memstore.search._fusion_rules.minmax` over an array (the same arithmetic)."""
     if scores.size == 0:
@@ -67,6 +78,51 @@ def _minmax(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return np.ones(scores.size, np.float64)
     out: npt.NDArray[np.float64] = (scores - lo) / (hi - lo)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Inbound:
+    """A snapshot's link graph as edges grouped by target: ``src -> other``, sorted by ``other``.
+
+    ``starts`` are the offsets of each target's run of edges, ``targets`` the
+    target of each run; ``decay_weight`` is ``SPREAD_DECAY x weight`` per edge
+    (the factor :meth:`LeanFusion.spread` multiplies a lender's score by).
+    """
+
+    src: npt.NDArray[np.intp]
+    other: npt.NDArray[np.intp]
+    decay_weight: npt.NDArray[np.float64]
+    starts: npt.NDArray[np.intp]
+    targets: npt.NDArray[np.intp]
+
+    @classmethod
+    def of(cls, graph: LinkGraph) -> _Inbound:
+        n = graph.start.size - 1
+        src = np.repeat(np.arange(n, dtype=np.intp), np.diff(graph.start))
+        order = np.argsort(graph.other, kind="stable")
+        src, other = src[order], graph.other[order]
+        decay_weight = SPREAD_DECAY * graph.weight[order]
+        first = np.ones(other.size, np.bool_)
+        first[1:] = other[1:] != other[:-1]
+        starts = np.flatnonzero(first)
+        return cls(src, other, decay_weight, starts, other[starts])
+
+
+_INBOUND: weakref.WeakKeyDictionary[SearchSnapshot, dict[frozenset[str], _Inbound]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _inbound(snap: SearchSnapshot, relations: Collection[str]) -> _Inbound:
+    """The snapshot's graph along ``relations`` grouped by target, built on first use."""
+    per = _INBOUND.get(snap)
+    if per is None:
+        per = _INBOUND[snap] = {}
+    key = frozenset(relations)
+    got = per.get(key)
+    if got is None:
+        got = per[key] = _Inbound.of(snap.graph(key))
+    return got
 
 
 class LeanFusion:
@@ -93,6 +149,8 @@ class LeanFusion:
         self._loan_add = np.zeros(0, np.float64)
         self._final = self._base
         self._signals: QuerySignals | None = None
+        self._lexical_raw: npt.NDArray[np.float64] | None = None
+        """Each slot's raw lexical score, NaN where the channel did not find it."""
         self._semantic = False
         self._read_s = 0.0
         # What the general path's item reads decide, once for the whole pool.
@@ -110,27 +168,43 @@ class LeanFusion:
 
     def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
         """Each id's slot, -1 for an id the store does not hold (never readable)."""
-        get = self._snap.slot.get
-        return np.fromiter(map(get, ids, repeat(-1, len(ids))), np.intp, len(ids))
+        slot, n = self._snap.slot, len(ids)
+        if n > 1:  # every id held, the common case: one lookup pass in C
+            try:
+                return np.fromiter(itemgetter(*ids)(slot), np.intp, n)
+            except KeyError:
+                pass
+        return np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
         if self._semantic:
             self._searcher.stats.observe("search.phase.hydrate", self._read_s)
 
-    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None:
-        """The lexical channel's hits, best first (no item is read on this path)."""
-        lex = list(map(_HIT, hits))
-        scores = list(map(_SCORE, lex))
+    def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
+        """The lexical channel's hits, best first (``items`` is ``None``: none is read here)."""
+        del items
+        raw = np.fromiter(map(_SCORE, hits), np.float64, len(hits))
         if self._by_score:
-            vals = self._lexical_weight * _minmax(np.array(scores, np.float64))
+            vals = self._lexical_weight * _minmax(raw)
         else:
-            vals = 1.0 / (RRF_K + np.array(tie_ranks(scores), np.intp) + 1)
-        slots = self._slots(list(map(_ID, lex)))
+            vals = 1.0 / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
+        slots = self._slots(list(map(_ID, hits)))
         known = slots >= 0
         slots = slots[known]
         self._base[slots] = vals[known]
         self._scored[slots] = True
+        self._lexical_raw = np.full(len(self._snap), np.nan)
+        self._lexical_raw[slots] = raw[known]
+
+    def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
+        """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
+        if self._lexical_raw is None or not results:
+            return {}
+        ids = [r.item.id for r in results]
+        slots = self._slots(ids)
+        raw: list[float] = np.where(slots >= 0, self._lexical_raw[slots], np.nan).tolist()
+        return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
 
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
         """The vector index's hits, best first: ``(entry, similarity)``."""
@@ -157,26 +231,26 @@ class LeanFusion:
 
         A neighbour keeps the largest loan, as
         :meth:`memstore.search._fusion.Fusion.spread` does (which also names
-        the lender, for explanations; this path needs the amount alone).
+        the lender, for explanations; this path needs the amount alone). The
+        graph's edges are grouped by target once per snapshot
+        (:class:`_Inbound`), so a query is a handful of array operations over
+        them: every edge's loan (``-inf`` where either end may not take part),
+        then the largest per target.
         """
         self._loan_to = np.zeros(0, np.intp)
         self._loan_add = np.zeros(0, np.float64)
         base = self._base
         if not relations or not self._scored.any():
             return
-        sources = np.flatnonzero(self._scored & self._alive & (base > 0.0))
-        src, other, weight = self._snap.graph(relations).edges(sources)
-        add = (SPREAD_DECAY * weight) * base[src]
-        keep = self._alive[other]
-        src, other, add = src[keep], other[keep], add[keep]
-        if other.size == 0:
+        inbound = _inbound(self._snap, relations)
+        if inbound.starts.size == 0:
             return
-        order = np.lexsort((-add, other))
-        first = np.ones(order.size, np.bool_)
-        tos = other[order]
-        first[1:] = tos[1:] != tos[:-1]
-        best = order[first]
-        self._loan_to, self._loan_add = other[best], add[best]
+        lends = self._scored & self._alive & (base > 0.0)
+        ok = lends[inbound.src] & self._alive[inbound.other]
+        add = np.where(ok, inbound.decay_weight * base[inbound.src], -np.inf)
+        best = np.maximum.reduceat(add, inbound.starts)
+        got = best > -np.inf
+        self._loan_to, self._loan_add = inbound.targets[got], best[got]
 
     def signal(self, signals: QuerySignals | None) -> None:
         """The query's signals, added to every readable candidate's score by :meth:`ordered`."""
@@ -193,7 +267,13 @@ class LeanFusion:
         slots = np.flatnonzero(cand & self._readable)
         if self._signals is not None:
             final[slots] += slot_bonus(self._signals, self._snap, slots)
-        order = np.lexsort((self._snap.id_rank[slots], -final[slots]))[:need]
+        scores = final[slots]
+        if slots.size > 2 * need > 0:
+            # Only a candidate scoring at least the need-th best score can place: sort those.
+            floor = np.partition(scores, slots.size - need)[slots.size - need]
+            keep = scores >= floor
+            slots, scores = slots[keep], scores[keep]
+        order = np.lexsort((self._snap.id_rank[slots], -scores))[:need]
         self._read_s += time.perf_counter() - t0
         out: list[int] = slots[order].tolist()
         return out
@@ -216,37 +296,36 @@ class LeanFusion:
         if not shaped:
             return self._read(ordered[:limit], fused[:limit], [0] * min(limit, len(ordered)))
         at = np.array(ordered, np.intp)
-        watch = (snap.kind[at] == snap.kind_code.get(KIND_WATCH_ITEM, -1)).tolist()
-        recent = (snap.has_update[at] & (snap.updated_us[at] >= self._now_us - _RECENT_US)).tolist()
-        scores: list[float] = []
-        for rank, f in enumerate(fused):
-            if f >= EXACT_ID_MATCH_SCORE:
-                scores.append(EXACT_ID_MATCH_SCORE)
-                continue
-            score = rerank_base_score(rank)
-            if watch[rank]:  # readable, so active
-                score *= WATCH_BOOST
-            if recent[rank]:
-                score *= RECENT_BOOST
-            scores.append(score)
-        ids = snap.ids
-        order = sorted(range(len(ordered)), key=lambda i: (-scores[i], ids[ordered[i]]))
+        # The rerank's multipliers as arrays: x 1.0 where one does not apply changes no
+        # float, so each score is the general path's base x watch x recent, in that order.
+        watch = snap.kind[at] == snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
+        recent = snap.has_update[at] & (snap.updated_us[at] >= self._now_us - _RECENT_US)
+        score = _base_scores(at.size) * np.where(watch, WATCH_BOOST, 1.0)
+        score = score * np.where(recent, RECENT_BOOST, 1.0)
+        if full:  # only an exact id hit scores that high (fused scores are a few weights)
+            score = np.where(np.array(fused) >= EXACT_ID_MATCH_SCORE, EXACT_ID_MATCH_SCORE, score)
+        scores: list[float] = score.tolist()
+        order: list[int] = np.lexsort((snap.id_rank[at], -score)).tolist()
         # The near-duplicate collapse: knowledge cells against earlier survivors of their kind.
-        items = snap.items
-        survivors: list[int] = []
+        kinds = [c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS]
         counts: dict[int, int] = {}
-        for i in order:
-            it = items[ordered[i]]
-            if it.kind in CONSOLIDATION_KINDS:
-                for j in survivors:
-                    other = items[ordered[j]]
-                    if other.kind == it.kind and near_duplicate_memory(other, it)[1]:
-                        counts[j] = counts.get(j, 0) + 1 + counts.get(i, 0)
-                        break
+        if not kinds or not np.isin(snap.kind[at], kinds).any():
+            survivors = order  # no knowledge cell among them: nothing collapses
+        else:
+            items = snap.items
+            survivors = []
+            for i in order:
+                it = items[ordered[i]]
+                if it.kind in CONSOLIDATION_KINDS:
+                    for j in survivors:
+                        other = items[ordered[j]]
+                        if other.kind == it.kind and near_duplicate_memory(other, it)[1]:
+                            counts[j] = counts.get(j, 0) + 1 + counts.get(i, 0)
+                            break
+                    else:
+                        survivors.append(i)
                 else:
                     survivors.append(i)
-            else:
-                survivors.append(i)
         top = survivors[: max(limit, 0)]
         return self._read(
             [ordered[i] for i in top], [scores[i] for i in top], [counts.get(i, 0) for i in top]

@@ -171,12 +171,15 @@ def signals(
     known subjects the query names.
     """
     cosines = _cosines(results, query_vector, vector_of)
-    out: list[Signals] = []
-    for r, cos in zip(results, cosines, strict=True):
-        subject = r.item.subject
-        other = bool(named_subjects) and bool(subject) and subject not in named_subjects
-        out.append(Signals(lexical.get(r.item.id, beyond), cos, other))
-    return out
+    return [
+        Signals(lexical.get(r.item.id, beyond), cos, _other_subject(r.item.subject, named_subjects))
+        for r, cos in zip(results, cosines, strict=True)
+    ]
+
+
+def _other_subject(subject: str, named_subjects: frozenset[str]) -> bool:
+    """Whether a hit about ``subject`` is about another subject than the query names."""
+    return bool(named_subjects) and bool(subject) and subject not in named_subjects
 
 
 def _cosines(
@@ -212,9 +215,12 @@ def assign_relevance(
     named_subjects: frozenset[str],
 ) -> None:
     """Set every result's ``relevance`` in place (arguments as for :func:`signals`)."""
-    found = signals(results, lexical, beyond, query_vector, vector_of, named_subjects)
-    for r, s in zip(results, found, strict=True):
+    # signals() without a Signals object per hit: the same three values, straight in.
+    cosines = _cosines(results, query_vector, vector_of)
+    for r, cos in zip(results, cosines, strict=True):
         if r.score >= EXACT_ID_MATCH_SCORE:
             r.relevance = 1.0
             continue
-        r.relevance = max(r.relevance, relevance(s.lexical, s.cosine, s.other_subject))
+        item = r.item
+        other = _other_subject(item.subject, named_subjects)
+        r.relevance = max(r.relevance, relevance(lexical.get(item.id, beyond), cos, other))

@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -69,7 +69,6 @@ __all__ = ["Searcher"]
 
 _log = logging.getLogger("memstore")
 _T = TypeVar("_T")
-_HIT = itemgetter(0)
 _FUZZY = attrgetter("fuzzy")
 _ID_SCORE = attrgetter("id", "score")
 
@@ -77,7 +76,9 @@ _ID_SCORE = attrgetter("id", "score")
 class _Channels(Protocol[_T]):
     """What :meth:`Searcher._fuse` drives: a general or a lean fusion."""
 
-    def add_lexical(self, hits: Sequence[tuple[LexicalHit, Item | None]]) -> None: ...
+    def add_lexical(
+        self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None
+    ) -> None: ...
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None: ...
     def spread(self, relations: Collection[str]) -> None: ...
     def signal(self, signals: QuerySignals | None) -> None: ...
@@ -244,19 +245,19 @@ class Searcher:
         # FUSION_POOL); only the items that can reach the results are read.
         depth = max(pool, FUSION_POOL) if by_score else pool
         t0 = time.perf_counter()
-        lexical, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
+        lexical, read, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
-        if any(map(_FUZZY, map(_HIT, lexical))):
+        if any(map(_FUZZY, lexical)):
             stats.add(STAT_KW_TRIGRAM_HITS)
         # Confident: the top hit covers the query (the store's rule), all of it
         # for a long question (which shares words with almost anything), and
         # stands alone at the top (a shared top spot is a guess).
         confident = (
             bool(lexical)
-            and is_confident(lexical[0][0].covered, n_tokens)
-            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0][0].covered == n_tokens)
-            and (len(lexical) == 1 or lexical[0][0].score > lexical[1][0].score)
+            and is_confident(lexical[0].covered, n_tokens)
+            and (n_tokens <= LONG_QUERY_TOKENS or lexical[0].covered == n_tokens)
+            and (len(lexical) == 1 or lexical[0].score > lexical[1].score)
         )
         lean = self._lean(explain, full)
         fused_path = cells is not None and (full or cfg.always_fuse or not confident)
@@ -266,25 +267,35 @@ class Searcher:
         elif confident:
             stats.add(STAT_KW_VOICE_HITS)
         semantic = cells if fused_path else None
-        run = (query, vec, kind, subject, partition, depth, 2 * pool)
+        # The subjects the query names: one answer per search, for the subject
+        # signal and relevance alike (asked here only when the signal uses it).
+        named = (
+            cfg.store.named_subjects(query) if cfg.subject_signal and cfg.signal_weight else None
+        )
+        signals = analyse(cfg, query, cfg.store.config.clock(), named or frozenset())
+        run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
+        complete = len(lexical) < depth
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
-            slots, vec = self._fuse(leaner, lexical, cells, semantic, *run)
+            slots, vec = self._fuse(leaner, lexical, None, cells, semantic, *run)
             t1 = time.perf_counter()
             shaped = not cfg.no_shaping
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
+            scores = leaner.lexical_scores(results)
         else:
             fusion = Fusion(self, kind, partition, explain, by_score)
-            ordered, vec = self._fuse(fusion, lexical, cells, semantic, *run)
+            ordered, vec = self._fuse(fusion, lexical, read, cells, semantic, *run)
             if full:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
             t1 = time.perf_counter()
             results = self._shape(ordered, partition, limit, explain)
+            scores = None
         stats.observe("search.phase.rerank", time.perf_counter() - t1)
         if cfg.link_expansion is not None and cfg.link_expansion():
             results = _shaping.expand(self, results, partition, limit, explain)
-        results = self._relevance(query, results, lexical, len(lexical) < depth, cells, vec)
+            scores = None  # expansion may add results the lean path did not score
+        results = self._relevance(query, named, results, lexical, scores, complete, cells, vec)
         if min_relevance > 0.0:
             results = [r for r in results if r.relevance >= min_relevance]
         elapsed = time.perf_counter() - start
@@ -323,11 +334,13 @@ class Searcher:
     def _fuse(
         self,
         fusion: _Channels[_T],
-        lexical: Sequence[tuple[LexicalHit, Item | None]],
+        lexical: Sequence[LexicalHit],
+        read: Sequence[Item | None] | None,
         cells: VectorIndex | None,
         semantic: VectorIndex | None,
         query: str,
         given: npt.NDArray[np.float32] | None,
+        signals: QuerySignals | None,
         kind: str,
         subject: str,
         partition: str,
@@ -341,10 +354,12 @@ class Searcher:
         fused list falls back to an exact scan of ``cells``. ``given``: the
         caller's query vector, used instead of embedding ``query``. The vector
         returned is ``None`` when no channel needed it (given or not).
+        ``signals``: the query's signals (:func:`~memstore.search._signals.analyse`).
+        ``read``: the items of the first ``lexical`` hits when they were read already.
         """
         cfg, stats = self._cfg, self._stats
-        fusion.signal(analyse(cfg, query, cfg.store.config.clock()))
-        fusion.add_lexical(lexical)
+        fusion.signal(signals)
+        fusion.add_lexical(lexical, read)
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
             try:
@@ -387,27 +402,36 @@ class Searcher:
     def _relevance(
         self,
         query: str,
+        named: frozenset[str] | None,
         results: list[SearchResult],
-        lexical: Sequence[tuple[LexicalHit, Item | None]],
+        lexical: Sequence[LexicalHit],
+        scores: dict[str, float] | None,
         lexical_complete: bool,
         cells: VectorIndex | None,
         vec: npt.NDArray[np.float32] | None,
     ) -> list[SearchResult]:
         """Each result's ``relevance``, from this call's lexical scores, the query vector
         (when it was computed) and the subjects the query names; the same on both paths.
+
+        ``named``: the subjects the query names as the signal stage had them
+        (``None``: not asked yet; asked here if a result has a subject).
+        ``scores``: the results' lexical scores when the caller has them (the
+        lean path), else they are looked up among ``lexical``.
         """
         if not results:
             return results
         vector_of = getattr(cells, "vector", None) if vec is not None else None
-        named = (
-            self._cfg.store.named_subjects(query)
-            if any(r.item.subject for r in results)
-            else frozenset()
-        )
-        # Every hit's score (the step reads only the results' ids), built in C.
-        scores = dict(map(_ID_SCORE, map(_HIT, lexical)))
+        if named is None:
+            named = (
+                self._cfg.store.named_subjects(query)
+                if any(r.item.subject for r in results)
+                else frozenset()
+            )
+        if scores is None:
+            # Every hit's score (the step reads only the results' ids), built in C.
+            scores = dict(map(_ID_SCORE, lexical))
         # A pool that stopped at its depth bounds what it did not reach by its weakest score.
-        beyond = 0.0 if lexical_complete or not lexical else lexical[-1][0].score
+        beyond = 0.0 if lexical_complete or not lexical else lexical[-1].score
         assign_relevance(results, scores, beyond, vec, vector_of, named)
         return results
 
@@ -485,31 +509,38 @@ class Searcher:
 
     def _lexical(
         self, query: str, kind: str, subject: str, partition: str, pool: int, depth: int
-    ) -> tuple[list[tuple[LexicalHit, Item | None]], int]:
-        """The lexical channel's best hits the caller may see, and the number of query tokens.
+    ) -> tuple[list[LexicalHit], list[Item | None] | None, int]:
+        """The lexical channel's best hits the caller may see, their items when read, and
+        the number of query tokens.
 
         Under the default partition rule the index filters partitions itself,
-        so ``depth`` hits come back as scores alone, and their items are read
-        only if they reach the results. A host ``visible`` predicate needs the
-        items: the best ``4 x pool`` hits are read and filtered here (the head
-        the results come from); a deeper pool adds the rest as scores alone,
-        to normalise over, and each of those is checked when it is read.
+        so ``depth`` hits come back as scores alone (no items: ``None``), and
+        their items are read only if they reach the results. A host ``visible``
+        predicate needs the items: the best ``4 x pool`` hits are read and
+        filtered here (the head the results come from); a deeper pool adds the
+        rest as scores alone (item ``None``), to normalise over, and each of
+        those is checked when it is read.
         """
         cfg, store = self._cfg, self._cfg.store
         if cfg.visible is None:
             index_partition = None if partition == PARTITION_ALL else partition
             hits, n = store.keyword_ranked(query, kind, subject, depth, partition=index_partition)
-            return [(h, None) for h in hits], n
+            return hits, None, n
         head = 4 * pool
         wide, n = store.keyword_ranked(query, kind, subject, max(head, depth))
-        out: list[tuple[LexicalHit, Item | None]] = []
+        out: list[LexicalHit] = []
+        read: list[Item | None] = []
         for h in wide[:head]:
             item = store.get(h.id)
             if item is not None and self._visible(item, partition):
-                out.append((h, item))
-        out = out[:pool] if depth <= pool else out
-        out.extend((h, None) for h in wide[head:depth])
-        return out, n
+                out.append(h)
+                read.append(item)
+        if depth <= pool:
+            out, read = out[:pool], read[:pool]
+        rest = wide[head:depth]
+        out.extend(rest)
+        read.extend([None] * len(rest))
+        return out, read, n
 
     def _full_extras(
         self, query: str, kind: str, partition: str, ordered: list[Candidate], explain: bool

@@ -13,8 +13,12 @@ queries also say something about the *answer* that no channel scores:
   text :func:`~memstore.timeexpr.mentions_time`.
 * **subject** (``SearchConfig.subject_signal``): "what does Caroline like?"
   names the subject the answer is about: a candidate whose ``subject`` is
-  named in the query (all of the subject's words among the query's) is
-  favoured (a conversation turn's subject is its speaker).
+  named in the query is favoured (a conversation turn's subject is its
+  speaker). Which subjects a query names is the store's rule,
+  :meth:`~memstore.Store.named_subjects` (the subjects it has indexed whose
+  every word is a query word); the Searcher asks it once per search and
+  hands the same set to this stage and to relevance, so a hit the signal
+  favours as named is never one relevance counts as about another subject.
 
 Each signal that holds for a candidate is worth 1 (a date half-match 0.5);
 the candidate gains ``signal_weight`` times their sum on top of its fused
@@ -29,7 +33,6 @@ from __future__ import annotations
 import datetime as _dt
 import weakref
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +41,6 @@ from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.eventdate import parse_event_date
 from memstore.item import Item
 from memstore.search._types import SearchConfig
-from memstore.text import words
 from memstore.timeexpr import DateSpan, asks_when, mentions_time, query_dates, span_match
 
 __all__ = ["QuerySignals", "analyse", "item_bonus", "max_bonus", "slot_bonus"]
@@ -52,33 +54,30 @@ class QuerySignals:
 
     spans: tuple[DateSpan, ...]
     when: bool
-    query_words: frozenset[str]
-    """The query's words, for subject matching (empty: the subject signal is off)."""
+    named: frozenset[str]
+    """The subjects the query names (empty: none, or the subject signal is off)."""
     weight: float
 
     @property
     def active(self) -> bool:
         """Whether any signal can change a score."""
-        return self.weight > 0.0 and (bool(self.spans) or self.when or bool(self.query_words))
+        return self.weight > 0.0 and (bool(self.spans) or self.when or bool(self.named))
 
 
-def analyse(cfg: SearchConfig, query: str, now: _dt.datetime) -> QuerySignals | None:
-    """The query's signals under ``cfg``, or ``None`` when none is on or none applies."""
+def analyse(
+    cfg: SearchConfig, query: str, now: _dt.datetime, named: frozenset[str]
+) -> QuerySignals | None:
+    """The query's signals under ``cfg``, or ``None`` when none is on or none applies.
+
+    ``named``: the subjects the query names (:meth:`~memstore.Store.named_subjects`),
+    ignored when ``cfg.subject_signal`` is off.
+    """
+    if cfg.signal_weight <= 0.0:
+        return None
     spans = tuple(query_dates(query, now)) if cfg.date_signal else ()
     when = cfg.when_signal and asks_when(query)
-    qwords = frozenset(words(query)) if cfg.subject_signal else frozenset()
-    sig = QuerySignals(spans, when, qwords, cfg.signal_weight)
+    sig = QuerySignals(spans, when, named if cfg.subject_signal else frozenset(), cfg.signal_weight)
     return sig if sig.active else None
-
-
-@lru_cache(maxsize=4096)
-def _subject_words(subject: str) -> frozenset[str]:
-    return frozenset(words(subject))
-
-
-def _named(subject: str, query_words: frozenset[str]) -> bool:
-    sw = _subject_words(subject) if subject else frozenset()
-    return bool(sw) and sw <= query_words
 
 
 def _text(item: Item) -> str:
@@ -93,14 +92,14 @@ def item_bonus(sig: QuerySignals, item: Item) -> float:
         if when is not None:
             date = max(span_match(s, when) for s in sig.spans)
     said = 1.0 if sig.when and mentions_time(_text(item)) else 0.0
-    named = 1.0 if sig.query_words and _named(item.subject, sig.query_words) else 0.0
+    named = 1.0 if item.subject in sig.named else 0.0
     return sig.weight * ((date + said) + named)
 
 
 def max_bonus(sig: QuerySignals) -> float:
     """The largest bonus any item can get from ``sig`` (every signal that is on, holding)."""
     n = (1.0 if sig.spans else 0.0) + (1.0 if sig.when else 0.0)
-    return sig.weight * (n + (1.0 if sig.query_words else 0.0))
+    return sig.weight * (n + (1.0 if sig.named else 0.0))
 
 
 class _Columns:
@@ -111,6 +110,7 @@ class _Columns:
         self._event: tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]] | None = None
         self._said: npt.NDArray[np.bool_] | None = None
         self._subjects: tuple[npt.NDArray[np.int32], list[str]] | None = None
+        self._named: tuple[frozenset[str], npt.NDArray[np.float64]] | None = None
 
     def event(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
         """Each slot's event date in microseconds (or a sentinel) and its month (or 0)."""
@@ -132,6 +132,15 @@ class _Columns:
                 (mentions_time(_text(it)) for it in self._snap.items), np.bool_, len(self._snap)
             )
         return self._said
+
+    def named(self, named: frozenset[str]) -> npt.NDArray[np.float64]:
+        """1.0 for each slot whose subject is in ``named``, else 0.0 (the last set asked, kept)."""
+        last = self._named
+        if last is None or last[0] != named:
+            col, names = self.subjects()
+            hit = np.fromiter(map(named.__contains__, names), np.float64, len(names))
+            last = self._named = (named, hit[col])
+        return last[1]
 
     def subjects(self) -> tuple[npt.NDArray[np.int32], list[str]]:
         """Each slot's subject as a code into the list of distinct subjects."""
@@ -177,22 +186,27 @@ def slot_bonus(
 ) -> npt.NDArray[np.float64]:
     """What each of ``slots`` gains from the query's signals (the lean path; same arithmetic)."""
     cols = _columns(snap)
-    date = np.zeros(slots.size, np.float64)
+    # The same sum as item_bonus, ((date + said) + named) x weight; a signal that is
+    # off adds 0.0, which changes no float, so only the signals that are on are added.
+    total: npt.NDArray[np.float64] | None = None
     if sig.spans:
         us, month = cols.event()
         us, month = us[slots], month[slots]
+        date = np.zeros(slots.size, np.float64)
         for span in sig.spans:
             if span.month:
                 got = ((month == span.month) & (us != _NO_DATE_US)).astype(np.float64)
             else:
                 got = _span_match_us(span, us)
             date = np.maximum(date, got)
-    said = cols.said()[slots].astype(np.float64) if sig.when else np.zeros(slots.size)
-    named = np.zeros(slots.size, np.float64)
-    if sig.query_words:
-        col, names = cols.subjects()
-        hit = np.array([_named(s, sig.query_words) for s in names], np.bool_)
-        named = hit[col[slots]].astype(np.float64)
-    total: npt.NDArray[np.float64] = (date + said) + named
-    total *= sig.weight
-    return total
+        total = date
+    if sig.when:
+        said = cols.said()[slots].astype(np.float64)
+        total = said if total is None else total + said
+    if sig.named:
+        named = cols.named(sig.named)[slots]
+        total = named if total is None else total + named
+    if total is None:
+        return np.zeros(slots.size, np.float64)
+    out: npt.NDArray[np.float64] = total * sig.weight
+    return out
