@@ -28,9 +28,12 @@ __all__ = [
     "LEVEL_STEM",
     "LEVEL_SUBSTRING",
     "TITLE_WEIGHT",
+    "deletions",
+    "indexed_deletions",
     "is_confident",
     "score_document",
     "token_weight",
+    "trigram_dice",
     "within_one_edit",
     "word_level",
 ]
