@@ -21,17 +21,16 @@ commit, or roll back, together.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
-import datetime as _dt
 import os
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._store_base import _unfolded
+from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
 from memstore._ulid import new_ulid
@@ -49,17 +48,11 @@ from memstore.item import (
     KIND_OPERATIONAL_PATTERN,
     KIND_STABLE_FACT,
     KIND_WATCH_ITEM,
-    MAX_MODEL_LINKS,
-    ORIGIN_DERIVED,
-    REFUTED_DATA_KEY,
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
-    STATUS_STALE,
     STATUS_SUPERSEDED,
     Item,
-    RefutedRecord,
     Removed,
-    ThoughtLink,
 )
 from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
@@ -68,7 +61,6 @@ from memstore.validate import (
     RETAINED_KINDS,
     naive_datetime_rejection,
     stamp_knowledge_retention,
-    thought_link_rejection,
     validate_base,
 )
 from memstore.vocabulary import Vocabulary
@@ -90,7 +82,7 @@ DEDUP_ELIGIBLE_KINDS = frozenset(
 """Kinds :meth:`Store.upsert_dedup` merges restatements of."""
 
 
-class Store(StoreReads, StoreSearch):
+class Store(StoreReads, StoreSearch, StoreLifecycle):
     """The in-memory set of memory items with their lexical indexes.
 
     Thread-safe: every method takes the store's lock (the host's, when given);
@@ -610,45 +602,6 @@ class Store(StoreReads, StoreSearch):
         with self._locked():
             return len(self._lex)
 
-    def delete(self, id: str) -> bool:
-        """Remove one item by id; returns whether it existed."""
-        with self._writing():
-            if id not in self._items:
-                return False
-            self._write(id, None)
-            return True
-
-    def _retire(self, item: Item, status: str, **update: object) -> Item:
-        return item.clone(status=status, updated_at=self._now(), **update)
-
-    def expire(self, id: str) -> bool:
-        """Mark an item stale; returns whether it exists."""
-        with self._writing():
-            item = self._items.get(id)
-            if item is None:
-                return False
-            if item.status != STATUS_STALE:
-                self._write(id, self._retire(item, STATUS_STALE))
-            return True
-
-    def sweep_expired(self) -> list[str]:
-        """Write down the staleness of every active item past its deadline.
-
-        Reads already report such items as stale (lazily, by the clock); this
-        makes it a real change, so listeners (a journal, a change stream) see it
-        and the lexical index drops them. Returns the ids expired.
-        """
-        with self._writing():
-            now = self._now()
-            due = sorted(
-                id
-                for id, it in self._items.items()
-                if it.status == STATUS_ACTIVE and it.is_expired(now)
-            )
-            for id in due:
-                self._write(id, self._retire(self._items[id], STATUS_STALE))
-            return due
-
     def supersede(self, old_id: str, new_item: Item) -> Item:
         """Retire ``old_id`` as superseded and insert ``new_item`` pointing at it.
 
@@ -672,135 +625,6 @@ class Store(StoreReads, StoreSearch):
             self._write(old_id, self._retire(old, STATUS_SUPERSEDED))
             self._write(it.id, it)
             return it.clone()
-
-    def mark_superseded(self, id: str, by_id: str) -> bool:
-        """Retire ``id`` as superseded by the existing cell ``by_id``, in place.
-
-        The keeper's ``supersedes`` records ``id``. Returns ``False``, writing
-        nothing, when either id is empty or unknown, or they are equal.
-        """
-        if not id or not by_id or id == by_id:
-            return False
-        with self._writing():
-            old, keeper = self._items.get(id), self._items.get(by_id)
-            if old is None or keeper is None:
-                return False
-            self._write(id, self._retire(old, STATUS_SUPERSEDED))
-            if id not in keeper.supersedes:
-                self._write(
-                    by_id, keeper.clone(supersedes=[*keeper.supersedes, id], updated_at=self._now())
-                )
-            return True
-
-    def refute(
-        self,
-        id: str,
-        reason: str,
-        evidence: Sequence[str] = (),
-        now: _dt.datetime | None = None,
-    ) -> tuple[bool, list[str]]:
-        """Refute a cell and expire what was derived from it, one hop only.
-
-        Records ``data["refuted"]`` (a :class:`~memstore.item.RefutedRecord` as
-        base64 JSON), expires the cell, then expires every active derived cell
-        citing it (an evidence ref naming the id, with or without ``cell:``, or
-        a link to it). Observed, human and verified cells are never cascaded.
-        Returns whether the cell existed and the ids expired as a consequence.
-        """
-        when = now or self._now()
-        record = RefutedRecord(
-            reason=reason, evidence=list(evidence), at=when.isoformat().replace("+00:00", "Z")
-        )
-        encoded = base64.b64encode(record.model_dump_json().encode()).decode()
-        with self._writing():
-            item = self._items.get(id)
-            if item is None:
-                return False, []
-            data = {**item.data, REFUTED_DATA_KEY: encoded}
-            self._write(id, self._retire(item, STATUS_STALE, data=data))
-            cascaded: list[str] = []
-            citing = self._citations.get(id, set()) | self._backlinks.get(id, set())
-            for cid in sorted(citing):
-                cell = self._items.get(cid)
-                if cell is None or cid == id or cell.status != STATUS_ACTIVE:
-                    continue
-                if cell.origin not in ("", ORIGIN_DERIVED):
-                    continue
-                self._write(cid, self._retire(cell, STATUS_STALE))
-                cascaded.append(cid)
-            return True, cascaded
-
-    def add_link(self, from_id: str, link: ThoughtLink) -> bool:
-        """Append a link to the cell ``from_id``; returns whether it was admitted.
-
-        ``False`` when the cell does not exist, the link fails
-        :func:`~memstore.validate.thought_link_rejection`, or the cell holds
-        :data:`~memstore.item.MAX_MODEL_LINKS` links and this one does not
-        out-weigh the lowest (which is then evicted). A link with the same
-        target and relation replaces the old one and is exempt from the cap.
-        A link-only edit is not published to the change hook.
-        """
-        if thought_link_rejection(from_id, link):
-            return False
-        with self._writing():
-            item = self._items.get(from_id)
-            if item is None:
-                return False
-            links = [lk.model_copy() for lk in item.links]
-            same = [
-                i
-                for i, lk in enumerate(links)
-                if (lk.to_id, lk.relation) == (link.to_id, link.relation)
-            ]
-            if same:
-                links[same[0]] = link.model_copy()
-            elif len(links) >= MAX_MODEL_LINKS:
-                low = min(range(len(links)), key=lambda i: links[i].weight)
-                if link.weight <= links[low].weight:
-                    return False
-                del links[low]
-                links.append(link.model_copy())
-            else:
-                links.append(link.model_copy())
-            self._write(from_id, item.clone(links=links), publish=False)
-            return True
-
-    def prune_invalid_links(self) -> int:
-        """Drop structurally invalid links (empty target, self-link) from every cell.
-
-        A link's target is not required to exist (the host may keep cells out
-        of this store). Writes only cells that lose a link. Returns the number
-        of links removed.
-        """
-        removed = 0
-        with self._writing():
-            for id in sorted(self._items):
-                item = self._items[id]
-                keep = [lk for lk in item.links if lk.to_id and lk.to_id != id]
-                if len(keep) != len(item.links):
-                    removed += len(item.links) - len(keep)
-                    self._write(id, item.clone(links=keep), publish=False)
-        return removed
-
-    def prune_except(self, keep: Collection[str]) -> int:
-        """Hard-delete, without notifying anyone, retired or cell-originated items not in ``keep``.
-
-        Read-model garbage collection for a host that keeps the record
-        elsewhere: an item loaded from a cell (``cell_originated``) whose id is
-        not in ``keep``, and any stale or superseded item not in ``keep``, go.
-        Active items authored in memory are never touched. Returns the count.
-        """
-        with self._locked():
-            if self._txn is not None:
-                raise MemstoreError("prune_except cannot run inside a batch")
-            gone = [
-                id
-                for id, it in self._items.items()
-                if id not in keep and (it.cell_originated or it.status != STATUS_ACTIVE)
-            ]
-            for id in gone:
-                self._set(id, None)
-            return len(gone)
 
     def mutate(self, id: str, fn: Callable[[Item], bool]) -> bool:
         """Apply ``fn`` to a working copy of the item under the lock.

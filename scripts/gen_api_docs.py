@@ -57,6 +57,22 @@ def _value(obj: object) -> str:
     return repr(obj)
 
 
+def _own_members(cls: type) -> set[str]:
+    """The names ``cls`` defines, with those of the private mixins it is built from.
+
+    A class split along its seams into mixins of private modules (``Store``
+    from ``memstore._store_lifecycle`` and the like) documents them as its own.
+    """
+    names = set(vars(cls))
+    for base in cls.__mro__[1:]:
+        if (
+            "._" in base.__module__
+            and base.__module__.split(".")[0] == cls.__module__.split(".")[0]
+        ):
+            names.update(vars(base))
+    return names
+
+
 def describe(module_name: str, blurb: str) -> list[str]:
     module = importlib.import_module(module_name)
     lines = [f"## `{module_name}`", "", blurb, ""]
@@ -74,7 +90,7 @@ def describe(module_name: str, blurb: str) -> list[str]:
         if inspect.isclass(obj):
             methods = [
                 (m, getattr(obj, m))
-                for m in sorted(vars(obj))
+                for m in sorted(_own_members(obj))
                 if not m.startswith("_") and callable(getattr(obj, m, None))
             ]
             for m, fn in methods:

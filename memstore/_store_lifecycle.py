@@ -1,0 +1,205 @@
+"""The store's lifecycle transitions: delete, expire, retire, refute, link and prune.
+
+Writes that move stored items along their lifecycle rather than accept new
+ones: a stale or superseded item is a retired *copy* of the stored one
+(:meth:`StoreLifecycle._retire`), a refutation expires what cites the cell,
+a link is added under the model's cap, and the pruning calls garbage-collect
+a read model. They take the store's lock and write through
+:meth:`~memstore._store_base.StoreBase._write`, as every write does.
+:class:`~memstore.store.Store` inherits them.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+from collections.abc import Collection, Sequence
+
+from memstore._store_base import StoreBase
+from memstore.errors import MemstoreError
+from memstore.item import (
+    MAX_MODEL_LINKS,
+    ORIGIN_DERIVED,
+    REFUTED_DATA_KEY,
+    STATUS_ACTIVE,
+    STATUS_STALE,
+    STATUS_SUPERSEDED,
+    Item,
+    RefutedRecord,
+    ThoughtLink,
+)
+from memstore.validate import thought_link_rejection
+
+__all__ = ["StoreLifecycle"]
+
+
+class StoreLifecycle(StoreBase):
+    """Deleting, retiring, refuting, linking and pruning stored items."""
+
+    def delete(self, id: str) -> bool:
+        """Remove one item by id; returns whether it existed."""
+        with self._writing():
+            if id not in self._items:
+                return False
+            self._write(id, None)
+            return True
+
+    def _retire(self, item: Item, status: str, **update: object) -> Item:
+        return item.clone(status=status, updated_at=self._now(), **update)
+
+    def expire(self, id: str) -> bool:
+        """Mark an item stale; returns whether it exists."""
+        with self._writing():
+            item = self._items.get(id)
+            if item is None:
+                return False
+            if item.status != STATUS_STALE:
+                self._write(id, self._retire(item, STATUS_STALE))
+            return True
+
+    def sweep_expired(self) -> list[str]:
+        """Write down the staleness of every active item past its deadline.
+
+        Reads already report such items as stale (lazily, by the clock); this
+        makes it a real change, so listeners (a journal, a change stream) see it
+        and the lexical index drops them. Returns the ids expired.
+        """
+        with self._writing():
+            now = self._now()
+            due = sorted(
+                id
+                for id, it in self._items.items()
+                if it.status == STATUS_ACTIVE and it.is_expired(now)
+            )
+            for id in due:
+                self._write(id, self._retire(self._items[id], STATUS_STALE))
+            return due
+
+    def mark_superseded(self, id: str, by_id: str) -> bool:
+        """Retire ``id`` as superseded by the existing cell ``by_id``, in place.
+
+        The keeper's ``supersedes`` records ``id``. Returns ``False``, writing
+        nothing, when either id is empty or unknown, or they are equal.
+        """
+        if not id or not by_id or id == by_id:
+            return False
+        with self._writing():
+            old, keeper = self._items.get(id), self._items.get(by_id)
+            if old is None or keeper is None:
+                return False
+            self._write(id, self._retire(old, STATUS_SUPERSEDED))
+            if id not in keeper.supersedes:
+                self._write(
+                    by_id, keeper.clone(supersedes=[*keeper.supersedes, id], updated_at=self._now())
+                )
+            return True
+
+    def refute(
+        self,
+        id: str,
+        reason: str,
+        evidence: Sequence[str] = (),
+        now: _dt.datetime | None = None,
+    ) -> tuple[bool, list[str]]:
+        """Refute a cell and expire what was derived from it, one hop only.
+
+        Records ``data["refuted"]`` (a :class:`~memstore.item.RefutedRecord` as
+        base64 JSON), expires the cell, then expires every active derived cell
+        citing it (an evidence ref naming the id, with or without ``cell:``, or
+        a link to it). Observed, human and verified cells are never cascaded.
+        Returns whether the cell existed and the ids expired as a consequence.
+        """
+        when = now or self._now()
+        record = RefutedRecord(
+            reason=reason, evidence=list(evidence), at=when.isoformat().replace("+00:00", "Z")
+        )
+        encoded = base64.b64encode(record.model_dump_json().encode()).decode()
+        with self._writing():
+            item = self._items.get(id)
+            if item is None:
+                return False, []
+            data = {**item.data, REFUTED_DATA_KEY: encoded}
+            self._write(id, self._retire(item, STATUS_STALE, data=data))
+            cascaded: list[str] = []
+            citing = self._citations.get(id, set()) | self._backlinks.get(id, set())
+            for cid in sorted(citing):
+                cell = self._items.get(cid)
+                if cell is None or cid == id or cell.status != STATUS_ACTIVE:
+                    continue
+                if cell.origin not in ("", ORIGIN_DERIVED):
+                    continue
+                self._write(cid, self._retire(cell, STATUS_STALE))
+                cascaded.append(cid)
+            return True, cascaded
+
+    def add_link(self, from_id: str, link: ThoughtLink) -> bool:
+        """Append a link to the cell ``from_id``; returns whether it was admitted.
+
+        ``False`` when the cell does not exist, the link fails
+        :func:`~memstore.validate.thought_link_rejection`, or the cell holds
+        :data:`~memstore.item.MAX_MODEL_LINKS` links and this one does not
+        out-weigh the lowest (which is then evicted). A link with the same
+        target and relation replaces the old one and is exempt from the cap.
+        A link-only edit is not published to the change hook.
+        """
+        if thought_link_rejection(from_id, link):
+            return False
+        with self._writing():
+            item = self._items.get(from_id)
+            if item is None:
+                return False
+            links = [lk.model_copy() for lk in item.links]
+            same = [
+                i
+                for i, lk in enumerate(links)
+                if (lk.to_id, lk.relation) == (link.to_id, link.relation)
+            ]
+            if same:
+                links[same[0]] = link.model_copy()
+            elif len(links) >= MAX_MODEL_LINKS:
+                low = min(range(len(links)), key=lambda i: links[i].weight)
+                if link.weight <= links[low].weight:
+                    return False
+                del links[low]
+                links.append(link.model_copy())
+            else:
+                links.append(link.model_copy())
+            self._write(from_id, item.clone(links=links), publish=False)
+            return True
+
+    def prune_invalid_links(self) -> int:
+        """Drop structurally invalid links (empty target, self-link) from every cell.
+
+        A link's target is not required to exist (the host may keep cells out
+        of this store). Writes only cells that lose a link. Returns the number
+        of links removed.
+        """
+        removed = 0
+        with self._writing():
+            for id in sorted(self._items):
+                item = self._items[id]
+                keep = [lk for lk in item.links if lk.to_id and lk.to_id != id]
+                if len(keep) != len(item.links):
+                    removed += len(item.links) - len(keep)
+                    self._write(id, item.clone(links=keep), publish=False)
+        return removed
+
+    def prune_except(self, keep: Collection[str]) -> int:
+        """Hard-delete, without notifying anyone, retired or cell-originated items not in ``keep``.
+
+        Read-model garbage collection for a host that keeps the record
+        elsewhere: an item loaded from a cell (``cell_originated``) whose id is
+        not in ``keep``, and any stale or superseded item not in ``keep``, go.
+        Active items authored in memory are never touched. Returns the count.
+        """
+        with self._locked():
+            if self._txn is not None:
+                raise MemstoreError("prune_except cannot run inside a batch")
+            gone = [
+                id
+                for id, it in self._items.items()
+                if id not in keep and (it.cell_originated or it.status != STATUS_ACTIVE)
+            ]
+            for id in gone:
+                self._set(id, None)
+            return len(gone)
