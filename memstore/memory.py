@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import importlib
 import os
 import sys
 import threading
@@ -38,17 +37,25 @@ import numpy.typing as npt
 
 from memstore import arguments as arg
 from memstore._gc import bulk_load
-from memstore.config import Change, Config
+from memstore._memory_build import (
+    DEFAULT_KIND,
+    build_entries,
+    build_item,
+    check_fields,
+    partition_name,
+    short,
+    validated,
+)
+from memstore._memory_wiring import JOURNAL_FILE, open_cells, open_hub, open_journal
+from memstore.config import Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import (
     InvalidItemError,
     ItemNotFoundError,
-    JournalError,
     MemstoreError,
-    ReadOnlyError,
 )
-from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink, well_typed
-from memstore.journal import Journal, Lsn, SqliteJournal, Version
+from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
+from memstore.journal import Journal, Lsn, Version
 from memstore.limits import (
     MAX_CONTEXT_DEPTH,
     MAX_EMBED_QUERIES,
@@ -59,16 +66,12 @@ from memstore.limits import (
     MAX_REFS,
     MAX_RESULTS,
     MAX_SUBJECT_CHARS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.search._relevance import assign_relevance
 from memstore.store import Store
 from memstore.tags import (
     PARTITION_ALL,
-    PARTITION_TAG_PREFIX,
-    PRIVATE_OWNER_TAG_PREFIX,
     partition_from_tags,
     private_owner,
 )
@@ -76,20 +79,10 @@ from memstore.validate import thought_link_rejection
 
 if TYPE_CHECKING:
     from memstore_hub import Hub, HubStats, Subscription
-    from memstore_index import CellStore, Embedder
+    from memstore_index import Embedder
 
 __all__ = ["DEFAULT_KIND", "JOURNAL_FILE", "Memory", "MemoryStats"]
 
-DEFAULT_KIND: Final = "note"
-"""The kind of a note added as plain text without ``kind=``."""
-JOURNAL_FILE: Final = "journal.db"
-"""The journal's file name inside a :class:`Memory` folder (vectors live beside it)."""
-
-_FIELDS: Final = frozenset(Item.model_fields)
-_BUILT_FIELDS: Final = _FIELDS - {"cell_originated"}
-"""The fields an item built from an ``Item`` counts as set (as validating its dump did)."""
-_NOTE: Final = Item(kind=DEFAULT_KIND)
-"""What a note added as plain text is a copy of (with its content and tags)."""
 _INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
 _SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {
     "store",
@@ -179,9 +172,22 @@ class Memory:
         self._closers: list[Callable[[], None]] = []
         self.store = Store(config)
         try:
-            self.journal = self._open_journal(journal)
-            self.cells = self._open_cells(embedder)
-            self.hub = self._open_hub(hub)
+            self.journal = open_journal(
+                journal,
+                store=self.store,
+                path=self.path,
+                readonly=self.readonly,
+                closers=self._closers,
+            )
+            self.cells = open_cells(
+                embedder,
+                store=self.store,
+                journal=self.journal,
+                path=self.path,
+                readonly=self.readonly,
+                closers=self._closers,
+            )
+            self.hub = open_hub(hub, store=self.store, journal=self.journal, closers=self._closers)
             cells = self.cells
             self.searcher = Searcher(
                 SearchConfig(
@@ -193,110 +199,6 @@ class Memory:
         except BaseException:
             self.close()  # nothing half-open stays behind (the journal's file lock)
             raise
-
-    # -------------------------------------------------------------- wiring
-
-    def _open_journal(self, journal: Journal | str | None) -> Journal | None:
-        if isinstance(journal, str):
-            if journal.startswith(("postgresql://", "postgres://")):
-                journal = _postgres_journal(journal)
-            else:
-                raise MemstoreError(
-                    f"journal={journal[:40]!r}: pass a Journal object or a postgresql:// DSN; "
-                    "for a SQLite file give Memory a folder path instead"
-                )
-        if self.readonly and self.path is not None:
-            return self._open_readonly_journal(self.path / JOURNAL_FILE)
-        if journal is None and self.path is not None:
-            if self.path.exists() and not self.path.is_dir():
-                raise MemstoreError(f"{self.path} is a file; Memory(path) takes a folder")
-            try:
-                self.path.mkdir(parents=True, exist_ok=True)
-            except OSError as e:  # a read-only parent, a file in the way, a bad name
-                raise JournalError(
-                    f"cannot create the memory folder {str(self.path)!r}: {e.strerror or e}"
-                ) from None
-            journal = SqliteJournal(self.path / JOURNAL_FILE)
-        if journal is not None:
-            self._closers.append(journal.close)
-            journal.attach(self.store)  # restore before the vectors catch up
-        return journal
-
-    def _open_readonly_journal(self, path: Path) -> Journal:
-        if not path.is_file():
-            raise MemstoreError(
-                f"no memory to read in {str(self.path)!r}: {path.name} does not exist "
-                "(a writer creates it: Memory(folder) or `memstore add`)"
-            )
-        journal = SqliteJournal(path, readonly=True)
-        self._closers.append(journal.close)
-        journal.attach(self.store)
-        self.store.add_change_listener(_refuse_writes, before_commit=True)
-        return journal
-
-    def _open_cells(self, embedder: str | Embedder | None) -> CellStore | None:
-        if embedder is None or embedder == "none":
-            return None
-        from memstore_index import CellStore, HashEmbedder, default_embedder
-
-        if isinstance(embedder, str):
-            if embedder == "auto":
-                emb: Embedder = default_embedder()
-            elif embedder == "hash":
-                emb = HashEmbedder()
-            elif embedder == "local":
-                from memstore_index import onnx_embedder
-
-                if not onnx_embedder.AVAILABLE:
-                    raise MemstoreError(
-                        f"embedder='local' needs the local model: {onnx_embedder.INSTALL_HINT} "
-                        f"({onnx_embedder.MISSING})"
-                    )
-                emb = onnx_embedder.OnnxMiniLMEmbedder()
-            else:
-                raise MemstoreError(
-                    f"embedder={embedder!r}: use 'auto', 'local', 'hash', None or an Embedder"
-                )
-        else:
-            from memstore_index import Embedder as EmbedderType
-
-            if not isinstance(embedder, EmbedderType):
-                raise MemstoreError(
-                    f"embedder must be 'auto', 'local', 'hash', None or an Embedder, "
-                    f"got {arg.describe(embedder)}"
-                )
-            emb = embedder
-        if self.readonly:
-            from memstore_index import stored_vectors
-
-            cells = CellStore(emb)  # in memory: the writer owns the folder's vector file
-            self._closers.append(cells.close)
-            with cells.offered(stored_vectors(self.path or ".", emb)):
-                cells.attach(self.store)
-            return cells
-        cells = CellStore(emb, path=self.path)
-        self._closers.append(cells.close)
-        # A journal that keeps vectors beside its versions (PostgreSQL) binds
-        # the index itself: it loads the stored vectors instead of embedding.
-        attach_cells = getattr(self.journal, "attach_cells", None)
-        if attach_cells is not None:
-            attach_cells(cells)
-        else:
-            cells.attach(self.store)
-        return cells
-
-    def _open_hub(self, hub: bool | Hub | None) -> Hub | None:
-        if hub is False or hub is None:
-            return None
-        from memstore_hub import Hub
-
-        the_hub = Hub() if hub is True else hub
-        if not isinstance(the_hub, Hub):
-            raise MemstoreError(f"hub= takes True, False or a memstore_hub.Hub, not {hub!r}")
-        lsn_of = self.journal.lsn_of if self.journal is not None else None
-        the_hub.attach(self.store, lsn_of=lsn_of)
-        self._closers.append(lambda: the_hub.detach(self.store))
-        return the_hub
 
     # -------------------------------------------------------------- writes
 
@@ -317,7 +219,7 @@ class Memory:
         of adding a near-duplicate; the cell it landed on is returned.
         """
         dedup = arg.flag(dedup, "dedup")
-        item = self._build(text_or_item, partition, private_to, fields)
+        item = build_item(text_or_item, partition, private_to, fields)
         self._check_open()
         # ``item`` was built here for this write: the store need not copy it.
         if dedup:
@@ -343,40 +245,13 @@ class Memory:
         # What a batch builds lives on in the store: the cyclic collector would
         # only walk it again and again meanwhile (it runs as usual afterwards).
         with bulk_load(collect=False):
-            built = self._build_entries(items, partition)
+            built = build_entries(items, partition)
             self._check_open()
             if not progress:
                 # The entries were built here, for this write: the store takes them
                 # as they are (no defensive copy), validated all before any is written.
                 return self.store._upsert_many(built, owned=True)
             return self._add_with_progress(built)
-
-    def _build_entries(
-        self, items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
-    ) -> list[Item]:
-        built: list[Item] = []
-        for n, entry in enumerate(arg.entries(items)):
-            try:
-                if isinstance(entry, str | Item):
-                    built.append(self._build(entry, partition, None, {}))
-                elif isinstance(entry, Mapping):
-                    fields = dict(entry)
-                    text = fields.pop("text", None)
-                    part = fields.pop("partition", partition)
-                    owner = fields.pop("private_to", None)
-                    built.append(
-                        self._build(
-                            text if text is not None else Item(kind=DEFAULT_KIND),
-                            part,
-                            owner,
-                            fields,
-                        )
-                    )
-                else:
-                    built.append(self._build(entry, partition, None, {}))
-            except InvalidItemError as e:
-                raise InvalidItemError(f"entry {n}: {e.reason}") from None
-        return built
 
     def _add_with_progress(self, built: list[Item]) -> list[Item]:
         bar = _Progress(len(built))
@@ -400,7 +275,7 @@ class Memory:
         value the item's rules refuse; either way nothing changes.
         """
         id = arg.id_arg(id)
-        _check_fields(fields)
+        check_fields(fields)
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
         self._check_open()
@@ -413,7 +288,7 @@ class Memory:
             data.update(fields)
             if "links" in fields:
                 data["links_set"] = True
-            return self.store.upsert(_validated(data))
+            return self.store.upsert(validated(data))
 
     def delete(self, id: str) -> bool:
         """Delete an item (the journal keeps its history); whether it existed."""
@@ -455,7 +330,7 @@ class Memory:
                 fields.setdefault(name, getattr(old, name))
             if owner is None and old.scope == SCOPE_PRIVATE:
                 owner = private_owner(old)  # a private note's replacement stays private
-        new = self._build(text_or_item, partition, owner, fields)
+        new = build_item(text_or_item, partition, owner, fields)
         return self.store.supersede(old_id, new)
 
     def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
@@ -487,7 +362,7 @@ class Memory:
         try:
             link = ThoughtLink(to_id=to_id, relation=relation, weight=weight)
         except ValueError as e:
-            raise InvalidItemError(f"bad link: {_short(str(e))}") from None
+            raise InvalidItemError(f"bad link: {short(str(e))}") from None
         why = thought_link_rejection(from_id, link)
         if why:
             raise InvalidItemError(why)
@@ -620,7 +495,7 @@ class Memory:
         min_relevance = arg.unit_interval(min_relevance, "min_relevance")
         if user is not None and user != "":
             user = arg.name_arg(user, "user")
-        part = _partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
+        part = partition_name(partition) if partition not in (None, PARTITION_ALL) else partition
         self._check_open()
         run = self.searcher.hybrid_search_full if full else self.searcher.hybrid_search
         hits = run(
@@ -656,11 +531,11 @@ class Memory:
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)
         kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
         if partition not in (None, PARTITION_ALL):
-            _partition_name(partition)
+            partition_name(partition)
         self._check_open()
         if partition is None:
             return self.store.recent(kind=kind, limit=limit)
-        part = _partition_name(partition) if partition != PARTITION_ALL else partition
+        part = partition_name(partition) if partition != PARTITION_ALL else partition
         keep = self.searcher.config.visible
         from memstore.search import default_visible
 
@@ -682,7 +557,7 @@ class Memory:
         name = arg.name_arg(partition, "partition")
         apply = arg.flag(apply, "apply")
         self._check_open()
-        report = self.searcher.consolidate(_partition_name(name), apply=apply)
+        report = self.searcher.consolidate(partition_name(name), apply=apply)
         if report.error:
             raise MemstoreError(f"consolidate: {report.error}")
         return report
@@ -699,13 +574,13 @@ class Memory:
         ``partition`` keeps that partition's items and ``shared`` ones; unlike
         :meth:`search`, items with no partition are left out (``None`` keeps all).
         """
-        part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
+        part = None if partition in (None, PARTITION_ALL) else partition_name(partition)
         return self._journal().as_of(when, partition=part)
 
     def export(self, fp: IO[str], partition: str | None = None) -> int:
         """Write items with their history as NDJSON; returns how many."""
         fp = arg.writable(fp)
-        part = None if partition in (None, PARTITION_ALL) else _partition_name(partition)
+        part = None if partition in (None, PARTITION_ALL) else partition_name(partition)
         return self._journal().export(part, fp)
 
     def import_(self, fp: IO[str]) -> int:
@@ -778,108 +653,6 @@ class Memory:
         if self._closed:
             raise MemstoreError("this Memory is closed")
 
-    def _build(
-        self,
-        text_or_item: str | Item,
-        partition: str | None,
-        private_to: str | None,
-        fields: dict[str, Any],
-    ) -> Item:
-        _check_fields(fields)
-        if isinstance(text_or_item, Item) and not fields and well_typed(text_or_item):
-            # Every field already holds what the model declares: a copy is what
-            # re-validating a dump of it would give, without the round trip.
-            item = text_or_item.clone(cell_originated=False)
-            object.__setattr__(item, "__pydantic_fields_set__", set(_BUILT_FIELDS))
-            tags = self._placed_tags(item.tags, partition, private_to)
-            item.__dict__["tags"] = tags
-            if private_to is not None:
-                item.__dict__["scope"] = SCOPE_PRIVATE
-            return item
-        if isinstance(text_or_item, str) and not fields:
-            if not text_or_item.strip():
-                raise InvalidItemError("a note needs text (or a title)")
-            tags = self._placed_tags(None, partition, private_to)
-            item = _NOTE.clone(content=text_or_item, tags=tags)
-            if private_to is None:
-                object.__setattr__(item, "__pydantic_fields_set__", {"kind", "content", "tags"})
-            else:
-                item.__dict__["scope"] = SCOPE_PRIVATE
-                object.__setattr__(
-                    item, "__pydantic_fields_set__", {"kind", "content", "tags", "scope"}
-                )
-            return item
-        if isinstance(text_or_item, Item):
-            data = text_or_item.model_dump()
-            for flag in ("no_embed", "links_set"):
-                data[flag] = getattr(text_or_item, flag)
-            data.update(fields)
-        elif isinstance(text_or_item, str):
-            if not text_or_item.strip() and not fields.get("title"):
-                raise InvalidItemError("a note needs text (or a title)")
-            data = {"kind": DEFAULT_KIND, "content": text_or_item, **fields}
-        else:
-            raise InvalidItemError(f"add takes text or an Item, got {type(text_or_item).__name__}")
-        data["tags"] = self._placed_tags(data.get("tags"), partition, private_to)
-        if private_to is not None:
-            data["scope"] = SCOPE_PRIVATE
-        return _validated(data)
-
-    @staticmethod
-    def _placed_tags(raw: object, partition: str | None, private_to: str | None) -> list[str]:
-        """``raw`` tags checked, with the partition's and the owner's tag put in place."""
-        tags = [] if raw is None else arg.text_list(raw, "tags", MAX_TAGS, MAX_TAG_CHARS)
-        if partition is not None:
-            name = _partition_name(partition)
-            tags = [t for t in tags if not t.startswith(PARTITION_TAG_PREFIX)]
-            tags.append(PARTITION_TAG_PREFIX + name)
-        if private_to is not None:
-            private_to = arg.name_arg(private_to, "private_to")
-            tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
-            tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
-        return tags
-
-
-def _postgres_journal(dsn: str) -> Journal:
-    try:
-        module = importlib.import_module("memstore.journal.postgres")
-    except ModuleNotFoundError as e:
-        raise MemstoreError(
-            f"a PostgreSQL journal needs its backend ({e.name} is missing): "
-            'pip install "memstore-engine[postgres]"'
-        ) from None
-    journal: Journal = module.PostgresJournal(dsn)
-    return journal
-
-
-def _check_fields(fields: Mapping[str, Any]) -> None:
-    unknown = sorted(set(fields) - _FIELDS)
-    if unknown:
-        raise InvalidItemError(
-            f"unknown field(s) {unknown}; an item has {sorted(_FIELDS - {'links_set'})}"
-        )
-
-
-def _validated(data: Mapping[str, Any]) -> Item:
-    try:
-        return Item.model_validate(dict(data))
-    except ValueError as e:  # pydantic's ValidationError, with every problem listed
-        raise InvalidItemError(_short(str(e))) from None
-
-
-def _short(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("For further")]
-    return " ".join(ln.strip() for ln in lines)
-
-
-def _partition_name(partition: str | None) -> str:
-    if partition is None:
-        return ""
-    name = arg.name_arg(partition, "partition")
-    if name == PARTITION_ALL:
-        raise InvalidItemError(f"partition {name!r} is not a name here (no '*')")
-    return name
-
 
 def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
     """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
@@ -917,12 +690,3 @@ class _Progress:
     def done(self) -> None:
         self._out.write(" done\n")
         self._out.flush()
-
-
-def _refuse_writes(changes: Sequence[Change]) -> None:
-    """The before-commit listener of a read-only memory: every write group is undone."""
-    ids = ", ".join(repr(c.id) for c in changes[:3])
-    raise ReadOnlyError(
-        f"this memory was opened read-only (readonly=True); the write of {ids} was refused. "
-        "Write through the process that holds the folder, or open it without readonly"
-    )

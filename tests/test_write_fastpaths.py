@@ -15,10 +15,11 @@ import pytest
 from ulid import ULID
 
 from memstore import Item, Memory, Store
+from memstore._memory_build import build_item, placed_tags
+from memstore._memory_build import validated as _validated
 from memstore._ulid import new_ulid
 from memstore.errors import InvalidItemError
 from memstore.item import ThoughtLink, well_typed
-from memstore.memory import _validated
 
 AWARE = _dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=_dt.UTC)
 
@@ -48,12 +49,12 @@ ITEMS = [
 ]
 
 
-def _slow(mem: Memory, item: Item, partition: str | None, owner: str | None) -> Item:
-    """What ``_build`` did before its shortcut: dump, place tags, re-validate."""
+def _slow(item: Item, partition: str | None, owner: str | None) -> Item:
+    """What ``build_item`` did before its shortcut: dump, place tags, re-validate."""
     data: dict[str, Any] = item.model_dump()
     for flag in ("no_embed", "links_set"):
         data[flag] = getattr(item, flag)
-    data["tags"] = mem._placed_tags(data["tags"], partition, owner)
+    data["tags"] = placed_tags(data["tags"], partition, owner)
     if owner is not None:
         data["scope"] = "private"
     return _validated(data)
@@ -71,10 +72,9 @@ def test_a_well_typed_item_is_copied_as_validation_would_build_it(
     item: Item, partition: str | None, owner: str | None
 ) -> None:
     assert well_typed(item)
-    with Memory(embedder=None) as mem:
-        fast = mem._build(item, partition, owner, {})
-        _same(fast, _slow(mem, item, partition, owner))
-        assert all(a is not b for a, b in zip(fast.links, item.links, strict=True))
+    fast = build_item(item, partition, owner, {})
+    _same(fast, _slow(item, partition, owner))
+    assert all(a is not b for a, b in zip(fast.links, item.links, strict=True))
 
 
 @pytest.mark.parametrize(
@@ -111,13 +111,12 @@ def test_a_link_weight_mutated_out_of_range_is_refused_as_before() -> None:
 def test_a_text_note_is_built_as_validation_would_build_it(
     partition: str | None, owner: str | None
 ) -> None:
-    with Memory(embedder=None) as mem:
-        fast = mem._build("some text", partition, owner, {})
-        data: dict[str, Any] = {"kind": "note", "content": "some text"}
-        data["tags"] = mem._placed_tags(None, partition, owner)
-        if owner is not None:
-            data["scope"] = "private"
-        _same(fast, _validated(data))
+    fast = build_item("some text", partition, owner, {})
+    data: dict[str, Any] = {"kind": "note", "content": "some text"}
+    data["tags"] = placed_tags(None, partition, owner)
+    if owner is not None:
+        data["scope"] = "private"
+    _same(fast, _validated(data))
 
 
 def test_new_ulid_is_a_ulid_of_now() -> None:

@@ -1,0 +1,160 @@
+"""What ``Memory``'s writes are given, made into the ``Item`` the store takes.
+
+``Memory.add``, ``add_many`` and ``supersede`` accept plain text, an
+:class:`~memstore.item.Item`, or (``add_many``) a mapping of ``Item`` fields,
+with ``partition=`` and ``private_to=`` beside them. Each becomes one freshly
+built ``Item`` here: field names checked, the partition's and the owner's tags
+put in place (a caller never spells ``tenant/...`` by hand), everything else
+validated by the model. Nothing else holds what these functions return, so
+the store may take it without a defensive copy.
+
+>>> item = build_item("Buy oat milk.", "alice", None, {})
+>>> item.kind, item.content, item.tags
+('note', 'Buy oat milk.', ['tenant/alice'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from memstore import arguments as arg
+from memstore.errors import InvalidItemError
+from memstore.item import SCOPE_PRIVATE, Item, well_typed
+from memstore.limits import MAX_TAG_CHARS, MAX_TAGS
+from memstore.tags import PARTITION_ALL, PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX
+
+DEFAULT_KIND: Final = "note"
+"""The kind of a note added as plain text without ``kind=``."""
+
+FIELDS: Final = frozenset(Item.model_fields)
+_BUILT_FIELDS: Final = FIELDS - {"cell_originated"}
+"""The fields an item built from an ``Item`` counts as set (as validating its dump did)."""
+_NOTE: Final = Item(kind=DEFAULT_KIND)
+"""What a note added as plain text is a copy of (with its content and tags)."""
+
+
+def build_item(
+    text_or_item: str | Item,
+    partition: str | None,
+    private_to: str | None,
+    fields: dict[str, Any],
+) -> Item:
+    """A new ``Item`` from text or an item, ``fields`` laid over it, placed and owned.
+
+    The two common shapes take fast paths that give what validation would:
+    an ``Item`` whose fields already hold their declared types is copied, and
+    plain text with no fields is a copy of a template note. Anything else is
+    dumped, merged and validated by the model
+    (:class:`~memstore.errors.InvalidItemError` naming every problem).
+    """
+    check_fields(fields)
+    if isinstance(text_or_item, Item) and not fields and well_typed(text_or_item):
+        # Every field already holds what the model declares: a copy is what
+        # re-validating a dump of it would give, without the round trip.
+        item = text_or_item.clone(cell_originated=False)
+        object.__setattr__(item, "__pydantic_fields_set__", set(_BUILT_FIELDS))
+        item.__dict__["tags"] = placed_tags(item.tags, partition, private_to)
+        if private_to is not None:
+            item.__dict__["scope"] = SCOPE_PRIVATE
+        return item
+    if isinstance(text_or_item, str) and not fields:
+        if not text_or_item.strip():
+            raise InvalidItemError("a note needs text (or a title)")
+        tags = placed_tags(None, partition, private_to)
+        item = _NOTE.clone(content=text_or_item, tags=tags)
+        if private_to is None:
+            object.__setattr__(item, "__pydantic_fields_set__", {"kind", "content", "tags"})
+        else:
+            item.__dict__["scope"] = SCOPE_PRIVATE
+            object.__setattr__(
+                item, "__pydantic_fields_set__", {"kind", "content", "tags", "scope"}
+            )
+        return item
+    if isinstance(text_or_item, Item):
+        data = text_or_item.model_dump()
+        for flag in ("no_embed", "links_set"):
+            data[flag] = getattr(text_or_item, flag)
+        data.update(fields)
+    elif isinstance(text_or_item, str):
+        if not text_or_item.strip() and not fields.get("title"):
+            raise InvalidItemError("a note needs text (or a title)")
+        data = {"kind": DEFAULT_KIND, "content": text_or_item, **fields}
+    else:
+        raise InvalidItemError(f"add takes text or an Item, got {type(text_or_item).__name__}")
+    data["tags"] = placed_tags(data.get("tags"), partition, private_to)
+    if private_to is not None:
+        data["scope"] = SCOPE_PRIVATE
+    return validated(data)
+
+
+def build_entries(
+    items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
+) -> list[Item]:
+    """Every entry of an ``add_many`` built, or the first bad one named by its position.
+
+    A mapping may carry ``text``, ``partition`` and ``private_to`` beside the
+    ``Item`` fields; its ``partition`` overrides the call's.
+    """
+    built: list[Item] = []
+    for n, entry in enumerate(arg.entries(items)):
+        try:
+            if isinstance(entry, Mapping):
+                fields = dict(entry)
+                text = fields.pop("text", None)
+                part = fields.pop("partition", partition)
+                owner = fields.pop("private_to", None)
+                base = text if text is not None else Item(kind=DEFAULT_KIND)
+                built.append(build_item(base, part, owner, fields))
+            else:
+                built.append(build_item(entry, partition, None, {}))
+        except InvalidItemError as e:
+            raise InvalidItemError(f"entry {n}: {e.reason}") from None
+    return built
+
+
+def placed_tags(raw: object, partition: str | None, private_to: str | None) -> list[str]:
+    """``raw`` tags checked, with the partition's and the owner's tag put in place."""
+    tags = [] if raw is None else arg.text_list(raw, "tags", MAX_TAGS, MAX_TAG_CHARS)
+    if partition is not None:
+        name = partition_name(partition)
+        tags = [t for t in tags if not t.startswith(PARTITION_TAG_PREFIX)]
+        tags.append(PARTITION_TAG_PREFIX + name)
+    if private_to is not None:
+        private_to = arg.name_arg(private_to, "private_to")
+        tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
+        tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
+    return tags
+
+
+def check_fields(fields: Mapping[str, Any]) -> None:
+    """Refuse field names an ``Item`` does not have, listing the ones it does."""
+    unknown = sorted(set(fields) - FIELDS)
+    if unknown:
+        raise InvalidItemError(
+            f"unknown field(s) {unknown}; an item has {sorted(FIELDS - {'links_set'})}"
+        )
+
+
+def validated(data: Mapping[str, Any]) -> Item:
+    """``Item.model_validate`` with pydantic's report folded into one clear error."""
+    try:
+        return Item.model_validate(dict(data))
+    except ValueError as e:  # pydantic's ValidationError, with every problem listed
+        raise InvalidItemError(short(str(e))) from None
+
+
+def short(text: str) -> str:
+    """A pydantic message on one line, without its "For further information" links."""
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("For further")]
+    return " ".join(ln.strip() for ln in lines)
+
+
+def partition_name(partition: str | None) -> str:
+    """A checked partition name (``""`` for none); ``*`` names every partition, not one."""
+    if partition is None:
+        return ""
+    name = arg.name_arg(partition, "partition")
+    if name == PARTITION_ALL:
+        raise InvalidItemError(f"partition {name!r} is not a name here (no '*')")
+    return name
