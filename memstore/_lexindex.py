@@ -234,14 +234,48 @@ class LexicalIndex:
         # of the same strings that follows it (see split).
         self._split: tuple[str, str, tuple[list[str], list[str]]] | None = None
         self._subject_words: tuple[int, dict[str, list[tuple[str, frozenset[str]]]]] = (0, {})
+        # Which subject codes a live item carries, for (lexicon generation,
+        # metadata writes) as they were: a put that changes only an item's
+        # subject leaves the lexicon's generation as it was.
+        self._writes = 0
+        self._live_codes: tuple[tuple[int, int], npt.NDArray[np.bool_]] | None = None
         self.lexicon.on_renumber(self._renumber)
 
     def named_subjects(self, query_words: Iterable[str]) -> frozenset[str]:
-        """The subjects (and ``service/`` tag values) ever indexed whose every word is a query word.
+        """The live items' subjects (and ``service/`` values) whose every word is a query word.
 
         Codes are only ever added, so the word table is rebuilt when their
-        number grows, not on every write.
+        number grows, not on every write; a subject whose items were all
+        deleted (or changed to another subject) keeps its code and is dropped
+        here by :meth:`_live_subject_codes`.
         """
+        found = self._named_codes(query_words)
+        if not found:
+            return frozenset()
+        live = self._live_subject_codes()
+        code = self._subjects.lookup
+        return frozenset(name for name in found if live[code(name)])
+
+    def _live_subject_codes(self) -> npt.NDArray[np.bool_]:
+        """Per subject code, whether a live item carries it (as subject or service value).
+
+        One pass over the slots per change of the index, then a lookup.
+        """
+        key = (self.lexicon.generation, self._writes)
+        cached = self._live_codes
+        if cached is not None and cached[0] == key and cached[1].size == len(self._subjects):
+            return cached[1]
+        n = min(self.lexicon.capacity, len(self._subject))
+        alive = self.lexicon.alive_slots()[:n]
+        live = np.zeros(len(self._subjects), np.bool_)
+        live[self._subject[:n][alive]] = True
+        live[self._service[:n][alive]] = True
+        live[0] = False  # "": no subject
+        self._live_codes = (key, live)
+        return live
+
+    def _named_codes(self, query_words: Iterable[str]) -> frozenset[str]:
+        """Every interned subject (live or not) whose every word is a query word."""
         qwords = set(query_words)
         n, table = self._subject_words
         if n != len(self._subjects):
@@ -315,6 +349,7 @@ class LexicalIndex:
         same_flag = (id in self._with_id) == index_id
         if held is item and same_flag:
             return
+        self._writes += 1
         slot = self.lexicon.slot(id)
         if slot is None or held is None or not same_flag or not _same_text(held, item):
             title, content = self._words_of(item)

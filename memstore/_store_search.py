@@ -202,9 +202,10 @@ class StoreSearch(StoreBase):
         by ``"payment api errors"``. Search asks it once per call and uses the
         answer twice: the subject signal favours a hit whose subject is named,
         and relevance counts a hit about another subject than the one asked
-        about as weaker evidence. Only subjects the lexical index has seen
-        count: one that only items of a data kind carry (never indexed) is
-        named by no query.
+        about as weaker evidence. Only the subjects of items the lexical index
+        holds now count: one that only items of a data kind carry (never
+        indexed) is named by no query, nor is one whose items were all deleted
+        or given another subject.
         """
         qwords = words(query)
         if not qwords:

@@ -403,6 +403,10 @@ class Lexicon:
         """The slot of ``id``, or ``None`` when it is not indexed."""
         return self._slot_of.get(id)
 
+    def alive_slots(self) -> npt.NDArray[np.bool_]:
+        """Per slot below :attr:`capacity`, whether a document is indexed there (a view)."""
+        return self._alive[: len(self._ids)]
+
     def id_at(self, slot: int) -> str | None:
         """The id indexed at ``slot``, or ``None`` for a dead slot."""
         return self._ids[slot]

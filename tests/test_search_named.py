@@ -3,8 +3,8 @@
 The subject signal (``SearchConfig.subject_signal``) favours a hit whose
 ``subject`` the query names, and relevance counts a hit about another subject
 than the one asked about as weaker evidence. Both read the same set, asked of
-the store once per search: the subjects the lexical index has indexed (or
-``service/`` tag values) whose every word is a word of the query. A subject
+the store once per search: the subjects of the items the lexical index holds
+(or ``service/`` tag values) whose every word is a word of the query. A subject
 the index never indexed (an item of a host's data kind, kept out of the
 lexical index but embedded) is therefore named by no query, on either path,
 even when the semantic channel brings the item in.
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from memstore import Config, Item, Store
 from memstore.search import SIGNAL_WEIGHT, SearchConfig, Searcher, SearchResult
+from memstore.text import words
 from memstore.vocabulary import Vocabulary
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
@@ -132,3 +133,54 @@ def test_lean_and_general_paths_name_the_same_subjects(
         item = store.get(id)
         assert item is not None
         assert bonus == (weight if item.subject in named else 0.0)
+
+
+def test_a_subject_whose_items_are_all_gone_is_named_no_more() -> None:
+    store, _ = _env()
+    store.upsert(Item(id="a", kind="note", content="went camping at the lake", subject="Mel"))
+    store.upsert(Item(id="b", kind="note", content="painted a sunrise", subject="Mel"))
+    q = "what did Mel paint"
+    assert store.named_subjects(q) == {"Mel"}
+    store.delete("a")
+    assert store.named_subjects(q) == {"Mel"}  # "b" is still about Mel
+    # Only the subject changes (same text): the lexicon's words stay as they were.
+    store.upsert(Item(id="b", kind="note", content="painted a sunrise", subject="Caroline"))
+    assert store.named_subjects(q) == frozenset()
+    assert store.named_subjects("what did Caroline paint") == {"Caroline"}
+    store.delete("b")
+    assert store.named_subjects("what did Caroline paint") == frozenset()
+
+
+_NAMES = ("Mel", "Caroline", "Jon Snow", "snow", "payment-api")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("put", "put", "delete")),
+            st.integers(0, 5),
+            st.sampled_from(("", *_NAMES)),
+            st.booleans(),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from(
+        ("what did Mel say", "Jon Snow and Caroline", "payment api errors", "snow day", "x")
+    ),
+)
+def test_named_subjects_are_those_of_live_items(
+    ops: list[tuple[str, int, str, bool]], query: str
+) -> None:
+    store, _ = _env()
+    for op, n, subject, same_text in ops:
+        id = f"i{n}"
+        if op == "delete":
+            store.delete(id)
+        else:
+            text = "the same words" if same_text else f"words {n} {subject}"
+            store.upsert(Item(id=id, kind="note", content=text, subject=subject))
+        qwords = set(words(query))
+        live = {it.subject for it in store.items() if it.subject}
+        expect = {s for s in live if set(words(s)) <= qwords and words(s)}
+        assert store.named_subjects(query) == expect
