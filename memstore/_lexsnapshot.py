@@ -78,7 +78,7 @@ def _pack(strings: list[str]) -> npt.NDArray[np.uint8]:
 def _unpack(data: npt.NDArray[np.uint8], n: int) -> list[str]:
     if n == 0:
         return []
-    out = data.tobytes().decode("utf-8").split(_SEP)
+    out = str(np.ascontiguousarray(data).data, "utf-8").split(_SEP)  # decoded in place
     if len(out) != n:
         raise LexiconSnapshotError(f"snapshot holds {len(out)} strings where {n} are expected")
     return out

@@ -333,18 +333,33 @@ class StoreBase:
         snapshot); else each is put here.
         """
         assert not self._items, "a fill starts from an empty store"
-        self._items = {it.id: it for it in loaded}
-        self._by_update = _by_update_of(loaded)
+        # One pass over the items for every per-item index: at 100k items a
+        # pass is memory-bound (each item's object, dict and id are cold), so
+        # fused passes cost about what one does. Fields are read from the
+        # item's __dict__, where pydantic keeps them (as Item.clone does).
+        items: dict[str, Item] = {}
+        keyed: list[tuple[tuple[float, str], Item]] = []
         private, backlinks, citations = self._private, self._backlinks, self._citations
+        parsed_utc, parsed_epoch, second = _PARSED_UTC, _PARSED_EPOCH, _SECOND
         for it in loaded:
-            if it.scope == SCOPE_PRIVATE:
-                private.setdefault(private_owner(it), set()).add(it.id)
-            if it.links:
-                for link in it.links:
-                    backlinks.setdefault(link.to_id, set()).add(it.id)
-            if it.evidence_refs:
-                for ref in it.evidence_refs:
-                    citations.setdefault(_cited_id(ref), set()).add(it.id)
+            d = it.__dict__
+            id = d["id"]
+            items[id] = it
+            at = d["updated_at"]  # _update_key, its commonest case inlined
+            if at is not None and at.tzinfo is parsed_utc:
+                keyed.append((((at - parsed_epoch) / second, id), it))
+            else:
+                keyed.append((_update_key(it), it))
+            if d["scope"] == SCOPE_PRIVATE:
+                private.setdefault(private_owner(it), set()).add(id)
+            if d["links"]:
+                for link in d["links"]:
+                    backlinks.setdefault(link.to_id, set()).add(id)
+            if d["evidence_refs"]:
+                for ref in d["evidence_refs"]:
+                    citations.setdefault(_cited_id(ref), set()).add(id)
+        self._items = items
+        self._by_update = _by_update_of(keyed)
         if not lexed:
             put = self._lex.put
             for it, index_id in indexed:
@@ -551,17 +566,18 @@ _PARSED_EPOCH = _parsed_epoch()
 _PARSED_UTC = _PARSED_EPOCH.tzinfo
 
 
-def _by_update_of(items: list[Item]) -> SortedKeyList[Item, tuple[float, str]]:
-    """``SortedKeyList(items, key=_update_key)``, computing each item's key once.
+def _by_update_of(
+    keyed: list[tuple[tuple[float, str], Item]],
+) -> SortedKeyList[Item, tuple[float, str]]:
+    """``SortedKeyList(items, key=_update_key)``, from ``(_update_key(item), item)`` pairs.
 
     The list's own bulk ``update`` calls the key twice per item (to sort, then
-    to store the keys), and the key (a datetime's timestamp) is a restore's
-    largest per-item cost after parsing. This fills the list's documented
-    internal layout (sublists of ``_load`` values, their keys, the last key
-    of each) the way ``update`` does on an empty list. The ids are distinct,
-    so no two keys tie.
+    to store the keys); here the caller computed each key once. This fills
+    the list's documented internal layout (sublists of ``_load`` values,
+    their keys, the last key of each) the way ``update`` does on an empty
+    list. The ids are distinct, so no two keys tie. Sorts ``keyed`` in place.
     """
-    keyed = sorted(zip(map(_update_key, items), items, strict=True), key=itemgetter(0))
+    keyed.sort(key=itemgetter(0))
     out: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
     load: int = out._load  # type: ignore[attr-defined]
     keys = [k for k, _ in keyed]

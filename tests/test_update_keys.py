@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstore._store_base import _PARSED_UTC, _by_update_of, _ts, _update_key
+from memstore import Store
+from memstore._store_base import _PARSED_UTC, _ts, _update_key
 from memstore.item import Item
 
 _offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: _dt.timezone(_dt.timedelta(minutes=m)))
@@ -59,16 +60,18 @@ def test_no_update_time_sorts_first() -> None:
 
 
 @given(st.lists(st.one_of(st.none(), _aware), max_size=30))
-def test_bulk_built_list_orders_as_the_key_does(times: list[_dt.datetime | None]) -> None:
+def test_the_restore_fill_keys_every_item_by_its_timestamp(
+    times: list[_dt.datetime | None],
+) -> None:
+    """The fill inlines the key: its list holds exactly the timestamps, sorted, checked."""
     items = [
-        _parsed(at) if at is not None and i % 2 else Item(id=f"i{i}", updated_at=at)
+        (_parsed(at) if at is not None and i % 2 else Item(id="x", updated_at=at)).clone(id=f"i{i}")
         for i, at in enumerate(times)
     ]
-    items = [it.clone(id=f"i{i}") for i, it in enumerate(items)]
-    got = _by_update_of(items)
-    got._check()  # type: ignore[attr-defined]
-    want = sorted(items, key=lambda it: (_ts(it.updated_at) if it.updated_at else -1e300, it.id))
-    assert [it.id for it in got] == [it.id for it in want]
-    assert [got.key(it) for it in got] == sorted(
-        ((it.updated_at.timestamp() if it.updated_at else float("-inf")), it.id) for it in items
+    store = Store()
+    store._restore_owned(items)
+    store._check()  # the update-time list's own invariants: each key is _update_key(item)
+    keys = [k for sub in store._by_update._keys for k in sub]  # type: ignore[attr-defined]
+    assert keys == sorted(
+        (it.updated_at.timestamp() if it.updated_at else float("-inf"), it.id) for it in items
     )
