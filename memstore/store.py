@@ -556,12 +556,14 @@ class Store(StoreReads, StoreSearch):
                 if why:
                     raise InvalidItemError(why)
             ids.add(id)
+        distinct = len(ids) == len(loaded)
+        del ids  # not held through the fill (at 100k, a few MB of the peak)
         with self._locked(), bulk_load():
             if self._txn is not None:
                 raise MemstoreError("restore cannot run inside a batch")
             for id in list(self._items):
                 self._set(id, None)
-            if len(ids) == len(loaded):
+            if distinct:
                 indexed = self._indexed_of(loaded)
                 lexed = lexicon is not None and self._load_lexicon(indexed, lexicon)
                 self._fill_empty(loaded, indexed, lexed=lexed)
