@@ -552,9 +552,14 @@ def _ts(dt: _dt.datetime | None) -> float:
 
 
 def _parsed_epoch() -> _dt.datetime:
-    """The epoch as pydantic parses it: its tzinfo is the parser's shared UTC object."""
+    """The epoch as pydantic parses it: its tzinfo is the parser's shared UTC object.
+
+    Should a pydantic-core ever parse ``Z`` otherwise, the stdlib's epoch
+    stands in (that shortcut is then the stdlib one; nothing else changes).
+    """
     at = Item.model_validate_json('{"updated_at": "1970-01-01T00:00:00Z"}').updated_at
-    assert at is not None and at.utcoffset() == _dt.timedelta(0)
+    if at is None or at.utcoffset() != _dt.timedelta(0) or at != _EPOCH:
+        return _EPOCH
     return at
 
 
