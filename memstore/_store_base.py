@@ -333,18 +333,33 @@ class StoreBase:
         snapshot); else each is put here.
         """
         assert not self._items, "a fill starts from an empty store"
-        self._items = {it.id: it for it in loaded}
-        self._by_update = _by_update_of(loaded)
+        # One pass over the items for every per-item index: at 100k items a
+        # pass is memory-bound (each item's object, dict and id are cold), so
+        # fused passes cost about what one does. Fields are read from the
+        # item's __dict__, where pydantic keeps them (as Item.clone does).
+        items: dict[str, Item] = {}
+        keyed: list[tuple[tuple[float, str], Item]] = []
         private, backlinks, citations = self._private, self._backlinks, self._citations
+        parsed_utc, parsed_epoch, second = _PARSED_UTC, _PARSED_EPOCH, _SECOND
         for it in loaded:
-            if it.scope == SCOPE_PRIVATE:
-                private.setdefault(private_owner(it), set()).add(it.id)
-            if it.links:
-                for link in it.links:
-                    backlinks.setdefault(link.to_id, set()).add(it.id)
-            if it.evidence_refs:
-                for ref in it.evidence_refs:
-                    citations.setdefault(_cited_id(ref), set()).add(it.id)
+            d = it.__dict__
+            id = d["id"]
+            items[id] = it
+            at = d["updated_at"]  # _update_key, its commonest case inlined
+            if at is not None and at.tzinfo is parsed_utc:
+                keyed.append((((at - parsed_epoch) / second, id), it))
+            else:
+                keyed.append((_update_key(it), it))
+            if d["scope"] == SCOPE_PRIVATE:
+                private.setdefault(private_owner(it), set()).add(id)
+            if d["links"]:
+                for link in d["links"]:
+                    backlinks.setdefault(link.to_id, set()).add(id)
+            if d["evidence_refs"]:
+                for ref in d["evidence_refs"]:
+                    citations.setdefault(_cited_id(ref), set()).add(id)
+        self._items = items
+        self._by_update = _by_update_of(keyed)
         if not lexed:
             put = self._lex.put
             for it, index_id in indexed:
@@ -501,20 +516,73 @@ class _Scope:
 
 
 def _update_key(item: Item) -> tuple[float, str]:
-    return (_ts(item.updated_at), item.id)
+    """``(updated_at.timestamp(), id)``: the update-time list's order (``-inf`` for no time).
+
+    ``timestamp()`` asks both ends for their UTC offset, and the offset of a
+    datetime parsed by pydantic (every restored item's) is a call into
+    pydantic-core's ``TzInfo``: most of a restore's cost per key. Two
+    datetimes that share one tzinfo object subtract without asking it, and a
+    UTC one has offset zero at every instant; so for the two UTC tzinfo
+    objects met here (the stdlib's, and the one pydantic-core's parser gives
+    every ``Z`` datetime) the difference from an epoch sharing it, divided by
+    one second, is the timestamp: the same division of the same integer
+    microseconds, bit for bit. Any other tzinfo takes ``timestamp()`` itself.
+    """
+    dt = item.updated_at
+    if dt is None:
+        return (_NEVER, item.id)
+    tz = dt.tzinfo
+    if tz is _PARSED_UTC:
+        return ((dt - _PARSED_EPOCH) / _SECOND, item.id)
+    if tz is _UTC:
+        return ((dt - _EPOCH) / _SECOND, item.id)
+    return (dt.timestamp(), item.id)
 
 
-def _by_update_of(items: list[Item]) -> SortedKeyList[Item, tuple[float, str]]:
-    """``SortedKeyList(items, key=_update_key)``, computing each item's key once.
+def _ts(dt: _dt.datetime | None) -> float:
+    """``dt.timestamp()``, ``-inf`` for ``None``: the shortcut of :func:`_update_key`."""
+    if dt is None:
+        return _NEVER
+    tz = dt.tzinfo
+    if tz is _PARSED_UTC:
+        return (dt - _PARSED_EPOCH) / _SECOND
+    if tz is _UTC:
+        return (dt - _EPOCH) / _SECOND
+    return dt.timestamp()
+
+
+def _parsed_epoch() -> _dt.datetime:
+    """The epoch as pydantic parses it: its tzinfo is the parser's shared UTC object.
+
+    Should a pydantic-core ever parse ``Z`` otherwise, the stdlib's epoch
+    stands in (that shortcut is then the stdlib one; nothing else changes).
+    """
+    at = Item.model_validate_json('{"updated_at": "1970-01-01T00:00:00Z"}').updated_at
+    if at is None or at.utcoffset() != _dt.timedelta(0) or at != _EPOCH:
+        return _EPOCH
+    return at
+
+
+_NEVER = float("-inf")
+_SECOND = _dt.timedelta(seconds=1)
+_UTC = _dt.UTC
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
+_PARSED_EPOCH = _parsed_epoch()
+_PARSED_UTC = _PARSED_EPOCH.tzinfo
+
+
+def _by_update_of(
+    keyed: list[tuple[tuple[float, str], Item]],
+) -> SortedKeyList[Item, tuple[float, str]]:
+    """``SortedKeyList(items, key=_update_key)``, from ``(_update_key(item), item)`` pairs.
 
     The list's own bulk ``update`` calls the key twice per item (to sort, then
-    to store the keys), and the key (a datetime's timestamp) is a restore's
-    largest per-item cost after parsing. This fills the list's documented
-    internal layout (sublists of ``_load`` values, their keys, the last key
-    of each) the way ``update`` does on an empty list. The ids are distinct,
-    so no two keys tie.
+    to store the keys); here the caller computed each key once. This fills
+    the list's documented internal layout (sublists of ``_load`` values,
+    their keys, the last key of each) the way ``update`` does on an empty
+    list. The ids are distinct, so no two keys tie. Sorts ``keyed`` in place.
     """
-    keyed = sorted(zip(map(_update_key, items), items, strict=True), key=itemgetter(0))
+    keyed.sort(key=itemgetter(0))
     out: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
     load: int = out._load  # type: ignore[attr-defined]
     keys = [k for k, _ in keyed]
@@ -525,10 +593,6 @@ def _by_update_of(items: list[Item]) -> SortedKeyList[Item, tuple[float, str]]:
     out._maxes.extend(sub[-1] for sub in out._keys)  # type: ignore[attr-defined]
     out._len = len(values)  # type: ignore[attr-defined]
     return out
-
-
-def _ts(dt: _dt.datetime | None) -> float:
-    return dt.timestamp() if dt is not None else float("-inf")
 
 
 def _discard(index: dict[str, set[str]], key: str, id: str) -> None:

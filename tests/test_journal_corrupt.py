@@ -184,3 +184,25 @@ def test_a_follower_meeting_a_damaged_row_applies_nothing(pg_place: Any) -> None
     assert got.value.item_id == "y"
     assert [it.title for it in store.items()] == ["x as written here"]  # x kept: nothing applied
     journal.close()
+
+
+def test_a_damaged_row_past_the_first_fetch_is_named(tmp_path: Path) -> None:
+    """SQLite parses the live rows a fetch (4,096) at a time: a row in a later one is named too."""
+    path = tmp_path / "journal.db"
+    with SqliteJournal(path, durability="off") as journal:
+        store = Store()
+        journal.attach(store)
+        with store.batch():
+            for i in range(5000):
+                store.upsert(Item(id=f"n{i:05d}", kind="note", title=f"note {i}"))
+    damage(path, "n04500", text='{"id": "n04500", "scope": "nowhere"}')  # JSON, not an item
+    journal = SqliteJournal(path)
+    with pytest.raises(JournalCorruptError, match="id='n04500'"):
+        journal.attach(Store())
+    journal.close()
+    damage(path, "n04500", text=Item(id="n04500", kind="note", title="mended").model_dump_json())
+    with SqliteJournal(path) as journal:
+        store = Store()
+        journal.attach(store)
+        mended = store.get("n04500")
+        assert len(store) == 5000 and mended is not None and mended.title == "mended"

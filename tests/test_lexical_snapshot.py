@@ -247,3 +247,48 @@ def test_filter_columns_are_checked(tmp_path: Path) -> None:
         LexicalIndex.from_snapshot(bad, pairs)
     good = LexicalIndex.from_snapshot(tmp_path / "lex.npz", pairs)
     good._check({it.id: it for it in items}, {it.id: False for it in items})
+
+
+def test_compressed_members_load_as_stored_ones(tmp_path: Path) -> None:
+    """The direct reader takes stored members; a compressed file still loads, the same."""
+    path = _saved(tmp_path)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    packed = tmp_path / "packed.npz"
+    np.savez_compressed(packed, **arrays)
+    with zipfile.ZipFile(packed) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    for p in (path, packed):
+        lex = load_lexicon(p, expect_generation=5)
+        assert lex.candidates("after") == {"a", "b"}
+        assert lex.candidates("paymnet") == {"a"}
+
+
+def test_damaged_metadata_and_object_arrays_are_refused(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    data = bytearray(path.read_bytes())
+    at = bytes(data).find(b'"generation": 5')
+    assert at > 0
+    data[at + len('"generation": ')] = ord("7")  # well-formed JSON, wrong: only the CRC sees it
+    bad = tmp_path / "meta.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LexiconSnapshotError, match="CRC-32"):
+        load_lexicon(bad, expect_generation=7)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["doc_ntitle"] = np.array([1, "x"], dtype=object)
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, **arrays)
+    with pytest.raises(LexiconSnapshotError, match="Python objects"):
+        load_lexicon(pickled)
+    # A member whose array header claims more than the member holds.
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        start = z.getinfo("doc_ntitle.npy").header_offset
+    at = bytes(data).find(b"'shape': (2,)", start)
+    assert at > 0
+    data[at + len("'shape': (")] = ord("3")
+    lied = tmp_path / "lied.npz"
+    lied.write_bytes(bytes(data))
+    with pytest.raises(LexiconSnapshotError, match="does not match its size"):
+        load_lexicon(lied)

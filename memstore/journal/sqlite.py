@@ -32,6 +32,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Final, Literal
 
@@ -42,6 +43,7 @@ from memstore.errors import (
     JournalLockedError,
     JournalSchemaError,
 )
+from memstore.item import Item
 from memstore.journal.base import JournalBase
 from memstore.journal.hlc import Lsn
 from memstore.journal.version import Row
@@ -390,6 +392,29 @@ class SqliteJournal(JournalBase):
             except sqlite3.Error as e:
                 raise _translate(e, f"reading journal {self.path!r} failed") from e
 
+    def _restore_items(self) -> list[Item]:
+        """The live items, parsed a batch of rows at a time (what :meth:`current` yields).
+
+        The same parse and the same refusal of a damaged row as
+        :meth:`~memstore.journal.base.JournalBase.current`, without two
+        generators resumed per item: a restore parses 100k rows here.
+        """
+        self._check_open()
+        parse = Item.__pydantic_validator__.validate_json
+        out: list[Item] = []
+        with self._reader() as conn:
+            try:
+                cur = conn.execute(
+                    "SELECT item FROM versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id"
+                )
+                while batch := cur.fetchmany(4096):
+                    out.extend(map(parse, map(_first, batch)))
+            except sqlite3.Error as e:
+                raise _translate(e, f"reading journal {self.path!r} failed") from e
+            except ValueError:  # found by text alone: look the row up to name it
+                raise self._corrupt_current() from None
+        return out
+
     def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
         order = " ORDER BY id, lsn, node"
         if ids is not None:
@@ -490,6 +515,9 @@ def backup_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) 
             if conn is not None:
                 conn.close()
     return dst_path.stat().st_size
+
+
+_first = itemgetter(0)
 
 
 def _values(r: Row) -> tuple[object, ...]:
