@@ -10,7 +10,10 @@ store must be the same as one restored without it.
 
 from __future__ import annotations
 
+import io
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -143,3 +146,54 @@ def test_a_small_store_saves_nothing_and_drops_an_old_file(tmp_path: Path) -> No
         store.delete(f"n{i}")
     journal.close()
     assert not saved.exists(), "below the threshold the index is rebuilt, not kept"
+
+
+def _as_if_killed_here(saved: Path) -> Callable[[], None]:
+    """What the saved index is now, to put back after a close (a process killed here)."""
+    was = saved.read_bytes() if saved.exists() else None
+
+    def put_back() -> None:
+        if was is None:
+            saved.unlink(missing_ok=True)
+        else:
+            saved.write_bytes(was)
+
+    return put_back
+
+
+def test_an_import_below_the_head_then_a_crash_does_not_leave_a_stale_saved_index(
+    tmp_path: Path,
+) -> None:
+    # An import keeps the versions' own stamps, so it can change an item's
+    # text without moving the journal head the saved index is checked against.
+    path, other = tmp_path / "journal.db", tmp_path / "other.db"
+    with SqliteJournal(path) as journal, SqliteJournal(other) as elsewhere:
+        store, theirs = Store(), Store()
+        journal.attach(store)
+        elsewhere.attach(theirs)
+        store.upsert(Item(id="n0", kind="observation", content="payment timeout"))
+        time.sleep(0.005)  # stamps are milliseconds: theirs is newer than ours...
+        theirs.upsert(Item(id="n0", kind="observation", content="zebra crossing"))
+        time.sleep(0.005)
+        with store.batch():  # the head moves past the other journal's stamp
+            for i in range(1, 60):
+                store.upsert(Item(id=f"n{i}", kind="observation", content=f"payment {i}"))
+        exported = io.StringIO()
+        elsewhere.export(None, exported)
+    saved = Path(f"{path}{LEXICON_SUFFIX}")
+    assert saved.exists()
+    journal, store = _open(path)
+    head = journal.head()
+    assert journal.import_(io.StringIO(exported.getvalue())) == 1
+    assert journal.head() == head, "the import kept its own stamps"
+    assert [it.id for it in store.keyword_search("zebra")] == ["n0"]
+    put_back = _as_if_killed_here(saved)
+    journal.close()
+    put_back()
+    journal, store = _open(path)
+    try:
+        assert [it.id for it in store.keyword_search("zebra")] == ["n0"]
+        assert store.keyword_search("payment timeout")[:1] != ["n0"]
+        store._check()
+    finally:
+        journal.close()

@@ -405,6 +405,7 @@ class JournalBase(ABC):
             ids = sorted(set(match))
         if not ids:
             return []
+        self._discard_lexicon()
         done = False
 
         def special(changes: Sequence[Change]) -> None:
@@ -527,6 +528,7 @@ class JournalBase(ABC):
             return 0
         rows = [r for rs in by_id.values() for r in rs]
         top = max(Lsn.unpack(r.lsn) for r in rows)
+        self._discard_lexicon()
 
         done = False
 
@@ -580,6 +582,29 @@ class JournalBase(ABC):
     def _lexicon_path(self) -> str | None:
         """Where this journal keeps its store's saved lexical index (``None``: nowhere)."""
         return None
+
+    def _discard_lexicon(self) -> None:
+        """Remove the saved lexical index before a write that may not move the head.
+
+        Import keeps each version's own stamp and purge erases versions, so
+        either can change what the items say while the head, which vouches
+        for a saved index, stays where it was: a process killed before its
+        next close would leave an index that a later open takes as current.
+        Removing it first costs that open a re-tokenising restore, nothing
+        more; if it cannot be removed, the write is refused and nothing changes.
+        """
+        path = self._lexicon_path()
+        if path is None:
+            return
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise JournalError(
+                f"cannot remove the saved lexical index {path!r} before this write "
+                f"({e.strerror or e}); nothing was written"
+            ) from None
 
     def _save_lexicon(self) -> None:
         """On close: save the lexical index of a large store beside the journal.
