@@ -17,9 +17,16 @@ False
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    WrapSerializer,
+)
 
 __all__ = [
     "CONFIDENCE_RANK",
@@ -141,11 +148,31 @@ class ThoughtLink(BaseModel):
     """Strength of the association; the lowest-weight link is evicted first."""
 
 
+def _same_instant_in_json(value: _dt.datetime, handler: SerializerFunctionWrapHandler) -> Any:
+    """A datetime as JSON that reads back as the same instant, whatever its offset.
+
+    JSON (RFC 3339) writes an offset in whole minutes, so a zone's offset
+    with seconds (local mean time before the zones were standardised:
+    Paris was +00:09:21 until 1911) would come back some seconds off. Such
+    a datetime is written in UTC instead: the same instant, which compares
+    equal. Every other datetime is written as it is.
+    """
+    offset = value.utcoffset()
+    if offset is not None and (offset.seconds % 60 or offset.microseconds):
+        value = value.astimezone(_dt.UTC)
+    return handler(value)
+
+
+_Stamp = Annotated[AwareDatetime, WrapSerializer(_same_instant_in_json, when_used="json")]
+"""A timezone-aware datetime field whose JSON round trip keeps the instant exactly."""
+
+
 class MemoryCellSpec(BaseModel):
     """The persisted part of a memory item: exactly what reaches storage.
 
     JSON round trips are exact (``MemoryCellSpec.model_validate_json(
-    spec.model_dump_json())`` equals ``spec``). Datetimes must carry a timezone.
+    spec.model_dump_json())`` equals ``spec``). Datetimes must carry a timezone;
+    one whose offset has seconds is written in UTC, the same instant.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -176,15 +203,15 @@ class MemoryCellSpec(BaseModel):
     """Ids of cells this one replaced."""
     evidence_refs: list[str] = Field(default_factory=list)
     """What supports the claim: cell ids (optionally ``cell:``-prefixed), URLs, log refs."""
-    stale_after: AwareDatetime | None = None
+    stale_after: _Stamp | None = None
     """Deadline after which the item reads as stale."""
     event_date: str = ""
     """When the event happened: ``YYYY-MM-DD`` or RFC 3339."""
     data: dict[str, str] = Field(default_factory=dict)
     """Host-owned string attributes (``refuted`` is reserved)."""
-    created_at: AwareDatetime | None = None
+    created_at: _Stamp | None = None
     """First write time, stamped by the store."""
-    updated_at: AwareDatetime | None = None
+    updated_at: _Stamp | None = None
     """Last write time, stamped by the store."""
 
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 import memstore
 
@@ -82,3 +86,32 @@ def test_item_shape_and_exact_json_round_trip() -> None:
     assert spec == item.spec()
     assert memstore.MemoryCellSpec.model_validate_json(spec.model_dump_json()) == spec
     assert isinstance(item, memstore.MemoryCellSpec)
+
+
+_SECONDS_OFFSETS = st.integers(-(23 * 3600 + 3599), 23 * 3600 + 3599).map(
+    lambda s: dt.timezone(dt.timedelta(seconds=s))
+)
+
+
+@given(
+    st.datetimes(
+        min_value=dt.datetime(2, 1, 1),
+        max_value=dt.datetime(9998, 12, 31),
+        timezones=st.one_of(
+            st.sampled_from([dt.UTC, ZoneInfo("Europe/Paris"), ZoneInfo("Asia/Kolkata")]),
+            _SECONDS_OFFSETS,
+        ),
+    )
+)
+def test_every_datetime_survives_a_json_round_trip_as_the_same_instant(at: dt.datetime) -> None:
+    # Paris kept local mean time (+00:09:21) until 1911: JSON writes offsets in
+    # whole minutes, so such a datetime must be written in UTC to come back exact.
+    item = memstore.Item(kind="note", content="c", stale_after=at, created_at=at, updated_at=at)
+    back = memstore.Item.model_validate_json(item.model_dump_json())
+    for name in ("stale_after", "created_at", "updated_at"):
+        got = getattr(back, name)  # (== is False across zones in a DST gap: PEP 495)
+        assert got.timestamp() == at.timestamp()
+    offset = at.utcoffset()
+    assert offset is not None
+    if not (offset.seconds % 60 or offset.microseconds):  # whole minutes: kept as written
+        assert back.stale_after is not None and back.stale_after.utcoffset() == offset
