@@ -423,8 +423,8 @@ class Searcher:
         host_fn = self._cfg.doc_visible
         hidden = () if kind else self._cfg.store.vocabulary().non_searchable
         now = self._cfg.store.config.clock()
-        if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
-            return ReadableAt(now)  # an index may apply it as a mask
+        if host_fn is None and not hidden:  # the common case, with fewer tests
+            return ReadableAt(now, kind)  # an index may apply it as a mask
 
         def visible(e: Any) -> bool:
             if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
