@@ -9,7 +9,9 @@ For each embedder (``hash``, and ``local`` when the model is installed):
    limit raised out of the way: this phase measures the server, not the limiter);
 3. a bounded load generator (``--concurrency`` connections, HTTP/1.1
    keep-alive, a minimal asyncio client so that the client costs little of
-   the shared CPU) sends, after a warm-up, ``recall`` requests for
+   the shared CPU) sends, after a warm-up (with ``--warm-queries``, every
+   distinct query once first, so that no measured query is the first of its
+   kind: the lexicon caches a token's expansion), ``recall`` requests for
    ``--seconds``, ``recall`` from one connection for half as long (the
    latency of an unloaded server), then ``ingest`` requests (two-chunk
    episodes) for ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
@@ -28,7 +30,7 @@ stdout; progress to stderr. The exit status is 0 whether targets pass or not.
 Usage::
 
     python benchmarks/http.py [--smoke] [--chunks 10000] [--seconds 10] [--out PATH]
-        [--data-cache DIR]
+        [--data-cache DIR] [--warm-queries]
 """
 
 from __future__ import annotations
@@ -295,6 +297,18 @@ async def load(
     )
 
 
+async def ask_each(port: int, queries: list[str]) -> None:
+    """Each query once, from one connection (a warm-up that leaves no query unseen)."""
+    conn = await Connection.open(port)
+    try:
+        for q in queries:
+            await conn.request(
+                "POST", "/v1/recall", TOKEN, json.dumps({"query": q, "k": 10}).encode()
+            )
+    finally:
+        conn.close()
+
+
 async def rate_limit_check(
     port: int, tokens: list[str], concurrency: int, seconds: float
 ) -> dict[str, Any]:
@@ -345,6 +359,7 @@ def run_embedder(
     warmup: int,
     workdir: Path,
     cache: Path | None = None,
+    warm_queries: bool = False,
 ) -> dict[str, Any]:
     data = workdir / f"data-{embedder}"
     log(f"[{embedder}] preloading {chunks} chunks")
@@ -369,6 +384,9 @@ def run_embedder(
         return "/v1/ingest", json.dumps({"source": "bench:load", "content": content}).encode()
 
     try:
+        if warm_queries:
+            log(f"[{embedder}] asking each of the {len(set(queries))} queries once")
+            asyncio.run(ask_each(port, sorted(set(queries))))
         log(f"[{embedder}] recall for {seconds}s at concurrency {concurrency}")
         pid = proc.pid
         rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup, pid))
@@ -477,6 +495,11 @@ def main() -> int:
         help="keep the preloaded folders here and copy them for later runs "
         "(the same code only: delete it when the storage format changes)",
     )
+    parser.add_argument(
+        "--warm-queries",
+        action="store_true",
+        help="ask every distinct query once before the recall phase",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.chunks, args.seconds, args.concurrency, args.embedders = 200, 1.0, 4, "hash"
@@ -492,7 +515,14 @@ def main() -> int:
         workdir = Path(tmp)
         runs = [
             run_embedder(
-                e, args.chunks, args.concurrency, args.seconds, warmup, workdir, args.data_cache
+                e,
+                args.chunks,
+                args.concurrency,
+                args.seconds,
+                warmup,
+                workdir,
+                args.data_cache,
+                args.warm_queries,
             )
             for e in embedders
         ]
@@ -504,6 +534,7 @@ def main() -> int:
             "seconds": args.seconds,
             "concurrency": args.concurrency,
             "embedders": embedders,
+            "warm_queries": args.warm_queries,
         },
         "runs": runs,
         "rate_limit": rl,

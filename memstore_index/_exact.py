@@ -119,7 +119,7 @@ class ExactScan(CellState):
         """The best ``k`` entries of a cached partition set that pass ``visible``."""
         scores = similarities(sub.matrix, q, sub.mu, sub.centred)
         labels = sub.labels
-        if isinstance(visible, ReadableAt):
+        if isinstance(visible, ReadableAt) and not visible.kind:
             keep = _readable(sub, visible.now)
             if keep is not None:  # the rule as one mask: the walk tests nothing per entry
                 labels, scores, visible = labels[keep], scores[keep], None

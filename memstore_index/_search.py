@@ -16,13 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from memstore._entry_rule import ReadableAt
+from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
 from memstore_index._centring import Vector, normalise, similarities
 from memstore_index._exact import ExactScan
 from memstore_index._state import Visible
 from memstore_index.entry import IndexEntry
 
-__all__ = ["SearchTiming", "Searching"]
+__all__ = ["Readable", "SearchTiming", "Searching"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,19 @@ class SearchTiming:
 
     embed_s: float
     index_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """A partition set's labels that a :class:`~memstore._entry_rule.ReadableAt` of one
+    kind can pass, valid for one index generation: what a graph walk's filter tests
+    instead of calling the rule on each entry it meets."""
+
+    generation: int
+    labels: frozenset[int]
+    """The set's live labels whose entry is not private and of the rule's kind (if any)."""
+    deadlines: tuple[tuple[int, object], ...]
+    """``(label, stale_after)`` of those that have a deadline (a query's ``now`` drops some)."""
 
 
 class Searching(ExactScan):
@@ -89,6 +104,7 @@ class Searching(ExactScan):
         with self._lock:
             allowed: set[int] | None = None
             sub = None
+            key: tuple[str, ...] | None = None
             if partitions is not None:
                 key = tuple(sorted(set(partitions)))
                 sub = self._subset_hit(key)
@@ -106,7 +122,7 @@ class Searching(ExactScan):
                 if allowed is None:
                     allowed = self._allowed(partitions)
                 mu = self._mean(partitions, allowed)
-                hits = self._knn(q, k, allowed, visible, exact, mu)
+                hits = self._knn(q, k, allowed, visible, exact, mu, key)
             if subject is not None:
                 if allowed is None:
                     allowed = self._allowed(partitions)
@@ -152,6 +168,41 @@ class Searching(ExactScan):
             allowed |= self._by_partition.get(p, set())
         return allowed
 
+    def _readable_now(
+        self, key: tuple[str, ...], allowed: set[int], rule: ReadableAt
+    ) -> frozenset[int] | None:
+        """The labels of ``allowed`` (partition set ``key``) that ``rule`` passes.
+
+        Laid out once per generation and kind; ``None`` when a deadline does not
+        compare with the rule's ``now`` (the caller then tests entry by entry,
+        as the rule itself would).
+        """
+        kind, now = rule.kind, rule.now
+        got = self._readables.get((*key, kind))
+        if got is None or got.generation != self._generation:
+            entries = self._entries
+            rows = [(lab, entries[lab]) for lab in allowed]
+            public = [
+                (lab, e)
+                for lab, e in rows
+                if e is not None and e.scope != SCOPE_PRIVATE and (not kind or e.kind == kind)
+            ]
+            got = Readable(
+                self._generation,
+                frozenset(lab for lab, _ in public),
+                tuple((lab, e.stale_after) for lab, e in public if e.stale_after is not None),
+            )
+            if len(self._readables) >= tune.SUBSET_CACHE_SIZE:
+                self._readables.pop(next(iter(self._readables)))
+            self._readables[(*key, kind)] = got
+        if not got.deadlines:
+            return got.labels
+        try:
+            past = {lab for lab, deadline in got.deadlines if now >= deadline}  # type: ignore[operator]
+        except TypeError:
+            return None
+        return got.labels - past if past else got.labels
+
     def _knn(
         self,
         q: Vector,
@@ -160,6 +211,7 @@ class Searching(ExactScan):
         visible: Visible | None,
         exact: bool,
         mu: Vector | None,
+        key: tuple[str, ...] | None = None,
     ) -> list[tuple[IndexEntry, float]]:
         candidates = len(self._label_of) if allowed is None else len(allowed)
         if candidates == 0:
@@ -167,8 +219,17 @@ class Searching(ExactScan):
         if exact or self._hnsw is None or candidates <= tune.EXACT_THRESHOLD:
             return self._scan(q, k, allowed, visible, mu)
         entries = self._entries
+        filtered = allowed is not None or visible is not None
+        readable = None
+        if isinstance(visible, ReadableAt) and allowed is not None and key is not None:
+            readable = self._readable_now(key, allowed, visible)
         if allowed is None and visible is None:
             keep: Callable[[int], bool] | None = None
+        elif readable is not None:
+            # The entry rule as a label set: when it passes every live label
+            # the walk needs no filter at all (and runs without the GIL: no
+            # Python call per candidate), otherwise one set lookup each.
+            keep = None if len(readable) == len(self._label_of) else readable.__contains__
         elif visible is None:
             assert allowed is not None
             keep = allowed.__contains__
@@ -186,7 +247,7 @@ class Searching(ExactScan):
         fetch = want if mu is None else min(max(k, self._ef), candidates)
         # A plain search takes the calibrated beam; a filtered or centred one
         # the full ef_search (a filter thins the beam; centring rescores it).
-        ef = self._ef_plain if keep is None and mu is None else self._ef
+        ef = self._ef if filtered or mu is not None else self._ef_plain
         self._hnsw.set_ef(max(ef, fetch))
         try:
             labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)

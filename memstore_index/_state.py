@@ -30,6 +30,7 @@ from memstore_index.entry import IndexEntry
 
 if TYPE_CHECKING:
     from memstore_index._exact import Subset
+    from memstore_index._search import Readable
 
 __all__ = ["CellState", "EmbedderMismatchError", "Vector", "Visible"]
 
@@ -88,6 +89,7 @@ class CellState:
         self._staged: dict[str, list[tuple[Item, StoredVector]]] = {}
         self._offered: dict[tuple[str, str], Vector] = {}
         self._subsets: dict[tuple[str, ...], Subset] = {}
+        self._readables: dict[tuple[str, ...], Readable] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0

@@ -709,3 +709,48 @@ def test_readable_rule_as_a_mask_equals_the_rule_per_entry(center: bool) -> None
                 for i in range(50)
             ]
         )
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_readable_rule_as_a_label_set_in_the_graph_equals_the_rule_per_entry(
+    center: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over a set too large for an exact scan the graph is walked with ReadableAt as a
+    cached label set (no filter at all when it passes every live label) and returns
+    exactly what the walk with the same rule called per entry returns: kinds, private
+    rows, deadlines and other partitions left out, before and after writes."""
+    import datetime as dt
+
+    from memstore._entry_rule import ReadableAt
+    from memstore_index._vectorfile import StoredVector
+
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 50)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    vecs = unit_rows(800, seed=8)
+    cells = CellStore(HashEmbedder(dim=DIM), center=center)
+
+    def entry(i: int, mixed: bool) -> IndexEntry:
+        if not mixed:  # one partition, one kind, all readable: the unfiltered walk
+            return IndexEntry(f"v{i}", partition="p0", kind="chunk")
+        return IndexEntry(
+            f"v{i}",
+            partition=f"p{i % 3 != 0:d}",
+            kind="chunk" if i % 4 else "episode",
+            scope="private" if i % 7 == 0 else "public",
+            stale_after=None if i % 5 else now + dt.timedelta(days=(i % 3) - 1),
+        )
+
+    for mixed in (False, True, False):
+        cells.apply([StoredVector(entry(i, mixed), -1, f"h{i}", "", v) for i, v in enumerate(vecs)])
+        assert cells._hnsw is not None
+        for q in unit_rows(4, seed=9):
+            for kind in ("", "chunk"):
+                rule = ReadableAt(now, kind)
+                for k in (1, 10, 100):
+                    fast = cells.search_vector(q, k, visible=rule, partitions=["p1", "p0"])
+                    slow = cells.search_vector(
+                        q, k, visible=lambda e, r=rule: r(e), partitions=["p0", "p1"]
+                    )
+                    assert [(e.id, s) for e, s in fast] == [(e.id, s) for e, s in slow]
+                    assert all(rule(e) for e, _ in fast)
+                    assert len(fast) == min(k, len([e for e in cells._entries if e and rule(e)]))

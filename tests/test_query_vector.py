@@ -185,3 +185,49 @@ def test_async_memory_embeds_and_searches_with_vectors() -> None:
             return True
 
     assert asyncio.run(main())
+
+
+class CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting the texts it embeds (a real embedder, no mock)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_staged_search_finishes_as_the_search_itself() -> None:
+    """hybrid_search_staged: wants a vector exactly when the search would embed its
+    query; finished with the vector, with None, or after other searches started, it
+    returns what hybrid_search returns; a confident lexical answer embeds nothing."""
+    emb = CountingEmbedder(32)
+    cells = CellStore(emb)
+    with Memory(embedder=None) as m:
+        cells.attach(m.store)
+        for part, text in NOTES:
+            m.add(text, partition=part)
+        searcher = Searcher(SearchConfig(store=m.store, cells=lambda: cells))
+        for partition in ("", "ops"):
+            started = [(q, searcher.hybrid_search_staged(q, partition=partition)) for q in QUERIES]
+            for q, staged in started:
+                emb.texts.clear()
+                own = searcher.hybrid_search(q, partition=partition)
+                assert staged.wants_vector == (emb.texts == [q]), q
+                vec = cells.embed_queries([q])[0]
+                emb.texts.clear()
+                assert shape(staged.finish(vec)) == shape(own), q
+                assert emb.texts == []  # the vector given is the one used
+                again = searcher.hybrid_search_staged(q, partition=partition)
+                assert shape(again.finish()) == shape(own), q
+                assert emb.texts == ([q] if staged.wants_vector else [])
+                with pytest.raises(RuntimeError, match="finished already"):
+                    again.finish()
+        assert any(not s.wants_vector for _, s in started)  # "payment api timeout"
+        assert any(s.wants_vector for _, s in started)
+        with pytest.raises(InvalidItemError, match="have 32"):
+            searcher.hybrid_search_staged("payment api timeout").finish(np.ones(31))
+        with pytest.raises(InvalidItemError, match="min_relevance"):
+            searcher.hybrid_search_staged("payment", min_relevance=2.0)

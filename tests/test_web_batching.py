@@ -198,3 +198,82 @@ def test_searches_run_off_the_event_loop_thread() -> None:
 def test_max_batch_must_be_a_positive_whole_number(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_batch"):
         QueryBatcher(Embedder(), max_batch=bad)
+
+
+class Staged:
+    """A two-step search: its first step records itself; ``wants`` says if it wants a vector."""
+
+    def __init__(self, tag: str, wants: bool, log: list[str], fail: str = "") -> None:
+        self.tag, self.wants_vector, self.log, self.fail = tag, wants, log, fail
+
+    def __call__(self) -> Staged:  # the start
+        self.log.append(f"start {self.tag}")
+        if self.fail == "start":
+            raise KeyError(f"{self.tag} failed to start")
+        return self
+
+    def finish(self, vec: int | None) -> str:
+        self.log.append(f"finish {self.tag}")
+        if self.fail == "finish":
+            raise KeyError(f"{self.tag} failed to finish")
+        return f"{self.tag}:{vec}"
+
+
+def test_staged_searches_embed_only_the_texts_that_still_want_a_vector() -> None:
+    """Every staged search of a turn starts first; those wanting no vector finish at
+    once with None; the rest have their texts embedded in one call; a failure in
+    either step fails its own request only."""
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(emb)
+    log: list[str] = []
+    stages = [
+        ("confident", Staged("a", False, log)),
+        ("fused", Staged("b", True, log)),
+        ("also fused", Staged("c", True, log)),
+        ("fused", Staged("d", True, log)),  # the same text: embedded once
+        ("bad start", Staged("e", True, log, fail="start")),
+        ("bad finish", Staged("f", True, log, fail="finish")),
+        (None, Staged("g", True, log)),  # no text: nothing to embed
+    ]
+
+    async def main() -> tuple[Any, list[Any]]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
+        await asyncio.sleep(0)
+        release.set()
+        return await first, await asyncio.gather(*rest, return_exceptions=True)
+
+    first, outcomes = asyncio.run(main())
+    batcher.close()
+    assert first == "held:None"
+    assert outcomes[:4] == ["a:None", "b:5", "c:10", "d:5"] and outcomes[6] == "g:None"
+    assert isinstance(outcomes[4], KeyError) and isinstance(outcomes[5], KeyError)
+    assert emb.calls == [["fused", "also fused", "bad finish"]]
+    first_wanting = log.index("finish b")  # after the batch's one embedding call
+    starts = [e for e in log if e.startswith("start")]
+    assert len(starts) == len(stages) and all(log.index(e) < first_wanting for e in starts)
+    assert log.index("finish a") < first_wanting  # answered without waiting for it
+    assert "finish e" not in log
+
+
+def test_a_lone_staged_search_that_wants_a_vector_embeds_its_own() -> None:
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(emb)
+    log: list[str] = []
+    stages = [("fused", Staged("b", True, log)), ("confident", Staged("a", False, log))]
+
+    async def main() -> list[Any]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
+        await asyncio.sleep(0)
+        release.set()
+        await first
+        return list(await asyncio.gather(*rest))
+
+    assert asyncio.run(main()) == ["b:None", "a:None"]
+    batcher.close()
+    assert emb.calls == []  # one text wanted: its search embeds it itself

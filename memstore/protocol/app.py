@@ -56,6 +56,7 @@ from memstore.protocol.errors import (
     invalid_request,
     render_refusal,
 )
+from memstore.protocol.fastpath import RecallFastPath
 from memstore.protocol.gate import Gate, principal_of
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
 from memstore.protocol.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -72,7 +73,7 @@ from memstore.protocol.models import (
     RecallRequest,
 )
 from memstore.protocol.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND, RateLimiter
-from memstore.protocol.verbs import Verbs
+from memstore.protocol.verbs import PreparedRecall, Verbs
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
@@ -208,7 +209,26 @@ def create_app(
         strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
         default_response_class=NewlineJSONResponse,  # every JSON answer ends with a newline
     )
-    # add_middleware wraps: the last one added runs first.
+
+    async def batched(run: PreparedRecall) -> list[dict[str, Any]]:
+        """A recall's hits from the batcher's one worker: it starts the searches of
+        the recalls queued together (their lexical passes), embeds in one call the
+        queries of those that still want a vector, then finishes each. The event
+        loop only parses and answers, and no thread pool contends for the GIL."""
+        try:
+            if run.start is not None:
+                return await batcher.run_staged(run.query, run.start)
+            return await batcher.run(run.query, run.search)
+        except BatcherClosed:
+            raise UNAVAILABLE.error("the server is shutting down") from None
+
+    def counted_hits(tenant: str, hits: list[dict[str, Any]]) -> None:
+        if metrics is not None:
+            metrics.recall_hits.labels(metrics.tenant_label(tenant)).inc(len(hits))
+
+    # add_middleware wraps: the last one added runs first. The first, innermost:
+    # plain recalls answered without the router, behind the failsafe and the gate.
+    app.add_middleware(RecallFastPath, verbs=verbs, answer=batched, count=counted_hits)
     failure = Refusal(INTERNAL.status, INTERNAL.code, internal_error().message)
     app.add_middleware(Failsafe, error=failure, logger=_log, render=render_refusal)
     app.add_middleware(
@@ -294,16 +314,11 @@ def create_app(
         if body.as_of is not None:  # linear in the tenant's past chunks: its own thread
             hits = await run_in_threadpool(run)
         else:
-            # The batcher's one worker embeds the queries of the recalls queued
-            # together in one call, then runs each search: the event loop only
-            # parses and answers, and no thread pool contends for the GIL.
-            try:
-                hits = await batcher.run(run.query, run.search)
-            except BatcherClosed:
-                raise UNAVAILABLE.error("the server is shutting down") from None
-        if metrics is not None:
-            metrics.recall_hits.labels(metrics.tenant_label(tenant)).inc(len(hits))
-        return hits
+            hits = await batched(run)
+        counted_hits(tenant, hits)
+        # The hits are plain JSON values already: answered as they are, without
+        # FastAPI's jsonable_encoder walk over every field (the same bytes).
+        return NewlineJSONResponse(hits)
 
     @app.post(
         "/v1/forget",

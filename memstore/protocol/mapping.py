@@ -103,8 +103,25 @@ def ulid_of(item_id: str) -> str:
     return item_id.rsplit(":", 1)[-1]
 
 
+_CROCKFORD: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_AS_BASE32_DIGITS: Final = str.maketrans(_CROCKFORD, "0123456789abcdefghijklmnopqrstuv")
+_CANONICAL_ULID: Final = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+"""A ULID as this server writes it: upper-case Crockford base32 within 128 bits."""
+
+
 def ulid_bytes(ulid: str) -> list[int]:
-    """The 16 bytes of a ULID as the JSON int array the seed's hits carry."""
+    """The 16 bytes of a ULID as the JSON int array the seed's hits carry.
+
+    A canonical ULID is read as one base-32 number (Crockford's letters mapped
+    onto Python's digits), a few times cheaper than :meth:`ULID.from_str`, which
+    reads (or refuses) every other spelling.
+
+    >>> u = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+    >>> ulid_bytes(u) == list(ULID.from_str(u).bytes), ulid_bytes(u)[:4]
+    (True, [1, 86, 62, 58])
+    """
+    if _CANONICAL_ULID.fullmatch(ulid):
+        return list(int(ulid.translate(_AS_BASE32_DIGITS), 32).to_bytes(16, "big"))
     return list(ULID.from_str(ulid).bytes)
 
 

@@ -66,7 +66,7 @@ from memstore.protocol.models import (
     RecallRequest,
     ScopeTarget,
 )
-from memstore.search import SearchConfig, SearchResult
+from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.store import Store
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "SOURCE_OP_RERANKED",
     "PreparedRecall",
     "QueryVector",
+    "RecallStage",
     "Verbs",
 ]
 
@@ -111,9 +112,25 @@ class PreparedRecall:
     """The text whose embedding the search can use; ``None``: it uses none
     (a recall ``as_of``, lexical over the past, or a server without an embedder)."""
     search: Callable[[QueryVector | None], list[dict[str, Any]]]
+    start: Callable[[], RecallStage] | None = None
+    """The same search in two steps (``None``: not offered): its lexical pass now, and
+    whether the rest wants the query's vector (:class:`RecallStage`)."""
 
     def __call__(self, query_vector: QueryVector | None = None) -> list[dict[str, Any]]:
         return self.search(query_vector)
+
+
+@dataclass(frozen=True, slots=True)
+class RecallStage:
+    """A recall stopped after its lexical pass: ``finish(vec)`` gives its hits.
+
+    ``wants_vector`` ``False``: the lexical answer is confident and the rest
+    embeds nothing (``vec`` is unused); ``True``: ``vec`` is the query's
+    embedding, or ``None`` and the search embeds the query itself.
+    """
+
+    wants_vector: bool
+    finish: Callable[[QueryVector | None], list[dict[str, Any]]]
 
 
 def _now_rfc3339() -> str:
@@ -226,11 +243,21 @@ class Verbs:
         return PreparedRecall(
             req.query if self.memory.cells is not None else None,
             lambda vec: self._recall_now(tenant, req, visible, filtered, vec),
+            lambda: self._recall_staged(tenant, req, visible, filtered),
         )
 
     def recall(self, tenant: str, req: RecallRequest) -> list[dict[str, Any]]:
         """The hits of a recall request, best first."""
         return self.prepare_recall(tenant, req)()
+
+    def _searcher(self, visible: Callable[[Item, str], bool], filtered: bool) -> Searcher:
+        if filtered:
+            return self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
+        # No filter: the searcher's own partition rule, which the indexes apply
+        # themselves (much cheaper than a predicate over read items). It also
+        # admits untagged and shared items, which the server never writes; a
+        # program sharing the folder might, so they are dropped by _hits.
+        return self.memory.searcher
 
     def _recall_now(
         self,
@@ -240,14 +267,7 @@ class Verbs:
         filtered: bool,
         vec: QueryVector | None,
     ) -> list[dict[str, Any]]:
-        if filtered:
-            searcher = self.memory.searcher.with_(lambda cfg: setattr(cfg, "visible", visible))
-        else:
-            # No filter: the searcher's own partition rule, which the indexes apply
-            # themselves (much cheaper than a predicate over read items). It also
-            # admits untagged and shared items, which the server never writes; a
-            # program sharing the folder might, so they are dropped here.
-            searcher = self.memory.searcher
+        searcher = self._searcher(visible, filtered)
         results = searcher.hybrid_search(
             req.query,
             kind=KIND_CHUNK,
@@ -256,6 +276,41 @@ class Verbs:
             min_relevance=req.min_relevance,
             query_vector=vec,
         )
+        return self._hits(tenant, req, visible, filtered, searcher, results)
+
+    def _recall_staged(
+        self,
+        tenant: str,
+        req: RecallRequest,
+        visible: Callable[[Item, str], bool],
+        filtered: bool,
+    ) -> RecallStage:
+        """:meth:`_recall_now` in two steps (:meth:`Searcher.hybrid_search_staged`)."""
+        searcher = self._searcher(visible, filtered)
+        staged = searcher.hybrid_search_staged(
+            req.query,
+            kind=KIND_CHUNK,
+            partition=tenant,
+            limit=req.k,
+            min_relevance=req.min_relevance,
+        )
+
+        def finish(vec: QueryVector | None) -> list[dict[str, Any]]:
+            results = staged.finish(vec)
+            return self._hits(tenant, req, visible, filtered, searcher, results)
+
+        return RecallStage(staged.wants_vector, finish)
+
+    def _hits(
+        self,
+        tenant: str,
+        req: RecallRequest,
+        visible: Callable[[Item, str], bool],
+        filtered: bool,
+        searcher: Searcher,
+        results: list[SearchResult],
+    ) -> list[dict[str, Any]]:
+        """A search's results as the recall's hits (and, in mode graph, what links reach)."""
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping

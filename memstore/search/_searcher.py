@@ -41,6 +41,7 @@ from memstore.search._fusion_rules import (
 from memstore.search._lean import LeanFusion
 from memstore.search._relevance import assign_relevance
 from memstore.search._signals import QuerySignals, analyse
+from memstore.search._staged import SearchSteps, StagedSearch
 from memstore.search._types import (
     Explanation,
     SearchConfig,
@@ -198,6 +199,27 @@ class Searcher:
             vec=vec,
         )
 
+    def hybrid_search_staged(
+        self,
+        query: str,
+        kind: str = "",
+        subject: str = "",
+        partition: str = "",
+        limit: int = 10,
+        *,
+        caller: str | None = None,
+        min_relevance: float = 0.0,
+    ) -> StagedSearch:
+        """:meth:`hybrid_search`, stopped after its lexical pass (:mod:`memstore.search._staged`).
+
+        Its ``wants_vector`` says whether the rest would embed the query; its
+        ``finish(query_vector)`` returns what :meth:`hybrid_search` returns.
+        """
+        steps = self._steps(
+            query, kind, subject, partition, limit, caller, False, min_relevance, full=False
+        )
+        return StagedSearch(steps, self._query_vector)
+
     def _query_vector(self, value: npt.ArrayLike | None) -> npt.NDArray[np.float32] | None:
         """A caller's query vector, checked against the vector index (``None``: none given)."""
         if value is None:
@@ -229,6 +251,26 @@ class Searcher:
         full: bool,
         vec: npt.NDArray[np.float32] | None = None,
     ) -> list[SearchResult]:
+        steps = self._steps(
+            query, kind, subject, partition, limit, caller, explain, min_relevance, full=full
+        )
+        return StagedSearch(steps, lambda _: vec).finish()
+
+    def _steps(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        partition: str,
+        limit: int,
+        caller: str | None,
+        explain: bool,
+        min_relevance: float,
+        *,
+        full: bool,
+    ) -> SearchSteps:
+        """The search as :data:`~memstore.search._staged.SearchSteps`: it pauses where it
+        would embed the query, and is sent the caller's vector (``None``: none)."""
         cfg, stats = self._cfg, self._stats
         min_relevance = unit_interval(min_relevance, "min_relevance")
         limit = limit if limit > 0 else 10
@@ -273,6 +315,7 @@ class Searcher:
             cfg.store.named_subjects(query) if cfg.subject_signal and cfg.signal_weight else None
         )
         signals = analyse(cfg, query, cfg.store.config.clock(), named or frozenset())
+        vec = yield semantic is not None
         run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
         complete = len(lexical) < depth
         if lean is not None:
@@ -447,8 +490,8 @@ class Searcher:
         host_fn = self._cfg.doc_visible
         hidden = () if kind else self._cfg.store.vocabulary().non_searchable
         now = self._cfg.store.config.clock()
-        if host_fn is None and not kind and not hidden:  # the common case, with fewer tests
-            return ReadableAt(now)  # an index may apply it as a mask
+        if host_fn is None and not hidden:  # the common case, with fewer tests
+            return ReadableAt(now, kind)  # an index may apply it as a mask
 
         def visible(e: Any) -> bool:
             if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:

@@ -8,12 +8,17 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
 
 1. a request hands :meth:`QueryBatcher.run` its query text (``None`` when its
    search needs no vector) and the search to run, a function of the vector;
-2. the worker takes **everything queued** when it is free: the texts of the
-   batch (each distinct text once) are embedded in one call, then each search
-   runs with its row, and each answer goes back to its request as soon as
-   its search returns. A turn with one text only embeds nothing: its search
-   gets ``None`` and embeds its query itself, if at all (a hybrid search whose
-   lexical answer is confident never does).
+   or it hands :meth:`QueryBatcher.run_staged` its text and a function that
+   *starts* its search and returns a :class:`Stage`: the search's first step
+   done (a hybrid search's lexical pass), whether the rest wants the vector,
+   and how to finish it;
+2. the worker takes **everything queued** when it is free. It starts each
+   staged search; one that wants no vector (a confident lexical answer) is
+   finished and answered at once. The texts of the rest of the batch (each
+   distinct text once) are embedded in one call, then each search runs (or
+   finishes) with its row, and each answer goes back to its request as soon
+   as its search returns. A turn with one text to embed only embeds nothing:
+   its search gets ``None`` and embeds its query itself, if at all.
 
 No timer: an idle worker starts on the first request at once (no added
 latency), and under load the requests that arrived while it was busy form
@@ -58,9 +63,16 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
-__all__ = ["DEFAULT_MAX_BATCH", "BatcherClosed", "QueryBatcher", "attach_batcher", "close_batcher"]
+__all__ = [
+    "DEFAULT_MAX_BATCH",
+    "BatcherClosed",
+    "QueryBatcher",
+    "Stage",
+    "attach_batcher",
+    "close_batcher",
+]
 
 DEFAULT_MAX_BATCH: Final = 64
 """Most requests one worker turn takes (one embedding call of at most as many texts)."""
@@ -69,18 +81,41 @@ _log = logging.getLogger("memstore.web")
 
 V = TypeVar("V")
 R = TypeVar("R")
+V_contra = TypeVar("V_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
 
 
 class BatcherClosed(RuntimeError):
     """:meth:`QueryBatcher.run` after :meth:`QueryBatcher.close`: the server is shutting down."""
 
 
+class Stage(Protocol[V_contra, R_co]):
+    """A search after its first step: whether the rest wants the query's vector, and the rest."""
+
+    @property
+    def wants_vector(self) -> bool:
+        """``False``: :meth:`finish` uses no vector (it is given ``None``)."""
+        ...
+
+    def finish(self, vec: V_contra | None, /) -> R_co:
+        """The rest of the search: its answer. ``vec``: the query's row, or ``None``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Whole(Generic[V, R]):
+    """A search with no first step: it wants the vector whenever it has a text."""
+
+    wants_vector: bool
+    finish: Callable[[V | None], R]
+
+
 @dataclass(eq=False, slots=True)
 class _Job(Generic[V]):
-    """One request's work: its text, its search, and where its answer goes."""
+    """One request's work: its text, how to start its search, and where its answer goes."""
 
     text: str | None
-    search: Callable[[V | None], Any]
+    start: Callable[[], Stage[V, Any]]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any] = field(repr=False)
 
@@ -139,8 +174,20 @@ class QueryBatcher(Generic[V]):
 
         :raises BatcherClosed: the batcher is closed.
         """
+        whole: _Whole[V, R] = _Whole(text is not None, search)
+        return await self.run_staged(text, lambda: whole)
+
+    async def run_staged(self, text: str | None, start: Callable[[], Stage[V, R]]) -> R:
+        """``start()`` then the stage's ``finish(vector of text)`` on the worker thread.
+
+        Only the started searches that want a vector have their texts embedded
+        (together, as in :meth:`run`); the others finish with ``None``. An
+        exception from ``start`` or ``finish`` is raised here.
+
+        :raises BatcherClosed: the batcher is closed.
+        """
         loop = asyncio.get_running_loop()
-        job: _Job[V] = _Job(text, search, loop, loop.create_future())
+        job: _Job[V] = _Job(text, start, loop, loop.create_future())
         with self._wake:
             if self._closed:
                 raise BatcherClosed("the server is shutting down and takes no new requests")
@@ -178,22 +225,41 @@ class QueryBatcher(Generic[V]):
 
     def _work(self) -> None:
         while (batch := self._take()) is not None:
-            live = [job for job in batch if not job.future.cancelled()]
-            vectors = self._vectors(live)
-            for job in live:
+            wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
+            for job in batch:
+                if job.future.cancelled():  # the client left before its turn
+                    continue
+                started, stage = self._attempt(job, job.start)
+                if not started:
+                    continue
+                if stage.wants_vector and job.text is not None:
+                    wanting.append((job, stage))
+                else:  # answered without a vector: at once
+                    self._finish(job, stage, None)
+            vectors = self._vectors([job.text for job, _ in wanting if job.text is not None])
+            for job, stage in wanting:
                 if job.future.cancelled():  # the client left while earlier searches ran
                     continue
-                vec = vectors.get(job.text) if job.text is not None else None
-                try:
-                    self._deliver(job, True, job.search(vec))
-                except StopIteration as e:  # a future cannot hold one
-                    self._deliver(job, False, RuntimeError(f"the search raised {e!r}"))
-                except BaseException as e:  # the request's own failure, raised in the request
-                    self._deliver(job, False, e)
+                self._finish(job, stage, vectors.get(job.text) if job.text is not None else None)
 
-    def _vectors(self, jobs: list[_Job[V]]) -> dict[str, V]:
+    def _finish(self, job: _Job[V], stage: Stage[V, Any], vec: V | None) -> None:
+        done, answer = self._attempt(job, lambda: stage.finish(vec))
+        if done:
+            self._deliver(job, True, answer)
+
+    def _attempt(self, job: _Job[V], step: Callable[[], Any]) -> tuple[bool, Any]:
+        """``(True, step())``, or ``(False, None)`` once its exception went to the request."""
+        try:
+            return True, step()
+        except StopIteration as e:  # a future cannot hold one
+            self._deliver(job, False, RuntimeError(f"the search raised {e!r}"))
+        except BaseException as e:  # the request's own failure, raised in the request
+            self._deliver(job, False, e)
+        return False, None
+
+    def _vectors(self, texts: list[str]) -> dict[str, V]:
         """The batch's distinct texts embedded in one call (empty when it fails)."""
-        wanting = [job.text for job in jobs if job.text is not None]
+        wanting = texts
         if self._embed is None or len(wanting) < 2:
             # Alone, a search embeds its own query if it needs it: one whose
             # lexical answer is confident (about half of short queries) makes

@@ -1,0 +1,137 @@
+"""The recall answer's hot path: the same bytes as the general path, built for less.
+
+A plain recall is answered by :class:`~memstore.protocol.fastpath.RecallFastPath`
+(no router), its hits as they are (no FastAPI ``jsonable_encoder`` walk), and a
+hit's ``id`` bytes are read from the ULID as one base-32 number; each must give
+exactly what the general code gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.encoders import jsonable_encoder
+from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
+from ulid import ULID
+
+from memstore import Memory
+from memstore.protocol import TokenTable
+from memstore.protocol.app import create_app
+from memstore.protocol.fastpath import RecallFastPath
+from memstore.protocol.mapping import ulid_bytes
+from memstore.protocol.models import RecallRequest
+from memstore.protocol.verbs import Verbs
+from memstore.web.refusal import json_bytes
+
+TOKENS = '{"tok": {"tenant": "acme", "scopes": ["ingest", "recall"]}}'
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_ulid_bytes_reads_every_ulid_as_python_ulid_does(raw: bytes) -> None:
+    text = str(ULID(raw))
+    assert ulid_bytes(text) == list(raw) == list(ULID.from_str(text).bytes)
+    assert ulid_bytes(text.lower()) == list(ULID.from_str(text.lower()).bytes)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "01ARZ3NDEKTSV4RRFFQ69G5FA",
+        "01ARZ3NDEKTSV4RRFFQ69G5FAVX",
+        "8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+        "01ARZ3NDEKTSV4RRFFQ69G5FAU",
+        "01ARZ3NDEKTSV4RRFFQ69G5FA!",
+    ],
+)
+def test_ulid_bytes_refuses_what_python_ulid_refuses(bad: str) -> None:
+    with pytest.raises(ValueError) as expected:
+        ULID.from_str(bad)
+    with pytest.raises(ValueError) as got:
+        ulid_bytes(bad)
+    assert str(got.value) == str(expected.value)
+
+
+def fast_path_of(app: Any) -> RecallFastPath:
+    """The app's fast path, found down its built middleware stack."""
+    node = app.middleware_stack
+    while not isinstance(node, RecallFastPath):
+        node = node.app
+    return node
+
+
+def test_a_recall_answers_the_bytes_of_its_hits_as_json(tmp_path: Path) -> None:
+    """The body is the hits through FastAPI's own encoder, byte for byte, with the same
+    media type and length headers, for queries answered lexically and fused."""
+    with Memory(tmp_path, embedder="hash") as mem:
+        app = create_app(mem, tokens=TokenTable.from_json(TOKENS))
+        client = TestClient(app)
+        auth = {"Authorization": "Bearer tok"}
+        notes = [
+            "# Deploys\nThe deploy of v2.8 failed on Friday, rolled back by Ana.",
+            "# Café\nLe café est fermé le lundi; « pause » à 15 h.",
+            "# Alerts\nDisk alerts on db-3 page the on-call engineer.",
+        ]
+        for i, content in enumerate(notes):
+            r = client.post(
+                "/v1/ingest", headers=auth, json={"source": f"s{i}", "content": content}
+            )
+            assert r.status_code == 200
+        direct = Verbs(mem)
+        for body in (
+            {"query": "deploy"},
+            {"query": "café fermé", "k": 2},
+            {"query": "who pages someone when disks fill up", "mode": "graph"},
+            {"query": "nothing matches zzqx"},
+        ):
+            r = client.post("/v1/recall", headers=auth, json=body)
+            assert r.status_code == 200
+            hits = direct.recall("acme", RecallRequest.model_validate(body))
+            assert r.content == json_bytes(jsonable_encoder(hits))
+            assert r.headers["content-type"] == "application/json"
+            assert r.headers["content-length"] == str(len(r.content))
+            # A JSON media type the fast path leaves to the route: the same answer.
+            routed = client.post(
+                "/v1/recall",
+                headers={**auth, "Content-Type": "application/merge-patch+json"},
+                content=json.dumps(body),
+            )
+            assert (routed.content, routed.headers) == (r.content, r.headers)
+        assert fast_path_of(app).answered == 4
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status"),
+    [
+        ({"query": "deploy", "k": 0}, {}, 400),  # the route words the validation error
+        ({"query": "deploy", "extra": 1}, {}, 400),
+        ({"query": "   "}, {}, 400),  # checked by the verb: answered by the fast path
+        ({"query": "deploy", "filter": "kind = = x"}, {}, 400),
+        ({"query": "deploy", "as_of": "2020-01-01T00:00:00Z"}, {}, 200),
+        ({"query": "deploy"}, {"Accept": "text/event-stream"}, 200),
+        ([1, 2], {}, 400),
+    ],
+)
+def test_what_the_fast_path_leaves_or_refuses_is_answered_as_by_the_route(
+    tmp_path: Path, body: Any, headers: dict[str, str], status: int
+) -> None:
+    """Invalid bodies, as_of and streamed recalls reach the route; a request the verb
+    refuses is refused with the route's own error body, whichever path answers."""
+    with Memory(tmp_path, embedder="hash") as mem:
+        app = create_app(mem, tokens=TokenTable.from_json(TOKENS))
+        client = TestClient(app)
+        auth = {"Authorization": "Bearer tok"}
+        client.post("/v1/ingest", headers=auth, json={"source": "s", "content": "# D\ndeploy"})
+        fast = client.post("/v1/recall", headers={**auth, **headers}, content=json.dumps(body))
+        routed = client.post(
+            "/v1/recall",
+            headers={**auth, **headers, "Content-Type": "application/merge-patch+json"},
+            content=json.dumps(body),
+        )
+        assert fast.status_code == status
+        assert (fast.content, fast.headers) == (routed.content, routed.headers)
