@@ -32,6 +32,7 @@ from memstore.protocol.errors import ProtocolError
 from memstore.protocol.gate import principal_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import PreparedRecall, Verbs
+from memstore.web.body import replay_message
 from memstore.web.responses import NewlineJSONResponse
 
 __all__ = ["RecallFastPath", "plain_recall"]
@@ -114,7 +115,7 @@ class RecallFastPath:
         body: bytes = message.get("body", b"")
         req = None if message.get("more_body") else plain_recall(body)
         if req is None:
-            await self.app(scope, _first(message, receive), send)
+            await self.app(scope, replay_message(message, receive), send)
             return
         tenant = principal_of(scope.setdefault("state", {})).tenant
         try:
@@ -127,17 +128,3 @@ class RecallFastPath:
         self.count(tenant, hits)
         self.answered += 1
         await NewlineJSONResponse(hits)(scope, receive, send)
-
-
-def _first(message: Message, receive: Receive) -> Receive:
-    """A ``receive`` that hands out ``message`` again, then defers to ``receive``."""
-    given = False
-
-    async def again() -> Message:
-        nonlocal given
-        if not given:
-            given = True
-            return message
-        return await receive()
-
-    return again

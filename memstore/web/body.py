@@ -43,6 +43,7 @@ __all__ = [
     "json_depth",
     "read_body",
     "replay",
+    "replay_message",
 ]
 
 DEFAULT_MAX_JSON_DEPTH: Final = 64
@@ -132,13 +133,20 @@ async def read_body(receive: Receive, limit: int, content_length: str | None = N
 
 def replay(body: bytes, receive: Receive) -> Receive:
     """An ASGI ``receive`` that hands out ``body`` whole, then defers to ``receive``."""
+    return replay_message({"type": "http.request", "body": body, "more_body": False}, receive)
+
+
+def replay_message(message: Message, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that hands out ``message`` (already received) again, then
+    defers to ``receive``: a middleware that read a request's first message can pass
+    the request on as it came."""
     replayed = False
 
     async def again() -> Message:
         nonlocal replayed
         if not replayed:
             replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return message
         return await receive()
 
     return again
