@@ -242,7 +242,7 @@ class Verbs:
         filtered = expr is not None
         return PreparedRecall(
             req.query if self.memory.cells is not None else None,
-            lambda vec: self._recall_now(tenant, req, visible, filtered, vec),
+            lambda vec: self._recall_staged(tenant, req, visible, filtered).finish(vec),
             lambda: self._recall_staged(tenant, req, visible, filtered),
         )
 
@@ -259,25 +259,6 @@ class Verbs:
         # program sharing the folder might, so they are dropped by _hits.
         return self.memory.searcher
 
-    def _recall_now(
-        self,
-        tenant: str,
-        req: RecallRequest,
-        visible: Callable[[Item, str], bool],
-        filtered: bool,
-        vec: QueryVector | None,
-    ) -> list[dict[str, Any]]:
-        searcher = self._searcher(visible, filtered)
-        results = searcher.hybrid_search(
-            req.query,
-            kind=KIND_CHUNK,
-            partition=tenant,
-            limit=req.k,
-            min_relevance=req.min_relevance,
-            query_vector=vec,
-        )
-        return self._hits(tenant, req, visible, filtered, searcher, results)
-
     def _recall_staged(
         self,
         tenant: str,
@@ -285,7 +266,8 @@ class Verbs:
         visible: Callable[[Item, str], bool],
         filtered: bool,
     ) -> RecallStage:
-        """:meth:`_recall_now` in two steps (:meth:`Searcher.hybrid_search_staged`)."""
+        """A recall in two steps (:meth:`Searcher.hybrid_search_staged`): the lexical pass now,
+        ``finish(vec)`` for its hits."""
         searcher = self._searcher(visible, filtered)
         staged = searcher.hybrid_search_staged(
             req.query,
