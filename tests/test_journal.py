@@ -527,6 +527,52 @@ def test_truncated_file_fails_clearly(db: Path) -> None:
     assert db.read_bytes() == damaged  # nothing written to a damaged file
 
 
+def _damage_index(db: Path, index: str) -> None:
+    """Overwrite the root page of ``index`` (one the restore's reads never use) with noise."""
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (index,)).fetchone()
+    conn.close()
+    with open(db, "r+b") as f:
+        f.seek((root - 1) * page_size + 8)
+        f.write(b"\xa5" * (page_size - 16))
+
+
+def test_a_damaged_index_fails_the_attach_and_nothing_is_installed_or_written(db: Path) -> None:
+    # The page check runs beside the restore's parse; the rows themselves read
+    # fine here, so it is the check that must stop the attach.
+    journal, store = open_store(db)
+    for i in range(300):
+        store.upsert(note(f"note {i} " + "padding " * 20))
+    journal.close()
+    _damage_index(db, "versions_partition")
+    damaged = db.read_bytes()
+    journal = SqliteJournal(db)
+    store = Store()
+    with pytest.raises(JournalCorruptError, match="damaged"):
+        journal.attach(store)
+    assert len(store) == 0  # nothing read from the file was installed
+    # Once damaged, every read and write of this journal says so.
+    with pytest.raises(JournalCorruptError):
+        journal.history("anything")
+    with pytest.raises(JournalCorruptError):
+        journal.attach(Store())
+    journal.close()  # closing writes nothing and does not raise
+    assert db.read_bytes() == damaged
+
+
+def test_a_damaged_file_never_attached_refuses_reads(db: Path) -> None:
+    journal, store = open_store(db)
+    for i in range(300):
+        store.upsert(note(f"note {i} " + "padding " * 20))
+    journal.close()
+    _damage_index(db, "versions_lsn")
+    damaged = db.read_bytes()
+    with SqliteJournal(db) as journal, pytest.raises(JournalCorruptError, match="damaged"):
+        list(journal.current())
+    assert db.read_bytes() == damaged
+
+
 def test_newer_schema_is_refused(place: Place) -> None:
     open_journal(place).close()
     set_schema_version(place, 99)
