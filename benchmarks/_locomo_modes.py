@@ -18,10 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from _locomo_context import (  # noqa: E402
+    CONTEXT_WEIGHT,
+    DEFAULT_CONTEXT,
+    MaxCells,
+    prev_text,
+    turn_vectors,
+)
 from _locomo_data import Conversation, Question, transcript_line, turn_item  # noqa: E402
 from _locomo_embed import CachingEmbedder, Vec  # noqa: E402
 
 from memstore import Store  # noqa: E402
+from memstore_index import text_hash  # noqa: E402
 from memstore_index.cellstore import CellStore  # noqa: E402
 from memstore_index.entry import embed_text, entry_for  # noqa: E402
 
@@ -50,7 +58,7 @@ class Built:
     """Per-conversation indexes, shared by the modes that need them."""
 
     stores: dict[str, Store] = field(default_factory=dict)
-    cells: CellStore | None = None
+    cells: CellStore | MaxCells | None = None
     bm25: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
     dense: dict[str, tuple[Vec, list[str]]] = field(default_factory=dict)
     searchers: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -76,22 +84,47 @@ def build_stores(
 
 
 def build_cells(
-    convs: Sequence[Conversation], emb: CachingEmbedder, built: Built, center: bool = True
+    convs: Sequence[Conversation],
+    emb: CachingEmbedder,
+    built: Built,
+    center: bool = True,
+    context: str = DEFAULT_CONTEXT,
+    weight: float = CONTEXT_WEIGHT,
 ) -> None:
     """One CellStore for every conversation, each item in its conversation's partition.
 
     Indexed from the stored items exactly as ``CellStore.attach`` would
     (``entry_for`` / ``embed_text``), without binding several stores to it.
     ``center``: similarities around the mean of the partition searched
-    (``CellStore(center=True)``, see docs/vector.md).
+    (``CellStore(center=True)``, see docs/vector.md). ``context``: how a
+    turn's vector takes in its neighbours (``_locomo_context``; ``weight`` is
+    the mixes' neighbour weight): ``prev-text`` indexes the context texts, the
+    mixes offer their vectors for the items' own texts, ``max-prev-text``
+    builds a second CellStore of ``prev-text`` vectors behind a ``MaxCells``.
     """
     t0 = time.perf_counter()
     cells = CellStore(emb, center=center)
+    second = CellStore(emb, center=center) if context == "max-prev-text" else None
     for c in convs:
         store = built.stores[c.sample_id]
         items = [store.get(t.id) for t in c.turns]
-        cells.upsert_many((entry_for(it), embed_text(it)) for it in items if it is not None)
-    built.cells = cells
+        rows = [(t, it) for t, it in zip(c.turns, items, strict=True) if it is not None]
+        turns = [t for t, _ in rows]
+        entries = [entry_for(it) for _, it in rows]
+        texts = [embed_text(it) for _, it in rows]
+        vecs = turn_vectors(turns, texts, context, weight, emb.embed)
+        if vecs is None:
+            cells.upsert_many(zip(entries, texts, strict=True))
+        elif context == "prev-text":
+            cells.upsert_many(zip(entries, prev_text(turns, texts), strict=True))
+        elif second is not None:
+            cells.upsert_many(zip(entries, texts, strict=True))
+            second.upsert_many(zip(entries, prev_text(turns, texts), strict=True))
+        else:
+            offer = {(e.id, text_hash(x)): v for e, x, v in zip(entries, texts, vecs, strict=True)}
+            with cells.offered(offer):
+                cells.upsert_many(zip(entries, texts, strict=True))
+    built.cells = cells if second is None else MaxCells(cells, second)
     built.build_s["cellstore"] = time.perf_counter() - t0
 
 

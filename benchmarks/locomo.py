@@ -41,6 +41,7 @@ Usage::
         [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash|e5] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
         [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
+        [--embed-context own|prev-text|mix-prev|mix-both|max-prev-text] [--context-weight A] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
         [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--signal-weight W] \\
         [--ablation]
@@ -76,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import log, percentile
+from _locomo_context import CONTEXT_WEIGHT, DEFAULT_CONTEXT, EMBED_CONTEXTS
 from _locomo_data import (
     DEFAULT_SHAPE,
     ITEM_SHAPE_DOC,
@@ -144,6 +146,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=ITEM_SHAPES,
         default=DEFAULT_SHAPE,
         help="how a turn becomes an item",
+    )
+    p.add_argument(
+        "--embed-context",
+        choices=EMBED_CONTEXTS,
+        default=DEFAULT_CONTEXT,
+        help="how a turn's vector takes in its neighbours (_locomo_context; default: own)",
+    )
+    p.add_argument(
+        "--context-weight",
+        type=float,
+        default=CONTEXT_WEIGHT,
+        help=f"a neighbour's weight in the mix-* vectors (default {CONTEXT_WEIGHT})",
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
     p.add_argument(
@@ -340,7 +354,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if {"dense", "rrf"} & set(modes):
             build_dense(convs, emb, built)
         if ({"semantic"} | (SEARCHER_MODES - set(unavailable))) & set(modes):
-            build_cells(convs, emb, built, center=not args.no_center)
+            build_cells(
+                convs,
+                emb,
+                built,
+                center=not args.no_center,
+                context=args.embed_context,
+                weight=args.context_weight,
+            )
         emb.save()
         n_turn = emb.embedded - before_n
         t_turn = emb.embed_s - before_s
@@ -433,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
             "cellstore_center": not args.no_center,
+            "embed_context": args.embed_context,
+            "context_weight": args.context_weight,
         },
         "machine": machine_info(),
         "dataset": asdict(stats),
