@@ -26,6 +26,7 @@ choice: only the vectors differ. Measured in docs/benchmarks.md
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -172,8 +173,6 @@ class MaxCells:
     def search_timed(
         self, query: str, k: int, *, partitions: Collection[str] | None = None
     ) -> tuple[list[tuple[Any, float]], SearchTiming]:
-        import time
-
         t0 = time.perf_counter()
         vec = self.embed_query(query)
         t1 = time.perf_counter()
