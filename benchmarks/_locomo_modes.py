@@ -27,6 +27,7 @@ from _locomo_context import (  # noqa: E402
 )
 from _locomo_data import Conversation, Question, transcript_line, turn_item  # noqa: E402
 from _locomo_embed import CachingEmbedder, Vec  # noqa: E402
+from _locomo_tiebreak import DEPTH, TieBreak  # noqa: E402
 
 from memstore import Store  # noqa: E402
 from memstore_index import text_hash  # noqa: E402
@@ -61,6 +62,8 @@ class Built:
     cells: CellStore | MaxCells | None = None
     bm25: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
     dense: dict[str, tuple[Vec, list[str]]] = field(default_factory=dict)
+    tiebreak: dict[str, TieBreak] = field(default_factory=dict)
+    """Per conversation, the ``lexical`` mode's tie-break (none: the engine's order)."""
     searchers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per hybrid mode, one ``Searcher`` per conversation (sharing that mode's stats)."""
     search_stats: dict[str, Any] = field(default_factory=dict)
@@ -150,6 +153,13 @@ def build_bm25s(convs: Sequence[Conversation], built: Built) -> None:
     built.build_s["bm25s"] = time.perf_counter() - t0
 
 
+def build_tiebreak(convs: Sequence[Conversation], built: Built, rule: str) -> None:
+    """The ``lexical`` mode's tie-break ``rule`` per conversation, over the transcript lines."""
+    for c in convs:
+        tokens = bm25_tokenize([transcript_line(t) for t in c.turns])
+        built.tiebreak[c.sample_id] = TieBreak(rule, [t.id for t in c.turns], tokens)
+
+
 def build_dense(convs: Sequence[Conversation], emb: CachingEmbedder, built: Built) -> None:
     """A matrix of plain turn-text vectors per conversation (for the exact scan)."""
     t0 = time.perf_counter()
@@ -213,9 +223,14 @@ def make_search(
 
         def lexical(q: Question, k: int) -> Ranked:
             store = built.stores[q.conv]
+            tb = built.tiebreak.get(q.conv)
             t0 = time.perf_counter()
-            res = store.keyword_search(q.text, limit=k)
-            return [it.id for it in res], _ms(t0), "", []
+            if tb is None:
+                res = store.keyword_search(q.text, limit=k)
+                return [it.id for it in res], _ms(t0), "", []
+            hits, _ = store.keyword_ranked(q.text, "", "", max(k, DEPTH), partition=q.conv)
+            ids = tb.reorder([(h.id, h.score) for h in hits], bm25_tokenize([q.text])[0])
+            return ids[:k], _ms(t0), "", []
 
         return lexical
     if mode == "semantic":

@@ -224,3 +224,11 @@ def test_embed_context_choices_run_and_are_recorded(tmp_path: Path) -> None:
         for r in data["results"]:
             assert r["available"], r
             assert 0.0 <= r["overall"]["recall"]["10"] <= 1.0
+
+
+def test_lexical_tiebreak_runs_and_is_recorded(tmp_path: Path) -> None:
+    proc, out = _run(tmp_path, "--no-plot", "--modes", "lexical", "--lexical-tiebreak", "bm25")
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["config"]["lexical_tiebreak"] == "bm25"
+    assert RESULT.fullmatch(proc.stdout.rstrip("\n").splitlines()[-1])
