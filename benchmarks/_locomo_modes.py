@@ -18,10 +18,19 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from _locomo_context import (  # noqa: E402
+    CONTEXT_WEIGHT,
+    DEFAULT_CONTEXT,
+    MaxCells,
+    prev_text,
+    turn_vectors,
+)
 from _locomo_data import Conversation, Question, transcript_line, turn_item  # noqa: E402
 from _locomo_embed import CachingEmbedder, Vec  # noqa: E402
+from _locomo_tiebreak import DEPTH, TieBreak  # noqa: E402
 
 from memstore import Store  # noqa: E402
+from memstore_index import text_hash  # noqa: E402
 from memstore_index.cellstore import CellStore  # noqa: E402
 from memstore_index.entry import embed_text, entry_for  # noqa: E402
 
@@ -50,9 +59,11 @@ class Built:
     """Per-conversation indexes, shared by the modes that need them."""
 
     stores: dict[str, Store] = field(default_factory=dict)
-    cells: CellStore | None = None
+    cells: CellStore | MaxCells | None = None
     bm25: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
     dense: dict[str, tuple[Vec, list[str]]] = field(default_factory=dict)
+    tiebreak: dict[str, TieBreak] = field(default_factory=dict)
+    """Per conversation, the ``lexical`` mode's tie-break (none: the engine's order)."""
     searchers: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per hybrid mode, one ``Searcher`` per conversation (sharing that mode's stats)."""
     search_stats: dict[str, Any] = field(default_factory=dict)
@@ -76,22 +87,47 @@ def build_stores(
 
 
 def build_cells(
-    convs: Sequence[Conversation], emb: CachingEmbedder, built: Built, center: bool = True
+    convs: Sequence[Conversation],
+    emb: CachingEmbedder,
+    built: Built,
+    center: bool = True,
+    context: str = DEFAULT_CONTEXT,
+    weight: float = CONTEXT_WEIGHT,
 ) -> None:
     """One CellStore for every conversation, each item in its conversation's partition.
 
     Indexed from the stored items exactly as ``CellStore.attach`` would
     (``entry_for`` / ``embed_text``), without binding several stores to it.
     ``center``: similarities around the mean of the partition searched
-    (``CellStore(center=True)``, see docs/vector.md).
+    (``CellStore(center=True)``, see docs/vector.md). ``context``: how a
+    turn's vector takes in its neighbours (``_locomo_context``; ``weight`` is
+    the mixes' neighbour weight): ``prev-text`` indexes the context texts, the
+    mixes offer their vectors for the items' own texts, ``max-prev-text``
+    builds a second CellStore of ``prev-text`` vectors behind a ``MaxCells``.
     """
     t0 = time.perf_counter()
     cells = CellStore(emb, center=center)
+    second = CellStore(emb, center=center) if context == "max-prev-text" else None
     for c in convs:
         store = built.stores[c.sample_id]
         items = [store.get(t.id) for t in c.turns]
-        cells.upsert_many((entry_for(it), embed_text(it)) for it in items if it is not None)
-    built.cells = cells
+        rows = [(t, it) for t, it in zip(c.turns, items, strict=True) if it is not None]
+        turns = [t for t, _ in rows]
+        entries = [entry_for(it) for _, it in rows]
+        texts = [embed_text(it) for _, it in rows]
+        vecs = turn_vectors(turns, texts, context, weight, emb.embed)
+        if vecs is None:
+            cells.upsert_many(zip(entries, texts, strict=True))
+        elif context == "prev-text":
+            cells.upsert_many(zip(entries, prev_text(turns, texts), strict=True))
+        elif second is not None:
+            cells.upsert_many(zip(entries, texts, strict=True))
+            second.upsert_many(zip(entries, prev_text(turns, texts), strict=True))
+        else:
+            offer = {(e.id, text_hash(x)): v for e, x, v in zip(entries, texts, vecs, strict=True)}
+            with cells.offered(offer):
+                cells.upsert_many(zip(entries, texts, strict=True))
+    built.cells = cells if second is None else MaxCells(cells, second)
     built.build_s["cellstore"] = time.perf_counter() - t0
 
 
@@ -115,6 +151,13 @@ def build_bm25s(convs: Sequence[Conversation], built: Built) -> None:
         retriever.index(bm25_tokenize([transcript_line(t) for t in c.turns]), show_progress=False)
         built.bm25[c.sample_id] = (retriever, [t.id for t in c.turns])
     built.build_s["bm25s"] = time.perf_counter() - t0
+
+
+def build_tiebreak(convs: Sequence[Conversation], built: Built, rule: str) -> None:
+    """The ``lexical`` mode's tie-break ``rule`` per conversation, over the transcript lines."""
+    for c in convs:
+        tokens = bm25_tokenize([transcript_line(t) for t in c.turns])
+        built.tiebreak[c.sample_id] = TieBreak(rule, [t.id for t in c.turns], tokens)
 
 
 def build_dense(convs: Sequence[Conversation], emb: CachingEmbedder, built: Built) -> None:
@@ -180,9 +223,14 @@ def make_search(
 
         def lexical(q: Question, k: int) -> Ranked:
             store = built.stores[q.conv]
+            tb = built.tiebreak.get(q.conv)
             t0 = time.perf_counter()
-            res = store.keyword_search(q.text, limit=k)
-            return [it.id for it in res], _ms(t0), "", []
+            if tb is None:
+                res = store.keyword_search(q.text, limit=k)
+                return [it.id for it in res], _ms(t0), "", []
+            hits, _ = store.keyword_ranked(q.text, "", "", max(k, DEPTH), partition=q.conv)
+            ids = tb.reorder([(h.id, h.score) for h in hits], bm25_tokenize([q.text])[0])
+            return ids[:k], _ms(t0), "", []
 
         return lexical
     if mode == "semantic":

@@ -41,6 +41,8 @@ Usage::
         [--modes lexical,semantic,hybrid,hybrid_full,bm25s,dense,rrf] [--embedder local|hash|e5] \\
         [--k 5,10,20] [--out FILE] [--limit-conversations N] [--default-mode MODE] \\
         [--item-shape transcript|speaker-title|first-words] [--misses N] [--no-plot] \\
+        [--embed-context own|prev-text|mix-prev|mix-both|max-prev-text] [--context-weight A] \\
+        [--lexical-tiebreak engine|bm25|idf-mass] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
         [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--signal-weight W] \\
         [--ablation]
@@ -76,6 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import log, percentile
+from _locomo_context import CONTEXT_WEIGHT, DEFAULT_CONTEXT, EMBED_CONTEXTS
 from _locomo_data import (
     DEFAULT_SHAPE,
     ITEM_SHAPE_DOC,
@@ -96,6 +99,7 @@ from _locomo_modes import (
     build_cells,
     build_dense,
     build_stores,
+    build_tiebreak,
     leave_one_out,
     lever_kwargs,
     make_search,
@@ -105,6 +109,7 @@ from _locomo_modes import (
 )
 from _locomo_relevance import abstention
 from _locomo_report import dumps, machine_info, markdown, plot, show_misses
+from _locomo_tiebreak import TIEBREAKS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "locomo.json"
@@ -144,6 +149,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=ITEM_SHAPES,
         default=DEFAULT_SHAPE,
         help="how a turn becomes an item",
+    )
+    p.add_argument(
+        "--embed-context",
+        choices=EMBED_CONTEXTS,
+        default=DEFAULT_CONTEXT,
+        help="how a turn's vector takes in its neighbours (_locomo_context; default: own)",
+    )
+    p.add_argument(
+        "--context-weight",
+        type=float,
+        default=CONTEXT_WEIGHT,
+        help=f"a neighbour's weight in the mix-* vectors (default {CONTEXT_WEIGHT})",
+    )
+    p.add_argument(
+        "--lexical-tiebreak",
+        choices=TIEBREAKS,
+        default="engine",
+        help="reorder the lexical mode's equal scores by BM25 (b=0) or IDF mass (an experiment)",
     )
     p.add_argument("--misses", type=int, default=0, help="print N missed questions per mode")
     p.add_argument(
@@ -327,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if needs_store & set(modes):
         log("building stores")
         build_stores(convs, args.item_shape, built, link_turns=not args.no_links)
+    if args.lexical_tiebreak != "engine" and "lexical" in modes:
+        build_tiebreak(convs, built, args.lexical_tiebreak)
     if needs_vectors & set(modes):
         log(f"loading the {args.embedder} embedder")
         emb = CachingEmbedder(make_embedder(args.embedder), args.cache_dir)
@@ -340,7 +365,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if {"dense", "rrf"} & set(modes):
             build_dense(convs, emb, built)
         if ({"semantic"} | (SEARCHER_MODES - set(unavailable))) & set(modes):
-            build_cells(convs, emb, built, center=not args.no_center)
+            build_cells(
+                convs,
+                emb,
+                built,
+                center=not args.no_center,
+                context=args.embed_context,
+                weight=args.context_weight,
+            )
         emb.save()
         n_turn = emb.embedded - before_n
         t_turn = emb.embed_s - before_s
@@ -433,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
             "peer_document": "<speaker>: <text> [image: <blip_caption>]",
             "cellstore_center": not args.no_center,
+            "embed_context": args.embed_context,
+            "context_weight": args.context_weight,
+            "lexical_tiebreak": args.lexical_tiebreak,
         },
         "machine": machine_info(),
         "dataset": asdict(stats),

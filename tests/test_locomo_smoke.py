@@ -212,3 +212,23 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         assert 0.0 <= r["recall@5"] <= r["recall@10"] <= 1.0
         assert set(r["by_conversation_recall@10"]) == {"conv-a", "conv-b"}
     assert 0.0 <= rows["without subject_signal"]["lever_loo_recall@10"] <= 1.0
+
+
+def test_embed_context_choices_run_and_are_recorded(tmp_path: Path) -> None:
+    for context in ("mix-both", "max-prev-text"):
+        proc, out = _run(tmp_path, "--no-plot", "--modes", "semantic", "--embed-context", context)
+        assert proc.returncode == 0, proc.stderr
+        data: dict[str, Any] = json.loads(out.read_text())
+        assert data["config"]["embed_context"] == context
+        assert data["config"]["context_weight"] == 0.5
+        for r in data["results"]:
+            assert r["available"], r
+            assert 0.0 <= r["overall"]["recall"]["10"] <= 1.0
+
+
+def test_lexical_tiebreak_runs_and_is_recorded(tmp_path: Path) -> None:
+    proc, out = _run(tmp_path, "--no-plot", "--modes", "lexical", "--lexical-tiebreak", "bm25")
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["config"]["lexical_tiebreak"] == "bm25"
+    assert RESULT.fullmatch(proc.stdout.rstrip("\n").splitlines()[-1])
