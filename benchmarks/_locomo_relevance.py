@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # measure this checkout, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from _common import log  # noqa: E402
 from _locomo_data import Question  # noqa: E402
 from _locomo_embed import CachingEmbedder  # noqa: E402
 from _locomo_modes import Built, Search  # noqa: E402
@@ -151,6 +152,12 @@ def fit(asked: Sequence[Asked]) -> RelevanceModel:
             if s.cosine is not None:
                 full_x.append([s.lexical, s.cosine, float(s.other_subject)])
                 full_y.append(label)
+    for name, ys in (("fused", full_y), ("lexical-only", lex_y)):
+        if len(set(ys)) < 2:
+            raise ValueError(
+                f"too few hits to fit the {name} relevance model: {len(ys)} hits, "
+                "it needs both evidence and other hits"
+            )
     b = _logistic(np.array(full_x), np.array(full_y))
     c = _logistic(np.array(lex_x), np.array(lex_y))
     return RelevanceModel(b[0], b[1], b[2], b[3], c[0], c[1], c[2])
@@ -279,8 +286,20 @@ def abstention(
         for a in asked
         for r, p in zip(a.relevance, predict(RELEVANCE_MODEL, a), strict=True)
     )
-    refit = fit(asked)
-    refit_rel = [predict(refit, a) for a in asked]
+    # The refits need enough hits of both kinds (and adversarial questions in
+    # every fold): a small run reports the engine's figures and leaves them out.
+    refit_all: dict[str, Any] | None = None
+    loo: dict[str, Any] | None = None
+    try:
+        refit = fit(asked)
+        refit_rel = [predict(refit, a) for a in asked]
+        refit_all = {
+            "model": vars(refit),
+            **figures(asked, refit_rel, _median_adversarial(asked, refit_rel)),
+        }
+        loo = leave_one_out(asked)
+    except (ValueError, statistics.StatisticsError) as e:
+        log(f"relevance refits left out: {e}")
     return {
         "questions_answerable": len(questions),
         "questions_adversarial": len(adversarial),
@@ -288,9 +307,6 @@ def abstention(
         "engine_model": vars(RELEVANCE_MODEL),
         "recomputed_mismatches": mismatched,
         "calibration": calibration(asked, engine_rel),
-        "refit_all": {
-            "model": vars(refit),
-            **figures(asked, refit_rel, _median_adversarial(asked, refit_rel)),
-        },
-        "leave_one_conversation_out": leave_one_out(asked),
+        "refit_all": refit_all,
+        "leave_one_conversation_out": loo,
     }

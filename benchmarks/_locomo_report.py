@@ -123,6 +123,8 @@ def relevance_lines(results: Sequence[ModeResult]) -> list[str]:
             f"{_f(e['answerable_left_without_hit'])} | {_f(e['adversarial_left_without_hit'])} |"
         )
         lo = a["leave_one_conversation_out"]
+        if lo is None:  # too few hits to refit (a small run)
+            continue
         lines.append(
             f"| {r.mode} | refit leave-one-conversation-out | {_f(lo['auroc'])} | per fold | "
             f"{_f(e['recall@10'])} | {_f(lo['recall@10_at_threshold'])} | "
@@ -146,6 +148,8 @@ def relevance_lines(results: Sequence[ModeResult]) -> list[str]:
     for r in done:
         a = r.abstention
         assert a is not None
+        if a["refit_all"] is None:
+            continue
         w = a["refit_all"]["model"]
         lines.append("")
         lines.append(

@@ -232,3 +232,27 @@ def test_lexical_tiebreak_runs_and_is_recorded(tmp_path: Path) -> None:
     data: dict[str, Any] = json.loads(out.read_text())
     assert data["config"]["lexical_tiebreak"] == "bm25"
     assert RESULT.fullmatch(proc.stdout.rstrip("\n").splitlines()[-1])
+
+
+def test_a_hybrid_run_too_small_to_refit_relevance_still_reports(tmp_path: Path) -> None:
+    # Two conversations of a few turns: a leave-one-out fold has no adversarial
+    # question or no evidence hit to fit on; the engine's figures still come out.
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps(_dataset()))
+    out = tmp_path / "out.json"
+    proc = subprocess.run(
+        [
+            *(sys.executable, str(SCRIPT), "--data", str(data), "--embedder", "hash"),
+            *("--modes", "hybrid", "--no-plot", "--out", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())["results"][0]
+    assert result["mode"] == "hybrid"
+    abstention = result["abstention"]
+    assert 0.0 <= abstention["engine"]["auroc"] <= 1.0
+    assert abstention["leave_one_conversation_out"] is None
+    assert "relevance refits left out" in proc.stderr
