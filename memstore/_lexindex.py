@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -43,6 +43,25 @@ class LexicalHit(NamedTuple):
     fuzzy: bool
 
 
+class _Ranked(NamedTuple):
+    """A ranking :meth:`LexicalIndex.rank` made from a plan, and when it still holds.
+
+    ``state`` is the index's (lexicon generation, metadata writes) it was made
+    at; the deadline filter kept the same candidates for every ``now_ts`` with
+    ``lo <= now_ts < hi`` (``lo`` the latest deadline it found passed, ``hi``
+    the earliest it found ahead).
+    """
+
+    state: tuple[int, int]
+    lo: float
+    hi: float
+    hits: tuple[LexicalHit, ...]
+
+
+RANKED_PER_PLAN = 4
+"""Rankings a plan keeps (one per filters and limit asked; the oldest is dropped first)."""
+
+
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """A query's tokens with what each matched and its weight, computed once."""
@@ -51,6 +70,10 @@ class QueryPlan:
     matches: tuple[TokenMatch, ...]
     weights: tuple[float, ...]
     fuzzy_ok: tuple[bool, ...]
+    ranked: dict[tuple[Any, ...], _Ranked] = field(default_factory=dict, compare=False, repr=False)
+    """The rankings made from this plan, per (kind, subject, hidden kinds, partition,
+    limit): a search asked again with the same filters (a deeper page, a pool
+    asked for a second limit) reads it back instead of ranking again."""
 
     @property
     def total_weight(self) -> float:
@@ -102,8 +125,9 @@ _SPARSE = 8
 """Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
 _DENSE_CAP = 16_384
 """...unless the capacity is at most this: arrays that small cost less than the sort."""
-_PARTITION_MAX = 256
-"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call)."""
+_PARTITION_MAX = 2048
+"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call, about
+as cheap as one step of its walk at that size)."""
 
 
 _Ix = npt.NDArray[np.intp]
@@ -197,6 +221,23 @@ def _kth_largest(scores: _F64, k: int) -> float:
     if seen >= k:
         return top
     return float(np.partition(scores, scores.size - k)[scores.size - k])
+
+
+def _deadline_window(stale: _F64, now_ts: float) -> tuple[float, float]:
+    """The ``now_ts`` range over which the deadline filter keeps the same of these candidates.
+
+    ``stale`` holds their deadlines (+inf: none). The filter keeps a candidate
+    while ``now_ts < deadline``, so every ``now_ts`` in ``[lo, hi)`` keeps the
+    same ones: ``lo`` is the latest deadline already passed, ``hi`` the
+    earliest still ahead (``-inf`` and ``+inf`` when there is none).
+    """
+    due = stale[stale < _INF]  # the common case: no deadline at all, one test
+    if due.size == 0:
+        return -_INF, _INF
+    passed = due <= now_ts
+    lo = float(due[passed].max()) if passed.any() else -_INF
+    ahead = due[~passed]
+    return lo, float(ahead.min()) if ahead.size else _INF
 
 
 def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
@@ -512,16 +553,49 @@ class LexicalIndex:
         (``np.bincount``, summing in token order as a per-token loop would),
         the filters as masks over the candidates, a partition at the cut, and
         Python objects only for the hits returned.
+
+        A cut ranking is kept in the plan (:attr:`QueryPlan.ranked`) and read
+        back for the same filters and limit while the index is unchanged and
+        the deadline filter would keep the same candidates: a search that
+        asks the same pool again (the next page; the searcher's deep pool,
+        the same for a ``limit`` of 5 and of 10) costs a dictionary lookup.
         """
+        if limit is None:  # every match: too many hits to keep
+            return self._rank(plan, kind, subject, hidden_kinds, now_ts, limit, partition)[0]
+        key = (kind, subject, tuple(hidden_kinds), partition, limit)
+        state = (self.lexicon.generation, self._writes)
+        ranked = plan.ranked
+        held = ranked.get(key)
+        if held is not None and held.state == state and held.lo <= now_ts < held.hi:
+            return list(held.hits)
+        hits, lo, hi = self._rank(plan, kind, subject, hidden_kinds, now_ts, limit, partition)
+        if len(ranked) >= RANKED_PER_PLAN and key not in ranked:
+            ranked.pop(next(iter(ranked)))
+        ranked[key] = _Ranked(state, lo, hi, tuple(hits))
+        return hits
+
+    def _rank(
+        self,
+        plan: QueryPlan,
+        kind: str,
+        subject: str,
+        hidden_kinds: Sequence[str],
+        now_ts: float,
+        limit: int | None,
+        partition: str | None,
+    ) -> tuple[list[LexicalHit], float, float]:
+        """:meth:`rank` computed, and the ``now_ts`` window it holds for (:class:`_Ranked`)."""
         total_w = plan.total_weight
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
-            return []
+            return [], -_INF, _INF
         found = _accumulate(plan, cap)
         if found is None:
-            return []
+            return [], -_INF, _INF
         cand, acc, title, covered, fuzzy = found
-        keep = self._filter_mask(cand, kind, subject, hidden_kinds, now_ts, partition)
+        stale = self._stale[cand]
+        lo, hi = _deadline_window(stale, now_ts)
+        keep = self._filter_mask(cand, stale > now_ts, kind, subject, hidden_kinds, partition)
         if keep is not None:
             cand, acc, title, covered, fuzzy = (
                 cand[keep],
@@ -531,35 +605,37 @@ class LexicalIndex:
                 fuzzy[keep],
             )
         if cand.size == 0:
-            return []
+            return [], lo, hi
         scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
         pos: npt.NDArray[np.intp] = np.arange(cand.size)
         if limit is not None and cand.size > limit:
             # Keep everything tied with the limit-th score, so the tie-breaks
             # below see the whole tie.
             pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
-        ordered = self._order(cand, scores, pos, limit)
-        ids = self.lexicon._ids
-        # One conversion per column (the same Python numbers as per-element casts).
-        at = np.array(ordered, np.intp)
-        hit_ids = [ids[c] or "" for c in cand[at].tolist()]
+        at = self._order(cand, scores, pos, limit)
+        # One conversion per column (the same Python numbers as per-element casts),
+        # the ids in one C pass (a live candidate's slot always holds its id).
+        slots: list[int] = cand[at].tolist()
+        hit_ids: list[str | None] = list(map(self.lexicon._ids.__getitem__, slots))
+        if None in hit_ids:  # pragma: no cover - a candidate is a live slot
+            hit_ids = [i or "" for i in hit_ids]
         fields = zip(
             hit_ids, scores[at].tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
         )
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
-        return list(map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields))
+        return list(map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)), lo, hi
 
     def _filter_mask(
         self,
         cand: npt.NDArray[np.intp],
+        keep: npt.NDArray[np.bool_],
         kind: str,
         subject: str,
         hidden_kinds: Sequence[str],
-        now_ts: float,
         partition: str | None,
     ) -> npt.NDArray[np.bool_] | None:
-        """Which candidates pass the filters (``None``: all of them)."""
-        keep = self._stale[cand] > now_ts
+        """Which candidates pass the filters (``None``: all of them); ``keep``, the
+        candidates not past their deadline, is narrowed in place."""
         if kind:
             keep &= self._kind[cand] == self._kinds.lookup(kind)
         elif hidden_kinds:
@@ -583,7 +659,7 @@ class LexicalIndex:
         scores: npt.NDArray[np.float64],
         pos: npt.NDArray[np.intp],
         limit: int | None,
-    ) -> list[int]:
+    ) -> npt.NDArray[np.intp]:
         """The first ``limit`` of ``pos`` by score desc, then most recently updated, then id.
 
         A vectorised sort on (score, update time); only runs tied on both are
@@ -596,12 +672,10 @@ class LexicalIndex:
         n = int(pos.size)
         need = n if limit is None else min(limit, n)
         if n <= 1:
-            first: list[int] = pos.tolist()[:need]
-            return first
+            return pos[:need]
         tied = (s[1:] == s[:-1]) & (u[1:] == u[:-1])
         if not tied[:need].any():
-            top: list[int] = pos[:need].tolist()
-            return top
+            return pos[:need]
         starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
         ends = [*starts[1:], n]
         ids = self.lexicon._ids
@@ -613,7 +687,7 @@ class LexicalIndex:
             if b - a > 1:
                 run.sort(key=lambda p: ids[cand[p]] or "")
             out.extend(run)
-        return out[:need]
+        return np.array(out[:need], np.intp)
 
     def _check(self, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
         """Assert the index holds exactly ``expected`` with matching metadata."""
