@@ -171,6 +171,21 @@ def test_the_users_own_notes_carry_relevance_and_are_filtered_too() -> None:
         assert mem.search("zebra quagga", user="u1", min_relevance=0.5) == []
 
 
+@pytest.mark.parametrize("subject", ["", "alice", "bob"])
+def test_a_users_own_note_about_another_subject_scores_lower(subject: str) -> None:
+    """The query names alice: the user's own note about bob is counted as about someone else."""
+    with _memory() as mem:
+        mem.add(
+            Item(kind="note", content="glazed mugs for the fair", subject=subject), private_to="u1"
+        )
+        query = "what did alice glaze"
+        own = mem.store.keyword_hits(query, user_hash="u1", own_only=True)[0]
+        assert len(own) == 1
+        (item, hit), *_ = own
+        hits = {r.item.id: r.relevance for r in mem.search(query, user="u1", limit=10)}
+        assert hits[item.id] == relevance(hit.score, None, subject == "bob")
+
+
 @pytest.mark.parametrize("bad", [True, False, float("nan"), -0.01, 1.01, "0.5", None, float("inf")])
 def test_min_relevance_refuses_what_is_not_a_number_in_the_unit_interval(bad: object) -> None:
     with _memory() as mem:
