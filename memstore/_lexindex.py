@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +24,7 @@ from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch,
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
 from memstore.text import event_date_words, words
 
-__all__ = ["LexicalHit", "LexicalIndex", "QueryPlan"]
+__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
 
 _INF = float("inf")
 
@@ -43,6 +43,34 @@ class LexicalHit(NamedTuple):
     fuzzy: bool
 
 
+class LexicalHits(list[LexicalHit]):
+    """:meth:`LexicalIndex.rank`'s hits, best first, with their ids and scores as columns too.
+
+    ``ids`` (a tuple) and ``scores`` (a read-only float64 array) hold each
+    hit's ``id`` and ``score`` in order, as the ranking made them: a caller
+    that works on arrays (the searcher's lean path) takes them whole instead
+    of reading a deep pool's tuples field by field. A copy (a slice,
+    ``list(...)``) is a plain list; the hits must not be changed in place.
+    """
+
+    __slots__ = ("ids", "scores")
+
+    def __init__(
+        self, hits: Iterable[LexicalHit], ids: tuple[str, ...], scores: npt.NDArray[np.float64]
+    ) -> None:
+        super().__init__(hits)
+        self.ids = ids
+        self.scores = scores
+
+
+_NO_HITS_SCORES = np.zeros(0, np.float64)
+_NO_HITS_SCORES.flags.writeable = False
+
+
+def _no_hits() -> LexicalHits:
+    return LexicalHits((), (), _NO_HITS_SCORES)
+
+
 class _Ranked(NamedTuple):
     """A ranking :meth:`LexicalIndex.rank` made from a plan, and when it still holds.
 
@@ -55,7 +83,7 @@ class _Ranked(NamedTuple):
     state: tuple[int, int]
     lo: float
     hi: float
-    hits: tuple[LexicalHit, ...]
+    hits: LexicalHits
 
 
 RANKED_PER_PLAN = 4
@@ -542,7 +570,7 @@ class LexicalIndex:
         now_ts: float,
         limit: int | None,
         partition: str | None = None,
-    ) -> list[LexicalHit]:
+    ) -> LexicalHits:
         """Score the plan's candidates, filter them, and return the best ``limit``.
 
         Order: score descending, then the most recently updated, then id.
@@ -567,11 +595,12 @@ class LexicalIndex:
         ranked = plan.ranked
         held = ranked.get(key)
         if held is not None and held.state == state and held.lo <= now_ts < held.hi:
-            return list(held.hits)
+            kept = held.hits
+            return LexicalHits(kept, kept.ids, kept.scores)  # a copy: the caller's to keep
         hits, lo, hi = self._rank(plan, kind, subject, hidden_kinds, now_ts, limit, partition)
         if len(ranked) >= RANKED_PER_PLAN and key not in ranked:
             ranked.pop(next(iter(ranked)))
-        ranked[key] = _Ranked(state, lo, hi, tuple(hits))
+        ranked[key] = _Ranked(state, lo, hi, LexicalHits(hits, hits.ids, hits.scores))
         return hits
 
     def _rank(
@@ -583,15 +612,15 @@ class LexicalIndex:
         now_ts: float,
         limit: int | None,
         partition: str | None,
-    ) -> tuple[list[LexicalHit], float, float]:
+    ) -> tuple[LexicalHits, float, float]:
         """:meth:`rank` computed, and the ``now_ts`` window it holds for (:class:`_Ranked`)."""
         total_w = plan.total_weight
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
-            return [], -_INF, _INF
+            return _no_hits(), -_INF, _INF
         found = _accumulate(plan, cap)
         if found is None:
-            return [], -_INF, _INF
+            return _no_hits(), -_INF, _INF
         cand, acc, title, covered, fuzzy = found
         stale = self._stale[cand]
         lo, hi = _deadline_window(stale, now_ts)
@@ -605,7 +634,7 @@ class LexicalIndex:
                 fuzzy[keep],
             )
         if cand.size == 0:
-            return [], lo, hi
+            return _no_hits(), lo, hi
         scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
         pos: npt.NDArray[np.intp] = np.arange(cand.size)
         if limit is not None and cand.size > limit:
@@ -616,14 +645,18 @@ class LexicalIndex:
         # One conversion per column (the same Python numbers as per-element casts),
         # the ids in one C pass (a live candidate's slot always holds its id).
         slots: list[int] = cand[at].tolist()
-        hit_ids: list[str | None] = list(map(self.lexicon._ids.__getitem__, slots))
-        if None in hit_ids:  # pragma: no cover - a candidate is a live slot
-            hit_ids = [i or "" for i in hit_ids]
+        held: tuple[str | None, ...] = tuple(map(self.lexicon._ids.__getitem__, slots))
+        hit_ids = cast("tuple[str, ...]", held)
+        if None in held:  # pragma: no cover - a candidate is a live slot
+            hit_ids = tuple(i or "" for i in held)
+        hit_scores = scores[at]
+        hit_scores.flags.writeable = False
         fields = zip(
-            hit_ids, scores[at].tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
+            hit_ids, hit_scores.tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
         )
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
-        return list(map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)), lo, hi
+        hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
+        return LexicalHits(hits, hit_ids, hit_scores), lo, hi
 
     def _filter_mask(
         self,

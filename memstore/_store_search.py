@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 
-from memstore._lexindex import LexicalHit, QueryPlan
+from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase, _ts
 from memstore.item import (
@@ -235,7 +235,7 @@ class StoreSearch(StoreBase):
         now: _dt.datetime,
         limit: int | None,
         partition: str | None,
-    ) -> list[LexicalHit]:
+    ) -> LexicalHits:
         """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
         return self._lex.rank(
             plan,

@@ -114,6 +114,9 @@ def assert_same_ranking(
     got = new.rank(p_new, **args)  # type: ignore[arg-type]
     want = old.rank(p_old, **args)  # type: ignore[arg-type]
     assert [h.id for h in got] == [h.id for h in want], (tokens, args)
+    # The columns the lean path reads are the hits' own fields.
+    assert got.ids == tuple(h.id for h in got)
+    assert got.scores.tolist() == [h.score for h in got] and not got.scores.flags.writeable
     for g, w in zip(got, want, strict=True):
         assert abs(g.score - w.score) <= 1e-9
         assert (g.covered, g.fuzzy) == (w.covered, w.fuzzy)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memstore._lexindex import LexicalHit
+from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
@@ -166,15 +166,17 @@ class LeanFusion:
         """Takes part in spreading, as either end (the store's ``neighbours`` rule)."""
         self._readable = readable
 
-    def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
-        """Each id's slot, -1 for an id the store does not hold (never readable)."""
+    def _slots(self, ids: Sequence[str]) -> tuple[npt.NDArray[np.intp], bool]:
+        """Each id's slot, -1 for an id the store does not hold (never readable), and
+        whether it holds them all (then no slot needs masking)."""
         slot, n = self._snap.slot, len(ids)
         if n > 1:  # every id held, the common case: one lookup pass in C
             try:
-                return np.fromiter(itemgetter(*ids)(slot), np.intp, n)
+                return np.fromiter(itemgetter(*ids)(slot), np.intp, n), True
             except KeyError:
                 pass
-        return np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
+        out = np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
+        return out, n == 0 or bool(out.min() >= 0)
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
@@ -184,26 +186,33 @@ class LeanFusion:
     def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
         """The lexical channel's hits, best first (``items`` is ``None``: none is read here)."""
         del items
-        raw = np.fromiter(map(_SCORE, hits), np.float64, len(hits))
+        ids: Sequence[str]
+        if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):  # the index's columns
+            raw, ids = hits.scores, hits.ids
+        else:
+            raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
         if self._by_score:
             vals = self._lexical_weight * _minmax(raw)
         else:
             vals = 1.0 / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
-        slots = self._slots(list(map(_ID, hits)))
-        known = slots >= 0
-        slots = slots[known]
-        self._base[slots] = vals[known]
+        slots, every = self._slots(ids)
+        if not every:
+            known = slots >= 0
+            slots, vals, raw = slots[known], vals[known], raw[known]
+        self._base[slots] = vals
         self._scored[slots] = True
-        self._lexical_raw = np.full(len(self._snap), np.nan)
-        self._lexical_raw[slots] = raw[known]
+        lexical_raw = np.full(len(self._snap), np.nan)
+        lexical_raw[slots] = raw
+        self._lexical_raw = lexical_raw
 
     def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
         """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
         if self._lexical_raw is None or not results:
             return {}
         ids = [r.item.id for r in results]
-        slots = self._slots(ids)
-        raw: list[float] = np.where(slots >= 0, self._lexical_raw[slots], np.nan).tolist()
+        slots, every = self._slots(ids)
+        found = self._lexical_raw[slots]
+        raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
 
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
@@ -211,15 +220,17 @@ class LeanFusion:
         del channel  # named in explanations only, which this path does not build
         t0 = time.perf_counter()
         self._semantic = True
-        slots = self._slots(list(map(_ID, map(_HIT, hits))))
+        slots, every = self._slots(list(map(_ID, map(_HIT, hits))))
         if self._by_score:
             adds = (1.0 - self._lexical_weight) * _minmax(
                 np.fromiter(map(_SIM, hits), np.float64, len(hits))
             )
-            known = slots >= 0
-            slots, adds = slots[known], adds[known]
+            if not every:
+                known = slots >= 0
+                slots, adds = slots[known], adds[known]
         else:
-            slots = slots[slots >= 0]
+            if not every:
+                slots = slots[slots >= 0]
             slots = slots[self._readable[slots]]
             adds = 1.0 / (RRF_K + np.arange(slots.size, dtype=np.intp) + 1)
         self._base[slots] += adds
