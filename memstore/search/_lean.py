@@ -62,11 +62,9 @@ _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
 
 
 @lru_cache(maxsize=64)
-def _base_scores(n: int) -> npt.NDArray[np.float64]:
-    """:func:`~memstore.rerank.rerank_base_score` of ranks ``0..n-1`` (the same floats, kept)."""
-    out = np.array([rerank_base_score(rank) for rank in range(n)], np.float64)
-    out.flags.writeable = False
-    return out
+def _base_scores(n: int) -> tuple[float, ...]:
+    """:func:`~memstore.rerank.rerank_base_score` of ranks ``0..n-1``, kept."""
+    return tuple(rerank_base_score(rank) for rank in range(n))
 
 
 def _minmax(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -306,21 +304,33 @@ class LeanFusion:
                 fused = [EXACT_ID_MATCH_SCORE, *(f for _, f in pairs)]
         if not shaped:
             return self._read(ordered[:limit], fused[:limit], [0] * min(limit, len(ordered)))
+        # The rerank's multipliers, per candidate in plain Python (the pool is a couple
+        # of dozen: numpy calls cost more than they save on it), each slot fact gathered
+        # in one call: x 1.0 where one does not apply changes no float, so each score is
+        # the general path's base x watch x recent, in that order.
         at = np.array(ordered, np.intp)
-        # The rerank's multipliers as arrays: x 1.0 where one does not apply changes no
-        # float, so each score is the general path's base x watch x recent, in that order.
-        watch = snap.kind[at] == snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
-        recent = snap.has_update[at] & (snap.updated_us[at] >= self._now_us - _RECENT_US)
-        score = _base_scores(at.size) * np.where(watch, WATCH_BOOST, 1.0)
-        score = score * np.where(recent, RECENT_BOOST, 1.0)
+        kinds_at: list[int] = snap.kind[at].tolist()
+        dated: list[bool] = snap.has_update[at].tolist()
+        updated: list[int] = snap.updated_us[at].tolist()
+        ranks: list[int] = snap.id_rank[at].tolist()
+        watch = snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
+        since = self._now_us - _RECENT_US
+        scores = [
+            base
+            * (WATCH_BOOST if k == watch else 1.0)
+            * (RECENT_BOOST if d and u >= since else 1.0)
+            for base, k, d, u in zip(_base_scores(len(at)), kinds_at, dated, updated, strict=True)
+        ]
         if full:  # only an exact id hit scores that high (fused scores are a few weights)
-            score = np.where(np.array(fused) >= EXACT_ID_MATCH_SCORE, EXACT_ID_MATCH_SCORE, score)
-        scores: list[float] = score.tolist()
-        order: list[int] = np.lexsort((snap.id_rank[at], -score)).tolist()
+            scores = [
+                EXACT_ID_MATCH_SCORE if f >= EXACT_ID_MATCH_SCORE else x
+                for x, f in zip(scores, fused, strict=True)
+            ]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], ranks[i]))
         # The near-duplicate collapse: knowledge cells against earlier survivors of their kind.
-        kinds = [c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS]
+        kinds = {c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS}
         counts: dict[int, int] = {}
-        if not kinds or not np.isin(snap.kind[at], kinds).any():
+        if kinds.isdisjoint(kinds_at):
             survivors = order  # no knowledge cell among them: nothing collapses
         else:
             items = snap.items
