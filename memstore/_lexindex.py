@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple, cast
 
@@ -71,25 +71,6 @@ def _no_hits() -> LexicalHits:
     return LexicalHits((), (), _NO_HITS_SCORES)
 
 
-class _Ranked(NamedTuple):
-    """A ranking :meth:`LexicalIndex.rank` made from a plan, and when it still holds.
-
-    ``state`` is the index's (lexicon generation, metadata writes) it was made
-    at; the deadline filter kept the same candidates for every ``now_ts`` with
-    ``lo <= now_ts < hi`` (``lo`` the latest deadline it found passed, ``hi``
-    the earliest it found ahead).
-    """
-
-    state: tuple[int, int]
-    lo: float
-    hi: float
-    hits: LexicalHits
-
-
-RANKED_PER_PLAN = 4
-"""Rankings a plan keeps (one per filters and limit asked; the oldest is dropped first)."""
-
-
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """A query's tokens with what each matched and its weight, computed once."""
@@ -98,10 +79,6 @@ class QueryPlan:
     matches: tuple[TokenMatch, ...]
     weights: tuple[float, ...]
     fuzzy_ok: tuple[bool, ...]
-    ranked: dict[tuple[Any, ...], _Ranked] = field(default_factory=dict, compare=False, repr=False)
-    """The rankings made from this plan, per (kind, subject, hidden kinds, partition,
-    limit): a search asked again with the same filters (a deeper page, a pool
-    asked for a second limit) reads it back instead of ranking again."""
 
     @property
     def total_weight(self) -> float:
@@ -581,50 +558,18 @@ class LexicalIndex:
         (``np.bincount``, summing in token order as a per-token loop would),
         the filters as masks over the candidates, a partition at the cut, and
         Python objects only for the hits returned.
-
-        A cut ranking is kept in the plan (:attr:`QueryPlan.ranked`) and read
-        back for the same filters and limit while the index is unchanged and
-        the deadline filter would keep the same candidates: a search that
-        asks the same pool again (the next page; the searcher's deep pool,
-        the same for a ``limit`` of 5 and of 10) costs a dictionary lookup.
         """
-        if limit is None:  # every match: too many hits to keep
-            return self._rank(plan, kind, subject, hidden_kinds, now_ts, limit, partition)[0]
-        key = (kind, subject, tuple(hidden_kinds), partition, limit)
-        state = (self.lexicon.generation, self._writes)
-        ranked = plan.ranked
-        held = ranked.get(key)
-        if held is not None and held.state == state and held.lo <= now_ts < held.hi:
-            kept = held.hits
-            return LexicalHits(kept, kept.ids, kept.scores)  # a copy: the caller's to keep
-        hits, lo, hi = self._rank(plan, kind, subject, hidden_kinds, now_ts, limit, partition)
-        if len(ranked) >= RANKED_PER_PLAN and key not in ranked:
-            ranked.pop(next(iter(ranked)))
-        ranked[key] = _Ranked(state, lo, hi, LexicalHits(hits, hits.ids, hits.scores))
-        return hits
-
-    def _rank(
-        self,
-        plan: QueryPlan,
-        kind: str,
-        subject: str,
-        hidden_kinds: Sequence[str],
-        now_ts: float,
-        limit: int | None,
-        partition: str | None,
-    ) -> tuple[LexicalHits, float, float]:
-        """:meth:`rank` computed, and the ``now_ts`` window it holds for (:class:`_Ranked`)."""
         total_w = plan.total_weight
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
-            return _no_hits(), -_INF, _INF
+            return _no_hits()
         found = _accumulate(plan, cap)
         if found is None:
-            return _no_hits(), -_INF, _INF
+            return _no_hits()
         cand, acc, title, covered, fuzzy = found
-        stale = self._stale[cand]
-        lo, hi = _deadline_window(stale, now_ts)
-        keep = self._filter_mask(cand, stale > now_ts, kind, subject, hidden_kinds, partition)
+        keep = self._filter_mask(
+            cand, self._stale[cand] > now_ts, kind, subject, hidden_kinds, partition
+        )
         if keep is not None:
             cand, acc, title, covered, fuzzy = (
                 cand[keep],
@@ -634,7 +579,7 @@ class LexicalIndex:
                 fuzzy[keep],
             )
         if cand.size == 0:
-            return _no_hits(), lo, hi
+            return _no_hits()
         scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
         pos: npt.NDArray[np.intp] = np.arange(cand.size)
         if limit is not None and cand.size > limit:
@@ -656,7 +601,7 @@ class LexicalIndex:
         )
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
         hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
-        return LexicalHits(hits, hit_ids, hit_scores), lo, hi
+        return LexicalHits(hits, hit_ids, hit_scores)
 
     def _filter_mask(
         self,
