@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +24,7 @@ from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch,
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
 from memstore.text import event_date_words, words
 
-__all__ = ["LexicalHit", "LexicalIndex", "QueryPlan"]
+__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
 
 _INF = float("inf")
 
@@ -41,6 +41,34 @@ class LexicalHit(NamedTuple):
     score: float
     covered: int
     fuzzy: bool
+
+
+class LexicalHits(list[LexicalHit]):
+    """:meth:`LexicalIndex.rank`'s hits, best first, with their ids and scores as columns too.
+
+    ``ids`` (a tuple) and ``scores`` (a read-only float64 array) hold each
+    hit's ``id`` and ``score`` in order, as the ranking made them: a caller
+    that works on arrays (the searcher's lean path) takes them whole instead
+    of reading a deep pool's tuples field by field. A copy (a slice,
+    ``list(...)``) is a plain list; the hits must not be changed in place.
+    """
+
+    __slots__ = ("ids", "scores")
+
+    def __init__(
+        self, hits: Iterable[LexicalHit], ids: tuple[str, ...], scores: npt.NDArray[np.float64]
+    ) -> None:
+        super().__init__(hits)
+        self.ids = ids
+        self.scores = scores
+
+
+_NO_HITS_SCORES = np.zeros(0, np.float64)
+_NO_HITS_SCORES.flags.writeable = False
+
+
+def _no_hits() -> LexicalHits:
+    return LexicalHits((), (), _NO_HITS_SCORES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +130,9 @@ _SPARSE = 8
 """Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
 _DENSE_CAP = 16_384
 """...unless the capacity is at most this: arrays that small cost less than the sort."""
-_PARTITION_MAX = 256
-"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call)."""
+_PARTITION_MAX = 2048
+"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call, about
+as cheap as one step of its walk at that size)."""
 
 
 _Ix = npt.NDArray[np.intp]
@@ -197,6 +226,23 @@ def _kth_largest(scores: _F64, k: int) -> float:
     if seen >= k:
         return top
     return float(np.partition(scores, scores.size - k)[scores.size - k])
+
+
+def _deadline_window(stale: _F64, now_ts: float) -> tuple[float, float]:
+    """The ``now_ts`` range over which the deadline filter keeps the same of these candidates.
+
+    ``stale`` holds their deadlines (+inf: none). The filter keeps a candidate
+    while ``now_ts < deadline``, so every ``now_ts`` in ``[lo, hi)`` keeps the
+    same ones: ``lo`` is the latest deadline already passed, ``hi`` the
+    earliest still ahead (``-inf`` and ``+inf`` when there is none).
+    """
+    due = stale[stale < _INF]  # the common case: no deadline at all, one test
+    if due.size == 0:
+        return -_INF, _INF
+    passed = due <= now_ts
+    lo = float(due[passed].max()) if passed.any() else -_INF
+    ahead = due[~passed]
+    return lo, float(ahead.min()) if ahead.size else _INF
 
 
 def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
@@ -511,7 +557,7 @@ class LexicalIndex:
         now_ts: float,
         limit: int | None,
         partition: str | None = None,
-    ) -> list[LexicalHit]:
+    ) -> LexicalHits:
         """Score the plan's candidates, filter them, and return the best ``limit``.
 
         Order: score descending, then the most recently updated, then id.
@@ -526,12 +572,14 @@ class LexicalIndex:
         total_w = plan.total_weight
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
-            return []
+            return _no_hits()
         found = _accumulate(plan, cap)
         if found is None:
-            return []
+            return _no_hits()
         cand, acc, title, covered, fuzzy = found
-        keep = self._filter_mask(cand, kind, subject, hidden_kinds, now_ts, partition)
+        keep = self._filter_mask(
+            cand, self._stale[cand] > now_ts, kind, subject, hidden_kinds, partition
+        )
         if keep is not None:
             cand, acc, title, covered, fuzzy = (
                 cand[keep],
@@ -541,35 +589,41 @@ class LexicalIndex:
                 fuzzy[keep],
             )
         if cand.size == 0:
-            return []
+            return _no_hits()
         scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
         pos: npt.NDArray[np.intp] = np.arange(cand.size)
         if limit is not None and cand.size > limit:
             # Keep everything tied with the limit-th score, so the tie-breaks
             # below see the whole tie.
             pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
-        ordered = self._order(cand, scores, pos, limit)
-        ids = self.lexicon._ids
-        # One conversion per column (the same Python numbers as per-element casts).
-        at = np.array(ordered, np.intp)
-        hit_ids = [ids[c] or "" for c in cand[at].tolist()]
+        at = self._order(cand, scores, pos, limit)
+        # One conversion per column (the same Python numbers as per-element casts),
+        # the ids in one C pass (a live candidate's slot always holds its id).
+        slots: list[int] = cand[at].tolist()
+        held: tuple[str | None, ...] = tuple(map(self.lexicon._ids.__getitem__, slots))
+        hit_ids = cast("tuple[str, ...]", held)
+        if None in held:  # pragma: no cover - a candidate is a live slot
+            hit_ids = tuple(i or "" for i in held)
+        hit_scores = scores[at]
+        hit_scores.flags.writeable = False
         fields = zip(
-            hit_ids, scores[at].tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
+            hit_ids, hit_scores.tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
         )
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
-        return list(map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields))
+        hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
+        return LexicalHits(hits, hit_ids, hit_scores)
 
     def _filter_mask(
         self,
         cand: npt.NDArray[np.intp],
+        keep: npt.NDArray[np.bool_],
         kind: str,
         subject: str,
         hidden_kinds: Sequence[str],
-        now_ts: float,
         partition: str | None,
     ) -> npt.NDArray[np.bool_] | None:
-        """Which candidates pass the filters (``None``: all of them)."""
-        keep = self._stale[cand] > now_ts
+        """Which candidates pass the filters (``None``: all of them); ``keep``, the
+        candidates not past their deadline, is narrowed in place."""
         if kind:
             keep &= self._kind[cand] == self._kinds.lookup(kind)
         elif hidden_kinds:
@@ -593,7 +647,7 @@ class LexicalIndex:
         scores: npt.NDArray[np.float64],
         pos: npt.NDArray[np.intp],
         limit: int | None,
-    ) -> list[int]:
+    ) -> npt.NDArray[np.intp]:
         """The first ``limit`` of ``pos`` by score desc, then most recently updated, then id.
 
         A vectorised sort on (score, update time); only runs tied on both are
@@ -606,12 +660,10 @@ class LexicalIndex:
         n = int(pos.size)
         need = n if limit is None else min(limit, n)
         if n <= 1:
-            first: list[int] = pos.tolist()[:need]
-            return first
+            return pos[:need]
         tied = (s[1:] == s[:-1]) & (u[1:] == u[:-1])
         if not tied[:need].any():
-            top: list[int] = pos[:need].tolist()
-            return top
+            return pos[:need]
         starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
         ends = [*starts[1:], n]
         ids = self.lexicon._ids
@@ -623,7 +675,7 @@ class LexicalIndex:
             if b - a > 1:
                 run.sort(key=lambda p: ids[cand[p]] or "")
             out.extend(run)
-        return out[:need]
+        return np.array(out[:need], np.intp)
 
     def _check(self, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
         """Assert the index holds exactly ``expected`` with matching metadata."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 
-from memstore._lexindex import LexicalHit, QueryPlan
+from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase, _ts
 from memstore.item import (
@@ -49,6 +49,7 @@ class StoreSearch(StoreBase):
     _plans: dict[tuple[str, ...], QueryPlan] | None = None
     _plans_generation = -1
     _token_cache: dict[str, tuple[str, ...]] | None = None
+    _named_cache: tuple[object, tuple[int, int], dict[str, frozenset[str]]] | None = None
 
     def _set(self, id: str, new: Item | None) -> None:
         """Every change of stored state passes here: it starts a new search generation."""
@@ -206,12 +207,25 @@ class StoreSearch(StoreBase):
         holds now count: one that only items of a data kind carry (never
         indexed) is named by no query, nor is one whose items were all deleted
         or given another subject.
+
+        The answer is kept per query while the lexical index is the same one,
+        unchanged (its lexicon generation and metadata writes).
         """
-        qwords = words(query)
-        if not qwords:
-            return frozenset()
         with self._locked():
-            return self._lex.named_subjects(qwords)
+            lex = self._lex
+            state = (lex.lexicon.generation, lex._writes)
+            cache = self._named_cache
+            if cache is None or cache[0] is not lex or cache[1] != state:
+                cache = self._named_cache = (lex, state, {})
+            known = cache[2]
+            named = known.get(query)
+            if named is None:
+                qwords = words(query)
+                named = lex.named_subjects(qwords) if qwords else frozenset()
+                if len(known) >= PLAN_CACHE_SIZE:
+                    known.pop(next(iter(known)))
+                known[query] = named
+            return named
 
     def _rank_locked(
         self,
@@ -221,7 +235,7 @@ class StoreSearch(StoreBase):
         now: _dt.datetime,
         limit: int | None,
         partition: str | None,
-    ) -> list[LexicalHit]:
+    ) -> LexicalHits:
         """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
         return self._lex.rank(
             plan,

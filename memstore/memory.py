@@ -513,7 +513,12 @@ class Memory:
                 query, kind, subject, limit, user_hash=user, own_only=True
             )
             mine = [SearchResult(it, h.score) for it, h in own[0]]
-            named = self.store.named_subjects(query)
+            # Only a note with a subject can be about another subject than the query names.
+            named = (
+                self.store.named_subjects(query)
+                if any(r.item.subject for r in mine)
+                else frozenset()
+            )
             assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
             mine = [r for r in mine if r.relevance >= min_relevance]
             hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties

@@ -9,7 +9,9 @@ document frequency and fuzzy gate, and on every ranking: the same ids, in the
 same order, with the same scores (to 1e-9; in practice bit for bit), tokens
 covered and fuzzy flags, under every filter and cut. The new index compacts
 after every other removal here (``compact_min=2``), so renumbering is always
-exercised. The benchmark corpora are compared too.
+exercised. The benchmark corpora are compared too. A query's plan is kept
+until the next write, as the store keeps it, and ranked again under other
+filters, limits and clocks: it must still agree with the oracle.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memstore._lexindex import LexicalIndex, _kth_largest
+from memstore._lexindex import (
+    _PARTITION_MAX,
+    LexicalIndex,
+    QueryPlan,
+    _kth_largest,
+)
 from memstore.item import Item
 from memstore.text import kw_tokens, normalize_query
 from tests.lexical_oracle import OracleLexicalIndex
@@ -87,8 +94,9 @@ def assert_same_ranking(
     limit: int | None = 10,
     partition: str | None = None,
     now_ts: float = NOW.timestamp(),
+    plan: QueryPlan | None = None,
 ) -> None:
-    p_new, p_old = new.plan(tokens), old.plan(tokens)
+    p_new, p_old = plan or new.plan(tokens), old.plan(tokens)
     assert p_new.weights == p_old.weights
     assert p_new.fuzzy_ok == p_old.fuzzy_ok
     for m_new, m_old in zip(p_new.matches, p_old.matches, strict=True):
@@ -104,6 +112,9 @@ def assert_same_ranking(
     got = new.rank(p_new, **args)  # type: ignore[arg-type]
     want = old.rank(p_old, **args)  # type: ignore[arg-type]
     assert [h.id for h in got] == [h.id for h in want], (tokens, args)
+    # The columns the lean path reads are the hits' own fields.
+    assert got.ids == tuple(h.id for h in got)
+    assert got.scores.tolist() == [h.score for h in got] and not got.scores.flags.writeable
     for g, w in zip(got, want, strict=True):
         assert abs(g.score - w.score) <= 1e-9
         assert (g.covered, g.fuzzy) == (w.covered, w.fuzzy)
@@ -117,15 +128,19 @@ class DifferentialMachine(RuleBasedStateMachine):
         self.new = LexicalIndex(compact_min=2, overlay_max=3)  # vocabulary segments too
         self.old = OracleLexicalIndex()
         self.live: dict[str, Item] = {}
+        self.plans: dict[tuple[str, ...], QueryPlan] = {}
+        """The new index's plans, kept until a write (as the store keeps them)."""
 
     @rule(item=items(), index_id=st.booleans())
     def put(self, item: Item, index_id: bool) -> None:
+        self.plans.clear()
         self.new.put(item, index_id)
         self.old.put(item, index_id)
         self.live[item.id] = item
 
     @rule(ident=st.sampled_from(IDS))
     def remove(self, ident: str) -> None:
+        self.plans.clear()
         self.new.remove(ident)
         self.old.remove(ident)
         self.live.pop(ident, None)
@@ -139,6 +154,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         limit=st.sampled_from([None, 1, 2, 3, 10]),
         partition=st.sampled_from([None, "a", "b", "zz"]),
         now_h=st.sampled_from([0, 2, 5]),
+        later_h=st.sampled_from([0, 1, 2, 3, 9, 10]),
     )
     def query(
         self,
@@ -149,6 +165,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         limit: int | None,
         partition: str | None,
         now_h: int,
+        later_h: int,
     ) -> None:
         tokens = kw_tokens(normalize_query(query))
         for tok in tokens:
@@ -161,17 +178,21 @@ class DifferentialMachine(RuleBasedStateMachine):
             assert self.new.lexicon.candidates_for_tokens([tok]) == (
                 self.old.lexicon.candidates_for_tokens([tok])
             )
-        assert_same_ranking(
-            self.new,
-            self.old,
-            tokens,
-            kind=kind,
-            subject=subject,
-            hidden=hidden,
-            limit=limit,
-            partition=partition,
-            now_ts=(T0 + _dt.timedelta(hours=now_h)).timestamp(),
-        )
+        plan = self.plans.setdefault(tuple(tokens), self.new.plan(tokens))
+        # The same plan and filters at another hour (deadlines are at hours 1, 2, 3 and 9).
+        for hour in (now_h, later_h):
+            assert_same_ranking(
+                self.new,
+                self.old,
+                tokens,
+                kind=kind,
+                subject=subject,
+                hidden=hidden,
+                limit=limit,
+                partition=partition,
+                now_ts=(T0 + _dt.timedelta(hours=hour)).timestamp(),
+                plan=plan,
+            )
 
     @invariant()
     def consistent(self) -> None:
@@ -285,6 +306,29 @@ def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataOb
     scores = np.array(values)
     k = data.draw(st.integers(1, len(values)))
     assert _kth_largest(scores, k) == np.partition(scores, scores.size - k)[scores.size - k]
+    # Past _PARTITION_MAX candidates it walks the distinct maxima first.
+    many = np.tile(scores, _PARTITION_MAX // scores.size + 1)
+    k = data.draw(st.integers(1, many.size))
+    assert _kth_largest(many, k) == np.partition(many, many.size - k)[many.size - k]
+
+
+def test_a_kept_plan_follows_a_metadata_write() -> None:
+    """A plan kept across a write that changes an item's filters alone ranks by the new ones.
+
+    Changing only an item's kind leaves its words, so the lexicon (and the
+    plan's token matches) stay as they were; the kind filter must see the new kind.
+    """
+    index = LexicalIndex()
+    a = Item(id="a", kind="fact", content="alpha")
+    index.put(a, False)
+    index.put(Item(id="b", kind="fact", content="alpha beta"), False)
+    plan = index.plan(["alpha"])
+    args = {"subject": "", "hidden_kinds": (), "now_ts": NOW.timestamp(), "limit": 5}
+    assert [h.id for h in index.rank(plan, kind="fact", **args)] == ["a", "b"]  # type: ignore[arg-type]
+    generation = index.lexicon.generation
+    index.put(a.model_copy(update={"kind": "event"}), False)
+    assert index.lexicon.generation == generation  # the words did not change
+    assert [h.id for h in index.rank(plan, kind="fact", **args)] == ["b"]  # type: ignore[arg-type]
 
 
 @given(st.text(alphabet="aZ0b.Q -yXX9", max_size=16))

@@ -18,13 +18,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tests.search_oracle as oracle
 from memstore import Config, Item, Store
+from memstore._lexindex import LexicalHit, LexicalHits
+from memstore._search_snapshot import micros
 from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search._lean import LeanFusion
 from memstore.vocabulary import Vocabulary
 from memstore_index.cellstore import CellStore
 from memstore_index.entry import IndexEntry, embed_text, entry_for
@@ -369,3 +373,33 @@ def test_the_searcher_matches_the_old_one_on_a_locomo_conversation(clock: FakeCl
                 slow = new.hybrid_search(q, partition=conv["sample_id"], limit=limit, explain=True)
                 assert [r.relevance for r in got] == [r.relevance for r in slow]
     assert store.search_snapshot() is not None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stores(),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    st.booleans(),
+    st.booleans(),
+)
+def test_lean_fusion_reads_the_index_columns_as_it_reads_the_hits(
+    env: tuple[Store, CellStore, FakeClock], query: str, by_score: bool, foreign: bool
+) -> None:
+    """``add_lexical`` on :class:`LexicalHits` (its ``ids`` and ``scores`` columns) leaves
+    the same state as on a plain list of the same hits, one of them unknown or not."""
+    store, _, clock = env
+    searcher = Searcher(SearchConfig(store=store))
+    snap = store.search_snapshot()  # a small store: built at the first ask
+    assert snap is not None
+    hits, _ = store.keyword_ranked(query, limit=50)
+    if foreign:  # an id the store does not hold: its slot is masked out
+        more = [*hits, LexicalHit("nowhere", 0.01, 1, False)]
+        hits = LexicalHits(more, tuple(h.id for h in more), np.array([h.score for h in more]))
+    assert isinstance(hits, LexicalHits)
+    fusions = [LeanFusion(searcher, snap, micros(clock()), "", "", by_score) for _ in range(2)]
+    fusions[0].add_lexical(hits, None)
+    fusions[1].add_lexical(list(hits), None)  # a plain list: read field by field
+    a, b = fusions
+    assert np.array_equal(a._base, b._base) and np.array_equal(a._scored, b._scored)
+    assert a._lexical_raw is not None and b._lexical_raw is not None
+    assert np.array_equal(a._lexical_raw, b._lexical_raw, equal_nan=True)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from memstore import Config, Item, Memory, Store
 from memstore.errors import InvalidItemError
 from memstore.search import SearchConfig, Searcher, SearchResult
-from memstore.search._relevance import RELEVANCE_MODEL, relevance
+from memstore.search._relevance import RELEVANCE_MODEL, _cosines, relevance
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import FakeClock
@@ -171,6 +171,21 @@ def test_the_users_own_notes_carry_relevance_and_are_filtered_too() -> None:
         assert mem.search("zebra quagga", user="u1", min_relevance=0.5) == []
 
 
+@pytest.mark.parametrize("subject", ["", "alice", "bob"])
+def test_a_users_own_note_about_another_subject_scores_lower(subject: str) -> None:
+    """The query names alice: the user's own note about bob is counted as about someone else."""
+    with _memory() as mem:
+        mem.add(
+            Item(kind="note", content="glazed mugs for the fair", subject=subject), private_to="u1"
+        )
+        query = "what did alice glaze"
+        own = mem.store.keyword_hits(query, user_hash="u1", own_only=True)[0]
+        assert len(own) == 1
+        (item, hit), *_ = own
+        hits = {r.item.id: r.relevance for r in mem.search(query, user="u1", limit=10)}
+        assert hits[item.id] == relevance(hit.score, None, subject == "bob")
+
+
 @pytest.mark.parametrize("bad", [True, False, float("nan"), -0.01, 1.01, "0.5", None, float("inf")])
 def test_min_relevance_refuses_what_is_not_a_number_in_the_unit_interval(bad: object) -> None:
     with _memory() as mem:
@@ -229,3 +244,50 @@ def test_mcp_recall_over_loopback_http(tmp_path: Any) -> None:
                 assert kept["hits"] == []
 
         anyio.run(main)
+
+
+def _cosines_reference(
+    results: list[SearchResult], q: np.ndarray, vectors: dict[str, np.ndarray | None]
+) -> list[float | None]:
+    """The cosines as :func:`_cosines` computed them before its fast path (``np.stack``,
+    every norm guarded)."""
+    q = np.asarray(q, np.float32).ravel()
+    qn = float(q @ q) ** 0.5
+    vecs = [vectors.get(r.item.id) for r in results]
+    at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]
+    out: list[float | None] = [None] * len(results)
+    if not at or qn == 0.0:
+        return out
+    rows = np.stack([vecs[i] for i in at])  # type: ignore[misc]
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * qn
+    cos = np.where(norms > 0, (rows @ q) / np.maximum(norms, 1e-30), 0.0).tolist()
+    for i, c in zip(at, cos, strict=True):
+        out[i] = float(c)
+    return out
+
+
+_COMPONENT = st.sampled_from([0.0, 1e-20, -1e-20, 1.0, -0.5, 3.0, 1e-3]) | st.floats(
+    -2.0, 2.0, width=32
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.lists(_COMPONENT, min_size=3, max_size=3)), max_size=8),
+    st.lists(_COMPONENT, min_size=3, max_size=3),
+)
+def test_cosines_are_the_guarded_computation(
+    stored: list[list[float] | None], query: list[float]
+) -> None:
+    """The fast path (no norm below the guard) gives the very floats the guarded formula does,
+    and a zero or tiny vector still gets the guarded answer."""
+    results = [
+        SearchResult(Item(id=f"r{i}", kind="note", content="x"), 1.0) for i in range(len(stored))
+    ]
+    vectors = {
+        f"r{i}": None if v is None else np.array(v, np.float32) for i, v in enumerate(stored)
+    }
+    q = np.array(query, np.float32)
+    got = _cosines(results, q, vectors.get)
+    want = _cosines_reference(results, q, vectors)
+    assert got == want

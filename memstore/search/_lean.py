@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memstore._lexindex import LexicalHit
+from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
@@ -62,11 +62,9 @@ _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
 
 
 @lru_cache(maxsize=64)
-def _base_scores(n: int) -> npt.NDArray[np.float64]:
-    """:func:`~memstore.rerank.rerank_base_score` of ranks ``0..n-1`` (the same floats, kept)."""
-    out = np.array([rerank_base_score(rank) for rank in range(n)], np.float64)
-    out.flags.writeable = False
-    return out
+def _base_scores(n: int) -> tuple[float, ...]:
+    """:func:`~memstore.rerank.rerank_base_score` of ranks ``0..n-1``, kept."""
+    return tuple(rerank_base_score(rank) for rank in range(n))
 
 
 def _minmax(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -166,15 +164,17 @@ class LeanFusion:
         """Takes part in spreading, as either end (the store's ``neighbours`` rule)."""
         self._readable = readable
 
-    def _slots(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
-        """Each id's slot, -1 for an id the store does not hold (never readable)."""
+    def _slots(self, ids: Sequence[str]) -> tuple[npt.NDArray[np.intp], bool]:
+        """Each id's slot, -1 for an id the store does not hold (never readable), and
+        whether it holds them all (then no slot needs masking)."""
         slot, n = self._snap.slot, len(ids)
         if n > 1:  # every id held, the common case: one lookup pass in C
             try:
-                return np.fromiter(itemgetter(*ids)(slot), np.intp, n)
+                return np.fromiter(itemgetter(*ids)(slot), np.intp, n), True
             except KeyError:
                 pass
-        return np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
+        out = np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
+        return out, n == 0 or bool(out.min() >= 0)
 
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
@@ -184,26 +184,33 @@ class LeanFusion:
     def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
         """The lexical channel's hits, best first (``items`` is ``None``: none is read here)."""
         del items
-        raw = np.fromiter(map(_SCORE, hits), np.float64, len(hits))
+        ids: Sequence[str]
+        if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):  # the index's columns
+            raw, ids = hits.scores, hits.ids
+        else:
+            raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
         if self._by_score:
             vals = self._lexical_weight * _minmax(raw)
         else:
             vals = 1.0 / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
-        slots = self._slots(list(map(_ID, hits)))
-        known = slots >= 0
-        slots = slots[known]
-        self._base[slots] = vals[known]
+        slots, every = self._slots(ids)
+        if not every:
+            known = slots >= 0
+            slots, vals, raw = slots[known], vals[known], raw[known]
+        self._base[slots] = vals
         self._scored[slots] = True
-        self._lexical_raw = np.full(len(self._snap), np.nan)
-        self._lexical_raw[slots] = raw[known]
+        lexical_raw = np.full(len(self._snap), np.nan)
+        lexical_raw[slots] = raw
+        self._lexical_raw = lexical_raw
 
     def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
         """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
         if self._lexical_raw is None or not results:
             return {}
         ids = [r.item.id for r in results]
-        slots = self._slots(ids)
-        raw: list[float] = np.where(slots >= 0, self._lexical_raw[slots], np.nan).tolist()
+        slots, every = self._slots(ids)
+        found = self._lexical_raw[slots]
+        raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
 
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
@@ -211,15 +218,17 @@ class LeanFusion:
         del channel  # named in explanations only, which this path does not build
         t0 = time.perf_counter()
         self._semantic = True
-        slots = self._slots(list(map(_ID, map(_HIT, hits))))
+        slots, every = self._slots(list(map(_ID, map(_HIT, hits))))
         if self._by_score:
             adds = (1.0 - self._lexical_weight) * _minmax(
                 np.fromiter(map(_SIM, hits), np.float64, len(hits))
             )
-            known = slots >= 0
-            slots, adds = slots[known], adds[known]
+            if not every:
+                known = slots >= 0
+                slots, adds = slots[known], adds[known]
         else:
-            slots = slots[slots >= 0]
+            if not every:
+                slots = slots[slots >= 0]
             slots = slots[self._readable[slots]]
             adds = 1.0 / (RRF_K + np.arange(slots.size, dtype=np.intp) + 1)
         self._base[slots] += adds
@@ -295,21 +304,33 @@ class LeanFusion:
                 fused = [EXACT_ID_MATCH_SCORE, *(f for _, f in pairs)]
         if not shaped:
             return self._read(ordered[:limit], fused[:limit], [0] * min(limit, len(ordered)))
+        # The rerank's multipliers, per candidate in plain Python (the pool is a couple
+        # of dozen: numpy calls cost more than they save on it), each slot fact gathered
+        # in one call: x 1.0 where one does not apply changes no float, so each score is
+        # the general path's base x watch x recent, in that order.
         at = np.array(ordered, np.intp)
-        # The rerank's multipliers as arrays: x 1.0 where one does not apply changes no
-        # float, so each score is the general path's base x watch x recent, in that order.
-        watch = snap.kind[at] == snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
-        recent = snap.has_update[at] & (snap.updated_us[at] >= self._now_us - _RECENT_US)
-        score = _base_scores(at.size) * np.where(watch, WATCH_BOOST, 1.0)
-        score = score * np.where(recent, RECENT_BOOST, 1.0)
+        kinds_at: list[int] = snap.kind[at].tolist()
+        dated: list[bool] = snap.has_update[at].tolist()
+        updated: list[int] = snap.updated_us[at].tolist()
+        ranks: list[int] = snap.id_rank[at].tolist()
+        watch = snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
+        since = self._now_us - _RECENT_US
+        scores = [
+            base
+            * (WATCH_BOOST if k == watch else 1.0)
+            * (RECENT_BOOST if d and u >= since else 1.0)
+            for base, k, d, u in zip(_base_scores(len(at)), kinds_at, dated, updated, strict=True)
+        ]
         if full:  # only an exact id hit scores that high (fused scores are a few weights)
-            score = np.where(np.array(fused) >= EXACT_ID_MATCH_SCORE, EXACT_ID_MATCH_SCORE, score)
-        scores: list[float] = score.tolist()
-        order: list[int] = np.lexsort((snap.id_rank[at], -score)).tolist()
+            scores = [
+                EXACT_ID_MATCH_SCORE if f >= EXACT_ID_MATCH_SCORE else x
+                for x, f in zip(scores, fused, strict=True)
+            ]
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], ranks[i]))
         # The near-duplicate collapse: knowledge cells against earlier survivors of their kind.
-        kinds = [c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS]
+        kinds = {c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS}
         counts: dict[int, int] = {}
-        if not kinds or not np.isin(snap.kind[at], kinds).any():
+        if kinds.isdisjoint(kinds_at):
             survivors = order  # no knowledge cell among them: nothing collapses
         else:
             items = snap.items

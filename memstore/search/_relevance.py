@@ -197,10 +197,14 @@ def _cosines(
     out: list[float | None] = [None] * len(results)
     if not at or qn == 0.0:
         return out
-    rows = np.stack([vecs[i] for i in at])  # type: ignore[misc]
+    # np.array of equal-shaped rows: what np.stack builds, without its per-row Python.
+    rows = np.array([vecs[i] for i in at])
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * qn
     dots = rows @ q
-    cos = np.where(norms > 0, dots / np.maximum(norms, 1e-30), 0.0).tolist()
+    if norms.min() >= 1e-30:  # the common case: no zero vector, no guard needed
+        cos: list[float] = (dots / norms).tolist()
+    else:
+        cos = np.where(norms > 0, dots / np.maximum(norms, 1e-30), 0.0).tolist()
     for i, c in zip(at, cos, strict=True):
         out[i] = float(c)
     return out

@@ -11,6 +11,7 @@ nothing needs an item mid-way, else the general path
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -301,7 +302,10 @@ class Searcher:
             and (n_tokens <= LONG_QUERY_TOKENS or lexical[0].covered == n_tokens)
             and (len(lexical) == 1 or lexical[0].score > lexical[1].score)
         )
-        lean = self._lean(explain, full)
+        # One reading of the clock for the lean path's deadlines and recency and the
+        # query's relative dates alike.
+        now = cfg.store.config.clock()
+        lean = self._lean(explain, full, now)
         fused_path = cells is not None and (full or cfg.always_fuse or not confident)
         if fused_path:
             stats.add(STAT_KW_VOICE_MISSES)
@@ -314,7 +318,7 @@ class Searcher:
         named = (
             cfg.store.named_subjects(query) if cfg.subject_signal and cfg.signal_weight else None
         )
-        signals = analyse(cfg, query, cfg.store.config.clock(), named or frozenset())
+        signals = analyse(cfg, query, now, named or frozenset())
         vec = yield semantic is not None
         run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
         complete = len(lexical) < depth
@@ -348,7 +352,9 @@ class Searcher:
             cfg.dirty()
         return results
 
-    def _lean(self, explain: bool, full: bool) -> tuple[SearchSnapshot, int] | None:
+    def _lean(
+        self, explain: bool, full: bool, now: _dt.datetime
+    ) -> tuple[SearchSnapshot, int] | None:
         """The snapshot and ``now`` (microseconds) for the lean path, or ``None``: the general one.
 
         See :mod:`memstore.search._lean` for what keeps a search on the general path.
@@ -368,7 +374,7 @@ class Searcher:
         ):
             return None
         try:
-            now_us = micros(cfg.store.config.clock())
+            now_us = micros(now)
         except TypeError:  # a naive clock: only datetime comparisons know what it means
             return None
         snap = cfg.store.search_snapshot()
