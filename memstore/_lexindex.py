@@ -474,19 +474,9 @@ class LexicalIndex:
         :class:`~memstore._lexsnapshot.LexiconSnapshotError`; that their text
         and filter fields are the ones indexed is what the generation vouches for.
         """
-        read = read_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)
-        return cls.from_read(read, items, compact_min=compact_min)
-
-    @classmethod
-    def from_read(
-        cls,
-        read: tuple[Lexicon, dict[str, npt.NDArray[Any]]],
-        items: Iterable[tuple[Item, bool]],
-        *,
-        compact_min: int = 4096,
-    ) -> LexicalIndex:
-        """:meth:`from_snapshot` of a file already read (:func:`read_lexicon`'s result)."""
-        lex, extras = read
+        lex, extras = read_lexicon(
+            path, expect_generation=expect_generation, compact_min=compact_min
+        )
         pairs = list(items)
         ids = [it.id for it, _ in pairs]
         slots = list(map(lex._slot_of.get, ids))

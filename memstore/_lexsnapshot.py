@@ -31,7 +31,6 @@ import hashlib
 import io
 import json
 import os
-import threading
 import zipfile
 import zlib
 from collections import Counter
@@ -47,14 +46,7 @@ from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
 from memstore.lexical import Lexicon
 
-__all__ = [
-    "FORMAT",
-    "LexiconSnapshotError",
-    "SnapshotRead",
-    "load_lexicon",
-    "read_lexicon",
-    "save_lexicon",
-]
+__all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "read_lexicon", "save_lexicon"]
 
 FORMAT = 2
 """Version of the file layout; a loader refuses any other (1: no vocabulary tables)."""
@@ -350,53 +342,3 @@ def read_lexicon(
     lex._vocab = VocabIndex.restore(list(words), dict(post._wid), segment)
     lex._gen += 1
     return lex, {k: arrays[k] for k in extras}
-
-
-class SnapshotRead:
-    """:func:`read_lexicon` of one file, started on a thread now and collected later.
-
-    A restore asks for the saved index before it parses the journal's rows:
-    reading the file and checking its SHA-256 release the GIL, so that part
-    runs on another core beside the parse. :meth:`result` waits for the read
-    and returns what :func:`read_lexicon` returned, or raises what it raised.
-    A read nobody collects finishes on its own (the thread is a daemon and
-    holds nothing but the file while it reads).
-
-    >>> import tempfile, pathlib
-    >>> lex = Lexicon()
-    >>> lex.index("a", "Payment API", "timeouts after 30s")
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "lex.npz"
-    >>> save_lexicon(lex, path, generation=7)
-    >>> sorted(SnapshotRead(path, expect_generation=7).result()[0].candidates("api"))
-    ['a']
-    >>> SnapshotRead(path, expect_generation=8).result()
-    Traceback (most recent call last):
-    ...
-    memstore._lexsnapshot.LexiconSnapshotError: snapshot is at generation 7, expected 8
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, expect_generation: int | None) -> None:
-        self.path = os.fspath(path)
-        self.expect_generation = expect_generation
-        self._value: tuple[Lexicon, dict[str, npt.NDArray[Any]]] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="memstore-lexicon-read", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = read_lexicon(self.path, expect_generation=self.expect_generation)
-        except BaseException as e:  # handed to result(), in the caller's thread
-            self._error = e
-
-    def result(self) -> tuple[Lexicon, dict[str, npt.NDArray[Any]]]:
-        """The lexicon and its extra arrays; raises what the read raised."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-    def wait(self) -> None:
-        """Wait for the read to end, keeping neither its result nor its error."""
-        self._thread.join()

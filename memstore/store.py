@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
-from memstore._lexsnapshot import LexiconSnapshotError, SnapshotRead
+from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._store_base import _unfolded
 from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
@@ -73,8 +73,8 @@ __all__ = [
     "Store",
 ]
 
-LexiconSource = SnapshotRead
-"""A saved lexical index being read (its path, and the generation it must carry to be used)."""
+LexiconSource = tuple[str, int]
+"""A saved lexical index: its path, and the generation it must carry to be used."""
 
 DEDUP_ELIGIBLE_KINDS = frozenset(
     {KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS}
@@ -509,11 +509,10 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
     def _restore_owned(self, items: list[Item], lexicon: LexiconSource | None = None) -> None:
         """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned.
 
-        ``lexicon``: a saved lexical index of exactly these items, being read
-        (:class:`~memstore._lexsnapshot.SnapshotRead`, started before the items
-        were parsed), loaded instead of re-tokenising every item; one that is
-        stale or damaged is ignored (the items are indexed as usual) with a log
-        line.
+        ``lexicon``: a saved lexical index of exactly these items (a path and the
+        generation it must carry), loaded instead of re-tokenising every item;
+        one that is missing, stale or damaged is ignored (the items are indexed
+        as usual) with a log line.
         """
         self._restore(items, lexicon, parsed=True, owned=True)
 
@@ -591,10 +590,13 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
         Returns whether it was installed (else the index is left as it was).
         """
+        path, generation = source
+        if not os.path.exists(path):
+            return False
         try:
-            self._lex = LexicalIndex.from_read(source.result(), indexed)
+            self._lex = LexicalIndex.from_snapshot(path, indexed, expect_generation=generation)
         except (LexiconSnapshotError, OSError) as e:
-            self._log.info("memstore: not using the saved lexical index %s (%s)", source.path, e)
+            self._log.info("memstore: not using the saved lexical index %s (%s)", path, e)
             return False
         return True
 

@@ -81,13 +81,13 @@ def _reference(path: Path, tmp: Path) -> list[list[tuple[str, float]]]:
 
 def _loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    real = LexicalIndex.from_read.__func__  # type: ignore[attr-defined]
+    real = LexicalIndex.from_snapshot.__func__  # type: ignore[attr-defined]
 
     def spy(cls: type[LexicalIndex], *a: object, **kw: object) -> LexicalIndex:
         calls.append(1)
         return real(cls, *a, **kw)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(LexicalIndex, "from_read", classmethod(spy))
+    monkeypatch.setattr(LexicalIndex, "from_snapshot", classmethod(spy))
     return calls
 
 

@@ -26,7 +26,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memstore._gc import BulkLoad, bulk_load, thaw
-from memstore._lexsnapshot import SnapshotRead
 from memstore.config import Change
 from memstore.errors import (
     InvalidItemError,
@@ -194,30 +193,7 @@ class JournalBase(ABC):
                     thaw()
 
     def _attach(self, store: Store, clock: HybridClock) -> None:
-        # The saved lexical index is read on a thread while the rows are parsed
-        # (its file read and checksum run beside the parse); the head it must
-        # carry is read first: nothing writes until this attach ends.
-        lexicon = self._read_saved_lexicon()
-        try:
-            items = self._restore_items()
-            self._verified()  # the whole file checked before anything is installed
-            self._install(store, clock, items, lexicon)
-        finally:
-            if lexicon is not None:
-                lexicon.wait()  # not left reading after a failed attach
-
-    def _read_saved_lexicon(self) -> SnapshotRead | None:
-        saved = self._lexicon_path()
-        if saved is None or not os.path.exists(saved):
-            return None
-        return SnapshotRead(saved, expect_generation=self._read_head().packed())
-
-    def _verified(self) -> None:  # noqa: B027 - a hook: most backends check nothing here
-        """Raise when the backend found its storage damaged (a backend that checks it)."""
-
-    def _install(
-        self, store: Store, clock: HybridClock, items: list[Item], lexicon: SnapshotRead | None
-    ) -> None:
+        items = self._restore_items()
         has_history = bool(items) or self._read_head() > Lsn(0, 0)
         with _holding(store):
             if has_history and store.len_locked():
@@ -229,6 +205,8 @@ class JournalBase(ABC):
             store.set_commit_hook(self._on_commit)
             try:
                 if items:
+                    saved = self._lexicon_path()
+                    lexicon = (saved, self._read_head().packed()) if saved else None
                     store._restore_owned(items, lexicon)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()

@@ -126,7 +126,6 @@ class SqliteJournal(JournalBase):
         self._wlock = threading.RLock()
         self._readers: list[sqlite3.Connection] = []
         self._rlock = threading.Lock()
-        self._page_check: _PageCheck | None = None
         _check_file(self.path)
         if not readonly:
             self._lockfile = _take_lock(self.path)
@@ -189,8 +188,10 @@ class SqliteJournal(JournalBase):
             conn.execute(f"PRAGMA synchronous = {self._durability.upper()}")
             if version < SCHEMA_VERSION:
                 self._migrate(version)
-            else:  # touch every page of the file once, on a thread (see _PageCheck)
-                self._page_check = _PageCheck(self.path, self._connect)
+            else:  # touch every page of the record once: a damaged file fails here
+                check = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if check != "ok":
+                    raise JournalCorruptError(f"{self.path} is damaged: {check}")
         except sqlite3.Error as e:
             raise _translate(e, f"cannot open journal {self.path!r}") from e
 
@@ -299,32 +300,12 @@ class SqliteJournal(JournalBase):
         self._check_open()
         if self.readonly:
             raise JournalError(f"{self.path} was opened read-only")
-        self._verified()
-
-    def _verified(self) -> None:
-        """Wait for the page check started at open; raise if it found the file damaged.
-
-        Every read and write for a caller asks first (a restore asks once its
-        rows are parsed, before it installs them), so nothing is written to a
-        damaged file and nothing read from it is used; once damaged, always
-        damaged: every later call raises the same error.
-        """
-        check = self._page_check
-        if check is not None:
-            check.verdict()  # raises for a damaged file, every time it is asked
-            self._page_check = None
 
     # ----------------------------------------------------------- rows: read
 
     @contextlib.contextmanager
-    def _reader(self, *, verified: bool = True) -> Iterator[sqlite3.Connection]:
-        """A connection of the read pool: reads run beside the writer (WAL).
-
-        ``verified=False``: read before the page check has answered (the
-        restore's parse, which runs beside it and asks it afterwards).
-        """
-        if verified:
-            self._verified()
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A connection of the read pool: reads run beside the writer (WAL)."""
         with self._rlock:
             conn = self._readers.pop() if self._readers else None
         if conn is None:
@@ -421,7 +402,7 @@ class SqliteJournal(JournalBase):
         self._check_open()
         parse = Item.__pydantic_validator__.validate_json
         out: list[Item] = []
-        with self._reader(verified=False) as conn:
+        with self._reader() as conn:
             try:
                 cur = conn.execute(
                     "SELECT item FROM versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id"
@@ -481,14 +462,8 @@ class SqliteJournal(JournalBase):
             readers, self._readers = self._readers, []
         for conn in readers:
             conn.close()
-        damaged = False
-        if self._page_check is not None:
-            try:
-                self._verified()
-            except JournalError:
-                damaged = True  # said by the call that asked; close writes nothing
         with self._wlock:
-            if not self.readonly and not damaged:
+            if not self.readonly:
                 self._checkpoint()
             self._conn.close()
         self._release_lock()
@@ -504,46 +479,6 @@ class SqliteJournal(JournalBase):
         if self._lockfile is not None:
             os.close(self._lockfile)  # closing the descriptor releases the lock
             self._lockfile = None
-
-
-class _PageCheck:
-    """``PRAGMA quick_check`` of a journal file on its own connection, on a thread.
-
-    The check reads every page of the file once (the versions table and each
-    index) and takes about a tenth of a large restore. Started when a journal
-    opens for writing, it runs beside the restore's parse of the rows (SQLite
-    releases the GIL while it works, the parse holds it), and
-    :meth:`SqliteJournal._verified` collects its verdict before anything read
-    is used or anything is written.
-    """
-
-    def __init__(self, path: str, connect: Callable[[str, bool], sqlite3.Connection]) -> None:
-        self.path = path
-        self._connect = connect
-        self._verdict: str | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="memstore-page-check", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            conn = self._connect(self.path, True)
-            try:
-                self._verdict = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
-            finally:
-                conn.close()
-        except sqlite3.Error as e:
-            self._error = _translate(e, f"cannot open journal {self.path!r}")
-        except BaseException as e:  # handed to verdict(), in the caller's thread
-            self._error = e
-
-    def verdict(self) -> None:
-        """Wait for the check; raise :class:`JournalCorruptError` (or its error) if it failed."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        if self._verdict != "ok":
-            raise JournalCorruptError(f"{self.path} is damaged: {self._verdict}")
 
 
 def backup_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> int:
