@@ -44,6 +44,7 @@ import threading
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -142,34 +143,42 @@ def _by_level(
 _NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, np.intp)
 _NO_LEVELS: npt.NDArray[np.float64] = np.zeros(0, np.float64)
 _SPARSE = 8
+"""Below ``capacity / _SPARSE`` entries a merge sorts them instead of using a dense array."""
+_FEW = 128
+"""At most this many entries a merge runs in Python (numpy's fixed costs dominate below)."""
 _VERIFY_MAX = 32
 """Candidate words few enough to check by a substring test instead of intersecting further."""
-"""Below ``capacity / _SPARSE`` entries a merge sorts them instead of using a dense array."""
 
 
 def best_levels(
     groups: Sequence[tuple[float, Sequence[npt.NDArray[np.int32]]]],
     capacity: int,
-    alive: npt.NDArray[np.bool_],
+    alive: npt.NDArray[np.bool_] | None,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """Each live slot of ``groups`` with the best level it reaches: ``(slots, levels)``.
 
-    ``groups`` pairs a level with slot arrays. Few entries are merged by a
-    sort (slot, then level: the last of each slot's run is its best); many,
-    by writing the levels in increasing order into a dense array, so that a
-    better level overwrites a worse one.
+    ``groups`` pairs a level with slot arrays; ``alive`` is ``None`` when
+    every slot is. The levels are written in increasing order, so that a
+    better level overwrites a worse one: a handful of entries into a
+    dictionary, more into a dense array; in between, a sort (slot, then
+    level: the last of each slot's run is its best) merges them.
     """
     parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]
     if not parts:
         return _NO_SLOTS, _NO_LEVELS
-    if len(parts) == 1 and (parts[0][1].size == 1 or (parts[0][1][1:] > parts[0][1][:-1]).all()):
+    total = sum(a.size for _, a in parts)
+    if len(parts) == 1 and (total == 1 or (parts[0][1][1:] > parts[0][1][:-1]).all()):
         # One increasing array (one word's postings): the slots as they are.
         lv1, a1 = parts[0]
         slots, levels = a1.astype(np.intp), np.full(a1.size, lv1, np.float64)
-        keep = alive[slots]
-        return (slots, levels) if keep.all() else (slots[keep], levels[keep])
-    total = sum(a.size for _, a in parts)
-    if total * _SPARSE < capacity:
+    elif total <= _FEW:
+        best: dict[int, float] = {}
+        for lv_, a in sorted(parts, key=itemgetter(0)):  # stable, levels increasing
+            best.update(dict.fromkeys(a.tolist(), lv_))
+        keys = sorted(best)
+        slots = np.array(keys, np.intp)
+        levels = np.array([best[s] for s in keys], np.float64)
+    elif total * _SPARSE < capacity:
         idx = np.concatenate([a for _, a in parts]).astype(np.intp)
         lv = np.repeat(np.array([p[0] for p in parts], np.float64), [a.size for _, a in parts])
         order = np.lexsort((lv, idx))
@@ -189,9 +198,10 @@ def best_levels(
             codes[arrays[0] if len(arrays) == 1 else np.concatenate(arrays)] = rank
         slots = np.flatnonzero(codes != 0)
         levels = table[codes[slots]]
-    keep = alive[slots]
-    if not keep.all():
-        slots, levels = slots[keep], levels[keep]
+    if alive is not None:
+        keep = alive[slots]
+        if not keep.all():
+            slots, levels = slots[keep], levels[keep]
     return slots, levels
 
 
@@ -536,6 +546,8 @@ class Lexicon:
         alone is that far from ``s`` only when ``s`` holds at most one other
         character: then only substituting it can reach one.
         """
+        if len(s) > 1 and s.isalpha():  # two letters or more: two characters no digit
+            return []
         vocab = self._df
         odd = [i for i, c in enumerate(s) if c not in _DIGITS]
         if len(odd) > 1:
@@ -720,7 +732,7 @@ class Lexicon:
             joined = self._joined_slots(ex)
             if joined.size:
                 groups.append((LEVEL_EDIT, [joined]))
-        cap, alive = len(self._ids), self._alive
+        cap, alive = len(self._ids), (self._alive if self._dead else None)
         slots, levels = best_levels(groups, cap, alive)
         # The title bonus scales with the level the title word reaches, so
         # a near-miss in a title never outranks exact words in the text.

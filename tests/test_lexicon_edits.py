@@ -1,4 +1,4 @@
-"""One-edit neighbours and joined-word pairs equal brute force over the vocabulary.
+"""One-edit neighbours, joined-word pairs and level merges equal brute force.
 
 The Lexicon finds a token's one-edit neighbours, and the neighbours of every
 half of it that can make a joined pair, with one batched probe of the
@@ -9,11 +9,12 @@ through adds, removals, segment merges and compactions.
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore._vocabindex import VocabIndex, hash_string, span_edit_hashes
-from memstore.lexical import LEVEL_EDIT, Lexicon, within_one_edit, word_level
+from memstore.lexical import LEVEL_EDIT, Lexicon, best_levels, within_one_edit, word_level
 
 # Few letters (and a digit, an ideograph) so neighbours and joins are common.
 small_word = st.text(alphabet="ab1日", min_size=1, max_size=5)
@@ -125,3 +126,32 @@ def test_a_transposition_across_the_join_finds_the_pair() -> None:
     lex.index("e", "", "ab ba")
     assert lex._expand("aabb").pairs == [("ab", "ab")]
     assert lex.candidates("aabb") == {"d"}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.3, 0.6, 0.8, 0.85, 1.0]),
+            st.lists(st.lists(st.integers(0, 299), max_size=90), max_size=3),
+        ),
+        max_size=4,
+    ),
+    st.sampled_from([300, 5000]),
+    st.one_of(st.none(), st.lists(st.booleans(), min_size=300, max_size=300)),
+)
+def test_best_levels_is_each_live_slots_best_level(
+    groups: list[tuple[float, list[list[int]]]], capacity: int, alive: list[bool] | None
+) -> None:
+    """Every merge path (one increasing array, a dictionary, a sort, a dense array)."""
+    arrays = [(lv, [np.array(sorted(set(a)), np.int32) for a in arrs]) for lv, arrs in groups]
+    live = None if alive is None else np.array(alive + [True] * (capacity - 300))
+    slots, levels = best_levels(arrays, capacity, live)
+    want: dict[int, float] = {}
+    for lv, arrs in groups:
+        for a in arrs:
+            for s in a:
+                if alive is None or alive[s]:
+                    want[s] = max(want.get(s, 0.0), lv)
+    assert slots.dtype == np.intp and levels.dtype == np.float64
+    assert slots.tolist() == sorted(want)
+    assert levels.tolist() == [want[s] for s in sorted(want)]
