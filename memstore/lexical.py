@@ -147,7 +147,7 @@ _SPARSE = 8
 _FEW = 128
 """At most this many entries a merge runs in Python (numpy's fixed costs dominate below)."""
 _VERIFY_MAX = 32
-"""Candidate words few enough to check by a substring test instead of intersecting further."""
+"""Candidates (words, documents) few enough to check by a substring test instead of intersecting."""
 
 
 def best_levels(
@@ -666,22 +666,38 @@ class Lexicon:
         return ex
 
     def _joined_slots(self, ex: _Expansion) -> npt.NDArray[np.int32]:
-        """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly."""
+        """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly.
+
+        The adjacency test (the pair in a document's text) settles it, so
+        when one word of a pair is in few documents those are tested as
+        they are; otherwise the pair's postings are intersected first.
+        """
         post, text = self._postings, self._doc_text
         exclude: npt.NDArray[np.bool_] | None = None
         found: list[int] = []
         for w1, w2 in ex.pairs:
-            both = intersect_sorted(post.get(w1), post.get(w2))
-            if not both.size:
+            a, b = post.get(w1), post.get(w2)
+            if not a.size or not b.size:
                 continue
+            pair = f" {w1} {w2} "
+            few = a if a.size <= b.size else b
+            tested = few.size <= _VERIFY_MAX
+            if tested:
+                hit = [s for s in few.tolist() if pair in text[s]]
+                if not hit:
+                    continue
+                both = np.array(hit, np.int32)
+            else:
+                both = intersect_sorted(a, b)
+                if not both.size:
+                    continue
             if exclude is None:
                 exclude = np.zeros(len(self._ids), np.bool_)
-                for a in post.gather(ex.strong):
-                    exclude[a] = True
+                for arr in post.gather(ex.strong):
+                    exclude[arr] = True
             both = both[~exclude[both]]
             if both.size:
-                pair = f" {w1} {w2} "
-                hit = [s for s in both.tolist() if pair in text[s]]
+                hit = both.tolist() if tested else [s for s in both.tolist() if pair in text[s]]
                 if hit:
                     exclude[hit] = True
                     found.extend(hit)

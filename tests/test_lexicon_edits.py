@@ -155,3 +155,38 @@ def test_best_levels_is_each_live_slots_best_level(
     assert slots.dtype == np.intp and levels.dtype == np.float64
     assert slots.tolist() == sorted(want)
     assert levels.tolist() == [want[s] for s in sorted(want)]
+
+
+def _brute_level(tok: str, ws: list[str]) -> float:
+    best = max((word_level(tok, w) for w in ws), default=0.0)
+    joins = (ws[i] + ws[i + 1] for i in range(len(ws) - 1))
+    if best < LEVEL_EDIT and len(tok) > 2 and any(within_one_edit(tok, j) for j in joins):
+        best = LEVEL_EDIT
+    return best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["ab", "cd", "abc", "b", "dc", "x", "abcd"]), max_size=5),
+        min_size=40,
+        max_size=120,
+    ),
+    st.sampled_from(["abcd", "abdc", "cdab", "abcdx", "bcd", "abxcd", "acbd", "bab"]),
+    st.lists(st.integers(0, 119), max_size=30),
+)
+def test_joined_documents_equal_brute_force_with_many_documents(
+    docs: list[list[str]], tok: str, removed: list[int]
+) -> None:
+    """Pairs whose words are in many documents (postings intersected) and in few (scanned)."""
+    lex = Lexicon()
+    for i, ws in enumerate(docs):
+        lex.index(f"d{i}", "", " ".join(ws))
+    for i in removed:
+        lex.remove(f"d{i}")
+    got = {lex.id_at(s): lv for lv, g, _ in lex.match_token(tok, fuzzy=False).groups for s in g}
+    want = {}
+    for i, ws in enumerate(docs):
+        if i not in removed and (lv := _brute_level(tok, ws)) > 0.0:
+            want[f"d{i}"] = lv
+    assert got == want
