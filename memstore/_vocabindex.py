@@ -55,6 +55,7 @@ __all__ = [
     "deletion_hashes",
     "gram_code",
     "hash_string",
+    "span_edit_hashes",
     "string_hashes",
     "unique_counts",
 ]
@@ -356,6 +357,53 @@ def hash_string(s: str) -> int:
     return (h + len(s) * _LEN) & _MASK
 
 
+_INV_B = pow(_B, -1, 1 << 64)
+"""The inverse of ``_B`` modulo 2**64 (it is odd): shifts a substring's hash terms down."""
+
+
+def span_edit_hashes(s: str, spans: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """For each span ``(a, b)`` of ``s``: the keys of ``s[a:b]`` and of its one-character deletions.
+
+    The deletion-index probes of a token and of the halves of it
+    (:meth:`VocabIndex.edit_candidates`), each in a few integer operations
+    from two prefix sums of ``s`` instead of a pass over the string: the
+    terms of ``s[a:b]`` are those of ``s`` from ``a`` on, times ``_B**-a``.
+    A group is ``b - a + 1`` keys (the span's, then deleting ``a``, ``a + 1``,
+    ...), repeats kept.
+
+    >>> [h] = span_edit_hashes("camp", [(1, 3)])
+    >>> h == [hash_string(x) for x in ("am", "m", "a")]
+    True
+    """
+    n = len(s)
+    # pre[i]: the terms of s[:i]; low[i]: those of s[1:i], one power lower;
+    # inv[i]: _B ** -i (all modulo 2**64).
+    pre = [0] * (n + 1)
+    low = [0] * (n + 1)
+    inv = [1] * (n + 1)
+    acc = acc_low = 0
+    p = 1  # _B ** j
+    for j, c in enumerate(s):
+        cp = ord(c)
+        if j:
+            acc_low = (acc_low + cp * p) & _MASK  # p is still _B ** (j - 1)
+            p = (p * _B) & _MASK
+        acc = (acc + cp * p) & _MASK
+        pre[j + 1] = acc
+        low[j + 1] = acc_low
+        inv[j + 1] = (inv[j] * _INV_B) & _MASK
+    out: list[list[int]] = []
+    for a, b in spans:
+        shift, base, top, m = inv[a], pre[a], low[b], b - a
+        keys = [((pre[b] - base) * shift + m * _LEN) & _MASK]
+        tail = (m - 1) * _LEN
+        keys.extend(
+            ((pre[i] - base + top - low[i + 1]) * shift + tail) & _MASK for i in range(a, b)
+        )
+        out.append(keys)
+    return out
+
+
 class VocabIndex:
     """Gram, deletion and stem tables over a vocabulary of words that come and go.
 
@@ -496,14 +544,10 @@ class VocabIndex:
                 bucket = ov.get(key)
                 if bucket:
                     parts[k].append(np.array(bucket, np.int32))
-        live = self._live
-        out: list[_I32] = []
-        for p in parts:
-            if not p:
-                out.append(_EMPTY_I32)
-                continue
-            a = p[0] if len(p) == 1 else np.concatenate(p)
-            out.append(a[live[a]])
+        out = [_EMPTY_I32 if not p else p[0] if len(p) == 1 else np.concatenate(p) for p in parts]
+        if self._dead:
+            live = self._live
+            out = [a[live[a]] if a.size else a for a in out]
         return out
 
     def words_of(self, ids: _I32) -> list[str]:
@@ -522,17 +566,79 @@ class VocabIndex:
         """The live words holding ``gram`` (one to three characters)."""
         return self.words_of(self.gram_ids([gram])[0])
 
+    def _probe(self, table: str, probes: list[int]) -> tuple[list[int], list[int]]:
+        """Every (probe number, live word number) under the keys ``probes``, flushed first.
+
+        :meth:`_lookup` without a Python step per probe and segment: each
+        segment answers all probes with one binary search, and the value
+        ranges of the keys found are gathered by one ``arange``. Pairs may
+        repeat (a word under two of the probes), in no particular order.
+        """
+        ks: list[int] = []
+        vs: list[int] = []
+        if self._segments:
+            arr = np.array(probes, np.uint64)
+            for seg in self._segments:
+                t: Table = getattr(seg, table)
+                if t.keys.size == 0:
+                    continue
+                at = np.searchsorted(t.keys, arr)
+                np.minimum(at, t.keys.size - 1, out=at)
+                hit = (t.keys[at] == arr).nonzero()[0]
+                if hit.size == 0:
+                    continue
+                lo = t.offsets[at[hit]]
+                n = t.offsets[at[hit] + 1] - lo
+                # Value positions lo[i], ..., lo[i] + n[i] - 1 of every hit i, in one pass.
+                skip = np.repeat(lo - (np.cumsum(n) - n), n)
+                ks.extend(np.repeat(hit, n).tolist())
+                vs.extend(t.vals[np.arange(skip.size) + skip].tolist())
+        ov = self._overlay[table]
+        if ov:
+            for k, key in enumerate(probes):
+                bucket = ov.get(key)
+                if bucket:
+                    ks.extend([k] * len(bucket))
+                    vs.extend(bucket)
+        if self._dead and vs:
+            live = self._live[np.array(vs, np.int64)].tolist()
+            ks = [k for k, ok in zip(ks, live, strict=True) if ok]
+            vs = [v for v, ok in zip(vs, live, strict=True) if ok]
+        return ks, vs
+
     def deletion_words(self, strings: Sequence[str]) -> list[str]:
         """Live words one of whose one-character deletions may be one of ``strings``.
 
         A superset (hashes can meet): the caller verifies. Words of ASCII
-        digits alone have no deletions here.
+        digits alone have no deletions here. Distinct, in word-number order.
         """
-        found = self._lookup("dels", [hash_string(s) for s in strings])
-        parts = [a for a in found if a.size]
-        if not parts:
-            return []
-        return self.words_of(unique_counts(np.concatenate(parts))[0])
+        return self._deletion_groups([[hash_string(s) for s in strings]])[0]
+
+    def edit_candidates(self, s: str, spans: Sequence[tuple[int, int]]) -> list[list[str]]:
+        """For each span ``(a, b)``: :meth:`deletion_words` of ``s[a:b]`` and its deletions.
+
+        The one-edit candidates of a token and of halves of it (joined
+        words) at once: keys from :func:`span_edit_hashes`, one probe.
+        """
+        return self._deletion_groups(span_edit_hashes(s, spans))
+
+    def _deletion_groups(self, groups: list[list[int]]) -> list[list[str]]:
+        """For each group of deletion-table keys, the distinct live words under them, in order.
+
+        All groups are probed at once (:meth:`_probe`): one binary search
+        per segment, however many groups.
+        """
+        self.flush()
+        flat = [k for g in groups for k in g]
+        per: list[set[int]] = [set() for _ in groups]
+        if flat:
+            owner = [g for g, keys in enumerate(groups) for _ in keys]
+            probe, ids = self._probe("dels", flat)
+            # A few dozen pairs: Python sets beat numpy's fixed costs.
+            for k, i in zip(probe, ids, strict=True):
+                per[owner[k]].add(i)
+        words = self._words
+        return [[words[i] for i in sorted(got)] for got in per]
 
     def stem_words(self, key: str) -> list[str]:
         """The live words whose light stem is ``key`` (verified)."""

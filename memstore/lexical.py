@@ -44,6 +44,7 @@ import threading
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -65,7 +66,6 @@ from memstore._matchrule import (
     within_one_edit,
     word_level,
 )
-from memstore._matchrule import deletions as _deletions
 from memstore._matchrule import indexed_deletions as _indexed_deletions
 from memstore._matchrule import trigram_dice as _dice
 from memstore._postings import Postings, intersect_sorted
@@ -144,25 +144,41 @@ _NO_SLOTS: npt.NDArray[np.intp] = np.zeros(0, np.intp)
 _NO_LEVELS: npt.NDArray[np.float64] = np.zeros(0, np.float64)
 _SPARSE = 8
 """Below ``capacity / _SPARSE`` entries a merge sorts them instead of using a dense array."""
+_FEW = 128
+"""At most this many entries a merge runs in Python (numpy's fixed costs dominate below)."""
+_VERIFY_MAX = 32
+"""Candidates (words, documents) few enough to check by a substring test instead of intersecting."""
 
 
 def best_levels(
     groups: Sequence[tuple[float, Sequence[npt.NDArray[np.int32]]]],
     capacity: int,
-    alive: npt.NDArray[np.bool_],
+    alive: npt.NDArray[np.bool_] | None,
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
     """Each live slot of ``groups`` with the best level it reaches: ``(slots, levels)``.
 
-    ``groups`` pairs a level with slot arrays. Few entries are merged by a
-    sort (slot, then level: the last of each slot's run is its best); many,
-    by writing the levels in increasing order into a dense array, so that a
-    better level overwrites a worse one.
+    ``groups`` pairs a level with slot arrays; ``alive`` is ``None`` when
+    every slot is. The levels are written in increasing order, so that a
+    better level overwrites a worse one: a handful of entries into a
+    dictionary, more into a dense array; in between, a sort (slot, then
+    level: the last of each slot's run is its best) merges them.
     """
     parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]
     if not parts:
         return _NO_SLOTS, _NO_LEVELS
     total = sum(a.size for _, a in parts)
-    if total * _SPARSE < capacity:
+    if len(parts) == 1 and (total == 1 or (parts[0][1][1:] > parts[0][1][:-1]).all()):
+        # One increasing array (one word's postings): the slots as they are.
+        lv1, a1 = parts[0]
+        slots, levels = a1.astype(np.intp), np.full(a1.size, lv1, np.float64)
+    elif total <= _FEW:
+        best: dict[int, float] = {}
+        for lv_, a in sorted(parts, key=itemgetter(0)):  # stable, levels increasing
+            best.update(dict.fromkeys(a.tolist(), lv_))
+        keys = sorted(best)
+        slots = np.array(keys, np.intp)
+        levels = np.array([best[s] for s in keys], np.float64)
+    elif total * _SPARSE < capacity:
         idx = np.concatenate([a for _, a in parts]).astype(np.intp)
         lv = np.repeat(np.array([p[0] for p in parts], np.float64), [a.size for _, a in parts])
         order = np.lexsort((lv, idx))
@@ -182,9 +198,10 @@ def best_levels(
             codes[arrays[0] if len(arrays) == 1 else np.concatenate(arrays)] = rank
         slots = np.flatnonzero(codes != 0)
         levels = table[codes[slots]]
-    keep = alive[slots]
-    if not keep.all():
-        slots, levels = slots[keep], levels[keep]
+    if alive is not None:
+        keep = alive[slots]
+        if not keep.all():
+            slots, levels = slots[keep], levels[keep]
     return slots, levels
 
 
@@ -481,9 +498,12 @@ class Lexicon:
         if any(b.size == 0 for b in buckets):
             return ()
         buckets.sort(key=len)
-        # Intersect smallest first (sorted distinct word numbers), then verify the order.
+        # Intersect smallest first (sorted distinct word numbers) while that
+        # is cheaper than the check that settles it anyway: ``tok in w``.
         found = buckets[0]
         for b in buckets[1:]:
+            if found.size <= _VERIFY_MAX:
+                break
             found = intersect_sorted(found, b)
             if not found.size:
                 return ()
@@ -495,17 +515,27 @@ class Lexicon:
             return self._edit_neighbours(s)
 
     def _edit_neighbours(self, s: str) -> set[str]:
+        return self._neighbour_sets(s, [(0, len(s))])[0]
+
+    def _neighbour_sets(self, tok: str, spans: Sequence[tuple[int, int]]) -> list[set[str]]:
+        """:meth:`edit_neighbours` of each span ``tok[a:b]``, the deletion index probed once."""
         vocab = self._df
-        cands: set[str] = set()
-        if s in vocab:
-            cands.add(s)
-        dels = _deletions(s)
         # A word with one extra character (a deletion of it is s), or a
         # substitution or transposition (a deletion of both agrees).
-        cands.update(self._vocab.deletion_words([s, *dels]))
-        cands.update(d for d in dels if d in vocab)  # a word missing one character
-        cands.update(self._digit_words_near(s))
-        return {w for w in cands if within_one_edit(s, w)}
+        found = self._vocab.edit_candidates(tok, spans)
+        out: list[set[str]] = []
+        for (a, b), cands in zip(spans, found, strict=True):
+            s = tok[a:b]
+            near = {w for w in cands if within_one_edit(s, w)}
+            if s in vocab:
+                near.add(s)
+            for i in range(len(s)):  # a word missing one character
+                d = s[:i] + s[i + 1 :]
+                if d in vocab:
+                    near.add(d)
+            near.update(self._digit_words_near(s))  # generated edits: within one already
+            out.append(near)
+        return out
 
     def _digit_words_near(self, s: str) -> list[str]:
         """Words of ASCII digits alone one insertion, substitution or transposition from ``s``.
@@ -516,6 +546,8 @@ class Lexicon:
         alone is that far from ``s`` only when ``s`` holds at most one other
         character: then only substituting it can reach one.
         """
+        if len(s) > 1 and s.isalpha():  # two letters or more: two characters no digit
+            return []
         vocab = self._df
         odd = [i for i, c in enumerate(s) if c not in _DIGITS]
         if len(odd) > 1:
@@ -528,25 +560,51 @@ class Lexicon:
         found += [s[: i - 1] + s[i] + s[i - 1] + s[i + 1 :] for i in range(1, len(s))]
         return [w for w in found if w in vocab]
 
-    def _joined_pairs(self, tok: str) -> set[tuple[str, str]]:
-        # tok is within one edit of w1+w2 iff, split at some k, one half equals
-        # its word and the other is within one edit of the other word, or the
-        # edit is a transposition straddling the split.
+    def _edits(self, tok: str, levels: dict[str, float]) -> tuple[set[str], list[tuple[str, str]]]:
+        """``tok``'s edit neighbours, and the joined pairs it is one edit from, neither word strong.
+
+        ``levels`` holds the token's exact, substring and stem matches. A
+        word is *strong* when it ends at :data:`LEVEL_EDIT` or better (a
+        level of ``levels`` that high, or one edit from ``tok``); a pair
+        holding one cannot add a document (every document holding the word
+        matches that well already), so it is dropped, and a split whose
+        vocabulary half is strong is not probed at all.
+
+        ``tok`` is within one edit of ``w1 + w2`` iff, split at some ``k``,
+        one half equals its word and the other is within one edit of the
+        other word, or the edit is a transposition straddling the split.
+        The neighbours of ``tok`` and of every half to probe come from one
+        :meth:`_neighbour_sets` call.
+        """
         vocab = self._df
-        pairs: set[tuple[str, str]] = set()
+
+        def weak(w: str) -> bool:  # w in vocab: not strong in the end
+            return levels.get(w, 0.0) < LEVEL_EDIT and not within_one_edit(tok, w)
+
         n = len(tok)
+        # (vocabulary half, the other half's span, the vocabulary half is the left)
+        splits: list[tuple[str, tuple[int, int], bool]] = []
         for k in range(n + 1):
             left, right = tok[:k], tok[k:]
-            if left in vocab:
-                pairs.update((left, w2) for w2 in self._edit_neighbours(right))
-            if right in vocab:
-                pairs.update((w1, right) for w1 in self._edit_neighbours(left))
-        for k in range(1, n):
+            if left in vocab and weak(left):
+                splits.append((left, (k, n), True))
+            if right in vocab and weak(right):
+                splits.append((right, (0, k), False))
+        spans = list(dict.fromkeys([(0, n), *(span for _, span, _ in splits)]))
+        near_of = dict(zip(spans, self._neighbour_sets(tok, spans), strict=True))
+        near = near_of[0, n]
+        strong = near.union(w for w, lv in levels.items() if lv >= LEVEL_EDIT)
+        pairs: set[tuple[str, str]] = set()
+        for word, span, is_left in splits:
+            for w in near_of[span]:
+                if w not in strong:
+                    pairs.add((word, w) if is_left else (w, word))
+        for k in range(1, len(tok)):
             swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
             left, right = swapped[:k], swapped[k:]
-            if left in vocab and right in vocab:
+            if left in vocab and right in vocab and left not in strong and right not in strong:
                 pairs.add((left, right))
-        return pairs
+        return near, list(pairs)
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
         tg = trigrams(tok)
@@ -573,6 +631,7 @@ class Lexicon:
             return ex
         vocab = self._df
         levels: dict[str, float] = {}
+        pairs: list[tuple[str, str]] = []
         if tok in vocab:
             levels[tok] = LEVEL_EXACT
         long_tok = len(tok) >= 3
@@ -583,19 +642,14 @@ class Lexicon:
             for w in self._vocab.stem_words(stem(tok)):
                 if levels.get(w, 0.0) < LEVEL_STEM:
                     levels[w] = LEVEL_STEM
-            for w in self._edit_neighbours(tok):
+            near, pairs = self._edits(tok, levels)
+            for w in near:
                 if levels.get(w, 0.0) < LEVEL_EDIT:
                     levels[w] = LEVEL_EDIT
         grouped: dict[float, list[str]] = {}
         for w, lv in levels.items():
             grouped.setdefault(lv, []).append(w)
         strong = [w for w, lv in levels.items() if lv >= LEVEL_EDIT]
-        pairs: list[tuple[str, str]] = []
-        if len(tok) > 2:
-            # A pair holding a strongly matched word cannot add a document:
-            # every document holding that word matches at EDIT or better already.
-            is_strong = set(strong)
-            pairs = [p for p in self._joined_pairs(tok) if not is_strong.intersection(p)]
         # The fuzzy channel is a typo rescue: closed to a token that some
         # word already matches well (exactly, as a prefix, by stem or edit),
         # so "camped" finding "camping" is not diluted by "swamped".
@@ -612,22 +666,38 @@ class Lexicon:
         return ex
 
     def _joined_slots(self, ex: _Expansion) -> npt.NDArray[np.int32]:
-        """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly."""
+        """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly.
+
+        The adjacency test (the pair in a document's text) settles it, so
+        when one word of a pair is in few documents those are tested as
+        they are; otherwise the pair's postings are intersected first.
+        """
         post, text = self._postings, self._doc_text
         exclude: npt.NDArray[np.bool_] | None = None
         found: list[int] = []
         for w1, w2 in ex.pairs:
-            both = intersect_sorted(post.get(w1), post.get(w2))
-            if not both.size:
+            a, b = post.get(w1), post.get(w2)
+            if not a.size or not b.size:
                 continue
+            pair = f" {w1} {w2} "
+            few = a if a.size <= b.size else b
+            tested = few.size <= _VERIFY_MAX
+            if tested:
+                hit = [s for s in few.tolist() if pair in text[s]]
+                if not hit:
+                    continue
+                both = np.array(hit, np.int32)
+            else:
+                both = intersect_sorted(a, b)
+                if not both.size:
+                    continue
             if exclude is None:
                 exclude = np.zeros(len(self._ids), np.bool_)
-                for a in post.gather(ex.strong):
-                    exclude[a] = True
+                for arr in post.gather(ex.strong):
+                    exclude[arr] = True
             both = both[~exclude[both]]
             if both.size:
-                pair = f" {w1} {w2} "
-                hit = [s for s in both.tolist() if pair in text[s]]
+                hit = both.tolist() if tested else [s for s in both.tolist() if pair in text[s]]
                 if hit:
                     exclude[hit] = True
                     found.extend(hit)
@@ -678,7 +748,7 @@ class Lexicon:
             joined = self._joined_slots(ex)
             if joined.size:
                 groups.append((LEVEL_EDIT, [joined]))
-        cap, alive = len(self._ids), self._alive
+        cap, alive = len(self._ids), (self._alive if self._dead else None)
         slots, levels = best_levels(groups, cap, alive)
         # The title bonus scales with the level the title word reaches, so
         # a near-miss in a title never outranks exact words in the text.
