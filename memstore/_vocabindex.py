@@ -38,6 +38,7 @@ tables and loads them back as arrays: nothing is recomputed at restore.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -82,12 +83,21 @@ _EMPTY_I32.setflags(write=False)
 
 _keep_cache: dict[int, bool] = {}
 _powers: list[int] = [1]
+_powers_lock = threading.Lock()
 
 
 def _power_table(n: int) -> _U64:
-    """``_B ** j`` modulo 2**64 for ``j < n``."""
-    while len(_powers) < n:
-        _powers.append((_powers[-1] * _B) & _MASK)
+    """``_B ** j`` modulo 2**64 for ``j < n``.
+
+    The table is shared and grows on demand, under a lock: two threads
+    growing it at once could each append the power after the same last one
+    (CPython 3.11 switches threads only between statements here, but a
+    free-threaded build need not), and every later entry would be off by one.
+    """
+    if len(_powers) < n:
+        with _powers_lock:
+            while len(_powers) < n:
+                _powers.append((_powers[-1] * _B) & _MASK)
     return np.array(_powers[:n], np.uint64)
 
 
