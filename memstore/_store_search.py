@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
+from typing import TypeVar
 
 from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
@@ -23,10 +24,14 @@ from memstore.text import event_date_words, kw_tokens, normalize_query, words
 
 __all__ = ["DEFAULT_SEARCH_LIMIT", "PLAN_CACHE_SIZE", "SNAPSHOT_AMORTISE", "StoreSearch"]
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 DEFAULT_SEARCH_LIMIT = 10
 """Results a keyword search returns when ``limit`` is not positive."""
 PLAN_CACHE_SIZE = 256
-"""Query plans kept per generation, and tokenised queries (the oldest is dropped first)."""
+"""Query plans and named subjects kept per generation, and tokenised queries (the oldest
+is dropped first)."""
 SNAPSHOT_AMORTISE = 1000
 """Items one search may spend on building a snapshot.
 
@@ -49,7 +54,8 @@ class StoreSearch(StoreBase):
     _plans: dict[tuple[str, ...], QueryPlan] | None = None
     _plans_generation = -1
     _token_cache: dict[str, tuple[str, ...]] | None = None
-    _named_cache: tuple[object, tuple[int, int], dict[str, frozenset[str]]] | None = None
+    _named: dict[str, frozenset[str]] | None = None
+    _named_generation = -1
 
     def _set(self, id: str, new: Item | None) -> None:
         """Every change of stored state passes here: it starts a new search generation."""
@@ -115,9 +121,7 @@ class StoreSearch(StoreBase):
                 cache = self._token_cache = {}
             tokens = cache.get(query)
             if tokens is None:
-                if len(cache) >= PLAN_CACHE_SIZE:
-                    cache.pop(next(iter(cache)))
-                tokens = cache[query] = tuple(kw_tokens(normalize_query(query)))
+                tokens = _remember(cache, query, tuple(kw_tokens(normalize_query(query))))
             return list(tokens)
 
     def _plan(self, tokens: Sequence[str]) -> QueryPlan:
@@ -130,9 +134,7 @@ class StoreSearch(StoreBase):
         key = tuple(tokens)
         plan = plans.get(key)
         if plan is None:
-            if len(plans) >= PLAN_CACHE_SIZE:
-                plans.pop(next(iter(plans)))
-            plan = plans[key] = self._lex.plan(tokens)
+            plan = _remember(plans, key, self._lex.plan(tokens))
         return plan
 
     # -------------------------------------------------------- lexical search
@@ -208,23 +210,20 @@ class StoreSearch(StoreBase):
         indexed) is named by no query, nor is one whose items were all deleted
         or given another subject.
 
-        The answer is kept per query while the lexical index is the same one,
-        unchanged (its lexicon generation and metadata writes).
+        The answer is kept per query while the store is unchanged (its search
+        generation), as query plans are.
         """
         with self._locked():
-            lex = self._lex
-            state = (lex.lexicon.generation, lex._writes)
-            cache = self._named_cache
-            if cache is None or cache[0] is not lex or cache[1] != state:
-                cache = self._named_cache = (lex, state, {})
-            known = cache[2]
+            gen = self._search_generation
+            known = self._named
+            if known is None or self._named_generation != gen:
+                known = self._named = {}
+                self._named_generation = gen
             named = known.get(query)
             if named is None:
                 qwords = words(query)
-                named = lex.named_subjects(qwords) if qwords else frozenset()
-                if len(known) >= PLAN_CACHE_SIZE:
-                    known.pop(next(iter(known)))
-                known[query] = named
+                found = self._lex.named_subjects(qwords) if qwords else frozenset()
+                named = _remember(known, query, found)
             return named
 
     def _rank_locked(
@@ -379,3 +378,11 @@ class StoreSearch(StoreBase):
                 if len(out) >= limit:
                     break
             return self._out(out)
+
+
+def _remember(cache: dict[K, V], key: K, value: V) -> V:
+    """Put ``value`` in a search cache of at most :data:`PLAN_CACHE_SIZE` entries (oldest out)."""
+    if len(cache) >= PLAN_CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
