@@ -228,23 +228,6 @@ def _kth_largest(scores: _F64, k: int) -> float:
     return float(np.partition(scores, scores.size - k)[scores.size - k])
 
 
-def _deadline_window(stale: _F64, now_ts: float) -> tuple[float, float]:
-    """The ``now_ts`` range over which the deadline filter keeps the same of these candidates.
-
-    ``stale`` holds their deadlines (+inf: none). The filter keeps a candidate
-    while ``now_ts < deadline``, so every ``now_ts`` in ``[lo, hi)`` keeps the
-    same ones: ``lo`` is the latest deadline already passed, ``hi`` the
-    earliest still ahead (``-inf`` and ``+inf`` when there is none).
-    """
-    due = stale[stale < _INF]  # the common case: no deadline at all, one test
-    if due.size == 0:
-        return -_INF, _INF
-    passed = due <= now_ts
-    lo = float(due[passed].max()) if passed.any() else -_INF
-    ahead = due[~passed]
-    return lo, float(ahead.min()) if ahead.size else _INF
-
-
 def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
     """The candidates whose sum is not zero (a plan may carry a zero weight)."""
     nz = acc != 0.0
