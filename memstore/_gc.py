@@ -1,4 +1,12 @@
-"""Pausing the cyclic garbage collector while a bulk load builds long-lived objects."""
+"""The cyclic garbage collector around long-lived objects: bulk loads, and servers.
+
+A memory engine's heap is mostly long-lived: every item is a handful of
+tracked containers (its model, tag and link lists, data dictionary), so 10k
+stored items are about 200k objects that every full collection walks. Two
+places settle them so that the collector stops walking them again:
+:func:`bulk_load` while a restore builds them, and :func:`frozen_heap` around
+a server's serving loop.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ import gc
 import threading
 from collections.abc import Iterator
 
-__all__ = ["COLLECT_AFTER", "BulkLoad", "bulk_load", "thaw"]
+__all__ = ["COLLECT_AFTER", "BulkLoad", "bulk_load", "frozen_heap", "thaw"]
 
 COLLECT_AFTER = 200_000
 """Objects a load must have left behind before its closing full collection is worth it."""
@@ -88,3 +96,35 @@ def thaw() -> None:
             _frozen_holders -= 1
             if _frozen_holders == 0:
                 gc.unfreeze()
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Serve with what is loaded moved out of the collector's walks, then give it back.
+
+    A server under load keeps dozens of requests in flight; every young
+    collection promotes their short-lived objects, and about once a second the
+    promoted count sets off a full collection, which walks the whole heap with
+    every request waiting: ~50 ms at 10k items on an idle core, 85-135 ms under
+    load, so the p99 of a loaded server's answers was that pause. Inside,
+    everything allocated so far sits in the permanent generation
+    (:func:`gc.freeze`, after one full collection so no garbage is frozen);
+    full collections walk only what the server allocated since. Cyclic garbage
+    among the frozen objects (an item replaced while serving is freed by
+    reference counting as usual) waits for the exit, which unfreezes them
+    (:func:`thaw`'s bookkeeping: a restore's own freeze is kept until its
+    journal closes). With the collector off (the host's choice), nothing
+    changes.
+    """
+    global _frozen_holders
+    if not gc.isenabled():
+        yield
+        return
+    gc.collect()
+    with _frozen_lock:
+        gc.freeze()
+        _frozen_holders += 1
+    try:
+        yield
+    finally:
+        thaw()

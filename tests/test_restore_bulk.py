@@ -156,3 +156,52 @@ def test_bulk_load_collects_unless_asked_to_freeze(monkeypatch: pytest.MonkeyPat
     assert gc.get_freeze_count() == 0
     _gc.thaw()  # one thaw too many changes nothing
     assert gc.isenabled()
+
+
+class _Cycle:
+    """Garbage only the cyclic collector frees: it refers to itself."""
+
+    def __init__(self, freed: list[bool]) -> None:
+        self.me = self
+        self.freed = freed
+
+    def __del__(self) -> None:
+        self.freed.append(True)
+
+
+def test_a_frozen_heap_settles_garbage_first_and_gives_the_heap_back() -> None:
+    """What a server loaded is out of the collector's walks while it serves, never garbage."""
+    freed: list[bool] = []
+    gc.collect()  # the young generation empty: no collection before frozen_heap's own
+    _Cycle(freed)  # unreachable at once, but a cycle: refcounting alone never frees it
+    assert freed == []
+    assert gc.get_freeze_count() == 0
+    with _gc.frozen_heap():
+        assert freed == [True]  # collected before the freeze, not frozen for the server's life
+        assert gc.get_freeze_count() > 0
+        assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_frozen_heap_keeps_a_restores_freeze_until_its_journal_lets_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_gc, "COLLECT_AFTER", 0)
+    with _gc.bulk_load(freeze=True) as load:
+        kept = [[] for _ in range(10)]
+    assert load.frozen
+    with _gc.frozen_heap():
+        kept.append([])
+    assert gc.get_freeze_count() > 0  # the restore's holder still holds
+    _gc.thaw()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_frozen_heap_with_the_collector_off_changes_nothing() -> None:
+    gc.disable()
+    try:
+        with _gc.frozen_heap():
+            assert gc.get_freeze_count() == 0
+            assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -189,3 +190,76 @@ def test_signals_change_the_order_never_the_set_of_candidates(
     off = Searcher(SearchConfig(store=store, cells=lambda: cells, **OFF))
     got = [r.item.id for r in on.hybrid_search(query, limit=50)]
     assert sorted(got) == sorted(r.item.id for r in off.hybrid_search(query, limit=50))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    env=signal_stores(),
+    asks=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 11), min_size=1, max_size=8),
+            st.sets(st.sampled_from(SUBJECTS), max_size=3).map(frozenset),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_signal_columns_read_each_asked_slot_as_its_own_item_says(
+    env: tuple[Store, CellStore], asks: list[tuple[list[int], frozenset[str]]]
+) -> None:
+    """Filled slot by slot, in any order, repeats and all: the same facts as each item's own."""
+    from memstore.eventdate import parse_event_date
+    from memstore.search._signals import _Columns
+    from memstore.timeexpr import mentions_time
+
+    store, _ = env
+    snap = store.search_snapshot()
+    assert snap is not None
+    cols = _Columns(snap)
+    for wanted, named in asks:
+        slots = np.array([s % len(snap) for s in wanted], np.intp)
+        items = [snap.items[s] for s in slots]
+        us, month = cols.event(slots)
+        for it, u, m in zip(items, us.tolist(), month.tolist(), strict=True):
+            when = parse_event_date(it.event_date) if it.event_date else None
+            assert (m, u != np.iinfo(np.int64).min) == ((when.month, True) if when else (0, False))
+        said = cols.said(slots).tolist()
+        assert said == [mentions_time(f"{it.title}\n{it.content}") for it in items]
+        hit = cols.named(named, slots).tolist()
+        assert hit == [1.0 if it.subject in named else 0.0 for it in items]
+
+
+def test_a_when_question_after_a_write_reads_only_its_candidates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every write starts a new snapshot; the first "when" question after it must not read
+    every stored text (a pause that grew with the store: ~0.5 s at 20k items)."""
+    import memstore.search._signals as signals
+    from memstore import _store_search
+
+    read: list[str] = []
+    original = signals.mentions_time
+
+    def counted(text: str) -> bool:
+        read.append(text)
+        return original(text)
+
+    store = _store(
+        *(
+            Item(id=f"n{i:04d}", kind="note", content=f"note {i} on shard {i % 97} and disk {i}")
+            for i in range(2000)
+        ),
+        Item(id="hit", kind="note", content="the migration of shard 7 finished last week"),
+    )
+    searcher = Searcher(SearchConfig(store=store))
+    monkeypatch.setattr(signals, "mentions_time", counted)
+    # Every search on the lean path, the first after a write included (the
+    # store's amortising of snapshot builds is another test's).
+    monkeypatch.setattr(_store_search, "SNAPSHOT_AMORTISE", 10**9)
+    for round in range(3):
+        read.clear()
+        got = _ids(searcher, "when did the migration of shard 7 finish?")
+        assert got[0] == "hit"
+        assert 0 < len(read) < 300, len(read)  # the candidates, not the 2,000 items
+        assert store.search_snapshot() is not None
+        store.upsert(Item(id=f"w{round}", kind="note", content=f"a later note {round}"))
