@@ -263,3 +263,48 @@ def test_a_when_question_after_a_write_reads_only_its_candidates(
         assert 0 < len(read) < 300, len(read)  # the candidates, not the 2,000 items
         assert store.search_snapshot() is not None
         store.upsert(Item(id=f"w{round}", kind="note", content=f"a later note {round}"))
+
+
+@st.composite
+def crowded_stores(draw: st.DrawFn) -> tuple[Store, CellStore]:
+    """Many more candidates than a pool: the lean path reads the signals of those that can place."""
+    clock = FakeClock(dt.datetime(2023, 6, 14, 9, tzinfo=dt.UTC))
+    store = Store(Config(clock=clock))
+    cells = CellStore(HashEmbedder(dim=32))
+    cells.attach(store)
+    words = ["lake", "camping", "pottery", "class", "group", "beach", "paint", "went", "the"]
+    for i in range(draw(st.integers(60, 160))):
+        month, day = draw(st.integers(3, 7)), draw(st.integers(1, 28))
+        date = draw(st.sampled_from([f"2023-{month:02d}-{day:02d}", ""]))
+        text = " ".join(draw(st.lists(st.sampled_from(words), min_size=1, max_size=5)))
+        store.upsert(
+            Item(
+                id=f"i{i:03d}",
+                kind="event" if date else "note",
+                content=text + draw(st.sampled_from(TIMES)),
+                subject=draw(st.sampled_from(SUBJECTS)),
+                event_date=date,
+            )
+        )
+    return store, cells
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    env=crowded_stores(),
+    query=st.sampled_from([*QUERIES, "when did they go camping at the lake", "the class"]),
+    weight=st.sampled_from([SIGNAL_WEIGHT, 0.5, 1.0]),
+    limit=st.integers(1, 4),
+)
+def test_a_crowded_lean_search_orders_as_the_general_path_with_signals_on(
+    env: tuple[Store, CellStore], query: str, weight: float, limit: int
+) -> None:
+    """Signals read only for candidates that can place (the lean path's cut), the same order."""
+    store, cells = env
+    cfg = SearchConfig(store=store, cells=lambda: cells, signal_weight=weight, always_fuse=True)
+    searcher = Searcher(cfg)
+    assert store.search_snapshot() is not None
+    lean = searcher.hybrid_search(query, limit=limit)
+    general = searcher.hybrid_search(query, limit=limit, explain=True)
+    assert [r.item.id for r in lean] == [r.item.id for r in general]
+    assert [r.score for r in lean] == [r.score for r in general]

@@ -45,7 +45,7 @@ from memstore.neardup import near_duplicate_memory
 from memstore.rerank import rerank_base_score
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, tie_ranks
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
-from memstore.search._signals import QuerySignals, slot_bonus
+from memstore.search._signals import QuerySignals, max_bonus, slot_bonus
 from memstore.search._types import SearchResult
 from memstore.tags import PARTITION_ALL
 
@@ -275,7 +275,8 @@ class LeanFusion:
         cand[self._loan_to] = True
         slots = np.flatnonzero(cand & self._readable)
         if self._signals is not None:
-            final[slots] += slot_bonus(self._signals, self._snap, slots)
+            near = self._may_place(slots, need)
+            final[near] += slot_bonus(self._signals, self._snap, near)
         scores = final[slots]
         if slots.size > 2 * need > 0:
             # Only a candidate scoring at least the need-th best score can place: sort those.
@@ -286,6 +287,26 @@ class LeanFusion:
         self._read_s += time.perf_counter() - t0
         out: list[int] = slots[order].tolist()
         return out
+
+    def _may_place(self, slots: npt.NDArray[np.intp], need: int) -> npt.NDArray[np.intp]:
+        """The candidates among ``slots`` that the signals' bonus could lift into the best ``need``.
+
+        A bonus only adds, at most :func:`~memstore.search._signals.max_bonus`, so
+        the ``need``-th best score can only rise: a candidate more than that bonus
+        below it cannot place, and reading its facts (a pattern over its text, for
+        a "when" question) would only be thrown away. A query of common words
+        has thousands of candidates for a pool of a few dozen. The margin keeps
+        the cut safely below the bound through the float additions.
+        """
+        assert self._signals is not None
+        if not 0 < need < slots.size:
+            return slots
+        scores = self._final[slots]
+        kth = float(np.partition(scores, slots.size - need)[slots.size - need])
+        reach = max_bonus(self._signals)
+        floor = kth - reach - 1e-9 * (abs(kth) + reach + 1.0)
+        near: npt.NDArray[np.intp] = slots[scores >= floor]
+        return near
 
     # ------------------------------------------------------------ results
 
