@@ -33,6 +33,7 @@ with regular expressions only (no model, no dependency beyond ``regex``):
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -135,6 +136,13 @@ _TRIGGER = regex.compile(
 )
 """Something a date expression needs: a digit, a month, a relative-date word (a cheap pre-check)."""
 _CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
+# The same words for an ASCII text, matched against its lower-cased copy by the
+# standard library's engine, about three times faster than ``regex`` with its
+# case folding (every candidate of a "when" question is read with it). On ASCII
+# the two agree: lower-casing is the case folding, ``\w``, ``\d`` and ``\b`` are
+# the same, and ``\s`` is spelled out, since ``re`` also counts the separators
+# \x1c-\x1f as space and ``regex`` does not.
+_TIME_WORDS_ASCII = re.compile(_TIME_WORDS.pattern.replace(r"\s", r"[\t\n\x0b\x0c\r ]"))
 _DAY = _dt.timedelta(days=1)
 _GRACE_MAX = _dt.timedelta(days=31)
 
@@ -347,4 +355,5 @@ def mentions_time(text: str) -> bool:
     >>> mentions_time("We may go"), mentions_time("see you in May"), mentions_time("two weeks ago")
     (False, True, True)
     """
-    return _TIME_WORDS.search(text) is not None or _CAPITAL_MAY.search(text) is not None
+    words = _TIME_WORDS_ASCII.search(text.lower()) if text.isascii() else _TIME_WORDS.search(text)
+    return words is not None or _CAPITAL_MAY.search(text) is not None

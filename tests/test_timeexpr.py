@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memstore.timeexpr import DateSpan, asks_when, mentions_time, query_dates, span_match
@@ -114,3 +114,71 @@ def test_a_written_day_is_that_day(year: int, month: int, day: int) -> None:
     for text in (f"on {day} {name} {year}", f"on {name} {day}, {year}", f"{start:%Y-%m-%d}"):
         (span,) = query_dates(text, NOW)
         assert (span.start, span.end) == (start, start + dt.timedelta(days=1))
+
+
+_TIME_PIECES = [
+    "last",
+    "Next",
+    "WEEK",
+    "weekend",
+    "mondays",
+    "Tues",
+    "day",
+    "days",
+    "ago",
+    "a while",
+    "back",
+    "the other",
+    "couple of",
+    "few",
+    "two",
+    "12",
+    "1999",
+    "2024",
+    "20245",
+    "may",
+    "May",
+    "in",
+    "since",
+    "june",
+    "yesterday",
+    "Today",
+    "x",
+    "_",
+    "-",
+    ".",
+    "!",
+    "?",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\x0b",
+    "\x0c",
+    "\r",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x85",
+    "\xa0",
+    "\u2003",
+    "ſ",
+    "\u212a",
+    "İ",
+    "é",
+    "日",
+]
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(_TIME_PIECES), max_size=8).map("".join))
+@example("last\x1cweek")  # a separator ``re`` counts as space and ``regex`` does not
+@example("two\x0bdays")
+@example("LAST WEEK")
+def test_mentions_time_reads_every_text_as_its_full_pattern_does(text: str) -> None:
+    """ASCII texts take a faster engine; every text must get the same answer as the pattern."""
+    from memstore.timeexpr import _CAPITAL_MAY, _TIME_WORDS
+
+    want = _TIME_WORDS.search(text) is not None or _CAPITAL_MAY.search(text) is not None
+    assert mentions_time.__wrapped__(text) is want
