@@ -754,3 +754,62 @@ def test_readable_rule_as_a_label_set_in_the_graph_equals_the_rule_per_entry(
                     assert [(e.id, s) for e, s in fast] == [(e.id, s) for e, s in slow]
                     assert all(rule(e) for e, _ in fast)
                     assert len(fast) == min(k, len([e for e in cells._entries if e and rule(e)]))
+
+
+def test_a_search_after_each_write_does_not_lay_out_the_whole_partition_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every write starts a generation; the readable labels of a large partition set are
+    laid out only once that generation's searches have asked often enough to pay for the
+    pass (tune.READABLE_AMORTISE), and the searches before it return the same results."""
+    import datetime as dt
+
+    from memstore._entry_rule import ReadableAt
+    from memstore_index._vectorfile import StoredVector
+
+    monkeypatch.setattr(tune, "EXACT_THRESHOLD", 50)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    n = 4 * tune.READABLE_AMORTISE - 3  # laid out at the fourth search of a generation
+    vecs = unit_rows(n + 3, seed=12)
+    cells = CellStore(HashEmbedder(dim=DIM))
+    cells.apply(
+        [
+            StoredVector(
+                IndexEntry(f"v{i}", partition="p0", kind="chunk" if i % 3 else "episode"),
+                -1,
+                f"h{i}",
+                "",
+                v,
+            )
+            for i, v in enumerate(vecs[:n])
+        ]
+    )
+    rule = ReadableAt(now, "chunk")
+    queries = unit_rows(4, seed=13)
+
+    def laid_out() -> bool:
+        return any(r.built and r.generation == cells._generation for r in cells._readables.values())
+
+    for write in range(3):
+        answers = []
+        for search in range(6):
+            q = queries[search % 2]
+            answers.append(
+                [(e.id, s) for e, s in cells.search_vector(q, 10, visible=rule, partitions=["p0"])]
+            )
+            assert laid_out() == (search >= 3), (write, search)
+        assert answers[0] == answers[2] == answers[4] and answers[1] == answers[3] == answers[5]
+        slow = cells.search_vector(queries[0], 10, visible=lambda e: rule(e), partitions=["p0"])
+        assert answers[0] == [(e.id, s) for e, s in slow]
+        new = n + write
+        cells.apply(
+            [
+                StoredVector(
+                    IndexEntry(f"v{new}", partition="p0", kind="chunk"),
+                    -1,
+                    f"h{new}",
+                    "",
+                    vecs[new],
+                )
+            ]
+        )
