@@ -31,6 +31,7 @@ item (:func:`item_bonus`), the lean one over the snapshot's slots
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -111,9 +112,8 @@ class _Columns:
     pattern over every text took ~0.5 s at 20k items, a pause in the first
     "when" answer after each write. Filled per slot instead, a search pays for
     its own candidates not yet seen in this snapshot, and nothing after.
-    A slot's facts are written before it is marked known, and two threads
-    filling the same slot write the same values, so concurrent searches
-    need no lock.
+    Searches of one snapshot may run on several threads: a lock keeps each
+    fill (and the subject codes it hands out) whole.
     """
 
     def __init__(self, snap: SearchSnapshot) -> None:
@@ -129,47 +129,51 @@ class _Columns:
         self._codes: dict[str, int] = {}
         self._names: list[str] = []
         self._named: tuple[frozenset[str], npt.NDArray[np.float64]] | None = None
+        self._lock = threading.Lock()
 
     def event(
         self, slots: npt.NDArray[np.intp]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
         """Each of ``slots``' event date in microseconds (or a sentinel) and its month (or 0)."""
         items = self._snap.items
-        for s in _unknown(self._event_known, slots):
-            it = items[s]
-            when = parse_event_date(it.event_date) if it.event_date else None
-            if when is not None:
-                self._us[s], self._month[s] = micros(when), when.month
-            self._event_known[s] = True
-        return self._us[slots], self._month[slots]
+        with self._lock:
+            for s in _unknown(self._event_known, slots):
+                it = items[s]
+                when = parse_event_date(it.event_date) if it.event_date else None
+                if when is not None:
+                    self._us[s], self._month[s] = micros(when), when.month
+                self._event_known[s] = True
+            return self._us[slots], self._month[slots]
 
     def said(self, slots: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
         """Whether each of ``slots``' text mentions a time."""
         items = self._snap.items
-        for s in _unknown(self._said_known, slots):
-            self._said[s] = mentions_time(_text(items[s]))
-            self._said_known[s] = True
-        return self._said[slots]
+        with self._lock:
+            for s in _unknown(self._said_known, slots):
+                self._said[s] = mentions_time(_text(items[s]))
+                self._said_known[s] = True
+            return self._said[slots]
 
     def named(self, named: frozenset[str], slots: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         """1.0 for each of ``slots`` whose subject is in ``named``, else 0.0."""
         subject = self._subject
-        todo = _unknown(subject >= 0, slots)
-        if todo:
-            codes, names, items = self._codes, self._names, self._snap.items
-            for s in todo:
-                name = items[s].subject
-                code = codes.get(name)
-                if code is None:
-                    code = codes[name] = len(names)
-                    names.append(name)
-                subject[s] = code
-        last = self._named  # per code: 1.0 when named (the last set asked, kept)
-        if last is None or last[0] != named or last[1].size != len(self._names):
-            names = self._names
-            hit = np.fromiter(map(named.__contains__, names), np.float64, len(names))
-            last = self._named = (named, hit)
-        return last[1][subject[slots]]
+        with self._lock:
+            todo = _unknown(subject >= 0, slots)
+            if todo:
+                codes, names, items = self._codes, self._names, self._snap.items
+                for s in todo:
+                    name = items[s].subject
+                    code = codes.get(name)
+                    if code is None:
+                        code = codes[name] = len(names)
+                        names.append(name)
+                    subject[s] = code
+            last = self._named  # per code: 1.0 when named (the last set asked, kept)
+            if last is None or last[0] != named or last[1].size != len(self._names):
+                names = self._names
+                hit = np.fromiter(map(named.__contains__, names), np.float64, len(names))
+                last = self._named = (named, hit)
+            return last[1][subject[slots]]
 
 
 def _unknown(known: npt.NDArray[np.bool_], slots: npt.NDArray[np.intp]) -> list[int]:
