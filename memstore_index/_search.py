@@ -219,7 +219,6 @@ class Searching(ExactScan):
         if exact or self._hnsw is None or candidates <= tune.EXACT_THRESHOLD:
             return self._scan(q, k, allowed, visible, mu)
         entries = self._entries
-        filtered = allowed is not None or visible is not None
         readable = None
         if isinstance(visible, ReadableAt) and allowed is not None and key is not None:
             readable = self._readable_now(key, allowed, visible)
@@ -245,9 +244,11 @@ class Searching(ExactScan):
         # Centred, the graph (built for plain cosine) proposes its whole beam
         # and the centred score reorders it.
         fetch = want if mu is None else min(max(k, self._ef), candidates)
-        # A plain search takes the calibrated beam; a filtered or centred one
-        # the full ef_search (a filter thins the beam; centring rescores it).
-        ef = self._ef if filtered or mu is not None else self._ef_plain
+        # A plain search takes the calibrated beam, and so does a filtered one
+        # whose filter passes every live label (``keep`` is None: the very same
+        # walk); a truly filtered or a centred one takes the full ef_search (a
+        # filter thins the beam; centring rescores it).
+        ef = self._ef_plain if keep is None and mu is None else self._ef
         self._hnsw.set_ef(max(ef, fetch))
         try:
             labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)

@@ -22,7 +22,7 @@ import numpy as np
 from memstore.errors import MemstoreError
 from memstore.item import Item
 from memstore_index import _tuning as tune
-from memstore_index._calibrate import DEFAULT_TARGET_RECALL
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, check_texts
@@ -72,6 +72,7 @@ class CellState:
         self._calibrated_n = 0
         self.calibration: tuple[int, float] | None = None
         """The last calibration: ``(ef, recall on the held-out sample)``, or ``None``."""
+        self._probe: FreshProbe | None = None  # a sample gathered by small writes
         self._lock = threading.RLock()
         cap = 1024
         self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
