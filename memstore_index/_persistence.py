@@ -393,7 +393,8 @@ class Persistence(CellState):
         assert self._target is not None
         probe = self._probe
         if probe is None:
-            probe = self._probe = cal.FreshProbe(cal.ladder(cal.CALIBRATION_K, self._ef))
+            hint = self.calibration[0] if self.calibration else None
+            probe = self._probe = cal.FreshProbe(cal.ladder(cal.CALIBRATION_K, self._ef, hint))
         need = cal.CALIBRATION_SAMPLE - len(probe)
         if need > 0 and len(self._label_of) - labels.size > tune.EXACT_THRESHOLD:
             # Labels are appended: the graph holds the live labels below the batch's first.

@@ -202,7 +202,9 @@ def test_the_probe_picks_the_smallest_rung_meeting_the_target() -> None:
     index.add_items(vecs[:2872], np.arange(2872))
     probe = cal.FreshProbe(cal.ladder(10, 200))
     assert probe.efs[0] == 10 and probe.efs[-1] == 200
-    assert all(b > a for a, b in zip(probe.efs, probe.efs[1:], strict=False))
+    assert all(a < b <= a * cal.LADDER_RATIO + 1 for a, b in itertools.pairwise(probe.efs))
+    hinted = cal.ladder(10, 300, hint=40)  # up to twice the last answer, then the ceiling
+    assert hinted[-1] == 300 and max(hinted[:-1]) <= 80 < cal.ladder(10, 300)[len(hinted) - 1]
     for start in range(2872, 3000, 16):  # 8 writes of 16, probed before they go in
         probe.probe(index, vecs[start : start + 16], start)
         index.add_items(vecs[start : start + 16], np.arange(start, start + 16))
