@@ -97,8 +97,7 @@ def exact_top_k(vecs: Vector, labels: Labels, queries: Vector, k: int) -> Labels
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         best_s = np.take_along_axis(scores, top, axis=1)
         best_l = np.take_along_axis(names, top, axis=1)
-    out: Labels = np.where(np.isfinite(best_s), best_l, -1)
-    return out
+    return best_l
 
 
 def calibrate_ef(

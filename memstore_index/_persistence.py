@@ -152,7 +152,7 @@ class Persistence(CellState):
         never trusted (the rebuild calibrates afresh).
         """
         side = graph.sidecar_data()
-        ef, n, recall = side.get("ef"), side.get("calibrated_n"), side.get("recall")
+        ef, n, last = side.get("ef"), side.get("calibrated_n"), side.get("calibration")
         if (
             self._target is not None
             and side.get("target_recall") == self._target
@@ -160,8 +160,13 @@ class Persistence(CellState):
             and isinstance(n, int)
         ):
             self._ef_plain, self._calibrated_n = min(ef, self._ef), n
-            if isinstance(recall, float) and n > 0:
-                self.calibration = (ef, recall)
+            if (
+                isinstance(last, list)
+                and len(last) == 2
+                and isinstance(last[0], int)
+                and isinstance(last[1], float)
+            ):
+                self.calibration = (last[0], last[1])
 
     def save(self) -> None:
         """Save the HNSW graph beside the vectors, so the next open skips the rebuild."""
@@ -175,7 +180,7 @@ class Persistence(CellState):
                 ef=self._ef_plain,
                 calibrated_n=self._calibrated_n,
                 target_recall=self._target,
-                recall=self.calibration[1] if self.calibration else None,
+                calibration=list(self.calibration) if self.calibration else None,
             )
 
     def close(self) -> None:
