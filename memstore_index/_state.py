@@ -116,7 +116,9 @@ class CellState:
         """The beam a plain (unfiltered, uncentred) graph search uses now.
 
         ``ef_search`` until a calibration measured a smaller one that reaches
-        ``target_recall`` (see :mod:`memstore_index._calibrate`).
+        ``target_recall`` (see :mod:`memstore_index._calibrate`). A search whose
+        partitions and readable rule pass every live label walks the graph
+        unfiltered, so it uses this beam too.
         """
         return self._ef_plain
 
