@@ -144,9 +144,15 @@ class Persistence(CellState):
         self._rebuild_graph()
 
     def _restore_calibration(self, graph: GraphFile) -> None:
-        """Take the beam measured for this very graph, if it was measured for this target."""
+        """Take the beam measured for this very graph, if it was measured for this target.
+
+        Only called once :meth:`GraphFile.valid_for` has matched the sidecar's
+        generation, count and checksum to this vector file and graph: the
+        calibration lives in that same sidecar, so a stale graph's beam is
+        never trusted (the rebuild calibrates afresh).
+        """
         side = graph.sidecar_data()
-        ef, n = side.get("ef"), side.get("calibrated_n")
+        ef, n, last = side.get("ef"), side.get("calibrated_n"), side.get("calibration")
         if (
             self._target is not None
             and side.get("target_recall") == self._target
@@ -154,6 +160,13 @@ class Persistence(CellState):
             and isinstance(n, int)
         ):
             self._ef_plain, self._calibrated_n = min(ef, self._ef), n
+            if (
+                isinstance(last, list)
+                and len(last) == 2
+                and isinstance(last[0], int)
+                and isinstance(last[1], float)
+            ):
+                self.calibration = (last[0], last[1])
 
     def save(self) -> None:
         """Save the HNSW graph beside the vectors, so the next open skips the rebuild."""
@@ -167,6 +180,7 @@ class Persistence(CellState):
                 ef=self._ef_plain,
                 calibrated_n=self._calibrated_n,
                 target_recall=self._target,
+                calibration=list(self.calibration) if self.calibration else None,
             )
 
     def close(self) -> None:
@@ -330,7 +344,7 @@ class Persistence(CellState):
         )
         index.set_ef(self._ef)
         self._hnsw = index
-        self._ef_plain, self._calibrated_n = self._ef, 0
+        self._ef_plain, self._calibrated_n, self._probe = self._ef, 0, None
         labels = np.flatnonzero(self._alive)
         if labels.size:
             self._graph_add(labels)
@@ -340,16 +354,22 @@ class Persistence(CellState):
 
         A calibration holds a sample of these very rows out: the others go in
         first, the sample is searched as fresh queries, then it goes in too.
+        A batch too small for that feeds the :class:`~memstore_index._calibrate.FreshProbe`
+        instead (searched before it goes in), which calibrates once it holds
+        :data:`~memstore_index._calibrate.CALIBRATION_SAMPLE` rows: the cost
+        is spread over that many writes, once per growth step.
         """
         index = self._hnsw
         assert index is not None
         live = len(self._label_of)
         due = self._target is not None and live >= cal.RECALIBRATE_GROWTH * self._calibrated_n
         if not due or labels.size < cal.CALIBRATION_MIN:
-            if due and live >= 2 * self._calibrated_n:
-                self._ef_plain = self._ef  # grown well past its measure: the safe beam again
-            index.add_items(self._vecs[labels], labels)
+            if due:
+                self._probe_small_batch(index, labels)
+            else:
+                index.add_items(self._vecs[labels], labels)
             return
+        self._probe = None  # this batch holds a whole sample out
         sample = cal.held_out(labels, cal.CALIBRATION_SAMPLE, seed=live)
         rest = np.setdiff1d(labels, sample)
         if rest.size:
@@ -372,3 +392,24 @@ class Persistence(CellState):
             self._ef_plain, self._calibrated_n = ef, live
             self.calibration = (ef, recall)
         index.add_items(self._vecs[sample], sample)
+
+    def _probe_small_batch(self, index: hnswlib.Index, labels: npt.NDArray[np.intp]) -> None:
+        """Insert a small batch while a calibration is due: probed first, as fresh queries."""
+        assert self._target is not None
+        probe = self._probe
+        if probe is None:
+            hint = self.calibration[0] if self.calibration else None
+            probe = self._probe = cal.FreshProbe(cal.ladder(cal.CALIBRATION_K, self._ef, hint))
+        need = cal.CALIBRATION_SAMPLE - len(probe)
+        if need > 0 and len(self._label_of) - labels.size > tune.EXACT_THRESHOLD:
+            # Labels are appended: the graph holds the live labels below the batch's first.
+            probe.probe(index, self._vecs[labels[:need]], int(labels.min()))
+        index.add_items(self._vecs[labels], labels)
+        index.set_ef(self._ef)
+        live = len(self._label_of)
+        if len(probe) >= cal.CALIBRATION_SAMPLE:
+            ef, recall = probe.finish(self._vecs, self._alive, self._target)
+            self._ef_plain, self._calibrated_n, self._probe = ef, live, None
+            self.calibration = (ef, recall)
+        elif live >= 2 * self._calibrated_n:
+            self._ef_plain = self._ef  # grown well past its measure: the safe beam again

@@ -187,7 +187,12 @@ class Searching(ExactScan):
         :data:`~memstore_index._tuning.READABLE_AMORTISE` reaches its size.
         ``None`` until then, and when a deadline does not compare with the
         rule's ``now``: the caller then tests entry by entry, as the rule
-        itself would, with the same results.
+        itself would. One difference follows: a set that passes every live
+        label walks the graph unfiltered, at the calibrated plain beam, while
+        the walk that tests each entry takes the full ``ef_search``; both meet
+        the recall target, and the wider one may find a neighbour the
+        calibrated one misses, so a search that lands on either side of the
+        layout can differ in its last hits.
         """
         kind, now = rule.kind, rule.now
         slot = (*key, kind)
@@ -241,7 +246,6 @@ class Searching(ExactScan):
         if exact or self._hnsw is None or candidates <= tune.EXACT_THRESHOLD:
             return self._scan(q, k, allowed, visible, mu)
         entries = self._entries
-        filtered = allowed is not None or visible is not None
         readable = None
         if isinstance(visible, ReadableAt) and allowed is not None and key is not None:
             readable = self._readable_now(key, allowed, visible)
@@ -267,9 +271,11 @@ class Searching(ExactScan):
         # Centred, the graph (built for plain cosine) proposes its whole beam
         # and the centred score reorders it.
         fetch = want if mu is None else min(max(k, self._ef), candidates)
-        # A plain search takes the calibrated beam; a filtered or centred one
-        # the full ef_search (a filter thins the beam; centring rescores it).
-        ef = self._ef if filtered or mu is not None else self._ef_plain
+        # A plain search takes the calibrated beam, and so does a filtered one
+        # whose filter passes every live label (``keep`` is None: the very same
+        # walk); a truly filtered or a centred one takes the full ef_search (a
+        # filter thins the beam; centring rescores it).
+        ef = self._ef_plain if keep is None and mu is None else self._ef
         self._hnsw.set_ef(max(ef, fetch))
         try:
             labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)

@@ -22,7 +22,7 @@ import numpy as np
 from memstore.errors import MemstoreError
 from memstore.item import Item
 from memstore_index import _tuning as tune
-from memstore_index._calibrate import DEFAULT_TARGET_RECALL
+from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, check_texts
@@ -72,6 +72,7 @@ class CellState:
         self._calibrated_n = 0
         self.calibration: tuple[int, float] | None = None
         """The last calibration: ``(ef, recall on the held-out sample)``, or ``None``."""
+        self._probe: FreshProbe | None = None  # a sample gathered by small writes
         self._lock = threading.RLock()
         cap = 1024
         self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
@@ -115,7 +116,9 @@ class CellState:
         """The beam a plain (unfiltered, uncentred) graph search uses now.
 
         ``ef_search`` until a calibration measured a smaller one that reaches
-        ``target_recall`` (see :mod:`memstore_index._calibrate`).
+        ``target_recall`` (see :mod:`memstore_index._calibrate`). A search whose
+        partitions and readable rule pass every live label walks the graph
+        unfiltered, so it uses this beam too.
         """
         return self._ef_plain
 

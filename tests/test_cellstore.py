@@ -727,7 +727,9 @@ def test_readable_rule_as_a_label_set_in_the_graph_equals_the_rule_per_entry(
     monkeypatch.setattr(tune, "EXACT_THRESHOLD", 50)
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     vecs = unit_rows(800, seed=8)
-    cells = CellStore(HashEmbedder(dim=DIM), center=center)
+    # No calibration: a rule that passes every label takes the plain (calibrated)
+    # beam, the predicate the full one; with one beam the walks must agree.
+    cells = CellStore(HashEmbedder(dim=DIM), center=center, target_recall=None)
 
     def entry(i: int, mixed: bool) -> IndexEntry:
         if not mixed:  # one partition, one kind, all readable: the unfiltered walk
