@@ -88,9 +88,11 @@ class CellStore(StoreBinding, Searching):
     ``ef_search`` is the widest beam a graph search uses. With
     ``target_recall`` (default 0.98; ``None`` to turn it off) the graph
     measures, as it is built and grows, the smallest beam whose recall@10 on
-    a held-out sample of its own vectors reaches the target, and plain
-    searches use that (:attr:`search_ef`): embedding-like data needs far less
-    than uniform noise. Filtered and centred searches keep ``ef_search``.
+    a held-out sample of its own vectors reaches the target (or, grown by
+    small writes, on those writes probed as fresh queries before they go
+    in), and plain searches use that (:attr:`search_ef`): embedding-like data
+    needs far less than uniform noise. A filter that passes every live label
+    is a plain search; other filtered and centred searches keep ``ef_search``.
     The vector file, the graph cache and adaptive ``ef`` are described in ``docs/vector.md``.
     """
 
