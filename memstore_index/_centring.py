@@ -5,10 +5,22 @@ moved by minus the mean of the entries searched (see
 :class:`~memstore_index.CellStore`). :class:`Sums` keeps that mean cheap to
 read for any set of partitions; :func:`scores` computes centred (or plain)
 cosines of many rows at once without copying them.
+
+Every matrix-vector product over many rows goes through :func:`row_dots`,
+which keeps each call to BLAS small enough that OpenBLAS runs it on the
+calling thread. OpenBLAS hands a product above a size threshold to its
+thread pool (one thread per core); on a busy machine the caller then waits
+for a worker to get a core, and a 0.05 ms product of 2,048 rows takes
+milliseconds (p99 20 ms measured with two busy processes on two cores; see
+``benchmarks/blas_load.py``). Limiting the pool instead would change a
+setting of the whole process, which belongs to the host (and a limit set
+and restored around each scan races with any other thread that does the
+same); splitting the product changes nothing outside the call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -19,9 +31,87 @@ import numpy.typing as npt
 from memstore.errors import MemstoreError
 from memstore_index.entry import IndexEntry
 
-__all__ = ["Centred", "Sums", "Vector", "centred_rows", "normalise", "similarities"]
+__all__ = [
+    "Centred",
+    "Sums",
+    "Vector",
+    "centred_rows",
+    "normalise",
+    "row_dots",
+    "rows_per_product",
+    "similarities",
+]
 
 Vector = npt.NDArray[np.float32]
+
+_SMALL_PRODUCT = 2304 * 4 - 1
+"""Elements (rows x dim) of a matrix-vector product that OpenBLAS up to 0.3.23 runs on
+one thread: below ``2304 * GEMM_MULTITHREAD_THRESHOLD`` (4 unless built otherwise).
+Measured with numpy 1.26.4 (OpenBLAS 0.3.23): 23 x 384 on one thread, 24 x 384 threaded."""
+_LARGE_PRODUCT = 1 << 18
+"""The same for OpenBLAS 0.3.27 on, whose threshold is 460,800 elements (numpy 2.0.2's
+0.3.27 and 2.4's 0.3.31: 1,199 x 384 on one thread, 1,200 x 384 threaded); about half
+of it, so that a product is not split into more calls than it needs."""
+_ROW_MULTIPLE = 4
+"""A split falls on a multiple of this many rows. OpenBLAS's x86-64 ``sgemv`` kernels
+take rows four at a time (another kernel does the last ``n % 4``): split on a multiple
+of 4, each row meets the kernel it meets in the whole product. Measured (Haswell
+kernel, numpy 2.4): the scores are the very bits of one unsplit single-threaded
+product, where two threads, which split the rows anywhere, change a few last bits."""
+
+
+def _product_budget() -> int:
+    """Elements one product may hold, for the BLAS numpy was built with.
+
+    Only an OpenBLAS known to have the high threshold gets the large budget;
+    any other BLAS (or an unreadable build record) gets the small one, which
+    costs 10-17% of a scan's time on a single-threaded BLAS, against the
+    milliseconds a threaded one can lose on a busy machine.
+    """
+    try:
+        import numpy.__config__ as built
+
+        blas = built.CONFIG["Build Dependencies"]["blas"]
+        name, version = str(blas.get("name", "")), str(blas.get("version", ""))
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return _SMALL_PRODUCT
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    known = found is not None and tuple(int(x) for x in found.groups()) >= (0, 3, 27)
+    return _LARGE_PRODUCT if known and "openblas" in name.lower() else _SMALL_PRODUCT
+
+
+PRODUCT_ELEMENTS = _product_budget()
+"""Elements (rows x dim) of one BLAS call in :func:`row_dots`."""
+
+
+def rows_per_product(dim: int) -> int:
+    """Rows of ``dim`` values one BLAS call of :func:`row_dots` takes (a multiple of 4)."""
+    rows = PRODUCT_ELEMENTS // max(dim, 1) // _ROW_MULTIPLE * _ROW_MULTIPLE
+    return max(rows, _ROW_MULTIPLE)
+
+
+def row_dots(rows: Vector, q: Vector) -> npt.NDArray[np.float32]:
+    """``rows @ q``, computed as products OpenBLAS runs on the calling thread.
+
+    The rows are viewed as a stack of blocks of :func:`rows_per_product` rows
+    and multiplied in one ``np.matmul`` call, whose loop (in C, without the
+    GIL) calls BLAS once per block: each call is below OpenBLAS's threading
+    threshold, so no call waits for the thread pool, and the loop costs 1-8%
+    over one unsplit product (measured at 2,048-50,000 x 384). Rows left over
+    (fewer than a block) are one more call. The results are those of one
+    single-threaded product.
+    """
+    n, dim = rows.shape
+    step = rows_per_product(dim)
+    if n <= step:
+        small: npt.NDArray[np.float32] = rows @ q
+        return small
+    whole = n - n % step
+    out = np.empty(n, np.result_type(rows, q))
+    np.matmul(rows[:whole].reshape(-1, step, dim), q, out=out[:whole].reshape(-1, step))
+    if whole < n:
+        np.matmul(rows[whole:], q, out=out[whole:])
+    return out
 
 
 class Sums:
@@ -89,7 +179,7 @@ class Centred:
 
 def centred_rows(rows: Vector, mu: Vector) -> Centred:
     """What :func:`similarities` computes of ``rows`` and ``mu`` alone (the same arithmetic)."""
-    m = rows @ mu
+    m = row_dots(rows, mu)
     mm = float(mu @ mu)
     sq = np.einsum("ij,ij->i", rows, rows)
     d_norm = np.sqrt(np.maximum(sq - 2.0 * m + mm, 1e-12))
@@ -107,7 +197,7 @@ def similarities(
     copy of the rows. ``centred`` is :func:`centred_rows` of these rows and
     ``mu``, computed earlier (the same numbers): then one product is left.
     """
-    dots: npt.NDArray[np.float32] = rows @ q
+    dots = row_dots(rows, q)
     if mu is None:
         return dots
     c = centred if centred is not None else centred_rows(rows, mu)

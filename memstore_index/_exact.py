@@ -6,7 +6,9 @@ the shared entries) is scanned from a cached :class:`Subset`, kept until the
 next write: a contiguous copy of its vectors (gathering the rows on every
 query would cost ~30x more), and what a centred score needs of the rows
 alone (the mean, each row's dot with it and its centred norm), so a query
-makes one matrix-vector product. Ties keep every entry level with the k-th
+makes one matrix-vector product, in BLAS calls small enough to run on the
+calling thread (:func:`~memstore_index._centring.row_dots`: a busy host's
+thread pool would make it wait). Ties keep every entry level with the k-th
 score, so they break by id.
 """
 
