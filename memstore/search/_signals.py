@@ -137,7 +137,7 @@ class _Columns:
         """Each of ``slots``' event date in microseconds (or a sentinel) and its month (or 0)."""
         items = self._snap.items
         with self._lock:
-            for s in _unknown(self._event_known, slots):
+            for s in _unknown(~self._event_known[slots], slots):
                 it = items[s]
                 when = parse_event_date(it.event_date) if it.event_date else None
                 if when is not None:
@@ -149,7 +149,7 @@ class _Columns:
         """Whether each of ``slots``' text mentions a time."""
         items = self._snap.items
         with self._lock:
-            for s in _unknown(self._said_known, slots):
+            for s in _unknown(~self._said_known[slots], slots):
                 self._said[s] = mentions_time(_text(items[s]))
                 self._said_known[s] = True
             return self._said[slots]
@@ -158,7 +158,7 @@ class _Columns:
         """1.0 for each of ``slots`` whose subject is in ``named``, else 0.0."""
         subject = self._subject
         with self._lock:
-            todo = _unknown(subject >= 0, slots)
+            todo = _unknown(subject[slots] < 0, slots)
             if todo:
                 codes, names, items = self._codes, self._names, self._snap.items
                 for s in todo:
@@ -176,9 +176,12 @@ class _Columns:
             return last[1][subject[slots]]
 
 
-def _unknown(known: npt.NDArray[np.bool_], slots: npt.NDArray[np.intp]) -> list[int]:
-    """The slots among ``slots`` not yet ``known`` (usually none: one vectorised test)."""
-    fresh = ~known[slots]
+def _unknown(fresh: npt.NDArray[np.bool_], slots: npt.NDArray[np.intp]) -> list[int]:
+    """The distinct ``slots`` whose ``fresh`` flag (one per slot asked) is set: those not read yet.
+
+    Usually none, found by one vectorised test over the slots asked, never over
+    the whole snapshot.
+    """
     if not fresh.any():
         return []
     return [int(s) for s in np.unique(slots[fresh])]
