@@ -61,7 +61,6 @@ def bulk_load(*, collect: bool = True, freeze: bool = False) -> Iterator[BulkLoa
     (a replica applying a catch-up chunk), where the normal collector catches
     up after.
     """
-    global _frozen_holders
     outcome = BulkLoad()
     was = gc.isenabled()
     gc.disable()
@@ -74,13 +73,19 @@ def bulk_load(*, collect: bool = True, freeze: bool = False) -> Iterator[BulkLoa
             grown = gc.get_count()[0]  # tracked objects allocated (net) while paused
             if collect and grown >= COLLECT_AFTER:
                 if freeze:
-                    with _frozen_lock:
-                        gc.freeze()
-                        _frozen_holders += 1
+                    _hold_frozen()
                     outcome.frozen = True
                 else:
                     gc.collect()
             gc.enable()
+
+
+def _hold_frozen() -> None:
+    """Freeze the heap for one more holder (each gives it back with :func:`thaw`)."""
+    global _frozen_holders
+    with _frozen_lock:
+        gc.freeze()
+        _frozen_holders += 1
 
 
 def thaw() -> None:
@@ -116,14 +121,11 @@ def frozen_heap() -> Iterator[None]:
     journal closes). With the collector off (the host's choice), nothing
     changes.
     """
-    global _frozen_holders
     if not gc.isenabled():
         yield
         return
     gc.collect()
-    with _frozen_lock:
-        gc.freeze()
-        _frozen_holders += 1
+    _hold_frozen()
     try:
         yield
     finally:
