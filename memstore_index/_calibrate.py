@@ -92,12 +92,26 @@ def exact_top_k(vecs: Vector, labels: Labels, queries: Vector, k: int) -> Labels
     best_l = np.zeros((len(queries), 0), np.intp)
     for start in range(0, labels.size, _CHUNK):
         chunk = labels[start : start + _CHUNK]
-        scores = np.concatenate([best_s, queries @ vecs[chunk].T], axis=1)
-        names = np.concatenate([best_l, np.broadcast_to(chunk, (len(queries), chunk.size))], axis=1)
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        best_s = np.take_along_axis(scores, top, axis=1)
-        best_l = np.take_along_axis(names, top, axis=1)
+        best_s, best_l = _keep_best(best_s, best_l, queries @ vecs[chunk].T, chunk, k)
     return best_l
+
+
+def _keep_best(
+    best_s: npt.NDArray[np.float32],
+    best_l: Labels,
+    scores: npt.NDArray[np.float32],
+    labels: Labels,
+    k: int,
+) -> tuple[npt.NDArray[np.float32], Labels]:
+    """Each query row's ``k`` best of the kept ``(best_s, best_l)`` and a chunk's new columns.
+
+    ``scores`` holds one row per query and one column per label of ``labels``:
+    the running top-k of a scan done a chunk at a time (any order within it).
+    """
+    scores = np.concatenate([best_s, scores], axis=1)
+    names = np.concatenate([best_l, np.broadcast_to(labels, (len(best_l), labels.size))], axis=1)
+    top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(scores, top, axis=1), np.take_along_axis(names, top, axis=1)
 
 
 def calibrate_ef(
@@ -236,10 +250,6 @@ def _exact_below(
         scores = queries @ vecs[start:stop].T
         cols = np.arange(start, stop)
         scores[(cols[None, :] >= bounds[:, None]) | ~alive[start:stop][None, :]] = -np.inf
-        scores = np.concatenate([best_s, scores], axis=1)
-        names = np.concatenate([best_l, np.broadcast_to(cols, (len(queries), cols.size))], axis=1)
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        best_s = np.take_along_axis(scores, top, axis=1)
-        best_l = np.take_along_axis(names, top, axis=1)
+        best_s, best_l = _keep_best(best_s, best_l, scores, cols, k)
     out: Labels = np.where(np.isfinite(best_s), best_l, -1)
     return out
