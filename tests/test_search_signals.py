@@ -127,21 +127,29 @@ QUERIES = [
 ]
 
 
+_FEW = st.integers(1, 12)
+_TEXT = st.sampled_from(TEXTS)
+
+
 @st.composite
-def signal_stores(draw: st.DrawFn) -> tuple[Store, CellStore]:
+def signal_stores(
+    draw: st.DrawFn,
+    sizes: st.SearchStrategy[int] = _FEW,
+    texts: st.SearchStrategy[str] = _TEXT,
+) -> tuple[Store, CellStore]:
     clock = FakeClock(dt.datetime(2023, 6, 14, 9, tzinfo=dt.UTC))
     store = Store(Config(clock=clock))
     cells = CellStore(HashEmbedder(dim=32))
     cells.attach(store)
-    for i in range(draw(st.integers(1, 12))):
+    for i in range(draw(sizes)):
         month = draw(st.integers(3, 7))
         day = draw(st.integers(1, 28))
         date = draw(st.sampled_from([f"2023-{month:02d}-{day:02d}", ""]))
         store.upsert(
             Item(
-                id=f"i{i:02d}",
+                id=f"i{i:03d}",
                 kind="event" if date else "note",
-                content=draw(st.sampled_from(TEXTS)) + draw(st.sampled_from(TIMES)),
+                content=draw(texts) + draw(st.sampled_from(TIMES)),
                 subject=draw(st.sampled_from(SUBJECTS)),
                 event_date=date,
             )
@@ -265,28 +273,13 @@ def test_a_when_question_after_a_write_reads_only_its_candidates(
         store.upsert(Item(id=f"w{round}", kind="note", content=f"a later note {round}"))
 
 
-@st.composite
-def crowded_stores(draw: st.DrawFn) -> tuple[Store, CellStore]:
+_CROWD_WORDS = ["lake", "camping", "pottery", "class", "group", "beach", "paint", "went", "the"]
+
+
+def crowded_stores() -> st.SearchStrategy[tuple[Store, CellStore]]:
     """Many more candidates than a pool: the lean path reads the signals of those that can place."""
-    clock = FakeClock(dt.datetime(2023, 6, 14, 9, tzinfo=dt.UTC))
-    store = Store(Config(clock=clock))
-    cells = CellStore(HashEmbedder(dim=32))
-    cells.attach(store)
-    words = ["lake", "camping", "pottery", "class", "group", "beach", "paint", "went", "the"]
-    for i in range(draw(st.integers(60, 160))):
-        month, day = draw(st.integers(3, 7)), draw(st.integers(1, 28))
-        date = draw(st.sampled_from([f"2023-{month:02d}-{day:02d}", ""]))
-        text = " ".join(draw(st.lists(st.sampled_from(words), min_size=1, max_size=5)))
-        store.upsert(
-            Item(
-                id=f"i{i:03d}",
-                kind="event" if date else "note",
-                content=text + draw(st.sampled_from(TIMES)),
-                subject=draw(st.sampled_from(SUBJECTS)),
-                event_date=date,
-            )
-        )
-    return store, cells
+    words = st.lists(st.sampled_from(_CROWD_WORDS), min_size=1, max_size=5).map(" ".join)
+    return signal_stores(sizes=st.integers(60, 160), texts=words)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
