@@ -4,12 +4,16 @@ The :class:`~memstore.lexical.Lexicon` finds candidate documents per token;
 this module accumulates their scores with numpy over integer slots and applies
 the kind, subject and deadline filters as vectorised masks, so a query costs
 O(candidates) in C-level set and array operations, never a loop over all items.
+Writes wait in a queue (:mod:`memstore._lexqueue`) and every read applies them
+first, in one batch: texts split together, the vocabulary counted in one pass,
+the filter columns written a column at a time.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -18,11 +22,13 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from memstore._gc import bulk_load
+from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
-from memstore.text import event_date_words, words
+from memstore.text import event_date_words, words, words_many
 
 __all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
 
@@ -106,11 +112,6 @@ class _Codes:
     def names(self) -> list[str]:
         """Every string interned, in first-seen order, without ``""``."""
         return [s for s in self._code if s]
-
-
-def _same_text(a: Item, b: Item) -> bool:
-    """Whether two items give the index the same words (title, content, event date)."""
-    return a.title == b.title and a.content == b.content and a.event_date == b.event_date
 
 
 def _deadline_ts(dt: _dt.datetime | None) -> float:
@@ -236,11 +237,38 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
     return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
 
 
+def _documents(puts: Sequence[Queued]) -> list[tuple[str, list[str], list[str]]]:
+    """The queued puts as :meth:`Lexicon.index_many` documents: each id and its words.
+
+    Titles, contents and ids not split yet are split together
+    (:func:`words_many`); the content's words gain the event date's (read
+    once per distinct date) and, with ``index_id``, the id's own, in a new
+    list: a writer's split is never changed.
+    """
+    todo = [q.item for q in puts if q.words is None]
+    titles = words_many([it.title for it in todo])
+    split = iter(zip(titles, words_many([it.content for it in todo]), strict=True))
+    id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
+    dates: dict[str, list[str]] = {}
+    docs = []
+    for q in puts:
+        item = q.item
+        title, content = q.words if q.words is not None else next(split)
+        extra: list[str] = []
+        when = item.event_date
+        if when:
+            extra = dates.get(when) or dates.setdefault(when, event_date_words(when))
+        if q.index_id:
+            extra = [*extra, *next(id_words)]
+        docs.append((item.id, title, [*content, *extra] if extra else content))
+    return docs
+
+
 class LexicalIndex:
     """Lexicon + per-slot metadata (kind, subject, service, recency, deadline)."""
 
     def __init__(self, *, compact_min: int = 4096, overlay_max: int = 4096) -> None:
-        self.lexicon = Lexicon(compact_min=compact_min, overlay_max=overlay_max)
+        self._lexicon = Lexicon(compact_min=compact_min, overlay_max=overlay_max)
         self._kinds = _Codes()
         self._subjects = _Codes()  # subjects and service tag values share codes
         self._partitions = _Codes()
@@ -268,7 +296,10 @@ class LexicalIndex:
         # subject leaves the lexicon's generation as it was.
         self._writes = 0
         self._live_codes: tuple[tuple[int, int], npt.NDArray[np.bool_]] | None = None
-        self.lexicon.on_renumber(self._renumber)
+        # Writes wait here for the next read (see put), under this lock.
+        self._queue = WriteQueue()
+        self._lock = threading.RLock()
+        self._lexicon.on_renumber(self._renumber)
 
     def named_subjects(self, query_words: Iterable[str]) -> frozenset[str]:
         """The live items' subjects (and ``service/`` values) whose every word is a query word.
@@ -278,6 +309,8 @@ class LexicalIndex:
         deleted (or changed to another subject) keeps its code and is dropped
         here by :meth:`_live_subject_codes`.
         """
+        if self._queue:
+            self._apply()
         found = self._named_codes(query_words)
         if not found:
             return frozenset()
@@ -290,12 +323,12 @@ class LexicalIndex:
 
         One pass over the slots per change of the index, then a lookup.
         """
-        key = (self.lexicon.generation, self._writes)
+        key = (self._lexicon.generation, self._writes)
         cached = self._live_codes
         if cached is not None and cached[0] == key and cached[1].size == len(self._subjects):
             return cached[1]
-        n = min(self.lexicon.capacity, len(self._subject))
-        alive = self.lexicon.alive_slots()[:n]
+        n = min(self._lexicon.capacity, len(self._subject))
+        alive = self._lexicon.alive_slots()[:n]
         live = np.zeros(len(self._subjects), np.bool_)
         live[self._subject[:n][alive]] = True
         live[self._service[:n][alive]] = True
@@ -322,7 +355,8 @@ class LexicalIndex:
         return len(self.lexicon)
 
     def __contains__(self, id: str) -> bool:
-        return id in self._text
+        with self._lock:
+            return self._queue.holds(id, id in self._text)
 
     def _grow(self, need: int) -> None:
         cap = len(self._kind)
@@ -366,58 +400,112 @@ class LexicalIndex:
         return split
 
     def put(self, item: Item, index_id: bool) -> None:
-        """Index (or re-index) ``item``; the text is re-split only when it changed.
+        """Index (or re-index) ``item`` by the next read; the text is re-split only when it changed.
 
+        The write is queued (:mod:`memstore._lexqueue`) and applied with the
+        others queued when anything reads the index, so a burst of writes is
+        indexed in one batch and every read sees every write before it.
         Putting the very item object indexed under its id again (with the same
         ``index_id``) is a no-op: items must not change in place once put (the
         store's never do). A restore puts each item twice (the snapshot's load
         and the store's own pass), the second time for a dictionary lookup.
         """
         id = item.id
-        held = self._text.get(id)
-        same_flag = (id in self._with_id) == index_id
-        if held is item and same_flag:
-            return
-        self._writes += 1
-        slot = self.lexicon.slot(id)
-        if slot is None or held is None or not same_flag or not _same_text(held, item):
-            title, content = self._words_of(item)
-            extra = event_date_words(item.event_date) if item.event_date else []
-            if index_id:
-                extra.extend(words(id))
-            if extra:  # a new list: the split's lists are not changed
-                content = [*content, *extra]
-            slot = self.lexicon.index_words(id, title, content)
-        self._text[id] = item
-        if index_id:
-            self._with_id.add(id)
-        elif not same_flag:
-            self._with_id.discard(id)
-        if slot >= len(self._kind):
-            self._grow(slot + 1)
-        self._kind[slot] = self._kinds.code(item.kind)
-        subjects = self._subjects
-        self._subject[slot] = subjects.code(item.subject)
-        tags = item.tags
-        if tags:
-            self._service[slot] = subjects.code(service_tag_value(item) or "")
-            self._partition[slot] = self._partitions.code(partition_from_tags(tags))
-            self._shared[slot] = SHARED_TAG in tags
-        else:  # no tags: no service, no partition, not shared (code 0 is "")
-            self._service[slot] = 0
-            self._partition[slot] = 0
-            self._shared[slot] = False
-        updated = item.updated_at
-        self._updated[slot] = -_INF if updated is None else updated.timestamp()
-        stale = item.stale_after
-        self._stale[slot] = _INF if stale is None else stale.timestamp()
-
-    def _words_of(self, item: Item) -> tuple[list[str], list[str]]:
-        """The words of ``item``'s title and content: :meth:`split`'s, when it made them."""
         kept, self._split = self._split, None
+        split = None
         if kept is not None and kept[0] is item.title and kept[1] is item.content:
-            return kept[2]
-        return words(item.title), words(item.content)
+            split = kept[2]
+        with self._lock:
+            self._queue.put(
+                item,
+                index_id,
+                indexed=self._text.get(id),
+                indexed_flag=id in self._with_id,
+                words=split,
+            )
+            if len(self._queue) >= QUEUE_MAX:
+                self._apply()
+
+    def remove(self, id: str) -> None:
+        """Drop ``id`` by the next read; unknown ids are a no-op."""
+        with self._lock:
+            self._queue.remove(id, indexed=id in self._text)
+
+    @property
+    def lexicon(self) -> Lexicon:
+        """The lexicon, with every queued write applied."""
+        if self._queue:
+            self._apply()
+        return self._lexicon
+
+    def flush(self) -> None:
+        """Apply every queued write now (the next read would)."""
+        self._apply()
+
+    @property
+    def queued(self) -> int:
+        """Writes queued and not yet applied (``0`` after any read)."""
+        return len(self._queue)
+
+    def _apply(self) -> None:
+        """Apply the queued writes: the removes, then the puts in one batch.
+
+        The cyclic collector is paused meanwhile: the batch's word sets and
+        lists are thousands of containers alive at once, which would start
+        young collections that promote them and so bring the next full
+        collection (a walk of every stored item) nearer; reference counting
+        frees them all at the end.
+        """
+        with self._lock, bulk_load(collect=False):
+            if not self._queue:
+                return
+            lex = self._lexicon
+            text, with_id = self._text, self._with_id
+            puts: list[Queued] = []
+            for id, queued in self._queue.take().items():
+                if queued is not None:
+                    puts.append(queued)
+                elif text.pop(id, None) is not None:
+                    with_id.discard(id)
+                    lex.remove(id)
+            if not puts:
+                return
+            fresh = [q for q in puts if q.reindex]
+            if fresh:
+                lex.index_many(_documents(fresh))
+            items = [q.item for q in puts]
+            ids = [it.id for it in items]
+            text.update(zip(ids, items, strict=True))
+            for q in puts:
+                if q.index_id:
+                    with_id.add(q.item.id)
+                else:
+                    with_id.discard(q.item.id)
+            # Read after every document is in: a compaction may have renumbered slots.
+            self._set_columns(lex.slots_of(ids), items)
+            self._writes += len(puts)
+
+    def _set_columns(self, slots: list[int], items: list[Item]) -> None:
+        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column."""
+        self._grow(max(slots) + 1)
+        at = np.array(slots, np.intp)
+        code = self._subjects.code
+        self._kind[at] = list(map(self._kinds.code, [it.kind for it in items]))
+        self._subject[at] = list(map(code, [it.subject for it in items]))
+        if any(it.tags for it in items):
+            part = self._partitions.code
+            # No tags: no service, no partition (code 0 is ""), not shared.
+            self._service[at] = [
+                code(service_tag_value(it) or "") if it.tags else 0 for it in items
+            ]
+            self._partition[at] = [part(partition_from_tags(it.tags)) for it in items]
+            self._shared[at] = [SHARED_TAG in it.tags for it in items]
+        else:
+            self._service[at] = 0
+            self._partition[at] = 0
+            self._shared[at] = False
+        self._updated[at] = [_updated_ts(it.updated_at) for it in items]
+        self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
@@ -425,9 +513,11 @@ class LexicalIndex:
         The lexicon, and the filter columns of its (dense) slots with the
         strings their codes stand for, so a load derives nothing per item.
         """
+        if self._queue:
+            self._apply()
 
         def columns() -> dict[str, npt.NDArray[Any]]:
-            n = self.lexicon.capacity  # dense: the save compacted first
+            n = self._lexicon.capacity  # dense: the save compacted first
             out: dict[str, npt.NDArray[Any]] = {
                 f"x_{name[1:]}": getattr(self, name)[:n] for name in self._ARRAYS
             }
@@ -438,7 +528,7 @@ class LexicalIndex:
                 out[f"x_codes{name}"] = np.frombuffer("\0".join(strings).encode(), np.uint8)
             return out
 
-        save_lexicon(self.lexicon, path, generation=generation, extras=columns)
+        save_lexicon(self._lexicon, path, generation=generation, extras=columns)
 
     @classmethod
     def from_snapshot(
@@ -466,7 +556,7 @@ class LexicalIndex:
         if len(pairs) != len(lex) or None in slots:
             raise LexiconSnapshotError("the snapshot's documents are not the items given")
         index = cls(compact_min=compact_min)
-        index.lexicon = lex
+        index._lexicon = lex
         lex.on_renumber(index._renumber)
         index._install(extras, len(lex))
         index._text = {it.id: it for it, _ in pairs}
@@ -504,12 +594,6 @@ class LexicalIndex:
             if top is not None and n and (col.min() < 0 or col.max() >= top):
                 raise LexiconSnapshotError(f"snapshot column {name} holds an unknown code")
             mine[:n] = col
-
-    def remove(self, id: str) -> None:
-        """Drop ``id``; unknown ids are a no-op."""
-        if self._text.pop(id, None) is not None:
-            self._with_id.discard(id)
-            self.lexicon.remove(id)
 
     def plan(self, tokens: Sequence[str]) -> QueryPlan:
         """Match every token once and weigh it by the documents it matches."""
@@ -573,7 +657,7 @@ class LexicalIndex:
         # One conversion per column (the same Python numbers as per-element casts),
         # the ids in one C pass (a live candidate's slot always holds its id).
         slots: list[int] = cand[at].tolist()
-        held: tuple[str | None, ...] = tuple(map(self.lexicon._ids.__getitem__, slots))
+        held: tuple[str | None, ...] = tuple(map(self._lexicon._ids.__getitem__, slots))
         hit_ids = cast("tuple[str, ...]", held)
         if None in held:  # pragma: no cover - a candidate is a live slot
             hit_ids = tuple(i or "" for i in held)
@@ -639,7 +723,7 @@ class LexicalIndex:
             return pos[:need]
         starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
         ends = [*starts[1:], n]
-        ids = self.lexicon._ids
+        ids = self._lexicon._ids
         out: list[int] = []
         for a, b in zip(starts, ends, strict=True):
             if a >= need:
@@ -657,12 +741,12 @@ class LexicalIndex:
             sorted(set(self._text) ^ set(expected))[:10],
             "indexed ids disagree with indexable items",
         )
-        assert len(self.lexicon) == len(expected)
+        assert len(self._lexicon) == len(expected)
         for id, item in expected.items():
-            slot = self.lexicon.slot(id)
+            slot = self._lexicon.slot(id)
             assert slot is not None
             held = self._text[id]
-            assert _same_text(held, item) and (id in self._with_id) == index_id[id]
+            assert same_text(held, item) and (id in self._with_id) == index_id[id]
             assert self._kind[slot] == self._kinds.lookup(item.kind)
             assert self._subject[slot] == self._subjects.lookup(item.subject)
             assert self._updated[slot] == _updated_ts(item.updated_at)

@@ -23,6 +23,7 @@ and each touched word's array grows by one concatenation).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
+from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -104,6 +105,13 @@ class Postings:
         self._log_ids.extend(ids)
         self._log_slots.append(slot)
         self._log_counts.append(len(ids))
+
+    def add_docs(self, start: int, docs: Sequence[Collection[str]]) -> None:
+        """:meth:`add_doc` of ``docs[i]`` at slot ``start + i``, in one pass over the batch."""
+        ids = list(map(self._wid.__getitem__, chain.from_iterable(docs)))
+        self._log_ids.extend(ids)
+        self._log_slots.extend(range(start, start + len(docs)))
+        self._log_counts.extend(map(len, docs))
 
     @classmethod
     def from_csr(cls, words: list[str], offsets: npt.NDArray[np.int64], slots: Slots) -> Postings:

@@ -44,6 +44,7 @@ import threading
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice
 
 import numpy as np
 import numpy.typing as npt
@@ -124,6 +125,14 @@ class _Expansion:
     ``title_ids`` was computed: a vocabulary word may reach a title later."""
     fuzzy_ids: list[tuple[float, list[int]]] | None = None
     """``fuzzy`` as the content postings' word numbers, once computed."""
+
+
+def _padded(doc: tuple[str, list[str], list[str]]) -> str:
+    """A document's words as the Lexicon keeps them: one space-padded string, title first."""
+    _, title, content = doc
+    if title and content:
+        return f" {' '.join(title)} {' '.join(content)} "
+    return f" {' '.join(title or content)} " if title or content else ""
 
 
 class Lexicon:
@@ -223,6 +232,52 @@ class Lexicon:
             self._gen += 1
             return slot
 
+    def index_many(self, docs: Sequence[tuple[str, list[str], list[str]]]) -> None:
+        """:meth:`index_words` of each ``(id, title_words, content_words)``, in order.
+
+        The same index as those calls one by one, built in a few passes over
+        the batch: the documents replaced are taken out first, the new ones
+        take consecutive slots, their vocabulary is counted in one C loop over
+        every word, and the postings log takes the batch in one extend. Ids
+        repeated within ``docs`` are indexed one by one.
+        """
+        with self._lock:
+            ids = [d[0] for d in docs]
+            if len(docs) < 2 or len(set(ids)) != len(ids):
+                for id, title, content in docs:
+                    self.index_words(id, title, content)
+                return
+            replaced = [slot for slot in map(self._slot_of.get, ids) if slot is not None]
+            for slot in replaced:
+                self._unindex_slot(slot)
+            if replaced:
+                self._maybe_compact()
+            start = len(self._ids)
+            end = start + len(docs)
+            if end > self._alive.size:
+                grown = np.zeros(max(2 * self._alive.size, end), np.bool_)
+                grown[:start] = self._alive[:start]
+                self._alive = grown
+            self._alive[start:end] = True
+            self._ids.extend(ids)
+            # After a compaction: it made a new map.
+            self._slot_of.update(zip(ids, range(start, end), strict=True))
+            title_words = [d[1] for d in docs]
+            titles = list(map(set, title_words))
+            uniqs = list(map(set.union, titles, [d[2] for d in docs]))
+            self._doc_text.extend(map(_padded, docs))
+            self._doc_ntitle.extend(map(len, title_words))
+            df = self._df
+            known = len(df)
+            # Counter.update's C loop, without its type checks, over the whole batch.
+            _count_elements(df, chain.from_iterable(uniqs))
+            if len(df) != known:  # the words new to the vocabulary are the last keys counted
+                self._vocab.add_many(list(islice(reversed(df), len(df) - known)))
+                self._vgen += 1
+            self._postings.add_docs(start, uniqs)
+            self._title_postings.add_docs(start, titles)
+            self._gen += len(docs)
+
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""
         with self._lock:
@@ -314,6 +369,10 @@ class Lexicon:
     def slot(self, id: str) -> int | None:
         """The slot of ``id``, or ``None`` when it is not indexed."""
         return self._slot_of.get(id)
+
+    def slots_of(self, ids: Iterable[str]) -> list[int]:
+        """The slots of ``ids``, every one of them indexed (a ``KeyError`` otherwise)."""
+        return list(map(self._slot_of.__getitem__, ids))
 
     def alive_slots(self) -> npt.NDArray[np.bool_]:
         """Per slot below :attr:`capacity`, whether a document is indexed there (a view)."""

@@ -41,6 +41,7 @@ __all__ = [
     "token_grams",
     "trigrams",
     "words",
+    "words_many",
 ]
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -89,6 +90,8 @@ _ASCII_FOLD = bytes.maketrans(
         for b in range(256)
     ),
 )  # upper-case letters lowered, lower-case letters and digits kept, every other byte a space
+_ASCII_FOLD_KEEP_NUL = _ASCII_FOLD[:1].replace(b" ", b"\0") + _ASCII_FOLD[1:]
+""":data:`_ASCII_FOLD`, but NUL stays NUL: the separator of :func:`words_many`'s batch."""
 _KEEP_SHORT = regex.compile(rf"[\p{{N}}{_CJK}\p{{Extended_Pictographic}}]")
 
 
@@ -151,6 +154,40 @@ def words(text: str) -> list[str]:
     text = unicodedata.normalize("NFC", text).lower()
     text = _CJK_EDGE.sub(" ", text)
     return _WORD.findall(text)
+
+
+def words_many(texts: Sequence[str]) -> list[list[str]]:
+    """:func:`words` of each of ``texts``, in a few C-level passes over them all.
+
+    The ASCII texts are joined with NUL, which every rule of :func:`words`
+    treats as it treats a space (a boundary no word, CamelCase split or
+    decimal crosses), and classed, cut, lower-cased and decoded once for the
+    whole batch, then split text by text; a text with a decimal, version or
+    time takes :func:`words`'s regex, and a text that is not ASCII (or holds
+    a NUL) is split on its own.
+
+    >>> words_many(["Payment-API timeout", "", "version 2.1 released", "café open"])
+    [['payment', 'api', 'timeout'], [], ['version', '2.1', 'released'], ['cafe', 'open']]
+    """
+    ascii = list(map(str.isascii, texts))
+    plain = [t for t, a in zip(texts, ascii, strict=True) if a]
+    joined = "\0".join(plain)
+    if len(plain) < 2 or joined.count("\0") != len(plain) - 1:
+        return list(map(words, texts))
+    raw = joined.encode("ascii")
+    cls = raw.translate(_ASCII_CLASS)
+    if b"aU" in cls or b"dU" in cls or b"UUa" in cls:
+        raw = _camel_cuts(raw, cls)  # letters only: NUL and "d.d" stay as they were
+    out = [t.split() for t in raw.translate(_ASCII_FOLD_KEEP_NUL).decode("ascii").split("\0")]
+    if b"d.d" in cls or b"d:d" in cls:
+        pieces = raw.split(b"\0")
+        for i, c in enumerate(cls.split(b"\0")):
+            if b"d.d" in c or b"d:d" in c:
+                out[i] = _ASCII_WORD.findall(pieces[i].decode("ascii").lower())
+    if len(out) == len(texts):
+        return out
+    done = iter(out)
+    return [next(done) if a else words(t) for t, a in zip(texts, ascii, strict=True)]
 
 
 def normalize_query(q: str) -> str:
