@@ -309,8 +309,7 @@ class LexicalIndex:
         deleted (or changed to another subject) keeps its code and is dropped
         here by :meth:`_live_subject_codes`.
         """
-        if self._queue:
-            self._apply()
+        self.flush()
         found = self._named_codes(query_words)
         if not found:
             return frozenset()
@@ -424,7 +423,7 @@ class LexicalIndex:
                 words=split,
             )
             if len(self._queue) >= QUEUE_MAX:
-                self._apply()
+                self.flush()
 
     def remove(self, id: str) -> None:
         """Drop ``id`` by the next read; unknown ids are a no-op."""
@@ -434,21 +433,17 @@ class LexicalIndex:
     @property
     def lexicon(self) -> Lexicon:
         """The lexicon, with every queued write applied."""
-        if self._queue:
-            self._apply()
+        self.flush()
         return self._lexicon
-
-    def flush(self) -> None:
-        """Apply every queued write now (the next read would)."""
-        self._apply()
 
     @property
     def queued(self) -> int:
         """Writes queued and not yet applied (``0`` after any read)."""
         return len(self._queue)
 
-    def _apply(self) -> None:
-        """Apply the queued writes: the removes, then the puts in one batch.
+    def flush(self) -> None:
+        """Apply every queued write now (every read does first): the removes, then the
+        puts in one batch.
 
         The cyclic collector is paused meanwhile: the batch's word sets and
         lists are thousands of containers alive at once, which would start
@@ -456,6 +451,8 @@ class LexicalIndex:
         collection (a walk of every stored item) nearer; reference counting
         frees them all at the end.
         """
+        if not self._queue:  # the common read: nothing waits, no lock taken
+            return
         with self._lock, bulk_load(collect=False):
             if not self._queue:
                 return
@@ -513,8 +510,7 @@ class LexicalIndex:
         The lexicon, and the filter columns of its (dense) slots with the
         strings their codes stand for, so a load derives nothing per item.
         """
-        if self._queue:
-            self._apply()
+        self.flush()
 
         def columns() -> dict[str, npt.NDArray[Any]]:
             n = self._lexicon.capacity  # dense: the save compacted first

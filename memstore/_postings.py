@@ -99,15 +99,12 @@ class Postings:
         words are numbered here (one C-level map over them), so the log holds
         small integers and a flush needs no string work.
         """
-        if not words:
-            return
-        ids = list(map(self._wid.__getitem__, words))  # numbers the new words too
-        self._log_ids.extend(ids)
-        self._log_slots.append(slot)
-        self._log_counts.append(len(ids))
+        if words:
+            self.add_docs(slot, [words])
 
     def add_docs(self, start: int, docs: Sequence[Collection[str]]) -> None:
         """:meth:`add_doc` of ``docs[i]`` at slot ``start + i``, in one pass over the batch."""
+        # One C-level map numbers every word, the new ones too.
         ids = list(map(self._wid.__getitem__, chain.from_iterable(docs)))
         self._log_ids.extend(ids)
         self._log_slots.extend(range(start, start + len(docs)))

@@ -199,41 +199,11 @@ class Lexicon:
     def index_words(self, id: str, title_words: list[str], content_words: list[str]) -> int:
         """:meth:`index` for pre-split words (:func:`~memstore.text.words`); returns the slot."""
         with self._lock:
-            old = self._slot_of.get(id)
-            if old is not None:
-                self._unindex_slot(old)
-                self._maybe_compact()
-            slot = len(self._ids)
-            if slot >= self._alive.size:
-                grown = np.zeros(2 * self._alive.size, np.bool_)
-                grown[:slot] = self._alive[:slot]
-                self._alive = grown
-            self._alive[slot] = True
-            self._ids.append(id)
-            self._slot_of[id] = slot
-            if title_words:
-                title = set(title_words)
-                uniq = title.union(content_words)
-                text = f" {' '.join(title_words)} {' '.join(content_words)} "
-                self._doc_text.append(text if content_words else text[:-1])
-            else:
-                uniq = set(content_words)
-                self._doc_text.append(f" {' '.join(content_words)} " if content_words else "")
-            self._doc_ntitle.append(len(title_words))
-            df = self._df
-            known = len(df)
-            _count_elements(df, uniq)  # Counter.update's C loop, without its type checks
-            if len(df) != known:  # some words are new to the vocabulary
-                self._vocab.add_many([w for w in uniq if df[w] == 1])
-                self._vgen += 1
-            self._postings.add_doc(slot, uniq)
-            if title_words:
-                self._title_postings.add_doc(slot, title)
-            self._gen += 1
-            return slot
+            self.index_many([(id, title_words, content_words)])
+            return self._slot_of[id]
 
     def index_many(self, docs: Sequence[tuple[str, list[str], list[str]]]) -> None:
-        """:meth:`index_words` of each ``(id, title_words, content_words)``, in order.
+        """Index each ``(id, title_words, content_words)`` as :meth:`index_words` would, in order.
 
         The same index as those calls one by one, built in a few passes over
         the batch: the documents replaced are taken out first, the new ones
@@ -243,9 +213,9 @@ class Lexicon:
         """
         with self._lock:
             ids = [d[0] for d in docs]
-            if len(docs) < 2 or len(set(ids)) != len(ids):
-                for id, title, content in docs:
-                    self.index_words(id, title, content)
+            if len(set(ids)) != len(ids):
+                for doc in docs:
+                    self.index_many([doc])
                 return
             replaced = [slot for slot in map(self._slot_of.get, ids) if slot is not None]
             for slot in replaced:
