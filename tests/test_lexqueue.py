@@ -19,21 +19,10 @@ from memstore import Item, Store
 from memstore._lexqueue import QUEUE_MAX
 from memstore.config import Config
 from memstore.errors import InvalidItemError
+from tests.conftest import FakeClock
 
-T0 = _dt.datetime(2026, 3, 1, tzinfo=_dt.UTC)
 WORDS = ["payment", "payments", "timeout", "retry", "deploy", "paymnet", "api", "queue"]
 IDS = ["n0", "n1", "n2"]
-
-
-class Clock:
-    """A clock that ticks one second a call: update times differ, ties still happen."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> _dt.datetime:
-        self.now += _dt.timedelta(seconds=1)
-        return self.now
 
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
@@ -67,9 +56,11 @@ def answer(store: Store, query: str) -> list[list[tuple[str, float, int, bool]]]
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(op, max_size=40))
 def test_searches_answer_as_if_every_write_were_indexed_at_once(ops: list[tuple]) -> None:
-    queued = Store(Config(clock=Clock()))
-    eager = Store(Config(clock=Clock()))  # its lexicon applied after every write
+    clock = FakeClock()  # one clock, moved a second a step: update times differ, ties happen
+    queued = Store(Config(clock=clock))
+    eager = Store(Config(clock=clock))  # its lexicon applied after every write
     for step in ops:
+        clock.advance(_dt.timedelta(seconds=1))
         if step[0] == "put":
             _, id, title, content, kind = step
             for store in (queued, eager):
