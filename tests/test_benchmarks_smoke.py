@@ -6,29 +6,13 @@ bench-smoke`` does. No timing is asserted: latencies only have to be positive.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "lexical.py"
+from tests.benchsmoke import run_smoke_json
+
 SMOKE_SIZES = [200, 1000]
 MIN_EXACT_HIT_AT_10 = 0.9
-
-
-def _run_smoke(out: Path) -> dict[str, Any]:
-    """Run the smoke benchmark writing to ``out``; its parsed JSON."""
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
 
 
 def _latencies(entry: dict[str, Any]) -> list[float]:
@@ -41,7 +25,7 @@ def _latencies(entry: dict[str, Any]) -> list[float]:
 
 
 def test_smoke_run_writes_results(tmp_path: Path) -> None:
-    data = _run_smoke(tmp_path / "x.json")
+    data = run_smoke_json("lexical.py", tmp_path / "x.json")
 
     assert data["smoke"] is True
     assert [r["size"] for r in data["results"]] == SMOKE_SIZES
@@ -56,20 +40,8 @@ def test_smoke_run_writes_results(tmp_path: Path) -> None:
     assert data["machine"]["cpu_count"] >= 1
 
 
-JOURNAL_SCRIPT = SCRIPT.parent / "journal.py"
-
-
 def test_journal_smoke_run_writes_results(tmp_path: Path) -> None:
-    out = tmp_path / "journal.json"
-    proc = subprocess.run(
-        [sys.executable, str(JOURNAL_SCRIPT), "--smoke", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data = json.loads(out.read_text())
+    data = run_smoke_json("journal.py", tmp_path / "journal.json")
     assert data["smoke"] is True
     assert data["single"]["ours_per_s"] > 0 and data["single"]["raw_sqlite_per_s"] > 0
     assert data["batched"]["ours_items_per_s"] > 0
@@ -78,23 +50,11 @@ def test_journal_smoke_run_writes_results(tmp_path: Path) -> None:
     assert {t["status"] for t in data["targets"]} <= {"PASS", "MISS", "N/A"}
 
 
-REPLICATION_SCRIPT = SCRIPT.parent / "replication.py"
-
-
 def test_replication_smoke_run_writes_results(tmp_path: Path) -> None:
     from tests.pgtest import DSN, require_pg
 
     require_pg()
-    out = tmp_path / "replication.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPLICATION_SCRIPT), "--smoke", "--dsn", DSN, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data = json.loads(out.read_text())
+    data = run_smoke_json("replication.py", tmp_path / "replication.json", "--dsn", DSN)
     assert data["smoke"] is True
     assert data["single"]["ours_per_s"] > 0 and data["batched"]["ours_items_per_s"] > 0
     assert data["lag"]["writes"] == 30 and data["lag"]["p99_ms"] >= data["lag"]["p50_ms"]

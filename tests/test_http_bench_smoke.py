@@ -7,26 +7,13 @@ accounting and the rate limit: no tenant is admitted more than its bucket allows
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "http.py"
+from tests.benchsmoke import run_smoke_json
 
 
 def test_smoke_run_writes_results(tmp_path: Path) -> None:
-    out = tmp_path / "http.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data = json.loads(out.read_text())
+    data = run_smoke_json("http.py", tmp_path / "http.json", timeout=600)
     assert data["smoke"] is True
     (run,) = data["runs"]
     assert run["embedder"] == "hash" and run["chunks"] == data["config"]["chunks"]

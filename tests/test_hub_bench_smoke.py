@@ -7,31 +7,13 @@ accounting: every event a subscriber did not read, it was told it lost.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "hub.py"
-
-
-def _run_smoke(out: Path) -> dict[str, Any]:
-    """Run the smoke benchmark writing to ``out``; its parsed JSON."""
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
+from tests.benchsmoke import run_smoke_json
 
 
 def test_smoke_run_writes_results(tmp_path: Path) -> None:
-    data = _run_smoke(tmp_path / "hub.json")
+    data = run_smoke_json("hub.py", tmp_path / "hub.json")
 
     assert data["smoke"] is True
     config = data["config"]

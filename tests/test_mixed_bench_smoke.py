@@ -6,20 +6,13 @@ the latencies only have to be positive numbers.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "mixed.py"
+from tests.benchsmoke import run_smoke
 
 
 def test_the_mixed_benchmark_reports_searches_after_writes_and_reads_only() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke"], capture_output=True, text=True, check=False
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| 500 |")]
-    assert len(rows) == 1, proc.stdout
+    stdout = run_smoke("mixed.py")
+    rows = [line for line in stdout.splitlines() if line.startswith("| 500 |")]
+    assert len(rows) == 1, stdout
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     figures = [float(c.rstrip("x")) for c in cells[1:]]
     assert len(figures) == 5 and all(f > 0 for f in figures)

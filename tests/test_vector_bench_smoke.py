@@ -6,13 +6,11 @@ latencies and throughputs only have to be positive.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "vector.py"
+from tests.benchsmoke import run_smoke_json
+
 SMOKE_SIZES = [3000]
 FILTERS = {"1% partitions", "10% partitions", "10% visible"}
 RAW_FILTERS = {"1% partitions", "10% partitions"}
@@ -20,26 +18,12 @@ TOP_K = 10
 MIN_RECALL_AT_10 = 0.9
 
 
-def _run_smoke(out: Path) -> dict[str, Any]:
-    """Run the smoke benchmark writing to ``out``; its parsed JSON."""
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--smoke", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "| target | value | status |" in proc.stdout
-    data: dict[str, Any] = json.loads(out.read_text())
-    return data
-
-
 def _positive_latency(lat: dict[str, Any]) -> bool:
     return all(lat[key] > 0 for key in ("p50_ms", "p95_ms", "mean_ms", "max_ms"))
 
 
 def test_smoke_run_writes_results(tmp_path: Path) -> None:
-    data = _run_smoke(tmp_path / "vector.json")
+    data = run_smoke_json("vector.py", tmp_path / "vector.json")
 
     assert data["smoke"] is True
     assert data["config"]["dim"] == 384
