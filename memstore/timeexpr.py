@@ -10,8 +10,13 @@ with regular expressions only (no model, no dependency beyond ``regex``):
   ``May 8th, 2023``, ``May 2023``, ``in 2022``), a month without a year
   (``in June``: June of any year), relative ones resolved against ``now``
   (``yesterday``, ``last week``, ``this month``, ``three days ago``,
-  ``last Friday``), and open ranges (``before May 2023``, ``after 2022``,
-  ``since June 2023``).
+  ``last Friday``), open ranges (``before May 2023``, ``after 2022``,
+  ``since June 2023``), closed ones (``between August 11 and August 15,
+  2023``, ``from May to July 2023``: a first date without a year takes the
+  second's), and relative expressions anchored to a date instead of to
+  ``now`` (``the week before 16 November 2023``, ``two weeks before August
+  11, 2023``, ``last weekend before April 10, 2023``, ``the day after
+  2023-05-08``).
 * :func:`asks_when` tells a question that asks for a time ("when did...",
   "what year...", "how long ago...").
 * :func:`mentions_time` tells a text that refers to a time (a date, a month,
@@ -24,6 +29,10 @@ with regular expressions only (no model, no dependency beyond ``regex``):
 ['2023-06-05..2023-06-12']
 >>> [s.label for s in query_dates("camping in June", now)]
 ['month 6']
+>>> [s.label for s in query_dates("Where was Tim the week before 16 November 2023?", now)]
+['2023-11-09..2023-11-16']
+>>> [s.label for s in query_dates("between August 11 and August 15, 2023", now)]
+['2023-08-11..2023-08-16']
 >>> asks_when("When did Caroline go to the support group?"), asks_when("Who is Caroline?")
 (True, False)
 >>> mentions_time("I went there yesterday"), mentions_time("I love pottery")
@@ -86,6 +95,34 @@ _ABSOLUTE = [
     regex.compile(rf"\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
     regex.compile(rf"\b{_YEAR}\b", regex.I),
 ]
+_MON_ANY = _MON.replace("(?P<mon>", "(?:")
+_YEAR_ANY = r"(?:19|20)\d\d"
+_DATE = (
+    rf"(?:{_YEAR_ANY}-\d\d-\d\d"
+    rf"|[0-3]?\d(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON_ANY}\.?(?:,?\s+{_YEAR_ANY})?"
+    rf"|{_MON_ANY}\.?\s+[0-3]?\d(?:st|nd|rd|th)?\b(?:,?\s+{_YEAR_ANY})?"
+    rf"|{_MON_ANY}\.?(?:,?\s+(?:of\s+)?{_YEAR_ANY})?"
+    rf"|{_YEAR_ANY})\b"
+)
+"""One absolute date (a day, a month or a year) whose year may be left out, for the
+two sides of a range and the anchor of an anchored expression; read by :func:`_date_of`."""
+_RANGE = regex.compile(
+    rf"\b(?:between|from)\s+(?:the\s+)?(?P<a>{_DATE})\s*"
+    rf"(?:and|to|until|till|through|-|–)\s*(?:the\s+)?(?P<b>{_DATE})",
+    regex.I,
+)
+"""A closed range: "between August 11 and August 15, 2023", "from May to July 2023"."""
+_OFFSET_NUMBER = (
+    r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"(?:a\s+)?(?:couple|few)(?:\s+of)?|several"
+)
+_ANCHORED = regex.compile(
+    rf"\b(?:(?:the|that|last|previous|past)\s+|(?P<n>{_OFFSET_NUMBER})\s+)?"
+    rf"(?P<unit>day|week|weekend|month|year)s?\s+"
+    rf"(?P<dir>before|after|prior\s+to|following)\s+(?:the\s+)?(?P<d>{_DATE})",
+    regex.I,
+)
+"""A span measured from a date, not from now: "the week before 16 November 2023"."""
 _BARE_MONTH = regex.compile(
     r"\b(?P<mon>january|february|march|april|may|june|july|august|september|october|"
     r"november|december)\b",
@@ -143,6 +180,7 @@ _CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
 # the same, and ``\s`` is spelled out, since ``re`` also counts the separators
 # \x1c-\x1f as space and ``regex`` does not.
 _TIME_WORDS_ASCII = re.compile(_TIME_WORDS.pattern.replace(r"\s", r"[\t\n\x0b\x0c\r ]"))
+_YEAR_IN = regex.compile(rf"\b{_YEAR_ANY}\b")
 _DAY = _dt.timedelta(days=1)
 _GRACE_MAX = _dt.timedelta(days=31)
 
@@ -214,6 +252,13 @@ def _midnight(now: _dt.datetime) -> _dt.datetime:
     return _utc(now.year, now.month, now.day)
 
 
+def _count(words: str) -> int:
+    """The number a count spells: "3", "two", "a couple of" (2), "several" (3)."""
+    raw = words.lower().split()
+    word = raw[-1] if raw[-1] != "of" else raw[-2]
+    return int(word) if word.isdigit() else _NUMBERS.get(word, 1)
+
+
 def _relative(m: regex.Match[str], now: _dt.datetime) -> DateSpan | None:
     g = m.groupdict()
     today = _midnight(now)
@@ -244,12 +289,7 @@ def _relative(m: regex.Match[str], now: _dt.datetime) -> DateSpan | None:
             return DateSpan(_utc(y, mo, 1), _next_month(y, mo))
         y = today.year if this else today.year - 1
         return DateSpan(_utc(y, 1, 1), _utc(y + 1, 1, 1))
-    raw = g["n"].lower().split()
-    n = (
-        int(raw[0])
-        if raw[0].isdigit()
-        else _NUMBERS.get(raw[-1] if raw[-1] != "of" else raw[-2], 1)
-    )
+    n = _count(g["n"])
     if unit in ("day", "week", "weekend"):
         days = n * (7 if unit != "day" else 1)
         start = today - days * _DAY
@@ -261,6 +301,90 @@ def _relative(m: regex.Match[str], now: _dt.datetime) -> DateSpan | None:
             y, mo = y - 1, mo + 12
         return DateSpan(_utc(y, mo, 1), _next_month(y, mo))
     return DateSpan(_utc(today.year - n, 1, 1), _utc(today.year - n + 1, 1, 1))
+
+
+def _date_of(text: str, year: int | None) -> tuple[_dt.datetime, _dt.datetime] | None:
+    """The ``[start, end)`` of the day, month or year one :data:`_DATE` match names.
+
+    A date written without a year takes ``year``; with neither it names no
+    span (``None``), and neither does an impossible one ("31 June 2023").
+    """
+    text = " ".join(text.split())
+    if year is not None and _YEAR_IN.search(text) is None:
+        text = f"{text} {year}"
+    for pat in _ABSOLUTE:
+        m = pat.fullmatch(text)
+        if m is not None:
+            return _absolute(m)
+    return None
+
+
+def _year_in(text: str) -> int | None:
+    m = _YEAR_IN.search(text)
+    return int(m.group()) if m else None
+
+
+def _range(m: regex.Match[str]) -> DateSpan | None:
+    """The span of a :data:`_RANGE` match: the first date's start to the second's end."""
+    year = _year_in(m["b"]) or _year_in(m["a"])
+    if year is None:
+        return None
+    a, b = _date_of(m["a"], year), _date_of(m["b"], year)
+    if a is None or b is None or a[0] >= b[1]:
+        return None
+    return DateSpan(a[0], b[1])
+
+
+def _months_back(t: _dt.datetime, n: int) -> _dt.datetime:
+    """``t`` moved ``n`` calendar months (negative: forward), the day clamped to the month's end."""
+    y, m = divmod(t.year * 12 + t.month - 1 - n, 12)
+    m += 1
+    last = (_next_month(y, m) - _DAY).day
+    return t.replace(year=y, month=m, day=min(t.day, last))
+
+
+def _anchored(m: regex.Match[str]) -> DateSpan | None:
+    """The span of an :data:`_ANCHORED` match, measured from its date.
+
+    ``n`` units before a date is the stretch of that length that ends where
+    the date starts ("two weeks before August 11": July 28 to August 11);
+    after one, the stretch that starts where it ends. A weekend is the
+    Saturday and Sunday nearest before (after) the date. So an event told on
+    the anchor date itself ("last week I...") falls in the span's grace
+    (:func:`span_match`).
+    """
+    d = _date_of(m["d"], None)
+    if d is None:
+        return None
+    n = _count(m["n"] or "one")
+    if not 0 < n <= 1000:
+        return None
+    unit = m["unit"].lower()
+    before = m["dir"].lower() == "before" or m["dir"].lower().startswith("prior")
+    edge = d[0] if before else d[1]
+    try:
+        if unit == "weekend":
+            # Saturday on or before the day before the date (after: on or after its end).
+            day = edge - _DAY if before else edge
+            sat = (
+                day - ((day.weekday() - 5) % 7) * _DAY
+                if before
+                else day + ((5 - day.weekday()) % 7) * _DAY
+            )
+            if before and sat + 2 * _DAY > edge:
+                sat -= 7 * _DAY
+            step = 7 * (n - 1) * _DAY
+            sat = sat - step if before else sat + step
+            return DateSpan(sat, sat + 2 * _DAY)
+        if unit in ("day", "week"):
+            length = n * (7 if unit == "week" else 1) * _DAY
+            far = edge - length if before else edge + length
+        else:
+            months = n * (12 if unit == "year" else 1)
+            far = _months_back(edge, months if before else -months)
+    except (OverflowError, ValueError):
+        return None
+    return DateSpan(far, edge) if before else DateSpan(edge, far)
 
 
 def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
@@ -283,6 +407,12 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
     def free(a: int, b: int) -> bool:
         return all(b <= x or a >= y for x, y in taken)
 
+    for pat, read in ((_RANGE, _range), (_ANCHORED, _anchored)):
+        for m in pat.finditer(text):
+            span = read(m)
+            if span is not None and free(*m.span()):
+                taken.append(m.span())
+                found.append((m.start(), span))
     for pat in _ABSOLUTE:
         for m in pat.finditer(text):
             a, b = m.span()

@@ -38,7 +38,24 @@ def _labels(text: str) -> list[str]:
         ("three days ago", ["2023-06-11..2023-06-12"]),
         ("two years ago", ["2021-01-01..2022-01-01"]),
         ("last Friday", ["2023-06-09..2023-06-10"]),
-        ("from May 2023 to June 2023", ["2023-05-01..2023-06-01", "2023-06-01..2023-07-01"]),
+        ("from May 2023 to June 2023", ["2023-05-01..2023-07-01"]),
+        ("between August 11 and August 15 2023", ["2023-08-11..2023-08-16"]),
+        ("between 11 Aug and 15 Aug, 2023", ["2023-08-11..2023-08-16"]),
+        ("from May to July 2023", ["2023-05-01..2023-08-01"]),
+        ("between 2019 and 2021", ["2019-01-01..2022-01-01"]),
+        # Backwards, or no year anywhere: no range; each side read as it would be alone.
+        ("between August 15 and August 11 2023", ["month 8", "2023-08-11..2023-08-12"]),
+        ("between August 11 and August 15", ["month 8", "month 8"]),
+        ("Where was Tim in the week before 16 November 2023?", ["2023-11-09..2023-11-16"]),
+        ("the week after 16 November 2023", ["2023-11-17..2023-11-24"]),
+        ("two weeks before August 11, 2023", ["2023-07-28..2023-08-11"]),
+        ("a couple of days after 2023-05-08", ["2023-05-09..2023-05-11"]),
+        ("the month before March 31, 2023", ["2023-02-28..2023-03-31"]),
+        ("the year before 2020", ["2019-01-01..2020-01-01"]),
+        ("last weekend before April 10, 2023", ["2023-04-08..2023-04-10"]),  # a Monday
+        ("the weekend after 2023-06-14", ["2023-06-17..2023-06-19"]),  # a Wednesday
+        ("the day before yesterday", ["2023-06-13..2023-06-14"]),  # no date: not anchored
+        ("the week before May", ["month 5"]),  # no year: not anchored
         ("what may Caroline like?", []),
         ("what does Caroline like?", []),
     ],
@@ -114,6 +131,41 @@ def test_a_written_day_is_that_day(year: int, month: int, day: int) -> None:
     for text in (f"on {day} {name} {year}", f"on {name} {day}, {year}", f"{start:%Y-%m-%d}"):
         (span,) = query_dates(text, NOW)
         assert (span.start, span.end) == (start, start + dt.timedelta(days=1))
+
+
+@given(
+    st.dates(dt.date(1990, 1, 1), dt.date(2030, 12, 31)),
+    st.integers(1, 40),
+    st.sampled_from(["day", "week"]),
+    st.booleans(),
+)
+def test_a_span_anchored_to_a_day_ends_where_it_starts_or_starts_where_it_ends(
+    day: dt.date, n: int, unit: str, before: bool
+) -> None:
+    """ "n units before D" is the stretch that ends where D starts; after, starts where D ends."""
+    d = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+    text = f"{n} {unit}s {'before' if before else 'after'} {d:%B} {day.day}, {day.year}"
+    (span,) = query_dates(text, NOW)
+    length = dt.timedelta(days=n * (7 if unit == "week" else 1))
+    end = d + dt.timedelta(days=1)
+    assert (span.start, span.end) == ((d - length, d) if before else (end, end + length))
+    assert span.exact  # an event told on the day itself half-matches (the grace)
+    assert span_match(span, d) == (0.5 if before else 0.0)
+
+
+@given(
+    st.dates(dt.date(1990, 1, 1), dt.date(2030, 12, 31)),
+    st.dates(dt.date(1990, 1, 1), dt.date(2030, 12, 31)),
+)
+def test_a_range_runs_from_its_first_day_through_its_last(a: dt.date, b: dt.date) -> None:
+    text = f"between {a:%B} {a.day}, {a.year} and {b:%B} {b.day}, {b.year}"
+    spans = query_dates(text, NOW)
+    if a <= b:
+        start = dt.datetime(a.year, a.month, a.day, tzinfo=dt.UTC)
+        end = dt.datetime(b.year, b.month, b.day, tzinfo=dt.UTC) + dt.timedelta(days=1)
+        assert [(s.start, s.end) for s in spans] == [(start, end)]
+    else:  # backwards: no range, the two days as they are
+        assert len(spans) == 2 and all(s.end - s.start == dt.timedelta(days=1) for s in spans)
 
 
 _TIME_PIECES = [
