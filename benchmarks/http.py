@@ -30,7 +30,12 @@ stdout; progress to stderr. The exit status is 0 whether targets pass or not.
 Usage::
 
     python benchmarks/http.py [--smoke] [--chunks 10000] [--seconds 10] [--out PATH]
-        [--data-cache DIR] [--warm-queries]
+        [--data-cache DIR] [--warm-queries] [--queries N]
+
+The recall phases draw their queries at random from ``--queries`` (500)
+generated ones, so most requests repeat a query asked before: the server's
+query cache (``CellStore(query_cache=...)``, docs/vector.md) then embeds each
+distinct query once. ``--queries 20000`` makes repeats rare.
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ DEFAULT_OUT = ROOT / "benchmarks" / "results" / "http.json"
 # ----------------------------------------------------------------------- corpus
 
 
-def preload(data: Path, embedder: str, chunks: int) -> list[str]:
+def preload(data: Path, embedder: str, chunks: int, n_queries: int = 500) -> list[str]:
     """Store ``chunks`` one-chunk episodes in ``data``; the queries to ask of them.
 
     The notes and queries of the lexical benchmark (:mod:`corpus`): each note
@@ -98,22 +103,24 @@ def preload(data: Path, embedder: str, chunks: int) -> list[str]:
                     ):
                         memory.store.upsert(item)
             log(f"  preloaded {min(start + batch, chunks)}/{chunks}")
-    return queries_of(notes)
+    return queries_of(notes, n_queries)
 
 
-def queries_of(notes: list[Any]) -> list[str]:
-    """The recall queries asked of a corpus (the lexical benchmark's mix)."""
-    return [q.text for q in make_queries(notes, n=500)]
+def queries_of(notes: list[Any], n: int = 500) -> list[str]:
+    """The ``n`` recall queries asked of a corpus (the lexical benchmark's mix)."""
+    return [q.text for q in make_queries(notes, n=n)]
 
 
-def preload_cached(data: Path, embedder: str, chunks: int, cache: Path | None) -> list[str]:
+def preload_cached(
+    data: Path, embedder: str, chunks: int, cache: Path | None, n_queries: int = 500
+) -> list[str]:
     """:func:`preload` into ``data``, or a copy of the folder a previous run kept in ``cache``.
 
     The server writes to its folder (the ingest phase), so each run gets a
     fresh copy; the cached folder itself is only ever read.
     """
     if cache is None:
-        return preload(data, embedder, chunks)
+        return preload(data, embedder, chunks, n_queries)
     kept = cache / f"{embedder}-{chunks}"
     if not kept.exists():
         partial = cache / f"{embedder}-{chunks}.partial"
@@ -123,7 +130,7 @@ def preload_cached(data: Path, embedder: str, chunks: int, cache: Path | None) -
     else:
         log(f"  copying the preloaded folder {kept}")
     shutil.copytree(kept, data, ignore=shutil.ignore_patterns("*.lock"))
-    return queries_of(generate_corpus(chunks))
+    return queries_of(generate_corpus(chunks), n_queries)
 
 
 # ------------------------------------------------------------------ the server
@@ -363,11 +370,12 @@ def run_embedder(
     workdir: Path,
     cache: Path | None = None,
     warm_queries: bool = False,
+    n_queries: int = 500,
 ) -> dict[str, Any]:
     data = workdir / f"data-{embedder}"
     log(f"[{embedder}] preloading {chunks} chunks")
     t0 = time.perf_counter()
-    queries = preload_cached(data, embedder, chunks, cache)
+    queries = preload_cached(data, embedder, chunks, cache, n_queries)
     preload_s = time.perf_counter() - t0
     tokens = workdir / "tokens.json"
     tokens.write_text(
@@ -402,6 +410,7 @@ def run_embedder(
     return {
         "embedder": embedder,
         "chunks": chunks,
+        "distinct_queries": len(set(queries)),
         "preload_s": round(preload_s, 1),
         "recall": asdict(rec),
         "recall_c1": asdict(one),
@@ -503,6 +512,13 @@ def main() -> int:
         action="store_true",
         help="ask every distinct query once before the recall phase",
     )
+    parser.add_argument(
+        "--queries",
+        type=int,
+        default=500,
+        help="how many queries the recall phases draw from (500; a large number, such as "
+        "20000, makes a repeated query rare: the server's query cache then rarely helps)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.chunks, args.seconds, args.concurrency, args.embedders = 200, 1.0, 4, "hash"
@@ -526,6 +542,7 @@ def main() -> int:
                 workdir,
                 args.data_cache,
                 args.warm_queries,
+                args.queries,
             )
             for e in embedders
         ]
@@ -538,6 +555,7 @@ def main() -> int:
             "concurrency": args.concurrency,
             "embedders": embedders,
             "warm_queries": args.warm_queries,
+            "queries": args.queries,
         },
         "runs": runs,
         "rate_limit": rl,

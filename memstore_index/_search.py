@@ -86,7 +86,7 @@ class Searching(ExactScan):
     ) -> tuple[list[tuple[IndexEntry, float]], SearchTiming]:
         """:meth:`search`, plus the embed and index seconds separately."""
         t0 = time.perf_counter()
-        vec = self._embed([query])[0]
+        vec = self.embed_query(query)
         t1 = time.perf_counter()
         hits = self.search_vector(vec, k, visible=visible, subject=subject, partitions=partitions)
         return hits, SearchTiming(t1 - t0, time.perf_counter() - t1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
@@ -24,6 +24,7 @@ from memstore.item import Item
 from memstore_index import _tuning as tune
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
+from memstore_index._querycache import DEFAULT_QUERY_CACHE, QueryCache
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, check_texts
 from memstore_index.entry import IndexEntry
@@ -54,6 +55,7 @@ class CellState:
         ef_search: int = tune.DEFAULT_EF,
         center: bool = False,
         target_recall: float | None = DEFAULT_TARGET_RECALL,
+        query_cache: int = DEFAULT_QUERY_CACHE,
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
@@ -61,7 +63,11 @@ class CellState:
             raise ValueError("m must be >= 2, ef_construction and ef_search >= 1")
         if target_recall is not None and not 0.0 < target_recall <= 1.0:
             raise ValueError(f"target_recall must be in (0, 1] or None, got {target_recall!r}")
+        if isinstance(query_cache, bool) or not isinstance(query_cache, int) or query_cache < 0:
+            raise ValueError(f"query_cache must be a whole number >= 0, got {query_cache!r}")
         self._embedder = embedder
+        # The vectors of the queries asked lately (none kept: query_cache=0).
+        self._query_cache = QueryCache(query_cache) if query_cache else None
         self._dim = int(embedder.dim)
         self._model_id = str(embedder.model_id)
         self._m, self._efc, self._ef = m, ef_construction, ef_search
@@ -210,8 +216,8 @@ class CellState:
             return None if label is None else self._vecs[label].copy()
 
     def embed_query(self, query: str) -> Vector:
-        """The unit vector of ``query`` (one embedding call)."""
-        vec: Vector = self._embed([query])[0]
+        """The unit vector of ``query`` (one embedding call, none when it was asked lately)."""
+        vec: Vector = self._embed_queries([query])[0]
         return vec
 
     def embed_queries(self, queries: Sequence[str]) -> Vector:
@@ -226,4 +232,22 @@ class CellState:
         texts = check_texts(queries)
         if not texts:
             return np.zeros((0, self._dim), np.float32)
-        return self._embed(texts)
+        return self._embed_queries(texts)
+
+    def _embed_queries(self, texts: list[str]) -> Vector:
+        """``texts`` embedded, the ones in the query cache taken from it, the others in one call."""
+        cache = self._query_cache
+        if cache is None:
+            return self._embed(texts)
+        rows = cache.get(texts)
+        missing = list(dict.fromkeys(t for t, row in zip(texts, rows, strict=True) if row is None))
+        if not missing:
+            return np.stack(cast(list[Vector], rows))
+        fresh = self._embed(missing)
+        cache.put(missing, fresh)
+        if len(missing) == len(texts):
+            return fresh
+        made = dict(zip(missing, fresh, strict=True))
+        return np.stack(
+            [made[t] if row is None else row for t, row in zip(texts, rows, strict=True)]
+        )

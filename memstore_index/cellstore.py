@@ -29,6 +29,7 @@ import numpy as np
 from memstore_index._binding import StoreBinding
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL
 from memstore_index._centring import Sums
+from memstore_index._querycache import DEFAULT_QUERY_CACHE
 from memstore_index._search import Searching, SearchTiming
 from memstore_index._state import EmbedderMismatchError
 from memstore_index._tuning import (
@@ -93,6 +94,10 @@ class CellStore(StoreBinding, Searching):
     in), and plain searches use that (:attr:`search_ef`): embedding-like data
     needs far less than uniform noise. A filter that passes every live label
     is a plain search; other filtered and centred searches keep ``ef_search``.
+    ``query_cache`` (default 1024; 0 turns it off) is how many recent query
+    texts keep their vectors (:mod:`memstore_index._querycache`): a query
+    asked again is not embedded again. The embedder is fixed for the
+    CellStore's life, so a remembered vector is the one the model would give.
     The vector file, the graph cache and adaptive ``ef`` are described in ``docs/vector.md``.
     """
 
@@ -108,6 +113,7 @@ class CellStore(StoreBinding, Searching):
         center: bool = False,
         max_bytes: int | None = None,
         target_recall: float | None = DEFAULT_TARGET_RECALL,
+        query_cache: int = DEFAULT_QUERY_CACHE,
     ) -> None:
         super().__init__(
             embedder,
@@ -117,6 +123,7 @@ class CellStore(StoreBinding, Searching):
             ef_search=ef_search,
             center=center,
             target_recall=target_recall,
+            query_cache=query_cache,
         )
         if path is not None:
             self._open(Path(path), max_bytes)

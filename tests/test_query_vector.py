@@ -204,7 +204,7 @@ def test_a_staged_search_finishes_as_the_search_itself() -> None:
     query; finished with the vector, with None, or after other searches started, it
     returns what hybrid_search returns; a confident lexical answer embeds nothing."""
     emb = CountingEmbedder(32)
-    cells = CellStore(emb)
+    cells = CellStore(emb, query_cache=0)  # every embedding the searches ask for is counted
     with Memory(embedder=None) as m:
         cells.attach(m.store)
         for part, text in NOTES:

@@ -86,7 +86,9 @@ class Env:
             return original(texts)
 
         self.embedder.embed = embed  # type: ignore[method-assign]
-        self.cells = CellStore(self.embedder)
+        # No query cache: the tests count and break the embedding calls a search makes
+        # (pin() embeds a query beforehand; tests/test_query_cache.py tests the cache).
+        self.cells = CellStore(self.embedder, query_cache=0)
         self.cells.attach(self.store)
         self._orth: dict[str, npt.NDArray[np.float32]] = {}
 
