@@ -360,7 +360,7 @@ def _anchored(m: regex.Match[str]) -> DateSpan | None:
     if not 0 < n <= 1000:
         return None
     unit = m["unit"].lower()
-    before = m["dir"].lower() == "before" or m["dir"].lower().startswith("prior")
+    before = m["dir"].lower().startswith(("before", "prior"))
     edge = d[0] if before else d[1]
     try:
         if unit == "weekend":
