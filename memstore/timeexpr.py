@@ -407,7 +407,13 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
     def free(a: int, b: int) -> bool:
         return all(b <= x or a >= y for x, y in taken)
 
-    for pat, read in ((_RANGE, _range), (_ANCHORED, _anchored)):
+    lower = text.lower()
+    for pat, read, words in (
+        (_RANGE, _range, ("between", "from")),
+        (_ANCHORED, _anchored, ("before", "after", "prior", "following")),
+    ):
+        if not any(w in lower for w in words):  # the scan costs ~10 us; this, ~0.2
+            continue
         for m in pat.finditer(text):
             span = read(m)
             if span is not None and free(*m.span()):
