@@ -277,3 +277,74 @@ def test_a_lone_staged_search_that_wants_a_vector_embeds_its_own() -> None:
     assert asyncio.run(main()) == ["b:None", "a:None"]
     batcher.close()
     assert emb.calls == []  # one text wanted: its search embeds it itself
+
+
+def test_a_turns_embedding_overlaps_the_next_turns_starts() -> None:
+    """While one turn's texts are embedded (on the embedding thread), the searches
+    queued behind it start: the embedding of turn A waits until a search of turn B
+    has started, which only a pipelined worker can reach (a worker that waited for
+    A's vectors before taking B would never start B, and A would get no vectors)."""
+    b_started = threading.Event()
+    calls: list[list[str]] = []
+
+    def embed(texts: Sequence[str]) -> list[int]:
+        calls.append(list(texts))
+        if texts[0].startswith("a") and not b_started.wait(10):
+            raise RuntimeError("turn B never started while turn A was embedded")
+        return [len(t) for t in texts]
+
+    class StartsB(Staged):
+        def __call__(self) -> Staged:
+            b_started.set()
+            return super().__call__()
+
+    batcher: QueryBatcher[int] = QueryBatcher(embed, max_batch=2)
+    log: list[str] = []
+    stages: list[tuple[str, Staged]] = [
+        ("a1", Staged("a1", True, log)),
+        ("a22", Staged("a2", True, log)),
+        ("b333", StartsB("b1", True, log)),
+        ("b4444", Staged("b2", True, log)),
+    ]
+
+    async def main() -> list[Any]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
+        await asyncio.sleep(0)
+        release.set()
+        await first
+        return list(await asyncio.gather(*rest))
+
+    assert asyncio.run(main()) == ["a1:2", "a2:3", "b1:4", "b2:5"]
+    batcher.close()
+    assert calls == [["a1", "a22"], ["b333", "b4444"]]
+    # B started before A finished, and each turn still finished in order.
+    assert log.index("start b1") < log.index("finish a1")
+    assert log.index("finish a2") < log.index("finish b1")
+
+
+def test_close_finishes_a_started_turn() -> None:
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(emb)
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run("first", search))
+        await asyncio.to_thread(started.wait, 30)
+        rest = [
+            asyncio.ensure_future(batcher.run_staged(t, Staged(t, True, log)))
+            for t in ("xx", "yyy")
+        ]
+        await asyncio.sleep(0)
+        closing = asyncio.ensure_future(asyncio.to_thread(batcher.close))
+        await asyncio.sleep(0.05)
+        release.set()
+        await closing
+        await first
+        return list(await asyncio.gather(*rest))
+
+    assert asyncio.run(main()) == ["xx:2", "yyy:3"]
+    assert emb.calls == [["xx", "yyy"]]

@@ -4,7 +4,7 @@ A search server spends most of a semantic query's time in two places: the
 embedding of the query (a model run, or a provider request) and the search.
 Both are blocking work that, on the event loop, stalls every other request;
 and a model embeds 32 queries in one run for much less than 32 runs cost.
-:class:`QueryBatcher` serves both points with one worker thread:
+:class:`QueryBatcher` serves both points with one worker thread (and one for the embedding):
 
 1. a request hands :meth:`QueryBatcher.run` its query text (``None`` when its
    search needs no vector) and the search to run, a function of the vector;
@@ -19,6 +19,12 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    finishes) with its row, and each answer goes back to its request as soon
    as its search returns. A turn with one text to embed only embeds nothing:
    its search gets ``None`` and embeds its query itself, if at all.
+3. the turns are pipelined: a turn's texts are embedded on a second thread
+   (a model run releases the GIL), and meanwhile the worker takes the
+   requests queued since and starts their searches (the lexical passes);
+   then it finishes the turn whose vectors are ready. Under load the model
+   and the searches' Python work run on two cores instead of one after the
+   other; with nothing queued a turn finishes at once, as before.
 
 No timer: an idle worker starts on the first request at once (no added
 latency), and under load the requests that arrived while it was busy form
@@ -62,6 +68,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -118,6 +125,14 @@ class _Job(Generic[V]):
     start: Callable[[], Stage[V, Any]]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn(Generic[V]):
+    """A started turn: the searches that want a vector, and their texts' embedding."""
+
+    wanting: list[tuple[_Job[V], Stage[V, Any]]]
+    vectors: Future[dict[str, V]]
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
@@ -213,34 +228,65 @@ class QueryBatcher(Generic[V]):
 
     # ------------------------------------------------------------ the worker
 
-    def _take(self) -> list[_Job[V]] | None:
-        """The next turn's requests (waiting for one), or ``None``: closed and drained."""
+    def _take(self, wait: bool) -> list[_Job[V]] | None:
+        """The next turn's requests, or ``None``: closed and drained.
+
+        ``wait``: block until there is one; otherwise an empty list when none is queued.
+        """
         with self._wake:
             while not self._queue:
                 if self._closed:
                     return None
+                if not wait:
+                    return []
                 self._wake.wait()
             n = min(len(self._queue), self._max_batch)
             return [self._queue.popleft() for _ in range(n)]
 
     def _work(self) -> None:
-        while (batch := self._take()) is not None:
-            wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
-            for job in batch:
-                if job.future.cancelled():  # the client left before its turn
-                    continue
-                started, stage = self._attempt(job, job.start)
-                if not started:
-                    continue
-                if stage.wants_vector and job.text is not None:
-                    wanting.append((job, stage))
-                else:  # answered without a vector: at once
-                    self._finish(job, stage, None)
-            vectors = self._vectors([job.text for job, _ in wanting if job.text is not None])
-            for job, stage in wanting:
-                if job.future.cancelled():  # the client left while earlier searches ran
-                    continue
-                self._finish(job, stage, vectors.get(job.text) if job.text is not None else None)
+        """Turns, pipelined: a turn's texts embed while the next turn's searches start.
+
+        The embedding runs on a second thread (a model run releases the GIL), so
+        it overlaps the Python work of starting the searches queued meanwhile;
+        then the turn's searches finish with their rows. With nothing queued,
+        a turn finishes at once, as it would without the pipeline.
+        """
+        with ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-embed") as embedder:
+            pending: _Turn[V] | None = None
+            while (batch := self._take(wait=pending is None)) is not None:
+                turn = self._start(batch, embedder)
+                if pending is not None:
+                    self._finish_turn(pending)
+                pending = turn
+            if pending is not None:
+                self._finish_turn(pending)
+
+    def _start(self, batch: list[_Job[V]], embedder: Executor) -> _Turn[V] | None:
+        """Start each search of ``batch`` (answering those that want no vector at once),
+        and the embedding of the texts the rest want; ``None``: none is left."""
+        wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
+        for job in batch:
+            if job.future.cancelled():  # the client left before its turn
+                continue
+            started, stage = self._attempt(job, job.start)
+            if not started:
+                continue
+            if stage.wants_vector and job.text is not None:
+                wanting.append((job, stage))
+            else:  # answered without a vector: at once
+                self._finish(job, stage, None)
+        if not wanting:
+            return None
+        texts = [job.text for job, _ in wanting if job.text is not None]
+        return _Turn(wanting, embedder.submit(self._vectors, texts))
+
+    def _finish_turn(self, turn: _Turn[V]) -> None:
+        """Finish each search of ``turn`` with its row (once the embedding is done)."""
+        vectors = turn.vectors.result()  # _vectors never raises: a failure is {}
+        for job, stage in turn.wanting:
+            if job.future.cancelled():  # the client left while earlier searches ran
+                continue
+            self._finish(job, stage, vectors.get(job.text) if job.text is not None else None)
 
     def _finish(self, job: _Job[V], stage: Stage[V, Any], vec: V | None) -> None:
         done, answer = self._attempt(job, lambda: stage.finish(vec))
