@@ -57,6 +57,19 @@ async def queue_behind_held_search(
     return await first, outcomes
 
 
+async def stage_behind_held_search(
+    batcher: QueryBatcher[int], stages: Sequence[tuple[str | None, Callable[[], Any]]]
+) -> tuple[Any, list[Any]]:
+    """:func:`queue_behind_held_search` for staged searches (``run_staged``)."""
+    started, release, search = held()
+    first = asyncio.ensure_future(batcher.run("first", search))
+    await asyncio.to_thread(started.wait, 30)
+    rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
+    await asyncio.sleep(0)
+    release.set()
+    return await first, list(await asyncio.gather(*rest, return_exceptions=True))
+
+
 def echo(tag: str) -> Callable[[int | None], str]:
     return lambda vec: f"{tag}:{vec}"
 
@@ -236,16 +249,7 @@ def test_staged_searches_embed_only_the_texts_that_still_want_a_vector() -> None
         (None, Staged("g", True, log)),  # no text: nothing to embed
     ]
 
-    async def main() -> tuple[Any, list[Any]]:
-        started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
-        await asyncio.to_thread(started.wait, 30)
-        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
-        await asyncio.sleep(0)
-        release.set()
-        return await first, await asyncio.gather(*rest, return_exceptions=True)
-
-    first, outcomes = asyncio.run(main())
+    first, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
     batcher.close()
     assert first == "held:None"
     assert outcomes[:4] == ["a:None", "b:5", "c:10", "d:5"] and outcomes[6] == "g:None"
@@ -264,17 +268,7 @@ def test_a_lone_staged_search_that_wants_a_vector_embeds_its_own() -> None:
     log: list[str] = []
     stages = [("fused", Staged("b", True, log)), ("confident", Staged("a", False, log))]
 
-    async def main() -> list[Any]:
-        started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
-        await asyncio.to_thread(started.wait, 30)
-        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
-        await asyncio.sleep(0)
-        release.set()
-        await first
-        return list(await asyncio.gather(*rest))
-
-    assert asyncio.run(main()) == ["b:None", "a:None"]
+    assert asyncio.run(stage_behind_held_search(batcher, stages))[1] == ["b:None", "a:None"]
     batcher.close()
     assert emb.calls == []  # one text wanted: its search embeds it itself
 
@@ -300,24 +294,15 @@ def test_a_turns_embedding_overlaps_the_next_turns_starts() -> None:
 
     batcher: QueryBatcher[int] = QueryBatcher(embed, max_batch=2)
     log: list[str] = []
-    stages: list[tuple[str, Staged]] = [
+    stages: list[tuple[str | None, Callable[[], Any]]] = [
         ("a1", Staged("a1", True, log)),
         ("a22", Staged("a2", True, log)),
         ("b333", StartsB("b1", True, log)),
         ("b4444", Staged("b2", True, log)),
     ]
 
-    async def main() -> list[Any]:
-        started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
-        await asyncio.to_thread(started.wait, 30)
-        rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
-        await asyncio.sleep(0)
-        release.set()
-        await first
-        return list(await asyncio.gather(*rest))
-
-    assert asyncio.run(main()) == ["a1:2", "a2:3", "b1:4", "b2:5"]
+    _, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
+    assert outcomes == ["a1:2", "a2:3", "b1:4", "b2:5"]
     batcher.close()
     assert calls == [["a1", "a22"], ["b333", "b4444"]]
     # B started before A finished, and each turn still finished in order.
