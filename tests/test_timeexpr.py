@@ -234,3 +234,23 @@ def test_mentions_time_reads_every_text_as_its_full_pattern_does(text: str) -> N
 
     want = _TIME_WORDS.search(text) is not None or _CAPITAL_MAY.search(text) is not None
     assert mentions_time.__wrapped__(text) is want
+
+
+_DATE_PIECES = (
+    "between and from to until through - before after prior following the a last two "
+    "couple of several 1000 day days week weeks weekend month months year years "
+    "August Aug 11 29 31 0 00 1st 2023 1900 2099 1899 February Feb. of , May june "
+    "2023-02-29 2023-13-01 2023-08-11 Sunday"
+).split()
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(_DATE_PIECES), min_size=1, max_size=9).map(" ".join))
+@example("between 31 Feb and 1 March 2023")  # an impossible first day: no range
+@example("the weekend before Sunday 2099-12-31")
+@example("1000 years before 1900")  # out of the calendar: no span
+@example("a month after 31 January 2023")  # clamped to February's end
+def test_ranges_and_anchored_spans_never_fail_and_are_ordered(text: str) -> None:
+    for span in query_dates(text, NOW):
+        if span.start is not None and span.end is not None:
+            assert span.start < span.end, (text, span.label)
