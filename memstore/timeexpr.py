@@ -166,12 +166,34 @@ _TIME_WORDS = regex.compile(
     regex.I,
 )
 _TRIGGER = regex.compile(
-    r"\d|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|\b(?:yesterday|today|tonight|ago)\b|"
+    rf"{_YEAR_ANY}|\b{_MON_ANY}\b|\b(?:yesterday|today|tonight|ago)\b|"
     r"\b(?:last|this|past|previous)\s+(?:night|day|week|month|year|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday)",
     regex.I,
 )
-"""Something a date expression needs: a digit, a month, a relative-date word (a cheap pre-check)."""
+"""Something every date expression holds: a year, a month's name or abbreviation (a whole
+word), a relative-date word. "error 502 at the market" holds none."""
+_GATE_WORDS = frozenset(_MONTHS) | {"yesterday", "today", "tonight", "ago"}
+_GATE_WORDS |= {"last", "this", "past", "previous"}
+_ASCII_RUNS = re.compile(r"[a-z]+|[0-9]{4,}")
+
+
+def _may_name_a_date(text: str) -> bool:
+    """Whether ``text`` may hold a date expression: :data:`_TRIGGER` or more, never less.
+
+    For ASCII text the lower-cased letter runs are looked up in a set and the
+    digit runs searched for a year, several times cheaper than the pattern's
+    scan (most queries name no date); other text takes the pattern, whose case
+    folding and Unicode digits a set lookup would miss.
+    """
+    if not text.isascii():
+        return _TRIGGER.search(text) is not None
+    for run in _ASCII_RUNS.findall(text.lower()):
+        if run in _GATE_WORDS or (run[0] <= "9" and ("19" in run[:-2] or "20" in run[:-2])):
+            return True
+    return False
+
+
 _CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
 # The same words for an ASCII text, matched against its lower-cased copy by the
 # standard library's engine, about three times faster than ``regex`` with its
@@ -397,7 +419,7 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
     bare word "may" counts only after a preposition ("in May") or capitalised
     mid-sentence, as the verb is far more common.
     """
-    if _TRIGGER.search(text) is None:
+    if not _may_name_a_date(text):
         return []
     if now.tzinfo is None:
         now = now.replace(tzinfo=_dt.UTC)

@@ -254,3 +254,33 @@ def test_ranges_and_anchored_spans_never_fail_and_are_ordered(text: str) -> None
     for span in query_dates(text, NOW):
         if span.start is not None and span.end is not None:
             assert span.start < span.end, (text, span.label)
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(
+        st.sampled_from(
+            [*_DATE_PIECES, *_TIME_PIECES, "market", "decide", "502", "12019", "x2023"]
+        ),
+        max_size=8,
+    ).map("".join)
+)
+@example("error 502 at the market")
+@example("two days ago")
+@example("what did we ship last week, in 1999?")
+@example("laſt week")  # long s: the pattern's case folding reads "last"
+@example("in 20٢٣")  # Arabic-Indic digits are digits to the pattern
+def test_the_pre_check_passes_every_text_the_patterns_can_read(text: str) -> None:
+    """The cheap gate before the patterns may let through more than the trigger
+    pattern, never less, so every text gets the spans of the ungated parse."""
+    from memstore import timeexpr
+
+    if timeexpr._TRIGGER.search(text) is not None:
+        assert timeexpr._may_name_a_date(text)
+    if not timeexpr._may_name_a_date(text):
+        gate = timeexpr._may_name_a_date
+        try:
+            timeexpr._may_name_a_date = lambda _: True  # type: ignore[assignment]
+            assert query_dates(text, NOW) == []
+        finally:
+            timeexpr._may_name_a_date = gate
