@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -287,7 +288,10 @@ async def load(
 
     cpu0 = cpu_seconds(server_pid) if server_pid is not None else 0.0
     t0 = time.perf_counter()
-    await asyncio.gather(*(worker(c, n) for n, c in enumerate(conns)))
+    # Each phase draws its own sequences: the unloaded phase would otherwise
+    # repeat the first loaded connection's queries, which the query cache holds.
+    base = zlib.crc32(name.encode()) << 8
+    await asyncio.gather(*(worker(c, base + n) for n, c in enumerate(conns)))
     elapsed = time.perf_counter() - t0
     cpu = cpu_seconds(server_pid) - cpu0 if server_pid is not None else None
     for c in conns:
