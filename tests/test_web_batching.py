@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memstore.web.batching import BatcherClosed, QueryBatcher
 
@@ -333,3 +335,95 @@ def test_close_finishes_a_started_turn() -> None:
 
     assert asyncio.run(main()) == ["xx:2", "yyy:3"]
     assert emb.calls == [["xx", "yyy"]]
+
+
+# ------------------------------------------------------------------ any mix, any timing
+
+_request = st.tuples(
+    st.sampled_from([None, "a", "bb", "ccc", "poison"]),  # repeated texts share a row
+    st.booleans(),  # staged (run_staged) or whole (run)
+    st.booleans(),  # wants a vector (staged only)
+    st.sampled_from(["", "", "", "start", "finish"]),  # where it fails, if it does
+    st.booleans(),  # cancelled by its client right after it is queued
+    st.integers(0, 3),  # event-loop turns to wait before the next request
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_request, min_size=1, max_size=40), st.integers(1, 8))
+def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
+    requests: list[tuple[str | None, bool, bool, str, bool, int]], max_batch: int
+) -> None:
+    """Whatever the mix of whole and staged searches, failures, cancellations and
+    arrival times, each request gets its own outcome: its own search's answer with
+    its own text's vector (or ``None``: alone in its turn, the batch's embedding
+    failed, or it wants none), its own exception, or its cancellation; and the
+    worker embeds only texts that were asked for, in calls of at most
+    ``max_batch`` distinct texts."""
+    calls: list[list[str]] = []
+
+    def embed(texts: Sequence[str]) -> list[str]:
+        calls.append(list(texts))
+        if "poison" in texts:
+            raise RuntimeError("the model cannot embed 'poison'")
+        return [f"v({t})" for t in texts]
+
+    batcher: QueryBatcher[str] = QueryBatcher(embed, max_batch=max_batch)
+
+    def search(tag: int, fail: str) -> Callable[[str | None], str]:
+        def run(vec: str | None) -> str:
+            if fail:
+                raise KeyError(tag)
+            return f"{tag}:{vec}"
+
+        return run
+
+    class Stage:
+        def __init__(self, tag: int, wants: bool, fail: str) -> None:
+            self.tag, self.wants_vector, self.fail = tag, wants, fail
+
+        def start(self) -> Stage:
+            if self.fail == "start":
+                raise KeyError(self.tag)
+            return self
+
+        def finish(self, vec: str | None) -> str:
+            if self.fail == "finish":
+                raise KeyError(self.tag)
+            return f"{self.tag}:{vec}"
+
+    async def main() -> list[Any]:
+        futures = []
+        for tag, (text, staged, wants, fail, cancel, pause) in enumerate(requests):
+            job = (
+                batcher.run_staged(text, Stage(tag, wants, fail).start)
+                if staged
+                else batcher.run(text, search(tag, fail))
+            )
+            fut = asyncio.ensure_future(job)
+            futures.append(fut)
+            if cancel:
+                await asyncio.sleep(0)  # queued first, then its client leaves
+                fut.cancel()
+            for _ in range(pause):
+                await asyncio.sleep(0)
+        done = asyncio.gather(*futures, return_exceptions=True)
+        return list(await asyncio.wait_for(done, 30))
+
+    outcomes = asyncio.run(main())
+    batcher.close(30)
+    for tag, ((text, staged, wants, fail, cancel, _), got) in enumerate(
+        zip(requests, outcomes, strict=True)
+    ):
+        if isinstance(got, asyncio.CancelledError):
+            assert cancel
+        elif fail:
+            assert isinstance(got, KeyError) and got.args == (tag,)
+        else:
+            vec = got.split(":", 1)[1]
+            own = text is not None and (wants or not staged) and text != "poison"
+            assert vec in (("None", f"v({text})") if own else ("None",)), (tag, got)
+    asked = {text for text, *_ in requests if text is not None}
+    for call in calls:
+        assert len(call) == len(set(call)) <= max_batch
+        assert set(call) <= asked
