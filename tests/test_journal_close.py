@@ -161,3 +161,20 @@ def test_a_store_batch_closes_exactly_its_superseded_versions(tmp_path: Path) ->
         for i in range(20):
             mine = [(lsn, to) for id, lsn, to in rows if id == f"n{i}"]
             assert mine == ([(first, second), (second, None)] if i % 2 == 0 else [(first, None)])
+
+
+def test_without_json_each_every_group_takes_the_statement_per_id(
+    journal: SqliteJournal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import memstore.journal.sqlite as backend
+
+    assert backend._JSON_EACH  # this build has JSON1: the set-based path is the one tested above
+    monkeypatch.setattr(backend, "_JSON_EACH", False)
+    ids = [f"n{i}" for i in range(5)]
+    journal._commit_rows([_row(i, 10) for i in ids])
+    journal._commit_rows([_row(i, 20) for i in ids[:3]])
+    rows = [(r[0], r[1], r[3]) for r in _table(journal._conn)]
+    closed = [(i, 10, 20) for i in ids[:3]]
+    assert sorted(rows) == sorted(
+        [*closed, *((i, 20, None) for i in ids[:3]), *((i, 10, None) for i in ids[3:])]
+    )

@@ -104,6 +104,23 @@ _CLOSE_SET: Final = (
 )
 
 
+def _has_json_each() -> bool:
+    """Whether the SQLite library this process links has ``json_each`` (JSON1).
+
+    Built in by default since SQLite 3.38, and in most builds before; without
+    it every group takes the statement per id.
+    """
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute("SELECT value FROM json_each('[]')").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+_JSON_EACH: Final = _has_json_each()
+
+
 def _close_open_rows(conn: sqlite3.Connection, firsts: list[Row]) -> None:
     """Close the open row of each id of ``firsts`` (distinct ids) at that row's stamp.
 
@@ -116,7 +133,7 @@ def _close_open_rows(conn: sqlite3.Connection, firsts: list[Row]) -> None:
     lsn, node = firsts[0].lsn, firsts[0].node
     ids = [r.id for r in firsts]
     one_stamp = all(r.lsn == lsn and r.node == node for r in firsts)
-    if len(ids) > 1 and one_stamp and "".join(ids).isprintable():
+    if _JSON_EACH and len(ids) > 1 and one_stamp and "".join(ids).isprintable():
         conn.execute(_CLOSE_SET, (lsn, node, json.dumps(ids, ensure_ascii=False)))
         return
     conn.executemany(_CLOSE_ONE, ((r.lsn, r.node, r.id) for r in firsts))
