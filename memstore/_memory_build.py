@@ -129,6 +129,8 @@ def placed_tags(raw: object, partition: str | None, private_to: str | None) -> l
 
 def check_fields(fields: Mapping[str, Any]) -> None:
     """Refuse field names an ``Item`` does not have, listing the ones it does."""
+    if not fields:  # the common call (text or an Item alone): nothing to check
+        return
     unknown = sorted(set(fields) - FIELDS)
     if unknown:
         raise InvalidItemError(

@@ -237,19 +237,21 @@ class Item(MemoryCellSpec):
         link only when there is one.
         """
         d = self.__dict__.copy()
-        d["tags"] = list(self.tags)
-        links = self.links
+        # The fields read from the copy: the same objects as the attributes
+        # (a model keeps every field in its __dict__), without the attribute lookup.
+        d["tags"] = list(d["tags"])
+        links = d["links"]
         d["links"] = [_copy_link(link) for link in links] if links else []
-        d["supersedes"] = list(self.supersedes)
-        d["evidence_refs"] = list(self.evidence_refs)
-        d["data"] = dict(self.data)
+        d["supersedes"] = list(d["supersedes"])
+        d["evidence_refs"] = list(d["evidence_refs"])
+        d["data"] = dict(d["data"])
         if update:
             d.update(update)
         new = _new_item(Item)
         _set_attr(new, "__dict__", d)
-        _set_attr(new, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        _set_attr(new, "__pydantic_extra__", None)
-        _set_attr(new, "__pydantic_private__", None)
+        _set_fields_set(new, set(self.__pydantic_fields_set__))
+        _set_extra(new, None)
+        _set_private(new, None)
         return new
 
     def spec(self) -> MemoryCellSpec:
@@ -349,6 +351,11 @@ def well_typed(item: Item) -> bool:
 
 _new_item = Item.__new__
 _set_attr = object.__setattr__  # pydantic's own __setattr__ would validate and track
+# BaseModel's slots, set through their descriptors: what object.__setattr__ does
+# for them, without its lookup of the name on the class.
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _copy_link(link: ThoughtLink) -> ThoughtLink:

@@ -203,7 +203,59 @@ def _valid_event_date(event_date: str) -> bool:
 
 
 def _size_rejection(item: Item) -> str:
-    """Why a field other than title and content is too large, or holds invalid text."""
+    """Why a field other than title and content is too large, or holds invalid text.
+
+    The common item takes a fast path: no references, links or data, and every
+    text ASCII (``str.isascii`` is a flag CPython keeps, not a scan), with the
+    subject and event date within their bounds and all the tags together
+    within one tag's bound, is under every limit :func:`_size_rejection_slow`
+    checks and holds no surrogate, so it returns ``""`` as that would. Anything
+    else (or anything not exactly the declared types) is checked the slow way.
+    """
+    d = item.__dict__
+    subject, event_date, tags = d["subject"], d["event_date"], d["tags"]
+    sup, refs, links, data = d["supersedes"], d["evidence_refs"], d["links"], d["data"]
+    id, kind, title, content = d["id"], d["kind"], d["title"], d["content"]
+    if (
+        not (sup or refs or links or data)
+        and type(sup) is list
+        and type(refs) is list
+        and type(links) is list
+        and type(data) is dict
+        and type(tags) is list
+        and type(subject) is str
+        and type(event_date) is str
+        and type(id) is str
+        and type(kind) is str
+        and type(title) is str
+        and type(content) is str
+        and len(subject) <= MAX_SUBJECT_CHARS
+        and len(event_date) <= MAX_EVENT_DATE_CHARS
+        and subject.isascii()
+        and event_date.isascii()
+        and id.isascii()
+        and kind.isascii()
+        and title.isascii()
+        and content.isascii()
+    ):
+        if not tags:
+            return ""
+        if len(tags) == 1:
+            tag = tags[0]
+            if type(tag) is str and len(tag) <= MAX_TAG_CHARS and tag.isascii():
+                return ""
+        else:
+            try:
+                joined = "".join(tags)  # each tag is at most as long as all of them
+            except TypeError:  # not every tag a str: the slow way says what it says
+                joined = None
+            if joined is not None and len(joined) <= MAX_TAG_CHARS and joined.isascii():
+                return ""
+    return _size_rejection_slow(item)
+
+
+def _size_rejection_slow(item: Item) -> str:
+    """:func:`_size_rejection`, every bound and every text checked one by one."""
     if len(item.subject) > MAX_SUBJECT_CHARS:
         return f"subject is {len(item.subject)} characters; at most {MAX_SUBJECT_CHARS}"
     if len(item.event_date) > MAX_EVENT_DATE_CHARS:

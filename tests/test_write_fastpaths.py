@@ -187,3 +187,22 @@ def test_item_clone_copies_links_as_model_copy_does() -> None:
         assert mine.model_dump() == theirs.model_dump()
     object.__setattr__(copy.links[0], "weight", 0.25)
     assert item.links[0].weight == 1.0
+
+
+@pytest.mark.parametrize("item", ITEMS, ids=range(len(ITEMS)))
+def test_item_clone_is_a_deep_copy_sharing_no_container(item: Item) -> None:
+    """Item.clone gives what ``model_copy(deep=True)`` gives (fields, fields set, extra,
+    private), with no list, dict or link shared, and ``update`` laid over it."""
+    ref = item.model_copy(deep=True)
+    copy = item.clone()
+    assert type(copy) is Item
+    assert copy.__dict__ == ref.__dict__ and list(copy.__dict__) == list(ref.__dict__)
+    assert copy.__pydantic_fields_set__ == ref.__pydantic_fields_set__
+    assert copy.__pydantic_fields_set__ is not item.__pydantic_fields_set__
+    assert copy.__pydantic_extra__ is None and copy.__pydantic_private__ is None
+    for name in ("tags", "links", "supersedes", "evidence_refs", "data"):
+        assert getattr(copy, name) is not getattr(item, name)
+    for mine, theirs in zip(copy.links, item.links, strict=True):
+        assert mine is not theirs
+    updated = item.clone(title="changed", tags=["t"])
+    assert updated.title == "changed" and updated.tags == ["t"]

@@ -27,6 +27,7 @@ leaves syncing to the operating system.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -94,6 +95,48 @@ _COLUMNS = "id, lsn, node, to_lsn, to_node, op, kind, partition, shared, item"
 
 LEXICON_SUFFIX: Final = ".lexicon.npz"
 """The saved lexical index beside a journal file (see :meth:`JournalBase._save_lexicon`)."""
+
+
+_CLOSE_ONE: Final = "UPDATE versions SET to_lsn = ?, to_node = ? WHERE id = ? AND to_lsn IS NULL"
+_CLOSE_SET: Final = (
+    "UPDATE versions SET to_lsn = ?, to_node = ? "
+    "WHERE to_lsn IS NULL AND id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _has_json_each() -> bool:
+    """Whether the SQLite library this process links has ``json_each`` (JSON1).
+
+    Built in by default since SQLite 3.38, and in most builds before; without
+    it every group takes the statement per id.
+    """
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+            conn.execute("SELECT value FROM json_each('[]')").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+_JSON_EACH: Final = _has_json_each()
+
+
+def _close_open_rows(conn: sqlite3.Connection, firsts: list[Row]) -> None:
+    """Close the open row of each id of ``firsts`` (distinct ids) at that row's stamp.
+
+    A write group's rows share one stamp: its ids are closed by one set-based
+    statement (the ids as a JSON array, read by ``json_each``) instead of one
+    statement per id. Rows of several stamps, or ids whose JSON text SQLite
+    might read back otherwise (control characters, anything not printable),
+    take the statement per id: the same rows change either way.
+    """
+    lsn, node = firsts[0].lsn, firsts[0].node
+    ids = [r.id for r in firsts]
+    one_stamp = all(r.lsn == lsn and r.node == node for r in firsts)
+    if _JSON_EACH and len(ids) > 1 and one_stamp and "".join(ids).isprintable():
+        conn.execute(_CLOSE_SET, (lsn, node, json.dumps(ids, ensure_ascii=False)))
+        return
+    conn.executemany(_CLOSE_ONE, ((r.lsn, r.node, r.id) for r in firsts))
 
 
 class SqliteJournal(JournalBase):
@@ -254,10 +297,7 @@ class SqliteJournal(JournalBase):
                 )
                 conn.executemany("DELETE FROM versions WHERE id = ?", ((i,) for i in purge))
             if firsts:
-                conn.executemany(
-                    "UPDATE versions SET to_lsn = ?, to_node = ? WHERE id = ? AND to_lsn IS NULL",
-                    ((r.lsn, r.node, r.id) for r in firsts.values()),
-                )
+                _close_open_rows(conn, list(firsts.values()))
             if rows:
                 conn.executemany(
                     f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
