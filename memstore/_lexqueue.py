@@ -31,8 +31,7 @@ of the queue (the eager index would have given it the highest slot so far).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import NamedTuple, cast
+from typing import NamedTuple
 
 from memstore.item import Item
 
@@ -63,14 +62,6 @@ class Queued(NamedTuple):
     index_id: bool
     reindex: bool
     words: tuple[list[str], list[str]] | None
-
-
-_Words = tuple[list[str], list[str]]
-_new_entry = cast(
-    Callable[[type[Queued], tuple[Item, bool, bool, _Words | None]], Queued], tuple.__new__
-)
-"""``_new_entry(Queued, (item, index_id, reindex, words))``: a :class:`Queued`, built as
-its generated ``__new__`` builds it, without that Python-level call (one a write)."""
 
 
 class WriteQueue:
@@ -108,24 +99,22 @@ class WriteQueue:
         queue = self._queue
         if id not in queue:
             if indexed is None:
-                queue[id] = _new_entry(Queued, (item, index_id, True, words))
+                queue[id] = Queued(item, index_id, True, words)
             elif indexed is not item or indexed_flag != index_id:
                 reindex = indexed_flag != index_id or not same_text(indexed, item)
-                queue[id] = _new_entry(Queued, (item, index_id, reindex, words))
+                queue[id] = Queued(item, index_id, reindex, words)
             return
         queued = queue[id]
         if queued is None:  # removed since the last apply: a new slot
             del queue[id]
-            queue[id] = _new_entry(Queued, (item, index_id, True, words))
+            queue[id] = Queued(item, index_id, True, words)
             return
         if queued.index_id == index_id and same_text(queued.item, item):
             if queued.item is not item:  # the same words: the entry keeps its place
-                queue[id] = _new_entry(
-                    Queued, (item, index_id, queued.reindex, queued.words or words)
-                )
+                queue[id] = Queued(item, index_id, queued.reindex, queued.words or words)
             return
         del queue[id]  # new words: a new slot, after every slot given so far
-        queue[id] = _new_entry(Queued, (item, index_id, True, words))
+        queue[id] = Queued(item, index_id, True, words)
 
     def remove(self, id: str, *, indexed: bool) -> None:
         """Queue the removal of ``id``; ``indexed``: whether the index holds it now."""
