@@ -238,19 +238,12 @@ def _size_rejection(item: Item) -> str:
         and title.isascii()
         and content.isascii()
     ):
-        if not tags:
+        try:
+            joined = "".join(tags)  # each tag is at most as long as all of them
+        except TypeError:  # not every tag a str: the slow way says what it says
+            joined = None
+        if joined is not None and len(joined) <= MAX_TAG_CHARS and joined.isascii():
             return ""
-        if len(tags) == 1:
-            tag = tags[0]
-            if type(tag) is str and len(tag) <= MAX_TAG_CHARS and tag.isascii():
-                return ""
-        else:
-            try:
-                joined = "".join(tags)  # each tag is at most as long as all of them
-            except TypeError:  # not every tag a str: the slow way says what it says
-                joined = None
-            if joined is not None and len(joined) <= MAX_TAG_CHARS and joined.isascii():
-                return ""
     return _size_rejection_slow(item)
 
 

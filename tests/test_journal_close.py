@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from memstore import Item, JournalError, Store
 from memstore.journal import SqliteJournal
-from memstore.journal.sqlite import _CLOSE_ONE, _COLUMNS, _close_open_rows
+from memstore.journal.sqlite import _CLOSE_ONE, _COLUMNS, _close_open_rows, _values
 from memstore.journal.version import Row
 
 _ODD_IDS = ["a", 'q"uote', "back\\slash", "é漢字", "😀", "tab\there", "nl\nx", "nul\0x", "\ud800"]
@@ -50,21 +50,7 @@ def _reference(conn: sqlite3.Connection, groups: list[list[Row]]) -> None:
         conn.executemany(_CLOSE_ONE, ((r.lsn, r.node, r.id) for r in firsts.values()))
         conn.executemany(
             f"INSERT INTO versions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [
-                (
-                    r.id,
-                    r.lsn,
-                    r.node,
-                    r.to_lsn,
-                    r.to_node,
-                    r.op,
-                    r.kind,
-                    r.partition,
-                    r.shared,
-                    r.item,
-                )
-                for r in rows
-            ],
+            [_values(r) for r in rows],
         )
         conn.execute("COMMIT")
 
