@@ -22,7 +22,13 @@ from memstore import arguments as arg
 from memstore.errors import InvalidItemError
 from memstore.item import SCOPE_PRIVATE, Item, well_typed
 from memstore.limits import MAX_TAG_CHARS, MAX_TAGS
-from memstore.tags import PARTITION_ALL, PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX
+from memstore.tags import (
+    PARTITION_ALL,
+    PARTITION_TAG_PREFIX,
+    PRIVATE_OWNER_TAG_PREFIX,
+    partition_from_tags,
+    private_owner,
+)
 
 DEFAULT_KIND: Final = "note"
 """The kind of a note added as plain text without ``kind=``."""
@@ -124,6 +130,30 @@ def placed_tags(raw: object, partition: str | None, private_to: str | None) -> l
         private_to = arg.name_arg(private_to, "private_to")
         tags = [t for t in tags if not t.startswith(PRIVATE_OWNER_TAG_PREFIX)]
         tags.append(PRIVATE_OWNER_TAG_PREFIX + private_to)
+    return tags
+
+
+def kept_placement(current: Item, raw: object) -> list[str]:
+    """``raw`` tags for an update of ``current``, with its partition and owner tags kept.
+
+    Where an item lives and whose private note it is are not free tags: an
+    update that leaves them out keeps them, and one that names another
+    partition or owner is refused (move an item with
+    :meth:`~memstore.memory.Memory.supersede` and ``partition=``).
+    """
+    tags = [] if raw is None else arg.text_list(raw, "tags", MAX_TAGS, MAX_TAG_CHARS)
+    for prefix, what, have in (
+        (PARTITION_TAG_PREFIX, "partition", partition_from_tags(current.tags)),
+        (PRIVATE_OWNER_TAG_PREFIX, "owner", private_owner(current)),
+    ):
+        given = {t for t in tags if t.startswith(prefix)}
+        if given - {prefix + have}:
+            raise InvalidItemError(
+                f"update keeps an item's {what} ({have or 'none'}); tags {sorted(given)} "
+                f"would change it"
+            )
+        if have and not given:
+            tags.append(prefix + have)
     return tags
 
 

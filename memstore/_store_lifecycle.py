@@ -16,7 +16,7 @@ import datetime as _dt
 from collections.abc import Collection, Sequence
 
 from memstore._store_base import StoreBase
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import (
     MAX_MODEL_LINKS,
     ORIGIN_DERIVED,
@@ -28,6 +28,7 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
+from memstore.limits import MAX_DATA_CHARS
 from memstore.validate import thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
@@ -108,6 +109,9 @@ class StoreLifecycle(StoreBase):
         citing it (an evidence ref naming the id, with or without ``cell:``, or
         a link to it). Observed, human and verified cells are never cascaded.
         Returns whether the cell existed and the ids expired as a consequence.
+        A record that would take the cell's data past
+        :data:`~memstore.limits.MAX_DATA_CHARS` raises
+        :class:`~memstore.errors.InvalidItemError` and changes nothing.
         """
         when = now or self._now()
         record = RefutedRecord(
@@ -119,6 +123,12 @@ class StoreLifecycle(StoreBase):
             if item is None:
                 return False, []
             data = {**item.data, REFUTED_DATA_KEY: encoded}
+            size = sum(len(k) + len(v) for k, v in data.items())
+            if size > MAX_DATA_CHARS:  # the item could never be written again
+                raise InvalidItemError(
+                    f"the refutation of {id} would make its data hold {size} characters; "
+                    f"at most {MAX_DATA_CHARS}: give a shorter reason or less evidence"
+                )
             self._write(id, self._retire(item, STATUS_STALE, data=data))
             cascaded: list[str] = []
             citing = self._citations.get(id, set()) | self._backlinks.get(id, set())

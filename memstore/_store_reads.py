@@ -305,5 +305,7 @@ class StoreReads(StoreBase):
             max_depth = DEFAULT_CONTEXT_DEPTH
         with self._locked():
             now = self._now()
+            # An anchor deleted (or retired) since it was resolved is no anchor now.
+            ids = [i for i in ids if self._traversable(i, now)]
             anchors = self._out([self._view(self._items[i], now) for i in ids])
         return anchors, self.traverse_scored(ids, max_depth, DEFAULT_CONTEXT_DECAY)

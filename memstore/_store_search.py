@@ -20,6 +20,7 @@ from memstore.item import (
     Item,
 )
 from memstore.lexical import is_confident, score_document
+from memstore.tags import in_partition
 from memstore.text import event_date_words, kw_tokens, normalize_query, words
 
 __all__ = ["DEFAULT_SEARCH_LIMIT", "PLAN_CACHE_SIZE", "SNAPSHOT_AMORTISE", "StoreSearch"]
@@ -168,7 +169,9 @@ class StoreSearch(StoreBase):
             if not own_only:
                 hits = self._rank_locked(plan, kind, subject, now, limit, partition)
             if user_hash:
-                hits = self._merge_private(hits, plan, user_hash, kind, subject, now, limit)
+                hits = self._merge_private(
+                    hits, plan, user_hash, kind, subject, now, limit, partition
+                )
             out = [(self._view(self._items[h.id], now), h) for h in hits]
             self._out([it for it, _ in out])
             return out, len(tokens)
@@ -255,12 +258,15 @@ class StoreSearch(StoreBase):
         subject: str,
         now: _dt.datetime,
         limit: int,
+        partition: str | None,
     ) -> list[LexicalHit]:
-        """Score the owner's private items (no index holds them) and merge them in."""
+        """Score the owner's private items in ``partition`` (unindexed) and merge them in."""
         extra: list[LexicalHit] = []
         for id in sorted(self._private.get(user_hash, ())):
             it = self._items[id]
             if not it.is_active(now) or not self._matches(it, now, "", kind, "", subject, ""):
+                continue
+            if not in_partition(it, partition):
                 continue
             if not kind and self._vocab.is_non_searchable(it.kind):
                 continue

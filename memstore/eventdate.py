@@ -29,7 +29,12 @@ def parse_event_date(s: str) -> _dt.datetime | None:
     """Parse ``s`` as ``YYYY-MM-DD`` or RFC 3339; ``None`` when it does not parse.
 
     The result is an aware datetime in UTC. Empty input never parses: callers
-    tell "no event date" from "bad event date" themselves.
+    tell "no event date" from "bad event date" themselves, nor does a time
+    whose UTC instant falls outside the years 1-9999 that a datetime holds
+    (``0001-01-01T00:00:00+14:00`` is in year 0 in UTC).
+
+    >>> parse_event_date("9999-12-31T23:59:59-12:00") is None
+    True
     """
     if not s:
         return None
@@ -46,7 +51,7 @@ def parse_event_date(s: str) -> _dt.datetime | None:
                 frac = digits.group(0)
                 text = f"{head}.{frac[:6].ljust(6, '0')}{rest[len(frac) :]}"
             return _dt.datetime.fromisoformat(text).astimezone(_dt.UTC)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return None
 

@@ -42,17 +42,19 @@ from memstore._memory_build import (
     build_entries,
     build_item,
     check_fields,
+    kept_placement,
     partition_name,
     short,
     validated,
 )
 from memstore._memory_wiring import JOURNAL_FILE, open_cells, open_hub, open_journal
-from memstore.config import Config
+from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import (
     InvalidItemError,
     ItemNotFoundError,
     MemstoreError,
+    ReadOnlyError,
 )
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, Lsn, Version
@@ -171,6 +173,9 @@ class Memory:
         self._closed = False
         self._closers: list[Callable[[], None]] = []
         self.store = Store(config)
+        # A write that passed _check_open as close() began must not land in a
+        # store whose journal has gone: every group asks again under the lock.
+        self.store.add_change_listener(self._refuse_after_close, before_commit=True)
         try:
             self.journal = open_journal(
                 journal,
@@ -270,6 +275,8 @@ class Memory:
     def update(self, id: str, /, **fields: Any) -> Item:
         """Change fields of an item; returns the stored result.
 
+        New ``tags`` replace the free tags; the item's partition and owner tags
+        stay (an update never moves an item to another partition or owner).
         Raises :class:`~memstore.errors.ItemNotFoundError` for an unknown id and
         :class:`~memstore.errors.InvalidItemError` for an unknown field or a
         value the item's rules refuse; either way nothing changes.
@@ -285,6 +292,8 @@ class Memory:
                 raise ItemNotFoundError(id)
             data = current.model_dump()
             data["no_embed"] = current.no_embed  # an in-process flag model_dump leaves out
+            if "tags" in fields:
+                fields["tags"] = kept_placement(current, fields["tags"])
             data.update(fields)
             if "links" in fields:
                 data["links_set"] = True
@@ -510,7 +519,13 @@ class Memory:
         )
         if user:
             own = self.store.keyword_hits(
-                query, kind, subject, limit, user_hash=user, own_only=True
+                query,
+                kind,
+                subject,
+                limit,
+                user_hash=user,
+                own_only=True,
+                partition=None if part == PARTITION_ALL else part or "",
             )
             mine = [SearchResult(it, h.score) for it, h in own[0]]
             # Only a note with a subject can be about another subject than the query names.
@@ -529,9 +544,12 @@ class Memory:
     def recent(
         self, limit: int = 10, *, kind: str = "", partition: str | None = None
     ) -> list[Item]:
-        """Active public items, newest first (``partition`` as in :meth:`search`).
+        """Active public items, newest first.
 
-        ``limit`` is 1..:data:`~memstore.limits.MAX_RESULTS`.
+        ``partition`` narrows the list as it narrows a :meth:`search` (that
+        partition's items, untagged and ``shared`` ones); unlike a search,
+        ``None`` lists every partition's items. ``limit`` is
+        1..:data:`~memstore.limits.MAX_RESULTS`.
         """
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)
         kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
@@ -595,18 +613,24 @@ class Memory:
         record already is unchanged, so importing a file twice returns 0 the
         second time.
         """
-        return self._journal().import_(arg.readable(fp))
+        return self._journal(writing="import").import_(arg.readable(fp))
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
-        return self._journal().purge(arg.id_list(ids))
+        return self._journal(writing="purge").purge(arg.id_list(ids))
 
-    def _journal(self) -> Journal:
+    def _journal(self, *, writing: str = "") -> Journal:
+        """The journal, for a read or (``writing`` names it) a write a read-only memory refuses."""
         self._check_open()
         if self.journal is None:
             raise MemstoreError(
                 "this Memory keeps no journal: give it a folder (Memory('data/')) "
                 "or journal= to have history, as_of, export and import"
+            )
+        if writing and self.readonly:
+            raise ReadOnlyError(
+                f"this memory was opened read-only (readonly=True); {writing} was refused "
+                "and nothing changed. Open the folder without readonly to write"
             )
         return self.journal
 
@@ -657,6 +681,17 @@ class Memory:
     def _check_open(self) -> None:
         if self._closed:
             raise MemstoreError("this Memory is closed")
+
+    def _refuse_after_close(self, changes: Sequence[Change]) -> None:
+        """Undo a write group that commits after :meth:`close` began (a before-commit listener).
+
+        ``close`` marks the memory closed before it detaches the journal, and
+        the detach waits for the store's lock; so a group either commits (and
+        is recorded) before the detach, or meets this check and is undone: a
+        write is never acknowledged without its durable record.
+        """
+        if self._closed:
+            raise MemstoreError("this Memory is closed; the write was not made")
 
 
 def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:

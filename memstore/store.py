@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
+from memstore._memory_build import validated
 from memstore._store_base import _unfolded
 from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
@@ -53,6 +54,8 @@ from memstore.item import (
     STATUS_SUPERSEDED,
     Item,
     Removed,
+    ThoughtLink,
+    well_typed,
 )
 from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
@@ -232,7 +235,12 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         """
         if not isinstance(item, Item):
             raise InvalidItemError(f"expected an Item, got {type(item).__name__}")
-        it = item if owned else item.clone()
+        if owned:
+            it = item
+        elif well_typed(item):
+            it = item.clone()
+        else:  # a field assigned after construction (never validated): validate it now
+            it = validated(_fields_of(item))
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
         had_deadline = it.stale_after is not None
@@ -654,6 +662,8 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             work = item.clone()
             if fn(work):
                 work.id = id
+                if not well_typed(work):  # fn assigned a field: pydantic did not check it
+                    work = validated(_fields_of(work))
                 why = validate_base(self._vocab, work)
                 if not why and self._config.validate is not None:
                     why = self._config.validate(work)
@@ -710,3 +720,18 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         for id, item in self._items.items():
             copy._set(id, item.clone())
         return copy
+
+
+def _fields_of(item: Item) -> dict[str, object]:
+    """Every field of ``item``, its links as plain dicts: what validation must see.
+
+    Pydantic takes a model instance inside a field as it is (a link whose
+    weight was assigned NaN would pass); as a dict, every link is checked too.
+    """
+    fields = dict(item.__dict__)
+    links = fields.get("links")
+    if isinstance(links, list):
+        fields["links"] = [
+            dict(link.__dict__) if isinstance(link, ThoughtLink) else link for link in links
+        ]
+    return fields

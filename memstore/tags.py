@@ -38,6 +38,7 @@ __all__ = [
     "author_tag_value",
     "filter_visible_to_user",
     "has_shared_tag",
+    "in_partition",
     "is_private_item",
     "is_shared_item",
     "partition_from_tags",
@@ -76,6 +77,18 @@ def _prefixed(tags: Iterable[str], prefix: str) -> str | None:
 def partition_from_tags(tags: Sequence[str]) -> str:
     """The partition named by the first ``tenant/`` tag, or ``""`` when none is."""
     return _prefixed(tags, PARTITION_TAG_PREFIX) or ""
+
+
+def in_partition(item: Item, partition: str | None) -> bool:
+    """Whether ``partition``'s searches may see ``item`` by placement (scope aside).
+
+    The item's own partition, untagged items and ``shared`` ones; ``None`` and
+    :data:`PARTITION_ALL` take every partition, and ``""`` only untagged and
+    shared items.
+    """
+    if partition is None or partition == PARTITION_ALL:
+        return True
+    return partition_from_tags(item.tags) in ("", partition) or SHARED_TAG in item.tags
 
 
 def private_owner(item: Item) -> str:

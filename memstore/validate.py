@@ -145,7 +145,10 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         if why:
             return why
     if item.event_date and not _valid_event_date(item.event_date):
-        return f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339"
+        return (
+            f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339 "
+            "(in UTC, within the years 1-9999)"
+        )
     if item.scope == SCOPE_PRIVATE and not private_owner(item):
         return "a private item needs its owner's tag (user:<hash>)"
     if len(item.tags) > MAX_TAGS:

@@ -164,6 +164,10 @@ class JournalBase(ABC):
         if self._closed:
             raise JournalClosedError("the journal is closed")
 
+    def _writable(self) -> None:
+        """Raise unless this journal may be written (open, and not opened read-only)."""
+        self._check_open()
+
     def attach(self, store: Store) -> None:
         """Restore ``store`` from this journal and record its writes from now on.
 
@@ -390,9 +394,10 @@ class JournalBase(ABC):
         ``match`` is a collection of ids or a predicate over each id's last
         written state (deleted items included). The live items leave the store
         in the same transaction (listeners see deletes, the journal records
-        nothing of them). Returns the purged ids. The database's free pages
-        still hold the bytes until SQLite reuses them or ``VACUUM`` runs: this is
-        not secure erasure.
+        nothing of them). Returns the ids asked for, sorted (one the journal
+        never held included: after the call it holds none of them). The
+        database's free pages still hold the bytes until SQLite reuses them or
+        ``VACUUM`` runs: this is not secure erasure.
         """
         store = self._attached()
         if callable(match):
@@ -405,6 +410,7 @@ class JournalBase(ABC):
             ids = sorted(set(match))
         if not ids:
             return []
+        self._writable()  # before the saved index goes: a refused purge changes nothing
         self._discard_lexicon()
         done = False
 
@@ -523,11 +529,12 @@ class JournalBase(ABC):
         changed (that gained a version): 0 for a file already imported.
         """
         store = self._attached()
-        by_id = _read_export(fp)
+        by_id = _read_export(fp, store.validate_base)
         if not by_id:
             return 0
         rows = [r for rs in by_id.values() for r in rs]
         top = max(Lsn.unpack(r.lsn) for r in rows)
+        self._writable()  # before the saved index goes: a refused import changes nothing
         self._discard_lexicon()
 
         done = False
@@ -652,10 +659,11 @@ def _holding(store: Store) -> Iterator[None]:
         store.lock.release()
 
 
-def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
+def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Row]]:
+    """The export in ``fp`` by id, each id's versions in order; ``check`` judges every item."""
     by_id: dict[str, list[Row]] = {}
     first = True
-    for n, line in enumerate(fp, start=1):
+    for n, line in _numbered_lines(fp):
         if not isinstance(line, str):
             raise InvalidItemError(
                 f"line {n}: expected text, got {type(line).__name__} (open the export in text mode)"
@@ -683,7 +691,9 @@ def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
         if id in by_id:
             raise InvalidItemError(f"line {n}: {id} appears twice")
         try:
-            rows = sorted((row_from_export(id, e) for e in entries), key=lambda r: (r.lsn, r.node))
+            rows = sorted(
+                (row_from_export(id, e, check) for e in entries), key=lambda r: (r.lsn, r.node)
+            )
         except InvalidItemError as e:
             raise InvalidItemError(f"line {n}: {e.reason}") from None
         _place_deletes(rows)
@@ -691,6 +701,28 @@ def _read_export(fp: IO[str]) -> dict[str, list[Row]]:
     if first:
         raise InvalidItemError("empty input: not a memstore export")
     return by_id
+
+
+def _numbered_lines(fp: IO[str]) -> Iterator[tuple[int, str]]:
+    """The lines of ``fp`` numbered from 1; text that does not decode is an invalid export.
+
+    A text file decodes ahead of the line read, so the error names the last
+    line read whole rather than the one holding the bad bytes.
+    """
+    lines = iter(fp)
+    n = 0
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as e:
+            where = f"after line {n}: " if n else ""
+            raise InvalidItemError(
+                f"{where}the export is not {e.encoding.upper()} text ({e.reason})"
+            ) from None
+        n += 1
+        yield n, line
 
 
 def _place_deletes(rows: list[Row]) -> None:

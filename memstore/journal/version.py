@@ -10,6 +10,7 @@ an earlier position still see it (MVCC soft delete).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -157,10 +158,12 @@ def _item_json(item: Item) -> dict[str, Any]:
     return out
 
 
-def row_from_export(id: str, entry: object) -> Row:
+def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None = None) -> Row:
     """Read one exported version back, validating every field.
 
-    Raises :class:`InvalidItemError` naming what is wrong.
+    ``check`` is asked about an upsert's item too (the store's write rules:
+    why it may not be written, ``""`` when it may). Raises
+    :class:`InvalidItemError` naming what is wrong.
     """
     if not isinstance(entry, dict):
         raise InvalidItemError(f"{id}: a version is an object, got {type(entry).__name__}")
@@ -182,6 +185,9 @@ def row_from_export(id: str, entry: object) -> Row:
             raise InvalidItemError(f"{id}: item: {e}") from None
         if item.id != id:
             raise InvalidItemError(f"{id}: a version carries item {item.id!r}")
+        why = check(item) if check is not None else ""
+        if why:
+            raise InvalidItemError(f"{id}: item: {why}")
     elif raw is not None:
         raise InvalidItemError(f"{id}: a delete version carries no item")
     kind = item.kind if item is not None else str(entry.get("kind", ""))

@@ -10,7 +10,7 @@ replaces the rule with ``SearchConfig.visible`` (on items) and
 from __future__ import annotations
 
 from memstore.item import SCOPE_PRIVATE, Item
-from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
+from memstore.tags import in_partition
 
 __all__ = ["default_visible"]
 
@@ -21,9 +21,4 @@ def default_visible(item: Item, partition: str) -> bool:
     :data:`~memstore.tags.PARTITION_ALL` sees every shared item; a private
     item is never visible to a search (no caller identity).
     """
-    if item.scope == SCOPE_PRIVATE:
-        return False
-    if partition == PARTITION_ALL:
-        return True
-    own = partition_from_tags(item.tags)
-    return own in ("", partition) or SHARED_TAG in item.tags
+    return item.scope != SCOPE_PRIVATE and in_partition(item, partition)

@@ -1,0 +1,300 @@
+"""Engine edges found by an adversarial review: what a careless or hostile caller did.
+
+Each case is one way to break a promise the docs make: a write acknowledged
+and then lost, an import that leaves a folder no one can open, a private note
+seen from another partition, a refused call that still changed something.
+Every test runs the real engine (a SQLite journal in a temporary folder,
+real threads) and checks the promise itself: what is on disk after a
+reopen, what a search returns, what a refused call left behind.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import (
+    Config,
+    InvalidItemError,
+    Item,
+    Memory,
+    MemstoreError,
+    ReadOnlyError,
+    Store,
+)
+from memstore.cli import main as cli_main
+from memstore.eventdate import parse_event_date
+from memstore.journal import SqliteJournal
+from memstore.limits import MAX_REF_CHARS, MAX_REFS
+
+EXPORT_HEADER = '{"format": "memstore-journal-export/1"}\n'
+
+
+def export_line(item: dict[str, Any]) -> str:
+    """One exported item with a single upsert version."""
+    version = {
+        "valid_from": {"wall_ms": 1, "counter": 0, "node_id": 0},
+        "op": "upsert",
+        "kind": item.get("kind", ""),
+        "item": item,
+    }
+    return json.dumps({"id": item["id"], "versions": [version]}) + "\n"
+
+
+def snapshot(mem: Memory) -> str:
+    """Everything a memory's journal holds, as its export."""
+    out = io.StringIO()
+    mem.export(out)
+    return out.getvalue()
+
+
+# ------------------------------------------------------------ event dates
+
+
+@pytest.mark.parametrize(
+    "when", ["9999-12-31T23:59:59-12:00", "0001-01-01T00:00:00+14:00", "0001-01-01T00:59:59+01:00"]
+)
+def test_an_event_date_outside_the_utc_years_does_not_parse(when: str) -> None:
+    assert parse_event_date(when) is None
+
+
+def test_an_event_date_outside_the_utc_years_is_a_clear_refusal() -> None:
+    with Memory(embedder=None) as mem:
+        with pytest.raises(InvalidItemError, match="within the years 1-9999"):
+            mem.add("launch", kind="event", event_date="0001-01-01T00:00:00+14:00")
+        assert len(mem.store) == 0
+
+
+# ------------------------------------------------------------------ import
+
+BAD_IMPORTS = {
+    "out-of-range event date": {
+        "id": "x",
+        "kind": "event",
+        "content": "launch",
+        "event_date": "9999-12-31T23:59:59-12:00",
+    },
+    "unparseable event date": {"id": "x", "kind": "note", "content": "a", "event_date": "soon"},
+    "empty kind": {"id": "x", "kind": "", "content": "a"},
+    "id with a space": {"id": "x y", "kind": "note", "content": "a"},
+    "two partitions": {
+        "id": "x",
+        "kind": "note",
+        "content": "a",
+        "tags": ["tenant/a", "tenant/b"],
+    },
+    "private with no owner": {"id": "x", "kind": "note", "content": "a", "scope": "private"},
+    "content past the limit": {"id": "x", "kind": "note", "content": "a" * 200_001},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_IMPORTS))
+def test_import_refuses_what_a_write_would_refuse(tmp_path: Path, name: str) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        mem.add("hello world", id="a")
+        before = snapshot(mem)
+        text = EXPORT_HEADER + export_line(BAD_IMPORTS[name])
+        with pytest.raises(InvalidItemError, match="line 2: x"):
+            mem.import_(io.StringIO(text))
+        assert snapshot(mem) == before
+        assert [h.item.id for h in mem.search("hello")] == ["a"]
+    with Memory(tmp_path, embedder=None) as again:  # the folder still opens
+        assert again.get("a") is not None and again.get("x") is None
+
+
+def test_import_of_text_that_is_not_utf8_is_an_invalid_export(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(EXPORT_HEADER.encode() + b'{"id": "\xff\xfe"}\n')
+    with Memory(tmp_path / "m", embedder=None) as mem:
+        with open(bad, encoding="utf-8") as fp, pytest.raises(InvalidItemError, match="UTF-8"):
+            mem.import_(fp)
+        assert len(mem.store) == 0
+
+
+def test_cli_import_of_text_that_is_not_utf8_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.ndjson"
+    bad.write_bytes(b"\xff\xfe not utf-8\n")
+    code = cli_main(["import", str(bad), "--data", str(tmp_path / "m"), "--embedder", "none"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("memstore: ") and err.count("\n") == 1 and "UTF-8" in err
+
+
+# -------------------------------------------------------------- read-only
+
+
+@pytest.mark.parametrize("call", ["purge", "import"])
+def test_a_readonly_memory_refuses_purge_and_import_before_touching_the_folder(
+    tmp_path: Path, call: str
+) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        # Enough items that close saves the lexical index beside the journal.
+        mem.add_many([f"note number {i} about topic {i % 97}" for i in range(20_050)])
+        some = mem.recent(1)[0].id
+        exported = snapshot(mem)
+    saved = tmp_path / "journal.db.lexicon.npz"
+    assert saved.exists()
+    kept = saved.read_bytes()
+    with Memory(tmp_path, embedder=None, readonly=True) as reader, pytest.raises(ReadOnlyError):
+        if call == "purge":
+            reader.purge([some])
+        else:
+            reader.import_(io.StringIO(exported))
+    assert saved.read_bytes() == kept  # the writer's saved index, untouched
+
+
+# ------------------------------------------------------ fields set after construction
+
+ASSIGNED = [
+    ("title", 5),
+    ("content", None),
+    ("id", 5),
+    ("tags", None),
+    ("data", None),
+    ("subject", None),
+    ("evidence_refs", [None]),
+    ("status", "bogus"),
+    ("scope", "bogus"),
+    ("confidence", 3),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), ASSIGNED)
+def test_store_upsert_checks_a_field_assigned_after_construction(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    path = str(tmp_path / "journal.db")
+    with SqliteJournal(path) as journal:
+        store = Store()
+        journal.attach(store)
+        store.upsert(Item(kind="note", title="kept", id="k"))
+        it = Item(kind="note", title="hello")
+        setattr(it, field, value)
+        with pytest.raises(InvalidItemError, match=field):
+            store.upsert(it)
+        assert [x.id for x in store.items()] == ["k"]
+    with SqliteJournal(path) as journal:  # the journal still opens, with what was kept
+        again = Store()
+        journal.attach(again)
+        assert [x.id for x in again.items()] == ["k"]
+
+
+def test_a_link_weight_assigned_nan_is_refused() -> None:
+    store = Store()
+    store.upsert(Item(kind="note", title="target", id="t"))
+    it = Item(kind="note", title="source", links=[{"to_id": "t", "relation": "explains"}])
+    it.links[0].weight = float("nan")
+    with pytest.raises(InvalidItemError, match="weight"):
+        store.upsert(it)
+    assert len(store) == 1
+
+
+def test_mutate_checks_what_the_callback_assigned() -> None:
+    store = Store()
+    store.upsert(Item(kind="note", title="hello", id="h"))
+
+    def spoil(it: Item) -> bool:
+        it.status = "bogus"  # type: ignore[assignment]
+        return True
+
+    with pytest.raises(InvalidItemError, match="status"):
+        store.mutate("h", spoil)
+    assert store.get("h").status == "active"  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------- close
+
+
+def test_a_write_racing_close_is_refused_not_lost(tmp_path: Path) -> None:
+    """The writer passes the closed check, close() runs to the end, then the writer goes on."""
+    checked = threading.Event()
+    closed = threading.Event()
+
+    def validate(item: Item) -> str:  # runs after add's closed check, before the store's lock
+        if item.content == "racing":
+            checked.set()
+            assert closed.wait(10)
+        return ""
+
+    mem = Memory(tmp_path, embedder=None, config=Config(validate=validate))
+    mem.add("before", id="before")
+    outcome: list[BaseException | Item] = []
+
+    def writer() -> None:
+        try:
+            outcome.append(mem.add("racing", id="racing"))
+        except BaseException as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    assert checked.wait(10)
+    mem.close()
+    closed.set()
+    t.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], MemstoreError)
+    assert "closed" in str(outcome[0])
+    with Memory(tmp_path, embedder=None) as again:
+        assert again.get("before") is not None and again.get("racing") is None
+
+
+# --------------------------------------------------------------- partitions
+
+
+def test_a_users_private_notes_stay_in_their_partition() -> None:
+    with Memory(embedder="hash") as mem:
+        mem.add("badge number 4411 for the acme office", partition="acme", private_to="dana")
+        mem.add("badge policy at globex", partition="globex")
+        mine = mem.add("badge number 7 for globex", partition="globex", private_to="dana")
+        hits = mem.search("badge number", partition="globex", user="dana")
+        assert [h.item.content for h in hits if h.item.scope == "private"] == [mine.content]
+        every = mem.search("badge number", partition="*", user="dana")
+        assert sum(h.item.scope == "private" for h in every) == 2
+
+
+def test_update_keeps_the_partition_and_owner_tags() -> None:
+    with Memory(embedder=None) as mem:
+        it = mem.add("alice's salary is 90k", partition="alice", private_to="u1")
+        updated = mem.update(it.id, tags=["hr"])
+        assert sorted(updated.tags) == ["hr", "tenant/alice", "user:u1"]
+        assert mem.update(it.id, tags=[*updated.tags, "pay"]).tags.count("tenant/alice") == 1
+        for moved in (["tenant/bob"], ["user:u2"]):
+            with pytest.raises(InvalidItemError, match="update keeps"):
+                mem.update(it.id, tags=moved)
+        assert sorted(mem.get(it.id).tags) == ["hr", "pay", "tenant/alice", "user:u1"]  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------- reads
+
+
+def test_context_skips_an_anchor_deleted_after_it_was_resolved() -> None:
+    """A delete landing between resolving the anchor and reading it (the race, pinned)."""
+
+    class Racing(Store):
+        def resolve_anchors(self, anchor: str) -> list[str]:
+            ids = super().resolve_anchors(anchor)
+            self.delete("a")  # another thread's delete, at the worst moment
+            return ids
+
+    store = Racing()
+    store.upsert(Item(kind="note", title="deploy", subject="deploy", id="a"))
+    store.upsert(Item(kind="note", title="deploy notes", subject="deploy", id="b"))
+    anchors, _ = store.context("deploy")
+    assert [it.id for it in anchors] == ["b"]
+
+
+def test_refute_never_leaves_an_item_that_cannot_be_written_again() -> None:
+    with Memory(embedder=None) as mem:
+        mem.add("the cache is the culprit", id="h1")
+        with pytest.raises(InvalidItemError, match="refutation"):
+            mem.refute("h1", "wrong", ["e" * MAX_REF_CHARS] * MAX_REFS)
+        assert mem.get("h1").status == "active"  # type: ignore[union-attr]
+        mem.refute("h1", "wrong", ["the trace shows the database"])
+        assert mem.update("h1", content="the database is the culprit").status == "stale"
