@@ -94,6 +94,7 @@ RECENT_WINDOW = _dt.timedelta(days=1)
 LONG_QUERY_TOKENS = 3
 """Above this many query tokens the lexical fast path needs every token covered."""
 FUSION_DEPTH = 1
+POOL_LIMIT = 10
 """Times the limit each channel contributes to a rank fusion (``fusion="rrf"``)."""
 FUSION_SCORE = "score"
 """Fuse the channels on their normalised scores (the default)."""
@@ -526,8 +527,9 @@ class Searcher:
         fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
         # What the rerank and the link steps receive: each channel's best
         # limit x fanout items (an item ranked 15th by both channels should
-        # beat one ranked 8th by only one of them).
-        pool = limit * max(fanout, FUSION_DEPTH)
+        # beat one ranked 8th by only one of them). Never cut for fewer than
+        # POOL_LIMIT results (2026-12-03: a small limit is a prefix of a larger one).
+        pool = max(limit, POOL_LIMIT) * max(fanout, FUSION_DEPTH)
         cells = cfg.cells() if cfg.cells is not None else None
         by_score = cfg.fusion == FUSION_SCORE and cells is not None
         # A score fusion normalises each channel over a deep pool of scores (see

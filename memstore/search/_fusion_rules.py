@@ -23,6 +23,7 @@ __all__ = [
     "FUSION_SCORE",
     "LEXICAL_WEIGHT",
     "LONG_QUERY_TOKENS",
+    "POOL_LIMIT",
     "RRF_K",
     "SIGNAL_WEIGHT",
     "SPREAD_DECAY",
@@ -36,6 +37,16 @@ LONG_QUERY_TOKENS = 3
 """Above this many query tokens the lexical fast path needs every token covered."""
 FUSION_DEPTH = 1
 """Times the limit each channel contributes to a rank fusion (``fusion="rrf"``)."""
+POOL_LIMIT = 10
+"""The smallest limit a search cuts its candidate pools for.
+
+A search with a smaller ``limit`` reads the pools of ``limit=10`` and keeps
+its first ``limit`` results, so ``search(q, limit=k)`` is the first ``k`` of
+``search(q, limit=10)``: the best hit does not change with how many were
+asked for. (Cut at the limit itself, a one-hit pool takes the newest of tied
+lexical hits, and a lone hit looks confident enough to skip the semantic
+channel.) The smaller limits cost what ``limit=10`` costs.
+"""
 FUSION_SCORE = "score"
 """Fuse the channels on their normalised scores (the default)."""
 FUSION_RRF = "rrf"

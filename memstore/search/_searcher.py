@@ -37,6 +37,7 @@ from memstore.search._fusion_rules import (
     FUSION_POOL,
     FUSION_SCORE,
     LONG_QUERY_TOKENS,
+    POOL_LIMIT,
     cut,
 )
 from memstore.search._lean import LeanFusion
@@ -280,8 +281,9 @@ class Searcher:
         fanout = (cfg.fanout or DEFAULT_FANOUT) if cfg.source_relation else 1
         # What the rerank and the link steps receive: each channel's best
         # limit x fanout items (an item ranked 15th by both channels should
-        # beat one ranked 8th by only one of them).
-        pool = limit * max(fanout, FUSION_DEPTH)
+        # beat one ranked 8th by only one of them); never cut for fewer than
+        # POOL_LIMIT results, so a small limit is a prefix of a larger one.
+        pool = max(limit, POOL_LIMIT) * max(fanout, FUSION_DEPTH)
         cells = cfg.cells() if cfg.cells is not None else None
         by_score = cfg.fusion == FUSION_SCORE and cells is not None
         # A score fusion normalises each channel over a deep pool of scores (see
