@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
+from mcp import types
+from mcp.shared.exceptions import McpError
 
 from memstore.memory import Memory
 from tests.mcp_harness import in_process
@@ -160,5 +163,26 @@ def test_a_merged_restatement_keeps_its_new_links() -> None:
                 assert again == {"id": first["id"], "merged_into": first["id"]}
                 item = (await c.ok("get_memory", {"ids": [first["id"]]}))["items"][0]
                 assert [k["to_id"] for k in item["links"]] == [other["id"]]
+
+    anyio.run(main)
+
+
+def test_reading_an_unknown_resource_is_an_invalid_params_error() -> None:
+    """SEP-2164: a resource that does not exist answers JSON-RPC -32602 naming the URI."""
+
+    async def main() -> None:
+        with Memory(embedder=None) as mem:
+            hidden = mem.add("beta's note", partition="beta")
+            async with in_process(mem, partition="alpha") as c:
+                for uri, says in [
+                    ("memory://item/memory-nope", "no item with id 'memory-nope'"),
+                    (f"memory://item/{hidden.id}", f"no item with id {hidden.id!r}"),
+                    ("memory://nope", "read memory://recent or memory://item/{id}"),
+                ]:
+                    with pytest.raises(McpError) as caught:
+                        await c.resource(uri)
+                    assert caught.value.error.code == types.INVALID_PARAMS
+                    assert says in caught.value.error.message
+                    assert caught.value.error.data == {"uri": uri}
 
     anyio.run(main)
