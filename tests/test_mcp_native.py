@@ -186,3 +186,38 @@ def test_reading_an_unknown_resource_is_an_invalid_params_error() -> None:
                     assert caught.value.error.data == {"uri": uri}
 
     anyio.run(main)
+
+
+def test_tags_never_move_a_memory_out_of_its_partition(tmp_path: Path) -> None:
+    """Placement tags (``tenant/``, ``user:``, ``shared``) are the server's, not the model's.
+
+    A tool call can neither set them (refused, nothing written) nor drop them
+    (an update's ``tags`` replaces the free tags only), and no output shows them.
+    """
+
+    async def main() -> None:
+        with Memory(tmp_path, embedder=None) as mem:
+            async with in_process(mem, partition="alice") as alice:
+                a = await alice.ok("remember", {"content": "alice's salary is 90k", "tags": ["hr"]})
+                got = await alice.ok("update_memory", {"id": a["id"], "tags": ["hr", "pay"]})
+                assert got["items"][0]["tags"] == ["hr", "pay"]
+                await alice.ok("update_memory", {"id": a["id"], "tags": []})
+                for bad in ["tenant/bob", "user:ABC", "shared"]:
+                    msg = await alice.fails("update_memory", {"id": a["id"], "tags": ["x", bad]})
+                    assert f"{bad!r} is reserved" in msg
+                    msg = await alice.fails("remember", {"content": "injected", "tags": [bad]})
+                    assert f"{bad!r} is reserved" in msg
+                assert mem.stats().items == 1
+                assert mem.get(a["id"]).tags == ["tenant/alice"]  # type: ignore[union-attr]
+                item = (await alice.ok("get_memory", {"ids": [a["id"]]}))["items"][0]
+                assert item["tags"] == []
+                assert (await alice.resource(f"memory://item/{a['id']}"))["tags"] == []
+                assert (await alice.resource("memory://recent"))["items"][0]["tags"] == []
+                shown = (await alice.ok("history", {"id": a["id"]}))["versions"]
+                assert [v["item"]["tags"] for v in shown] == [["hr"], ["hr", "pay"], []]
+            async with in_process(mem, partition="bob") as bob:
+                assert (await bob.ok("get_memory", {"ids": [a["id"]]}))["missing"] == [a["id"]]
+                assert (await bob.ok("recall", {"query": "salary"}))["hits"] == []
+                assert (await bob.ok("recent", {}))["items"] == []
+
+    anyio.run(main)
