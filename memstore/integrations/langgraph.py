@@ -198,7 +198,10 @@ class MemstoreStore(BaseStore):
 
         Every op is checked first (namespaces, filters, values) and the texts of
         every put are embedded in one call, so a bad op or an embedding failure
-        raises before any of the batch runs. Each put is then one write.
+        raises before any of the batch runs. The ops then run in one engine
+        transaction: a later op sees what an earlier put wrote, and a put the
+        engine refuses (a value past its size limits, a namespace too long for
+        a partition) undoes the whole batch, in the store and in the journal.
         """
         todo = list(ops)
         for op in todo:
@@ -206,17 +209,26 @@ class MemstoreStore(BaseStore):
         self._check_open()
         planned = self._plan_puts(todo)
         out: list[Result] = []
-        for n, op in enumerate(todo):
-            if isinstance(op, GetOp):
-                out.append(self._get(op))
-            elif isinstance(op, PutOp):
-                self._put(op, *planned.get(n, ([], None)))
-                out.append(None)
-            elif isinstance(op, SearchOp):
-                out.append(self._search(op))
-            else:
-                out.append(self._list_namespaces(op))
+        try:
+            with self.memory.store.batch():  # one commit for every write, or none
+                for n, op in enumerate(todo):
+                    out.append(self._run(op, planned.get(n, ([], None))))
+        except BaseException:
+            self._resync(_touched(todo, out))  # what this store read of the undone writes
+            raise
         return out
+
+    def _run(self, op: Op, planned: tuple[list[str], Rows | None]) -> Result:
+        """One checked op (``planned``: a put's texts and rows)."""
+        if isinstance(op, GetOp):
+            return self._get(op)
+        if isinstance(op, PutOp):
+            self._put(op, *planned)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        assert isinstance(op, ListNamespacesOp)
+        return self._list_namespaces(op)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` in a worker thread (the engine is in-process and thread-safe)."""
@@ -518,6 +530,16 @@ class MemstoreStore(BaseStore):
             self._recs[r.id] = r
             self._ids.setdefault(r.partition, set()).add(r.id)
 
+    def _resync(self, ids: Iterable[str]) -> None:
+        """Read ``ids`` again from the memory: after a rolled-back batch, what is kept."""
+        for id in ids:
+            it = self.memory.store.get(id)
+            r = rec.read(it) if it is not None else None
+            with self._lock:
+                self._forget(id)
+                if r is not None:
+                    self._note(r)
+
     def _forget(self, id: str) -> None:
         with self._lock:
             old = self._recs.pop(id, None)
@@ -599,6 +621,15 @@ def _check_op(op: Any) -> None:
         check_filter(op.filter)
         if op.query is not None and not isinstance(op.query, str):
             raise InvalidItemError(f"query must be text, got {type(op.query).__name__}")
+
+
+def _touched(todo: list[Op], out: list[Result]) -> set[str]:
+    """The ids a batch may have written: its puts, and what its reads refreshed."""
+    keys = [(op.namespace, op.key) for op in todo if isinstance(op, PutOp)]
+    for got in out:
+        found = got if isinstance(got, list) else [got]
+        keys += [(it.namespace, it.key) for it in found if isinstance(it, Item)]
+    return {rec.record_id(encode_labels(tuple(ns)), key) for ns, key in keys}
 
 
 def _namespace(namespace: Sequence[str]) -> tuple[str, ...]:

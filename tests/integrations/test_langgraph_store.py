@@ -431,3 +431,48 @@ def test_a_batch_embeds_once_and_an_embedding_failure_writes_nothing() -> None:
             store.batch([PutOp(("a",), "3", {"t": "fine"}), PutOp(("a",), "4", {"t": "poison"})])
         assert store.get(("a",), "3") is None and store.get(("a",), "4") is None
         assert {h.key for h in store.search(("a",))} == {"1", "2"}
+
+
+def _wide(dims: int) -> Any:
+    """An index of ``dims``-wide vectors, one per element of ``paras``."""
+    return {
+        "dims": dims,
+        "embed": lambda texts: [[1.0] * dims for _ in texts],
+        "fields": ["paras[*]"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (PutOp(("a",), "big", {"text": "x" * 120_000}), "data holds"),
+        (PutOp(("n" * 300,), "k", {"text": "ok"}), "partition is 300 characters"),
+        (PutOp(("a",), "odd", {"text": "bad \ud800"}), "lone surrogate"),
+        (PutOp(("a",), "many", {"paras": [f"p{i}" for i in range(20)]}), "data holds"),
+    ],
+    ids=["value too large", "namespace too long", "lone surrogate", "too many vectors"],
+)
+def test_a_refused_put_leaves_the_whole_batch_unwritten(
+    tmp_path: Path, bad: PutOp, says: str
+) -> None:
+    """Whatever the engine refuses, a batch is written whole or not at all (journal too)."""
+    with MemstoreStore(tmp_path / "m", index=_wide(1536)) as store:
+        store.put(("a",), "kept", {"paras": ["here before"]})
+        store.put(("a",), "doomed", {"paras": ["deleted in the batch"]})
+        before = store.memory.stats().items
+        ops = [
+            PutOp(("a",), "new", {"paras": ["written first"]}),
+            PutOp(("a",), "kept", {"paras": ["changed"]}),
+            PutOp(("a",), "doomed", None),
+            GetOp(("a",), "new"),
+            bad,
+        ]
+        with pytest.raises(InvalidItemError, match=says):
+            store.batch(ops)
+        assert store.memory.stats().items == before
+        assert store.get(("a",), "new") is None
+        assert store.get(("a",), "kept").value == {"paras": ["here before"]}  # type: ignore[union-attr]
+        assert store.get(("a",), "doomed") is not None
+        assert {h.key for h in store.search(("a",), query="written first")} == {"kept", "doomed"}
+    with MemstoreStore(tmp_path / "m", index=_wide(1536)) as store:  # the journal agrees
+        assert sorted(h.key for h in store.search(("a",))) == ["doomed", "kept"]
