@@ -94,6 +94,24 @@ def test_bearer_tokens_choose_partition_and_scopes(tmp_path: Path) -> None:
         anyio.run(main)
 
 
+def test_the_bearer_scheme_is_read_as_memstore_serve_reads_it(tmp_path: Path) -> None:
+    """Any case of ``Bearer`` (RFC 7235); a repeated Authorization header is refused."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-acme": {"tenant": "acme", "scopes": ["recall"]}}))
+    with http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url:
+        twice = [("Authorization", "Bearer tok-acme"), ("Authorization", "Bearer nope")]
+        refused = httpx.post(url, json={}, headers=twice)
+        assert refused.status_code == 400
+        assert "appears 2 times" in refused.json()["message"]
+
+        async def main() -> None:
+            for scheme in ("bearer", "BEARER", "bEaReR"):
+                async with http_client(url, {"Authorization": f"{scheme} tok-acme"}) as c:
+                    assert (await c.ok("recall", {"query": "anything"}))["hits"] == []
+
+        anyio.run(main)
+
+
 def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
@@ -161,11 +179,17 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
         ("{}", "expected"),
         ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry 1 needs a token and a tenant"),
         ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry 1 (tenant 'acme') needs"),
+        (
+            '{"tok en": {"tenant": "acme", "scopes": ["recall"]}}',
+            "entry 1 (tenant 'acme'): a token is 1-512 of A-Z a-z 0-9",
+        ),
     ]:
         path.write_text(content)
         with pytest.raises(MemstoreError, match=re.escape(says)):
             load_tokens(path)
     path.write_text('{"tok": {"tenant": "acme", "scopes": ["recall"]}}')
     table = load_tokens(path)
-    assert table.caller("Bearer tok") == Caller("acme", frozenset({"recall"}))
+    acme = Caller("acme", frozenset({"recall"}))
+    assert table.caller("Bearer tok") == acme and table.caller("bearer  tok ") == acme
     assert table.caller("Bearer other") is None and table.caller("tok") is None
+    assert table.caller("Basic tok") is None and table.caller("Bearer tok tok") is None

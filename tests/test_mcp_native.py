@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
+from mcp import types
+from mcp.shared.exceptions import McpError
 
 from memstore.memory import Memory
 from tests.mcp_harness import in_process
@@ -160,5 +163,61 @@ def test_a_merged_restatement_keeps_its_new_links() -> None:
                 assert again == {"id": first["id"], "merged_into": first["id"]}
                 item = (await c.ok("get_memory", {"ids": [first["id"]]}))["items"][0]
                 assert [k["to_id"] for k in item["links"]] == [other["id"]]
+
+    anyio.run(main)
+
+
+def test_reading_an_unknown_resource_is_an_invalid_params_error() -> None:
+    """SEP-2164: a resource that does not exist answers JSON-RPC -32602 naming the URI."""
+
+    async def main() -> None:
+        with Memory(embedder=None) as mem:
+            hidden = mem.add("beta's note", partition="beta")
+            async with in_process(mem, partition="alpha") as c:
+                for uri, says in [
+                    ("memory://item/memory-nope", "no item with id 'memory-nope'"),
+                    (f"memory://item/{hidden.id}", f"no item with id {hidden.id!r}"),
+                    ("memory://nope", "read memory://recent or memory://item/{id}"),
+                ]:
+                    with pytest.raises(McpError) as caught:
+                        await c.resource(uri)
+                    assert caught.value.error.code == types.INVALID_PARAMS
+                    assert says in caught.value.error.message
+                    assert caught.value.error.data == {"uri": uri}
+
+    anyio.run(main)
+
+
+def test_tags_never_move_a_memory_out_of_its_partition(tmp_path: Path) -> None:
+    """Placement tags (``tenant/``, ``user:``, ``shared``) are the server's, not the model's.
+
+    A tool call can neither set them (refused, nothing written) nor drop them
+    (an update's ``tags`` replaces the free tags only), and no output shows them.
+    """
+
+    async def main() -> None:
+        with Memory(tmp_path, embedder=None) as mem:
+            async with in_process(mem, partition="alice") as alice:
+                a = await alice.ok("remember", {"content": "alice's salary is 90k", "tags": ["hr"]})
+                got = await alice.ok("update_memory", {"id": a["id"], "tags": ["hr", "pay"]})
+                assert got["items"][0]["tags"] == ["hr", "pay"]
+                await alice.ok("update_memory", {"id": a["id"], "tags": []})
+                for bad in ["tenant/bob", "user:ABC", "shared"]:
+                    msg = await alice.fails("update_memory", {"id": a["id"], "tags": ["x", bad]})
+                    assert f"{bad!r} is reserved" in msg
+                    msg = await alice.fails("remember", {"content": "injected", "tags": [bad]})
+                    assert f"{bad!r} is reserved" in msg
+                assert mem.stats().items == 1
+                assert mem.get(a["id"]).tags == ["tenant/alice"]  # type: ignore[union-attr]
+                item = (await alice.ok("get_memory", {"ids": [a["id"]]}))["items"][0]
+                assert item["tags"] == []
+                assert (await alice.resource(f"memory://item/{a['id']}"))["tags"] == []
+                assert (await alice.resource("memory://recent"))["items"][0]["tags"] == []
+                shown = (await alice.ok("history", {"id": a["id"]}))["versions"]
+                assert [v["item"]["tags"] for v in shown] == [["hr"], ["hr", "pay"], []]
+            async with in_process(mem, partition="bob") as bob:
+                assert (await bob.ok("get_memory", {"ids": [a["id"]]}))["missing"] == [a["id"]]
+                assert (await bob.ok("recall", {"query": "salary"}))["hits"] == []
+                assert (await bob.ok("recent", {}))["items"] == []
 
     anyio.run(main)

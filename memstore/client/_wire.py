@@ -5,6 +5,12 @@ the function that reads a successful answer) by the functions here, so
 :class:`~memstore.client.MemoryClient` and
 :class:`~memstore.client.AsyncMemoryClient` differ only in how they send it.
 The Server-Sent Events reader and the retry rule live here too.
+
+An answer the client cannot read as the protocol says (a body that is not
+JSON, JSON of another shape, a snapshot line that is not an entry, a recall
+stream that ends before its ``done``) is a
+:class:`~memstore.client.errors.ProtocolTransportError`: no usable answer came,
+as when the connection breaks, and nothing partial passes for complete.
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ import datetime as _dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import httpx
 
 from memstore.client.errors import (
     InvalidRequestError,
+    ProtocolTransportError,
     RateLimitedError,
     ServerError,
     UnavailableError,
@@ -36,13 +43,18 @@ from memstore.client.models import (
 from memstore.journal import Lsn
 
 __all__ = [
+    "RECALL_DONE",
     "Call",
     "RetryPolicy",
     "SseReader",
+    "applied_lsn",
+    "cut_short",
     "decode_error",
     "episode_call",
     "forget_call",
+    "health_call",
     "ingest_call",
+    "parsed",
     "recall_call",
     "recall_event_hit",
     "retry_delay",
@@ -53,6 +65,10 @@ __all__ = [
 
 SSE = "text/event-stream"
 Mode = Literal["semantic", "graph"]
+RECALL_DONE: Final = "done"
+"""The event that ends a streamed recall: without it, the hits are not all there."""
+_MALFORMED: Final = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+"""What reading a body of the wrong shape raises (a missing key, a list for an object...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,61 @@ class Call:
     json: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     parse: Callable[[Any], Any] = lambda body: body
+
+
+def parsed(call: Call, body: Any) -> Any:
+    """``call.parse(body)``: the typed answer, or a :class:`ProtocolTransportError`.
+
+    >>> parsed(ingest_call("s", "x", id=None, t_ref=None, metadata=None), {"lsn": 5})
+    Traceback (most recent call last):
+    ...
+    memstore.client.errors.ProtocolTransportError: POST /v1/ingest: the answer is not the \
+protocol's (TypeError: 'int' object is not subscriptable)
+    """
+    try:
+        return call.parse(body)
+    except _MALFORMED as e:
+        raise _off_protocol(f"{call.method} {call.path}", e) from e
+
+
+def cut_short(call: Call) -> ProtocolTransportError:
+    """The error for a recall stream that ended before its ``done`` event."""
+    return ProtocolTransportError(
+        f"{call.method} {call.path}: the stream ended before its {RECALL_DONE!r} event; "
+        "the hits received may not be all of them"
+    )
+
+
+def _off_protocol(where: str, e: BaseException) -> ProtocolTransportError:
+    return ProtocolTransportError(
+        f"{where}: the answer is not the protocol's ({type(e).__name__}: {e})"
+    )
+
+
+def _object(body: Any) -> dict[str, Any]:
+    """A body that must be a JSON object (``/healthz``)."""
+    if not isinstance(body, dict):
+        raise TypeError(f"expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _hits(body: Any) -> list[Hit]:
+    """``POST /v1/recall``'s answer: a JSON array of hits."""
+    if not isinstance(body, list):
+        raise TypeError(f"expected a JSON array of hits, got {type(body).__name__}")
+    return [Hit.from_json(h) for h in body]
+
+
+def health_call() -> Call:
+    return Call("GET", "/healthz", parse=_object)
+
+
+def applied_lsn(health: Mapping[str, Any]) -> Lsn:
+    """The ``lsn`` of a ``/healthz`` answer, or a :class:`ProtocolTransportError`."""
+    try:
+        return Lsn.parse(str(health["lsn"]))
+    except _MALFORMED as e:
+        raise _off_protocol("GET /healthz", e) from e
 
 
 def retry_delay(error: ServerError, attempt: int, policy: RetryPolicy) -> float | None:
@@ -158,9 +229,7 @@ def recall_call(
     if mode is not None:
         body["mode"] = mode
     headers = {"Accept": SSE} if stream else {}
-    return Call(
-        "POST", "/v1/recall", body, headers, parse=lambda hits: [Hit.from_json(h) for h in hits]
-    )
+    return Call("POST", "/v1/recall", body, headers, parse=_hits)
 
 
 def target_json(*, id: str | None, source: str | None, before: Lsn | None) -> dict[str, Any]:
@@ -205,11 +274,19 @@ def snapshot_path(lsn: Lsn | str) -> str:
 
 
 def snapshot_entries(lines: Iterable[str]) -> Iterator[SnapshotEntry]:
-    """Parse NDJSON snapshot lines (blank lines skipped)."""
+    """Parse NDJSON snapshot lines (blank lines skipped).
+
+    A line that is not a ``{"key", "value"}`` object raises
+    :class:`ProtocolTransportError`: the snapshot cannot be read whole.
+    """
     for line in lines:
         if line.strip():
-            row = json.loads(line)
-            yield SnapshotEntry(str(row["key"]), dict(row["value"]))
+            try:
+                row = json.loads(line)
+                entry = SnapshotEntry(str(row["key"]), dict(row["value"]))
+            except _MALFORMED as e:
+                raise _off_protocol(f"snapshot line {line[:60]!r}", e) from e
+            yield entry
 
 
 @dataclass
@@ -264,12 +341,17 @@ class SseReader:
 
 
 def recall_event_hit(event: ChangeEvent) -> Hit | None:
-    """A streamed recall's ``hit`` event as a :class:`Hit`; ``None`` at ``done``.
+    """A streamed recall's ``hit`` event as a :class:`Hit`; ``None`` for any other event.
 
-    An ``error`` event (the search failed after the stream started) raises.
+    The caller stops at :data:`RECALL_DONE` and skips events it does not know.
+    An ``error`` event (the search failed after the stream started) raises,
+    and so does a hit that is not the protocol's (:class:`ProtocolTransportError`).
     """
     if event.event == "hit":
-        return Hit.from_json(event.data)
+        try:
+            return Hit.from_json(event.data)
+        except _MALFORMED as e:
+            raise _off_protocol("recall stream hit", e) from e
     if event.event == "error":
         raise error_from_response(500, event.data)
     return None

@@ -95,9 +95,10 @@ class MemoryClient:
     def _send(self, call: Call) -> Any:
         response = self._open(call, stream=False)
         try:
-            return call.parse(response.json())
+            body = response.json()
         except ValueError as e:
             raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
+        return _wire.parsed(call, body)
 
     def _lines(self, call: Call) -> Iterator[str]:
         response = self._open(call, stream=True)
@@ -112,12 +113,12 @@ class MemoryClient:
 
     def health(self) -> dict[str, Any]:
         """``GET /healthz``: ``{"ok", "version", "lsn"}`` (no token needed)."""
-        body: dict[str, Any] = self._send(Call("GET", "/healthz"))
+        body: dict[str, Any] = self._send(_wire.health_call())
         return body
 
     def applied(self) -> Lsn:
         """The journal position the server has applied (``/healthz``'s ``lsn``)."""
-        return Lsn.parse(str(self.health()["lsn"]))
+        return _wire.applied_lsn(self.health())
 
     def wait_applied(self, lsn: Lsn, *, timeout: float = 30.0, poll: float = 0.01) -> None:
         """Wait until the server has applied ``lsn`` (read your writes on another replica)."""
@@ -181,7 +182,11 @@ class MemoryClient:
         mode: Mode | None = None,
         min_relevance: float | None = None,
     ) -> Iterator[Hit]:
-        """:meth:`recall` as Server-Sent Events: hits as they are sent, until ``done``."""
+        """:meth:`recall` as Server-Sent Events: hits as they are sent, until ``done``.
+
+        A stream that ends before ``done`` raises
+        :class:`~memstore.client.errors.ProtocolTransportError` after the hits it carried.
+        """
         call = _wire.recall_call(
             query,
             k=k,
@@ -194,12 +199,14 @@ class MemoryClient:
         reader = SseReader()
         for line in self._lines(call):
             event = reader.feed(line)
-            if event is None or event.event == "position":
+            if event is None:
                 continue
-            hit = _wire.recall_event_hit(event)
-            if hit is None:
+            if event.event == _wire.RECALL_DONE:
                 return
-            yield hit
+            hit = _wire.recall_event_hit(event)
+            if hit is not None:
+                yield hit
+        raise _wire.cut_short(call)  # no done: the hits so far may not be all
 
     def forget(
         self,

@@ -4,21 +4,29 @@ Each model is a tool's ``inputSchema``. Models guess argument names, so the
 common guesses are accepted beside the documented name (``q`` and ``text``
 for ``query``, ``k`` and ``top_k`` for ``limit``, ``id`` for a one-element
 ``ids``); anything else unknown is refused with the list of what the tool takes.
+
+Tags are free words, except the placement tags (:data:`PLACEMENT_TAGS`): which
+partition a memory belongs to, whose private note it is, whether every
+partition sees it. Those are the server's to set (``--partition`` or the HTTP
+token's tenant), so a call naming one is refused and changes nothing; the
+result shapes never show them, and an update keeps them.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
+from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
     "DEFAULT_KIND",
     "DEFAULT_MAX_CHARS",
     "MAX_IDS",
     "MAX_LIMIT",
+    "PLACEMENT_TAGS",
     "ForgetArgs",
     "GetArgs",
     "HistoryArgs",
@@ -29,6 +37,8 @@ __all__ = [
     "RelatedArgs",
     "RememberArgs",
     "UpdateArgs",
+    "free_tags",
+    "is_placement_tag",
 ]
 
 DEFAULT_KIND: Final = "observation"
@@ -39,12 +49,40 @@ MAX_LIMIT: Final = 100
 """The most results one call returns."""
 MAX_IDS: Final = 100
 """The most ids one call names."""
+PLACEMENT_TAGS: Final = (PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG)
+"""The tags that place a memory (:mod:`memstore.tags`): ``tenant/<name>`` and
+``user:<hash>`` by prefix, ``shared`` as a whole word."""
 
 Relation = Literal[
     "triggers", "caused_by", "correlates_with", "precedes", "explains", "contradicts"
 ]
 assert set(Relation.__args__) == set(VALID_THOUGHT_LINK_RELATIONS)  # type: ignore[attr-defined]
 Confidence = Literal["", "high", "medium", "low"]
+
+
+def is_placement_tag(tag: str) -> bool:
+    """Whether ``tag`` places a memory rather than describing it.
+
+    >>> [is_placement_tag(t) for t in ("tenant/bob", "user:ab12", "shared", "shared-drive")]
+    [True, True, True, False]
+    """
+    return tag == SHARED_TAG or tag.startswith((PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX))
+
+
+def free_tags(tags: list[str]) -> list[str]:
+    """``tags`` without the placement tags: what a tool shows and a model may change."""
+    return [t for t in tags if not is_placement_tag(t)]
+
+
+def _no_placement(tags: list[str] | None) -> list[str] | None:
+    """Refuse a placement tag in a call's ``tags``: the server places memories, not the model."""
+    for t in tags or ():
+        if is_placement_tag(t):
+            raise ValueError(
+                f"{t!r} is reserved: tenant/..., user:... and shared tags say where a memory "
+                "lives, which the server decides; use other tags"
+            )
+    return tags
 
 
 def _listify(value: Any) -> Any:
@@ -62,6 +100,10 @@ Ids = Annotated[
         description="Memory ids, as recall or remember returned them.",
     ),
 ]
+
+
+FreeTags = Annotated[list[str], AfterValidator(_no_placement)]
+"""A ``tags`` argument: free tags, none of them a placement tag."""
 
 
 class _Args(BaseModel):
@@ -98,7 +140,10 @@ class RememberArgs(_Args):
     subject: str = Field(
         default="", description="What or whom the memory is about, e.g. a project or a person."
     )
-    tags: list[str] = Field(default_factory=list, description="Free tags (no commas).")
+    tags: FreeTags = Field(
+        default_factory=list,
+        description="Free tags (no commas; tenant/..., user:... and shared are reserved).",
+    )
     event_date: str = Field(
         default="", description="When it happened: YYYY-MM-DD or an RFC 3339 time (optional)."
     )
@@ -157,7 +202,10 @@ class UpdateArgs(_Args):
     title: str | None = Field(default=None, description="New title (omit to keep).")
     kind: str | None = Field(default=None, description="New kind (omit to keep).")
     subject: str | None = Field(default=None, description="New subject (omit to keep).")
-    tags: list[str] | None = Field(default=None, description="New tags, replacing the old.")
+    tags: FreeTags | None = Field(
+        default=None,
+        description="New tags, replacing the old (tenant/..., user:... and shared are reserved).",
+    )
     event_date: str | None = Field(default=None, description="New event date (omit to keep).")
     confidence: Confidence | None = Field(default=None, description="New confidence.")
 

@@ -7,7 +7,9 @@ web pages. A server reachable from the network must be given a tokens file
 ``{"tenant": ..., "scopes": [...]}``): every request then needs
 ``Authorization: Bearer <token>``, the token's tenant is the partition its
 calls read and write, and its scopes (``recall``, ``ingest``, ``forget``)
-decide which tools it may call.
+decide which tools it may call. The header is read as ``memstore serve``
+reads it (:func:`memstore.protocol.auth.bearer_token`: any case of
+``Bearer``; :func:`memstore.web.headers.single_header`: sent once).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memstore.errors import MemstoreError
+from memstore.protocol.auth import MAX_TOKEN_CHARS, bearer_token
+from memstore.web.headers import single_header
+from memstore.web.refusal import Refusal, send_refusal
 
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
@@ -65,10 +70,15 @@ class TokenMap:
     by_digest: Mapping[bytes, tuple[str, Caller]]
 
     def caller(self, authorization: str | None) -> Caller | None:
-        """The caller a request's ``Authorization`` header authenticates, or ``None``."""
-        if not authorization or not authorization.startswith("Bearer "):
+        """The caller a request's ``Authorization`` header authenticates, or ``None``.
+
+        >>> table = TokenMap({hashlib.sha256(b"t").digest(): ("t", Caller("acme"))})
+        >>> table.caller("bearer t"), table.caller("Basic t")
+        (Caller(partition='acme', scopes=None), None)
+        """
+        token = bearer_token(authorization)
+        if token is None:
             return None
-        token = authorization[len("Bearer ") :].strip()
         entry = self.by_digest.get(hashlib.sha256(token.encode()).digest())
         if entry is None or not hmac.compare_digest(entry[0], token):
             return None
@@ -93,6 +103,12 @@ def load_tokens(path: str | Path) -> TokenMap:
             raise MemstoreError(
                 f"--tokens-file {path}: entry {n} needs a token and a tenant "
                 "(1-64 letters, digits, '.', '_' or '-')"
+            )
+        if bearer_token(f"Bearer {token}") != token:  # a header could never carry it
+            raise MemstoreError(
+                f"--tokens-file {path}: entry {n} (tenant {tenant!r}): a token is 1-"
+                f"{MAX_TOKEN_CHARS} of A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer "
+                "token is"
             )
         if not isinstance(scopes, list) or not set(scopes) <= _SCOPES or not scopes:
             raise MemstoreError(
@@ -140,8 +156,11 @@ class _Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         caller: Caller | None = self.fixed
         if self.tokens is not None:
-            auth = next((v for k, v in scope["headers"] if k.lower() == b"authorization"), b"")
-            caller = self.tokens.caller(auth.decode("latin-1") or None)
+            try:
+                caller = self.tokens.caller(single_header(scope, b"authorization"))
+            except Refusal as r:  # the header twice: which one would a proxy have read?
+                await send_refusal(r, send)
+                return
             if caller is None:
                 response = JSONResponse(
                     {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},

@@ -36,6 +36,7 @@ from .arguments import (
     RelatedArgs,
     RememberArgs,
     UpdateArgs,
+    is_placement_tag,
 )
 from .shapes import (
     Forgotten,
@@ -136,7 +137,7 @@ class _Native:
         return Remembered(id=stored.id, merged_into=merged)
 
     def update(self, a: UpdateArgs, caller: Caller) -> Items:
-        self._need(a.id, caller)
+        """Change the fields given; new ``tags`` replace the free tags, placement stays."""
         fields = {
             k: v
             for k, v in a.model_dump(exclude={"id"}).items()
@@ -144,7 +145,11 @@ class _Native:
         }
         if not fields:
             raise ToolError("update_memory needs at least one field to change besides id")
-        return Items(items=[memory_of(self.mem.update(a.id, **fields))], missing=[])
+        with transaction(self.mem):  # read the placement and write it back as one step
+            current = self._need(a.id, caller)
+            if "tags" in fields:
+                fields["tags"] = [*fields["tags"], *placement_of(current)]
+            return Items(items=[memory_of(self.mem.update(a.id, **fields))], missing=[])
 
     def forget(self, a: ForgetArgs, caller: Caller) -> Forgotten:
         present = [i for i in dict.fromkeys(a.ids) if self._visible(i, caller) is not None]
@@ -256,6 +261,11 @@ class _Native:
         if last is not None and not default_visible(last, part):
             raise ItemNotFoundError(a.id)
         return History(versions=[version_of(v) for v in versions])
+
+
+def placement_of(item: Item) -> list[str]:
+    """The item's placement tags (partition, owner, ``shared``), which an update keeps."""
+    return [t for t in item.tags if is_placement_tag(t)]
 
 
 # ------------------------------------------------------------- renderings

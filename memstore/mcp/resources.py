@@ -47,7 +47,7 @@ class Resources:
     listed: list[types.Resource]
     templates: list[types.ResourceTemplate]
     read: Callable[[str, Caller], str]
-    """The JSON text of a URI (a :class:`ToolError` for an unknown one)."""
+    """The JSON text of a URI (a :class:`~memstore.errors.MemstoreError` if it names nothing)."""
 
 
 def _dumps(value: object) -> str:

@@ -6,6 +6,10 @@ Input validation is ours (the argument models, with messages that say what to
 send), not the SDK's schema check, so that argument aliases work and a bad
 call gets a tool error rather than a protocol error. Who calls (partition,
 scopes) comes from ``caller_of``: fixed for stdio, from the bearer token over HTTP.
+
+A resource that does not exist (an unknown URI, an id the caller's partition
+cannot see) answers the JSON-RPC error :data:`RESOURCE_NOT_FOUND` with the
+URI in its ``data``, as MCP's SEP-2164 settles it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ import anyio.to_thread
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl
 
 from memstore import __version__
+from memstore.errors import MemstoreError
 from memstore.memory import Memory
 
 from .compat import compat_tools
@@ -27,11 +33,25 @@ from .native import native_tools
 from .resources import Resources, compat_resources, native_resources
 from .toolkit import Caller, Toolbox
 
-__all__ = ["COMPAT_MODES", "SERVER_NAME", "Surface", "build_server", "surface"]
+__all__ = [
+    "COMPAT_MODES",
+    "RESOURCE_NOT_FOUND",
+    "SERVER_NAME",
+    "Surface",
+    "build_server",
+    "surface",
+]
 
 SERVER_NAME: Final = "memstore"
 COMPAT_MODES: Final = ("knowledge-graph",)
 """What ``--compat`` accepts."""
+RESOURCE_NOT_FOUND: Final = types.INVALID_PARAMS
+"""The JSON-RPC code of a ``resources/read`` for a URI that names nothing.
+
+-32602 (invalid params), as SEP-2164 standardised it and the TypeScript SDK
+answers; the older spec text's -32002 sits in the range JSON-RPC leaves to
+implementations. The installed SDK defines no code of its own for it.
+"""
 
 _INSTRUCTIONS: Final = (
     "Long-term memory. Call recall before answering questions that may depend on what "
@@ -85,7 +105,15 @@ def build_server(s: Surface, caller_of: Callable[[], Caller]) -> Server[Any, Any
     @server.read_resource()  # type: ignore[no-untyped-call,untyped-decorator]
     async def _read(uri: AnyUrl) -> list[ReadResourceContents]:
         caller = caller_of()
-        text = await anyio.to_thread.run_sync(s.resources.read, str(uri), caller)
+        try:
+            text = await anyio.to_thread.run_sync(s.resources.read, str(uri), caller)
+        except MemstoreError as e:  # an unknown URI or id: the client's mistake, said so
+            raise _not_found(str(uri), e) from None
         return [ReadResourceContents(content=text, mime_type="application/json")]
 
     return server
+
+
+def _not_found(uri: str, why: MemstoreError) -> McpError:
+    """The protocol error for a resource that does not exist, naming ``uri`` in its data."""
+    return McpError(types.ErrorData(code=RESOURCE_NOT_FOUND, message=str(why), data={"uri": uri}))

@@ -2,7 +2,10 @@
 
 Every shape is a pydantic model: its JSON schema is the tool's
 ``outputSchema`` and its dump is the structured content. An optional field
-left unset (``why`` without ``explain``) is left out of the result.
+left unset (``why`` without ``explain``) is left out of the result. A memory's
+placement tags (its partition's, its owner's, ``shared``) are not shown: they
+are the server's business, and a model that sends back the tags it was shown
+must not be refused for them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from pydantic import BaseModel, Field
 
 from memstore.item import Item
 from memstore.journal import Version
+
+from .arguments import free_tags
 
 __all__ = [
     "Forgotten",
@@ -152,7 +157,7 @@ def _time(t: _dt.datetime | None) -> str | None:
 
 
 def memory_of(item: Item) -> MemoryOut:
-    """The full shape of an item."""
+    """The full shape of an item (its free tags only)."""
     return MemoryOut(
         id=item.id,
         title=item.title,
@@ -161,7 +166,7 @@ def memory_of(item: Item) -> MemoryOut:
         subject=item.subject,
         event_date=item.event_date,
         confidence=item.confidence,
-        tags=list(item.tags),
+        tags=free_tags(item.tags),
         status=item.status,
         created_at=_time(item.created_at),
         updated_at=_time(item.updated_at),

@@ -194,8 +194,16 @@ def _explain(spec: ToolSpec[Any, Any], e: ValidationError) -> str:
             problems.append(f"{where} is required")
         else:
             got = json.dumps(err.get("input"), default=str)[:60]
-            problems.append(f"{where}: {err['msg'].lower()} (got {got})")
+            problems.append(f"{where}: {_reason(err)} (got {got})")
     return f"{'; '.join(problems)}. {spec.name} takes {_signature(spec.args)}"
+
+
+def _reason(err: Any) -> str:
+    """Pydantic's message for one problem, as a clause: our own validators' text kept as is."""
+    if err["type"] == "value_error":
+        return str(err["ctx"]["error"])  # without pydantic's "Value error, " in front
+    msg = str(err["msg"])
+    return msg[:1].lower() + msg[1:]
 
 
 def _signature(model: type[BaseModel]) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "TokenTable",
     "TokensFileError",
     "authorize",
+    "bearer_token",
     "new_token",
     "write_tokens_file",
 ]
@@ -172,13 +173,8 @@ class TokenTable:
         """
         if authorization is None or not authorization.strip():
             raise unauthorized("missing Authorization header; send 'Authorization: Bearer <token>'")
-        scheme, _, credentials = authorization.strip().partition(" ")
-        token = credentials.strip(" ")
-        if (
-            scheme.lower() != "bearer"
-            or len(token) > MAX_TOKEN_CHARS
-            or not _B64TOKEN.fullmatch(token)
-        ):
+        token = bearer_token(authorization)
+        if token is None:
             raise unauthorized("malformed Authorization header; expected 'Bearer <token>'")
         principal = self.lookup(token)
         if principal is None:
@@ -195,6 +191,29 @@ class TokenTable:
 
     def __repr__(self) -> str:
         return f"TokenTable({len(self)} tokens, tenants={sorted(self.tenants)})"
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization`` header value ``Bearer <token>``, or None.
+
+    The one reading of the header every surface shares (``memstore serve``,
+    ``memstore mcp``, the inspector): the scheme is case-insensitive (RFC
+    7235), spaces around the token are ignored, and the token must be an RFC
+    6750 ``b64token`` of at most :data:`MAX_TOKEN_CHARS` characters. Anything
+    else (another scheme, no token, two words) is None.
+
+    >>> bearer_token("Bearer tok-1"), bearer_token("bearer  tok-1 "), bearer_token("BEARER a=")
+    ('tok-1', 'tok-1', 'a=')
+    >>> bearer_token("Basic dTpw"), bearer_token("Bearer"), bearer_token("Bearer a b")
+    (None, None, None)
+    """
+    if authorization is None:
+        return None
+    scheme, _, credentials = authorization.strip().partition(" ")
+    token = credentials.strip(" ")
+    if scheme.lower() != "bearer" or len(token) > MAX_TOKEN_CHARS:
+        return None
+    return token if _B64TOKEN.fullmatch(token) else None
 
 
 def authorize(

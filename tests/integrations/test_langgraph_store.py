@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from memstore import Config, Memory, MemstoreError
@@ -87,6 +89,50 @@ def test_search_without_query_is_newest_first_and_pages_are_slices() -> None:
         ]  # ties: namespace, then key
         pages = [store.search(("ns",), limit=2, offset=o) for o in (0, 2, 4)]
         assert [(h.namespace, h.key) for p in pages for h in p] == order
+
+
+_WORDS = ["deploy", "note", "number", "budget", "gateway", "kiwi", "friday", "room"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join),
+        min_size=1,
+        max_size=24,
+    ),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join),
+    page=st.integers(min_value=1, max_value=7),
+    indexed=st.booleans(),
+    ranking=st.sampled_from(["hybrid", "vector"]),
+)
+@example(  # the report: ten notes, pages of one repeated two items and skipped eight
+    texts=[f"deploy note number {i}" + " deploy" * (i % 3) for i in range(10)],
+    query="deploy",
+    page=1,
+    indexed=False,
+    ranking="hybrid",
+)
+def test_query_pages_are_slices_of_one_list(
+    texts: list[str], query: str, page: int, indexed: bool, ranking: Any
+) -> None:
+    """Paging through a query's hits meets every matching item exactly once, in one order."""
+    clock = FakeClock()
+    index = _index(CharacterEmbeddings(dims=16)) if indexed else None
+    memory = Memory(embedder=None, config=Config(clock=clock))
+    with MemstoreStore(memory, index=index, ranking=ranking) as store:
+        for n, text in enumerate(texts):
+            store.put(("docs",), f"k{n}", {"text": text})
+            clock.advance(dt.timedelta(seconds=n % 3))  # some puts share an instant
+        whole = [h.key for h in store.search(("docs",), query=query, limit=len(texts) + 5)]
+        paged = [
+            h.key
+            for offset in range(0, len(texts) + page, page)
+            for h in store.search(("docs",), query=query, limit=page, offset=offset)
+        ]
+        assert paged == whole
+        assert sorted(whole) == sorted(f"k{n}" for n in range(len(texts)))
+    memory.close()
 
 
 def test_hybrid_search_finds_what_vector_ranking_misses() -> None:
@@ -385,3 +431,48 @@ def test_a_batch_embeds_once_and_an_embedding_failure_writes_nothing() -> None:
             store.batch([PutOp(("a",), "3", {"t": "fine"}), PutOp(("a",), "4", {"t": "poison"})])
         assert store.get(("a",), "3") is None and store.get(("a",), "4") is None
         assert {h.key for h in store.search(("a",))} == {"1", "2"}
+
+
+def _wide(dims: int) -> Any:
+    """An index of ``dims``-wide vectors, one per element of ``paras``."""
+    return {
+        "dims": dims,
+        "embed": lambda texts: [[1.0] * dims for _ in texts],
+        "fields": ["paras[*]"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        (PutOp(("a",), "big", {"text": "x" * 120_000}), "data holds"),
+        (PutOp(("n" * 300,), "k", {"text": "ok"}), "partition is 300 characters"),
+        (PutOp(("a",), "odd", {"text": "bad \ud800"}), "lone surrogate"),
+        (PutOp(("a",), "many", {"paras": [f"p{i}" for i in range(20)]}), "data holds"),
+    ],
+    ids=["value too large", "namespace too long", "lone surrogate", "too many vectors"],
+)
+def test_a_refused_put_leaves_the_whole_batch_unwritten(
+    tmp_path: Path, bad: PutOp, says: str
+) -> None:
+    """Whatever the engine refuses, a batch is written whole or not at all (journal too)."""
+    with MemstoreStore(tmp_path / "m", index=_wide(1536)) as store:
+        store.put(("a",), "kept", {"paras": ["here before"]})
+        store.put(("a",), "doomed", {"paras": ["deleted in the batch"]})
+        before = store.memory.stats().items
+        ops = [
+            PutOp(("a",), "new", {"paras": ["written first"]}),
+            PutOp(("a",), "kept", {"paras": ["changed"]}),
+            PutOp(("a",), "doomed", None),
+            GetOp(("a",), "new"),
+            bad,
+        ]
+        with pytest.raises(InvalidItemError, match=says):
+            store.batch(ops)
+        assert store.memory.stats().items == before
+        assert store.get(("a",), "new") is None
+        assert store.get(("a",), "kept").value == {"paras": ["here before"]}  # type: ignore[union-attr]
+        assert store.get(("a",), "doomed") is not None
+        assert {h.key for h in store.search(("a",), query="written first")} == {"kept", "doomed"}
+    with MemstoreStore(tmp_path / "m", index=_wide(1536)) as store:  # the journal agrees
+        assert sorted(h.key for h in store.search(("a",))) == ["doomed", "kept"]

@@ -1,0 +1,129 @@
+"""memstore.client against a server that answers 200 with what the protocol does not say.
+
+A real HTTP server on loopback (the standard library's) plays a broken or
+foreign MemoryProtocol server: a body that is not JSON, JSON of the wrong
+shape, a snapshot line that is not an entry, a recall stream cut before its
+``done``. Each is a :class:`~memstore.client.ProtocolTransportError` (no
+usable answer), never a bare ``KeyError`` or a partial result passed off as
+complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from memstore.client import AsyncMemoryClient, MemoryClient, ProtocolTransportError
+
+HIT = (
+    '{"id": [1,86,62,58,53,174,214,182,78,97,239,185,146,94,87,27], "score": 0.5, '
+    '"text": "the zebra crossing", "source": "a/one"}'
+)
+"""One recall hit as the server sends it."""
+STREAM = f"event: hit\ndata: {HIT}\n\n"
+"""A recall stream of one hit whose ``done`` event never comes."""
+
+
+def _canned(answers: dict[str, tuple[str, str]]) -> type[BaseHTTPRequestHandler]:
+    """A handler answering 200 with ``answers[path]``: ``(content type, body)``."""
+
+    class Canned(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            ctype, body = answers[self.path]
+            raw = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Canned
+
+
+@contextlib.contextmanager
+def serving(answers: dict[str, tuple[str, str]]) -> Iterator[str]:
+    """A loopback server answering ``answers``; yields its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _canned(answers))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+JSON = "application/json"
+NDJSON = "application/x-ndjson"
+SSE = "text/event-stream"
+
+
+@pytest.mark.parametrize(
+    ("path", "ctype", "body", "verb"),
+    [
+        ("/v1/snapshot/1.0", NDJSON, "not json\n", "snapshot"),
+        ("/v1/snapshot/1.0", NDJSON, '{"key": "chunk:x", "value": {}}\n{"key": 1}\n', "snapshot"),
+        ("/v1/snapshot/1.0", NDJSON, "[1, 2]\n", "snapshot"),
+        ("/v1/ingest", JSON, '{"nope": 1}', "ingest"),
+        ("/v1/ingest", JSON, '{"lsn": "soon"}', "ingest"),
+        ("/v1/recall", JSON, '{"hits": []}', "recall"),
+        ("/v1/recall", JSON, '[{"id": "x"}]', "recall"),
+        ("/v1/recall", JSON, "[1]", "recall"),
+        ("/v1/episode/e", JSON, "[]", "episode"),
+        ("/v1/recall", SSE, STREAM, "recall_stream"),
+        ("/v1/recall", SSE, 'event: hit\ndata: {"id": 3}\n\n', "recall_stream"),
+        ("/healthz", JSON, "[]", "applied"),
+        ("/healthz", JSON, '{"ok": true}', "applied"),
+        ("/healthz", JSON, '{"lsn": "later"}', "applied"),
+    ],
+)
+def test_an_answer_off_the_protocol_is_a_transport_error(
+    path: str, ctype: str, body: str, verb: str
+) -> None:
+    calls: dict[str, Any] = {
+        "snapshot": lambda c: c.snapshot("1.0"),
+        "ingest": lambda c: c.ingest("s", "text"),
+        "recall": lambda c: c.recall("zebra"),
+        "episode": lambda c: c.episode("e"),
+        "recall_stream": lambda c: c.recall_stream("zebra"),
+        "applied": lambda c: c.applied(),
+    }
+
+    async def drain(got: Any) -> Any:
+        if hasattr(got, "__aiter__"):
+            return [x async for x in got]
+        return await got
+
+    with serving({path: (ctype, body)}) as url:
+        with MemoryClient(url, token="t") as c, pytest.raises(ProtocolTransportError):
+            got = calls[verb](c)
+            if isinstance(got, Iterator):
+                list(got)
+
+        async def run() -> None:
+            async with AsyncMemoryClient(url, token="t") as c:
+                with pytest.raises(ProtocolTransportError):
+                    await drain(calls[verb](c))
+
+        asyncio.run(run())
+
+
+def test_a_recall_stream_with_its_done_event_is_complete() -> None:
+    """The same stream, ended by ``done``, is the hits; an unknown event is skipped."""
+    whole = STREAM + "event: progress\ndata: {}\n\n" + "event: done\ndata: {}\n\n"
+    with serving({"/v1/recall": (SSE, whole)}) as url, MemoryClient(url, token="t") as c:
+        assert [h.text for h in c.recall_stream("zebra")] == ["the zebra crossing"]
