@@ -27,7 +27,7 @@ from ulid import ULID
 
 from memstore.errors import InvalidItemError
 from memstore.item import Item
-from memstore.journal import Hlc, Journal, Lsn
+from memstore.journal import Hlc, Journal, Lsn, Version
 from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
@@ -453,17 +453,19 @@ class Verbs:
                 if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
             ]
         assert isinstance(target, BeforeTarget)
-        try:
-            at = Lsn.of(target.Before.wall_ms, target.Before.counter)
-        except InvalidLsnError as e:
-            raise invalid_request(f"target.Before: {e}") from None
+        at = _before_lsn(target)
         then = {
             it.id for it in self.journal.as_of(at, partition=tenant) if _primitive_of(it, tenant)
         }
         return [i for i in sorted(then) if self.store.get(i) is not None]
 
     def _all_targets(self, tenant: str, req: ForgetRequest) -> list[str]:
-        """The ids a hard delete erases: the live targets and those only the journal holds."""
+        """The ids a hard delete erases: the live targets and those only the journal holds.
+
+        An episode brings the chunks of every version on record (a re-ingest
+        replaced the earlier ones, which as_of and snapshots still show);
+        ``Before`` takes what was on record by then, soft-deleted or not.
+        """
         target = req.target
         if isinstance(target, IdTarget):
             ulid = parse_ulid(target.Id)
@@ -472,12 +474,9 @@ class Verbs:
             ids: set[str] = set()
             for item_id in (episode_id(tenant, ulid), chunk_id(tenant, ulid)):
                 versions = self.journal.history(item_id)
-                if not versions:
-                    continue
-                ids.add(item_id)
-                last = next((v.item for v in reversed(versions) if v.item is not None), None)
-                if last is not None and last.kind == KIND_EPISODE:
-                    ids.update(c for c in episode_chunk_ids(last) if self.journal.history(c))
+                if versions:
+                    ids.add(item_id)
+                    ids.update(self._chunks_on_record(versions))
             return sorted(ids)
         if isinstance(target, ScopeTarget):
             prefix = target.Scope.BySource
@@ -488,7 +487,28 @@ class Verbs:
                 )
             )
             return sorted(set(on_record) | set(self._live_targets(tenant, req)))
-        return self._live_targets(tenant, req)
+        assert isinstance(target, BeforeTarget)
+        return self._on_record_by(tenant, _before_lsn(target))
+
+    def _on_record_by(self, tenant: str, at: Lsn) -> list[str]:
+        """The tenant's episode and chunk ids with a version written at or before ``at``.
+
+        What existed at ``at`` and what was soft-deleted before it, so a soft
+        forget then a hard one erases the past. Reads every row of the journal.
+        """
+        on_record = self.journal.matching(lambda it: _primitive_of(it, tenant))
+        firsts = ((i, self.journal.history(i)[:1]) for i in on_record)
+        return [i for i, first in firsts if first and first[0].lsn <= at]
+
+    def _chunks_on_record(self, versions: list[Version]) -> set[str]:
+        """The chunk ids any episode version in ``versions`` lists, if the journal holds them."""
+        named = {
+            c
+            for v in versions
+            if v.item is not None and v.item.kind == KIND_EPISODE
+            for c in episode_chunk_ids(v.item)
+        }
+        return {c for c in named if self.journal.history(c)}
 
     # ------------------------------------------------------------- snapshot
 
@@ -540,6 +560,14 @@ def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
         return expr is None or evaluate(expr, filter_record(item))
 
     return visible
+
+
+def _before_lsn(target: BeforeTarget) -> Lsn:
+    """The Lsn a ``Before`` target names; 400 ``invalid_request`` when out of range."""
+    try:
+        return Lsn.of(target.Before.wall_ms, target.Before.counter)
+    except InvalidLsnError as e:
+        raise invalid_request(f"target.Before: {e}") from None
 
 
 def _canonical_target(req: ForgetRequest) -> dict[str, Any]:
