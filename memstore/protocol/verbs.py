@@ -527,12 +527,13 @@ class Verbs:
         return self._snapshot_lines(tenant, at)
 
     def _snapshot_lines(self, tenant: str, at: Lsn) -> Iterator[str]:
+        """One JSON line per primitive; ValueError (a 500) rather than a ``NaN`` no parser reads."""
         for version in self.journal.snapshot(at, partition=tenant):
             if version.item is None or not owned_by(version.item, tenant):
                 continue
             record = snapshot_record(version)
             if record is not None:
-                yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                yield _json_line(record)
 
     # -------------------------------------------------------------- episode
 
@@ -560,6 +561,11 @@ def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
         return expr is None or evaluate(expr, filter_record(item))
 
     return visible
+
+
+def _json_line(record: Mapping[str, Any]) -> str:
+    """``record`` as one line of NDJSON; ValueError for a ``NaN`` or infinity in it."""
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
 def _before_lsn(target: BeforeTarget) -> Lsn:

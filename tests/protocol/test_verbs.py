@@ -142,6 +142,18 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         assert_error(server.call("POST", "/v1/ingest", token, json=body), status, code)
 
 
+def test_ingest_refuses_numbers_json_cannot_carry(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    for number in ("NaN", "Infinity", "-Infinity", "1e400", "[1, -1e999]"):
+        raw = f'{{"id": "{ulid}", "source": "s", "content": "c", "metadata": {{"n": {number}}}}}'
+        r = server.call("POST", "/v1/ingest", token, content=raw.encode())
+        body = assert_error(r, 400, "invalid_request")
+        assert "is not a JSON number" in str(body["message"]), body
+    assert_error(server.call("GET", f"/v1/episode/{ulid}", token), 404, "episode_not_found")
+    assert snapshot(server, token, now_lsn()) == []
+
+
 # ----------------------------------------------------------------------------- recall
 
 
