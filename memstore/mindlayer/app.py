@@ -328,6 +328,7 @@ def create_app(
         ],
         exception_handlers={404: http_error, 405: http_error},
     )
+    app.router.redirect_slashes = False  # "/v1/search/" is 404, not a bare 307
     # Search and context: their query embeddings batched, off the event loop
     # (memstore.web.batching); the server closes it with close_batcher.
     batcher = attach_batcher(app, service.memory)

@@ -207,6 +207,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
+        redirect_slashes=False,  # "/v1/recall/" is an unknown route (404), not a bare 307
         default_response_class=NewlineJSONResponse,  # every JSON answer ends with a newline
     )
 

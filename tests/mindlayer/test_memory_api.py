@@ -194,6 +194,8 @@ class TestHTTPMemoryLifecycle:
                 ("POST", "/v1/scope?agent=a&user=u", 405, "method_not_allowed"),
                 ("POST", "/v1/nope", 404, "not_found"),
                 ("PUT", "/v1/nope", 404, "not_found"),
+                ("POST", "/v1/search/", 404, "not_found"),  # not a 307 to /v1/search
+                ("GET", "/healthz/", 404, "not_found"),
             ):
                 r = c.request(method, path)
                 assert (r.status_code, r.json()["error"]) == (status, code), (method, path)
