@@ -42,7 +42,7 @@ from memstore.protocol.errors import (
     snapshot_out_of_range,
 )
 from memstore.protocol.filter import Expr, FilterSyntaxError, evaluate, parse_filter
-from memstore.protocol.limits import MAX_CONTENT_BYTES, MAX_METADATA_BYTES
+from memstore.protocol.limits import MAX_CONTENT_BYTES, MAX_EPISODE_CHUNKS, MAX_METADATA_BYTES
 from memstore.protocol.mapping import (
     KIND_CHUNK,
     KIND_EPISODE,
@@ -176,8 +176,9 @@ class Verbs:
     def ingest(self, tenant: str, req: IngestRequest) -> dict[str, Any]:
         """Store one episode and its chunks in one transaction; ``{lsn, queue_lag_warn}``.
 
-        :raises ProtocolError: 400 for a bad id or t_ref, 413 for content or
-            metadata over their limits.
+        :raises ProtocolError: 400 for a bad id or t_ref, or content that cuts
+            into more than MAX_EPISODE_CHUNKS chunks; 413 for content or
+            metadata over their limits. Nothing is written then.
         """
         if not req.source.strip():
             raise invalid_request("source: must not be blank")
@@ -197,6 +198,11 @@ class Verbs:
             ulid = parsed
         t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
         items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
+        if len(items) - 1 > MAX_EPISODE_CHUNKS:  # the episode's chunk list must fit its data
+            raise invalid_request(
+                f"content: cuts into {len(items) - 1} chunks; at most {MAX_EPISODE_CHUNKS} "
+                "(each heading starts one): use fewer headings, or split the episode"
+            )
         store = self.store
         try:
             with store.batch():

@@ -142,6 +142,22 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         assert_error(server.call("POST", "/v1/ingest", token, json=body), status, code)
 
 
+def test_ingest_of_too_many_chunks_is_a_400_that_changes_nothing(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    ingest(server, token, id=ulid, source="keep", content="# Keep\noriginal armadillo")
+    before = server.call("GET", f"/v1/episode/{ulid}", token).json()
+    r = server.call(
+        "POST", "/v1/ingest", token, json={"id": ulid, "source": "keep", "content": "# a\n" * 3000}
+    )
+    body = assert_error(r, 400, "invalid_request")
+    assert "chunks" in str(body["message"]), body
+    assert server.call("GET", f"/v1/episode/{ulid}", token).json() == before
+    assert [h["text"] for h in recall(server, token, query="armadillo")] == [
+        "# Keep\noriginal armadillo"
+    ]
+
+
 def test_ingest_refuses_numbers_json_cannot_carry(server: Server) -> None:
     token = server.tenants.take()
     ulid = str(ULID())
