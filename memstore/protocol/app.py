@@ -77,6 +77,7 @@ from memstore.protocol.verbs import PreparedRecall, Verbs
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
+from memstore.web.headers import accepts
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.mount import Authenticate, Caller, Mount
 from memstore.web.refusal import Refusal
@@ -311,7 +312,7 @@ def create_app(
         """Hybrid retrieval over the tenant's chunks; SSE with ``Accept: text/event-stream``."""
         tenant = principal_of(request.scope["state"]).tenant
         run = verbs.prepare_recall(tenant, body)
-        if "text/event-stream" in request.headers.get("accept", ""):
+        if accepts(", ".join(request.headers.getlist("accept")), "text/event-stream"):
             counted = _counting(run, metrics, tenant)
             return StreamingResponse(_recall_stream(counted, keepalive_seconds), media_type=SSE)
         if body.as_of is not None:  # linear in the tenant's past chunks: its own thread

@@ -271,6 +271,23 @@ def test_recall_sse_streams_hits_then_done(server: Server) -> None:
     assert set(json.loads(events[0]["data"])) == HIT_KEYS
 
 
+def test_recall_sse_media_type_is_case_insensitive(server: Server) -> None:
+    token = server.tenants.take()
+    ingest(server, token, source="sse", content="streaming events are fun")
+    for accept, stream in (
+        ("TEXT/EVENT-STREAM", True),
+        ("application/json, Text/Event-Stream; charset=utf-8", True),
+        ("text/event-stream;q=0, application/json", False),
+        ("application/json", False),
+    ):
+        r = server.call(
+            "POST", "/v1/recall", token, json={"query": "streaming"}, headers={"Accept": accept}
+        )
+        assert r.status_code == 200
+        media = "text/event-stream" if stream else "application/json"
+        assert r.headers["content-type"].startswith(media), accept
+
+
 def test_recall_as_of_answers_from_the_past(server: Server) -> None:
     token = server.tenants.take()
     before = rfc3339_now()
