@@ -34,7 +34,7 @@ import dataclasses
 import datetime as _dt
 import json
 from collections.abc import AsyncGenerator, Callable, Collection, Generator
-from typing import Any
+from typing import Any, Final
 
 import regex
 
@@ -112,18 +112,27 @@ def event_id(epoch: str, seq: int) -> str:
     return f"{epoch}-{seq}"
 
 
+_MAX_SEQ_DIGITS: Final = 20
+"""The longest sequence number an event id can carry (2**64 has 20 digits): longer
+is an id no hub issued, and ``int()`` refuses past 4300 digits anyway."""
+
+
 def parse_event_id(value: str | None, epoch: str) -> int | None:
     """The sequence number in ``value`` if it is an id of the hub named ``epoch``, else ``None``.
 
+    ``None`` is an unknown id (a client told to reset), whatever ``value`` holds.
+
     >>> parse_event_id("01ABC-42", "01ABC"), parse_event_id("01XYZ-42", "01ABC")
     (42, None)
+    >>> parse_event_id("01ABC-" + "9" * 5000, "01ABC") is None
+    True
     """
     if not value:
         return None
     prefix, sep, digits = value.strip().rpartition("-")
     if not sep or prefix != epoch or not digits.isascii() or not digits.isdigit():
         return None
-    return int(digits)
+    return int(digits) if len(digits) <= _MAX_SEQ_DIGITS else None
 
 
 def _json_default(value: object) -> Any:

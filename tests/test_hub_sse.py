@@ -387,6 +387,17 @@ def test_an_id_from_another_hub_instance_is_unknown() -> None:
     frames.close()
 
 
+@pytest.mark.parametrize("seq", ["9" * 21, "9" * 5000])
+def test_an_id_with_a_sequence_no_hub_issues_is_unknown(seq: str) -> None:
+    hub = Hub(epoch="E")
+    hub.publish_hit(["a"], "q")
+    frames = stream(hub, last_event_id=f"E-{seq}", keepalive=0)
+    (reset,) = parse(next(frames))
+    assert (reset.type, json.loads(reset.data)["reason"]) == (EVENT_RESET, "unknown")
+    assert reset.last_event_id == "E-1"
+    frames.close()
+
+
 def test_a_stream_sends_keep_alives_when_idle_and_ends_when_the_hub_closes() -> None:
     hub = Hub(epoch="E")
     frames = stream(hub, keepalive=0, retry=3000)

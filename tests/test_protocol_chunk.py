@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memstore import Memory
 from memstore.protocol.chunk import DEFAULT_MAX_CHUNK_CHARS, Chunk, chunk_markdown
+from memstore.protocol.errors import ProtocolError
+from memstore.protocol.limits import (
+    MAX_CONTENT_BYTES,
+    MAX_EPISODE_CHUNKS,
+    MAX_METADATA_BYTES,
+    MAX_SOURCE_CHARS,
+)
+from memstore.protocol.models import IngestRequest
+from memstore.protocol.verbs import Verbs
 
 
 def paths(content: str, **kw: int) -> list[tuple[str, ...]]:
@@ -349,3 +360,27 @@ def test_reference_sees_fences() -> None:
     assert reference_fences("```\n```\n~~~\n") == [(0, 8), (8, 12)]  # back to back
     assert [line.path for line in reference_lines(doc)] == [(), (), (), (), ("y",)]
     assert [line.heading for line in reference_lines(doc)] == [False] * 4 + [True]
+
+
+# ------------------------------------------------------------ the episode's bound
+
+
+def test_the_largest_episode_within_every_bound_is_stored(tmp_path: Path) -> None:
+    """The longest tenant, source and metadata with MAX_EPISODE_CHUNKS chunks fit the engine."""
+    content = "#\n" * MAX_EPISODE_CHUNKS
+    assert len(content.encode()) <= MAX_CONTENT_BYTES
+    metadata = {"m": "x" * (MAX_METADATA_BYTES - len('{"m":""}'))}
+    req = IngestRequest(source="s" * MAX_SOURCE_CHARS, content=content, metadata=metadata)
+    with Memory(tmp_path, embedder=None) as mem:
+        Verbs(mem).ingest("t" * 64, req)
+        assert len(mem.store) == 1 + MAX_EPISODE_CHUNKS
+
+
+def test_an_episode_of_more_chunks_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    content = "#\n" * (MAX_CONTENT_BYTES // 2)  # the most chunks content can hold
+    with Memory(tmp_path, embedder=None) as mem:
+        with pytest.raises(ProtocolError) as info:
+            Verbs(mem).ingest("t", IngestRequest(source="s", content=content))
+        assert (info.value.status, info.value.code) == (400, "invalid_request")
+        assert f"at most {MAX_EPISODE_CHUNKS}" in info.value.message
+        assert len(mem.store) == 0

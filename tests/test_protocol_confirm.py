@@ -109,6 +109,12 @@ def test_no_token_is_428_with_the_seeds_body(confirmations: Confirmations, token
         (json.dumps({**receipt(), "confirmation": "v2.1.y.z"}), "malformed"),
         (json.dumps({**receipt(), "confirmation": "v1.1²3.y.z"}), "malformed"),
         (json.dumps({**receipt(), "confirmation": "v1.99.y.z"}), "not issued by this server"),
+        (json.dumps({**receipt(), "confirmation": "v1.99.y.d\u00e9f"}), "malformed"),
+        (
+            json.dumps({**receipt({"Id": "\ud800"}), "confirmation": "v1.99.y.z"}),
+            "not issued by this server",
+        ),
+        ('{"preview": true, "x": ' + "9" * 5000 + "}", "too many digits"),
     ],
 )
 def test_malformed_tokens_are_400(confirmations: Confirmations, token: str, reason: str) -> None:

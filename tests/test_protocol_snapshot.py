@@ -14,12 +14,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
 from memstore import Memory
 from memstore.journal import Lsn
+from memstore.protocol.mapping import episode_id
 from memstore.protocol.models import ForgetRequest, IngestRequest
 from memstore.protocol.verbs import Verbs
 
@@ -95,3 +97,16 @@ def test_a_hard_forget_by_source_erases_what_a_soft_forget_left_on_record(tmp_pa
         )
         assert done["rows_deleted"] == 2
         assert _lines(verbs, at) == [], "gone from the past too"
+
+
+def test_a_snapshot_line_is_json_or_nothing(tmp_path: Path) -> None:
+    """A ``NaN`` on record (the server used to take it) fails the snapshot, never its JSON."""
+    with Memory(tmp_path, embedder=None) as mem:
+        verbs = Verbs(mem)
+        _run(verbs, ("ingest", EPISODES[0], "s/1", "the text"))
+        ep = mem.store.get(episode_id(TENANT, EPISODES[0]))
+        assert ep is not None
+        mem.store.upsert(ep.model_copy(update={"data": {**ep.data, "metadata": '{"n":NaN}'}}))
+        at = mem.journal.head()
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            list(verbs.snapshot(TENANT, str(at)))

@@ -154,6 +154,41 @@ def test_the_guard_over_each_parser(http: str) -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_headers_over_the_cap_are_431_however_they_arrive(http: str) -> None:
+    """Measured before the parser sees them, or the request is under way (it was: 200)."""
+    pad = b"X-Pad: " + b"a" * LIMITS.max_header_bytes + b"\r\n"
+    whole = [
+        b"GET / HTTP/1.1\r\nHost: x\r\n" + pad + b"\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n" + pad + b"\r\nabc",
+        b"\r\n\r\nGET / HTTP/1.1\n" + pad.replace(b"\r", b"") + b"\n",  # bare LFs too
+    ]
+
+    async def answer(port: int, request: bytes) -> bytes:
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(request)  # one write: on loopback, one read
+        out = await _read_all(r)
+        w.close()
+        await w.wait_closed()
+        return out
+
+    async def scenario() -> None:
+        server, port, _ = await _serve(http)
+        try:
+            for request in whole:
+                assert (await answer(port, request)).startswith(b"HTTP/1.1 431 "), request[:40]
+            # A body after headers within the cap is not counted, in the same read.
+            small = b"POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            body = b"b" * (2 * LIMITS.max_header_bytes)
+            out = await answer(port, small + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            assert out.startswith(b"HTTP/1.1 200") and out.endswith(b"%d" % len(body)), out
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(scenario())
+
+
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="header_timeout"):
         ConnectionLimits(header_timeout=0)

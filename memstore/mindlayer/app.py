@@ -7,9 +7,10 @@ thread. Around them, from the outside in:
 1. :class:`~memstore.web.security.SecurityHeaders`: an API answer is data, never a page;
 2. :class:`~memstore.web.guard.HostOriginGuard`: a foreign ``Host`` (DNS
    rebinding) or a browser ``Origin`` other than the server's own is 403;
-3. :class:`OwnerGate`: for every ``/v1`` route, the owner token (401), then
-   for a POST or PUT the media type, the 1 MiB body bound and the nesting
-   check (all 400, as seed 002 says);
+3. :class:`OwnerGate`: for every ``/v1`` path, the owner token (401), then
+   for a route that takes a body (a POST or PUT the router knows) the media
+   type, the 1 MiB body bound and the nesting check (all 400, as seed 002
+   says); any other method or path goes on to the router's 405 or 404;
 4. :class:`~memstore.web.failsafe.Failsafe`: an unexpected exception is one
    log record and a bare 500; the connection stays usable.
 
@@ -101,11 +102,21 @@ class OwnerGate:
 
     ``token``: the token required (a :class:`~memstore.web.tokens.TokensFile`
     is asked for its current value on every request), or None: no token.
+    ``body_routes``: the ``(method, path)`` pairs whose body is checked; a
+    request for anything else (a wrong method, an unknown path) is left to the
+    router, so it is a 405 or 404 whatever its body.
     """
 
-    def __init__(self, app: ASGIApp, *, token: Callable[[], str | None]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: Callable[[], str | None],
+        body_routes: frozenset[tuple[str, str]],
+    ) -> None:
         self.app = app
         self.token = token
+        self.body_routes = body_routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not str(scope["path"]).startswith("/v1/"):
@@ -122,7 +133,7 @@ class OwnerGate:
                     denied.message,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
-            if scope["method"] in _BODY_METHODS:
+            if (scope["method"], scope["path"]) in self.body_routes:
                 receive = await self._body(scope, receive)
         except Refusal as r:
             await send_refusal(r, send)
@@ -142,6 +153,16 @@ class OwnerGate:
             raise invalid(f"{r.message} (1 MiB)").refusal() from None
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
         return replay(body, receive)
+
+
+def _body_routes(routes: list[Route]) -> frozenset[tuple[str, str]]:
+    """The ``(method, path)`` pairs of ``routes`` that take a JSON body (POST, PUT)."""
+    return frozenset(
+        (method, route.path)
+        for route in routes
+        for method in route.methods or ()
+        if method in _BODY_METHODS
+    )
 
 
 def _answer(error: MindLayerError) -> JSONResponse:
@@ -302,11 +323,12 @@ def create_app(
                 hosts=hosts or HostPolicy(any_host=True),
                 origins=origins or OriginPolicy(),
             ),
-            Middleware(OwnerGate, token=current),
+            Middleware(OwnerGate, token=current, body_routes=_body_routes(routes)),
             Middleware(Failsafe, error=failure, logger=_log),
         ],
         exception_handlers={404: http_error, 405: http_error},
     )
+    app.router.redirect_slashes = False  # "/v1/search/" is 404, not a bare 307
     # Search and context: their query embeddings batched, off the event loop
     # (memstore.web.batching); the server closes it with close_batcher.
     batcher = attach_batcher(app, service.memory)

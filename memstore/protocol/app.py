@@ -77,6 +77,7 @@ from memstore.protocol.verbs import PreparedRecall, Verbs
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
+from memstore.web.headers import accepts
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.mount import Authenticate, Caller, Mount
 from memstore.web.refusal import Refusal
@@ -207,6 +208,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
+        redirect_slashes=False,  # "/v1/recall/" is an unknown route (404), not a bare 307
         default_response_class=NewlineJSONResponse,  # every JSON answer ends with a newline
     )
 
@@ -234,7 +236,9 @@ def create_app(
     app.add_middleware(
         Gate, tokens=current, limiter=limiter, metrics=metrics, max_body_bytes=max_body_bytes
     )
-    app.add_middleware(ListedCors, origins=origins or OriginPolicy(), methods=_METHODS)
+    app.add_middleware(
+        ListedCors, origins=origins or OriginPolicy(), methods=_METHODS, render=render_refusal
+    )
     app.add_middleware(
         HostOriginGuard,
         hosts=hosts or HostPolicy(any_host=True),
@@ -308,7 +312,7 @@ def create_app(
         """Hybrid retrieval over the tenant's chunks; SSE with ``Accept: text/event-stream``."""
         tenant = principal_of(request.scope["state"]).tenant
         run = verbs.prepare_recall(tenant, body)
-        if "text/event-stream" in request.headers.get("accept", ""):
+        if accepts(", ".join(request.headers.getlist("accept")), "text/event-stream"):
             counted = _counting(run, metrics, tenant)
             return StreamingResponse(_recall_stream(counted, keepalive_seconds), media_type=SSE)
         if body.as_of is not None:  # linear in the tenant's past chunks: its own thread

@@ -153,7 +153,12 @@ class Confirmations:
                 "receipt exactly as received, every field kept"
             )
         parts = seal.split(".")
-        if len(parts) != 4 or parts[0] != _VERSION or not _EXPIRY.fullmatch(parts[1]):
+        if (
+            not seal.isascii()  # a seal is ASCII; compare_digest takes no other str
+            or len(parts) != 4
+            or parts[0] != _VERSION
+            or not _EXPIRY.fullmatch(parts[1])
+        ):
             raise invalid_confirmation_token(f"the {CONFIRMATION_FIELD!r} field is malformed")
         _, expires_raw, nonce, mac = parts
         expires_ms = int(expires_raw)
@@ -189,7 +194,10 @@ class Confirmations:
         message = canonical_json(
             {"tenant": tenant, "receipt": body, "expires_ms": expires_ms, "nonce": nonce}
         )
-        digest = hmac.new(self._key, message.encode("utf-8"), hashlib.sha256).digest()
+        # A lone surrogate (the JSON escape "\\ud800") has no UTF-8 form, and never is in
+        # a receipt this server sealed: encoded as is, it just fails to verify.
+        data = message.encode("utf-8", "surrogatepass")
+        digest = hmac.new(self._key, data, hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
@@ -202,6 +210,8 @@ def _parse(token: str | Mapping[str, object] | None) -> dict[str, object]:
             value = json.loads(token)
         except json.JSONDecodeError as e:
             raise invalid_confirmation_token(str(e)) from None
+        except ValueError:  # the only other: an integer past Python's 4300 digits
+            raise invalid_confirmation_token("a number in it has too many digits") from None
         except RecursionError:
             raise invalid_confirmation_token("JSON nested too deeply") from None
     else:

@@ -33,6 +33,7 @@ from memstore.protocol.gate import principal_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import PreparedRecall, Verbs
 from memstore.web.body import replay_message
+from memstore.web.headers import accepts
 from memstore.web.responses import NewlineJSONResponse
 
 __all__ = ["RecallFastPath", "plain_recall"]
@@ -44,7 +45,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH: Final = "/v1/recall"
-_STREAM: Final = b"text/event-stream"
+_STREAM: Final = "text/event-stream"
 
 
 def plain_recall(body: bytes) -> RecallRequest | None:
@@ -77,7 +78,7 @@ def _takes(scope: Scope) -> bool:
         return False
     json_media = True  # no Content-Type: the gate and the framework read JSON
     for name, value in scope["headers"]:
-        if name == b"accept" and _STREAM in value:
+        if name == b"accept" and accepts(value.decode("latin-1"), _STREAM):
             return False
         if name == b"content-type":
             media = value.split(b";", 1)[0].strip().lower()

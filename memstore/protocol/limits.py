@@ -19,6 +19,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_CHUNK_CHARS",
     "MAX_CONTENT_BYTES",
+    "MAX_EPISODE_CHUNKS",
     "MAX_FILTER_DEPTH",
     "MAX_FILTER_LENGTH",
     "MAX_HEADER_BYTES",
@@ -50,5 +51,14 @@ MAX_K: Final = 100
 """Largest recall ``k`` (400 above it, and below 1)."""
 MAX_CHUNK_CHARS: Final = DEFAULT_MAX_CHUNK_CHARS
 """Longest chunk ingest cuts an episode into (see :mod:`memstore.protocol.chunk`)."""
+MAX_EPISODE_CHUNKS: Final = 800
+"""Most chunks one episode may be cut into (400 above it).
+
+Each heading starts a chunk, so 16 KiB of one-line sections could make
+thousands, and the episode item lists its chunk ids: at most 98 characters
+each (a 64-character tenant), 800 of them fit beside the largest ``source``
+and ``metadata`` within the engine's ``MAX_DATA_CHARS`` of an item's data.
+A document of ordinary sections never comes near (16 KiB in 800 chunks is 20
+bytes a section)."""
 SSE_KEEPALIVE_SECONDS: Final = 15.0
 """Idle time after which an SSE stream sends a keep-alive comment (the seed's 15 s)."""

@@ -147,9 +147,10 @@ def episode_items(
     """The episode item followed by its chunk items, ready for one batch of upserts.
 
     Blank chunks (an all-white-space content) are not stored: they could never
-    be recalled.
+    be recalled. A ``NaN`` or infinity in ``metadata`` raises ValueError
+    (the request models refuse them first).
     """
-    meta = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False)
+    meta = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     ep = episode_id(tenant, ulid)
     chunks = [c for c in chunk_markdown(content, max_chars=max_chars) if c.text.strip()]
     ids = [chunk_id(tenant, str(ULID())) for _ in chunks]

@@ -6,6 +6,8 @@ is strict (``"k": "10"`` is not a number), so a body that does not fit is a
 inside ``metadata`` (keys too), is :data:`Text`: Unicode text, so a lone
 surrogate (``"\\udc00"``, which JSON can escape but UTF-8 cannot encode) is
 refused here, once, rather than failing wherever the text is next encoded.
+Likewise every number in ``metadata`` is finite (no ``NaN``, ``Infinity`` or
+``1e400``, which no JSON answer could carry back).
 Bounds come from :mod:`memstore.protocol.limits`; the size bounds that answer
 413 (content, metadata) are checked by the routes, since a validation error is
 a 400.
@@ -20,6 +22,8 @@ a lone surrogate (U+DC00) at character 1 is not Unicode text
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Annotated, Any, Final, Literal
 
@@ -73,13 +77,31 @@ def unicode_text(value: str) -> str:
     return value
 
 
-def unicode_json(value: Any, path: str = "") -> Any:
-    """``value`` if every string in it (object keys too) is Unicode text.
+def _finite(value: float, where: str) -> None:
+    if not math.isfinite(value):
+        raise PydanticCustomError(
+            "finite_number",
+            "{where}{value} is not a JSON number (NaN and the infinities, 1e400 too, "
+            "have no JSON form; send a finite number or a string)",
+            {"where": where, "value": json.dumps(value)},  # as Python reads it: NaN, Infinity
+        )
 
-    The error names the path of the culprit (``a.b[2]``).
+
+def unicode_json(value: Any, path: str = "") -> Any:
+    """``value`` if every string in it (object keys too) is Unicode text, every number finite.
+
+    Python's JSON parser reads ``NaN``, ``Infinity`` and ``1e400`` (an
+    overflow) as floats no JSON text can carry back: refused here, they can
+    never reach an answer or a snapshot line. The error names the path of the
+    culprit (``a.b[2]``).
+
+    >>> unicode_json({"n": [1, 2.5, "x"]})
+    {'n': [1, 2.5, 'x']}
     """
     if isinstance(value, str):
         _no_surrogate(value, f"{path}: " if path else "")
+    elif isinstance(value, float):
+        _finite(value, f"{path}: " if path else "")
     elif isinstance(value, dict):
         for key, item in value.items():
             _no_surrogate(key, f"{path}: key " if path else "key ")

@@ -27,7 +27,7 @@ from ulid import ULID
 
 from memstore.errors import InvalidItemError
 from memstore.item import Item
-from memstore.journal import Hlc, Journal, Lsn
+from memstore.journal import Hlc, Journal, Lsn, Version
 from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
@@ -42,7 +42,7 @@ from memstore.protocol.errors import (
     snapshot_out_of_range,
 )
 from memstore.protocol.filter import Expr, FilterSyntaxError, evaluate, parse_filter
-from memstore.protocol.limits import MAX_CONTENT_BYTES, MAX_METADATA_BYTES
+from memstore.protocol.limits import MAX_CONTENT_BYTES, MAX_EPISODE_CHUNKS, MAX_METADATA_BYTES
 from memstore.protocol.mapping import (
     KIND_CHUNK,
     KIND_EPISODE,
@@ -176,8 +176,9 @@ class Verbs:
     def ingest(self, tenant: str, req: IngestRequest) -> dict[str, Any]:
         """Store one episode and its chunks in one transaction; ``{lsn, queue_lag_warn}``.
 
-        :raises ProtocolError: 400 for a bad id or t_ref, 413 for content or
-            metadata over their limits.
+        :raises ProtocolError: 400 for a bad id or t_ref, or content that cuts
+            into more than MAX_EPISODE_CHUNKS chunks; 413 for content or
+            metadata over their limits. Nothing is written then.
         """
         if not req.source.strip():
             raise invalid_request("source: must not be blank")
@@ -197,6 +198,11 @@ class Verbs:
             ulid = parsed
         t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
         items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
+        if len(items) - 1 > MAX_EPISODE_CHUNKS:  # the episode's chunk list must fit its data
+            raise invalid_request(
+                f"content: cuts into {len(items) - 1} chunks; at most {MAX_EPISODE_CHUNKS} "
+                "(each heading starts one): use fewer headings, or split the episode"
+            )
         store = self.store
         try:
             with store.batch():
@@ -453,17 +459,19 @@ class Verbs:
                 if _primitive_of(it, tenant) and it.data.get("source", "").startswith(prefix)
             ]
         assert isinstance(target, BeforeTarget)
-        try:
-            at = Lsn.of(target.Before.wall_ms, target.Before.counter)
-        except InvalidLsnError as e:
-            raise invalid_request(f"target.Before: {e}") from None
+        at = _before_lsn(target)
         then = {
             it.id for it in self.journal.as_of(at, partition=tenant) if _primitive_of(it, tenant)
         }
         return [i for i in sorted(then) if self.store.get(i) is not None]
 
     def _all_targets(self, tenant: str, req: ForgetRequest) -> list[str]:
-        """The ids a hard delete erases: the live targets and those only the journal holds."""
+        """The ids a hard delete erases: the live targets and those only the journal holds.
+
+        An episode brings the chunks of every version on record (a re-ingest
+        replaced the earlier ones, which as_of and snapshots still show);
+        ``Before`` takes what was on record by then, soft-deleted or not.
+        """
         target = req.target
         if isinstance(target, IdTarget):
             ulid = parse_ulid(target.Id)
@@ -472,12 +480,9 @@ class Verbs:
             ids: set[str] = set()
             for item_id in (episode_id(tenant, ulid), chunk_id(tenant, ulid)):
                 versions = self.journal.history(item_id)
-                if not versions:
-                    continue
-                ids.add(item_id)
-                last = next((v.item for v in reversed(versions) if v.item is not None), None)
-                if last is not None and last.kind == KIND_EPISODE:
-                    ids.update(c for c in episode_chunk_ids(last) if self.journal.history(c))
+                if versions:
+                    ids.add(item_id)
+                    ids.update(self._chunks_on_record(versions))
             return sorted(ids)
         if isinstance(target, ScopeTarget):
             prefix = target.Scope.BySource
@@ -488,7 +493,28 @@ class Verbs:
                 )
             )
             return sorted(set(on_record) | set(self._live_targets(tenant, req)))
-        return self._live_targets(tenant, req)
+        assert isinstance(target, BeforeTarget)
+        return self._on_record_by(tenant, _before_lsn(target))
+
+    def _on_record_by(self, tenant: str, at: Lsn) -> list[str]:
+        """The tenant's episode and chunk ids with a version written at or before ``at``.
+
+        What existed at ``at`` and what was soft-deleted before it, so a soft
+        forget then a hard one erases the past. Reads every row of the journal.
+        """
+        on_record = self.journal.matching(lambda it: _primitive_of(it, tenant))
+        firsts = ((i, self.journal.history(i)[:1]) for i in on_record)
+        return [i for i, first in firsts if first and first[0].lsn <= at]
+
+    def _chunks_on_record(self, versions: list[Version]) -> set[str]:
+        """The chunk ids any episode version in ``versions`` lists, if the journal holds them."""
+        named = {
+            c
+            for v in versions
+            if v.item is not None and v.item.kind == KIND_EPISODE
+            for c in episode_chunk_ids(v.item)
+        }
+        return {c for c in named if self.journal.history(c)}
 
     # ------------------------------------------------------------- snapshot
 
@@ -507,12 +533,13 @@ class Verbs:
         return self._snapshot_lines(tenant, at)
 
     def _snapshot_lines(self, tenant: str, at: Lsn) -> Iterator[str]:
+        """One JSON line per primitive; ValueError (a 500) rather than a ``NaN`` no parser reads."""
         for version in self.journal.snapshot(at, partition=tenant):
             if version.item is None or not owned_by(version.item, tenant):
                 continue
             record = snapshot_record(version)
             if record is not None:
-                yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                yield _json_line(record)
 
     # -------------------------------------------------------------- episode
 
@@ -540,6 +567,19 @@ def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
         return expr is None or evaluate(expr, filter_record(item))
 
     return visible
+
+
+def _json_line(record: Mapping[str, Any]) -> str:
+    """``record`` as one line of NDJSON; ValueError for a ``NaN`` or infinity in it."""
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def _before_lsn(target: BeforeTarget) -> Lsn:
+    """The Lsn a ``Before`` target names; 400 ``invalid_request`` when out of range."""
+    try:
+        return Lsn.of(target.Before.wall_ms, target.Before.counter)
+    except InvalidLsnError as e:
+        raise invalid_request(f"target.Before: {e}") from None
 
 
 def _canonical_target(req: ForgetRequest) -> dict[str, Any]:

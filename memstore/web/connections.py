@@ -38,13 +38,17 @@ time is its own (streams run for as long as they need).
 How the phase of a connection is known: after each chunk of bytes the
 wrapper looks at the request cycle uvicorn's protocol keeps (``cycle``, with
 ``more_body`` and ``response_complete``; h11 and httptools keep the same
-three), so the wrapper never parses HTTP itself.
+three), so the wrapper never parses HTTP itself. The one thing it reads of
+the bytes is where a header block ends (its blank line): a chunk that holds
+the end of the headers is measured, and refused with 431, *before* uvicorn's
+protocol sees it, since the request would be under way once it has.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, cast
@@ -99,6 +103,8 @@ _REASONS: Final = {
 # Phases of a connection (see the module documentation).
 _HEADERS, _BODY, _BUSY = "headers", "body", "busy"
 _UNCOUNTED: Final = 1 << 62  # header bytes not counted (see data_received)
+_BLANK_LINE: Final = re.compile(rb"\n\r?\n")
+"""The end of a header block: an empty line (CR LF, or a bare LF as lenient parsers take)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +234,7 @@ class GuardedProtocol(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self._phase = _HEADERS
         self._header_bytes = 0
+        self._header_tail = b""  # the last bytes of the header block so far (see _headers_over)
         self._lingering = False
 
     # ------------------------------------------------------------- asyncio.Protocol
@@ -252,6 +259,9 @@ class GuardedProtocol(asyncio.Protocol):
         if inner is None:
             return
         before = self._phase
+        if before == _HEADERS and self._header_bytes >= 0 and self._headers_over(data):
+            self._refuse(self._headers_too_large())
+            return
         inner.data_received(data)
         transport = self._transport
         if transport is None or transport.is_closing():
@@ -259,23 +269,17 @@ class GuardedProtocol(asyncio.Protocol):
         phase = self._phase_now()
         self._phase = phase
         if phase == _HEADERS:
-            if before == _HEADERS:
-                self._header_bytes += len(data)
-            else:  # the first bytes of the next request on a kept-alive connection
+            if before != _HEADERS:  # the first bytes of the next request on a kept-alive one
                 # After an answer given before the body was read (a 401, say), the
                 # rest of that body comes first: those bytes are not headers.
                 self._header_bytes = len(data) if before == _BUSY else -_UNCOUNTED
+                self._header_tail = b""
                 self._arm(self.limits.header_timeout)
-            if self._header_bytes > self.limits.max_header_bytes:
-                self._refuse(
-                    Refusal(
-                        431,
-                        HEADERS_TOO_LARGE,
-                        f"the request's headers exceed {self.limits.max_header_bytes} bytes",
-                    )
-                )
+                if self._header_bytes > self.limits.max_header_bytes:
+                    self._refuse(self._headers_too_large())
             return
         self._header_bytes = 0
+        self._header_tail = b""
         if phase == _BODY:
             if before != _BODY:
                 self._arm(self.limits.body_timeout)
@@ -309,6 +313,29 @@ class GuardedProtocol(asyncio.Protocol):
             self._inner.resume_writing()
 
     # -------------------------------------------------------------------- phases
+
+    def _headers_over(self, data: bytes) -> bool:
+        """Count ``data``'s header bytes (up to the blank line that ends them); over the cap?
+
+        Linear in ``data``. CR and LF before a request line are counted but end
+        nothing (parsers skip them). A chunk holding the blank line and a body
+        counts only the bytes up to the blank line.
+        """
+        tail = self._header_tail
+        start = 0 if tail else len(data) - len(data.lstrip(b"\r\n"))
+        seen = tail + data[start:]
+        end = _BLANK_LINE.search(seen)
+        if end is None:
+            self._header_bytes += len(data)
+            self._header_tail = seen[-2:]
+        else:
+            self._header_bytes += start + end.end() - len(tail)
+            self._header_tail = b""
+        return self._header_bytes > self.limits.max_header_bytes
+
+    def _headers_too_large(self) -> Refusal:
+        limit = self.limits.max_header_bytes
+        return Refusal(431, HEADERS_TOO_LARGE, f"the request's headers exceed {limit} bytes")
 
     def _phase_now(self) -> str:
         """Where the connection is, from uvicorn's request cycle (see the module docs)."""

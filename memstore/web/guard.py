@@ -24,6 +24,7 @@ from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.refusal import (
     FORBIDDEN_HOST,
     FORBIDDEN_ORIGIN,
+    INVALID_REQUEST,
     Refusal,
     RenderRefusal,
     refusal_body,
@@ -112,23 +113,64 @@ class ListedCors:
 
     Starlette's CORS middleware does the work: preflights (``OPTIONS`` with
     ``Access-Control-Request-Method``) are answered for ``methods`` and
-    :data:`CORS_HEADERS`; ``Retry-After`` is exposed to the page. With no
+    :data:`CORS_HEADERS`; ``Retry-After`` is exposed to the page. A preflight
+    asking for another method or header is 400 ``invalid_request`` in the
+    surface's error body (``render``), not Starlette's plain text. With no
     listed origin this is a pass-through: no CORS at all.
     """
 
-    def __init__(self, app: ASGIApp, *, origins: OriginPolicy, methods: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        origins: OriginPolicy,
+        methods: tuple[str, ...],
+        render: RenderRefusal = refusal_body,
+    ) -> None:
         self.app = app
         if origins.listed:
-            from starlette.middleware.cors import CORSMiddleware
-
-            self.app = CORSMiddleware(
-                app,
-                allow_origins=["*"] if origins.any_origin else sorted(origins.origins),
-                allow_methods=list(methods),
-                allow_headers=list(CORS_HEADERS),
-                expose_headers=["Retry-After"],
-                max_age=CORS_MAX_AGE_SECONDS,
-            )
+            self.app = _cors(app, origins, methods, render)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
+
+
+def _cors(
+    app: ASGIApp, origins: OriginPolicy, methods: tuple[str, ...], render: RenderRefusal
+) -> ASGIApp:
+    """Starlette's CORS middleware over ``app``, its refused preflights answered as JSON."""
+    from starlette.datastructures import Headers
+    from starlette.middleware.cors import CORSMiddleware
+    from starlette.responses import Response
+
+    allowed = f"methods {', '.join(methods)}; headers {', '.join(CORS_HEADERS)}"
+
+    class JsonCors(CORSMiddleware):
+        def preflight_response(self, request_headers: Headers) -> Response:
+            answer = super().preflight_response(request_headers)
+            if answer.status_code < 400:
+                return answer
+            # "Disallowed CORS method, headers": what the page asked for that is not allowed.
+            what = bytes(answer.body).decode("utf-8").removeprefix("Disallowed CORS ")
+            refusal = Refusal(
+                answer.status_code,
+                INVALID_REQUEST,
+                f"this CORS preflight asks for a {what} this server does not allow ({allowed})",
+            )
+            kept = {
+                k: v
+                for k, v in answer.headers.items()
+                if k not in ("content-type", "content-length")
+            }
+            return Response(
+                render(refusal), answer.status_code, kept, media_type="application/json"
+            )
+
+    return JsonCors(
+        app,
+        allow_origins=["*"] if origins.any_origin else sorted(origins.origins),
+        allow_methods=list(methods),
+        allow_headers=list(CORS_HEADERS),
+        expose_headers=["Retry-After"],
+        max_age=CORS_MAX_AGE_SECONDS,
+    )

@@ -19,12 +19,15 @@ memstore.web.refusal.Refusal: the authorization header appears 2 times; send it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from memstore.web.refusal import INVALID_REQUEST, Refusal
 
-__all__ = ["header_values", "single_header"]
+__all__ = ["accepts", "header_values", "single_header"]
+
+_Q_ZERO: Final = re.compile(r"\s*q\s*=\s*0(\.0{0,3})?\s*", re.IGNORECASE)
 
 
 def header_values(scope: Mapping[str, Any], name: bytes) -> list[bytes]:
@@ -50,3 +53,22 @@ def single_header(
             f"the {name.decode('latin-1')} header appears {len(values)} times; send it once",
         )
     return values[0].decode("latin-1")
+
+
+def accepts(accept: str | None, media: str) -> bool:
+    """Whether an ``Accept`` header value names ``media`` (a lower-case ``type/subtype``).
+
+    Media types are case-insensitive (RFC 9110, 8.3.1); an entry with ``q=0``
+    says "not this". Repeated ``Accept`` headers mean the same as one joined by
+    commas. Ranges (``text/*``) are not matched: the caller asks for one type.
+
+    >>> accepts("TEXT/EVENT-STREAM", "text/event-stream")
+    True
+    >>> accepts("application/json, text/event-stream;q=0", "text/event-stream")
+    False
+    """
+    for entry in (accept or "").split(","):
+        kind, *params = entry.split(";")
+        if kind.strip().lower() == media and not any(_Q_ZERO.fullmatch(p) for p in params):
+            return True
+    return False

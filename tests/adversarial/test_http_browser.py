@@ -141,6 +141,26 @@ def test_an_allowed_origin_gets_cors(conn: Raw) -> None:
     assert b.status == 200 and b.headers["access-control-allow-origin"] == APP
 
 
+@pytest.mark.parametrize(
+    ("asked", "what"),
+    [
+        ([("Access-Control-Request-Method", "DELETE")], "method"),
+        (
+            [("Access-Control-Request-Method", "POST"), ("Access-Control-Request-Headers", "x-a")],
+            "headers",
+        ),
+    ],
+)
+def test_a_preflight_for_what_is_not_allowed_is_a_json_400(
+    conn: Raw, asked: list[tuple[str, str]], what: str
+) -> None:
+    a = conn.request("OPTIONS", "/v1/recall", headers=[("Origin", APP), *asked])
+    assert a.status == 400 and a.headers["content-type"] == "application/json", a.body
+    body = a.json()
+    assert body["error"] == "invalid_request" and f"a {what} " in body["message"], body
+    assert conn.request("GET", "/healthz").status == 200
+
+
 def test_a_preflight_from_another_origin_is_403(conn: Raw) -> None:
     a = conn.request(
         "OPTIONS",

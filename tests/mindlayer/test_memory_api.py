@@ -187,6 +187,18 @@ class TestHTTPMemoryLifecycle:
             assert c.put("/v1/search", json={}).status_code == 405
             assert c.get("/v1/nothing-here").status_code == 404
             assert c.get("/v1/nothing-here").json()["error"] == "not_found"
+            # With no JSON body too: the route is found before the body is asked for.
+            for method, path, status, code in (
+                ("POST", "/v1/export?agent=a&user=u", 405, "method_not_allowed"),
+                ("PUT", "/v1/search", 405, "method_not_allowed"),
+                ("POST", "/v1/scope?agent=a&user=u", 405, "method_not_allowed"),
+                ("POST", "/v1/nope", 404, "not_found"),
+                ("PUT", "/v1/nope", 404, "not_found"),
+                ("POST", "/v1/search/", 404, "not_found"),  # not a 307 to /v1/search
+                ("GET", "/healthz/", 404, "not_found"),
+            ):
+                r = c.request(method, path)
+                assert (r.status_code, r.json()["error"]) == (status, code), (method, path)
 
     def test_answers_carry_security_headers(self, plain: Server) -> None:
         with plain.client() as c:

@@ -141,6 +141,19 @@ def test_unknown_route_and_method(server: Server) -> None:
     assert_error(r, 405, "method_not_allowed")
 
 
+def test_a_trailing_slash_is_an_unknown_route(server: Server) -> None:
+    """Not a 307 with an empty body: no answer carries a code outside the table."""
+    token = server.tenants.take()
+    for method, path in (
+        ("POST", "/v1/ingest/"),
+        ("POST", "/v1/recall/"),
+        ("GET", f"/v1/episode/{'0' * 26}/"),
+        ("GET", "/healthz/"),
+    ):
+        r = server.call(method, path, token, json={"query": "q"} if method == "POST" else None)
+        assert_error(r, 404, "not_found")
+
+
 def test_openapi_document(server: Server) -> None:
     doc = server.client.get("/openapi.json").json()
     assert doc["openapi"].startswith("3.")

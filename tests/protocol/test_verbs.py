@@ -142,6 +142,34 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         assert_error(server.call("POST", "/v1/ingest", token, json=body), status, code)
 
 
+def test_ingest_of_too_many_chunks_is_a_400_that_changes_nothing(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    ingest(server, token, id=ulid, source="keep", content="# Keep\noriginal armadillo")
+    before = server.call("GET", f"/v1/episode/{ulid}", token).json()
+    r = server.call(
+        "POST", "/v1/ingest", token, json={"id": ulid, "source": "keep", "content": "# a\n" * 3000}
+    )
+    body = assert_error(r, 400, "invalid_request")
+    assert "chunks" in str(body["message"]), body
+    assert server.call("GET", f"/v1/episode/{ulid}", token).json() == before
+    assert [h["text"] for h in recall(server, token, query="armadillo")] == [
+        "# Keep\noriginal armadillo"
+    ]
+
+
+def test_ingest_refuses_numbers_json_cannot_carry(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    for number in ("NaN", "Infinity", "-Infinity", "1e400", "[1, -1e999]"):
+        raw = f'{{"id": "{ulid}", "source": "s", "content": "c", "metadata": {{"n": {number}}}}}'
+        r = server.call("POST", "/v1/ingest", token, content=raw.encode())
+        body = assert_error(r, 400, "invalid_request")
+        assert "is not a JSON number" in str(body["message"]), body
+    assert_error(server.call("GET", f"/v1/episode/{ulid}", token), 404, "episode_not_found")
+    assert snapshot(server, token, now_lsn()) == []
+
+
 # ----------------------------------------------------------------------------- recall
 
 
@@ -241,6 +269,23 @@ def test_recall_sse_streams_hits_then_done(server: Server) -> None:
     assert events[-1] == {"event": "done", "data": "{}"}
     assert len(events) >= 2
     assert set(json.loads(events[0]["data"])) == HIT_KEYS
+
+
+def test_recall_sse_media_type_is_case_insensitive(server: Server) -> None:
+    token = server.tenants.take()
+    ingest(server, token, source="sse", content="streaming events are fun")
+    for accept, stream in (
+        ("TEXT/EVENT-STREAM", True),
+        ("application/json, Text/Event-Stream; charset=utf-8", True),
+        ("text/event-stream;q=0, application/json", False),
+        ("application/json", False),
+    ):
+        r = server.call(
+            "POST", "/v1/recall", token, json={"query": "streaming"}, headers={"Accept": accept}
+        )
+        assert r.status_code == 200
+        media = "text/event-stream" if stream else "application/json"
+        assert r.headers["content-type"].startswith(media), accept
 
 
 def test_recall_as_of_answers_from_the_past(server: Server) -> None:
@@ -378,6 +423,51 @@ def test_hard_forget_two_steps(server: Server) -> None:
     # A receipt is good for one hard delete.
     again = forget(server, token, target=target, hard=True, confirmation_token=preview.text)
     assert_error(again, 400, "invalid_confirmation_token")
+
+
+def hard_forget(server: Server, token: str, target: dict[str, Any]) -> tuple[int, int]:
+    """Both steps of a hard forget: the preview's and the delete's ``rows_deleted``."""
+    preview = forget(server, token, target=target, dry_run=True, hard=True)
+    assert preview.status_code == 200, preview.text
+    r = forget(server, token, target=target, hard=True, confirmation_token=preview.text)
+    assert r.status_code == 200, r.text
+    return preview.json()["rows_deleted"], r.json()["rows_deleted"]
+
+
+def lsn_text(lsn: dict[str, int]) -> str:
+    return f"{lsn['wall_ms']}.{lsn['counter']}"
+
+
+def test_hard_forget_erases_every_version_of_a_reingested_episode(server: Server) -> None:
+    token = server.tenants.take()
+    ulid = str(ULID())
+    first = ingest(server, token, id=ulid, source="v", content="old passphrase walrusfeather")
+    time.sleep(0.01)
+    ingest(server, token, id=ulid, source="v", content="nothing to see here")
+    # The episode, its current chunk and the chunk of the version replaced.
+    assert hard_forget(server, token, {"Id": ulid}) == (3, 3)
+    assert "walrusfeather" not in json.dumps(snapshot(server, token, lsn_text(first["lsn"])))
+    at = dt.datetime.fromtimestamp(first["lsn"]["wall_ms"] / 1000 + 0.0005, dt.UTC).isoformat()
+    assert recall(server, token, query="walrusfeather passphrase", as_of=at) == []
+
+
+def test_hard_forget_before_erases_what_was_soft_deleted(server: Server) -> None:
+    token = server.tenants.take()
+    old, new = str(ULID()), str(ULID())
+    first = ingest(server, token, id=old, source="b", content="the vault code is quokkalantern")
+    time.sleep(0.01)
+    second = ingest(server, token, id=new, source="b", content="the vault is in the cellar")
+    # Existed at the Lsn, soft-deleted after it.
+    assert forget(server, token, target={"Id": old}).json()["rows_written"] == 2
+    assert hard_forget(server, token, {"Before": first["lsn"]}) == (2, 2)
+    assert snapshot(server, token, lsn_text(first["lsn"])) == []
+    assert server.call("GET", f"/v1/episode/{new}", token).status_code == 200
+    # Soft-deleted before the Lsn.
+    assert forget(server, token, target={"Id": new}).json()["rows_written"] == 2
+    time.sleep(0.01)
+    now = {"wall_ms": time.time_ns() // 1_000_000, "counter": 0}
+    assert hard_forget(server, token, {"Before": now}) == (2, 2)
+    assert snapshot(server, token, lsn_text(second["lsn"])) == []
 
 
 def test_forget_rejects_bad_targets(server: Server) -> None:
