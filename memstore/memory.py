@@ -198,7 +198,7 @@ class Memory:
                 SearchConfig(
                     store=self.store,
                     cells=(lambda: cells) if cells is not None else None,
-                    **options,
+                    **{"subject_filter": True, **options},  # a subject narrows every channel
                 )
             )
         except BaseException:

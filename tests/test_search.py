@@ -684,6 +684,27 @@ def test_subject_routing_passes_the_subject_to_the_vector_index(env: Env) -> Non
     assert seen == ["auth", None, None]
 
 
+def test_a_strict_subject_keeps_every_channel_to_that_subject(env: Env) -> None:
+    env.add("alice", "likes hiking in the alps", subject="alice")
+    env.add("bob", "goes walking in the mountains", subject="bob")
+    env.add("svc", "mountain trail app", tags=["service/alice"])
+    env.add(
+        "link",
+        "mountain photos",
+        subject="bob",
+        links=[ThoughtLink(to_id="alice", relation="precedes")],
+    )
+    env.pin("mountain walks", {"alice": 0.5, "bob": 0.9, "svc": 0.6, "link": 0.8})
+    loose = env.searcher(spread_relations=("precedes",))
+    strict = env.searcher(spread_relations=("precedes",), subject_filter=True)
+    # The seed's rule: the subject filters the lexical channel, the semantic one roams.
+    assert "bob" in ids(loose.hybrid_search_full("mountain walks", subject="alice"))
+    for full in (False, True):
+        run = strict.hybrid_search_full if full else strict.hybrid_search
+        assert sorted(ids(run("mountain walks", subject="alice"))) == ["alice", "svc"]
+        assert sorted(ids(run("mountain walks", subject="bob"))) == ["bob", "link"]
+
+
 # ------------------------------------------------------------ full search
 
 

@@ -46,10 +46,17 @@ class Fusion:
     """
 
     def __init__(
-        self, searcher: Searcher, kind: str, partition: str, explain: bool, by_score: bool
+        self,
+        searcher: Searcher,
+        kind: str,
+        partition: str,
+        explain: bool,
+        by_score: bool,
+        subject: str = "",
     ) -> None:
         self._searcher = searcher
         self._kind = kind
+        self._subject = subject
         self._partition = partition
         self._explain = explain
         self._by_score = by_score
@@ -76,7 +83,7 @@ class Fusion:
     def _read(self, id: str) -> Item | None:
         item = self._items.get(id)
         if item is None and id not in self._unreadable:
-            item = self._searcher._hydrate(id, self._kind, self._partition)
+            item = self._searcher._hydrate(id, self._kind, self._partition, self._subject)
             if item is None:
                 self._unreadable.add(id)
             else:

@@ -66,7 +66,7 @@ from memstore.stats import (
     SearchStats,
 )
 from memstore.store import Store
-from memstore.tags import PARTITION_ALL
+from memstore.tags import PARTITION_ALL, SERVICE_TAG_PREFIX, service_tag_value
 
 __all__ = ["Searcher"]
 
@@ -307,7 +307,9 @@ class Searcher:
         # One reading of the clock for the lean path's deadlines and recency and the
         # query's relative dates alike.
         now = cfg.store.config.clock()
-        lean = self._lean(explain, full, now)
+        narrow = subject if cfg.subject_filter else ""  # the subject every channel keeps to
+        # The lean path's masks know kinds and partitions, not subjects.
+        lean = None if narrow else self._lean(explain, full, now)
         fused_path = cells is not None and (full or cfg.always_fuse or not confident)
         if fused_path:
             stats.add(STAT_KW_VOICE_MISSES)
@@ -333,7 +335,7 @@ class Searcher:
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
             scores = leaner.lexical_scores(results)
         else:
-            fusion = Fusion(self, kind, partition, explain, by_score)
+            fusion = Fusion(self, kind, partition, explain, by_score, narrow)
             ordered, vec = self._fuse(fusion, lexical, read, cells, semantic, *run)
             if full:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
@@ -511,7 +513,9 @@ class Searcher:
 
         return visible
 
-    def _hydrate(self, id: str, kind: str, partition: str) -> Item | None:
+    def _hydrate(self, id: str, kind: str, partition: str, subject: str = "") -> Item | None:
+        """The item ``id`` if the caller may read it: active, of ``kind`` and ``subject``
+        (when given; the subject as the lexical filter reads it), visible in ``partition``."""
         store = self._cfg.store
         item = store.get(id)
         if item is None and self._cfg.hydrate is not None:
@@ -521,6 +525,8 @@ class Searcher:
         if kind and item.kind != kind:
             return None
         if not kind and store.vocabulary().is_non_searchable(item.kind):
+            return None
+        if subject and item.subject != subject and service_tag_value(item) != subject:
             return None
         return item if self._visible(item, partition) else None
 
@@ -539,13 +545,18 @@ class Searcher:
         if cfg.doc_visible is None and partition != PARTITION_ALL:
             partitions = (partition, "") if partition else ("",)
         visible = self._doc_visible(partition, kind)
+        strict = bool(subject) and cfg.subject_filter
+        if strict:
+            visible = _about(subject, visible)
 
         t0 = time.perf_counter()
         hits = cells.search_vector(
             vec,
             pool,
             visible=visible,
-            subject=subject if cfg.subject_routing and subject else None,
+            # A strict subject also routes: its own entries are scanned, so
+            # the filter never starves the walk of the few entries it keeps.
+            subject=subject if (cfg.subject_routing or strict) and subject else None,
             partitions=partitions,
             exact=exact,
         )
@@ -636,3 +647,18 @@ class Searcher:
         return consolidate(
             self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
         )
+
+
+def _about(subject: str, visible: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """``visible`` narrowed to index entries about ``subject`` (its subject, or its service tag)."""
+    tag = SERVICE_TAG_PREFIX + subject
+
+    def keep(e: Any) -> bool:
+        return (e.subject == subject or _service_tag(e.tags) == tag) and visible(e)
+
+    return keep
+
+
+def _service_tag(tags: Sequence[str]) -> str:
+    """The first ``service/`` tag of ``tags`` (as :func:`service_tag_value` reads it), or ``""``."""
+    return next((t for t in tags if t.startswith(SERVICE_TAG_PREFIX)), "")

@@ -132,6 +132,16 @@ class SearchConfig:
     """Times the limit each channel pulls while source replacement runs (0: 3)."""
     subject_routing: bool = False
     """Send the semantic channel through the subject's own entries, merged with the global."""
+    subject_filter: bool = False
+    """A search's ``subject`` narrows every channel, not only the lexical one.
+
+    Off (the seed's rule), the subject filters the lexical channel and the
+    semantic one may still bring items about other subjects; on, a candidate
+    from any channel (spreading included) must have that subject or carry it
+    as its ``service/`` tag, as a lexical hit must. :class:`~memstore.Memory`
+    turns it on: a caller asking about one subject gets only that subject.
+    Sources and link expansions are exempt, as they are from ``kind``.
+    """
     fusion: str = FUSION_SCORE
     """:data:`FUSION_SCORE` (fuse normalised scores, the default) or :data:`FUSION_RRF`."""
     lexical_weight: float = LEXICAL_WEIGHT

@@ -298,3 +298,14 @@ def test_refute_never_leaves_an_item_that_cannot_be_written_again() -> None:
         assert mem.get("h1").status == "active"  # type: ignore[union-attr]
         mem.refute("h1", "wrong", ["the trace shows the database"])
         assert mem.update("h1", content="the database is the culprit").status == "stale"
+
+
+def test_a_subject_narrows_the_whole_search(tmp_path: Path) -> None:
+    """MCP's recall says "only memories about this subject"; the semantic channel obeys too."""
+    with Memory(tmp_path, embedder="hash") as mem:
+        mem.add("alice likes hiking in the alps", subject="alice")
+        mem.add("bob goes hiking trips every weekend", subject="bob")
+        for query in ("hiking trips", "who enjoys the outdoors"):
+            hits = mem.search(query, subject="alice")
+            assert {h.item.subject for h in hits} <= {"alice"}
+        assert [h.item.subject for h in mem.search("hiking trips", subject="bob")] == ["bob"]
