@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import functools
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, ParamSpec, TypeVar
 
@@ -55,8 +55,30 @@ class AsyncMemory:
 
     @classmethod
     async def open(cls, *args: Any, **kwargs: Any) -> AsyncMemory:
-        """Open a :class:`Memory` off the event loop and wrap it."""
-        memory = await asyncio.to_thread(functools.partial(Memory, *args, **kwargs))
+        """Open a :class:`Memory` off the event loop and wrap it.
+
+        Cancelling the open (``asyncio.wait_for`` running out, a task
+        cancelled) cannot stop the worker thread midway; the memory it goes on
+        to open is closed as soon as it is open, so nothing unreachable keeps
+        the folder's write lock and a later open of the same folder succeeds.
+        """
+        abandoned = threading.Event()
+
+        def build() -> Memory | None:
+            memory = Memory(*args, **kwargs)
+            if abandoned.is_set():  # nobody waits for it any more
+                memory.close()
+                return None
+            return memory
+
+        opening = asyncio.ensure_future(asyncio.to_thread(build))
+        try:
+            memory = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            abandoned.set()
+            opening.add_done_callback(_close_unclaimed)  # if it was done before the flag
+            raise
+        assert memory is not None  # only an abandoned open returns none
         return cls(memory=memory)
 
     async def _run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
@@ -154,3 +176,12 @@ class AsyncMemory:
 for _name, _fn in list(vars(AsyncMemory).items()):  # each coroutine documents as its Memory twin
     if not _name.startswith("_") and _fn.__doc__ is None and hasattr(Memory, _name):
         _fn.__doc__ = getattr(Memory, _name).__doc__
+
+
+def _close_unclaimed(opening: asyncio.Future[Memory | None]) -> None:
+    """Close, in a thread of its own, a memory whose open finished after its caller left."""
+    if opening.cancelled() or opening.exception() is not None:
+        return
+    memory = opening.result()
+    if memory is not None:
+        threading.Thread(target=memory.close, name="memstore-close-unclaimed").start()

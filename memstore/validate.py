@@ -157,6 +157,8 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     for tag in item.tags:
         if not tag or tag != tag.strip() or "," in tag or "\n" in tag or "\r" in tag:
             return f"tag {tag[:80]!r} is empty, padded, or holds a comma or newline"
+        if "\x00" in tag:  # a partition column cannot hold it (PostgreSQL text refuses NUL)
+            return f"tag {tag[:80]!r} holds a NUL character"
         if tag.startswith(PARTITION_TAG_PREFIX):
             partitions += 1
     if partitions > 1:

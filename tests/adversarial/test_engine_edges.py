@@ -10,6 +10,7 @@ reopen, what a search returns, what a refused call left behind.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from memstore import (
+    AsyncMemory,
     Config,
     InvalidItemError,
     Item,
@@ -309,3 +311,42 @@ def test_a_subject_narrows_the_whole_search(tmp_path: Path) -> None:
             hits = mem.search(query, subject="alice")
             assert {h.item.subject for h in hits} <= {"alice"}
         assert [h.item.subject for h in mem.search("hiking trips", subject="bob")] == ["bob"]
+
+
+def test_a_tag_with_a_nul_is_refused_on_every_backend() -> None:
+    """PostgreSQL's text columns cannot hold NUL: SQLite must not take what it would refuse."""
+    with Memory(embedder=None) as mem:
+        with pytest.raises(InvalidItemError, match="NUL"):
+            mem.add("note", tags=["tenant/a\x00b"])
+        assert len(mem.store) == 0
+
+
+def test_a_cancelled_async_open_leaves_the_folder_free(tmp_path: Path) -> None:
+    """The worker thread cannot be stopped midway; what it opens is closed, not orphaned."""
+    started, release = threading.Event(), threading.Event()
+    path = str(tmp_path / "journal.db")
+
+    class SlowAttach(SqliteJournal):
+        def attach(self, store: Store) -> None:
+            started.set()
+            assert release.wait(10)
+            super().attach(store)
+
+    async def scenario() -> None:
+        slow = SlowAttach(path)
+        opening = asyncio.create_task(AsyncMemory.open(journal=slow, embedder=None))
+        assert await asyncio.to_thread(started.wait, 10)
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        release.set()
+        for _ in range(400):  # the abandoned open finishes, then closes what it opened
+            if slow._closed:
+                break
+            await asyncio.sleep(0.025)
+        assert slow._closed
+        again = await AsyncMemory.open(journal=SqliteJournal(path), embedder=None)
+        await again.add("the folder is free")
+        await again.close()
+
+    asyncio.run(scenario())
