@@ -9,7 +9,10 @@ the vectors hold the present).
 
 An item belongs to a partition when its partition tag names it and it is not
 private: untagged, shared and private items are not shown, as MemoryProtocol
-does not serve them either.
+does not serve them either. An id can change hands (a trusted writer re-adds
+it in another partition, or makes it private): a partition sees, forgets and
+erases an item only while it is its own now (a deleted one: was last), and
+of its history only the versions that were its own.
 
 >>> import tempfile
 >>> from memstore import Memory
@@ -71,6 +74,22 @@ class ReceiptMismatch(MemstoreError, ValueError):
 def owned(item: Item, partition: str) -> bool:
     """Whether ``item`` is shown to ``partition``: its partition tag, and not private."""
     return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == partition
+
+
+def _owned_now(memory: Memory, partition: str, id: str, versions: list[Version]) -> Item:
+    """The item as it is (a deleted one: as it last was), if it is ``partition``'s.
+
+    What a tenant may view, forget or erase: never an item that was its own
+    once but has since moved to another partition or been made private.
+
+    :raises NotFound: no such item, or not ``partition``'s now.
+    """
+    item = memory.get(id)
+    if item is None:  # deleted: the last state the journal holds
+        item = next((v.item for v in reversed(versions) if v.item is not None), None)
+    if item is None or not owned(item, partition):
+        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    return item
 
 
 def parse_moment(text: str) -> Lsn:
@@ -204,7 +223,25 @@ def _changes(before: Item | None, after: Item | None) -> list[dict[str, Any]]:
     return out
 
 
+def _theirs(versions: list[Version], partition: str) -> list[Version]:
+    """The versions that were ``partition``'s: an item it owned, or the delete that ended one.
+
+    An id can change hands (a trusted writer re-adds it in another partition,
+    or makes it private); the versions of the other owner are left out, so a
+    history never shows another tenant's text.
+    """
+    out = []
+    was_theirs = False
+    for v in versions:
+        if v.item is not None:
+            was_theirs = owned(v.item, partition)
+        if was_theirs:
+            out.append(v)
+    return out
+
+
 def _history(versions: list[Version], when: Lsn | None) -> list[dict[str, Any]]:
+    """The versions as the page lists them, each with what changed since the one before."""
     out = []
     previous: Item | None = None
     for v in versions:
@@ -229,25 +266,26 @@ def item_view(
 ) -> dict[str, Any]:
     """An item with its history, its links in and out, and what it activates.
 
-    :raises NotFound: no version of ``id`` belongs to ``partition`` (or none
-        was visible at ``when``).
+    The item is ``partition``'s while its current state is (a deleted item:
+    its last state); as of ``when``, while its state then was. Its history
+    lists only the versions that were ``partition``'s (:func:`_theirs`), each
+    compared with the one before it in that list.
+
+    :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
     versions = memory.history(id) if memory.journal is not None else []
-    if not any(v.item is not None and owned(v.item, partition) for v in versions):
-        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
     if when is None:
-        item = memory.get(id)
+        _owned_now(memory, partition, id, versions)
+        item = memory.get(id)  # None once deleted
         others = [it for it in memory.store.all_items() if owned(it, partition)]
         store: Store = memory.store
     else:
         item = next((v.item for v in versions if v.visible_at(when)), None)
-        if item is None:
-            raise NotFound(f"item {id[:80]!r} did not exist as of {when}")
+        if item is None or not owned(item, partition):
+            raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")
         others = _past(memory, partition, when)
         store = Store()
         store.restore(others)
-    if item is not None and not owned(item, partition):
-        item = None
     titles = {it.id: it.title or it.content[:80] for it in others}
     links_out = [
         {
@@ -277,7 +315,7 @@ def item_view(
         "id": id,
         "item": _item(item) if item is not None else None,
         "deleted": item is None,
-        "history": _history(versions, when),
+        "history": _history(_theirs(versions, partition), when),
         "links_out": links_out,
         "links_in": links_in,
         "related": related,
@@ -351,12 +389,16 @@ def forget(
     receipt names the partition, the id and how many versions there were: an
     item written since the preview needs a new one.
 
-    :raises NotFound: no such item in ``partition``.
+    Only an item that is ``partition``'s now (deleted: was last) may be
+    forgotten. A hard delete erases every version of the id, including any
+    from before it came to ``partition`` (which its history does not show):
+    the preview counts them all.
+
+    :raises NotFound: no such item in ``partition`` (now).
     :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
     """
     versions = memory.history(id) if memory.journal is not None else []
-    if not any(v.item is not None and owned(v.item, partition) for v in versions):
-        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    _owned_now(memory, partition, id, versions)
     if not hard:
         removed = memory.delete(id)
         return {"mode": "soft", "id": id, "removed": removed, "preview": False}
