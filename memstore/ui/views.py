@@ -34,10 +34,12 @@ import hmac
 from collections import Counter
 from typing import Any, Final
 
+from memstore import arguments as arg
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
 from memstore.journal import Lsn, Version
 from memstore.journal.hlc import InvalidLsnError
+from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.search import SearchConfig, SearchResult
 from memstore.stats import snapshot_from_ops
@@ -155,6 +157,26 @@ def _past(memory: Memory, partition: str, when: Lsn) -> list[Item]:
     return [it for it in memory.as_of(when, partition=partition) if owned(it, partition)]
 
 
+def _owned_entry(entry: Any, partition: str) -> bool:
+    """:func:`owned` for a vector index entry (its partition tag and scope, no text)."""
+    return bool(entry.scope != SCOPE_PRIVATE and entry.partition == partition)
+
+
+def _own_items_only(cfg: SearchConfig) -> None:
+    """A search rule for the inspector: a partition sees its own items, nothing else.
+
+    A plain search also admits untagged and ``shared`` items; filtering its
+    results afterwards would leave fewer than ``limit`` (or none) when those
+    fill the page. With the rule in the config both channels rank only the
+    partition's items: the lexical one filters its hits as it reads them, the
+    vector index checks each entry in its walk (no partition label set then,
+    so a walk over the whole index: slower than a protocol search, which is
+    fine for a debugging page).
+    """
+    cfg.visible = owned
+    cfg.doc_visible = _owned_entry
+
+
 def search(
     memory: Memory,
     partition: str,
@@ -165,8 +187,19 @@ def search(
     limit: int = 20,
     when: Lsn | None = None,
 ) -> dict[str, Any]:
-    """The partition's items matching ``query`` (newest first when it is blank), explained."""
+    """The partition's items matching ``query`` (newest first when it is blank), explained.
+
+    Only the partition's own items are searched or listed (untagged and shared
+    ones never take a place among the ``limit``): :func:`_own_items_only`.
+    A search now makes at most one embedding call, as :meth:`Memory.search`;
+    a blank query walks the newest items until ``limit`` are the partition's.
+
+    :raises InvalidItemError: ``query``, ``kind`` or ``subject`` is too long.
+    """
     limit = max(1, min(limit, MAX_LIMIT))
+    query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
+    kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+    subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
     if when is not None:
         past = _past(memory, partition, when)
         if not query.strip():
@@ -183,13 +216,17 @@ def search(
         results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
         return {"as_of": _moment(when), "hits": [_hit(r) for r in results]}
     if not query.strip():
-        recent = memory.recent(limit * 4, kind=kind, partition=partition)
-        shown = [it for it in recent if owned(it, partition) and _matches(it, kind, subject)]
-        return {"as_of": None, "hits": [_listed(it) for it in shown[:limit]]}
-    results = memory.search(
-        query, partition=partition, kind=kind, subject=subject, limit=limit, explain=True
-    )
-    return {"as_of": None, "hits": [_hit(r) for r in results if owned(r.item, partition)]}
+        recent = memory.store.recent(
+            kind=kind,
+            limit=limit,
+            skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
+        )
+        return {"as_of": None, "hits": [_listed(it) for it in recent]}
+    searcher = memory.searcher.with_(_own_items_only)
+    results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
+    if memory.hub is not None and results:  # the hub's hit stream, as Memory.search feeds it
+        memory.store.notify_hit([r.item.id for r in results], query, kind)
+    return {"as_of": None, "hits": [_hit(r) for r in results]}
 
 
 _EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)

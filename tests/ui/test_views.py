@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memstore import Item, Memory
-from memstore.ui.views import NotFound, forget, item_view
+from memstore.ui.views import NotFound, forget, item_view, search
 
 KEY = secrets.token_bytes(32)
 
@@ -99,3 +99,28 @@ def test_the_past_shows_the_item_only_if_it_was_the_tenants_then(mem: Memory) ->
     with pytest.raises(NotFound):
         item_view(mem, "beta", a.id, when=then)
     assert contents(item_view(mem, "beta", a.id, when=mem.journal.head())) == ["beta now"]
+
+
+def test_untagged_matches_do_not_crowd_out_the_tenants_own(tmp_path: Path) -> None:
+    # Memory.search(partition=...) also finds untagged and shared items; the view must
+    # search the tenant's items alone, not filter a page of results that others filled.
+    with Memory(tmp_path, embedder="hash") as mem:
+        for i in range(30):
+            mem.add(Item(kind="note", title=f"pool note {i}", content="ledger pool exhausted"))
+            mem.add(
+                Item(kind="note", content=f"ledger pool shared {i}", tags=["shared"]),
+                partition="beta",
+            )
+        ours = Item(kind="note", content="our ledger pool is sized at 20")
+        mine = mem.add(ours, partition="acme")
+        hits = search(mem, "acme", "ledger pool", limit=5)["hits"]
+        assert [h["item"]["id"] for h in hits] == [mine.id]
+        assert hits[0]["explanation"] is not None
+
+
+def test_a_blank_query_lists_the_tenants_newest_past_newer_untagged_items(mem: Memory) -> None:
+    mine = mem.add(Item(kind="note", content="acme's oldest note"), partition="acme")
+    for i in range(100):
+        mem.add(Item(kind="note", content=f"untagged note {i}"))
+    hits = search(mem, "acme", "", limit=1)["hits"]
+    assert [h["item"]["id"] for h in hits] == [mine.id]
