@@ -171,7 +171,10 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
 
         return await answer(run)
 
-    @app.get("/ui/api/items/{id}", include_in_schema=False)
+    # ``:path``: an id may hold "/" (``runbooks/db-failover``). The page sends it
+    # percent-encoded, which the server decodes before routing: the rest of the
+    # path, slashes included, is the id.
+    @app.get("/ui/api/items/{id:path}", include_in_schema=False)
     async def item(
         id: str, request: Request, partition: str | None = None, as_of: str | None = None
     ) -> Any:

@@ -9,7 +9,10 @@ the vectors hold the present).
 
 An item belongs to a partition when its partition tag names it and it is not
 private: untagged, shared and private items are not shown, as MemoryProtocol
-does not serve them either.
+does not serve them either. An id can change hands (a trusted writer re-adds
+it in another partition, or makes it private): a partition sees, forgets and
+erases an item only while it is its own now (a deleted one: was last), and
+of its history only the versions that were its own.
 
 >>> import tempfile
 >>> from memstore import Memory
@@ -31,10 +34,12 @@ import hmac
 from collections import Counter
 from typing import Any, Final
 
+from memstore import arguments as arg
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
 from memstore.journal import Lsn, Version
 from memstore.journal.hlc import InvalidLsnError
+from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.search import SearchConfig, SearchResult
 from memstore.stats import snapshot_from_ops
@@ -71,6 +76,22 @@ class ReceiptMismatch(MemstoreError, ValueError):
 def owned(item: Item, partition: str) -> bool:
     """Whether ``item`` is shown to ``partition``: its partition tag, and not private."""
     return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == partition
+
+
+def _owned_now(memory: Memory, partition: str, id: str, versions: list[Version]) -> Item:
+    """The item as it is (a deleted one: as it last was), if it is ``partition``'s.
+
+    What a tenant may view, forget or erase: never an item that was its own
+    once but has since moved to another partition or been made private.
+
+    :raises NotFound: no such item, or not ``partition``'s now.
+    """
+    item = memory.get(id)
+    if item is None:  # deleted: the last state the journal holds
+        item = next((v.item for v in reversed(versions) if v.item is not None), None)
+    if item is None or not owned(item, partition):
+        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    return item
 
 
 def parse_moment(text: str) -> Lsn:
@@ -136,6 +157,26 @@ def _past(memory: Memory, partition: str, when: Lsn) -> list[Item]:
     return [it for it in memory.as_of(when, partition=partition) if owned(it, partition)]
 
 
+def _owned_entry(entry: Any, partition: str) -> bool:
+    """:func:`owned` for a vector index entry (its partition tag and scope, no text)."""
+    return bool(entry.scope != SCOPE_PRIVATE and entry.partition == partition)
+
+
+def _own_items_only(cfg: SearchConfig) -> None:
+    """A search rule for the inspector: a partition sees its own items, nothing else.
+
+    A plain search also admits untagged and ``shared`` items; filtering its
+    results afterwards would leave fewer than ``limit`` (or none) when those
+    fill the page. With the rule in the config both channels rank only the
+    partition's items: the lexical one filters its hits as it reads them, the
+    vector index checks each entry in its walk (no partition label set then,
+    so a walk over the whole index: slower than a protocol search, which is
+    fine for a debugging page).
+    """
+    cfg.visible = owned
+    cfg.doc_visible = _owned_entry
+
+
 def search(
     memory: Memory,
     partition: str,
@@ -146,8 +187,19 @@ def search(
     limit: int = 20,
     when: Lsn | None = None,
 ) -> dict[str, Any]:
-    """The partition's items matching ``query`` (newest first when it is blank), explained."""
+    """The partition's items matching ``query`` (newest first when it is blank), explained.
+
+    Only the partition's own items are searched or listed (untagged and shared
+    ones never take a place among the ``limit``): :func:`_own_items_only`.
+    A search now makes at most one embedding call, as :meth:`Memory.search`;
+    a blank query walks the newest items until ``limit`` are the partition's.
+
+    :raises InvalidItemError: ``query``, ``kind`` or ``subject`` is too long.
+    """
     limit = max(1, min(limit, MAX_LIMIT))
+    query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
+    kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+    subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
     if when is not None:
         past = _past(memory, partition, when)
         if not query.strip():
@@ -164,13 +216,17 @@ def search(
         results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
         return {"as_of": _moment(when), "hits": [_hit(r) for r in results]}
     if not query.strip():
-        recent = memory.recent(limit * 4, kind=kind, partition=partition)
-        shown = [it for it in recent if owned(it, partition) and _matches(it, kind, subject)]
-        return {"as_of": None, "hits": [_listed(it) for it in shown[:limit]]}
-    results = memory.search(
-        query, partition=partition, kind=kind, subject=subject, limit=limit, explain=True
-    )
-    return {"as_of": None, "hits": [_hit(r) for r in results if owned(r.item, partition)]}
+        recent = memory.store.recent(
+            kind=kind,
+            limit=limit,
+            skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
+        )
+        return {"as_of": None, "hits": [_listed(it) for it in recent]}
+    searcher = memory.searcher.with_(_own_items_only)
+    results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
+    if memory.hub is not None and results:  # the hub's hit stream, as Memory.search feeds it
+        memory.store.notify_hit([r.item.id for r in results], query, kind)
+    return {"as_of": None, "hits": [_hit(r) for r in results]}
 
 
 _EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -204,7 +260,25 @@ def _changes(before: Item | None, after: Item | None) -> list[dict[str, Any]]:
     return out
 
 
+def _theirs(versions: list[Version], partition: str) -> list[Version]:
+    """The versions that were ``partition``'s: an item it owned, or the delete that ended one.
+
+    An id can change hands (a trusted writer re-adds it in another partition,
+    or makes it private); the versions of the other owner are left out, so a
+    history never shows another tenant's text.
+    """
+    out = []
+    was_theirs = False
+    for v in versions:
+        if v.item is not None:
+            was_theirs = owned(v.item, partition)
+        if was_theirs:
+            out.append(v)
+    return out
+
+
 def _history(versions: list[Version], when: Lsn | None) -> list[dict[str, Any]]:
+    """The versions as the page lists them, each with what changed since the one before."""
     out = []
     previous: Item | None = None
     for v in versions:
@@ -229,25 +303,26 @@ def item_view(
 ) -> dict[str, Any]:
     """An item with its history, its links in and out, and what it activates.
 
-    :raises NotFound: no version of ``id`` belongs to ``partition`` (or none
-        was visible at ``when``).
+    The item is ``partition``'s while its current state is (a deleted item:
+    its last state); as of ``when``, while its state then was. Its history
+    lists only the versions that were ``partition``'s (:func:`_theirs`), each
+    compared with the one before it in that list.
+
+    :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
     versions = memory.history(id) if memory.journal is not None else []
-    if not any(v.item is not None and owned(v.item, partition) for v in versions):
-        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
     if when is None:
-        item = memory.get(id)
+        _owned_now(memory, partition, id, versions)
+        item = memory.get(id)  # None once deleted
         others = [it for it in memory.store.all_items() if owned(it, partition)]
         store: Store = memory.store
     else:
         item = next((v.item for v in versions if v.visible_at(when)), None)
-        if item is None:
-            raise NotFound(f"item {id[:80]!r} did not exist as of {when}")
+        if item is None or not owned(item, partition):
+            raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")
         others = _past(memory, partition, when)
         store = Store()
         store.restore(others)
-    if item is not None and not owned(item, partition):
-        item = None
     titles = {it.id: it.title or it.content[:80] for it in others}
     links_out = [
         {
@@ -277,7 +352,7 @@ def item_view(
         "id": id,
         "item": _item(item) if item is not None else None,
         "deleted": item is None,
-        "history": _history(versions, when),
+        "history": _history(_theirs(versions, partition), when),
         "links_out": links_out,
         "links_in": links_in,
         "related": related,
@@ -351,12 +426,16 @@ def forget(
     receipt names the partition, the id and how many versions there were: an
     item written since the preview needs a new one.
 
-    :raises NotFound: no such item in ``partition``.
+    Only an item that is ``partition``'s now (deleted: was last) may be
+    forgotten. A hard delete erases every version of the id, including any
+    from before it came to ``partition`` (which its history does not show):
+    the preview counts them all.
+
+    :raises NotFound: no such item in ``partition`` (now).
     :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
     """
     versions = memory.history(id) if memory.journal is not None else []
-    if not any(v.item is not None and owned(v.item, partition) for v in versions):
-        raise NotFound(f"no item {id[:80]!r} in partition {partition!r}")
+    _owned_now(memory, partition, id, versions)
     if not hard:
         removed = memory.delete(id)
         return {"mode": "soft", "id": id, "removed": removed, "preview": False}

@@ -7,12 +7,13 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from memstore import Memory
+from memstore import Item, Memory
 from memstore.protocol import TokenTable
 from memstore.protocol.app import create_app
 from memstore.ui import install
@@ -200,6 +201,34 @@ def test_soft_forget_keeps_the_history(client: TestClient) -> None:
     assert view["deleted"] is True and [v["op"] for v in view["history"]] == ["upsert", "delete"]
 
 
+def test_an_id_with_a_slash_opens_and_is_forgotten(tmp_path: Path) -> None:
+    # The page asks for items/${encodeURIComponent(id)}: "/" arrives as %2F, which the
+    # server decodes before routing, so the route takes the rest of the path as the id.
+    odd = ("runbooks/db-failover", "q?x#y%z/", "a//b")
+    with Memory(tmp_path, embedder="hash") as mem:
+        for id in odd:
+            mem.add(Item(id=id, kind="note", content=f"Runbook {id}."), partition="a")
+        app = create_app(mem, tokens=TokenTable.from_json(json.dumps(TOKENS)), mounts=[install])
+        with TestClient(app) as c:
+            for id in odd:
+                r = c.get(f"/ui/api/items/{quote(id, safe='')}", headers=auth("tok-a"))
+                assert r.status_code == 200, (id, r.text)
+                assert r.json()["id"] == id and r.json()["item"]["content"] == f"Runbook {id}."
+            assert c.get("/ui/api/items/runbooks%2Fnope", headers=auth("tok-a")).status_code == 404
+            soft = c.post("/ui/api/forget", params={"id": odd[0]}, headers=auth("tok-a")).json()
+            assert soft["removed"] is True
+            preview = c.post(
+                "/ui/api/forget", params={"id": odd[1], "hard": "true"}, headers=auth("tok-a")
+            ).json()
+            done = c.post(
+                "/ui/api/forget",
+                params={"id": odd[1], "hard": "true", "confirmation": preview["confirmation"]},
+                headers=auth("tok-a"),
+            ).json()
+            assert done["erased"] == [odd[1]]
+        assert mem.get(odd[0]) is None and mem.history(odd[1]) == []
+
+
 def test_links_in_out_and_related(tmp_path: Path) -> None:
     with Memory(tmp_path, embedder=None) as mem:
         a = mem.add("Anchor note.", partition="p")
@@ -217,7 +246,12 @@ def test_links_in_out_and_related(tmp_path: Path) -> None:
 
 
 def test_the_ui_imports_no_other_surface() -> None:
-    banned = ("memstore.protocol", "memstore.mindlayer", "memstore.mcp", "memstore.client")
+    banned: tuple[str, ...] = (
+        "memstore.protocol",
+        "memstore.mindlayer",
+        "memstore.mcp",
+        "memstore.client",
+    )
     banned += ("memstore.integrations",)
     for path in (ROOT / "memstore" / "ui").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

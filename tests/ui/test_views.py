@@ -1,0 +1,126 @@
+"""The inspector's views (:mod:`memstore.ui.views`) on a real :class:`~memstore.Memory`, no HTTP.
+
+An item can change tenant: a trusted writer re-adds an existing id in another
+partition, or makes it private. These tests pin down what each tenant sees
+then: the item only while its current state (or, deleted, its last one) is
+the tenant's, and of its history only the versions that were.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memstore import Item, Memory
+from memstore.ui.views import NotFound, forget, item_view, search
+
+KEY = secrets.token_bytes(32)
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path, embedder=None) as m:
+        yield m
+
+
+def contents(view: dict[str, object]) -> list[str]:
+    history = view["history"]
+    assert isinstance(history, list)
+    return [v["item"]["content"] for v in history if v["item"] is not None]
+
+
+def test_an_item_moved_to_another_tenant_is_no_longer_shown(mem: Memory) -> None:
+    a = mem.add(Item(kind="note", title="draft", content="acme draft"), partition="acme")
+    mem.add(Item(id=a.id, kind="note", content="beta payroll 1.2M"), partition="beta")
+    with pytest.raises(NotFound):
+        item_view(mem, "acme", a.id)
+    with pytest.raises(NotFound):
+        forget(mem, "acme", a.id, hard=False, key=KEY)
+    with pytest.raises(NotFound):
+        forget(mem, "acme", a.id, hard=True, key=KEY)
+    assert mem.get(a.id) is not None and len(mem.history(a.id)) == 2
+    # The new owner sees the item, and only its own version of the history.
+    assert contents(item_view(mem, "beta", a.id)) == ["beta payroll 1.2M"]
+
+
+def test_an_item_made_private_is_no_longer_shown(mem: Memory) -> None:
+    a = mem.add(Item(kind="note", content="shared with the team"), partition="acme")
+    secret = Item(id=a.id, kind="note", content="dana's salary")
+    mem.add(secret, partition="acme", private_to="dana")
+    with pytest.raises(NotFound):
+        item_view(mem, "acme", a.id)
+    preview = None
+    with pytest.raises(NotFound):
+        preview = forget(mem, "acme", a.id, hard=True, key=KEY)
+    assert preview is None and len(mem.history(a.id)) == 2
+
+
+def test_an_item_moved_in_shows_only_its_own_history(mem: Memory) -> None:
+    a = mem.add(Item(kind="note", content="beta's acquisition target"), partition="beta")
+    mem.add(Item(id=a.id, kind="note", content="acme note one"), partition="acme")
+    mem.add(Item(id=a.id, kind="note", content="acme note two"), partition="acme")
+    view = item_view(mem, "acme", a.id)
+    assert view["item"]["content"] == "acme note two"
+    assert contents(view) == ["acme note one", "acme note two"]
+    first, second = view["history"]
+    assert first["changes"] == []  # nothing to compare with: the version before is not acme's
+    assert {c["field"] for c in second["changes"]} >= {"content"}
+    assert "beta" not in repr(view)
+    with pytest.raises(NotFound):
+        item_view(mem, "beta", a.id)
+    # acme may forget it now: it is acme's.
+    assert forget(mem, "acme", a.id, hard=False, key=KEY)["removed"] is True
+
+
+def test_a_deleted_item_belongs_to_its_last_tenant(mem: Memory) -> None:
+    a = mem.add(Item(kind="note", content="acme draft"), partition="acme")
+    mem.add(Item(id=a.id, kind="note", content="beta plan"), partition="beta")
+    mem.delete(a.id)
+    with pytest.raises(NotFound):
+        item_view(mem, "acme", a.id)
+    with pytest.raises(NotFound):
+        forget(mem, "acme", a.id, hard=True, key=KEY)
+    view = item_view(mem, "beta", a.id)
+    assert view["deleted"] is True
+    assert [v["op"] for v in view["history"]] == ["upsert", "delete"]
+    assert contents(view) == ["beta plan"]
+
+
+def test_the_past_shows_the_item_only_if_it_was_the_tenants_then(mem: Memory) -> None:
+    assert mem.journal is not None
+    a = mem.add(Item(kind="note", content="acme then"), partition="acme")
+    then = mem.journal.head()
+    mem.add(Item(id=a.id, kind="note", content="beta now"), partition="beta")
+    past = item_view(mem, "acme", a.id, when=then)
+    assert past["item"]["content"] == "acme then" and contents(past) == ["acme then"]
+    with pytest.raises(NotFound):
+        item_view(mem, "beta", a.id, when=then)
+    assert contents(item_view(mem, "beta", a.id, when=mem.journal.head())) == ["beta now"]
+
+
+def test_untagged_matches_do_not_crowd_out_the_tenants_own(tmp_path: Path) -> None:
+    # Memory.search(partition=...) also finds untagged and shared items; the view must
+    # search the tenant's items alone, not filter a page of results that others filled.
+    with Memory(tmp_path, embedder="hash") as mem:
+        for i in range(30):
+            mem.add(Item(kind="note", title=f"pool note {i}", content="ledger pool exhausted"))
+            mem.add(
+                Item(kind="note", content=f"ledger pool shared {i}", tags=["shared"]),
+                partition="beta",
+            )
+        ours = Item(kind="note", content="our ledger pool is sized at 20")
+        mine = mem.add(ours, partition="acme")
+        hits = search(mem, "acme", "ledger pool", limit=5)["hits"]
+        assert [h["item"]["id"] for h in hits] == [mine.id]
+        assert hits[0]["explanation"] is not None
+
+
+def test_a_blank_query_lists_the_tenants_newest_past_newer_untagged_items(mem: Memory) -> None:
+    mine = mem.add(Item(kind="note", content="acme's oldest note"), partition="acme")
+    for i in range(100):
+        mem.add(Item(kind="note", content=f"untagged note {i}"))
+    hits = search(mem, "acme", "", limit=1)["hits"]
+    assert [h["item"]["id"] for h in hits] == [mine.id]
