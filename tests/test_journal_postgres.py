@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstore import Item, JournalError, JournalSchemaError, Memory, Store
 from memstore.journal import Lsn
@@ -110,6 +112,80 @@ def test_unreachable_server_fails_clearly_without_the_password() -> None:
         PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
     except JournalError as e:
         assert "s3cret" not in str(e)
+
+
+_TOKEN = st.text(alphabet="abcXYZ0189", min_size=1, max_size=4).map(lambda t: "Zq" + t)
+_SEPARATOR = st.sampled_from(list("/?#@%:[] =&',;\\\"+"))
+
+
+@st.composite
+def _passwords(draw: st.DrawFn) -> str:
+    """Passwords made of ``Zq...`` tokens glued by characters a DSN treats specially.
+
+    Every piece libpq could cut out of one holds ``Zq``, which nothing else in
+    a message does: a message without ``Zq`` holds no part of the password.
+    """
+    tokens = draw(st.lists(_TOKEN, min_size=1, max_size=4))
+    glue = draw(st.lists(_SEPARATOR, min_size=len(tokens) - 1, max_size=len(tokens) - 1))
+    return tokens[0] + "".join(g + t for g, t in zip(glue, tokens[1:], strict=True))
+
+
+_DSN_FORMS = [
+    "postgresql://postgres:{pw}@127.0.0.1:{port}/test",
+    "postgres://postgres:{pw}@127.0.0.1:{port}/test?connect_timeout=2",
+    "postgresql://postgres@127.0.0.1:{port}/test?password={pw}",
+    "host=127.0.0.1 port={port} user=postgres password={pw} dbname=test",
+    "host=127.0.0.1 port={port} user=postgres password='{pw}' dbname=test",
+]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(password=_passwords(), form=st.sampled_from(_DSN_FORMS), port=st.sampled_from([5432, 1]))
+def test_no_message_holds_any_part_of_the_password(
+    pg_place: PgPlace, password: str, form: str, port: int
+) -> None:
+    """Whatever the DSN looks like, written as is: an unescaped / or %, a space, a quote."""
+    import traceback
+
+    assert "Zq" not in pg_place.dsn + pg_place.schema
+    dsn = form.format(pw=password, port=port)
+    try:
+        journal = PostgresJournal(dsn, schema=pg_place.schema, connect_timeout=2)
+    except JournalError as e:
+        told = "".join(traceback.format_exception(e))  # chained causes included
+        assert "Zq" not in told, told
+    else:
+        assert "Zq" not in repr(journal)
+        journal.close()
+
+
+@pytest.mark.parametrize(
+    ("dsn", "where"),
+    [
+        ("postgresql://app:s3cret@127.0.0.1:1/memory", "app@127.0.0.1:1/memory"),
+        ("postgresql://app:s3%2Fcret@127.0.0.1:1/memory", "app@127.0.0.1:1/memory"),
+        ("host=127.0.0.1 port=1 user=app password='s3 cret' dbname=m", "app@127.0.0.1:1/m"),
+        ("postgresql://app:s3/cret@127.0.0.1:1/memory", "the given DSN"),
+        ("postgresql://app:s3@cret@127.0.0.1:1/memory", "the given DSN"),
+        ("postgresql://app:s3%cret@127.0.0.1:1/memory", "the given DSN"),
+        ("host=127.0.0.1 password=s3 cret", "the given DSN"),
+    ],
+)
+def test_a_dsn_is_described_only_when_it_reads_as_written(dsn: str, where: str) -> None:
+    from memstore.journal._pgconn import describe
+
+    assert describe(dsn) == where
+
+
+def test_a_mangled_dsn_is_not_quoted_and_says_how_to_fix_it() -> None:
+    with pytest.raises(JournalError, match=r"percent-encode") as caught:
+        PostgresJournal("postgresql://app:Zq9/sec@127.0.0.1:1/memory", connect_timeout=2)
+    assert "Zq9" not in str(caught.value) and "sec" not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 
 def test_foreign_schema_is_refused(pg_place: PgPlace) -> None:

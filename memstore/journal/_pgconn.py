@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Iterator
 from typing import Final
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import IsolationLevel, sql
@@ -24,7 +25,15 @@ from psycopg.rows import TupleRow
 from memstore.errors import JournalError
 from memstore.journal._pgschema import hold_node
 
-__all__ = ["Conn", "Connections", "describe", "translate", "write_error"]
+__all__ = [
+    "UNREADABLE_DSN",
+    "Conn",
+    "Connections",
+    "describe",
+    "dsn_fields",
+    "translate",
+    "write_error",
+]
 
 Conn = psycopg.Connection[TupleRow]
 
@@ -48,6 +57,7 @@ class Connections:
     ) -> None:
         self.dsn = dsn
         self.schema = schema
+        self._fields = dsn_fields(dsn)
         self.where = describe(dsn)
         self.node = 0
         """The node id in connection names (and whose lock the writer holds, if ``held``)."""
@@ -68,7 +78,14 @@ class Connections:
             raise
 
     def connect(self, role: str) -> Conn:
-        """A new autocommit connection, or :class:`JournalError` saying where it failed."""
+        """A new autocommit connection, or :class:`JournalError` saying where it failed.
+
+        The error quotes libpq's message only when the DSN reads as written
+        (see :func:`dsn_fields`): libpq quotes the pieces it could not read,
+        and of a mangled DSN those may be pieces of the password. Then the
+        error says so instead, and does not chain libpq's exception either
+        (a traceback would print it).
+        """
         try:
             return psycopg.connect(
                 self.dsn,
@@ -77,9 +94,13 @@ class Connections:
                 application_name=f"memstore:{self.schema}:{role}:{self.node}",
             )
         except psycopg.Error as e:
-            raise JournalError(
-                f"cannot connect to PostgreSQL at {self.where}: {first_line(e)}"
-            ) from e
+            if self._fields is None:
+                raise JournalError(f"cannot connect to PostgreSQL: {UNREADABLE_DSN}") from None
+            why = first_line(e)
+            password = self._fields.get("password")
+            if password and password in why:  # libpq never quotes it; should it ever
+                raise JournalError(f"cannot connect to PostgreSQL at {self.where}") from None
+            raise JournalError(f"cannot connect to PostgreSQL at {self.where}: {why}") from e
 
     def _set_up_writer(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET synchronous_commit = {}").format(sql.Literal(self._synchronous)))
@@ -136,11 +157,59 @@ class Connections:
             self._readers.clear()
 
 
-def describe(dsn: str) -> str:
-    """Where a DSN points, without its password: ``user@host:port/dbname``."""
+UNREADABLE_DSN: Final = (
+    "the DSN does not read as written (it does not parse, or its URI's user and password "
+    "do not end at the '@': percent-encode / ? # @ % and spaces in them, e.g. with "
+    "urllib.parse.quote(password, safe='')); it is not shown, nor is libpq's message, "
+    "as either may hold the password"
+)
+"""Why a connection failed, when the DSN cannot be quoted (see :func:`dsn_fields`)."""
+
+_URI_SCHEMES: Final = ("postgresql://", "postgres://")
+
+
+def dsn_fields(dsn: str) -> dict[str, str] | None:
+    """A DSN's fields as libpq reads them, or ``None`` if they might hold the password.
+
+    ``None`` when the DSN does not parse (libpq's message quotes the piece it
+    stopped at), and when a URI's credentials did not end where the writer
+    meant them to: the user and password run up to the *last* ``@`` of the
+    URI, while libpq ends them at the first ``@`` or ``/``. So
+    ``postgresql://app:pa/ss@db/memory`` reads as host ``app``, port ``pa``
+    and database ``ss@db/memory``: showing any field would show the password.
+
+    >>> dsn_fields("postgresql://app:s3cret@db.internal/memory")["host"]
+    'db.internal'
+    >>> dsn_fields("postgresql://app:pa/ss@db.internal/memory") is None
+    True
+    >>> dsn_fields("host=db.internal password=pa ss") is None
+    True
+    """
     try:
-        info = conninfo_to_dict(dsn)
+        info = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     except psycopg.Error:
+        return None
+    if dsn.startswith(_URI_SCHEMES):
+        credentials, at, _ = dsn.split("://", 1)[1].rpartition("@")
+        user, colon, password = credentials.partition(":")
+        if at and (
+            info.get("user", "") != unquote(user)
+            or (colon and info.get("password", "") != unquote(password))
+        ):
+            return None
+    return info
+
+
+def describe(dsn: str) -> str:
+    """Where a DSN points, without its password: ``user@host:port/dbname``.
+
+    "the given DSN" when its fields cannot be shown safely (see :func:`dsn_fields`).
+
+    >>> describe("postgresql://app:s3cret@db.internal/memory")
+    'app@db.internal:5432/memory'
+    """
+    info = dsn_fields(dsn)
+    if info is None:
         return "the given DSN"
     host = info.get("host") or "localhost"
     port = info.get("port") or "5432"
