@@ -298,6 +298,31 @@ def test_purge_and_import_reach_other_processes(nodes: Any) -> None:
     assert sorted(a.state()) == sorted([keep.id, secret.id])
 
 
+def test_waiting_for_last_lsn_covers_a_purge_and_an_import(nodes: Any) -> None:
+    """Another process that waits for ``last_lsn()`` after a purge or an import sees it."""
+    import io
+
+    a, b = nodes(poll_interval=30.0), nodes(poll_interval=30.0)
+    secret = a.store.upsert(Item(kind="note", title="api key sk-123"))
+    kept = a.store.upsert(Item(kind="note", title="kept"))
+    assert b.journal.wait_for(a.journal.last_lsn(), WAIT_S)  # type: ignore[arg-type]
+    written = a.journal.last_lsn()
+    a.journal.purge([secret.id])
+    purged = a.journal.last_lsn()
+    assert purged is not None and purged > written and purged == a.journal.head()
+    assert b.journal.wait_for(purged, WAIT_S)
+    assert b.store.get(secret.id) is None and b.store.get(kept.id) is not None
+
+    out = io.StringIO()
+    a.journal.export(None, out)
+    a.journal.purge([kept.id])
+    a.journal.import_(io.StringIO(out.getvalue()))  # brings ``kept`` back
+    imported = a.journal.last_lsn()
+    assert imported is not None and imported > purged and imported == a.journal.head()
+    assert b.journal.wait_for(imported, WAIT_S)
+    assert b.store.get(kept.id) is not None
+
+
 def test_a_new_process_starts_from_the_record_and_follows(nodes: Any) -> None:
     a = nodes()
     for i in range(5):

@@ -210,13 +210,15 @@ class PostgresJournal(JournalBase):
         finally:
             self._tls.vectors = None
 
-    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         self._check_open()
         assert not (rows and purge), "a purge writes no versions"
         vectors: GroupVectors | None = getattr(self._tls, "vectors", None)
         ids = list(dict.fromkeys([*(r.id for r in rows), *purge]))
+        last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
+            nonlocal last
             if not rows:  # a purge: a stamp of its own still moves the head on
                 last = self._stamp_above(head)
             else:
@@ -229,6 +231,7 @@ class PostgresJournal(JournalBase):
 
         seq = self._locked_write("the journal write failed", write)
         self._position.acknowledge(seq, ids)
+        return Lsn.unpack(last)  # the commit's own stamp, in the feed: others wait_for it
 
     def _locked_write(self, what: str, body: Callable[[Conn, int, int], None]) -> int:
         """Run ``body(conn, seq, head)`` in one transaction holding the commit lock; ``seq``.
@@ -296,11 +299,13 @@ class PostgresJournal(JournalBase):
             "payload": json.dumps({"seq": seq, "node": self._node_id, "lsn": last}),
         }
 
-    def _import_rows(self, rows: Sequence[Row]) -> None:
+    def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         self._check_open()
         ids = sorted({r.id for r in rows})
+        last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
+            nonlocal last
             last = self._stamp_above(max(head, *(r.lsn for r in rows)))
             conn.execute(self._q.import_rows, {"rows": rows_json(rows)})
             conn.execute(self._q.relink, {"ids": ids_json(ids)})
@@ -310,6 +315,7 @@ class PostgresJournal(JournalBase):
         # Not acknowledged as this process's own: the store took the import's
         # newest state, which a concurrent writer may have overtaken; the
         # follower reads these ids back from the record.
+        return Lsn.unpack(last)
 
     # ----------------------------------------------------------- rows: read
 
