@@ -572,6 +572,53 @@ def test_an_idle_write_connection_that_died_is_opened_again(pg_place: PgPlace) -
     journal.close()
 
 
+@pytest.mark.parametrize(("seconds", "ms"), [(0.0005, 1), (1e-9, 1), (0.0015, 2), (0.2, 200)])
+def test_lock_timeout_is_whole_milliseconds_never_zero(
+    pg_place: PgPlace, seconds: float, ms: int
+) -> None:
+    """PostgreSQL reads ``lock_timeout = 0`` as no timeout: a tiny one must not become it."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=seconds)
+    with journal._db.write_lock:
+        shown = journal._db.writer().execute("SHOW lock_timeout").fetchone()
+    assert shown == (f"{ms}ms",)
+    journal.close()
+
+
+def test_a_sub_millisecond_lock_timeout_still_gives_up(pg_place: PgPlace) -> None:
+    import psycopg
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=0.0005)
+    store = Store()
+    journal.attach(store)
+    with psycopg.connect(pg_place.dsn) as other:  # another writer, stuck mid-commit
+        other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                store.upsert(Item(kind="note", title="gives up at once"))
+            except JournalError as e:
+                failed.append(e)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(WAIT_S)
+        stuck = writer.is_alive()
+        other.rollback()
+    writer.join(WAIT_S)
+    assert not stuck, "the write waited for the lock with no timeout"
+    assert len(failed) == 1 and "commit lock" in str(failed[0])
+    journal.close()
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, float("nan"), float("inf"), 3e6])
+def test_a_lock_timeout_postgresql_cannot_take_is_refused(
+    pg_place: PgPlace, seconds: float
+) -> None:
+    with pytest.raises(ValueError, match="lock_timeout must be positive and at most"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=seconds)
+
+
 def test_a_held_commit_lock_fails_the_write_after_lock_timeout(pg_place: PgPlace) -> None:
     import psycopg
 

@@ -77,6 +77,7 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_SCHEMA",
+    "MAX_LOCK_TIMEOUT_S",
     "SCHEMA_VERSION",
     "FeedStatus",
     "PostgresJournal",
@@ -89,6 +90,8 @@ DEFAULT_POLL_INTERVAL_S: Final = 2.0
 DEFAULT_CONNECT_TIMEOUT_S: Final = 5
 DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
 """How long a commit waits for the commit lock before it fails."""
+MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
+"""The longest ``lock_timeout`` PostgreSQL takes (its setting is an int of milliseconds)."""
 APPLY_CHUNK: Final = 1000
 """Ids a follower applies to the store per hold of its lock."""
 
@@ -131,7 +134,9 @@ class PostgresJournal(JournalBase):
     fraction of a second on a crash). ``replicate``: follow other processes'
     writes once attached. ``poll_interval``: seconds between reads of the feed
     when no notification arrives. ``lock_timeout``: seconds a commit waits for
-    another process's commit before failing.
+    another process's commit before failing, rounded to whole milliseconds
+    and at least one (PostgreSQL would read 0 as "wait for ever"), at most
+    :data:`MAX_LOCK_TIMEOUT_S`.
 
     Raises :class:`~memstore.errors.JournalError` when the server cannot be
     reached and :class:`~memstore.errors.JournalSchemaError` for a schema
@@ -158,8 +163,13 @@ class PostgresJournal(JournalBase):
             )
         if durability not in SYNCHRONOUS:
             raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
-        if poll_interval <= 0 or lock_timeout <= 0:
-            raise ValueError("poll_interval and lock_timeout must be positive")
+        if not poll_interval > 0:  # written so that NaN fails too
+            raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
+        if not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
+            raise ValueError(
+                f"lock_timeout must be positive and at most {MAX_LOCK_TIMEOUT_S} seconds "
+                f"(PostgreSQL's limit), got {lock_timeout!r}"
+            )
         self.dsn = dsn
         self.schema = schema
         self._replicate = replicate
@@ -174,7 +184,9 @@ class PostgresJournal(JournalBase):
             schema,
             durability=durability,
             connect_timeout=connect_timeout,
-            lock_timeout_ms=int(lock_timeout * 1000),
+            # Rounded, not truncated, and never 0: PostgreSQL's lock_timeout
+            # = 0 is no timeout at all, the opposite of a very short one.
+            lock_timeout_ms=max(1, round(lock_timeout * 1000)),
         )
         try:
             with self._db.write_lock:
