@@ -105,6 +105,26 @@ def test_node_ids_are_unique_among_open_journals(pg_place: PgPlace) -> None:
         j.close()
 
 
+@pytest.mark.parametrize("node_id", [None, 4242])
+def test_every_connection_is_named_after_its_node(pg_place: PgPlace, node_id: int | None) -> None:
+    """``memstore:<schema>:<write|read|follow>:<node>`` in ``pg_stat_activity``."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, node_id=node_id)
+    store = Store()
+    journal.attach(store)
+    store.upsert(Item(id="x", kind="note", title="x"))
+    journal.history("x")  # a read connection
+    assert node_id is None or journal.node_id == node_id
+    names = pg_place.sql(
+        "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+        f"memstore:{pg_place.schema}:%",
+    )
+    node = journal.node_id
+    assert sorted(r[0] for r in names) == [
+        f"memstore:{pg_place.schema}:{role}:{node}" for role in ("follow", "read", "write")
+    ]
+    journal.close()
+
+
 def test_unreachable_server_fails_clearly_without_the_password() -> None:
     with pytest.raises(JournalError, match=r"cannot connect to PostgreSQL at app@127\.0\.0\.1:1/"):
         PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
@@ -564,9 +584,10 @@ def test_an_idle_write_connection_that_died_is_opened_again(pg_place: PgPlace) -
     journal.attach(store)
     store.upsert(Item(kind="note", title="first"))
     name = f"memstore:{pg_place.schema}:write:{journal.node_id}"
-    pg_place.sql(
+    killed = pg_place.sql(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", name
     )
+    assert killed == [(True,)]  # the write connection, found by its name
     store.upsert(Item(kind="note", title="second"))  # nothing was sent: reconnect and write
     assert sorted(it.title for it in journal.current()) == ["first", "second"]
     journal.close()

@@ -91,7 +91,7 @@ class Connections:
                 self.dsn,
                 autocommit=True,
                 connect_timeout=self._connect_timeout,
-                application_name=f"memstore:{self.schema}:{role}:{self.node}",
+                application_name=self._name(role),
             )
         except psycopg.Error as e:
             if self._fields is None:
@@ -101,6 +101,20 @@ class Connections:
             if password and password in why:  # libpq never quotes it; should it ever
                 raise JournalError(f"cannot connect to PostgreSQL at {self.where}") from None
             raise JournalError(f"cannot connect to PostgreSQL at {self.where}: {why}") from e
+
+    def _name(self, role: str) -> str:
+        return f"memstore:{self.schema}:{role}:{self.node}"
+
+    def set_node(self, node: int) -> None:
+        """Name connections after ``node``, the open write connection too (hold :attr:`write_lock`).
+
+        The write connection is opened before the node id is known (it
+        allocates it), so it is renamed in place (``SET application_name``).
+        """
+        self.node = node
+        self._writer.execute(
+            sql.SQL("SET application_name = {}").format(sql.Literal(self._name("write")))
+        )
 
     def _set_up_writer(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET synchronous_commit = {}").format(sql.Literal(self._synchronous)))

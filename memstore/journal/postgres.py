@@ -195,7 +195,7 @@ class PostgresJournal(JournalBase):
                 if node_id is None:
                     self._node_id = allocate_node(conn, schema)
                     self._db.held = True
-                self._db.node = self._node_id
+                self._db.set_node(self._node_id)
         except psycopg.Error as e:
             self._db.close()
             raise translate(e, f"cannot open journal {self._db.where}") from e
