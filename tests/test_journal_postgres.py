@@ -640,6 +640,71 @@ def test_a_lock_timeout_postgresql_cannot_take_is_refused(
         PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=seconds)
 
 
+def _kill(place: PgPlace, journal: Any, role: str) -> int:
+    """End ``journal``'s connections of ``role``, as a server restart would; how many."""
+    name = f"memstore:{place.schema}:{role}:{journal.node_id}"
+    killed = place.sql(  # the second argument waits (ms) until each backend is gone
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = %s",
+        name,
+    )
+    assert all(ok for (ok,) in killed)
+    return len(killed)
+
+
+def test_reads_on_pooled_connections_the_server_dropped_are_run_again(
+    pg_place: PgPlace,
+) -> None:
+    """Every read after a restart-like drop succeeds, not once per dead pooled connection."""
+    import io
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, replicate=False)
+    store = Store()
+    journal.attach(store)
+    a = store.upsert(Item(id="a", kind="note", title="first"))
+    store.upsert(Item(id="b", kind="note", title="second"))
+    at = journal.head()
+    held = journal.snapshot(at)  # holds one read connection while another reads
+    next(held)
+    assert [v.item.title for v in journal.history("a") if v.item] == ["first"]
+    held.close()  # both go back to the pool
+    assert _kill(pg_place, journal, "read") == 2
+
+    assert [v.item.title for v in journal.history("a") if v.item] == ["first"]
+    assert journal.head() == at
+    assert [it.id for it in journal.as_of(at)] == ["a", "b"]
+    assert [it.id for it in journal.current()] == ["a", "b"]
+    out = io.StringIO()
+    assert journal.export(None, out) == 2
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.purge(lambda it: it.id == "b") == ["b"]
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.import_(io.StringIO(out.getvalue())) == 1  # brings ``b`` back
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.matching(lambda it: True) == [a.id, "b"]
+    journal.close()
+
+
+def test_a_read_whose_connection_dies_midway_fails_rather_than_mix_snapshots(
+    pg_place: PgPlace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows already handed out came from one snapshot: the rest must not come from another."""
+    module = postgres_module()
+    monkeypatch.setattr(module, "_FETCH", 2)  # rows arrive in batches of two
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, replicate=False)
+    store = Store()
+    journal.attach(store)
+    with store.batch():
+        for n in range(6):
+            store.upsert(Item(id=f"i{n}", kind="note", title=f"n{n}"))
+    rows = journal.snapshot(journal.head())
+    assert next(rows).id == "i0"
+    assert _kill(pg_place, journal, "read") == 1
+    with pytest.raises(JournalError, match="connection to PostgreSQL failed"):
+        list(rows)
+    assert len(list(journal.snapshot(journal.head()))) == 6  # the next read reconnects
+    journal.close()
+
+
 def test_a_held_commit_lock_fails_the_write_after_lock_timeout(pg_place: PgPlace) -> None:
     import psycopg
 

@@ -5,19 +5,26 @@ advisory lock, and is opened again when lost), a pool of *read* connections
 (``REPEATABLE READ``, read-only: a read is one consistent snapshot) and, while
 attached, its follower's own connection. Every connection is named
 ``memstore:<schema>:<role>:<node>`` in ``pg_stat_activity``.
+
+A pooled connection is handed out unchecked (a check would cost every read a
+round trip), so one the server dropped while it sat idle (a restart, a
+failover, ``pg_terminate_backend``) fails its read's first statement. Reads
+change nothing, so :meth:`Connections.read` and :meth:`Connections.stream`
+run such a read once more on a new connection, and close the rest of the pool,
+which the same event most likely dropped too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote
 
 import psycopg
 from psycopg import IsolationLevel, sql
+from psycopg.abc import Query
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -41,6 +48,8 @@ SYNCHRONOUS: Final = {"full": "on", "normal": "off", "off": "off"}
 """``durability`` to PostgreSQL's ``synchronous_commit``."""
 
 _log = logging.getLogger("memstore")
+
+T = TypeVar("T")
 
 
 class Connections:
@@ -137,28 +146,90 @@ class Connections:
         self._writer = conn
         return conn
 
-    @contextlib.contextmanager
-    def reader(self) -> Iterator[Conn]:
-        """A connection of the read pool (``REPEATABLE READ``, read-only)."""
+    def read(self, body: Callable[[Conn], T]) -> T:
+        """``body(conn)`` in one read transaction on a pooled connection; what it returns.
+
+        If the connection turns out dead, ``body`` runs once more from the
+        start, in a new transaction on a new connection: it must only read
+        (and return what it read, having kept nothing of a failed run).
+        A second failure raises.
+        """
+        retried = False
+        while True:
+            conn = self._take()
+            try:
+                with conn.transaction():
+                    return body(conn)
+            except psycopg.OperationalError as e:
+                if retried or not self._dead(conn, e):
+                    raise
+                retried = True
+            finally:
+                self._give(conn)
+
+    def stream(
+        self, query: Query, params: Mapping[str, Any], *, itersize: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``query``, in one read transaction through a server-side cursor.
+
+        A connection that turns out dead before the first row came is
+        replaced, and the query run once more. Not after: the caller holds
+        rows of the first snapshot then, and the rest from another snapshot
+        could contradict them (a commit in between), so the read fails.
+        """
+        retried = False
+        while True:
+            conn = self._take()
+            started = False
+            try:
+                with conn.transaction(), conn.cursor(name="memstore_rows") as cur:
+                    cur.itersize = itersize
+                    cur.execute(query, params)
+                    for rec in cur:
+                        started = True
+                        yield rec
+                return
+            except psycopg.OperationalError as e:
+                if retried or started or not self._dead(conn, e):
+                    raise
+                retried = True
+            finally:
+                self._give(conn)
+
+    def _take(self) -> Conn:
+        """A connection of the read pool, or a new one when the pool is empty."""
         with self._rlock:
             conn = self._readers.pop() if self._readers else None
-        if conn is None or conn.closed:
-            conn = self.connect("read")
-            conn.isolation_level = IsolationLevel.REPEATABLE_READ
-            conn.read_only = True
-        try:
-            yield conn
-        finally:
-            healthy = (
-                not conn.closed
-                and not conn.broken
-                and conn.info.transaction_status == TransactionStatus.IDLE
-            )
-            with self._rlock:
-                if healthy and not self._closed:
-                    self._readers.append(conn)
-                else:
-                    conn.close()
+        if conn is not None and not (conn.closed or conn.broken):
+            return conn
+        conn = self.connect("read")
+        conn.isolation_level = IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        return conn
+
+    def _give(self, conn: Conn) -> None:
+        """Put ``conn`` back in the pool if it can serve another read, else close it."""
+        healthy = (
+            not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == TransactionStatus.IDLE
+        )
+        with self._rlock:
+            if healthy and not self._closed:
+                self._readers.append(conn)
+                return
+        conn.close()
+
+    def _dead(self, conn: Conn, e: psycopg.OperationalError) -> bool:
+        """Whether ``e`` was ``conn`` dying; if so, close the idle rest of the pool too."""
+        if not conn.broken:
+            return False
+        with self._rlock:
+            idle, self._readers = self._readers, []
+        for other in idle:
+            other.close()
+        _log.info("memstore: a read connection was lost (%s); reading again", first_line(e))
+        return True
 
     def close(self) -> None:
         """Close every connection (which releases the node's advisory lock)."""

@@ -335,22 +335,14 @@ class PostgresJournal(JournalBase):
         """Stream rows of one consistent read (a server-side cursor, batches of rows)."""
         self._check_open()
         try:
-            with (
-                self._db.reader() as conn,
-                conn.transaction(),
-                conn.cursor(name="memstore_rows") as cur,
-            ):
-                cur.itersize = _FETCH
-                cur.execute(query, params)
-                for rec in cur:
-                    yield Row(*rec)
+            for rec in self._db.stream(query, params, itersize=_FETCH):
+                yield Row(*rec)
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
 
     def _read_head(self) -> Lsn:
         try:
-            with self._db.reader() as conn, conn.transaction():
-                row = conn.execute(self._q.head).fetchone()
+            row = self._db.read(lambda conn: conn.execute(self._q.head).fetchone())
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
         assert row is not None
@@ -372,10 +364,13 @@ class PostgresJournal(JournalBase):
 
     def _restore_items(self) -> list[Item]:
         """The live items and the feed position they reflect, from one snapshot."""
+
+        def read(conn: Conn) -> tuple[tuple[Any, ...] | None, list[str]]:
+            head = conn.execute(self._q.head).fetchone()
+            return head, [str(t) for (t,) in conn.execute(self._q.current_items)]
+
         try:
-            with self._db.reader() as conn, conn.transaction():
-                head = conn.execute(self._q.head).fetchone()
-                texts = [str(t) for (t,) in conn.execute(self._q.current_items)]
+            head, texts = self._db.read(read)
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
         assert head is not None
@@ -455,8 +450,9 @@ class PostgresJournal(JournalBase):
                 it.id: text_hash(embed_text(it)) for it in store.items_locked() if embeddable(it)
             }
             try:
-                with self._db.reader() as conn, conn.transaction():
-                    stored = read_vectors(conn, self._q, model, list(wanted))
+                stored = self._db.read(
+                    lambda conn: read_vectors(conn, self._q, model, list(wanted))
+                )
             except psycopg.Error as e:
                 raise translate(e, f"reading vectors from {self._db.where} failed") from e
             have = {k: v for k, v in stored.items() if wanted.get(k[0]) == k[1]}
