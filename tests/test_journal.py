@@ -222,6 +222,31 @@ def test_head_and_last_lsn_track_acknowledged_groups(pair: tuple[JournalBase, St
     assert journal.head() == journal.last_lsn()
 
 
+def test_purge_and_import_move_last_lsn_as_writes_do(places: Places) -> None:
+    """``last_lsn()`` names every acknowledged write: a purge and an import too."""
+    journal, store = open_store(places("a"))
+    a = store.upsert(note("a"))
+    b = store.upsert(note("b"))
+    written = journal.last_lsn()
+    assert written is not None
+    journal.purge([a.id])
+    purged = journal.last_lsn()
+    assert purged is not None and purged >= written and purged == journal.head()
+    assert journal.purge(["never-existed"]) == ["never-existed"]  # only the record to erase
+    assert journal.last_lsn() is not None and journal.last_lsn() >= purged  # type: ignore[operator]
+    out = io.StringIO()
+    journal.export(None, out)
+
+    journal2, _ = open_store(places("b"))
+    assert journal2.last_lsn() is None
+    assert journal2.import_(io.StringIO(out.getvalue())) == 1
+    imported = journal2.last_lsn()
+    assert imported is not None and imported == journal2.head()
+    assert imported >= journal2.history(b.id)[-1].lsn
+    journal.close()
+    journal2.close()
+
+
 def test_node_id_is_in_every_stamp(place: Place) -> None:
     journal, store = open_store(place, node_id=513)
     a = store.upsert(note("x"))

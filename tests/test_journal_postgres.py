@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstore import Item, JournalError, JournalSchemaError, Memory, Store
 from memstore.journal import Lsn
@@ -103,6 +105,26 @@ def test_node_ids_are_unique_among_open_journals(pg_place: PgPlace) -> None:
         j.close()
 
 
+@pytest.mark.parametrize("node_id", [None, 4242])
+def test_every_connection_is_named_after_its_node(pg_place: PgPlace, node_id: int | None) -> None:
+    """``memstore:<schema>:<write|read|follow>:<node>`` in ``pg_stat_activity``."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, node_id=node_id)
+    store = Store()
+    journal.attach(store)
+    store.upsert(Item(id="x", kind="note", title="x"))
+    journal.history("x")  # a read connection
+    assert node_id is None or journal.node_id == node_id
+    names = pg_place.sql(
+        "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+        f"memstore:{pg_place.schema}:%",
+    )
+    node = journal.node_id
+    assert sorted(r[0] for r in names) == [
+        f"memstore:{pg_place.schema}:{role}:{node}" for role in ("follow", "read", "write")
+    ]
+    journal.close()
+
+
 def test_unreachable_server_fails_clearly_without_the_password() -> None:
     with pytest.raises(JournalError, match=r"cannot connect to PostgreSQL at app@127\.0\.0\.1:1/"):
         PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
@@ -110,6 +132,80 @@ def test_unreachable_server_fails_clearly_without_the_password() -> None:
         PostgresJournal("postgresql://app:s3cret@127.0.0.1:1/memory", connect_timeout=2)
     except JournalError as e:
         assert "s3cret" not in str(e)
+
+
+_TOKEN = st.text(alphabet="abcXYZ0189", min_size=1, max_size=4).map(lambda t: "Zq" + t)
+_SEPARATOR = st.sampled_from(list("/?#@%:[] =&',;\\\"+"))
+
+
+@st.composite
+def _passwords(draw: st.DrawFn) -> str:
+    """Passwords made of ``Zq...`` tokens glued by characters a DSN treats specially.
+
+    Every piece libpq could cut out of one holds ``Zq``, which nothing else in
+    a message does: a message without ``Zq`` holds no part of the password.
+    """
+    tokens = draw(st.lists(_TOKEN, min_size=1, max_size=4))
+    glue = draw(st.lists(_SEPARATOR, min_size=len(tokens) - 1, max_size=len(tokens) - 1))
+    return tokens[0] + "".join(g + t for g, t in zip(glue, tokens[1:], strict=True))
+
+
+_DSN_FORMS = [
+    "postgresql://postgres:{pw}@127.0.0.1:{port}/test",
+    "postgres://postgres:{pw}@127.0.0.1:{port}/test?connect_timeout=2",
+    "postgresql://postgres@127.0.0.1:{port}/test?password={pw}",
+    "host=127.0.0.1 port={port} user=postgres password={pw} dbname=test",
+    "host=127.0.0.1 port={port} user=postgres password='{pw}' dbname=test",
+]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(password=_passwords(), form=st.sampled_from(_DSN_FORMS), port=st.sampled_from([5432, 1]))
+def test_no_message_holds_any_part_of_the_password(
+    pg_place: PgPlace, password: str, form: str, port: int
+) -> None:
+    """Whatever the DSN looks like, written as is: an unescaped / or %, a space, a quote."""
+    import traceback
+
+    assert "Zq" not in pg_place.dsn + pg_place.schema
+    dsn = form.format(pw=password, port=port)
+    try:
+        journal = PostgresJournal(dsn, schema=pg_place.schema, connect_timeout=2)
+    except JournalError as e:
+        told = "".join(traceback.format_exception(e))  # chained causes included
+        assert "Zq" not in told, told
+    else:
+        assert "Zq" not in repr(journal)
+        journal.close()
+
+
+@pytest.mark.parametrize(
+    ("dsn", "where"),
+    [
+        ("postgresql://app:s3cret@127.0.0.1:1/memory", "app@127.0.0.1:1/memory"),
+        ("postgresql://app:s3%2Fcret@127.0.0.1:1/memory", "app@127.0.0.1:1/memory"),
+        ("host=127.0.0.1 port=1 user=app password='s3 cret' dbname=m", "app@127.0.0.1:1/m"),
+        ("postgresql://app:s3/cret@127.0.0.1:1/memory", "the given DSN"),
+        ("postgresql://app:s3@cret@127.0.0.1:1/memory", "the given DSN"),
+        ("postgresql://app:s3%cret@127.0.0.1:1/memory", "the given DSN"),
+        ("host=127.0.0.1 password=s3 cret", "the given DSN"),
+    ],
+)
+def test_a_dsn_is_described_only_when_it_reads_as_written(dsn: str, where: str) -> None:
+    from memstore.journal._pgconn import describe
+
+    assert describe(dsn) == where
+
+
+def test_a_mangled_dsn_is_not_quoted_and_says_how_to_fix_it() -> None:
+    with pytest.raises(JournalError, match=r"percent-encode") as caught:
+        PostgresJournal("postgresql://app:Zq9/sec@127.0.0.1:1/memory", connect_timeout=2)
+    assert "Zq9" not in str(caught.value) and "sec" not in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
 
 
 def test_foreign_schema_is_refused(pg_place: PgPlace) -> None:
@@ -220,6 +316,31 @@ def test_purge_and_import_reach_other_processes(nodes: Any) -> None:
     a.catch_up()
     assert a.state() == b.state() == record(a.journal)
     assert sorted(a.state()) == sorted([keep.id, secret.id])
+
+
+def test_waiting_for_last_lsn_covers_a_purge_and_an_import(nodes: Any) -> None:
+    """Another process that waits for ``last_lsn()`` after a purge or an import sees it."""
+    import io
+
+    a, b = nodes(poll_interval=30.0), nodes(poll_interval=30.0)
+    secret = a.store.upsert(Item(kind="note", title="api key sk-123"))
+    kept = a.store.upsert(Item(kind="note", title="kept"))
+    assert b.journal.wait_for(a.journal.last_lsn(), WAIT_S)  # type: ignore[arg-type]
+    written = a.journal.last_lsn()
+    a.journal.purge([secret.id])
+    purged = a.journal.last_lsn()
+    assert purged is not None and purged > written and purged == a.journal.head()
+    assert b.journal.wait_for(purged, WAIT_S)
+    assert b.store.get(secret.id) is None and b.store.get(kept.id) is not None
+
+    out = io.StringIO()
+    a.journal.export(None, out)
+    a.journal.purge([kept.id])
+    a.journal.import_(io.StringIO(out.getvalue()))  # brings ``kept`` back
+    imported = a.journal.last_lsn()
+    assert imported is not None and imported > purged and imported == a.journal.head()
+    assert b.journal.wait_for(imported, WAIT_S)
+    assert b.store.get(kept.id) is not None
 
 
 def test_a_new_process_starts_from_the_record_and_follows(nodes: Any) -> None:
@@ -463,11 +584,124 @@ def test_an_idle_write_connection_that_died_is_opened_again(pg_place: PgPlace) -
     journal.attach(store)
     store.upsert(Item(kind="note", title="first"))
     name = f"memstore:{pg_place.schema}:write:{journal.node_id}"
-    pg_place.sql(
+    killed = pg_place.sql(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", name
     )
+    assert killed == [(True,)]  # the write connection, found by its name
     store.upsert(Item(kind="note", title="second"))  # nothing was sent: reconnect and write
     assert sorted(it.title for it in journal.current()) == ["first", "second"]
+    journal.close()
+
+
+@pytest.mark.parametrize(("seconds", "ms"), [(0.0005, 1), (1e-9, 1), (0.0015, 2), (0.2, 200)])
+def test_lock_timeout_is_whole_milliseconds_never_zero(
+    pg_place: PgPlace, seconds: float, ms: int
+) -> None:
+    """PostgreSQL reads ``lock_timeout = 0`` as no timeout: a tiny one must not become it."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=seconds)
+    with journal._db.write_lock:
+        shown = journal._db.writer().execute("SHOW lock_timeout").fetchone()
+    assert shown == (f"{ms}ms",)
+    journal.close()
+
+
+def test_a_sub_millisecond_lock_timeout_still_gives_up(pg_place: PgPlace) -> None:
+    import psycopg
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=0.0005)
+    store = Store()
+    journal.attach(store)
+    with psycopg.connect(pg_place.dsn) as other:  # another writer, stuck mid-commit
+        other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                store.upsert(Item(kind="note", title="gives up at once"))
+            except JournalError as e:
+                failed.append(e)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(WAIT_S)
+        stuck = writer.is_alive()
+        other.rollback()
+    writer.join(WAIT_S)
+    assert not stuck, "the write waited for the lock with no timeout"
+    assert len(failed) == 1 and "commit lock" in str(failed[0])
+    journal.close()
+
+
+@pytest.mark.parametrize("seconds", [0.0, -1.0, float("nan"), float("inf"), 3e6])
+def test_a_lock_timeout_postgresql_cannot_take_is_refused(
+    pg_place: PgPlace, seconds: float
+) -> None:
+    with pytest.raises(ValueError, match="lock_timeout must be positive and at most"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=seconds)
+
+
+def _kill(place: PgPlace, journal: Any, role: str) -> int:
+    """End ``journal``'s connections of ``role``, as a server restart would; how many."""
+    name = f"memstore:{place.schema}:{role}:{journal.node_id}"
+    killed = place.sql(  # the second argument waits (ms) until each backend is gone
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE application_name = %s",
+        name,
+    )
+    assert all(ok for (ok,) in killed)
+    return len(killed)
+
+
+def test_reads_on_pooled_connections_the_server_dropped_are_run_again(
+    pg_place: PgPlace,
+) -> None:
+    """Every read after a restart-like drop succeeds, not once per dead pooled connection."""
+    import io
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, replicate=False)
+    store = Store()
+    journal.attach(store)
+    a = store.upsert(Item(id="a", kind="note", title="first"))
+    store.upsert(Item(id="b", kind="note", title="second"))
+    at = journal.head()
+    held = journal.snapshot(at)  # holds one read connection while another reads
+    next(held)
+    assert [v.item.title for v in journal.history("a") if v.item] == ["first"]
+    held.close()  # both go back to the pool
+    assert _kill(pg_place, journal, "read") == 2
+
+    assert [v.item.title for v in journal.history("a") if v.item] == ["first"]
+    assert journal.head() == at
+    assert [it.id for it in journal.as_of(at)] == ["a", "b"]
+    assert [it.id for it in journal.current()] == ["a", "b"]
+    out = io.StringIO()
+    assert journal.export(None, out) == 2
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.purge(lambda it: it.id == "b") == ["b"]
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.import_(io.StringIO(out.getvalue())) == 1  # brings ``b`` back
+    assert _kill(pg_place, journal, "read") == 1
+    assert journal.matching(lambda it: True) == [a.id, "b"]
+    journal.close()
+
+
+def test_a_read_whose_connection_dies_midway_fails_rather_than_mix_snapshots(
+    pg_place: PgPlace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows already handed out came from one snapshot: the rest must not come from another."""
+    module = postgres_module()
+    monkeypatch.setattr(module, "_FETCH", 2)  # rows arrive in batches of two
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, replicate=False)
+    store = Store()
+    journal.attach(store)
+    with store.batch():
+        for n in range(6):
+            store.upsert(Item(id=f"i{n}", kind="note", title=f"n{n}"))
+    rows = journal.snapshot(journal.head())
+    assert next(rows).id == "i0"
+    assert _kill(pg_place, journal, "read") == 1
+    with pytest.raises(JournalError, match="connection to PostgreSQL failed"):
+        list(rows)
+    assert len(list(journal.snapshot(journal.head()))) == 6  # the next read reconnects
     journal.close()
 
 

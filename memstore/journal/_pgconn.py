@@ -5,18 +5,26 @@ advisory lock, and is opened again when lost), a pool of *read* connections
 (``REPEATABLE READ``, read-only: a read is one consistent snapshot) and, while
 attached, its follower's own connection. Every connection is named
 ``memstore:<schema>:<role>:<node>`` in ``pg_stat_activity``.
+
+A pooled connection is handed out unchecked (a check would cost every read a
+round trip), so one the server dropped while it sat idle (a restart, a
+failover, ``pg_terminate_backend``) fails its read's first statement. Reads
+change nothing, so :meth:`Connections.read` and :meth:`Connections.stream`
+run such a read once more on a new connection, and close the rest of the pool,
+which the same event most likely dropped too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote
 
 import psycopg
 from psycopg import IsolationLevel, sql
+from psycopg.abc import Query
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
@@ -24,7 +32,15 @@ from psycopg.rows import TupleRow
 from memstore.errors import JournalError
 from memstore.journal._pgschema import hold_node
 
-__all__ = ["Conn", "Connections", "describe", "translate", "write_error"]
+__all__ = [
+    "UNREADABLE_DSN",
+    "Conn",
+    "Connections",
+    "describe",
+    "dsn_fields",
+    "translate",
+    "write_error",
+]
 
 Conn = psycopg.Connection[TupleRow]
 
@@ -32,6 +48,8 @@ SYNCHRONOUS: Final = {"full": "on", "normal": "off", "off": "off"}
 """``durability`` to PostgreSQL's ``synchronous_commit``."""
 
 _log = logging.getLogger("memstore")
+
+T = TypeVar("T")
 
 
 class Connections:
@@ -48,6 +66,7 @@ class Connections:
     ) -> None:
         self.dsn = dsn
         self.schema = schema
+        self._fields = dsn_fields(dsn)
         self.where = describe(dsn)
         self.node = 0
         """The node id in connection names (and whose lock the writer holds, if ``held``)."""
@@ -68,18 +87,43 @@ class Connections:
             raise
 
     def connect(self, role: str) -> Conn:
-        """A new autocommit connection, or :class:`JournalError` saying where it failed."""
+        """A new autocommit connection, or :class:`JournalError` saying where it failed.
+
+        The error quotes libpq's message only when the DSN reads as written
+        (see :func:`dsn_fields`): libpq quotes the pieces it could not read,
+        and of a mangled DSN those may be pieces of the password. Then the
+        error says so instead, and does not chain libpq's exception either
+        (a traceback would print it).
+        """
         try:
             return psycopg.connect(
                 self.dsn,
                 autocommit=True,
                 connect_timeout=self._connect_timeout,
-                application_name=f"memstore:{self.schema}:{role}:{self.node}",
+                application_name=self._name(role),
             )
         except psycopg.Error as e:
-            raise JournalError(
-                f"cannot connect to PostgreSQL at {self.where}: {first_line(e)}"
-            ) from e
+            if self._fields is None:
+                raise JournalError(f"cannot connect to PostgreSQL: {UNREADABLE_DSN}") from None
+            why = first_line(e)
+            password = self._fields.get("password")
+            if password and password in why:  # libpq never quotes it; should it ever
+                raise JournalError(f"cannot connect to PostgreSQL at {self.where}") from None
+            raise JournalError(f"cannot connect to PostgreSQL at {self.where}: {why}") from e
+
+    def _name(self, role: str) -> str:
+        return f"memstore:{self.schema}:{role}:{self.node}"
+
+    def set_node(self, node: int) -> None:
+        """Name connections after ``node``, the open write connection too (hold :attr:`write_lock`).
+
+        The write connection is opened before the node id is known (it
+        allocates it), so it is renamed in place (``SET application_name``).
+        """
+        self.node = node
+        self._writer.execute(
+            sql.SQL("SET application_name = {}").format(sql.Literal(self._name("write")))
+        )
 
     def _set_up_writer(self, conn: Conn) -> None:
         conn.execute(sql.SQL("SET synchronous_commit = {}").format(sql.Literal(self._synchronous)))
@@ -102,28 +146,90 @@ class Connections:
         self._writer = conn
         return conn
 
-    @contextlib.contextmanager
-    def reader(self) -> Iterator[Conn]:
-        """A connection of the read pool (``REPEATABLE READ``, read-only)."""
+    def read(self, body: Callable[[Conn], T]) -> T:
+        """``body(conn)`` in one read transaction on a pooled connection; what it returns.
+
+        If the connection turns out dead, ``body`` runs once more from the
+        start, in a new transaction on a new connection: it must only read
+        (and return what it read, having kept nothing of a failed run).
+        A second failure raises.
+        """
+        retried = False
+        while True:
+            conn = self._take()
+            try:
+                with conn.transaction():
+                    return body(conn)
+            except psycopg.OperationalError as e:
+                if retried or not self._dead(conn, e):
+                    raise
+                retried = True
+            finally:
+                self._give(conn)
+
+    def stream(
+        self, query: Query, params: Mapping[str, Any], *, itersize: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``query``, in one read transaction through a server-side cursor.
+
+        A connection that turns out dead before the first row came is
+        replaced, and the query run once more. Not after: the caller holds
+        rows of the first snapshot then, and the rest from another snapshot
+        could contradict them (a commit in between), so the read fails.
+        """
+        retried = False
+        while True:
+            conn = self._take()
+            started = False
+            try:
+                with conn.transaction(), conn.cursor(name="memstore_rows") as cur:
+                    cur.itersize = itersize
+                    cur.execute(query, params)
+                    for rec in cur:
+                        started = True
+                        yield rec
+                return
+            except psycopg.OperationalError as e:
+                if retried or started or not self._dead(conn, e):
+                    raise
+                retried = True
+            finally:
+                self._give(conn)
+
+    def _take(self) -> Conn:
+        """A connection of the read pool, or a new one when the pool is empty."""
         with self._rlock:
             conn = self._readers.pop() if self._readers else None
-        if conn is None or conn.closed:
-            conn = self.connect("read")
-            conn.isolation_level = IsolationLevel.REPEATABLE_READ
-            conn.read_only = True
-        try:
-            yield conn
-        finally:
-            healthy = (
-                not conn.closed
-                and not conn.broken
-                and conn.info.transaction_status == TransactionStatus.IDLE
-            )
-            with self._rlock:
-                if healthy and not self._closed:
-                    self._readers.append(conn)
-                else:
-                    conn.close()
+        if conn is not None and not (conn.closed or conn.broken):
+            return conn
+        conn = self.connect("read")
+        conn.isolation_level = IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        return conn
+
+    def _give(self, conn: Conn) -> None:
+        """Put ``conn`` back in the pool if it can serve another read, else close it."""
+        healthy = (
+            not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == TransactionStatus.IDLE
+        )
+        with self._rlock:
+            if healthy and not self._closed:
+                self._readers.append(conn)
+                return
+        conn.close()
+
+    def _dead(self, conn: Conn, e: psycopg.OperationalError) -> bool:
+        """Whether ``e`` was ``conn`` dying; if so, close the idle rest of the pool too."""
+        if not conn.broken:
+            return False
+        with self._rlock:
+            idle, self._readers = self._readers, []
+        for other in idle:
+            other.close()
+        _log.info("memstore: a read connection was lost (%s); reading again", first_line(e))
+        return True
 
     def close(self) -> None:
         """Close every connection (which releases the node's advisory lock)."""
@@ -136,11 +242,59 @@ class Connections:
             self._readers.clear()
 
 
-def describe(dsn: str) -> str:
-    """Where a DSN points, without its password: ``user@host:port/dbname``."""
+UNREADABLE_DSN: Final = (
+    "the DSN does not read as written (it does not parse, or its URI's user and password "
+    "do not end at the '@': percent-encode / ? # @ % and spaces in them, e.g. with "
+    "urllib.parse.quote(password, safe='')); it is not shown, nor is libpq's message, "
+    "as either may hold the password"
+)
+"""Why a connection failed, when the DSN cannot be quoted (see :func:`dsn_fields`)."""
+
+_URI_SCHEMES: Final = ("postgresql://", "postgres://")
+
+
+def dsn_fields(dsn: str) -> dict[str, str] | None:
+    """A DSN's fields as libpq reads them, or ``None`` if they might hold the password.
+
+    ``None`` when the DSN does not parse (libpq's message quotes the piece it
+    stopped at), and when a URI's credentials did not end where the writer
+    meant them to: the user and password run up to the *last* ``@`` of the
+    URI, while libpq ends them at the first ``@`` or ``/``. So
+    ``postgresql://app:pa/ss@db/memory`` reads as host ``app``, port ``pa``
+    and database ``ss@db/memory``: showing any field would show the password.
+
+    >>> dsn_fields("postgresql://app:s3cret@db.internal/memory")["host"]
+    'db.internal'
+    >>> dsn_fields("postgresql://app:pa/ss@db.internal/memory") is None
+    True
+    >>> dsn_fields("host=db.internal password=pa ss") is None
+    True
+    """
     try:
-        info = conninfo_to_dict(dsn)
+        info = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     except psycopg.Error:
+        return None
+    if dsn.startswith(_URI_SCHEMES):
+        credentials, at, _ = dsn.split("://", 1)[1].rpartition("@")
+        user, colon, password = credentials.partition(":")
+        if at and (
+            info.get("user", "") != unquote(user)
+            or (colon and info.get("password", "") != unquote(password))
+        ):
+            return None
+    return info
+
+
+def describe(dsn: str) -> str:
+    """Where a DSN points, without its password: ``user@host:port/dbname``.
+
+    "the given DSN" when its fields cannot be shown safely (see :func:`dsn_fields`).
+
+    >>> describe("postgresql://app:s3cret@db.internal/memory")
+    'app@db.internal:5432/memory'
+    """
+    info = dsn_fields(dsn)
+    if info is None:
         return "the given DSN"
     host = info.get("host") or "localhost"
     port = info.get("port") or "5432"

@@ -119,15 +119,21 @@ class JournalBase(ABC):
         """The newest stamp on record (``Lsn(0, 0)`` when empty)."""
 
     @abstractmethod
-    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         """In one transaction: erase every row of ``purge``, close the open row of
         each id in ``rows`` at its first new stamp, insert ``rows``; commit durably.
-        Raise a :class:`JournalError` (having rolled back) on failure."""
+        Raise a :class:`JournalError` (having rolled back) on failure.
+
+        Returns the commit's position: a position that covers it (waiting for
+        it, or reading ``as_of`` it, sees the commit), as :meth:`last_lsn`
+        reports it. For ``rows`` that is their (one) stamp."""
 
     @abstractmethod
-    def _import_rows(self, rows: Sequence[Row]) -> None:
+    def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         """In one transaction: insert ``rows`` not already present (same id and
-        stamp) and relink ``valid_to`` of every touched id by stamp order."""
+        stamp) and relink ``valid_to`` of every touched id by stamp order.
+
+        Returns the import's position, as :meth:`_commit_rows` does."""
 
     @abstractmethod
     def _current_rows(self) -> Iterator[Row]:
@@ -266,10 +272,9 @@ class JournalBase(ABC):
         rows = self._rows_for(changes)
         if not rows:  # the group changed nothing lasting (an id made and removed in it)
             return
-        self._commit_rows(rows)
         # Backends may re-stamp (PostgreSQL, when another process committed
         # first); every row of a group shares its one stamp either way.
-        at = Lsn.unpack(rows[-1].lsn)
+        at = self._commit_rows(rows)
         self._tls.last = at
         self._remember([(c, at) for c in changes])
 
@@ -322,7 +327,12 @@ class JournalBase(ABC):
         return self._ensure_clock().last
 
     def last_lsn(self) -> Lsn | None:
-        """The position of the last write group this thread got acknowledged."""
+        """The position of the last write group this thread got acknowledged.
+
+        Every write counts, a :meth:`purge` and an :meth:`import_` included
+        (``None`` before the first): another process that waits for this
+        position (``wait_for``) sees that write once the wait returns.
+        """
         last: Lsn | None = getattr(self._tls, "last", None)
         return last
 
@@ -416,13 +426,13 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._commit_rows([], purge=ids)
+            self._tls.last = self._commit_rows([], purge=ids)
             done = True
 
         with _holding(store):
             self._run_special(store, special, lambda: [store.delete(id) for id in ids])
             if not done:  # none of them was live: only the record to erase
-                self._commit_rows([], purge=ids)
+                self._tls.last = self._commit_rows([], purge=ids)
         return ids
 
     def _run_special(
@@ -541,7 +551,7 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._import_rows(rows)
+            self._tls.last = self._import_rows(rows)
             done = True
 
         with _holding(store):
@@ -568,7 +578,7 @@ class JournalBase(ABC):
 
             self._run_special(store, special, apply)
             if not done:
-                self._import_rows(rows)
+                self._tls.last = self._import_rows(rows)
             self._ensure_clock().observe(top)
         return len(changed)
 

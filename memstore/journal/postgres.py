@@ -77,6 +77,7 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT_S",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_SCHEMA",
+    "MAX_LOCK_TIMEOUT_S",
     "SCHEMA_VERSION",
     "FeedStatus",
     "PostgresJournal",
@@ -89,6 +90,8 @@ DEFAULT_POLL_INTERVAL_S: Final = 2.0
 DEFAULT_CONNECT_TIMEOUT_S: Final = 5
 DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
 """How long a commit waits for the commit lock before it fails."""
+MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
+"""The longest ``lock_timeout`` PostgreSQL takes (its setting is an int of milliseconds)."""
 APPLY_CHUNK: Final = 1000
 """Ids a follower applies to the store per hold of its lock."""
 
@@ -131,7 +134,9 @@ class PostgresJournal(JournalBase):
     fraction of a second on a crash). ``replicate``: follow other processes'
     writes once attached. ``poll_interval``: seconds between reads of the feed
     when no notification arrives. ``lock_timeout``: seconds a commit waits for
-    another process's commit before failing.
+    another process's commit before failing, rounded to whole milliseconds
+    and at least one (PostgreSQL would read 0 as "wait for ever"), at most
+    :data:`MAX_LOCK_TIMEOUT_S`.
 
     Raises :class:`~memstore.errors.JournalError` when the server cannot be
     reached and :class:`~memstore.errors.JournalSchemaError` for a schema
@@ -158,8 +163,13 @@ class PostgresJournal(JournalBase):
             )
         if durability not in SYNCHRONOUS:
             raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
-        if poll_interval <= 0 or lock_timeout <= 0:
-            raise ValueError("poll_interval and lock_timeout must be positive")
+        if not poll_interval > 0:  # written so that NaN fails too
+            raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
+        if not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
+            raise ValueError(
+                f"lock_timeout must be positive and at most {MAX_LOCK_TIMEOUT_S} seconds "
+                f"(PostgreSQL's limit), got {lock_timeout!r}"
+            )
         self.dsn = dsn
         self.schema = schema
         self._replicate = replicate
@@ -174,7 +184,9 @@ class PostgresJournal(JournalBase):
             schema,
             durability=durability,
             connect_timeout=connect_timeout,
-            lock_timeout_ms=int(lock_timeout * 1000),
+            # Rounded, not truncated, and never 0: PostgreSQL's lock_timeout
+            # = 0 is no timeout at all, the opposite of a very short one.
+            lock_timeout_ms=max(1, round(lock_timeout * 1000)),
         )
         try:
             with self._db.write_lock:
@@ -183,7 +195,7 @@ class PostgresJournal(JournalBase):
                 if node_id is None:
                     self._node_id = allocate_node(conn, schema)
                     self._db.held = True
-                self._db.node = self._node_id
+                self._db.set_node(self._node_id)
         except psycopg.Error as e:
             self._db.close()
             raise translate(e, f"cannot open journal {self._db.where}") from e
@@ -210,13 +222,15 @@ class PostgresJournal(JournalBase):
         finally:
             self._tls.vectors = None
 
-    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         self._check_open()
         assert not (rows and purge), "a purge writes no versions"
         vectors: GroupVectors | None = getattr(self._tls, "vectors", None)
         ids = list(dict.fromkeys([*(r.id for r in rows), *purge]))
+        last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
+            nonlocal last
             if not rows:  # a purge: a stamp of its own still moves the head on
                 last = self._stamp_above(head)
             else:
@@ -229,6 +243,7 @@ class PostgresJournal(JournalBase):
 
         seq = self._locked_write("the journal write failed", write)
         self._position.acknowledge(seq, ids)
+        return Lsn.unpack(last)  # the commit's own stamp, in the feed: others wait_for it
 
     def _locked_write(self, what: str, body: Callable[[Conn, int, int], None]) -> int:
         """Run ``body(conn, seq, head)`` in one transaction holding the commit lock; ``seq``.
@@ -296,11 +311,13 @@ class PostgresJournal(JournalBase):
             "payload": json.dumps({"seq": seq, "node": self._node_id, "lsn": last}),
         }
 
-    def _import_rows(self, rows: Sequence[Row]) -> None:
+    def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         self._check_open()
         ids = sorted({r.id for r in rows})
+        last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
+            nonlocal last
             last = self._stamp_above(max(head, *(r.lsn for r in rows)))
             conn.execute(self._q.import_rows, {"rows": rows_json(rows)})
             conn.execute(self._q.relink, {"ids": ids_json(ids)})
@@ -310,6 +327,7 @@ class PostgresJournal(JournalBase):
         # Not acknowledged as this process's own: the store took the import's
         # newest state, which a concurrent writer may have overtaken; the
         # follower reads these ids back from the record.
+        return Lsn.unpack(last)
 
     # ----------------------------------------------------------- rows: read
 
@@ -317,22 +335,14 @@ class PostgresJournal(JournalBase):
         """Stream rows of one consistent read (a server-side cursor, batches of rows)."""
         self._check_open()
         try:
-            with (
-                self._db.reader() as conn,
-                conn.transaction(),
-                conn.cursor(name="memstore_rows") as cur,
-            ):
-                cur.itersize = _FETCH
-                cur.execute(query, params)
-                for rec in cur:
-                    yield Row(*rec)
+            for rec in self._db.stream(query, params, itersize=_FETCH):
+                yield Row(*rec)
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
 
     def _read_head(self) -> Lsn:
         try:
-            with self._db.reader() as conn, conn.transaction():
-                row = conn.execute(self._q.head).fetchone()
+            row = self._db.read(lambda conn: conn.execute(self._q.head).fetchone())
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
         assert row is not None
@@ -354,10 +364,13 @@ class PostgresJournal(JournalBase):
 
     def _restore_items(self) -> list[Item]:
         """The live items and the feed position they reflect, from one snapshot."""
+
+        def read(conn: Conn) -> tuple[tuple[Any, ...] | None, list[str]]:
+            head = conn.execute(self._q.head).fetchone()
+            return head, [str(t) for (t,) in conn.execute(self._q.current_items)]
+
         try:
-            with self._db.reader() as conn, conn.transaction():
-                head = conn.execute(self._q.head).fetchone()
-                texts = [str(t) for (t,) in conn.execute(self._q.current_items)]
+            head, texts = self._db.read(read)
         except psycopg.Error as e:
             raise translate(e, f"reading journal {self._db.where} failed") from e
         assert head is not None
@@ -437,8 +450,9 @@ class PostgresJournal(JournalBase):
                 it.id: text_hash(embed_text(it)) for it in store.items_locked() if embeddable(it)
             }
             try:
-                with self._db.reader() as conn, conn.transaction():
-                    stored = read_vectors(conn, self._q, model, list(wanted))
+                stored = self._db.read(
+                    lambda conn: read_vectors(conn, self._q, model, list(wanted))
+                )
             except psycopg.Error as e:
                 raise translate(e, f"reading vectors from {self._db.where} failed") from e
             have = {k: v for k, v in stored.items() if wanted.get(k[0]) == k[1]}

@@ -281,7 +281,7 @@ class SqliteJournal(JournalBase):
             except sqlite3.Error as e:
                 raise _translate(e, f"{what} failed; nothing was changed") from e
 
-    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> None:
+    def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         firsts: dict[str, Row] = {}
         for r in rows:
             firsts.setdefault(r.id, r)
@@ -317,8 +317,11 @@ class SqliteJournal(JournalBase):
                         for r in rows  # _values inlined: one call fewer a row
                     ],
                 )
+        # A purge stamps nothing: the head, which this single writer's clock
+        # holds, is a position from which on the purge is in effect.
+        return Lsn.unpack(rows[-1].lsn) if rows else self._ensure_clock().last
 
-    def _import_rows(self, rows: Sequence[Row]) -> None:
+    def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         ids = sorted({r.id for r in rows})
         with self._transaction("the import") as conn:
             conn.executemany(
@@ -335,6 +338,9 @@ class SqliteJournal(JournalBase):
                     "WHERE id = ? AND lsn = ? AND node = ?",
                     ((b[0], b[1], id, a[0], a[1]) for a, b in zip(stamps, nxt, strict=True)),
                 )
+        # Imported versions keep their stamps: the head is now the newest of
+        # them or the head before, whichever is newer.
+        return max(self._ensure_clock().last, *(Lsn.unpack(r.lsn) for r in rows))
 
     def _writable(self) -> None:
         self._check_open()
