@@ -137,6 +137,54 @@ def test_embed_refuses_a_bare_string_and_non_strings() -> None:
     assert issubclass(EmbedderInputError, TypeError)
 
 
+# ---------------------------------------------------------------- normalize_rows
+
+# Rows with a clear direction (some value at least 1e-3 in size), then any power of ten.
+_ROWS = st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=12).filter(
+    lambda r: max(abs(x) for x in r) >= 1e-3
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(row=_ROWS, exponent=st.integers(-300, 300))
+def test_normalize_rows_gives_a_row_of_any_size_its_direction(
+    row: list[float], exponent: int
+) -> None:
+    """A float64 row of 1e200s or 1e-300s has a norm that overflows or underflows when
+    computed plainly; it is still its direction, never a zero vector."""
+    want = embedder_mod.normalize_rows([row], "test")
+    got = embedder_mod.normalize_rows([[x * 10.0**exponent for x in row]], "test")
+    assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-6
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(_ROWS.map(lambda r: (r + [0.5] * 8)[:8]), min_size=1, max_size=5))
+def test_normalize_rows_of_ordinary_size_are_the_plain_division_bit_for_bit(
+    rows: list[list[float]],
+) -> None:
+    """The power-of-two scaling that keeps the norm finite changes no bit of ordinary rows."""
+    v = np.asarray(rows, np.float64)
+    plain = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    assert np.array_equal(embedder_mod.normalize_rows(v, "test"), plain)
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([[0.0, 0.0]], r"zero vector \(row 0\)"),
+        ([[1.0, 2.0], [0.0, -0.0]], r"zero vector \(row 1\)"),
+        ([[1.0, float("nan")]], "non-finite"),
+        ([[1.0, float("inf")]], "non-finite"),
+    ],
+)
+def test_normalize_rows_refuses_a_row_without_a_direction(
+    rows: list[list[float]], match: str
+) -> None:
+    with pytest.raises(EmbeddingError, match=match):
+        embedder_mod.normalize_rows(rows, "test")
+
+
 def test_doctests() -> None:
     for mod in (embedder_mod, hash_mod, openai_mod, onnx_mod):
         failed, _ = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
@@ -481,6 +529,14 @@ def test_openai_malformed_responses_are_errors(
         pytest.raises(EmbeddingError, match=match),
     ):
         emb.embed(["a", "b"])
+
+
+def test_openai_huge_finite_values_are_a_direction(provider: FakeProvider) -> None:
+    # Their float64 norm overflows: computed plainly, [1e200, 1e200] became [0, 0].
+    provider.behaviour = "raw"
+    provider.raw_body = b'{"data": [{"embedding": [1e200, 1e200, -1e200], "index": 0}]}'
+    with OpenAICompatibleEmbedder(provider.base_url, "m", dim=3) as emb:
+        np.testing.assert_allclose(emb.embed(["x"]), [[3**-0.5, 3**-0.5, -(3**-0.5)]], atol=1e-7)
 
 
 def test_openai_timeout_is_bounded(provider: FakeProvider) -> None:
