@@ -209,12 +209,14 @@ def similarities(
     return out
 
 
-def normalise(vecs: npt.ArrayLike, dim: int) -> Vector:
-    """An embedder's answer checked, as float32 unit rows of ``dim`` values.
+def normalise(vecs: npt.ArrayLike, dim: int, n: int | None = None) -> Vector:
+    """An embedder's answer checked, as float32 unit rows of ``dim`` values (``n`` of them).
 
-    Nothing an embedder returns is trusted: a wrong shape, a value that is
-    not a finite real number, or a zero row (no direction, so no cosine)
-    raises
+    ``n`` is the number of texts embedded (``None``: any number). Nothing an
+    embedder returns is trusted: a wrong shape or row count (a batch of 3
+    texts answered with 2 rows would pair each text with another's vector, or
+    none), a value that is not a finite real number, or a zero row (no
+    direction, so no cosine) raises
     :class:`~memstore_index.embedder.EmbeddingError` before anything is
     indexed. A float32 answer is normalised in float32, anything else in
     float64; neither can overflow (:func:`~memstore_index.embedder.unit_rows`),
@@ -222,10 +224,10 @@ def normalise(vecs: npt.ArrayLike, dim: int) -> Vector:
 
     >>> normalise([[3.0, 4.0]], 2).tolist()
     [[0.6000000238418579, 0.800000011920929]]
-    >>> normalise([[0.0, 0.0]], 2)  # doctest: +ELLIPSIS
+    >>> normalise([[3.0, 4.0]], 2, n=2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    memstore_index.embedder.EmbeddingError: the embedder returned a zero vector (row 0), ...
+    memstore_index.embedder.EmbeddingError: the embedder returned 1 vectors for 2 texts; ...
     """
     try:
         arr = np.asarray(vecs)
@@ -236,5 +238,11 @@ def normalise(vecs: npt.ArrayLike, dim: int) -> Vector:
             raise EmbeddingError(f"the embedder returned {arr.dtype} values, not real numbers")
         arr = arr.astype(np.float64)
     if arr.ndim != 2 or arr.shape[1] != dim:
-        raise EmbeddingError(f"the embedder returned shape {arr.shape}, expected (n, {dim})")
+        rows = "n" if n is None else str(n)
+        raise EmbeddingError(f"the embedder returned shape {arr.shape}, expected ({rows}, {dim})")
+    if n is not None and arr.shape[0] != n:
+        raise EmbeddingError(
+            f"the embedder returned {arr.shape[0]} vectors for {n} texts; "
+            "it must return exactly one row per text, in order"
+        )
     return unit_rows(arr, "the embedder")

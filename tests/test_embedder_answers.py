@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore import Memory
+from memstore import Memory, MemstoreError
 from memstore_index import CellStore, HashEmbedder, IndexEntry
 from memstore_index.embedder import EmbeddingError
 
@@ -59,7 +59,7 @@ class Misbehaving:
         return rows
 
 
-@pytest.mark.parametrize("mode", ["zero"])
+@pytest.mark.parametrize("mode", ["short", "long", "zero"])
 def test_a_bad_answer_refuses_the_write_and_changes_nothing(tmp_path: Path, mode: str) -> None:
     emb = Misbehaving()
     with Memory(tmp_path, embedder=emb) as mem:
@@ -88,7 +88,14 @@ def test_a_bad_answer_refuses_the_write_and_changes_nothing(tmp_path: Path, mode
         again.cells._check(again.store, vectors=True)
 
 
-@pytest.mark.parametrize("mode", ["zero"])
+def test_an_embedding_error_is_a_memstore_error() -> None:
+    emb = Misbehaving()
+    emb.mode = "short"
+    with Memory(embedder=emb) as mem, pytest.raises(MemstoreError):
+        mem.add("hello")
+
+
+@pytest.mark.parametrize("mode", ["short", "zero"])
 def test_reembed_refuses_a_bad_answer_and_keeps_the_file(tmp_path: Path, mode: str) -> None:
     cells = CellStore(HashEmbedder(dim=DIM), path=tmp_path)
     cells.upsert(IndexEntry("a"), "alpha")
