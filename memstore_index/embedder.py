@@ -94,14 +94,20 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     """``texts`` as a list, or :class:`EmbedderInputError` naming the bad element.
 
     A bare ``str`` is refused: it is a sequence of characters, and embedding
-    each character separately is never what the caller meant.
+    each character separately is never what the caller meant. So is anything
+    that is not iterable (``None``).
     """
     if isinstance(texts, str | bytes):
         raise EmbedderInputError(
             f"embed() takes a sequence of strings, got a single {type(texts).__name__}; "
             "wrap it in a list"
         )
-    out = list(texts)
+    try:
+        out = list(texts)
+    except TypeError:
+        raise EmbedderInputError(
+            f"embed() takes a sequence of strings, got {type(texts).__name__}"
+        ) from None
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise EmbedderInputError(f"texts[{i}] is {type(t).__name__}, not str")
@@ -114,8 +120,8 @@ def normalize_rows(vectors: npt.ArrayLike, what: str) -> npt.NDArray[np.float32]
     Normalisation runs in float64 so the float32 result is unit length to
     within float32 rounding, and cannot overflow (see :func:`unit_rows`): a
     row of ``1e200`` values is a direction like any other. A row that is not
-    finite or is all zeros cannot be normalised: :class:`EmbeddingError` names
-    ``what`` produced it.
+    finite (a number past float64's range included) or is all zeros cannot be
+    normalised: :class:`EmbeddingError` names ``what`` produced it.
 
     >>> normalize_rows([[1e200, 1e200]], "the provider").tolist()
     [[0.7071067690849304, 0.7071067690849304]]
@@ -124,7 +130,10 @@ def normalize_rows(vectors: npt.ArrayLike, what: str) -> npt.NDArray[np.float32]
     ...
     memstore_index.embedder.EmbeddingError: the provider returned a zero vector (row 0), ...
     """
-    v: npt.NDArray[np.float64] = np.asarray(vectors, dtype=np.float64)
+    try:
+        v: npt.NDArray[np.float64] = np.asarray(vectors, dtype=np.float64)
+    except OverflowError:  # an integer past float64's range (a 400-digit number)
+        raise EmbeddingError(f"{what} returned a vector with non-finite values") from None
     return unit_rows(v, what)
 
 

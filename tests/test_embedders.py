@@ -137,6 +137,13 @@ def test_embed_refuses_a_bare_string_and_non_strings() -> None:
     assert issubclass(EmbedderInputError, TypeError)
 
 
+def test_protocol_refuses_what_is_not_a_sequence(any_embedder: Embedder) -> None:
+    with pytest.raises(EmbedderInputError, match="got NoneType"):
+        any_embedder.embed(None)  # type: ignore[arg-type]
+    with pytest.raises(EmbedderInputError, match="got int"):
+        any_embedder.embed(3)  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- normalize_rows
 
 # Rows with a clear direction (some value at least 1e-3 in size), then any power of ten.
@@ -298,6 +305,13 @@ def test_onnx_truncates_to_max_tokens(onnx: Embedder) -> None:
     head = "memory " * 300  # well past 256 word pieces
     a, b = onnx.embed([head, head + "completely different ending about volcanoes"])
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_onnx_refuses_a_text_with_no_utf8_form(onnx: Embedder) -> None:
+    # What the JSON string "\ud800" decodes to: a str, but not text the tokenizer can read.
+    with pytest.raises(EmbedderInputError, match=r"texts\[1\] .*lone surrogate"):
+        onnx.embed(["fine", json.loads('"ledger \\ud800 pool"')])
+    assert onnx.embed(["fine"]).shape == (1, 384)  # the embedder is unharmed
 
 
 def test_onnx_default_embedder_is_the_model() -> None:
@@ -537,6 +551,28 @@ def test_openai_huge_finite_values_are_a_direction(provider: FakeProvider) -> No
     provider.raw_body = b'{"data": [{"embedding": [1e200, 1e200, -1e200], "index": 0}]}'
     with OpenAICompatibleEmbedder(provider.base_url, "m", dim=3) as emb:
         np.testing.assert_allclose(emb.embed(["x"]), [[3**-0.5, 3**-0.5, -(3**-0.5)]], atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        # json.loads gives a Python int that no float holds (OverflowError, unchecked).
+        (b'{"data": [{"embedding": [1, 1' + b"0" * 400 + b'], "index": 0}]}', "non-finite"),
+        # json.loads recurses once per bracket (RecursionError, unchecked).
+        (b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    ],
+    ids=["400-digit-int", "deep-nesting"],
+)
+def test_openai_answers_python_cannot_read_are_embedding_errors(
+    provider: FakeProvider, body: bytes, match: str
+) -> None:
+    provider.behaviour = "raw"
+    provider.raw_body = body
+    with (
+        OpenAICompatibleEmbedder(provider.base_url, "m", dim=2) as emb,
+        pytest.raises(EmbeddingError, match=match),
+    ):
+        emb.embed(["x"])
 
 
 def test_openai_timeout_is_bounded(provider: FakeProvider) -> None:
