@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memstore.errors import MemstoreError
+from memstore_index.embedder import EmbeddingError, unit_rows
 from memstore_index.entry import IndexEntry
 
 __all__ = [
@@ -209,12 +209,40 @@ def similarities(
     return out
 
 
-def normalise(vecs: npt.ArrayLike, dim: int) -> Vector:
-    """Rows as float32 unit vectors of ``dim`` values (zero rows stay zero)."""
-    arr = np.asarray(vecs, dtype=np.float32)
+def normalise(vecs: npt.ArrayLike, dim: int, n: int | None = None) -> Vector:
+    """An embedder's answer checked, as float32 unit rows of ``dim`` values (``n`` of them).
+
+    ``n`` is the number of texts embedded (``None``: any number). Nothing an
+    embedder returns is trusted: a wrong shape or row count (a batch of 3
+    texts answered with 2 rows would pair each text with another's vector, or
+    none), a value that is not a finite real number, or a zero row (no
+    direction, so no cosine) raises
+    :class:`~memstore_index.embedder.EmbeddingError` before anything is
+    indexed. A float32 answer is normalised in float32, anything else in
+    float64; neither can overflow (:func:`~memstore_index.embedder.unit_rows`),
+    so a valid direction of any size survives.
+
+    >>> normalise([[3.0, 4.0]], 2).tolist()
+    [[0.6000000238418579, 0.800000011920929]]
+    >>> normalise([[3.0, 4.0]], 2, n=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memstore_index.embedder.EmbeddingError: the embedder returned 1 vectors for 2 texts; ...
+    """
+    try:
+        arr = np.asarray(vecs)
+    except (TypeError, ValueError) as e:  # ragged rows and the like
+        raise EmbeddingError(f"the embedder returned no array of vectors ({e})") from None
+    if arr.dtype != np.float32:
+        if arr.dtype.kind not in "iuf":
+            raise EmbeddingError(f"the embedder returned {arr.dtype} values, not real numbers")
+        arr = arr.astype(np.float64)
     if arr.ndim != 2 or arr.shape[1] != dim:
-        raise MemstoreError(f"embedder returned shape {arr.shape}, expected (n, {dim})")
-    if not np.all(np.isfinite(arr)):
-        raise MemstoreError("embedder returned non-finite values")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    return np.where(norms > 0, arr / np.maximum(norms, 1e-12), arr).astype(np.float32)
+        rows = "n" if n is None else str(n)
+        raise EmbeddingError(f"the embedder returned shape {arr.shape}, expected ({rows}, {dim})")
+    if n is not None and arr.shape[0] != n:
+        raise EmbeddingError(
+            f"the embedder returned {arr.shape[0]} vectors for {n} texts; "
+            "it must return exactly one row per text, in order"
+        )
+    return unit_rows(arr, "the embedder")

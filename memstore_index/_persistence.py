@@ -230,7 +230,9 @@ class Persistence(CellState):
             puts: list[StoredVector] = []
             for start in range(0, len(rows), batch_size):
                 chunk = rows[start : start + batch_size]
-                vecs = normalise(embedder.embed([r.text for r in chunk]), int(embedder.dim))
+                vecs = normalise(
+                    embedder.embed([r.text for r in chunk]), int(embedder.dim), len(chunk)
+                )
                 puts.extend(
                     StoredVector(r.entry, r.label, r.text_hash, r.text, v)
                     for r, v in zip(chunk, vecs, strict=True)

@@ -13,15 +13,16 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
+from memstore.arguments import query_vector_arg
 from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
-from memstore_index._centring import Vector, normalise, similarities
+from memstore_index._centring import Vector, similarities
 from memstore_index._exact import ExactScan
 from memstore_index._state import Visible
+from memstore_index.embedder import unit_rows
 from memstore_index.entry import IndexEntry
 
 __all__ = ["Readable", "SearchTiming", "Searching"]
@@ -101,8 +102,15 @@ class Searching(ExactScan):
         partitions: Collection[str] | None = None,
         exact: bool = False,
     ) -> list[tuple[IndexEntry, float]]:
-        """:meth:`search` for a caller that already has the query vector."""
-        q = normalise(np.asarray(vec, np.float32).reshape(1, -1), self._dim)[0]
+        """:meth:`search` for a caller that already has the query vector.
+
+        ``vec`` is any finite, non-zero vector of ``dim`` real numbers; only its
+        direction counts, whatever its size (``v * 1e20`` searches as ``v``).
+
+        :raises InvalidItemError: ``vec`` is not such a vector
+            (:func:`~memstore.arguments.query_vector_arg`).
+        """
+        q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
         if k <= 0:
             return []
         with self._lock:

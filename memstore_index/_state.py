@@ -190,7 +190,14 @@ class CellState:
             self._hnsw.mark_deleted(label)
 
     def _embed(self, texts: Sequence[str]) -> Vector:
-        return normalise(self._embedder.embed(list(texts)), self._dim)
+        """One unit row per text, or :class:`~memstore_index.embedder.EmbeddingError`.
+
+        The embedder's answer is checked (:func:`~memstore_index._centring.normalise`):
+        one row per text, ``dim`` finite values, none all zeros. It is called
+        before anything changes, so a bad answer refuses the write it was for.
+        """
+        batch = list(texts)
+        return normalise(self._embedder.embed(batch), self._dim, len(batch))
 
     def __len__(self) -> int:
         return len(self._label_of)

@@ -203,6 +203,10 @@ class VectorFile:
             "text, vector FROM vectors ORDER BY label"
         )
         for id, label, kind, subject, scope, partition, tags, stale, th, text, blob in cur:
+            # A label is a row of the vectors in memory: a whole number >= 0. SQLite's
+            # INTEGER column keeps whatever a damaged file holds ('abc', 2.5, -5).
+            if type(label) is not int or label < 0:
+                raise ValueError(f"stored vector of {id!r} has label {label!r}")
             vec = np.frombuffer(blob, dtype=np.float32)
             if vec.shape != (dim,):
                 raise ValueError(f"stored vector of {id!r} has {vec.size} values, expected {dim}")

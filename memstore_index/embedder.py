@@ -41,6 +41,7 @@ __all__ = [
     "check_texts",
     "default_embedder",
     "normalize_rows",
+    "unit_rows",
 ]
 
 logger = logging.getLogger("memstore")
@@ -93,34 +94,77 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     """``texts`` as a list, or :class:`EmbedderInputError` naming the bad element.
 
     A bare ``str`` is refused: it is a sequence of characters, and embedding
-    each character separately is never what the caller meant.
+    each character separately is never what the caller meant. So is anything
+    that is not iterable (``None``).
     """
     if isinstance(texts, str | bytes):
         raise EmbedderInputError(
             f"embed() takes a sequence of strings, got a single {type(texts).__name__}; "
             "wrap it in a list"
         )
-    out = list(texts)
+    try:
+        out = list(texts)
+    except TypeError:
+        raise EmbedderInputError(
+            f"embed() takes a sequence of strings, got {type(texts).__name__}"
+        ) from None
     for i, t in enumerate(out):
         if not isinstance(t, str):
             raise EmbedderInputError(f"texts[{i}] is {type(t).__name__}, not str")
     return out
 
 
-def normalize_rows(vectors: npt.NDArray[Any], what: str) -> npt.NDArray[np.float32]:
+def normalize_rows(vectors: npt.ArrayLike, what: str) -> npt.NDArray[np.float32]:
     """``vectors`` scaled to unit L2 norm per row, as float32.
 
     Normalisation runs in float64 so the float32 result is unit length to
-    within float32 rounding. A row that is not finite or has zero norm cannot
-    be normalised: :class:`EmbeddingError` names ``what`` produced it.
+    within float32 rounding, and cannot overflow (see :func:`unit_rows`): a
+    row of ``1e200`` values is a direction like any other. A row that is not
+    finite (a number past float64's range included) or is all zeros cannot be
+    normalised: :class:`EmbeddingError` names ``what`` produced it.
+
+    >>> normalize_rows([[1e200, 1e200]], "the provider").tolist()
+    [[0.7071067690849304, 0.7071067690849304]]
+    >>> normalize_rows([[0.0, 0.0]], "the provider")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    memstore_index.embedder.EmbeddingError: the provider returned a zero vector (row 0), ...
     """
-    v: npt.NDArray[np.float64] = np.asarray(vectors, dtype=np.float64)
+    try:
+        v: npt.NDArray[np.float64] = np.asarray(vectors, dtype=np.float64)
+    except OverflowError:  # an integer past float64's range (a 400-digit number)
+        raise EmbeddingError(f"{what} returned a vector with non-finite values") from None
+    return unit_rows(v, what)
+
+
+def unit_rows(v: npt.NDArray[np.floating[Any]], what: str) -> npt.NDArray[np.float32]:
+    """Each row of the float32 or float64 matrix ``v`` at unit L2 norm, as float32.
+
+    The arithmetic runs in ``v``'s own precision. Each row is first scaled by
+    the power of two that brings its largest magnitude into [0.5, 1): that
+    changes only exponents, so it is exact, and a row of ordinary size comes
+    out bit for bit as it would without it; but no square in the norm can
+    overflow (a float32 row of ``1e30`` values has an infinite plain norm) or
+    underflow to zero (a row of ``1e-25`` values has a zero one), either of
+    which would turn a valid direction into a zero vector. ``O(rows x dim)``,
+    vectorised (a few passes over ``v``, no Python loop).
+
+    :raises EmbeddingError: a row holds a NaN or an infinity, or is all zeros
+        (it has no direction); the message names ``what`` returned it.
+    """
     if not np.isfinite(v).all():
         raise EmbeddingError(f"{what} returned a vector with non-finite values")
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    if v.shape[0] and not (norms > 0.0).all():
-        raise EmbeddingError(f"{what} returned a zero vector, which has no direction")
-    out: npt.NDArray[np.float32] = (v / norms).astype(np.float32)
+    top = np.abs(v).max(axis=1, keepdims=True, initial=0.0)
+    if not (top > 0.0).all():
+        row = int(np.argmin(top[:, 0]))
+        raise EmbeddingError(
+            f"{what} returned a zero vector (row {row}), which has no direction; "
+            "an embedder must give every text, the empty one included, a non-zero vector"
+        )
+    _, exponent = np.frexp(top)
+    scaled = np.ldexp(v, -exponent)
+    norms = np.linalg.norm(scaled, axis=1, keepdims=True)
+    out: npt.NDArray[np.float32] = (scaled / norms).astype(np.float32)
     return out
 
 

@@ -36,7 +36,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memstore_index.embedder import EmbedderConfigError, EmbeddingError, check_texts
+from memstore_index.embedder import (
+    EmbedderConfigError,
+    EmbedderInputError,
+    EmbeddingError,
+    check_texts,
+)
 
 __all__ = [
     "AVAILABLE",
@@ -191,14 +196,22 @@ class OnnxMiniLMEmbedder:
 
         Cost: one model run per ``batch_size`` texts.
 
-        :raises EmbedderInputError: ``texts`` is a bare string or holds a non-string.
-        :raises EmbeddingError: onnxruntime failed.
+        :raises EmbedderInputError: ``texts`` is not a sequence (a bare string,
+            ``None``), holds a non-string, or holds a text with no UTF-8 form
+            (a lone surrogate such as ``"\\ud800"``, which JSON can carry).
+        :raises EmbeddingError: the tokenizer or onnxruntime failed.
         """
         batch = check_texts(texts)
         out = np.empty((len(batch), DIM), dtype=np.float32)
         if not batch:
             return out
-        ids = [e.ids for e in self._tokenizer.encode_batch(batch)]
+        try:
+            encoded = self._tokenizer.encode_batch(batch)
+        except Exception as exc:  # tokenizers raises builtins (TypeError) and its own classes
+            raise _unencodable(batch) or EmbeddingError(
+                f"the tokenizer failed: {type(exc).__name__}"
+            ) from exc
+        ids = [e.ids for e in encoded]
         # Length-sorted chunks pad each text only up to similar-length neighbours.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), self.batch_size):
@@ -227,3 +240,19 @@ class OnnxMiniLMEmbedder:
         pooled: npt.NDArray[np.float32] = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
         pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled
+
+
+def _unencodable(texts: list[str]) -> EmbedderInputError | None:
+    """The error for the first text the tokenizer cannot take (no UTF-8 form), if any.
+
+    Only called after the tokenizer failed, so the common path pays nothing.
+    """
+    for i, text in enumerate(texts):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return EmbedderInputError(
+                f"texts[{i}] is not valid Unicode: it holds a lone surrogate "
+                f"({text[exc.start]!r} at position {exc.start}), which has no UTF-8 form"
+            )
+    return None

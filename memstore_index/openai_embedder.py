@@ -296,6 +296,8 @@ class OpenAICompatibleEmbedder:
             doc: Any = json.loads(raw)
         except ValueError:
             raise self._fail("the response is not JSON") from None
+        except RecursionError:  # "[[[[...]]]]" nested deeper than Python's stack
+            raise self._fail("the response is JSON nested too deeply") from None
         data = doc.get("data") if isinstance(doc, dict) else None
         if not isinstance(data, list) or len(data) != n:
             got = len(data) if isinstance(data, list) else "no"
@@ -323,7 +325,7 @@ class OpenAICompatibleEmbedder:
         if got_dim != self._dim:
             raise self._fail(f"expected {self._dim}-dimensional embeddings, got {got_dim}")
         try:
-            return normalize_rows(np.asarray(rows, dtype=np.float64), "the provider")
+            return normalize_rows(rows, "the provider")
         except EmbeddingError as exc:
             raise self._fail(str(exc)) from None
 

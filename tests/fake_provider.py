@@ -28,7 +28,7 @@ from typing import Any, Literal, Self
 import numpy as np
 import numpy.typing as npt
 
-Behaviour = Literal["ok", "error", "redirect", "sleep", "wrong_dim", "not_json", "too_few"]
+Behaviour = Literal["ok", "error", "redirect", "sleep", "wrong_dim", "not_json", "too_few", "raw"]
 
 __all__ = ["Behaviour", "FakeProvider", "Recorded", "fake_vector"]
 
@@ -64,13 +64,16 @@ class FakeProvider:
     :param behaviour: ``ok``; ``error`` (500 with ``error_body``); ``redirect``
         (302 to another path on itself); ``sleep`` (answers after
         ``sleep_seconds``, or when the server stops); ``wrong_dim`` (``dim + 1``
-        values); ``not_json``; ``too_few`` (one vector fewer than asked).
+        values); ``not_json``; ``too_few`` (one vector fewer than asked);
+        ``raw`` (200 with ``raw_body``, byte for byte: any answer a test can write).
     """
 
     def __init__(self, dim: int = 8, behaviour: Behaviour = "ok") -> None:
         self.dim = dim
         self.behaviour: Behaviour = behaviour
         self.error_body = b'{"error": "internal"}'
+        self.raw_body = b""
+        """What ``raw`` answers, as is."""
         self.chat_behaviour: Behaviour = "ok"
         """How ``/v1/chat/completions`` answers (``ok``, ``error``, ``redirect``, ``not_json``)."""
         self.chat_content: str | Callable[[Any], str] = _default_chat
@@ -113,6 +116,8 @@ class FakeProvider:
             return 302, {"Location": f"http://127.0.0.1:{self.port}/elsewhere"}, b""
         if b == "not_json":
             return 200, {"Content-Type": "application/json"}, b"<html>oops</html>"
+        if b == "raw":
+            return 200, {"Content-Type": "application/json"}, self.raw_body
         if b == "sleep":
             self._stop.wait(self.sleep_seconds)
         dim = self.dim + 1 if b == "wrong_dim" else self.dim

@@ -137,6 +137,61 @@ def test_embed_refuses_a_bare_string_and_non_strings() -> None:
     assert issubclass(EmbedderInputError, TypeError)
 
 
+def test_protocol_refuses_what_is_not_a_sequence(any_embedder: Embedder) -> None:
+    with pytest.raises(EmbedderInputError, match="got NoneType"):
+        any_embedder.embed(None)  # type: ignore[arg-type]
+    with pytest.raises(EmbedderInputError, match="got int"):
+        any_embedder.embed(3)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- normalize_rows
+
+# Rows with a clear direction (some value at least 1e-3 in size), then any power of ten.
+_ROWS = st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=12).filter(
+    lambda r: max(abs(x) for x in r) >= 1e-3
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(row=_ROWS, exponent=st.integers(-300, 300))
+def test_normalize_rows_gives_a_row_of_any_size_its_direction(
+    row: list[float], exponent: int
+) -> None:
+    """A float64 row of 1e200s or 1e-300s has a norm that overflows or underflows when
+    computed plainly; it is still its direction, never a zero vector."""
+    want = embedder_mod.normalize_rows([row], "test")
+    got = embedder_mod.normalize_rows([[x * 10.0**exponent for x in row]], "test")
+    assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-6
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(_ROWS.map(lambda r: (r + [0.5] * 8)[:8]), min_size=1, max_size=5))
+def test_normalize_rows_of_ordinary_size_are_the_plain_division_bit_for_bit(
+    rows: list[list[float]],
+) -> None:
+    """The power-of-two scaling that keeps the norm finite changes no bit of ordinary rows."""
+    v = np.asarray(rows, np.float64)
+    plain = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    assert np.array_equal(embedder_mod.normalize_rows(v, "test"), plain)
+
+
+@pytest.mark.parametrize(
+    ("rows", "match"),
+    [
+        ([[0.0, 0.0]], r"zero vector \(row 0\)"),
+        ([[1.0, 2.0], [0.0, -0.0]], r"zero vector \(row 1\)"),
+        ([[1.0, float("nan")]], "non-finite"),
+        ([[1.0, float("inf")]], "non-finite"),
+    ],
+)
+def test_normalize_rows_refuses_a_row_without_a_direction(
+    rows: list[list[float]], match: str
+) -> None:
+    with pytest.raises(EmbeddingError, match=match):
+        embedder_mod.normalize_rows(rows, "test")
+
+
 def test_doctests() -> None:
     for mod in (embedder_mod, hash_mod, openai_mod, onnx_mod):
         failed, _ = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
@@ -250,6 +305,13 @@ def test_onnx_truncates_to_max_tokens(onnx: Embedder) -> None:
     head = "memory " * 300  # well past 256 word pieces
     a, b = onnx.embed([head, head + "completely different ending about volcanoes"])
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_onnx_refuses_a_text_with_no_utf8_form(onnx: Embedder) -> None:
+    # What the JSON string "\ud800" decodes to: a str, but not text the tokenizer can read.
+    with pytest.raises(EmbedderInputError, match=r"texts\[1\] .*lone surrogate"):
+        onnx.embed(["fine", json.loads('"ledger \\ud800 pool"')])
+    assert onnx.embed(["fine"]).shape == (1, 384)  # the embedder is unharmed
 
 
 def test_onnx_default_embedder_is_the_model() -> None:
@@ -481,6 +543,36 @@ def test_openai_malformed_responses_are_errors(
         pytest.raises(EmbeddingError, match=match),
     ):
         emb.embed(["a", "b"])
+
+
+def test_openai_huge_finite_values_are_a_direction(provider: FakeProvider) -> None:
+    # Their float64 norm overflows: computed plainly, [1e200, 1e200] became [0, 0].
+    provider.behaviour = "raw"
+    provider.raw_body = b'{"data": [{"embedding": [1e200, 1e200, -1e200], "index": 0}]}'
+    with OpenAICompatibleEmbedder(provider.base_url, "m", dim=3) as emb:
+        np.testing.assert_allclose(emb.embed(["x"]), [[3**-0.5, 3**-0.5, -(3**-0.5)]], atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        # json.loads gives a Python int that no float holds (OverflowError, unchecked).
+        (b'{"data": [{"embedding": [1, 1' + b"0" * 400 + b'], "index": 0}]}', "non-finite"),
+        # json.loads recurses once per bracket (RecursionError, unchecked).
+        (b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    ],
+    ids=["400-digit-int", "deep-nesting"],
+)
+def test_openai_answers_python_cannot_read_are_embedding_errors(
+    provider: FakeProvider, body: bytes, match: str
+) -> None:
+    provider.behaviour = "raw"
+    provider.raw_body = body
+    with (
+        OpenAICompatibleEmbedder(provider.base_url, "m", dim=2) as emb,
+        pytest.raises(EmbeddingError, match=match),
+    ):
+        emb.embed(["x"])
 
 
 def test_openai_timeout_is_bounded(provider: FakeProvider) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memstore import AsyncMemory, Memory
 from memstore.errors import InvalidItemError
@@ -69,6 +71,40 @@ def test_a_given_vector_gives_the_same_results(mem: Memory, full: bool, partitio
         given = search(q, partition=partition, explain=True, query_vector=row)
         assert shape(given) == shape(own), q
         assert [r.explanation for r in given] == [r.explanation for r in own], q
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(exponent=st.integers(-90, 90), which=st.integers(0, len(QUERIES) - 1))
+def test_only_the_direction_of_a_given_vector_counts(
+    mem: Memory, exponent: int, which: int
+) -> None:
+    """``row * 2**k`` is ``row`` scaled exactly, so the results are the very same, even where
+    its float32 norm overflows (k >= 64) or underflows (k <= -64) when computed plainly."""
+    q = QUERIES[which]
+    row = mem.embed_queries([q])[0]
+    own = mem.search_full(q, partition="ops", explain=True)
+    given_ = mem.search_full(q, partition="ops", explain=True, query_vector=row * 2.0**exponent)
+    assert shape(given_) == shape(own)
+    assert [r.explanation for r in given_] == [r.explanation for r in own]
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-25, 1e30, 1e-30])
+def test_a_given_vector_far_from_unit_length_searches_as_its_direction(
+    mem: Memory, scale: float
+) -> None:
+    for q, row in zip(QUERIES, mem.embed_queries(QUERIES), strict=True):
+        own = mem.search(q, partition="ops", explain=True)
+        given_ = mem.search(q, partition="ops", explain=True, query_vector=row * scale)
+        assert [r.item.id for r in given_] == [r.item.id for r in own], q
+        for a, b in zip(given_, own, strict=True):
+            assert a.relevance == pytest.approx(b.relevance, abs=1e-5), q
+            assert a.explanation is not None and b.explanation is not None
+            if b.explanation.similarity is None:
+                assert a.explanation.similarity is None
+            else:
+                assert a.explanation.similarity == pytest.approx(b.explanation.similarity, abs=1e-5)
 
 
 def test_the_given_vector_is_the_one_searched(mem: Memory) -> None:

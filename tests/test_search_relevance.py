@@ -250,8 +250,10 @@ def _cosines_reference(
     results: list[SearchResult], q: np.ndarray, vectors: dict[str, np.ndarray | None]
 ) -> list[float | None]:
     """The cosines as :func:`_cosines` computed them before its fast path (``np.stack``,
-    every norm guarded)."""
+    every norm guarded), the query scaled first by a power of two to a largest value in
+    [0.5, 1), as it must be so that its norm neither overflows nor underflows."""
     q = np.asarray(q, np.float32).ravel()
+    q = np.ldexp(q, -np.frexp(np.abs(q).max(initial=0.0))[1])
     qn = float(q @ q) ** 0.5
     vecs = [vectors.get(r.item.id) for r in results]
     at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]

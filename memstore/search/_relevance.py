@@ -191,6 +191,9 @@ def _cosines(
     if query_vector is None or vector_of is None:
         return [None] * len(results)
     q = np.asarray(query_vector, np.float32).ravel()
+    # Scaled by the power of two that brings its largest value into [0.5, 1) (exact): a
+    # direction of any size (a caller's query_vector * 1e20) then has a float32 norm.
+    q = np.ldexp(q, -np.frexp(np.abs(q).max(initial=0.0))[1])
     qn = float(q @ q) ** 0.5
     vecs = [vector_of(r.item.id) for r in results]
     at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]

@@ -124,6 +124,28 @@ def test_a_row_of_the_wrong_size_is_damage(tmp_path: Path) -> None:
     cells.close()
 
 
+@pytest.mark.parametrize(
+    "label", [-5, "'abc'", 2.5, "x'01'"], ids=["negative", "text", "real", "blob"]
+)
+def test_a_row_whose_label_is_not_a_row_number_is_damage(tmp_path: Path, label: object) -> None:
+    """A label is a row of the vectors in memory; SQLite's INTEGER column keeps anything.
+
+    Such a file is set aside and rebuilt like any damaged one, not an IndexError
+    or TypeError out of ``Memory()``.
+    """
+    ids = filled_memory(tmp_path, n=5)
+    with sqlite3.connect(tmp_path / VECTORS) as db:
+        db.execute(f"UPDATE vectors SET label = {label} WHERE id = ?", (ids[2],))
+    db.close()
+    with pytest.warns(VectorFileWarning, match="label"):
+        mem = Memory(tmp_path, embedder=HashEmbedder(dim=DIM))
+    with mem:
+        assert mem.cells is not None and mem.cells.set_aside_as is not None
+        assert mem.cells.set_aside_as.exists()  # kept, not deleted
+        assert sorted(mem.cells.ids()) == sorted(ids)  # rebuilt from the items
+        mem.cells._check(mem.store, vectors=True)
+
+
 def test_a_failed_open_leaves_no_connection_behind(tmp_path: Path) -> None:
     """An embedder mismatch refuses the file and closes it: the next open is not 'locked'."""
     CellStore(HashEmbedder(dim=DIM), path=tmp_path).close()
