@@ -41,8 +41,8 @@ from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
-from memstore.neardup import near_duplicate_memory
 from memstore.rerank import rerank_base_score
+from memstore.search._collapse import Collapse
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, tie_ranks
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
 from memstore.search._signals import QuerySignals, max_bonus, slot_bonus
@@ -356,18 +356,18 @@ class LeanFusion:
         else:
             items = snap.items
             survivors = []
+            collapse = Collapse()
+            kept: list[int] = []  # each knowledge survivor's position in ``order``
             for i in order:
                 it = items[ordered[i]]
                 if it.kind in CONSOLIDATION_KINDS:
-                    for j in survivors:
-                        other = items[ordered[j]]
-                        if other.kind == it.kind and near_duplicate_memory(other, it)[1]:
-                            counts[j] = counts.get(j, 0) + 1 + counts.get(i, 0)
-                            break
-                    else:
-                        survivors.append(i)
-                else:
-                    survivors.append(i)
+                    into = collapse.into(it)
+                    if into is not None:
+                        j = kept[into]
+                        counts[j] = counts.get(j, 0) + 1 + counts.get(i, 0)
+                        continue
+                    kept.append(i)
+                survivors.append(i)
         top = survivors[: max(limit, 0)]
         return self._read(
             [ordered[i] for i in top], [scores[i] for i in top], [counts.get(i, 0) for i in top]

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, STATUS_ACTIVE, Item
-from memstore.neardup import near_duplicate_memory
 from memstore.rerank import rerank_base_score
+from memstore.search._collapse import Collapse
 from memstore.search._fusion import Candidate
 from memstore.search._types import Explanation, SearchConfig, SearchResult
 
@@ -111,16 +111,16 @@ def collapse(cfg: SearchConfig, results: list[SearchResult]) -> list[SearchResul
             kept.append(r)
         results = kept
     survivors: list[SearchResult] = []
+    collapse = Collapse()
+    kept: list[SearchResult] = []  # the knowledge survivors, as Collapse numbers them
     for r in results:
         if r.item.kind in CONSOLIDATION_KINDS:
-            for s in survivors:
-                if s.item.kind == r.item.kind and near_duplicate_memory(s.item, r.item)[1]:
-                    absorb(s, r)
-                    break
-            else:
-                survivors.append(r)
-        else:
-            survivors.append(r)
+            into = collapse.into(r.item)
+            if into is not None:
+                absorb(kept[into], r)
+                continue
+            kept.append(r)
+        survivors.append(r)
     return survivors
 
 
