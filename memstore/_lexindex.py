@@ -386,6 +386,24 @@ class LexicalIndex:
             arr[:n] = arr[kept]
             arr[n:] = _INF if name == "_stale" else 0
 
+    def ids_with_words(self, words: Iterable[str], kind: str) -> list[str]:
+        """The ids of the indexed items of ``kind`` holding any of ``words``, sorted.
+
+        The write gate's candidates: one pass over the words' postings and a
+        mask on the kind, so the items of other kinds that share a word (a
+        store of notes beside a few facts) cost nothing per item.
+        """
+        lex = self.lexicon  # every queued write applied
+        with self._lock:
+            code = self._kinds.lookup(kind)
+            if code < 0:
+                return []
+            held = lex.mask_with_words(words)
+            n = min(held.size, self._kind.size)
+            slots = np.flatnonzero(held[:n] & (self._kind[:n] == code))
+            ids = lex._ids
+            return sorted(ids[s] or "" for s in slots.tolist())
+
     def split(self, item: Item) -> tuple[list[str], list[str]]:
         """``words(item.title)``, ``words(item.content)``, kept for the next :meth:`put`.
 

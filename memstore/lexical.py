@@ -375,6 +375,16 @@ class Lexicon:
             ids = self._ids
             return [ids[s] or "" for s in slots[self._alive[slots]].tolist()]
 
+    def mask_with_words(self, words: Iterable[str]) -> npt.NDArray[np.bool_]:
+        """A mask over the slots: the live documents holding any of ``words`` as a whole word."""
+        with self._lock:
+            self._postings.flush()
+            mask = np.zeros(self._alive.size, np.bool_)
+            for w in words:
+                mask[self._postings.get(w)] = True
+            mask &= self._alive
+            return mask
+
     def candidates(self, query: str) -> set[str]:
         """Ids of the documents that can match at least one token of ``query``.
 

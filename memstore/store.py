@@ -396,6 +396,12 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
                     merged.__dict__["stale_after"] = self._now() + ttl[it.kind]
                 else:
                     merged.__dict__["stale_after"] = target.stale_after
+            # Each side was valid; together they may not be (tags past MAX_TAGS).
+            why = validate_base(self._vocab, merged)
+            if why:
+                raise InvalidItemError(
+                    f"this restates {target.id}, and the merged cell would break a rule: {why}"
+                )
             return self._store_locked(merged), target.id
 
     def _find_duplicate_locked(self, item: Item) -> Item | None:
@@ -414,13 +420,10 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             pool: Iterable[str] = sorted(self._private.get(private_owner(item), ()))
         else:
             # Any near-duplicate shares a folded token, i.e. contains a word
-            # that folds to it: the postings of those words are the candidates.
-            lex = self._lex.lexicon
-            found: set[str] = set()
-            for tok in tokens:
-                for w in _unfolded(tok):
-                    found.update(lex.ids_with_word(w))
-            pool = sorted(found)
+            # that folds to it: the postings of those words, of the item's
+            # kind, are the candidates.
+            words = [w for tok in tokens for w in _unfolded(tok)]
+            pool = self._lex.ids_with_words(words, item.kind)
         now = self._now()
         incoming = Incoming(item)  # the item's side of every comparison, derived once
         best: tuple[Item, float] | None = None

@@ -417,7 +417,8 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
     most specific pattern that matches it (a day before a month before a
     year). A month named without a year ("in June") is June of any year; the
     bare word "may" counts only after a preposition ("in May") or capitalised
-    mid-sentence, as the verb is far more common.
+    mid-sentence, as the verb is far more common. A span named again is not
+    repeated.
     """
     if not _may_name_a_date(text):
         return []
@@ -473,7 +474,8 @@ def query_dates(text: str, now: _dt.datetime) -> list[DateSpan]:
             if span is not None:
                 taken.append((a, b))
                 found.append((a, span))
-    return [s for _, s in sorted(found, key=lambda p: p[0])]
+    # A span named twice counts once: what a search does with each one is per candidate.
+    return list(dict.fromkeys(s for _, s in sorted(found, key=lambda p: p[0])))
 
 
 def span_match(span: DateSpan, when: _dt.datetime) -> float:

@@ -45,7 +45,7 @@ def _labels(text: str) -> list[str]:
         ("between 2019 and 2021", ["2019-01-01..2022-01-01"]),
         # Backwards, or no year anywhere: no range; each side read as it would be alone.
         ("between August 15 and August 11 2023", ["month 8", "2023-08-11..2023-08-12"]),
-        ("between August 11 and August 15", ["month 8", "month 8"]),
+        ("between August 11 and August 15", ["month 8"]),  # one span, named twice
         ("Where was Tim in the week before 16 November 2023?", ["2023-11-09..2023-11-16"]),
         ("the week after 16 November 2023", ["2023-11-17..2023-11-24"]),
         ("two weeks before August 11, 2023", ["2023-07-28..2023-08-11"]),

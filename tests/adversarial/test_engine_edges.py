@@ -11,6 +11,7 @@ reopen, what a search returns, what a refused call left behind.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import io
 import json
 import threading
@@ -33,6 +34,7 @@ from memstore.cli import main as cli_main
 from memstore.eventdate import parse_event_date
 from memstore.journal import SqliteJournal
 from memstore.limits import MAX_REF_CHARS, MAX_REFS
+from memstore.timeexpr import query_dates
 
 EXPORT_HEADER = '{"format": "memstore-journal-export/1"}\n'
 
@@ -350,3 +352,38 @@ def test_a_cancelled_async_open_leaves_the_folder_free(tmp_path: Path) -> None:
         await again.close()
 
     asyncio.run(scenario())
+
+
+def test_a_restatement_whose_merge_would_break_a_limit_is_refused() -> None:
+    """Two valid facts of 60 tags each would merge into one of 120 (at most 64)."""
+    fact = "The staging database is restored from the production snapshot every Sunday night."
+    with Memory(embedder=None) as mem:
+        kept = mem.add(
+            fact, kind="stable_fact", confidence="high", tags=[f"a{i}" for i in range(60)]
+        )
+        with pytest.raises(InvalidItemError, match=f"restates {kept.id}.*tags"):
+            mem.add(
+                fact[:-1] + "!",
+                kind="stable_fact",
+                confidence="high",
+                tags=[f"b{i}" for i in range(60)],
+            )
+        assert len(mem.store) == 1 and len(mem.get(kept.id).tags) == 60  # type: ignore[union-attr]
+        mem.update(kept.id, confidence="high")  # the kept cell stays writable
+
+
+def test_the_write_gate_finds_a_restatement_among_other_kinds() -> None:
+    """The gate's candidates are the item's own kind: notes sharing every word are not it."""
+    fact = "the ledger service retries failed writes three times with backoff"
+    with Memory(embedder=None) as mem:
+        mem.add_many([fact + f" note {i}" for i in range(50)])  # notes: another kind
+        first = mem.add(fact, kind="stable_fact", confidence="high")
+        again = mem.add(fact + ".", kind="stable_fact", confidence="high")
+        assert again.id == first.id
+        assert sum(it.kind == "stable_fact" for it in mem.store.items()) == 1
+
+
+def test_a_date_named_many_times_is_one_span() -> None:
+    now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    assert query_dates("2023 " * 500, now) == query_dates("2023", now)
+    assert len(query_dates("in May 2023, May 2023 and June 2023", now)) == 2
