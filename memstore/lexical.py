@@ -4,7 +4,9 @@ A query token *matches* a document when it is a substring of one of the
 document's words, or, for tokens longer than two characters, when it shares a
 word's light stem (:func:`~memstore.text.stem`: "camping" and "camped"), or is
 within one edit (insertion, deletion, substitution or adjacent transposition)
-of a word or of two adjacent words joined without a space. The :class:`Lexicon`
+of a word or of two adjacent words joined without a space (this for tokens of at
+most :data:`MAX_EDIT_CHARS` characters: the edits of a longer one are not
+listed, it would cost its length squared). The :class:`Lexicon`
 answers "which documents could match this token" from indexes over its
 *vocabulary*, never by scanning documents:
 
@@ -82,6 +84,7 @@ __all__ = [
     "LEVEL_PREFIX",
     "LEVEL_STEM",
     "LEVEL_SUBSTRING",
+    "MAX_EDIT_CHARS",
     "TITLE_WEIGHT",
     "Lexicon",
     "TokenMatch",
@@ -99,6 +102,11 @@ _DIGITS = frozenset(_DIGIT_CHARS)
 
 _VERIFY_MAX = 32
 """Candidates (words, documents) few enough to check by a substring test instead of intersecting."""
+MAX_EDIT_CHARS = 64
+"""Longest token that gets one-edit and joined-word matches; a longer one matches exactly,
+as a substring or by stem only. Listing a token's one-edit neighbours costs about its
+length squared (every deletion, every digit edit, per split), so a 10,000-character
+token took seconds; no real word or pair of words comes near 64 characters."""
 
 
 @dataclass(slots=True)
@@ -444,7 +452,11 @@ class Lexicon:
         return [w for w in vocab.words_of(found) if tok in w]
 
     def edit_neighbours(self, s: str) -> set[str]:
-        """The vocabulary words within one edit of ``s`` (``s`` itself included)."""
+        """The vocabulary words within one edit of ``s`` (``s`` itself included).
+
+        Cost: O(len(s) ** 2) (each deletion of ``s``, each digit edit); a query
+        only asks it of tokens of at most :data:`MAX_EDIT_CHARS` characters.
+        """
         with self._lock:  # a probe may key the vocabulary's pending words
             return self._edit_neighbours(s)
 
@@ -576,10 +588,11 @@ class Lexicon:
             for w in self._vocab.stem_words(stem(tok)):
                 if levels.get(w, 0.0) < LEVEL_STEM:
                     levels[w] = LEVEL_STEM
-            near, pairs = self._edits(tok, levels)
-            for w in near:
-                if levels.get(w, 0.0) < LEVEL_EDIT:
-                    levels[w] = LEVEL_EDIT
+            if len(tok) <= MAX_EDIT_CHARS:  # the edits cost O(len(tok) ** 2): bounded
+                near, pairs = self._edits(tok, levels)
+                for w in near:
+                    if levels.get(w, 0.0) < LEVEL_EDIT:
+                        levels[w] = LEVEL_EDIT
         grouped: dict[float, list[str]] = {}
         for w, lv in levels.items():
             grouped.setdefault(lv, []).append(w)

@@ -9,12 +9,27 @@ through adds, removals, segment merges and compactions.
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import memstore.lexical
 from memstore._vocabindex import VocabIndex, hash_string, span_edit_hashes
-from memstore.lexical import LEVEL_EDIT, Lexicon, best_levels, within_one_edit, word_level
+from memstore.lexical import (
+    LEVEL_EDIT,
+    LEVEL_EXACT,
+    LEVEL_PREFIX,
+    LEVEL_STEM,
+    LEVEL_SUBSTRING,
+    MAX_EDIT_CHARS,
+    Lexicon,
+    best_levels,
+    within_one_edit,
+    word_level,
+)
+from memstore.text import stem
 
 # Few letters (and a digit, an ideograph) so neighbours and joins are common.
 small_word = st.text(alphabet="ab1日", min_size=1, max_size=5)
@@ -190,3 +205,58 @@ def test_joined_documents_equal_brute_force_with_many_documents(
         if i not in removed and (lv := _brute_level(tok, ws)) > 0.0:
             want[f"d{i}"] = lv
     assert got == want
+
+
+def _level_without_edits(tok: str, w: str) -> float:
+    """word_level(tok, w) with the one-edit level left out: exact, substring, stem."""
+    if tok == w:
+        return LEVEL_EXACT
+    best = 0.0
+    if tok in w:
+        best = LEVEL_PREFIX if len(tok) >= 3 and w.startswith(tok) else LEVEL_SUBSTRING
+    if best < LEVEL_STEM and len(tok) > 2 and stem(tok) == stem(w):
+        best = LEVEL_STEM
+    return best
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(small_word, min_size=1, max_size=4), min_size=1, max_size=12),
+    st.lists(token, min_size=1, max_size=6),
+)
+def test_tokens_longer_than_the_edit_cap_match_without_edits(
+    docs: list[list[str]], toks: list[str]
+) -> None:
+    # MAX_EDIT_CHARS is read at each expansion: a cap of 4 puts half the tokens above it.
+    with patch.object(memstore.lexical, "MAX_EDIT_CHARS", 4):
+        lex = Lexicon()
+        for n, ws in enumerate(docs):
+            lex.index(f"d{n}", "", " ".join(ws))
+        vocab = _vocab(lex)
+        for tok in filter(None, toks):  # an empty token matches nothing
+            ex = lex._expand(tok)
+            if len(tok) <= 4:
+                want = {w: word_level(tok, w) for w in vocab}
+                assert set(ex.pairs) == _brute_pairs(vocab, tok), tok
+            else:
+                want = {w: _level_without_edits(tok, w) for w in vocab}
+                assert ex.pairs == [], tok
+            assert ex.levels == {w: lv for w, lv in want.items() if lv}, tok
+
+
+def test_a_long_digit_run_matches_exactly_and_by_prefix_only() -> None:
+    # The shape that took minutes: a query of 10,000 "1"s and a vocabulary of
+    # "1", "11", ..., each a prefix and suffix of it (a split to probe).
+    tok = "1" * 10_000
+    lex = Lexicon()
+    lex.index("runs", "", " ".join("1" * j for j in range(1, 11)))
+    lex.index("longer", "", tok + "2")  # the token is a prefix of it
+    lex.index("same", "", "x " + tok)
+    lex.index("one-edit", "", "1" * 9_999)  # one deletion away: above the cap, no match
+    assert lex.candidates(tok) == {"longer", "same"}
+    assert lex._expand(tok).levels == {tok + "2": LEVEL_PREFIX, tok: LEVEL_EXACT}
+    # At the cap the one-edit rule holds as before.
+    at_cap = "1" * MAX_EDIT_CHARS
+    lex.index("near", "", at_cap[:-1] + "2 " + "a" * (MAX_EDIT_CHARS + 1))
+    assert lex.candidates(at_cap) == {"longer", "same", "one-edit", "near"}
+    assert "near" not in lex.candidates("a" * (MAX_EDIT_CHARS + 2))

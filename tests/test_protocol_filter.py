@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -313,6 +316,85 @@ def test_like_regex_escapes_regex_metacharacters() -> None:
     rx = like_regex("a.c(%)[x]*")
     assert rx.fullmatch("a.c(anything\nhere)[x]*")
     assert not rx.fullmatch("abc(d)[x]*")
+
+
+def _backtracking_like_regex(pattern: str, escape: str = "\\") -> re.Pattern[str]:
+    """like_regex as it was: one ``.*`` per ``%``, exponential in the ``%``\\ s (a reference)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape:
+            parts.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        parts.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def _like_by_table(pattern: str, value: str, escape: str = "\\") -> bool:
+    """LIKE by dynamic programming over (pattern token, value prefix): O(len * len)."""
+    tokens: list[str | None] = []  # None is %, "" is _, else the literal character
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape:
+            tokens.append(pattern[i + 1])
+            i += 2
+            continue
+        tokens.append(None if c == "%" else "" if c == "_" else c)
+        i += 1
+    ends = [True] + [False] * len(value)  # ends[j]: the tokens so far match value[:j]
+    for tok in tokens:
+        if tok is None:
+            ends = list(itertools.accumulate(ends, operator.or_))
+        else:
+            ends = [False] + [ends[j] and (tok == "" or value[j] == tok) for j in range(len(value))]
+    return ends[-1]
+
+
+_LIKE_CHARS = st.sampled_from(["%", "_", "a", "b", "A", "\n", "!", "\\", ".", "*"])
+
+
+@settings(deadline=None, max_examples=500)
+@given(
+    st.lists(_LIKE_CHARS, max_size=8).map("".join),
+    st.text(alphabet="abA\n!\\.*", max_size=10),
+    st.sampled_from(["\\", "!", "a"]),
+)
+def test_like_regex_matches_the_backtracking_regex(pattern: str, value: str, escape: str) -> None:
+    try:
+        rx = like_regex(pattern, escape)
+    except ValueError:
+        assume(False)
+        raise
+    expected = _backtracking_like_regex(pattern, escape).fullmatch(value) is not None
+    assert (rx.fullmatch(value) is not None) == expected
+    assert _like_by_table(pattern, value, escape) == expected
+    assert Like(SOURCE, pattern, escape).matches(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value"),
+    [
+        ("%a" * 40 + "%b", "a" * 1000),
+        ("%a" * 40 + "%b", "a" * 1000 + "b"),
+        ("%a" * 40 + "%b", "a" * 39 + "b"),
+        ("%a" * 40 + "%b", "ba" * 40 + "b"),
+        ("%a_" * 30 + "%b%", "ab" * 500),
+        ("%a_" * 30 + "%b%", "ab" * 25 + "a"),
+        ("%" + "_" * 50 + "b%", "a" * 2000),
+        ("%" + "_" * 50 + "b%", "a" * 2000 + "b"),
+        ("a%\\%%b" * 20, ("a%b" * 20)),
+        ("a%\\%%b" * 20, ("a%b" * 19) + "ab"),
+    ],
+)
+def test_long_like_patterns_match_as_the_table_says(pattern: str, value: str) -> None:
+    # A backtracking ".*a.*a..." takes hours on most of these.
+    expected = _like_by_table(pattern, value)
+    assert Like(SOURCE, pattern).matches(value) == expected
+    assert evaluate(Like(SOURCE, pattern), {"source": value}) == expected
 
 
 # --- properties ---------------------------------------------------------------------------

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import memstore.text
 from memstore import Item, Store, dedup_tokens, kw_tokens, normalize_query, token_grams
 from memstore.text import STOP_WORDS, text_dedup_tokens, word_dedup_tokens, words
 
@@ -96,3 +100,56 @@ def test_words_of_joined_fields_are_the_words_of_each(title: str, content: str) 
     joined = words(f"{title} {content}")
     assert joined == words(title) + words(content)
     assert text_dedup_tokens(title, content) == word_dedup_tokens(joined)
+
+
+# The accent rule as it was written first: a variable-length lookbehind that rescans
+# the run of marks at each mark (quadratic). words() must fold exactly as it did.
+_LOOKBEHIND_LATIN_MARKS = regex.compile(r"(?<=\p{Latin}\p{M}*)\p{M}+")
+_MARKED_TEXT = st.text(
+    alphabet=st.sampled_from(
+        [
+            *"aZéßĳƀ",  # Latin letters, precomposed or not
+            *"αЖक编ئ1٣ ",  # other scripts, digits, a space
+            "\u0301",  # combining acute (Mn)
+            "\u0308",  # combining diaeresis (Mn)
+            "\u0363",  # combining Latin small letter a (Mn, script Inherited)
+            "\u093f",  # Devanagari vowel sign i (Mc)
+            "\u0903",  # Devanagari sign visarga (Mc)
+            "\u20dd",  # combining enclosing circle (Me)
+            "\u0670",  # Arabic superscript alef (Mn)
+        ]
+    ),
+    max_size=12,
+)
+
+
+def _words_by_lookbehind(text: str) -> list[str]:
+    """words() for non-ASCII text with the lookbehind accent rule (a reference)."""
+    text = unicodedata.normalize("NFKD", memstore.text._CAMEL.sub(" ", text))
+    text = _LOOKBEHIND_LATIN_MARKS.sub("", text)
+    text = unicodedata.normalize("NFC", text).lower()
+    text = memstore.text._CJK_EDGE.sub(" ", text)
+    return memstore.text._WORD.findall(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_MARKED_TEXT)
+def test_latin_marks_fold_as_the_lookbehind_rule(text: str) -> None:
+    assert memstore.text._LATIN_MARKS.sub(r"\1", text) == _LOOKBEHIND_LATIN_MARKS.sub("", text)
+    nfkd = unicodedata.normalize("NFKD", text)
+    assert memstore.text._LATIN_MARKS.sub(r"\1", nfkd) == _LOOKBEHIND_LATIN_MARKS.sub("", nfkd)
+    if not text.isascii():
+        assert words(text) == _words_by_lookbehind(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x " + "\u0301" * 50_000, ["x", "\u0301" * 50_000]),  # marks after a space stay
+        ("e" + "\u0301" * 50_000 + " ok", ["e", "ok"]),  # accents on a Latin letter fold
+        ("क" + "\u093f" * 50_000, ["क" + "\u093f" * 50_000]),  # vowel signs stay
+    ],
+)
+def test_long_runs_of_marks_fold_as_the_rule_says(text: str, expected: list[str]) -> None:
+    # The lookbehind rule took minutes on runs this long; the answer is plain.
+    assert words(text) == expected
