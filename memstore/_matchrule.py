@@ -27,6 +27,7 @@ __all__ = [
     "LEVEL_PREFIX",
     "LEVEL_STEM",
     "LEVEL_SUBSTRING",
+    "MAX_EDIT_CHARS",
     "TITLE_WEIGHT",
     "deletions",
     "indexed_deletions",
@@ -56,6 +57,14 @@ FUZZY_MIN_LEN = 4
 """Shortest token the fuzzy channel considers (shorter ones have too few trigrams)."""
 TITLE_WEIGHT = 0.25
 """Extra weight of a token matched in the title, relative to anywhere in the text."""
+
+
+MAX_EDIT_CHARS = 64
+"""Longest token that gets one-edit and joined-word matches; a longer one matches exactly,
+as a substring or by stem only. Listing a token's one-edit neighbours costs about its
+length squared (every deletion, every digit edit, per split), so a 10,000-character
+token took seconds; no real word or pair of words comes near 64 characters. The
+brute-force rule here (private items) applies the same cap, so both rank alike."""
 
 
 def within_one_edit(a: str, b: str) -> bool:
@@ -118,7 +127,7 @@ def word_level(tok: str, w: str) -> float:
         best = LEVEL_PREFIX if len(tok) >= 3 and w.startswith(tok) else LEVEL_SUBSTRING
     if best < LEVEL_STEM and len(tok) > 2 and stem(tok) == stem(w):
         best = LEVEL_STEM
-    if best < LEVEL_EDIT and len(tok) > 2 and within_one_edit(tok, w):
+    if best < LEVEL_EDIT and 2 < len(tok) <= MAX_EDIT_CHARS and within_one_edit(tok, w):
         best = LEVEL_EDIT
     return best
 
@@ -161,7 +170,11 @@ def score_document(
     joined = [doc_words[i] + doc_words[i + 1] for i in range(len(doc_words) - 1)]
     for tok, w, fz in zip(tokens, weights, fuzzy_ok, strict=True):
         best = max((word_level(tok, dw) for dw in doc_words), default=0.0)
-        if best < LEVEL_EDIT and len(tok) > 2 and any(within_one_edit(tok, j) for j in joined):
+        if (
+            best < LEVEL_EDIT
+            and 2 < len(tok) <= MAX_EDIT_CHARS
+            and any(within_one_edit(tok, j) for j in joined)
+        ):
             best = LEVEL_EDIT
         if best >= LEVEL_SUBSTRING:
             covered += 1

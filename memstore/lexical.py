@@ -61,6 +61,7 @@ from memstore._matchrule import (
     LEVEL_PREFIX,
     LEVEL_STEM,
     LEVEL_SUBSTRING,
+    MAX_EDIT_CHARS,
     TITLE_WEIGHT,
     is_confident,
     score_document,
@@ -102,11 +103,6 @@ _DIGITS = frozenset(_DIGIT_CHARS)
 
 _VERIFY_MAX = 32
 """Candidates (words, documents) few enough to check by a substring test instead of intersecting."""
-MAX_EDIT_CHARS = 64
-"""Longest token that gets one-edit and joined-word matches; a longer one matches exactly,
-as a substring or by stem only. Listing a token's one-edit neighbours costs about its
-length squared (every deletion, every digit edit, per split), so a 10,000-character
-token took seconds; no real word or pair of words comes near 64 characters."""
 
 
 @dataclass(slots=True)

@@ -260,3 +260,13 @@ def test_a_long_digit_run_matches_exactly_and_by_prefix_only() -> None:
     lex.index("near", "", at_cap[:-1] + "2 " + "a" * (MAX_EDIT_CHARS + 1))
     assert lex.candidates(at_cap) == {"longer", "same", "one-edit", "near"}
     assert "near" not in lex.candidates("a" * (MAX_EDIT_CHARS + 2))
+
+
+def test_the_brute_force_rule_caps_edits_as_the_index_does() -> None:
+    """Private items are scored by score_document: a long token gets no edit match there either."""
+    from memstore._matchrule import LEVEL_EDIT, MAX_EDIT_CHARS, word_level
+
+    long_word = "a" * (MAX_EDIT_CHARS + 1)
+    assert word_level(long_word, long_word[:-1] + "b") == 0.0  # one substitution away
+    at_cap = "a" * MAX_EDIT_CHARS
+    assert word_level(at_cap, at_cap[:-1] + "b") == LEVEL_EDIT
