@@ -111,15 +111,15 @@ def collapse(cfg: SearchConfig, results: list[SearchResult]) -> list[SearchResul
             kept.append(r)
         results = kept
     survivors: list[SearchResult] = []
-    collapse = Collapse()
-    kept: list[SearchResult] = []  # the knowledge survivors, as Collapse numbers them
+    restated = Collapse()
+    knowledge: list[SearchResult] = []  # the knowledge survivors, as Collapse numbers them
     for r in results:
         if r.item.kind in CONSOLIDATION_KINDS:
-            into = collapse.into(r.item)
+            into = restated.into(r.item)
             if into is not None:
-                absorb(kept[into], r)
+                absorb(knowledge[into], r)
                 continue
-            kept.append(r)
+            knowledge.append(r)
         survivors.append(r)
     return survivors
 
