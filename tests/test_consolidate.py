@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Config, Item, Store
 from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.limits import MAX_REFS
 from memstore.neardup import better_routing_fact, dedup_comparable
-from tests.conftest import FakeClock
 
 FACT = (
     "the nightly backup job of the orders database fails when the disk "
@@ -153,3 +154,28 @@ def test_every_retired_cell_went_to_a_keeper_it_may_fold_into(
     for i in range(len(cells)):
         if f"c{i}" not in retired:
             assert _get(store, f"c{i}").status == "active"
+
+
+def test_a_large_cluster_leaves_the_keeper_writable() -> None:
+    store = _store()
+    n = MAX_REFS + 44
+    store.upsert_many(
+        [
+            Item(
+                id=f"r{i:03d}",
+                kind="stable_fact",
+                content=f"{FACT} (report {i})",
+                confidence="high",
+                tags=["tenant/acme"],
+            )
+            for i in range(n)
+        ]
+    )
+    report = consolidate(store, "acme", apply=True)
+    assert report.superseded == n - 1
+    keep = _get(store, report.groups[0].keep)
+    assert len(keep.supersedes) == MAX_REFS
+    # The most recent ids are the ones kept.
+    assert keep.supersedes == list(report.groups[0].superseded[-MAX_REFS:])
+    store.upsert(keep.clone(content=f"{FACT} (confirmed)"))
+    assert _get(store, keep.id).content.endswith("(confirmed)")
