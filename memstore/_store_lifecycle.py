@@ -28,7 +28,7 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
-from memstore.limits import MAX_DATA_CHARS
+from memstore.limits import MAX_DATA_CHARS, MAX_REFS
 from memstore.validate import thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
@@ -79,8 +79,11 @@ class StoreLifecycle(StoreBase):
     def mark_superseded(self, id: str, by_id: str) -> bool:
         """Retire ``id`` as superseded by the existing cell ``by_id``, in place.
 
-        The keeper's ``supersedes`` records ``id``. Returns ``False``, writing
-        nothing, when either id is empty or unknown, or they are equal.
+        The keeper's ``supersedes`` records ``id``, keeping only the most
+        recent :data:`~memstore.limits.MAX_REFS` entries (the oldest drop off,
+        their cells stay superseded), so a keeper that absorbs many
+        restatements can still be updated and re-imported. Returns ``False``,
+        writing nothing, when either id is empty or unknown, or they are equal.
         """
         if not id or not by_id or id == by_id:
             return False
@@ -90,9 +93,8 @@ class StoreLifecycle(StoreBase):
                 return False
             self._write(id, self._retire(old, STATUS_SUPERSEDED))
             if id not in keeper.supersedes:
-                self._write(
-                    by_id, keeper.clone(supersedes=[*keeper.supersedes, id], updated_at=self._now())
-                )
+                supersedes = [*keeper.supersedes, id][-MAX_REFS:]
+                self._write(by_id, keeper.clone(supersedes=supersedes, updated_at=self._now()))
             return True
 
     def refute(

@@ -4,6 +4,9 @@ A sweep over one partition's knowledge cells groups near-duplicates (the
 rules of :mod:`memstore.neardup`), picks each group's keeper by
 :func:`~memstore.neardup.better_routing_fact`, and, when applied, marks every
 other member superseded by the keeper (whose ``supersedes`` then lists them).
+A member is only ever retired into a keeper the dedup rules let it fold into
+(``dedup_comparable(member, keeper)``); one the most trusted cell may not
+take stays, or keeps a group of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from memstore.item import (
     KIND_WATCH_ITEM,
     Item,
 )
-from memstore.neardup import better_routing_fact, cluster_near_duplicates, near_duplicate_tokens
+from memstore.neardup import (
+    Incoming,
+    better_routing_fact,
+    cluster_near_duplicates,
+    near_duplicate_tokens,
+)
 from memstore.store import Store
 from memstore.tags import PARTITION_ALL, SHARED_TAG, partition_from_tags
 from memstore.text import dedup_tokens
@@ -65,8 +73,12 @@ def consolidate(
     Active stable facts, operational patterns, watch items and hypotheses
     visible to ``partition`` (by default: tagged for it) are clustered; each
     cluster's keeper is the most trusted. With ``apply`` every other member is
-    marked superseded by the keeper. ``partition`` is required and resolved
-    strictly: an empty, ``*`` or unknown name fails closed with ``error`` set.
+    marked superseded by the keeper, if ``dedup_comparable(member, keeper)``:
+    a member the keeper may not take (another ``service/`` or ``author/``, a
+    human note under a model-written keeper) is kept, or keeps its own group
+    of the members it may take; a cluster can so report several groups.
+    ``partition`` is required and resolved strictly: an empty, ``*`` or
+    unknown name fails closed with ``error`` set.
     ``shared`` cells belong to every partition and are never swept.
     """
     if not partition or partition == PARTITION_ALL:
@@ -93,20 +105,16 @@ def consolidate(
         for cluster in cluster_near_duplicates([it for it in cells if it.kind == kind]):
             if len(cluster) < 2:
                 continue
-            keep = cluster[0]
-            for it in cluster[1:]:
-                if better_routing_fact(it, keep):
-                    keep = it
-            members = [it for it in cluster if it.id != keep.id]
-            keep_tokens = dedup_tokens(keep)
-            scores = tuple(
-                near_duplicate_tokens(keep_tokens, dedup_tokens(it))[0] for it in members
-            )
-            groups.append(
-                ConsolidationGroup(
-                    kind, keep.id, keep.title, tuple(it.id for it in members), scores
+            for keep, members in _keepers(cluster):
+                keep_tokens = dedup_tokens(keep)
+                scores = tuple(
+                    near_duplicate_tokens(keep_tokens, dedup_tokens(it))[0] for it in members
                 )
-            )
+                groups.append(
+                    ConsolidationGroup(
+                        kind, keep.id, keep.title, tuple(it.id for it in members), scores
+                    )
+                )
     if apply:
         superseded = sum(
             store.mark_superseded(member, g.keep) for g in groups for member in g.superseded
@@ -114,6 +122,32 @@ def consolidate(
     else:
         superseded = sum(len(g.superseded) for g in groups)
     return ConsolidationReport(resolved, len(cells), tuple(groups), superseded, apply)
+
+
+def _keepers(cluster: list[Item]) -> list[tuple[Item, list[Item]]]:
+    """Split a cluster (least trusted first) into keepers and the members each may absorb.
+
+    Members are compared with the cluster's head only, and comparability is
+    not transitive (an unscoped head takes ``service/auth`` and
+    ``service/billing`` restatements alike), so the keeper is checked against
+    each member again. The most trusted cell keeps every member ``m`` with
+    ``dedup_comparable(m, keeper)``: ``m`` is the side whose text is retired,
+    so a model-written keeper never absorbs a human note, and a member with
+    ``author/`` tags goes only to a keeper with the same ones. A member no
+    keeper may take becomes a keeper itself (of nothing, if nothing is left
+    for it). Keepers come most trusted first; only those that absorb a member
+    are returned, each with its members least trusted first (cluster order).
+    ``O(members x keepers)``; keepers are few.
+    """
+    keepers: list[tuple[Item, Incoming, list[Item]]] = []
+    for it in reversed(cluster):
+        for _keep, side, members in keepers:
+            if side.comparable(it):
+                members.append(it)
+                break
+        else:
+            keepers.append((it, Incoming(it), []))
+    return [(keep, members[::-1]) for keep, _side, members in keepers if members]
 
 
 def _trust_order(a: Item, b: Item) -> int:

@@ -28,6 +28,7 @@ from memstore import (
     ThoughtLink,
     Vocabulary,
 )
+from memstore.limits import MAX_REFS
 
 HOUR = dt.timedelta(hours=1)
 DAY = dt.timedelta(days=1)
@@ -222,6 +223,24 @@ def test_mark_superseded_retires_in_place_and_records_on_the_keeper(
     assert _ids(store.keyword_search("ledger")) == ["keeper"]
     assert len(store) == 2
     assert len(recorder.groups) == 1
+    store._check()
+
+
+def test_mark_superseded_keeps_the_most_recent_max_refs_on_the_keeper(store: Store) -> None:
+    n = MAX_REFS + 5
+    store.upsert(_note("keeper", "ledger timeouts"))
+    store.upsert_many([_note(f"dup{i:03d}", "ledger timeout") for i in range(n)])
+
+    for i in range(n):
+        assert store.mark_superseded(f"dup{i:03d}", "keeper") is True
+
+    keeper = _get(store, "keeper")
+    assert keeper.supersedes == [f"dup{i:03d}" for i in range(5, n)]
+    assert all(_get(store, f"dup{i:03d}").status == "superseded" for i in range(n))
+    # Still writable: an update and a re-supersede of an id already listed.
+    store.upsert(keeper.clone(title="ledger timeouts (confirmed)"))
+    assert store.mark_superseded(f"dup{n - 1:03d}", "keeper") is True
+    assert len(_get(store, "keeper").supersedes) == MAX_REFS
     store._check()
 
 

@@ -44,6 +44,7 @@ from memstore import (
     ThoughtLink,
 )
 from memstore.lexical import LEVEL_EDIT, score_document, token_weight, word_level
+from memstore.limits import MAX_REFS
 from memstore.neardup import dedup_comparable, near_duplicate_tokens
 from memstore.store import DEDUP_ELIGIBLE_KINDS
 from memstore.tags import restored_origin, service_tag_value
@@ -702,7 +703,7 @@ class StoreMachine(RuleBasedStateMachine):
         keeper = self.recs[by_id]
         if id not in keeper.supersedes:
             new = copy.deepcopy(keeper)
-            new.supersedes.append(id)
+            new.supersedes = [*new.supersedes, id][-MAX_REFS:]
             new.updated_at = self.now
             out.append(self.change(by_id, new))
         return out

@@ -1,0 +1,181 @@
+"""Consolidation: a member is only retired into a keeper the dedup rules let it fold into.
+
+Clusters are formed against each cluster's head, but comparability is not
+transitive: an unscoped head takes ``service/auth`` and ``service/billing``
+restatements alike. These tests pin the keeper-member check
+(``dedup_comparable(member, keeper)``), and a property test checks it on
+generated restatements of one fact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import FakeClock
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore import Config, Item, Store
+from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.limits import MAX_REFS
+from memstore.neardup import better_routing_fact, dedup_comparable
+
+FACT = (
+    "the nightly backup job of the orders database fails when the disk "
+    "of the replica fills above ninety percent"
+)
+
+
+def _store() -> Store:
+    return Store(Config(clock=FakeClock()))
+
+
+def _add(store: Store, id: str, suffix: str, confidence: str, **kw: Any) -> Item:
+    tags = ["tenant/acme", *kw.pop("tags", [])]
+    return store.upsert(
+        Item(
+            id=id,
+            kind=kw.pop("kind", "hypothesis"),
+            content=f"{FACT} {suffix}",
+            confidence=confidence,
+            tags=tags,
+            **kw,
+        )
+    )
+
+
+def _get(store: Store, id: str) -> Item:
+    it = store.get(id)
+    assert it is not None, id
+    return it
+
+
+def _retired_into(report: ConsolidationReport) -> dict[str, str]:
+    return {m: g.keep for g in report.groups for m in g.superseded}
+
+
+def _check_applied(store: Store, report: ConsolidationReport) -> None:
+    """Every superseded member went to a keeper it may fold into; keepers stay active."""
+    for member, keep in _retired_into(report).items():
+        m, k = _get(store, member), _get(store, keep)
+        assert m.status == "superseded"
+        assert k.status == "active"
+        assert member in k.supersedes
+        assert dedup_comparable(m, k), (member, keep)
+        assert better_routing_fact(k, m)
+
+
+def test_a_model_written_keeper_never_retires_a_human_note() -> None:
+    store = _store()
+    _add(store, "head", "today", "low")  # derived, the least trusted
+    _add(store, "human", "again", "medium", origin="human")
+    _add(store, "model", "still", "high")  # derived, the most trusted
+    assert not dedup_comparable(_get(store, "human"), _get(store, "model"))
+
+    report = consolidate(store, "acme", apply=True)
+
+    assert [(g.keep, g.superseded) for g in report.groups] == [("model", ("head",))]
+    assert _get(store, "human").status == "active"
+    assert _get(store, "model").supersedes == ["head"]
+    _check_applied(store, report)
+
+
+def test_a_keeper_never_retires_a_restatement_for_another_service() -> None:
+    store = _store()
+    _add(store, "head", "today", "low")
+    _add(store, "auth", "again", "high", tags=["service/auth"])
+    _add(store, "bill", "still", "medium", tags=["service/billing"])
+
+    report = consolidate(store, "acme", apply=True)
+
+    assert [(g.keep, g.superseded) for g in report.groups] == [("auth", ("head",))]
+    assert _get(store, "bill").status == "active"
+    assert "bill" not in _get(store, "auth").supersedes
+    _check_applied(store, report)
+
+
+def test_one_authors_claim_is_never_retired_by_anothers() -> None:
+    store = _store()
+    _add(store, "head", "today", "low")
+    _add(store, "x", "again", "high", tags=["author/xavier"])
+    _add(store, "y", "still", "medium", tags=["author/yolanda"])
+
+    report = consolidate(store, "acme", apply=True)
+
+    assert [(g.keep, g.superseded) for g in report.groups] == [("x", ("head",))]
+    assert _get(store, "y").status == "active"
+    _check_applied(store, report)
+
+
+def test_a_member_the_keeper_may_not_take_keeps_its_own_group() -> None:
+    store = _store()
+    _add(store, "head", "today", "low")
+    _add(store, "auth", "again", "high", tags=["service/auth"])
+    _add(store, "bill1", "still", "medium", tags=["service/billing"])
+    _add(store, "bill2", "as before", "low", origin="observed", tags=["service/billing"])
+
+    report = consolidate(store, "acme", apply=True)
+
+    assert [(g.keep, g.superseded) for g in report.groups] == [
+        ("auth", ("head",)),
+        ("bill1", ("bill2",)),
+    ]
+    assert report.superseded == 2
+    _check_applied(store, report)
+
+
+_SERVICES = st.sampled_from([[], ["service/auth"], ["service/billing"]])
+_AUTHORS = st.sampled_from([[], ["author/xavier"], ["author/yolanda"]])
+_RESTATEMENT = st.tuples(
+    st.sampled_from(["low", "medium", "high"]),
+    st.sampled_from(["", "derived", "human", "observed", "verified"]),
+    _SERVICES,
+    _AUTHORS,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_RESTATEMENT, min_size=1, max_size=8))
+def test_every_retired_cell_went_to_a_keeper_it_may_fold_into(
+    cells: list[tuple[str, str, list[str], list[str]]],
+) -> None:
+    store = _store()
+    for i, (confidence, origin, service, author) in enumerate(cells):
+        _add(store, f"c{i}", f"report {i}", confidence, origin=origin, tags=service + author)
+    dry = consolidate(store, "acme")
+    report = consolidate(store, "acme", apply=True)
+    assert report.groups == dry.groups
+    keepers = [g.keep for g in report.groups]
+    retired = _retired_into(report)
+    assert len(set(keepers)) == len(keepers)
+    assert not set(keepers) & retired.keys()
+    assert report.superseded == len(retired)
+    _check_applied(store, report)
+    for i in range(len(cells)):
+        if f"c{i}" not in retired:
+            assert _get(store, f"c{i}").status == "active"
+
+
+def test_a_large_cluster_leaves_the_keeper_writable() -> None:
+    store = _store()
+    n = MAX_REFS + 44
+    store.upsert_many(
+        [
+            Item(
+                id=f"r{i:03d}",
+                kind="stable_fact",
+                content=f"{FACT} (report {i})",
+                confidence="high",
+                tags=["tenant/acme"],
+            )
+            for i in range(n)
+        ]
+    )
+    report = consolidate(store, "acme", apply=True)
+    assert report.superseded == n - 1
+    keep = _get(store, report.groups[0].keep)
+    assert len(keep.supersedes) == MAX_REFS
+    # The most recent ids are the ones kept.
+    assert keep.supersedes == list(report.groups[0].superseded[-MAX_REFS:])
+    store.upsert(keep.clone(content=f"{FACT} (confirmed)"))
+    assert _get(store, keep.id).content.endswith("(confirmed)")
