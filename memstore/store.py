@@ -57,6 +57,7 @@ from memstore.item import (
     ThoughtLink,
     well_typed,
 )
+from memstore.limits import MAX_REFS
 from memstore.neardup import Incoming, near_duplicate_tokens
 from memstore.tags import private_owner, restored_origin
 from memstore.text import word_dedup_tokens
@@ -643,8 +644,8 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
                 raise ItemNotFoundError(old_id)
             existing = self._items.get(it.id) if it.id else None
             self._stamp(it, existing, had_deadline)
-            if old_id not in it.supersedes:
-                it.supersedes = [*it.supersedes, old_id]
+            if old_id not in it.supersedes:  # the most recent MAX_REFS, as mark_superseded keeps
+                it.__dict__["supersedes"] = [*it.supersedes, old_id][-MAX_REFS:]
             if self._config.before is not None:
                 self._config.before(it)
             self._write(old_id, self._retire(old, STATUS_SUPERSEDED))

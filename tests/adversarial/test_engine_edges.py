@@ -387,3 +387,14 @@ def test_a_date_named_many_times_is_one_span() -> None:
     now = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     assert query_dates("2023 " * 500, now) == query_dates("2023", now)
     assert len(query_dates("in May 2023, May 2023 and June 2023", now)) == 2
+
+
+def test_supersede_keeps_the_new_items_supersedes_within_the_limit() -> None:
+    with Memory(embedder=None) as mem:
+        old = mem.add("the cache size is 2 GB")
+        full = [f"retired-{i}" for i in range(MAX_REFS)]
+        new = mem.supersede(
+            old.id, Item(kind="note", title="the cache size is 4 GB", supersedes=full)
+        )
+        assert len(new.supersedes) == MAX_REFS and new.supersedes[-1] == old.id
+        mem.update(new.id, content="raised for the spring sale")  # still writable
