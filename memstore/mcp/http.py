@@ -8,7 +8,7 @@ web pages. A server reachable from the network must be given a tokens file
 ``Authorization: Bearer <token>``, the token's tenant is the partition its
 calls read and write, and its scopes (``recall``, ``ingest``, ``forget``)
 decide which tools it may call. The header is read as ``memstore serve``
-reads it (:func:`memstore.protocol.auth.bearer_token`: any case of
+reads it (:func:`memstore.web.bearer.bearer_token`: any case of
 ``Bearer``; :func:`memstore.web.headers.single_header`: sent once).
 """
 
@@ -33,7 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from memstore.errors import MemstoreError
-from memstore.protocol.auth import MAX_TOKEN_CHARS, bearer_token
+from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
 from memstore.web.headers import single_header
 from memstore.web.refusal import Refusal, send_refusal
 

@@ -38,6 +38,7 @@ from typing import Final
 from memstore.errors import MemstoreError
 from memstore.protocol.errors import forbidden, unauthorized
 from memstore.protocol.ratelimit import RateLimiter
+from memstore.web.bearer import B64TOKEN, MAX_TOKEN_CHARS, bearer_token
 
 __all__ = [
     "MAX_TOKEN_CHARS",
@@ -63,11 +64,6 @@ ROUTE_SCOPES: Final[Mapping[str, str]] = {
     "GET /v1/events": "recall",
 }
 """The scope each authenticated route requires (``/healthz`` and ``/metrics`` need none)."""
-MAX_TOKEN_CHARS: Final = 512
-"""Longest token accepted, in the file or in a header."""
-
-# RFC 6750 b64token: what may follow "Bearer " in an Authorization header.
-_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _ENTRY_KEYS: Final = frozenset({"tenant", "scopes"})
 
@@ -193,29 +189,6 @@ class TokenTable:
         return f"TokenTable({len(self)} tokens, tenants={sorted(self.tenants)})"
 
 
-def bearer_token(authorization: str | None) -> str | None:
-    """The token of an ``Authorization`` header value ``Bearer <token>``, or None.
-
-    The one reading of the header every surface shares (``memstore serve``,
-    ``memstore mcp``, the inspector): the scheme is case-insensitive (RFC
-    7235), spaces around the token are ignored, and the token must be an RFC
-    6750 ``b64token`` of at most :data:`MAX_TOKEN_CHARS` characters. Anything
-    else (another scheme, no token, two words) is None.
-
-    >>> bearer_token("Bearer tok-1"), bearer_token("bearer  tok-1 "), bearer_token("BEARER a=")
-    ('tok-1', 'tok-1', 'a=')
-    >>> bearer_token("Basic dTpw"), bearer_token("Bearer"), bearer_token("Bearer a b")
-    (None, None, None)
-    """
-    if authorization is None:
-        return None
-    scheme, _, credentials = authorization.strip().partition(" ")
-    token = credentials.strip(" ")
-    if scheme.lower() != "bearer" or len(token) > MAX_TOKEN_CHARS:
-        return None
-    return token if _B64TOKEN.fullmatch(token) else None
-
-
 def authorize(
     authorization: str | None,
     scope: str,
@@ -300,7 +273,7 @@ def _parse_entry(value: object, position: int) -> Principal:
 
 
 def _check_token(token: str, position: int, tenant: str) -> None:
-    if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
+    if not isinstance(token, str) or not B64TOKEN.fullmatch(token):
         raise TokensFileError(
             f"entry #{position} (tenant {tenant!r}): a token must be 1 or more of "
             "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
