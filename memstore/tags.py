@@ -45,6 +45,7 @@ __all__ = [
     "private_owner",
     "restored_origin",
     "sanitize_tag_value",
+    "service_from_tags",
     "service_tag_value",
     "stamp_author_tag",
     "strip_author_tags",
@@ -134,9 +135,14 @@ def author_tag_value(item: Item) -> str | None:
     return _prefixed(item.tags, AUTHOR_TAG_PREFIX)
 
 
+def service_from_tags(tags: Sequence[str]) -> str | None:
+    """The value of the first ``service/`` tag, or ``None`` (an index entry's tags too)."""
+    return _prefixed(tags, SERVICE_TAG_PREFIX)
+
+
 def service_tag_value(item: Item) -> str | None:
     """The value of the item's ``service/`` tag, or ``None``."""
-    return _prefixed(item.tags, SERVICE_TAG_PREFIX)
+    return service_from_tags(item.tags)
 
 
 def strip_author_tags(tags: Sequence[str] | None) -> list[str]:

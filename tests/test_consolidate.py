@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -80,30 +81,26 @@ def test_a_model_written_keeper_never_retires_a_human_note() -> None:
     _check_applied(store, report)
 
 
-def test_a_keeper_never_retires_a_restatement_for_another_service() -> None:
+@pytest.mark.parametrize(
+    ("keep", "other", "tags"),
+    [
+        ("auth", "bill", ("service/auth", "service/billing")),  # another service's restatement
+        ("x", "y", ("author/xavier", "author/yolanda")),  # another author's claim
+    ],
+)
+def test_a_keeper_never_retires_a_cell_it_may_not_take(
+    keep: str, other: str, tags: tuple[str, str]
+) -> None:
     store = _store()
     _add(store, "head", "today", "low")
-    _add(store, "auth", "again", "high", tags=["service/auth"])
-    _add(store, "bill", "still", "medium", tags=["service/billing"])
+    _add(store, keep, "again", "high", tags=[tags[0]])
+    _add(store, other, "still", "medium", tags=[tags[1]])
 
     report = consolidate(store, "acme", apply=True)
 
-    assert [(g.keep, g.superseded) for g in report.groups] == [("auth", ("head",))]
-    assert _get(store, "bill").status == "active"
-    assert "bill" not in _get(store, "auth").supersedes
-    _check_applied(store, report)
-
-
-def test_one_authors_claim_is_never_retired_by_anothers() -> None:
-    store = _store()
-    _add(store, "head", "today", "low")
-    _add(store, "x", "again", "high", tags=["author/xavier"])
-    _add(store, "y", "still", "medium", tags=["author/yolanda"])
-
-    report = consolidate(store, "acme", apply=True)
-
-    assert [(g.keep, g.superseded) for g in report.groups] == [("x", ("head",))]
-    assert _get(store, "y").status == "active"
+    assert [(g.keep, g.superseded) for g in report.groups] == [(keep, ("head",))]
+    assert _get(store, other).status == "active"
+    assert other not in _get(store, keep).supersedes
     _check_applied(store, report)
 
 

@@ -66,7 +66,7 @@ from memstore.stats import (
     SearchStats,
 )
 from memstore.store import Store
-from memstore.tags import PARTITION_ALL, SERVICE_TAG_PREFIX, service_tag_value
+from memstore.tags import PARTITION_ALL, service_from_tags, service_tag_value
 
 __all__ = ["Searcher"]
 
@@ -651,14 +651,8 @@ class Searcher:
 
 def _about(subject: str, visible: Callable[[Any], bool]) -> Callable[[Any], bool]:
     """``visible`` narrowed to index entries about ``subject`` (its subject, or its service tag)."""
-    tag = SERVICE_TAG_PREFIX + subject
 
     def keep(e: Any) -> bool:
-        return (e.subject == subject or _service_tag(e.tags) == tag) and visible(e)
+        return (e.subject == subject or service_from_tags(e.tags) == subject) and visible(e)
 
     return keep
-
-
-def _service_tag(tags: Sequence[str]) -> str:
-    """The first ``service/`` tag of ``tags`` (as :func:`service_tag_value` reads it), or ``""``."""
-    return next((t for t in tags if t.startswith(SERVICE_TAG_PREFIX)), "")
