@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memstore.arguments import has_lone_surrogate
 from memstore.mindlayer.errors import invalid
 from memstore.mindlayer.limits import (
     DEFAULT_CONTEXT_CHARS,
@@ -66,6 +67,8 @@ def _check_id(value: str) -> str:
 def _bytes_at_most(value: str, limit: int, *, nonempty: bool) -> str:
     if nonempty and not value.strip():
         raise ValueError("must not be empty")
+    if has_lone_surrogate(value):  # JSON can escape one ("\\ud800"); UTF-8 cannot hold it
+        raise ValueError("is not valid Unicode text (it holds a lone surrogate)")
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise ValueError(f"is {size} bytes; at most {limit} (UTF-8)")

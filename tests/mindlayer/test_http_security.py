@@ -196,6 +196,31 @@ class TestHTTPRejectsInvalidInput:
             self.refused_400(r, "1 MiB")
             assert export(c, scope)["memories"] == []
 
+    def test_lone_surrogates_are_refused_by_field(self, plain: Server) -> None:
+        """JSON can escape a lone surrogate (``\\ud800``); UTF-8 cannot hold it: 400, not 500."""
+        scope = new_scope()
+        json_type = {"Content-Type": "application/json"}
+        s = json.dumps(scope)
+        with plain.client() as c:
+            for path, raw, field in (
+                ("/v1/memories", f'{{"scope": {s}, "text": "tea \\ud800"}}', "text"),
+                (
+                    "/v1/memories",
+                    f'{{"scope": {s}, "text": "tea", "id": "t", "session": "\\udc00"}}',
+                    "session",
+                ),
+                ("/v1/search", f'{{"scope": {s}, "query": "\\ud800 tea"}}', "query"),
+                ("/v1/context", f'{{"scope": {s}, "query": "\\ud800"}}', "query"),
+                ("/v1/ingest", f'{{"scope": {s}, "text": "\\ud800"}}', "text"),
+            ):
+                r = c.post(path, content=raw.encode(), headers=json_type)
+                self.refused_400(r, f"{field}: ")
+                assert "surrogate" in r.json()["message"]
+            raw = f'{{"scope": {s}, "personality": "be \\ud800"}}'
+            r = c.put("/v1/personality", content=raw.encode(), headers=json_type)
+            self.refused_400(r, "personality: ")
+            assert export(c, scope) == {"personality": "", "memories": []}
+
     def test_bad_query_strings(self, plain: Server) -> None:
         scope = new_scope()
         with plain.client() as c:
