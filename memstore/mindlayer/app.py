@@ -295,10 +295,12 @@ def create_app(
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         if status == 404:
             return _answer(not_found(f"no route {request.url.path[:200]}"))
-        if status == 405:
-            return _answer(
+        if status == 405:  # Allow: every method of the path (two routes share /v1/memories)
+            refused = _answer(
                 MindLayerError(405, "method_not_allowed", f"{request.method} is not allowed here")
             )
+            refused.headers["Allow"] = ", ".join(sorted(allowed.get(request.url.path, ())))
+            return refused
         return _answer(MindLayerError(status, "invalid_request", "the request was refused"))
 
     routes = [
@@ -313,6 +315,9 @@ def create_app(
         Route("/v1/export", _endpoint(export), methods=["GET"]),
         Route("/v1/scope", _endpoint(forget_scope), methods=["DELETE"]),
     ]
+    allowed: dict[str, set[str]] = {}
+    for route in routes:
+        allowed.setdefault(route.path, set()).update(route.methods or ())
     failure = internal().refusal()
     app = Starlette(
         routes=routes,

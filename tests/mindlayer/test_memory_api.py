@@ -200,6 +200,22 @@ class TestHTTPMemoryLifecycle:
                 r = c.request(method, path)
                 assert (r.status_code, r.json()["error"]) == (status, code), (method, path)
 
+    def test_a_405_names_the_methods_the_path_takes(self, plain: Server) -> None:
+        """RFC 9110: a 405 carries ``Allow``, every method of the path (two routes share one)."""
+        with plain.client() as c:
+            for method, path, allowed in (
+                ("GET", "/v1/memories", {"POST", "DELETE"}),
+                ("PUT", "/v1/memories", {"POST", "DELETE"}),
+                ("GET", "/v1/search", {"POST"}),
+                ("POST", "/v1/personality", {"PUT"}),
+                ("DELETE", "/v1/export", {"GET", "HEAD"}),
+                ("POST", "/v1/scope", {"DELETE"}),
+                ("POST", "/healthz", {"GET", "HEAD"}),
+            ):
+                r = c.request(method, path)
+                assert r.status_code == 405, (method, path)
+                assert set(r.headers["allow"].split(", ")) == allowed, (method, path)
+
     def test_answers_carry_security_headers(self, plain: Server) -> None:
         with plain.client() as c:
             r = c.get("/healthz")
