@@ -27,6 +27,7 @@ import os
 import sys
 
 from memstore.errors import MemstoreError
+from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.mindlayer.app import create_app
 from memstore.mindlayer.auth import OwnerTokenError, load_owner_token
@@ -53,12 +54,28 @@ def _fail(message: object) -> int:
     return 2
 
 
+def _journal(args: argparse.Namespace) -> Journal | str | None:
+    """``--journal``: a PostgresJournal in ``--journal-schema``, else the DSN as given or None.
+
+    :raises MemstoreError: ``--journal-schema`` without a ``postgresql://`` journal.
+    """
+    dsn: str | None = args.journal or None
+    schema: str | None = getattr(args, "journal_schema", None) or None
+    if dsn is None or not dsn.startswith(("postgresql://", "postgres://")):
+        if schema:
+            raise MemstoreError("--journal-schema needs --journal postgresql://...")
+        return dsn  # None: the folder's SQLite journal; anything else Memory refuses
+    from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
+
+    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA)
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Mind Layer server until SIGTERM or SIGINT; the exit status (2: not started).
 
     ``args`` as ``memstore serve`` parses them: ``data``, ``embedder``,
     ``host``, ``port``, ``journal``, ``owner_token_file`` and optionally
-    ``allow_host``, ``allow_origin`` and the connection limits.
+    ``journal_schema``, ``allow_host``, ``allow_origin`` and the connection limits.
     """
     if getattr(args, "tokens_file", None):
         return _fail(
@@ -85,7 +102,7 @@ def serve(args: argparse.Namespace) -> int:
         memory = Memory(
             args.data,
             embedder=embedder if embedder is not None else args.embedder,
-            journal=args.journal or None,
+            journal=_journal(args),
         )
     except MemstoreError as e:  # vectors of another model, a provider down at start-up
         if chat is not None:

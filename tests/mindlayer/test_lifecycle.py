@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.fake_provider import FakeProvider
 from tests.mindlayer.conftest import export, new_scope, provider_env, refused, search, start, store
+from tests.pgtest import PgPlace
 
 
 class TestDurableMemory:
@@ -31,6 +32,33 @@ class TestDurableMemory:
                 assert search(c, scope, "Lisbon") == []
         finally:
             assert again.stop() == 0
+
+
+class TestPostgresJournal:
+    def test_the_journal_lives_in_the_schema_named(self, tmp_path: Path, pg_place: PgPlace) -> None:
+        """``--journal-schema`` is honoured: two servers on it share memories, in that schema."""
+        flags = ("--journal", pg_place.dsn, "--journal-schema", pg_place.schema)
+        scope = new_scope()
+        server = start(tmp_path / "a", *flags)
+        try:
+            with server.client() as c:
+                first = store(c, scope, "The user is vegetarian.", id="diet")
+        finally:
+            assert server.stop() == 0
+        rows = pg_place.sql("SELECT count(*) FROM {s}.versions")
+        assert rows[0][0] >= 1  # the write is in the schema asked for, not in the default one
+        other = start(tmp_path / "b", *flags)  # another folder: the memory is the journal's
+        try:
+            with other.client() as c:
+                assert export(c, scope)["memories"] == [
+                    {**first, "vector": None, "embedding_model": None}
+                ]
+        finally:
+            assert other.stop() == 0
+
+    def test_a_schema_without_a_postgres_journal_is_refused(self, tmp_path: Path) -> None:
+        code, out = refused(tmp_path / "data", "--journal-schema", "agents")
+        assert code == 2 and "--journal-schema needs --journal postgresql://" in out
 
 
 class TestModelMismatchFailsClosed:
