@@ -8,7 +8,8 @@ saying what to fix) rather than serving something unsafe:
   without a URL or a URL without a model;
 - the owner token (:func:`~memstore.mindlayer.auth.load_owner_token`): a
   public bind needs ``--owner-token-file`` with a token of 32+ characters;
-  the file must be mode 0600;
+  the file must be mode 0600; seed 002's ``MIND_LAYER_TOKEN`` set without
+  that flag is refused rather than ignored (it would leave the server open);
 - the vectors: with an embedding model, vectors stored by another model (or
   dimension) are refused (fail closed), naming both models and the way to
   re-embed (``CellStore.reembed``).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Final
 
 from memstore.errors import MemstoreError
 from memstore.journal import Journal
@@ -38,7 +40,10 @@ from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
 
-__all__ = ["serve"]
+__all__ = ["SEED_TOKEN_VARIABLE", "serve"]
+
+SEED_TOKEN_VARIABLE: Final = "MIND_LAYER_TOKEN"
+"""Seed 002's owner-token variable: set without ``--owner-token-file``, start-up is refused."""
 
 _LIMITS = (
     "header_timeout",
@@ -80,6 +85,14 @@ def serve(args: argparse.Namespace) -> int:
     if getattr(args, "tokens_file", None):
         return _fail(
             "--tokens-file is MemoryProtocol's; the Mind Layer API takes --owner-token-file"
+        )
+    if os.environ.get(SEED_TOKEN_VARIABLE) and not getattr(args, "owner_token_file", None):
+        # Seed 002's server takes its owner token from this variable; ignoring it would
+        # serve without the token its operator believes is required.
+        return _fail(
+            f"{SEED_TOKEN_VARIABLE} is set, but this server reads the owner token from a file: "
+            "write the token to a file of mode 0600 and pass --owner-token-file FILE "
+            f"(or unset {SEED_TOKEN_VARIABLE} to serve loopback without a token)"
         )
     try:
         provider = ProviderConfig.from_env(os.environ)

@@ -93,6 +93,22 @@ class TestHTTPAuthenticationAndBrowserIsolation:
         assert code == 2 and "at least 32 characters" in out
         assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
+    def test_the_seeds_token_variable_is_not_silently_ignored(self, tmp_path: Path) -> None:
+        """``MIND_LAYER_TOKEN`` without ``--owner-token-file``: refused, never an open server."""
+        env = {"MIND_LAYER_TOKEN": TOKEN}
+        code, out = refused(tmp_path / "data", env=env)
+        assert code == 2 and "MIND_LAYER_TOKEN" in out and "--owner-token-file" in out
+        assert TOKEN not in out
+        assert not (tmp_path / "data").exists()
+        server = start(
+            tmp_path / "data", "--owner-token-file", str(token_file(tmp_path, TOKEN)), env=env
+        )
+        try:
+            with server.client() as anon:
+                assert anon.get("/v1/export", params=new_scope()).status_code == 401
+        finally:
+            assert server.stop() == 0
+
     def test_token_file_readable_by_others_is_refused(self, tmp_path: Path) -> None:
         loose = token_file(tmp_path, TOKEN, mode=0o644)
         code, out = refused(tmp_path / "data", "--owner-token-file", str(loose))
