@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from mcp.shared.exceptions import McpError
 
 from memstore.errors import MemstoreError
 from memstore.mcp.http import load_tokens
@@ -90,6 +91,37 @@ def test_bearer_tokens_choose_partition_and_scopes(tmp_path: Path) -> None:
                 got = await other.ok("get_memory", {"ids": [a["id"]]})
                 assert got["missing"] == [a["id"]]
                 assert "'forget' scope" in await other.fails("forget", {"ids": [a["id"]]})
+
+        anyio.run(main)
+
+
+def test_resources_need_the_recall_scope_as_the_read_tools_do(tmp_path: Path) -> None:
+    """A token without ``recall`` reads no memory, whether by a tool or by a resource."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tok-writer": {"tenant": "acme", "scopes": ["ingest"]},
+                "tok-reader": {"tenant": "acme", "scopes": ["recall"]},
+            }
+        )
+    )
+    with http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url:
+
+        async def main() -> None:
+            async with http_client(url, {"Authorization": "Bearer tok-writer"}) as w:
+                note = await w.ok("remember", {"content": "Acme's merger closes in May."})
+                assert "'recall' scope" in await w.fails("recall", {"query": "merger"})
+                for uri in ("memory://recent", f"memory://item/{note['id']}"):
+                    with pytest.raises(McpError) as refused:
+                        await w.resource(uri)
+                    assert "'recall' scope" in refused.value.error.message
+                    assert "merger" not in str(refused.value.error)
+            async with http_client(url, {"Authorization": "Bearer tok-reader"}) as r:
+                recent = await r.resource("memory://recent")
+                assert [i["id"] for i in recent["items"]] == [note["id"]]
+                item = await r.resource(f"memory://item/{note['id']}")
+                assert item["content"] == "Acme's merger closes in May."
 
         anyio.run(main)
 

@@ -9,7 +9,8 @@ scopes) comes from ``caller_of``: fixed for stdio, from the bearer token over HT
 
 A resource that does not exist (an unknown URI, an id the caller's partition
 cannot see) answers the JSON-RPC error :data:`RESOURCE_NOT_FOUND` with the
-URI in its ``data``, as MCP's SEP-2164 settles it.
+URI in its ``data``, as MCP's SEP-2164 settles it. Reading a resource needs
+the ``recall`` scope, as the read tools do (else -32600, invalid request).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from memstore.memory import Memory
 from .compat import compat_tools
 from .native import native_tools
 from .resources import Resources, compat_resources, native_resources
-from .toolkit import Caller, Toolbox
+from .toolkit import SCOPE_READ, Caller, Toolbox
 
 __all__ = [
     "COMPAT_MODES",
@@ -105,6 +106,14 @@ def build_server(s: Surface, caller_of: Callable[[], Caller]) -> Server[Any, Any
     @server.read_resource()  # type: ignore[no-untyped-call,untyped-decorator]
     async def _read(uri: AnyUrl) -> list[ReadResourceContents]:
         caller = caller_of()
+        if not caller.may(SCOPE_READ):  # a resource is a read, as recall is
+            raise McpError(
+                types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message=f"reading resources needs a token with the {SCOPE_READ!r} scope",
+                    data={"uri": str(uri)},
+                )
+            )
         try:
             text = await anyio.to_thread.run_sync(s.resources.read, str(uri), caller)
         except MemstoreError as e:  # an unknown URI or id: the client's mistake, said so
