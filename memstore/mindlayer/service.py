@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 import numpy as np
@@ -38,6 +39,7 @@ import numpy.typing as npt
 from memstore.arguments import query_vector_arg
 from memstore.context_block import DEFAULT_CONTEXT_CHARS, build_context_block
 from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
+from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
 from memstore.mindlayer.errors import invalid, not_found
 from memstore.mindlayer.limits import DEFAULT_LIMIT
@@ -171,15 +173,29 @@ class MindLayer:
     ) -> list[tuple[Item, float, float | None]]:
         part = scope.partition
         mem = self.memory
-        pool = limit * 2 + 10  # items of other partitions (untagged, shared) are dropped after
         if min_relevance > 0.0 and mode != "hybrid":
             raise invalid(
                 f"min_relevance needs mode 'hybrid' (its hits carry relevance), got mode {mode!r}"
             )
+
+        def lexical(pool: int) -> list[tuple[Item, float, float | None]]:
+            hits, _ = mem.store.keyword_hits(query, KIND_MEMORY, "", pool, partition=part)
+            return [(it, hit.score, None) for it, hit in hits]
+
+        def hybrid(pool: int) -> list[tuple[Item, float, float | None]]:
+            results = mem.search(
+                query,
+                partition=part,
+                kind=KIND_MEMORY,
+                limit=pool,
+                min_relevance=min_relevance,
+                query_vector=query_vector,
+            )
+            return [(r.item, r.score, r.relevance) for r in results]
+
         scored: list[tuple[Item, float, float | None]]
         if mode == "lexical":
-            hits, _ = mem.store.keyword_hits(query, KIND_MEMORY, "", pool, partition=part)
-            scored = [(it, hit.score, None) for it, hit in hits]
+            return self._own_hits(scope, lexical, limit)
         elif mode in ("semantic", "hybrid"):
             cells = mem.cells
             if cells is None:
@@ -188,15 +204,7 @@ class MindLayer:
                     "MEMSTORE_PROVIDER_EMBEDDING_MODEL (or --embedder local); lexical works without"
                 )
             if mode == "hybrid":
-                results = mem.search(
-                    query,
-                    partition=part,
-                    kind=KIND_MEMORY,
-                    limit=pool,
-                    min_relevance=min_relevance,
-                    query_vector=query_vector,
-                )
-                scored = [(r.item, r.score, r.relevance) for r in results]
+                return self._own_hits(scope, hybrid, limit)
             else:
                 vec = (
                     cells.embed_query(query)
@@ -218,6 +226,28 @@ class MindLayer:
             raise invalid(f"mode must be lexical, semantic or hybrid, got {mode[:40]!r}")
         out = [(it, s, r) for it, s, r in scored if self._owned(scope, it) is not None]
         return out[:limit]
+
+    def _own_hits(
+        self,
+        scope: Scope,
+        ranked: Callable[[int], list[tuple[Item, float, float | None]]],
+        limit: int,
+    ) -> list[tuple[Item, float, float | None]]:
+        """The best ``limit`` hits of ``ranked(pool)`` that belong to ``scope``.
+
+        Lexical and hybrid search in a partition also see untagged and ``shared``
+        items (other surfaces' items in the same folder): dropped here, they could
+        fill the pool and crowd the scope's own hits out, so the pool widens until
+        ``limit`` hits are the scope's, ``ranked`` has nothing more, or the pool is
+        the engine's largest (:data:`~memstore.limits.MAX_RESULTS`).
+        """
+        pool = limit * 2 + 10
+        while True:
+            scored = ranked(pool)
+            out = [(it, s, r) for it, s, r in scored if self._owned(scope, it) is not None]
+            if len(out) >= limit or len(scored) < pool or pool >= MAX_RESULTS:
+                return out[:limit]
+            pool = min(pool * 4, MAX_RESULTS)
 
     def context(
         self,

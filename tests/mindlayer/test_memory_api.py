@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from memstore import Memory
+from memstore.mindlayer import MindLayer, Scope
 from tests.mindlayer.conftest import Server, export, new_scope, search, store
 
 DIET = "The user is vegetarian and cooks dinner for two people."
@@ -79,6 +82,24 @@ class TestScopeIsolation:
             assert r.status_code == 200 and r.json() == {"deleted": 1}
             assert [m["id"] for m in export(c, a)["memories"]] == ["diet"]
             assert export(c, b)["memories"] == []
+
+    def test_other_surfaces_items_in_the_folder_never_crowd_a_scope_out(
+        self, tmp_path: Path
+    ) -> None:
+        """Untagged items of kind ``memory`` (an MCP agent's, say) outranking a scope's own
+        memory by the dozen: every mode still finds the scope's memory, and only it."""
+        with Memory(tmp_path / "data", embedder="hash") as mem:
+            ml = MindLayer(mem)
+            scope = Scope("assistant", "synthetic-user")
+            ml.remember(scope, "The user cooks vegetarian dinner on weekdays.", id="diet")
+            for n in range(60):
+                mem.add(
+                    f"Vegetarian dinner idea {n}: lentil dinner, vegetarian dinner.", kind="memory"
+                )
+            for mode in ("lexical", "semantic", "hybrid"):
+                assert ids(ml.search(scope, "vegetarian dinner", mode=mode)) == ["diet"], mode
+                ctx = ml.context(scope, "vegetarian dinner", mode=mode)
+                assert ctx["ids"] == ["diet"], mode
 
 
 class TestExplicitUpdatesAndDeduplication:
