@@ -46,6 +46,9 @@ __all__ = [
     "ScopeIn",
     "SearchRequest",
     "StoreRequest",
+    "checked_count",
+    "checked_id",
+    "checked_text",
     "parse_body",
     "parse_json",
     "query_params",
@@ -171,6 +174,38 @@ class IngestRequest(_Strict):
     @classmethod
     def _session(cls, value: str) -> str:
         return _bytes_at_most(value, MAX_SESSION_BYTES, nonempty=False)
+
+
+def checked_id(field: str, value: str) -> str:
+    """``value`` if it is an id (1-128 of ``[A-Za-z0-9_.-]``), for the Python API.
+
+    :raises MindLayerError: 400 naming ``field``, as the routes answer it.
+    """
+    try:
+        return _check_id(value)
+    except ValueError as e:
+        raise invalid(f"{field}: {e}") from None
+
+
+def checked_text(field: str, value: str, limit: int, *, nonempty: bool) -> str:
+    """``value`` if it is text of at most ``limit`` UTF-8 bytes (``nonempty``: not blank).
+
+    :raises MindLayerError: 400 naming ``field``, as the routes answer it.
+    """
+    try:
+        return _bytes_at_most(value, limit, nonempty=nonempty)
+    except ValueError as e:
+        raise invalid(f"{field}: {e}") from None
+
+
+def checked_count(field: str, value: int, low: int, high: int) -> int:
+    """``value`` if it is a whole number in ``[low, high]``.
+
+    :raises MindLayerError: 400 naming ``field``, as the routes answer it.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise invalid(f"{field}: must be a whole number from {low} to {high}, got {value!r:.40}")
+    return value
 
 
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

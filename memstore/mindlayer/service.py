@@ -42,7 +42,14 @@ from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
 from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
 from memstore.mindlayer.errors import invalid, not_found
-from memstore.mindlayer.limits import DEFAULT_LIMIT
+from memstore.mindlayer.limits import (
+    DEFAULT_LIMIT,
+    MAX_CONTEXT_CHARS,
+    MAX_LIMIT,
+    MAX_SESSION_BYTES,
+    MAX_TEXT_BYTES,
+)
+from memstore.mindlayer.models import checked_count, checked_id, checked_text
 from memstore.mindlayer.provider import (
     ANSWER_PROMPT,
     EXTRACTION_PROMPT,
@@ -171,6 +178,8 @@ class MindLayer:
         min_relevance: float = 0.0,
         query_vector: QueryVector | None = None,
     ) -> list[tuple[Item, float, float | None]]:
+        checked_text("query", query, MAX_TEXT_BYTES, nonempty=True)
+        checked_count("limit", limit, 1, MAX_LIMIT)
         part = scope.partition
         mem = self.memory
         if min_relevance > 0.0 and mode != "hybrid":
@@ -267,6 +276,7 @@ class MindLayer:
         personality and those memories within ``max_chars``, and ``ids`` and
         ``omitted`` its receipt. ``query_vector`` as in :meth:`search`.
         """
+        checked_count("max_chars", max_chars, 1, MAX_CONTEXT_CHARS)
         found = self._hits(scope, query, mode, limit, min_relevance, query_vector)
         persona = self.personality(scope)
         block = build_context_block(
@@ -329,8 +339,10 @@ class MindLayer:
         )
 
     def _remember(self, scope: Scope, text: str, id: str | None, session: str, origin: str) -> Item:
-        if not text:
-            raise invalid("text: must not be empty")
+        if id is not None:
+            checked_id("id", id)
+        checked_text("text", text, MAX_TEXT_BYTES, nonempty=True)
+        checked_text("session", session, MAX_SESSION_BYTES, nonempty=False)
         mid = id if id is not None else derived_id(text)
         mem = self.memory
         with mem.store.batch():  # read and write as one step
@@ -342,6 +354,7 @@ class MindLayer:
 
     def set_personality(self, scope: Scope, text: str) -> JSON:
         """Set (or, with blank text, clear) the scope's personality; ``{"personality": text}``."""
+        checked_text("personality", text, MAX_TEXT_BYTES, nonempty=False)
         mem = self.memory
         pid = scope.personality_id
         with mem.store.batch():
@@ -358,6 +371,7 @@ class MindLayer:
 
         :raises MindLayerError: 404 when the scope holds no live memory ``id``.
         """
+        checked_id("id", id)
         mem = self.memory
         item_id = scope.item_id(id)
         with mem.store.batch():
@@ -397,6 +411,8 @@ class MindLayer:
 
         :raises ProviderError: the provider failed or answered invalid output.
         """
+        checked_text("text", text, MAX_TEXT_BYTES, nonempty=True)
+        checked_text("session", session, MAX_SESSION_BYTES, nonempty=False)
         client = self._chat("ingest")
         facts = parse_facts(
             client.complete(

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from memstore import Memory
 from memstore.mindlayer import MindLayer, Scope
+from memstore.mindlayer.errors import MindLayerError
 from tests.mindlayer.conftest import Server, export, new_scope, search, store
 
 DIET = "The user is vegetarian and cooks dinner for two people."
@@ -242,6 +245,34 @@ class TestHTTPMemoryLifecycle:
             r = c.get("/healthz")
             assert r.headers["x-content-type-options"] == "nosniff"
             assert "access-control-allow-origin" not in r.headers
+
+
+class TestPythonAPI:
+    def test_the_python_api_refuses_what_the_routes_refuse(self, tmp_path: Path) -> None:
+        """``MindLayer`` answers what the routes answer: out-of-bounds input is a 400
+        :class:`MindLayerError`, and nothing is written."""
+        with Memory(tmp_path / "data", embedder=None) as mem:
+            ml = MindLayer(mem)
+            scope = Scope("assistant", "synthetic-user")
+            calls: list[tuple[str, Callable[[], object]]] = [
+                ("id", lambda: ml.remember(scope, "tea", id="a/b")),
+                ("id", lambda: ml.remember(scope, "tea", id="")),
+                ("text", lambda: ml.remember(scope, "t" * 8193)),
+                ("session", lambda: ml.remember(scope, "tea", session="s" * 129)),
+                ("personality", lambda: ml.set_personality(scope, "p" * 8193)),
+                ("id", lambda: ml.forget(scope, "a/b")),
+                ("limit", lambda: ml.search(scope, "tea", limit=0)),
+                ("limit", lambda: ml.search(scope, "tea", limit=101)),
+                ("query", lambda: ml.search(scope, "q" * 8193)),
+                ("query", lambda: ml.context(scope, "  ")),
+                ("max_chars", lambda: ml.context(scope, "tea", max_chars=0)),
+            ]
+            for field, call in calls:
+                with pytest.raises(MindLayerError) as refused:
+                    call()
+                assert refused.value.status == 400, field
+                assert refused.value.message.startswith(f"{field}: "), refused.value.message
+            assert ml.export(scope) == {"personality": "", "memories": []}
 
 
 class TestConcurrentMemoryAccess:
