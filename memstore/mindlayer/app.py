@@ -67,7 +67,7 @@ from memstore.mindlayer.models import (
     query_params,
     scope_of,
 )
-from memstore.mindlayer.service import MindLayer, QueryVector
+from memstore.mindlayer.service import MindLayer, QueryVector, SearchStage
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.body import (
     ClientDisconnected,
@@ -222,9 +222,24 @@ def create_app(
         except BatcherClosed:
             raise MindLayerError(503, "unavailable", "the server is shutting down") from None
 
+    async def staged(query: str, start: Callable[[], SearchStage[Any]]) -> Any:
+        """A hybrid search on the batcher's worker: its lexical pass first, then the query's
+        vector only if it still wants one (a confident lexical answer embeds nothing)."""
+        try:
+            return await batcher.run_staged(query, start)
+        except BatcherClosed:
+            raise MindLayerError(503, "unavailable", "the server is shutting down") from None
+
     async def search(request: Request) -> Any:
         req = parse_body(SearchRequest, await body_of(request))
         scope = req.scope.scope()
+        if req.mode == "hybrid" and service.wants_vector(req.mode):
+            return await staged(
+                req.query,
+                lambda: service.search_stage(
+                    scope, req.query, limit=req.limit, min_relevance=req.min_relevance
+                ),
+            )
         return await batched(
             req.mode,
             req.query,
@@ -241,6 +256,17 @@ def create_app(
     async def context(request: Request) -> Any:
         req = parse_body(ContextRequest, await body_of(request))
         scope = req.scope.scope()
+        if req.mode == "hybrid" and service.wants_vector(req.mode):
+            return await staged(
+                req.query,
+                lambda: service.context_stage(
+                    scope,
+                    req.query,
+                    limit=req.limit,
+                    max_chars=req.max_chars,
+                    min_relevance=req.min_relevance,
+                ),
+            )
         return await batched(
             req.mode,
             req.query,

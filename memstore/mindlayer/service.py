@@ -31,7 +31,8 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -67,7 +68,7 @@ from memstore.mindlayer.scope import (
 )
 from memstore.tags import partition_from_tags
 
-__all__ = ["NO_CONTEXT", "MindLayer", "memory_json"]
+__all__ = ["NO_CONTEXT", "MindLayer", "SearchStage", "memory_json"]
 
 NO_CONTEXT: Final = "(no stored memory or personality matched)"
 """What a chat's system message holds when the context block is empty."""
@@ -165,6 +166,64 @@ class MindLayer:
             )
         ]
 
+    def search_stage(
+        self, scope: Scope, query: str, *, limit: int = DEFAULT_LIMIT, min_relevance: float = 0.0
+    ) -> SearchStage[list[JSON]]:
+        """A ``hybrid`` :meth:`search` stopped after its lexical pass, for a server batching
+        query embeddings: embed the query only when ``wants_vector`` says so, then
+        ``finish(vector or None)`` answers what :meth:`search` answers. A query whose words
+        the lexical pass answers confidently is never embedded (no provider call).
+        """
+        return self._hybrid_stage(
+            scope, query, limit, min_relevance, lambda found: [_hit_json(*h) for h in found]
+        )
+
+    def context_stage(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        max_chars: int = DEFAULT_CONTEXT_CHARS,
+        min_relevance: float = 0.0,
+    ) -> SearchStage[JSON]:
+        """A ``hybrid`` :meth:`context`, staged as :meth:`search_stage` is."""
+        checked_count("max_chars", max_chars, 1, MAX_CONTEXT_CHARS)
+        return self._hybrid_stage(
+            scope, query, limit, min_relevance, lambda found: self._context(scope, found, max_chars)
+        )
+
+    def _hybrid_stage(
+        self,
+        scope: Scope,
+        query: str,
+        limit: int,
+        min_relevance: float,
+        then: Callable[[list[tuple[Item, float, float | None]]], R],
+    ) -> SearchStage[R]:
+        checked_text("query", query, MAX_TEXT_BYTES, nonempty=True)
+        checked_count("limit", limit, 1, MAX_LIMIT)
+        if self.memory.cells is None:
+            return SearchStage(False, lambda vec: then(self._hits(scope, query, "hybrid", limit)))
+        pool = _first_pool(limit)
+        staged = self.memory.searcher.hybrid_search_staged(
+            query, KIND_MEMORY, "", scope.partition, pool, min_relevance=min_relevance
+        )
+
+        def finish(vec: QueryVector | None) -> R:
+            scored = staged.finish(vec)
+            out: list[tuple[Item, float, float | None]] = [
+                (r.item, r.score, r.relevance)
+                for r in scored
+                if self._owned(scope, r.item) is not None
+            ]
+            if len(out) >= limit or len(scored) < pool:
+                return then(out[:limit])
+            # Other surfaces' items crowd the first pool: the unstaged search widens it.
+            return then(self._hits(scope, query, "hybrid", limit, min_relevance, vec))
+
+        return SearchStage(staged.wants_vector, finish)
+
     def wants_vector(self, mode: str) -> bool:
         """Whether a search in ``mode`` can use a query vector (semantic or hybrid, an embedder)."""
         return mode in ("semantic", "hybrid") and self.memory.cells is not None
@@ -250,7 +309,7 @@ class MindLayer:
         ``limit`` hits are the scope's, ``ranked`` has nothing more, or the pool is
         the engine's largest (:data:`~memstore.limits.MAX_RESULTS`).
         """
-        pool = limit * 2 + 10
+        pool = _first_pool(limit)
         while True:
             scored = ranked(pool)
             out = [(it, s, r) for it, s, r in scored if self._owned(scope, it) is not None]
@@ -278,6 +337,11 @@ class MindLayer:
         """
         checked_count("max_chars", max_chars, 1, MAX_CONTEXT_CHARS)
         found = self._hits(scope, query, mode, limit, min_relevance, query_vector)
+        return self._context(scope, found, max_chars)
+
+    def _context(
+        self, scope: Scope, found: list[tuple[Item, float, float | None]], max_chars: int
+    ) -> JSON:
         persona = self.personality(scope)
         block = build_context_block(
             [it for it, _, _ in found], personality=persona, max_chars=max_chars, id_of=_memory_id
@@ -463,6 +527,26 @@ class MindLayer:
             )
         )
         return {"answer": answer, "context": ctx}
+
+
+def _first_pool(limit: int) -> int:
+    """How many hits a search asks for first (other partitions' are dropped after)."""
+    return limit * 2 + 10
+
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStage(Generic[R]):
+    """A search after its lexical pass (:class:`memstore.web.batching.Stage`'s shape).
+
+    ``wants_vector``: whether ``finish`` would embed the query (so a caller
+    batching embeddings should pass its vector); ``finish(vector or None)``: the answer.
+    """
+
+    wants_vector: bool
+    finish: Callable[[QueryVector | None], R]
 
 
 def _hit_json(item: Item, score: float, relevance: float | None) -> JSON:

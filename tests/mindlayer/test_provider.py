@@ -9,6 +9,7 @@ paraphrase quality (``benchmarks/mindlayer.py`` measures that with a real model)
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,37 @@ class TestSemanticAndHybridRecall:
             assert search(c, scope, "fountain pens")[0]["memory"]["id"] == "pens"
             c.post("/v1/context", json={"scope": scope, "query": "pens"})
             assert len(fake.requests) == before
+
+    def test_concurrent_hybrid_queries_whose_words_match_call_no_provider(
+        self, provided: Server, fake: FakeProvider
+    ) -> None:
+        """docs/mindlayer.md: a hybrid query whose words match costs no provider call, also
+        when many arrive together (the server batches only the embeddings still wanted)."""
+        scope = new_scope()
+        fruits = ["apple", "banana", "cherry", "damson", "elderberry", "fig", "grape", "kiwi"]
+        with provided.client() as c:
+            for fruit in fruits:
+                store(c, scope, f"The user bakes {fruit} pie on Sundays.", id=fruit)
+
+        def hybrid(fruit: str, path: str) -> list[str]:
+            with provided.client() as c:
+                body = {"scope": scope, "query": f"{fruit} pie", "mode": "hybrid"}
+                r = c.post(path, json=body)
+                assert r.status_code == 200, r.text
+                hits = r.json() if path == "/v1/search" else r.json()["memories"]
+                return [h["memory"]["id"] for h in hits]
+
+        before = len(embeddings(fake))
+        with ThreadPoolExecutor(len(fruits)) as pool:
+            for _ in range(4):
+                for path in ("/v1/search", "/v1/context"):
+                    found = list(pool.map(lambda f, p=path: hybrid(f, p), fruits))
+                    assert [ids[0] for ids in found] == fruits
+        assert len(embeddings(fake)) == before
+        with provided.client() as c:  # a query the words do not answer still embeds
+            assert search(c, scope, "The user bakes fig pie on Sundays.", mode="hybrid")
+            search(c, scope, "zzzz qqqq", mode="hybrid")
+        assert len(embeddings(fake)) > before
 
     def test_an_embedding_failure_stores_nothing(
         self, provided: Server, fake: FakeProvider
