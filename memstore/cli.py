@@ -287,6 +287,10 @@ stop every writer of DIR and move DEST into its place.
 """
 
 
+_PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
+"""``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has not."""
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.api != "mindlayer" and args.owner_token_file:
         print(
@@ -305,6 +309,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
+        defaults = build_parser().parse_args(["serve"])
+        for name in _PROTOCOL_ONLY:  # a limit asked for that would not apply: refused
+            if getattr(args, name) != getattr(defaults, name):
+                flag = "--" + name.replace("_", "-")
+                print(
+                    f"memstore: {flag} is MemoryProtocol's; the Mind Layer API has its own "
+                    "limits (docs/mindlayer.md)",
+                    file=sys.stderr,
+                )
+                return 2
         code: int = server.serve(args)
         return code
     mounts = []
