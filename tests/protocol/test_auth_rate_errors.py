@@ -96,7 +96,8 @@ def test_healthz_needs_no_auth_and_is_not_rate_limited(server: Server) -> None:
 def test_metrics_needs_no_auth(server: Server) -> None:
     r = server.client.get("/metrics")
     assert r.status_code == 200
-    assert r.headers["content-type"].startswith("text/plain")
+    # The seed names the exact media type: the Prometheus text format 0.0.4.
+    assert r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert "memstore_http_requests_total" in r.text
 
 
