@@ -196,7 +196,11 @@ class Verbs:
             if parsed is None:
                 raise invalid_request(f"id: {req.id[:64]!r} is not a 26-character ULID")
             ulid = parsed
-        t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
+        if req.t_ref:  # kept as sent: GET /v1/episode answers the bytes ingest wrote
+            _parse_time(req.t_ref, "t_ref")
+            t_ref = req.t_ref
+        else:
+            t_ref = _now_rfc3339()
         items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
         if len(items) - 1 > MAX_EPISODE_CHUNKS:  # the episode's chunk list must fit its data
             raise invalid_request(

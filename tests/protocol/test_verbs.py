@@ -90,6 +90,8 @@ def test_ingest_answers_an_lsn_and_the_episode_reads_back(server: Server) -> Non
     assert episode["source"] == "helios:fs/notes.md"
     assert episode["content"] == DOC
     assert episode["metadata"] == meta
+    # The seed: the same bytes POST /v1/ingest wrote, so t_ref as sent (not re-spelled).
+    assert episode["t_ref"] == "2026-04-21T10:30:00Z"
     # Lower-case ULIDs name the same episode.
     assert server.call("GET", f"/v1/episode/{ulid.lower()}", token).json()["id"] == ulid
 
