@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,7 @@ from memstore.protocol.auth import (
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
+from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
@@ -209,6 +211,21 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(**given)
 
 
+def _check_rates(args: argparse.Namespace) -> None:
+    """Refuse a ``--rate-per-second``, ``--rate-burst`` or ``--sse-keepalive`` the app cannot take.
+
+    Checked before anything is opened or written, so a bad flag is a one-line
+    error and exit status 2 (a keep-alive of 0 s would otherwise send comments
+    in a busy loop while a streamed recall runs).
+
+    :raises ValueError: naming the flag and the value.
+    """
+    RateLimiter(args.rate_per_second, args.rate_burst)  # its own checks and messages
+    keepalive = getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS)
+    if not (math.isfinite(keepalive) and keepalive > 0):
+        raise ValueError(f"sse_keepalive must be a positive number, got {keepalive}")
+
+
 def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
 
@@ -223,6 +240,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     try:
         hosts, origins = _policies(args)
         limits = _limits(args)
+        _check_rates(args)
     except ValueError as e:
         print(f"memstore: {e}", file=sys.stderr)
         return 2

@@ -204,6 +204,10 @@ def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> N
         (["--allow-host", "http://x"], "not a host name"),
         (["--max-connections", "0"], "max_connections must be a positive integer"),
         (["--header-timeout", "-1"], "header_timeout must be a positive number"),
+        (["--rate-per-second", "0"], "rate_per_second must be a positive number"),
+        (["--rate-per-second", "nan"], "rate_per_second must be a positive number"),
+        (["--rate-burst", "0"], "burst must be an integer of at least 1"),
+        (["--sse-keepalive", "0"], "sse_keepalive must be a positive number"),
     ],
 )
 def test_bad_defence_flags_are_refused(tmp_path: Path, flags: list[str], says: str) -> None:
