@@ -138,8 +138,13 @@ def _now_rfc3339() -> str:
 
 
 def _parse_time(raw: str, field: str) -> _dt.datetime:
+    """``raw``, an RFC 3339 timestamp with a zone, as an aware datetime; 400 otherwise.
+
+    RFC 3339 (5.6) lets ``T`` and ``Z`` be written ``t`` and ``z``, which
+    :meth:`datetime.fromisoformat` does not read: they are upper-cased first.
+    """
     try:
-        when = _dt.datetime.fromisoformat(raw)
+        when = _dt.datetime.fromisoformat(raw.upper())
     except ValueError:
         raise invalid_request(f"{field}: {raw[:64]!r} is not an RFC 3339 timestamp") from None
     if when.tzinfo is None:

@@ -305,6 +305,22 @@ def test_recall_as_of_answers_from_the_past(server: Server) -> None:
     assert_error(r, 400, "invalid_request")
 
 
+def test_rfc3339_timestamps_in_every_spelling_rfc3339_allows(server: Server) -> None:
+    """RFC 3339 (5.6, note) allows a lower-case ``t`` and ``z``; ``Z`` and offsets too."""
+    token = server.tenants.take()
+    ulid = str(ULID())
+    for t_ref in ("2026-04-21t10:30:00z", "2026-04-21T10:30:00.5Z", "2026-04-21T12:30:00+02:00"):
+        ingest(
+            server, token, id=ulid, source="times", content="the ibis roosts at dusk", t_ref=t_ref
+        )
+        assert server.call("GET", f"/v1/episode/{ulid}", token).json()["t_ref"] == t_ref
+    for as_of in ("2000-01-01t00:00:00z", "2000-01-01T00:00:00Z"):
+        assert recall(server, token, query="ibis", as_of=as_of) == []
+    assert [
+        h["source"] for h in recall(server, token, query="ibis", as_of="2200-01-01t00:00:00z")
+    ] == ["times"]
+
+
 def test_recall_never_crosses_tenants(server: Server) -> None:
     a, b = server.tenants.take(), server.tenants.take()
     ingest(server, a, source="secret", content="the launch code of tenant a is swordfish")
