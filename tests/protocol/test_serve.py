@@ -172,6 +172,19 @@ def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
     assert "at least 16 bytes" in done.stderr
 
 
+def test_an_empty_tokens_file_serves_and_authenticates_nobody(tmp_path: Path) -> None:
+    """docs/protocol.md: "An empty map is allowed and authenticates nobody"."""
+    (tmp_path / "tokens.json").write_text("{}", encoding="utf-8")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json")
+    try:
+        r = httpx.post(
+            f"{url}/v1/recall", json={"query": "q"}, headers={"Authorization": "Bearer x"}
+        )
+        assert r.status_code == 401
+    finally:
+        assert stop_server(proc) == 0
+
+
 def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> None:
     """The confirmation key comes from the tokens file, not from the process."""
     make_tokens(tmp_path / "tokens.json")
