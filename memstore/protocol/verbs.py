@@ -532,7 +532,9 @@ class Verbs:
         m = _LSN_FORM.fullmatch(raw_lsn)
         if m is None:
             raise invalid_lsn(raw_lsn)
-        now = self._wall_ms()
+        # The engine's clock: the wall clock, or the newest position on record
+        # when that is later (written by a replica whose clock runs ahead).
+        now = max(self._wall_ms(), self.journal.head().wall_ms)
         if int(m.group(1)) > now:  # the future, however far (even past the Lsn range)
             raise snapshot_out_of_range(int(m.group(1)), now)
         try:
