@@ -157,6 +157,17 @@ def _load(path: str | Path) -> TokensFile[TokenTable]:
         raise TokensFileError(f"{path}: {e}") from None
 
 
+def _base_url(args: argparse.Namespace) -> str:
+    """The server's URL as a client writes it: an IPv6 address in brackets (``http://[::1]:8080``).
+
+    >>> _base_url(argparse.Namespace(host="::1", port=8080)), _base_url(
+    ...     argparse.Namespace(host="127.0.0.1", port=80))
+    ('http://[::1]:8080', 'http://127.0.0.1:80')
+    """
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    return f"http://{host}:{args.port}"
+
+
 def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     """The tokens to serve, or None (after saying why) when the server must not start."""
     if args.tokens_file:
@@ -180,7 +191,7 @@ def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     print(
         f"memstore: no --tokens-file; made a token for tenant {DEFAULT_TENANT!r} in {path} "
         "(mode 0600). Try:\n"
-        f"  curl -s http://{args.host}:{args.port}/v1/recall "
+        f"  curl -s {_base_url(args)}/v1/recall "
         f"-H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
         """-d '{"query": "hello"}'""",
         file=sys.stderr,
@@ -295,7 +306,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
             render=render_refusal,
         )
         print(
-            f"memstore: serving MemoryProtocol 0.1 on http://{args.host}:{args.port} "
+            f"memstore: serving MemoryProtocol 0.1 on {_base_url(args)} "
             f"(data {args.data}, {len(tokens.current())} token(s), {hosts!r})",
             file=sys.stderr,
             flush=True,

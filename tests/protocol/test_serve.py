@@ -18,7 +18,7 @@ import httpx
 import pytest
 from ulid import ULID
 
-from .conftest import ROOT, make_tokens, start_server, stop_server
+from .conftest import ROOT, free_port, make_tokens, start_server, stop_server, wait_healthy
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("MEMSTORE_PROTOCOL_URL")), reason="starts servers of its own"
@@ -41,6 +41,28 @@ def test_loopback_without_tokens_makes_a_private_tokens_file(tmp_path: Path) -> 
         assert stop_server(proc, signal.SIGINT) == 0
     log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
     assert "curl" in log and "tokens.json" in log
+
+
+def test_the_printed_curl_line_works_on_an_ipv6_loopback(tmp_path: Path) -> None:
+    """The first-start hint is a URL a shell can use: an IPv6 address goes in brackets."""
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    cmd = [sys.executable, "-m", "memstore.cli", "serve", "--data", str(tmp_path / "data")]
+    cmd += ["--embedder", "hash", "--host", "::1", "--port", str(port)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_healthy(f"http://[::1]:{port}", proc)
+        line = next(x for x in log_path.read_text().splitlines() if x.strip().startswith("curl"))
+        url = line.split()[2]
+        token = line.split("Bearer ", 1)[1].split("'", 1)[0]
+        assert url == f"http://[::1]:{port}/v1/recall", line
+        r = httpx.post(url, json={"query": "q"}, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200
+    finally:
+        assert stop_server(proc) == 0
 
 
 def test_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
