@@ -311,7 +311,15 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
             file=sys.stderr,
             flush=True,
         )
-        serve_app(app, config)
+        try:
+            serve_app(app, config)
+        except SystemExit:  # uvicorn's startup failure (exit 3), its reason logged above
+            print(
+                f"memstore: cannot listen on {_base_url(args)} (the error above says why); "
+                "choose another --port or --host",
+                file=sys.stderr,
+            )
+            return 1
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -63,6 +64,18 @@ def test_the_printed_curl_line_works_on_an_ipv6_loopback(tmp_path: Path) -> None
         assert r.status_code == 200
     finally:
         assert stop_server(proc) == 0
+
+
+def test_a_port_in_use_is_exit_status_1_with_one_line(tmp_path: Path) -> None:
+    """The CLI's contract (memstore.cli): 1 when the command failed, never uvicorn's 3."""
+    make_tokens(tmp_path / "tokens.json")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = serve_exit(tmp_path, "--tokens-file", str(tmp_path / "tokens.json"), "--port", port)
+    assert done.returncode == 1, done.stderr
+    assert f"memstore: cannot listen on http://127.0.0.1:{port}" in done.stderr
 
 
 def test_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
