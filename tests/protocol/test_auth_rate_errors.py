@@ -140,6 +140,10 @@ def test_unknown_route_and_method(server: Server) -> None:
     token = server.tenants.take()
     r = server.client.get("/v1/ingest", headers={"Authorization": f"Bearer {token}"})
     assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "POST"  # RFC 9110 15.5.6: a 405 names the methods allowed
+    r = server.client.post("/healthz")
+    assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "GET"
 
 
 def test_a_trailing_slash_is_an_unknown_route(server: Server) -> None:
