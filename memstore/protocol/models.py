@@ -245,6 +245,11 @@ class HitOut(BaseModel):
     episode: str | None = Field(
         default=None, description="the ULID of the chunk's episode (GET /v1/episode/{id})"
     )
+    relevance: float | None = Field(
+        default=None,
+        description="the estimated probability (0-1) that the chunk is evidence for the "
+        "query, comparable across calls; null for a hit reached by links (mode graph)",
+    )
 
 
 class ForgetReceiptOut(BaseModel):
