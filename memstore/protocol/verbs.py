@@ -201,7 +201,7 @@ class Verbs:
             if parsed is None:
                 raise invalid_request(f"id: {req.id[:64]!r} is not a 26-character ULID")
             ulid = parsed
-        if req.t_ref:  # kept as sent: GET /v1/episode answers the bytes ingest wrote
+        if req.t_ref is not None:  # kept as sent: GET /v1/episode answers the bytes ingest wrote
             _parse_time(req.t_ref, "t_ref")
             t_ref = req.t_ref
         else:

@@ -129,6 +129,7 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         ({"source": "s"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "id": "not-a-ulid"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "yesterday"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": ""}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "2026-04-21T10:30:00"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "metadata": [1]}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "extra": 1}, 400, "invalid_request"),
