@@ -88,6 +88,11 @@ SOURCE_OP_GRAPH: Final = "Graph"
 """``source_op`` of a hit reached by traversing links from the semantic hits (mode graph)."""
 SOURCE_OP_AS_OF: Final = "AsOf"
 """``source_op`` of a hit from the journal's past state (``as_of``, lexical ranking)."""
+_RFC3339: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+"""An RFC 3339 date-time (section 5.6), the only form t_ref and as_of take."""
 _LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.[0-9]{1,10}(?:\.[0-9]{1,5})?")
 GRAPH_DEPTH: Final = 2
 STAMP_CACHE_SIZE: Final = 100_000
@@ -140,10 +145,14 @@ def _now_rfc3339() -> str:
 def _parse_time(raw: str, field: str) -> _dt.datetime:
     """``raw``, an RFC 3339 timestamp with a zone, as an aware datetime; 400 otherwise.
 
-    RFC 3339 (5.6) lets ``T`` and ``Z`` be written ``t`` and ``z``, which
-    :meth:`datetime.fromisoformat` does not read: they are upper-cased first.
+    RFC 3339 (5.6) only: :meth:`datetime.fromisoformat` also reads ISO 8601's
+    other forms (``20260421T103000Z``, week dates, no seconds), which an
+    episode would then keep as sent. ``T`` and ``Z`` may be ``t`` and ``z``,
+    and a space may separate date and time, as RFC 3339 allows.
     """
     try:
+        if _RFC3339.fullmatch(raw) is None:
+            raise ValueError(raw)
         when = _dt.datetime.fromisoformat(raw.upper())
     except ValueError:
         raise invalid_request(f"{field}: {raw[:64]!r} is not an RFC 3339 timestamp") from None

@@ -130,6 +130,10 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         ({"source": "s", "content": "c", "id": "not-a-ulid"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "yesterday"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": ""}, 400, "invalid_request"),
+        # ISO 8601 forms that are not RFC 3339 (the episode keeps t_ref as sent)
+        ({"source": "s", "content": "c", "t_ref": "20260421T103000Z"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": "2026-W17-2T10:30:00Z"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": "2026-04-21T10:30Z"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "2026-04-21T10:30:00"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "metadata": [1]}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "extra": 1}, 400, "invalid_request"),
