@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from memstore.protocol.limits import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, MAX_SOURCE_CHARS
 
 __all__ = [
+    "MAX_WIRE_COUNTER",
     "BeforeTarget",
     "BySource",
     "EpisodeOut",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+MAX_WIRE_COUNTER: Final = 2**32 - 1
+"""The largest Lsn counter on the wire: the seed's ``counter`` is a u32."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -149,12 +152,12 @@ class RecallRequest(BaseModel):
 
 
 class LsnModel(BaseModel):
-    """A log position ``{wall_ms, counter}``."""
+    """A log position ``{wall_ms, counter}``; the counter is the seed's u32."""
 
     model_config = _STRICT
 
     wall_ms: int = Field(ge=0, le=2**44)
-    counter: int = Field(ge=0, le=2**20 - 1)
+    counter: int = Field(ge=0, le=MAX_WIRE_COUNTER)
 
 
 class IdTarget(BaseModel):

@@ -28,7 +28,7 @@ from ulid import ULID
 from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn, Version
-from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
+from memstore.journal.hlc import MAX_COUNTER, MAX_NODE_ID, InvalidLsnError, wall_clock_ms
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
@@ -59,6 +59,7 @@ from memstore.protocol.mapping import (
     snapshot_record,
 )
 from memstore.protocol.models import (
+    MAX_WIRE_COUNTER,
     BeforeTarget,
     ForgetRequest,
     IdTarget,
@@ -93,7 +94,7 @@ _RFC3339: Final = re.compile(
     r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
 )
 """An RFC 3339 date-time (section 5.6), the only form t_ref and as_of take."""
-_LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.[0-9]{1,10}(?:\.[0-9]{1,5})?")
+_LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.([0-9]{1,10})(?:\.([0-9]{1,5}))?")
 GRAPH_DEPTH: Final = 2
 STAMP_CACHE_SIZE: Final = 100_000
 """How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
@@ -546,8 +547,11 @@ class Verbs:
         now = max(self._wall_ms(), self.journal.head().wall_ms)
         if int(m.group(1)) > now:  # the future, however far (even past the Lsn range)
             raise snapshot_out_of_range(int(m.group(1)), now)
+        counter, node = int(m.group(2)), m.group(3)
+        if counter > MAX_WIRE_COUNTER or (node is not None and int(node) > MAX_NODE_ID):
+            raise invalid_lsn(raw_lsn)
         try:
-            at = Lsn.parse(raw_lsn)
+            at = _wire_lsn(int(m.group(1)), counter)
         except InvalidLsnError:
             raise invalid_lsn(raw_lsn) from None
         return self._snapshot_lines(tenant, at)
@@ -594,10 +598,22 @@ def _json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
+def _wire_lsn(wall_ms: int, counter: int) -> Lsn:
+    """The position a wire Lsn names, its counter a u32 (:data:`MAX_WIRE_COUNTER`).
+
+    The journal's counters stop at ``MAX_COUNTER``: no position lies between
+    ``(w, MAX_COUNTER)`` and ``(w + 1, 0)``, so a larger counter names the
+    same state as ``MAX_COUNTER``.
+
+    :raises InvalidLsnError: ``wall_ms`` out of the journal's range.
+    """
+    return Lsn.of(wall_ms, min(counter, MAX_COUNTER))
+
+
 def _before_lsn(target: BeforeTarget) -> Lsn:
     """The Lsn a ``Before`` target names; 400 ``invalid_request`` when out of range."""
     try:
-        return Lsn.of(target.Before.wall_ms, target.Before.counter)
+        return _wire_lsn(target.Before.wall_ms, target.Before.counter)
     except InvalidLsnError as e:
         raise invalid_request(f"target.Before: {e}") from None
 

@@ -529,6 +529,22 @@ def test_snapshot_lsn_forms_and_range(server: Server) -> None:
     assert snapshot(server, token, "1745251800123.5.0") == []
 
 
+def test_lsn_counters_are_the_seeds_u32(server: Server) -> None:
+    """The seed's Lsn counter is a u32: any counter up to 2^32 - 1 names a position."""
+    token = server.tenants.take()
+    top = 2**32 - 1
+    out = ingest(server, token, source="u32", content="the counter is wide")["lsn"]
+    at = f"{out['wall_ms']}.{top}"
+    assert [x["key"].split(":")[0] for x in snapshot(server, token, at)] == ["chunk", "episode"]
+    assert snapshot(server, token, f"{out['wall_ms'] - 1}.{top}.7") == []
+    too_big = server.call("GET", f"/v1/snapshot/{out['wall_ms']}.{top + 1}", token)
+    assert_error(too_big, 400, "invalid_lsn")
+    before = {"Before": {"wall_ms": out["wall_ms"], "counter": top}}
+    r = forget(server, token, target=before, dry_run=True)
+    assert r.status_code == 200, r.text
+    assert r.json()["rows_deleted"] == 2
+
+
 def test_snapshot_holds_the_tenants_primitives(server: Server) -> None:
     a, b = server.tenants.take(), server.tenants.take()
     ulid = str(ULID())
