@@ -152,11 +152,11 @@ class RecallRequest(BaseModel):
 
 
 class LsnModel(BaseModel):
-    """A log position ``{wall_ms, counter}``; the counter is the seed's u32."""
+    """A log position ``{wall_ms, counter}``: the seed's u64 and u32."""
 
     model_config = _STRICT
 
-    wall_ms: int = Field(ge=0, le=2**44)
+    wall_ms: int = Field(ge=0, le=2**64 - 1)
     counter: int = Field(ge=0, le=MAX_WIRE_COUNTER)
 
 

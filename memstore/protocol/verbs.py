@@ -28,7 +28,13 @@ from ulid import ULID
 from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn, Version
-from memstore.journal.hlc import MAX_COUNTER, MAX_NODE_ID, InvalidLsnError, wall_clock_ms
+from memstore.journal.hlc import (
+    COUNTER_BITS,
+    MAX_COUNTER,
+    MAX_NODE_ID,
+    InvalidLsnError,
+    wall_clock_ms,
+)
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
@@ -550,11 +556,7 @@ class Verbs:
         counter, node = int(m.group(2)), m.group(3)
         if counter > MAX_WIRE_COUNTER or (node is not None and int(node) > MAX_NODE_ID):
             raise invalid_lsn(raw_lsn)
-        try:
-            at = _wire_lsn(int(m.group(1)), counter)
-        except InvalidLsnError:
-            raise invalid_lsn(raw_lsn) from None
-        return self._snapshot_lines(tenant, at)
+        return self._snapshot_lines(tenant, _wire_lsn(int(m.group(1)), counter))
 
     def _snapshot_lines(self, tenant: str, at: Lsn) -> Iterator[str]:
         """One JSON line per primitive; ValueError (a 500) rather than a ``NaN`` no parser reads."""
@@ -598,24 +600,26 @@ def _json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
+_LAST_LSN: Final = Lsn.of((1 << (63 - COUNTER_BITS)) - 1, MAX_COUNTER)
+"""The journal's last possible position."""
+
+
 def _wire_lsn(wall_ms: int, counter: int) -> Lsn:
-    """The position a wire Lsn names, its counter a u32 (:data:`MAX_WIRE_COUNTER`).
+    """The position a wire Lsn names: a u64 ``wall_ms``, a u32 counter (:data:`MAX_WIRE_COUNTER`).
 
     The journal's counters stop at ``MAX_COUNTER``: no position lies between
     ``(w, MAX_COUNTER)`` and ``(w + 1, 0)``, so a larger counter names the
-    same state as ``MAX_COUNTER``.
-
-    :raises InvalidLsnError: ``wall_ms`` out of the journal's range.
+    same state as ``MAX_COUNTER``; likewise a ``wall_ms`` past the journal's
+    range names the state after every position (:data:`_LAST_LSN`).
     """
+    if wall_ms > _LAST_LSN.wall_ms:
+        return _LAST_LSN
     return Lsn.of(wall_ms, min(counter, MAX_COUNTER))
 
 
 def _before_lsn(target: BeforeTarget) -> Lsn:
-    """The Lsn a ``Before`` target names; 400 ``invalid_request`` when out of range."""
-    try:
-        return _wire_lsn(target.Before.wall_ms, target.Before.counter)
-    except InvalidLsnError as e:
-        raise invalid_request(f"target.Before: {e}") from None
+    """The Lsn a ``Before`` target names (the model bounds it to the seed's u64 and u32)."""
+    return _wire_lsn(target.Before.wall_ms, target.Before.counter)
 
 
 def _canonical_target(req: ForgetRequest) -> dict[str, Any]:

@@ -499,7 +499,8 @@ def test_forget_rejects_bad_targets(server: Server) -> None:
         {"Id": "nope"},
         {"Scope": {"ByTag": "x"}},
         {"Before": {"wall_ms": -1}},
-        {"Before": {"wall_ms": 2**43, "counter": 0}},  # past the Lsn range (fuzzing found it)
+        {"Before": {"wall_ms": 2**64, "counter": 0}},  # past the seed's u64
+        {"Before": {"wall_ms": 1, "counter": 2**32}},  # past the seed's u32
         {},
     ):
         assert_error(forget(server, token, target=target), 400, "invalid_request")
@@ -529,8 +530,8 @@ def test_snapshot_lsn_forms_and_range(server: Server) -> None:
     assert snapshot(server, token, "1745251800123.5.0") == []
 
 
-def test_lsn_counters_are_the_seeds_u32(server: Server) -> None:
-    """The seed's Lsn counter is a u32: any counter up to 2^32 - 1 names a position."""
+def test_lsns_take_the_seeds_u64_and_u32(server: Server) -> None:
+    """The seed's Lsn is a u64 wall_ms and a u32 counter: any such pair names a position."""
     token = server.tenants.take()
     top = 2**32 - 1
     out = ingest(server, token, source="u32", content="the counter is wide")["lsn"]
@@ -541,6 +542,11 @@ def test_lsn_counters_are_the_seeds_u32(server: Server) -> None:
     assert_error(too_big, 400, "invalid_lsn")
     before = {"Before": {"wall_ms": out["wall_ms"], "counter": top}}
     r = forget(server, token, target=before, dry_run=True)
+    assert r.status_code == 200, r.text
+    assert r.json()["rows_deleted"] == 2
+    # wall_ms is a u64: a Before past the journal's range is later than all on record.
+    last = {"Before": {"wall_ms": 2**64 - 1, "counter": top}}
+    r = forget(server, token, target=last, dry_run=True)
     assert r.status_code == 200, r.text
     assert r.json()["rows_deleted"] == 2
 
