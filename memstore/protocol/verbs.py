@@ -32,7 +32,6 @@ from memstore.journal.hlc import (
     COUNTER_BITS,
     MAX_COUNTER,
     MAX_NODE_ID,
-    InvalidLsnError,
     wall_clock_ms,
 )
 from memstore.memory import Memory
@@ -262,11 +261,7 @@ class Verbs:
                 raise invalid_filter(e) from None
         visible = _visibility(tenant, expr)
         if req.as_of is not None:
-            when = _parse_time(req.as_of, "as_of")
-            try:
-                at = Lsn.from_datetime(when)
-            except InvalidLsnError as e:
-                raise invalid_request(f"as_of: {e}") from None
+            at = _moment_lsn(_parse_time(req.as_of, "as_of"))
             return PreparedRecall(None, lambda _: self._recall_as_of(tenant, req, at, visible))
         if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
@@ -615,6 +610,24 @@ def _wire_lsn(wall_ms: int, counter: int) -> Lsn:
     if wall_ms > _LAST_LSN.wall_ms:
         return _LAST_LSN
     return Lsn.of(wall_ms, min(counter, MAX_COUNTER))
+
+
+_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _moment_lsn(when: _dt.datetime) -> Lsn:
+    """The last position of ``when``'s millisecond (an aware datetime), as ``as_of`` reads it.
+
+    Any moment is one: before 1970 is before every write (``0.0``), past the
+    journal's range after every write (:data:`_LAST_LSN`). Integer arithmetic,
+    so the millisecond is exact.
+    """
+    ms = (when - _EPOCH) // _dt.timedelta(milliseconds=1)
+    if ms < 0:
+        return Lsn.of(0, 0)
+    if ms > _LAST_LSN.wall_ms:
+        return _LAST_LSN
+    return Lsn.of(ms, MAX_COUNTER)
 
 
 def _before_lsn(target: BeforeTarget) -> Lsn:

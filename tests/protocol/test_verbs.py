@@ -319,8 +319,12 @@ def test_rfc3339_timestamps_in_every_spelling_rfc3339_allows(server: Server) -> 
             server, token, id=ulid, source="times", content="the ibis roosts at dusk", t_ref=t_ref
         )
         assert server.call("GET", f"/v1/episode/{ulid}", token).json()["t_ref"] == t_ref
-    for as_of in ("2000-01-01t00:00:00z", "2000-01-01T00:00:00Z"):
+    for as_of in ("2000-01-01t00:00:00z", "2000-01-01T00:00:00Z", "1969-07-20T20:17:40Z"):
         assert recall(server, token, query="ibis", as_of=as_of) == []
+    # Any RFC 3339 time is a moment: past the journal's range is after every write.
+    assert [
+        h["source"] for h in recall(server, token, query="ibis", as_of="9999-12-31T23:59:59Z")
+    ] == ["times"]
     assert [
         h["source"] for h in recall(server, token, query="ibis", as_of="2200-01-01t00:00:00z")
     ] == ["times"]
