@@ -110,3 +110,19 @@ def test_a_snapshot_line_is_json_or_nothing(tmp_path: Path) -> None:
         at = mem.journal.head()
         with pytest.raises(ValueError, match="not JSON compliant"):
             list(verbs.snapshot(TENANT, str(at)))
+
+
+def test_a_position_on_record_is_never_out_of_range(tmp_path: Path) -> None:
+    """A server whose wall clock is behind the writer's (a replica with clock skew)
+    still serves the snapshot at a position it holds: only a later one is the future."""
+    from memstore.journal.hlc import wall_clock_ms
+    from memstore.protocol.errors import ProtocolError
+
+    with Memory(tmp_path, embedder="hash") as memory:
+        verbs = Verbs(memory, wall_ms=lambda: wall_clock_ms() - 60_000)
+        out = verbs.ingest(TENANT, IngestRequest(source="s", content="skewed clocks"))
+        at = Lsn(out["lsn"]["wall_ms"], out["lsn"]["counter"])
+        assert [line["key"].split(":")[0] for line in _lines(verbs, at)] == ["chunk", "episode"]
+        with pytest.raises(ProtocolError) as refused:
+            _lines(verbs, Lsn(at.wall_ms + 1, 0))
+        assert refused.value.code == "snapshot_out_of_range"

@@ -263,8 +263,12 @@ def create_app(
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 405:
-            return _error(METHOD_NOT_ALLOWED.error(f"{request.method} is not allowed here"))
+        if exc.status_code == 405:  # with the router's Allow header, which a 405 must carry
+            return _error(
+                METHOD_NOT_ALLOWED.error(
+                    f"{request.method} is not allowed here", headers=exc.headers
+                )
+            )
         if exc.status_code == 404:
             return _error(NOT_FOUND.error(f"no route {request.url.path[:200]}"))
         return _error(_documented_error(exc.status_code, str(exc.detail)))

@@ -19,12 +19,16 @@ from collections.abc import Callable, Collection
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 __all__ = ["CONTENT_TYPE", "NO_TENANT", "OTHER", "Metrics"]
 
-CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
-"""The exposition's media type (``text/plain; version=0.0.4; charset=utf-8``)."""
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+"""The exposition's media type, the one the seed names.
+
+Spelled out rather than taken from ``prometheus_client``, whose
+``CONTENT_TYPE_LATEST`` says ``version=1.0.0`` since 0.22: the text
+:func:`generate_latest` writes for these metrics (legacy names, escaped as
+underscores) is format 0.0.4, which every scraper reads."""
 NO_TENANT: Final = "-"
 """The tenant label of a request that did not authenticate."""
 OTHER: Final = "other"

@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from memstore.protocol.limits import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, MAX_SOURCE_CHARS
 
 __all__ = [
+    "MAX_WIRE_COUNTER",
     "BeforeTarget",
     "BySource",
     "EpisodeOut",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
+MAX_WIRE_COUNTER: Final = 2**32 - 1
+"""The largest Lsn counter on the wire: the seed's ``counter`` is a u32."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
@@ -149,12 +152,12 @@ class RecallRequest(BaseModel):
 
 
 class LsnModel(BaseModel):
-    """A log position ``{wall_ms, counter}``."""
+    """A log position ``{wall_ms, counter}``: the seed's u64 and u32."""
 
     model_config = _STRICT
 
-    wall_ms: int = Field(ge=0, le=2**44)
-    counter: int = Field(ge=0, le=2**20 - 1)
+    wall_ms: int = Field(ge=0, le=2**64 - 1)
+    counter: int = Field(ge=0, le=MAX_WIRE_COUNTER)
 
 
 class IdTarget(BaseModel):
@@ -244,6 +247,11 @@ class HitOut(BaseModel):
     source_op: str
     episode: str | None = Field(
         default=None, description="the ULID of the chunk's episode (GET /v1/episode/{id})"
+    )
+    relevance: float | None = Field(
+        default=None,
+        description="the estimated probability (0-1) that the chunk is evidence for the "
+        "query, comparable across calls; null for a hit reached by links (mode graph)",
     )
 
 

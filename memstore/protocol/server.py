@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import hmac
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,7 @@ from memstore.protocol.auth import (
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
+from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
@@ -115,7 +117,9 @@ def _confirmations(args: argparse.Namespace, journal: Journal | None) -> Confirm
     key_file = getattr(args, "confirm_key_file", None)
     path = Path(key_file) if key_file else _tokens_path(args)
     secret = path.read_bytes()
-    if len(secret) < 16:
+    # A key file exists to be the secret; a tokens file is whatever it holds
+    # (``{}``, which authenticates nobody, is a valid one).
+    if key_file and len(secret) < 16:
         raise ValueError(f"{path}: a confirmation secret needs at least 16 bytes")
     claim = None
     if journal is not None and hasattr(journal, "schema"):
@@ -153,6 +157,17 @@ def _load(path: str | Path) -> TokensFile[TokenTable]:
         raise TokensFileError(f"{path}: {e}") from None
 
 
+def _base_url(args: argparse.Namespace) -> str:
+    """The server's URL as a client writes it: an IPv6 address in brackets (``http://[::1]:8080``).
+
+    >>> _base_url(argparse.Namespace(host="::1", port=8080)), _base_url(
+    ...     argparse.Namespace(host="127.0.0.1", port=80))
+    ('http://[::1]:8080', 'http://127.0.0.1:80')
+    """
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    return f"http://{host}:{args.port}"
+
+
 def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     """The tokens to serve, or None (after saying why) when the server must not start."""
     if args.tokens_file:
@@ -176,7 +191,7 @@ def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     print(
         f"memstore: no --tokens-file; made a token for tenant {DEFAULT_TENANT!r} in {path} "
         "(mode 0600). Try:\n"
-        f"  curl -s http://{args.host}:{args.port}/v1/recall "
+        f"  curl -s {_base_url(args)}/v1/recall "
         f"-H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
         """-d '{"query": "hello"}'""",
         file=sys.stderr,
@@ -209,6 +224,21 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(**given)
 
 
+def _check_rates(args: argparse.Namespace) -> None:
+    """Refuse a ``--rate-per-second``, ``--rate-burst`` or ``--sse-keepalive`` the app cannot take.
+
+    Checked before anything is opened or written, so a bad flag is a one-line
+    error and exit status 2 (a keep-alive of 0 s would otherwise send comments
+    in a busy loop while a streamed recall runs).
+
+    :raises ValueError: naming the flag and the value.
+    """
+    RateLimiter(args.rate_per_second, args.rate_burst)  # its own checks and messages
+    keepalive = getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS)
+    if not (math.isfinite(keepalive) and keepalive > 0):
+        raise ValueError(f"sse_keepalive must be a positive number, got {keepalive}")
+
+
 def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
 
@@ -223,6 +253,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     try:
         hosts, origins = _policies(args)
         limits = _limits(args)
+        _check_rates(args)
     except ValueError as e:
         print(f"memstore: {e}", file=sys.stderr)
         return 2
@@ -275,12 +306,20 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
             render=render_refusal,
         )
         print(
-            f"memstore: serving MemoryProtocol 0.1 on http://{args.host}:{args.port} "
+            f"memstore: serving MemoryProtocol 0.1 on {_base_url(args)} "
             f"(data {args.data}, {len(tokens.current())} token(s), {hosts!r})",
             file=sys.stderr,
             flush=True,
         )
-        serve_app(app, config)
+        try:
+            serve_app(app, config)
+        except SystemExit:  # uvicorn's startup failure (exit 3), its reason logged above
+            print(
+                f"memstore: cannot listen on {_base_url(args)} (the error above says why); "
+                "choose another --port or --host",
+                file=sys.stderr,
+            )
+            return 1
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:

@@ -28,7 +28,12 @@ from ulid import ULID
 from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn, Version
-from memstore.journal.hlc import InvalidLsnError, wall_clock_ms
+from memstore.journal.hlc import (
+    COUNTER_BITS,
+    MAX_COUNTER,
+    MAX_NODE_ID,
+    wall_clock_ms,
+)
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
@@ -59,6 +64,7 @@ from memstore.protocol.mapping import (
     snapshot_record,
 )
 from memstore.protocol.models import (
+    MAX_WIRE_COUNTER,
     BeforeTarget,
     ForgetRequest,
     IdTarget,
@@ -88,7 +94,12 @@ SOURCE_OP_GRAPH: Final = "Graph"
 """``source_op`` of a hit reached by traversing links from the semantic hits (mode graph)."""
 SOURCE_OP_AS_OF: Final = "AsOf"
 """``source_op`` of a hit from the journal's past state (``as_of``, lexical ranking)."""
-_LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.[0-9]{1,10}(?:\.[0-9]{1,5})?")
+_RFC3339: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+"""An RFC 3339 date-time (section 5.6), the only form t_ref and as_of take."""
+_LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.([0-9]{1,10})(?:\.([0-9]{1,5}))?")
 GRAPH_DEPTH: Final = 2
 STAMP_CACHE_SIZE: Final = 100_000
 """How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
@@ -138,8 +149,17 @@ def _now_rfc3339() -> str:
 
 
 def _parse_time(raw: str, field: str) -> _dt.datetime:
+    """``raw``, an RFC 3339 timestamp with a zone, as an aware datetime; 400 otherwise.
+
+    RFC 3339 (5.6) only: :meth:`datetime.fromisoformat` also reads ISO 8601's
+    other forms (``20260421T103000Z``, week dates, no seconds), which an
+    episode would then keep as sent. ``T`` and ``Z`` may be ``t`` and ``z``,
+    and a space may separate date and time, as RFC 3339 allows.
+    """
     try:
-        when = _dt.datetime.fromisoformat(raw)
+        if _RFC3339.fullmatch(raw) is None:
+            raise ValueError(raw)
+        when = _dt.datetime.fromisoformat(raw.upper())
     except ValueError:
         raise invalid_request(f"{field}: {raw[:64]!r} is not an RFC 3339 timestamp") from None
     if when.tzinfo is None:
@@ -196,7 +216,11 @@ class Verbs:
             if parsed is None:
                 raise invalid_request(f"id: {req.id[:64]!r} is not a 26-character ULID")
             ulid = parsed
-        t_ref = _parse_time(req.t_ref, "t_ref").isoformat() if req.t_ref else _now_rfc3339()
+        if req.t_ref is not None:  # kept as sent: GET /v1/episode answers the bytes ingest wrote
+            _parse_time(req.t_ref, "t_ref")
+            t_ref = req.t_ref
+        else:
+            t_ref = _now_rfc3339()
         items = episode_items(tenant, ulid, req.source, req.content, t_ref=t_ref, metadata=metadata)
         if len(items) - 1 > MAX_EPISODE_CHUNKS:  # the episode's chunk list must fit its data
             raise invalid_request(
@@ -237,11 +261,7 @@ class Verbs:
                 raise invalid_filter(e) from None
         visible = _visibility(tenant, expr)
         if req.as_of is not None:
-            when = _parse_time(req.as_of, "as_of")
-            try:
-                at = Lsn.from_datetime(when)
-            except InvalidLsnError as e:
-                raise invalid_request(f"as_of: {e}") from None
+            at = _moment_lsn(_parse_time(req.as_of, "as_of"))
             return PreparedRecall(None, lambda _: self._recall_as_of(tenant, req, at, visible))
         if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
@@ -523,14 +543,15 @@ class Verbs:
         m = _LSN_FORM.fullmatch(raw_lsn)
         if m is None:
             raise invalid_lsn(raw_lsn)
-        now = self._wall_ms()
+        # The engine's clock: the wall clock, or the newest position on record
+        # when that is later (written by a replica whose clock runs ahead).
+        now = max(self._wall_ms(), self.journal.head().wall_ms)
         if int(m.group(1)) > now:  # the future, however far (even past the Lsn range)
             raise snapshot_out_of_range(int(m.group(1)), now)
-        try:
-            at = Lsn.parse(raw_lsn)
-        except InvalidLsnError:
-            raise invalid_lsn(raw_lsn) from None
-        return self._snapshot_lines(tenant, at)
+        counter, node = int(m.group(2)), m.group(3)
+        if counter > MAX_WIRE_COUNTER or (node is not None and int(node) > MAX_NODE_ID):
+            raise invalid_lsn(raw_lsn)
+        return self._snapshot_lines(tenant, _wire_lsn(int(m.group(1)), counter))
 
     def _snapshot_lines(self, tenant: str, at: Lsn) -> Iterator[str]:
         """One JSON line per primitive; ValueError (a 500) rather than a ``NaN`` no parser reads."""
@@ -574,12 +595,44 @@ def _json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
+_LAST_LSN: Final = Lsn.of((1 << (63 - COUNTER_BITS)) - 1, MAX_COUNTER)
+"""The journal's last possible position."""
+
+
+def _wire_lsn(wall_ms: int, counter: int) -> Lsn:
+    """The position a wire Lsn names: a u64 ``wall_ms``, a u32 counter (:data:`MAX_WIRE_COUNTER`).
+
+    The journal's counters stop at ``MAX_COUNTER``: no position lies between
+    ``(w, MAX_COUNTER)`` and ``(w + 1, 0)``, so a larger counter names the
+    same state as ``MAX_COUNTER``; likewise a ``wall_ms`` past the journal's
+    range names the state after every position (:data:`_LAST_LSN`).
+    """
+    if wall_ms > _LAST_LSN.wall_ms:
+        return _LAST_LSN
+    return Lsn.of(wall_ms, min(counter, MAX_COUNTER))
+
+
+_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
+def _moment_lsn(when: _dt.datetime) -> Lsn:
+    """The last position of ``when``'s millisecond (an aware datetime), as ``as_of`` reads it.
+
+    Any moment is one: before 1970 is before every write (``0.0``), past the
+    journal's range after every write (:data:`_LAST_LSN`). Integer arithmetic,
+    so the millisecond is exact.
+    """
+    ms = (when - _EPOCH) // _dt.timedelta(milliseconds=1)
+    if ms < 0:
+        return Lsn.of(0, 0)
+    if ms > _LAST_LSN.wall_ms:
+        return _LAST_LSN
+    return Lsn.of(ms, MAX_COUNTER)
+
+
 def _before_lsn(target: BeforeTarget) -> Lsn:
-    """The Lsn a ``Before`` target names; 400 ``invalid_request`` when out of range."""
-    try:
-        return Lsn.of(target.Before.wall_ms, target.Before.counter)
-    except InvalidLsnError as e:
-        raise invalid_request(f"target.Before: {e}") from None
+    """The Lsn a ``Before`` target names (the model bounds it to the seed's u64 and u32)."""
+    return _wire_lsn(target.Before.wall_ms, target.Before.counter)
 
 
 def _canonical_target(req: ForgetRequest) -> dict[str, Any]:

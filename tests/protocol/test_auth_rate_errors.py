@@ -96,7 +96,8 @@ def test_healthz_needs_no_auth_and_is_not_rate_limited(server: Server) -> None:
 def test_metrics_needs_no_auth(server: Server) -> None:
     r = server.client.get("/metrics")
     assert r.status_code == 200
-    assert r.headers["content-type"].startswith("text/plain")
+    # The seed names the exact media type: the Prometheus text format 0.0.4.
+    assert r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert "memstore_http_requests_total" in r.text
 
 
@@ -139,6 +140,10 @@ def test_unknown_route_and_method(server: Server) -> None:
     token = server.tenants.take()
     r = server.client.get("/v1/ingest", headers={"Authorization": f"Bearer {token}"})
     assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "POST"  # RFC 9110 15.5.6: a 405 names the methods allowed
+    r = server.client.post("/healthz")
+    assert_error(r, 405, "method_not_allowed")
+    assert r.headers["allow"] == "GET"
 
 
 def test_a_trailing_slash_is_an_unknown_route(server: Server) -> None:

@@ -63,3 +63,16 @@ def test_no_server_errors_and_responses_match(api: Any, method: str, path: str) 
 def test_every_route_but_the_event_stream_is_fuzzed(api: Any) -> None:
     documented = {(op.method.upper(), op.path) for op in (r.ok() for r in api.get_all_operations())}
     assert documented - set(OPERATIONS) == {("GET", "/v1/events")}
+
+
+def test_the_documented_hit_is_the_hit_answered(tmp_path: Path) -> None:
+    """Every field a recall hit carries is in the OpenAPI document's Hit (and no other)."""
+    from fastapi.testclient import TestClient
+
+    with Memory(tmp_path, embedder="hash") as memory:
+        client = TestClient(create_app(memory, tokens=TOKENS))
+        auth = {"Authorization": "Bearer fuzz"}
+        client.post("/v1/ingest", headers=auth, json={"source": "s", "content": "heron"})
+        (hit,) = client.post("/v1/recall", headers=auth, json={"query": "heron"}).json()
+        schema = client.get("/openapi.json").json()["components"]["schemas"]["HitOut"]
+    assert set(schema["properties"]) == set(hit)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import httpx
 import pytest
 from ulid import ULID
 
-from .conftest import ROOT, make_tokens, start_server, stop_server
+from .conftest import ROOT, free_port, make_tokens, start_server, stop_server, wait_healthy
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("MEMSTORE_PROTOCOL_URL")), reason="starts servers of its own"
@@ -41,6 +42,40 @@ def test_loopback_without_tokens_makes_a_private_tokens_file(tmp_path: Path) -> 
         assert stop_server(proc, signal.SIGINT) == 0
     log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
     assert "curl" in log and "tokens.json" in log
+
+
+def test_the_printed_curl_line_works_on_an_ipv6_loopback(tmp_path: Path) -> None:
+    """The first-start hint is a URL a shell can use: an IPv6 address goes in brackets."""
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    cmd = [sys.executable, "-m", "memstore.cli", "serve", "--data", str(tmp_path / "data")]
+    cmd += ["--embedder", "hash", "--host", "::1", "--port", str(port)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_healthy(f"http://[::1]:{port}", proc)
+        line = next(x for x in log_path.read_text().splitlines() if x.strip().startswith("curl"))
+        url = line.split()[2]
+        token = line.split("Bearer ", 1)[1].split("'", 1)[0]
+        assert url == f"http://[::1]:{port}/v1/recall", line
+        r = httpx.post(url, json={"query": "q"}, headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200
+    finally:
+        assert stop_server(proc) == 0
+
+
+def test_a_port_in_use_is_exit_status_1_with_one_line(tmp_path: Path) -> None:
+    """The CLI's contract (memstore.cli): 1 when the command failed, never uvicorn's 3."""
+    make_tokens(tmp_path / "tokens.json")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = serve_exit(tmp_path, "--tokens-file", str(tmp_path / "tokens.json"), "--port", port)
+    assert done.returncode == 1, done.stderr
+    assert f"memstore: cannot listen on http://127.0.0.1:{port}" in done.stderr
 
 
 def test_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
@@ -172,6 +207,19 @@ def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
     assert "at least 16 bytes" in done.stderr
 
 
+def test_an_empty_tokens_file_serves_and_authenticates_nobody(tmp_path: Path) -> None:
+    """docs/protocol.md: "An empty map is allowed and authenticates nobody"."""
+    (tmp_path / "tokens.json").write_text("{}", encoding="utf-8")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json")
+    try:
+        r = httpx.post(
+            f"{url}/v1/recall", json={"query": "q"}, headers={"Authorization": "Bearer x"}
+        )
+        assert r.status_code == 401
+    finally:
+        assert stop_server(proc) == 0
+
+
 def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> None:
     """The confirmation key comes from the tokens file, not from the process."""
     make_tokens(tmp_path / "tokens.json")
@@ -204,6 +252,10 @@ def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> N
         (["--allow-host", "http://x"], "not a host name"),
         (["--max-connections", "0"], "max_connections must be a positive integer"),
         (["--header-timeout", "-1"], "header_timeout must be a positive number"),
+        (["--rate-per-second", "0"], "rate_per_second must be a positive number"),
+        (["--rate-per-second", "nan"], "rate_per_second must be a positive number"),
+        (["--rate-burst", "0"], "burst must be an integer of at least 1"),
+        (["--sse-keepalive", "0"], "sse_keepalive must be a positive number"),
     ],
 )
 def test_bad_defence_flags_are_refused(tmp_path: Path, flags: list[str], says: str) -> None:

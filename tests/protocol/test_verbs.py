@@ -90,6 +90,8 @@ def test_ingest_answers_an_lsn_and_the_episode_reads_back(server: Server) -> Non
     assert episode["source"] == "helios:fs/notes.md"
     assert episode["content"] == DOC
     assert episode["metadata"] == meta
+    # The seed: the same bytes POST /v1/ingest wrote, so t_ref as sent (not re-spelled).
+    assert episode["t_ref"] == "2026-04-21T10:30:00Z"
     # Lower-case ULIDs name the same episode.
     assert server.call("GET", f"/v1/episode/{ulid.lower()}", token).json()["id"] == ulid
 
@@ -127,6 +129,11 @@ def test_ingest_rejects_bad_episodes(server: Server) -> None:
         ({"source": "s"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "id": "not-a-ulid"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "yesterday"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": ""}, 400, "invalid_request"),
+        # ISO 8601 forms that are not RFC 3339 (the episode keeps t_ref as sent)
+        ({"source": "s", "content": "c", "t_ref": "20260421T103000Z"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": "2026-W17-2T10:30:00Z"}, 400, "invalid_request"),
+        ({"source": "s", "content": "c", "t_ref": "2026-04-21T10:30Z"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "t_ref": "2026-04-21T10:30:00"}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "metadata": [1]}, 400, "invalid_request"),
         ({"source": "s", "content": "c", "extra": 1}, 400, "invalid_request"),
@@ -303,6 +310,26 @@ def test_recall_as_of_answers_from_the_past(server: Server) -> None:
     assert_error(r, 400, "invalid_request")
 
 
+def test_rfc3339_timestamps_in_every_spelling_rfc3339_allows(server: Server) -> None:
+    """RFC 3339 (5.6, note) allows a lower-case ``t`` and ``z``; ``Z`` and offsets too."""
+    token = server.tenants.take()
+    ulid = str(ULID())
+    for t_ref in ("2026-04-21t10:30:00z", "2026-04-21T10:30:00.5Z", "2026-04-21T12:30:00+02:00"):
+        ingest(
+            server, token, id=ulid, source="times", content="the ibis roosts at dusk", t_ref=t_ref
+        )
+        assert server.call("GET", f"/v1/episode/{ulid}", token).json()["t_ref"] == t_ref
+    for as_of in ("2000-01-01t00:00:00z", "2000-01-01T00:00:00Z", "1969-07-20T20:17:40Z"):
+        assert recall(server, token, query="ibis", as_of=as_of) == []
+    # Any RFC 3339 time is a moment: past the journal's range is after every write.
+    assert [
+        h["source"] for h in recall(server, token, query="ibis", as_of="9999-12-31T23:59:59Z")
+    ] == ["times"]
+    assert [
+        h["source"] for h in recall(server, token, query="ibis", as_of="2200-01-01t00:00:00z")
+    ] == ["times"]
+
+
 def test_recall_never_crosses_tenants(server: Server) -> None:
     a, b = server.tenants.take(), server.tenants.take()
     ingest(server, a, source="secret", content="the launch code of tenant a is swordfish")
@@ -476,7 +503,8 @@ def test_forget_rejects_bad_targets(server: Server) -> None:
         {"Id": "nope"},
         {"Scope": {"ByTag": "x"}},
         {"Before": {"wall_ms": -1}},
-        {"Before": {"wall_ms": 2**43, "counter": 0}},  # past the Lsn range (fuzzing found it)
+        {"Before": {"wall_ms": 2**64, "counter": 0}},  # past the seed's u64
+        {"Before": {"wall_ms": 1, "counter": 2**32}},  # past the seed's u32
         {},
     ):
         assert_error(forget(server, token, target=target), 400, "invalid_request")
@@ -504,6 +532,27 @@ def test_snapshot_lsn_forms_and_range(server: Server) -> None:
     assert_error(r, 404, "snapshot_out_of_range")
     assert snapshot(server, token, "1.0") == []
     assert snapshot(server, token, "1745251800123.5.0") == []
+
+
+def test_lsns_take_the_seeds_u64_and_u32(server: Server) -> None:
+    """The seed's Lsn is a u64 wall_ms and a u32 counter: any such pair names a position."""
+    token = server.tenants.take()
+    top = 2**32 - 1
+    out = ingest(server, token, source="u32", content="the counter is wide")["lsn"]
+    at = f"{out['wall_ms']}.{top}"
+    assert [x["key"].split(":")[0] for x in snapshot(server, token, at)] == ["chunk", "episode"]
+    assert snapshot(server, token, f"{out['wall_ms'] - 1}.{top}.7") == []
+    too_big = server.call("GET", f"/v1/snapshot/{out['wall_ms']}.{top + 1}", token)
+    assert_error(too_big, 400, "invalid_lsn")
+    before = {"Before": {"wall_ms": out["wall_ms"], "counter": top}}
+    r = forget(server, token, target=before, dry_run=True)
+    assert r.status_code == 200, r.text
+    assert r.json()["rows_deleted"] == 2
+    # wall_ms is a u64: a Before past the journal's range is later than all on record.
+    last = {"Before": {"wall_ms": 2**64 - 1, "counter": top}}
+    r = forget(server, token, target=last, dry_run=True)
+    assert r.status_code == 200, r.text
+    assert r.json()["rows_deleted"] == 2
 
 
 def test_snapshot_holds_the_tenants_primitives(server: Server) -> None:
