@@ -363,6 +363,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535 (the OS would wrap 99999 round to 34463)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, got {value}")
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line that says where to look (exit status 2)."""
 
@@ -486,7 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     p.add_argument(
         "--tokens-file",
         help="the tokens JSON (re-read when it changes and on SIGHUP); "
@@ -606,7 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stdio (the client starts the server; default) or http (streamable HTTP at /mcp)",
     )
     p.add_argument("--host", default="127.0.0.1", help="--transport http: address (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="--transport http: port (8765)")
+    p.add_argument("--port", type=_port, default=8765, help="--transport http: port (8765)")
     p.add_argument("--partition", help="the partition every call reads and writes")
     p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")

@@ -230,3 +230,20 @@ def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+def test_a_port_outside_1_to_65535_is_a_usage_error_before_anything_opens(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for command in (["serve"], ["mcp", "--transport", "http"]):
+        for port in ("99999", "-5", "0", "http"):
+            done = subprocess.run(
+                [sys.executable, "-m", "memstore.cli", *command, "--port", port],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=30,  # a hang guard: 99999 used to be served (as port 34463) until killed
+            )
+            assert done.returncode == 2, (command, port, done.stderr)
+            assert "--port" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists(), "a refused serve opens no folder"
