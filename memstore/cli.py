@@ -13,6 +13,7 @@ import argparse
 import difflib
 import importlib
 import json
+import math
 import os
 import sys
 from collections import Counter
@@ -363,6 +364,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0 (a rate, or seconds between keep-alives)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
 def _port(text: str) -> int:
     """An argparse type: a TCP port, 1..65535 (the OS would wrap 99999 round to 34463)."""
     try:
@@ -512,8 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--confirm-key-file",
         help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
     )
-    p.add_argument("--rate-per-second", type=float, default=60.0, help="per tenant (default 60)")
-    p.add_argument("--rate-burst", type=int, default=120, help="per tenant (default 120)")
+    p.add_argument(
+        "--rate-per-second", type=_positive_number, default=60.0, help="per tenant (default 60)"
+    )
+    p.add_argument("--rate-burst", type=_positive_int, default=120, help="per tenant (default 120)")
     p.add_argument(
         "--metrics-disabled",
         action="store_true",
@@ -521,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sse-keepalive",
-        type=float,
+        type=_positive_number,
         default=15.0,
         help="idle seconds before an SSE keep-alive comment (default 15)",
     )

@@ -247,3 +247,28 @@ def test_a_port_outside_1_to_65535_is_a_usage_error_before_anything_opens(tmp_pa
             assert done.returncode == 2, (command, port, done.stderr)
             assert "--port" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "data").exists(), "a refused serve opens no folder"
+
+
+def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = [
+        ("--rate-per-second", "0"),
+        ("--rate-per-second", "-1"),
+        ("--rate-per-second", "nan"),
+        ("--rate-burst", "0"),
+        ("--sse-keepalive", "0"),  # used to send keep-alive comments without pause
+        ("--sse-keepalive", "-1"),
+        ("--sse-keepalive", "inf"),
+    ]
+    for flag, value in bad:
+        done = subprocess.run(
+            [sys.executable, "-m", "memstore.cli", "serve", "--embedder", "hash", flag, value],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,  # a hang guard: --sse-keepalive 0 used to be served
+        )
+        assert done.returncode == 2, (flag, value, done.stderr)
+        assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "data").exists(), "a refused serve creates no folder and no token"
