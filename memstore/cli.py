@@ -283,7 +283,7 @@ SQLite's online backup API: each file as of one commit, consistent even while
 a process writes to DIR. DEST must not exist (or be empty); a failed backup
 leaves nothing there.
 
-Restore: open DEST as it is (memstore --data DEST ..., or Memory(DEST)), or
+Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
 """
 
