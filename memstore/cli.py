@@ -15,6 +15,8 @@ import importlib
 import json
 import math
 import os
+import shutil
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -201,10 +203,43 @@ def cmd_export(args: argparse.Namespace) -> int:
             n = mem.export(sys.stdout, partition=args.partition)
             sys.stdout.flush()
         else:
-            with open(args.output, "w", encoding="utf-8") as fp:
-                n = mem.export(fp, partition=args.partition)
+            n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
     return 0
+
+
+def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
+    """Export into ``output`` whole or not at all: a failed export leaves the file as it was.
+
+    A regular file (or a new one) is written beside itself and renamed into
+    place once the export is complete, so re-exporting over the last good
+    export and failing half-way (a damaged row, a full disk) keeps that export.
+    Anything else (``/dev/stdout``, a named pipe) is written directly.
+    """
+    try:
+        mode: int | None = os.stat(output).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise Failure(f"cannot write {output}: it is a folder; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(output, "w", encoding="utf-8") as fp:
+            return mem.export(fp, partition=partition)
+    target = Path(os.path.realpath(output))  # through a symlink: the file it names
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        try:
+            fp = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise Failure(f"cannot write {output}: {e.strerror}") from None
+        with fp:
+            n = mem.export(fp, partition=partition)
+        if mode is not None:
+            shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -179,6 +180,31 @@ def test_export_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     )
     assert done.stdout.startswith('{"format"')
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failed_export_leaves_the_file_it_was_to_replace_as_it_was(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "from memstore import Memory\n"
+        "with Memory('data', embedder=None) as m:\n"
+        "    m.add('the on-call rota changed', id='rota')\n"
+        "    m.update('rota', content='the on-call rota changed again')\n"
+        "    m.add_many([f'note {i}' for i in range(50)])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    out = tmp_path / "backup.ndjson"
+    assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
+    good = out.read_bytes()
+    db = sqlite3.connect(tmp_path / "data" / "journal.db")  # an old version goes bad on disk
+    db.execute("UPDATE versions SET item = '{not json' WHERE id = 'rota' AND to_lsn IS NOT NULL")
+    db.commit()
+    db.close()
+    failed = memstore("export", "-o", str(out), cwd=tmp_path)
+    assert failed.returncode == 1 and "unreadable" in failed.stderr
+    assert out.read_bytes() == good, "the last good export was cut short"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.ndjson", "data"]
+    fresh = memstore("export", "-o", str(tmp_path / "new.ndjson"), cwd=tmp_path)
+    assert fresh.returncode == 1 and not (tmp_path / "new.ndjson").exists()
 
 
 def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: Path) -> None:
