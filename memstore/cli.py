@@ -10,6 +10,7 @@ that says what to do instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
 import json
@@ -258,7 +259,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         size = os.fstat(fp.fileno()).st_size if fp is not sys.stdin else 0
         lines = _Lines(fp, size, progress=sys.stderr.isatty())
-        with _writer(args, embed=True) as mem:
+        with (
+            _into_new_folder(Path(args.data)) as data,
+            _writer(argparse.Namespace(**{**vars(args), "data": str(data)}), embed=True) as mem,
+        ):
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
@@ -272,6 +276,29 @@ def cmd_import(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+@contextlib.contextmanager
+def _into_new_folder(data: Path) -> Iterator[Path]:
+    """Where to write ``data``: itself when it exists, else a folder renamed into place.
+
+    A memory that does not exist yet is built in a hidden folder beside the
+    first missing part of its path and renamed into place when the block ends
+    without an error, so a refused import leaves no empty memory (nor folders)
+    behind, as a refused ``add`` creates nothing.
+    """
+    top = data.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+        yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    staging = top.with_name(f".{top.name}.{os.getpid()}.new")
+    try:
+        yield staging / data.absolute().relative_to(top)
+        os.rename(staging, top)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -220,6 +220,15 @@ def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: P
     bad.write_text(out.read_text() + "{not json\n")
     refused = memstore("import", str(bad), "--data", "c", "--embedder", "none", cwd=tmp_path)
     assert refused.returncode == 1 and "nothing was imported" in refused.stderr
+    deep = memstore("import", str(bad), "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert deep.returncode == 1 and "nothing was imported" in deep.stderr
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["b", "bad.ndjson", "data", "e.ndjson"], "a refused import creates nothing"
+    nested = memstore("import", str(out), "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert nested.returncode == 0 and "imported 2 item(s)" in nested.stderr
+    listed = memstore("search", "one", "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert "one" in listed.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [*left[:3], "e.ndjson", "n"]
 
 
 def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
