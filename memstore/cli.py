@@ -247,7 +247,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
         from memstore.mcp.importer import import_cli
 
-        return import_cli(args)
+        with _into_new_folder(Path(args.data)) as data:  # refused: nothing created
+            code: int = import_cli(argparse.Namespace(**{**vars(args), "data": str(data)}))
+        return code
     fp: IO[str]
     if args.file == "-":
         fp = sys.stdin

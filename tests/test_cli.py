@@ -229,6 +229,9 @@ def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: P
     listed = memstore("search", "one", "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
     assert "one" in listed.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [*left[:3], "e.ndjson", "n"]
+    for graph in ("missing.jsonl", str(bad)):  # the MCP memory server's file: the same rule
+        mcp = memstore("import", "--format", "mcp-memory", graph, "--data", "m", cwd=tmp_path)
+        assert mcp.returncode == 1 and not (tmp_path / "m").exists(), mcp.stderr
 
 
 def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
