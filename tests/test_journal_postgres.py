@@ -220,6 +220,10 @@ def test_bad_arguments_are_refused(pg_place: PgPlace) -> None:
         PostgresJournal(pg_place.dsn, schema="no; drop table")
     with pytest.raises(ValueError, match="durability"):
         PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="schema"):
+        PostgresJournal(pg_place.dsn, schema=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dsn"):
+        PostgresJournal(5)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------------- replication

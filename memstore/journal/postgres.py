@@ -157,7 +157,9 @@ class PostgresJournal(JournalBase):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
         super().__init__(node_id=node_id or 0, wall=wall)
-        if not _SCHEMA_NAME.fullmatch(schema):
+        if not isinstance(dsn, str):
+            raise ValueError(f"dsn must be a postgresql:// DSN string, got {type(dsn).__name__}")
+        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
                 f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
             )
