@@ -22,6 +22,7 @@ memstore.errors.InvalidItemError: query is not valid Unicode text (it holds a lo
 
 from __future__ import annotations
 
+import io
 import math
 import operator
 from collections.abc import Iterable, Mapping
@@ -182,8 +183,13 @@ def entries(value: object, name: str = "items") -> Iterable[Any]:
 
 
 def writable(value: object, name: str = "fp") -> Any:
-    """A text file (or anything with ``write``) to write to."""
-    if isinstance(value, str | bytes) or not callable(getattr(value, "write", None)):
+    """A text file (or anything with ``write``) to write to; a binary file is refused.
+
+    A file opened with ``"wb"`` (or a ``BytesIO``) would take the first line
+    and fail on it: refused before anything is written.
+    """
+    binary = isinstance(value, io.RawIOBase | io.BufferedIOBase)
+    if binary or isinstance(value, str | bytes) or not callable(getattr(value, "write", None)):
         raise InvalidItemError(
             f"{name} must be a file opened for writing text, got {describe(value)}"
         )

@@ -19,7 +19,7 @@ from the copy are embedded again on open (extra ones are dropped).
 ...     restored.get("nightly").content
 'the nightly backup runs at 02:00 UTC'
 
-Restoring is opening the copy: point ``Memory`` (or ``memstore --data``) at
+Restoring is opening the copy: point ``Memory`` (or ``memstore COMMAND --data``) at
 it, or, with every writer of the original stopped, move it into the
 original's place.
 """

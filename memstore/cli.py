@@ -10,10 +10,14 @@ that says what to do instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
 import json
+import math
 import os
+import shutil
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -200,17 +204,52 @@ def cmd_export(args: argparse.Namespace) -> int:
             n = mem.export(sys.stdout, partition=args.partition)
             sys.stdout.flush()
         else:
-            with open(args.output, "w", encoding="utf-8") as fp:
-                n = mem.export(fp, partition=args.partition)
+            n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
     return 0
+
+
+def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
+    """Export into ``output`` whole or not at all: a failed export leaves the file as it was.
+
+    A regular file (or a new one) is written beside itself and renamed into
+    place once the export is complete, so re-exporting over the last good
+    export and failing half-way (a damaged row, a full disk) keeps that export.
+    Anything else (``/dev/stdout``, a named pipe) is written directly.
+    """
+    try:
+        mode: int | None = os.stat(output).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise Failure(f"cannot write {output}: it is a folder; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(output, "w", encoding="utf-8") as fp:
+            return mem.export(fp, partition=partition)
+    target = Path(os.path.realpath(output))  # through a symlink: the file it names
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        try:
+            fp = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise Failure(f"cannot write {output}: {e.strerror}") from None
+        with fp:
+            n = mem.export(fp, partition=partition)
+        if mode is not None:
+            shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
         from memstore.mcp.importer import import_cli
 
-        return import_cli(args)
+        with _into_new_folder(Path(args.data)) as data:  # refused: nothing created
+            code: int = import_cli(argparse.Namespace(**{**vars(args), "data": str(data)}))
+        return code
     fp: IO[str]
     if args.file == "-":
         fp = sys.stdin
@@ -222,7 +261,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         size = os.fstat(fp.fileno()).st_size if fp is not sys.stdin else 0
         lines = _Lines(fp, size, progress=sys.stderr.isatty())
-        with _writer(args, embed=True) as mem:
+        with (
+            _into_new_folder(Path(args.data)) as data,
+            _writer(argparse.Namespace(**{**vars(args), "data": str(data)}), embed=True) as mem,
+        ):
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
@@ -236,6 +278,29 @@ def cmd_import(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+@contextlib.contextmanager
+def _into_new_folder(data: Path) -> Iterator[Path]:
+    """Where to write ``data``: itself when it exists, else a folder renamed into place.
+
+    A memory that does not exist yet is built in a hidden folder beside the
+    first missing part of its path and renamed into place when the block ends
+    without an error, so a refused import leaves no empty memory (nor folders)
+    behind, as a refused ``add`` creates nothing.
+    """
+    top = data.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+        yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    staging = top.with_name(f".{top.name}.{os.getpid()}.new")
+    try:
+        yield staging / data.absolute().relative_to(top)
+        os.rename(staging, top)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -282,7 +347,7 @@ SQLite's online backup API: each file as of one commit, consistent even while
 a process writes to DIR. DEST must not exist (or be empty); a failed backup
 leaves nothing there.
 
-Restore: open DEST as it is (memstore --data DEST ..., or Memory(DEST)), or
+Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
 """
 
@@ -374,6 +439,28 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0 (a rate, or seconds between keep-alives)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535 (the OS would wrap 99999 round to 34463)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, got {value}")
     return value
 
 
@@ -500,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    p.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     p.add_argument(
         "--tokens-file",
         help="the tokens JSON (re-read when it changes and on SIGHUP); "
@@ -515,8 +602,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--confirm-key-file",
         help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
     )
-    p.add_argument("--rate-per-second", type=float, default=60.0, help="per tenant (default 60)")
-    p.add_argument("--rate-burst", type=int, default=120, help="per tenant (default 120)")
+    p.add_argument(
+        "--rate-per-second", type=_positive_number, default=60.0, help="per tenant (default 60)"
+    )
+    p.add_argument("--rate-burst", type=_positive_int, default=120, help="per tenant (default 120)")
     p.add_argument(
         "--metrics-disabled",
         action="store_true",
@@ -524,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sse-keepalive",
-        type=float,
+        type=_positive_number,
         default=15.0,
         help="idle seconds before an SSE keep-alive comment (default 15)",
     )
@@ -620,7 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stdio (the client starts the server; default) or http (streamable HTTP at /mcp)",
     )
     p.add_argument("--host", default="127.0.0.1", help="--transport http: address (127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="--transport http: port (8765)")
+    p.add_argument("--port", type=_port, default=8765, help="--transport http: port (8765)")
     p.add_argument("--partition", help="the partition every call reads and writes")
     p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")

@@ -7,6 +7,7 @@ as of the copy's own head: whole groups only, the same items, their vectors.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from memstore import Memory
 from memstore.backup import VECTORS_FILE, backup
-from memstore.cli import main
+from memstore.cli import BACKUP_HELP, main
 from memstore.errors import MemstoreError
 from memstore.memory import JOURNAL_FILE
 
@@ -144,3 +145,20 @@ def test_cli_backup_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(MemstoreError, match=r"holds no journal\.db"):
         backup(tmp_path, tmp_path / "x")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_the_restore_commands_the_docs_print_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The restore line of ``memstore backup --help`` and of docs/journal.md, as printed."""
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    with Memory(source, embedder=None) as mem:
+        mem.add("kept across the backup", id="kept")
+    assert main(["backup", str(source), str(dest)]) == 0
+    journal_md = (Path(__file__).resolve().parents[1] / "docs" / "journal.md").read_text()
+    for text, folder in ((BACKUP_HELP, "DEST"), (journal_md, "backups/2026-12-01")):
+        restore = re.search(r"memstore \w+ --data " + re.escape(folder), text)
+        assert restore is not None, text
+        words = restore.group(0).replace(folder, str(dest)).split()[1:]
+        assert main(words) == 0, (restore.group(0), capsys.readouterr().err)
+    assert "items" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +182,31 @@ def test_export_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
     assert "Broken pipe" not in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_failed_export_leaves_the_file_it_was_to_replace_as_it_was(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "from memstore import Memory\n"
+        "with Memory('data', embedder=None) as m:\n"
+        "    m.add('the on-call rota changed', id='rota')\n"
+        "    m.update('rota', content='the on-call rota changed again')\n"
+        "    m.add_many([f'note {i}' for i in range(50)])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    out = tmp_path / "backup.ndjson"
+    assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
+    good = out.read_bytes()
+    db = sqlite3.connect(tmp_path / "data" / "journal.db")  # an old version goes bad on disk
+    db.execute("UPDATE versions SET item = '{not json' WHERE id = 'rota' AND to_lsn IS NOT NULL")
+    db.commit()
+    db.close()
+    failed = memstore("export", "-o", str(out), cwd=tmp_path)
+    assert failed.returncode == 1 and "unreadable" in failed.stderr
+    assert out.read_bytes() == good, "the last good export was cut short"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backup.ndjson", "data"]
+    fresh = memstore("export", "-o", str(tmp_path / "new.ndjson"), cwd=tmp_path)
+    assert fresh.returncode == 1 and not (tmp_path / "new.ndjson").exists()
+
+
 def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: Path) -> None:
     memstore("add", "one", "--embedder", "none", cwd=tmp_path)
     memstore("add", "two", "--embedder", "none", cwd=tmp_path)
@@ -194,6 +220,18 @@ def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: P
     bad.write_text(out.read_text() + "{not json\n")
     refused = memstore("import", str(bad), "--data", "c", "--embedder", "none", cwd=tmp_path)
     assert refused.returncode == 1 and "nothing was imported" in refused.stderr
+    deep = memstore("import", str(bad), "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert deep.returncode == 1 and "nothing was imported" in deep.stderr
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["b", "bad.ndjson", "data", "e.ndjson"], "a refused import creates nothing"
+    nested = memstore("import", str(out), "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert nested.returncode == 0 and "imported 2 item(s)" in nested.stderr
+    listed = memstore("search", "one", "--data", "n/e/w", "--embedder", "none", cwd=tmp_path)
+    assert "one" in listed.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [*left[:3], "e.ndjson", "n"]
+    for graph in ("missing.jsonl", str(bad)):  # the MCP memory server's file: the same rule
+        mcp = memstore("import", "--format", "mcp-memory", graph, "--data", "m", cwd=tmp_path)
+        assert mcp.returncode == 1 and not (tmp_path / "m").exists(), mcp.stderr
 
 
 def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
@@ -230,3 +268,45 @@ def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+def test_a_port_outside_1_to_65535_is_a_usage_error_before_anything_opens(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for command in (["serve"], ["mcp", "--transport", "http"]):
+        for port in ("99999", "-5", "0", "http"):
+            done = subprocess.run(
+                [sys.executable, "-m", "memstore.cli", *command, "--port", port],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=30,  # a hang guard: 99999 used to be served (as port 34463) until killed
+            )
+            assert done.returncode == 2, (command, port, done.stderr)
+            assert "--port" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "data").exists(), "a refused serve opens no folder"
+
+
+def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = [
+        ("--rate-per-second", "0"),
+        ("--rate-per-second", "-1"),
+        ("--rate-per-second", "nan"),
+        ("--rate-burst", "0"),
+        ("--sse-keepalive", "0"),  # used to send keep-alive comments without pause
+        ("--sse-keepalive", "-1"),
+        ("--sse-keepalive", "inf"),
+    ]
+    for flag, value in bad:
+        done = subprocess.run(
+            [sys.executable, "-m", "memstore.cli", "serve", "--embedder", "hash", flag, value],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,  # a hang guard: --sse-keepalive 0 used to be served
+        )
+        assert done.returncode == 2, (flag, value, done.stderr)
+        assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "data").exists(), "a refused serve creates no folder and no token"

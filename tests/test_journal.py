@@ -651,6 +651,13 @@ def test_full_disk_rolls_back_and_keeps_everything(db: Path) -> None:
     journal.close()
 
 
+@pytest.mark.parametrize("cap", ["10", -1, 0, 1.5, True])
+def test_a_cap_that_is_not_a_positive_whole_number_is_refused(db: Path, cap: object) -> None:
+    with pytest.raises(ValueError, match="max_bytes"):
+        SqliteJournal(db, max_bytes=cap)  # type: ignore[arg-type]
+    SqliteJournal(db).close()  # the refused journal holds no lock
+
+
 # -------------------------------------------------------- single writer
 
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Item, JournalError, JournalSchemaError, Memory, Store
-from memstore.journal import Lsn
+from memstore.journal import InvalidLsnError, Lsn
 from memstore_index import CellStore, HashEmbedder
 from tests.pgtest import PgPlace, postgres_module
 
@@ -220,6 +220,10 @@ def test_bad_arguments_are_refused(pg_place: PgPlace) -> None:
         PostgresJournal(pg_place.dsn, schema="no; drop table")
     with pytest.raises(ValueError, match="durability"):
         PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="schema"):
+        PostgresJournal(pg_place.dsn, schema=5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dsn"):
+        PostgresJournal(5)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------------- replication
@@ -384,6 +388,18 @@ def test_wait_for_reports_a_position_it_cannot_reach(nodes: Any) -> None:
     assert not lone.journal.feed_status().following
     assert lone.journal.wait_for(a.journal.head(), 0.05) is False
     assert lone.journal.wait_for(Lsn(0, 0), 0.05) is True
+
+
+def test_wait_for_takes_every_form_of_a_position_as_of_does(nodes: Any) -> None:
+    a, b = nodes(), nodes()
+    a.store.upsert(Item(kind="note", title="x"))
+    at = a.journal.last_lsn()
+    # the text form is what /healthz and ingest answers carry between processes
+    assert b.journal.wait_for(f"{at.wall_ms}.{at.counter}", WAIT_S) is True
+    assert b.journal.wait_for(a.journal.head(), WAIT_S) is True
+    for bad in ("garbage", None, 5, at.to_datetime()):  # a moment is not a commit
+        with pytest.raises(InvalidLsnError):
+            b.journal.wait_for(bad, 0.05)
 
 
 # ------------------------------------------------------------------ vectors

@@ -146,6 +146,14 @@ def test_import_refuses_a_string_and_lines_that_are_not_text(mem: Memory) -> Non
     refused(mem, lambda: mem.export("out.ndjson"), "fp must be a file opened for writing")  # type: ignore[arg-type]
 
 
+def test_export_refuses_a_binary_file(mem: Memory, tmp_path: Path) -> None:
+    text = "fp must be a file opened for writing text"
+    refused(mem, lambda: mem.export(io.BytesIO()), text)  # type: ignore[arg-type]
+    with open(tmp_path / "out.ndjson", "wb") as binary:  # 'wb' where 'w' was meant
+        refused(mem, lambda: mem.export(binary), text)  # type: ignore[arg-type]
+    assert (tmp_path / "out.ndjson").read_bytes() == b""
+
+
 def test_a_folder_that_cannot_be_made_is_a_journal_error(tmp_path: Path) -> None:
     in_the_way = tmp_path / "file"
     in_the_way.write_text("not a folder")

@@ -117,7 +117,9 @@ class MemstoreStore(BaseStore):
 
     ``ttl``: LangGraph's ``TTLConfig`` (``default_ttl`` and
     ``sweep_interval_minutes`` in minutes, ``refresh_on_read``). An item past
-    its deadline is never returned, even before a sweep deletes it.
+    its deadline is never returned, even before a sweep deletes it. A value
+    of the wrong type or range raises :class:`~memstore.errors.InvalidItemError`
+    before the memory is opened.
 
     ``ranking``: ``"hybrid"`` (memstore's ranking, the default) or
     ``"vector"`` (cosine order, as LangGraph's own stores rank).
@@ -136,7 +138,7 @@ class MemstoreStore(BaseStore):
         if ranking not in ("hybrid", "vector"):
             raise MemstoreError(f"ranking={ranking!r}: use 'hybrid' or 'vector'")
         self.ranking: Ranking = ranking
-        self.ttl_config = dict(ttl) if ttl is not None else None  # type: ignore[assignment]
+        self.ttl_config = _checked_ttl_config(ttl)  # checked before the memory opens
         self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]
         self._fields: FieldEmbedder | None = None
         self._paths: list[tuple[str, str | list[str]]] = []
@@ -434,8 +436,10 @@ class MemstoreStore(BaseStore):
         """Sweep expired items in a background thread until :meth:`stop_ttl_sweeper`.
 
         The interval is ``sweep_interval_minutes``, else the TTLConfig's, else
-        :data:`DEFAULT_SWEEP_MINUTES`. Returns a future that completes when the
-        sweeper stops; a second call returns the running sweeper's future.
+        :data:`DEFAULT_SWEEP_MINUTES`: a positive number of minutes (anything
+        else raises :class:`~memstore.errors.InvalidItemError` and starts
+        nothing). Returns a future that completes when the sweeper stops; a
+        second call returns the running sweeper's future.
         """
         with self._lock:
             if self._sweeper is not None and self._sweep_done is not None:
@@ -443,7 +447,7 @@ class MemstoreStore(BaseStore):
             minutes = sweep_interval_minutes
             if minutes is None and self.ttl_config:
                 minutes = self.ttl_config.get("sweep_interval_minutes")
-            interval = 60.0 * float(minutes or DEFAULT_SWEEP_MINUTES)
+            interval = _sweep_seconds(minutes or DEFAULT_SWEEP_MINUTES)
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             self._sweep_stop.clear()
 
@@ -596,6 +600,46 @@ class MemstoreStore(BaseStore):
 
 
 # ---------------------------------------------------------------- free helpers
+
+
+def _checked_ttl_config(ttl: Any) -> TTLConfig | None:
+    """LangGraph's ``TTLConfig``, each documented key checked; :class:`InvalidItemError` if not.
+
+    ``default_ttl`` is a positive number of minutes or ``None``;
+    ``sweep_interval_minutes`` a positive number of minutes (``None`` or 0: no
+    background sweeper); ``refresh_on_read`` ``True`` or ``False``.
+    """
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise InvalidItemError(f"ttl is a TTLConfig mapping, got {type(ttl).__name__}")
+    config = dict(ttl)
+    try:
+        rec.ttl_minutes(config.get("default_ttl"))
+    except InvalidItemError as e:
+        raise InvalidItemError(f"default_ttl: {e.reason}") from None
+    if config.get("sweep_interval_minutes"):
+        _sweep_seconds(config["sweep_interval_minutes"])
+    refresh = config.get("refresh_on_read", True)
+    if not isinstance(refresh, bool):
+        raise InvalidItemError(f"refresh_on_read must be True or False, got {refresh!r}")
+    return config  # type: ignore[return-value]
+
+
+def _sweep_seconds(minutes: Any) -> float:
+    """Seconds between sweeps from a positive, finite number of minutes.
+
+    A zero or negative wait would sweep without pause, and a NaN or infinite
+    one would end the sweeper's thread: each is refused. A wait longer than the
+    platform's timer holds (``threading.TIMEOUT_MAX``) is that maximum.
+    """
+    try:
+        value = rec.ttl_minutes(minutes)
+    except InvalidItemError as e:
+        raise InvalidItemError(f"sweep_interval_minutes: {e.reason}") from None
+    if value is None:
+        raise InvalidItemError("sweep_interval_minutes: a number of minutes is needed")
+    return min(60.0 * value, threading.TIMEOUT_MAX)
 
 
 def _check_op(op: Any) -> None:

@@ -65,8 +65,8 @@ from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
 from memstore.journal._pgsql import Queries, ids_json, rows_json, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
-from memstore.journal.base import JournalBase, _holding
-from memstore.journal.hlc import HybridClock, Lsn
+from memstore.journal.base import JournalBase, _holding, to_lsn
+from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
 from memstore.journal.version import TABLE, Row
 
 if TYPE_CHECKING:
@@ -157,7 +157,9 @@ class PostgresJournal(JournalBase):
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
         super().__init__(node_id=node_id or 0, wall=wall)
-        if not _SCHEMA_NAME.fullmatch(schema):
+        if not isinstance(dsn, str):
+            raise ValueError(f"dsn must be a postgresql:// DSN string, got {type(dsn).__name__}")
+        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
                 f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
             )
@@ -564,13 +566,21 @@ class PostgresJournal(JournalBase):
             apply_s=follower.apply_s if follower is not None else 0.0,
         )
 
-    def wait_for(self, lsn: Lsn, timeout: float | None = None) -> bool:
+    def wait_for(self, lsn: Lsn | Hlc | str, timeout: float | None = None) -> bool:
         """Wait until every commit up to ``lsn`` is in the store; whether it got there.
 
         ``lsn`` is typically another process's :meth:`last_lsn` (read your
-        writes across processes) or :meth:`head` (everything written so far).
+        writes across processes) or :meth:`head` (everything written so far):
+        an :class:`Lsn`, an :class:`Hlc`, or the text ``"wall_ms.counter"``
+        that HTTP answers carry. Anything else (a datetime too: a moment is
+        not a commit) raises :class:`InvalidLsnError`.
         """
-        return self._position.wait_for(lsn.packed(), timeout)
+        if not isinstance(lsn, Lsn | Hlc | str):
+            raise InvalidLsnError(
+                "wait_for takes a log position (an Lsn, an Hlc or 'wall_ms.counter'), "
+                f"got {lsn!r:.60}"
+            )
+        return self._position.wait_for(to_lsn(lsn).packed(), timeout)
 
     # ------------------------------------------------------------------ close
 

@@ -162,6 +162,12 @@ class SqliteJournal(JournalBase):
         super().__init__(node_id=node_id, wall=wall)
         if durability not in ("full", "normal", "off"):
             raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+        ):
+            raise ValueError(
+                f"max_bytes must be a whole number of bytes above 0, got {max_bytes!r}"
+            )
         self.path = os.fspath(path)
         self.readonly = readonly
         self._durability = durability

@@ -476,3 +476,35 @@ def test_a_refused_put_leaves_the_whole_batch_unwritten(
         assert {h.key for h in store.search(("a",), query="written first")} == {"kept", "doomed"}
     with MemstoreStore(tmp_path / "m", index=_wide(1536)) as store:  # the journal agrees
         assert sorted(h.key for h in store.search(("a",))) == ["doomed", "kept"]
+
+
+@pytest.mark.parametrize(
+    "ttl",
+    [
+        {"sweep_interval_minutes": "5"},
+        {"sweep_interval_minutes": -1},
+        {"sweep_interval_minutes": float("nan")},
+        {"sweep_interval_minutes": float("inf")},
+        {"default_ttl": "30"},
+        {"default_ttl": -1},
+        {"refresh_on_read": "no"},
+    ],
+)
+def test_bad_ttl_config_is_refused_and_leaves_the_folder_free(
+    tmp_path: Path, ttl: dict[str, Any]
+) -> None:
+    folder = tmp_path / "m"
+    with pytest.raises(InvalidItemError):
+        MemstoreStore(folder, ttl=ttl)  # type: ignore[arg-type]
+    with MemstoreStore(folder) as store:  # the refused store did not keep the journal's lock
+        store.put(("t",), "k", {"v": 1})
+
+
+@pytest.mark.parametrize("minutes", [-1, "5", float("nan"), float("inf"), True])
+def test_start_ttl_sweeper_refuses_an_interval_that_is_not_a_positive_number(
+    minutes: Any,
+) -> None:
+    with MemstoreStore() as store:
+        with pytest.raises(InvalidItemError):
+            store.start_ttl_sweeper(minutes)
+        assert store._sweeper is None  # no thread spinning on a zero or negative wait

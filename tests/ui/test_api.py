@@ -67,6 +67,8 @@ def test_the_page_and_its_files_carry_a_strict_policy(client: TestClient) -> Non
     csp = page.headers["content-security-policy"]
     assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert "unsafe-inline" not in csp and "script-src 'self'" in csp
+    documented = " ".join((ROOT / "docs" / "ui.md").read_text().split())
+    assert f"Content-Security-Policy: {csp}`" in documented, "docs/ui.md names the page's policy"
     assert page.headers["x-content-type-options"] == "nosniff"
     assert "<script>" not in page.text.replace('<script type="module" src=', "")  # no inline
     for name in STATIC_FILES:
