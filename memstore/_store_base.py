@@ -16,6 +16,7 @@ from operator import itemgetter
 
 from sortedcontainers import SortedKeyList
 
+from memstore._shared import share_containers
 from memstore._lexindex import LexicalIndex
 from memstore.config import (
     BeforeCommitListener,
@@ -278,6 +279,8 @@ class StoreBase:
 
     def _set(self, id: str, new: Item | None) -> None:
         """Make ``new`` the stored state of ``id`` (``None`` deletes) in every index."""
+        if new is not None:
+            share_containers(new)  # first: it never raises, and nothing has changed yet
         old = self._items.get(id)
         if old is not None:
             self._by_update.remove(old)
@@ -342,6 +345,7 @@ class StoreBase:
         private, backlinks, citations = self._private, self._backlinks, self._citations
         parsed_utc, parsed_epoch, second = _PARSED_UTC, _PARSED_EPOCH, _SECOND
         for it in loaded:
+            share_containers(it)
             d = it.__dict__
             id = d["id"]
             items[id] = it

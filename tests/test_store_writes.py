@@ -538,6 +538,57 @@ def test_mutating_an_item_read_back_does_not_change_the_store(store: Store) -> N
     assert _get(store, "n").title == "original"
 
 
+def test_empty_fields_of_items_read_back_are_plain_and_their_own(store: Store) -> None:
+    # The store keeps one shared empty list/dict for every stored item's empty
+    # links, supersedes, evidence and data, and one list of the same tags:
+    # what a caller gets is its own.
+    first = store.upsert(Item(id="a", kind="note", title="first", tags=["tenant/ops"]))
+    store.upsert(Item(id="b", kind="note", title="second", tags=["tenant/ops"]))
+    got = _get(store, "b")
+    for it in (first, got, *store.items()):
+        assert type(it.links) is list and type(it.data) is dict and type(it.tags) is list
+        assert type(it.supersedes) is list and type(it.evidence_refs) is list
+    first.supersedes.append("x")
+    first.tags.append("shared")
+    got.evidence_refs.append("cell:a")
+    got.data["k"] = "v"
+    got.links.append(ThoughtLink(to_id="a", relation="correlates_with", weight=0.5))
+    got.title = "renamed"  # a field set of its own, too
+    for id in ("a", "b"):
+        stored = _get(store, id)
+        assert (stored.supersedes, stored.evidence_refs, stored.data, stored.links) == (
+            [],
+            [],
+            {},
+            [],
+        )
+    # Written back, the caller's copy is stored as given, and the other item not touched.
+    store.upsert(got)
+    assert _get(store, "b").data == {"k": "v"} and _get(store, "a").data == {}
+    assert [lk.to_id for lk in _get(store, "b").links] == ["a"]
+    assert _get(store, "a").links == [] and _get(store, "a").evidence_refs == []
+    assert _get(store, "a").tags == ["tenant/ops"] == _get(store, "b").tags
+    store._check()
+
+
+def test_a_listener_cannot_change_the_stored_items_empty_fields(store: Store) -> None:
+    # A listener gets the stored object itself; changing it in place is refused
+    # loudly (it would change every item sharing the empty container), and the
+    # write it observed still stands.
+    seen: list[Item] = []
+    store.add_change_listener(lambda op, item, id, kind: seen.append(item))
+    store.upsert(Item(id="a", kind="note", title="first"))
+    store.upsert(Item(id="b", kind="note", title="second"))
+    with pytest.raises(TypeError, match="never changed in place"):
+        seen[0].links.append(ThoughtLink(to_id="b", relation="correlates_with", weight=0.5))
+    with pytest.raises(TypeError, match="never changed in place"):
+        seen[0].data["k"] = "v"
+    with pytest.raises(TypeError, match="never changed in place"):
+        seen[0].tags.append("t")
+    assert _get(store, "b").links == [] and _get(store, "b").data == {}
+    assert [it.id for it in store.keyword_search("second")] == ["b"]
+
+
 def test_the_callers_item_is_not_mutated(store: Store, clock: FakeClock) -> None:
     incoming = Item(kind="hypothesis", title="pool too small", tags=["author/ana"])
     snapshot = incoming.model_dump()

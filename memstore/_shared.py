@@ -1,0 +1,165 @@
+"""Containers that the store's own items share: one empty list, one dict, common tag lists.
+
+Most items carry no links, supersedes, evidence or data, and many carry the
+same tags (a tenant's, a source's), yet each such field is a container of its
+own, and every container is an object the cyclic garbage collector tracks and
+walks at each full collection. An item cost eight of them (the model, its
+``__dict__``, its fields set, four lists and a dict): at 20k items, 160k
+objects walked again and again while the store grows, and kept in memory for
+nothing.
+
+A stored item is never changed in place (every change stores a new object,
+and every read hands out a :meth:`~memstore.item.Item.clone`), so the store's
+own items can share them: :func:`share_containers` points an item's empty
+``links``, ``supersedes``, ``evidence_refs`` and ``data`` at one shared empty
+container each, its ``tags`` at the one shared list of the same tags, and its
+fields set at the one shared set of the same names. The shared containers
+refuse every change (:class:`TypeError`), so code that would change a stored
+item in place fails loudly instead of changing every other item at once;
+:meth:`Item.clone`, ``copy`` and ``pickle`` make plain ones of them.
+
+>>> from memstore.item import Item
+>>> a = Item(kind="note", title="a", tags=["tenant/ops"])
+>>> b = Item(kind="note", title="b", tags=["tenant/ops"])
+>>> share_containers(a); share_containers(b)
+>>> a.links is b.links and a.data is b.data and a.tags is b.tags
+True
+>>> a.tags.append("x")
+Traceback (most recent call last):
+    ...
+TypeError: a stored item is never changed in place: change a clone of it
+>>> type(a.clone().tags) is list
+True
+>>> import copy
+>>> copy.deepcopy(a).links.append("y")  # a copy is the caller's own
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from memstore.item import Item
+
+__all__ = ["share_containers"]
+
+_REFUSED = "a stored item is never changed in place: change a clone of it"
+
+
+def _refuse(*_: Any, **__: Any) -> NoReturn:
+    raise TypeError(_REFUSED)
+
+
+class _SharedList(list[Any]):
+    """A list shared by stored items, never changed; a copy of it (or a pickle) is a plain one."""
+
+    __slots__ = ()
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: Any) -> list[Any]:
+        return list(self)
+
+    def __reduce__(self) -> tuple[type[list[Any]], tuple[list[Any]]]:
+        return list, (list(self),)
+
+
+class _EmptyDict(dict[str, str]):
+    """An empty dict that stays empty; a copy of it (or a pickle) is a plain ``{}``."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
+
+    def __copy__(self) -> dict[str, str]:
+        return {}
+
+    def __deepcopy__(self, memo: Any) -> dict[str, str]:
+        return {}
+
+    def __reduce__(self) -> tuple[type[dict[str, str]], tuple[()]]:
+        return dict, ()
+
+
+class _FieldsSet(set[str]):
+    """A pydantic fields set shared by every stored item with the same one: never changed.
+
+    A copy of it (or a pickle) is a plain ``set``.
+    """
+
+    __slots__ = ()
+    add = discard = remove = pop = clear = update = _refuse
+    difference_update = intersection_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def __deepcopy__(self, memo: Any) -> set[str]:
+        return set(self)
+
+    def __reduce__(self) -> tuple[type[set[str]], tuple[list[str]]]:
+        return set, (list(self),)
+
+
+_EMPTY_LIST: Any = _SharedList()
+_EMPTY_DICT: Any = _EmptyDict()
+_FIELDS_SETS: dict[frozenset[str], _FieldsSet] = {}
+_MAX_FIELDS_SETS = 1024
+"""Distinct fields sets shared (items name their fields in few ways); past it, none is."""
+_TAG_LISTS: dict[tuple[str, ...], _SharedList] = {}
+_MAX_TAG_LISTS = 4096
+"""Distinct tag lists shared (a tenant's or a source's tags recur); past it, none is."""
+
+
+def share_containers(item: Item) -> None:
+    """Point the store's own ``item``'s containers at the shared ones (see above).
+
+    Only for an item the store is about to keep and that nobody else holds:
+    the item is changed in place. Never raises: a field that cannot be
+    shared (an unhashable tag of an item stored unvalidated) keeps its own.
+    """
+    d = item.__dict__
+    tags = d["tags"]
+    if type(tags) is not _SharedList:
+        try:
+            key = tuple(tags)
+            shared_tags = _TAG_LISTS.get(key)
+            if shared_tags is None and len(_TAG_LISTS) < _MAX_TAG_LISTS:
+                shared_tags = _TAG_LISTS.setdefault(key, _SharedList(key))
+        except TypeError:
+            shared_tags = None
+        if shared_tags is not None:
+            d["tags"] = shared_tags
+    if not d["links"]:
+        d["links"] = _EMPTY_LIST
+    if not d["supersedes"]:
+        d["supersedes"] = _EMPTY_LIST
+    if not d["evidence_refs"]:
+        d["evidence_refs"] = _EMPTY_LIST
+    if not d["data"]:
+        d["data"] = _EMPTY_DICT
+    fields = item.__pydantic_fields_set__
+    if type(fields) is not _FieldsSet:
+        try:
+            key_fields = frozenset(fields)
+        except TypeError:
+            return
+        shared = _FIELDS_SETS.get(key_fields)
+        if shared is None:
+            if len(_FIELDS_SETS) >= _MAX_FIELDS_SETS:
+                return
+            shared = _FIELDS_SETS.setdefault(key_fields, _FieldsSet(key_fields))
+        _set_fields_set(item, shared)
+
+
+def _fields_set_setter() -> Any:
+    from pydantic import BaseModel
+
+    return BaseModel.__dict__["__pydantic_fields_set__"].__set__
+
+
+_set_fields_set = _fields_set_setter()
