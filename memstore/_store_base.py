@@ -16,8 +16,8 @@ from operator import itemgetter
 
 from sortedcontainers import SortedKeyList
 
-from memstore._shared import share_containers
 from memstore._lexindex import LexicalIndex
+from memstore._shared import share_containers
 from memstore.config import (
     BeforeCommitListener,
     Change,
