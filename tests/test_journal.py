@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memstore import (
     Config,
@@ -35,6 +37,7 @@ from memstore import (
 )
 from memstore.errors import InvalidItemError, JournalClosedError
 from memstore.journal import EXPORT_FORMAT, Hlc, Journal, JournalBase, Lsn, SqliteJournal
+from memstore.journal.hlc import MAX_COUNTER
 from memstore_index import CellStore, HashEmbedder
 from tests.conftest import FakeClock
 from tests.journals import (
@@ -913,3 +916,24 @@ def test_export_of_a_partition_keeps_moved_items_whole(pair: tuple[JournalBase, 
     assert journal.export("b", out_b) == 1
     line = json.loads(out_b.getvalue().splitlines()[1])
     assert line["id"] == moved.id and len(line["versions"]) == 2
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    ms=st.integers(min_value=0, max_value=(1 << 43) - 1),
+    extra_us=st.integers(min_value=0, max_value=999),
+    offset_min=st.integers(min_value=-23 * 60, max_value=23 * 60),
+)
+def test_an_lsn_and_its_datetime_name_the_same_millisecond(
+    ms: int, extra_us: int, offset_min: int
+) -> None:
+    # "As of" a moment includes every write of its millisecond, whatever the
+    # date or the zone: computed in floats, some dates landed a millisecond
+    # early (before a write made at that very moment) or read back a microsecond off.
+    zone = dt.timezone(dt.timedelta(minutes=offset_min))
+    moment = (_EPOCH + dt.timedelta(milliseconds=ms, microseconds=extra_us)).astimezone(zone)
+    assert Lsn.from_datetime(moment) == Lsn(ms, MAX_COUNTER)
+    assert Lsn(ms, 0).to_datetime() == _EPOCH + dt.timedelta(milliseconds=ms)

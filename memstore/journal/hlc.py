@@ -41,6 +41,8 @@ __all__ = [
 COUNTER_BITS: Final = 20
 """Bits of the counter inside a packed Lsn (:meth:`Lsn.packed`)."""
 MAX_COUNTER: Final = (1 << COUNTER_BITS) - 1
+_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_MILLISECOND: Final = _dt.timedelta(milliseconds=1)
 """The largest counter; a clock that reaches it moves ``wall_ms`` on by one."""
 MAX_NODE_ID: Final = 0xFFFF
 """Node ids are 16-bit (MemoryProtocol's ``u16``)."""
@@ -106,11 +108,12 @@ class Lsn(NamedTuple):
         """The last Lsn of ``when``'s millisecond: "as of" that moment includes it."""
         if when.tzinfo is None:
             raise InvalidLsnError("a datetime for an Lsn must carry a timezone")
-        return cls.of(int(when.timestamp() * 1000), MAX_COUNTER)
+        # In integers: a float timestamp times 1000 lands a millisecond off on some dates.
+        return cls.of((when - _EPOCH) // _MILLISECOND, MAX_COUNTER)
 
     def to_datetime(self) -> _dt.datetime:
         """The wall time of this position (UTC, millisecond precision)."""
-        return _dt.datetime.fromtimestamp(self.wall_ms / 1000, tz=_dt.UTC)
+        return _EPOCH + _dt.timedelta(milliseconds=self.wall_ms)
 
 
 class Hlc(NamedTuple):
