@@ -251,16 +251,26 @@ class Hub:
         no longer reaches back that far, or this hub never issued that number,
         nothing is replayed and :attr:`Subscription.gap` says why.
 
-        Raises :class:`ValueError` for an unknown topic or a ``maxsize`` below
-        1, :class:`HubClosedError` once the hub is closed.
+        Raises :class:`ValueError` for an unknown topic, a ``maxsize`` below
+        1 or an argument of the wrong type (``topics="change"`` is not read as
+        its letters), :class:`HubClosedError` once the hub is closed.
         """
+        if isinstance(topics, str | bytes):
+            raise ValueError(
+                f"topics must be a collection of topic names, not a string: [{topics!r}]?"
+            )
         wanted = None if topics is None else frozenset(topics)
         if wanted is not None and not wanted <= TOPICS:
-            raise ValueError(
-                f"unknown topics {sorted(wanted - TOPICS)}; choose from {sorted(TOPICS)}"
-            )
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+            unknown = sorted(map(repr, wanted - TOPICS))
+            raise ValueError(f"unknown topics [{', '.join(unknown)}]; choose from {sorted(TOPICS)}")
+        if type(maxsize) is not int or maxsize < 1:
+            raise ValueError(f"maxsize must be a whole number >= 1, got {maxsize!r}")
+        if partition is not None and not isinstance(partition, str):
+            raise ValueError(f"partition must be a string or None, got {partition!r}")
+        if after is not None and type(after) is not int:
+            raise ValueError(f"after must be a whole number or None, got {after!r}")
+        if not isinstance(name, str):
+            raise ValueError(f"name must be a string, got {name!r}")
         with self._lock:
             if self._closed:
                 raise HubClosedError("the hub is closed")

@@ -9,6 +9,7 @@ accounting under a real race.
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 import threading
@@ -230,8 +231,29 @@ def test_drop_accounting_is_exact_while_a_reader_races_a_flooding_publisher() ->
 
 
 def test_maxsize_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="maxsize must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="maxsize must be a whole number >= 1, got 0"):
         Hub().subscribe(maxsize=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"topics": TOPIC_HIT}, "topics must be a collection of topic names, not a string"),
+        ({"topics": [1]}, "unknown topics"),
+        ({"maxsize": "10"}, "maxsize must be a whole number >= 1, got '10'"),
+        ({"maxsize": True}, "maxsize must be a whole number >= 1, got True"),
+        ({"partition": 5}, "partition must be a string or None, got 5"),
+        ({"after": "3"}, "after must be a whole number or None, got '3'"),
+        ({"name": None}, "name must be a string, got None"),
+    ],
+)
+def test_subscribe_refuses_arguments_of_the_wrong_type(
+    options: dict[str, object], words: str
+) -> None:
+    hub = Hub()
+    with pytest.raises(ValueError, match=re.escape(words)):
+        hub.subscribe(**options)  # type: ignore[arg-type]
+    assert hub.stats().subscribers == 0
 
 
 # -------------------------------------------------------------- resumption
