@@ -661,6 +661,11 @@ def _check_op(op: Any) -> None:
             and (isinstance(index, str) or not all(isinstance(p, str) for p in index))
         ):
             raise InvalidItemError(f"index is False or a list of field paths, got {op.index!r}")
+    if isinstance(op, SearchOp | ListNamespacesOp):
+        for name in ("limit", "offset"):
+            value = getattr(op, name)
+            if type(value) is not int:  # a negative one reads as 0
+                raise InvalidItemError(f"{name} must be a whole number, got {value!r}")
     if isinstance(op, SearchOp):
         check_filter(op.filter)
         if op.query is not None and not isinstance(op.query, str):

@@ -363,6 +363,17 @@ def test_other_writers_are_followed() -> None:
     memory.close()
 
 
+@pytest.mark.parametrize("page", [{"limit": "3"}, {"offset": "1"}, {"limit": 2.5}, {"limit": True}])
+def test_a_page_that_is_not_a_whole_number_is_refused(page: dict[str, object]) -> None:
+    with MemstoreStore() as store:
+        store.put(("a",), "k", {"v": 1})
+        with pytest.raises(InvalidItemError, match="a whole number"):
+            store.search(("a",), **page)  # type: ignore[arg-type]
+        with pytest.raises(InvalidItemError, match="a whole number"):
+            store.list_namespaces(**page)  # type: ignore[arg-type]
+        assert [it.key for it in store.search(("a",), limit=1)] == ["k"]
+
+
 def test_closed_store_refuses_work() -> None:
     store = MemstoreStore()
     store.close()
