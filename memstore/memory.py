@@ -71,6 +71,7 @@ from memstore.limits import (
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.search._relevance import assign_relevance
+from memstore.search._types import check_config
 from memstore.store import Store
 from memstore.tags import (
     PARTITION_ALL,
@@ -168,6 +169,10 @@ class Memory:
             raise MemstoreError(
                 f"unknown search option(s) {unknown}; valid ones: {sorted(_SEARCH_FIELDS)}"
             )
+        try:  # before anything opens: a bad value is refused here, not at the first search
+            check_config(SearchConfig(store=None, **options))  # type: ignore[arg-type]
+        except ValueError as e:
+            raise MemstoreError(f"search option: {e}") from None
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
         self._closed = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -445,6 +446,26 @@ def test_cells_is_not_a_search_option(tmp_path: Path) -> None:
     with pytest.raises(MemstoreError, match="unknown search option"):
         Memory(tmp_path / "d", search={"cells": None})
     Memory(tmp_path / "d", embedder=None).close()  # nothing was left open
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [
+        ({"lexical_weight": "a"}, "lexical_weight 'a' is not in [0, 1]"),
+        ({"fanout": "x"}, "fanout 'x' is not a whole number >= 0"),
+        ({"fanout": -1}, "fanout -1 is not a whole number >= 0"),
+        ({"semantic_gap": "x"}, "semantic_gap 'x' is not a number >= 0"),
+        ({"always_fuse": "yes"}, "always_fuse must be True or False, got 'yes'"),
+        ({"spread_relations": "precedes"}, "spread_relations 'precedes' is not a tuple"),
+    ],
+)
+def test_a_search_option_of_the_wrong_type_is_refused_before_anything_opens(
+    tmp_path: Path, option: dict[str, object], words: str
+) -> None:
+    # Refused at the door, not by a TypeError at the first search that fuses.
+    with pytest.raises(MemstoreError, match=re.escape(words)):
+        Memory(tmp_path / "d", embedder=None, search=option)
+    assert not (tmp_path / "d").exists()
 
 
 def test_concurrent_updates_of_different_fields_both_land(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ is the vector side a searcher needs (``memstore_index.CellStore`` is one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -166,8 +167,48 @@ class SearchConfig:
     """What each signal that holds adds to a candidate's fused score, in [0, 1] (0: none)."""
 
 
+_FLAGS: Final = (
+    "semantic_cliff",
+    "always_fuse",
+    "no_shaping",
+    "subject_routing",
+    "subject_filter",
+    "date_signal",
+    "when_signal",
+    "subject_signal",
+)
+"""The options that are ``True`` or ``False`` (nothing merely truthy)."""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_config(cfg: SearchConfig) -> None:
-    """Reject a fusion this searcher does not know, naming the accepted ones."""
+    """Reject an option of the wrong type or out of range, naming it (a :class:`ValueError`).
+
+    Checked when a searcher is built, so a bad option fails there and not
+    at the first search that reads it.
+    """
+    for name in _FLAGS:
+        if type(getattr(cfg, name)) is not bool:
+            raise ValueError(
+                f"SearchConfig.{name} must be True or False, got {getattr(cfg, name)!r}"
+            )
+    if not _is_number(cfg.semantic_gap) or cfg.semantic_gap < 0:
+        raise ValueError(f"SearchConfig.semantic_gap {cfg.semantic_gap!r} is not a number >= 0")
+    if type(cfg.fanout) is not int or cfg.fanout < 0:
+        raise ValueError(f"SearchConfig.fanout {cfg.fanout!r} is not a whole number >= 0")
+    if not isinstance(cfg.source_relation, str):
+        raise ValueError(f"SearchConfig.source_relation {cfg.source_relation!r} is not a string")
+    spread = cfg.spread_relations
+    if not isinstance(spread, tuple | list) or not all(isinstance(r, str) for r in spread):
+        raise ValueError(
+            f"SearchConfig.spread_relations {spread!r} is not a tuple of relation names"
+        )
+    for name in ("signal_weight", "lexical_weight"):
+        if not _is_number(getattr(cfg, name)):
+            raise ValueError(f"SearchConfig.{name} {getattr(cfg, name)!r} is not in [0, 1]")
     if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
         raise ValueError(
             f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
