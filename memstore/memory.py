@@ -135,8 +135,10 @@ class Memory:
     that writes it (the journal's single writer): the items as the journal
     held them when opened, the vectors the writer stored (only items without
     one are embedded, in memory), and every write refused with
-    :class:`~memstore.errors.ReadOnlyError`. Nothing in the folder is created
-    or changed; a folder without a journal raises :class:`MemstoreError`.
+    :class:`~memstore.errors.ReadOnlyError`. No data in the folder is created
+    or changed (SQLite, as for any reader of a write-ahead-logged database,
+    may leave its empty ``-wal`` and ``-shm`` side files); a folder without a
+    journal raises :class:`MemstoreError`.
     """
 
     def __init__(
