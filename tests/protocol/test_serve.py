@@ -252,10 +252,12 @@ def test_a_dry_run_confirms_its_hard_delete_after_a_restart(tmp_path: Path) -> N
         (["--allow-host", "http://x"], "not a host name"),
         (["--max-connections", "0"], "max_connections must be a positive integer"),
         (["--header-timeout", "-1"], "header_timeout must be a positive number"),
-        (["--rate-per-second", "0"], "rate_per_second must be a positive number"),
-        (["--rate-per-second", "nan"], "rate_per_second must be a positive number"),
-        (["--rate-burst", "0"], "burst must be an integer of at least 1"),
-        (["--sse-keepalive", "0"], "sse_keepalive must be a positive number"),
+        # The command line refuses these itself (argparse types); serve() checks
+        # them again for a caller that builds its own arguments.
+        (["--rate-per-second", "0"], "--rate-per-second: must be a finite number above 0"),
+        (["--rate-per-second", "nan"], "--rate-per-second: must be a finite number above 0"),
+        (["--rate-burst", "0"], "--rate-burst: must be at least 1"),
+        (["--sse-keepalive", "0"], "--sse-keepalive: must be a finite number above 0"),
     ],
 )
 def test_bad_defence_flags_are_refused(tmp_path: Path, flags: list[str], says: str) -> None:
@@ -269,3 +271,28 @@ def test_bad_defence_flags_are_refused(tmp_path: Path, flags: list[str], says: s
     assert done.returncode == 2
     assert says in done.stderr, done.stderr
     assert not (tmp_path / "tokens.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ({"rate_per_second": 0.0}, "rate_per_second must be a positive number"),
+        ({"rate_per_second": float("nan")}, "rate_per_second must be a positive number"),
+        ({"rate_burst": 0}, "burst must be an integer of at least 1"),
+        ({"sse_keepalive": 0.0}, "sse_keepalive must be a positive number"),
+    ],
+)
+def test_serve_called_with_its_own_arguments_checks_the_rates_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: dict[str, float], says: str
+) -> None:
+    # A host that builds the arguments itself (not through the command line)
+    # gets the same refusal before anything is opened or written.
+    from memstore.cli import build_parser
+    from memstore.protocol import server
+
+    args = build_parser().parse_args(["serve", "--data", str(tmp_path / "data")])
+    for name, value in bad.items():
+        setattr(args, name, value)
+    assert server.serve(args) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
