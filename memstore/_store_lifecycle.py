@@ -29,6 +29,7 @@ from memstore.item import (
     ThoughtLink,
 )
 from memstore.limits import MAX_DATA_CHARS, MAX_REFS
+from memstore.tags import restored_origin
 from memstore.validate import thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
@@ -109,7 +110,9 @@ class StoreLifecycle(StoreBase):
         Records ``data["refuted"]`` (a :class:`~memstore.item.RefutedRecord` as
         base64 JSON), expires the cell, then expires every active derived cell
         citing it (an evidence ref naming the id, with or without ``cell:``, or
-        a link to it). Observed, human and verified cells are never cascaded.
+        a link to it). Observed, human and verified cells are never cascaded
+        (an unset origin reads as :func:`~memstore.tags.restored_origin` says:
+        human with an ``author/`` tag, else derived).
         Returns whether the cell existed and the ids expired as a consequence.
         A record that would take the cell's data past
         :data:`~memstore.limits.MAX_DATA_CHARS` raises
@@ -138,7 +141,9 @@ class StoreLifecycle(StoreBase):
                 cell = self._items.get(cid)
                 if cell is None or cid == id or cell.status != STATUS_ACTIVE:
                     continue
-                if cell.origin not in ("", ORIGIN_DERIVED):
+                # The origin the cell reads back with: a cell stored as given
+                # (put, restore) with no origin but an author tag is a person's.
+                if restored_origin(cell) != ORIGIN_DERIVED:
                     continue
                 self._write(cid, self._retire(cell, STATUS_STALE))
                 cascaded.append(cid)
