@@ -114,14 +114,16 @@ class StoreLifecycle(StoreBase):
         (an unset origin reads as :func:`~memstore.tags.restored_origin` says:
         human with an ``author/`` tag, else derived).
         Returns whether the cell existed and the ids expired as a consequence.
-        A record that would take the cell's data past
-        :data:`~memstore.limits.MAX_DATA_CHARS` raises
+        The record's ``at`` is ``now`` (default: the store's clock) in UTC; a
+        naive ``now``, or a record that would take the cell's data past
+        :data:`~memstore.limits.MAX_DATA_CHARS`, raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing.
         """
         when = now or self._now()
-        record = RefutedRecord(
-            reason=reason, evidence=list(evidence), at=when.isoformat().replace("+00:00", "Z")
-        )
+        if when.utcoffset() is None:  # "at" is RFC 3339 in UTC: a naive time names no instant
+            raise InvalidItemError(f"refute needs a timezone-aware time, got {when!r}")
+        at = when.astimezone(_dt.UTC).isoformat().replace("+00:00", "Z")
+        record = RefutedRecord(reason=reason, evidence=list(evidence), at=at)
         encoded = base64.b64encode(record.model_dump_json().encode()).decode()
         with self._writing():
             item = self._items.get(id)

@@ -331,6 +331,23 @@ def test_refute_uses_the_time_given(store: Store) -> None:
     assert RefutedRecord.model_validate_json(raw).at == "2025-01-11T09:00:00Z"
 
 
+def test_refute_records_the_time_in_utc_and_refuses_a_naive_one(
+    store: Store, recorder: Recorder
+) -> None:
+    store.upsert(_note("root", "claim"))
+    store.upsert(_note("other", "claim"))
+    paris = dt.timezone(dt.timedelta(hours=1))
+    store.refute("root", "wrong", now=dt.datetime(2025, 1, 11, 10, tzinfo=paris))
+    raw = base64.b64decode(_get(store, "root").data[REFUTED_DATA_KEY])
+    assert RefutedRecord.model_validate_json(raw).at == "2025-01-11T09:00:00Z"
+    before = _dump(store)
+    recorder.clear()
+    with pytest.raises(InvalidItemError, match="timezone-aware"):
+        store.refute("other", "wrong", now=dt.datetime(2025, 1, 11, 9))
+    assert _dump(store) == before
+    assert recorder.quiet
+
+
 def test_refute_takes_the_refuted_cell_out_of_search(store: Store) -> None:
     store.upsert(_note("root", "ledger pool exhausted"))
     store.refute("root", "wrong")
