@@ -16,6 +16,7 @@ import datetime as _dt
 from collections.abc import Collection, Sequence
 
 from memstore._store_base import StoreBase
+from memstore.arguments import describe
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import (
     MAX_MODEL_LINKS,
@@ -161,6 +162,8 @@ class StoreLifecycle(StoreBase):
         target and relation replaces the old one and is exempt from the cap.
         A link-only edit is not published to the change hook.
         """
+        if not isinstance(link, ThoughtLink):
+            raise InvalidItemError(f"add_link: expected a ThoughtLink, got {describe(link)}")
         if thought_link_rejection(from_id, link):
             return False
         with self._writing():
