@@ -235,8 +235,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ``owned``: the caller built ``item`` for this write and keeps no
         reference to it, so it is worked on without the defensive copy.
         """
-        if not isinstance(item, Item):
-            raise InvalidItemError(f"expected an Item, got {type(item).__name__}")
+        _check_item(item)
         if owned:
             it = item
         elif well_typed(item):
@@ -730,10 +729,11 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         return copy
 
 
-def _check_item(item: object, what: str) -> Item:
-    """``item`` when it is an :class:`Item`; else :class:`InvalidItemError` naming ``what``."""
+def _check_item(item: object, what: str = "") -> Item:
+    """``item`` when it is an :class:`Item`; else :class:`InvalidItemError` (naming ``what``)."""
     if not isinstance(item, Item):
-        raise InvalidItemError(f"{what}: expected an Item, got {describe(item)}")
+        head = f"{what}: " if what else ""
+        raise InvalidItemError(f"{head}expected an Item, got {describe(item)}")
     return item
 
 
