@@ -16,6 +16,7 @@ import datetime as _dt
 from collections.abc import Collection, Sequence
 
 from memstore._store_base import StoreBase
+from memstore.arguments import describe
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import (
     MAX_MODEL_LINKS,
@@ -29,6 +30,7 @@ from memstore.item import (
     ThoughtLink,
 )
 from memstore.limits import MAX_DATA_CHARS, MAX_REFS
+from memstore.tags import restored_origin
 from memstore.validate import thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
@@ -109,16 +111,20 @@ class StoreLifecycle(StoreBase):
         Records ``data["refuted"]`` (a :class:`~memstore.item.RefutedRecord` as
         base64 JSON), expires the cell, then expires every active derived cell
         citing it (an evidence ref naming the id, with or without ``cell:``, or
-        a link to it). Observed, human and verified cells are never cascaded.
+        a link to it). Observed, human and verified cells are never cascaded
+        (an unset origin reads as :func:`~memstore.tags.restored_origin` says:
+        human with an ``author/`` tag, else derived).
         Returns whether the cell existed and the ids expired as a consequence.
-        A record that would take the cell's data past
-        :data:`~memstore.limits.MAX_DATA_CHARS` raises
+        The record's ``at`` is ``now`` (default: the store's clock) in UTC; a
+        naive ``now``, or a record that would take the cell's data past
+        :data:`~memstore.limits.MAX_DATA_CHARS`, raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing.
         """
         when = now or self._now()
-        record = RefutedRecord(
-            reason=reason, evidence=list(evidence), at=when.isoformat().replace("+00:00", "Z")
-        )
+        if when.utcoffset() is None:  # "at" is RFC 3339 in UTC: a naive time names no instant
+            raise InvalidItemError(f"refute needs a timezone-aware time, got {when!r}")
+        at = when.astimezone(_dt.UTC).isoformat().replace("+00:00", "Z")
+        record = RefutedRecord(reason=reason, evidence=list(evidence), at=at)
         encoded = base64.b64encode(record.model_dump_json().encode()).decode()
         with self._writing():
             item = self._items.get(id)
@@ -138,7 +144,9 @@ class StoreLifecycle(StoreBase):
                 cell = self._items.get(cid)
                 if cell is None or cid == id or cell.status != STATUS_ACTIVE:
                     continue
-                if cell.origin not in ("", ORIGIN_DERIVED):
+                # The origin the cell reads back with: a cell stored as given
+                # (put, restore) with no origin but an author tag is a person's.
+                if restored_origin(cell) != ORIGIN_DERIVED:
                     continue
                 self._write(cid, self._retire(cell, STATUS_STALE))
                 cascaded.append(cid)
@@ -154,6 +162,8 @@ class StoreLifecycle(StoreBase):
         target and relation replaces the old one and is exempt from the cap.
         A link-only edit is not published to the change hook.
         """
+        if not isinstance(link, ThoughtLink):
+            raise InvalidItemError(f"add_link: expected a ThoughtLink, got {describe(link)}")
         if thought_link_rejection(from_id, link):
             return False
         with self._writing():

@@ -6,6 +6,8 @@ import datetime as _dt
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from memstore._store_base import StoreBase, _ts
+from memstore.arguments import describe
+from memstore.errors import InvalidItemError
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
 from memstore.item import (
     SCOPE_PRIVATE,
@@ -192,6 +194,8 @@ class StoreReads(StoreBase):
         private or inactive items are excluded (there is no caller identity to
         check an owner against). ``max_depth`` outside 1..8 means 8.
         """
+        if isinstance(anchor_ids, str):  # one id is not a list of ids (nor of letters)
+            raise InvalidItemError(f"anchor_ids must be a list of ids, got {describe(anchor_ids)}")
         if not 0.0 < decay <= 1.0:
             raise ValueError(f"decay must be in (0, 1], got {decay!r}")
         with self._locked():

@@ -1,7 +1,7 @@
 """Near-duplicates: when two memory items state one fact, and grouping them.
 
 Two items are compared only when :func:`dedup_comparable` allows it (same
-kind, scope, subject, partition, compatible service tag, trust rules); then the
+kind, scope and owner, subject, partition, compatible service tag, trust rules); then the
 Jaccard similarity of their :func:`~memstore.text.dedup_tokens` decides.
 
 >>> a = Item(kind="stable_fact", title="payment api timeout",
@@ -29,6 +29,7 @@ from memstore.item import (
     ORIGIN_HUMAN,
     ORIGIN_OBSERVED,
     ORIGIN_VERIFIED,
+    SCOPE_PRIVATE,
     STATUS_ACTIVE,
     Item,
 )
@@ -36,6 +37,7 @@ from memstore.tags import (
     AUTHOR_TAG_PREFIX,
     SHARED_TAG,
     partition_from_tags,
+    private_owner,
     service_tag_value,
 )
 from memstore.text import dedup_tokens
@@ -85,6 +87,11 @@ def _is_model_written(item: Item) -> bool:
     return item.origin in ("", ORIGIN_DERIVED)
 
 
+def _owner(item: Item) -> str:
+    """A private item's owner (its ``user:`` tag); ``""`` for a shared one."""
+    return private_owner(item) if item.scope == SCOPE_PRIVATE else ""
+
+
 def _author_tags(item: Item) -> frozenset[str]:
     return frozenset(t for t in item.tags if t.startswith(AUTHOR_TAG_PREFIX))
 
@@ -93,10 +100,12 @@ def dedup_comparable(a: Item, b: Item) -> bool:
     """Whether ``a`` (the existing item) and ``b`` (the incoming one) may be scored at all.
 
     They share kind, scope, subject (case-insensitively) and partition tag (no
-    tag is its own identity, not a wildcard); service tags match when both carry
-    one. A model-written ``b`` never folds into a human-written ``a``. A shared
-    ``a`` is never a merge target, and an ``a`` with an ``author/`` tag only
-    takes a ``b`` carrying the identical author tags.
+    tag is its own identity, not a wildcard), and two private items share their
+    owner (the ``user:`` tag: one owner's note never folds into another's);
+    service tags match when both carry one. A model-written ``b`` never folds
+    into a human-written ``a``. A shared ``a`` is never a merge target, and an
+    ``a`` with an ``author/`` tag only takes a ``b`` carrying the identical
+    author tags.
     """
     return Incoming(b).comparable(a)
 
@@ -109,10 +118,20 @@ class Incoming:
     not again for every candidate.
     """
 
-    __slots__ = ("authors", "kind", "model_written", "partition", "scope", "service", "subject")
+    __slots__ = (
+        "authors",
+        "kind",
+        "model_written",
+        "owner",
+        "partition",
+        "scope",
+        "service",
+        "subject",
+    )
 
     def __init__(self, b: Item) -> None:
         self.kind, self.scope = b.kind, b.scope
+        self.owner = _owner(b)
         self.subject = b.subject.casefold()
         self.partition = partition_from_tags(b.tags)
         self.service = service_tag_value(b)
@@ -122,6 +141,8 @@ class Incoming:
     def comparable(self, a: Item) -> bool:
         """:func:`dedup_comparable` of ``a`` (the existing item) and this incoming one."""
         if a.kind != self.kind or a.scope != self.scope:
+            return False
+        if self.scope == SCOPE_PRIVATE and private_owner(a) != self.owner:
             return False
         if a.subject.casefold() != self.subject:
             return False
@@ -237,7 +258,7 @@ def cluster_near_duplicates(items: Sequence[Item]) -> list[list[Item]]:
     own: every cluster has a stable representative (its first member).
 
     Each item's comparable key is derived once, and the heads are indexed by
-    the parts of it that must be equal (kind, scope, subject, partition) and
+    the parts of it that must be equal (kind, scope, owner, subject, partition) and
     then by token: an item is scored only against the heads of its bucket that
     share a token with it (two sets sharing none are never near-duplicates),
     and the overlap is counted from the postings rather than intersected
@@ -251,7 +272,7 @@ def cluster_near_duplicates(items: Sequence[Item]) -> list[list[Item]]:
     [['a', 'c'], ['b']]
     """
     clusters: list[list[Item]] = []
-    buckets: dict[tuple[str, str, str, str], _Bucket] = {}
+    buckets: dict[tuple[str, str, str, str, str], _Bucket] = {}
     for it in items:
         key = _Key(it)
         toks = dedup_tokens(it)
@@ -277,7 +298,13 @@ class _Key:
     __slots__ = ("authors", "bucket", "human", "model_written", "service", "shared")
 
     def __init__(self, it: Item) -> None:
-        self.bucket = (it.kind, it.scope, it.subject.casefold(), partition_from_tags(it.tags))
+        self.bucket = (
+            it.kind,
+            it.scope,
+            _owner(it),
+            it.subject.casefold(),
+            partition_from_tags(it.tags),
+        )
         self.service = service_tag_value(it)
         self.human = it.origin == ORIGIN_HUMAN
         self.model_written = _is_model_written(it)

@@ -35,6 +35,7 @@ from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
 from memstore._ulid import new_ulid
+from memstore.arguments import describe
 from memstore.config import (
     BeforeCommitListener,
     Change,
@@ -234,8 +235,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ``owned``: the caller built ``item`` for this write and keeps no
         reference to it, so it is worked on without the defensive copy.
         """
-        if not isinstance(item, Item):
-            raise InvalidItemError(f"expected an Item, got {type(item).__name__}")
+        _check_item(item)
         if owned:
             it = item
         elif well_typed(item):
@@ -445,6 +445,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         For a caller that owns every field (seeding state from elsewhere). The
         lexical indexes are built and listeners told, as for any change.
         """
+        _check_item(item, "put")
         if not item.id:
             raise InvalidItemError("put needs an item with an id")
         why = naive_datetime_rejection(item)
@@ -460,6 +461,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         cell older than the stored item never clobbers it (that is a pending
         local change). Returns whether the stored state changed.
         """
+        _check_item(item, "mirror")
         if not item.id:
             raise InvalidItemError("mirror needs an item with an id")
         why = naive_datetime_rejection(item)
@@ -493,6 +495,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         the item is kept as ``cell_originated``. Returns whether anything changed.
         """
         if item is not None:
+            _check_item(item, "reflect")
             if item.id != id:
                 raise InvalidItemError(f"reflect of {id!r} was given item {item.id!r}")
             why = naive_datetime_rejection(item)
@@ -516,7 +519,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         Restored items are marked ``cell_originated``. No listener or hook fires:
         this loads the record, it does not change it.
         """
-        self._restore([it.clone(cell_originated=True) for it in items])
+        self._restore([_check_item(it, "restore").clone(cell_originated=True) for it in items])
 
     def _restore_owned(self, items: list[Item], lexicon: LexiconSource | None = None) -> None:
         """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned.
@@ -724,6 +727,14 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         for id, item in self._items.items():
             copy._set(id, item.clone())
         return copy
+
+
+def _check_item(item: object, what: str = "") -> Item:
+    """``item`` when it is an :class:`Item`; else :class:`InvalidItemError` (naming ``what``)."""
+    if not isinstance(item, Item):
+        head = f"{what}: " if what else ""
+        raise InvalidItemError(f"{head}expected an Item, got {describe(item)}")
+    return item
 
 
 def _fields_of(item: Item) -> dict[str, object]:

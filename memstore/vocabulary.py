@@ -108,16 +108,32 @@ ENGINE_KINDS = _KNOWLEDGE
 """The kinds the engine gives rules of its own (confidence, deadlines, event dates)."""
 
 
+_SYSTEM_CONFIGURATION = "system_configuration"
+"""The kind of the server's own configuration cells: a data kind, never indexed."""
+
+
 def base_vocabulary() -> Vocabulary:
     """The kinds X-Ray's own server uses.
 
     Outside writers may write the six engine kinds; ``episodic`` and
-    ``mental_map`` are written by the server itself (searchable, not writable);
-    ``system_configuration`` is never searched without naming it.
+    ``mental_map`` are written by the server itself (searchable, not writable).
+    A ``system_configuration`` cell is never indexed (a data kind, read by id),
+    so it is left out of the searchable list on purpose: a kind filter naming
+    it could only return nothing, and :meth:`Vocabulary.validate_search_kind`
+    refuses it. (The vector index embeds what it is given: a host that writes
+    such cells through a store with a vector index marks them ``no_embed``.)
+
+    >>> v = base_vocabulary()
+    >>> v.is_searchable("system_configuration"), v.is_data("system_configuration")
+    (False, True)
     """
     return Vocabulary(
-        rejected=("episodic", "mental_map", "system_configuration"),
+        rejected=("episodic", "mental_map", _SYSTEM_CONFIGURATION),
         writable=_KNOWLEDGE,
         searchable=(*_KNOWLEDGE, "episodic", "mental_map"),
-        non_searchable=("system_configuration",),
+        data_kinds=_is_system_configuration,
     )
+
+
+def _is_system_configuration(kind: str) -> bool:
+    return kind == _SYSTEM_CONFIGURATION

@@ -56,6 +56,8 @@ _ITEM = st.fixed_dictionaries(
                     "author/xavier",
                     "author/yolanda",
                     "shared",
+                    "user:ann",
+                    "user:bob",
                 ]
             ),
             max_size=3,
@@ -104,3 +106,13 @@ def test_clusters_match_the_plain_scan_on_many_restatements() -> None:
     got = _ids(cluster_near_duplicates(items))
     assert got == _ids(reference_clusters(items))
     assert any(len(cl) > 1 for cl in got) and any(len(cl) == 1 for cl in got)
+
+
+def test_private_items_of_different_owners_are_never_comparable() -> None:
+    text = "the ledger replica backup runs every night at two and takes forty minutes"
+    mine = Item(id="m", kind="stable_fact", content=text, scope="private", tags=["user:ann"])
+    same = mine.clone(id="s")
+    theirs = mine.clone(id="t", tags=["user:bob"])
+    assert dedup_comparable(mine, same)
+    assert not dedup_comparable(mine, theirs) and not dedup_comparable(theirs, mine)
+    assert _ids(cluster_near_duplicates([mine, theirs, same])) == [["m", "s"], ["t"]]

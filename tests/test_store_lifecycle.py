@@ -276,6 +276,8 @@ def _refute_world(store: Store) -> None:
     store.upsert(_note("human", "ana agrees", evidence_refs=["root"], origin="human"))
     store.upsert(_note("verified", "checked", evidence_refs=["root"], origin="verified"))
     store.put(_note("no-origin", "legacy cell", evidence_refs=["cell:root"], created_at=T0))
+    # Stored as given, no origin but an author tag: a person's note (restored_origin).
+    store.put(_note("authored", "ana's note", evidence_refs=["root"], tags=["author/ana"]))
     store.upsert(_note("two-hop", "deploy freeze", evidence_refs=["by-ref"]))
     store.upsert(_note("retired", "old claim", evidence_refs=["root"]))
     store.expire("retired")
@@ -298,7 +300,7 @@ def test_refute_expires_the_cell_and_its_derived_citers_one_hop(
     assert status["root"] == "stale"
     for id in cascaded:
         assert status[id] == "stale", id
-    for id in ("observed", "human", "verified", "two-hop", "unrelated", "downstream"):
+    for id in ("observed", "human", "verified", "authored", "two-hop", "unrelated", "downstream"):
         assert status[id] == "active", id
     assert len(recorder.groups) == 1  # one group: the refutation and its cascade
     assert sorted(c.id for c in recorder.groups[0]) == sorted(["root", *cascaded])
@@ -327,6 +329,23 @@ def test_refute_uses_the_time_given(store: Store) -> None:
     store.refute("root", "wrong", now=when)
     raw = base64.b64decode(_get(store, "root").data[REFUTED_DATA_KEY])
     assert RefutedRecord.model_validate_json(raw).at == "2025-01-11T09:00:00Z"
+
+
+def test_refute_records_the_time_in_utc_and_refuses_a_naive_one(
+    store: Store, recorder: Recorder
+) -> None:
+    store.upsert(_note("root", "claim"))
+    store.upsert(_note("other", "claim"))
+    paris = dt.timezone(dt.timedelta(hours=1))
+    store.refute("root", "wrong", now=dt.datetime(2025, 1, 11, 10, tzinfo=paris))
+    raw = base64.b64decode(_get(store, "root").data[REFUTED_DATA_KEY])
+    assert RefutedRecord.model_validate_json(raw).at == "2025-01-11T09:00:00Z"
+    before = _dump(store)
+    recorder.clear()
+    with pytest.raises(InvalidItemError, match="timezone-aware"):
+        store.refute("other", "wrong", now=dt.datetime(2025, 1, 11, 9))
+    assert _dump(store) == before
+    assert recorder.quiet
 
 
 def test_refute_takes_the_refuted_cell_out_of_search(store: Store) -> None:

@@ -206,6 +206,28 @@ def test_a_non_item_is_rejected(store: Store) -> None:
     assert len(store) == 0
 
 
+def test_every_writer_names_a_wrong_type_and_changes_nothing(
+    store: Store, recorder: Recorder
+) -> None:
+    store.upsert(Item(id="a", kind="note", title="a"))
+    before = store.items_locked()
+    recorder.clear()
+    calls = {
+        "put": lambda: store.put("x"),  # type: ignore[arg-type]
+        "mirror": lambda: store.mirror(None),  # type: ignore[arg-type]
+        "reflect": lambda: store.reflect("a", {"id": "a"}),  # type: ignore[arg-type]
+        "restore": lambda: store.restore([Item(id="b", kind="note", title="b"), "c"]),  # type: ignore[list-item]
+        "add_link": lambda: store.add_link("a", {"to_id": "b", "relation": "explains"}),  # type: ignore[arg-type]
+        "anchor_ids": lambda: store.traverse("a"),
+    }
+    for what, call in calls.items():
+        with pytest.raises(InvalidItemError, match=r"expected an?|list of ids") as e:
+            call()
+        assert what in str(e.value), what
+    assert store.items_locked() == before
+    assert recorder.quiet
+
+
 def test_valid_edge_values_are_accepted(store: Store) -> None:
     ok = [
         Item(id="i" * 256, kind="note", title="longest id"),

@@ -136,12 +136,15 @@ class Searcher:
         min_relevance: float = 0.0,
         query_vector: npt.ArrayLike | None = None,
     ) -> list[SearchResult]:
-        """Lexical first; semantic fused in by RRF when the lexical answer is not confident.
+        """Lexical first; semantic fused in when the lexical answer is not confident.
 
-        A confident lexical hit returns without an embedding call. Results are
-        limited to what ``partition`` may see (items tagged for it, untagged
-        ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL` lifts the
-        filter (read-only operator surfaces only). Every result carries a
+        The channels are fused as ``SearchConfig.fusion`` says (normalised
+        scores by default, Reciprocal Rank Fusion with ``"rrf"``). A confident
+        lexical hit (it covers every query token, or all but one of exactly
+        three, and scores above the second hit) returns without an embedding
+        call. Results are limited to what ``partition`` may see (items tagged
+        for it, untagged ones, ``shared`` ones); :data:`~memstore.tags.PARTITION_ALL`
+        lifts the filter (read-only operator surfaces only). Every result carries a
         ``relevance`` in [0, 1] (:mod:`memstore.search._relevance`); those below
         ``min_relevance`` (a number in [0, 1], default 0: keep all) are dropped
         from the ``limit`` results, so fewer, or none, may come back.
