@@ -59,12 +59,35 @@ def check_bearer(token: str, authorization: str | None) -> bool:
     return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def load_owner_token(path: str | os.PathLike[str] | None, host: str) -> TokensFile[str] | None:
+def load_owner_token(
+    path: str | os.PathLike[str] | None, host: str, *, variable: tuple[str, str] | None = None
+) -> TokensFile[str] | str | None:
     """The owner token to require, or None (no token: only on a loopback bind).
 
+    ``path``: the token file (re-read when it changes). ``variable``: the name
+    and value of an environment variable holding the token instead (seed
+    002's ``MIND_LAYER_TOKEN``), under the same rules; giving both is refused.
+
     :raises OwnerTokenError: a file others may read, one that does not parse,
-        no file on a public bind, or a token too short for a public bind.
+        no token on a public bind, a token too short for a public bind, or both
+        a file and a variable. The message never quotes the token.
     """
+    if variable is not None:
+        name, value = variable
+        if path is not None:
+            raise OwnerTokenError(
+                f"{name} is set and --owner-token-file is given: give one of them"
+            )
+        try:
+            token = parse_token(value)
+        except ValueError as e:
+            raise OwnerTokenError(f"{name}: {e}") from None
+        if not is_loopback(host) and len(token) < MIN_PUBLIC_TOKEN_CHARS:
+            raise OwnerTokenError(
+                f"{name}: a server on {host} needs an owner token of at least "
+                f"{MIN_PUBLIC_TOKEN_CHARS} characters"
+            )
+        return token
     if path is None:
         if not is_loopback(host):
             raise OwnerTokenError(

@@ -7,9 +7,9 @@ saying what to fix) rather than serving something unsafe:
   an ``http://`` URL that is not loopback, a URL with credentials, a model
   without a URL or a URL without a model;
 - the owner token (:func:`~memstore.mindlayer.auth.load_owner_token`): a
-  public bind needs ``--owner-token-file`` with a token of 32+ characters;
-  the file must be mode 0600; seed 002's ``MIND_LAYER_TOKEN`` set without
-  that flag is refused rather than ignored (it would leave the server open);
+  public bind needs a token of 32+ characters, from ``--owner-token-file``
+  (mode 0600, re-read when it changes) or from seed 002's ``MIND_LAYER_TOKEN``
+  (one or the other, never both);
 - the vectors: with an embedding model, vectors stored by another model (or
   dimension) are refused (fail closed), naming both models and the way to
   re-embed (``CellStore.reembed``).
@@ -39,6 +39,7 @@ from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
+from memstore.web.tokens import TokensFile
 
 __all__ = ["SEED_TOKEN_VARIABLE", "serve"]
 
@@ -86,17 +87,14 @@ def serve(args: argparse.Namespace) -> int:
         return _fail(
             "--tokens-file is MemoryProtocol's; the Mind Layer API takes --owner-token-file"
         )
-    if os.environ.get(SEED_TOKEN_VARIABLE) and not getattr(args, "owner_token_file", None):
-        # Seed 002's server takes its owner token from this variable; ignoring it would
-        # serve without the token its operator believes is required.
-        return _fail(
-            f"{SEED_TOKEN_VARIABLE} is set, but this server reads the owner token from a file: "
-            "write the token to a file of mode 0600 and pass --owner-token-file FILE "
-            f"(or unset {SEED_TOKEN_VARIABLE} to serve loopback without a token)"
-        )
     try:
         provider = ProviderConfig.from_env(os.environ)
-        token = load_owner_token(getattr(args, "owner_token_file", None), args.host)
+        seed_token = os.environ.get(SEED_TOKEN_VARIABLE)  # seed 002's way to give it
+        token = load_owner_token(
+            getattr(args, "owner_token_file", None),
+            args.host,
+            variable=(SEED_TOKEN_VARIABLE, seed_token) if seed_token else None,
+        )
         hosts = HostPolicy.for_bind(args.host, getattr(args, "allow_host", None) or ())
         origins = OriginPolicy(getattr(args, "allow_origin", None) or ())
         limits = ConnectionLimits(
@@ -128,7 +126,7 @@ def serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             limits=limits,
-            on_hangup=(token.reload,) if token is not None else (),
+            on_hangup=(token.reload,) if isinstance(token, TokensFile) else (),
         )
         model = memory.cells.embedder.model_id if memory.cells is not None else "none"
         print(

@@ -93,21 +93,33 @@ class TestHTTPAuthenticationAndBrowserIsolation:
         assert code == 2 and "at least 32 characters" in out
         assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
-    def test_the_seeds_token_variable_is_not_silently_ignored(self, tmp_path: Path) -> None:
-        """``MIND_LAYER_TOKEN`` without ``--owner-token-file``: refused, never an open server."""
+    def test_the_seeds_token_variable_is_the_owner_token(self, tmp_path: Path) -> None:
+        """``MIND_LAYER_TOKEN`` (seed 002's way to give it) is required as the owner token."""
         env = {"MIND_LAYER_TOKEN": TOKEN}
-        code, out = refused(tmp_path / "data", env=env)
-        assert code == 2 and "MIND_LAYER_TOKEN" in out and "--owner-token-file" in out
-        assert TOKEN not in out
-        assert not (tmp_path / "data").exists()
-        server = start(
-            tmp_path / "data", "--owner-token-file", str(token_file(tmp_path, TOKEN)), env=env
-        )
+        server = start(tmp_path / "data", env=env)
         try:
             with server.client() as anon:
                 assert anon.get("/v1/export", params=new_scope()).status_code == 401
+            with server.client("wrong-" + TOKEN) as wrong:
+                assert wrong.get("/v1/export", params=new_scope()).status_code == 401
+            with server.client(TOKEN) as owner:
+                assert owner.get("/v1/export", params=new_scope()).status_code == 200
         finally:
             assert server.stop() == 0
+        assert TOKEN not in server.log_text()
+        # The same rules as a token file's: one line of printable ASCII, and 32+
+        # characters on a public bind (here refused before anything opens).
+        code, out = refused(tmp_path / "d2", env={"MIND_LAYER_TOKEN": "two words"})
+        assert code == 2 and "MIND_LAYER_TOKEN" in out and "printable ASCII" in out
+        code, out = refused(tmp_path / "d3", env={"MIND_LAYER_TOKEN": "short"}, host="0.0.0.0")
+        assert code == 2 and "at least 32 characters" in out and "short" not in out
+        assert not (tmp_path / "d2").exists() and not (tmp_path / "d3").exists()
+
+    def test_a_token_file_and_the_variable_together_are_refused(self, tmp_path: Path) -> None:
+        env = {"MIND_LAYER_TOKEN": TOKEN}
+        file = str(token_file(tmp_path, TOKEN))
+        code, out = refused(tmp_path / "data", "--owner-token-file", file, env=env)
+        assert code == 2 and "give one" in out and TOKEN not in out
 
     def test_token_file_readable_by_others_is_refused(self, tmp_path: Path) -> None:
         loose = token_file(tmp_path, TOKEN, mode=0o644)
