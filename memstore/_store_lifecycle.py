@@ -15,6 +15,7 @@ import base64
 import datetime as _dt
 from collections.abc import Collection, Sequence
 
+from memstore import arguments as arg
 from memstore._store_base import StoreBase
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import (
@@ -28,7 +29,7 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
-from memstore.limits import MAX_DATA_CHARS, MAX_REFS
+from memstore.limits import MAX_DATA_CHARS, MAX_REASON_CHARS, MAX_REF_CHARS, MAX_REFS
 from memstore.validate import thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
@@ -113,8 +114,17 @@ class StoreLifecycle(StoreBase):
         Returns whether the cell existed and the ids expired as a consequence.
         A record that would take the cell's data past
         :data:`~memstore.limits.MAX_DATA_CHARS` raises
-        :class:`~memstore.errors.InvalidItemError` and changes nothing.
+        :class:`~memstore.errors.InvalidItemError` and changes nothing, as
+        does an argument of the wrong type (``evidence="cell-1"`` is one
+        reference, not a list of its letters: pass ``["cell-1"]``).
         """
+        id = arg.id_arg(id)
+        reason = arg.text_arg(reason, "reason", MAX_REASON_CHARS)
+        evidence = arg.text_list(evidence, "evidence", MAX_REFS, MAX_REF_CHARS)
+        if now is not None and (not isinstance(now, _dt.datetime) or now.tzinfo is None):
+            raise InvalidItemError(
+                f"now must be an aware datetime or None, got {arg.describe(now)}"
+            )
         when = now or self._now()
         record = RefutedRecord(
             reason=reason, evidence=list(evidence), at=when.isoformat().replace("+00:00", "Z")
@@ -152,8 +162,13 @@ class StoreLifecycle(StoreBase):
         :data:`~memstore.item.MAX_MODEL_LINKS` links and this one does not
         out-weigh the lowest (which is then evicted). A link with the same
         target and relation replaces the old one and is exempt from the cap.
-        A link-only edit is not published to the change hook.
+        A link-only edit is not published to the change hook. A ``link`` that
+        is not a :class:`~memstore.item.ThoughtLink` raises
+        :class:`~memstore.errors.InvalidItemError`.
         """
+        from_id = arg.id_arg(from_id, "from_id")
+        if not isinstance(link, ThoughtLink):
+            raise InvalidItemError(f"link must be a ThoughtLink, got {arg.describe(link)}")
         if thought_link_rejection(from_id, link):
             return False
         with self._writing():

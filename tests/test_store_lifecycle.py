@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import threading
 
 import pytest
@@ -333,6 +334,38 @@ def test_refute_takes_the_refuted_cell_out_of_search(store: Store) -> None:
     store.upsert(_note("root", "ledger pool exhausted"))
     store.refute("root", "wrong")
     assert store.keyword_search("ledger pool exhausted") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named"),
+    [
+        (("root", "wrong", "log:42"), {}, "evidence"),  # one ref, not its letters
+        (("root", "wrong", {"log:42": 1}), {}, "evidence"),
+        (("root", "wrong", [42]), {}, "evidence[0]"),
+        (("root", "wrong", None), {}, "evidence"),
+        (("root", b"wrong"), {}, "reason"),
+        (("root", None), {}, "reason"),
+        (("root", "x" * 1_001), {}, "reason"),
+        ((["root"], "wrong"), {}, "id"),
+        ((None, "wrong"), {}, "id"),
+        (("root", "wrong"), {"now": "2025-01-01"}, "now"),
+        (("root", "wrong"), {"now": dt.datetime(2025, 1, 1)}, "now"),  # naive
+    ],
+)
+def test_refute_refuses_arguments_of_the_wrong_type_and_changes_nothing(
+    store: Store,
+    recorder: Recorder,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    named: str,
+) -> None:
+    store.upsert(_note("root", "ledger pool exhausted"))
+    before = _dump(store)
+    recorder.clear()
+    with pytest.raises(InvalidItemError, match="^" + re.escape(named)):
+        store.refute(*args, **kwargs)  # type: ignore[arg-type]
+    assert _dump(store) == before
+    assert recorder.quiet
 
 
 def test_refute_unknown_id_changes_nothing(store: Store, recorder: Recorder) -> None:
