@@ -255,10 +255,8 @@ def test_node_id_is_in_every_stamp(place: Place) -> None:
     a = store.upsert(note("x"))
     assert journal.history(a.id)[0].valid_from.node_id == 513
     journal.close()
-    journal = open_journal(place, node_id=70_000)
-    with pytest.raises(ValueError, match="node_id"):
-        journal.attach(Store())
-    journal.close()
+    with pytest.raises(ValueError, match="node_id"):  # refused before it opens
+        open_journal(place, node_id=70_000)
 
 
 # ------------------------------------------------------------- as_of
@@ -659,6 +657,34 @@ def test_a_cap_that_is_not_a_positive_whole_number_is_refused(db: Path, cap: obj
     with pytest.raises(ValueError, match="max_bytes"):
         SqliteJournal(db, max_bytes=cap)  # type: ignore[arg-type]
     SqliteJournal(db).close()  # the refused journal holds no lock
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("node_id", "3"),
+        ("node_id", True),  # not node 1
+        ("node_id", -1),
+        ("node_id", 65_536),
+        ("node_id", 1.0),
+        ("wall", "time"),
+        ("readonly", "no"),  # not read-only because the string is truthy
+        ("readonly", 1),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_refused_before_the_file_opens(
+    tmp_path: Path, option: str, value: object
+) -> None:
+    db = tmp_path / "j.db"
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        SqliteJournal(db, **{option: value})  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # nothing created, no lock held
+
+
+@pytest.mark.parametrize("path", [5, None, ["j.db"]])
+def test_a_path_that_is_not_a_path_is_refused(path: object) -> None:
+    with pytest.raises(ValueError, match=r"^path must be a file path"):
+        SqliteJournal(path)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------- single writer

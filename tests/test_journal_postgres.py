@@ -226,6 +226,33 @@ def test_bad_arguments_are_refused(pg_place: PgPlace) -> None:
         PostgresJournal(5)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("node_id", "3"),
+        ("node_id", True),
+        ("node_id", -1),
+        ("node_id", 65_536),
+        ("wall", "time"),
+        ("replicate", "no"),  # would follow the feed: the string is truthy
+        ("poll_interval", "2"),
+        ("poll_interval", True),
+        ("connect_timeout", "5"),
+        ("connect_timeout", -1),  # libpq reads it as "wait for ever"
+        ("connect_timeout", 0),
+        ("connect_timeout", 2.5),
+        ("lock_timeout", "3"),
+        ("lock_timeout", True),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_refused_before_connecting(
+    option: str, value: object
+) -> None:
+    # Port 1: nothing listens, so only a check before connecting can answer.
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        PostgresJournal("postgresql://app@127.0.0.1:1/memory", **{option: value})
+
+
 # -------------------------------------------------------------- replication
 
 

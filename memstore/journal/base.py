@@ -35,7 +35,7 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
-from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError, Lsn
 from memstore.journal.version import TABLE, Row, Version, row_from_export
 from memstore.tags import PARTITION_ALL
 
@@ -101,6 +101,13 @@ class JournalBase(ABC):
     """Stamps, groups, restore, import, export and purge over a backend's rows."""
 
     def __init__(self, *, node_id: int, wall: Callable[[], int] | None) -> None:
+        # Checked before a backend opens anything: a bad one would otherwise
+        # surface at attach (a bare TypeError for node_id="3"), or never
+        # (node_id=True stamped as node 1).
+        if type(node_id) is not int or not 0 <= node_id <= MAX_NODE_ID:
+            raise ValueError(f"node_id must be a whole number in 0..{MAX_NODE_ID}, got {node_id!r}")
+        if wall is not None and not callable(wall):
+            raise ValueError(f"wall must be a function returning milliseconds, got {wall!r:.40}")
         self._node_id = node_id
         self._wall = wall
         self._clock: HybridClock | None = None
