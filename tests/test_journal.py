@@ -432,6 +432,39 @@ def test_purge_by_predicate_sees_deleted_items(pair: tuple[JournalBase, Store]) 
         journal.purge(None)  # type: ignore[arg-type]
 
 
+_WRONG_CALLS: list[tuple[str, Callable[[JournalBase], object], str]] = [
+    ("purge bytes", lambda j: j.purge(b"ab"), "^match: expected a list of ids"),
+    ("purge ints", lambda j: j.purge([5, 6]), r"^match\[0\] must be text"),
+    ("purge mapping", lambda j: j.purge({"x": 1}), "^match: expected a list of ids"),
+    ("matching text", lambda j: j.matching("tenant/acme"), "^match must be a function"),
+    ("history bool", lambda j: j.history(True), "^id must be text"),
+    ("history huge", lambda j: j.history(10**30), "^id must be text"),
+    ("as_of partition", lambda j: j.as_of(j.head(), partition=5), "^partition must be text"),
+    ("snapshot partition", lambda j: list(j.snapshot(j.head(), partition=b"p")), "^partition"),
+    ("export partition", lambda j: j.export(b"p", io.StringIO()), "^partition must be text"),
+    ("export fp", lambda j: j.export(None, "out.ndjson"), "^fp must be a file"),  # type: ignore[arg-type]
+    ("export binary", lambda j: j.export(None, io.BytesIO()), "^fp must be a file"),  # type: ignore[arg-type]
+    ("export on_corrupt", lambda j: j.export(None, io.StringIO(), on_corrupt=[]), "^on_corrupt"),  # type: ignore[arg-type]
+    ("import_ text", lambda j: j.import_('{"format": 1}'), "^fp must be a file"),
+    ("import_ none", lambda j: j.import_(None), "^fp must be a file"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [c[1:] for c in _WRONG_CALLS], ids=[c[0] for c in _WRONG_CALLS]
+)
+def test_a_journal_call_with_a_wrong_argument_is_refused_and_changes_nothing(
+    pair: tuple[JournalBase, Store], call: Callable[[JournalBase], object], match: str
+) -> None:
+    journal, store = pair
+    a = store.upsert(note("kept", tags=["tenant/acme"]))
+    head = journal.head()
+    with pytest.raises(InvalidItemError, match=match):
+        call(journal)
+    assert journal.head() == head and store.get(a.id) is not None
+    assert len(journal.history(a.id)) == 1
+
+
 def test_purge_inside_a_batch_is_refused(pair: tuple[JournalBase, Store]) -> None:
     journal, store = pair
     a = store.upsert(note("a"))
