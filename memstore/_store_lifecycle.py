@@ -40,6 +40,8 @@ class StoreLifecycle(StoreBase):
 
     def delete(self, id: str) -> bool:
         """Remove one item by id; returns whether it existed."""
+        if type(id) is not str:  # 5 or ["a"] is no id: refused, not "did not exist"
+            arg.id_arg(id)
         with self._writing():
             if id not in self._items:
                 return False
@@ -51,6 +53,8 @@ class StoreLifecycle(StoreBase):
 
     def expire(self, id: str) -> bool:
         """Mark an item stale; returns whether it exists."""
+        if type(id) is not str:
+            arg.id_arg(id)
         with self._writing():
             item = self._items.get(id)
             if item is None:
@@ -86,6 +90,9 @@ class StoreLifecycle(StoreBase):
         restatements can still be updated and re-imported. Returns ``False``,
         writing nothing, when either id is empty or unknown, or they are equal.
         """
+        if type(id) is not str or type(by_id) is not str:
+            arg.id_arg(id)
+            arg.id_arg(by_id, "by_id")
         if not id or not by_id or id == by_id:
             return False
         with self._writing():
