@@ -9,6 +9,7 @@ follower thread); the real-process proofs are in
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import threading
 from collections.abc import Iterator, Sequence
@@ -415,6 +416,20 @@ def test_wait_for_reports_a_position_it_cannot_reach(nodes: Any) -> None:
     assert not lone.journal.feed_status().following
     assert lone.journal.wait_for(a.journal.head(), 0.05) is False
     assert lone.journal.wait_for(Lsn(0, 0), 0.05) is True
+
+
+@pytest.mark.parametrize("timeout", [math.nan, "5", True, -1])
+def test_wait_for_refuses_a_timeout_that_is_not_a_time(nodes: Any, timeout: object) -> None:
+    lone = nodes(replicate=False)
+    far = Lsn(lone.journal.head().wall_ms + 10**6, 0)  # never reached: NaN waited for ever
+    with pytest.raises(ValueError, match=r"^timeout must be"):
+        lone.journal.wait_for(far, timeout)
+
+
+def test_wait_for_reads_an_endless_timeout_as_none(nodes: Any) -> None:
+    lone = nodes(replicate=False)
+    assert lone.journal.wait_for(Lsn(0, 0), math.inf) is True
+    assert lone.journal.wait_for(Lsn(0, 0), 10**30) is True
 
 
 def test_wait_for_takes_every_form_of_a_position_as_of_does(nodes: Any) -> None:

@@ -99,6 +99,8 @@ Durability = Literal["full", "normal", "off"]
 
 _SCHEMA_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _FETCH = 2000
+_FOREVER_S = 365 * 24 * 3600.0 * 100
+"""A wait longer than this (a century; infinity too) is a wait without a timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,13 +585,19 @@ class PostgresJournal(JournalBase):
         writes across processes) or :meth:`head` (everything written so far):
         an :class:`Lsn`, an :class:`Hlc`, or the text ``"wall_ms.counter"``
         that HTTP answers carry. Anything else (a datetime too: a moment is
-        not a commit) raises :class:`InvalidLsnError`.
+        not a commit) raises :class:`InvalidLsnError`. ``timeout``: seconds,
+        ``None`` (or infinity) to wait for ever; a NaN, a negative number, a
+        ``bool`` or a string raises :class:`ValueError` (NaN never ran out).
         """
         if not isinstance(lsn, Lsn | Hlc | str):
             raise InvalidLsnError(
                 "wait_for takes a log position (an Lsn, an Hlc or 'wall_ms.counter'), "
                 f"got {lsn!r:.60}"
             )
+        if timeout is not None and (not _is_number(timeout) or not timeout >= 0):
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+        if timeout is not None and timeout > _FOREVER_S:  # the clock's range; inf included
+            timeout = None
         return self._position.wait_for(to_lsn(lsn).packed(), timeout)
 
     # ------------------------------------------------------------------ close
