@@ -287,6 +287,22 @@ def test_model_mismatch_fails_closed_and_reembed_recovers(tmp_path: Path) -> Non
     cells._check()
 
 
+@pytest.mark.parametrize("batch_size", [-1, 0, "64", 2.5, True])
+def test_reembed_refuses_a_batch_size_that_is_not_a_count(
+    tmp_path: Path, batch_size: object
+) -> None:
+    with CellStore(HashEmbedder(dim=32, seed=1), path=tmp_path) as cells:
+        cells.upsert(IndexEntry("a"), "ledger pool exhausted")
+    with pytest.raises(ValueError, match=r"^batch_size must be"):
+        CellStore.reembed(tmp_path, HashEmbedder(dim=32, seed=2), batch_size=batch_size)  # type: ignore[arg-type]
+    # Nothing was stamped: the file still belongs to the old model, whose vectors it holds.
+    with pytest.raises(EmbedderMismatchError):
+        CellStore(HashEmbedder(dim=32, seed=2), path=tmp_path)
+    with CellStore(HashEmbedder(dim=32, seed=1), path=tmp_path) as cells:
+        cells._check(vectors=False)
+        assert cells.ids() == ["a"]
+
+
 def test_attach_follows_the_store() -> None:
     store = Store()
     cells = CellStore(HashEmbedder(dim=64))
