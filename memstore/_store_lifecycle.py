@@ -225,7 +225,11 @@ class StoreLifecycle(StoreBase):
         elsewhere: an item loaded from a cell (``cell_originated``) whose id is
         not in ``keep``, and any stale or superseded item not in ``keep``, go.
         Active items authored in memory are never touched. Returns the count.
+        ``keep`` is a collection of ids: one bare string is refused (``in``
+        would test it as text, keeping every id that is part of it).
         """
+        if isinstance(keep, str | bytes) or not isinstance(keep, Collection):
+            raise InvalidItemError(f"keep must be a collection of ids, got {arg.describe(keep)}")
         with self._locked():
             if self._txn is not None:
                 raise MemstoreError("prune_except cannot run inside a batch")

@@ -588,6 +588,28 @@ def test_prune_except_inside_a_batch_is_refused(store: Store) -> None:
         store.prune_except(())
 
 
+@pytest.mark.parametrize(
+    "keep",
+    ["mem-stale-kept", b"mem-stale-kept", None, (i for i in ["mem-stale"])],
+    ids=["text", "bytes", "None", "generator"],
+)
+def test_prune_except_refuses_what_is_not_a_collection_of_ids(store: Store, keep: object) -> None:
+    store.upsert(_note("mem-stale", "f"))  # "mem-stale" is part of "mem-stale-kept"
+    store.upsert(_note("mem-stale-kept", "g"))
+    store.expire("mem-stale")
+    store.expire("mem-stale-kept")
+    before = _dump(store)
+    with pytest.raises(InvalidItemError, match=r"^keep must be a collection of ids"):
+        store.prune_except(keep)  # type: ignore[arg-type]
+    assert _dump(store) == before
+
+
+@pytest.mark.parametrize("config", ["strict", 5, {"vocabulary": None}])
+def test_a_config_that_is_not_a_config_is_refused(config: object) -> None:
+    with pytest.raises(MemstoreError, match=r"^config must be a memstore\.Config"):
+        Store(config)  # type: ignore[arg-type]
+
+
 # --------------------------------------------------------------- clone_into
 
 
