@@ -15,6 +15,7 @@ the store may take it without a defensive copy.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -34,6 +35,9 @@ DEFAULT_KIND: Final = "note"
 """The kind of a note added as plain text without ``kind=``."""
 
 FIELDS: Final = frozenset(Item.model_fields)
+_TIMES: Final = ("stale_after", "created_at", "updated_at")
+_NUMBER: Final = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+"""A number as text, which the model would read as a Unix time."""
 _BUILT_FIELDS: Final = FIELDS - {"cell_originated"}
 """The fields an item built from an ``Item`` counts as set (as validating its dump did)."""
 _NOTE: Final = Item(kind=DEFAULT_KIND)
@@ -166,6 +170,17 @@ def check_fields(fields: Mapping[str, Any]) -> None:
         raise InvalidItemError(
             f"unknown field(s) {unknown}; an item has {sorted(FIELDS - {'links_set'})}"
         )
+    for name in _TIMES:
+        value = fields.get(name)
+        if isinstance(value, int | float) or (
+            isinstance(value, str) and _NUMBER.fullmatch(value.strip())
+        ):
+            # The model would read it as seconds since 1970: stale_after=0 (or
+            # "30", meaning days) would add an item that is stale at once.
+            raise InvalidItemError(
+                f"{name} must be an aware datetime (or RFC 3339 text), got "
+                f"{arg.describe(value)}; a number is not a time"
+            )
 
 
 def validated(data: Mapping[str, Any]) -> Item:

@@ -26,6 +26,7 @@ from memstore.config import (
     HitHook,
     Locker,
 )
+from memstore.errors import MemstoreError
 from memstore.item import (
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
@@ -58,6 +59,8 @@ class StoreBase:
     """State, lock and write-group machinery shared by the Store's parts."""
 
     def __init__(self, config: Config | None = None, *, lock: Locker | None = None) -> None:
+        if config is not None and not isinstance(config, Config):
+            raise MemstoreError(f"config must be a memstore.Config, got {type(config).__name__}")
         self._config = config if config is not None else Config()
         self._vocab = self._config.vocabulary or Vocabulary()
         self._lock: Locker = lock if lock is not None else threading.RLock()

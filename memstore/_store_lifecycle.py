@@ -15,8 +15,8 @@ import base64
 import datetime as _dt
 from collections.abc import Collection, Sequence
 
+from memstore import arguments as arg
 from memstore._store_base import StoreBase
-from memstore.arguments import describe
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import (
     MAX_MODEL_LINKS,
@@ -29,7 +29,7 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
-from memstore.limits import MAX_DATA_CHARS, MAX_REFS
+from memstore.limits import MAX_DATA_CHARS, MAX_REASON_CHARS, MAX_REF_CHARS, MAX_REFS
 from memstore.tags import restored_origin
 from memstore.validate import thought_link_rejection
 
@@ -41,6 +41,8 @@ class StoreLifecycle(StoreBase):
 
     def delete(self, id: str) -> bool:
         """Remove one item by id; returns whether it existed."""
+        if type(id) is not str:  # 5 or ["a"] is no id: refused, not "did not exist"
+            arg.id_arg(id)
         with self._writing():
             if id not in self._items:
                 return False
@@ -52,6 +54,8 @@ class StoreLifecycle(StoreBase):
 
     def expire(self, id: str) -> bool:
         """Mark an item stale; returns whether it exists."""
+        if type(id) is not str:
+            arg.id_arg(id)
         with self._writing():
             item = self._items.get(id)
             if item is None:
@@ -87,6 +91,9 @@ class StoreLifecycle(StoreBase):
         restatements can still be updated and re-imported. Returns ``False``,
         writing nothing, when either id is empty or unknown, or they are equal.
         """
+        if type(id) is not str or type(by_id) is not str:
+            arg.id_arg(id)
+            arg.id_arg(by_id, "by_id")
         if not id or not by_id or id == by_id:
             return False
         with self._writing():
@@ -118,8 +125,17 @@ class StoreLifecycle(StoreBase):
         The record's ``at`` is ``now`` (default: the store's clock) in UTC; a
         naive ``now``, or a record that would take the cell's data past
         :data:`~memstore.limits.MAX_DATA_CHARS`, raises
-        :class:`~memstore.errors.InvalidItemError` and changes nothing.
+        :class:`~memstore.errors.InvalidItemError` and changes nothing, as
+        does an argument of the wrong type (``evidence="cell-1"`` is one
+        reference, not a list of its letters: pass ``["cell-1"]``).
         """
+        id = arg.id_arg(id)
+        reason = arg.text_arg(reason, "reason", MAX_REASON_CHARS)
+        evidence = arg.text_list(evidence, "evidence", MAX_REFS, MAX_REF_CHARS)
+        if now is not None and (not isinstance(now, _dt.datetime) or now.tzinfo is None):
+            raise InvalidItemError(
+                f"now must be an aware datetime or None, got {arg.describe(now)}"
+            )
         when = now or self._now()
         if when.utcoffset() is None:  # "at" is RFC 3339 in UTC: a naive time names no instant
             raise InvalidItemError(f"refute needs a timezone-aware time, got {when!r}")
@@ -160,10 +176,13 @@ class StoreLifecycle(StoreBase):
         :data:`~memstore.item.MAX_MODEL_LINKS` links and this one does not
         out-weigh the lowest (which is then evicted). A link with the same
         target and relation replaces the old one and is exempt from the cap.
-        A link-only edit is not published to the change hook.
+        A link-only edit is not published to the change hook. A ``link`` that
+        is not a :class:`~memstore.item.ThoughtLink` raises
+        :class:`~memstore.errors.InvalidItemError`.
         """
+        from_id = arg.id_arg(from_id, "from_id")
         if not isinstance(link, ThoughtLink):
-            raise InvalidItemError(f"add_link: expected a ThoughtLink, got {describe(link)}")
+            raise InvalidItemError(f"link must be a ThoughtLink, got {arg.describe(link)}")
         if thought_link_rejection(from_id, link):
             return False
         with self._writing():
@@ -213,7 +232,11 @@ class StoreLifecycle(StoreBase):
         elsewhere: an item loaded from a cell (``cell_originated``) whose id is
         not in ``keep``, and any stale or superseded item not in ``keep``, go.
         Active items authored in memory are never touched. Returns the count.
+        ``keep`` is a collection of ids: one bare string is refused (``in``
+        would test it as text, keeping every id that is part of it).
         """
+        if isinstance(keep, str | bytes) or not isinstance(keep, Collection):
+            raise InvalidItemError(f"keep must be a collection of ids, got {arg.describe(keep)}")
         with self._locked():
             if self._txn is not None:
                 raise MemstoreError("prune_except cannot run inside a batch")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
+from memstore import arguments as arg
 from memstore._store_base import StoreBase, _ts
-from memstore.arguments import describe
 from memstore.errors import InvalidItemError
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
 from memstore.item import (
@@ -27,6 +27,8 @@ class StoreReads(StoreBase):
 
     def get(self, id: str) -> Item | None:
         """A copy of one item by id (through the ``read`` seam), or ``None``."""
+        if type(id) is not str:  # 5 or ["a"] is no id: refused, not "not found"
+            arg.id_arg(id)
         with self._locked():
             item = self._items.get(id)
             if item is None:
@@ -75,6 +77,8 @@ class StoreReads(StoreBase):
 
     def indexed(self, id: str) -> bool:
         """Whether ``id`` has entries in the lexical index."""
+        if type(id) is not str:
+            arg.id_arg(id)
         with self._locked():
             return id in self._lex
 
@@ -108,8 +112,19 @@ class StoreReads(StoreBase):
         """:meth:`filtered` plus ``user_hash``'s own private items (and no one else's).
 
         The only reader that returns a private item, and only to its owner;
-        an empty ``user_hash`` owns nothing.
+        an empty ``user_hash`` owns nothing. A filter or limit of the wrong type
+        raises :class:`~memstore.errors.InvalidItemError` (``kind=None`` is not
+        "any kind", ``limit=True`` is not 1).
         """
+        _check_filters(
+            user_hash=user_hash,
+            status=status,
+            kind=kind,
+            scope=scope,
+            subject=subject,
+            confidence=confidence,
+        )
+        _check_limit(limit)
         with self._locked():
             now = self._now()
             own = self._private.get(user_hash, set()) if user_hash else set()
@@ -138,6 +153,10 @@ class StoreReads(StoreBase):
         :data:`RECENT_WINDOW` most recently updated matches are sorted; ``skip``
         drops items the caller treats as expired.
         """
+        _check_filters(kind=kind, scope=scope, subject=subject)
+        _check_limit(limit)
+        if skip is not None and not callable(skip):
+            raise InvalidItemError(f"skip must be a function or None, got {arg.describe(skip)}")
         with self._locked():
             now = self._now()
             window: list[Item] = []
@@ -163,6 +182,7 @@ class StoreReads(StoreBase):
         Writes only queue their ids for the exact-title index; the first lookup
         after them normalises those titles and enters them (once each).
         """
+        _check_filters(query=query, kind=kind, subject=subject)
         key = normalize_query(query)
         if not key:
             return []
@@ -194,10 +214,10 @@ class StoreReads(StoreBase):
         private or inactive items are excluded (there is no caller identity to
         check an owner against). ``max_depth`` outside 1..8 means 8.
         """
-        if isinstance(anchor_ids, str):  # one id is not a list of ids (nor of letters)
-            raise InvalidItemError(f"anchor_ids must be a list of ids, got {describe(anchor_ids)}")
-        if not 0.0 < decay <= 1.0:
-            raise ValueError(f"decay must be in (0, 1], got {decay!r}")
+        _check_ids(anchor_ids, "anchor_ids")
+        _check_limit(max_depth, "max_depth")
+        if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0.0 < decay <= 1.0:
+            raise InvalidItemError(f"decay must be in (0, 1], got {decay!r}")
         with self._locked():
             now = self._now()
             anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
@@ -230,6 +250,8 @@ class StoreReads(StoreBase):
         alone, for a caller scoring many candidates (the searcher's spreading).
         Cost: O(links of the ids).
         """
+        _check_ids(ids, "ids")
+        _check_ids(relations, "relations")
         wanted = frozenset(relations)
         out: dict[str, list[tuple[str, float]]] = {}
         if not wanted:
@@ -278,6 +300,7 @@ class StoreReads(StoreBase):
         subject is the anchor; failing that, every item whose subject or title
         contains it. Private items never resolve.
         """
+        _check_filters(anchor=anchor)
         needle = anchor.strip().casefold()
         if not needle:
             return []
@@ -304,6 +327,7 @@ class StoreReads(StoreBase):
         Each hop multiplies by 0.6 and the link's weight; ``max_depth`` hops at
         most (default 3, at most 8). Only shared, active items take part.
         """
+        _check_limit(max_depth, "max_depth")
         ids = self.resolve_anchors(anchor)
         if max_depth <= 0:
             max_depth = DEFAULT_CONTEXT_DEPTH
@@ -313,3 +337,24 @@ class StoreReads(StoreBase):
             ids = [i for i in ids if self._traversable(i, now)]
             anchors = self._out([self._view(self._items[i], now) for i in ids])
         return anchors, self.traverse_scored(ids, max_depth, DEFAULT_CONTEXT_DECAY)
+
+
+def _check_filters(**filters: object) -> None:
+    """Refuse a filter that is not text (``None`` or ``5`` would match nothing, or everything)."""
+    for name, value in filters.items():
+        if type(value) is not str and not isinstance(value, str):
+            raise InvalidItemError(f"{name} must be text, got {arg.describe(value)}")
+
+
+def _check_limit(value: object, name: str = "limit") -> None:
+    """Refuse a count that is not a whole number (its value keeps its documented meaning)."""
+    if type(value) is not int and (
+        isinstance(value, bool) or not hasattr(type(value), "__index__")
+    ):
+        raise InvalidItemError(f"{name} must be a whole number, got {arg.describe(value)}")
+
+
+def _check_ids(value: object, name: str) -> None:
+    """Refuse one string (whose letters are not ids) or anything not iterable."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InvalidItemError(f"{name} must be a list, got {arg.describe(value)}")

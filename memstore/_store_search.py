@@ -10,12 +10,14 @@ the hybrid searcher's lean path scores candidates on.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
+from memstore import arguments as arg
 from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase, _ts
+from memstore.errors import InvalidItemError
 from memstore.item import (
     Item,
 )
@@ -109,6 +111,10 @@ class StoreSearch(StoreBase):
 
     def search_read(self, ids: Sequence[str]) -> list[Item]:
         """Copies of the items ``ids`` names (those still stored), as :meth:`get` returns them."""
+        if type(ids) is not list and (
+            isinstance(ids, str | bytes) or not isinstance(ids, Iterable)
+        ):
+            raise InvalidItemError(f"ids must be a list of ids, got {arg.describe(ids)}")
         with self._locked():
             now = self._now()
             items = self._items
@@ -157,7 +163,13 @@ class StoreSearch(StoreBase):
         that owner's private items (scored by the same rule, since no index
         holds them); ``own_only`` searches those alone. ``partition`` keeps items
         tagged for it, untagged ones and ``shared`` ones (``None``: every partition).
+        An argument of the wrong type raises
+        :class:`~memstore.errors.InvalidItemError` (a ``bool`` is not a limit).
         """
+        _check_search(query, kind, subject, limit, partition)
+        if not isinstance(user_hash, str):
+            raise InvalidItemError(f"user_hash must be text, got {arg.describe(user_hash)}")
+        arg.flag(own_only, "own_only")
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         tokens = self._tokens(query)
         if not tokens:
@@ -191,6 +203,7 @@ class StoreSearch(StoreBase):
         nothing is read), for a caller that needs a deep pool of scores but
         reads only its best few items (the searcher's score fusion).
         """
+        _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         tokens = self._tokens(query)
         if not tokens:
@@ -216,6 +229,8 @@ class StoreSearch(StoreBase):
         The answer is kept per query while the store is unchanged (its search
         generation), as query plans are.
         """
+        if not isinstance(query, str):
+            raise InvalidItemError(f"query must be text, got {arg.describe(query)}")
         with self._locked():
             gen = self._search_generation
             known = self._named
@@ -365,6 +380,9 @@ class StoreSearch(StoreBase):
         A dominant kind cannot fill the limit and starve the smaller ones;
         relevance order is kept and ``limit`` caps the total.
         """
+        _check_search(query, kind, subject, limit, None)
+        if isinstance(per_kind, bool) or not hasattr(type(per_kind), "__index__"):
+            raise InvalidItemError(f"per_kind must be a whole number, got {arg.describe(per_kind)}")
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         per_kind = max(per_kind, 1)
         tokens = self._tokens(query)
@@ -392,3 +410,29 @@ def _remember(cache: dict[K, V], key: K, value: V) -> V:
         cache.pop(next(iter(cache)))
     cache[key] = value
     return value
+
+
+def _check_search(
+    query: object, kind: object, subject: object, limit: object, partition: object
+) -> None:
+    """Refuse a lexical search's argument of the wrong type (type() checks: a hot path).
+
+    Without it, ``query=None`` raised ``AttributeError`` from the tokenizer,
+    ``limit="5"`` a ``TypeError`` from a comparison, and ``limit=True``
+    searched for one hit.
+    """
+    if (
+        type(query) is str
+        and type(kind) is str
+        and type(subject) is str
+        and type(limit) is int
+        and (partition is None or type(partition) is str)
+    ):
+        return
+    for name, value in (("query", query), ("kind", kind), ("subject", subject)):
+        if not isinstance(value, str):
+            raise InvalidItemError(f"{name} must be text, got {arg.describe(value)}")
+    if partition is not None and not isinstance(partition, str):
+        raise InvalidItemError(f"partition must be text or None, got {arg.describe(partition)}")
+    if isinstance(limit, bool) or not hasattr(type(limit), "__index__"):  # numpy ints pass
+        raise InvalidItemError(f"limit must be a whole number, got {arg.describe(limit)}")

@@ -26,6 +26,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 
+from memstore import arguments as arg
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
@@ -316,6 +317,8 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ...                                        Item(kind="note", title="b")])]
         ['a', 'b']
         """
+        if isinstance(items, str | bytes | Item) or not isinstance(items, Iterable):
+            raise InvalidItemError(f"items must be a list of Items, got {arg.describe(items)}")
         return self._upsert_many(list(items), owned=False)
 
     def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
@@ -638,6 +641,8 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         unknown, :class:`~memstore.errors.InvalidItemError` when the new item is
         invalid or reuses ``old_id``; either way nothing changes.
         """
+        if type(old_id) is not str:
+            arg.id_arg(old_id, "old_id")
         it, had_deadline = self._prepare(new_item)
         if it.id == old_id:
             raise InvalidItemError(f"the superseding item cannot reuse the id {old_id!r}")

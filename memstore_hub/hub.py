@@ -19,9 +19,10 @@ subscriber that does not keep up loses its oldest events, and is told.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -29,6 +30,7 @@ from ulid import ULID
 
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
+from memstore.store import Store
 from memstore_hub._bridge import StoreBridge
 from memstore_hub.events import TOPICS, Event, ItemChanged, MetricsSnapshot, SearchHit
 from memstore_hub.partition import item_partition, receives, subscriber_partition
@@ -36,7 +38,6 @@ from memstore_hub.subscription import GAP_EXPIRED, GAP_UNKNOWN, Subscription
 
 if TYPE_CHECKING:
     from memstore.config import Change
-    from memstore.store import Store
 
 __all__ = [
     "DEFAULT_MAXSIZE",
@@ -97,6 +98,12 @@ class HubStats:
         return sum(s.dropped for s in self.per_subscriber)
 
 
+def _check_partition(partition: object) -> None:
+    """Refuse a partition that is neither a string nor ``None`` (it would reach no one)."""
+    if partition is not None and type(partition) is not str:
+        raise ValueError(f"partition must be a string or None, got {partition!r:.60}")
+
+
 class Hub:
     """Publish/subscribe of memory events, safe from any thread and into any event loop.
 
@@ -104,11 +111,17 @@ class Hub:
     resume where it left off (``0`` keeps none). ``epoch`` names this hub
     instance in resumable ids (default: a fresh ULID), so that an id from a
     previous process is recognised as unknown rather than misread.
+
+    An argument of the wrong type (``replay="10"``, ``publish_hit("id", q)``,
+    ``attach("store")``) raises :class:`ValueError` naming it, before anything
+    is published or installed.
     """
 
     def __init__(self, *, replay: int = DEFAULT_REPLAY, epoch: str | None = None) -> None:
-        if replay < 0:
-            raise ValueError(f"replay must be >= 0, got {replay}")
+        if type(replay) is not int or not 0 <= replay <= sys.maxsize:
+            raise ValueError(f"replay must be a whole number >= 0, got {replay!r}")
+        if epoch is not None and (type(epoch) is not str or not epoch):
+            raise ValueError(f"epoch must be a non-empty string or None, got {epoch!r}")
         self.epoch = epoch if epoch is not None else str(ULID())
         """This hub instance's name in resumable event ids."""
         self._lock = threading.Lock()
@@ -135,6 +148,8 @@ class Hub:
         never raises because of one. After :meth:`close` nothing is delivered
         (the event keeps ``seq == 0``). An event object is published once.
         """
+        if not isinstance(event, Event):
+            raise ValueError(f"publish takes an event (memstore_hub.events), got {event!r:.60}")
         if event.seq:
             raise ValueError(f"event already published (seq {event.seq}): {event!r}")
         with self._lock:
@@ -172,6 +187,12 @@ class Hub:
         ``lsn`` is the change's place in a journal, when one is known (any
         JSON-encodable value).
         """
+        if item is not None and not isinstance(item, Item):
+            raise ValueError(f"item must be an Item or None, got {item!r:.60}")
+        if previous is not None and not isinstance(previous, Item):
+            raise ValueError(f"previous must be an Item or None, got {previous!r:.60}")
+        if type(id) is not str or type(kind) is not str:
+            raise ValueError(f"id and kind must be strings, got {id!r:.40} and {kind!r:.40}")
         if op == "upsert":
             if item is None:
                 raise ValueError("an upsert change carries the stored item")
@@ -212,6 +233,13 @@ class Hub:
         audience (:meth:`attach` drops private items). An empty hit is not an
         event (``None``); ``kinds`` of the wrong length is dropped.
         """
+        if isinstance(item_ids, str | bytes) or not isinstance(item_ids, Iterable):
+            raise ValueError(f"item_ids must be a list of ids, got {item_ids!r:.60}")
+        if kinds is not None and (isinstance(kinds, str | bytes) or not isinstance(kinds, Sized)):
+            raise ValueError(f"kinds must be a list of kinds or None, got {kinds!r:.60}")
+        if type(query) is not str or type(kind) is not str:
+            raise ValueError(f"query and kind must be strings, got {query!r:.40} and {kind!r:.40}")
+        _check_partition(partition)
         if not item_ids:
             return None
         ids = tuple(item_ids)
@@ -225,6 +253,9 @@ class Hub:
     ) -> MetricsSnapshot:
         """Publish a snapshot of ``values`` (copied); by default to subscribers of
         every partition only, as metrics describe the whole engine."""
+        if not isinstance(values, Mapping):
+            raise ValueError(f"values must be a mapping of names to numbers, got {values!r:.60}")
+        _check_partition(partition)
         return self.publish(MetricsSnapshot(values=dict(values), partition=partition))
 
     # ----------------------------------------------------------- subscribing
@@ -259,11 +290,16 @@ class Hub:
             raise ValueError(
                 f"topics must be a collection of topic names, not a string: [{topics!r}]?"
             )
-        wanted = None if topics is None else frozenset(topics)
+        if topics is not None and not isinstance(topics, Iterable):
+            raise ValueError(f"topics must be a collection of topic names, got {topics!r}")
+        try:
+            wanted = None if topics is None else frozenset(topics)
+        except TypeError:  # an entry that is not a name at all ([["change"]])
+            raise ValueError(f"topics must be topic names, got {topics!r:.60}") from None
         if wanted is not None and not wanted <= TOPICS:
             unknown = sorted(map(repr, wanted - TOPICS))
             raise ValueError(f"unknown topics [{', '.join(unknown)}]; choose from {sorted(TOPICS)}")
-        if type(maxsize) is not int or maxsize < 1:
+        if type(maxsize) is not int or not 1 <= maxsize <= sys.maxsize:
             raise ValueError(f"maxsize must be a whole number >= 1, got {maxsize!r}")
         if partition is not None and not isinstance(partition, str):
             raise ValueError(f"partition must be a string or None, got {partition!r}")
@@ -348,6 +384,11 @@ class Hub:
         ``hit_partition(items)`` names the searcher's partition from the items
         that remain (default :func:`~memstore_hub.partition.hit_partition`).
         """
+        if not isinstance(store, Store):
+            raise ValueError(f"attach takes a memstore.Store, got {store!r:.60}")
+        for name, fn in (("lsn_of", lsn_of), ("hit_partition", hit_partition)):
+            if fn is not None and not callable(fn):
+                raise ValueError(f"{name} must be a function or None, got {fn!r:.60}")
         bridge = StoreBridge(self, store, lsn_of=lsn_of, hit_partition=hit_partition)
         store.set_change_record_hook(bridge.on_change)
         store.set_hit_hook(bridge.on_hit)

@@ -219,7 +219,12 @@ class Persistence(CellState):
         The way out of :class:`EmbedderMismatchError` after changing models: the
         stored texts are read back, embedded anew, and written with the new
         model's identity in one transaction; the old graph is discarded.
+        ``batch_size`` (texts per embedding call) must be a whole number >= 1:
+        a negative one embedded nothing yet stamped the new model's identity
+        on the old vectors.
         """
+        if type(batch_size) is not int or batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number >= 1, got {batch_size!r}")
         directory = Path(path)
         old = VectorFile(directory)
         try:

@@ -9,14 +9,16 @@ filter applies visibility *during* the walk. A graph answer short of ``k``
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
-from memstore.arguments import query_vector_arg
+from memstore.arguments import count, describe, flag, query_vector_arg
+from memstore.errors import InvalidItemError
 from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
 from memstore_index._centring import Vector, similarities
@@ -111,7 +113,25 @@ class Searching(ExactScan):
             (:func:`~memstore.arguments.query_vector_arg`).
         """
         q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
-        if k <= 0:
+        if type(k) is not int or k < 0 or type(exact) is not bool:  # the rare wrong call
+            k = count(k, "k", 0, sys.maxsize)
+            exact = flag(exact, "exact")
+        if (
+            partitions is not None
+            and type(partitions) is not tuple  # what the searcher passes: no ABC check
+            and (
+                isinstance(partitions, str | bytes | Mapping)
+                or not isinstance(partitions, Iterable)
+            )
+        ):
+            raise InvalidItemError(
+                f"partitions must be a collection of partition names, got {describe(partitions)}"
+            )
+        if subject is not None and type(subject) is not str:
+            raise InvalidItemError(f"subject must be text or None, got {describe(subject)}")
+        if visible is not None and not callable(visible):
+            raise InvalidItemError(f"visible must be a function or None, got {describe(visible)}")
+        if k == 0:
             return []
         with self._lock:
             allowed: set[int] | None = None

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, cast
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
 
-from memstore.errors import MemstoreError
+from memstore.arguments import describe
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import Item
 from memstore_index import _tuning as tune
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._querycache import DEFAULT_QUERY_CACHE, QueryCache
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
-from memstore_index.embedder import Embedder, check_texts
+from memstore_index.embedder import Embedder, EmbedderInputError, check_texts
 from memstore_index.entry import IndexEntry
 
 if TYPE_CHECKING:
@@ -59,10 +60,22 @@ class CellState:
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
-        if m < 2 or ef_construction < 1 or ef_search < 1:
-            raise ValueError("m must be >= 2, ef_construction and ef_search >= 1")
-        if target_recall is not None and not 0.0 < target_recall <= 1.0:
+        for name, value, low in (
+            ("m", m, 2),
+            ("ef_construction", ef_construction, 1),
+            ("ef_search", ef_search, 1),
+        ):
+            whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
+            if not whole or value < low:  # "16", 16.5, nan and True are not
+                raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+        if target_recall is not None and (
+            isinstance(target_recall, bool)
+            or not isinstance(target_recall, int | float)
+            or not 0.0 < target_recall <= 1.0
+        ):
             raise ValueError(f"target_recall must be in (0, 1] or None, got {target_recall!r}")
+        if type(center) is not bool:  # center="no" must not centre
+            raise ValueError(f"center must be True or False, got {center!r}")
         if isinstance(query_cache, bool) or not isinstance(query_cache, int) or query_cache < 0:
             raise ValueError(f"query_cache must be a whole number >= 0, got {query_cache!r}")
         self._embedder = embedder
@@ -212,18 +225,24 @@ class CellState:
 
     def entry(self, id: str) -> IndexEntry | None:
         """The entry indexed under ``id``, or ``None``."""
+        if type(id) is not str:
+            raise InvalidItemError(f"id must be text, got {describe(id)}")
         with self._lock:
             label = self._label_of.get(id)
             return None if label is None else self._entries[label]
 
     def vector(self, id: str) -> Vector | None:
         """A copy of the vector indexed under ``id``, or ``None``."""
+        if type(id) is not str:
+            raise InvalidItemError(f"id must be text, got {describe(id)}")
         with self._lock:
             label = self._label_of.get(id)
             return None if label is None else self._vecs[label].copy()
 
     def embed_query(self, query: str) -> Vector:
         """The unit vector of ``query`` (one embedding call, none when it was asked lately)."""
+        if type(query) is not str:
+            raise EmbedderInputError(f"query must be a str, got {type(query).__name__}")
         vec: Vector = self._embed_queries([query])[0]
         return vec
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from memstore.errors import MemstoreError
+from memstore.arguments import describe
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import Item
 from memstore_index._centring import Vector
 from memstore_index._persistence import Persistence
@@ -40,7 +41,17 @@ class Writes(Persistence):
         the index changed meanwhile, embeds it then). The expensive, fallible
         half of an upsert.
         """
+        if isinstance(pairs, str | bytes | Mapping) or not isinstance(pairs, Iterable):
+            raise InvalidItemError(
+                f"pairs must be a list of (IndexEntry, text) pairs, got {describe(pairs)}"
+            )
         pairs = list(pairs)
+        for n, (e, t) in enumerate(pairs):  # before anything is embedded
+            if type(t) is not str or not isinstance(e, IndexEntry):
+                raise InvalidItemError(
+                    f"pairs[{n}] must be (IndexEntry, str), got ({type(e).__name__}, "
+                    f"{type(t).__name__})"
+                )
         with self._lock:
             base = [self._hash.get(e.id) for e, _ in pairs]
         return self._prepare(pairs, base)
@@ -202,6 +213,8 @@ class Writes(Persistence):
 
     def remove(self, id: str) -> bool:
         """Drop ``id``; returns whether it was indexed."""
+        if type(id) is not str:
+            raise InvalidItemError(f"id must be text, got {describe(id)}")
         self._retry_backlog()
         return self._remove(id)
 

@@ -125,6 +125,10 @@ class CellStore(StoreBinding, Searching):
             target_recall=target_recall,
             query_cache=query_cache,
         )
+        if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 1):
+            raise ValueError(
+                f"max_bytes must be a whole number of bytes above 0, got {max_bytes!r}"
+            )
         if path is not None:
             self._open(Path(path), max_bytes)
 

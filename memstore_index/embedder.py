@@ -25,7 +25,7 @@ True
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -95,9 +95,14 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
     A bare ``str`` is refused: it is a sequence of characters, and embedding
     each character separately is never what the caller meant. So is anything
-    that is not iterable (``None``).
+    that is not iterable (``None``), and a mapping (whose keys would be
+    embedded).
     """
-    if isinstance(texts, str | bytes):
+    if isinstance(texts, Mapping):  # its keys are not what the caller meant to embed
+        raise EmbedderInputError(
+            f"embed() takes a sequence of strings, got a {type(texts).__name__}"
+        )
+    if isinstance(texts, str | bytes | bytearray):
         raise EmbedderInputError(
             f"embed() takes a sequence of strings, got a single {type(texts).__name__}; "
             "wrap it in a list"

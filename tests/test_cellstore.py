@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -285,6 +285,22 @@ def test_model_mismatch_fails_closed_and_reembed_recovers(tmp_path: Path) -> Non
     cells = CellStore(HashEmbedder(dim=64, seed=2), path=tmp_path)
     assert cells.search("ledger pool", 1)[0][0].id == "a"
     cells._check()
+
+
+@pytest.mark.parametrize("batch_size", [-1, 0, "64", 2.5, True])
+def test_reembed_refuses_a_batch_size_that_is_not_a_count(
+    tmp_path: Path, batch_size: object
+) -> None:
+    with CellStore(HashEmbedder(dim=32, seed=1), path=tmp_path) as cells:
+        cells.upsert(IndexEntry("a"), "ledger pool exhausted")
+    with pytest.raises(ValueError, match=r"^batch_size must be"):
+        CellStore.reembed(tmp_path, HashEmbedder(dim=32, seed=2), batch_size=batch_size)  # type: ignore[arg-type]
+    # Nothing was stamped: the file still belongs to the old model, whose vectors it holds.
+    with pytest.raises(EmbedderMismatchError):
+        CellStore(HashEmbedder(dim=32, seed=2), path=tmp_path)
+    with CellStore(HashEmbedder(dim=32, seed=1), path=tmp_path) as cells:
+        cells._check(vectors=False)
+        assert cells.ids() == ["a"]
 
 
 def test_attach_follows_the_store() -> None:
@@ -632,6 +648,70 @@ DEFAULT_EF_FOR_TEST = cs.DEFAULT_EF
 def test_bad_target_recall_is_refused() -> None:
     with pytest.raises(ValueError, match="target_recall"):
         CellStore(HashEmbedder(dim=8), target_recall=1.5)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("m", "16"),
+        ("m", 16.5),
+        ("m", float("nan")),
+        ("m", True),
+        ("ef_construction", None),
+        ("ef_construction", 0),
+        ("ef_search", "300"),
+        ("ef_search", float("inf")),
+        ("target_recall", "0.9"),
+        ("target_recall", True),
+        ("center", "no"),  # would centre: the string is truthy
+        ("center", 1),
+        ("max_bytes", "1MB"),
+        ("max_bytes", -1),  # would cap the file at one page
+        ("max_bytes", 0),
+        ("max_bytes", True),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_refused(tmp_path: Path, option: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        CellStore(HashEmbedder(dim=8), path=tmp_path / "v", **{option: value})  # type: ignore[arg-type]
+    assert not (tmp_path / "v").exists()  # refused before the file opened
+
+
+_QUERY = [1.0] + [0.0] * 7
+_WRONG_READS: list[tuple[str, Callable[[CellStore], object], str]] = [
+    ("k str", lambda c: c.search("tea", "2"), "^k must be a whole number"),
+    ("k bool", lambda c: c.search("tea", True), "^k must be a whole number"),
+    ("k float", lambda c: c.search_vector(_QUERY, 2.0), "^k must be a whole number"),
+    ("k negative", lambda c: c.exact_search(_QUERY, -1), "^k must be between"),
+    ("exact text", lambda c: c.search_vector(_QUERY, 2, exact="no"), "^exact must be"),
+    ("partitions text", lambda c: c.search("tea", 2, partitions="ops"), "^partitions must be"),
+    ("partitions int", lambda c: c.search("tea", 2, partitions=5), "^partitions must be"),
+    ("subject int", lambda c: c.search("tea", 2, subject=5), "^subject must be"),
+    ("visible text", lambda c: c.search("tea", 2, visible="shared"), "^visible must be"),
+    ("query list", lambda c: c.search(["tea"], 2), "^query must be a str"),
+    ("query dict", lambda c: c.embed_query({"tea": 1}), "^query must be a str"),
+    ("queries dict", lambda c: c.embed_queries({"tea": 1}), "got a dict"),
+    ("entry list", lambda c: c.entry(["a"]), "^id must be text"),
+    ("vector dict", lambda c: c.vector({"a": 1}), "^id must be text"),
+    ("remove list", lambda c: c.remove(["a"]), "^id must be text"),
+    ("upsert bytes", lambda c: c.upsert(IndexEntry(id="n"), b"new"), r"^pairs\[0\] must be"),
+    ("upsert no entry", lambda c: c.upsert("n", "new"), r"^pairs\[0\] must be"),
+    ("upsert_many None", lambda c: c.upsert_many(None), "^pairs must be a list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [w[1:] for w in _WRONG_READS], ids=[w[0] for w in _WRONG_READS]
+)
+def test_a_call_with_an_argument_of_the_wrong_type_is_refused_and_changes_nothing(
+    call: Callable[[CellStore], object], match: str
+) -> None:
+    cells = CellStore(HashEmbedder(dim=8))
+    cells.upsert(IndexEntry(id="a", partition="ops"), "alice prefers tea")
+    with pytest.raises(MemstoreError, match=match):
+        call(cells)
+    assert cells.ids() == ["a"] and cells.pending == 0
+    assert [e.id for e, _ in cells.search("tea", 2)] == ["a"]
 
 
 def test_calibration_finds_the_smallest_ef_meeting_the_target() -> None:

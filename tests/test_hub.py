@@ -13,10 +13,11 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 import pytest
 
-from memstore import Item
+from memstore import Item, Store
 from memstore_hub import (
     GAP_EXPIRED,
     GAP_UNKNOWN,
@@ -245,6 +246,10 @@ def test_maxsize_must_be_positive() -> None:
         ({"partition": 5}, "partition must be a string or None, got 5"),
         ({"after": "3"}, "after must be a whole number or None, got '3'"),
         ({"name": None}, "name must be a string, got None"),
+        ({"topics": 5}, "topics must be a collection of topic names, got 5"),
+        ({"topics": True}, "topics must be a collection of topic names, got True"),
+        ({"topics": [["change"]]}, "topics must be topic names"),
+        ({"maxsize": 10**30}, "maxsize must be a whole number >= 1"),
     ],
 )
 def test_subscribe_refuses_arguments_of_the_wrong_type(
@@ -254,6 +259,51 @@ def test_subscribe_refuses_arguments_of_the_wrong_type(
     with pytest.raises(ValueError, match=re.escape(words)):
         hub.subscribe(**options)  # type: ignore[arg-type]
     assert hub.stats().subscribers == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"replay": "10"}, "replay must be a whole number >= 0, got '10'"),
+        ({"replay": True}, "replay must be a whole number >= 0, got True"),
+        ({"replay": 10**30}, "replay must be a whole number >= 0"),
+        ({"epoch": 5}, "epoch must be a non-empty string or None, got 5"),
+        ({"epoch": ""}, "epoch must be a non-empty string or None"),
+    ],
+)
+def test_a_hub_option_of_the_wrong_type_is_refused(options: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Hub(**options)  # type: ignore[arg-type]
+
+
+_WRONG_PUBLISH: list[tuple[str, Callable[[Hub], object], str]] = [
+    ("hit ids text", lambda h: h.publish_hit("memory-1", "q"), "item_ids must be a list of ids"),
+    ("hit ids int", lambda h: h.publish_hit(5, "q"), "item_ids must be a list of ids"),
+    ("hit kinds text", lambda h: h.publish_hit(["a"], "q", kinds="note"), "kinds must be a list"),
+    ("hit query", lambda h: h.publish_hit(["a"], None), "query and kind must be strings"),
+    ("hit partition", lambda h: h.publish_hit(["a"], "q", partition=["p"]), "partition must be"),
+    ("metrics values", lambda h: h.publish_metrics([("a", 1.0)]), "values must be a mapping"),
+    ("metrics partition", lambda h: h.publish_metrics({}, partition=5), "partition must be"),
+    ("change item", lambda h: h.publish_change("upsert", "memory-1"), "item must be an Item"),
+    ("change previous", lambda h: h.publish_change("delete", previous={}), "previous must be"),
+    ("change id", lambda h: h.publish_change("delete", id=None), "id and kind must be strings"),
+    ("publish", lambda h: h.publish({"topic": "change"}), "publish takes an event"),
+    ("attach", lambda h: h.attach("store"), "attach takes a memstore.Store"),
+    ("attach lsn_of", lambda h: h.attach(Store(), lsn_of="lsn"), "lsn_of must be a function"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [w[1:] for w in _WRONG_PUBLISH], ids=[w[0] for w in _WRONG_PUBLISH]
+)
+def test_a_publish_or_attach_with_a_wrong_argument_is_refused_and_delivers_nothing(
+    call: Callable[[Hub], object], words: str
+) -> None:
+    hub = Hub()
+    sub = hub.subscribe()
+    with pytest.raises(ValueError, match=re.escape(words)):
+        call(hub)
+    assert hub.seq == 0 and sub.get_nowait() is None
 
 
 # -------------------------------------------------------------- resumption

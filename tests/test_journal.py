@@ -255,10 +255,8 @@ def test_node_id_is_in_every_stamp(place: Place) -> None:
     a = store.upsert(note("x"))
     assert journal.history(a.id)[0].valid_from.node_id == 513
     journal.close()
-    journal = open_journal(place, node_id=70_000)
-    with pytest.raises(ValueError, match="node_id"):
-        journal.attach(Store())
-    journal.close()
+    with pytest.raises(ValueError, match="node_id"):  # refused before it opens
+        open_journal(place, node_id=70_000)
 
 
 # ------------------------------------------------------------- as_of
@@ -432,6 +430,39 @@ def test_purge_by_predicate_sees_deleted_items(pair: tuple[JournalBase, Store]) 
         journal.purge("one-id")
     with pytest.raises(InvalidItemError):
         journal.purge(None)  # type: ignore[arg-type]
+
+
+_WRONG_CALLS: list[tuple[str, Callable[[JournalBase], object], str]] = [
+    ("purge bytes", lambda j: j.purge(b"ab"), "^match: expected a list of ids"),
+    ("purge ints", lambda j: j.purge([5, 6]), r"^match\[0\] must be text"),
+    ("purge mapping", lambda j: j.purge({"x": 1}), "^match: expected a list of ids"),
+    ("matching text", lambda j: j.matching("tenant/acme"), "^match must be a function"),
+    ("history bool", lambda j: j.history(True), "^id must be text"),
+    ("history huge", lambda j: j.history(10**30), "^id must be text"),
+    ("as_of partition", lambda j: j.as_of(j.head(), partition=5), "^partition must be text"),
+    ("snapshot partition", lambda j: list(j.snapshot(j.head(), partition=b"p")), "^partition"),
+    ("export partition", lambda j: j.export(b"p", io.StringIO()), "^partition must be text"),
+    ("export fp", lambda j: j.export(None, "out.ndjson"), "^fp must be a file"),  # type: ignore[arg-type]
+    ("export binary", lambda j: j.export(None, io.BytesIO()), "^fp must be a file"),  # type: ignore[arg-type]
+    ("export on_corrupt", lambda j: j.export(None, io.StringIO(), on_corrupt=[]), "^on_corrupt"),  # type: ignore[arg-type]
+    ("import_ text", lambda j: j.import_('{"format": 1}'), "^fp must be a file"),
+    ("import_ none", lambda j: j.import_(None), "^fp must be a file"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"), [c[1:] for c in _WRONG_CALLS], ids=[c[0] for c in _WRONG_CALLS]
+)
+def test_a_journal_call_with_a_wrong_argument_is_refused_and_changes_nothing(
+    pair: tuple[JournalBase, Store], call: Callable[[JournalBase], object], match: str
+) -> None:
+    journal, store = pair
+    a = store.upsert(note("kept", tags=["tenant/acme"]))
+    head = journal.head()
+    with pytest.raises(InvalidItemError, match=match):
+        call(journal)
+    assert journal.head() == head and store.get(a.id) is not None
+    assert len(journal.history(a.id)) == 1
 
 
 def test_purge_inside_a_batch_is_refused(pair: tuple[JournalBase, Store]) -> None:
@@ -659,6 +690,34 @@ def test_a_cap_that_is_not_a_positive_whole_number_is_refused(db: Path, cap: obj
     with pytest.raises(ValueError, match="max_bytes"):
         SqliteJournal(db, max_bytes=cap)  # type: ignore[arg-type]
     SqliteJournal(db).close()  # the refused journal holds no lock
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("node_id", "3"),
+        ("node_id", True),  # not node 1
+        ("node_id", -1),
+        ("node_id", 65_536),
+        ("node_id", 1.0),
+        ("wall", "time"),
+        ("readonly", "no"),  # not read-only because the string is truthy
+        ("readonly", 1),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_refused_before_the_file_opens(
+    tmp_path: Path, option: str, value: object
+) -> None:
+    db = tmp_path / "j.db"
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        SqliteJournal(db, **{option: value})  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []  # nothing created, no lock held
+
+
+@pytest.mark.parametrize("path", [5, None, ["j.db"]])
+def test_a_path_that_is_not_a_path_is_refused(path: object) -> None:
+    with pytest.raises(ValueError, match=r"^path must be a file path"):
+        SqliteJournal(path)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------- single writer

@@ -9,6 +9,7 @@ follower thread); the real-process proofs are in
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import threading
 from collections.abc import Iterator, Sequence
@@ -226,6 +227,33 @@ def test_bad_arguments_are_refused(pg_place: PgPlace) -> None:
         PostgresJournal(5)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("node_id", "3"),
+        ("node_id", True),
+        ("node_id", -1),
+        ("node_id", 65_536),
+        ("wall", "time"),
+        ("replicate", "no"),  # would follow the feed: the string is truthy
+        ("poll_interval", "2"),
+        ("poll_interval", True),
+        ("connect_timeout", "5"),
+        ("connect_timeout", -1),  # libpq reads it as "wait for ever"
+        ("connect_timeout", 0),
+        ("connect_timeout", 2.5),
+        ("lock_timeout", "3"),
+        ("lock_timeout", True),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_refused_before_connecting(
+    option: str, value: object
+) -> None:
+    # Port 1: nothing listens, so only a check before connecting can answer.
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        PostgresJournal("postgresql://app@127.0.0.1:1/memory", **{option: value})
+
+
 # -------------------------------------------------------------- replication
 
 
@@ -391,6 +419,20 @@ def test_wait_for_reports_a_position_it_cannot_reach(nodes: Any) -> None:
     assert not lone.journal.feed_status().following
     assert lone.journal.wait_for(a.journal.head(), 0.05) is False
     assert lone.journal.wait_for(Lsn(0, 0), 0.05) is True
+
+
+@pytest.mark.parametrize("timeout", [math.nan, "5", True, -1])
+def test_wait_for_refuses_a_timeout_that_is_not_a_time(nodes: Any, timeout: object) -> None:
+    lone = nodes(replicate=False)
+    far = Lsn(lone.journal.head().wall_ms + 10**6, 0)  # never reached: NaN waited for ever
+    with pytest.raises(ValueError, match=r"^timeout must be"):
+        lone.journal.wait_for(far, timeout)
+
+
+def test_wait_for_reads_an_endless_timeout_as_none(nodes: Any) -> None:
+    lone = nodes(replicate=False)
+    assert lone.journal.wait_for(Lsn(0, 0), math.inf) is True
+    assert lone.journal.wait_for(Lsn(0, 0), 10**30) is True
 
 
 def test_wait_for_takes_every_form_of_a_position_as_of_does(nodes: Any) -> None:

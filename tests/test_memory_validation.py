@@ -11,6 +11,7 @@ with arbitrary values on top.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import io
 import math
 import os
@@ -96,6 +97,33 @@ def test_a_string_is_not_a_list(mem: Memory) -> None:
     refused(mem, lambda: mem.refute("billing", "wrong", "abc"), "evidence must be a list")
     refused(mem, lambda: mem.purge("billing"), "expected a list of ids")
     assert mem.add("note", tags=("a", "b")).tags == ["a", "b"]  # a tuple is a list of text
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("stale_after", 0),  # was a 1970 deadline: the note was stale as it was added
+        ("stale_after", 30),  # days? no: 30 seconds after 1970
+        ("stale_after", "30"),
+        ("stale_after", 2.5),
+        ("stale_after", True),
+        ("created_at", "2025"),  # read as 2025 seconds after 1970
+        ("created_at", -1),
+        ("updated_at", "1.7e9"),
+    ],
+)
+def test_a_number_is_not_a_time(mem: Memory, field: str, value: object) -> None:
+    refused(mem, lambda: mem.add("a deadline", **{field: value}), f"^{field} must be an aware")
+    refused(mem, lambda: mem.update("billing", **{field: value}), f"^{field} must be an aware")
+    entry = {"text": "a deadline", field: value}
+    refused(mem, lambda: mem.add_many([entry]), f"^entry 0: {field} must be an aware")
+
+
+def test_a_time_as_text_or_datetime_is_still_taken(mem: Memory) -> None:
+    soon = "2999-01-01T00:00:00Z"
+    assert mem.add("a far deadline", stale_after=soon).status == "active"
+    later = dt.datetime(2999, 6, 1, tzinfo=dt.UTC)
+    assert mem.update("billing", stale_after=later).stale_after == later
 
 
 @pytest.mark.parametrize("name", ["get", "delete", "expire", "update", "history"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import threading
 
 import pytest
@@ -342,7 +343,7 @@ def test_refute_records_the_time_in_utc_and_refuses_a_naive_one(
     assert RefutedRecord.model_validate_json(raw).at == "2025-01-11T09:00:00Z"
     before = _dump(store)
     recorder.clear()
-    with pytest.raises(InvalidItemError, match="timezone-aware"):
+    with pytest.raises(InvalidItemError, match=r"timezone-aware|an aware datetime"):
         store.refute("other", "wrong", now=dt.datetime(2025, 1, 11, 9))
     assert _dump(store) == before
     assert recorder.quiet
@@ -352,6 +353,38 @@ def test_refute_takes_the_refuted_cell_out_of_search(store: Store) -> None:
     store.upsert(_note("root", "ledger pool exhausted"))
     store.refute("root", "wrong")
     assert store.keyword_search("ledger pool exhausted") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named"),
+    [
+        (("root", "wrong", "log:42"), {}, "evidence"),  # one ref, not its letters
+        (("root", "wrong", {"log:42": 1}), {}, "evidence"),
+        (("root", "wrong", [42]), {}, "evidence[0]"),
+        (("root", "wrong", None), {}, "evidence"),
+        (("root", b"wrong"), {}, "reason"),
+        (("root", None), {}, "reason"),
+        (("root", "x" * 1_001), {}, "reason"),
+        ((["root"], "wrong"), {}, "id"),
+        ((None, "wrong"), {}, "id"),
+        (("root", "wrong"), {"now": "2025-01-01"}, "now"),
+        (("root", "wrong"), {"now": dt.datetime(2025, 1, 1)}, "now"),  # naive
+    ],
+)
+def test_refute_refuses_arguments_of_the_wrong_type_and_changes_nothing(
+    store: Store,
+    recorder: Recorder,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    named: str,
+) -> None:
+    store.upsert(_note("root", "ledger pool exhausted"))
+    before = _dump(store)
+    recorder.clear()
+    with pytest.raises(InvalidItemError, match="^" + re.escape(named)):
+        store.refute(*args, **kwargs)  # type: ignore[arg-type]
+    assert _dump(store) == before
+    assert recorder.quiet
 
 
 def test_refute_unknown_id_changes_nothing(store: Store, recorder: Recorder) -> None:
@@ -572,6 +605,28 @@ def test_prune_except_never_touches_active_items_authored_in_memory(store: Store
 def test_prune_except_inside_a_batch_is_refused(store: Store) -> None:
     with pytest.raises(MemstoreError, match="cannot run inside a batch"), store.batch():
         store.prune_except(())
+
+
+@pytest.mark.parametrize(
+    "keep",
+    ["mem-stale-kept", b"mem-stale-kept", None, (i for i in ["mem-stale"])],
+    ids=["text", "bytes", "None", "generator"],
+)
+def test_prune_except_refuses_what_is_not_a_collection_of_ids(store: Store, keep: object) -> None:
+    store.upsert(_note("mem-stale", "f"))  # "mem-stale" is part of "mem-stale-kept"
+    store.upsert(_note("mem-stale-kept", "g"))
+    store.expire("mem-stale")
+    store.expire("mem-stale-kept")
+    before = _dump(store)
+    with pytest.raises(InvalidItemError, match=r"^keep must be a collection of ids"):
+        store.prune_except(keep)  # type: ignore[arg-type]
+    assert _dump(store) == before
+
+
+@pytest.mark.parametrize("config", ["strict", 5, {"vocabulary": None}])
+def test_a_config_that_is_not_a_config_is_refused(config: object) -> None:
+    with pytest.raises(MemstoreError, match=r"^config must be a memstore\.Config"):
+        Store(config)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------- clone_into

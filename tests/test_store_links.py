@@ -8,7 +8,7 @@ import itertools
 import pytest
 from conftest import T0, FakeClock, Recorder
 
-from memstore import MAX_MODEL_LINKS, Config, Item, Store, ThoughtLink
+from memstore import MAX_MODEL_LINKS, Config, InvalidItemError, Item, Store, ThoughtLink
 
 HOUR = dt.timedelta(hours=1)
 
@@ -43,6 +43,25 @@ def _links(store: Store, id: str) -> list[tuple[str, str, float]]:
 
 
 # ----------------------------------------------------------------- add_link
+
+
+@pytest.mark.parametrize(
+    ("from_id", "link", "named"),
+    [
+        ("outage", "cause", "link"),
+        ("outage", {"to_id": "cause", "relation": "caused_by"}, "link"),
+        ("outage", None, "link"),
+        (None, ThoughtLink(to_id="cause", relation="caused_by"), "from_id"),
+        (["outage"], ThoughtLink(to_id="cause", relation="caused_by"), "from_id"),
+    ],
+)
+def test_add_link_refuses_arguments_of_the_wrong_type(
+    store: Store, from_id: object, link: object, named: str
+) -> None:
+    store.upsert(Item(id="outage", kind="note", title="outage", content="db down"))
+    with pytest.raises(InvalidItemError, match=f"^{named} must be"):
+        store.add_link(from_id, link)  # type: ignore[arg-type]
+    assert store.get("outage").links == []  # type: ignore[union-attr]
 
 
 def test_add_link_stores_the_link_and_indexes_it_both_ways(store: Store) -> None:

@@ -7,6 +7,8 @@ leave the store exactly as it was: items, indexes, search results, observers.
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -217,11 +219,11 @@ def test_every_writer_names_a_wrong_type_and_changes_nothing(
         "mirror": lambda: store.mirror(None),  # type: ignore[arg-type]
         "reflect": lambda: store.reflect("a", {"id": "a"}),  # type: ignore[arg-type]
         "restore": lambda: store.restore([Item(id="b", kind="note", title="b"), "c"]),  # type: ignore[list-item]
-        "add_link": lambda: store.add_link("a", {"to_id": "b", "relation": "explains"}),  # type: ignore[arg-type]
+        "link": lambda: store.add_link("a", {"to_id": "b", "relation": "explains"}),  # type: ignore[arg-type]
         "anchor_ids": lambda: store.traverse("a"),
     }
     for what, call in calls.items():
-        with pytest.raises(InvalidItemError, match=r"expected an?|list of ids") as e:
+        with pytest.raises(InvalidItemError, match=r"expected an?|list of ids|must be a") as e:
             call()
         assert what in str(e.value), what
     assert store.items_locked() == before
@@ -981,3 +983,58 @@ def test_readers_survive_restored_items_without_timestamps(store: Store) -> None
 
     assert sorted(it.id for it in store.recent()) == ["fresh", "legacy"]
     assert sorted(it.id for it in store.exact_matches("ledger")) == ["fresh", "legacy"]
+
+
+# ------------------------------------------------- arguments of the wrong type
+
+_WRONG_ARGUMENTS: list[tuple[str, Callable[[Store], object], str]] = [
+    ("get list", lambda s: s.get([SEED_ID]), "id must be text"),
+    ("get int", lambda s: s.get(5), "id must be text"),  # refused, not "not found"
+    ("indexed dict", lambda s: s.indexed({}), "id must be text"),
+    ("delete list", lambda s: s.delete([SEED_ID]), "id must be text"),
+    ("delete None", lambda s: s.delete(None), "id must be text"),
+    ("expire bytes", lambda s: s.expire(SEED_ID.encode()), "id must be text"),
+    ("mark_superseded", lambda s: s.mark_superseded(SEED_ID, 5), "by_id must be text"),
+    ("supersede old_id", lambda s: s.supersede([SEED_ID], Item(kind="note")), "old_id"),
+    ("upsert_many int", lambda s: s.upsert_many(5), "items must be a list of Items"),
+    ("upsert_many Item", lambda s: s.upsert_many(Item(kind="note", title="x")), "items must"),
+    ("keyword query None", lambda s: s.keyword_search(None), "query must be text"),
+    ("keyword query list", lambda s: s.keyword_search(["ledger"]), "query must be text"),
+    ("keyword limit str", lambda s: s.keyword_search(SEED_QUERY, limit="5"), "limit must be"),
+    ("keyword limit bool", lambda s: s.keyword_search(SEED_QUERY, limit=True), "limit must be"),
+    ("keyword kind None", lambda s: s.keyword_search(SEED_QUERY, kind=None), "kind must be"),
+    ("ranked partition", lambda s: s.keyword_ranked(SEED_QUERY, partition=5), "partition must"),
+    ("hits own_only", lambda s: s.keyword_hits(SEED_QUERY, own_only="yes"), "own_only must"),
+    ("per_kind", lambda s: s.keyword_search_per_kind(SEED_QUERY, per_kind="2"), "per_kind must"),
+    ("named_subjects", lambda s: s.named_subjects(None), "query must be text"),
+    ("exact_matches", lambda s: s.exact_matches(None), "query must be text"),
+    ("filtered kind None", lambda s: s.filtered(kind=None), "kind must be text"),
+    ("filtered limit str", lambda s: s.filtered(limit="3"), "limit must be"),
+    ("filtered limit float", lambda s: s.filtered(limit=2.5), "limit must be"),
+    ("for_user list", lambda s: s.for_user(["u"]), "user_hash must be text"),
+    ("recent limit nan", lambda s: s.recent(limit=float("nan")), "limit must be"),
+    ("recent skip", lambda s: s.recent(skip="stale"), "skip must be"),
+    ("traverse text", lambda s: s.traverse(SEED_ID), "anchor_ids must be a list"),
+    ("traverse depth", lambda s: s.traverse([SEED_ID], max_depth="2"), "max_depth must be"),
+    ("traverse decay", lambda s: s.traverse([SEED_ID], decay=True), "decay must be"),
+    ("neighbours text", lambda s: s.neighbours(SEED_ID, ["explains"]), "ids must be a list"),
+    ("neighbours rel", lambda s: s.neighbours([SEED_ID], "explains"), "relations must be"),
+    ("search_read text", lambda s: s.search_read(SEED_ID), "ids must be a list"),
+    ("resolve_anchors", lambda s: s.resolve_anchors(None), "anchor must be text"),
+    ("context depth", lambda s: s.context("ledger", max_depth=True), "max_depth must be"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [w[1:] for w in _WRONG_ARGUMENTS], ids=[w[0] for w in _WRONG_ARGUMENTS]
+)
+def test_an_argument_of_the_wrong_type_is_refused_and_changes_nothing(
+    store: Store, recorder: Recorder, call: Callable[[Store], object], words: str
+) -> None:
+    _seed(store)
+    before = _snapshot(store)
+    recorder.clear()
+    with pytest.raises(InvalidItemError, match=re.escape(words)):
+        call(store)
+    assert _snapshot(store) == before
+    assert recorder.quiet

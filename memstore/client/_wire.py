@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -84,6 +85,14 @@ class RetryPolicy:
     max_retries: int = 3
     max_wait: float = 30.0
     unavailable_wait: float = 0.5
+
+    def __post_init__(self) -> None:
+        if type(self.max_retries) is not int or self.max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number >= 0, got {self.max_retries!r}")
+        for name in ("max_wait", "unavailable_wait"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value < math.inf:  # NaN fails too
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +188,38 @@ def decode_error(response: httpx.Response) -> ServerError:
     return err
 
 
+def refused(message: str) -> InvalidRequestError:
+    """The error for an argument refused before any request is sent (status 0)."""
+    return InvalidRequestError(0, "invalid_request", message)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check(name: str, value: object, kind: type | tuple[type, ...], what: str) -> None:
+    """Refuse ``value`` unless it is ``None`` or a ``kind`` (never a ``bool`` for a number).
+
+    Checked here, not left to the server: a value JSON cannot carry
+    (``b"x"``) would raise a bare ``TypeError`` from the encoder.
+    """
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise refused(f"{name} must be {what} or None, got {type(value).__name__} {value!r:.40}")
+
+
+def wait_args(lsn: object, timeout: object, poll: object) -> None:
+    """Refuse what ``wait_applied`` cannot wait on (a NaN timeout would never run out)."""
+    if not isinstance(lsn, Lsn):
+        raise refused(f"lsn must be an Lsn (as ingest returns), got {lsn!r:.40}")
+    if not _is_number(timeout) or not 0 <= timeout < math.inf:  # type: ignore[operator]
+        raise refused(f"timeout must be a finite number of seconds >= 0, got {timeout!r}")
+    if not _is_number(poll) or not 0 < poll < math.inf:  # type: ignore[operator]
+        raise refused(f"poll must be a finite number of seconds above 0, got {poll!r}")
+
+
 def _rfc3339(value: str | _dt.datetime) -> str:
+    if not isinstance(value, str | _dt.datetime):
+        raise refused(f"a time must be RFC 3339 text or an aware datetime, got {value!r:.40}")
     if isinstance(value, _dt.datetime):
         if value.utcoffset() is None:
             raise InvalidRequestError(
@@ -197,6 +237,11 @@ def ingest_call(
     t_ref: str | _dt.datetime | None,
     metadata: Mapping[str, Any] | None,
 ) -> Call:
+    for name, value in (("source", source), ("content", content)):
+        if type(value) is not str:
+            raise refused(f"{name} must be a str, got {type(value).__name__} {value!r:.40}")
+    _check("id", id, str, "a str")
+    _check("metadata", metadata, Mapping, "a mapping")
     body: dict[str, Any] = {"source": source, "content": content}
     if id is not None:
         body["id"] = id
@@ -217,6 +262,12 @@ def recall_call(
     stream: bool = False,
     min_relevance: float | None = None,
 ) -> Call:
+    if type(query) is not str:
+        raise refused(f"query must be a str, got {type(query).__name__} {query!r:.40}")
+    _check("k", k, int, "a whole number")
+    _check("filter", filter, str, "a str")
+    _check("mode", mode, str, "'semantic' or 'graph'")
+    _check("min_relevance", min_relevance, (int, float), "a number")
     body: dict[str, Any] = {"query": query}
     if min_relevance is not None:
         body["min_relevance"] = min_relevance
@@ -234,6 +285,9 @@ def recall_call(
 
 def target_json(*, id: str | None, source: str | None, before: Lsn | None) -> dict[str, Any]:
     """The wire target of a forget: exactly one of ``id``, ``source`` (a prefix), ``before``."""
+    _check("id", id, str, "a str")
+    _check("source", source, str, "a str")
+    _check("before", before, Lsn, "an Lsn")
     given = [
         name for name, v in (("id", id), ("source", source), ("before", before)) if v is not None
     ]
@@ -259,6 +313,8 @@ def forget_call(
     dry_run: bool = False,
     confirmation_token: str | None = None,
 ) -> Call:
+    if type(dry_run) is not bool:
+        raise refused(f"dry_run must be True or False, got {dry_run!r:.40}")
     body: dict[str, Any] = {"target": dict(target), "hard": hard, "dry_run": dry_run}
     if confirmation_token is not None:
         body["confirmation_token"] = confirmation_token
@@ -266,10 +322,14 @@ def forget_call(
 
 
 def episode_call(id: str) -> Call:
+    if type(id) is not str:
+        raise refused(f"id must be a str, got {type(id).__name__} {id!r:.40}")
     return Call("GET", f"/v1/episode/{quote(id, safe='')}", parse=Episode.from_json)
 
 
 def snapshot_path(lsn: Lsn | str) -> str:
+    if not isinstance(lsn, Lsn | str):
+        raise refused(f"lsn must be an Lsn or 'wall_ms.counter' text, got {lsn!r:.40}")
     return f"/v1/snapshot/{quote(str(lsn), safe='')}"
 
 

@@ -123,6 +123,7 @@ class AsyncMemoryClient:
 
     async def wait_applied(self, lsn: Lsn, *, timeout: float = 30.0, poll: float = 0.01) -> None:
         """Wait until the server has applied ``lsn`` (read your writes on another replica)."""
+        _wire.wait_args(lsn, timeout, poll)
         deadline = time.monotonic() + timeout
         while await self.applied() < lsn:
             if time.monotonic() >= deadline:

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from memstore import arguments as arg
 from memstore._gc import BulkLoad, bulk_load, thaw
 from memstore.config import Change
 from memstore.errors import (
@@ -35,8 +36,9 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
-from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError, Lsn
 from memstore.journal.version import TABLE, Row, Version, row_from_export
+from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
 
 if TYPE_CHECKING:
@@ -97,10 +99,24 @@ def to_lsn(at: AsOf) -> Lsn:
     )
 
 
+def _partition(partition: object) -> str | None:
+    """A checked partition to read (``None`` for every one, ``PARTITION_ALL`` too)."""
+    if partition is None or partition == PARTITION_ALL:
+        return None
+    return arg.text_arg(partition, "partition", MAX_NAME_CHARS)
+
+
 class JournalBase(ABC):
     """Stamps, groups, restore, import, export and purge over a backend's rows."""
 
     def __init__(self, *, node_id: int, wall: Callable[[], int] | None) -> None:
+        # Checked before a backend opens anything: a bad one would otherwise
+        # surface at attach (a bare TypeError for node_id="3"), or never
+        # (node_id=True stamped as node 1).
+        if type(node_id) is not int or not 0 <= node_id <= MAX_NODE_ID:
+            raise ValueError(f"node_id must be a whole number in 0..{MAX_NODE_ID}, got {node_id!r}")
+        if wall is not None and not callable(wall):
+            raise ValueError(f"wall must be a function returning milliseconds, got {wall!r:.40}")
         self._node_id = node_id
         self._wall = wall
         self._clock: HybridClock | None = None
@@ -376,11 +392,12 @@ class JournalBase(ABC):
         """
         self._check_open()
         at = to_lsn(lsn)
-        part = None if partition in (None, PARTITION_ALL) else partition
+        part = _partition(partition)
         return [r.stored_item() for r in self._rows_as_of(at, part)]
 
     def history(self, id: str) -> list[Version]:
         """Every version of ``id``, oldest first (empty when it never existed)."""
+        id = arg.id_arg(id)
         self._check_open()
         return [r.version() for r in self._rows_of([id], None)]
 
@@ -392,7 +409,7 @@ class JournalBase(ABC):
         """
         self._check_open()
         at = to_lsn(lsn)
-        part = None if partition in (None, PARTITION_ALL) else partition
+        part = _partition(partition)
         for row in self._rows_as_of(at, part):
             yield row.version()
 
@@ -409,15 +426,13 @@ class JournalBase(ABC):
         database's free pages still hold the bytes until SQLite reuses them or
         ``VACUUM`` runs: this is not secure erasure.
         """
-        store = self._attached()
         if callable(match):
+            store = self._attached()
             ids = self.matching(match)
-        else:
-            if isinstance(match, str) or not isinstance(match, Iterable):
-                raise InvalidItemError(
-                    f"purge takes a collection of ids or a predicate, not {match!r:.60}"
-                )
-            ids = sorted(set(match))
+        else:  # checked before anything: b"ab" is not the ids 97 and 98
+            wanted = arg.id_list(match, "match")
+            store = self._attached()
+            ids = sorted(set(wanted))
         if not ids:
             return []
         self._writable()  # before the saved index goes: a refused purge changes nothing
@@ -458,6 +473,10 @@ class JournalBase(ABC):
         preview): a soft-deleted item is still on record, so it is matched by
         the state it had when it was deleted. Sorted by id; reads every row.
         """
+        if not callable(match):
+            raise InvalidItemError(
+                f"match must be a function of an Item, got {arg.describe(match)}"
+            )
         self._check_open()
         out: list[str] = []
         last: Row | None = None
@@ -499,8 +518,13 @@ class JournalBase(ABC):
         ``on_corrupt=skipped.append`` from a ``readonly=True`` journal, import
         into a new one, and keep ``skipped`` as the list of what was lost.
         """
+        part = _partition(partition)
+        fp = arg.writable(fp)
+        if on_corrupt is not None and not callable(on_corrupt):
+            raise InvalidItemError(
+                f"on_corrupt must be a function or None, got {arg.describe(on_corrupt)}"
+            )
         self._check_open()
-        part = None if partition in (None, PARTITION_ALL) else partition
         head = self.head()
         header = {"format": EXPORT_FORMAT, "partition": part, "head": str(head)}
         fp.write(json.dumps(header) + "\n")
@@ -538,6 +562,7 @@ class JournalBase(ABC):
         importing twice is harmless. Returns the number of items the import
         changed (that gained a version): 0 for a file already imported.
         """
+        fp = arg.readable(fp)
         store = self._attached()
         by_id = _read_export(fp, store.validate_base)
         if not by_id:

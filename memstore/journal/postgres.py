@@ -99,6 +99,8 @@ Durability = Literal["full", "normal", "off"]
 
 _SCHEMA_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _FETCH = 2000
+_FOREVER_S = 365 * 24 * 3600.0 * 100
+"""A wait longer than this (a century; infinity too) is a wait without a timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +138,11 @@ class PostgresJournal(JournalBase):
     when no notification arrives. ``lock_timeout``: seconds a commit waits for
     another process's commit before failing, rounded to whole milliseconds
     and at least one (PostgreSQL would read 0 as "wait for ever"), at most
-    :data:`MAX_LOCK_TIMEOUT_S`.
+    :data:`MAX_LOCK_TIMEOUT_S`. ``connect_timeout``: whole seconds to wait
+    for the server, at least 1 (libpq would read 0 or less as "wait for
+    ever"). An option of the wrong type (``replicate="no"``,
+    ``poll_interval="2"``, ``node_id=True``) raises :class:`ValueError`
+    before anything connects.
 
     Raises :class:`~memstore.errors.JournalError` when the server cannot be
     reached and :class:`~memstore.errors.JournalSchemaError` for a schema
@@ -156,7 +162,7 @@ class PostgresJournal(JournalBase):
         connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
     ) -> None:
-        super().__init__(node_id=node_id or 0, wall=wall)
+        super().__init__(node_id=node_id if node_id is not None else 0, wall=wall)
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a postgresql:// DSN string, got {type(dsn).__name__}")
         if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
@@ -165,9 +171,15 @@ class PostgresJournal(JournalBase):
             )
         if durability not in SYNCHRONOUS:
             raise ValueError(f"durability must be 'full', 'normal' or 'off', got {durability!r}")
-        if not poll_interval > 0:  # written so that NaN fails too
+        if type(replicate) is not bool:  # replicate="no" must not follow the feed
+            raise ValueError(f"replicate must be True or False, got {replicate!r}")
+        if not _is_number(poll_interval) or not poll_interval > 0:  # NaN fails too
             raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
-        if not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
+        if type(connect_timeout) is not int or connect_timeout < 1:
+            raise ValueError(
+                f"connect_timeout must be a whole number of seconds >= 1, got {connect_timeout!r}"
+            )
+        if not _is_number(lock_timeout) or not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
             raise ValueError(
                 f"lock_timeout must be positive and at most {MAX_LOCK_TIMEOUT_S} seconds "
                 f"(PostgreSQL's limit), got {lock_timeout!r}"
@@ -573,13 +585,19 @@ class PostgresJournal(JournalBase):
         writes across processes) or :meth:`head` (everything written so far):
         an :class:`Lsn`, an :class:`Hlc`, or the text ``"wall_ms.counter"``
         that HTTP answers carry. Anything else (a datetime too: a moment is
-        not a commit) raises :class:`InvalidLsnError`.
+        not a commit) raises :class:`InvalidLsnError`. ``timeout``: seconds,
+        ``None`` (or infinity) to wait for ever; a NaN, a negative number, a
+        ``bool`` or a string raises :class:`ValueError` (NaN never ran out).
         """
         if not isinstance(lsn, Lsn | Hlc | str):
             raise InvalidLsnError(
                 "wait_for takes a log position (an Lsn, an Hlc or 'wall_ms.counter'), "
                 f"got {lsn!r:.60}"
             )
+        if timeout is not None and (not _is_number(timeout) or not timeout >= 0):
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
+        if timeout is not None and timeout > _FOREVER_S:  # the clock's range; inf included
+            timeout = None
         return self._position.wait_for(to_lsn(lsn).packed(), timeout)
 
     # ------------------------------------------------------------------ close
@@ -589,6 +607,11 @@ class PostgresJournal(JournalBase):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _is_number(value: object) -> bool:
+    """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:

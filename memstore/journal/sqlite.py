@@ -168,6 +168,10 @@ class SqliteJournal(JournalBase):
             raise ValueError(
                 f"max_bytes must be a whole number of bytes above 0, got {max_bytes!r}"
             )
+        if not isinstance(path, str | os.PathLike):
+            raise ValueError(f"path must be a file path, got {type(path).__name__} {path!r:.40}")
+        if type(readonly) is not bool:  # readonly="no" must not open read-only
+            raise ValueError(f"readonly must be True or False, got {readonly!r}")
         self.path = os.fspath(path)
         self.readonly = readonly
         self._durability = durability

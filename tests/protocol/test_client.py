@@ -11,6 +11,7 @@ import datetime as _dt
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from ulid import ULID
@@ -30,6 +31,7 @@ from memstore.client import (
     ServerError,
 )
 from memstore.errors import MemstoreError
+from memstore.journal import Lsn
 from tests.protocol.conftest import Server
 
 
@@ -214,3 +216,72 @@ def test_no_server_is_a_transport_error() -> None:
         ):
             c.recall("anyone?")
     assert isinstance(e.value, ConnectionError) and not isinstance(e.value, ServerError)
+
+
+# Port 1: nothing listens, so only a refusal before any request answers with status 0.
+_NOWHERE = "http://127.0.0.1:1"
+_AT = Lsn(5, 0)
+_WRONG_CALLS: list[tuple[str, Callable[[MemoryClient], object], str]] = [
+    ("ingest bytes", lambda c: c.ingest("notes/a.md", b"text"), "content must be a str"),
+    ("ingest metadata", lambda c: c.ingest("s", "x", metadata="p=1"), "metadata must be a mapping"),
+    ("ingest t_ref", lambda c: c.ingest("s", "x", t_ref=1_700_000_000), "a time must be"),
+    ("recall query", lambda c: c.recall(b"deploy"), "query must be a str"),
+    ("recall k", lambda c: c.recall("deploy", k=True), "k must be a whole number"),
+    ("recall k str", lambda c: c.recall("deploy", k="3"), "k must be a whole number"),
+    ("recall relevance", lambda c: c.recall("q", min_relevance="0.5"), "min_relevance must be"),
+    ("forget before", lambda c: c.forget(before="5.0"), "before must be an Lsn"),
+    ("forget dry_run", lambda c: c.forget(source="notes/", dry_run="yes"), "dry_run must be"),
+    ("forget id", lambda c: c.forget(id=5), "id must be a str"),
+    ("episode id", lambda c: c.episode(None), "id must be a str"),
+    ("snapshot lsn", lambda c: list(c.snapshot(None)), "lsn must be an Lsn"),
+    ("wait lsn", lambda c: c.wait_applied("5.0"), "lsn must be an Lsn"),
+    ("wait nan", lambda c: c.wait_applied(_AT, timeout=float("nan")), "timeout must be"),
+    ("wait str", lambda c: c.wait_applied(_AT, timeout="30"), "timeout must be"),
+    ("wait poll", lambda c: c.wait_applied(_AT, poll=-1), "poll must be"),
+    ("wait poll 0", lambda c: c.wait_applied(_AT, poll=0), "poll must be"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [w[1:] for w in _WRONG_CALLS], ids=[w[0] for w in _WRONG_CALLS]
+)
+def test_an_argument_of_the_wrong_type_is_refused_before_any_request(
+    call: Callable[[MemoryClient], object], words: str
+) -> None:
+    with MemoryClient(_NOWHERE, token="t") as c, pytest.raises(InvalidRequestError) as e:
+        call(c)
+    assert e.value.status == 0 and words in str(e.value)
+
+
+@pytest.mark.parametrize("words", ["wait nan", "forget before", "recall k"])
+def test_the_async_client_refuses_the_same_arguments(words: str) -> None:
+    calls = {
+        "wait nan": lambda c: c.wait_applied(_AT, timeout=float("nan")),
+        "forget before": lambda c: c.forget(before="5.0"),
+        "recall k": lambda c: c.recall("deploy", k=True),
+    }
+
+    async def run() -> None:
+        async with AsyncMemoryClient(_NOWHERE, token="t") as c:
+            await calls[words](c)
+
+    with pytest.raises(InvalidRequestError) as e:
+        asyncio.run(run())
+    assert e.value.status == 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_retries": "3"},
+        {"max_retries": -1},
+        {"max_retries": True},
+        {"max_wait": float("nan")},
+        {"max_wait": -1.0},
+        {"unavailable_wait": "0.5"},
+        {"unavailable_wait": float("inf")},
+    ],
+)
+def test_a_retry_policy_of_the_wrong_type_is_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=next(iter(options))):
+        RetryPolicy(**options)  # type: ignore[arg-type]
