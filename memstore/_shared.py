@@ -36,10 +36,9 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-if TYPE_CHECKING:
-    from memstore.item import Item
+from memstore.item import Item, _set_fields_set
 
 __all__ = ["share_containers"]
 
@@ -154,12 +153,3 @@ def share_containers(item: Item) -> None:
                 return
             shared = _FIELDS_SETS.setdefault(key_fields, _FieldsSet(key_fields))
         _set_fields_set(item, shared)
-
-
-def _fields_set_setter() -> Any:
-    from pydantic import BaseModel
-
-    return BaseModel.__dict__["__pydantic_fields_set__"].__set__
-
-
-_set_fields_set = _fields_set_setter()
