@@ -82,11 +82,7 @@ def load_owner_token(
             token = parse_token(value)
         except ValueError as e:
             raise OwnerTokenError(f"{name}: {e}") from None
-        if not is_loopback(host) and len(token) < MIN_PUBLIC_TOKEN_CHARS:
-            raise OwnerTokenError(
-                f"{name}: a server on {host} needs an owner token of at least "
-                f"{MIN_PUBLIC_TOKEN_CHARS} characters"
-            )
+        _check_length(token, host, name)
         return token
     if path is None:
         if not is_loopback(host):
@@ -109,9 +105,14 @@ def load_owner_token(
         tokens = TokensFile(file, parse_token)
     except (OSError, ValueError) as e:
         raise OwnerTokenError(f"{file}: {e}") from None
-    if not is_loopback(host) and len(tokens.current()) < MIN_PUBLIC_TOKEN_CHARS:
+    _check_length(tokens.current(), host, str(file))
+    return tokens
+
+
+def _check_length(token: str, host: str, source: str) -> None:
+    """Refuse a token too short for a public bind; ``source`` names where it came from."""
+    if not is_loopback(host) and len(token) < MIN_PUBLIC_TOKEN_CHARS:
         raise OwnerTokenError(
-            f"{file}: a server on {host} needs an owner token of at least "
+            f"{source}: a server on {host} needs an owner token of at least "
             f"{MIN_PUBLIC_TOKEN_CHARS} characters"
         )
-    return tokens
