@@ -27,7 +27,7 @@ from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._querycache import DEFAULT_QUERY_CACHE, QueryCache
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
-from memstore_index.embedder import Embedder, EmbedderInputError, check_texts
+from memstore_index.embedder import Embedder, EmbedderInputError, check_dim, check_texts
 from memstore_index.entry import IndexEntry
 
 if TYPE_CHECKING:
@@ -60,14 +60,14 @@ class CellState:
     ) -> None:
         if space != "cosine":
             raise ValueError(f"space {space!r} is not supported; only 'cosine' is")
-        for name, value, low in (
-            ("m", m, 2),
-            ("ef_construction", ef_construction, 1),
-            ("ef_search", ef_search, 1),
+        for name, value, low, high in (
+            ("m", m, 2, tune.MAX_M),
+            ("ef_construction", ef_construction, 1, tune.MAX_EF),
+            ("ef_search", ef_search, 1, tune.MAX_EF),
         ):
             whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
-            if not whole or value < low:  # "16", 16.5, nan and True are not
-                raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+            if not whole or not low <= value <= high:  # "16", 16.5, nan and True are not
+                raise ValueError(f"{name} must be a whole number in [{low}, {high}], got {value!r}")
         if target_recall is not None and (
             isinstance(target_recall, bool)
             or not isinstance(target_recall, int | float)
@@ -81,7 +81,7 @@ class CellState:
         self._embedder = embedder
         # The vectors of the queries asked lately (none kept: query_cache=0).
         self._query_cache = QueryCache(query_cache) if query_cache else None
-        self._dim = int(embedder.dim)
+        self._dim = check_dim(embedder.dim, f"the embedder's ({type(embedder).__name__})")
         self._model_id = str(embedder.model_id)
         self._m, self._efc, self._ef = m, ef_construction, ef_search
         # Adaptive ef (memstore_index._calibrate): the beam plain graph searches

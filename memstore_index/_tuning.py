@@ -14,6 +14,8 @@ __all__ = [
     "DEFAULT_EF_CONSTRUCTION",
     "DEFAULT_M",
     "EXACT_THRESHOLD",
+    "MAX_EF",
+    "MAX_M",
     "READABLE_AMORTISE",
     "SUBSET_CACHE_SIZE",
     "SUBSET_SCAN_MAX",
@@ -25,6 +27,13 @@ DEFAULT_EF_CONSTRUCTION = 200
 """Candidate list size while building the graph (build time vs graph quality)."""
 DEFAULT_EF = 300
 """Candidate list size while searching (latency vs recall); at least ``k`` is used."""
+MAX_M = 1024
+"""The largest graph degree accepted: hnswlib keeps ``2 * m`` links a node on its
+first layer, so 1,024 is already 8 KB of links an item; more is a mistake that
+would fail later as an allocation."""
+MAX_EF = 1_000_000
+"""The largest ``ef_construction`` or ``ef_search`` accepted (a beam beyond the
+items held is the whole graph; beyond this, a mistake, not a setting)."""
 EXACT_THRESHOLD = 2048
 """At or below this many candidates an exact scan is both exact and faster than HNSW."""
 SUBSET_SCAN_MAX = 50_000

@@ -34,10 +34,12 @@ import numpy.typing as npt
 from memstore.errors import MemstoreError
 
 __all__ = [
+    "MAX_DIM",
     "Embedder",
     "EmbedderConfigError",
     "EmbedderInputError",
     "EmbeddingError",
+    "check_dim",
     "check_texts",
     "default_embedder",
     "normalize_rows",
@@ -88,6 +90,32 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit-length row per text, shape ``(len(texts), dim)``, dtype float32."""
         ...
+
+
+MAX_DIM = 65_536
+"""The longest vector an embedder may give: 16 times the widest text models' (4,096).
+
+A CellStore keeps ``dim`` float32s per item and per slot of its graph, so a
+dimension in the millions is a mistake (a configuration read as bytes, a
+product of two settings), not a model: it is refused with a clear error before
+anything is allocated instead of failing later as an allocation."""
+
+
+def check_dim(dim: object, who: str) -> int:
+    """``dim`` as an int in ``[1, MAX_DIM]``, or :class:`EmbedderConfigError` naming ``who``.
+
+    >>> check_dim(384, "HashEmbedder")
+    384
+    >>> check_dim(10**9, "an embedder's")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    memstore_index.embedder.EmbedderConfigError: an embedder's dim must be ... got 1000000000
+    """
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or not 1 <= dim <= MAX_DIM:
+        raise EmbedderConfigError(
+            f"{who} dim must be a whole number in [1, {MAX_DIM}], got {dim!r}"
+        )
+    return int(dim)
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

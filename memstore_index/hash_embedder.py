@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore.text import words
-from memstore_index.embedder import EmbedderConfigError, check_texts, normalize_rows
+from memstore_index.embedder import MAX_DIM, EmbedderConfigError, check_texts, normalize_rows
 
 __all__ = ["DEFAULT_DIM", "GRAM_WEIGHT", "NGRAM", "HashEmbedder"]
 
@@ -63,12 +63,15 @@ class HashEmbedder:
     one ``numpy.bincount``. It is **not semantic**: synonyms and paraphrases
     in different words score as unrelated.
 
-    :raises EmbedderConfigError: ``dim`` below 2 or ``seed`` outside ``[0, 2**64)``.
+    :raises EmbedderConfigError: ``dim`` outside ``[2, MAX_DIM]`` (65,536) or ``seed``
+        outside ``[0, 2**64)``.
     """
 
     def __init__(self, dim: int = DEFAULT_DIM, seed: int = 0) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2:
-            raise EmbedderConfigError(f"HashEmbedder dim must be an int >= 2, got {dim!r}")
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 2 <= dim <= MAX_DIM:
+            raise EmbedderConfigError(
+                f"HashEmbedder dim must be an int in [2, {MAX_DIM}], got {dim!r}"
+            )
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise EmbedderConfigError(
                 f"HashEmbedder seed must be an int in [0, 2**64), got {seed!r}"

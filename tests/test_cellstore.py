@@ -18,6 +18,7 @@ import memstore_index._tuning as tune
 import memstore_index.cellstore as cs
 from memstore import Change, Item, MemstoreError, Store, ThoughtLink
 from memstore_index.cellstore import CellStore, EmbedderMismatchError
+from memstore_index.embedder import EmbedderConfigError
 from memstore_index.entry import IndexEntry
 from memstore_index.hash_embedder import HashEmbedder
 
@@ -657,10 +658,12 @@ def test_bad_target_recall_is_refused() -> None:
         ("m", 16.5),
         ("m", float("nan")),
         ("m", True),
+        ("m", 10**9),  # hnswlib would try to allocate 2e9 links a node at the first insert
         ("ef_construction", None),
         ("ef_construction", 0),
         ("ef_search", "300"),
         ("ef_search", float("inf")),
+        ("ef_search", 10**30),  # would overflow hnswlib's size_t at the first search
         ("target_recall", "0.9"),
         ("target_recall", True),
         ("center", "no"),  # would centre: the string is truthy
@@ -674,6 +677,25 @@ def test_bad_target_recall_is_refused() -> None:
 def test_an_option_of_the_wrong_type_is_refused(tmp_path: Path, option: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"^{option} must be"):
         CellStore(HashEmbedder(dim=8), path=tmp_path / "v", **{option: value})  # type: ignore[arg-type]
+    assert not (tmp_path / "v").exists()  # refused before the file opened
+
+
+class _WideEmbedder:
+    """An embedder that says its vectors are longer than any model's."""
+
+    model_id = "wide"
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # never reached: refused before
+        raise AssertionError("embedded")
+
+
+@pytest.mark.parametrize("dim", [0, -3, 10**9])
+def test_an_embedder_of_impossible_dimension_is_refused(tmp_path: Path, dim: int) -> None:
+    with pytest.raises(EmbedderConfigError, match=r"dim must be a whole number in \[1, 65536\]"):
+        CellStore(_WideEmbedder(dim), path=tmp_path / "v")
     assert not (tmp_path / "v").exists()  # refused before the file opened
 
 

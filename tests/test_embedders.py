@@ -248,7 +248,7 @@ def test_hash_textless_inputs_share_one_unit_vector() -> None:
     assert _cos(v[0], v[3]) < 0.99
 
 
-@pytest.mark.parametrize("dim", [0, 1, -5, True, 2.5])
+@pytest.mark.parametrize("dim", [0, 1, -5, True, 2.5, 65_537, 10**30])
 def test_hash_rejects_bad_dim(dim: object) -> None:
     with pytest.raises(EmbedderConfigError, match="dim"):
         HashEmbedder(dim=dim)  # type: ignore[arg-type]
