@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from memstore import arguments as arg
 from memstore._store_base import StoreBase
@@ -233,9 +233,10 @@ class StoreLifecycle(StoreBase):
         not in ``keep``, and any stale or superseded item not in ``keep``, go.
         Active items authored in memory are never touched. Returns the count.
         ``keep`` is a collection of ids: one bare string is refused (``in``
-        would test it as text, keeping every id that is part of it).
+        would test it as text, keeping every id that is part of it), and so is
+        a mapping (its keys would be taken for the ids, whatever it maps).
         """
-        if isinstance(keep, str | bytes) or not isinstance(keep, Collection):
+        if isinstance(keep, str | bytes | Mapping) or not isinstance(keep, Collection):
             raise InvalidItemError(f"keep must be a collection of ids, got {arg.describe(keep)}")
         with self._locked():
             if self._txn is not None:

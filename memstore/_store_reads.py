@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from memstore import arguments as arg
 from memstore._store_base import StoreBase, _ts
@@ -355,6 +355,6 @@ def _check_limit(value: object, name: str = "limit") -> None:
 
 
 def _check_ids(value: object, name: str) -> None:
-    """Refuse one string (whose letters are not ids) or anything not iterable."""
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+    """Refuse one string (its letters are not ids), a mapping (nor its keys), a non-iterable."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         raise InvalidItemError(f"{name} must be a list, got {arg.describe(value)}")

@@ -10,7 +10,7 @@ the hybrid searcher's lean path scores candidates on.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from memstore import arguments as arg
@@ -112,7 +112,7 @@ class StoreSearch(StoreBase):
     def search_read(self, ids: Sequence[str]) -> list[Item]:
         """Copies of the items ``ids`` names (those still stored), as :meth:`get` returns them."""
         if type(ids) is not list and (
-            isinstance(ids, str | bytes) or not isinstance(ids, Iterable)
+            isinstance(ids, str | bytes | Mapping) or not isinstance(ids, Iterable)
         ):
             raise InvalidItemError(f"ids must be a list of ids, got {arg.describe(ids)}")
         with self._locked():

@@ -233,7 +233,7 @@ class Hub:
         audience (:meth:`attach` drops private items). An empty hit is not an
         event (``None``); ``kinds`` of the wrong length is dropped.
         """
-        if isinstance(item_ids, str | bytes) or not isinstance(item_ids, Iterable):
+        if isinstance(item_ids, str | bytes | Mapping) or not isinstance(item_ids, Iterable):
             raise ValueError(f"item_ids must be a list of ids, got {item_ids!r:.60}")
         if kinds is not None and (isinstance(kinds, str | bytes) or not isinstance(kinds, Sized)):
             raise ValueError(f"kinds must be a list of kinds or None, got {kinds!r:.60}")

@@ -279,6 +279,7 @@ def test_a_hub_option_of_the_wrong_type_is_refused(options: dict[str, object], w
 _WRONG_PUBLISH: list[tuple[str, Callable[[Hub], object], str]] = [
     ("hit ids text", lambda h: h.publish_hit("memory-1", "q"), "item_ids must be a list of ids"),
     ("hit ids int", lambda h: h.publish_hit(5, "q"), "item_ids must be a list of ids"),
+    ("hit ids dict", lambda h: h.publish_hit({"m-1": 1}, "q"), "item_ids must be a list of ids"),
     ("hit kinds text", lambda h: h.publish_hit(["a"], "q", kinds="note"), "kinds must be a list"),
     ("hit query", lambda h: h.publish_hit(["a"], None), "query and kind must be strings"),
     ("hit partition", lambda h: h.publish_hit(["a"], "q", partition=["p"]), "partition must be"),

@@ -609,8 +609,8 @@ def test_prune_except_inside_a_batch_is_refused(store: Store) -> None:
 
 @pytest.mark.parametrize(
     "keep",
-    ["mem-stale-kept", b"mem-stale-kept", None, (i for i in ["mem-stale"])],
-    ids=["text", "bytes", "None", "generator"],
+    ["mem-stale-kept", b"mem-stale-kept", None, (i for i in ["mem-stale"]), {"mem-stale": "x"}],
+    ids=["text", "bytes", "None", "generator", "mapping"],
 )
 def test_prune_except_refuses_what_is_not_a_collection_of_ids(store: Store, keep: object) -> None:
     store.upsert(_note("mem-stale", "f"))  # "mem-stale" is part of "mem-stale-kept"

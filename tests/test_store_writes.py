@@ -1019,7 +1019,9 @@ _WRONG_ARGUMENTS: list[tuple[str, Callable[[Store], object], str]] = [
     ("traverse decay", lambda s: s.traverse([SEED_ID], decay=True), "decay must be"),
     ("neighbours text", lambda s: s.neighbours(SEED_ID, ["explains"]), "ids must be a list"),
     ("neighbours rel", lambda s: s.neighbours([SEED_ID], "explains"), "relations must be"),
+    ("traverse dict", lambda s: s.traverse({SEED_ID: 1.0}), "anchor_ids must be a list"),
     ("search_read text", lambda s: s.search_read(SEED_ID), "ids must be a list"),
+    ("search_read dict", lambda s: s.search_read({SEED_ID: 1}), "ids must be a list"),
     ("resolve_anchors", lambda s: s.resolve_anchors(None), "anchor must be text"),
     ("context depth", lambda s: s.context("ledger", max_depth=True), "max_depth must be"),
 ]
