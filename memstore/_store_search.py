@@ -361,7 +361,13 @@ class StoreSearch(StoreBase):
     def keyword_search_own(
         self, user_hash: str, query: str, kind: str = "", limit: int = DEFAULT_SEARCH_LIMIT
     ) -> list[Item]:
-        """Keyword search over ``user_hash``'s private items alone (empty hash: nothing)."""
+        """Keyword search over ``user_hash``'s private items alone (empty hash: nothing).
+
+        ``user_hash`` is text (``None`` is refused, not read as "nobody"); the
+        other arguments are checked as :meth:`keyword_search` checks them.
+        """
+        user_hash = arg.id_arg(user_hash, "user_hash")
+        _check_search(query, kind, "", limit, None)
         if not user_hash:
             return []
         hits = self.keyword_hits(query, kind, "", limit, user_hash=user_hash, own_only=True)[0]

@@ -1022,6 +1022,8 @@ _WRONG_ARGUMENTS: list[tuple[str, Callable[[Store], object], str]] = [
     ("traverse dict", lambda s: s.traverse({SEED_ID: 1.0}), "anchor_ids must be a list"),
     ("search_read text", lambda s: s.search_read(SEED_ID), "ids must be a list"),
     ("search_read dict", lambda s: s.search_read({SEED_ID: 1}), "ids must be a list"),
+    ("own user None", lambda s: s.keyword_search_own(None, "ledger"), "user_hash must be text"),
+    ("own query None", lambda s: s.keyword_search_own("u1", None), "query must be"),
     ("resolve_anchors", lambda s: s.resolve_anchors(None), "anchor must be text"),
     ("context depth", lambda s: s.context("ledger", max_depth=True), "max_depth must be"),
 ]
