@@ -257,12 +257,8 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     except ValueError as e:
         print(f"memstore: {e}", file=sys.stderr)
         return 2
-    try:
-        tokens = _tokens(args)
-    except TokensFileError as e:
-        print(f"memstore: {e}", file=sys.stderr)
-        return 2
-    if tokens is None:
+    if not args.tokens_file and not is_loopback(args.host):
+        _tokens(args)  # says why it refuses, before anything is opened
         return 2
     try:
         journal = _journal(args)
@@ -270,11 +266,22 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         print(f"memstore: {e}", file=sys.stderr)
         return 2
     try:
-        confirmations = _confirmations(args, journal)
-    except (OSError, ValueError) as e:
+        # A confirmation key file is checked before a tokens.json is made, so
+        # a start refused for it leaves no token behind; without one, the
+        # tokens file is the secret and has to exist first.
+        keyed = getattr(args, "confirm_key_file", None)
+        confirmations = _confirmations(args, journal) if keyed else None
+        tokens = _tokens(args)
+        if confirmations is None:
+            confirmations = _confirmations(args, journal)
+    except (OSError, ValueError) as e:  # TokensFileError is a ValueError
         if journal is not None:
             journal.close()
         print(f"memstore: {e}", file=sys.stderr)
+        return 2
+    if tokens is None:  # pragma: no cover - refused above, before the journal opened
+        if journal is not None:
+            journal.close()
         return 2
     memory = Memory(
         args.data,

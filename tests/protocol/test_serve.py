@@ -198,6 +198,7 @@ def test_journal_schema_needs_a_postgres_journal(tmp_path: Path) -> None:
     done = serve_exit(tmp_path, "--journal-schema", "agents")
     assert done.returncode == 2
     assert "--journal-schema needs --journal postgresql://" in done.stderr
+    assert not (tmp_path / "d" / "tokens.json").exists()  # a refused start makes no token
 
 
 def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
@@ -205,6 +206,7 @@ def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
     done = serve_exit(tmp_path, "--confirm-key-file", str(tmp_path / "key"))
     assert done.returncode == 2
     assert "at least 16 bytes" in done.stderr
+    assert not (tmp_path / "d" / "tokens.json").exists()  # a refused start makes no token
 
 
 def test_an_empty_tokens_file_serves_and_authenticates_nobody(tmp_path: Path) -> None:
