@@ -123,6 +123,7 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
         return views.parse_moment(raw) if raw and raw.strip() else None
 
     @app.get("/", include_in_schema=False)
+    @app.get("/ui/", include_in_schema=False)  # the page's address as often typed
     def root() -> Response:
         return RedirectResponse("/ui", status_code=303)
 

@@ -62,6 +62,7 @@ def episode_of(c: TestClient, token: str, query: str) -> str:
 
 def test_the_page_and_its_files_carry_a_strict_policy(client: TestClient) -> None:
     assert client.get("/", follow_redirects=False).headers["location"] == "/ui"
+    assert client.get("/ui/", follow_redirects=False).headers["location"] == "/ui"
     page = client.get("/ui")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     csp = page.headers["content-security-policy"]
