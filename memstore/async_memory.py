@@ -4,6 +4,14 @@ Every method is a coroutine that runs the blocking work (locks, SQLite,
 embedding) in a worker thread, so the event loop keeps serving while a write
 syncs or a query embeds.
 
+A worker thread cannot be stopped midway, so a cancelled write (a task
+cancelled, ``asyncio.timeout`` running out) is settled before the
+:class:`asyncio.CancelledError` reaches the caller: a write cancelled before
+its thread picked it up never runs, one already running is waited for. When
+the caller sees the cancellation, the write happened entirely or not at all
+(:meth:`AsyncMemory.get` tells which), and nothing of it lands later. A
+cancelled read returns at once (its thread finishes in the background).
+
 >>> import asyncio
 >>> async def main() -> list[str]:
 ...     async with await AsyncMemory.open(embedder="hash") as mem:
@@ -25,6 +33,7 @@ from typing import IO, Any, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from memstore._offloop import run_settled
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import MemstoreError
 from memstore.item import Item, ScoredItem
@@ -51,6 +60,11 @@ class AsyncMemory:
     def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
         if memory is not None and not isinstance(memory, Memory):
             raise MemstoreError(f"memory= takes a Memory, got {type(memory).__name__}")
+        if memory is not None and (args or kwargs):
+            raise MemstoreError(
+                "memory= wraps an open Memory as it is: give it alone, or give the "
+                "Memory's own arguments instead of memory="
+            )
         self.memory = memory if memory is not None else Memory(*args, **kwargs)
 
     @classmethod
@@ -82,39 +96,44 @@ class AsyncMemory:
         return cls(memory=memory)
 
     async def _run(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """A read in a worker thread (cancelled, the caller is answered at once)."""
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def _write(self, fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """A write in a worker thread, settled before a cancellation reaches the caller."""
+        return await run_settled(fn, *args, **kwargs)
 
     # writes
     async def add(self, text_or_item: str | Item, **kwargs: Any) -> Item:
-        return await self._run(self.memory.add, text_or_item, **kwargs)
+        return await self._write(self.memory.add, text_or_item, **kwargs)
 
     async def add_many(
         self, items: Iterable[str | Item | Mapping[str, Any]], **kwargs: Any
     ) -> list[Item]:
-        return await self._run(self.memory.add_many, items, **kwargs)
+        return await self._write(self.memory.add_many, items, **kwargs)
 
     async def update(self, id: str, /, **fields: Any) -> Item:
-        return await self._run(self.memory.update, id, **fields)
+        return await self._write(self.memory.update, id, **fields)
 
     async def delete(self, id: str) -> bool:
-        return await self._run(self.memory.delete, id)
+        return await self._write(self.memory.delete, id)
 
     async def expire(self, id: str) -> bool:
-        return await self._run(self.memory.expire, id)
+        return await self._write(self.memory.expire, id)
 
     async def supersede(self, old_id: str, text_or_item: str | Item, **fields: Any) -> Item:
-        return await self._run(self.memory.supersede, old_id, text_or_item, **fields)
+        return await self._write(self.memory.supersede, old_id, text_or_item, **fields)
 
     async def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
-        return await self._run(self.memory.refute, id, reason, evidence)
+        return await self._write(self.memory.refute, id, reason, evidence)
 
     async def link(
         self, from_id: str, to_id: str, relation: str = "correlates_with", weight: float = 1.0
     ) -> bool:
-        return await self._run(self.memory.link, from_id, to_id, relation, weight)
+        return await self._write(self.memory.link, from_id, to_id, relation, weight)
 
     async def purge(self, ids: Iterable[str]) -> list[str]:
-        return await self._run(self.memory.purge, ids)
+        return await self._write(self.memory.purge, ids)
 
     # reads
     async def get(self, id: str) -> Item | None:
@@ -140,7 +159,7 @@ class AsyncMemory:
         return await self._run(self.memory.context, anchor, max_depth)
 
     async def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
-        return await self._run(self.memory.consolidate, partition, apply=apply)
+        return await self._write(self.memory.consolidate, partition, apply=apply)
 
     async def history(self, id: str) -> list[Version]:
         return await self._run(self.memory.history, id)
@@ -151,10 +170,10 @@ class AsyncMemory:
         return await self._run(self.memory.as_of, when, partition=partition)
 
     async def export(self, fp: IO[str], partition: str | None = None) -> int:
-        return await self._run(self.memory.export, fp, partition)
+        return await self._write(self.memory.export, fp, partition)
 
     async def import_(self, fp: IO[str]) -> int:
-        return await self._run(self.memory.import_, fp)
+        return await self._write(self.memory.import_, fp)
 
     async def stats(self) -> MemoryStats:
         return await self._run(self.memory.stats)
@@ -164,7 +183,14 @@ class AsyncMemory:
         return self.memory.subscribe(**options)
 
     async def close(self) -> None:
-        await self._run(self.memory.close)
+        """Detach and close the journal, the vector index and the hub (idempotent).
+
+        As :meth:`Memory.close`, settled like a write. A write still running
+        when the memory closes either commits before the journal detaches or
+        is undone and raises :class:`~memstore.errors.MemstoreError` ("this
+        Memory is closed"), as does every call after.
+        """
+        await self._write(self.memory.close)
 
     async def __aenter__(self) -> AsyncMemory:
         return self

@@ -25,6 +25,7 @@ from memstore.client._wire import RetryPolicy
 from memstore.client.aio import AsyncMemoryClient
 from memstore.client.errors import (
     AuthenticationError,
+    ClientClosedError,
     ClientError,
     ConfirmationRequiredError,
     ForbiddenError,
@@ -54,6 +55,7 @@ __all__ = [
     "AsyncMemoryClient",
     "AuthenticationError",
     "ChangeEvent",
+    "ClientClosedError",
     "ClientError",
     "ConfirmationRequiredError",
     "Episode",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -46,12 +47,16 @@ from memstore.journal import Lsn
 __all__ = [
     "RECALL_DONE",
     "Call",
+    "Options",
     "RetryPolicy",
     "SseReader",
     "applied_lsn",
+    "client_options",
+    "confirm_call",
     "cut_short",
     "decode_error",
     "episode_call",
+    "events_call",
     "forget_call",
     "health_call",
     "ingest_call",
@@ -59,6 +64,7 @@ __all__ = [
     "recall_call",
     "recall_event_hit",
     "retry_delay",
+    "snapshot_call",
     "snapshot_entries",
     "snapshot_path",
     "target_json",
@@ -97,13 +103,95 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One request, and how to read its successful answer."""
+    """One request, and how to read its successful answer.
+
+    ``repeatable``: sending the request twice does no more than sending it once
+    (a read, a dry run, an ingest that names its episode). Every ``GET`` is.
+    """
 
     method: str
     path: str
     json: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     parse: Callable[[Any], Any] = lambda body: body
+    repeatable: bool = False
+
+    @property
+    def safe_to_repeat(self) -> bool:
+        """Whether a refusal of unknown meaning may be answered by sending it again."""
+        return self.method == "GET" or self.repeatable
+
+
+_B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+"""RFC 6750 ``b64token``: what a Bearer token is (the server reads no other)."""
+_HEADER_BREAKS: Final = re.compile(r"[\r\n\x00]")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """A client's checked options, as :func:`client_options` reads them."""
+
+    base_url: httpx.URL
+    headers: httpx.Headers
+    timeout: float | httpx.Timeout | None
+    retry: RetryPolicy
+
+
+def client_options(
+    base_url: object, token: object, timeout: object, retry: object, headers: object
+) -> Options:
+    """Check what a client is made with, before it opens anything (status 0 refusals).
+
+    ``base_url``: an ``http://`` or ``https://`` URL with a host (a path is kept:
+    ``http://proxy/memory`` sends ``/memory/v1/recall``). ``token``: an RFC 6750
+    Bearer token, sent as ``Authorization: Bearer <token>`` in place of any
+    ``Authorization`` in ``headers`` (whatever its case), never quoted in an
+    error. ``timeout``: seconds above 0, an :class:`httpx.Timeout`, or ``None``
+    (no limit). ``retry``: a :class:`RetryPolicy` or ``None``. ``headers``: a
+    mapping of text to text without line breaks.
+    """
+    url = base_url if isinstance(base_url, httpx.URL) else None
+    if isinstance(base_url, str):
+        try:
+            url = httpx.URL(base_url)
+        except httpx.InvalidURL:
+            url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
+        raise refused(
+            f"base_url must be an http:// or https:// URL with a host, got {base_url!r:.60}"
+        )
+    if not isinstance(headers, Mapping | None) or any(
+        not isinstance(k, str) or not isinstance(v, str) or _HEADER_BREAKS.search(k + v)
+        for k, v in (headers or {}).items()
+    ):
+        raise refused("headers must be a mapping of text to text, without line breaks")
+    merged = httpx.Headers(dict(headers or {}))
+    if token is not None:
+        if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
+            raise refused(
+                "token must be the server's Bearer token as text (letters, digits and "
+                f"-._~+/ then any '='), got {_kind(token)}; the token is not shown"
+            )
+        merged["Authorization"] = f"Bearer {token}"  # replaces any, whatever its case
+    if not (
+        timeout is None
+        or isinstance(timeout, httpx.Timeout)
+        or (_is_number(timeout) and 0 < timeout < math.inf)  # type: ignore[operator]
+    ):
+        raise refused(
+            f"timeout must be a number of seconds above 0, an httpx.Timeout or None, "
+            f"got {timeout!r:.40}"
+        )
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise refused(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
+    return Options(url, merged, timeout, retry or RetryPolicy())  # type: ignore[arg-type]
+
+
+def _kind(value: object) -> str:
+    """What a refused secret was, without its text."""
+    if isinstance(value, str):
+        return "text that is not one (empty, spaces, other characters)" if value else "''"
+    return f"a {type(value).__name__}"
 
 
 def parsed(call: Call, body: Any) -> Any:
@@ -161,17 +249,28 @@ def applied_lsn(health: Mapping[str, Any]) -> Lsn:
         raise _off_protocol("GET /healthz", e) from e
 
 
-def retry_delay(error: ServerError, attempt: int, policy: RetryPolicy) -> float | None:
-    """Seconds to wait before attempt ``attempt + 1``, or ``None`` to raise ``error`` now."""
+def retry_delay(error: ServerError, attempt: int, policy: RetryPolicy, call: Call) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1``, or ``None`` to raise ``error`` now.
+
+    Retried: a 429 (the request was refused, not taken), and a 503 that says
+    ``unavailable`` (the MemoryProtocol's code: the server took nothing). A 503
+    in other words (a proxy's or a load balancer's page) may come after the
+    request reached the server behind it: it is retried only for a call that is
+    :attr:`~Call.safe_to_repeat`, never for a write that could happen twice.
+    """
     if attempt >= policy.max_retries:
         return None
     if isinstance(error, RateLimitedError):
-        delay = error.retry_after
-    elif isinstance(error, UnavailableError):
+        delay = max(error.retry_after, 0.0)  # a server's negative value is no wait
+    elif isinstance(error, UnavailableError) and (error.code == UNAVAILABLE or call.safe_to_repeat):
         delay = policy.unavailable_wait * (2**attempt)
     else:
         return None
     return delay if delay <= policy.max_wait else None
+
+
+UNAVAILABLE: Final = "unavailable"
+"""The MemoryProtocol's 503 code: the server took nothing, so any request may be sent again."""
 
 
 def decode_error(response: httpx.Response) -> ServerError:
@@ -182,8 +281,8 @@ def decode_error(response: httpx.Response) -> ServerError:
         body = response.text
     err = error_from_response(response.status_code, body)
     if isinstance(err, RateLimitedError) and "retry_after" not in err.details:
-        header = response.headers.get("retry-after", "")
-        if header.isdigit():
+        header = response.headers.get("retry-after", "").strip()
+        if header.lstrip("-").isdigit():
             err.details["retry_after"] = int(header)
     return err
 
@@ -249,7 +348,17 @@ def ingest_call(
         body["t_ref"] = _rfc3339(t_ref)
     if metadata is not None:
         body["metadata"] = dict(metadata)
-    return Call("POST", "/v1/ingest", body, parse=IngestResult.from_json)
+        _json_value("metadata", body["metadata"])
+    # An ingest that names its episode replaces it: sent twice, it is there once.
+    return Call("POST", "/v1/ingest", body, parse=IngestResult.from_json, repeatable=id is not None)
+
+
+def _json_value(name: str, value: Any) -> None:
+    """Refuse what JSON cannot carry (bytes, a set, NaN, infinity) before any request."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise refused(f"{name} must be JSON (text, numbers, lists, objects): {e}") from None
 
 
 def recall_call(
@@ -268,6 +377,8 @@ def recall_call(
     _check("filter", filter, str, "a str")
     _check("mode", mode, str, "'semantic' or 'graph'")
     _check("min_relevance", min_relevance, (int, float), "a number")
+    if min_relevance is not None and not math.isfinite(min_relevance):
+        raise refused(f"min_relevance must be a number from 0 to 1, got {min_relevance!r}")
     body: dict[str, Any] = {"query": query}
     if min_relevance is not None:
         body["min_relevance"] = min_relevance
@@ -280,7 +391,7 @@ def recall_call(
     if mode is not None:
         body["mode"] = mode
     headers = {"Accept": SSE} if stream else {}
-    return Call("POST", "/v1/recall", body, headers, parse=_hits)
+    return Call("POST", "/v1/recall", body, headers, parse=_hits, repeatable=True)
 
 
 def target_json(*, id: str | None, source: str | None, before: Lsn | None) -> dict[str, Any]:
@@ -318,7 +429,18 @@ def forget_call(
     body: dict[str, Any] = {"target": dict(target), "hard": hard, "dry_run": dry_run}
     if confirmation_token is not None:
         body["confirmation_token"] = confirmation_token
-    return Call("POST", "/v1/forget", body, parse=ForgetReceipt.from_json)
+    # A dry run changes nothing; a forget writes an audit item, a hard one spends its preview.
+    return Call("POST", "/v1/forget", body, parse=ForgetReceipt.from_json, repeatable=dry_run)
+
+
+def confirm_call(preview: object) -> Call:
+    """The hard forget a dry run's receipt confirms."""
+    if not isinstance(preview, ForgetReceipt):
+        raise refused(
+            f"preview must be a ForgetReceipt (preview_hard_forget's answer), got "
+            f"{type(preview).__name__}"
+        )
+    return forget_call(preview.target, hard=True, confirmation_token=preview.token())
 
 
 def episode_call(id: str) -> Call:
@@ -331,6 +453,27 @@ def snapshot_path(lsn: Lsn | str) -> str:
     if not isinstance(lsn, Lsn | str):
         raise refused(f"lsn must be an Lsn or 'wall_ms.counter' text, got {lsn!r:.40}")
     return f"/v1/snapshot/{quote(str(lsn), safe='')}"
+
+
+def snapshot_call(lsn: Lsn | str) -> Call:
+    return Call("GET", snapshot_path(lsn))
+
+
+def events_call(last_event_id: str | None) -> Call:
+    """``GET /v1/events``, resuming after ``last_event_id`` (an event's ``id``) when given."""
+    headers = {"Accept": SSE}
+    if last_event_id is not None:
+        if (
+            not isinstance(last_event_id, str)
+            or not last_event_id.isascii()
+            or not last_event_id.isprintable()
+        ):
+            raise refused(
+                "last_event_id must be an event's id (printable ASCII text), got "
+                f"{last_event_id!r:.40}"
+            )
+        headers["Last-Event-ID"] = last_event_id
+    return Call("GET", "/v1/events", headers=headers)
 
 
 def snapshot_entries(lines: Iterable[str]) -> Iterator[SnapshotEntry]:

@@ -8,16 +8,17 @@ iterators.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as _dt
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
 import httpx
 
 from memstore.client import _wire
-from memstore.client._wire import SSE, Call, Mode, RetryPolicy, SseReader
-from memstore.client.errors import ProtocolTransportError
+from memstore.client._wire import Call, Mode, RetryPolicy, SseReader
+from memstore.client.errors import ClientClosedError, ProtocolTransportError
 from memstore.client.models import (
     ChangeEvent,
     Episode,
@@ -34,10 +35,11 @@ __all__ = ["AsyncMemoryClient"]
 class AsyncMemoryClient:
     """An asyncio MemoryProtocol 0.1 client: ``async with AsyncMemoryClient(url, token=...)``.
 
-    ``timeout`` bounds each request (connect and each read) in seconds;
-    ``retry`` says when a refused request is sent again; ``transport`` and
-    ``headers`` are handed to :class:`httpx.Client` (a custom transport, extra
-    headers). Use it as a context manager, or call :meth:`close`.
+    The same options as :class:`~memstore.client.MemoryClient`, checked the
+    same way (``transport`` is an :class:`httpx.AsyncBaseTransport`, handed to
+    :class:`httpx.AsyncClient`). Use it as an async context manager, or await
+    :meth:`close` (or :meth:`aclose`, httpx's name); a closed client raises
+    :class:`~memstore.client.errors.ClientClosedError` and sends nothing.
     """
 
     def __init__(
@@ -45,35 +47,48 @@ class AsyncMemoryClient:
         base_url: str,
         token: str | None = None,
         *,
-        timeout: float = 30.0,
+        timeout: float | httpx.Timeout | None = 30.0,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._retry = retry or RetryPolicy()
-        merged = dict(headers or {})
-        if token is not None:
-            merged["Authorization"] = f"Bearer {token}"
+        options = _wire.client_options(base_url, token, timeout, retry, headers)
+        self._retry = options.retry
+        self._closed = False
         self._http = httpx.AsyncClient(
-            base_url=base_url, timeout=timeout, transport=transport, headers=merged
+            base_url=options.base_url,
+            timeout=options.timeout,
+            transport=transport,
+            headers=options.headers,
         )
 
     async def __aenter__(self) -> AsyncMemoryClient:
+        self._check_open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def aclose(self) -> None:
-        """Close the connection pool."""
+    async def close(self) -> None:
+        """Close the connection pool (idempotent); the client sends nothing after."""
+        self._closed = True
         await self._http.aclose()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, by httpx's name."""
+        await self.close()
+
     # ------------------------------------------------------------ plumbing
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("this AsyncMemoryClient is closed; open a new one")
 
     async def _open(self, call: Call, *, stream: bool) -> httpx.Response:
         """Send ``call`` (retrying what the policy allows); a 2xx response or a raise."""
         attempt = 0
         while True:
+            self._check_open()
             try:
                 request = self._http.build_request(
                     call.method, call.path, json=call.json, headers=dict(call.headers)
@@ -81,12 +96,15 @@ class AsyncMemoryClient:
                 response = await self._http.send(request, stream=stream)
             except httpx.TransportError as e:
                 raise ProtocolTransportError(f"{call.method} {call.path}: {e}") from e
+            except RuntimeError:  # httpx's answer when close() ran meanwhile
+                self._check_open()
+                raise
             if response.is_success:
                 return response
             await response.aread()
             await response.aclose()
             err = _wire.decode_error(response)
-            delay = _wire.retry_delay(err, attempt, self._retry)
+            delay = _wire.retry_delay(err, attempt, self._retry, call)
             if delay is None:
                 raise err
             await asyncio.sleep(delay)
@@ -100,7 +118,11 @@ class AsyncMemoryClient:
             raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
         return _wire.parsed(call, body)
 
-    async def _lines(self, call: Call) -> AsyncIterator[str]:
+    def _lines(self, call: Call) -> AsyncGenerator[str, None]:
+        self._check_open()
+        return self._stream_lines(call)
+
+    async def _stream_lines(self, call: Call) -> AsyncGenerator[str, None]:
         response = await self._open(call, stream=True)
         try:
             async for line in response.aiter_lines():
@@ -122,8 +144,12 @@ class AsyncMemoryClient:
         return _wire.applied_lsn(await self.health())
 
     async def wait_applied(self, lsn: Lsn, *, timeout: float = 30.0, poll: float = 0.01) -> None:
-        """Wait until the server has applied ``lsn`` (read your writes on another replica)."""
+        """Wait until the server has applied ``lsn`` (read your writes on another replica).
+
+        :raises TimeoutError: it had not within ``timeout`` seconds.
+        """
         _wire.wait_args(lsn, timeout, poll)
+        self._check_open()
         deadline = time.monotonic() + timeout
         while await self.applied() < lsn:
             if time.monotonic() >= deadline:
@@ -174,7 +200,7 @@ class AsyncMemoryClient:
         )
         return hits
 
-    async def recall_stream(
+    def recall_stream(
         self,
         query: str,
         *,
@@ -198,16 +224,22 @@ class AsyncMemoryClient:
             stream=True,
             min_relevance=min_relevance,
         )
+        return self._recall_hits(call, self._lines(call))
+
+    async def _recall_hits(
+        self, call: Call, lines: AsyncGenerator[str, None]
+    ) -> AsyncIterator[Hit]:
         reader = SseReader()
-        async for line in self._lines(call):
-            event = reader.feed(line)
-            if event is None:
-                continue
-            if event.event == _wire.RECALL_DONE:
-                return
-            hit = _wire.recall_event_hit(event)
-            if hit is not None:
-                yield hit
+        async with contextlib.aclosing(lines):  # the response closes with the stream
+            async for line in lines:
+                event = reader.feed(line)
+                if event is None:
+                    continue
+                if event.event == _wire.RECALL_DONE:
+                    return
+                hit = _wire.recall_event_hit(event)
+                if hit is not None:
+                    yield hit
         raise _wire.cut_short(call)  # no done: the hits so far may not be all
 
     async def forget(
@@ -246,8 +278,7 @@ class AsyncMemoryClient:
         of issuing it; anything else is
         :class:`~memstore.client.errors.InvalidConfirmationTokenError`.
         """
-        call = _wire.forget_call(preview.target, hard=True, confirmation_token=preview.token())
-        receipt: ForgetReceipt = await self._send(call)
+        receipt: ForgetReceipt = await self._send(_wire.confirm_call(preview))
         return receipt
 
     async def episode(self, id: str) -> Episode:
@@ -255,26 +286,35 @@ class AsyncMemoryClient:
         episode: Episode = await self._send(_wire.episode_call(id))
         return episode
 
-    async def snapshot(self, lsn: Lsn | str) -> AsyncIterator[SnapshotEntry]:
+    def snapshot(self, lsn: Lsn | str) -> AsyncIterator[SnapshotEntry]:
         """``GET /v1/snapshot/{lsn}``: every episode and chunk visible at ``lsn``, streamed.
 
         An empty iterator means nothing of the caller's tenant existed then.
         """
-        async for line in self._lines(Call("GET", _wire.snapshot_path(lsn))):
-            for entry in _wire.snapshot_entries((line,)):
-                yield entry
+        return self._entries(self._lines(_wire.snapshot_call(lsn)))
 
-    async def events(self, *, last_event_id: str | None = None) -> AsyncIterator[ChangeEvent]:
+    @staticmethod
+    async def _entries(lines: AsyncGenerator[str, None]) -> AsyncIterator[SnapshotEntry]:
+        async with contextlib.aclosing(lines):
+            async for line in lines:
+                for entry in _wire.snapshot_entries((line,)):
+                    yield entry
+
+    def events(self, *, last_event_id: str | None = None) -> AsyncIterator[ChangeEvent]:
         """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
 
         Each event's ``id`` resumes the stream (``last_event_id=``) after a
         disconnect; a ``reset`` event means the server could not replay the gap.
         """
-        headers = {"Accept": SSE}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
-        reader = SseReader(last_id=last_event_id)
-        async for line in self._lines(Call("GET", "/v1/events", headers=headers)):
-            event = reader.feed(line)
-            if event is not None and event.event != "position":
-                yield event
+        call = _wire.events_call(last_event_id)
+        return self._events(SseReader(last_id=last_event_id), self._lines(call))
+
+    @staticmethod
+    async def _events(
+        reader: SseReader, lines: AsyncGenerator[str, None]
+    ) -> AsyncIterator[ChangeEvent]:
+        async with contextlib.aclosing(lines):
+            async for line in lines:
+                event = reader.feed(line)
+                if event is not None and event.event != "position":
+                    yield event

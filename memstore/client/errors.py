@@ -25,6 +25,7 @@ from memstore.errors import MemstoreError
 
 __all__ = [
     "AuthenticationError",
+    "ClientClosedError",
     "ClientError",
     "ConfirmationRequiredError",
     "ForbiddenError",
@@ -44,6 +45,14 @@ __all__ = [
 
 class ClientError(MemstoreError):
     """Root of every error :mod:`memstore.client` raises."""
+
+
+class ClientClosedError(ClientError, RuntimeError):
+    """The client was closed (``close()``, the end of its ``with`` block): it sends nothing more.
+
+    Nothing was sent; open a new client. (A ``RuntimeError``, as httpx raises
+    for a closed client.)
+    """
 
 
 class ProtocolTransportError(ClientError, ConnectionError):

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 
 from memstore.client import _wire
-from memstore.client._wire import SSE, Call, Mode, RetryPolicy, SseReader
-from memstore.client.errors import ProtocolTransportError
+from memstore.client._wire import Call, Mode, RetryPolicy, SseReader
+from memstore.client.errors import ClientClosedError, ProtocolTransportError
 from memstore.client.models import (
     ChangeEvent,
     Episode,
@@ -34,10 +34,19 @@ __all__ = ["MemoryClient"]
 class MemoryClient:
     """A MemoryProtocol 0.1 client: ``MemoryClient("http://127.0.0.1:8080", token=...)``.
 
-    ``timeout`` bounds each request (connect and each read) in seconds;
-    ``retry`` says when a refused request is sent again; ``transport`` and
-    ``headers`` are handed to :class:`httpx.Client` (a custom transport, extra
-    headers). Use it as a context manager, or call :meth:`close`.
+    ``base_url`` is the server's URL, a path included (``http://proxy/memory``
+    sends ``/memory/v1/recall``). ``token`` is sent as ``Authorization: Bearer
+    <token>`` (in place of any ``Authorization`` in ``headers``). ``timeout``
+    bounds each request (connect and each read) in seconds (an
+    :class:`httpx.Timeout`, or ``None`` for no limit); ``retry`` says when a
+    refused request is sent again; ``transport`` and ``headers`` are handed to
+    :class:`httpx.Client` (a custom transport, extra headers). Every option is
+    checked here: a wrong one is an
+    :class:`~memstore.client.errors.InvalidRequestError` (status 0), and a
+    token is never quoted in it.
+
+    Use it as a context manager, or call :meth:`close`; a closed client raises
+    :class:`~memstore.client.errors.ClientClosedError` and sends nothing.
     """
 
     def __init__(
@@ -45,35 +54,44 @@ class MemoryClient:
         base_url: str,
         token: str | None = None,
         *,
-        timeout: float = 30.0,
+        timeout: float | httpx.Timeout | None = 30.0,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._retry = retry or RetryPolicy()
-        merged = dict(headers or {})
-        if token is not None:
-            merged["Authorization"] = f"Bearer {token}"
+        options = _wire.client_options(base_url, token, timeout, retry, headers)
+        self._retry = options.retry
+        self._closed = False
         self._http = httpx.Client(
-            base_url=base_url, timeout=timeout, transport=transport, headers=merged
+            base_url=options.base_url,
+            timeout=options.timeout,
+            transport=transport,
+            headers=options.headers,
         )
 
     def __enter__(self) -> MemoryClient:
+        self._check_open()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (idempotent); the client sends nothing after."""
+        self._closed = True
         self._http.close()
 
     # ------------------------------------------------------------ plumbing
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClientClosedError("this MemoryClient is closed; open a new one")
 
     def _open(self, call: Call, *, stream: bool) -> httpx.Response:
         """Send ``call`` (retrying what the policy allows); a 2xx response or a raise."""
         attempt = 0
         while True:
+            self._check_open()
             try:
                 request = self._http.build_request(
                     call.method, call.path, json=call.json, headers=dict(call.headers)
@@ -81,12 +99,15 @@ class MemoryClient:
                 response = self._http.send(request, stream=stream)
             except httpx.TransportError as e:
                 raise ProtocolTransportError(f"{call.method} {call.path}: {e}") from e
+            except RuntimeError:  # httpx's answer when close() ran meanwhile
+                self._check_open()
+                raise
             if response.is_success:
                 return response
             response.read()
             response.close()
             err = _wire.decode_error(response)
-            delay = _wire.retry_delay(err, attempt, self._retry)
+            delay = _wire.retry_delay(err, attempt, self._retry, call)
             if delay is None:
                 raise err
             time.sleep(delay)
@@ -101,6 +122,10 @@ class MemoryClient:
         return _wire.parsed(call, body)
 
     def _lines(self, call: Call) -> Iterator[str]:
+        self._check_open()
+        return self._stream_lines(call)
+
+    def _stream_lines(self, call: Call) -> Iterator[str]:
         response = self._open(call, stream=True)
         try:
             yield from response.iter_lines()
@@ -121,8 +146,12 @@ class MemoryClient:
         return _wire.applied_lsn(self.health())
 
     def wait_applied(self, lsn: Lsn, *, timeout: float = 30.0, poll: float = 0.01) -> None:
-        """Wait until the server has applied ``lsn`` (read your writes on another replica)."""
+        """Wait until the server has applied ``lsn`` (read your writes on another replica).
+
+        :raises TimeoutError: it had not within ``timeout`` seconds.
+        """
         _wire.wait_args(lsn, timeout, poll)
+        self._check_open()
         deadline = time.monotonic() + timeout
         while self.applied() < lsn:
             if time.monotonic() >= deadline:
@@ -197,8 +226,11 @@ class MemoryClient:
             stream=True,
             min_relevance=min_relevance,
         )
+        return self._recall_hits(call, self._lines(call))
+
+    def _recall_hits(self, call: Call, lines: Iterator[str]) -> Iterator[Hit]:
         reader = SseReader()
-        for line in self._lines(call):
+        for line in lines:
             event = reader.feed(line)
             if event is None:
                 continue
@@ -243,8 +275,7 @@ class MemoryClient:
         of issuing it; anything else is
         :class:`~memstore.client.errors.InvalidConfirmationTokenError`.
         """
-        call = _wire.forget_call(preview.target, hard=True, confirmation_token=preview.token())
-        receipt: ForgetReceipt = self._send(call)
+        receipt: ForgetReceipt = self._send(_wire.confirm_call(preview))
         return receipt
 
     def episode(self, id: str) -> Episode:
@@ -257,7 +288,7 @@ class MemoryClient:
 
         An empty iterator means nothing of the caller's tenant existed then.
         """
-        yield from _wire.snapshot_entries(self._lines(Call("GET", _wire.snapshot_path(lsn))))
+        return _wire.snapshot_entries(self._lines(_wire.snapshot_call(lsn)))
 
     def events(self, *, last_event_id: str | None = None) -> Iterator[ChangeEvent]:
         """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
@@ -265,11 +296,12 @@ class MemoryClient:
         Each event's ``id`` resumes the stream (``last_event_id=``) after a
         disconnect; a ``reset`` event means the server could not replay the gap.
         """
-        headers = {"Accept": SSE}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
-        reader = SseReader(last_id=last_event_id)
-        for line in self._lines(Call("GET", "/v1/events", headers=headers)):
+        call = _wire.events_call(last_event_id)
+        return self._events(SseReader(last_id=last_event_id), self._lines(call))
+
+    @staticmethod
+    def _events(reader: SseReader, lines: Iterator[str]) -> Iterator[ChangeEvent]:
+        for line in lines:
             event = reader.feed(line)
             if event is not None and event.event != "position":
                 yield event

@@ -14,8 +14,10 @@ of the hybrid search and the reported scores live in one space.
 from __future__ import annotations
 
 import base64
+import contextlib
+import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -66,7 +68,13 @@ def decode_rows(text: str, dims: int) -> Rows:
 
 
 class FieldEmbedder:
-    """Unit vectors of documents and queries from one model, with its dimension checked."""
+    """Unit vectors of documents and queries from one model, with its dimension checked.
+
+    ``adocuments`` and ``aquery``, when given, are the model's coroutines (a
+    LangChain ``Embeddings``' ``aembed_documents`` and ``aembed_query``): the
+    store's ``abatch`` awaits them on the event loop, as LangGraph's stores do,
+    so an async embedding function works there.
+    """
 
     def __init__(
         self,
@@ -74,59 +82,120 @@ class FieldEmbedder:
         query: Callable[[str], Any],
         dims: int,
         model_id: str,
+        *,
+        adocuments: Callable[[list[str]], Awaitable[Any]] | None = None,
+        aquery: Callable[[str], Awaitable[Any]] | None = None,
     ) -> None:
         if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
             raise MemstoreError(f"index 'dims' must be a positive integer, got {dims!r}")
         self._documents = documents
         self._query = query
+        self._adocuments = adocuments
+        self._aquery = aquery
         self.dims = dims
         self.model_id = model_id
+
+    @property
+    def awaitable(self) -> bool:
+        """Whether the model has coroutines (:meth:`adocuments`, :meth:`aquery`)."""
+        return self._adocuments is not None and self._aquery is not None
 
     def documents(self, texts: Sequence[str]) -> Rows:
         """One unit row per text (one embedding call)."""
         if not texts:
             return np.zeros((0, self.dims), np.float32)
-        return unit_rows(self._documents(list(texts)), self.dims)
+        return _one_each(unit_rows(self._documents(list(texts)), self.dims), texts)
 
     def query(self, text: str) -> npt.NDArray[np.float32]:
         """The unit vector of a query."""
         row: npt.NDArray[np.float32] = unit_rows(self._query(text), self.dims)[0]
         return row
 
+    async def adocuments(self, texts: Sequence[str]) -> Rows:
+        """:meth:`documents` through the model's coroutine (needs :attr:`awaitable`)."""
+        assert self._adocuments is not None
+        if not texts:
+            return np.zeros((0, self.dims), np.float32)
+        return _one_each(unit_rows(await self._adocuments(list(texts)), self.dims), texts)
+
+    async def aquery(self, text: str) -> npt.NDArray[np.float32]:
+        """:meth:`query` through the model's coroutine (needs :attr:`awaitable`)."""
+        assert self._aquery is not None
+        row: npt.NDArray[np.float32] = unit_rows(await self._aquery(text), self.dims)[0]
+        return row
+
+
+def _one_each(rows: Rows, texts: Sequence[str]) -> Rows:
+    if len(rows) != len(texts):
+        raise MemstoreError(
+            f"the embedder returned {len(rows)} vectors for {len(texts)} texts; "
+            "it must return one vector per text"
+        )
+    return rows
+
 
 class EngineEmbedder:
-    """A :class:`~memstore_index.Embedder` over a :class:`FieldEmbedder`, reusing recent rows.
+    """A :class:`~memstore_index.Embedder` over a :class:`FieldEmbedder`, reusing known rows.
 
-    The store embeds an item's fields, then the engine's index embeds the
-    item's text: when that text is one of the fields just embedded, the row is
-    reused instead of calling the model again.
+    The store embeds a batch's texts (each put's fields, and the joined text
+    the engine's index embeds) in one call before the batch runs, and
+    :meth:`holding` lends those rows to this embedder while the batch writes:
+    the engine's index, which embeds in the write's thread, then never calls
+    the model itself (it could not call an async one there). Rows of recent
+    puts are kept too (:meth:`remember`), for the index's later catch-up.
     """
 
     def __init__(self, fields: FieldEmbedder) -> None:
         self._fields = fields
         self.model_id = f"langgraph:{fields.model_id}:{fields.dims}"
         self.dim = fields.dims
+        self._lock = threading.Lock()
         self._recent: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._held: dict[str, tuple[npt.NDArray[np.float32], int]] = {}
 
     def remember(self, texts: Sequence[str], rows: Rows) -> None:
         """Offer rows just computed for ``texts`` (also under the engine's ``"\\n" + text``)."""
-        for text, row in zip(texts, rows, strict=True):
-            for key in (text, "\n" + text):
-                self._recent[key] = row
-                self._recent.move_to_end(key)
-        while len(self._recent) > _CACHE_TEXTS:
-            self._recent.popitem(last=False)
+        with self._lock:
+            for text, row in zip(texts, rows, strict=True):
+                for key in (text, "\n" + text):
+                    self._recent[key] = row
+                    self._recent.move_to_end(key)
+            while len(self._recent) > _CACHE_TEXTS:
+                self._recent.popitem(last=False)
+
+    @contextlib.contextmanager
+    def holding(self, rows: Mapping[str, npt.NDArray[np.float32]]) -> Iterator[None]:
+        """Lend ``rows`` (text -> unit row) to :meth:`embed` until the block ends."""
+        with self._lock:
+            for text, row in rows.items():
+                _, n = self._held.get(text, (row, 0))
+                self._held[text] = (row, n + 1)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for text in rows:
+                    row, n = self._held[text]
+                    if n > 1:
+                        self._held[text] = (row, n - 1)
+                    else:
+                        del self._held[text]
+
+    def _known(self, text: str) -> npt.NDArray[np.float32] | None:
+        held = self._held.get(text)
+        return held[0] if held is not None else self._recent.get(text)
 
     def embed(self, texts: Sequence[str]) -> Rows:
-        """Unit rows for ``texts``; only the texts not seen recently reach the model."""
+        """Unit rows for ``texts``; only the texts neither held nor recent reach the model."""
         out = np.zeros((len(texts), self.dim), np.float32)
-        missing = [i for i, t in enumerate(texts) if t not in self._recent]
+        with self._lock:
+            known = [self._known(t) for t in texts]
+        missing = [i for i, row in enumerate(known) if row is None]
         if missing:
             fresh = self._fields.documents([texts[i] for i in missing])
             for i, row in zip(missing, fresh, strict=True):
                 out[i] = row
-        for i, t in enumerate(texts):
-            row = self._recent.get(t)
+        for i, row in enumerate(known):
             if row is not None:
                 out[i] = row
         return out

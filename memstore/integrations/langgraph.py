@@ -21,12 +21,13 @@ Needs ``pip install "memstore-engine[langgraph]"``.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
+import contextlib
 import datetime as _dt
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 try:
@@ -58,6 +59,7 @@ except ModuleNotFoundError as _missing:  # pragma: no cover - exercised without 
 import numpy as np
 
 from memstore import item as _engine_item
+from memstore._offloop import run_settled
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.integrations import _records as rec
 from memstore.integrations._filters import FilterError, check_filter, matches
@@ -99,6 +101,36 @@ candidates, up to this many: some 75 ms to rank 1,000 of 5,000 items, where a
 page of 10 used to cost some 8 ms.
 """
 _ROOT: Final = "$"
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A checked batch's embeddings, computed before its transaction."""
+
+    puts: dict[int, tuple[list[str], Rows | None]]
+    """Per put (its position in the batch): its texts and their rows."""
+    held: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Every text embedded (fields and joined texts) -> its row, lent to the engine."""
+    queries: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
+    """Every search query (stripped) -> its unit vector."""
+
+    @classmethod
+    def of(
+        cls,
+        texts: dict[int, list[str]],
+        every: list[str],
+        rows: Rows,
+        queries: dict[str, np.ndarray[Any, Any]],
+    ) -> _Plan:
+        puts: dict[int, tuple[list[str], Rows | None]] = {}
+        at = 0
+        for n, ts in texts.items():
+            puts[n] = (ts, rows[at : at + len(ts)])
+            at += len(ts)
+        return cls(puts, dict(zip(every, rows, strict=True)), queries)
+
+
+_NOTHING_HELD: Final = contextlib.nullcontext()
 
 
 class MemstoreStore(BaseStore):
@@ -155,6 +187,12 @@ class MemstoreStore(BaseStore):
             engine = EngineEmbedder(self._fields) if self._fields is not None else None
             self.memory = Memory(memory, embedder=engine)
         self._engine = self.memory.cells.embedder if self.memory.cells is not None else None
+        # A query vector of the index's model is one the engine's semantic channel can use
+        # when that channel embeds with the same model (the bridge, or the memory's own).
+        self._engine_takes_queries = self._fields is not None and (
+            isinstance(self._engine, EngineEmbedder)
+            or (self._engine is not None and self.embeddings is None)
+        )
         self._owns_memory = not given
         self._lock = threading.RLock()
         self._recs: dict[str, rec.Record] = {}  # item id -> what this store reads of it
@@ -199,43 +237,68 @@ class MemstoreStore(BaseStore):
         """Run ``GetOp``, ``PutOp``, ``SearchOp`` and ``ListNamespacesOp`` in order.
 
         Every op is checked first (namespaces, filters, values) and the texts of
-        every put are embedded in one call, so a bad op or an embedding failure
-        raises before any of the batch runs. The ops then run in one engine
-        transaction: a later op sees what an earlier put wrote, and a put the
-        engine refuses (a value past its size limits, a namespace too long for
-        a partition) undoes the whole batch, in the store and in the journal.
+        every put, and the queries of every search, are embedded in one call
+        each, so a bad op or an embedding failure raises before any of the
+        batch runs. The ops then run in one engine transaction: a later op sees
+        what an earlier put wrote, and a put the engine refuses (a value past
+        its size limits, a namespace too long for a partition) undoes the whole
+        batch, in the store and in the journal.
         """
+        todo = self._checked(ops)
+        return self._execute(todo, self._plan(todo))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch`, the engine's work in a worker thread.
+
+        With an index whose ``embed`` has coroutines (a LangChain ``Embeddings``,
+        or an async embedding function), the embedding calls are awaited on the
+        event loop, as LangGraph's stores do. A cancelled ``abatch`` settles
+        before the :class:`asyncio.CancelledError` reaches the caller: the batch
+        was written whole or not at all, and nothing of it lands later.
+        """
+        todo = self._checked(ops)
+        if self._fields is not None and self._fields.awaitable:
+            plan = await self._aplan(todo)
+            return await run_settled(self._execute, todo, plan)
+        return await run_settled(lambda: self._execute(todo, self._plan(todo)))
+
+    def _checked(self, ops: Iterable[Op]) -> list[Op]:
         todo = list(ops)
         for op in todo:
             _check_op(op)
         self._check_open()
-        planned = self._plan_puts(todo)
+        return todo
+
+    def _execute(self, todo: list[Op], plan: _Plan) -> list[Result]:
+        """Run checked ops in one engine transaction (``plan``: their embeddings)."""
         out: list[Result] = []
         try:
-            with self.memory.store.batch():  # one commit for every write, or none
+            with self._holding(plan.held), self.memory.store.batch():  # one commit, or none
                 for n, op in enumerate(todo):
-                    out.append(self._run(op, planned.get(n, ([], None))))
+                    out.append(self._run(op, n, plan))
         except BaseException:
             self._resync(_touched(todo, out))  # what this store read of the undone writes
             raise
         return out
 
-    def _run(self, op: Op, planned: tuple[list[str], Rows | None]) -> Result:
-        """One checked op (``planned``: a put's texts and rows)."""
+    def _holding(self, held: dict[str, np.ndarray[Any, Any]]) -> Any:
+        """Lend the batch's rows to the engine's index while it writes (the bridge only)."""
+        if held and isinstance(self._engine, EngineEmbedder):
+            return self._engine.holding(held)
+        return _NOTHING_HELD
+
+    def _run(self, op: Op, n: int, plan: _Plan) -> Result:
+        """One checked op, the ``n``-th of its batch."""
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, PutOp):
-            self._put(op, *planned)
+            texts, rows = plan.puts.get(n, ([], None))
+            self._put(op, texts, rows)
             return None
         if isinstance(op, SearchOp):
-            return self._search(op)
+            return self._search(op, plan.queries)
         assert isinstance(op, ListNamespacesOp)
         return self._list_namespaces(op)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (the engine is in-process and thread-safe)."""
-        todo = list(ops)
-        return await asyncio.get_running_loop().run_in_executor(None, self.batch, todo)
 
     # ------------------------------------------------------------ the ops
 
@@ -248,23 +311,37 @@ class MemstoreStore(BaseStore):
             found = self._refresh(found)
         return _item(found)
 
-    def _plan_puts(self, todo: list[Op]) -> dict[int, tuple[list[str], Rows | None]]:
-        """Each put's searchable texts and, with an index, their rows (one embedding call)."""
+    def _plan_texts(self, todo: list[Op]) -> tuple[dict[int, list[str]], list[str], list[str]]:
+        """Each put's texts; every text to embed (fields, then joined texts); the queries."""
         texts = {
             n: self._texts(op)
             for n, op in enumerate(todo)
             if isinstance(op, PutOp) and op.value is not None
         }
         if self._fields is None:
-            return {n: (t, None) for n, t in texts.items()}
+            return texts, [], []
         every = [t for ts in texts.values() for t in ts]
+        # The engine's index embeds an item's content: its texts joined (and capped).
+        joined = {rec.search_text(ts) for ts in texts.values() if ts} - set(every)
+        queries = {q for op in todo if isinstance(op, SearchOp) and (q := (op.query or "").strip())}
+        return texts, every + sorted(joined - {""}), sorted(queries)
+
+    def _plan(self, todo: list[Op]) -> _Plan:
+        """What a batch embeds, embedded before it runs (one call for its texts)."""
+        texts, every, queries = self._plan_texts(todo)
+        if self._fields is None:
+            return _Plan({n: (t, None) for n, t in texts.items()})
         rows = self._fields.documents(every)
-        out: dict[int, tuple[list[str], Rows | None]] = {}
-        at = 0
-        for n, ts in texts.items():
-            out[n] = (ts, rows[at : at + len(ts)])
-            at += len(ts)
-        return out
+        vectors = {q: self._fields.query(q) for q in queries}
+        return _Plan.of(texts, every, rows, vectors)
+
+    async def _aplan(self, todo: list[Op]) -> _Plan:
+        """:meth:`_plan` through the model's coroutines, on the event loop."""
+        assert self._fields is not None
+        texts, every, queries = self._plan_texts(todo)
+        rows = await self._fields.adocuments(every)
+        vectors = {q: await self._fields.aquery(q) for q in queries}
+        return _Plan.of(texts, every, rows, vectors)
 
     def _put(self, op: PutOp, texts: list[str], rows: Rows | None) -> None:
         part = encode_labels(op.namespace)
@@ -320,7 +397,9 @@ class MemstoreStore(BaseStore):
             out.extend(t for t in get_text_at_path(value, tokens) if t.strip())
         return out
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(
+        self, op: SearchOp, vectors: Mapping[str, np.ndarray[Any, Any]]
+    ) -> list[SearchItem]:
         now = self._now()
         prefix = encode_labels(op.namespace_prefix) if op.namespace_prefix else ""
         cands = [r for r in self._candidates(prefix, now) if matches(r.value, op.filter)]
@@ -329,16 +408,21 @@ class MemstoreStore(BaseStore):
         scores: dict[str, float] = {}
         query = (op.query or "").strip()
         if query:
-            if self._fields is not None:
-                scores = self._scores(query, cands)
-            cands = self._rank(query, cands, scores)
+            vector = vectors.get(query)
+            if vector is not None:
+                scores = self._scores(vector, cands)
+            cands = self._rank(query, cands, scores, vector)
         page = cands[offset : offset + limit]  # a slice of one ranking, whatever the page
         if op.refresh_ttl:
             page = [self._refresh(it) for it in page]
         return [_search_item(r, scores.get(r.id)) for r in page]
 
     def _rank(
-        self, query: str, cands: list[rec.Record], scores: dict[str, float]
+        self,
+        query: str,
+        cands: list[rec.Record],
+        scores: dict[str, float],
+        vector: np.ndarray[Any, Any] | None,
     ) -> list[rec.Record]:
         """Every candidate once, in one order that depends on the query and candidates only.
 
@@ -347,15 +431,26 @@ class MemstoreStore(BaseStore):
         """
         head: list[rec.Record] = []
         if self.ranking == "hybrid":
-            head = self._hybrid(query, cands, HYBRID_DEPTH)
+            head = self._hybrid(query, cands, HYBRID_DEPTH, vector)
         taken = {it.id for it in head}
         rest = [it for it in cands if it.id not in taken]
         scored = sorted((it for it in rest if it.id in scores), key=lambda it: -scores[it.id])
         unscored = [it for it in rest if it.id not in scores]
         return head + scored + unscored
 
-    def _hybrid(self, query: str, cands: list[rec.Record], depth: int) -> list[rec.Record]:
-        """The indexed candidates the hybrid search finds, best first (at most ``depth``)."""
+    def _hybrid(
+        self,
+        query: str,
+        cands: list[rec.Record],
+        depth: int,
+        vector: np.ndarray[Any, Any] | None,
+    ) -> list[rec.Record]:
+        """The indexed candidates the hybrid search finds, best first (at most ``depth``).
+
+        ``vector``: the query's vector from the index's model, which the engine's
+        semantic channel uses instead of embedding the query again when it
+        embeds with the same model.
+        """
         eligible = {r.id: r for r in cands if r.indexed}
         if not eligible:
             return []
@@ -366,13 +461,19 @@ class MemstoreStore(BaseStore):
             cfg.doc_visible = lambda e, _p: e.id in eligible
 
         searcher = self.memory.searcher.with_(only)
-        hits = searcher.hybrid_search(query, "", "", PARTITION_ALL, depth, caller="langgraph")
+        hits = searcher.hybrid_search(
+            query,
+            "",
+            "",
+            PARTITION_ALL,
+            depth,
+            caller="langgraph",
+            query_vector=vector if self._engine_takes_queries else None,
+        )
         return [eligible[h.item.id] for h in hits if h.item.id in eligible]
 
-    def _scores(self, query: str, cands: list[rec.Record]) -> dict[str, float]:
-        """Cosine similarity of the query with each candidate's best indexed field."""
-        assert self._fields is not None
-        q = self._fields.query(query)
+    def _scores(self, q: np.ndarray[Any, Any], cands: list[rec.Record]) -> dict[str, float]:
+        """Cosine similarity of the query's unit vector ``q`` with each candidate's best field."""
         out: dict[str, float] = {}
         for it in cands:
             rows = self._rows(it)
@@ -643,9 +744,13 @@ def _sweep_seconds(minutes: Any) -> float:
 
 
 def _check_op(op: Any) -> None:
-    """Refuse a malformed op before anything in the batch runs."""
+    """Refuse a malformed op before anything in the batch runs.
+
+    What LangGraph's stores refuse with a ``ValueError`` (an unknown op or
+    match type) is an :class:`~memstore.errors.InvalidItemError`, a ``ValueError``.
+    """
     if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
-        raise MemstoreError(f"unknown operation type: {type(op).__name__}")
+        raise InvalidItemError(f"unknown operation type: {type(op).__name__}")
     validate_op_namespace(op)
     if isinstance(op, GetOp | PutOp) and not op.namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
@@ -661,6 +766,16 @@ def _check_op(op: Any) -> None:
             and (isinstance(index, str) or not all(isinstance(p, str) for p in index))
         ):
             raise InvalidItemError(f"index is False or a list of field paths, got {op.index!r}")
+    if isinstance(op, ListNamespacesOp):
+        depth = op.max_depth
+        if depth is not None and type(depth) is not int:
+            raise InvalidItemError(f"max_depth must be a whole number or None, got {depth!r}")
+        for cond in op.match_conditions or ():
+            if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
+                raise InvalidItemError(
+                    f"unknown match type {getattr(cond, 'match_type', cond)!r}: "
+                    "use 'prefix' or 'suffix'"
+                )
     if isinstance(op, SearchOp | ListNamespacesOp):
         for name in ("limit", "offset"):
             value = getattr(op, name)
@@ -733,7 +848,14 @@ def _field_embedder(cfg: Mapping[str, Any], cells: Any) -> FieldEmbedder:
         raise MemstoreError("index needs 'dims' (the length of the embedder's vectors)")
     emb = ensure_embeddings(embed)
     name = getattr(embed, "__qualname__", None) or type(embed).__qualname__
-    return FieldEmbedder(emb.embed_documents, emb.embed_query, dims, str(name))
+    return FieldEmbedder(
+        emb.embed_documents,
+        emb.embed_query,
+        dims,
+        str(name),
+        adocuments=emb.aembed_documents,
+        aquery=emb.aembed_query,
+    )
 
 
 def _item(r: rec.Record) -> Item:

@@ -18,6 +18,7 @@ Values and filters are drawn where the two filter semantics agree (numbers in
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
 from memstore.integrations.langgraph import MemstoreStore
+from tests.integrations.conftest import CharacterEmbeddings
 
 LABELS = ["a", "b c", "*", "ü%2E,"]
 KEYS = ["k1", "k2", "k 3"]
@@ -157,3 +159,100 @@ def test_same_answers_across_reopens(sequence: list[tuple[Any, ...]]) -> None:
                     _check(ours, ref, op)
         finally:
             ours.close()
+
+
+# ------------------------------------------------------------- with an index
+
+TEXTS = ["banana bread", "egg noodles", "kiwi sorbet", "banana split", "garlic", "lemon tart"]
+TITLES = ["Baking", "Pasta night", "Desserts", "Fruit", "Sides"]
+"""Never one of TEXTS: InMemoryStore fails a put whose two fields hold the same text."""
+indexed_ops = st.one_of(
+    st.tuples(
+        st.just("put"),
+        namespaces,
+        st.sampled_from(KEYS),
+        st.fixed_dictionaries({"text": st.sampled_from(TEXTS), "title": st.sampled_from(TITLES)}),
+    ),
+    st.tuples(st.just("delete"), namespaces, st.sampled_from(KEYS)),
+    st.tuples(
+        st.just("search"),
+        prefixes,
+        st.sampled_from(TEXTS[:4]),
+        st.integers(0, 6),
+        st.integers(0, 4),
+    ),
+)
+
+
+PER_KEY_INDEX: dict[str, list[str] | None] = {"k1": None, "k2": ["title"], "k 3": ["text"]}
+"""Each key's ``index``, the same at every put of it (see the test's docstring)."""
+
+
+def _scored(items: list[Any]) -> dict[tuple[Any, str], float | None]:
+    return {(it.namespace, it.key): it.score for it in items}
+
+
+def _same_scores(mine: list[Any], theirs: list[Any]) -> None:
+    a, b = _scored(mine), _scored(theirs)
+    assert a.keys() == b.keys()
+    for where, score in a.items():
+        other = b[where]
+        assert (score is None) == (other is None), where
+        if score is not None and other is not None:
+            assert abs(score - other) < 1e-4, where
+
+
+def _run_indexed(ours: MemstoreStore, ref: InMemoryStore, op: tuple[Any, ...], go: Any) -> None:
+    """One op on both stores; ``go(store, method, *args, **kw)`` calls sync or async."""
+    if op[0] == "put":
+        _, ns, key, value = op
+        index = PER_KEY_INDEX[key]
+        go(ours, "put", ns, key, value, index=index)
+        go(ref, "put", ns, key, value, index=index)
+    elif op[0] == "delete":
+        _, ns, key = op
+        go(ours, "delete", ns, key)
+        go(ref, "delete", ns, key)
+    else:
+        _, prefix, query, limit, offset = op
+        every = go(ours, "search", prefix, query=query, limit=1000)
+        _same_scores(every, go(ref, "search", prefix, query=query, limit=1000))
+        scores = [it.score for it in every]
+        assert scores == sorted(scores, key=lambda s: -s if s is not None else 2.0)
+        page = go(ours, "search", prefix, query=query, limit=limit, offset=offset)
+        assert [(i.namespace, i.key) for i in page] == [
+            (i.namespace, i.key) for i in every[offset : offset + limit]
+        ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(indexed_ops, min_size=2, max_size=25), st.booleans())
+def test_vector_scores_and_order_match_inmemorystore(
+    sequence: list[tuple[Any, ...]], use_async: bool
+) -> None:
+    """With an index, ``ranking="vector"``: the same items, scores and score order.
+
+    Every put has both indexed fields, and each key is put with one ``index``
+    (the store's fields, or one of them; never ``False``): InMemoryStore keeps
+    an item's old field vectors when a later put indexes fewer fields, a stale
+    score memstore does not reproduce.
+    """
+    emb = CharacterEmbeddings(dims=32)
+    index: Any = {"dims": 32, "embed": emb, "fields": ["text", "title"]}
+    ref = InMemoryStore(index=index)
+    with MemstoreStore(index=index, ranking="vector") as ours:
+        if use_async:
+            with asyncio.Runner() as runner:
+
+                def go(store: Any, method: str, *args: Any, **kw: Any) -> Any:
+                    return runner.run(getattr(store, "a" + method)(*args, **kw))
+
+                for op in sequence:
+                    _run_indexed(ours, ref, op, go)
+        else:
+
+            def go(store: Any, method: str, *args: Any, **kw: Any) -> Any:
+                return getattr(store, method)(*args, **kw)
+
+            for op in sequence:
+                _run_indexed(ours, ref, op, go)

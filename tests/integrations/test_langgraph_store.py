@@ -415,15 +415,16 @@ def test_two_processes_share_one_postgresql_journal(pg_place: PgPlace) -> None:
         second.close()
 
 
-def test_one_embedding_call_per_put_of_one_field() -> None:
-    """The engine's vector index reuses the field vector the put just computed."""
+def test_one_embedding_call_per_put() -> None:
+    """The engine's vector index reuses the rows the put just computed."""
     emb = CharacterEmbeddings(dims=16)
     with MemstoreStore(index=_index(emb, ["text"])) as store:
         store.put(("a",), "k", {"text": "only one text to embed"})
         assert emb.calls == 1
         assert store.memory.stats().vectors == 1  # and the engine's index has it
         store.put(("a",), "two", {"text": "first"}, index=["text", "text"])
-        assert emb.calls == 3  # two fields: their rows, then the joined text for the index
+        assert emb.calls == 2  # two fields and the joined text the index embeds: one call
+        assert store.memory.stats().vectors == 2
 
 
 def test_a_batch_embeds_once_and_an_embedding_failure_writes_nothing() -> None:

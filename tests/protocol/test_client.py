@@ -12,15 +12,21 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from ulid import ULID
 
+from memstore import Memory
 from memstore.client import (
     AsyncMemoryClient,
     AuthenticationError,
     ChangeEvent,
+    ClientClosedError,
     ForbiddenError,
+    Hit,
     InvalidConfirmationTokenError,
     InvalidRequestError,
     MemoryClient,
@@ -32,7 +38,9 @@ from memstore.client import (
 )
 from memstore.errors import MemstoreError
 from memstore.journal import Lsn
-from tests.protocol.conftest import Server
+from memstore.protocol.models import IngestRequest, RecallRequest
+from memstore.protocol.verbs import Verbs
+from tests.protocol.conftest import Server, make_tokens, start_server, stop_server
 
 
 def client(server: Server, token: str | None, **kw: object) -> MemoryClient:
@@ -285,3 +293,249 @@ def test_the_async_client_refuses_the_same_arguments(words: str) -> None:
 def test_a_retry_policy_of_the_wrong_type_is_refused(options: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(options))):
         RetryPolicy(**options)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- construction, tokens, closed clients
+
+_SECRET = "s3cr\u00e9t-token"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"token": b"tok"}, "token must be"),
+        ({"token": 5}, "token must be"),
+        ({"token": ""}, "token must be"),
+        ({"token": _SECRET}, "token must be"),
+        ({"token": "tok\r\nX-Injected: 1"}, "token must be"),
+        ({"token": "two words"}, "token must be"),
+        ({"timeout": "30"}, "timeout must be"),
+        ({"timeout": float("nan")}, "timeout must be"),
+        ({"timeout": -1}, "timeout must be"),
+        ({"timeout": 0}, "timeout must be"),
+        ({"timeout": True}, "timeout must be"),
+        ({"retry": 3}, "retry must be"),
+        ({"headers": {"X-Trace": "a\nb"}}, "headers"),
+        ({"headers": {"X-Trace": 5}}, "headers"),
+        ({"headers": "X-Trace: 1"}, "headers"),
+        ({"base_url": "127.0.0.1:8080"}, "base_url must be"),
+        ({"base_url": "ftp://127.0.0.1:8080"}, "base_url must be"),
+        ({"base_url": 8080}, "base_url must be"),
+        ({"base_url": "http://"}, "base_url must be"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_client_options_are_checked_when_it_is_made(
+    options: dict[str, object], words: str, kind: str
+) -> None:
+    """Refused at once (status 0), never at the first request, and no token is ever quoted."""
+    args: dict[str, object] = {"base_url": _NOWHERE, "token": "t", **options}
+    make = MemoryClient if kind == "sync" else AsyncMemoryClient
+    with pytest.raises(InvalidRequestError) as e:
+        make(**args)  # type: ignore[arg-type]
+    assert e.value.status == 0 and words in str(e.value)
+    assert "s3cr" not in str(e.value) and "tok\r" not in str(e.value)
+
+
+def test_accepted_options(server: Server) -> None:
+    token = server.tenants.take()
+    for timeout in (None, 5, 2.5, httpx.Timeout(5.0)):
+        with MemoryClient(server.url + "/", token=token, timeout=timeout) as c:  # type: ignore[arg-type]
+            assert c.recall("anything") == []
+
+
+def test_an_authorization_header_beside_the_token_is_replaced_not_repeated(
+    server: Server,
+) -> None:
+    """The token wins, whatever the header's case: the server refuses a repeated one."""
+    token = server.tenants.take()
+    for name in ("authorization", "Authorization", "AUTHORIZATION"):
+        with MemoryClient(server.url, token=token, headers={name: "Bearer nope"}) as c:
+            assert c.recall("anything") == []
+    with MemoryClient(server.url, headers={"authorization": f"Bearer {token}"}) as c:
+        assert c.recall("anything") == []  # no token=: the caller's own header is sent
+
+
+_EVERY_VERB: list[tuple[str, Callable[[MemoryClient], object]]] = [
+    ("health", lambda c: c.health()),
+    ("ingest", lambda c: c.ingest("s", "x")),
+    ("recall", lambda c: c.recall("x")),
+    ("recall_stream", lambda c: list(c.recall_stream("x"))),
+    ("forget", lambda c: c.forget(source="s")),
+    ("episode", lambda c: c.episode(str(ULID()))),
+    ("snapshot", lambda c: list(c.snapshot(_AT))),
+    ("events", lambda c: next(iter(c.events()))),
+    ("wait_applied", lambda c: c.wait_applied(_AT)),
+]
+
+
+@pytest.mark.parametrize(("verb", "call"), _EVERY_VERB, ids=[v for v, _ in _EVERY_VERB])
+def test_a_closed_client_refuses_every_verb(server: Server, verb: str, call: Any) -> None:
+    c = MemoryClient(server.url, token=server.tenants.take())
+    with c:
+        c.health()
+    with pytest.raises(ClientClosedError) as e:
+        call(c)
+    assert isinstance(e.value, MemstoreError) and isinstance(e.value, RuntimeError)
+    assert "closed" in str(e.value)
+    c.close()  # idempotent
+    with pytest.raises(ClientClosedError), c:
+        pass
+
+
+def test_a_closed_async_client_refuses_work_and_close_is_a_coroutine(server: Server) -> None:
+    async def run() -> None:
+        c = AsyncMemoryClient(server.url, token=server.tenants.take())
+        assert (await c.health())["ok"] is True
+        await c.close()  # the blocking client's name, as a coroutine
+        await c.aclose()
+        with pytest.raises(ClientClosedError):
+            await c.recall("x")
+        with pytest.raises(ClientClosedError):
+            [e async for e in c.snapshot(_AT)]
+        with pytest.raises(ClientClosedError):
+            async with c:
+                pass
+
+    asyncio.run(run())
+
+
+_LAZY_WRONG: list[tuple[str, Callable[[Any], object], str]] = [
+    ("snapshot", lambda c: c.snapshot(None), "lsn must be"),
+    ("recall_stream", lambda c: c.recall_stream(b"q"), "query must be a str"),
+    ("events id", lambda c: c.events(last_event_id=5), "last_event_id must be"),
+    ("events newline", lambda c: c.events(last_event_id="1\nX: y"), "last_event_id must be"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [w[1:] for w in _LAZY_WRONG], ids=[w[0] for w in _LAZY_WRONG]
+)
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_stream_checks_its_arguments_when_called_not_when_iterated(
+    call: Callable[[Any], object], words: str, kind: str
+) -> None:
+    async def run() -> None:
+        async with AsyncMemoryClient(_NOWHERE, token="t") as c:
+            call(c)
+
+    with pytest.raises(InvalidRequestError) as e:
+        if kind == "sync":
+            with MemoryClient(_NOWHERE, token="t") as c:
+                call(c)  # no iteration: the refusal comes from the call itself
+        else:
+            asyncio.run(run())
+    assert e.value.status == 0 and words in str(e.value)
+
+
+_UNENCODABLE: list[tuple[str, Callable[[MemoryClient], object], str]] = [
+    ("metadata nan", lambda c: c.ingest("s", "x", metadata={"n": float("nan")}), "metadata"),
+    ("metadata inf", lambda c: c.ingest("s", "x", metadata={"n": [float("inf")]}), "metadata"),
+    ("metadata bytes", lambda c: c.ingest("s", "x", metadata={"b": b"1"}), "metadata"),
+    ("metadata set", lambda c: c.ingest("s", "x", metadata={"s": {1, 2}}), "metadata"),
+    ("relevance nan", lambda c: c.recall("q", min_relevance=float("nan")), "min_relevance"),
+    ("confirm text", lambda c: c.confirm_forget("{}"), "preview must be a ForgetReceipt"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"), [w[1:] for w in _UNENCODABLE], ids=[w[0] for w in _UNENCODABLE]
+)
+def test_what_json_cannot_carry_is_refused_before_any_request(
+    call: Callable[[MemoryClient], object], words: str
+) -> None:
+    with MemoryClient(_NOWHERE, token="t") as c, pytest.raises(InvalidRequestError) as e:
+        call(c)
+    assert e.value.status == 0 and words in str(e.value)
+
+
+class PrefixTransport(httpx.BaseTransport):
+    """A reverse proxy on a path: only ``/memory/v1/...`` and ``/memory/healthz`` pass."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = httpx.URL(upstream)
+        self.inner = httpx.HTTPTransport()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.raw_path.decode("ascii")
+        self.paths.append(path)
+        if not path.startswith("/memory/") or "//" in path:
+            return httpx.Response(404, json={"error": "not_found", "message": path})
+        request.url = request.url.copy_with(
+            scheme=self.upstream.scheme,
+            host=self.upstream.host,
+            port=self.upstream.port,
+            raw_path=path[len("/memory") :].encode("ascii"),
+        )
+        request.headers["Host"] = self.upstream.netloc.decode("ascii")
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("base", ["http://proxy.test/memory", "http://proxy.test/memory/"])
+def test_every_verb_keeps_the_base_urls_path(server: Server, base: str) -> None:
+    transport = PrefixTransport(server.url)
+    with MemoryClient(base, token=server.tenants.take(), transport=transport) as c:
+        ep = str(ULID())
+        at = c.ingest("p/doc", "behind a path prefix", id=ep).lsn
+        assert c.recall("prefix")[0].source == "p/doc"
+        assert [h.source for h in c.recall_stream("prefix")] == ["p/doc"]
+        assert c.episode(ep).content == "behind a path prefix"
+        assert len(list(c.snapshot(at))) == 2
+        c.wait_applied(at)
+        assert c.forget(id=ep, dry_run=True).rows_deleted == 2
+    assert {p.split("/")[2] for p in transport.paths} == {"v1", "healthz"}
+
+
+def test_the_client_answers_as_the_in_process_verbs(tmp_path: Path) -> None:
+    """The same episodes through a server and through Verbs on a local Memory: same hits.
+
+    A server of its own (relevance is calibrated on everything a memory holds,
+    so the session's shared server would differ), with the hash embedder on
+    both sides: hits, order, scores, relevance and heading paths must agree,
+    and so must episodes.
+    """
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(t for t, e in tokens.items() if e["tenant"] == "t0")
+    proc, url = start_server(tmp_path / "served", tmp_path / "tokens.json")
+    docs = [
+        ("notes/deploy.md", "# Deploy\nThe orders service deploys on Friday at noon.\n"),
+        ("notes/billing.md", "# Billing\n## Region\nBilling runs in eu-west-1 only.\n"),
+        ("notes/zoo.md", "The zebra enclosure opens at nine; penguins are fed at ten."),
+        ("runbooks/cache.md", "# Cache\nRestart redis when the cache timeout alarm fires."),
+    ]
+    memory = Memory(tmp_path / "local", embedder="hash")
+    verbs = Verbs(memory)
+    try:
+        with MemoryClient(url, token=token) as c:
+            for n, (source, content) in enumerate(docs):
+                ep, metadata = str(ULID()), {"n": n % 2}
+                c.ingest(source, content, id=ep, metadata=metadata)
+                verbs.ingest(
+                    "t0", IngestRequest(source=source, content=content, id=ep, metadata=metadata)
+                )
+            assert c.episode(ep).content == verbs.episode("t0", ep)["content"]
+            for query, options in [
+                ("when does the orders service deploy?", {}),
+                ("billing region", {"k": 2}),
+                ("zebra penguins", {"filter": "metadata.n = 0"}),
+                ("redis cache timeout", {"mode": "graph"}),
+            ]:
+                remote = c.recall(query, **options)  # type: ignore[arg-type]
+                local = [
+                    Hit.from_json(h)
+                    for h in verbs.recall("t0", RecallRequest(query=query, **options))
+                ]
+                assert remote, query
+                assert [_comparable(h) for h in remote] == [_comparable(h) for h in local], query
+    finally:
+        memory.close()
+        assert stop_server(proc) == 0
+
+
+def _comparable(hit: Hit) -> tuple[object, ...]:
+    relevance = None if hit.relevance is None else round(hit.relevance, 6)
+    return (hit.source, hit.text, round(hit.score, 6), hit.heading_path, hit.source_op, relevance)
