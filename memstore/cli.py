@@ -199,6 +199,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.output is not None and args.output != "-":
+        _check_output(args.output, args.data)
     with _reader(args, embed=False) as mem:
         if args.output in (None, "-"):
             n = mem.export(sys.stdout, partition=args.partition)
@@ -207,6 +209,28 @@ def cmd_export(args: argparse.Namespace) -> int:
             n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
     return 0
+
+
+def _inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies within it, symlinks followed."""
+    inner, outer = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return inner == outer or outer in inner.parents
+
+
+def _check_output(output: str, data: str) -> None:
+    """Refuse an export file that cannot be right, before the folder is opened.
+
+    An empty name, or a file inside the data folder: ``-o data/journal.db``
+    would replace the journal with its own export (the memory lost), and any
+    other file there sits among the memory's own files.
+    """
+    if not output:
+        raise UsageError("-o was given an empty file name: give a file, or - for stdout")
+    if _inside(output, data):
+        raise UsageError(
+            f"cannot export to {output}: it is inside the data folder {data}/, whose files "
+            "are the memory's own; write the export outside it"
+        )
 
 
 def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
@@ -333,6 +357,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_backup(args: argparse.Namespace) -> int:
     from memstore.backup import backup
 
+    if not args.dir or not args.dest:
+        raise UsageError("DIR and DEST must both be folder names (one is empty)")
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
@@ -344,8 +370,8 @@ Copy the data folder DIR into the new folder DEST while DIR stays in use.
 
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
-a process writes to DIR. DEST must not exist (or be empty); a failed backup
-leaves nothing there.
+a process writes to DIR. DEST must not exist (or be empty) and must be outside
+DIR; a failed or interrupted backup leaves nothing there.
 
 Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
