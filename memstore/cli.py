@@ -3,20 +3,24 @@
 Every command works on a data folder (``--data``, default ``./data``), the
 same one :class:`~memstore.memory.Memory` and the servers use. Exit status:
 0 on success, 1 when the thing asked for is not there or the command failed,
-2 for a usage error (a bad flag or value); every error is one line on stderr
-that says what to do instead.
+2 for a usage error (a bad flag or value), 128 + N when stopped by signal N
+(130 for Ctrl-C; what the command was writing is left as it was); every error
+is one line on stderr that says what to do instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import difflib
 import importlib
+import io
 import json
 import math
 import os
 import shutil
+import signal
 import stat
 import sys
 from collections import Counter
@@ -129,7 +133,7 @@ def _print_item(item: Any, as_json: bool, score: float | None = None) -> None:
         out = item.model_dump(mode="json")
         if score is not None:
             out["score"] = score
-        print(json.dumps(out, ensure_ascii=False))
+        print(json.dumps(out, ensure_ascii=not _utf8(sys.stdout)))
         return
     text = item.title or item.content
     prefix = f"{score:7.3f}  " if score is not None else ""
@@ -746,13 +750,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is so its clean-up runs as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stoppable(command: str) -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP unwind it as Ctrl-C does.
+
+    Killed outright, an import into a new folder, a backup or an export to a
+    file would leave its hidden staging folder or file behind; unwound, each
+    removes it and the destination stays as it was. The servers keep their own
+    handlers, and a signal already ignored (``nohup``) stays ignored.
+    """
+    if command in ("serve", "mcp"):
+        yield
+        return
+    saved: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                saved[sig] = signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _plain_stdout() -> None:
+    """Text a terminal cannot encode is printed escaped (``\\u00e9``), not a traceback."""
+    out = sys.stdout
+    if out is not None and isinstance(out, io.TextIOWrapper) and not _utf8(out):
+        out.reconfigure(errors="backslashreplace")
+
+
+def _utf8(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` writes UTF-8, so any text goes out as it is."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit status (see the module docs)."""
+    """Run one command; its exit status (see the module docs).
+
+    Interrupted (Ctrl-C, SIGTERM, SIGHUP), a command leaves what it was
+    writing as it was and exits 128 + the signal's number (130 for Ctrl-C).
+    """
     args = build_parser().parse_args(argv)
     if getattr(args, "embedder", None) == "none":
         args.embedder = None
+    _plain_stdout()
     try:
-        code: int = args.fn(args)
+        with _stoppable(args.command):
+            code: int = args.fn(args)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
+        print(f"memstore: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         # `memstore export | head`: the reader has what it wanted. Quiet, as Unix tools are.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -7,10 +7,13 @@ never shows a Python traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,3 +89,69 @@ def test_backup_into_the_folder_it_copies_is_refused(tmp_path: Path) -> None:
     refused(memstore("backup", "data", "", cwd=tmp_path), 2, "empty")
     assert memstore("backup", "data", "copy", cwd=tmp_path).returncode == 0
     assert items(tmp_path / "copy") == 1
+
+
+# ------------------------------------------------------------ signals
+
+
+def _stopped_import(tmp_path: Path, data: str, sig: signal.Signals) -> tuple[int, str]:
+    """``memstore import - --data DATA`` stopped by ``sig`` half-way: its status and stderr."""
+    argv = [sys.executable, "-m", "memstore.cli", "import", "-", "--data", data]
+    with subprocess.Popen(
+        [*argv, "--embedder", "none"],
+        cwd=tmp_path,
+        env=ENV,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stdin is not None and proc.stderr is not None
+            proc.stdin.write(
+                '{"format": "memstore-journal-export/1", "partition": null, "head": null}\n'
+            )
+            proc.stdin.flush()  # the import now waits for the rest of its input
+            deadline = time.monotonic() + 120  # a hang guard, not a measurement
+            while not _has_open(proc.pid, "journal.db"):
+                assert proc.poll() is None and time.monotonic() < deadline, "it never opened"
+                time.sleep(0.05)
+            proc.send_signal(sig)
+            return proc.wait(timeout=120), proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _has_open(pid: int, name: str) -> bool:
+    """Whether process ``pid`` has a file called ``name`` open (Linux's /proc)."""
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed since it was listed
+            if os.readlink(fd).endswith(os.sep + name):
+                return True
+    return False
+
+
+def test_an_import_stopped_half_way_leaves_everything_as_it_was(tmp_path: Path) -> None:
+    seed(tmp_path / "data", "the deploy moved to Friday", "the on-call rota changed")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for data in ("new", "data"):
+            code, err = _stopped_import(tmp_path, data, sig)
+            assert code == 128 + sig, (sig, data, err)
+            assert err.strip() == f"memstore: stopped by {sig.name}", err
+            # no memory half-made, no staging folder left: only what was there
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["data"], (sig, data)
+            assert items(tmp_path / "data") == 2
+
+
+def test_text_the_terminal_cannot_encode_is_printed_escaped(tmp_path: Path) -> None:
+    seed(tmp_path / "data", "the café opens at 08:00 ☕")
+    env = {**ENV, "PYTHONIOENCODING": "ascii"}
+    text = memstore("search", "café", "--embedder", "none", cwd=tmp_path, env=env)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+    assert "caf\\xe9 opens at 08:00 \\u2615" in text.stdout
+    as_json = memstore("search", "café", "--embedder", "none", "--json", cwd=tmp_path, env=env)
+    assert json.loads(as_json.stdout)["content"] == "the café opens at 08:00 ☕"
