@@ -26,10 +26,11 @@ import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 from memstore import __version__
 from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
+from memstore.item import Origin
 from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.protocol.limits import MAX_BODY_BYTES
 from memstore.tags import partition_from_tags
@@ -81,13 +82,18 @@ def _writer(args: argparse.Namespace, *, embed: bool) -> Memory:
         ) from None
 
 
-def _reader(args: argparse.Namespace, *, embed: bool) -> Memory:
-    """The folder's memory for reading: never created; read-only beside a running writer."""
-    if not (Path(args.data) / JOURNAL_FILE).is_file():
+def _existing(data: str) -> None:
+    """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
+    if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
-            f"no memory in {args.data}/ (it has no {JOURNAL_FILE}): give the folder with "
+            f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
             "--data DIR, or create one with 'memstore add'"
         )
+
+
+def _reader(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory for reading: never created; read-only beside a running writer."""
+    _existing(args.data)
     embedder = args.embedder if embed else None
     if args.readonly:
         return Memory(args.data, embedder=embedder, readonly=True)
@@ -189,6 +195,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    _existing(args.data)  # nothing to forget in a folder that is not there: create none
     with _writer(args, embed=False) as mem:
         if args.hard:
             if mem.get(args.id) is None and not mem.history(args.id):
@@ -205,6 +212,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     if args.output is not None and args.output != "-":
         _check_output(args.output, args.data)
+    elif sys.stdout is None:
+        raise UsageError("standard output is closed: give -o FILE")
     with _reader(args, embed=False) as mem:
         if args.output in (None, "-"):
             n = mem.export(sys.stdout, partition=args.partition)
@@ -272,40 +281,89 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
-        from memstore.mcp.importer import import_cli
-
-        with _into_new_folder(Path(args.data)) as data:  # refused: nothing created
-            code: int = import_cli(argparse.Namespace(**{**vars(args), "data": str(data)}))
-        return code
-    fp: IO[str]
-    if args.file == "-":
-        fp = sys.stdin
-    else:
-        try:
-            fp = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
-        except OSError as e:
-            raise Failure(f"cannot read {args.file}: {e.strerror}") from None
-    try:
-        size = os.fstat(fp.fileno()).st_size if fp is not sys.stdin else 0
-        lines = _Lines(fp, size, progress=sys.stderr.isatty())
-        with (
-            _into_new_folder(Path(args.data)) as data,
-            _writer(argparse.Namespace(**{**vars(args), "data": str(data)}), embed=True) as mem,
-        ):
+    if args.partition is not None and args.format != "mcp-memory":
+        raise UsageError(
+            "--partition is for --format mcp-memory; an export's items keep the partitions "
+            "they were exported from"
+        )
+    with _input(args.file) as fp:
+        if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
+            return _import_graph(args, fp)
+        size = os.fstat(fp.fileno()).st_size if fp.seekable() else 0
+        lines = _Lines(fp, size, progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
+        with _into_new_folder(Path(args.data)) as data, _writer(_at(args, data), embed=True) as mem:
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
                 raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
-    finally:
-        if fp is not sys.stdin:
-            fp.close()
     items = max(lines.items - 1, 0)  # the first line names the format
     print(
         f"imported {changed} item(s), {items - changed} unchanged (already on record)",
         file=sys.stderr,
     )
     return 0
+
+
+HEADER_LIMIT = 64 * 1024
+"""The longest first line an export may have: it only names the format, partition and head.
+
+A file that is no export (``/dev/zero``, a disk image) is refused at this
+many characters instead of being read whole as one line.
+"""
+
+
+def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
+    """``args`` with the data folder ``data``."""
+    return argparse.Namespace(**{**vars(args), "data": str(data)})
+
+
+def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
+    """``import --format mcp-memory``: the reference server's graph, all or nothing."""
+    from memstore.mcp.importer import import_graph
+
+    with _into_new_folder(Path(args.data)) as data, _writer(_at(args, data), embed=True) as mem:
+        try:
+            report = import_graph(mem, fp, args.partition)
+        except UnicodeDecodeError as e:
+            raise Failure(
+                f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
+            ) from None
+    print(
+        f"imported {report.entities} entities, {report.observations} observations, "
+        f"{report.relations} relations",
+        file=sys.stderr,
+    )
+    return 0
+
+
+@contextlib.contextmanager
+def _input(name: str) -> Iterator[IO[str]]:
+    """The file to import as UTF-8 text (a leading BOM skipped, CRLF read as LF); ``-``: stdin.
+
+    Refused with one line: a missing, unreadable or closed input, a folder,
+    and a device other than a terminal (``/dev/zero`` never ends).
+    """
+    target: int | str = name
+    if name == "-":
+        if sys.stdin is None:
+            raise UsageError("standard input is closed: give the file to import instead of -")
+        try:
+            target = sys.stdin.fileno()
+        except (OSError, ValueError):  # not a file (a test's StringIO): read it as it is
+            yield sys.stdin
+            return
+    try:
+        fp = open(target, encoding="utf-8-sig", closefd=name != "-")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise Failure(f"cannot read {name}: {e.strerror}") from None
+    with fp:
+        mode = os.fstat(fp.fileno()).st_mode
+        shown = "standard input" if name == "-" else name
+        if stat.S_ISDIR(mode):
+            raise Failure(f"cannot read {shown}: it is a folder; give the export file")
+        if stat.S_ISCHR(mode) and not fp.isatty():
+            raise Failure(f"cannot read {shown}: it is a device, not a file; give the export file")
+        yield fp
 
 
 @contextlib.contextmanager
@@ -440,14 +498,25 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 class _Lines:
     """A text file's lines, counted, with how much was read drawn on stderr if asked."""
 
-    def __init__(self, fp: IO[str], total: int, *, progress: bool) -> None:
+    def __init__(
+        self, fp: IO[str], total: int, *, progress: bool, first_line_limit: int = 0
+    ) -> None:
         self._fp, self._total, self._read, self._shown = fp, max(total, 1), 0, -1
         self._progress = progress and total > 0
+        self._limit = first_line_limit
         self.items = 0
 
     def __iter__(self) -> Iterator[str]:
-        for line in self._fp:
+        limit, n = self._limit, 0
+        while line := self._fp.readline(limit or -1):
+            n += 1
             if line.strip():
+                if limit and len(line) >= limit and not line.endswith("\n"):
+                    raise InvalidItemError(
+                        f"line {n} runs past {limit} characters: not a memstore export "
+                        "(its first line only names the format)"
+                    )
+                limit = 0
                 self.items += 1
             if self._progress:
                 self._read += len(line.encode("utf-8"))
@@ -549,7 +618,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("high", "medium", "low"),
         help="how sure (a stable_fact needs high)",
     )
-    p.add_argument("--origin", help="where it came from (default: derived)")
+    p.add_argument(
+        "--origin",
+        choices=[origin for origin in get_args(Origin) if origin],
+        help="where it came from (default: derived)",
+    )
     p.add_argument("--subject", help="what or whom it is about")
     p.add_argument(
         "--event-date",

@@ -155,3 +155,93 @@ def test_text_the_terminal_cannot_encode_is_printed_escaped(tmp_path: Path) -> N
     assert "caf\\xe9 opens at 08:00 \\u2615" in text.stdout
     as_json = memstore("search", "café", "--embedder", "none", "--json", cwd=tmp_path, env=env)
     assert json.loads(as_json.stdout)["content"] == "the café opens at 08:00 ☕"
+
+
+# ------------------------------------------------------------ what import reads
+
+
+HEADER = '{"format": "memstore-journal-export/1", "partition": null, "head": null}'
+
+
+def test_an_import_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Closed stdin, a device, a line with no end, a folder: refused, and nothing created."""
+    for fmt in ("memstore", "mcp-memory"):  # stdin closed outright (sh: <&-)
+        code = "import os, sys; os.close(0); os.execv(sys.executable, sys.argv[1:])"
+        argv = [sys.executable, "-c", code, sys.executable, "-m", "memstore.cli", "import"]
+        done = subprocess.run(
+            [*argv, "--format", fmt, "-", "--data", "new"],
+            cwd=tmp_path,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        refused(done, 2, "standard input is closed")  # was: TypeError traceback
+    for fmt in ("memstore", "mcp-memory"):
+        refused(memstore("import", "--format", fmt, "/dev/zero", cwd=tmp_path), 1, "a device")
+    (tmp_path / "zeros").write_bytes(b"\0" * 200_000)  # a disk image: one endless line
+    refused(memstore("import", "zeros", "--data", "new", cwd=tmp_path), 1, "runs past")
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00garbage" * 10)
+    binary = memstore("import", "--format", "mcp-memory", "binary", "--data", "new", cwd=tmp_path)
+    refused(binary, 1, "not UTF-8 text")  # was: UnicodeDecodeError traceback
+    refused(memstore("import", str(tmp_path), "--data", "new", cwd=tmp_path), 1, "cannot read")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["binary", "zeros"]
+
+
+def test_an_export_saved_by_a_windows_editor_imports(tmp_path: Path) -> None:
+    """A byte-order mark and CRLF line ends, from a file or stdin: the same items."""
+    seed(tmp_path / "data", "the deploy moved to Friday", "the on-call rota changed")
+    assert memstore("export", "-o", "e.ndjson", cwd=tmp_path).returncode == 0
+    text = (tmp_path / "e.ndjson").read_text()
+    windows = "\ufeff" + text.replace("\n", "\r\n\r\n")
+    (tmp_path / "w.ndjson").write_text(windows, encoding="utf-8", newline="")
+    as_file = memstore("import", "w.ndjson", "--data", "a", "--embedder", "none", cwd=tmp_path)
+    assert as_file.returncode == 0, as_file.stderr  # was: 'Unexpected UTF-8 BOM'
+    assert "imported 2 item(s), 0 unchanged" in as_file.stderr
+    piped = memstore(
+        "import", "-", "--data", "b", "--embedder", "none", cwd=tmp_path, input=windows
+    )
+    assert piped.returncode == 0 and "imported 2 item(s)" in piped.stderr, piped.stderr
+    graph = '{"type": "entity", "name": "Alice", "entityType": "person", "observations": []}'
+    (tmp_path / "g.jsonl").write_text("\ufeff" + graph + "\r\n", encoding="utf-8", newline="")
+    mcp = memstore("import", "--format", "mcp-memory", "g.jsonl", "--data", "c", cwd=tmp_path)
+    assert mcp.returncode == 0 and "imported 1 entities" in mcp.stderr, mcp.stderr
+    assert items(tmp_path / "a") == items(tmp_path / "b") == 2
+
+
+def test_partition_on_a_memstore_import_is_refused_not_ignored(tmp_path: Path) -> None:
+    seed(tmp_path / "data", "the deploy moved to Friday")
+    assert memstore("export", "-o", "e.ndjson", cwd=tmp_path).returncode == 0
+    done = memstore("import", "e.ndjson", "--partition", "ops", "--data", "b", cwd=tmp_path)
+    refused(done, 2, "--partition is for --format mcp-memory")  # was: imported untagged
+    assert not (tmp_path / "b").exists()
+
+
+# ------------------------------------------------------------ the other commands
+
+
+def test_forget_in_a_folder_that_is_not_there_creates_nothing(tmp_path: Path) -> None:
+    for hard in ([], ["--hard"]):
+        done = memstore("forget", "some-id", *hard, "--data", "typo/data", cwd=tmp_path)
+        refused(done, 1, "no memory in typo/data/")
+    assert list(tmp_path.iterdir()) == [], "a refused forget used to create an empty memory"
+
+
+def test_an_origin_nobody_knows_is_a_usage_error_naming_the_choices(tmp_path: Path) -> None:
+    done = memstore("add", "x", "--origin", "bogus", "--embedder", "none", cwd=tmp_path)
+    refused(done, 2, "'observed', 'derived', 'human', 'verified'")  # was: a pydantic dump
+    assert "validation error" not in done.stderr and not (tmp_path / "data").exists()
+
+
+def test_export_to_a_closed_stdout_says_so(tmp_path: Path) -> None:
+    seed(tmp_path / "data", "kept")
+    code = "import os, sys; os.close(1); os.execv(sys.executable, sys.argv[1:])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, sys.executable, "-m", "memstore.cli", "export"],
+        cwd=tmp_path,
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
+    refused(done, 2, "standard output is closed")  # was: 'fp must be a file opened for ...'
