@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import dataclasses
 import difflib
 import importlib
 import io
@@ -201,10 +202,13 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if mem.get(args.id) is None and not mem.history(args.id):
                 raise Failure(f"no item {args.id!r} in {args.data}/")
             mem.purge([args.id])
-            print(f"purged {args.id} (every version)")
-            return 0
-        if not mem.delete(args.id):
+        elif not mem.delete(args.id):
             raise Failure(f"no item {args.id!r} in {args.data}/")
+    if args.json:
+        print(json.dumps({"deleted": args.id, "hard": args.hard}))
+    elif args.hard:
+        print(f"purged {args.id} (every version)")
+    else:
         print(f"deleted {args.id} (its history is kept; --hard erases it)")
     return 0
 
@@ -296,11 +300,14 @@ def cmd_import(args: argparse.Namespace) -> int:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
                 raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
-    items = max(lines.items - 1, 0)  # the first line names the format
-    print(
-        f"imported {changed} item(s), {items - changed} unchanged (already on record)",
-        file=sys.stderr,
-    )
+    unchanged = max(lines.items - 1, 0) - changed  # the first line names the format
+    if args.json:
+        print(json.dumps({"imported": changed, "unchanged": unchanged}))
+    else:
+        print(
+            f"imported {changed} item(s), {unchanged} unchanged (already on record)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -328,11 +335,14 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
             raise Failure(
                 f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
             ) from None
-    print(
-        f"imported {report.entities} entities, {report.observations} observations, "
-        f"{report.relations} relations",
-        file=sys.stderr,
-    )
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report)))
+    else:
+        print(
+            f"imported {report.entities} entities, {report.observations} observations, "
+            f"{report.relations} relations",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -580,7 +590,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memstore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help: str, *, reads: bool = False) -> argparse.ArgumentParser:
+    def command(
+        name: str,
+        help: str,
+        *,
+        reads: bool = False,
+        json_help: str | None = "print JSON instead of text",
+    ) -> argparse.ArgumentParser:
+        """A command with the common flags; ``json_help``: what --json does (None: no --json)."""
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "--data", default=DEFAULT_DATA, metavar="DIR", help="the data folder (default ./data)"
@@ -592,7 +609,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="the embedding model: auto (the local model when installed, else hash), "
             "local, hash, or none for lexical search only (default auto)",
         )
-        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+        if json_help is None:
+            p.set_defaults(json=False)
+        else:
+            p.add_argument("--json", action="store_true", help=json_help)
         if reads:
             p.add_argument(
                 "--readonly",
@@ -648,23 +668,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=cmd_search)
 
-    p = command("get", "print one item as JSON", reads=True)
+    p = command(
+        "get",
+        "print one item as JSON",
+        reads=True,
+        json_help="print it on one line (default: indented)",
+    )
     p.add_argument("id", help="the item's id")
     p.set_defaults(fn=cmd_get)
 
-    p = command("forget", "delete an item (soft: its history stays; --hard erases it)")
+    p = command(
+        "forget",
+        "delete an item (soft: its history stays; --hard erases it)",
+        json_help='print {"deleted": ID, "hard": true|false} instead of text',
+    )
     p.add_argument("id", help="the item's id")
     p.add_argument(
         "--hard", action="store_true", help="erase every version, past included (cannot be undone)"
     )
     p.set_defaults(fn=cmd_forget)
 
-    p = command("export", "write items with their whole history as NDJSON", reads=True)
+    p = command(
+        "export", "write items with their whole history as NDJSON", reads=True, json_help=None
+    )
     p.add_argument("--partition", metavar="NAME", help="only this partition's items")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.set_defaults(fn=cmd_export)
 
-    p = command("import", "load an export (all or nothing; importing twice changes nothing)")
+    p = command(
+        "import",
+        "load an export (all or nothing; importing twice changes nothing)",
+        json_help="print what was imported as JSON on stdout (default: a line on stderr)",
+    )
     p.add_argument("file", help="the export file, or - for standard input")
     p.add_argument(
         "--format",
@@ -688,7 +723,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", metavar="DEST", help="the new folder to write the backup to")
     p.set_defaults(fn=cmd_backup, embedder=None)
 
-    p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
+    p = command(
+        "serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer", json_help=None
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     p.add_argument(
@@ -804,7 +841,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=cmd_serve)
 
-    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)")
+    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)", json_help=None)
     p.add_argument(
         "--transport",
         choices=("stdio", "http"),

@@ -245,3 +245,16 @@ def test_export_to_a_closed_stdout_says_so(tmp_path: Path) -> None:
         timeout=300,
     )
     refused(done, 2, "standard output is closed")  # was: 'fp must be a file opened for ...'
+
+
+def test_json_is_offered_only_where_it_prints_json(tmp_path: Path) -> None:
+    """``--json`` was accepted by forget, import, export, serve and mcp and did nothing."""
+    seed(tmp_path / "data", "the deploy moved to Friday")
+    assert memstore("export", "-o", "e.ndjson", cwd=tmp_path).returncode == 0
+    imported = memstore("import", "e.ndjson", "--data", "b", "--json", cwd=tmp_path)
+    assert json.loads(imported.stdout) == {"imported": 1, "unchanged": 0}, imported.stderr
+    (item,) = [json.loads(line) for line in (tmp_path / "e.ndjson").read_text().splitlines()[1:]]
+    forgot = memstore("forget", item["id"], "--json", "--data", "b", cwd=tmp_path)
+    assert json.loads(forgot.stdout) == {"deleted": item["id"], "hard": False}
+    for command in (["export"], ["serve", "--port", "1"], ["mcp"]):
+        refused(memstore(*command, "--json", cwd=tmp_path), 2, "unrecognized arguments: --json")
