@@ -60,11 +60,12 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
             f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
         )
     _check_dest(src, dst)
+    top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
+    partial = top.parent / f".{top.name}.partial-{os.getpid()}"
+    inside = partial / dst.absolute().relative_to(top)
     try:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        partial = dst.parent / f".{dst.name}.partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process
-        partial.mkdir()
+        inside.mkdir(parents=True)
     except OSError as e:
         raise MemstoreError(
             f"cannot create the backup folder {str(dst)!r}: {e.strerror or e}"
@@ -73,18 +74,26 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
         written: list[Path] = []
         for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
             if (src / name).is_file():
-                backup_file(src / name, partial / name)
+                backup_file(src / name, inside / name)
                 written.append(dst / name)
         try:
-            if dst.exists():
-                dst.rmdir()
-            partial.rename(dst)
+            if top.exists():  # dst itself, an empty folder
+                top.rmdir()
+            partial.rename(top)
         except OSError as e:
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return written
+
+
+def _first_missing(dst: Path) -> Path:
+    """The outermost folder to create for ``dst`` (``dst`` itself when its parent exists)."""
+    top = dst.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    return top
 
 
 def _check_dest(src: Path, dst: Path) -> None:

@@ -258,3 +258,14 @@ def test_json_is_offered_only_where_it_prints_json(tmp_path: Path) -> None:
     assert json.loads(forgot.stdout) == {"deleted": item["id"], "hard": False}
     for command in (["export"], ["serve", "--port", "1"], ["mcp"]):
         refused(memstore(*command, "--json", cwd=tmp_path), 2, "unrecognized arguments: --json")
+
+
+def test_a_failed_backup_into_new_folders_leaves_none_of_them(tmp_path: Path) -> None:
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "journal.db").write_text("not an SQLite file")
+    done = memstore("backup", "damaged", "backups/2026/12-01", cwd=tmp_path)
+    refused(done, 1, "not an SQLite database")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["damaged"], "backups/ was left behind"
+    seed(tmp_path / "data", "kept")
+    assert memstore("backup", "data", "backups/2026/12-01", cwd=tmp_path).returncode == 0
+    assert items(tmp_path / "backups" / "2026" / "12-01") == 1
