@@ -32,6 +32,7 @@ from typing import IO, Any, get_args
 from memstore import __version__
 from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
 from memstore.item import Origin
+from memstore.limits import MAX_RESULTS
 from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.protocol.limits import MAX_BODY_BYTES
 from memstore.tags import partition_from_tags
@@ -551,6 +552,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _hit_count(text: str) -> int:
+    """An argparse type: how many hits to show, 1..MAX_RESULTS (refused before the folder opens)."""
+    value = _positive_int(text)
+    if value > MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_RESULTS}, got {value}")
+    return value
+
+
 def _positive_number(text: str) -> float:
     """An argparse type: a finite number above 0 (a rate, or seconds between keep-alives)."""
     try:
@@ -664,7 +673,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--all", action="store_true", help="search every partition")
     p.add_argument("--kind", default="", help="only items of this kind")
     p.add_argument(
-        "--limit", type=_positive_int, default=10, metavar="N", help="hits to show (default 10)"
+        "--limit",
+        type=_hit_count,
+        default=10,
+        metavar="N",
+        help=f"hits to show, 1..{MAX_RESULTS} (default 10)",
     )
     p.set_defaults(fn=cmd_search)
 

@@ -269,3 +269,10 @@ def test_a_failed_backup_into_new_folders_leaves_none_of_them(tmp_path: Path) ->
     seed(tmp_path / "data", "kept")
     assert memstore("backup", "data", "backups/2026/12-01", cwd=tmp_path).returncode == 0
     assert items(tmp_path / "backups" / "2026" / "12-01") == 1
+
+
+def test_a_limit_past_the_engine_cap_is_refused_before_the_folder_opens(tmp_path: Path) -> None:
+    for limit in ("1001", "99999999999999999999999"):
+        done = memstore("search", "x", "--limit", limit, "--data", "typo", cwd=tmp_path)
+        refused(done, 2, "--limit", "at most 1000")  # was: 'no memory in typo/' (exit 1)
+    assert "1..1000" in memstore("search", "--help", cwd=tmp_path).stdout
