@@ -294,8 +294,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     with _input(args.file) as fp:
         if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
             return _import_graph(args, fp)
-        size = os.fstat(fp.fileno()).st_size if fp.seekable() else 0
-        lines = _Lines(fp, size, progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
+        lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
         with _into_new_folder(Path(args.data)) as data, _writer(_at(args, data), embed=True) as mem:
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
@@ -318,6 +317,14 @@ HEADER_LIMIT = 64 * 1024
 A file that is no export (``/dev/zero``, a disk image) is refused at this
 many characters instead of being read whole as one line.
 """
+
+
+def _size(fp: IO[str]) -> int:
+    """How many bytes ``fp`` holds, for the progress bar: 0 for a pipe or a terminal."""
+    try:
+        return os.fstat(fp.fileno()).st_size if fp.seekable() else 0
+    except (OSError, ValueError):  # no file behind it
+        return 0
 
 
 def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
