@@ -171,7 +171,22 @@ def cmd_search(args: argparse.Namespace) -> int:
             _print_item(hit.item, args.json, hit.score)
         if partition is None:
             _hint_partitions(mem)
+        if args.kind and not hits:
+            _hint_kinds(mem, args.kind)
     return 0
+
+
+def _hint_kinds(mem: Memory, kind: str) -> None:
+    """No hits for ``--kind``: say when no item has that kind at all (a typo finds nothing)."""
+    known = sorted({it.kind for it in mem.store.all_items()})
+    if kind in known:
+        return
+    near = difflib.get_close_matches(kind, known, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    print(
+        f"memstore: no item here has kind {kind!r}: {hint}kinds here: {', '.join(known) or '-'}",
+        file=sys.stderr,
+    )
 
 
 def _hint_partitions(mem: Memory) -> None:

@@ -276,3 +276,12 @@ def test_a_limit_past_the_engine_cap_is_refused_before_the_folder_opens(tmp_path
         done = memstore("search", "x", "--limit", limit, "--data", "typo", cwd=tmp_path)
         refused(done, 2, "--limit", "at most 1000")  # was: 'no memory in typo/' (exit 1)
     assert "1..1000" in memstore("search", "--help", cwd=tmp_path).stdout
+
+
+def test_a_search_for_a_kind_nobody_has_says_so(tmp_path: Path) -> None:
+    seed(tmp_path / "data", "the deploy moved to Friday")
+    typo = memstore("search", "deploy", "--kind", "nte", "--embedder", "none", cwd=tmp_path)
+    assert typo.returncode == 0 and typo.stdout == ""
+    refused(typo, 0, "no item here has kind 'nte'", "did you mean 'note'?")  # was: silence
+    found = memstore("search", "deploy", "--kind", "note", "--embedder", "none", cwd=tmp_path)
+    assert "the deploy moved" in found.stdout and found.stderr == ""
