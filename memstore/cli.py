@@ -143,9 +143,18 @@ def _print_item(item: Any, as_json: bool, score: float | None = None) -> None:
             out["score"] = score
         print(json.dumps(out, ensure_ascii=not _utf8(sys.stdout)))
         return
-    text = item.title or item.content
+    text = _shown(item.title or item.content)
     prefix = f"{score:7.3f}  " if score is not None else ""
-    print(f"{prefix}{item.id}  [{item.kind}]  {text}")
+    print(f"{prefix}{_shown(item.id)}  [{_shown(item.kind)}]  {text}")
+
+
+def _shown(text: str) -> str:
+    """``text`` on one line, safe on a terminal: line breaks and control characters escaped.
+
+    A hit is one line; a stored newline would start a line that reads as
+    another hit, and an escape sequence (``\\x1b[...``) would drive the terminal.
+    """
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -445,7 +454,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
             if counts:
                 print(f"\n{title:<24}{'items':>10}")
                 for name, n in sorted(counts.items()):
-                    print(f"{name or '(none)':<24}{n:>10}")
+                    print(f"{_shown(name) or '(none)':<24}{n:>10}")
     return 0
 
 
