@@ -44,40 +44,67 @@ VECTORS_FILE: Final = "vectors.sqlite3"
 def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
     """Copy the Memory folder ``source`` into the new folder ``dest``; the files written.
 
-    ``dest`` must not exist (or be an empty folder). The copy is made in a
-    hidden folder beside ``dest`` and renamed into place at the end, so a
-    failed backup leaves no half-written ``dest``. Raises
+    ``dest`` must not exist (or be an empty folder), and must lie outside
+    ``source``: a backup inside the folder it copies is lost with it, and
+    cannot be moved into its place. The copy is made in a hidden folder
+    beside ``dest`` and renamed into place at the end, so a failed backup
+    leaves no half-written ``dest``. Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
-    or ``dest`` is taken, a :class:`~memstore.errors.JournalError` when a
-    file cannot be read or written.
+    or ``dest`` is taken or inside ``source``, a
+    :class:`~memstore.errors.JournalError` when a file cannot be read or
+    written.
     """
     src, dst = Path(source), Path(dest)
     if not (src / JOURNAL_FILE).is_file():
         raise MemstoreError(
             f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
         )
-    if dst.exists() and (not dst.is_dir() or any(dst.iterdir())):
-        raise MemstoreError(f"{str(dst)!r} exists and is not empty: back up into a new folder")
+    _check_dest(src, dst)
+    top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
+    partial = top.parent / f".{top.name}.partial-{os.getpid()}"
+    inside = partial / dst.absolute().relative_to(top)
     try:
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        partial = dst.parent / f".{dst.name}.partial-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process
-        partial.mkdir()
+        inside.mkdir(parents=True)
     except OSError as e:
-        raise MemstoreError(f"cannot create the backup folder {str(dst)!r}: {e}") from None
+        raise MemstoreError(
+            f"cannot create the backup folder {str(dst)!r}: {e.strerror or e}"
+        ) from None
     try:
         written: list[Path] = []
         for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
             if (src / name).is_file():
-                backup_file(src / name, partial / name)
+                backup_file(src / name, inside / name)
                 written.append(dst / name)
         try:
-            if dst.exists():
-                dst.rmdir()
-            partial.rename(dst)
+            if top.exists():  # dst itself, an empty folder
+                top.rmdir()
+            partial.rename(top)
         except OSError as e:
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return written
+
+
+def _first_missing(dst: Path) -> Path:
+    """The outermost folder to create for ``dst`` (``dst`` itself when its parent exists)."""
+    top = dst.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    return top
+
+
+def _check_dest(src: Path, dst: Path) -> None:
+    """Refuse a destination that is taken, or inside the folder backed up (symlinks followed)."""
+    inner, outer = Path(os.path.realpath(dst)), Path(os.path.realpath(src))
+    if inner == outer or outer in inner.parents:
+        raise MemstoreError(
+            f"{str(dst)!r} is inside the folder backed up, {str(src)!r}: a backup there "
+            "goes with it; back up into a folder outside it"
+        )
+    if dst.exists() and not dst.is_dir():
+        raise MemstoreError(f"{str(dst)!r} is a file: back up into a new folder")
+    if dst.exists() and any(dst.iterdir()):
+        raise MemstoreError(f"{str(dst)!r} exists and is not empty: back up into a new folder")

@@ -3,29 +3,36 @@
 Every command works on a data folder (``--data``, default ``./data``), the
 same one :class:`~memstore.memory.Memory` and the servers use. Exit status:
 0 on success, 1 when the thing asked for is not there or the command failed,
-2 for a usage error (a bad flag or value); every error is one line on stderr
-that says what to do instead.
+2 for a usage error (a bad flag or value), 128 + N when stopped by signal N
+(130 for Ctrl-C; what the command was writing is left as it was); every error
+is one line on stderr that says what to do instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
+import dataclasses
 import difflib
 import importlib
+import io
 import json
 import math
 import os
 import shutil
+import signal
 import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 from memstore import __version__
 from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
+from memstore.item import Origin
+from memstore.limits import MAX_RESULTS
 from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.protocol.limits import MAX_BODY_BYTES
 from memstore.tags import partition_from_tags
@@ -77,13 +84,18 @@ def _writer(args: argparse.Namespace, *, embed: bool) -> Memory:
         ) from None
 
 
-def _reader(args: argparse.Namespace, *, embed: bool) -> Memory:
-    """The folder's memory for reading: never created; read-only beside a running writer."""
-    if not (Path(args.data) / JOURNAL_FILE).is_file():
+def _existing(data: str) -> None:
+    """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
+    if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
-            f"no memory in {args.data}/ (it has no {JOURNAL_FILE}): give the folder with "
+            f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
             "--data DIR, or create one with 'memstore add'"
         )
+
+
+def _reader(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory for reading: never created; read-only beside a running writer."""
+    _existing(args.data)
     embedder = args.embedder if embed else None
     if args.readonly:
         return Memory(args.data, embedder=embedder, readonly=True)
@@ -129,11 +141,20 @@ def _print_item(item: Any, as_json: bool, score: float | None = None) -> None:
         out = item.model_dump(mode="json")
         if score is not None:
             out["score"] = score
-        print(json.dumps(out, ensure_ascii=False))
+        print(json.dumps(out, ensure_ascii=not _utf8(sys.stdout)))
         return
-    text = item.title or item.content
+    text = _shown(item.title or item.content)
     prefix = f"{score:7.3f}  " if score is not None else ""
-    print(f"{prefix}{item.id}  [{item.kind}]  {text}")
+    print(f"{prefix}{_shown(item.id)}  [{_shown(item.kind)}]  {text}")
+
+
+def _shown(text: str) -> str:
+    """``text`` on one line, safe on a terminal: line breaks and control characters escaped.
+
+    A hit is one line; a stored newline would start a line that reads as
+    another hit, and an escape sequence (``\\x1b[...``) would drive the terminal.
+    """
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -159,7 +180,22 @@ def cmd_search(args: argparse.Namespace) -> int:
             _print_item(hit.item, args.json, hit.score)
         if partition is None:
             _hint_partitions(mem)
+        if args.kind and not hits:
+            _hint_kinds(mem, args.kind)
     return 0
+
+
+def _hint_kinds(mem: Memory, kind: str) -> None:
+    """No hits for ``--kind``: say when no item has that kind at all (a typo finds nothing)."""
+    known = sorted({it.kind for it in mem.store.all_items()})
+    if kind in known:
+        return
+    near = difflib.get_close_matches(kind, known, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    print(
+        f"memstore: no item here has kind {kind!r}: {hint}kinds here: {', '.join(known) or '-'}",
+        file=sys.stderr,
+    )
 
 
 def _hint_partitions(mem: Memory) -> None:
@@ -185,20 +221,28 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    _existing(args.data)  # nothing to forget in a folder that is not there: create none
     with _writer(args, embed=False) as mem:
         if args.hard:
             if mem.get(args.id) is None and not mem.history(args.id):
                 raise Failure(f"no item {args.id!r} in {args.data}/")
             mem.purge([args.id])
-            print(f"purged {args.id} (every version)")
-            return 0
-        if not mem.delete(args.id):
+        elif not mem.delete(args.id):
             raise Failure(f"no item {args.id!r} in {args.data}/")
+    if args.json:
+        print(json.dumps({"deleted": args.id, "hard": args.hard}))
+    elif args.hard:
+        print(f"purged {args.id} (every version)")
+    else:
         print(f"deleted {args.id} (its history is kept; --hard erases it)")
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.output is not None and args.output != "-":
+        _check_output(args.output, args.data)
+    elif sys.stdout is None:
+        raise UsageError("standard output is closed: give -o FILE")
     with _reader(args, embed=False) as mem:
         if args.output in (None, "-"):
             n = mem.export(sys.stdout, partition=args.partition)
@@ -207,6 +251,28 @@ def cmd_export(args: argparse.Namespace) -> int:
             n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
     return 0
+
+
+def _inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies within it, symlinks followed."""
+    inner, outer = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return inner == outer or outer in inner.parents
+
+
+def _check_output(output: str, data: str) -> None:
+    """Refuse an export file that cannot be right, before the folder is opened.
+
+    An empty name, or a file inside the data folder: ``-o data/journal.db``
+    would replace the journal with its own export (the memory lost), and any
+    other file there sits among the memory's own files.
+    """
+    if not output:
+        raise UsageError("-o was given an empty file name: give a file, or - for stdout")
+    if _inside(output, data):
+        raise UsageError(
+            f"cannot export to {output}: it is inside the data folder {data}/, whose files "
+            "are the memory's own; write the export outside it"
+        )
 
 
 def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
@@ -244,40 +310,102 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
-        from memstore.mcp.importer import import_cli
-
-        with _into_new_folder(Path(args.data)) as data:  # refused: nothing created
-            code: int = import_cli(argparse.Namespace(**{**vars(args), "data": str(data)}))
-        return code
-    fp: IO[str]
-    if args.file == "-":
-        fp = sys.stdin
-    else:
-        try:
-            fp = open(args.file, encoding="utf-8")  # noqa: SIM115 - closed below
-        except OSError as e:
-            raise Failure(f"cannot read {args.file}: {e.strerror}") from None
-    try:
-        size = os.fstat(fp.fileno()).st_size if fp is not sys.stdin else 0
-        lines = _Lines(fp, size, progress=sys.stderr.isatty())
-        with (
-            _into_new_folder(Path(args.data)) as data,
-            _writer(argparse.Namespace(**{**vars(args), "data": str(data)}), embed=True) as mem,
-        ):
+    if args.partition is not None and args.format != "mcp-memory":
+        raise UsageError(
+            "--partition is for --format mcp-memory; an export's items keep the partitions "
+            "they were exported from"
+        )
+    with _input(args.file) as fp:
+        if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
+            return _import_graph(args, fp)
+        lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
+        with _into_new_folder(Path(args.data)) as data, _writer(_at(args, data), embed=True) as mem:
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
                 raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
-    finally:
-        if fp is not sys.stdin:
-            fp.close()
-    items = max(lines.items - 1, 0)  # the first line names the format
-    print(
-        f"imported {changed} item(s), {items - changed} unchanged (already on record)",
-        file=sys.stderr,
-    )
+    unchanged = max(lines.items - 1, 0) - changed  # the first line names the format
+    if args.json:
+        print(json.dumps({"imported": changed, "unchanged": unchanged}))
+    else:
+        print(
+            f"imported {changed} item(s), {unchanged} unchanged (already on record)",
+            file=sys.stderr,
+        )
     return 0
+
+
+HEADER_LIMIT = 64 * 1024
+"""The longest first line an export may have: it only names the format, partition and head.
+
+A file that is no export (``/dev/zero``, a disk image) is refused at this
+many characters instead of being read whole as one line.
+"""
+
+
+def _size(fp: IO[str]) -> int:
+    """How many bytes ``fp`` holds, for the progress bar: 0 for a pipe or a terminal."""
+    try:
+        return os.fstat(fp.fileno()).st_size if fp.seekable() else 0
+    except (OSError, ValueError):  # no file behind it
+        return 0
+
+
+def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
+    """``args`` with the data folder ``data``."""
+    return argparse.Namespace(**{**vars(args), "data": str(data)})
+
+
+def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
+    """``import --format mcp-memory``: the reference server's graph, all or nothing."""
+    from memstore.mcp.importer import import_graph
+
+    with _into_new_folder(Path(args.data)) as data, _writer(_at(args, data), embed=True) as mem:
+        try:
+            report = import_graph(mem, fp, args.partition)
+        except UnicodeDecodeError as e:
+            raise Failure(
+                f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
+            ) from None
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report)))
+    else:
+        print(
+            f"imported {report.entities} entities, {report.observations} observations, "
+            f"{report.relations} relations",
+            file=sys.stderr,
+        )
+    return 0
+
+
+@contextlib.contextmanager
+def _input(name: str) -> Iterator[IO[str]]:
+    """The file to import as UTF-8 text (a leading BOM skipped, CRLF read as LF); ``-``: stdin.
+
+    Refused with one line: a missing, unreadable or closed input, a folder,
+    and a device other than a terminal (``/dev/zero`` never ends).
+    """
+    target: int | str = name
+    if name == "-":
+        if sys.stdin is None:
+            raise UsageError("standard input is closed: give the file to import instead of -")
+        try:
+            target = sys.stdin.fileno()
+        except (OSError, ValueError):  # not a file (a test's StringIO): read it as it is
+            yield sys.stdin
+            return
+    try:
+        fp = open(target, encoding="utf-8-sig", closefd=name != "-")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise Failure(f"cannot read {name}: {e.strerror}") from None
+    with fp:
+        mode = os.fstat(fp.fileno()).st_mode
+        shown = "standard input" if name == "-" else name
+        if stat.S_ISDIR(mode):
+            raise Failure(f"cannot read {shown}: it is a folder; give the export file")
+        if stat.S_ISCHR(mode) and not fp.isatty():
+            raise Failure(f"cannot read {shown}: it is a device, not a file; give the export file")
+        yield fp
 
 
 @contextlib.contextmanager
@@ -326,13 +454,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
             if counts:
                 print(f"\n{title:<24}{'items':>10}")
                 for name, n in sorted(counts.items()):
-                    print(f"{name or '(none)':<24}{n:>10}")
+                    print(f"{_shown(name) or '(none)':<24}{n:>10}")
     return 0
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
     from memstore.backup import backup
 
+    if not args.dir or not args.dest:
+        raise UsageError("DIR and DEST must both be folder names (one is empty)")
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
@@ -344,8 +474,8 @@ Copy the data folder DIR into the new folder DEST while DIR stays in use.
 
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
-a process writes to DIR. DEST must not exist (or be empty); a failed backup
-leaves nothing there.
+a process writes to DIR. DEST must not exist (or be empty) and must be outside
+DIR; a failed or interrupted backup leaves nothing there.
 
 Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
@@ -410,14 +540,25 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 class _Lines:
     """A text file's lines, counted, with how much was read drawn on stderr if asked."""
 
-    def __init__(self, fp: IO[str], total: int, *, progress: bool) -> None:
+    def __init__(
+        self, fp: IO[str], total: int, *, progress: bool, first_line_limit: int = 0
+    ) -> None:
         self._fp, self._total, self._read, self._shown = fp, max(total, 1), 0, -1
         self._progress = progress and total > 0
+        self._limit = first_line_limit
         self.items = 0
 
     def __iter__(self) -> Iterator[str]:
-        for line in self._fp:
+        limit, n = self._limit, 0
+        while line := self._fp.readline(limit or -1):
+            n += 1
             if line.strip():
+                if limit and len(line) >= limit and not line.endswith("\n"):
+                    raise InvalidItemError(
+                        f"line {n} runs past {limit} characters: not a memstore export "
+                        "(its first line only names the format)"
+                    )
+                limit = 0
                 self.items += 1
             if self._progress:
                 self._read += len(line.encode("utf-8"))
@@ -439,6 +580,14 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _hit_count(text: str) -> int:
+    """An argparse type: how many hits to show, 1..MAX_RESULTS (refused before the folder opens)."""
+    value = _positive_int(text)
+    if value > MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_RESULTS}, got {value}")
     return value
 
 
@@ -481,7 +630,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"memstore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help: str, *, reads: bool = False) -> argparse.ArgumentParser:
+    def command(
+        name: str,
+        help: str,
+        *,
+        reads: bool = False,
+        json_help: str | None = "print JSON instead of text",
+    ) -> argparse.ArgumentParser:
+        """A command with the common flags; ``json_help``: what --json does (None: no --json)."""
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "--data", default=DEFAULT_DATA, metavar="DIR", help="the data folder (default ./data)"
@@ -493,7 +649,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="the embedding model: auto (the local model when installed, else hash), "
             "local, hash, or none for lexical search only (default auto)",
         )
-        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+        if json_help is None:
+            p.set_defaults(json=False)
+        else:
+            p.add_argument("--json", action="store_true", help=json_help)
         if reads:
             p.add_argument(
                 "--readonly",
@@ -519,7 +678,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("high", "medium", "low"),
         help="how sure (a stable_fact needs high)",
     )
-    p.add_argument("--origin", help="where it came from (default: derived)")
+    p.add_argument(
+        "--origin",
+        choices=[origin for origin in get_args(Origin) if origin],
+        help="where it came from (default: derived)",
+    )
     p.add_argument("--subject", help="what or whom it is about")
     p.add_argument(
         "--event-date",
@@ -541,27 +704,46 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--all", action="store_true", help="search every partition")
     p.add_argument("--kind", default="", help="only items of this kind")
     p.add_argument(
-        "--limit", type=_positive_int, default=10, metavar="N", help="hits to show (default 10)"
+        "--limit",
+        type=_hit_count,
+        default=10,
+        metavar="N",
+        help=f"hits to show, 1..{MAX_RESULTS} (default 10)",
     )
     p.set_defaults(fn=cmd_search)
 
-    p = command("get", "print one item as JSON", reads=True)
+    p = command(
+        "get",
+        "print one item as JSON",
+        reads=True,
+        json_help="print it on one line (default: indented)",
+    )
     p.add_argument("id", help="the item's id")
     p.set_defaults(fn=cmd_get)
 
-    p = command("forget", "delete an item (soft: its history stays; --hard erases it)")
+    p = command(
+        "forget",
+        "delete an item (soft: its history stays; --hard erases it)",
+        json_help='print {"deleted": ID, "hard": true|false} instead of text',
+    )
     p.add_argument("id", help="the item's id")
     p.add_argument(
         "--hard", action="store_true", help="erase every version, past included (cannot be undone)"
     )
     p.set_defaults(fn=cmd_forget)
 
-    p = command("export", "write items with their whole history as NDJSON", reads=True)
+    p = command(
+        "export", "write items with their whole history as NDJSON", reads=True, json_help=None
+    )
     p.add_argument("--partition", metavar="NAME", help="only this partition's items")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.set_defaults(fn=cmd_export)
 
-    p = command("import", "load an export (all or nothing; importing twice changes nothing)")
+    p = command(
+        "import",
+        "load an export (all or nothing; importing twice changes nothing)",
+        json_help="print what was imported as JSON on stdout (default: a line on stderr)",
+    )
     p.add_argument("file", help="the export file, or - for standard input")
     p.add_argument(
         "--format",
@@ -585,7 +767,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", metavar="DEST", help="the new folder to write the backup to")
     p.set_defaults(fn=cmd_backup, embedder=None)
 
-    p = command("serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer")
+    p = command(
+        "serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer", json_help=None
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8080, help="port to listen on (default 8080)")
     p.add_argument(
@@ -701,7 +885,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=cmd_serve)
 
-    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)")
+    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)", json_help=None)
     p.add_argument(
         "--transport",
         choices=("stdio", "http"),
@@ -720,13 +904,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is so its clean-up runs as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stoppable(command: str) -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP unwind it as Ctrl-C does.
+
+    Killed outright, an import into a new folder, a backup or an export to a
+    file would leave its hidden staging folder or file behind; unwound, each
+    removes it and the destination stays as it was. The servers keep their own
+    handlers, and a signal already ignored (``nohup``) stays ignored.
+    """
+    if command in ("serve", "mcp"):
+        yield
+        return
+    saved: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                saved[sig] = signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _plain_stdout() -> None:
+    """Text a terminal cannot encode is printed escaped (``\\u00e9``), not a traceback."""
+    out = sys.stdout
+    if out is not None and isinstance(out, io.TextIOWrapper) and not _utf8(out):
+        out.reconfigure(errors="backslashreplace")
+
+
+def _utf8(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` writes UTF-8, so any text goes out as it is."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit status (see the module docs)."""
+    """Run one command; its exit status (see the module docs).
+
+    Interrupted (Ctrl-C, SIGTERM, SIGHUP), a command leaves what it was
+    writing as it was and exits 128 + the signal's number (130 for Ctrl-C).
+    """
     args = build_parser().parse_args(argv)
     if getattr(args, "embedder", None) == "none":
         args.embedder = None
+    _plain_stdout()
     try:
-        code: int = args.fn(args)
+        with _stoppable(args.command):
+            code: int = args.fn(args)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
+        print(f"memstore: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:
         # `memstore export | head`: the reader has what it wanted. Quiet, as Unix tools are.
         devnull = os.open(os.devnull, os.O_WRONLY)

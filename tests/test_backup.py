@@ -137,7 +137,7 @@ def test_cli_backup_and_its_refusals(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "backed up journal.db" in capsys.readouterr().err
     with Memory(dest, embedder=None) as restored:
         assert restored.get("kept") is not None
-    # A taken destination, or a folder with no journal: exit 2, nothing written.
+    # A taken destination, or a folder with no journal: exit 1, nothing written.
     assert main(["backup", str(source), str(dest)]) == 1
     assert "not empty" in capsys.readouterr().err
     assert main(["backup", str(tmp_path / "nothing"), str(tmp_path / "other")]) == 1

@@ -264,7 +264,8 @@ class SqliteJournal(JournalBase):
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a Ctrl-C may land after BEGIN failed or COMMIT ended it
+                conn.execute("ROLLBACK")
             raise
 
     # ---------------------------------------------------------- rows: write

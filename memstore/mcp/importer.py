@@ -24,9 +24,7 @@ GraphImport(entities=2, observations=1, relations=1)
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -37,7 +35,7 @@ from memstore.transaction import transaction
 
 from .graph import Entity, KnowledgeGraph, Relation
 
-__all__ = ["GraphImport", "GraphImportError", "import_cli", "import_graph", "read_graph_lines"]
+__all__ = ["GraphImport", "GraphImportError", "import_graph", "read_graph_lines"]
 
 
 class GraphImportError(MemstoreError, ValueError):
@@ -115,19 +113,3 @@ def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> G
         linked = graph.create_relations(relations)
     observations = sum(len(e.observations) for e in made) + sum(len(a) for _, a in added)
     return GraphImport(len(made), observations, len(linked))
-
-
-def import_cli(args: argparse.Namespace) -> int:
-    """``memstore import --format mcp-memory FILE`` (``args``: data, embedder, file, partition)."""
-    with Memory(args.data, embedder=args.embedder) as mem:
-        if args.file == "-":
-            report = import_graph(mem, sys.stdin, args.partition)
-        else:
-            with open(args.file, encoding="utf-8") as fp:
-                report = import_graph(mem, fp, args.partition)
-    print(
-        f"imported {report.entities} entities, {report.observations} observations, "
-        f"{report.relations} relations",
-        file=sys.stderr,
-    )
-    return 0
