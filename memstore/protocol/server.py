@@ -254,6 +254,8 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         hosts, origins = _policies(args)
         limits = _limits(args)
         _check_rates(args)
+        if Path(args.data).exists() and not Path(args.data).is_dir():
+            raise ValueError(f"{args.data} is a file; --data takes a folder")
     except ValueError as e:
         print(f"memstore: {e}", file=sys.stderr)
         return 2

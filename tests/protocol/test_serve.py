@@ -201,6 +201,14 @@ def test_journal_schema_needs_a_postgres_journal(tmp_path: Path) -> None:
     assert not (tmp_path / "d" / "tokens.json").exists()  # a refused start makes no token
 
 
+def test_a_data_path_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "d").write_text("notes", encoding="utf-8")
+    done = serve_exit(tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("is a file; --data takes a folder"), done.stderr
+    assert (tmp_path / "d").read_text(encoding="utf-8") == "notes"
+
+
 def test_a_short_confirm_key_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "key").write_bytes(b"short")
     done = serve_exit(tmp_path, "--confirm-key-file", str(tmp_path / "key"))
