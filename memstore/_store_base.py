@@ -90,6 +90,7 @@ class StoreBase:
         self._hit_hook: HitHook | None = None
         self._listeners: list[ChangeListener] = []
         self._before: list[BeforeCommitListener] = []
+        self._undone: list[BeforeCommitListener] = []
         self._commit_hook: BeforeCommitListener | None = None
 
     def _now(self) -> _dt.datetime:
@@ -119,6 +120,7 @@ class StoreBase:
             except BaseException:
                 self._rollback(txn, 0)
                 self._drop_changes(txn, 0)
+                self._tell_undone(changes)
                 raise
         cfg = self._config
         if cfg.dirty is not None or cfg.signal is not None:
@@ -131,6 +133,18 @@ class StoreBase:
             self._unpublished.extend(txn.changes)
         else:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
+
+    def _tell_undone(self, changes: tuple[Change, ...]) -> None:
+        """Tell the undo listeners that a group the before-commit listeners saw was undone.
+
+        The group's own exception is on its way to the writer: a listener
+        that raises too is logged, and the others are still told.
+        """
+        for listener in list(self._undone):
+            try:
+                listener(changes)
+            except Exception:
+                self._log.exception("memstore: undo listener %r raised", listener)
 
     def _rollback(self, txn: _Txn, mark: int) -> None:
         while len(txn.undo) > mark:

@@ -120,6 +120,9 @@ class JournalBase(ABC):
         self._node_id = node_id
         self._wall = wall
         self._clock: HybridClock | None = None
+        # The newest position on record (set with the clock): the clock may
+        # run ahead of it, as a failed write spends a stamp and records nothing.
+        self._head = Lsn(0, 0)
         self._store: Store | None = None
         self._frozen = False  # the restore froze the heap (see attach): thawed at detach
         self._tls = threading.local()
@@ -176,11 +179,22 @@ class JournalBase(ABC):
 
     def _ensure_clock(self) -> HybridClock:
         if self._clock is None:
-            kwargs: dict[str, Any] = {"last": self._read_head()}
+            self._head = self._read_head()
+            kwargs: dict[str, Any] = {"last": self._head}
             if self._wall is not None:
                 kwargs["wall"] = self._wall
             self._clock = HybridClock(self._node_id, **kwargs)
         return self._clock
+
+    def _recorded(self, at: Lsn) -> None:
+        """A write was recorded at ``at``: this thread's :meth:`last_lsn`, and the head.
+
+        Called only once the backend committed (with the store's lock held), so
+        :meth:`head` names a position on record, never a stamp a failed write spent.
+        """
+        self._tls.last = at
+        if at > self._head:
+            self._head = at
 
     def _check_open(self) -> None:
         if self._closed:
@@ -237,9 +251,10 @@ class JournalBase(ABC):
                 elif store.len_locked():
                     live = store.items_locked()
                     hlc = clock.tick()  # one group, one stamp
-                    self._commit_rows(
+                    at = self._commit_rows(
                         [Row.of(it.id, hlc, "upsert", it.kind, it, it) for it in live]
                     )
+                    self._head = max(self._head, at)
             except BaseException:
                 store.set_commit_hook(None)
                 raise
@@ -291,7 +306,7 @@ class JournalBase(ABC):
         # Backends may re-stamp (PostgreSQL, when another process committed
         # first); every row of a group shares its one stamp either way.
         at = self._commit_rows(rows)
-        self._tls.last = at
+        self._recorded(at)
         self._remember([(c, at) for c in changes])
 
     def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
@@ -338,9 +353,10 @@ class JournalBase(ABC):
     # ------------------------------------------------------------- reads
 
     def head(self) -> Lsn:
-        """The newest position on record."""
+        """The newest position on record (a write that failed leaves it where it was)."""
         self._check_open()
-        return self._ensure_clock().last
+        self._ensure_clock()
+        return self._head
 
     def last_lsn(self) -> Lsn | None:
         """The position of the last write group this thread got acknowledged.
@@ -441,13 +457,13 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._tls.last = self._commit_rows([], purge=ids)
+            self._recorded(self._commit_rows([], purge=ids))
             done = True
 
         with _holding(store):
             self._run_special(store, special, lambda: [store.delete(id) for id in ids])
             if not done:  # none of them was live: only the record to erase
-                self._tls.last = self._commit_rows([], purge=ids)
+                self._recorded(self._commit_rows([], purge=ids))
         return ids
 
     def _run_special(
@@ -576,7 +592,7 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._tls.last = self._import_rows(rows)
+            self._recorded(self._import_rows(rows))
             done = True
 
         with _holding(store):
@@ -603,7 +619,7 @@ class JournalBase(ABC):
 
             self._run_special(store, special, apply)
             if not done:
-                self._tls.last = self._import_rows(rows)
+                self._recorded(self._import_rows(rows))
             self._ensure_clock().observe(top)
         return len(changed)
 

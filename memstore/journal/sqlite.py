@@ -327,9 +327,9 @@ class SqliteJournal(JournalBase):
                         for r in rows  # _values inlined: one call fewer a row
                     ],
                 )
-        # A purge stamps nothing: the head, which this single writer's clock
-        # holds, is a position from which on the purge is in effect.
-        return Lsn.unpack(rows[-1].lsn) if rows else self._ensure_clock().last
+        # A purge stamps nothing: the head, which this single writer knows,
+        # is a position from which on the purge is in effect.
+        return Lsn.unpack(rows[-1].lsn) if rows else self.head()
 
     def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         ids = sorted({r.id for r in rows})
@@ -350,7 +350,7 @@ class SqliteJournal(JournalBase):
                 )
         # Imported versions keep their stamps: the head is now the newest of
         # them or the head before, whichever is newer.
-        return max(self._ensure_clock().last, *(Lsn.unpack(r.lsn) for r in rows))
+        return max(self.head(), *(Lsn.unpack(r.lsn) for r in rows))
 
     def _writable(self) -> None:
         self._check_open()

@@ -1,0 +1,226 @@
+"""A failed write changes nothing: real SQLite failures under every write of a ``Memory``.
+
+Each case opens a folder, fills it, subscribes to the change hub, takes a
+snapshot of everything a caller can observe (every item, lexical and vector
+hits, the vector index, the stats with the journal head), makes the journal
+fail for real, runs one write, and checks:
+
+* the write raised a :class:`~memstore.errors.JournalError`;
+* the snapshot is unchanged, every index agrees with the items, and no
+  vector was left staged for the write that never committed;
+* no subscriber saw a change;
+* once the failure is gone, reopening the folder gives the state from before
+  (the journal holds nothing of the failed write), and the same write succeeds.
+
+The failures are SQLite's own: another connection holding ``BEGIN EXCLUSIVE``
+(a locked database), and ``PRAGMA max_page_count`` at the journal's current
+size (``SQLITE_FULL``).
+"""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import JournalError, Memory, Store
+from memstore.journal import Lsn
+from memstore.transaction import transaction
+
+QUERIES = ("ledger pool", "deploy friday", "rota changed", "vegetarian dinner", "imported")
+BIG = " ".join(f"filler{i}" for i in range(600))  # a row that needs new pages
+
+Op = Callable[[Memory], object]
+
+
+def fill(mem: Memory) -> None:
+    mem.add("ledger pool exhausted at 09:12", id="pool", partition="ops")
+    mem.add("the deploy moved to friday", id="deploy", partition="ops")
+    mem.add("the on-call rota changed", id="rota")
+    mem.add("vegetarian dinner for two", id="diet", kind="stable_fact", confidence="high")
+    mem.add("a private reminder", id="mine", private_to="alice")
+    mem.link("deploy", "pool", "caused_by")
+
+
+def items(store: Store) -> dict[str, dict[str, Any]]:
+    """Every stored item (private and stale ones too), as its persisted fields."""
+    with store.lock:  # type: ignore[attr-defined]
+        return {it.id: it.model_dump() for it in store.items_locked()}
+
+
+def snapshot(mem: Memory) -> dict[str, Any]:
+    """What a caller can observe, and the indexes checked against the items."""
+    store, cells = mem.store, mem.cells
+    assert cells is not None
+    store._check()
+    cells._check(store)
+    stats = mem.stats()
+    return {
+        "items": items(store),
+        "hits": {q: [(h.item.id, h.score) for h in mem.search(q, partition="*")] for q in QUERIES},
+        "lexical": {q: [it.id for it in store.keyword_search(q, limit=50)] for q in QUERIES},
+        "vectors": {id: cells.vector(id).tolist() for id in cells.ids()},  # type: ignore[union-attr]
+        "stats": (stats.items, stats.active, stats.vectors, stats.head, stats.vectors_pending),
+    }
+
+
+def on_record(folder: Path) -> dict[str, Any]:
+    """The folder's journal, reopened: the live items and every item's history."""
+    with Memory(folder, embedder=None) as mem:
+        held = items(mem.store)
+        return {
+            "items": held,
+            "history": {id: [v.lsn for v in mem.history(id)] for id in held},
+            "head": mem.stats().head,
+        }
+
+
+def _transaction(mem: Memory) -> None:
+    with transaction(mem):
+        mem.add("written in a transaction " + BIG, id="txn")
+        mem.delete("rota")
+        mem.update("pool", content="ledger pool raised to 40 " + BIG)
+
+
+OPS: dict[str, Op] = {
+    "add": lambda m: m.add("the new runbook " + BIG, id="new"),
+    "add a restatement": lambda m: m.add(
+        "vegetarian dinner for two people " + BIG, kind="stable_fact", confidence="high"
+    ),
+    "add_many": lambda m: m.add_many(["first " + BIG, {"text": "second " + BIG, "id": "pool"}]),
+    "add_many with progress": lambda m: m.add_many(["first " + BIG, "second"], progress=True),
+    "update": lambda m: m.update("pool", content="ledger pool raised to 40 " + BIG),
+    "supersede": lambda m: m.supersede("deploy", "the deploy moved to monday " + BIG),
+    "delete": lambda m: m.delete("rota"),
+    "expire": lambda m: m.expire("pool"),
+    "refute": lambda m: m.refute("pool", "a misread graph"),
+    "link": lambda m: m.link("rota", "pool", "explains"),
+    "transaction": _transaction,
+    "import": lambda m: m.import_(io.StringIO(EXPORT[0])),
+    "purge": lambda m: m.purge(["pool", "deploy"]),
+}
+SMALL = ("delete", "expire", "refute", "link", "purge")
+"""Writes that may fit in the pages the file has: a size cap need not stop them."""
+
+EXPORT: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _export(tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("export")
+    with Memory(folder, embedder=None) as source:
+        source.add("imported runbook " + BIG, id="imported-1")
+        source.add("imported rota " + BIG, id="imported-2")
+        out = io.StringIO()
+        source.export(out)
+    EXPORT[:] = [out.getvalue()]
+
+
+class Locked:
+    """Another connection holds ``BEGIN EXCLUSIVE`` on the journal file."""
+
+    def __init__(self, mem: Memory, folder: Path) -> None:
+        assert mem.journal is not None
+        mem.journal._conn.execute("PRAGMA busy_timeout = 20")  # type: ignore[attr-defined]
+        self.mem = mem
+        self.other = sqlite3.connect(folder / "journal.db", isolation_level=None)
+        self.other.execute("BEGIN EXCLUSIVE")
+
+    def end(self) -> None:
+        self.other.execute("ROLLBACK")
+        self.other.close()
+        self.mem.journal._conn.execute("PRAGMA busy_timeout = 5000")  # type: ignore[union-attr]
+
+
+class Full:
+    """The journal's connection may not grow the file (``SQLITE_FULL``)."""
+
+    def __init__(self, mem: Memory, folder: Path) -> None:
+        assert mem.journal is not None
+        self.conn: sqlite3.Connection = mem.journal._conn  # type: ignore[attr-defined]
+        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        self.conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    def end(self) -> None:
+        self.conn.execute("PRAGMA max_page_count = 1073741823")
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "memory"
+
+
+def run_failing(folder: Path, op: Op, failure: Callable[[Memory, Path], Any]) -> None:
+    """Fill, snapshot, fail ``op`` under ``failure``, compare; then reopen and retry."""
+    mem = Memory(folder, embedder="hash", hub=True)
+    try:
+        fill(mem)
+        sub = mem.subscribe(topics=["change"])
+        before = snapshot(mem)
+        failing = failure(mem, folder)
+        try:
+            with pytest.raises(JournalError):
+                op(mem)
+        finally:
+            failing.end()
+        assert snapshot(mem) == before
+        assert sub.get_nowait() is None, "a subscriber saw a change that never committed"
+    finally:
+        mem.close()
+    record = on_record(folder)
+    assert record["items"] == before["items"]
+    assert record["head"] == before["stats"][3]
+    with Memory(folder, embedder="hash") as again:  # the same write succeeds once it can
+        assert snapshot(again)["items"] == before["items"]
+        op(again)
+        again.cells._check(again.store)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_write_on_a_locked_journal_changes_nothing(folder: Path, name: str) -> None:
+    run_failing(folder, OPS[name], Locked)
+
+
+@pytest.mark.parametrize("name", sorted(set(OPS) - set(SMALL)))
+def test_a_write_on_a_full_journal_changes_nothing(folder: Path, name: str) -> None:
+    run_failing(folder, OPS[name], Full)
+
+
+def test_a_journal_head_does_not_move_for_a_failed_write(folder: Path) -> None:
+    with Memory(folder, embedder=None) as mem:
+        mem.add("first", id="first")
+        assert mem.journal is not None
+        head = mem.journal.head()
+        locked = Locked(mem, folder)
+        try:
+            for _ in range(3):
+                with pytest.raises(JournalError):
+                    mem.add("never written")
+        finally:
+            locked.end()
+        assert mem.journal.head() == head == mem.stats().head
+        mem.add("second", id="second")
+        assert mem.journal.head() > head
+        assert mem.journal.head() == mem.journal.last_lsn()
+    assert on_record(folder)["head"] > head > Lsn(0, 0)
+
+
+def test_failed_writes_leave_no_staged_vectors_behind(folder: Path) -> None:
+    """Each failed group embedded its texts: none of it may stay after the failure."""
+    with Memory(folder, embedder="hash") as mem:
+        mem.add("first", id="first")
+        locked = Locked(mem, folder)
+        try:
+            for i in range(50):
+                with pytest.raises(JournalError):
+                    mem.add(f"note {i} that never lands", id=f"n{i}")
+        finally:
+            locked.end()
+        assert mem.cells is not None
+        assert mem.cells._staged == {}
+        mem.add("note 7 that never lands", id="n7")  # the retry embeds or reuses, either way
+        mem.cells._check(mem.store)
