@@ -13,13 +13,15 @@ fail for real, runs one write, and checks:
   (the journal holds nothing of the failed write), and the same write succeeds.
 
 The failures are SQLite's own: another connection holding ``BEGIN EXCLUSIVE``
-(a locked database), and ``PRAGMA max_page_count`` at the journal's current
-size (``SQLITE_FULL``).
+(a locked database), ``PRAGMA max_page_count`` at the journal's current size
+(``SQLITE_FULL``), and the journal file deleted, moved or replaced under the
+open memory (which SQLite in WAL mode does not notice by itself).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +31,7 @@ import pytest
 
 from memstore import JournalError, Memory, Store
 from memstore.journal import Lsn
+from memstore.journal.sqlite import backup_file
 from memstore.transaction import transaction
 
 QUERIES = ("ledger pool", "deploy friday", "rota changed", "vegetarian dinner", "imported")
@@ -188,6 +191,60 @@ def test_a_write_on_a_locked_journal_changes_nothing(folder: Path, name: str) ->
 @pytest.mark.parametrize("name", sorted(set(OPS) - set(SMALL)))
 def test_a_write_on_a_full_journal_changes_nothing(folder: Path, name: str) -> None:
     run_failing(folder, OPS[name], Full)
+
+
+# ------------------------------------------------- the file under the memory
+
+
+def _delete(folder: Path) -> None:
+    os.remove(folder / "journal.db")
+
+
+def _move(folder: Path) -> None:
+    os.rename(folder / "journal.db", folder / "journal.old.db")
+
+
+def _replace_with_a_copy(folder: Path) -> None:
+    # "Restore a backup" over a writer that was not stopped: the copy is the
+    # same journal as of now, so nothing tells it apart but the file itself.
+    copy = folder.parent / "copy.db"
+    backup_file(folder / "journal.db", copy)
+    os.replace(copy, folder / "journal.db")
+
+
+def _delete_the_log(folder: Path) -> None:
+    os.remove(folder / "journal.db-wal")
+
+
+@pytest.mark.parametrize(
+    "swap", [_delete, _move, _replace_with_a_copy, _delete_the_log], ids=lambda f: f.__name__
+)
+def test_a_journal_file_gone_from_under_the_memory_refuses_writes(
+    folder: Path, swap: Callable[[Path], None]
+) -> None:
+    """Acknowledged means found again: a write into a file nobody will open is refused.
+
+    SQLite in WAL mode keeps writing through its open descriptors when its
+    files are unlinked or replaced: before, ``add`` returned, and reopening the
+    folder showed nothing of it (or of what followed).
+    """
+    mem = Memory(folder, embedder="hash", hub=True)
+    fill(mem)
+    sub = mem.subscribe(topics=["change"])
+    before = snapshot(mem)
+    swap(folder)
+    with pytest.raises(JournalError, match="deleted, moved or replaced"):
+        mem.add("written after the file went", id="late")
+    with pytest.raises(JournalError, match="deleted, moved or replaced"):
+        mem.delete("rota")
+    with pytest.raises(JournalError, match="deleted, moved or replaced"):
+        mem.history("rota")  # a new read connection would read another file
+    assert snapshot(mem) == before
+    assert sub.get_nowait() is None
+    mem.close()
+    if swap in (_replace_with_a_copy, _delete_the_log):
+        # The file at the path holds everything acknowledged, and nothing more.
+        assert on_record(folder)["items"] == before["items"]
 
 
 def test_a_journal_head_does_not_move_for_a_failed_write(folder: Path) -> None:
