@@ -85,11 +85,18 @@ class Journal(Protocol):
 
 
 def to_lsn(at: AsOf) -> Lsn:
-    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``."""
+    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``.
+
+    A position is checked whatever its form: an ``Lsn`` or ``Hlc`` built by
+    hand with a part out of range (``Lsn(2**70, 0)``) or not a whole number
+    raises :class:`InvalidLsnError`, as the same position written as text
+    does, rather than reach the database (SQLite overflows on it, PostgreSQL
+    answers as of the end of time).
+    """
     if isinstance(at, Hlc):
-        return at.lsn
+        return _checked(at.lsn)
     if isinstance(at, Lsn):
-        return at
+        return _checked(at)
     if isinstance(at, _dt.datetime):
         return Lsn.from_datetime(at)
     if isinstance(at, str):
@@ -99,11 +106,19 @@ def to_lsn(at: AsOf) -> Lsn:
     )
 
 
+def _checked(at: Lsn) -> Lsn:
+    """``at`` if both its parts are whole numbers in range, else :class:`InvalidLsnError`."""
+    wall_ms, counter = at
+    if type(wall_ms) is not int or type(counter) is not int:
+        raise InvalidLsnError(f"an Lsn's parts are whole numbers, got {at!r:.60}")
+    return Lsn.of(wall_ms, counter)
+
+
 def _partition(partition: object) -> str | None:
     """A checked partition to read (``None`` for every one, ``PARTITION_ALL`` too)."""
     if partition is None or partition == PARTITION_ALL:
         return None
-    return arg.text_arg(partition, "partition", MAX_NAME_CHARS)
+    return arg.key_arg(partition, "partition", MAX_NAME_CHARS)
 
 
 class JournalBase(ABC):
