@@ -122,17 +122,31 @@ class StoreBase:
                 self._drop_changes(txn, 0)
                 self._tell_undone(changes)
                 raise
-        cfg = self._config
-        if cfg.dirty is not None or cfg.signal is not None:
-            for _ in txn.changes:
-                if cfg.dirty is not None:
-                    cfg.dirty()
-                if cfg.signal is not None:
-                    cfg.signal()
+        # Committed (and recorded): queued for its listeners before any seam
+        # runs, so that a seam that raises cannot keep the group from them.
+        n = len(txn.changes)
         if self._listeners or self._change_hook is not None or self._record_hook is not None:
             self._unpublished.extend(txn.changes)
         else:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
+        cfg = self._config
+        if cfg.dirty is not None or cfg.signal is not None:
+            self._fire_seams(n)
+
+    def _fire_seams(self, n: int) -> None:
+        """``Config.dirty`` and ``Config.signal`` once per committed change (lock held).
+
+        The group is committed: a seam that raises is logged (as a listener
+        is), never reported to the writer as a write that failed.
+        """
+        cfg = self._config
+        for _ in range(n):
+            for name, seam in (("dirty", cfg.dirty), ("signal", cfg.signal)):
+                if seam is not None:
+                    try:
+                        seam()
+                    except Exception:
+                        self._log.exception("memstore: the %s seam raised", name)
 
     def _tell_undone(self, changes: tuple[Change, ...]) -> None:
         """Tell the undo listeners that a group the before-commit listeners saw was undone.
