@@ -91,16 +91,40 @@ def thought_link_rejection(from_id: str, link: ThoughtLink) -> str:
 
 
 def naive_datetime_rejection(item: Item) -> str:
-    """Why the item's datetimes are unusable (one lacks a timezone), or ``""``.
+    """Why the item's datetimes are unusable, or ``""``.
 
-    The model refuses naive datetimes at construction; this catches one
-    assigned afterwards, which would otherwise break every later comparison.
+    Each must carry a timezone (the model refuses naive datetimes at
+    construction; this catches one assigned afterwards, which would
+    otherwise break every later comparison), and must name an instant that
+    UTC can write: within the years 1-9999 *in UTC*, as ``event_date`` is.
+    ``0001-01-01T00:00+14:00`` is a day before year 1 in UTC: the journal
+    (which writes an offset in seconds as UTC) and every reader converting
+    to UTC would fail on it, after the store had taken it.
+
+    >>> import datetime as dt
+    >>> east = dt.timezone(dt.timedelta(seconds=561))
+    >>> naive_datetime_rejection(Item(kind="note", title="x",
+    ...                               stale_after=dt.datetime(1, 1, 1, tzinfo=east)))
+    'stale_after 0001-01-01T00:00:00+00:09:21 is outside the years 1-9999 in UTC'
     """
     for name in ("stale_after", "created_at", "updated_at"):
         value = getattr(item, name)
-        if value is not None and (not isinstance(value, _dt.datetime) or value.utcoffset() is None):
+        if value is None:
+            continue
+        if not isinstance(value, _dt.datetime) or value.utcoffset() is None:
             return f"{name} must be a timezone-aware datetime, got {value!r}"
+        if value.year in (1, 9999) and not _fits_utc(value):  # only these can spill over
+            return f"{name} {value.isoformat()} is outside the years 1-9999 in UTC"
     return ""
+
+
+def _fits_utc(value: _dt.datetime) -> bool:
+    """Whether ``value`` converts to UTC (its instant is within the years 1-9999)."""
+    try:
+        value.astimezone(_dt.UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def validate_base(vocabulary: Vocabulary, item: Item) -> str:

@@ -493,6 +493,30 @@ def refused(mem: Memory, call: Callable[[], Any], error: type[Exception], match:
     assert (export_of(mem), sorted(it.model_dump_json() for it in mem.store.items())) == before
 
 
+@pytest.mark.parametrize("field", ["stale_after", "created_at"])
+@pytest.mark.parametrize(
+    "when",
+    [
+        dt.datetime(1, 1, 1, tzinfo=zone(hours=14)),
+        dt.datetime(1, 1, 1, tzinfo=zone(seconds=561)),
+        dt.datetime(9999, 12, 31, 23, 59, tzinfo=zone(hours=-14)),
+        dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=zone(seconds=-561)),
+    ],
+)
+def test_a_time_outside_the_utc_years_is_refused_before_anything_is_written(
+    mem: Memory, field: str, when: dt.datetime
+) -> None:
+    """Before: accepted by the store, then a PydanticSerializationError at the journal
+    (an offset in seconds is written as UTC) or an instant no UTC reader can convert."""
+    outside = "outside the years 1-9999 in UTC"
+    refused(mem, lambda: mem.add("x", id="edge", **{field: when}), MemstoreError, outside)
+    refused(mem, lambda: mem.update("kept", **{field: when}), MemstoreError, outside)
+    with Memory(embedder=None) as bare, pytest.raises(MemstoreError, match=outside):
+        bare.add("x", **{field: when})  # no journal: the same rule
+    inside = when.replace(year=2) if when.year == 1 else when.replace(year=9998)
+    assert getattr(mem.add("x", id="fine", **{field: inside}), field) == inside
+
+
 def test_a_deeply_nested_argument_is_refused_not_recursed_into(mem: Memory) -> None:
     """Before: RecursionError while describing the bad value for the message."""
     nested = [deep(100_000)]
