@@ -39,6 +39,7 @@ from memstore import Config, Item, Memory
 from memstore import limits as L
 from memstore.errors import MemstoreError
 from memstore.journal import Hlc, InvalidLsnError, JournalBase, Lsn, SqliteJournal
+from memstore.journal.base import EXPORT_FORMAT
 from tests.pgtest import PgPlace, Schemas, postgres_module
 
 PostgresJournal = postgres_module().PostgresJournal
@@ -553,3 +554,48 @@ def test_a_position_out_of_range_is_refused_whatever_its_form(
     """Before: SQLite raised OverflowError (or TypeError) where PostgreSQL answered []."""
     as_of: Callable[[object], Any] = mem.as_of  # an Hlc is taken too (the journal's AsOf)
     refused(mem, lambda: as_of(position), InvalidLsnError, "out of range|whole numbers")
+
+
+def export_line(id: object, *versions: dict[str, Any]) -> str:
+    header = json.dumps({"format": EXPORT_FORMAT, "partition": None, "head": "1.0"})
+    return header + "\n" + json.dumps({"id": id, "versions": list(versions)}) + "\n"
+
+
+def version(op: str, wall_ms: int, kind: object = "note", **item: Any) -> dict[str, Any]:
+    body = {"id": item.pop("id"), "kind": "note", "title": "t", **item} if op == "upsert" else None
+    return {"valid_from": {"wall_ms": wall_ms, "counter": 0}, "op": op, "kind": kind, "item": body}
+
+
+@pytest.mark.parametrize(
+    ("id", "match"),
+    [
+        ("gone\x00", "with no spaces"),
+        ("gone \u2028", "with no spaces"),
+        ("x" * (L.MAX_ID_CHARS + 1), "at most 256 characters"),
+        ("gone\ud800", "lone surrogate"),
+    ],
+)
+def test_import_checks_the_id_of_an_item_only_deleted(mem: Memory, id: str, match: str) -> None:
+    """Before: a delete-only entry's id was never checked: SQLite stored ids no item may
+    have (or raised UnicodeEncodeError), PostgreSQL raised a JournalError."""
+    text = export_line(id, version("delete", 5))
+    refused(mem, lambda: mem.import_(io.StringIO(text)), MemstoreError, f"line 2: .*{match}")
+
+
+@pytest.mark.parametrize("kind", ["note\x00", "k" * 100_000, {"a": 1}, "\udc00", "two words"])
+def test_import_checks_the_kind_a_delete_names(mem: Memory, kind: object) -> None:
+    """Before: a delete's kind was stored unchecked (``str()`` of a dict, a NUL that
+    PostgreSQL refused at the database, a surrogate SQLite could not encode)."""
+    text = export_line("x", version("upsert", 5, id="x"), version("delete", 6, kind))
+    refused(mem, lambda: mem.import_(io.StringIO(text)), MemstoreError, "a delete version: .*kind")
+    fine = export_line("x", version("upsert", 5, id="x"), version("delete", 6, ""))
+    assert mem.import_(io.StringIO(fine)) == 1
+    assert [v.kind for v in mem.history("x")] == ["note", "note"]
+
+
+@pytest.mark.parametrize("where", ["header", "entry"])
+def test_import_of_json_nested_past_the_stack_is_refused(mem: Memory, where: str) -> None:
+    """Before: RecursionError from the JSON parser escaped import_."""
+    nested = "[" * 100_000 + "]" * 100_000
+    text = nested + "\n" if where == "header" else export_line("x")[:-1].replace("[]", nested)
+    refused(mem, lambda: mem.import_(io.StringIO(text)), MemstoreError, "nested too deeply")

@@ -40,6 +40,7 @@ from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError,
 from memstore.journal.version import TABLE, Row, Version, row_from_export
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
+from memstore.validate import id_rejection
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -740,6 +741,8 @@ def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Ro
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise InvalidItemError(f"line {n}: not JSON: {e}") from None
+        except RecursionError:  # no export nests deeper than an item's fields
+            raise InvalidItemError(f"line {n}: JSON nested too deeply for an export") from None
         if first:
             first = False
             if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
@@ -751,6 +754,9 @@ def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Ro
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
             raise InvalidItemError(f"line {n}: expected {{'id': ..., 'versions': [...]}}")
         id = obj["id"]
+        why = id_rejection(id)  # a delete-only entry has no item whose rules would check it
+        if why:
+            raise InvalidItemError(f"line {n}: {why}")
         entries = obj.get("versions")
         if not isinstance(entries, list) or not entries:
             raise InvalidItemError(f"line {n}: {id} has no versions")
