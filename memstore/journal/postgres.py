@@ -263,15 +263,17 @@ class PostgresJournal(JournalBase):
         """Run ``body(conn, seq, head)`` in one transaction holding the commit lock; ``seq``.
 
         ``seq`` is this commit's sequence number, ``head`` the newest stamp on
-        record. A write connection found dead before the lock was taken is
-        opened again once (nothing was sent, so nothing can be on record).
+        record. A write connection found dead before the lock was taken, or
+        lost while it was being opened again, is opened again once (nothing was
+        sent, so nothing can be on record); a second loss fails the write.
         """
         with self._db.write_lock:
             retried = False
             while True:
-                conn = self._db.writer()
+                conn: Conn | None = None
                 locked = committing = False
                 try:
+                    conn = self._db.writer()  # its set-up statements can fail too
                     with conn.transaction():
                         seq, head = self._lock_head(conn)
                         locked = True
@@ -279,7 +281,9 @@ class PostgresJournal(JournalBase):
                         committing = True
                     return seq + 1
                 except psycopg.Error as e:
-                    if not locked and not retried and conn.broken:
+                    # Before the lock nothing was sent: the connection (dead, or
+                    # lost while it was opened again) is opened once more.
+                    if not locked and not retried and (conn is None or conn.broken):
                         retried = True
                         continue
                     raise write_error(e, committing, what) from e
@@ -482,8 +486,8 @@ class PostgresJournal(JournalBase):
             return
         name, dim = model
         with self._db.write_lock:
-            conn = self._db.writer()
             try:
+                conn = self._db.writer()
                 with conn.transaction():
                     # Under the commit lock, as writers store vectors: two
                     # transactions inserting the same keys in another order
