@@ -23,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import itertools
 import json
 import math
+import os
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Config, Item, Memory
@@ -467,7 +470,43 @@ def export_of(mem: Memory) -> str:
     return out.getvalue()
 
 
+@settings(
+    max_examples=int(os.environ.get("PARITY_EXAMPLES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(steps=ops)
+def test_both_backends_take_and_give_back_the_same(
+    pg_schemas: Schemas, steps: list[tuple[Any, ...]]
+) -> None:
+    check_sequence(pg_schemas, steps)
+
+
 # ------------------------------------- the values each fix is about
+
+
+def test_every_odd_value_is_taken_or_refused_alike(pg_schemas: Schemas) -> None:
+    """Every pathological value above, in every field, once: an exhaustive pass."""
+    steps: list[tuple[Any, ...]] = []
+    for n, value in enumerate(ODD_TEXT):
+        for name in ("title", "subject", "content"):
+            extra = {} if name == "content" else {name: value}
+            text = value if name == "content" else "x"
+            steps.append(("add", text, f"t{n}{name}", None, extra, False))
+        steps.append(("add", "x", f"d{n}", None, {"data": {value: value}}, False))
+        steps.append(("add", "x", f"r{n}", None, {"evidence_refs": [value]}, False))
+    for n, value in enumerate(NOT_TEXT):
+        steps.append(("add", "x", f"n{n}", None, {"data": {"k": value}}, False))
+    for n, date in enumerate(EVENT_DATES):
+        steps.append(("add", "x", f"e{n}", None, {"kind": "event", "event_date": date}, False))
+    for n, when in enumerate(TIMES):
+        for name in ("stale_after", "created_at"):
+            steps.append(("add", "x", f"s{n}{name}", None, {name: when}, False))
+    for id, partition in itertools.product(IDS, ["p", NFD]):
+        steps.append(("add", "x", id, partition, {}, False))
+    steps.extend(("history", id) for id in IDS)
+    steps.append(("purge", ["a\x00b", "a"]))
+    check_sequence(pg_schemas, steps)
 
 
 # --------------------------------- one root cause each, on both backends
