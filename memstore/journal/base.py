@@ -457,26 +457,30 @@ class JournalBase(ABC):
         never held included: after the call it holds none of them). The
         database's free pages still hold the bytes until SQLite reuses them or
         ``VACUUM`` runs: this is not secure erasure.
+
+        A predicate runs with the store's lock held, so this process's writers
+        wait until the purge is done: none lands between the match and the
+        erasure, where the purge would erase an acknowledged write it never judged.
         """
         if callable(match):
-            store = self._attached()
-            ids = self.matching(match)
+            predicate: Callable[[Item], bool] | None = match
+            wanted: list[str] = []
         else:  # checked before anything: b"ab" is not the ids 97 and 98
-            wanted = arg.id_list(match, "match")
-            store = self._attached()
-            ids = sorted(set(wanted))
-        if not ids:
-            return []
-        self._writable()  # before the saved index goes: a refused purge changes nothing
-        self._discard_lexicon()
-        done = False
-
-        def special(changes: Sequence[Change]) -> None:
-            nonlocal done
-            self._recorded(self._commit_rows([], purge=ids))
-            done = True
-
+            predicate, wanted = None, arg.id_list(match, "match")
+        store = self._attached()
         with _holding(store):
+            ids = self.matching(predicate) if predicate is not None else sorted(set(wanted))
+            if not ids:
+                return []
+            self._writable()  # before the saved index goes: a refused purge changes nothing
+            self._discard_lexicon()
+            done = False
+
+            def special(changes: Sequence[Change]) -> None:
+                nonlocal done
+                self._recorded(self._commit_rows([], purge=ids))
+                done = True
+
             self._run_special(store, special, lambda: [store.delete(id) for id in ids])
             if not done:  # none of them was live: only the record to erase
                 self._recorded(self._commit_rows([], purge=ids))
