@@ -279,6 +279,10 @@ class SqliteJournal(JournalBase):
         """Which files ``path`` and its write-ahead log name now: ``(device, inode)`` each."""
         return _file_id(self.path), _file_id(self.path + "-wal")
 
+    def _same_files(self) -> bool:
+        """Whether ``path`` still names the files this writer holds open (a reader: never)."""
+        return self._files is not None and self._file_ids() == self._files
+
     def _check_files(self, what: str) -> None:
         """Refuse ``what`` unless ``path`` still names the files this writer holds open.
 
@@ -289,7 +293,7 @@ class SqliteJournal(JournalBase):
         one). An acknowledged write would be lost, so the write is refused
         before it commits. One ``stat`` of each file: nothing beside a commit's sync.
         """
-        if self._files is None or self._file_ids() == self._files:
+        if self.readonly or self._same_files():
             return
         raise JournalError(
             f"{what}: the journal file {self.path!r} (or its -wal log) was deleted, moved "
@@ -541,7 +545,7 @@ class SqliteJournal(JournalBase):
     def _save_lexicon(self) -> None:
         # A reader never writes beside the writer's file; nor does a writer whose
         # file was replaced (the index would sit beside another journal).
-        if not self.readonly and self._file_ids() == self._files:
+        if self._same_files():
             super()._save_lexicon()
 
     def _close_backend(self) -> None:
