@@ -33,10 +33,11 @@ from typing import Any
 import pytest
 
 from memstore import JournalError, Memory, Store
-from memstore.journal import Lsn
+from memstore.journal import Journal, Lsn
 from memstore.journal.sqlite import backup_file
 from memstore.transaction import transaction
 from memstore_hub import ItemChanged
+from tests.pgtest import PgPlace, postgres_module
 
 QUERIES = ("ledger pool", "deploy friday", "rota changed", "vegetarian dinner", "imported")
 BIG = " ".join(f"filler{i}" for i in range(600))  # a row that needs new pages
@@ -195,6 +196,46 @@ def test_a_write_on_a_locked_journal_changes_nothing(folder: Path, name: str) ->
 @pytest.mark.parametrize("name", sorted(set(OPS) - set(SMALL)))
 def test_a_write_on_a_full_journal_changes_nothing(folder: Path, name: str) -> None:
     run_failing(folder, OPS[name], Full)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_write_while_another_process_holds_the_commit_lock_changes_nothing(
+    pg_place: PgPlace, name: str
+) -> None:
+    """The same writes on a PostgreSQL journal, refused for real.
+
+    Another connection holds the commit lock (the ``head`` row, ``FOR
+    UPDATE``), as a process stuck mid-commit would; each write gives up after
+    ``lock_timeout``. Nothing changes in the memory, in its hub or on record.
+    """
+    import psycopg
+
+    journal_class = postgres_module().PostgresJournal
+
+    def journal() -> Journal:
+        return journal_class(  # type: ignore[no-any-return]
+            pg_place.dsn, schema=pg_place.schema, durability="off", lock_timeout=0.05
+        )
+
+    mem = Memory(journal=journal(), embedder="hash", hub=True)
+    try:
+        fill(mem)
+        sub = mem.subscribe(topics=["change"])
+        before = snapshot(mem)
+        with psycopg.connect(pg_place.dsn) as other:
+            other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
+            with pytest.raises(JournalError, match="commit lock"):
+                OPS[name](mem)
+            other.rollback()
+        assert snapshot(mem) == before
+        assert sub.get_nowait() is None, "a subscriber saw a change that never committed"
+    finally:
+        mem.close()
+    with Memory(journal=journal(), embedder="hash") as again:
+        assert items(again.store) == before["items"]
+        assert again.stats().head == before["stats"][3]
+        OPS[name](again)  # and it goes through once the lock is free
+        again.cells._check(again.store)  # type: ignore[union-attr]
 
 
 # ------------------------------------------------- the file under the memory
