@@ -21,8 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-Model = dict[str, str]
-"""id -> content: what the memory should hold."""
+from tests.crash_writer import Model, apply_writes
 
 BULK = 150
 """Items an import or an add_many brings, ids a purge erases (at most)."""
@@ -36,11 +35,7 @@ class Op:
     writes: tuple[tuple[str, str | None], ...]
 
     def apply(self, model: Model) -> None:
-        for id, content in self.writes:
-            if content is None:
-                model.pop(id, None)
-            else:
-                model[id] = content
+        apply_writes(model, self.writes)
 
 
 def operations(seed: int) -> Iterator[Op]:
