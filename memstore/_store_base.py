@@ -90,6 +90,7 @@ class StoreBase:
         self._hit_hook: HitHook | None = None
         self._listeners: list[ChangeListener] = []
         self._before: list[BeforeCommitListener] = []
+        self._undone: list[BeforeCommitListener] = []
         self._commit_hook: BeforeCommitListener | None = None
 
     def _now(self) -> _dt.datetime:
@@ -119,18 +120,45 @@ class StoreBase:
             except BaseException:
                 self._rollback(txn, 0)
                 self._drop_changes(txn, 0)
+                self._tell_undone(changes)
                 raise
-        cfg = self._config
-        if cfg.dirty is not None or cfg.signal is not None:
-            for _ in txn.changes:
-                if cfg.dirty is not None:
-                    cfg.dirty()
-                if cfg.signal is not None:
-                    cfg.signal()
+        # Committed (and recorded): queued for its listeners before any seam
+        # runs, so that a seam that raises cannot keep the group from them.
+        n = len(txn.changes)
         if self._listeners or self._change_hook is not None or self._record_hook is not None:
             self._unpublished.extend(txn.changes)
         else:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
+        cfg = self._config
+        if cfg.dirty is not None or cfg.signal is not None:
+            self._fire_seams(n)
+
+    def _fire_seams(self, n: int) -> None:
+        """``Config.dirty`` and ``Config.signal`` once per committed change (lock held).
+
+        The group is committed: a seam that raises is logged (as a listener
+        is), never reported to the writer as a write that failed.
+        """
+        cfg = self._config
+        for _ in range(n):
+            for name, seam in (("dirty", cfg.dirty), ("signal", cfg.signal)):
+                if seam is not None:
+                    try:
+                        seam()
+                    except Exception:
+                        self._log.exception("memstore: the %s seam raised", name)
+
+    def _tell_undone(self, changes: tuple[Change, ...]) -> None:
+        """Tell the undo listeners that a group the before-commit listeners saw was undone.
+
+        The group's own exception is on its way to the writer: a listener
+        that raises too is logged, and the others are still told.
+        """
+        for listener in list(self._undone):
+            try:
+                listener(changes)
+            except Exception:
+                self._log.exception("memstore: undo listener %r raised", listener)
 
     def _rollback(self, txn: _Txn, mark: int) -> None:
         while len(txn.undo) > mark:

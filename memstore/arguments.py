@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import math
 import operator
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "has_lone_surrogate",
     "id_arg",
     "id_list",
+    "key_arg",
     "name_arg",
     "query_vector_arg",
     "readable",
@@ -54,8 +56,30 @@ __all__ = [
 
 
 def describe(value: object) -> str:
-    """A short description of a wrong value: its type and the start of its repr."""
-    return f"{type(value).__name__} {value!r:.40}"
+    """A short description of a wrong value: its type and the start of its repr.
+
+    The repr is built bounded (:data:`_SHORT`: a few levels, a few entries),
+    never whole: a list nested 100,000 deep or holding a million entries is
+    described as quickly as a small one, with no ``RecursionError``.
+
+    >>> describe([[[[[[1]]]]]])
+    'list [[[[[...]]]]]'
+    """
+    try:
+        shown = _SHORT.repr(value)
+    except Exception:  # a repr of the caller's own that fails: the type says enough
+        shown = "<unprintable>"
+    return f"{type(value).__name__} {shown:.40}"
+
+
+def _short_repr() -> reprlib.Repr:
+    """How :func:`describe` shows a value: bounded in depth and in length."""
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 4, 40, 40
+    return short
+
+
+_SHORT = _short_repr()
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -82,14 +106,34 @@ def text_arg(value: object, name: str, max_chars: int, *, empty: bool = True) ->
     return value
 
 
+def key_arg(value: object, name: str, max_chars: int, *, empty: bool = True) -> str:
+    """:func:`text_arg` for text a journal looks rows up by (an id, a partition).
+
+    A NUL character is refused too: no item's id or tag can hold one (the
+    write rules refuse it, since PostgreSQL's ``text`` cannot), so a lookup
+    by such a key is a mistake, refused alike whatever the backend (SQLite
+    would answer "nothing", PostgreSQL could not send the query).
+
+    >>> key_arg("a\\x00b", "id", 256)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    memstore.errors.InvalidItemError: id 'a\\x00b' holds a NUL character (\\x00), ...
+    """
+    text = text_arg(value, name, max_chars, empty=empty)
+    if "\x00" in text:
+        raise InvalidItemError(
+            f"{name} {text[:60]!r} holds a NUL character (\\x00), which no id or tag can"
+        )
+    return text
+
+
 def id_arg(value: object, name: str = "id") -> str:
-    """An item id to look up or change (any text up to :data:`MAX_ID_CHARS`)."""
-    return text_arg(value, name, MAX_ID_CHARS)
+    """An item id to look up or change (text up to :data:`MAX_ID_CHARS`, no NUL)."""
+    return key_arg(value, name, MAX_ID_CHARS)
 
 
 def name_arg(value: object, name: str) -> str:
-    """A partition name or user key: non-blank text, no commas or line breaks."""
-    text = text_arg(value, name, MAX_NAME_CHARS, empty=False)
+    """A partition name or user key: non-blank text, no commas, line breaks or NUL."""
+    text = key_arg(value, name, MAX_NAME_CHARS, empty=False)
     if any(c in text for c in ",\r\n"):
         raise InvalidItemError(f"{name} {text[:60]!r} must not hold commas or line breaks")
     return text

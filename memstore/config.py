@@ -85,9 +85,11 @@ class Config:
     read: Callable[[list[Item]], None] | None = None
     """Amends items about to be returned (lock held)."""
     dirty: Callable[[], None] | None = None
-    """Fires after every committed store or delete (lock held): rebuild what you derive."""
+    """Fires after every committed store or delete (lock held): rebuild what you derive.
+    The write is committed by then: an exception it raises is logged, not raised."""
     signal: Callable[[], None] | None = None
-    """Fires after every committed store or delete (lock held): wake your watchers."""
+    """Fires after every committed store or delete (lock held): wake your watchers.
+    The write is committed by then: an exception it raises is logged, not raised."""
     quiet: Callable[[str], bool] | None = None
     """Ids whose changes are not worth publishing to the change hook (lock released)."""
     published: Callable[[], None] | None = None

@@ -80,12 +80,34 @@ def consolidate(
     ``partition`` is required and resolved strictly: an empty, ``*`` or
     unknown name fails closed with ``error`` set.
     ``shared`` cells belong to every partition and are never swept.
+    With ``apply`` the clustering and the retirements are one write group
+    under the store's lock (one journal transaction): all of it, or, when a
+    write is refused, nothing.
     """
     if not partition or partition == PARTITION_ALL:
         return ConsolidationReport(error=f"consolidate needs a partition, got {partition!r}")
     resolved = resolve_strict(partition) if resolve_strict is not None else partition
     if not resolved:
         return ConsolidationReport(error=f"unknown partition {partition!r}")
+    if not apply:
+        groups, scanned = _groups(store, resolved, visible)
+        superseded = sum(len(g.superseded) for g in groups)
+        return ConsolidationReport(resolved, scanned, groups, superseded, apply)
+    # One write group, judged and applied under the lock: no write lands between
+    # the clustering and the retirements, and a retirement the journal refuses
+    # undoes the others (one transaction: all of it, or nothing).
+    with store.batch():
+        groups, scanned = _groups(store, resolved, visible)
+        superseded = sum(
+            store.mark_superseded(member, g.keep) for g in groups for member in g.superseded
+        )
+    return ConsolidationReport(resolved, scanned, groups, superseded, apply)
+
+
+def _groups(
+    store: Store, resolved: str, visible: Callable[[Item, str], bool] | None
+) -> tuple[tuple[ConsolidationGroup, ...], int]:
+    """The near-duplicate groups among ``resolved``'s knowledge cells; how many were scanned."""
     now = store.config.clock()
     see = visible or (lambda it, p: partition_from_tags(it.tags) == p)
     cells = [
@@ -115,13 +137,7 @@ def consolidate(
                         kind, keep.id, keep.title, tuple(it.id for it in members), scores
                     )
                 )
-    if apply:
-        superseded = sum(
-            store.mark_superseded(member, g.keep) for g in groups for member in g.superseded
-        )
-    else:
-        superseded = sum(len(g.superseded) for g in groups)
-    return ConsolidationReport(resolved, len(cells), tuple(groups), superseded, apply)
+    return tuple(groups), len(cells)
 
 
 def _keepers(cluster: list[Item]) -> list[tuple[Item, list[Item]]]:

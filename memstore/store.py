@@ -177,6 +177,18 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         """
         (self._before if before_commit else self._listeners).append(fn)
 
+    def add_undo_listener(self, fn: BeforeCommitListener) -> None:
+        """Be told when a write group the before-commit listeners saw is undone after all.
+
+        ``fn(changes)`` gets the very changes they were given, once, with the
+        lock held, after the group was rolled back (a later before-commit
+        listener or the commit hook, the journal, refused it) and before the
+        writer gets the exception. A before-commit listener that prepares work
+        for the group's commit (an index staging vectors) drops it here. A
+        listener that raises is logged; the group stays undone either way.
+        """
+        self._undone.append(fn)
+
     def set_commit_hook(self, fn: BeforeCommitListener | None) -> None:
         """Install (or clear with ``None``) the durable record of this store.
 
@@ -195,7 +207,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
     def remove_change_listener(self, fn: Callable[..., None]) -> None:
         """Stop calling ``fn``; unknown listeners are ignored."""
-        for registry in (self._listeners, self._before):
+        for registry in (self._listeners, self._before, self._undone):
             if fn in registry:
                 registry.remove(fn)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import regex
 
-from memstore.arguments import has_lone_surrogate
+from memstore.arguments import describe, has_lone_surrogate
 from memstore.eventdate import valid_event_date
 from memstore.item import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
@@ -59,6 +59,8 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TAGS",
     "MAX_TITLE_CHARS",
+    "id_rejection",
+    "kind_rejection",
     "naive_datetime_rejection",
     "stamp_knowledge_retention",
     "thought_link_rejection",
@@ -91,16 +93,40 @@ def thought_link_rejection(from_id: str, link: ThoughtLink) -> str:
 
 
 def naive_datetime_rejection(item: Item) -> str:
-    """Why the item's datetimes are unusable (one lacks a timezone), or ``""``.
+    """Why the item's datetimes are unusable, or ``""``.
 
-    The model refuses naive datetimes at construction; this catches one
-    assigned afterwards, which would otherwise break every later comparison.
+    Each must carry a timezone (the model refuses naive datetimes at
+    construction; this catches one assigned afterwards, which would
+    otherwise break every later comparison), and must name an instant that
+    UTC can write: within the years 1-9999 *in UTC*, as ``event_date`` is.
+    ``0001-01-01T00:00+14:00`` is a day before year 1 in UTC: the journal
+    (which writes an offset in seconds as UTC) and every reader converting
+    to UTC would fail on it, after the store had taken it.
+
+    >>> import datetime as dt
+    >>> east = dt.timezone(dt.timedelta(seconds=561))
+    >>> naive_datetime_rejection(Item(kind="note", title="x",
+    ...                               stale_after=dt.datetime(1, 1, 1, tzinfo=east)))
+    'stale_after 0001-01-01T00:00:00+00:09:21 is outside the years 1-9999 in UTC'
     """
     for name in ("stale_after", "created_at", "updated_at"):
         value = getattr(item, name)
-        if value is not None and (not isinstance(value, _dt.datetime) or value.utcoffset() is None):
+        if value is None:
+            continue
+        if not isinstance(value, _dt.datetime) or value.utcoffset() is None:
             return f"{name} must be a timezone-aware datetime, got {value!r}"
+        if value.year in (1, 9999) and not _fits_utc(value):  # only these can spill over
+            return f"{name} {value.isoformat()} is outside the years 1-9999 in UTC"
     return ""
+
+
+def _fits_utc(value: _dt.datetime) -> bool:
+    """Whether ``value`` converts to UTC (its instant is within the years 1-9999)."""
+    try:
+        value.astimezone(_dt.UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def validate_base(vocabulary: Vocabulary, item: Item) -> str:
@@ -115,11 +141,11 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     """
     id, kind, title, content = item.id, item.kind, item.title, item.content
     if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
-        return f"id {id[:80]!r} must be at most {MAX_ID_CHARS} characters with no spaces"
+        return _ID_RULE.format(id=id[:80])
     if not kind:
         return "kind is required"
     if not _valid_kind(kind):
-        return f"kind {kind[:80]!r} must be 1-64 letters, digits or _ . : / -"
+        return _KIND_RULE.format(kind=kind[:80])
     if (not title or title.isspace()) and (not content or content.isspace()):
         return "title and content are both empty"
     if len(item.title) > MAX_TITLE_CHARS:
@@ -171,6 +197,42 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         if not key:
             return "data keys must be non-empty"
     return ""
+
+
+_ID_RULE = "id {id!r} must be at most " + str(MAX_ID_CHARS) + " characters with no spaces"
+_KIND_RULE = "kind {kind!r} must be 1-" + str(MAX_KIND_CHARS) + " letters, digits or _ . : / -"
+
+
+def id_rejection(id: object) -> str:
+    """Why ``id`` cannot be an item's id, or ``""``: the rule :func:`validate_base` applies.
+
+    For an id that arrives without its item (a delete in an export): non-empty
+    text of at most :data:`MAX_ID_CHARS` characters, no whitespace or control
+    character (so no NUL), valid Unicode.
+
+    >>> id_rejection("a b")
+    "id 'a b' must be at most 256 characters with no spaces"
+    >>> id_rejection("billing/eu-west.1")
+    ''
+    """
+    if not isinstance(id, str) or not id:
+        return f"an id is non-empty text, got {describe(id)}"
+    if len(id) > MAX_ID_CHARS or _bad_id(id):
+        return _ID_RULE.format(id=id[:80])
+    if has_lone_surrogate(id):
+        return "id is not valid Unicode text (it holds a lone surrogate)"
+    return ""
+
+
+def kind_rejection(kind: object) -> str:
+    """Why ``kind`` cannot be an item's kind, or ``""`` (the rule of :func:`validate_base`).
+
+    >>> kind_rejection("deploy note")
+    "kind 'deploy note' must be 1-64 letters, digits or _ . : / -"
+    """
+    if not isinstance(kind, str) or not kind:
+        return f"a kind is non-empty text, got {describe(kind)}"
+    return "" if _valid_kind(kind) else _KIND_RULE.format(kind=kind[:80])
 
 
 def _bad_id(id: str) -> bool:

@@ -54,6 +54,7 @@ class StoreBinding(Writes):
         """
         self._fail_writes = fail_writes
         store.add_change_listener(self._before_commit, before_commit=True)
+        store.add_undo_listener(self._undone)
         store.add_change_listener(self._after_commit)
         self.sync(store)
 
@@ -90,6 +91,21 @@ class StoreBinding(Writes):
         with self._lock:
             for it, p in zip(items, prepared, strict=True):
                 self._staged.setdefault(it.id, []).append((it, p))
+
+    def _undone(self, changes: Sequence[Change]) -> None:
+        """Drop what :meth:`_before_commit` staged for a group that never committed.
+
+        Nothing else would: only a published change takes its staged row, so
+        each failed write (a full disk, a locked journal) would keep its
+        vectors here for good.
+        """
+        with self._lock:
+            for c in changes:
+                staged = self._staged.get(c.id)
+                if staged and c.item is not None:
+                    staged[:] = [(obj, p) for obj, p in staged if obj is not c.item]
+                    if not staged:
+                        del self._staged[c.id]
 
     def _after_commit(self, op: str, item: Item | None, id: str, kind: str) -> None:
         prepared: StoredVector | None = None

@@ -242,8 +242,10 @@ class Persistence(CellState):
                     StoredVector(r.entry, r.label, r.text_hash, r.text, v)
                     for r, v in zip(chunk, vecs, strict=True)
                 )
-            old.write(puts, [], generation)
-            old.set_meta(model_id=str(embedder.model_id), dim=str(int(embedder.dim)))
+            # The vectors and the model they belong to, in one transaction: never
+            # one model's vectors under another's name.
+            identity = {"model_id": str(embedder.model_id), "dim": str(int(embedder.dim))}
+            old.write(puts, [], generation, identity)
         finally:
             old.close()
         GraphFile(directory).invalidate()

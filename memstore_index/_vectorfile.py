@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,14 +221,21 @@ class VectorFile:
         puts: list[StoredVector],
         deletes: list[str],
         generation: int,
+        meta: Mapping[str, str] | None = None,
     ) -> None:
-        """Apply puts and deletes and bump the generation, in one transaction."""
+        """Apply puts and deletes, bump the generation and set ``meta``, in one transaction."""
         try:
-            self._write(puts, deletes, generation)
+            self._write(puts, deletes, generation, meta or {})
         except sqlite3.Error as e:
             raise translate(e, f"writing {str(self.path)!r}", self.path) from e
 
-    def _write(self, puts: list[StoredVector], deletes: list[str], generation: int) -> None:
+    def _write(
+        self,
+        puts: list[StoredVector],
+        deletes: list[str],
+        generation: int,
+        meta: Mapping[str, str],
+    ) -> None:
         db = self._conn()
         with db:
             db.execute("BEGIN")
@@ -256,10 +263,10 @@ class VectorFile:
                         for p in puts
                     ],
                 )
-            db.execute(
-                "INSERT INTO meta(key, value) VALUES ('generation', ?) "
+            db.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(generation),),
+                [("generation", str(generation)), *meta.items()],
             )
 
     def relabel(self, mapping: dict[str, int], generation: int) -> None:

@@ -227,6 +227,9 @@ class CellStore(StoreBinding, Searching):
         finally:
             store.lock.release()
         with self._lock:
+            # Every write published: a staged row left over is a group that
+            # never committed (see StoreBinding._undone).
+            assert not self._staged, f"rows staged for no commit: {sorted(self._staged)[:5]}"
             pending = set(self._unembedded)
             want = set(items) - pending
             assert set(self._label_of) == want, (

@@ -29,13 +29,17 @@ class Op:
     abort: bool = False
 
     def apply(self, model: Model) -> None:
-        if self.abort:
-            return
-        for id, title in self.writes:
-            if title is None:
-                model.pop(id, None)
-            else:
-                model[id] = title
+        if not self.abort:
+            apply_writes(model, self.writes)
+
+
+def apply_writes(model: Model, writes: tuple[tuple[str, str | None], ...]) -> None:
+    """Play ``(id, text)`` upserts and ``(id, None)`` deletes on ``model``, in order."""
+    for id, text in writes:
+        if text is None:
+            model.pop(id, None)
+        else:
+            model[id] = text
 
 
 def operations(seed: int) -> Iterator[Op]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 import memstore_index._tuning as tune
 import memstore_index.cellstore as cs
 from memstore import Change, Item, MemstoreError, Store, ThoughtLink
+from memstore_index._vectorfile import VECTOR_FILE
 from memstore_index.cellstore import CellStore, EmbedderMismatchError
 from memstore_index.embedder import EmbedderConfigError
 from memstore_index.entry import IndexEntry
@@ -286,6 +288,35 @@ def test_model_mismatch_fails_closed_and_reembed_recovers(tmp_path: Path) -> Non
     cells = CellStore(HashEmbedder(dim=64, seed=2), path=tmp_path)
     assert cells.search("ledger pool", 1)[0][0].id == "a"
     cells._check()
+
+
+def test_a_reembed_that_fails_at_its_last_step_leaves_the_old_model_whole(tmp_path: Path) -> None:
+    """The new vectors and the new model's identity are written in one transaction.
+
+    They were two: when the identity could not be written (here a real
+    SQLite trigger refusing it; a full disk or a crash alike), the file held
+    the new model's vectors under the old model's name, and the old model
+    opened it without a mismatch and searched by the other model's vectors.
+    """
+    old, new = HashEmbedder(dim=32, seed=1), HashEmbedder(dim=32, seed=2)
+    with CellStore(old, path=tmp_path) as cells:
+        cells.upsert(IndexEntry("a"), "ledger pool exhausted")
+        cells.upsert(IndexEntry("b"), "tax filing deadline")
+        before = {id: cells.vector(id) for id in ("a", "b")}
+    db = sqlite3.connect(tmp_path / VECTOR_FILE)
+    db.execute(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON meta WHEN NEW.key = 'model_id' "
+        "BEGIN SELECT RAISE(ABORT, 'refused by test'); END"
+    )
+    db.close()
+    with pytest.raises(MemstoreError, match="refused by test"):
+        CellStore.reembed(tmp_path, new)
+    with CellStore(old, path=tmp_path) as cells:  # the old model's file, as it was
+        for id, vector in before.items():
+            assert np.array_equal(cells.vector(id), vector), id  # type: ignore[arg-type]
+        cells._check()
+    with pytest.raises(EmbedderMismatchError):
+        CellStore(new, path=tmp_path)
 
 
 @pytest.mark.parametrize("batch_size", [-1, 0, "64", 2.5, True])

@@ -9,6 +9,7 @@ generated restatements of one fact.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import Config, Item, Store
+from memstore import Config, Item, JournalError, Store
 from memstore.consolidate import ConsolidationReport, consolidate
+from memstore.journal import SqliteJournal
 from memstore.limits import MAX_REFS
 from memstore.neardup import better_routing_fact, dedup_comparable
 
@@ -49,6 +51,12 @@ def _get(store: Store, id: str) -> Item:
     it = store.get(id)
     assert it is not None, id
     return it
+
+
+def _all(store: Store) -> dict[str, dict[str, Any]]:
+    """Every stored item, whatever its status, as its persisted fields."""
+    with store.lock:  # type: ignore[attr-defined]
+        return {it.id: it.model_dump() for it in store.items_locked()}
 
 
 def _retired_into(report: ConsolidationReport) -> dict[str, str]:
@@ -176,3 +184,36 @@ def test_a_large_cluster_leaves_the_keeper_writable() -> None:
     assert keep.supersedes == list(report.groups[0].superseded[-MAX_REFS:])
     store.upsert(keep.clone(content=f"{FACT} (confirmed)"))
     assert _get(store, keep.id).content.endswith("(confirmed)")
+
+
+def test_a_consolidation_that_fails_part_way_changes_nothing(tmp_path: Path) -> None:
+    """Retiring a cluster is one write group: the journal records all of it or none.
+
+    Each member was retired by a write of its own: when the journal refused
+    the second (here a real SQLite trigger refusing that member's version),
+    the first stayed superseded on disk while the caller got a JournalError
+    saying nothing was changed.
+    """
+    journal = SqliteJournal(tmp_path / "journal.db")
+    store = _store()
+    journal.attach(store)
+    for i, suffix in enumerate(["", "again", "once more", "every night"]):
+        _add(store, f"f{i}", suffix, "high")
+    before = _all(store)
+    groups = consolidate(store, "acme").groups
+    assert len(groups) == 1 and len(groups[0].superseded) == 3
+    refused = groups[0].superseded[1]
+    journal._conn.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON versions "
+        f"WHEN NEW.id = '{refused}' BEGIN SELECT RAISE(ABORT, 'refused by test'); END"
+    )
+    with pytest.raises(JournalError, match="refused by test"):
+        consolidate(store, "acme", apply=True)
+    assert _all(store) == before
+    store._check()
+    assert {it.id: it.model_dump() for it in journal.current()} == before
+    journal._conn.execute("DROP TRIGGER refuse")
+    report = consolidate(store, "acme", apply=True)
+    assert report.superseded == 3
+    assert sorted(it.id for it in journal.current() if it.status == "active") == [groups[0].keep]
+    journal.close()

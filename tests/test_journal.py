@@ -15,6 +15,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -414,6 +415,42 @@ def test_purge_erases_every_version(pair: tuple[JournalBase, Store]) -> None:
     assert journal.history(a.id) == [] and journal.history(gone.id) == []
     assert [it.id for it in journal.as_of(early)] == [b.id]
     assert count_rows_like(journal, "%secret%") == 0
+
+
+def test_a_purge_by_predicate_never_erases_a_write_made_while_it_matched(place: Place) -> None:
+    """The predicate judges each item as the purge finds it: no write lands in between.
+
+    Another thread rewrites the matching item without its secret while the
+    predicate runs. Before, the purge matched the old text outside the store's
+    lock, the rewrite was acknowledged meanwhile, and the purge then erased
+    every version of the item, the acknowledged rewrite included. Now the
+    rewrite waits for the purge and lands after it.
+    """
+    journal, store = open_store(place)
+    secret = store.upsert(note("the api key is sk-123"))
+    kept = store.upsert(note("unrelated"))
+    rewritten: list[Item] = []
+    done = threading.Event()
+
+    def rewrite() -> None:
+        rewritten.append(store.upsert(Item(id=secret.id, kind="note", title="api key rotated")))
+        done.set()
+
+    def has_secret(item: Item) -> bool:
+        if not done.is_set() and not any(t.name == "rewrite" for t in threading.enumerate()):
+            threading.Thread(target=rewrite, name="rewrite").start()
+            done.wait(0.5)  # the rewrite lands now, unless the purge holds the store
+        return "sk-" in item.title
+
+    assert journal.purge(has_secret) == [secret.id]
+    assert done.wait(5) and rewritten  # acknowledged: it must stand
+    assert store.get(secret.id) is not None
+    assert store.get(secret.id).title == "api key rotated"  # type: ignore[union-attr]
+    assert sorted((it.id, it.title) for it in journal.current()) == sorted(
+        [(secret.id, "api key rotated"), (kept.id, "unrelated")]
+    )
+    assert [v.item.title for v in journal.history(secret.id) if v.item] == ["api key rotated"]
+    journal.close()
 
 
 def test_purge_by_predicate_sees_deleted_items(pair: tuple[JournalBase, Store]) -> None:

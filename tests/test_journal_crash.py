@@ -19,9 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from memstore import Store
+from memstore import Memory, Store
 from memstore.journal import SqliteJournal
 from memstore_index import CellStore, HashEmbedder
+from tests.crash_bulk_writer import Op as BulkOp
+from tests.crash_bulk_writer import operations as bulk_operations
 from tests.crash_writer import Model, operations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +108,91 @@ def test_sigkill_never_loses_an_acknowledged_write(tmp_path: Path) -> None:
             assert all(a.valid_to == b.valid_from for a, b in itertools.pairwise(versions))
         journal.close()
     assert outcomes["in flight absent"] > 0
+
+
+def bulk_states(seed: int, acked: int) -> tuple[Model, Model, BulkOp]:
+    """The state after ``acked`` acknowledged bulk operations, after one more, and that one."""
+    model: Model = {}
+    ops = bulk_operations(seed)
+    for op in itertools.islice(ops, acked):
+        op.apply(model)
+    nxt = next(ops)
+    with_next = dict(model)
+    nxt.apply(with_next)
+    return model, with_next, nxt
+
+
+def run_bulk_until_killed(folder: Path, seed: int, rng: random.Random) -> int:
+    """Start a bulk writer, SIGKILL it during an operation; how many it acknowledged.
+
+    Every other trial waits for an import to start and kills it inside; the
+    others kill at any moment of any operation.
+    """
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    target = rng.randrange(1, 12)
+    in_import = rng.random() < 0.5
+    acked = 0
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.crash_bulk_writer", str(folder), str(seed)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    ) as child:
+        assert child.stdout is not None and child.stderr is not None
+        try:
+            for line in child.stdout:
+                if line.startswith("ack "):
+                    acked = int(line.split()[1]) + 1
+                if acked >= target and (not in_import or line.startswith("import ")):
+                    break
+            else:
+                raise AssertionError(f"writer stopped early: {child.stderr.read()}")
+            time.sleep(rng.random() * 0.05)
+            child.send_signal(signal.SIGKILL)
+            for line in child.stdout:
+                if line.startswith("ack "):
+                    acked = int(line.split()[1]) + 1
+        finally:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+    return acked
+
+
+def test_sigkill_mid_import_purge_or_batch_keeps_each_whole(tmp_path: Path) -> None:
+    """An import, a purge, an add_many or a transaction in flight is all there or not at all.
+
+    A Memory (journal and vector file) in a child process imports exports of
+    many items, purges many ids, adds many items and runs mixed transactions,
+    acknowledging each; SIGKILL lands during one of them (often an import).
+    Reopened: the acknowledged state, or that plus the operation in flight,
+    whole; a purge that landed left no version of its ids; the vectors
+    catch up with the record.
+    """
+    rng = random.Random(20261203)
+    outcomes: dict[tuple[str, bool], int] = {}
+    for trial in range(8):
+        folder = tmp_path / f"bulk-{trial}"
+        seed = rng.randrange(1 << 30)
+        acked = run_bulk_until_killed(folder, seed, rng)
+        before, after, in_flight = bulk_states(seed, acked)
+        with Memory(folder, embedder=HashEmbedder(dim=32)) as mem:
+            got = {it.id: it.content for it in mem.store.items()}
+            assert got in (before, after), f"trial {trial}: seed {seed}, {acked} acknowledged"
+            landed = got == after and before != after
+            outcomes[in_flight.kind, landed] = outcomes.get((in_flight.kind, landed), 0) + 1
+            mem.store._check()
+            assert mem.cells is not None
+            mem.cells._check(mem.store)
+            for id in set(before) | set(after):
+                versions = mem.history(id)
+                if id in got:
+                    assert versions and versions[-1].valid_to is None, id
+                    assert all(
+                        a.valid_to == b.valid_from for a, b in itertools.pairwise(versions)
+                    ), id
+                elif in_flight.kind == "purge" and landed:
+                    assert versions == [], f"{id} was purged, yet has versions"
+    assert any(kind == "import" for kind, _ in outcomes), outcomes

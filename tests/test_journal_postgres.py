@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from memstore import Item, JournalError, JournalSchemaError, Memory, Store
 from memstore.journal import InvalidLsnError, Lsn
 from memstore_index import CellStore, HashEmbedder
+from tests.pgproxy import CuttingProxy
 from tests.pgtest import PgPlace, postgres_module
 
 PostgresJournal = postgres_module().PostgresJournal
@@ -652,6 +653,42 @@ def test_an_idle_write_connection_that_died_is_opened_again(pg_place: PgPlace) -
     store.upsert(Item(kind="note", title="second"))  # nothing was sent: reconnect and write
     assert sorted(it.title for it in journal.current()) == ["first", "second"]
     journal.close()
+
+
+def test_a_write_connection_lost_again_while_reopening_fails_clearly(pg_place: PgPlace) -> None:
+    """The write connection dies, and so does the new one under its first statement.
+
+    Reopening it runs set-up statements (``synchronous_commit``, ``lock_timeout``,
+    the node's lock) outside the code that turns driver errors into journal
+    errors: a bare ``psycopg.OperationalError`` reached the writer. Now it is a
+    :class:`JournalError` saying nothing changed, and the next write reconnects.
+    """
+    with CuttingProxy(pg_place.dsn) as proxy:
+        journal = PostgresJournal(
+            proxy.dsn, schema=pg_place.schema, durability="off", replicate=False
+        )
+        store = Store()
+        journal.attach(store)
+        store.upsert(Item(id="first", kind="note", title="first"))
+        before = (_state_of(store), record(journal), journal.head())
+        name = f"memstore:{pg_place.schema}:write:"
+        killed = pg_place.sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            f"{name}{journal.node_id}",
+        )
+        assert killed == [(True,)]
+        # First the dead connection, then the new one: cut as it sends its first statement.
+        # Then, with no connection left, two new ones cut in turn.
+        for cuts in (1, 2):
+            proxy.cut_next(name, cuts)
+            with pytest.raises(JournalError, match="nothing was changed"):
+                store.upsert(Item(id="lost", kind="note", title="never acknowledged"))
+            assert (_state_of(store), record(journal), journal.head()) == before
+            store._check()
+        assert proxy.cut == 3
+        store.upsert(Item(id="second", kind="note", title="second"))  # reconnects by itself
+        assert sorted(record(journal)) == ["first", "second"]
+        journal.close()
 
 
 @pytest.mark.parametrize(("seconds", "ms"), [(0.0005, 1), (1e-9, 1), (0.0015, 2), (0.2, 200)])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 from conftest import FakeClock, Recorder, StoreFactory
@@ -16,6 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore import Change, Config, InvalidItemError, Item, Store, ThoughtLink
+from memstore.journal import SqliteJournal
+from memstore_index import CellStore, HashEmbedder
 
 HOUR = dt.timedelta(hours=1)
 ITEM_A = ("a", "ledger latency", "ledger latency climbs at peak")
@@ -443,6 +446,50 @@ def test_dirty_and_signal_fire_once_per_committed_change(store: Store, recorder:
     with pytest.raises(InvalidItemError):
         store.upsert(Item(kind="", title="bad"))
     assert (recorder.dirty, recorder.signal) == (0, 0)
+
+
+def test_a_raising_seam_after_commit_neither_fails_the_write_nor_hides_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``dirty`` and ``signal`` run once the group is committed and recorded.
+
+    Before, the exception reached the writer as if the write had failed, while
+    the store and the journal held it; and the group was never queued for
+    publication, so the change hook, every listener and the vector index
+    (which indexes on publication) never heard of it.
+    """
+    calls = {"dirty": 0, "signal": 0}
+
+    def seam(name: str) -> Callable[[], None]:
+        def fire() -> None:
+            calls[name] += 1
+            raise RuntimeError(f"the host's {name} seam failed")
+
+        return fire
+
+    store = Store(Config(dirty=seam("dirty"), signal=seam("signal")))
+    journal = SqliteJournal(tmp_path / "journal.db")
+    journal.attach(store)
+    cells = CellStore(HashEmbedder(dim=16))
+    cells.attach(store)
+    heard: list[tuple[str, str]] = []
+    store.add_change_listener(lambda op, item, id, kind: heard.append((op, id)))
+    with caplog.at_level("ERROR", logger="memstore"):
+        store.upsert(_note("a", "ledger latency"))
+        with store.batch():
+            store.upsert(_note("b", "payment backlog"))
+            store.delete("a")
+    assert calls == {"dirty": 3, "signal": 3}  # each seam, once per committed change
+    assert heard == [("upsert", "a"), ("upsert", "b"), ("delete", "a")]
+    assert cells.ids() == ["b"]
+    cells._check(store)
+    assert "the dirty seam raised" in caplog.text and "the signal seam raised" in caplog.text
+    journal.close()
+    again = SqliteJournal(tmp_path / "journal.db")
+    restored = Store()
+    again.attach(restored)
+    assert _ids(restored.items()) == ["b"]
+    again.close()
 
 
 def test_dirty_fires_with_the_lock_held(make_store: StoreFactory) -> None:

@@ -20,7 +20,15 @@ from psycopg import sql
 
 from memstore.journal.version import Row
 
-__all__ = ["COLUMNS", "Queries", "ids_json", "rows_json", "vectors_json"]
+__all__ = [
+    "COLUMNS",
+    "MAX_ROWS_JSON_CHARS",
+    "Queries",
+    "ids_json",
+    "rows_json",
+    "rows_json_chunks",
+    "vectors_json",
+]
 
 COLUMNS: Final = "id, lsn, node, to_lsn, to_node, op, kind, partition, shared, item"
 """The columns of ``versions``, in :class:`~memstore.journal.version.Row` order."""
@@ -56,6 +64,47 @@ def rows_json(rows: Sequence[Row]) -> str:
             for r in rows
         ]
     )
+
+
+MAX_ROWS_JSON_CHARS: Final = 128 * 2**20
+"""The most characters of row JSON sent as one parameter (well under PostgreSQL's 1 GB).
+
+PostgreSQL refuses a message or a value past 1 GB, and a group of items
+each within every bound of :mod:`memstore.limits` can pass it (125 items of
+100,000 emoji do: an emoji is twelve characters as escaped JSON). A group
+whose rows do not fit one parameter is sent in several, staged in a
+temporary table of the transaction (:attr:`Queries.stage_rows`): the same
+commit, and no group SQLite takes is refused here.
+"""
+
+
+def rows_json_chunks(rows: Sequence[Row], limit: int | None = None) -> list[str]:
+    """``rows`` as :func:`rows_json` texts of at most about ``limit`` characters each.
+
+    ``limit`` defaults to :data:`MAX_ROWS_JSON_CHARS` (read at each call).
+
+    One text when it fits (the common case, built once); else consecutive
+    slices of the rows, each cut before the row that would pass ``limit``
+    (a single row larger than ``limit`` travels alone).
+    """
+    if limit is None:
+        limit = MAX_ROWS_JSON_CHARS
+    whole = rows_json(rows)
+    if len(whole) <= limit:
+        return [whole]
+    chunks: list[str] = []
+    start, size = 0, 0
+    for n, row in enumerate(rows):
+        # At least the row's share of rows_json: its item as escaped JSON, and
+        # the short fields as if every character took a \uXXXX escape.
+        cost = 256 + len(row.id) * 6 + len(row.kind) * 6 + len(row.partition) * 6
+        cost += len(json.dumps(row.item)) if row.item is not None else 0
+        if n > start and size + cost > limit:
+            chunks.append(rows_json(rows[start:n]))
+            start, size = n, 0
+        size += cost
+    chunks.append(rows_json(rows[start:]))
+    return chunks
 
 
 def ids_json(ids: Iterable[str]) -> str:
@@ -126,13 +175,22 @@ class Queries:
         notify = "SELECT pg_notify(%(channel)s, %(payload)s)"
         self.log_commit = q(f"WITH logged AS ({log}), moved AS ({move}) {notify}")
         rows = _ROWS.format(name="rows")
+        staged = "pg_temp.memstore_rows"
+        self.stage_table = q(
+            f"CREATE TEMP TABLE IF NOT EXISTS {staged} (id text, lsn bigint, node int, "
+            "to_lsn bigint, to_node int, op text, kind text, partition text, shared boolean, "
+            "item text) ON COMMIT DELETE ROWS"
+        )
+        """The temporary table a group too large for one parameter is sent into."""
+        self.stage_rows = q(f"INSERT INTO {staged} SELECT * FROM {rows}")
         vectors = (
             "json_to_recordset(%(vectors)s::json) "
             "AS x(id text, model text, text_hash text, dim int, vector text)"
         )
-        self.write = q(
-            f"""WITH
-            new AS MATERIALIZED (SELECT * FROM {rows}),
+        self.write, self.write_staged = (
+            q(
+                f"""WITH
+            new AS MATERIALIZED (SELECT * FROM {source}),
             purged AS (DELETE FROM {{s}}.versions WHERE id = ANY({_ids("purge")})),
             unvectored AS (DELETE FROM {{s}}.vectors WHERE id = ANY({_ids("unvec")})),
             closed AS (
@@ -148,10 +206,15 @@ class Queries:
             logged AS ({log}),
             moved AS ({move})
             {notify}"""
+            )
+            for source in (rows, staged)
         )
-        self.import_rows = q(
-            f"INSERT INTO {{s}}.versions ({{cols}}) SELECT {{cols}} FROM {rows} "
-            "ON CONFLICT (id, lsn, node) DO NOTHING"
+        self.import_rows, self.import_staged = (
+            q(
+                f"INSERT INTO {{s}}.versions ({{cols}}) SELECT {{cols}} FROM {source} "
+                "ON CONFLICT (id, lsn, node) DO NOTHING"
+            )
+            for source in (rows, staged)
         )
         self.relink = q(
             f"""UPDATE {{s}}.versions v SET to_lsn = n.next_lsn, to_node = n.next_node

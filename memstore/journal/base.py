@@ -40,6 +40,7 @@ from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError,
 from memstore.journal.version import TABLE, Row, Version, row_from_export
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
+from memstore.validate import id_rejection
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -85,11 +86,18 @@ class Journal(Protocol):
 
 
 def to_lsn(at: AsOf) -> Lsn:
-    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``."""
+    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``.
+
+    A position is checked whatever its form: an ``Lsn`` or ``Hlc`` built by
+    hand with a part out of range (``Lsn(2**70, 0)``) or not a whole number
+    raises :class:`InvalidLsnError`, as the same position written as text
+    does, rather than reach the database (SQLite overflows on it, PostgreSQL
+    answers as of the end of time).
+    """
     if isinstance(at, Hlc):
-        return at.lsn
+        return _checked(at.lsn)
     if isinstance(at, Lsn):
-        return at
+        return _checked(at)
     if isinstance(at, _dt.datetime):
         return Lsn.from_datetime(at)
     if isinstance(at, str):
@@ -99,11 +107,19 @@ def to_lsn(at: AsOf) -> Lsn:
     )
 
 
+def _checked(at: Lsn) -> Lsn:
+    """``at`` if both its parts are whole numbers in range, else :class:`InvalidLsnError`."""
+    wall_ms, counter = at
+    if type(wall_ms) is not int or type(counter) is not int:
+        raise InvalidLsnError(f"an Lsn's parts are whole numbers, got {at!r:.60}")
+    return Lsn.of(wall_ms, counter)
+
+
 def _partition(partition: object) -> str | None:
     """A checked partition to read (``None`` for every one, ``PARTITION_ALL`` too)."""
     if partition is None or partition == PARTITION_ALL:
         return None
-    return arg.text_arg(partition, "partition", MAX_NAME_CHARS)
+    return arg.key_arg(partition, "partition", MAX_NAME_CHARS)
 
 
 class JournalBase(ABC):
@@ -120,6 +136,9 @@ class JournalBase(ABC):
         self._node_id = node_id
         self._wall = wall
         self._clock: HybridClock | None = None
+        # The newest position on record (set with the clock): the clock may
+        # run ahead of it, as a failed write spends a stamp and records nothing.
+        self._head = Lsn(0, 0)
         self._store: Store | None = None
         self._frozen = False  # the restore froze the heap (see attach): thawed at detach
         self._tls = threading.local()
@@ -176,11 +195,22 @@ class JournalBase(ABC):
 
     def _ensure_clock(self) -> HybridClock:
         if self._clock is None:
-            kwargs: dict[str, Any] = {"last": self._read_head()}
+            self._head = self._read_head()
+            kwargs: dict[str, Any] = {"last": self._head}
             if self._wall is not None:
                 kwargs["wall"] = self._wall
             self._clock = HybridClock(self._node_id, **kwargs)
         return self._clock
+
+    def _recorded(self, at: Lsn) -> None:
+        """A write was recorded at ``at``: this thread's :meth:`last_lsn`, and the head.
+
+        Called only once the backend committed (with the store's lock held), so
+        :meth:`head` names a position on record, never a stamp a failed write spent.
+        """
+        self._tls.last = at
+        if at > self._head:
+            self._head = at
 
     def _check_open(self) -> None:
         if self._closed:
@@ -237,9 +267,10 @@ class JournalBase(ABC):
                 elif store.len_locked():
                     live = store.items_locked()
                     hlc = clock.tick()  # one group, one stamp
-                    self._commit_rows(
+                    at = self._commit_rows(
                         [Row.of(it.id, hlc, "upsert", it.kind, it, it) for it in live]
                     )
+                    self._head = max(self._head, at)
             except BaseException:
                 store.set_commit_hook(None)
                 raise
@@ -291,7 +322,7 @@ class JournalBase(ABC):
         # Backends may re-stamp (PostgreSQL, when another process committed
         # first); every row of a group shares its one stamp either way.
         at = self._commit_rows(rows)
-        self._tls.last = at
+        self._recorded(at)
         self._remember([(c, at) for c in changes])
 
     def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
@@ -338,9 +369,10 @@ class JournalBase(ABC):
     # ------------------------------------------------------------- reads
 
     def head(self) -> Lsn:
-        """The newest position on record."""
+        """The newest position on record (a write that failed leaves it where it was)."""
         self._check_open()
-        return self._ensure_clock().last
+        self._ensure_clock()
+        return self._head
 
     def last_lsn(self) -> Lsn | None:
         """The position of the last write group this thread got acknowledged.
@@ -425,29 +457,33 @@ class JournalBase(ABC):
         never held included: after the call it holds none of them). The
         database's free pages still hold the bytes until SQLite reuses them or
         ``VACUUM`` runs: this is not secure erasure.
+
+        A predicate runs with the store's lock held, so this process's writers
+        wait until the purge is done: none lands between the match and the
+        erasure, where the purge would erase an acknowledged write it never judged.
         """
         if callable(match):
-            store = self._attached()
-            ids = self.matching(match)
+            predicate: Callable[[Item], bool] | None = match
+            wanted: list[str] = []
         else:  # checked before anything: b"ab" is not the ids 97 and 98
-            wanted = arg.id_list(match, "match")
-            store = self._attached()
-            ids = sorted(set(wanted))
-        if not ids:
-            return []
-        self._writable()  # before the saved index goes: a refused purge changes nothing
-        self._discard_lexicon()
-        done = False
-
-        def special(changes: Sequence[Change]) -> None:
-            nonlocal done
-            self._tls.last = self._commit_rows([], purge=ids)
-            done = True
-
+            predicate, wanted = None, arg.id_list(match, "match")
+        store = self._attached()
         with _holding(store):
+            ids = self.matching(predicate) if predicate is not None else sorted(set(wanted))
+            if not ids:
+                return []
+            self._writable()  # before the saved index goes: a refused purge changes nothing
+            self._discard_lexicon()
+            done = False
+
+            def special(changes: Sequence[Change]) -> None:
+                nonlocal done
+                self._recorded(self._commit_rows([], purge=ids))
+                done = True
+
             self._run_special(store, special, lambda: [store.delete(id) for id in ids])
             if not done:  # none of them was live: only the record to erase
-                self._tls.last = self._commit_rows([], purge=ids)
+                self._recorded(self._commit_rows([], purge=ids))
         return ids
 
     def _run_special(
@@ -576,7 +612,7 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._tls.last = self._import_rows(rows)
+            self._recorded(self._import_rows(rows))
             done = True
 
         with _holding(store):
@@ -603,7 +639,7 @@ class JournalBase(ABC):
 
             self._run_special(store, special, apply)
             if not done:
-                self._tls.last = self._import_rows(rows)
+                self._recorded(self._import_rows(rows))
             self._ensure_clock().observe(top)
         return len(changed)
 
@@ -709,6 +745,8 @@ def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Ro
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise InvalidItemError(f"line {n}: not JSON: {e}") from None
+        except RecursionError:  # no export nests deeper than an item's fields
+            raise InvalidItemError(f"line {n}: JSON nested too deeply for an export") from None
         if first:
             first = False
             if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
@@ -720,6 +758,9 @@ def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Ro
         if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
             raise InvalidItemError(f"line {n}: expected {{'id': ..., 'versions': [...]}}")
         id = obj["id"]
+        why = id_rejection(id)  # a delete-only entry has no item whose rules would check it
+        if why:
+            raise InvalidItemError(f"line {n}: {why}")
         entries = obj.get("versions")
         if not isinstance(entries, list) or not entries:
             raise InvalidItemError(f"line {n}: {id} has no versions")

@@ -63,7 +63,7 @@ from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, 
 from memstore.journal._pgfeed import FeedBatch, Follower
 from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
-from memstore.journal._pgsql import Queries, ids_json, rows_json, vectors_json
+from memstore.journal._pgsql import Queries, ids_json, rows_json_chunks, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
 from memstore.journal.base import JournalBase, _holding, to_lsn
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
@@ -253,7 +253,13 @@ class PostgresJournal(JournalBase):
                     clock.observe(Lsn.unpack(head))
                     _restamp(rows, clock)
                 last = rows[-1].lsn
-            conn.execute(self._q.write, self._write_params(rows, purge, vectors, seq, last, ids))
+            chunks = rows_json_chunks(rows)
+            params = self._write_params(purge, vectors, seq, last, ids)
+            if len(chunks) == 1:  # the common case: one statement, one round trip
+                conn.execute(self._q.write, {"rows": chunks[0], **params})
+            else:
+                self._stage(conn, chunks)
+                conn.execute(self._q.write_staged, params)
 
         seq = self._locked_write("the journal write failed", write)
         self._position.acknowledge(seq, ids)
@@ -263,15 +269,17 @@ class PostgresJournal(JournalBase):
         """Run ``body(conn, seq, head)`` in one transaction holding the commit lock; ``seq``.
 
         ``seq`` is this commit's sequence number, ``head`` the newest stamp on
-        record. A write connection found dead before the lock was taken is
-        opened again once (nothing was sent, so nothing can be on record).
+        record. A write connection found dead before the lock was taken, or
+        lost while it was being opened again, is opened again once (nothing was
+        sent, so nothing can be on record); a second loss fails the write.
         """
         with self._db.write_lock:
             retried = False
             while True:
-                conn = self._db.writer()
+                conn: Conn | None = None
                 locked = committing = False
                 try:
+                    conn = self._db.writer()  # its set-up statements can fail too
                     with conn.transaction():
                         seq, head = self._lock_head(conn)
                         locked = True
@@ -279,7 +287,9 @@ class PostgresJournal(JournalBase):
                         committing = True
                     return seq + 1
                 except psycopg.Error as e:
-                    if not locked and not retried and conn.broken:
+                    # Before the lock nothing was sent: the connection (dead, or
+                    # lost while it was opened again) is opened once more.
+                    if not locked and not retried and (conn is None or conn.broken):
                         retried = True
                         continue
                     raise write_error(e, committing, what) from e
@@ -296,9 +306,15 @@ class PostgresJournal(JournalBase):
         assert row is not None, "the head row is missing"
         return int(row[0]), int(row[1])
 
+    def _stage(self, conn: Conn, chunks: Sequence[str]) -> None:
+        """Send rows too large for one parameter, chunk by chunk, into this transaction's
+        temporary table (:data:`~memstore.journal._pgsql.MAX_ROWS_JSON_CHARS`)."""
+        conn.execute(self._q.stage_table)
+        for chunk in chunks:
+            conn.execute(self._q.stage_rows, {"rows": chunk})
+
     def _write_params(
         self,
-        rows: Sequence[Row],
         purge: Collection[str],
         vectors: GroupVectors | None,
         seq: int,
@@ -307,7 +323,6 @@ class PostgresJournal(JournalBase):
     ) -> dict[str, Any]:
         gone = [*purge, *(vectors.deleted if vectors is not None else ())]
         return {
-            "rows": rows_json(rows),
             "purge": ids_json(purge),
             "unvec": ids_json(gone),
             "vectors": vectors_json(vectors.puts if vectors is not None else ()),
@@ -333,7 +348,12 @@ class PostgresJournal(JournalBase):
         def write(conn: Conn, seq: int, head: int) -> None:
             nonlocal last
             last = self._stamp_above(max(head, *(r.lsn for r in rows)))
-            conn.execute(self._q.import_rows, {"rows": rows_json(rows)})
+            chunks = rows_json_chunks(rows)
+            if len(chunks) == 1:
+                conn.execute(self._q.import_rows, {"rows": chunks[0]})
+            else:
+                self._stage(conn, chunks)
+                conn.execute(self._q.import_staged)
             conn.execute(self._q.relink, {"ids": ids_json(ids)})
             conn.execute(self._q.log_commit, self._log_params(seq, last, "import", ids))
 
@@ -482,8 +502,8 @@ class PostgresJournal(JournalBase):
             return
         name, dim = model
         with self._db.write_lock:
-            conn = self._db.writer()
             try:
+                conn = self._db.writer()
                 with conn.transaction():
                     # Under the commit lock, as writers store vectors: two
                     # transactions inserting the same keys in another order

@@ -92,6 +92,9 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 
 _COLUMNS = "id, lsn, node, to_lsn, to_node, op, kind, partition, shared, item"
 
+_FileId = tuple[int, int] | None
+"""A file's ``(st_dev, st_ino)``, or ``None`` when nothing is at its path."""
+
 
 LEXICON_SUFFIX: Final = ".lexicon.npz"
 """The saved lexical index beside a journal file (see :meth:`JournalBase._save_lexicon`)."""
@@ -179,6 +182,7 @@ class SqliteJournal(JournalBase):
         self._wlock = threading.RLock()
         self._readers: list[sqlite3.Connection] = []
         self._rlock = threading.Lock()
+        self._files: tuple[_FileId, _FileId] | None = None
         _check_file(self.path)
         if not readonly:
             self._lockfile = _take_lock(self.path)
@@ -188,6 +192,8 @@ class SqliteJournal(JournalBase):
             if max_bytes is not None:
                 page = self._conn.execute("PRAGMA page_size").fetchone()[0]
                 self._conn.execute(f"PRAGMA max_page_count = {max(1, max_bytes // page)}")
+            if not readonly:  # the files this writer's connection holds open, from now on
+                self._files = self._file_ids()
         except BaseException:
             self._release_lock()
             raise
@@ -268,6 +274,36 @@ class SqliteJournal(JournalBase):
                 conn.execute("ROLLBACK")
             raise
 
+    # ------------------------------------------------------ the files on disk
+
+    def _file_ids(self) -> tuple[_FileId, _FileId]:
+        """Which files ``path`` and its write-ahead log name now: ``(device, inode)`` each."""
+        return _file_id(self.path), _file_id(self.path + "-wal")
+
+    def _same_files(self) -> bool:
+        """Whether ``path`` still names the files this writer holds open (a reader: never)."""
+        return self._files is not None and self._file_ids() == self._files
+
+    def _check_files(self, what: str) -> None:
+        """Refuse ``what`` unless ``path`` still names the files this writer holds open.
+
+        A journal file (or its ``-wal`` log) deleted, renamed or replaced while
+        open leaves SQLite writing on: in WAL mode it does not notice, and every
+        commit would land in a file that no later open finds (the next
+        :class:`SqliteJournal` on ``path`` opens another file, or an empty new
+        one). An acknowledged write would be lost, so the write is refused
+        before it commits. One ``stat`` of each file: nothing beside a commit's sync.
+        """
+        if self.readonly or self._same_files():
+            return
+        raise JournalError(
+            f"{what}: the journal file {self.path!r} (or its -wal log) was deleted, moved "
+            "or replaced while this journal had it open, and nothing written now would be "
+            "found there again. Close this journal (closing folds what it committed into "
+            "the file it has open) and open the file that is at that path now, or restore "
+            "a backup"
+        )
+
     # ---------------------------------------------------------- rows: write
 
     @contextlib.contextmanager
@@ -275,7 +311,8 @@ class SqliteJournal(JournalBase):
         """One write transaction: committed if the block returns, rolled back if it raises.
 
         A SQLite failure becomes the :class:`JournalError` it means, saying
-        ``what`` failed and that nothing was changed.
+        ``what`` failed and that nothing was changed. So does a journal file
+        replaced under this writer (:meth:`_check_files`, just before the commit).
         """
         self._writable()
         with self._wlock:
@@ -284,6 +321,7 @@ class SqliteJournal(JournalBase):
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield conn
+                    self._check_files(f"{what} failed; nothing was changed")
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
@@ -328,9 +366,9 @@ class SqliteJournal(JournalBase):
                         for r in rows  # _values inlined: one call fewer a row
                     ],
                 )
-        # A purge stamps nothing: the head, which this single writer's clock
-        # holds, is a position from which on the purge is in effect.
-        return Lsn.unpack(rows[-1].lsn) if rows else self._ensure_clock().last
+        # A purge stamps nothing: the head, which this single writer knows,
+        # is a position from which on the purge is in effect.
+        return Lsn.unpack(rows[-1].lsn) if rows else self.head()
 
     def _import_rows(self, rows: Sequence[Row]) -> Lsn:
         ids = sorted({r.id for r in rows})
@@ -351,7 +389,7 @@ class SqliteJournal(JournalBase):
                 )
         # Imported versions keep their stamps: the head is now the newest of
         # them or the head before, whichever is newer.
-        return max(self._ensure_clock().last, *(Lsn.unpack(r.lsn) for r in rows))
+        return max(self.head(), *(Lsn.unpack(r.lsn) for r in rows))
 
     def _writable(self) -> None:
         self._check_open()
@@ -362,7 +400,12 @@ class SqliteJournal(JournalBase):
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
-        """A connection of the read pool: reads run beside the writer (WAL)."""
+        """A connection of the read pool: reads run beside the writer (WAL).
+
+        A writer whose file was replaced (:meth:`_check_files`) refuses to read
+        too: a new connection would read whatever file is at the path now.
+        """
+        self._check_files(f"reading journal {self.path!r} failed")
         with self._rlock:
             conn = self._readers.pop() if self._readers else None
         if conn is None:
@@ -501,7 +544,9 @@ class SqliteJournal(JournalBase):
         return f"{self.path}{LEXICON_SUFFIX}"
 
     def _save_lexicon(self) -> None:
-        if not self.readonly:  # a reader never writes beside the writer's file
+        # A reader never writes beside the writer's file; nor does a writer whose
+        # file was replaced (the index would sit beside another journal).
+        if self._same_files():
             super()._save_lexicon()
 
     def _close_backend(self) -> None:
@@ -575,6 +620,14 @@ def backup_file(source: str | os.PathLike[str], target: str | os.PathLike[str]) 
 
 
 _first = itemgetter(0)
+
+
+def _file_id(path: str) -> _FileId:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _values(r: Row) -> tuple[object, ...]:

@@ -18,6 +18,7 @@ from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
 from memstore.journal.hlc import COUNTER_BITS, Hlc, InvalidLsnError, Lsn
 from memstore.tags import SHARED_TAG, partition_from_tags
+from memstore.validate import kind_rejection
 
 __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
@@ -190,5 +191,11 @@ def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None 
             raise InvalidItemError(f"{id}: item: {why}")
     elif raw is not None:
         raise InvalidItemError(f"{id}: a delete version carries no item")
-    kind = item.kind if item is not None else str(entry.get("kind", ""))
+    if item is not None:
+        kind = item.kind
+    else:  # a delete names the kind it ended ("" or absent: the kind of the version before)
+        kind = entry.get("kind") or ""
+        why = kind_rejection(kind) if kind else ""
+        if why:
+            raise InvalidItemError(f"{id}: a delete version: {why}")
     return Row.of(id, hlc, op, kind, item, item)
