@@ -32,6 +32,7 @@ from typing import IO, Any, get_args
 from memstore import __version__
 from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
 from memstore.item import Origin
+from memstore.journal.exportfile import is_end_line
 from memstore.limits import MAX_RESULTS
 from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.protocol.limits import MAX_BODY_BYTES
@@ -324,7 +325,8 @@ def cmd_import(args: argparse.Namespace) -> int:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
                 raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
-    unchanged = max(lines.items - 1, 0) - changed  # the first line names the format
+    # Every line with content is an item, but the first (the format) and the end line.
+    unchanged = max(lines.items - 1 - is_end_line(lines.last), 0) - changed
     if args.json:
         print(json.dumps({"imported": changed, "unchanged": unchanged}))
     else:
@@ -547,6 +549,7 @@ class _Lines:
         self._progress = progress and total > 0
         self._limit = first_line_limit
         self.items = 0
+        self.last = ""  # the last line with content
 
     def __iter__(self) -> Iterator[str]:
         limit, n = self._limit, 0
@@ -560,6 +563,7 @@ class _Lines:
                     )
                 limit = 0
                 self.items += 1
+                self.last = line
             if self._progress:
                 self._read += len(line.encode("utf-8"))
                 pct = min(100, self._read * 100 // self._total)

@@ -197,7 +197,7 @@ def observe(mem: Memory, ids: list[str], heads: list[Lsn]) -> dict[str, Any]:
     seen["export"] = body
     seen["export_unstamped"] = [
         [{k: v for k, v in version.items() if k != "valid_from"} for version in line["versions"]]
-        for line in map(json.loads, body.splitlines())
+        for line in map(json.loads, body.splitlines()[:-1])  # the last line ends the export
     ]
     seen["export_header"] = {k: v for k, v in json.loads(header).items() if k != "head"}
     return seen
@@ -632,7 +632,8 @@ def test_a_position_out_of_range_is_refused_whatever_its_form(
 
 def export_line(id: object, *versions: dict[str, Any]) -> str:
     header = json.dumps({"format": EXPORT_FORMAT, "partition": None, "head": "1.0"})
-    return header + "\n" + json.dumps({"id": id, "versions": list(versions)}) + "\n"
+    line = json.dumps({"id": id, "versions": list(versions)})
+    return f"{header}\n{line}\n" + '{"end": true, "items": 1}\n'
 
 
 def version(op: str, wall_ms: int, kind: object = "note", **item: Any) -> dict[str, Any]:

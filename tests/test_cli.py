@@ -234,6 +234,20 @@ def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: P
         assert mcp.returncode == 1 and not (tmp_path / "m").exists(), mcp.stderr
 
 
+def test_an_export_cut_short_is_refused_by_import(tmp_path: Path) -> None:
+    """A copy that stopped at a line boundary imported what it had, and the rest was lost."""
+    for text in ("one", "two", "three"):
+        memstore("add", text, "--embedder", "none", cwd=tmp_path)
+    out = tmp_path / "e.ndjson"
+    assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text("".join(out.read_text().splitlines(keepends=True)[:3]))  # header, 2 items
+    refused = memstore("import", str(cut), "--data", "b", "--embedder", "none", cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    assert "cut off" in refused.stderr and "nothing was imported" in refused.stderr
+    assert not (tmp_path / "b").exists()
+
+
 def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     holder = subprocess.Popen(

@@ -253,7 +253,7 @@ def test_json_is_offered_only_where_it_prints_json(tmp_path: Path) -> None:
     assert memstore("export", "-o", "e.ndjson", cwd=tmp_path).returncode == 0
     imported = memstore("import", "e.ndjson", "--data", "b", "--json", cwd=tmp_path)
     assert json.loads(imported.stdout) == {"imported": 1, "unchanged": 0}, imported.stderr
-    (item,) = [json.loads(line) for line in (tmp_path / "e.ndjson").read_text().splitlines()[1:]]
+    (item,) = [json.loads(line) for line in (tmp_path / "e.ndjson").read_text().splitlines()[1:-1]]
     forgot = memstore("forget", item["id"], "--json", "--data", "b", cwd=tmp_path)
     assert json.loads(forgot.stdout) == {"deleted": item["id"], "hard": False}
     for command in (["export"], ["serve", "--port", "1"], ["mcp"]):

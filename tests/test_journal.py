@@ -588,6 +588,75 @@ def test_bad_import_changes_nothing(pair: tuple[JournalBase, Store], text: str, 
     assert len(list(journal.current())) == 1
 
 
+def test_an_export_cut_off_at_any_line_is_refused(
+    pair: tuple[JournalBase, Store], places: Places
+) -> None:
+    """Before: an export cut at a line boundary imported the lines before the cut, silently."""
+    journal, store = pair
+    for n in range(3):
+        store.upsert(note(f"n{n}"))
+    out = io.StringIO()
+    assert journal.export(None, out) == 3
+    lines = out.getvalue().splitlines(keepends=True)
+    assert json.loads(lines[-1]) == {"end": True, "items": 3}
+    journal2, store2 = open_store(places("copy"))
+    try:
+        for cut in range(1, len(lines)):  # header only, header and 1 item, ...
+            with pytest.raises(InvalidItemError, match="cut off"):
+                journal2.import_(io.StringIO("".join(lines[:cut])))
+            assert state(store2) == {} and journal2.head() == Lsn(0, 0)
+        assert journal2.import_(io.StringIO("".join(lines))) == 3
+    finally:
+        journal2.close()
+
+
+@pytest.mark.parametrize(
+    ("end", "why"),
+    [
+        ('{"end": true, "items": 2}\n', "counts 2 item\\(s\\) but the export holds 1"),
+        ('{"end": true, "items": "1"}\n', "expected the end line"),
+        ('{"end": 1, "items": 1}\n', "expected the end line"),
+        ('{"end": true, "items": 1}\n{"id": "x"}\n', "line 4: text after the export's end line"),
+    ],
+)
+def test_a_damaged_end_line_is_refused(
+    pair: tuple[JournalBase, Store], places: Places, end: str, why: str
+) -> None:
+    journal, store = pair
+    store.upsert(note("only"))
+    out = io.StringIO()
+    journal.export(None, out)
+    body = out.getvalue().splitlines(keepends=True)[:-1]
+    journal2, store2 = open_store(places("copy"))
+    try:
+        with pytest.raises(InvalidItemError, match=why):
+            journal2.import_(io.StringIO("".join(body) + end))
+        assert state(store2) == {}
+    finally:
+        journal2.close()
+
+
+def test_an_export_of_format_1_still_imports(
+    pair: tuple[JournalBase, Store], places: Places
+) -> None:
+    """Exports written before the end line existed name format /1 and have none."""
+    journal, store = pair
+    item = store.upsert(note("old"))
+    out = io.StringIO()
+    journal.export(None, out)
+    lines = out.getvalue().splitlines(keepends=True)[:-1]
+    header = json.loads(lines[0])
+    header["format"] = "memstore-journal-export/1"
+    lines[0] = json.dumps(header) + "\n"
+    journal2, store2 = open_store(places("copy"))
+    try:
+        assert journal2.import_(io.StringIO("".join(lines))) == 1
+        assert [it.title for it in store2.items()] == ["old"]
+        assert journal2.history(item.id) == journal.history(item.id)
+    finally:
+        journal2.close()
+
+
 # ------------------------------------------------------------ bad files
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import logging
 import os
 import threading
@@ -36,11 +35,11 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
+from memstore.journal.exportfile import EXPORT_FORMAT, ExportWriter, read_export
 from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError, Lsn
-from memstore.journal.version import TABLE, Row, Version, row_from_export
+from memstore.journal.version import TABLE, Row, Version
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
-from memstore.validate import id_rejection
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -54,9 +53,6 @@ LEXICON_SNAPSHOT_MIN_ITEMS = 20_000
 
 _RECENT = 4096
 """How many committed changes :meth:`JournalBase.lsn_of` remembers."""
-
-EXPORT_FORMAT = "memstore-journal-export/1"
-"""The first line of an export names its format: ``{"format": EXPORT_FORMAT, ...}``."""
 
 PurgeMatch = Callable[[Item], bool] | Collection[str]
 """What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
@@ -544,7 +540,10 @@ class JournalBase(ABC):
 
         The first line names the format; then one line per item:
         ``{"id": ..., "versions": [{"valid_from": {...}, "op": ..., "kind": ...,
-        "item": {...}}, ...]}``. Returns the number of items written.
+        "item": {...}}, ...]}``; the last line, ``{"end": true, "items": N}``,
+        marks the export complete, so an import refuses a copy cut off
+        anywhere (:mod:`memstore.journal.exportfile`). Returns the number of
+        items written.
 
         A version that cannot be read raises
         :class:`~memstore.errors.JournalCorruptError` naming it, unless
@@ -561,10 +560,7 @@ class JournalBase(ABC):
                 f"on_corrupt must be a function or None, got {arg.describe(on_corrupt)}"
             )
         self._check_open()
-        head = self.head()
-        header = {"format": EXPORT_FORMAT, "partition": part, "head": str(head)}
-        fp.write(json.dumps(header) + "\n")
-        n = 0
+        out = ExportWriter(fp, part, str(self.head()))
         versions: list[dict[str, Any]] = []
         current: str | None = None
         # An item belongs to the partition its last version is in, and goes
@@ -573,9 +569,8 @@ class JournalBase(ABC):
         rows = self._rows_of(ids, None) if ids is None or ids else iter(())
         for row in rows:
             if row.id != current:
-                if versions:
-                    fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
-                    n += 1
+                if versions and current is not None:
+                    out.item(current, versions)
                 current, versions = row.id, []
             try:
                 versions.append(row.version().to_json())
@@ -583,10 +578,9 @@ class JournalBase(ABC):
                 if on_corrupt is None:
                     raise
                 on_corrupt(e)
-        if versions:
-            fp.write(json.dumps({"id": current, "versions": versions}) + "\n")
-            n += 1
-        return n
+        if versions and current is not None:
+            out.item(current, versions)
+        return out.end()
 
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export`: the same versions, the same current items.
@@ -594,13 +588,14 @@ class JournalBase(ABC):
         Everything is read and validated before anything is written, and then
         written in one transaction: a bad file raises
         :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
-        nothing. Versions already on record (same id and stamp) are skipped, so
+        nothing, and so does an export missing its end line (cut off).
+        Versions already on record (same id and stamp) are skipped, so
         importing twice is harmless. Returns the number of items the import
         changed (that gained a version): 0 for a file already imported.
         """
         fp = arg.readable(fp)
         store = self._attached()
-        by_id = _read_export(fp, store.validate_base)
+        by_id = read_export(fp, store.validate_base)
         if not by_id:
             return 0
         rows = [r for rs in by_id.values() for r in rs]
@@ -728,88 +723,6 @@ def _holding(store: Store) -> Iterator[None]:
         yield
     finally:
         store.lock.release()
-
-
-def _read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Row]]:
-    """The export in ``fp`` by id, each id's versions in order; ``check`` judges every item."""
-    by_id: dict[str, list[Row]] = {}
-    first = True
-    for n, line in _numbered_lines(fp):
-        if not isinstance(line, str):
-            raise InvalidItemError(
-                f"line {n}: expected text, got {type(line).__name__} (open the export in text mode)"
-            )
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InvalidItemError(f"line {n}: not JSON: {e}") from None
-        except RecursionError:  # no export nests deeper than an item's fields
-            raise InvalidItemError(f"line {n}: JSON nested too deeply for an export") from None
-        if first:
-            first = False
-            if not isinstance(obj, dict) or obj.get("format") != EXPORT_FORMAT:
-                raise InvalidItemError(
-                    f"line {n}: not a memstore export (the first line must name "
-                    f"format {EXPORT_FORMAT!r})"
-                )
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
-            raise InvalidItemError(f"line {n}: expected {{'id': ..., 'versions': [...]}}")
-        id = obj["id"]
-        why = id_rejection(id)  # a delete-only entry has no item whose rules would check it
-        if why:
-            raise InvalidItemError(f"line {n}: {why}")
-        entries = obj.get("versions")
-        if not isinstance(entries, list) or not entries:
-            raise InvalidItemError(f"line {n}: {id} has no versions")
-        if id in by_id:
-            raise InvalidItemError(f"line {n}: {id} appears twice")
-        try:
-            rows = sorted(
-                (row_from_export(id, e, check) for e in entries), key=lambda r: (r.lsn, r.node)
-            )
-        except InvalidItemError as e:
-            raise InvalidItemError(f"line {n}: {e.reason}") from None
-        _place_deletes(rows)
-        by_id[id] = rows
-    if first:
-        raise InvalidItemError("empty input: not a memstore export")
-    return by_id
-
-
-def _numbered_lines(fp: IO[str]) -> Iterator[tuple[int, str]]:
-    """The lines of ``fp`` numbered from 1; text that does not decode is an invalid export.
-
-    A text file decodes ahead of the line read, so the error names the last
-    line read whole rather than the one holding the bad bytes.
-    """
-    lines = iter(fp)
-    n = 0
-    while True:
-        try:
-            line = next(lines)
-        except StopIteration:
-            return
-        except UnicodeDecodeError as e:
-            where = f"after line {n}: " if n else ""
-            raise InvalidItemError(
-                f"{where}the export is not {e.encoding.upper()} text ({e.reason})"
-            ) from None
-        n += 1
-        yield n, line
-
-
-def _place_deletes(rows: list[Row]) -> None:
-    """A delete version belongs where the item it ended was: copy its placement."""
-    prev: Row | None = None
-    for r in rows:
-        if r.op == "delete" and prev is not None:
-            r.partition, r.shared = prev.partition, prev.shared
-            r.kind = r.kind or prev.kind
-        if r.op == "upsert":
-            prev = r
 
 
 def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:
