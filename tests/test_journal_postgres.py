@@ -12,6 +12,7 @@ import itertools
 import math
 import random
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -116,14 +117,19 @@ def test_every_connection_is_named_after_its_node(pg_place: PgPlace, node_id: in
     store.upsert(Item(id="x", kind="note", title="x"))
     journal.history("x")  # a read connection
     assert node_id is None or journal.node_id == node_id
-    names = pg_place.sql(
-        "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
-        f"memstore:{pg_place.schema}:%",
-    )
     node = journal.node_id
-    assert sorted(r[0] for r in names) == [
-        f"memstore:{pg_place.schema}:{role}:{node}" for role in ("follow", "read", "write")
-    ]
+    expected = [f"memstore:{pg_place.schema}:{role}:{node}" for role in ("follow", "read", "write")]
+    deadline = time.monotonic() + 30  # the follower connects on a thread of its own
+    while True:
+        names = pg_place.sql(
+            "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+            f"memstore:{pg_place.schema}:%",
+        )
+        seen = sorted(r[0] for r in names)
+        if seen == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert seen == expected
     journal.close()
 
 

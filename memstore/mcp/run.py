@@ -9,6 +9,7 @@ belongs to the protocol on stdio, so nothing else is ever printed there.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import Any
 
@@ -17,6 +18,7 @@ from mcp.server.stdio import stdio_server
 
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
+from memstore.web.listen import ListenError, base_url, close_all, listen
 
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens
 from .opening import open_memory
@@ -45,6 +47,26 @@ def serve(args: argparse.Namespace) -> int:
         if args.partition is not None:  # a bad name is refused now, not on every call
             with Memory(embedder=None) as scratch:
                 scratch.recent(1, partition=args.partition)
+    except MemstoreError as e:
+        print(f"memstore mcp: {e}", file=sys.stderr)
+        return 2
+    sockets: list[socket.socket] = []
+    if http:
+        try:
+            sockets = listen(args.host, args.port)  # a port in use: refused before the folder opens
+        except ListenError as e:
+            print(f"memstore mcp: {e}; choose another --port or --host", file=sys.stderr)
+            return 1
+    try:
+        return _serve_on(args, tokens, sockets)
+    finally:
+        close_all(sockets)
+
+
+def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket]) -> int:
+    """:func:`serve` once an HTTP server's address is bound: open the memory and serve it."""
+    http = args.transport == "http"
+    try:
         opened = open_memory(
             args.data,
             embedder=args.embedder,
@@ -78,10 +100,13 @@ def serve(args: argparse.Namespace) -> int:
             server, host=args.host, port=args.port, partition=args.partition, tokens=tokens
         )
         print(
-            f"memstore mcp: serving MCP (streamable HTTP) on http://{args.host}:{args.port}/mcp",
+            f"memstore mcp: serving MCP (streamable HTTP) on {base_url(args.host, args.port)}/mcp",
             file=sys.stderr,
         )
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+        config = uvicorn.Config(
+            app, host=args.host, port=args.port, log_level="warning", access_log=False
+        )
+        uvicorn.Server(config).run(sockets=sockets)
         return 0
     finally:
         opened.memory.close()

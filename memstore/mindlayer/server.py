@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from typing import Final
 
@@ -38,6 +39,7 @@ from memstore.mindlayer.service import MindLayer
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.listen import ListenError, base_url, close_all, listen
 from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
 
@@ -103,6 +105,27 @@ def serve(args: argparse.Namespace) -> int:
     except (ProviderConfigError, OwnerTokenError, ValueError) as e:
         return _fail(e)
     try:
+        sockets = listen(args.host, args.port)  # a port in use: refused before anything opens
+    except ListenError as e:
+        print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
+        return 1
+    try:
+        return _serve_on(args, sockets, provider, token, hosts, origins, limits)
+    finally:
+        close_all(sockets)
+
+
+def _serve_on(
+    args: argparse.Namespace,
+    sockets: list[socket.socket],
+    provider: ProviderConfig | None,
+    token: TokensFile[str] | str | None,
+    hosts: HostPolicy,
+    origins: OriginPolicy,
+    limits: ConnectionLimits,
+) -> int:
+    """:func:`serve` once its address is bound: open, serve, close."""
+    try:
         embedder = provider.embedder() if provider is not None else None
         chat = provider.chat() if provider is not None else None
     except ImportError as e:
@@ -125,12 +148,13 @@ def serve(args: argparse.Namespace) -> int:
         config = ServeConfig(
             host=args.host,
             port=args.port,
+            sockets=sockets,
             limits=limits,
             on_hangup=(token.reload,) if isinstance(token, TokensFile) else (),
         )
         model = memory.cells.embedder.model_id if memory.cells is not None else "none"
         print(
-            f"memstore: serving the Mind Layer API on http://{args.host}:{args.port} "
+            f"memstore: serving the Mind Layer API on {base_url(args.host, args.port)} "
             f"(data {args.data}, owner token {'required' if token else 'not required'}, "
             f"embeddings {model}, chat {provider.chat_model if provider else None}, {hosts!r})",
             file=sys.stderr,

@@ -38,6 +38,7 @@ import argparse
 import hashlib
 import hmac
 import math
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +62,7 @@ from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
+from memstore.web.listen import ListenError, base_url, close_all, listen
 from memstore.web.mount import Mount
 from memstore.web.runner import ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
@@ -164,8 +166,7 @@ def _base_url(args: argparse.Namespace) -> str:
     ...     argparse.Namespace(host="127.0.0.1", port=80))
     ('http://[::1]:8080', 'http://127.0.0.1:80')
     """
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    return f"http://{host}:{args.port}"
+    return base_url(args.host, args.port)
 
 
 def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
@@ -263,6 +264,26 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         _tokens(args)  # says why it refuses, before anything is opened
         return 2
     try:
+        sockets = listen(args.host, args.port)  # a port in use: refused before anything is made
+    except ListenError as e:
+        print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
+        return 1
+    try:
+        return _serve_on(args, sockets, mounts, hosts, origins, limits)
+    finally:
+        close_all(sockets)
+
+
+def _serve_on(
+    args: argparse.Namespace,
+    sockets: list[socket.socket],
+    mounts: Sequence[Mount],
+    hosts: HostPolicy,
+    origins: OriginPolicy,
+    limits: ConnectionLimits,
+) -> int:
+    """:func:`serve` once its address is bound: open, authenticate, serve, close."""
+    try:
         journal = _journal(args)
     except ValueError as e:
         print(f"memstore: {e}", file=sys.stderr)
@@ -309,6 +330,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         config = ServeConfig(
             host=args.host,
             port=args.port,
+            sockets=sockets,
             limits=limits,
             graceful_shutdown_seconds=GRACEFUL_SHUTDOWN_SECONDS,
             on_hangup=(tokens.reload,),
@@ -320,15 +342,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
             file=sys.stderr,
             flush=True,
         )
-        try:
-            serve_app(app, config)
-        except SystemExit:  # uvicorn's startup failure (exit 3), its reason logged above
-            print(
-                f"memstore: cannot listen on {_base_url(args)} (the error above says why); "
-                "choose another --port or --host",
-                file=sys.stderr,
-            )
-            return 1
+        serve_app(app, config)
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:

@@ -14,6 +14,7 @@ what the routes mean. One concept per module:
 | :mod:`memstore.web.failsafe` | an unexpected exception: one log line, a 500, the connection kept |
 | :mod:`memstore.web.tokens` | a tokens file re-read when it changes |
 | :mod:`memstore.web.connections` | read timeouts and connection caps around uvicorn's protocol |
+| :mod:`memstore.web.listen` | the listening address, bound before a server opens anything |
 | :mod:`memstore.web.runner` | ``serve_app``: uvicorn start-up, signals, shutdown |
 | :mod:`memstore.web.batching` | concurrent searches' query embeddings in one call, off the loop |
 

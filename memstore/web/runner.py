@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -64,6 +65,8 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8080
+    sockets: Sequence[socket.socket] = ()
+    """Bound already (:func:`~memstore.web.listen.listen`): served instead of ``host:port``."""
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """Read timeouts and connection caps."""
     graceful_shutdown_seconds: float = DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
@@ -157,7 +160,8 @@ class _Server(uvicorn.Server):
 def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProtocol]:
     """Serve ``app`` until SIGTERM or SIGINT; the protocol class used (its ``counter`` counts).
 
-    :raises SystemExit: uvicorn's, when the address cannot be bound.
+    :raises SystemExit: uvicorn's, when the address cannot be bound (bind it first with
+        :func:`~memstore.web.listen.listen` and pass ``sockets`` to refuse that up front).
     """
     limits = fit_to_descriptors(config.limits)
     protocol = guarded_protocol(_inner_protocol(config.http), limits, render=config.render)
@@ -174,5 +178,5 @@ def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProto
         timeout_graceful_shutdown=math.ceil(config.graceful_shutdown_seconds),
     )
     with frozen_heap():  # no full-heap collection pauses in the answers: see there
-        _Server(uv, config.on_hangup).run()
+        _Server(uv, config.on_hangup).run(sockets=list(config.sockets) or None)
     return protocol

@@ -78,6 +78,47 @@ def test_a_port_in_use_is_exit_status_1_with_one_line(tmp_path: Path) -> None:
     assert f"memstore: cannot listen on http://127.0.0.1:{port}" in done.stderr
 
 
+@pytest.mark.parametrize("api", ["protocol", "mindlayer"])
+def test_a_port_in_use_is_refused_before_the_folder_or_a_token_is_made(
+    tmp_path: Path, api: str
+) -> None:
+    """Before: the data folder and a new tokens.json were made, then uvicorn could not bind."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = serve_exit(tmp_path, "--api", api, "--port", port)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"memstore: cannot listen on http://127.0.0.1:{port}: address already in use; "
+        "choose another --port or --host\n"
+    )
+    assert not (tmp_path / "d").exists()
+
+
+MCP_HTTP = [sys.executable, "-m", "memstore.cli", "mcp", "--transport", "http"]
+
+
+def test_mcp_over_http_on_a_port_in_use_is_refused_before_the_folder_opens(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [*MCP_HTTP, "--data", str(tmp_path / "d"), "--port", port],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stderr
+    assert "memstore mcp: cannot listen on" in done.stderr and "already in use" in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
 def test_non_loopback_bind_without_tokens_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [
