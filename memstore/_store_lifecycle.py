@@ -235,12 +235,21 @@ class StoreLifecycle(StoreBase):
         ``keep`` is a collection of ids: one bare string is refused (``in``
         would test it as text, keeping every id that is part of it), and so is
         a mapping (its keys would be taken for the ids, whatever it maps).
+
+        A store with a journal attached (a commit hook) refuses: the journal
+        is then the record, it would still hold what was pruned, and the
+        next open would bring it back. Delete or purge through the journal.
         """
         if isinstance(keep, str | bytes | Mapping) or not isinstance(keep, Collection):
             raise InvalidItemError(f"keep must be a collection of ids, got {arg.describe(keep)}")
         with self._locked():
             if self._txn is not None:
                 raise MemstoreError("prune_except cannot run inside a batch")
+            if self._commit_hook is not None:
+                raise MemstoreError(
+                    "prune_except is for a store whose record is kept elsewhere; this one has "
+                    "a journal, which would still hold the pruned items: delete or purge them"
+                )
             gone = [
                 id
                 for id, it in self._items.items()

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from conftest import T0, FakeClock, Recorder, StoreFactory
@@ -29,6 +30,7 @@ from memstore import (
     ThoughtLink,
     Vocabulary,
 )
+from memstore.journal import SqliteJournal
 from memstore.limits import MAX_REFS
 
 HOUR = dt.timedelta(hours=1)
@@ -605,6 +607,21 @@ def test_prune_except_never_touches_active_items_authored_in_memory(store: Store
 def test_prune_except_inside_a_batch_is_refused(store: Store) -> None:
     with pytest.raises(MemstoreError, match="cannot run inside a batch"), store.batch():
         store.prune_except(())
+
+
+def test_prune_except_on_a_journalled_store_is_refused(store: Store, tmp_path: Path) -> None:
+    """Before: the items left the store but not the journal, and came back on the next open."""
+    journal = SqliteJournal(tmp_path / "j.db")
+    journal.attach(store)
+    try:
+        store.upsert(_note("old", "x"))
+        store.expire("old")
+        before, head = _dump(store), journal.head()
+        with pytest.raises(MemstoreError, match="has a journal"):
+            store.prune_except(())
+        assert _dump(store) == before and journal.head() == head
+    finally:
+        journal.close()
 
 
 @pytest.mark.parametrize(
