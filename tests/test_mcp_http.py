@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -225,3 +226,37 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
     assert table.caller("Bearer tok") == acme and table.caller("bearer  tok ") == acme
     assert table.caller("Bearer other") is None and table.caller("tok") is None
     assert table.caller("Basic tok") is None and table.caller("Bearer tok tok") is None
+
+
+def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_path: Path) -> None:
+    """Before: the endpoint ran on bare uvicorn, with no header timeout and no connection cap
+    (a client sending half a header held its connection for ever), and SIGTERM killed the
+    process (uvicorn re-raised it) instead of closing the memory."""
+    port = free_port()
+    proc = subprocess.Popen(
+        mcp_command(tmp_path, "--transport", "http", "--port", str(port)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
+            s.settimeout(60)  # memstore serve's header timeout (10 s) ends it well before
+            answer = s.recv(200)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

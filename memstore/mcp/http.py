@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -35,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 from memstore.errors import MemstoreError
 from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
 from memstore.web.headers import single_header
+from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal, send_refusal
 
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
@@ -47,20 +47,6 @@ CALLER_KEY: Final = "memstore.caller"
 _SCOPES: Final = frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_FORGET})
 _TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A tenant name, as ``memstore serve``'s tokens file allows it (it becomes a partition)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` binds only this machine.
-
-    >>> [is_loopback(h) for h in ("127.0.0.1", "localhost", "::1", "0.0.0.0")]
-    [True, True, True, False]
-    """
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

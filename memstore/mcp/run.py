@@ -94,7 +94,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
         if not http:
             anyio.run(_stdio, server)
             return 0
-        import uvicorn
+        from memstore.web.runner import ServeConfig, serve_app  # needs uvicorn
 
         app = http_app(
             server, host=args.host, port=args.port, partition=args.partition, tokens=tokens
@@ -103,10 +103,9 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             f"memstore mcp: serving MCP (streamable HTTP) on {base_url(args.host, args.port)}/mcp",
             file=sys.stderr,
         )
-        config = uvicorn.Config(
-            app, host=args.host, port=args.port, log_level="warning", access_log=False
-        )
-        uvicorn.Server(config).run(sockets=sockets)
+        # memstore serve's runner: read timeouts, connection caps, SIGTERM and
+        # SIGINT ending in a return (so the memory below is closed).
+        serve_app(app, ServeConfig(host=args.host, port=args.port, sockets=sockets, lifespan=True))
         return 0
     finally:
         opened.memory.close()

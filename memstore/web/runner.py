@@ -19,7 +19,8 @@ One place for what every HTTP surface needs at start-up and shutdown:
   of a second (a tokens file is re-read; never inside the signal handler,
   which could interrupt the very code it calls) and the server goes on.
 
-No lifespan, no WebSockets, no access log; uvicorn logs warnings and up.
+No WebSockets, no access log, and no ASGI lifespan unless the app asks for one
+(``ServeConfig.lifespan``); uvicorn logs warnings and up.
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ class ServeConfig:
     render: RenderRefusal = refusal_body
     """The error body of the connection-level refusals (503, 408, 431)."""
     log_level: str = "warning"
+    lifespan: bool = False
+    """Run the app's ASGI lifespan (start-up and shutdown events): for an app that needs
+    them, as the MCP SDK's session manager does."""
 
 
 def _inner_protocol(http: str) -> Callable[..., Any]:
@@ -171,7 +175,7 @@ def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProto
         port=config.port,
         http=protocol,
         ws="none",
-        lifespan="off",
+        lifespan="on" if config.lifespan else "off",
         log_level=config.log_level,
         access_log=False,
         timeout_keep_alive=math.ceil(limits.keepalive_timeout),
