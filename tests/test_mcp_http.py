@@ -221,7 +221,7 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
         with pytest.raises(MemstoreError, match=re.escape(says)):
             load_tokens(path)
     path.write_text('{"tok": {"tenant": "acme", "scopes": ["recall"]}}')
-    table = load_tokens(path)
+    table = load_tokens(path).current()
     acme = Caller("acme", frozenset({"recall"}))
     assert table.caller("Bearer tok") == acme and table.caller("bearer  tok ") == acme
     assert table.caller("Bearer other") is None and table.caller("tok") is None
@@ -260,3 +260,20 @@ def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_pat
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_changed_tokens_file_is_read_again_without_a_restart(tmp_path: Path) -> None:
+    """Before: the file was read once at start, so a revoked token kept working."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-old": {"tenant": "acme", "scopes": ["recall"]}}))
+    with http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url:
+
+        def status(token: str) -> int:
+            answer = httpx.post(url, json={}, headers={"Authorization": f"Bearer {token}"})
+            return answer.status_code
+
+        assert status("tok-old") != 401 and status("tok-new") == 401
+        tokens.write_text(json.dumps({"tok-new": {"tenant": "acme", "scopes": ["recall"]}}))
+        assert status("tok-new") != 401 and status("tok-old") == 401
+        tokens.write_text("{not json")  # unusable: the tokens read before stay
+        assert status("tok-new") != 401

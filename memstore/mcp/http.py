@@ -9,7 +9,9 @@ web pages. A server reachable from the network must be given a tokens file
 calls read and write, and its scopes (``recall``, ``ingest``, ``forget``)
 decide which tools it may call. The header is read as ``memstore serve``
 reads it (:func:`memstore.web.bearer.bearer_token`: any case of
-``Bearer``; :func:`memstore.web.headers.single_header`: sent once).
+``Bearer``; :func:`memstore.web.headers.single_header`: sent once), and the
+file is re-read as ``memstore serve`` re-reads its own: when it changes, and
+on SIGHUP (a change that cannot be used is logged; the tokens before stay).
 """
 
 from __future__ import annotations
@@ -36,10 +38,20 @@ from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
 from memstore.web.headers import single_header
 from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal, send_refusal
+from memstore.web.tokens import TokensFile
 
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
-__all__ = ["CALLER_KEY", "MCP_PATH", "TokenMap", "http_app", "is_loopback", "load_tokens"]
+__all__ = [
+    "CALLER_KEY",
+    "MCP_PATH",
+    "TokenMap",
+    "TokensError",
+    "http_app",
+    "is_loopback",
+    "load_tokens",
+    "parse_tokens",
+]
 
 MCP_PATH: Final = "/mcp"
 CALLER_KEY: Final = "memstore.caller"
@@ -71,36 +83,52 @@ class TokenMap:
         return entry[1]
 
 
-def load_tokens(path: str | Path) -> TokenMap:
-    """Read a tokens file; a bad entry is named by its position, never by its token."""
+class TokensError(MemstoreError, ValueError):
+    """A tokens file that cannot be used (its entries are named by position, never by token)."""
+
+
+def load_tokens(path: str | Path) -> TokensFile[TokenMap]:
+    """The tokens file at ``path``, re-read when it changes (and on SIGHUP, by the server).
+
+    A change that cannot be used is logged and the tokens read before stay.
+
+    :raises MemstoreError: it cannot be read or used now (a server must not start).
+    """
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        return TokensFile(path, parse_tokens)
     except (OSError, ValueError) as e:
+        if isinstance(e, TokensError):
+            raise MemstoreError(f"--tokens-file {path}: {e}") from None
         raise MemstoreError(f"--tokens-file {path}: cannot read it as JSON ({e})") from None
+
+
+def parse_tokens(text: str) -> TokenMap:
+    """A tokens file's text as a :class:`TokenMap`.
+
+    :raises TokensError: not a non-empty JSON map of tokens to
+        ``{"tenant": ..., "scopes": [...]}`` entries a bearer header can carry.
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as e:
+        raise TokensError(f"cannot read it as JSON ({e})") from None
     if not isinstance(raw, dict) or not raw:
-        raise MemstoreError(
-            f'--tokens-file {path}: expected {{"<token>": {{"tenant": ..., "scopes": [...]}}}}'
-        )
+        raise TokensError('expected {"<token>": {"tenant": ..., "scopes": [...]}}')
     table: dict[bytes, tuple[str, Caller]] = {}
     for n, (token, entry) in enumerate(raw.items(), 1):
         tenant = entry.get("tenant") if isinstance(entry, dict) else None
         scopes = entry.get("scopes") if isinstance(entry, dict) else None
         if not token or not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
-            raise MemstoreError(
-                f"--tokens-file {path}: entry {n} needs a token and a tenant "
-                "(1-64 letters, digits, '.', '_' or '-')"
+            raise TokensError(
+                f"entry {n} needs a token and a tenant (1-64 letters, digits, '.', '_' or '-')"
             )
         if bearer_token(f"Bearer {token}") != token:  # a header could never carry it
-            raise MemstoreError(
-                f"--tokens-file {path}: entry {n} (tenant {tenant!r}): a token is 1-"
-                f"{MAX_TOKEN_CHARS} of A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer "
-                "token is"
+            raise TokensError(
+                f"entry {n} (tenant {tenant!r}): a token is 1-{MAX_TOKEN_CHARS} of "
+                "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
             )
         if not isinstance(scopes, list) or not set(scopes) <= _SCOPES or not scopes:
-            raise MemstoreError(
-                f"--tokens-file {path}: entry {n} (tenant {tenant!r}) needs scopes from "
-                f"{sorted(_SCOPES)}"
-            )
+            raise TokensError(f"entry {n} (tenant {tenant!r}) needs scopes from {sorted(_SCOPES)}")
         caller = Caller(partition=tenant, scopes=frozenset(scopes))
         table[hashlib.sha256(token.encode()).digest()] = (token, caller)
     return TokenMap(table)
@@ -112,7 +140,7 @@ def http_app(
     host: str,
     port: int,
     partition: str | None,
-    tokens: TokenMap | None,
+    tokens: TokensFile[TokenMap] | None,
 ) -> Starlette:
     """The ASGI app serving ``server`` at :data:`MCP_PATH`."""
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -135,7 +163,10 @@ class _Endpoint:
     """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK."""
 
     def __init__(
-        self, manager: StreamableHTTPSessionManager, fixed: Caller, tokens: TokenMap | None
+        self,
+        manager: StreamableHTTPSessionManager,
+        fixed: Caller,
+        tokens: TokensFile[TokenMap] | None,
     ) -> None:
         self.manager, self.fixed, self.tokens = manager, fixed, tokens
 
@@ -143,7 +174,8 @@ class _Endpoint:
         caller: Caller | None = self.fixed
         if self.tokens is not None:
             try:
-                caller = self.tokens.caller(single_header(scope, b"authorization"))
+                authorization = single_header(scope, b"authorization")
+                caller = self.tokens.current().caller(authorization)
             except Refusal as r:  # the header twice: which one would a proxy have read?
                 await send_refusal(r, send)
                 return

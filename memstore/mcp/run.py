@@ -105,7 +105,14 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
         )
         # memstore serve's runner: read timeouts, connection caps, SIGTERM and
         # SIGINT ending in a return (so the memory below is closed).
-        serve_app(app, ServeConfig(host=args.host, port=args.port, sockets=sockets, lifespan=True))
+        config = ServeConfig(
+            host=args.host,
+            port=args.port,
+            sockets=sockets,
+            lifespan=True,
+            on_hangup=(tokens.reload,) if tokens is not None else (),
+        )
+        serve_app(app, config)
         return 0
     finally:
         opened.memory.close()
