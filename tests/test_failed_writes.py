@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from memstore import JournalError, Memory, Store
+from memstore import Item, JournalError, Memory, Store
 from memstore.journal import Journal, Lsn
 from memstore.journal.sqlite import backup_file
 from memstore.transaction import transaction
@@ -110,8 +110,11 @@ OPS: dict[str, Op] = {
     "transaction": _transaction,
     "import": lambda m: m.import_(io.StringIO(EXPORT[0])),
     "purge": lambda m: m.purge(["pool", "deploy"]),
+    "purge with its record": lambda m: m.journal.purge(  # type: ignore[union-attr]
+        ["pool", "deploy"], record=lambda gone: Item(id="audit", kind="note", title=f"{gone}")
+    ),
 }
-SMALL = ("delete", "expire", "refute", "link", "purge")
+SMALL = ("delete", "expire", "refute", "link", "purge", "purge with its record")
 """Writes that may fit in the pages the file has: a size cap need not stop them."""
 
 EXPORT: list[str] = []

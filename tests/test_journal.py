@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -586,6 +587,41 @@ def test_bad_import_changes_nothing(pair: tuple[JournalBase, Store], text: str, 
         journal.import_(io.StringIO(text))
     assert state(store) == before and journal.head() == head
     assert len(list(journal.current())) == 1
+
+
+def test_a_purge_and_its_record_land_in_one_transaction(pair: tuple[JournalBase, Store]) -> None:
+    journal, store = pair
+    store.upsert(note("secret", id="s1"))
+    store.upsert(note("kept", id="k"))
+    store.delete("s1")
+    gone = journal.purge(["s1", "never-held"], record=lambda ids: note(f"erased {ids}", id="audit"))
+    assert gone == ["never-held", "s1"]
+    assert journal.history("s1") == []
+    (audit,) = journal.history("audit")
+    assert audit.item is not None and audit.item.title == "erased ['never-held', 's1']"
+    assert audit.lsn == journal.head() == journal.last_lsn()
+    assert sorted(it.id for it in store.items()) == ["audit", "k"]
+    assert journal.purge(["nothing-here"], record=lambda ids: note("x", id="x")) == ["nothing-here"]
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ("audit", "record must be a function"),
+        (lambda ids: note("x", id="s1"), "an Item the purge does not erase, got item 's1'"),
+        (lambda ids: {"id": "audit"}, "an Item the purge does not erase"),
+    ],
+)
+def test_a_purge_record_that_cannot_be_written_changes_nothing(
+    pair: tuple[JournalBase, Store], record: Any, why: str
+) -> None:
+    journal, store = pair
+    store.upsert(note("secret", id="s1"))
+    before, head = state(store), journal.head()
+    with pytest.raises(InvalidItemError, match=why):
+        journal.purge(["s1"], record=record)
+    assert state(store) == before and journal.head() == head
+    assert len(journal.history("s1")) == 1
 
 
 def test_an_export_cut_off_at_any_line_is_refused(

@@ -73,7 +73,9 @@ class Journal(Protocol):
     def history(self, id: str) -> list[Version]: ...
     def snapshot(self, lsn: AsOf, *, partition: str | None = None) -> Iterator[Version]: ...
     def current(self) -> Iterator[Item]: ...
-    def purge(self, match: PurgeMatch) -> list[str]: ...
+    def purge(
+        self, match: PurgeMatch, *, record: Callable[[list[str]], Item] | None = None
+    ) -> list[str]: ...
     def matching(self, match: Callable[[Item], bool]) -> list[str]: ...
     def export(self, partition: str | None, fp: IO[str]) -> int: ...
     def import_(self, fp: IO[str]) -> int: ...
@@ -443,7 +445,9 @@ class JournalBase(ABC):
 
     # ------------------------------------------------------------ purge
 
-    def purge(self, match: PurgeMatch) -> list[str]:
+    def purge(
+        self, match: PurgeMatch, *, record: Callable[[list[str]], Item] | None = None
+    ) -> list[str]:
         """Hard delete: erase every version of the matching items, and the live ones.
 
         ``match`` is a collection of ids or a predicate over each id's last
@@ -454,6 +458,11 @@ class JournalBase(ABC):
         database's free pages still hold the bytes until SQLite reuses them or
         ``VACUUM`` runs: this is not secure erasure.
 
+        ``record``, when given, is called with those ids and returns an item
+        (an audit record of the erasure, say) that is written in the same
+        transaction: the erasure and its record land together or not at all.
+        It is not called when nothing matches.
+
         A predicate runs with the store's lock held, so this process's writers
         wait until the purge is done: none lands between the match and the
         erasure, where the purge would erase an acknowledged write it never judged.
@@ -463,21 +472,46 @@ class JournalBase(ABC):
             wanted: list[str] = []
         else:  # checked before anything: b"ab" is not the ids 97 and 98
             predicate, wanted = None, arg.id_list(match, "match")
+        if record is not None and not callable(record):
+            raise InvalidItemError(
+                f"record must be a function of the erased ids, got {arg.describe(record)}"
+            )
         store = self._attached()
         with _holding(store):
             ids = self.matching(predicate) if predicate is not None else sorted(set(wanted))
             if not ids:
                 return []
+            erased = set(ids)
+            note = record(list(ids)) if record is not None else None
+            if note is not None and (not isinstance(note, Item) or note.id in erased):
+                what = (
+                    f"item {note.id!r}, one it erases"
+                    if isinstance(note, Item)
+                    else arg.describe(note)
+                )
+                raise InvalidItemError(
+                    f"record must return an Item the purge does not erase, got {what}"
+                )
             self._writable()  # before the saved index goes: a refused purge changes nothing
             self._discard_lexicon()
             done = False
 
             def special(changes: Sequence[Change]) -> None:
                 nonlocal done
-                self._recorded(self._commit_rows([], purge=ids))
+                kept = [c for c in changes if c.id not in erased]  # the record's own write
+                rows = self._rows_for(kept) if kept else []
+                at = self._commit_rows(rows, purge=ids)
+                self._recorded(at)
+                self._remember([(c, at) for c in kept])
                 done = True
 
-            self._run_special(store, special, lambda: [store.delete(id) for id in ids])
+            def writes() -> None:
+                for id in ids:
+                    store.delete(id)
+                if note is not None:
+                    store.upsert(note)
+
+            self._run_special(store, special, writes, versions=note is not None)
             if not done:  # none of them was live: only the record to erase
                 self._recorded(self._commit_rows([], purge=ids))
         return ids
@@ -487,16 +521,25 @@ class JournalBase(ABC):
         store: Store,
         special: Callable[[Sequence[Change]], None],
         writes: Callable[[], object],
+        *,
+        versions: bool = False,
     ) -> None:
-        """Run ``writes`` as one group whose record is ``special``, not new versions."""
+        """Run ``writes`` as one group whose record is ``special``, not the usual versions.
+
+        ``versions``: ``special`` records some of the group's changes as
+        versions of their own (a purge's record), so a backend keeping vectors
+        beside its versions keeps theirs too.
+        """
         if store._txn is not None:
             raise JournalError("purge and import cannot run inside a batch")
         self._tls.special = special
+        self._tls.special_versions = versions
         try:
             with store.batch():
                 writes()
         finally:
             self._tls.special = None
+            self._tls.special_versions = False
 
     def matching(self, match: Callable[[Item], bool]) -> list[str]:
         """The ids whose last written state satisfies ``match``, deleted items included.

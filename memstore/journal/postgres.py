@@ -229,7 +229,8 @@ class PostgresJournal(JournalBase):
 
     def _on_commit(self, changes: Sequence[Change]) -> None:
         cells = self._cells
-        if cells is not None and getattr(self._tls, "special", None) is None:
+        special = getattr(self._tls, "special", None) is not None
+        if cells is not None and (not special or getattr(self._tls, "special_versions", False)):
             self._tls.vectors = vectors_for(changes, cells)
         try:
             super()._on_commit(changes)
@@ -238,14 +239,13 @@ class PostgresJournal(JournalBase):
 
     def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         self._check_open()
-        assert not (rows and purge), "a purge writes no versions"
         vectors: GroupVectors | None = getattr(self._tls, "vectors", None)
         ids = list(dict.fromkeys([*(r.id for r in rows), *purge]))
         last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
             nonlocal last
-            if not rows:  # a purge: a stamp of its own still moves the head on
+            if not rows:  # a purge alone: a stamp of its own still moves the head on
                 last = self._stamp_above(head)
             else:
                 if rows[0].lsn <= head:  # another process stamped past us meanwhile

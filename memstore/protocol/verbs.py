@@ -443,9 +443,12 @@ class Verbs:
         if req.hard:
             self.confirmations.redeem(tenant, target, req.confirmation_token)
             ids = self._all_targets(tenant, req)
-            purged = self.journal.purge(ids) if ids else []
-            with self.store.batch():
-                self.store.upsert(audit_item(tenant, target, purged, hard=True))
+            # The erasure and its audit record in one transaction: both or neither.
+            purged = self.journal.purge(
+                ids, record=lambda gone: audit_item(tenant, target, gone, hard=True)
+            )
+            if not purged:  # nothing to erase: the audit record alone
+                self.store.upsert(audit_item(tenant, target, [], hard=True))
             lsn = self.journal.last_lsn() or self.journal.head()
             return _receipt(target, [], purged, lsn, preview=False)
         ids = self._live_targets(tenant, req)
