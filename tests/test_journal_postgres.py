@@ -523,6 +523,26 @@ def test_memory_front_door_shares_one_record(pg_place: PgPlace) -> None:
         assert [h.item.id for h in hits] == [fact.id]
 
 
+def test_a_purge_record_brings_its_vector_to_the_other_replicas(pg_place: PgPlace) -> None:
+    def memory(embedder: CountingEmbedder) -> Memory:
+        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+        return Memory(journal=journal, embedder=embedder)
+
+    one_emb, two_emb = CountingEmbedder(), CountingEmbedder()
+    with memory(one_emb) as one, memory(two_emb) as two:
+        secret = one.add("The launch code is kept in the blue binder.")
+        assert one.journal is not None
+        one.journal.purge(
+            [secret.id], record=lambda gone: Item(kind="note", title=f"erased {len(gone)} item")
+        )
+        journal = two.journal
+        assert isinstance(journal, PostgresJournal)
+        assert journal.wait_for(journal.head(), WAIT_S)
+        assert two.stats().items == 1 and two.stats().vectors == 1
+        assert two_emb.texts == 0  # the record's vector came with it, the secret's did not stay
+        assert [h.item.title for h in two.search("erased item")] == ["erased 1 item"]
+
+
 # ----------------------------------------------------------------- failures
 
 
