@@ -1,0 +1,21 @@
+"""The ``memstore`` command: the engine from a shell, and its servers.
+
+Every command works on a data folder (``--data``, default ``./data``), the
+same one :class:`~memstore.memory.Memory` and the servers use. Exit status:
+0 on success, 1 when the thing asked for is not there or the command failed,
+2 for a usage error (a bad flag or value), 128 + N when stopped by signal N
+(130 for Ctrl-C; what the command was writing is left as it was); every error
+is one line on stderr that says what to do instead.
+
+The command lives in one module per concern: :mod:`~memstore.cli.parser`
+(the grammar), :mod:`~memstore.cli.records` (add, search, get, forget,
+stats), :mod:`~memstore.cli.transfer` (export, import, backup),
+:mod:`~memstore.cli.servers` (serve, mcp), and the running of one command
+with its exit status and signals in ``_run``.
+"""
+
+from memstore.cli._run import main
+from memstore.cli.parser import build_parser
+from memstore.cli.transfer import BACKUP_HELP
+
+__all__ = ["BACKUP_HELP", "build_parser", "main"]

@@ -1,0 +1,136 @@
+"""What the commands share: opening the data folder, printing items, the value types."""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import math
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from memstore.errors import JournalLockedError, MemstoreError
+from memstore.limits import MAX_RESULTS
+from memstore.memory import JOURNAL_FILE, Memory
+
+DEFAULT_DATA = "data"
+
+
+EMBEDDERS = ("auto", "local", "hash", "none")
+
+
+class UsageError(MemstoreError):
+    """A value on the command line that cannot work: exit status 2."""
+
+
+class Failure(MemstoreError):
+    """What the command was asked to act on is not there, or cannot be done now: exit status 1."""
+
+
+def writer(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory opened for writing (created when missing)."""
+    try:
+        return Memory(args.data, embedder=args.embedder if embed else None)
+    except JournalLockedError:
+        raise Failure(
+            f"{args.data} is being written by another process (a running memstore serve?); "
+            "stop it, or send the change through its HTTP API"
+        ) from None
+
+
+def existing(data: str) -> None:
+    """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
+    if not (Path(data) / JOURNAL_FILE).is_file():
+        raise Failure(
+            f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
+            "--data DIR, or create one with 'memstore add'"
+        )
+
+
+def reader(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The folder's memory for reading: never created; read-only beside a running writer."""
+    existing(args.data)
+    embedder = args.embedder if embed else None
+    if args.readonly:
+        return Memory(args.data, embedder=embedder, readonly=True)
+    try:
+        return Memory(args.data, embedder=embedder)
+    except JournalLockedError:
+        print(
+            f"memstore: {args.data} is being written by another process; "
+            "reading it read-only, as it was a moment ago (--readonly says so on purpose)",
+            file=sys.stderr,
+        )
+        return Memory(args.data, embedder=embedder, readonly=True)
+
+
+def print_item(item: Any, as_json: bool, score: float | None = None) -> None:
+    if as_json:
+        out = item.model_dump(mode="json")
+        if score is not None:
+            out["score"] = score
+        print(json.dumps(out, ensure_ascii=not utf8(sys.stdout)))
+        return
+    text = shown(item.title or item.content)
+    prefix = f"{score:7.3f}  " if score is not None else ""
+    print(f"{prefix}{shown(item.id)}  [{shown(item.kind)}]  {text}")
+
+
+def shown(text: str) -> str:
+    """``text`` on one line, safe on a terminal: line breaks and control characters escaped.
+
+    A hit is one line; a stored newline would start a line that reads as
+    another hit, and an escape sequence (``\\x1b[...``) would drive the terminal.
+    """
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def utf8(stream: IO[str] | None) -> bool:
+    """Whether ``stream`` writes UTF-8, so any text goes out as it is."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def hit_count(text: str) -> int:
+    """An argparse type: how many hits to show, 1..MAX_RESULTS (refused before the folder opens)."""
+    value = positive_int(text)
+    if value > MAX_RESULTS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_RESULTS}, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0 (a rate, or seconds between keep-alives)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535 (the OS would wrap 99999 round to 34463)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, got {value}")
+    return value

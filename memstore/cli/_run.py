@@ -1,0 +1,96 @@
+"""Running one command: its exit status, and the signals that stop it cleanly."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from memstore.errors import InvalidItemError, MemstoreError
+
+from ._common import UsageError, utf8
+from .parser import build_parser
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the command is so its clean-up runs as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stoppable(command: str) -> Iterator[None]:
+    """While a command runs, SIGTERM and SIGHUP unwind it as Ctrl-C does.
+
+    Killed outright, an import into a new folder, a backup or an export to a
+    file would leave its hidden staging folder or file behind; unwound, each
+    removes it and the destination stays as it was. The servers keep their own
+    handlers, and a signal already ignored (``nohup``) stays ignored.
+    """
+    if command in ("serve", "mcp"):
+        yield
+        return
+    saved: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                saved[sig] = signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+def _plain_stdout() -> None:
+    """Text a terminal cannot encode is printed escaped (``\\u00e9``), not a traceback."""
+    out = sys.stdout
+    if out is not None and isinstance(out, io.TextIOWrapper) and not utf8(out):
+        out.reconfigure(errors="backslashreplace")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status (see the module docs).
+
+    Interrupted (Ctrl-C, SIGTERM, SIGHUP), a command leaves what it was
+    writing as it was and exits 128 + the signal's number (130 for Ctrl-C).
+    """
+    args = build_parser().parse_args(argv)
+    if getattr(args, "embedder", None) == "none":
+        args.embedder = None
+    _plain_stdout()
+    try:
+        with _stoppable(args.command):
+            code: int = args.fn(args)
+    except KeyboardInterrupt as e:
+        signum = e.signum if isinstance(e, _Stopped) else signal.SIGINT
+        print(f"memstore: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
+    except BrokenPipeError:
+        # `memstore export | head`: the reader has what it wanted. Quiet, as Unix tools are.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (UsageError, InvalidItemError) as e:
+        print(f"memstore: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except (MemstoreError, OSError) as e:
+        print(f"memstore: {_one_line(e)}", file=sys.stderr)
+        return 1
+    return code
+
+
+def _one_line(e: BaseException) -> str:
+    """An error as one line: what went wrong and what to type instead."""
+    text = e.reason if isinstance(e, InvalidItemError) else str(e)
+    return " ".join(text.split())

@@ -1,0 +1,67 @@
+"""The commands that run a server: ``serve`` (MemoryProtocol or Mind Layer) and ``mcp``.
+
+Each imports its server only when run, so the other commands need none of
+the optional extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
+"""``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has not."""
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.api != "mindlayer" and args.owner_token_file:
+        print(
+            "memstore: --owner-token-file is for --api mindlayer (this takes --tokens-file)",
+            file=sys.stderr,
+        )
+        return 2
+    module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
+    try:
+        server = importlib.import_module(module)
+    except ImportError as e:
+        print(
+            f"memstore serve needs the server extra ({e.name} is missing): "
+            'pip install "memstore-engine[server]"',
+            file=sys.stderr,
+        )
+        return 2
+    if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
+        from .parser import build_parser  # the parser names these commands: imported here
+
+        defaults = build_parser().parse_args(["serve"])
+        for name in _PROTOCOL_ONLY:  # a limit asked for that would not apply: refused
+            if getattr(args, name) != getattr(defaults, name):
+                flag = "--" + name.replace("_", "-")
+                print(
+                    f"memstore: {flag} is MemoryProtocol's; the Mind Layer API has its own "
+                    "limits (docs/mindlayer.md)",
+                    file=sys.stderr,
+                )
+                return 2
+        code: int = server.serve(args)
+        return code
+    mounts = []
+    if not getattr(args, "no_ui", False):  # the browser inspector at /ui (memstore.ui)
+        mounts.append(importlib.import_module("memstore.ui").install)
+    code = server.serve(args, mounts=mounts)
+    return code
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        run = importlib.import_module("memstore.mcp.run")
+    except ImportError as e:
+        print(
+            f"memstore mcp needs the mcp extra ({e.name} is missing): "
+            'pip install "memstore-engine[mcp]"',
+            file=sys.stderr,
+        )
+        return 2
+    code: int = run.serve(args)
+    return code

@@ -1,0 +1,280 @@
+"""The commands that move a memory whole: ``export``, ``import`` and ``backup``.
+
+Each writes its output beside its destination and renames it into place, so a
+refused or interrupted run leaves the destination as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from memstore.errors import InvalidItemError
+from memstore.journal.exportfile import is_end_line
+from memstore.memory import Memory
+
+from ._common import Failure, UsageError, reader, writer
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.output is not None and args.output != "-":
+        _check_output(args.output, args.data)
+    elif sys.stdout is None:
+        raise UsageError("standard output is closed: give -o FILE")
+    with reader(args, embed=False) as mem:
+        if args.output in (None, "-"):
+            n = mem.export(sys.stdout, partition=args.partition)
+            sys.stdout.flush()
+        else:
+            n = _export_to_file(mem, args.output, args.partition)
+        print(f"exported {n} item(s)", file=sys.stderr)
+    return 0
+
+
+def _inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies within it, symlinks followed."""
+    inner, outer = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return inner == outer or outer in inner.parents
+
+
+def _check_output(output: str, data: str) -> None:
+    """Refuse an export file that cannot be right, before the folder is opened.
+
+    An empty name, or a file inside the data folder: ``-o data/journal.db``
+    would replace the journal with its own export (the memory lost), and any
+    other file there sits among the memory's own files.
+    """
+    if not output:
+        raise UsageError("-o was given an empty file name: give a file, or - for stdout")
+    if _inside(output, data):
+        raise UsageError(
+            f"cannot export to {output}: it is inside the data folder {data}/, whose files "
+            "are the memory's own; write the export outside it"
+        )
+
+
+def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
+    """Export into ``output`` whole or not at all: a failed export leaves the file as it was.
+
+    A regular file (or a new one) is written beside itself and renamed into
+    place once the export is complete, so re-exporting over the last good
+    export and failing half-way (a damaged row, a full disk) keeps that export.
+    Anything else (``/dev/stdout``, a named pipe) is written directly.
+    """
+    try:
+        mode: int | None = os.stat(output).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise Failure(f"cannot write {output}: it is a folder; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(output, "w", encoding="utf-8") as fp:
+            return mem.export(fp, partition=partition)
+    target = Path(os.path.realpath(output))  # through a symlink: the file it names
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        try:
+            fp = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as e:
+            raise Failure(f"cannot write {output}: {e.strerror}") from None
+        with fp:
+            n = mem.export(fp, partition=partition)
+        if mode is not None:
+            shutil.copymode(target, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    if args.partition is not None and args.format != "mcp-memory":
+        raise UsageError(
+            "--partition is for --format mcp-memory; an export's items keep the partitions "
+            "they were exported from"
+        )
+    with _input(args.file) as fp:
+        if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
+            return _import_graph(args, fp)
+        lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
+        with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+            try:
+                changed = mem.import_(lines)  # type: ignore[arg-type]
+            except InvalidItemError as e:
+                raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
+    # Every line with content is an item, but the first (the format) and the end line.
+    unchanged = max(lines.items - 1 - is_end_line(lines.last), 0) - changed
+    if args.json:
+        print(json.dumps({"imported": changed, "unchanged": unchanged}))
+    else:
+        print(
+            f"imported {changed} item(s), {unchanged} unchanged (already on record)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+HEADER_LIMIT = 64 * 1024
+"""The longest first line an export may have: it only names the format, partition and head.
+
+A file that is no export (``/dev/zero``, a disk image) is refused at this
+many characters instead of being read whole as one line.
+"""
+
+
+def _size(fp: IO[str]) -> int:
+    """How many bytes ``fp`` holds, for the progress bar: 0 for a pipe or a terminal."""
+    try:
+        return os.fstat(fp.fileno()).st_size if fp.seekable() else 0
+    except (OSError, ValueError):  # no file behind it
+        return 0
+
+
+def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
+    """``args`` with the data folder ``data``."""
+    return argparse.Namespace(**{**vars(args), "data": str(data)})
+
+
+def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
+    """``import --format mcp-memory``: the reference server's graph, all or nothing."""
+    from memstore.mcp.importer import import_graph
+
+    with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+        try:
+            report = import_graph(mem, fp, args.partition)
+        except UnicodeDecodeError as e:
+            raise Failure(
+                f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
+            ) from None
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report)))
+    else:
+        print(
+            f"imported {report.entities} entities, {report.observations} observations, "
+            f"{report.relations} relations",
+            file=sys.stderr,
+        )
+    return 0
+
+
+@contextlib.contextmanager
+def _input(name: str) -> Iterator[IO[str]]:
+    """The file to import as UTF-8 text (a leading BOM skipped, CRLF read as LF); ``-``: stdin.
+
+    Refused with one line: a missing, unreadable or closed input, a folder,
+    and a device other than a terminal (``/dev/zero`` never ends).
+    """
+    target: int | str = name
+    if name == "-":
+        if sys.stdin is None:
+            raise UsageError("standard input is closed: give the file to import instead of -")
+        try:
+            target = sys.stdin.fileno()
+        except (OSError, ValueError):  # not a file (a test's StringIO): read it as it is
+            yield sys.stdin
+            return
+    try:
+        fp = open(target, encoding="utf-8-sig", closefd=name != "-")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise Failure(f"cannot read {name}: {e.strerror}") from None
+    with fp:
+        mode = os.fstat(fp.fileno()).st_mode
+        shown = "standard input" if name == "-" else name
+        if stat.S_ISDIR(mode):
+            raise Failure(f"cannot read {shown}: it is a folder; give the export file")
+        if stat.S_ISCHR(mode) and not fp.isatty():
+            raise Failure(f"cannot read {shown}: it is a device, not a file; give the export file")
+        yield fp
+
+
+@contextlib.contextmanager
+def _into_new_folder(data: Path) -> Iterator[Path]:
+    """Where to write ``data``: itself when it exists, else a folder renamed into place.
+
+    A memory that does not exist yet is built in a hidden folder beside the
+    first missing part of its path and renamed into place when the block ends
+    without an error, so a refused import leaves no empty memory (nor folders)
+    behind, as a refused ``add`` creates nothing.
+    """
+    top = data.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+        yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    staging = top.with_name(f".{top.name}.{os.getpid()}.new")
+    try:
+        yield staging / data.absolute().relative_to(top)
+        os.rename(staging, top)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+class _Lines:
+    """A text file's lines, counted, with how much was read drawn on stderr if asked."""
+
+    def __init__(
+        self, fp: IO[str], total: int, *, progress: bool, first_line_limit: int = 0
+    ) -> None:
+        self._fp, self._total, self._read, self._shown = fp, max(total, 1), 0, -1
+        self._progress = progress and total > 0
+        self._limit = first_line_limit
+        self.items = 0
+        self.last = ""  # the last line with content
+
+    def __iter__(self) -> Iterator[str]:
+        limit, n = self._limit, 0
+        while line := self._fp.readline(limit or -1):
+            n += 1
+            if line.strip():
+                if limit and len(line) >= limit and not line.endswith("\n"):
+                    raise InvalidItemError(
+                        f"line {n} runs past {limit} characters: not a memstore export "
+                        "(its first line only names the format)"
+                    )
+                limit = 0
+                self.items += 1
+                self.last = line
+            if self._progress:
+                self._read += len(line.encode("utf-8"))
+                pct = min(100, self._read * 100 // self._total)
+                if pct != self._shown:
+                    self._shown = pct
+                    sys.stderr.write(f"\rmemstore: reading [{'#' * (pct // 4):<25}] {pct}%")
+                    sys.stderr.flush()
+            yield line
+        if self._progress:
+            sys.stderr.write("\n")
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from memstore.backup import backup
+
+    if not args.dir or not args.dest:
+        raise UsageError("DIR and DEST must both be folder names (one is empty)")
+    written = backup(args.dir, args.dest)
+    sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
+    print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
+    return 0
+
+
+BACKUP_HELP = """\
+Copy the data folder DIR into the new folder DEST while DIR stays in use.
+
+The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
+SQLite's online backup API: each file as of one commit, consistent even while
+a process writes to DIR. DEST must not exist (or be empty) and must be outside
+DIR; a failed or interrupted backup leaves nothing there.
+
+Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
+stop every writer of DIR and move DEST into its place.
+"""
