@@ -507,13 +507,15 @@ def test_vectors_missing_from_the_record_are_embedded_once_and_stored(nodes: Any
     assert second.embedder.texts == 1 and second.cells is not None and later.id in second.cells
 
 
-def test_memory_front_door_shares_one_record(pg_place: PgPlace) -> None:
-    def memory(embedder: CountingEmbedder) -> Memory:
-        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
-        return Memory(journal=journal, embedder=embedder)
+def replica(place: PgPlace, embedder: CountingEmbedder) -> Memory:
+    """A Memory on ``place``'s schema: another process's view of the same record."""
+    journal = PostgresJournal(place.dsn, schema=place.schema, durability="off")
+    return Memory(journal=journal, embedder=embedder)
 
+
+def test_memory_front_door_shares_one_record(pg_place: PgPlace) -> None:
     one_emb, two_emb = CountingEmbedder(), CountingEmbedder()
-    with memory(one_emb) as one, memory(two_emb) as two:
+    with replica(pg_place, one_emb) as one, replica(pg_place, two_emb) as two:
         fact = one.add("The user is vegetarian and cooks for two.", partition="alice")
         journal = two.journal
         assert isinstance(journal, PostgresJournal)
@@ -524,12 +526,8 @@ def test_memory_front_door_shares_one_record(pg_place: PgPlace) -> None:
 
 
 def test_a_purge_record_brings_its_vector_to_the_other_replicas(pg_place: PgPlace) -> None:
-    def memory(embedder: CountingEmbedder) -> Memory:
-        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
-        return Memory(journal=journal, embedder=embedder)
-
     one_emb, two_emb = CountingEmbedder(), CountingEmbedder()
-    with memory(one_emb) as one, memory(two_emb) as two:
+    with replica(pg_place, one_emb) as one, replica(pg_place, two_emb) as two:
         secret = one.add("The launch code is kept in the blue binder.")
         assert one.journal is not None
         one.journal.purge(

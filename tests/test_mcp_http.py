@@ -35,6 +35,29 @@ from tests.mcp_harness import (
 )
 
 
+def start_http(data: Path, port: int) -> subprocess.Popen[bytes]:
+    """``memstore mcp --transport http`` on ``port``, its output discarded."""
+    return subprocess.Popen(
+        mcp_command(data, "--transport", "http", "--port", str(port)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def answering(proc: subprocess.Popen[bytes], port: int) -> str:
+    """The ``/mcp`` URL of the server ``proc`` once it answers (it binds before it serves)."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(url, timeout=0.5)
+            return url
+        except httpx.TransportError:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+
+
 def test_tools_over_streamable_http(tmp_path: Path) -> None:
     with http_server(tmp_path) as url:
 
@@ -147,23 +170,10 @@ def test_the_bearer_scheme_is_read_as_memstore_serve_reads_it(tmp_path: Path) ->
 
 def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        mcp_command(tmp_path, "--transport", "http", "--port", str(port)),
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_http(tmp_path, port)
     acked: list[str] = []
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.1)
+        url = answering(proc, port)
 
         async def writer(n: int) -> None:
             try:
@@ -233,22 +243,9 @@ def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_pat
     (a client sending half a header held its connection for ever), and SIGTERM killed the
     process (uvicorn re-raised it) instead of closing the memory."""
     port = free_port()
-    proc = subprocess.Popen(
-        mcp_command(tmp_path, "--transport", "http", "--port", str(port)),
-        env=_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = start_http(tmp_path, port)
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.1)
+        answering(proc, port)
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
             s.settimeout(60)  # memstore serve's header timeout (10 s) ends it well before

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from types import ModuleType
 
 _PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
 """``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has not."""
@@ -22,14 +23,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
     module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
-    try:
-        server = importlib.import_module(module)
-    except ImportError as e:
-        print(
-            f"memstore serve needs the server extra ({e.name} is missing): "
-            'pip install "memstore-engine[server]"',
-            file=sys.stderr,
-        )
+    server = _extra(module, "serve", "server")
+    if server is None:
         return 2
     if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
         from .parser import build_parser  # the parser names these commands: imported here
@@ -54,14 +49,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        run = importlib.import_module("memstore.mcp.run")
-    except ImportError as e:
-        print(
-            f"memstore mcp needs the mcp extra ({e.name} is missing): "
-            'pip install "memstore-engine[mcp]"',
-            file=sys.stderr,
-        )
+    run = _extra("memstore.mcp.run", "mcp", "mcp")
+    if run is None:
         return 2
     code: int = run.serve(args)
     return code
+
+
+def _extra(module: str, command: str, extra: str) -> ModuleType | None:
+    """``module``, or None after saying which extra ``memstore COMMAND`` needs installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        print(
+            f"memstore {command} needs the {extra} extra ({e.name} is missing): "
+            f'pip install "memstore-engine[{extra}]"',
+            file=sys.stderr,
+        )
+        return None

@@ -18,7 +18,7 @@ from mcp.server.stdio import stdio_server
 
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
-from memstore.web.listen import ListenError, base_url, close_all, listen
+from memstore.web.listen import ListenError, base_url, listening
 
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens
 from .opening import open_memory
@@ -50,17 +50,14 @@ def serve(args: argparse.Namespace) -> int:
     except MemstoreError as e:
         print(f"memstore mcp: {e}", file=sys.stderr)
         return 2
-    sockets: list[socket.socket] = []
-    if http:
-        try:
-            sockets = listen(args.host, args.port)  # a port in use: refused before the folder opens
-        except ListenError as e:
-            print(f"memstore mcp: {e}; choose another --port or --host", file=sys.stderr)
-            return 1
-    try:
-        return _serve_on(args, tokens, sockets)
-    finally:
-        close_all(sockets)
+    if not http:
+        return _serve_on(args, tokens, [])
+    try:  # a port in use is refused before the folder opens
+        with listening(args.host, args.port) as sockets:
+            return _serve_on(args, tokens, sockets)
+    except ListenError as e:
+        print(f"memstore mcp: {e}; choose another --port or --host", file=sys.stderr)
+        return 1
 
 
 def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket]) -> int:

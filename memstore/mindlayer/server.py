@@ -39,7 +39,7 @@ from memstore.mindlayer.service import MindLayer
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
-from memstore.web.listen import ListenError, base_url, close_all, listen
+from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
 
@@ -104,15 +104,12 @@ def serve(args: argparse.Namespace) -> int:
         )
     except (ProviderConfigError, OwnerTokenError, ValueError) as e:
         return _fail(e)
-    try:
-        sockets = listen(args.host, args.port)  # a port in use: refused before anything opens
+    try:  # a port in use is refused before anything opens
+        with listening(args.host, args.port) as sockets:
+            return _serve_on(args, sockets, provider, token, hosts, origins, limits)
     except ListenError as e:
         print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
         return 1
-    try:
-        return _serve_on(args, sockets, provider, token, hosts, origins, limits)
-    finally:
-        close_all(sockets)
 
 
 def _serve_on(

@@ -62,7 +62,7 @@ from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
-from memstore.web.listen import ListenError, base_url, close_all, listen
+from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.mount import Mount
 from memstore.web.runner import ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
@@ -263,15 +263,12 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     if not args.tokens_file and not is_loopback(args.host):
         _tokens(args)  # says why it refuses, before anything is opened
         return 2
-    try:
-        sockets = listen(args.host, args.port)  # a port in use: refused before anything is made
+    try:  # a port in use is refused before anything is made
+        with listening(args.host, args.port) as sockets:
+            return _serve_on(args, sockets, mounts, hosts, origins, limits)
     except ListenError as e:
         print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
         return 1
-    try:
-        return _serve_on(args, sockets, mounts, hosts, origins, limits)
-    finally:
-        close_all(sockets)
 
 
 def _serve_on(

@@ -28,9 +28,17 @@ import contextlib
 import errno
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-__all__ = ["BACKLOG", "ListenError", "base_url", "bound_port", "close_all", "listen"]
+__all__ = [
+    "BACKLOG",
+    "ListenError",
+    "base_url",
+    "bound_port",
+    "close_all",
+    "listen",
+    "listening",
+]
 
 BACKLOG = 2048
 """Connections the system queues before the server accepts them (uvicorn's default)."""
@@ -81,6 +89,19 @@ def listen(host: str, port: int) -> list[socket.socket]:
         why = "address already in use" if e.errno == errno.EADDRINUSE else _reason(e)
         raise ListenError(f"cannot listen on {base_url(host, port)}: {why}") from None
     return socks
+
+
+@contextlib.contextmanager
+def listening(host: str, port: int) -> Iterator[list[socket.socket]]:
+    """:func:`listen`, and every socket closed when the block ends (a server that has stopped).
+
+    :raises ListenError: as :func:`listen`, before the block runs.
+    """
+    socks = listen(host, port)
+    try:
+        yield socks
+    finally:
+        close_all(socks)
 
 
 def bound_port(socks: Sequence[socket.socket]) -> int:
