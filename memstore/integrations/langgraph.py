@@ -35,20 +35,15 @@ try:
         BaseStore,
         GetOp,
         IndexConfig,
-        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
-        MatchCondition,
         Op,
         PutOp,
         Result,
         SearchItem,
         SearchOp,
         TTLConfig,
-        ensure_embeddings,
         get_text_at_path,
-        tokenize_path,
-        validate_op_namespace,
     )
 except ModuleNotFoundError as _missing:  # pragma: no cover - exercised without the extra
     raise ImportError(
@@ -60,7 +55,8 @@ import numpy as np
 
 from memstore import item as _engine_item
 from memstore._offloop import run_settled
-from memstore.errors import InvalidItemError, MemstoreError
+from memstore.errors import MemstoreError
+from memstore.integrations import _ops
 from memstore.integrations import _records as rec
 from memstore.integrations._filters import FilterError, check_filter, matches
 from memstore.integrations._vectors import (
@@ -100,7 +96,6 @@ others. With one depth, pages are slices of one list. The cost grows with the
 candidates, up to this many: some 75 ms to rank 1,000 of 5,000 items, where a
 page of 10 used to cost some 8 ms.
 """
-_ROOT: Final = "$"
 
 
 @dataclass(frozen=True)
@@ -170,16 +165,16 @@ class MemstoreStore(BaseStore):
         if ranking not in ("hybrid", "vector"):
             raise MemstoreError(f"ranking={ranking!r}: use 'hybrid' or 'vector'")
         self.ranking: Ranking = ranking
-        self.ttl_config = _checked_ttl_config(ttl)  # checked before the memory opens
+        self.ttl_config = _ops.checked_ttl_config(ttl)  # checked before the memory opens
         self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]
         self._fields: FieldEmbedder | None = None
         self._paths: list[tuple[str, str | list[str]]] = []
         given = isinstance(memory, Memory)
         if self.index_config is not None:
-            self._fields = _field_embedder(
+            self._fields = _ops.field_embedder(
                 self.index_config, memory.cells if isinstance(memory, Memory) else None
             )
-            self._paths = _tokenized(self.index_config.get("fields") or [_ROOT])
+            self._paths = _ops.tokenized(self.index_config.get("fields") or [_ops.ROOT])
         self.embeddings: Any = self.index_config.get("embed") if self.index_config else None
         if isinstance(memory, Memory):
             self.memory = memory
@@ -265,7 +260,7 @@ class MemstoreStore(BaseStore):
     def _checked(self, ops: Iterable[Op]) -> list[Op]:
         todo = list(ops)
         for op in todo:
-            _check_op(op)
+            _ops.check_op(op)
         self._check_open()
         return todo
 
@@ -277,7 +272,7 @@ class MemstoreStore(BaseStore):
                 for n, op in enumerate(todo):
                     out.append(self._run(op, n, plan))
         except BaseException:
-            self._resync(_touched(todo, out))  # what this store read of the undone writes
+            self._resync(_ops.touched(todo, out))  # what this store read of the undone writes
             raise
         return out
 
@@ -309,7 +304,7 @@ class MemstoreStore(BaseStore):
             return None
         if op.refresh_ttl:
             found = self._refresh(found)
-        return _item(found)
+        return _ops.item(found)
 
     def _plan_texts(self, todo: list[Op]) -> tuple[dict[int, list[str]], list[str], list[str]]:
         """Each put's texts; every text to embed (fields, then joined texts); the queries."""
@@ -391,7 +386,7 @@ class MemstoreStore(BaseStore):
         if self.index_config is None:
             text = rec.search_text(rec.leaf_text(value))
             return [text] if text else []
-        paths = self._paths if op.index is None else _tokenized(op.index)
+        paths = self._paths if op.index is None else _ops.tokenized(op.index)
         out: list[str] = []
         for _, tokens in paths:
             out.extend(t for t in get_text_at_path(value, tokens) if t.strip())
@@ -415,7 +410,7 @@ class MemstoreStore(BaseStore):
         page = cands[offset : offset + limit]  # a slice of one ranking, whatever the page
         if op.refresh_ttl:
             page = [self._refresh(it) for it in page]
-        return [_search_item(r, scores.get(r.id)) for r in page]
+        return [_ops.search_item(r, scores.get(r.id)) for r in page]
 
     def _rank(
         self,
@@ -505,7 +500,9 @@ class MemstoreStore(BaseStore):
                 for ids in self._ids.values()
                 if (r := next((x for id in ids if (x := self._recs[id]).live(now)), None))
             ]
-        names = [ns for ns in held if all(_does_match(c, ns) for c in op.match_conditions or ())]
+        names = [
+            ns for ns in held if all(_ops.does_match(c, ns) for c in op.match_conditions or ())
+        ]
         if op.max_depth is not None:
             names = sorted({ns[: op.max_depth] for ns in names})
         else:
@@ -548,7 +545,7 @@ class MemstoreStore(BaseStore):
             minutes = sweep_interval_minutes
             if minutes is None and self.ttl_config:
                 minutes = self.ttl_config.get("sweep_interval_minutes")
-            interval = _sweep_seconds(minutes or DEFAULT_SWEEP_MINUTES)
+            interval = _ops.sweep_seconds(minutes or DEFAULT_SWEEP_MINUTES)
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             self._sweep_stop.clear()
 
@@ -595,25 +592,25 @@ class MemstoreStore(BaseStore):
         is listed as it was stored.
         """
         check_filter(filter)
-        prefix = _prefix(namespace_prefix)
+        prefix = _ops.prefix(namespace_prefix)
         found = [
             r
             for r in (rec.read(it) for it in self.memory.as_of(when))
             if r is not None and within(r.partition, prefix) and matches(r.value, filter)
         ]
         found.sort(key=rec.Record.order)
-        return [_item(r) for r in found]
+        return [_ops.item(r) for r in found]
 
     def history(self, namespace: Sequence[str], key: str) -> list[Item | None]:
         """Every version of one item, oldest first; a deletion is ``None``.
 
         Needs a journal. TTL refreshes are versions too (the value is unchanged).
         """
-        ns = _namespace(namespace)
+        ns = _ops.namespace(namespace)
         out: list[Item | None] = []
         for v in self.memory.history(rec.record_id(encode_labels(ns), key)):
             r = rec.read(v.item) if v.item is not None else None
-            out.append(_item(r) if r is not None else None)
+            out.append(_ops.item(r) if r is not None else None)
         return out
 
     # ------------------------------------------------------------ helpers
@@ -698,196 +695,3 @@ class MemstoreStore(BaseStore):
         out = rec.Record.of(fresh)
         self._note(out)
         return out
-
-
-# ---------------------------------------------------------------- free helpers
-
-
-def _checked_ttl_config(ttl: Any) -> TTLConfig | None:
-    """LangGraph's ``TTLConfig``, each documented key checked; :class:`InvalidItemError` if not.
-
-    ``default_ttl`` is a positive number of minutes or ``None``;
-    ``sweep_interval_minutes`` a positive number of minutes (``None`` or 0: no
-    background sweeper); ``refresh_on_read`` ``True`` or ``False``.
-    """
-    if ttl is None:
-        return None
-    if not isinstance(ttl, Mapping):
-        raise InvalidItemError(f"ttl is a TTLConfig mapping, got {type(ttl).__name__}")
-    config = dict(ttl)
-    try:
-        rec.ttl_minutes(config.get("default_ttl"))
-    except InvalidItemError as e:
-        raise InvalidItemError(f"default_ttl: {e.reason}") from None
-    if config.get("sweep_interval_minutes"):
-        _sweep_seconds(config["sweep_interval_minutes"])
-    refresh = config.get("refresh_on_read", True)
-    if not isinstance(refresh, bool):
-        raise InvalidItemError(f"refresh_on_read must be True or False, got {refresh!r}")
-    return config  # type: ignore[return-value]
-
-
-def _sweep_seconds(minutes: Any) -> float:
-    """Seconds between sweeps from a positive, finite number of minutes.
-
-    A zero or negative wait would sweep without pause, and a NaN or infinite
-    one would end the sweeper's thread: each is refused. A wait longer than the
-    platform's timer holds (``threading.TIMEOUT_MAX``) is that maximum.
-    """
-    try:
-        value = rec.ttl_minutes(minutes)
-    except InvalidItemError as e:
-        raise InvalidItemError(f"sweep_interval_minutes: {e.reason}") from None
-    if value is None:
-        raise InvalidItemError("sweep_interval_minutes: a number of minutes is needed")
-    return min(60.0 * value, threading.TIMEOUT_MAX)
-
-
-def _check_op(op: Any) -> None:
-    """Refuse a malformed op before anything in the batch runs.
-
-    What LangGraph's stores refuse with a ``ValueError`` (an unknown op or
-    match type) is an :class:`~memstore.errors.InvalidItemError`, a ``ValueError``.
-    """
-    if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
-        raise InvalidItemError(f"unknown operation type: {type(op).__name__}")
-    validate_op_namespace(op)
-    if isinstance(op, GetOp | PutOp) and not op.namespace:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    if isinstance(op, GetOp | PutOp) and not isinstance(op.key, str):
-        raise InvalidItemError(f"a key is text, got {type(op.key).__name__}")
-    if isinstance(op, PutOp) and op.value is not None:
-        rec.encode_value(op.value)
-        rec.ttl_minutes(op.ttl)
-        index: Any = op.index
-        if (
-            index is not None
-            and index is not False
-            and (isinstance(index, str) or not all(isinstance(p, str) for p in index))
-        ):
-            raise InvalidItemError(f"index is False or a list of field paths, got {op.index!r}")
-    if isinstance(op, ListNamespacesOp):
-        depth = op.max_depth
-        if depth is not None and type(depth) is not int:
-            raise InvalidItemError(f"max_depth must be a whole number or None, got {depth!r}")
-        for cond in op.match_conditions or ():
-            if getattr(cond, "match_type", None) not in ("prefix", "suffix"):
-                raise InvalidItemError(
-                    f"unknown match type {getattr(cond, 'match_type', cond)!r}: "
-                    "use 'prefix' or 'suffix'"
-                )
-    if isinstance(op, SearchOp | ListNamespacesOp):
-        for name in ("limit", "offset"):
-            value = getattr(op, name)
-            if type(value) is not int:  # a negative one reads as 0
-                raise InvalidItemError(f"{name} must be a whole number, got {value!r}")
-    if isinstance(op, SearchOp):
-        check_filter(op.filter)
-        if op.query is not None and not isinstance(op.query, str):
-            raise InvalidItemError(f"query must be text, got {type(op.query).__name__}")
-
-
-def _touched(todo: list[Op], out: list[Result]) -> set[str]:
-    """The ids a batch may have written: its puts, and what its reads refreshed."""
-    keys = [(op.namespace, op.key) for op in todo if isinstance(op, PutOp)]
-    for got in out:
-        found = got if isinstance(got, list) else [got]
-        keys += [(it.namespace, it.key) for it in found if isinstance(it, Item)]
-    return {rec.record_id(encode_labels(tuple(ns)), key) for ns, key in keys}
-
-
-def _namespace(namespace: Sequence[str]) -> tuple[str, ...]:
-    ns = tuple(namespace)
-    validate_op_namespace(GetOp(ns, ""))
-    if not ns:
-        raise InvalidNamespaceError("Namespace cannot be empty.")
-    return ns
-
-
-def _prefix(namespace_prefix: Sequence[str]) -> str:
-    ns = tuple(namespace_prefix)
-    validate_op_namespace(GetOp(ns, ""))
-    return encode_labels(ns) if ns else ""
-
-
-def _tokenized(paths: Sequence[str]) -> list[tuple[str, str | list[str]]]:
-    out: list[tuple[str, str | list[str]]] = []
-    for p in paths:
-        if not isinstance(p, str):
-            raise MemstoreError(f"index fields are JSON paths (text), got {p!r}")
-        out.append((p, p if p == _ROOT else tokenize_path(p)))
-    return out
-
-
-def _field_embedder(cfg: Mapping[str, Any], cells: Any) -> FieldEmbedder:
-    """The embedder an IndexConfig names: its ``embed``, else the memory's, else memstore's."""
-    embed = cfg.get("embed")
-    dims = cfg.get("dims")
-    if embed is None:
-        engine = cells.embedder if cells is not None else None
-        if engine is None:
-            from memstore_index import default_embedder
-
-            engine = default_embedder()
-        if dims is not None and dims != engine.dim:
-            raise MemstoreError(
-                f"index dims={dims} but memstore's embedder {engine.model_id} has {engine.dim}"
-            )
-        return FieldEmbedder(
-            lambda texts: engine.embed(texts),
-            lambda text: engine.embed([text])[0],
-            int(engine.dim),
-            str(engine.model_id),
-        )
-    if isinstance(embed, str):
-        raise MemstoreError(
-            f"index embed={embed!r}: pass an Embeddings object or a function "
-            "(provider strings need LangChain's init_embeddings)"
-        )
-    if dims is None:
-        raise MemstoreError("index needs 'dims' (the length of the embedder's vectors)")
-    emb = ensure_embeddings(embed)
-    name = getattr(embed, "__qualname__", None) or type(embed).__qualname__
-    return FieldEmbedder(
-        emb.embed_documents,
-        emb.embed_query,
-        dims,
-        str(name),
-        adocuments=emb.aembed_documents,
-        aquery=emb.aembed_query,
-    )
-
-
-def _item(r: rec.Record) -> Item:
-    return Item(
-        value=r.fresh_value(),
-        key=r.key,
-        namespace=r.namespace,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-    )
-
-
-def _search_item(r: rec.Record, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=r.namespace,
-        key=r.key,
-        value=r.fresh_value(),
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-        score=score,
-    )
-
-
-def _does_match(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
-    """LangGraph's namespace match: a prefix or suffix path where ``"*"`` is any one label."""
-    path = tuple(cond.path)
-    if len(ns) < len(path):
-        return False
-    if cond.match_type == "prefix":
-        pairs = zip(ns, path, strict=False)
-    elif cond.match_type == "suffix":
-        pairs = zip(reversed(ns), reversed(path), strict=False)
-    else:
-        raise MemstoreError(f"unknown match type {cond.match_type!r}: use 'prefix' or 'suffix'")
-    return all(p == "*" or label == p for label, p in pairs)
