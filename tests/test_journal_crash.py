@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memstore import Memory, Store
@@ -41,39 +42,55 @@ def expected_states(seed: int, acked: int) -> tuple[Model, Model]:
     return model, with_next
 
 
-def run_until_killed(path: Path, seed: int, rng: random.Random, vectors: Path | None) -> int:
-    """Start a writer, let it acknowledge some operations, SIGKILL it; how many it acked."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    target = rng.randrange(1, 300)
+def kill_writer(
+    module: str,
+    args: list[str],
+    until: Callable[[str, int], bool],
+    pause: float,
+    rng: random.Random,
+) -> int:
+    """Run ``python -m tests.MODULE ARGS``, SIGKILL it; how many operations it acknowledged.
+
+    The writer prints ``ack N`` as each operation is acknowledged. Once
+    ``until(line, acked)`` holds, it is killed after a random pause of up to
+    ``pause`` seconds (to land the kill anywhere in what it does next); the
+    acknowledgements already in the pipe then count too: they were acknowledged.
+    """
     acked = 0
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.crash_writer", str(path), str(seed)]
-        + ([str(vectors)] if vectors else []),
+        [sys.executable, "-m", f"tests.{module}", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
     ) as child:
         assert child.stdout is not None and child.stderr is not None
         try:
             for line in child.stdout:
-                assert line.startswith("ack "), line
-                acked = int(line.split()[1]) + 1
-                if acked >= target:
+                if line.startswith("ack "):
+                    acked = int(line.split()[1]) + 1
+                if until(line, acked):
                     break
             else:
                 raise AssertionError(f"writer stopped early: {child.stderr.read()}")
-            time.sleep(rng.random() * 0.01)  # land the kill anywhere in the next write
+            time.sleep(rng.random() * pause)
             child.send_signal(signal.SIGKILL)
-            # Acknowledgements already in the pipe count too: they were acknowledged.
             for line in child.stdout:
-                acked = int(line.split()[1]) + 1
+                if line.startswith("ack "):
+                    acked = int(line.split()[1]) + 1
         finally:
             child.kill()
             child.wait()
     assert child.returncode == -signal.SIGKILL
     return acked
+
+
+def run_until_killed(path: Path, seed: int, rng: random.Random, vectors: Path | None) -> int:
+    """Start a writer, let it acknowledge some operations, SIGKILL it; how many it acked."""
+    target = rng.randrange(1, 300)
+    args = [str(path), str(seed)] + ([str(vectors)] if vectors else [])
+    return kill_writer("crash_writer", args, lambda _, acked: acked >= target, 0.01, rng)
 
 
 def test_sigkill_never_loses_an_acknowledged_write(tmp_path: Path) -> None:
@@ -128,37 +145,13 @@ def run_bulk_until_killed(folder: Path, seed: int, rng: random.Random) -> int:
     Every other trial waits for an import to start and kills it inside; the
     others kill at any moment of any operation.
     """
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     target = rng.randrange(1, 12)
     in_import = rng.random() < 0.5
-    acked = 0
-    with subprocess.Popen(
-        [sys.executable, "-m", "tests.crash_bulk_writer", str(folder), str(seed)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=ROOT,
-    ) as child:
-        assert child.stdout is not None and child.stderr is not None
-        try:
-            for line in child.stdout:
-                if line.startswith("ack "):
-                    acked = int(line.split()[1]) + 1
-                if acked >= target and (not in_import or line.startswith("import ")):
-                    break
-            else:
-                raise AssertionError(f"writer stopped early: {child.stderr.read()}")
-            time.sleep(rng.random() * 0.05)
-            child.send_signal(signal.SIGKILL)
-            for line in child.stdout:
-                if line.startswith("ack "):
-                    acked = int(line.split()[1]) + 1
-        finally:
-            child.kill()
-            child.wait()
-    assert child.returncode == -signal.SIGKILL
-    return acked
+
+    def until(line: str, acked: int) -> bool:
+        return acked >= target and (not in_import or line.startswith("import "))
+
+    return kill_writer("crash_bulk_writer", [str(folder), str(seed)], until, 0.05, rng)
 
 
 def test_sigkill_mid_import_purge_or_batch_keeps_each_whole(tmp_path: Path) -> None:
