@@ -224,6 +224,11 @@ class TestHTTPRejectsInvalidInput:
                 self.refused_400(_post(c, path, {**base, "query": ""}), "query")
                 self.refused_400(_post(c, path, {**base, "query": "q" * 8193}), "query")
             self.refused_400(_post(c, "/v1/search", {**base, "max_chars": 10}), "unknown field")
+            # an unknown key is named, not echoed whole: not a megabyte, not a terminal escape
+            for key in ("k" * 500_000, "\x1b[2Jcolour"):
+                r = _post(c, "/v1/search", {**base, key: 1})
+                self.refused_400(r, "unknown field")
+                assert len(r.content) < 500 and "\x1b" not in r.json()["message"], r.text[:200]
             too_long = {"scope": scope, "personality": "p" * 8193}
             r = c.put("/v1/personality", json=too_long)
             self.refused_400(r, "personality")
