@@ -3,7 +3,9 @@
 ``--owner-token-file FILE`` names a file holding the token and a newline,
 readable by its owner alone (mode 0600: a file others can read is refused).
 The file is a :class:`~memstore.web.tokens.TokensFile`: it is re-read when it
-changes (and on SIGHUP), so a rotated token applies from the next request.
+changes (and on SIGHUP), so a rotated token applies from the next request,
+under the rules start-up applies (mode 0600, the length a public bind needs):
+a rotation breaking them is logged and the last good token keeps serving.
 
 With no file, a loopback bind needs no token (seed 002's quick start); a
 non-loopback bind refuses to start unless the token has at least
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hmac
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from memstore.mindlayer.limits import MIN_PUBLIC_TOKEN_CHARS
@@ -93,6 +96,41 @@ def load_owner_token(
         return None
     file = Path(path)
     try:
+        file.stat()
+    except OSError as e:
+        raise OwnerTokenError(f"cannot read the owner token file {str(file)!r}: {e}") from None
+    try:
+        return TokensFile(file, _file_parser(file, host))
+    except OwnerTokenError:
+        raise
+    except (OSError, ValueError) as e:
+        raise OwnerTokenError(f"{file}: {e}") from None
+
+
+def _file_parser(file: Path, host: str) -> Callable[[str], str]:
+    """The token of ``file``'s text, under the start-up rules, at start-up and on every re-read.
+
+    A rotated token too short for a public bind, or written to a file others
+    may read, raises :class:`OwnerTokenError` (a ``ValueError``): the
+    :class:`~memstore.web.tokens.TokensFile` logs it and the last good token
+    keeps serving, as for a file that does not parse.
+    """
+
+    def parse(text: str) -> str:
+        _check_mode(file)
+        try:
+            token = parse_token(text)
+        except ValueError as e:
+            raise OwnerTokenError(f"{file}: {e}") from None
+        _check_length(token, host, str(file))
+        return token
+
+    return parse
+
+
+def _check_mode(file: Path) -> None:
+    """Refuse a token file that its group or others may read or write."""
+    try:
         mode = file.stat().st_mode
     except OSError as e:
         raise OwnerTokenError(f"cannot read the owner token file {str(file)!r}: {e}") from None
@@ -101,12 +139,6 @@ def load_owner_token(
             f"{file}: the owner token file may be read by others (mode {stat.S_IMODE(mode):o}); "
             f"chmod 600 {file}"
         )
-    try:
-        tokens = TokensFile(file, parse_token)
-    except (OSError, ValueError) as e:
-        raise OwnerTokenError(f"{file}: {e}") from None
-    _check_length(tokens.current(), host, str(file))
-    return tokens
 
 
 def _check_length(token: str, host: str, source: str) -> None:

@@ -238,9 +238,16 @@ def parse_json(raw: bytes) -> Any:
         raise invalid(f"the body is not valid JSON: {e}") from None
 
 
+def _field_name(part: object) -> str:
+    """A step of an error's location as a message shows it: a field name as is; a key the
+    client made up (long, or not printable: a terminal escape) quoted and cut at 60."""
+    text = str(part)
+    return text if len(text) <= 60 and text.isprintable() else repr(text[:60])
+
+
 def _message(error: ValidationError) -> str:
     first = error.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ()))
+    where = ".".join(_field_name(p) for p in first.get("loc", ()))
     kind = first.get("type", "")
     if kind == "extra_forbidden":
         problem = "unknown field"

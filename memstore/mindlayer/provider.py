@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from memstore.arguments import has_lone_surrogate
 from memstore.errors import MemstoreError
 from memstore.mindlayer.limits import MAX_ANSWER_BYTES, MAX_FACTS, MAX_TEXT_BYTES
 
@@ -298,7 +299,8 @@ def parse_facts(content: str) -> list[str]:
     memstore.mindlayer.provider.ProviderOutputError: ... "facts" is not a list of strings
 
     :raises ProviderOutputError: not such an object, more than :data:`MAX_FACTS`
-        facts, an empty fact or one longer than the text limit.
+        facts, an empty fact, one longer than the text limit or one holding a
+        lone surrogate (``"\\ud83d"``: valid JSON, not Unicode text).
     """
     try:
         doc: Any = json.loads(content)
@@ -318,6 +320,8 @@ def parse_facts(content: str) -> list[str]:
         text = fact.strip()
         if not text:
             raise ProviderOutputError("the extraction answer holds an empty fact")
+        if has_lone_surrogate(text):  # JSON can escape one; no UTF-8 text (nor item) holds it
+            raise ProviderOutputError("an extracted fact holds a lone surrogate (not Unicode text)")
         if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
             raise ProviderOutputError(f"an extracted fact is longer than {MAX_TEXT_BYTES} bytes")
         if text not in out:
@@ -326,12 +330,14 @@ def parse_facts(content: str) -> list[str]:
 
 
 def check_answer(content: str) -> str:
-    """A chat answer: non-empty text of at most :data:`MAX_ANSWER_BYTES`.
+    """A chat answer: non-empty Unicode text of at most :data:`MAX_ANSWER_BYTES`.
 
-    :raises ProviderOutputError: otherwise.
+    :raises ProviderOutputError: otherwise (a lone surrogate included: valid JSON, not text).
     """
     if not content.strip():
         raise ProviderOutputError("the chat answer is empty")
+    if has_lone_surrogate(content):
+        raise ProviderOutputError("the chat answer holds a lone surrogate (not Unicode text)")
     if len(content.encode("utf-8", "surrogatepass")) > MAX_ANSWER_BYTES:
         raise ProviderOutputError(f"the chat answer is longer than {MAX_ANSWER_BYTES} bytes")
     return content

@@ -4,6 +4,10 @@ A scope is one memstore partition, ``mindlayer/<agent>/<user>``: ids never
 hold a ``/``, so the name is unambiguous and reversible
 (:meth:`Scope.from_partition`), and the ``mindlayer/`` prefix keeps the
 scopes apart from any other surface's partitions in the same data folder.
+A partition name holds at most :data:`~memstore.limits.MAX_NAME_CHARS`
+(128) characters, and agent and user ids up to 128 each: a scope whose
+readable name would be longer is ``mindlayer/~<64 hex digits>``, a hash of
+agent and user (ids never hold ``~``, so no readable name is ever one).
 
 A memory is an item of kind :data:`KIND_MEMORY` in that partition. Its item
 id is ``ml:<scope key>:<memory id>``, where the scope key is a 24-hex-digit
@@ -22,6 +26,9 @@ Memories stored without an id get one derived from their trimmed text
 True
 >>> s.item_id("diet")
 'ml:28db740f889b4710ef5fd426:diet'
+>>> long = Scope("a" * 128, "u" * 128)
+>>> long.partition[:11], len(long.partition)
+('mindlayer/~', 75)
 >>> derived_id("  The user is vegetarian. ") == derived_id("The user is vegetarian.")
 True
 """
@@ -33,11 +40,13 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from memstore.limits import MAX_NAME_CHARS
 from memstore.mindlayer.limits import ID_PATTERN
 
 __all__ = [
     "DATA_ID",
     "DATA_SESSION",
+    "HASHED_MARK",
     "KIND_MEMORY",
     "KIND_PERSONALITY",
     "PARTITION_PREFIX",
@@ -56,6 +65,9 @@ DATA_ID: Final = "ml_id"
 """The ``data`` key holding a memory's own id."""
 DATA_SESSION: Final = "ml_session"
 """The ``data`` key holding a memory's session label."""
+
+HASHED_MARK: Final = "~"
+"""What a hashed partition name (a scope too long to spell out) starts with after the prefix."""
 
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -90,8 +102,16 @@ class Scope:
 
     @property
     def partition(self) -> str:
-        """The memstore partition holding the scope."""
-        return f"{PARTITION_PREFIX}{self.agent}/{self.user}"
+        """The memstore partition holding the scope.
+
+        ``mindlayer/<agent>/<user>`` when that fits a partition name (128
+        characters), else ``mindlayer/~`` and 64 hex digits of agent and user.
+        """
+        readable = f"{PARTITION_PREFIX}{self.agent}/{self.user}"
+        if len(readable) <= MAX_NAME_CHARS:
+            return readable
+        digest = hashlib.blake2b(f"{self.agent}\0{self.user}".encode(), digest_size=32)
+        return f"{PARTITION_PREFIX}{HASHED_MARK}{digest.hexdigest()}"
 
     @property
     def key(self) -> str:
@@ -111,8 +131,11 @@ class Scope:
     def from_partition(cls, partition: str) -> Scope:
         """The scope a partition name holds.
 
-        :raises ValueError: not a Mind Layer partition.
+        :raises ValueError: not a Mind Layer partition, or a hashed one
+            (``mindlayer/~...``: the scope's ids cannot be read back from it).
         """
+        if partition.startswith(PARTITION_PREFIX + HASHED_MARK):
+            raise ValueError(f"{partition!r} names its scope by hash; the ids are not in it")
         if not partition.startswith(PARTITION_PREFIX):
             raise ValueError(f"{partition!r} is not a Mind Layer partition")
         agent, sep, user = partition[len(PARTITION_PREFIX) :].partition("/")

@@ -145,6 +145,36 @@ class TestHTTPAuthenticationAndBrowserIsolation:
         finally:
             assert server.stop() == 0
 
+    def test_a_rotated_token_obeys_the_start_up_rules(self, tmp_path: Path) -> None:
+        """The token file is re-read when it changes, under the rules start-up applies: on
+        a public bind, a token too short, or a file others may read, is not taken (the
+        last good token keeps serving, the log says why); a good rotation applies."""
+        path = token_file(tmp_path, TOKEN)
+        server = start(tmp_path / "data", "--owner-token-file", str(path), host="0.0.0.0")
+        scope = new_scope()
+        try:
+            with server.client(TOKEN) as old, server.client("short") as short:
+                path.write_text("short\n")
+                assert short.get("/v1/export", params=scope).status_code == 401
+                assert old.get("/v1/export", params=scope).status_code == 200
+            loose = "loose-" + TOKEN
+            with server.client(TOKEN) as old, server.client(loose) as other:
+                path.write_text(loose + "\n")
+                os.chmod(path, 0o644)
+                assert other.get("/v1/export", params=scope).status_code == 401
+                assert old.get("/v1/export", params=scope).status_code == 200
+            rotated = "rotated-" + TOKEN
+            with server.client(TOKEN) as old, server.client(rotated) as new:
+                path.write_text(rotated + "\n")
+                os.chmod(path, 0o600)
+                assert new.get("/v1/export", params=scope).status_code == 200
+                assert old.get("/v1/export", params=scope).status_code == 401
+            log = server.log_text()
+            assert "at least 32 characters" in log and "chmod 600" in log
+            assert "short" not in log.replace("too short", "")  # the token is never quoted
+        finally:
+            assert server.stop() == 0
+
 
 def _post(c: httpx.Client, path: str, body: Any, **kw: Any) -> httpx.Response:
     return c.post(path, json=body, **kw)
@@ -194,6 +224,11 @@ class TestHTTPRejectsInvalidInput:
                 self.refused_400(_post(c, path, {**base, "query": ""}), "query")
                 self.refused_400(_post(c, path, {**base, "query": "q" * 8193}), "query")
             self.refused_400(_post(c, "/v1/search", {**base, "max_chars": 10}), "unknown field")
+            # an unknown key is named, not echoed whole: not a megabyte, not a terminal escape
+            for key in ("k" * 500_000, "\x1b[2Jcolour"):
+                r = _post(c, "/v1/search", {**base, key: 1})
+                self.refused_400(r, "unknown field")
+                assert len(r.content) < 500 and "\x1b" not in r.json()["message"], r.text[:200]
             too_long = {"scope": scope, "personality": "p" * 8193}
             r = c.put("/v1/personality", json=too_long)
             self.refused_400(r, "personality")

@@ -86,6 +86,26 @@ class TestScopeIsolation:
             assert [m["id"] for m in export(c, a)["memories"]] == ["diet"]
             assert export(c, b)["memories"] == []
 
+    def test_the_longest_agent_and_user_ids_are_a_scope_like_any(self, plain: Server) -> None:
+        """Seed 002 accepts agent and user ids of 128 characters each: such a scope stores,
+        searches, exports and deletes, and stays apart from the scope one character shorter."""
+        agent = "a" * 128
+        long_scope = {"agent": agent, "user": "u" * 128}
+        shorter = {"agent": agent, "user": "u" * 127}
+        with plain.client() as c:
+            store(c, long_scope, DIET, id="diet")
+            r = c.put("/v1/personality", json={"scope": long_scope, "personality": "Be brief."})
+            assert r.status_code == 200, r.text
+            assert ids(search(c, long_scope, "vegetarian dinner")) == ["diet"]
+            assert search(c, shorter, "vegetarian dinner") == []
+            assert export(c, shorter) == {"personality": "", "memories": []}
+            exported = export(c, long_scope)
+            assert exported["personality"] == "Be brief."
+            assert [m["id"] for m in exported["memories"]] == ["diet"]
+            r = c.request("DELETE", "/v1/scope", params=long_scope)
+            assert r.status_code == 200 and r.json() == {"deleted": 1}
+            assert export(c, long_scope) == {"personality": "", "memories": []}
+
     def test_other_surfaces_items_in_the_folder_never_crowd_a_scope_out(
         self, tmp_path: Path
     ) -> None:

@@ -30,8 +30,10 @@ from tests.mindlayer.conftest import (
     Server,
     export,
     new_scope,
+    provider_env,
     refused,
     search,
+    start,
     store,
 )
 
@@ -335,6 +337,25 @@ class TestInvalidProviderOutput:
         fake.chat_content = "   "
         with provided.client() as c:
             assert_internal(c.post("/v1/chat", json={"scope": scope, "query": "hi"}))
+
+    def test_lone_surrogates_from_the_provider_are_its_fault(
+        self, tmp_path: Path, fake: FakeProvider
+    ) -> None:
+        """JSON can escape half a surrogate pair (``"\\ud83d"``); no UTF-8 text holds one.
+        A fact or an answer holding one is invalid provider output: a 500 like any other
+        (never a 400 blaming the caller, never an unexpected exception), and nothing stored."""
+        server = start(tmp_path / "chat-only", env=provider_env(fake, embedding=None))
+        try:
+            scope = new_scope()
+            fake.chat_content = json.dumps({"facts": ["A good fact.", "A cut emoji \ud83d."]})
+            with server.client() as c:
+                assert_internal(c.post("/v1/ingest", json={"scope": scope, "text": "User: hi."}))
+                assert export(c, scope)["memories"] == []
+                fake.chat_content = "An answer cut in half \ud83d."
+                assert_internal(c.post("/v1/chat", json={"scope": scope, "query": "hi"}))
+            assert "Traceback" not in server.log_text()
+        finally:
+            assert server.stop() == 0, server.log_text()
 
     def test_twenty_facts_are_accepted(self, provided: Server, fake: FakeProvider) -> None:
         scope = new_scope()
