@@ -211,3 +211,34 @@ def test_statistics(page: Page) -> None:
     expect(stats.get_by_role("table", name="Items by kind")).to_contain_text("episode")
     expect(stats.get_by_role("table", name="Search phases")).to_contain_text("lexical")
     expect(stats.get_by_role("table", name="Journal")).to_contain_text("head")
+
+
+def test_sign_out_leaves_nothing_for_the_next_token(page: Page) -> None:
+    # A shared tab: one person signs out, another signs in with their own token.
+    _, first = page.server.tenant()
+    second_tenant, second = page.server.tenant()
+    page.server.ingest(first, "Ivan's salary review is confidential.", source="ivan.md")
+    page.sign_in(first)
+    page.search("salary")
+    results(page).get_by_role("button", name="ivan.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.get_by_role("heading", name="History")).to_be_visible()
+    live = page.page.get_by_role("region", name="Live changes")
+    page.server.ingest(first, "Ivan's bonus was approved.", source="bonus.md")
+    expect(live).to_contain_text("bonus.md")
+    page.page.get_by_role("textbox", name="As of").fill("2099-01-01T00:00:00Z")
+    page.page.get_by_role("textbox", name="As of").press("Enter")
+    expect(page.page.get_by_role("status").filter(has_text="Time travel")).to_be_visible()
+
+    page.page.get_by_role("button", name="Sign out").click()
+    # Signed out, the page holds none of the first tenant's memory, not even hidden.
+    html = page.page.content()
+    assert "Ivan" not in html and "ivan.md" not in html and "bonus.md" not in html
+
+    page.sign_in(second)
+    expect(page.page.get_by_text(f"tenant {second_tenant}")).to_be_visible()
+    expect(page.page.get_by_role("status").filter(has_text="newest item")).to_be_visible()
+    expect(item).to_be_hidden()
+    expect(page.page.get_by_role("status").filter(has_text="Time travel")).to_be_hidden()
+    assert page.page.get_by_role("textbox", name="As of").input_value() == ""
+    assert "Ivan" not in page.page.content()

@@ -6,7 +6,7 @@ import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0 };
+const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0, session: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -62,6 +62,7 @@ function signOut(clearBox = true) {
   state.me = null;
   state.live?.stop();
   state.live = null;
+  forgetShown();
   $("app").hidden = true;
   $("welcome").hidden = false;
   $("who").hidden = true;
@@ -69,6 +70,24 @@ function signOut(clearBox = true) {
   $("token").value = "";
   if (clearBox) clearError();
   $("token").focus();
+}
+
+// Everything the last token was shown goes with it: the next person to sign in on
+// this tab (another tenant, perhaps) must not find it, on screen or hidden in the DOM.
+function forgetShown() {
+  state.session++; // answers still on their way for the old token are dropped
+  state.searches++;
+  state.opens++;
+  state.asOf = null;
+  state.item = null;
+  state.query = "";
+  for (const id of ["results", "item", "live-list", "stats-body"]) fill($(id));
+  for (const id of ["results-note", "who-text"]) $(id).textContent = "";
+  for (const id of ["q", "kind", "subject", "asof"]) $(id).value = "";
+  fill($("partition"));
+  $("item").hidden = true;
+  $("live-state").textContent = "off";
+  banner(null);
 }
 
 // ------------------------------------------------------------ search and item
@@ -220,7 +239,9 @@ function applyChange(data) {
 }
 
 async function refreshStats() {
-  statsPanel($("stats-body"), await call("stats"));
+  const mine = state.session;
+  const answer = await call("stats");
+  if (mine === state.session) statsPanel($("stats-body"), answer);
 }
 
 // ------------------------------------------------------------ wiring
