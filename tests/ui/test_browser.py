@@ -242,3 +242,22 @@ def test_sign_out_leaves_nothing_for_the_next_token(page: Page) -> None:
     expect(page.page.get_by_role("status").filter(has_text="Time travel")).to_be_hidden()
     assert page.page.get_by_role("textbox", name="As of").input_value() == ""
     assert "Ivan" not in page.page.content()
+
+
+def test_a_bidi_control_in_memory_cannot_reorder_the_page_around_it(page: Page) -> None:
+    # U+202E (right-to-left override) left open in a stored text would reverse what
+    # follows it on the line: a history diff would read "before → after" backwards.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Kim is paid \u202e100 dollars.", source="pay.md", id=ULID_A)
+    page.server.ingest(token, "Kim is paid 900 dollars.", source="pay.md", id=ULID_A)
+    page.sign_in(token)
+    page.search("Kim paid")
+    results(page).get_by_role("button", name="pay.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    change = item.get_by_role("list", name="Changes").locator("li").filter(has_text="content")
+    expect(change).to_contain_text("900 dollars")
+    before = change.locator("del").bounding_box()
+    after = change.locator("ins").bounding_box()
+    assert before is not None and after is not None
+    assert after["y"] == before["y"]  # one line, so left to right is reading order
+    assert after["x"] >= before["x"] + before["width"], (before, after)

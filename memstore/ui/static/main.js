@@ -165,10 +165,11 @@ async function travel(value) {
 
 // ------------------------------------------------------------ forget
 
+/** Ask first; text is the dialog's sentence, as strings and nodes (an id goes in a <bdi>). */
 function confirmDialog(title, text, ok) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
-  $("confirm-text").textContent = text;
+  fill($("confirm-text"), text);
   $("confirm-ok").textContent = ok;
   dialog.returnValue = "";
   dialog.showModal();
@@ -179,14 +180,19 @@ function confirmDialog(title, text, ok) {
 }
 
 async function forget(id) {
-  if (!(await confirmDialog("Forget this item?", `Soft forget ${id}: it leaves search and listings; its history stays in the journal.`, "Confirm forget"))) return;
+  const text = ["Soft forget ", h("bdi", {}, id), ": it leaves search and listings; its history stays in the journal."];
+  if (!(await confirmDialog("Forget this item?", text, "Confirm forget"))) return;
   await call("forget", { id, partition: partition() }, "POST");
   await Promise.all([runSearch(), openItem(id)]);
 }
 
 async function erase(id) {
   const preview = await call("forget", { id, hard: true, partition: partition() }, "POST");
-  const text = `Hard delete ${id}: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`;
+  const text = [
+    "Hard delete ",
+    h("bdi", {}, id),
+    `: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`,
+  ];
   if (!(await confirmDialog("Erase permanently?", text, "Erase permanently"))) return;
   await call("forget", { id, hard: true, confirmation: preview.confirmation, partition: partition() }, "POST");
   $("item").hidden = true;
