@@ -261,3 +261,22 @@ def test_a_bidi_control_in_memory_cannot_reorder_the_page_around_it(page: Page) 
     assert before is not None and after is not None
     assert after["y"] == before["y"]  # one line, so left to right is reading order
     assert after["x"] >= before["x"] + before["width"], (before, after)
+
+
+def test_live_changes_respect_the_listings_filters(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    live = page.page.get_by_role("region", name="Live changes")
+    expect(live).to_contain_text("live")
+    page.page.get_by_role("textbox", name="Subject").fill("alice")
+    page.search("")  # the newest items about alice: none yet
+    expect(page.page.get_by_role("status").filter(has_text="0 newest item(s)")).to_be_visible()
+    page.server.ingest(token, "Judy moved to the Oslo office.", source="judy.md")
+    expect(live).to_contain_text("judy.md")
+    expect(results(page)).to_have_count(0)  # its subject is not alice
+
+    page.page.get_by_role("textbox", name="Subject").fill("")
+    page.page.get_by_role("textbox", name="Kind").fill("chunk")  # typed, not yet searched
+    page.server.ingest(token, "Ken moved to the Rome office.", source="ken.md")
+    expect(live).to_contain_text("ken.md")
+    expect(results(page)).to_have_count(0)  # the listing shown is still alice's

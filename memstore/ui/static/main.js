@@ -6,7 +6,8 @@ import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0, session: 0 };
+// query, kind, subject: those of the listing shown (not what is typed in the boxes since).
+const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", live: null, searches: 0, opens: 0, session: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -80,7 +81,7 @@ function forgetShown() {
   state.opens++;
   state.asOf = null;
   state.item = null;
-  state.query = "";
+  state.query = state.kind = state.subject = "";
   for (const id of ["results", "item", "live-list", "stats-body"]) fill($(id));
   for (const id of ["results-note", "who-text"]) $(id).textContent = "";
   for (const id of ["q", "kind", "subject", "asof"]) $(id).value = "";
@@ -94,16 +95,12 @@ function forgetShown() {
 
 async function runSearch() {
   const query = $("q").value;
+  const kind = $("kind").value.trim();
+  const subject = $("subject").value.trim();
   const mine = ++state.searches; // only the newest search's answer is shown
-  const answer = await call("search", {
-    q: query,
-    kind: $("kind").value.trim(),
-    subject: $("subject").value.trim(),
-    partition: partition(),
-    as_of: state.asOf,
-  });
+  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
   if (mine !== state.searches) return;
-  state.query = query;
+  Object.assign(state, { query, kind, subject });
   banner(answer.as_of);
   fill($("results"), answer.hits.map((r) => hit(r, (id) => guarded(() => openItem(id)))));
   const what = state.query.trim() ? `${answer.hits.length} hit(s) for “${state.query}”` : `${answer.hits.length} newest item(s)`;
@@ -235,11 +232,10 @@ function applyChange(data) {
     if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
   }
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
-  if (data.op === "upsert" && !state.query.trim() && !listed && data.item) {
-    const kind = $("kind").value.trim();
-    if (!kind || kind === data.kind) {
-      $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
-    }
+  // A new item joins a listing of the newest items if the listing's filters admit it.
+  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
+  if (data.op === "upsert" && !state.query.trim() && !listed && data.item && admitted(data.item)) {
+    $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
 }
