@@ -163,11 +163,19 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
         partition: str | None = None,
         as_of: str | None = None,
         limit: int = 20,
+        offset: int = 0,
     ) -> Any:
         def run() -> dict[str, Any]:
             _, chosen = caller_of(request, "recall", partition)
             return views.search(
-                memory, chosen, q, kind=kind, subject=subject, limit=limit, when=moment(as_of)
+                memory,
+                chosen,
+                q,
+                kind=kind,
+                subject=subject,
+                limit=limit,
+                offset=offset,
+                when=moment(as_of),
             )
 
         return await answer(run)

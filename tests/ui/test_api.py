@@ -280,3 +280,37 @@ def test_no_ui_serves_no_page(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/healthz").status_code == 200
     finally:
         assert stop_server(proc) == 0
+
+
+def test_search_pages_through_a_long_memory(client: TestClient) -> None:
+    for n in range(7):
+        ingest(client, "tok-a", f"Pager note {n}.", source=f"p{n}.md")  # 14 items
+    seen: list[str] = []
+    offset, more = 0, True
+    while more:
+        r = client.get(
+            "/ui/api/search", params={"limit": 5, "offset": offset}, headers=auth("tok-a")
+        )
+        assert r.status_code == 200, r.text
+        page = r.json()
+        assert page["offset"] == offset
+        seen += [h["item"]["id"] for h in page["hits"]]
+        offset, more = offset + len(page["hits"]), page["more"]
+    assert len(seen) == len(set(seen)) == 14  # every item once, newest first
+    query = client.get(
+        "/ui/api/search", params={"q": "pager note", "limit": 5, "offset": 5}, headers=auth("tok-a")
+    )
+    assert len(query.json()["hits"]) == 5 and query.json()["more"] is True
+
+
+@pytest.mark.parametrize("offset", ["-5", "99999999999999999999"])
+def test_a_hostile_offset_is_held_in_range(client: TestClient, offset: str) -> None:
+    ingest(client, "tok-a", "Only note.")
+    r = client.get("/ui/api/search", params={"offset": offset}, headers=auth("tok-a"))
+    assert r.status_code == 200, r.text
+    assert 0 <= r.json()["offset"] <= 399
+
+
+def test_a_non_numeric_offset_is_one_clear_error(client: TestClient) -> None:
+    r = client.get("/ui/api/search", params={"offset": "NaN"}, headers=auth("tok-a"))
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text

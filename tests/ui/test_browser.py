@@ -280,3 +280,21 @@ def test_live_changes_respect_the_listings_filters(page: Page) -> None:
     page.server.ingest(token, "Ken moved to the Rome office.", source="ken.md")
     expect(live).to_contain_text("ken.md")
     expect(results(page)).to_have_count(0)  # the listing shown is still alice's
+
+
+def test_a_long_memory_is_listed_page_by_page(page: Page) -> None:
+    _, token = page.server.tenant()
+    for n in range(11):  # an episode and its chunk each: 22 items, a page is 20
+        page.server.ingest(token, f"Log entry number {n} of the night shift.", source=f"log{n}.md")
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(20)
+    expect(page.page.get_by_role("list", name="Results")).not_to_contain_text("log0.md")
+    page.page.get_by_role("button", name="Show more").click()
+    expect(listed).to_have_count(22)
+    expect(listed.filter(has_text="log0.md")).to_have_count(1)  # the oldest, at last
+    expect(page.page.get_by_role("button", name="Show more")).to_be_hidden()
+    ids = page.page.evaluate(
+        "[...document.querySelectorAll('#results > li')].map(li => li.dataset.id)"
+    )
+    assert len(set(ids)) == 22

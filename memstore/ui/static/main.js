@@ -6,8 +6,9 @@ import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-// query, kind, subject: those of the listing shown (not what is typed in the boxes since).
-const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", live: null, searches: 0, opens: 0, session: 0 };
+// query, kind, subject: those of the listing shown (not what is typed in the boxes since);
+// offset: how many of its hits the server has answered so far (its next page starts there).
+const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, live: null, searches: 0, opens: 0, session: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -82,6 +83,8 @@ function forgetShown() {
   state.asOf = null;
   state.item = null;
   state.query = state.kind = state.subject = "";
+  state.offset = 0;
+  $("more").hidden = true;
   for (const id of ["results", "item", "live-list", "stats-body"]) fill($(id));
   for (const id of ["results-note", "who-text"]) $(id).textContent = "";
   for (const id of ["q", "kind", "subject", "asof"]) $(id).value = "";
@@ -100,11 +103,30 @@ async function runSearch() {
   const mine = ++state.searches; // only the newest search's answer is shown
   const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
   if (mine !== state.searches) return;
-  Object.assign(state, { query, kind, subject });
+  Object.assign(state, { query, kind, subject, offset: 0 });
   banner(answer.as_of);
-  fill($("results"), answer.hits.map((r) => hit(r, (id) => guarded(() => openItem(id)))));
-  const what = state.query.trim() ? `${answer.hits.length} hit(s) for “${state.query}”` : `${answer.hits.length} newest item(s)`;
-  $("results-note").textContent = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
+  fill($("results"));
+  showPage(answer);
+}
+
+/** The next page of the listing shown, below it (Show more). */
+async function moreResults() {
+  const mine = state.searches; // a new search meanwhile makes this page moot
+  const { query, kind, subject } = state;
+  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset });
+  if (mine === state.searches) showPage(answer);
+}
+
+function showPage(answer) {
+  const listed = new Set([...$("results").children].map((li) => li.dataset.id));
+  const fresh = answer.hits.filter((r) => !listed.has(r.item.id)); // live changes may have listed one
+  $("results").append(...fresh.map((r) => hit(r, actions.open)));
+  state.offset = answer.offset + answer.hits.length;
+  $("more").hidden = !answer.more;
+  const n = $("results").children.length;
+  const what = state.query.trim() ? `${n} hit(s) for “${state.query}”` : `${n} newest item(s)`;
+  const shown = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
+  $("results-note").textContent = answer.more ? `${shown}; more below` : shown;
 }
 
 const actions = {
@@ -264,6 +286,7 @@ $("asof-form").addEventListener("submit", (e) => {
 });
 $("asof-now").addEventListener("click", () => guarded(() => travel("")));
 $("stats-refresh").addEventListener("click", () => guarded(refreshStats));
+$("more").addEventListener("click", () => guarded(moreResults));
 
 if (token.get()) {
   guarded(() => signIn(token.get()));
