@@ -218,6 +218,10 @@ def test_an_id_with_a_slash_opens_and_is_forgotten(tmp_path: Path) -> None:
                 assert r.status_code == 200, (id, r.text)
                 assert r.json()["id"] == id and r.json()["item"]["content"] == f"Runbook {id}."
             assert c.get("/ui/api/items/runbooks%2Fnope", headers=auth("tok-a")).status_code == 404
+            for id in (*odd, "..", "."):  # the page's form: the id in the query, as it is
+                mem.add(Item(id=id, kind="note", content=f"Runbook {id}."), partition="a")
+                r = c.get("/ui/api/item", params={"id": id}, headers=auth("tok-a"))
+                assert r.status_code == 200 and r.json()["id"] == id, (id, r.text)
             soft = c.post("/ui/api/forget", params={"id": odd[0]}, headers=auth("tok-a")).json()
             assert soft["removed"] is True
             preview = c.post(

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import expect
 
-from tests.ui.conftest import Page
+from memstore import Item, Memory
+from tests.protocol.conftest import start_server, stop_server
+from tests.ui.conftest import Page, Server
 
 ULID_A = "01J0000000000000000000000A"
 ULID_B = "01J0000000000000000000000B"
@@ -298,3 +303,32 @@ def test_a_long_memory_is_listed_page_by_page(page: Page) -> None:
         "[...document.querySelectorAll('#results > li')].map(li => li.dataset.id)"
     )
     assert len(set(ids)) == 22
+
+
+def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -> None:
+    # A URL path segment "." or ".." (even as %2e%2e) is resolved away by the browser's URL
+    # parser: items/.. would ask for /ui/api/, so the page must not put ids in the path.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        for id in ("..", "."):
+            mem.add(Item(id=id, kind="note", content=f"Dots note {id}"), partition="t")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-dots": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    proc, url = start_server(data, tokens)
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        tab.goto(f"{url}/ui")
+        Page(tab, Server(url, {}), []).sign_in("tok-dots")
+        item = tab.get_by_role("region", name="Item")
+        for id in ("..", "."):
+            tab.get_by_role("list", name="Results").get_by_role(
+                "button", name=f"Dots note {id}", exact=True
+            ).click()
+            expect(item.locator('[data-field="id"]')).to_have_text(id)
+            expect(tab.get_by_role("alert")).to_be_hidden()
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
