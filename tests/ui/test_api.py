@@ -318,3 +318,39 @@ def test_a_hostile_offset_is_held_in_range(client: TestClient, offset: str) -> N
 def test_a_non_numeric_offset_is_one_clear_error(client: TestClient) -> None:
     r = client.get("/ui/api/search", params={"offset": "NaN"}, headers=auth("tok-a"))
     assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
+
+
+def test_a_revoked_token_stops_receiving_live_changes(tmp_path: Path) -> None:
+    # The Live changes panel reads GET /v1/events; an open stream must not outlive its
+    # token: once the tokens file drops it, the next change ends the stream unsent.
+    tokens = tmp_path / "tokens.json"
+    table = {"tok-old": TOKENS["tok-a"], "tok-new": TOKENS["tok-a"]}
+    tokens.write_text(json.dumps(table))
+    tokens.chmod(0o600)
+    proc, url = start_server(tmp_path / "data", tokens)
+    try:
+        with httpx.stream("GET", f"{url}/v1/events", headers=auth("tok-old"), timeout=30) as stream:
+            assert stream.status_code == 200
+            lines = stream.iter_lines()
+            httpx.post(
+                f"{url}/v1/ingest",
+                json={"source": "before.md", "content": "Before the revocation."},
+                headers=auth("tok-new"),
+                timeout=30,
+            ).raise_for_status()
+            assert any("before.md" in line for line in lines)  # the stream works
+            revoked = tmp_path / "tokens.new"
+            revoked.write_text(json.dumps({"tok-new": TOKENS["tok-a"]}))
+            revoked.chmod(0o600)
+            revoked.replace(tokens)
+            httpx.post(
+                f"{url}/v1/ingest",
+                json={"source": "after.md", "content": "After the revocation."},
+                headers=auth("tok-new"),
+                timeout=30,
+            ).raise_for_status()
+            # The stream ends (the token is gone) rather than carrying the new change.
+            leaked = next((line for line in lines if "after.md" in line), None)
+        assert leaked is None, leaked
+    finally:
+        assert stop_server(proc) == 0
