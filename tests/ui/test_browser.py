@@ -332,3 +332,35 @@ def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -
     finally:
         context.close()
         assert stop_server(proc) == 0
+
+
+def test_a_revoked_token_is_signed_out_by_the_live_stream(browser: Any, tmp_path: Path) -> None:
+    # No click needed: the change stream ends for a revoked token, its reconnection is
+    # refused (401), and the page signs out as any refused request does.
+    tokens = tmp_path / "tokens.json"
+    scopes = {"tenant": "t", "scopes": ["ingest", "recall"]}
+    tokens.write_text(json.dumps({"tok-old": scopes, "tok-new": scopes}))
+    tokens.chmod(0o600)
+    proc, url = start_server(tmp_path / "data", tokens)
+    server = Server(url, {})
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        tab.goto(f"{url}/ui")
+        server.ingest("tok-new", "Liam keeps the vault codes.", source="liam.md")
+        Page(tab, server, []).sign_in("tok-old")
+        expect(tab.get_by_role("list", name="Results")).to_contain_text("liam.md")
+        expect(tab.get_by_role("region", name="Live changes")).to_contain_text("live")
+        revoked = tmp_path / "tokens.new"
+        revoked.write_text(json.dumps({"tok-new": scopes}))
+        revoked.chmod(0o600)
+        revoked.replace(tokens)
+        server.ingest("tok-new", "Mia changed the vault codes.", source="mia.md")
+        expect(tab.get_by_role("alert")).to_contain_text("401 unauthorized")
+        expect(tab.get_by_role("textbox", name="Token")).to_be_visible()
+        assert "liam.md" not in tab.content() and "mia.md" not in tab.content()
+        assert tab.evaluate("sessionStorage.length") == 0
+    finally:
+        context.close()
+        assert stop_server(proc) == 0

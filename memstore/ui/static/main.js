@@ -238,7 +238,13 @@ function startLive() {
       while (list.children.length > 50) list.lastElementChild.remove();
       applyChange(data);
     },
-    (s, detail) => {
+    (s, detail, status) => {
+      if (status === 401) {
+        // The token was revoked while the page was open: sign out, as any refused request does.
+        signOut(false);
+        showError(new ApiError(401, "unauthorized", `401 unauthorized: ${detail}`));
+        return;
+      }
       $("live-state").textContent = detail ? `${s}: ${detail}` : s;
       $("live").dataset.state = s;
     },
