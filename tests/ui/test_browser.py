@@ -364,3 +364,16 @@ def test_a_revoked_token_is_signed_out_by_the_live_stream(browser: Any, tmp_path
     finally:
         context.close()
         assert stop_server(proc) == 0
+
+
+def test_a_pasted_token_with_an_invisible_character_is_named(page: Page) -> None:
+    # Chat apps and documents slip in a zero-width space or curly quotes; a header cannot
+    # carry them, and the browser's own complaint ("non ISO-8859-1 code point") helps nobody.
+    _, token = page.server.tenant()
+    page.sign_in(token + "\u200b")
+    alert = page.page.get_by_role("alert")
+    expect(alert).to_contain_text("U+200B")
+    expect(alert).to_contain_text("check what was pasted")
+    assert page.page.evaluate("sessionStorage.length") == 0
+    page.sign_in(token)  # the same token, clean, works
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()

@@ -37,7 +37,17 @@ function partition() {
 
 // ------------------------------------------------------------ sign in
 
+/** Why value cannot be a token (a character an HTTP header cannot carry), or null. */
+function notAToken(value) {
+  const odd = [...value].find((c) => c < "!" || c > "~"); // tokens are printable ASCII
+  if (odd === undefined) return null;
+  const code = `U+${odd.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  return `this token holds ${code}, which no token can: check what was pasted`;
+}
+
 async function signIn(value) {
+  const problem = notAToken(value);
+  if (problem) throw new Error(problem);
   token.set(value);
   let me;
   try {
