@@ -30,7 +30,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -43,7 +43,7 @@ from memstore import __version__
 from memstore.journal import Journal, Lsn
 from memstore.journal.hlc import wall_clock_ms
 from memstore.memory import Memory
-from memstore.protocol.auth import TokenTable
+from memstore.protocol.auth import ROUTE_SCOPES, Principal, TokenTable
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
     ERROR_KINDS,
@@ -388,12 +388,48 @@ def create_app(
             partition=tenant,
             keepalive=keepalive_seconds,
         )
-        return StreamingResponse(frames, media_type=SSE)
+        authorization = request.headers.get("authorization")
+        still_allowed = _still_allowed(current, authorization, principal_of(request.scope["state"]))
+        return StreamingResponse(_while(still_allowed, frames), media_type=SSE)
 
     authenticate = _authenticator(current, limiter)
     for mount in mounts:
         mount(app, memory, authenticate)
     return app
+
+
+def _still_allowed(
+    tokens: Callable[[], TokenTable], authorization: str | None, principal: Principal
+) -> Callable[[], bool]:
+    """Whether the token of an open stream still acts for its tenant with its scope.
+
+    A stream outlives the check the gate made when it opened: a token removed
+    from the tokens file (or moved to another tenant, or stripped of the scope)
+    must stop receiving the tenant's changes, not keep them until it disconnects.
+    """
+    scope = ROUTE_SCOPES["GET /v1/events"]
+
+    def check() -> bool:
+        try:
+            now = tokens().authenticate(authorization)
+        except ProtocolError:
+            return False
+        return now.tenant == principal.tenant and scope in now.scopes
+
+    return check
+
+
+async def _while(
+    allowed: Callable[[], bool], frames: AsyncGenerator[str, None]
+) -> AsyncIterator[str]:
+    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end."""
+    try:
+        async for frame in frames:
+            if not allowed():
+                return
+            yield frame
+    finally:
+        await frames.aclose()  # unsubscribe now, not when the generator is collected
 
 
 def _authenticator(tokens: Callable[[], TokenTable], limiter: RateLimiter) -> Authenticate:

@@ -163,27 +163,46 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
         partition: str | None = None,
         as_of: str | None = None,
         limit: int = 20,
+        offset: int = 0,
     ) -> Any:
         def run() -> dict[str, Any]:
             _, chosen = caller_of(request, "recall", partition)
             return views.search(
-                memory, chosen, q, kind=kind, subject=subject, limit=limit, when=moment(as_of)
+                memory,
+                chosen,
+                q,
+                kind=kind,
+                subject=subject,
+                limit=limit,
+                offset=offset,
+                when=moment(as_of),
             )
 
         return await answer(run)
 
-    # ``:path``: an id may hold "/" (``runbooks/db-failover``). The page sends it
-    # percent-encoded, which the server decodes before routing: the rest of the
-    # path, slashes included, is the id.
-    @app.get("/ui/api/items/{id:path}", include_in_schema=False)
-    async def item(
-        id: str, request: Request, partition: str | None = None, as_of: str | None = None
-    ) -> Any:
+    async def one_item(request: Request, id: str, partition: str | None, as_of: str | None) -> Any:
         def run() -> dict[str, Any]:
             _, chosen = caller_of(request, "recall", partition)
             return views.item_view(memory, chosen, id, when=moment(as_of))
 
         return await answer(run)
+
+    # The page's form: an id in the query string arrives as it is. In a path, a
+    # browser resolves the segments "." and ".." (even as %2e%2e) away before sending.
+    @app.get("/ui/api/item", include_in_schema=False)
+    async def item_by_query(
+        id: str, request: Request, partition: str | None = None, as_of: str | None = None
+    ) -> Any:
+        return await one_item(request, id, partition, as_of)
+
+    # For curl: ``:path``, an id may hold "/" (``runbooks/db-failover``), sent as it
+    # is or percent-encoded (the server decodes it before routing): the rest of the
+    # path, slashes included, is the id.
+    @app.get("/ui/api/items/{id:path}", include_in_schema=False)
+    async def item(
+        id: str, request: Request, partition: str | None = None, as_of: str | None = None
+    ) -> Any:
+        return await one_item(request, id, partition, as_of)
 
     @app.get("/ui/api/stats", include_in_schema=False)
     async def stats(request: Request) -> Any:

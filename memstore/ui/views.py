@@ -48,6 +48,7 @@ from memstore.tags import partition_from_tags
 
 __all__ = [
     "MAX_LIMIT",
+    "MAX_OFFSET",
     "NotFound",
     "ReceiptMismatch",
     "forget",
@@ -60,6 +61,8 @@ __all__ = [
 
 MAX_LIMIT: Final = 100
 """The most hits one search shows."""
+MAX_OFFSET: Final = 399
+"""The most hits a search skips (its next page): 500 in reach, as the engine's recency window."""
 RELATED_DEPTH: Final = 3
 """Hops of spreading activation for an item's related items."""
 _SKIP_DIFF: Final = frozenset({"id"})
@@ -185,6 +188,7 @@ def search(
     kind: str = "",
     subject: str = "",
     limit: int = 20,
+    offset: int = 0,
     when: Lsn | None = None,
 ) -> dict[str, Any]:
     """The partition's items matching ``query`` (newest first when it is blank), explained.
@@ -194,9 +198,15 @@ def search(
     A search now makes at most one embedding call, as :meth:`Memory.search`;
     a blank query walks the newest items until ``limit`` are the partition's.
 
+    Pages: ``offset`` hits are skipped (the ones already shown), and ``more``
+    says whether another page follows. ``limit`` is held to 1..:data:`MAX_LIMIT`
+    and ``offset`` to 0..:data:`MAX_OFFSET`.
+
     :raises InvalidItemError: ``query``, ``kind`` or ``subject`` is too long.
     """
     limit = max(1, min(limit, MAX_LIMIT))
+    offset = max(0, min(offset, MAX_OFFSET))
+    page = _Page(offset, limit)
     query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
     kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
     subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
@@ -205,7 +215,7 @@ def search(
         if not query.strip():
             shown = [it for it in past if _matches(it, kind, subject)]
             shown.sort(key=lambda it: it.updated_at or it.created_at or _EPOCH, reverse=True)
-            return {"as_of": _moment(when), "hits": [_listed(it) for it in shown[:limit]]}
+            return page.answer(when, [_listed(it) for it in shown])
         store = Store()
         store.restore(past)
 
@@ -213,20 +223,48 @@ def search(
             cfg.store, cfg.cells = store, None
 
         searcher = memory.searcher.with_(over_the_past)
-        results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
-        return {"as_of": _moment(when), "hits": [_hit(r) for r in results]}
+        results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
+        return page.answer(when, [_hit(r) for r in results])
     if not query.strip():
         recent = memory.store.recent(
             kind=kind,
-            limit=limit,
+            limit=page.reach,
             skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
         )
-        return {"as_of": None, "hits": [_listed(it) for it in recent]}
+        return page.answer(None, [_listed(it) for it in recent])
     searcher = memory.searcher.with_(_own_items_only)
-    results = searcher.hybrid_search(query, kind, subject, partition, limit, explain=True)
-    if memory.hub is not None and results:  # the hub's hit stream, as Memory.search feeds it
-        memory.store.notify_hit([r.item.id for r in results], query, kind)
-    return {"as_of": None, "hits": [_hit(r) for r in results]}
+    results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
+    on_page = results[offset : offset + limit]
+    if memory.hub is not None and on_page:  # the hub's hit stream, as Memory.search feeds it
+        memory.store.notify_hit([r.item.id for r in on_page], query, kind)
+    return page.answer(None, [_hit(r) for r in results])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Page:
+    """One page of hits: ``limit`` of them after the first ``offset``.
+
+    >>> _Page(2, 2).answer(None, [{"n": n} for n in range(5)])
+    {'as_of': None, 'hits': [{'n': 2}, {'n': 3}], 'offset': 2, 'more': True}
+    """
+
+    offset: int
+    limit: int
+
+    @property
+    def reach(self) -> int:
+        """Hits to ask the engine for: this page, those before it, one to tell "more"."""
+        return self.offset + self.limit + 1
+
+    def answer(self, when: Lsn | None, hits: list[dict[str, Any]]) -> dict[str, Any]:
+        """The answer of a search whose hits, best (or newest) first, are ``hits``."""
+        end = self.offset + self.limit
+        return {
+            "as_of": _moment(when),
+            "hits": hits[self.offset : end],
+            "offset": self.offset,
+            "more": len(hits) > end,
+        }
 
 
 _EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)

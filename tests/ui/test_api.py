@@ -218,6 +218,10 @@ def test_an_id_with_a_slash_opens_and_is_forgotten(tmp_path: Path) -> None:
                 assert r.status_code == 200, (id, r.text)
                 assert r.json()["id"] == id and r.json()["item"]["content"] == f"Runbook {id}."
             assert c.get("/ui/api/items/runbooks%2Fnope", headers=auth("tok-a")).status_code == 404
+            for id in (*odd, "..", "."):  # the page's form: the id in the query, as it is
+                mem.add(Item(id=id, kind="note", content=f"Runbook {id}."), partition="a")
+                r = c.get("/ui/api/item", params={"id": id}, headers=auth("tok-a"))
+                assert r.status_code == 200 and r.json()["id"] == id, (id, r.text)
             soft = c.post("/ui/api/forget", params={"id": odd[0]}, headers=auth("tok-a")).json()
             assert soft["removed"] is True
             preview = c.post(
@@ -278,5 +282,75 @@ def test_no_ui_serves_no_page(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/ui").status_code == 404
         assert httpx.get(f"{url}/").status_code == 404
         assert httpx.get(f"{url}/healthz").status_code == 200
+    finally:
+        assert stop_server(proc) == 0
+
+
+def test_search_pages_through_a_long_memory(client: TestClient) -> None:
+    for n in range(7):
+        ingest(client, "tok-a", f"Pager note {n}.", source=f"p{n}.md")  # 14 items
+    seen: list[str] = []
+    offset, more = 0, True
+    while more:
+        r = client.get(
+            "/ui/api/search", params={"limit": 5, "offset": offset}, headers=auth("tok-a")
+        )
+        assert r.status_code == 200, r.text
+        page = r.json()
+        assert page["offset"] == offset
+        seen += [h["item"]["id"] for h in page["hits"]]
+        offset, more = offset + len(page["hits"]), page["more"]
+    assert len(seen) == len(set(seen)) == 14  # every item once, newest first
+    query = client.get(
+        "/ui/api/search", params={"q": "pager note", "limit": 5, "offset": 5}, headers=auth("tok-a")
+    )
+    assert len(query.json()["hits"]) == 5 and query.json()["more"] is True
+
+
+@pytest.mark.parametrize("offset", ["-5", "99999999999999999999"])
+def test_a_hostile_offset_is_held_in_range(client: TestClient, offset: str) -> None:
+    ingest(client, "tok-a", "Only note.")
+    r = client.get("/ui/api/search", params={"offset": offset}, headers=auth("tok-a"))
+    assert r.status_code == 200, r.text
+    assert 0 <= r.json()["offset"] <= 399
+
+
+def test_a_non_numeric_offset_is_one_clear_error(client: TestClient) -> None:
+    r = client.get("/ui/api/search", params={"offset": "NaN"}, headers=auth("tok-a"))
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
+
+
+def test_a_revoked_token_stops_receiving_live_changes(tmp_path: Path) -> None:
+    # The Live changes panel reads GET /v1/events; an open stream must not outlive its
+    # token: once the tokens file drops it, the next change ends the stream unsent.
+    tokens = tmp_path / "tokens.json"
+    table = {"tok-old": TOKENS["tok-a"], "tok-new": TOKENS["tok-a"]}
+    tokens.write_text(json.dumps(table))
+    tokens.chmod(0o600)
+    proc, url = start_server(tmp_path / "data", tokens)
+    try:
+        with httpx.stream("GET", f"{url}/v1/events", headers=auth("tok-old"), timeout=30) as stream:
+            assert stream.status_code == 200
+            lines = stream.iter_lines()
+            httpx.post(
+                f"{url}/v1/ingest",
+                json={"source": "before.md", "content": "Before the revocation."},
+                headers=auth("tok-new"),
+                timeout=30,
+            ).raise_for_status()
+            assert any("before.md" in line for line in lines)  # the stream works
+            revoked = tmp_path / "tokens.new"
+            revoked.write_text(json.dumps({"tok-new": TOKENS["tok-a"]}))
+            revoked.chmod(0o600)
+            revoked.replace(tokens)
+            httpx.post(
+                f"{url}/v1/ingest",
+                json={"source": "after.md", "content": "After the revocation."},
+                headers=auth("tok-new"),
+                timeout=30,
+            ).raise_for_status()
+            # The stream ends (the token is gone) rather than carrying the new change.
+            leaked = next((line for line in lines if "after.md" in line), None)
+        assert leaked is None, leaked
     finally:
         assert stop_server(proc) == 0

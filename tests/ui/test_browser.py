@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import expect
 
-from tests.ui.conftest import Page
+from memstore import Item, Memory
+from tests.protocol.conftest import start_server, stop_server
+from tests.ui.conftest import Page, Server
 
 ULID_A = "01J0000000000000000000000A"
 ULID_B = "01J0000000000000000000000B"
@@ -211,3 +216,164 @@ def test_statistics(page: Page) -> None:
     expect(stats.get_by_role("table", name="Items by kind")).to_contain_text("episode")
     expect(stats.get_by_role("table", name="Search phases")).to_contain_text("lexical")
     expect(stats.get_by_role("table", name="Journal")).to_contain_text("head")
+
+
+def test_sign_out_leaves_nothing_for_the_next_token(page: Page) -> None:
+    # A shared tab: one person signs out, another signs in with their own token.
+    _, first = page.server.tenant()
+    second_tenant, second = page.server.tenant()
+    page.server.ingest(first, "Ivan's salary review is confidential.", source="ivan.md")
+    page.sign_in(first)
+    page.search("salary")
+    results(page).get_by_role("button", name="ivan.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.get_by_role("heading", name="History")).to_be_visible()
+    live = page.page.get_by_role("region", name="Live changes")
+    page.server.ingest(first, "Ivan's bonus was approved.", source="bonus.md")
+    expect(live).to_contain_text("bonus.md")
+    page.page.get_by_role("textbox", name="As of").fill("2099-01-01T00:00:00Z")
+    page.page.get_by_role("textbox", name="As of").press("Enter")
+    expect(page.page.get_by_role("status").filter(has_text="Time travel")).to_be_visible()
+
+    page.page.get_by_role("button", name="Sign out").click()
+    # Signed out, the page holds none of the first tenant's memory, not even hidden.
+    html = page.page.content()
+    assert "Ivan" not in html and "ivan.md" not in html and "bonus.md" not in html
+
+    page.sign_in(second)
+    expect(page.page.get_by_text(f"tenant {second_tenant}")).to_be_visible()
+    expect(page.page.get_by_role("status").filter(has_text="newest item")).to_be_visible()
+    expect(item).to_be_hidden()
+    expect(page.page.get_by_role("status").filter(has_text="Time travel")).to_be_hidden()
+    assert page.page.get_by_role("textbox", name="As of").input_value() == ""
+    assert "Ivan" not in page.page.content()
+
+
+def test_a_bidi_control_in_memory_cannot_reorder_the_page_around_it(page: Page) -> None:
+    # U+202E (right-to-left override) left open in a stored text would reverse what
+    # follows it on the line: a history diff would read "before → after" backwards.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Kim is paid \u202e100 dollars.", source="pay.md", id=ULID_A)
+    page.server.ingest(token, "Kim is paid 900 dollars.", source="pay.md", id=ULID_A)
+    page.sign_in(token)
+    page.search("Kim paid")
+    results(page).get_by_role("button", name="pay.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    change = item.get_by_role("list", name="Changes").locator("li").filter(has_text="content")
+    expect(change).to_contain_text("900 dollars")
+    before = change.locator("del").bounding_box()
+    after = change.locator("ins").bounding_box()
+    assert before is not None and after is not None
+    assert after["y"] == before["y"]  # one line, so left to right is reading order
+    assert after["x"] >= before["x"] + before["width"], (before, after)
+
+
+def test_live_changes_respect_the_listings_filters(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    live = page.page.get_by_role("region", name="Live changes")
+    expect(live).to_contain_text("live")
+    page.page.get_by_role("textbox", name="Subject").fill("alice")
+    page.search("")  # the newest items about alice: none yet
+    expect(page.page.get_by_role("status").filter(has_text="0 newest item(s)")).to_be_visible()
+    page.server.ingest(token, "Judy moved to the Oslo office.", source="judy.md")
+    expect(live).to_contain_text("judy.md")
+    expect(results(page)).to_have_count(0)  # its subject is not alice
+
+    page.page.get_by_role("textbox", name="Subject").fill("")
+    page.page.get_by_role("textbox", name="Kind").fill("chunk")  # typed, not yet searched
+    page.server.ingest(token, "Ken moved to the Rome office.", source="ken.md")
+    expect(live).to_contain_text("ken.md")
+    expect(results(page)).to_have_count(0)  # the listing shown is still alice's
+
+
+def test_a_long_memory_is_listed_page_by_page(page: Page) -> None:
+    _, token = page.server.tenant()
+    for n in range(11):  # an episode and its chunk each: 22 items, a page is 20
+        page.server.ingest(token, f"Log entry number {n} of the night shift.", source=f"log{n}.md")
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(20)
+    expect(page.page.get_by_role("list", name="Results")).not_to_contain_text("log0.md")
+    page.page.get_by_role("button", name="Show more").click()
+    expect(listed).to_have_count(22)
+    expect(listed.filter(has_text="log0.md")).to_have_count(1)  # the oldest, at last
+    expect(page.page.get_by_role("button", name="Show more")).to_be_hidden()
+    ids = page.page.evaluate(
+        "[...document.querySelectorAll('#results > li')].map(li => li.dataset.id)"
+    )
+    assert len(set(ids)) == 22
+
+
+def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -> None:
+    # A URL path segment "." or ".." (even as %2e%2e) is resolved away by the browser's URL
+    # parser: items/.. would ask for /ui/api/, so the page must not put ids in the path.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        for id in ("..", "."):
+            mem.add(Item(id=id, kind="note", content=f"Dots note {id}"), partition="t")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-dots": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    proc, url = start_server(data, tokens)
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        tab.goto(f"{url}/ui")
+        Page(tab, Server(url, {}), []).sign_in("tok-dots")
+        item = tab.get_by_role("region", name="Item")
+        for id in ("..", "."):
+            tab.get_by_role("list", name="Results").get_by_role(
+                "button", name=f"Dots note {id}", exact=True
+            ).click()
+            expect(item.locator('[data-field="id"]')).to_have_text(id)
+            expect(tab.get_by_role("alert")).to_be_hidden()
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+
+
+def test_a_revoked_token_is_signed_out_by_the_live_stream(browser: Any, tmp_path: Path) -> None:
+    # No click needed: the change stream ends for a revoked token, its reconnection is
+    # refused (401), and the page signs out as any refused request does.
+    tokens = tmp_path / "tokens.json"
+    scopes = {"tenant": "t", "scopes": ["ingest", "recall"]}
+    tokens.write_text(json.dumps({"tok-old": scopes, "tok-new": scopes}))
+    tokens.chmod(0o600)
+    proc, url = start_server(tmp_path / "data", tokens)
+    server = Server(url, {})
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        tab.goto(f"{url}/ui")
+        server.ingest("tok-new", "Liam keeps the vault codes.", source="liam.md")
+        Page(tab, server, []).sign_in("tok-old")
+        expect(tab.get_by_role("list", name="Results")).to_contain_text("liam.md")
+        expect(tab.get_by_role("region", name="Live changes")).to_contain_text("live")
+        revoked = tmp_path / "tokens.new"
+        revoked.write_text(json.dumps({"tok-new": scopes}))
+        revoked.chmod(0o600)
+        revoked.replace(tokens)
+        server.ingest("tok-new", "Mia changed the vault codes.", source="mia.md")
+        expect(tab.get_by_role("alert")).to_contain_text("401 unauthorized")
+        expect(tab.get_by_role("textbox", name="Token")).to_be_visible()
+        assert "liam.md" not in tab.content() and "mia.md" not in tab.content()
+        assert tab.evaluate("sessionStorage.length") == 0
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+
+
+def test_a_pasted_token_with_an_invisible_character_is_named(page: Page) -> None:
+    # Chat apps and documents slip in a zero-width space or curly quotes; a header cannot
+    # carry them, and the browser's own complaint ("non ISO-8859-1 code point") helps nobody.
+    _, token = page.server.tenant()
+    page.sign_in(token + "\u200b")
+    alert = page.page.get_by_role("alert")
+    expect(alert).to_contain_text("U+200B")
+    expect(alert).to_contain_text("check what was pasted")
+    assert page.page.evaluate("sessionStorage.length") == 0
+    page.sign_in(token)  # the same token, clean, works
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()

@@ -4,7 +4,8 @@
 
 /**
  * Follow the stream until stop() is called.
- * onEvent({event, id, data}) per frame; onState("live" | "reconnecting" | "off", detail).
+ * onEvent({event, id, data}) per frame; onState("live" | "reconnecting" | "off", detail, status):
+ * status is the HTTP status that ended it for good (401: the token is no longer accepted).
  */
 export function follow(getToken, onEvent, onState) {
   let lastId = null;
@@ -28,6 +29,7 @@ export function follow(getToken, onEvent, onState) {
         message = (await response.json()).message ?? message;
       } catch {}
       const error = new Error(message);
+      error.status = response.status;
       error.fatal = response.status === 401 || response.status === 403 || response.status === 404;
       throw error;
     }
@@ -76,7 +78,7 @@ export function follow(getToken, onEvent, onState) {
       } catch (error) {
         if (stopped) break;
         if (error.fatal) {
-          onState("off", error.message);
+          onState("off", error.message, error.status);
           return;
         }
         onState("reconnecting", error.message);

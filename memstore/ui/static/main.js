@@ -6,7 +6,9 @@ import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { me: null, asOf: null, item: null, query: "", live: null, searches: 0, opens: 0 };
+// query, kind, subject: those of the listing shown (not what is typed in the boxes since);
+// offset: how many of its hits the server has answered so far (its next page starts there).
+const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, live: null, searches: 0, opens: 0, session: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -35,7 +37,17 @@ function partition() {
 
 // ------------------------------------------------------------ sign in
 
+/** Why value cannot be a token (a character an HTTP header cannot carry), or null. */
+function notAToken(value) {
+  const odd = [...value].find((c) => c < "!" || c > "~"); // tokens are printable ASCII
+  if (odd === undefined) return null;
+  const code = `U+${odd.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  return `this token holds ${code}, which no token can: check what was pasted`;
+}
+
 async function signIn(value) {
+  const problem = notAToken(value);
+  if (problem) throw new Error(problem);
   token.set(value);
   let me;
   try {
@@ -62,6 +74,7 @@ function signOut(clearBox = true) {
   state.me = null;
   state.live?.stop();
   state.live = null;
+  forgetShown();
   $("app").hidden = true;
   $("welcome").hidden = false;
   $("who").hidden = true;
@@ -71,24 +84,59 @@ function signOut(clearBox = true) {
   $("token").focus();
 }
 
+// Everything the last token was shown goes with it: the next person to sign in on
+// this tab (another tenant, perhaps) must not find it, on screen or hidden in the DOM.
+function forgetShown() {
+  state.session++; // answers still on their way for the old token are dropped
+  state.searches++;
+  state.opens++;
+  state.asOf = null;
+  state.item = null;
+  state.query = state.kind = state.subject = "";
+  state.offset = 0;
+  $("more").hidden = true;
+  for (const id of ["results", "item", "live-list", "stats-body"]) fill($(id));
+  for (const id of ["results-note", "who-text"]) $(id).textContent = "";
+  for (const id of ["q", "kind", "subject", "asof"]) $(id).value = "";
+  fill($("partition"));
+  $("item").hidden = true;
+  $("live-state").textContent = "off";
+  banner(null);
+}
+
 // ------------------------------------------------------------ search and item
 
 async function runSearch() {
   const query = $("q").value;
+  const kind = $("kind").value.trim();
+  const subject = $("subject").value.trim();
   const mine = ++state.searches; // only the newest search's answer is shown
-  const answer = await call("search", {
-    q: query,
-    kind: $("kind").value.trim(),
-    subject: $("subject").value.trim(),
-    partition: partition(),
-    as_of: state.asOf,
-  });
+  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
   if (mine !== state.searches) return;
-  state.query = query;
+  Object.assign(state, { query, kind, subject, offset: 0 });
   banner(answer.as_of);
-  fill($("results"), answer.hits.map((r) => hit(r, (id) => guarded(() => openItem(id)))));
-  const what = state.query.trim() ? `${answer.hits.length} hit(s) for “${state.query}”` : `${answer.hits.length} newest item(s)`;
-  $("results-note").textContent = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
+  fill($("results"));
+  showPage(answer);
+}
+
+/** The next page of the listing shown, below it (Show more). */
+async function moreResults() {
+  const mine = state.searches; // a new search meanwhile makes this page moot
+  const { query, kind, subject } = state;
+  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset });
+  if (mine === state.searches) showPage(answer);
+}
+
+function showPage(answer) {
+  const listed = new Set([...$("results").children].map((li) => li.dataset.id));
+  const fresh = answer.hits.filter((r) => !listed.has(r.item.id)); // live changes may have listed one
+  $("results").append(...fresh.map((r) => hit(r, actions.open)));
+  state.offset = answer.offset + answer.hits.length;
+  $("more").hidden = !answer.more;
+  const n = $("results").children.length;
+  const what = state.query.trim() ? `${n} hit(s) for “${state.query}”` : `${n} newest item(s)`;
+  const shown = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
+  $("results-note").textContent = answer.more ? `${shown}; more below` : shown;
 }
 
 const actions = {
@@ -100,7 +148,8 @@ const actions = {
 
 async function openItem(id, focus = true) {
   const mine = ++state.opens;
-  const view = await call(`items/${encodeURIComponent(id)}`, { partition: partition(), as_of: state.asOf });
+  // The id goes in the query: a browser would resolve an id "." or ".." away in a path.
+  const view = await call("item", { id, partition: partition(), as_of: state.asOf });
   if (mine !== state.opens) return;
   state.item = id;
   itemPanel($("item"), view, actions, state.me.scopes.includes("forget"));
@@ -146,10 +195,11 @@ async function travel(value) {
 
 // ------------------------------------------------------------ forget
 
+/** Ask first; text is the dialog's sentence, as strings and nodes (an id goes in a <bdi>). */
 function confirmDialog(title, text, ok) {
   const dialog = $("confirm");
   $("confirm-title").textContent = title;
-  $("confirm-text").textContent = text;
+  fill($("confirm-text"), text);
   $("confirm-ok").textContent = ok;
   dialog.returnValue = "";
   dialog.showModal();
@@ -160,14 +210,19 @@ function confirmDialog(title, text, ok) {
 }
 
 async function forget(id) {
-  if (!(await confirmDialog("Forget this item?", `Soft forget ${id}: it leaves search and listings; its history stays in the journal.`, "Confirm forget"))) return;
+  const text = ["Soft forget ", h("bdi", {}, id), ": it leaves search and listings; its history stays in the journal."];
+  if (!(await confirmDialog("Forget this item?", text, "Confirm forget"))) return;
   await call("forget", { id, partition: partition() }, "POST");
   await Promise.all([runSearch(), openItem(id)]);
 }
 
 async function erase(id) {
   const preview = await call("forget", { id, hard: true, partition: partition() }, "POST");
-  const text = `Hard delete ${id}: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`;
+  const text = [
+    "Hard delete ",
+    h("bdi", {}, id),
+    `: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`,
+  ];
   if (!(await confirmDialog("Erase permanently?", text, "Erase permanently"))) return;
   await call("forget", { id, hard: true, confirmation: preview.confirmation, partition: partition() }, "POST");
   $("item").hidden = true;
@@ -193,7 +248,13 @@ function startLive() {
       while (list.children.length > 50) list.lastElementChild.remove();
       applyChange(data);
     },
-    (s, detail) => {
+    (s, detail, status) => {
+      if (status === 401) {
+        // The token was revoked while the page was open: sign out, as any refused request does.
+        signOut(false);
+        showError(new ApiError(401, "unauthorized", `401 unauthorized: ${detail}`));
+        return;
+      }
       $("live-state").textContent = detail ? `${s}: ${detail}` : s;
       $("live").dataset.state = s;
     },
@@ -210,17 +271,18 @@ function applyChange(data) {
     if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
   }
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
-  if (data.op === "upsert" && !state.query.trim() && !listed && data.item) {
-    const kind = $("kind").value.trim();
-    if (!kind || kind === data.kind) {
-      $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
-    }
+  // A new item joins a listing of the newest items if the listing's filters admit it.
+  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
+  if (data.op === "upsert" && !state.query.trim() && !listed && data.item && admitted(data.item)) {
+    $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
 }
 
 async function refreshStats() {
-  statsPanel($("stats-body"), await call("stats"));
+  const mine = state.session;
+  const answer = await call("stats");
+  if (mine === state.session) statsPanel($("stats-body"), answer);
 }
 
 // ------------------------------------------------------------ wiring
@@ -241,6 +303,7 @@ $("asof-form").addEventListener("submit", (e) => {
 });
 $("asof-now").addEventListener("click", () => guarded(() => travel("")));
 $("stats-refresh").addEventListener("click", () => guarded(refreshStats));
+$("more").addEventListener("click", () => guarded(moreResults));
 
 if (token.get()) {
   guarded(() => signIn(token.get()));

@@ -1,4 +1,7 @@
 // Rendering the API's answers. Every piece of memory text goes through h()/textContent.
+// Memory text inside a line of the page's own text is bidi-isolated (<bdi>, or CSS
+// unicode-bidi: isolate on del/ins/.kind): a right-to-left override (U+202E) left
+// open in a stored text must not reverse the words after it.
 
 import { fill, h, num, show } from "./dom.js";
 
@@ -18,7 +21,7 @@ function explanation(ex, score) {
     ["fused score", num(ex.fused_score)],
     ["base score", num(ex.base_score)],
   ];
-  if (ex.spread_from) rows.push(["spread from", `${ex.spread_from} (+${num(ex.spread_score)})`]);
+  if (ex.spread_from) rows.push(["spread from", [h("bdi", {}, ex.spread_from), ` (+${num(ex.spread_score)})`]]);
   const multipliers = Object.entries(ex.multipliers || {});
   return h(
     "details",
@@ -49,7 +52,7 @@ export function hit(result, open) {
       "div",
       { class: "meta" },
       h("span", { class: "kind" }, item.kind),
-      item.subject ? h("span", {}, `subject ${item.subject}`) : null,
+      item.subject ? h("span", {}, "subject ", h("bdi", {}, item.subject)) : null,
       result.score !== null ? h("span", { class: "score" }, `score ${num(result.score)}`) : null,
     ),
     explanation(result.explanation, result.score),
@@ -121,7 +124,9 @@ function linkList(name, links, open) {
               "li",
               {},
               h("button", { type: "button", class: "link", onclick: () => open(l.id) }, l.title ?? l.id),
-              ` ${l.relation ?? l.kind ?? ""} ${num(l.weight ?? l.score)}`,
+              " ",
+              h("bdi", {}, l.relation ?? l.kind ?? ""),
+              ` ${num(l.weight ?? l.score)}`,
             ),
           ),
         )
@@ -132,7 +137,7 @@ function linkList(name, links, open) {
 /** The item panel. actions: {open, travel, forget, erase}. */
 export function itemPanel(el, view, actions, canForget) {
   const item = view.item;
-  const title = item ? label(item) : `${view.id} (deleted)`;
+  const title = item ? label(item) : [h("bdi", {}, view.id), " (deleted)"];
   fill(
     el,
     h("h2", { id: "item-title" }, title),
@@ -201,6 +206,6 @@ export function change(data, open) {
     " ",
     data.op === "upsert"
       ? h("button", { type: "button", class: "link", onclick: () => open(data.id) }, text)
-      : h("span", {}, text),
+      : h("bdi", {}, text),
   );
 }
