@@ -185,7 +185,7 @@ def observe(mem: Memory, ids: list[str], heads: list[Lsn]) -> dict[str, Any]:
             (
                 outcome(lambda p=p: [it.id for it in mem.recent(L.MAX_RESULTS, partition=p)]),
                 outcome(lambda p=p: [h.item.id for h in mem.search("a x", partition=p)]),
-                outcome(lambda p=p: export_of(mem, p).split("\n", 1)[1]),
+                outcome(lambda p=p: unstamped(export_of(mem, p).split("\n", 1)[1])),
             )
             for p in ("p", NFD, "*", "tenant/x")
         ],
@@ -195,12 +195,21 @@ def observe(mem: Memory, ids: list[str], heads: list[Lsn]) -> dict[str, Any]:
     mem.export(export)
     header, body = export.getvalue().split("\n", 1)
     seen["export"] = body
-    seen["export_unstamped"] = [
-        [{k: v for k, v in version.items() if k != "valid_from"} for version in line["versions"]]
-        for line in map(json.loads, body.splitlines()[:-1])  # the last line ends the export
-    ]
+    seen["export_unstamped"] = unstamped(body)
     seen["export_header"] = {k: v for k, v in json.loads(header).items() if k != "head"}
     return seen
+
+
+def unstamped(body: str) -> list[Any]:
+    """An export's item lines and end line with the versions' stamps left out.
+
+    Stamps part where the heads do (see :data:`MOVES_HEAD_ON_POSTGRES`); what the
+    versions say must not.
+    """
+    *items, end = body.splitlines()
+    lines = [json.loads(line)["versions"] for line in items]
+    bare = [[{k: x for k, x in v.items() if k != "valid_from"} for v in vs] for vs in lines]
+    return [*bare, json.loads(end)]
 
 
 MOVES_HEAD_ON_POSTGRES = ("purge", "import")
