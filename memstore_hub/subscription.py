@@ -45,11 +45,15 @@ class Subscription:
 
     Iterating ends once the subscription is closed: by :meth:`close` (at once,
     what was queued is discarded) or by :meth:`Hub.close
-    <memstore_hub.Hub.close>` (after what was queued has been read).
+    <memstore_hub.Hub.close>` (after what was queued has been read). One that
+    is no longer referenced (and has no reader waiting) is unsubscribed when
+    Python frees it, its queue with it.
     """
 
     __slots__ = (
+        "__weakref__",
         "_future",
+        "_keep",
         "_last",
         "_loop_thread",
         "_pushed",
@@ -78,6 +82,7 @@ class Subscription:
         partition: str | None,
         maxsize: int,
         name: str = "",
+        keep: set[Subscription] | None = None,
     ) -> None:
         self.id = id
         """The hub's number for this subscription (1, 2, 3...)."""
@@ -99,6 +104,10 @@ class Subscription:
         self.closed = False
         """Whether no further event will be pushed (the queue may still hold some)."""
         self._unsubscribe = unsubscribe
+        # The hub holds subscriptions weakly (a forgotten one is freed); a
+        # coroutine waiting in aget() puts its subscription here meanwhile, as a
+        # task nobody references is otherwise only reachable through it.
+        self._keep = keep if keep is not None else set()
         self._queue: deque[tuple[int, Event]] = deque(maxlen=maxsize)
         self._pushed = 0
         self._last = 0
@@ -229,6 +238,7 @@ class Subscription:
                     resolve(fut)
 
             timer = loop.call_later(max(timeout, 0.0), expire)
+        self._keep.add(self)
         try:
             while True:
                 fut: asyncio.Future[None] = loop.create_future()
@@ -246,6 +256,7 @@ class Subscription:
         finally:
             self._future = None
             self._waiting = False
+            self._keep.discard(self)
             if timer is not None:
                 timer.cancel()
 

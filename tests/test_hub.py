@@ -455,3 +455,75 @@ def test_the_hub_needs_no_web_framework_and_no_vector_index() -> None:
     ).stdout.split()
     for banned in ("starlette", "fastapi", "uvicorn", "memstore.protocol", "memstore_index"):
         assert banned not in out, banned
+
+
+# ------------------------------------------------- forgotten subscriptions
+
+
+def test_a_subscription_dropped_without_close_is_unsubscribed_and_freed() -> None:
+    """``for e in hub.subscribe(): break`` and friends: a subscription nobody
+    can read any more must not stay subscribed, filling its queue for ever
+    and costing every publish (before, the hub kept each one alive)."""
+    import gc
+    import weakref
+
+    hub = Hub()
+    kept = hub.subscribe(topics={"metrics"})
+    gone = [weakref.ref(hub.subscribe(maxsize=10)) for _ in range(200)]
+    for partition in (None, "alpha"):
+        sub = hub.subscribe(partition=partition)
+        hub.publish_hit(["n1"], "q", partition="alpha")
+        next(iter(sub))  # read one, then walk away without close()
+    del sub
+    gc.collect()
+    for k in range(20):
+        hub.publish_metrics({"k": k})
+    assert all(ref() is None for ref in gone), "the hub kept a forgotten subscription alive"
+    stats = hub.stats()
+    assert stats.subscribers == 1 and [s.id for s in stats.per_subscriber] == [kept.id]
+    assert [_k(e) for e in iter(kept.get_nowait, None)] == list(range(20))
+
+
+def test_a_reader_still_waiting_keeps_its_subscription_even_if_nothing_else_does() -> None:
+    """A consumer task nobody holds a reference to (fire and forget), and a
+    thread reader, keep their subscription: they can still read it."""
+    import asyncio
+    import gc
+
+    hub = Hub()
+    from_thread: list[float] = []
+
+    def read_two() -> None:
+        from_thread.extend(_k(e) for e in itertools.islice(hub.subscribe(), 2))
+
+    reader = threading.Thread(target=read_two, daemon=True)
+
+    async def main() -> list[float]:
+        got: list[float] = []
+        done = asyncio.Event()
+
+        async def consume() -> None:
+            async for e in hub.subscribe():
+                got.append(_k(e))
+                if len(got) == 2:
+                    done.set()
+                    return
+
+        asyncio.ensure_future(consume())  # noqa: RUF006 (on purpose: only the hub can reach it)
+        await asyncio.sleep(0)
+        reader.start()
+        while hub.stats().subscribers < 2:
+            await asyncio.sleep(0.001)
+        gc.collect()
+        await asyncio.to_thread(lambda: [hub.publish_metrics({"k": k}) for k in range(2)])
+        await asyncio.wait_for(done.wait(), JOIN_TIMEOUT)  # a hang guard
+        return got
+
+    assert asyncio.run(main()) == [0, 1]
+    reader.join(JOIN_TIMEOUT)
+    assert from_thread == [0, 1]
+
+
+def _k(event: Event | None) -> float:
+    assert isinstance(event, MetricsSnapshot)
+    return event.values["k"]
