@@ -401,6 +401,29 @@ def test_close_ends_the_subscriptions_of_the_memorys_own_hub(tmp_path: Path) -> 
     assert not mine.closed and mine.seq == 1
 
 
+@pytest.mark.parametrize("bad", ["a,b", "ops\n", "ops\x00", "   ", "p" * 5000, b"ops", 7])
+def test_subscribe_refuses_a_partition_search_refuses(bad: object) -> None:
+    """A partition no item can be in would subscribe to silence; it is the
+    error a search with it gets, and no subscription is made."""
+    with Memory(embedder=None, hub=True) as mem:
+        with pytest.raises(InvalidItemError) as refused:
+            mem.search("q", partition=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidItemError) as refused_too:
+            mem.subscribe(partition=bad)
+        assert str(refused_too.value) == str(refused.value)
+        assert mem.stats().hub.subscribers == 0
+
+
+def test_subscribe_takes_every_partition_name_search_takes() -> None:
+    with Memory(embedder=None, hub=True) as mem:
+        ops, everyone, shared_only = (mem.subscribe(partition=p) for p in ("ops", "*", ""))
+        mine = mem.add("the queue is backing up", partition="ops")
+        common = mem.add("office closed friday")
+        assert [e.id for e in iter(ops.get_nowait, None)] == [mine.id, common.id]
+        assert [e.id for e in iter(everyone.get_nowait, None)] == [mine.id, common.id]
+        assert [e.id for e in iter(shared_only.get_nowait, None)] == [common.id]
+
+
 def test_subscribe_without_a_hub_says_how(open_memory: Opener) -> None:
     with pytest.raises(MemstoreError, match="hub=True"):
         open_memory().subscribe()
