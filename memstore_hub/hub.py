@@ -111,8 +111,9 @@ class Hub:
 
     ``replay`` recent events are kept so that a subscriber that reconnects can
     resume where it left off (``0`` keeps none). ``epoch`` names this hub
-    instance in resumable ids (default: a fresh ULID), so that an id from a
-    previous process is recognised as unknown rather than misread.
+    instance in resumable ids (default: a fresh ULID; no line break or NUL,
+    which an SSE id cannot hold), so that an id from a previous process is
+    recognised as unknown rather than misread.
 
     An argument of the wrong type (``replay="10"``, ``publish_hit("id", q)``,
     ``attach("store")``) raises :class:`ValueError` naming it, before anything
@@ -124,6 +125,10 @@ class Hub:
             raise ValueError(f"replay must be a whole number >= 0, got {replay!r}")
         if epoch is not None and (type(epoch) is not str or not epoch):
             raise ValueError(f"epoch must be a non-empty string or None, got {epoch!r}")
+        if epoch is not None and any(c in epoch for c in "\r\n\0"):
+            # It starts every SSE id: a line break would split the frame, a NUL
+            # makes a client ignore the id (and so lose its resume position).
+            raise ValueError(f"epoch cannot hold a line break or NUL (an SSE id), got {epoch!r}")
         self.epoch = epoch if epoch is not None else str(ULID())
         """This hub instance's name in resumable event ids."""
         self._lock = threading.Lock()

@@ -269,6 +269,9 @@ def test_subscribe_refuses_arguments_of_the_wrong_type(
         ({"replay": 10**30}, "replay must be a whole number >= 0"),
         ({"epoch": 5}, "epoch must be a non-empty string or None, got 5"),
         ({"epoch": ""}, "epoch must be a non-empty string or None"),
+        ({"epoch": "a\nevent: x"}, "epoch cannot hold a line break or NUL"),
+        ({"epoch": "a\rb"}, "epoch cannot hold a line break or NUL"),
+        ({"epoch": "a\x00b"}, "epoch cannot hold a line break or NUL"),
     ],
 )
 def test_a_hub_option_of_the_wrong_type_is_refused(options: dict[str, object], words: str) -> None:
