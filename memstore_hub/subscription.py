@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import threading
 import time
 from collections import deque
@@ -38,6 +39,22 @@ GAP_EXPIRED = "expired"
 """Resumption gap: events after the requested one were evicted from the replay buffer."""
 GAP_UNKNOWN = "unknown"
 """Resumption gap: the requested event id is not one this hub issued."""
+
+
+def _wait_seconds(timeout: object) -> float | None:
+    """A reader's ``timeout`` checked: seconds to wait, ``None`` for as long as it takes.
+
+    ``inf`` (or more than a thread can wait, :data:`threading.TIMEOUT_MAX`)
+    waits as ``None`` does; a negative number does not wait. NaN, text or a
+    ``bool`` is a mistake, refused rather than read as "never" or "now".
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or math.isnan(timeout):
+        raise ValueError(f"timeout must be a number of seconds or None, got {timeout!r:.40}")
+    if timeout >= threading.TIMEOUT_MAX:
+        return None
+    return max(float(timeout), 0.0)
 
 
 class Subscription:
@@ -182,8 +199,10 @@ class Subscription:
         """The next event, waiting up to ``timeout`` seconds (``None``: as long as it takes).
 
         ``None`` when the time is up, or when the subscription is closed and
-        drained (check :attr:`closed` to tell them apart).
+        drained (check :attr:`closed` to tell them apart). ``math.inf`` waits as
+        ``None`` does; NaN or a non-number raises :class:`ValueError`.
         """
+        timeout = _wait_seconds(timeout)
         event = self._pop()
         if event is not None or self.closed:
             return event
@@ -219,8 +238,9 @@ class Subscription:
 
         ``None`` when the time is up, or when the subscription is closed and
         drained (check :attr:`closed` to tell them apart). Cancelling it loses
-        no event.
+        no event. ``timeout`` is read as :meth:`get` reads it.
         """
+        timeout = _wait_seconds(timeout)
         event = self._pop()
         if event is not None or self.closed:
             return event
@@ -237,7 +257,7 @@ class Subscription:
                 if fut is not None:
                     resolve(fut)
 
-            timer = loop.call_later(max(timeout, 0.0), expire)
+            timer = loop.call_later(timeout, expire)
         self._keep.add(self)
         try:
             while True:

@@ -530,3 +530,53 @@ def test_a_reader_still_waiting_keeps_its_subscription_even_if_nothing_else_does
 def _k(event: Event | None) -> float:
     assert isinstance(event, MetricsSnapshot)
     return event.values["k"]
+
+
+# --------------------------------------------------------- reader timeouts
+
+
+def test_an_infinite_timeout_waits_as_none_does_in_a_thread_and_on_a_loop() -> None:
+    """``timeout=math.inf`` (or any number past what a thread can wait) waits
+    for the next event; before, ``get`` raised OverflowError at once."""
+    import asyncio
+    import math
+
+    hub = Hub()
+    sub = hub.subscribe()
+    got: list[Event | None] = []
+    reader = threading.Thread(daemon=True, target=lambda: got.append(sub.get(timeout=math.inf)))
+    reader.start()
+    hub.publish_metrics({"k": 1})
+    reader.join(JOIN_TIMEOUT)
+    assert not reader.is_alive() and [_k(e) for e in got] == [1]
+
+    async def follow() -> Event | None:
+        waiting = asyncio.ensure_future(sub.aget(timeout=1e300))
+        await asyncio.sleep(0)  # waiting on the loop now
+        await asyncio.to_thread(hub.publish_metrics, {"k": 2})
+        return await asyncio.wait_for(waiting, JOIN_TIMEOUT)  # a hang guard
+
+    assert _k(asyncio.run(follow())) == 2
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), "1", True, [1]])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_refused_by_get_and_aget(
+    timeout: object,
+) -> None:
+    """NaN made ``aget`` wait for ever and ``get`` return at once; text raised a
+    TypeError from deep inside. Each is now one ValueError, and the
+    subscription still works."""
+    import asyncio
+
+    hub = Hub()
+    sub = hub.subscribe()
+    with pytest.raises(ValueError, match="timeout must be a number of seconds or None"):
+        sub.get(timeout=timeout)  # type: ignore[arg-type]
+
+    async def aget() -> Event | None:
+        return await sub.aget(timeout=timeout)  # type: ignore[arg-type]
+
+    with pytest.raises(ValueError, match="timeout must be a number of seconds or None"):
+        asyncio.run(asyncio.wait_for(aget(), JOIN_TIMEOUT))
+    hub.publish_metrics({"k": 2})
+    assert _k(sub.get(timeout=-1)) == 2 and sub.get(timeout=-1) is None
