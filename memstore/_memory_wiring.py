@@ -149,7 +149,13 @@ def resolve_embedder(embedder: str | Embedder) -> Embedder:
 def open_hub(
     hub: bool | Hub | None, *, store: Store, journal: Journal | None, closers: Closers
 ) -> Hub | None:
-    """The change hub ``hub=`` asks for (``True``: a new one), attached to ``store``."""
+    """The change hub ``hub=`` asks for (``True``: a new one), attached to ``store``.
+
+    On close, a hub the memory made (``True``) is closed: its subscribers read
+    what is queued, then their iteration ends, rather than waiting for ever
+    for changes that can no longer come. A hub the caller passed in is only
+    detached: it is the caller's, and may carry other sources.
+    """
     if hub is False or hub is None:
         return None
     from memstore_hub import Hub
@@ -159,7 +165,7 @@ def open_hub(
         raise MemstoreError(f"hub= takes True, False or a memstore_hub.Hub, not {hub!r}")
     lsn_of = journal.lsn_of if journal is not None else None
     the_hub.attach(store, lsn_of=lsn_of)
-    closers.append(lambda: the_hub.detach(store))
+    closers.append(the_hub.close if hub is True else lambda: the_hub.detach(store))
     return the_hub
 
 

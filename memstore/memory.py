@@ -657,10 +657,19 @@ class Memory:
         )
 
     def subscribe(self, **options: Any) -> Subscription:
-        """A subscription to the change hub (``Memory(hub=True)``); see :mod:`memstore_hub`."""
+        """A subscription to the change hub (``Memory(hub=True)``); see :mod:`memstore_hub`.
+
+        ``partition`` is checked as :meth:`search` checks it (``None`` or
+        ``"*"``: every partition; ``""``: only what every partition sees): a
+        name no item can carry raises :class:`InvalidItemError` rather than
+        subscribing to a partition that never has an event.
+        """
         self._check_open()
         if self.hub is None:
             raise MemstoreError("subscribe needs a hub: create the Memory with hub=True")
+        partition = options.get("partition")
+        if partition not in (None, "", PARTITION_ALL):
+            options["partition"] = partition_name(partition)
         return self.hub.subscribe(**options)
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
@@ -54,7 +55,8 @@ DEFAULT_REPLAY = 1000
 """Recent events the hub keeps for subscribers that resume (``subscribe(after=...)``)."""
 
 E = TypeVar("E", bound=Event)
-_Route = tuple[Subscription, ...]
+_Ref = weakref.ReferenceType[Subscription]
+_Route = tuple[_Ref, ...]
 
 
 class HubClosedError(MemstoreError, RuntimeError):
@@ -109,8 +111,9 @@ class Hub:
 
     ``replay`` recent events are kept so that a subscriber that reconnects can
     resume where it left off (``0`` keeps none). ``epoch`` names this hub
-    instance in resumable ids (default: a fresh ULID), so that an id from a
-    previous process is recognised as unknown rather than misread.
+    instance in resumable ids (default: a fresh ULID; no line break or NUL,
+    which an SSE id cannot hold), so that an id from a previous process is
+    recognised as unknown rather than misread.
 
     An argument of the wrong type (``replay="10"``, ``publish_hit("id", q)``,
     ``attach("store")``) raises :class:`ValueError` naming it, before anything
@@ -122,12 +125,22 @@ class Hub:
             raise ValueError(f"replay must be a whole number >= 0, got {replay!r}")
         if epoch is not None and (type(epoch) is not str or not epoch):
             raise ValueError(f"epoch must be a non-empty string or None, got {epoch!r}")
+        if epoch is not None and any(c in epoch for c in "\r\n\0"):
+            # It starts every SSE id: a line break would split the frame, a NUL
+            # makes a client ignore the id (and so lose its resume position).
+            raise ValueError(f"epoch cannot hold a line break or NUL (an SSE id), got {epoch!r}")
         self.epoch = epoch if epoch is not None else str(ULID())
         """This hub instance's name in resumable event ids."""
         self._lock = threading.Lock()
         self._seq = 0
         self._replay: deque[Event] = deque(maxlen=replay)
-        self._subs: dict[int, Subscription] = {}
+        # Weak: a subscription nobody references any more (``for e in
+        # hub.subscribe(): break``) can never be read; it is freed, queue and
+        # all, and the hub forgets it at the next publish (see _reap_locked).
+        # A coroutine waiting in aget() keeps its subscription in _keep.
+        self._subs: dict[int, _Ref] = {}
+        self._keep: set[Subscription] = set()
+        self._freed = False  # set by a weakref callback: a subscription was freed
         # (topic, audience) -> the subscriptions receiving it, rebuilt lazily
         # after a subscribe or unsubscribe: a publish does one dict lookup.
         self._routes: dict[tuple[str, str | None], _Route] = {}
@@ -163,9 +176,12 @@ class Hub:
             route = self._routes.get(key)
             if route is None:
                 route = self._route_locked(key)
-            for sub in route:
-                if not sub._push(event):
+            for ref in route:
+                sub = ref()
+                if sub is not None and not sub._push(event):
                     self._remove_locked(sub)
+            if self._freed:
+                self._reap_locked()
         return event
 
     def publish_change(
@@ -317,13 +333,35 @@ class Hub:
                 partition=subscriber_partition(partition),
                 maxsize=maxsize,
                 name=name,
+                keep=self._keep,
             )
             sub.position = self._seq
             if after is not None and after != self._seq:
                 self._replay_locked(sub, after)
-            self._subs[sub.id] = sub
+            self._subs[sub.id] = weakref.ref(sub, self._on_freed)
             self._routes.clear()
         return sub
+
+    def _on_freed(self, _ref: _Ref) -> None:
+        """A subscription was freed without close(): note it, forget it later.
+
+        Runs wherever the garbage collector does, maybe inside this hub's lock
+        on the same thread: so it only raises a flag, taking no lock."""
+        self._freed = True
+
+    def _reap_locked(self) -> None:
+        """Forget the subscriptions that were freed without being closed."""
+        self._freed = False
+        dead = [id for id, ref in self._subs.items() if ref() is None]
+        for id in dead:
+            del self._subs[id]
+        if dead:
+            self._routes.clear()
+
+    def _live_locked(self) -> list[Subscription]:
+        """The open subscriptions, in subscription order (the freed ones forgotten)."""
+        self._reap_locked()
+        return [sub for ref in self._subs.values() if (sub := ref()) is not None]
 
     def _replay_locked(self, sub: Subscription, after: int) -> None:
         """Queue the buffered events after ``after`` that ``sub`` takes, or record a gap."""
@@ -342,8 +380,8 @@ class Hub:
     def _route_locked(self, key: tuple[str, str | None]) -> _Route:
         topic, audience = key
         route = tuple(
-            sub
-            for sub in self._subs.values()
+            weakref.ref(sub)
+            for sub in self._live_locked()
             if (sub.topics is None or topic in sub.topics) and receives(sub.partition, audience)
         )
         self._routes[key] = route
@@ -410,7 +448,7 @@ class Hub:
     def stats(self) -> HubStats:
         """Subscribers, events published, and each subscriber's counters (a snapshot)."""
         with self._lock:
-            subs = list(self._subs.values())
+            subs = self._live_locked()
             published = self._seq
             buffered = len(self._replay)
             per = []
@@ -449,7 +487,7 @@ class Hub:
         self._bridges.clear()
         with self._lock:
             self._closed = True
-            subs = list(self._subs.values())
+            subs = self._live_locked()
             self._subs.clear()
             self._routes.clear()
         for sub in subs:

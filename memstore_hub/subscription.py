@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import threading
 import time
 from collections import deque
@@ -40,16 +41,36 @@ GAP_UNKNOWN = "unknown"
 """Resumption gap: the requested event id is not one this hub issued."""
 
 
+def _wait_seconds(timeout: object) -> float | None:
+    """A reader's ``timeout`` checked: seconds to wait, ``None`` for as long as it takes.
+
+    ``inf`` (or more than a thread can wait, :data:`threading.TIMEOUT_MAX`)
+    waits as ``None`` does; a negative number does not wait. NaN, text or a
+    ``bool`` is a mistake, refused rather than read as "never" or "now".
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or math.isnan(timeout):
+        raise ValueError(f"timeout must be a number of seconds or None, got {timeout!r:.40}")
+    if timeout >= threading.TIMEOUT_MAX:
+        return None
+    return max(float(timeout), 0.0)
+
+
 class Subscription:
     """The events one subscriber receives, in publication order.
 
     Iterating ends once the subscription is closed: by :meth:`close` (at once,
     what was queued is discarded) or by :meth:`Hub.close
-    <memstore_hub.Hub.close>` (after what was queued has been read).
+    <memstore_hub.Hub.close>` (after what was queued has been read). One that
+    is no longer referenced (and has no reader waiting) is unsubscribed when
+    Python frees it, its queue with it.
     """
 
     __slots__ = (
+        "__weakref__",
         "_future",
+        "_keep",
         "_last",
         "_loop_thread",
         "_pushed",
@@ -78,6 +99,7 @@ class Subscription:
         partition: str | None,
         maxsize: int,
         name: str = "",
+        keep: set[Subscription] | None = None,
     ) -> None:
         self.id = id
         """The hub's number for this subscription (1, 2, 3...)."""
@@ -99,6 +121,10 @@ class Subscription:
         self.closed = False
         """Whether no further event will be pushed (the queue may still hold some)."""
         self._unsubscribe = unsubscribe
+        # The hub holds subscriptions weakly (a forgotten one is freed); a
+        # coroutine waiting in aget() puts its subscription here meanwhile, as a
+        # task nobody references is otherwise only reachable through it.
+        self._keep = keep if keep is not None else set()
         self._queue: deque[tuple[int, Event]] = deque(maxlen=maxsize)
         self._pushed = 0
         self._last = 0
@@ -173,8 +199,10 @@ class Subscription:
         """The next event, waiting up to ``timeout`` seconds (``None``: as long as it takes).
 
         ``None`` when the time is up, or when the subscription is closed and
-        drained (check :attr:`closed` to tell them apart).
+        drained (check :attr:`closed` to tell them apart). ``math.inf`` waits as
+        ``None`` does; NaN or a non-number raises :class:`ValueError`.
         """
+        timeout = _wait_seconds(timeout)
         event = self._pop()
         if event is not None or self.closed:
             return event
@@ -210,8 +238,9 @@ class Subscription:
 
         ``None`` when the time is up, or when the subscription is closed and
         drained (check :attr:`closed` to tell them apart). Cancelling it loses
-        no event.
+        no event. ``timeout`` is read as :meth:`get` reads it.
         """
+        timeout = _wait_seconds(timeout)
         event = self._pop()
         if event is not None or self.closed:
             return event
@@ -228,7 +257,8 @@ class Subscription:
                 if fut is not None:
                     resolve(fut)
 
-            timer = loop.call_later(max(timeout, 0.0), expire)
+            timer = loop.call_later(timeout, expire)
+        self._keep.add(self)
         try:
             while True:
                 fut: asyncio.Future[None] = loop.create_future()
@@ -246,6 +276,7 @@ class Subscription:
         finally:
             self._future = None
             self._waiting = False
+            self._keep.discard(self)
             if timer is not None:
                 timer.cancel()
 

@@ -269,6 +269,9 @@ def test_subscribe_refuses_arguments_of_the_wrong_type(
         ({"replay": 10**30}, "replay must be a whole number >= 0"),
         ({"epoch": 5}, "epoch must be a non-empty string or None, got 5"),
         ({"epoch": ""}, "epoch must be a non-empty string or None"),
+        ({"epoch": "a\nevent: x"}, "epoch cannot hold a line break or NUL"),
+        ({"epoch": "a\rb"}, "epoch cannot hold a line break or NUL"),
+        ({"epoch": "a\x00b"}, "epoch cannot hold a line break or NUL"),
     ],
 )
 def test_a_hub_option_of_the_wrong_type_is_refused(options: dict[str, object], words: str) -> None:
@@ -455,3 +458,125 @@ def test_the_hub_needs_no_web_framework_and_no_vector_index() -> None:
     ).stdout.split()
     for banned in ("starlette", "fastapi", "uvicorn", "memstore.protocol", "memstore_index"):
         assert banned not in out, banned
+
+
+# ------------------------------------------------- forgotten subscriptions
+
+
+def test_a_subscription_dropped_without_close_is_unsubscribed_and_freed() -> None:
+    """``for e in hub.subscribe(): break`` and friends: a subscription nobody
+    can read any more must not stay subscribed, filling its queue for ever
+    and costing every publish (before, the hub kept each one alive)."""
+    import gc
+    import weakref
+
+    hub = Hub()
+    kept = hub.subscribe(topics={"metrics"})
+    gone = [weakref.ref(hub.subscribe(maxsize=10)) for _ in range(200)]
+    for partition in (None, "alpha"):
+        sub = hub.subscribe(partition=partition)
+        hub.publish_hit(["n1"], "q", partition="alpha")
+        next(iter(sub))  # read one, then walk away without close()
+    del sub
+    gc.collect()
+    for k in range(20):
+        hub.publish_metrics({"k": k})
+    assert all(ref() is None for ref in gone), "the hub kept a forgotten subscription alive"
+    stats = hub.stats()
+    assert stats.subscribers == 1 and [s.id for s in stats.per_subscriber] == [kept.id]
+    assert [_k(e) for e in iter(kept.get_nowait, None)] == list(range(20))
+
+
+def test_a_reader_still_waiting_keeps_its_subscription_even_if_nothing_else_does() -> None:
+    """A consumer task nobody holds a reference to (fire and forget), and a
+    thread reader, keep their subscription: they can still read it."""
+    import asyncio
+    import gc
+
+    hub = Hub()
+    from_thread: list[float] = []
+
+    def read_two() -> None:
+        from_thread.extend(_k(e) for e in itertools.islice(hub.subscribe(), 2))
+
+    reader = threading.Thread(target=read_two, daemon=True)
+
+    async def main() -> list[float]:
+        got: list[float] = []
+        done = asyncio.Event()
+
+        async def consume() -> None:
+            async for e in hub.subscribe():
+                got.append(_k(e))
+                if len(got) == 2:
+                    done.set()
+                    return
+
+        asyncio.ensure_future(consume())  # noqa: RUF006 (on purpose: only the hub can reach it)
+        await asyncio.sleep(0)
+        reader.start()
+        while hub.stats().subscribers < 2:
+            await asyncio.sleep(0.001)
+        gc.collect()
+        await asyncio.to_thread(lambda: [hub.publish_metrics({"k": k}) for k in range(2)])
+        await asyncio.wait_for(done.wait(), JOIN_TIMEOUT)  # a hang guard
+        return got
+
+    assert asyncio.run(main()) == [0, 1]
+    reader.join(JOIN_TIMEOUT)
+    assert from_thread == [0, 1]
+
+
+def _k(event: Event | None) -> float:
+    assert isinstance(event, MetricsSnapshot)
+    return event.values["k"]
+
+
+# --------------------------------------------------------- reader timeouts
+
+
+def test_an_infinite_timeout_waits_as_none_does_in_a_thread_and_on_a_loop() -> None:
+    """``timeout=math.inf`` (or any number past what a thread can wait) waits
+    for the next event; before, ``get`` raised OverflowError at once."""
+    import asyncio
+    import math
+
+    hub = Hub()
+    sub = hub.subscribe()
+    got: list[Event | None] = []
+    reader = threading.Thread(daemon=True, target=lambda: got.append(sub.get(timeout=math.inf)))
+    reader.start()
+    hub.publish_metrics({"k": 1})
+    reader.join(JOIN_TIMEOUT)
+    assert not reader.is_alive() and [_k(e) for e in got] == [1]
+
+    async def follow() -> Event | None:
+        waiting = asyncio.ensure_future(sub.aget(timeout=1e300))
+        await asyncio.sleep(0)  # waiting on the loop now
+        await asyncio.to_thread(hub.publish_metrics, {"k": 2})
+        return await asyncio.wait_for(waiting, JOIN_TIMEOUT)  # a hang guard
+
+    assert _k(asyncio.run(follow())) == 2
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), "1", True, [1]])
+def test_a_timeout_that_is_not_a_number_of_seconds_is_refused_by_get_and_aget(
+    timeout: object,
+) -> None:
+    """NaN made ``aget`` wait for ever and ``get`` return at once; text raised a
+    TypeError from deep inside. Each is now one ValueError, and the
+    subscription still works."""
+    import asyncio
+
+    hub = Hub()
+    sub = hub.subscribe()
+    with pytest.raises(ValueError, match="timeout must be a number of seconds or None"):
+        sub.get(timeout=timeout)  # type: ignore[arg-type]
+
+    async def aget() -> Event | None:
+        return await sub.aget(timeout=timeout)  # type: ignore[arg-type]
+
+    with pytest.raises(ValueError, match="timeout must be a number of seconds or None"):
+        asyncio.run(asyncio.wait_for(aget(), JOIN_TIMEOUT))
+    hub.publish_metrics({"k": 2})
+    assert _k(sub.get(timeout=-1)) == 2 and sub.get(timeout=-1) is None

@@ -364,6 +364,66 @@ def test_subscribe_streams_changes_with_their_journal_position(
     hits.close()
 
 
+def test_close_ends_the_subscriptions_of_the_memorys_own_hub(tmp_path: Path) -> None:
+    """A reader blocked on ``Memory(hub=True)``'s stream (thread or coroutine)
+    reads what was queued, then stops, when the memory closes; before, the
+    hub was only detached and the readers waited for ever."""
+    import threading
+
+    from memstore_hub import Hub
+
+    mem = Memory(tmp_path / "d", embedder=None, hub=True)
+    in_thread, in_loop = mem.subscribe(), mem.subscribe()
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(e.id for e in in_thread), daemon=True)
+    reader.start()
+
+    async def follow() -> list[str]:
+        return [e.id async for e in in_loop]
+
+    async def close_while_waiting() -> list[str]:
+        task = asyncio.ensure_future(follow())
+        await asyncio.sleep(0)  # the coroutine is waiting on the stream
+        it = await asyncio.to_thread(mem.add, "last words")
+        await asyncio.to_thread(mem.close)
+        got = await asyncio.wait_for(task, 30)  # a hang guard, not a threshold
+        assert got == [it.id]
+        return got
+
+    ids = asyncio.run(close_while_waiting())
+    reader.join(30)
+    assert not reader.is_alive(), "the thread reader still waits after close"
+    assert seen == ids and in_thread.closed and in_loop.closed
+
+    mine = Hub()  # a hub the caller passed in is the caller's: detached, left open
+    with Memory(embedder=None, hub=mine) as other:
+        other.add("x")
+    assert not mine.closed and mine.seq == 1
+
+
+@pytest.mark.parametrize("bad", ["a,b", "ops\n", "ops\x00", "   ", "p" * 5000, b"ops", 7])
+def test_subscribe_refuses_a_partition_search_refuses(bad: object) -> None:
+    """A partition no item can be in would subscribe to silence; it is the
+    error a search with it gets, and no subscription is made."""
+    with Memory(embedder=None, hub=True) as mem:
+        with pytest.raises(InvalidItemError) as refused:
+            mem.search("q", partition=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidItemError) as refused_too:
+            mem.subscribe(partition=bad)
+        assert str(refused_too.value) == str(refused.value)
+        assert mem.stats().hub.subscribers == 0
+
+
+def test_subscribe_takes_every_partition_name_search_takes() -> None:
+    with Memory(embedder=None, hub=True) as mem:
+        ops, everyone, shared_only = (mem.subscribe(partition=p) for p in ("ops", "*", ""))
+        mine = mem.add("the queue is backing up", partition="ops")
+        common = mem.add("office closed friday")
+        assert [e.id for e in iter(ops.get_nowait, None)] == [mine.id, common.id]
+        assert [e.id for e in iter(everyone.get_nowait, None)] == [mine.id, common.id]
+        assert [e.id for e in iter(shared_only.get_nowait, None)] == [common.id]
+
+
 def test_subscribe_without_a_hub_says_how(open_memory: Opener) -> None:
     with pytest.raises(MemstoreError, match="hub=True"):
         open_memory().subscribe()
