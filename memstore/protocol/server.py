@@ -331,6 +331,9 @@ def _serve_on(
             limits=limits,
             graceful_shutdown_seconds=GRACEFUL_SHUTDOWN_SECONDS,
             on_hangup=(tokens.reload,),
+            # The change feeds (/v1/events) end at once: a client on one would
+            # otherwise hold the shutdown for the whole grace period.
+            on_shutdown=(memory.hub.close,) if memory.hub is not None else (),
             render=render_refusal,
         )
         print(

@@ -7,8 +7,9 @@ One place for what every HTTP surface needs at start-up and shutdown:
   connection caps), keep-alive timeout from the same limits;
 - the connection cap kept below the process's file-descriptor limit
   (``RLIMIT_NOFILE``), with a note on stderr when it had to be lowered;
-- SIGTERM and SIGINT: the listener closes, requests in flight finish (open
-  streams get ``graceful_shutdown_seconds``), then :func:`serve_app` returns
+- SIGTERM and SIGINT: the listener closes, the ``on_shutdown`` callbacks end
+  the endless streams, requests in flight finish (open streams get
+  ``graceful_shutdown_seconds``), then :func:`serve_app` returns
   normally (uvicorn would re-raise the signal; the caller still has
   resources to close);
 - what was loaded before serving (the Memory's items and indexes) frozen
@@ -26,6 +27,7 @@ No WebSockets, no access log, and no ASGI lifespan unless the app asks for one
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import signal
 import socket
@@ -54,6 +56,8 @@ __all__ = [
     "serve_app",
 ]
 
+_log = logging.getLogger("memstore.web")
+
 DEFAULT_GRACEFUL_SHUTDOWN_SECONDS: Final = 10.0
 """How long open streams may run on after a shutdown signal."""
 FD_HEADROOM: Final = 64
@@ -75,6 +79,10 @@ class ServeConfig:
     """uvicorn's HTTP/1.1 parser (``auto``: httptools when installed)."""
     on_hangup: Sequence[Callable[[], object]] = ()
     """Run on SIGHUP, on the event loop."""
+    on_shutdown: Sequence[Callable[[], object]] = ()
+    """Run once a shutdown signal arrives, on the event loop, before the server waits for
+    the requests in flight: end the streams that would otherwise run until the grace
+    period is over (an SSE feed of changes never ends by itself)."""
     render: RenderRefusal = refusal_body
     """The error body of the connection-level refusals (503, 408, 431)."""
     log_level: str = "warning"
@@ -130,10 +138,24 @@ def fit_to_descriptors(limits: ConnectionLimits) -> ConnectionLimits:
 class _Server(uvicorn.Server):
     """uvicorn's server; a shutdown signal ends :func:`serve_app` normally, SIGHUP reloads."""
 
-    def __init__(self, config: uvicorn.Config, on_hangup: Sequence[Callable[[], object]]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_hangup: Sequence[Callable[[], object]],
+        on_shutdown: Sequence[Callable[[], object]] = (),
+    ) -> None:
         super().__init__(config)
         self._on_hangup = tuple(on_hangup)
+        self._on_shutdown = tuple(on_shutdown)
         self._hangup_pending = False
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for callback in self._on_shutdown:  # before the wait for open connections
+            try:
+                callback()
+            except Exception:  # one failing callback must not keep the server up
+                _log.exception("memstore: a shutdown callback failed")
+        await super().shutdown(sockets)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -182,5 +204,6 @@ def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProto
         timeout_graceful_shutdown=math.ceil(config.graceful_shutdown_seconds),
     )
     with frozen_heap():  # no full-heap collection pauses in the answers: see there
-        _Server(uv, config.on_hangup).run(sockets=list(config.sockets) or None)
+        server = _Server(uv, config.on_hangup, config.on_shutdown)
+        server.run(sockets=list(config.sockets) or None)
     return protocol

@@ -224,6 +224,33 @@ def test_idle_event_stream_gets_keep_alive_comments(tmp_path: Path) -> None:
         assert stop_server(proc) == 0
 
 
+def test_sigterm_ends_an_open_event_stream_instead_of_waiting_out_the_grace_period(
+    tmp_path: Path,
+) -> None:
+    """Before: nothing told a ``/v1/events`` feed that the server was stopping, so a
+    connected client held the shutdown for the whole grace period (10 s), and uvicorn
+    then cancelled the stream ("timeout graceful shutdown exceeded")."""
+    make_tokens(tmp_path / "tokens.json")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json")
+    ended = threading.Event()
+    headers = {"Authorization": "Bearer tok-full-0"}
+    with httpx.stream("GET", f"{url}/v1/events", headers=headers, timeout=60.0) as r:
+        assert r.status_code == 200
+
+        def read() -> None:
+            for _ in r.iter_lines():
+                pass
+            ended.set()  # the server ended the stream
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert stop_server(proc) == 0
+        reader.join(60)
+    assert ended.is_set()
+    log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
+    assert "graceful shutdown exceeded" not in log, log
+
+
 def serve_exit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``memstore serve`` with ``args`` expecting it to refuse to start."""
     return subprocess.run(
