@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from memstore.errors import InvalidItemError
 from memstore.item import Item
@@ -66,6 +66,11 @@ def is_end_line(line: str) -> bool:
         obj = json.loads(line)
     except (ValueError, RecursionError):
         return False
+    return _ends(obj)
+
+
+def _ends(obj: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a parsed line is the end line (an object naming ``end`` and no item ``id``)."""
     return isinstance(obj, dict) and "end" in obj and "id" not in obj
 
 
@@ -95,7 +100,7 @@ def read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Row
         if legacy is None:
             legacy = _header(n, obj)
             continue
-        if not legacy and isinstance(obj, dict) and "end" in obj and "id" not in obj:
+        if not legacy and _ends(obj):
             _check_end(n, obj, len(by_id))
             ended = True
             continue
