@@ -14,7 +14,7 @@ nobody else off its port): a client that connects while the server is still
 opening its storage waits in the backlog, and is answered once it serves.
 
 >>> socks = listen("127.0.0.1", 0)
->>> port = bound_port(socks)
+>>> port = socks[0].getsockname()[1]  # port 0: the system chose one
 >>> listen("127.0.0.1", port)
 Traceback (most recent call last):
 ...
@@ -34,7 +34,6 @@ __all__ = [
     "BACKLOG",
     "ListenError",
     "base_url",
-    "bound_port",
     "close_all",
     "listen",
     "listening",
@@ -59,7 +58,7 @@ def base_url(host: str, port: int) -> str:
 
 
 def listen(host: str, port: int) -> list[socket.socket]:
-    """Sockets bound to every address of ``host`` at ``port`` (0: a free one, :func:`bound_port`).
+    """Sockets bound to every address of ``host`` at ``port`` (0: a free one).
 
     :raises ListenError: naming the address and why, with nothing left bound.
     """
@@ -102,12 +101,6 @@ def listening(host: str, port: int) -> Iterator[list[socket.socket]]:
         yield socks
     finally:
         close_all(socks)
-
-
-def bound_port(socks: Sequence[socket.socket]) -> int:
-    """The port the first socket is bound to (the one a port of 0 was given)."""
-    port: int = socks[0].getsockname()[1]
-    return port
 
 
 def close_all(socks: Sequence[socket.socket]) -> None:
