@@ -90,14 +90,18 @@ class StoreReads(StoreBase):
         subject: str = "",
         confidence: str = "",
         limit: int = 0,
+        skip: Callable[[Item], bool] | None = None,
     ) -> list[Item]:
         """Public items matching every non-empty filter, most recently updated first.
 
         ``subject`` matches the literal subject or a ``service/`` tag; ``status``
         is the effective one (an item past its deadline reads stale).
-        ``limit <= 0`` means no limit.
+        ``limit <= 0`` means no limit. ``skip`` drops the items it is true of
+        before they count towards ``limit`` (it sees the stored item: read it,
+        never keep or change it), so a caller's own rule (a partition, say)
+        costs no copy of the items it rejects.
         """
-        return self.for_user("", status, kind, scope, subject, confidence, limit)
+        return self.for_user("", status, kind, scope, subject, confidence, limit, skip)
 
     def for_user(
         self,
@@ -108,6 +112,7 @@ class StoreReads(StoreBase):
         subject: str = "",
         confidence: str = "",
         limit: int = 0,
+        skip: Callable[[Item], bool] | None = None,
     ) -> list[Item]:
         """:meth:`filtered` plus ``user_hash``'s own private items (and no one else's).
 
@@ -125,6 +130,7 @@ class StoreReads(StoreBase):
             confidence=confidence,
         )
         _check_limit(limit)
+        _check_skip(skip)
         with self._locked():
             now = self._now()
             own = self._private.get(user_hash, set()) if user_hash else set()
@@ -133,6 +139,8 @@ class StoreReads(StoreBase):
                 if it.scope == SCOPE_PRIVATE and it.id not in own:
                     continue
                 if not self._matches(it, now, status, kind, scope, subject, confidence):
+                    continue
+                if skip is not None and skip(it):
                     continue
                 out.append(self._view(it, now))
                 if 0 < limit <= len(out):
@@ -155,8 +163,7 @@ class StoreReads(StoreBase):
         """
         _check_filters(kind=kind, scope=scope, subject=subject)
         _check_limit(limit)
-        if skip is not None and not callable(skip):
-            raise InvalidItemError(f"skip must be a function or None, got {arg.describe(skip)}")
+        _check_skip(skip)
         with self._locked():
             now = self._now()
             window: list[Item] = []
@@ -352,6 +359,12 @@ def _check_limit(value: object, name: str = "limit") -> None:
         isinstance(value, bool) or not hasattr(type(value), "__index__")
     ):
         raise InvalidItemError(f"{name} must be a whole number, got {arg.describe(value)}")
+
+
+def _check_skip(skip: object) -> None:
+    """Refuse a ``skip`` rule that cannot be called."""
+    if skip is not None and not callable(skip):
+        raise InvalidItemError(f"skip must be a function or None, got {arg.describe(skip)}")
 
 
 def _check_ids(value: object, name: str) -> None:

@@ -870,6 +870,16 @@ def test_recent_orders_by_creation_newest_first(store: Store, clock: FakeClock) 
     assert [it.id for it in store.recent(skip=lambda it: it.id == "c")] == ["b", "a"]
 
 
+def test_filtered_skips_before_it_counts_the_limit(store: Store, clock: FakeClock) -> None:
+    for id in "abcd":
+        store.upsert(Item(id=id, kind="note", title=id))
+        clock.advance(HOUR)
+    store.supersede("a", Item(id="e", kind="note", title="e"))
+    odd = {"b", "d"}
+    assert [it.id for it in store.filtered(skip=lambda it: it.id in odd)] == ["e", "a", "c"]
+    assert [it.id for it in store.filtered(limit=2, skip=lambda it: it.id in odd)] == ["e", "a"]
+
+
 def test_recent_breaks_creation_ties_by_update_time(store: Store, clock: FakeClock) -> None:
     store.upsert(Item(id="a", kind="note", title="a"))
     store.upsert(Item(id="b", kind="note", title="b"))
@@ -1014,6 +1024,7 @@ _WRONG_ARGUMENTS: list[tuple[str, Callable[[Store], object], str]] = [
     ("for_user list", lambda s: s.for_user(["u"]), "user_hash must be text"),
     ("recent limit nan", lambda s: s.recent(limit=float("nan")), "limit must be"),
     ("recent skip", lambda s: s.recent(skip="stale"), "skip must be"),
+    ("filtered skip", lambda s: s.filtered(skip="stale"), "skip must be"),
     ("traverse text", lambda s: s.traverse(SEED_ID), "anchor_ids must be a list"),
     ("traverse depth", lambda s: s.traverse([SEED_ID], max_depth="2"), "max_depth must be"),
     ("traverse decay", lambda s: s.traverse([SEED_ID], decay=True), "decay must be"),

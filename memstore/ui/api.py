@@ -51,6 +51,7 @@ _MEDIA: Final = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
 }
 STATIC_FILES: Final = (
     "index.html",
@@ -60,6 +61,7 @@ STATIC_FILES: Final = (
     "dom.js",
     "events.js",
     "views.js",
+    "icon.svg",
 )
 """The page's files, shipped as package data in ``memstore/ui/static``."""
 
@@ -122,17 +124,25 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
     def moment(raw: str | None) -> Lsn | None:
         return views.parse_moment(raw) if raw and raw.strip() else None
 
-    @app.get("/", include_in_schema=False)
-    @app.get("/ui/", include_in_schema=False)  # the page's address as often typed
+    # The page and its files answer HEAD as well (a link checker's or a proxy's
+    # health probe asks with it); Starlette sends a HEAD the GET's headers alone.
+    page_methods = ["GET", "HEAD"]
+
+    @app.api_route("/", methods=page_methods, include_in_schema=False)
+    @app.api_route("/ui/", methods=page_methods, include_in_schema=False)  # as often typed
     def root() -> Response:
         return RedirectResponse("/ui", status_code=303)
 
-    @app.get("/ui", include_in_schema=False)
+    @app.api_route("/favicon.ico", methods=page_methods, include_in_schema=False)
+    def favicon() -> Response:  # what a browser asks for at any address it shows
+        return RedirectResponse("/ui/static/icon.svg", status_code=301)
+
+    @app.api_route("/ui", methods=page_methods, include_in_schema=False)
     def page() -> Response:
         body, media = files["index.html"]
         return Response(body, media_type=media, headers=PAGE_SECURITY_HEADERS)
 
-    @app.get("/ui/static/{name}", include_in_schema=False)
+    @app.api_route("/ui/static/{name}", methods=page_methods, include_in_schema=False)
     def static(name: str) -> Response:
         found = files.get(name)
         if found is None:

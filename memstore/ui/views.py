@@ -196,7 +196,9 @@ def search(
     Only the partition's own items are searched or listed (untagged and shared
     ones never take a place among the ``limit``): :func:`_own_items_only`.
     A search now makes at most one embedding call, as :meth:`Memory.search`;
-    a blank query walks the newest items until ``limit`` are the partition's.
+    a blank query walks the most recently updated items, of every status
+    (stale and superseded ones too, which a search never ranks), until
+    ``limit`` are the partition's.
 
     Pages: ``offset`` hits are skipped (the ones already shown), and ``more``
     says whether another page follows. ``limit`` is held to 1..:data:`MAX_LIMIT`
@@ -225,13 +227,13 @@ def search(
         searcher = memory.searcher.with_(over_the_past)
         results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
         return page.answer(when, [_hit(r) for r in results])
-    if not query.strip():
-        recent = memory.store.recent(
+    if not query.strip():  # every status: a stale or superseded item is what one debugs
+        newest = memory.store.filtered(
             kind=kind,
             limit=page.reach,
             skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
         )
-        return page.answer(None, [_listed(it) for it in recent])
+        return page.answer(None, [_listed(it) for it in newest])
     searcher = memory.searcher.with_(_own_items_only)
     results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
     on_page = results[offset : offset + limit]

@@ -76,12 +76,28 @@ def test_the_page_and_its_files_carry_a_strict_policy(client: TestClient) -> Non
         r = client.get(f"/ui/static/{name}")
         assert r.status_code == 200, name
         assert r.headers["x-content-type-options"] == "nosniff"
-        for line in r.text.splitlines():
+        text = r.text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a name, not a fetch
+        for line in text.splitlines():
             assert "innerHTML" not in line and "http://" not in line and "https://" not in line
     assert client.get("/ui/static/../api.py").status_code == 404
     assert client.get("/ui/static/nope.js").status_code == 404
     api = client.get("/ui/api/whoami", headers=auth("tok-a"))
     assert api.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+def test_the_page_answers_head_and_the_browsers_icon_request(client: TestClient) -> None:
+    # A link checker or a proxy's health probe asks with HEAD; every browser asks for
+    # /favicon.ico on any page it shows. Neither may be an error in the server's log.
+    for path in ("/ui", "/ui/static/main.js"):
+        got, head = client.get(path), client.head(path)
+        assert head.status_code == 200 and head.content == b"", path
+        assert head.headers["content-type"] == got.headers["content-type"]
+        assert head.headers["content-security-policy"] == got.headers["content-security-policy"]
+    assert client.head("/", follow_redirects=False).headers["location"] == "/ui"
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg")
+    assert '<link rel="icon" href="/ui/static/icon.svg"' in client.get("/ui").text
 
 
 def test_the_guard_covers_the_inspector(client: TestClient) -> None:

@@ -334,6 +334,34 @@ def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -
         assert stop_server(proc) == 0
 
 
+def test_the_newest_list_shows_retired_items_with_their_status(
+    browser: Any, tmp_path: Path
+) -> None:
+    # A search ranks active items only: the blank query's list is where a superseded or
+    # stale memory is found, marked as such so it is not read as current.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        old = mem.add(Item(kind="fact", content="The pool holds 20"), partition="t")
+        mem.supersede(old.id, "The pool holds 40")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-list": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    proc, url = start_server(data, tokens)
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(15_000)
+        tab.goto(f"{url}/ui")
+        Page(tab, Server(url, {}), []).sign_in("tok-list")
+        listed = tab.get_by_role("list", name="Results").get_by_role("listitem")
+        expect(listed).to_have_count(2)
+        expect(listed.filter(has_text="holds 20").locator(".status")).to_have_text("superseded")
+        expect(listed.filter(has_text="holds 40").locator(".status")).to_have_count(0)
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+
+
 def test_a_revoked_token_is_signed_out_by_the_live_stream(browser: Any, tmp_path: Path) -> None:
     # No click needed: the change stream ends for a revoked token, its reconnection is
     # refused (401), and the page signs out as any refused request does.

@@ -124,3 +124,17 @@ def test_a_blank_query_lists_the_tenants_newest_past_newer_untagged_items(mem: M
         mem.add(Item(kind="note", content=f"untagged note {i}"))
     hits = search(mem, "acme", "", limit=1)["hits"]
     assert [h["item"]["id"] for h in hits] == [mine.id]
+
+
+def test_a_blank_query_lists_stale_and_superseded_items_with_their_status(mem: Memory) -> None:
+    # A search ranks active items only; the inspector's list is where one finds the rest.
+    old = mem.add(Item(kind="fact", content="the pool holds 20"), partition="acme")
+    new = mem.supersede(old.id, "the pool holds 40")
+    stale = mem.add(Item(kind="fact", content="the vpn is up"), partition="acme")
+    mem.expire(stale.id)
+    mem.add(Item(kind="fact", content="beta's fact"), partition="beta")
+    listed = {h["item"]["id"]: h["item"]["status"] for h in search(mem, "acme", "")["hits"]}
+    assert listed == {old.id: "superseded", new.id: "active", stale.id: "stale"}
+    assert [h["item"]["id"] for h in search(mem, "acme", "pool")["hits"]] == [new.id]
+    facts = search(mem, "acme", "", kind="fact", limit=2)
+    assert len(facts["hits"]) == 2 and facts["more"] is True

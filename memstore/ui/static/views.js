@@ -52,6 +52,7 @@ export function hit(result, open) {
       "div",
       { class: "meta" },
       h("span", { class: "kind" }, item.kind),
+      item.status !== "active" ? h("span", { class: "status" }, item.status) : null,
       item.subject ? h("span", {}, "subject ", h("bdi", {}, item.subject)) : null,
       result.score !== null ? h("span", { class: "score" }, `score ${num(result.score)}`) : null,
     ),
