@@ -324,3 +324,18 @@ def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> 
         assert done.returncode == 2, (flag, value, done.stderr)
         assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "data").exists(), "a refused serve creates no folder and no token"
+
+
+def test_python_dash_m_memstore_is_the_command(tmp_path: Path) -> None:
+    # Where the venv's scripts are not on PATH, `python -m memstore` is what one types.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = [sys.executable, "-m", "memstore"]
+    added = subprocess.run(
+        [*run, "add", "the backup runs nightly"], cwd=tmp_path, env=env, capture_output=True
+    )
+    assert added.returncode == 0, added.stderr
+    found = subprocess.run(
+        [*run, "search", "backup"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 0 and "the backup runs nightly" in found.stdout
+    assert subprocess.run([*run, "--version"], env=env, capture_output=True).returncode == 0
