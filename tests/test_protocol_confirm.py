@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from memstore.protocol.confirm import (
     canonical_json,
 )
 from memstore.protocol.errors import CONFIRMATION_REQUIRED_MESSAGE, ProtocolError
+from tests.pgtest import PgPlace
 
 KEY = b"0123456789abcdef0123456789abcdef"
 TARGET = {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}
@@ -257,3 +259,88 @@ def test_no_field_can_be_changed(field: str, value: Any) -> None:
     with pytest.raises(ProtocolError) as info:
         confirmations.redeem("acme", TARGET, json.dumps(edited))
     assert info.value.status == 400
+
+
+def test_a_failed_hard_delete_gives_its_receipt_back(confirmations: Confirmations) -> None:
+    token = json.dumps(confirmations.seal("acme", receipt()))
+    with pytest.raises(OSError), confirmations.redeeming("acme", TARGET, token) as got:
+        assert got == receipt()
+        raise OSError("the journal refused the write")
+    with confirmations.redeeming("acme", TARGET, token):  # the retry is confirmed
+        pass
+    assert "already used" in redeem_error(confirmations, token).message
+
+
+def test_a_record_that_cannot_release_keeps_the_receipt_used(clock: Clock) -> None:
+    taken: set[str] = set()
+
+    def claim(nonce: str, expires_ms: int, now_ms: int) -> bool:
+        first = nonce not in taken
+        taken.add(nonce)
+        return first
+
+    confirmations = Confirmations(KEY, clock=clock, claim=claim)
+    token = json.dumps(confirmations.seal("acme", receipt()))
+    with pytest.raises(OSError), confirmations.redeeming("acme", TARGET, token):
+        raise OSError("the journal refused the write")
+    assert "already used" in redeem_error(confirmations, token).message
+
+
+def test_the_postgresql_record_takes_a_failed_hard_deletes_claim_back(
+    pg_place: PgPlace, clock: Clock
+) -> None:
+    # Replicas share the record: a receipt given back on one confirms the retry on another.
+    from memstore.protocol.pgconfirm import PostgresClaims
+
+    pg_place.sql("CREATE SCHEMA {s}")
+    a = Confirmations(KEY, clock=clock, claim=PostgresClaims(pg_place.dsn, pg_place.schema))
+    b = Confirmations(KEY, clock=clock, claim=PostgresClaims(pg_place.dsn, pg_place.schema))
+    token = json.dumps(a.seal("acme", receipt()))
+    with pytest.raises(OSError), a.redeeming("acme", TARGET, token):
+        raise OSError("the journal refused the write")
+    assert pg_place.sql("SELECT count(*) FROM {s}.protocol_redeemed") == [(0,)]
+    with b.redeeming("acme", TARGET, token):
+        pass
+    assert "already used" in redeem_error(a, token).message
+
+
+def test_a_hard_forget_the_journal_refuses_can_be_retried_with_its_receipt(
+    tmp_path: Path,
+) -> None:
+    # A real failure: the journal file moved away under the server (every read and write refused,
+    # nothing changed), then put back. The 500 said nothing happened; the retry is confirmed.
+    from fastapi.testclient import TestClient
+
+    from memstore import Memory
+    from memstore.protocol import TokenTable
+    from memstore.protocol.app import create_app
+    from memstore.web.hosts import HostPolicy
+
+    tokens = {"tok-a": {"tenant": "a", "scopes": ["ingest", "recall", "forget"]}}
+    auth = {"Authorization": "Bearer tok-a"}
+    with Memory(tmp_path / "data", embedder="hash") as mem:
+        app = create_app(
+            mem,
+            tokens=TokenTable.from_json(json.dumps(tokens)),
+            hosts=HostPolicy.for_bind("127.0.0.1", ()),
+        )
+        with TestClient(app, base_url="http://127.0.0.1:8080", raise_server_exceptions=False) as c:
+            r = c.post("/v1/ingest", headers=auth, json={"source": "s.md", "content": "pin 4321"})
+            assert r.status_code == 200, r.text
+            target = {"Scope": {"BySource": "s.md"}}
+            forget = {"target": target, "hard": True}
+            preview = c.post("/v1/forget", headers=auth, json={**forget, "dry_run": True})
+            assert preview.status_code == 200, preview.text
+            confirmed = {**forget, "confirmation_token": preview.text}
+            journal = tmp_path / "data" / "journal.db"
+            journal.rename(tmp_path / "moved.db")
+            failed = c.post("/v1/forget", headers=auth, json=confirmed)
+            assert failed.status_code == 500, failed.text
+            (tmp_path / "moved.db").rename(journal)
+            hits = c.post("/v1/recall", headers=auth, json={"query": "pin 4321", "k": 5})
+            assert hits.status_code == 200 and hits.json(), "the failed hard forget erased nothing"
+            retry = c.post("/v1/forget", headers=auth, json=confirmed)
+            assert retry.status_code == 200, retry.text
+            assert retry.json()["rows_deleted"] == preview.json()["rows_deleted"] > 0
+            again = c.post("/v1/forget", headers=auth, json=confirmed)
+            assert again.status_code == 400 and "already used" in again.json()["message"]

@@ -34,6 +34,7 @@ redeemed before (one dry run, one hard delete).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -41,7 +42,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
 from memstore.protocol.errors import confirmation_required, invalid_confirmation_token
@@ -94,7 +95,9 @@ class Confirmations:
         ``now_ms``). Omitted, this object remembers them itself, which is
         right for one process; replicas pass one shared record (for example
         :class:`~memstore.protocol.pgconfirm.PostgresClaims`), so that a
-        receipt is good for one hard delete across all of them.
+        receipt is good for one hard delete across all of them. A record with
+        a ``release(nonce)`` method (as that one has) can take a claim back:
+        :meth:`redeeming` gives a failed hard delete's receipt back with it.
 
     State: the nonces redeemed and not yet expired (bounded by how many dry
     runs a tenant can make in ``ttl_seconds``, which the rate limit bounds).
@@ -118,6 +121,9 @@ class Confirmations:
         self._lock = threading.Lock()
         self._redeemed: dict[str, int] = {}  # nonce -> expiry (ms)
         self._claim = claim if claim is not None else self._claim_here
+        self._release: Callable[[str], None] | None = (
+            self._release_here if claim is None else getattr(claim, "release", None)
+        )
 
     def seal(self, tenant: str, receipt: Mapping[str, object]) -> dict[str, object]:
         """``receipt`` (a dry run's, ``preview`` true) with its ``confirmation`` field added."""
@@ -145,6 +151,43 @@ class Confirmations:
             JSON, not a sealed dry-run receipt, sealed for another tenant or
             target, altered, expired, or already redeemed.
         """
+        return self._redeem(tenant, target, token)[0]
+
+    @contextlib.contextmanager
+    def redeeming(
+        self,
+        tenant: str,
+        target: Mapping[str, object],
+        token: str | Mapping[str, object] | None,
+    ) -> Iterator[dict[str, object]]:
+        """:meth:`redeem` around the hard delete it confirms, given back if that fails.
+
+        The body runs the hard delete. If it raises (the journal refused the
+        write, so nothing was erased), the receipt's claim is released before
+        the error goes on: the same receipt confirms a retry, as a caller told
+        "nothing happened" expects, instead of answering "already used". With a
+        claim record that cannot release (no ``release`` method), the receipt
+        stays used. A release that itself fails leaves the receipt used and adds
+        a note to the original error, which is the one raised.
+        """
+        receipt, nonce = self._redeem(tenant, target, token)
+        try:
+            yield receipt
+        except Exception as err:
+            if self._release is not None:
+                try:
+                    self._release(nonce)
+                except Exception as gone:
+                    err.add_note(f"the receipt stays used: releasing it failed: {gone!r}")
+            raise
+
+    def _redeem(
+        self,
+        tenant: str,
+        target: Mapping[str, object],
+        token: str | Mapping[str, object] | None,
+    ) -> tuple[dict[str, object], str]:
+        """:meth:`redeem`'s work: the receipt, and the nonce it claimed."""
         receipt = _parse(token)
         seal = receipt.pop(CONFIRMATION_FIELD, None)
         if not isinstance(seal, str):
@@ -178,7 +221,7 @@ class Confirmations:
             raise invalid_confirmation_token(
                 "this receipt was already used for a hard delete; run the dry run again"
             )
-        return receipt
+        return receipt, nonce
 
     def _claim_here(self, nonce: str, expires_ms: int, now_ms: int) -> bool:
         """The in-process record of redeemed nonces (the default ``claim``)."""
@@ -189,6 +232,11 @@ class Confirmations:
                 return False
             self._redeemed[nonce] = expires_ms
             return True
+
+    def _release_here(self, nonce: str) -> None:
+        """Forget that ``nonce`` was redeemed (the default record's ``release``)."""
+        with self._lock:
+            self._redeemed.pop(nonce, None)
 
     def _mac(self, tenant: str, body: Mapping[str, object], expires_ms: int, nonce: str) -> str:
         message = canonical_json(

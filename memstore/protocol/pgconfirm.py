@@ -11,6 +11,8 @@ the first redemption of a nonce the only one::
     confirmations = Confirmations(key, claim=PostgresClaims(dsn, "memstore"))
 
 Rows live until their receipt expires; each claim deletes the expired ones.
+A hard delete that fails takes its row back (:meth:`PostgresClaims.release`),
+so its receipt confirms a retry.
 """
 
 from __future__ import annotations
@@ -62,3 +64,8 @@ class PostgresClaims:
                 (nonce, expires_ms),
             )
             return cur.rowcount == 1
+
+    def release(self, nonce: str) -> None:
+        """Take back the redemption of ``nonce`` (its hard delete failed: nothing was erased)."""
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DELETE FROM {} WHERE nonce = %s").format(self._table), (nonce,))

@@ -441,14 +441,15 @@ class Verbs:
             receipt = _receipt(target, [], ids, self.journal.head(), preview=True)
             return self.confirmations.seal(tenant, receipt)
         if req.hard:
-            self.confirmations.redeem(tenant, target, req.confirmation_token)
-            ids = self._all_targets(tenant, req)
-            # The erasure and its audit record in one transaction: both or neither.
-            purged = self.journal.purge(
-                ids, record=lambda gone: audit_item(tenant, target, gone, hard=True)
-            )
-            if not purged:  # nothing to erase: the audit record alone
-                self.store.upsert(audit_item(tenant, target, [], hard=True))
+            # A failure inside erases nothing, and gives the receipt back for a retry.
+            with self.confirmations.redeeming(tenant, target, req.confirmation_token):
+                ids = self._all_targets(tenant, req)
+                # The erasure and its audit record in one transaction: both or neither.
+                purged = self.journal.purge(
+                    ids, record=lambda gone: audit_item(tenant, target, gone, hard=True)
+                )
+                if not purged:  # nothing to erase: the audit record alone
+                    self.store.upsert(audit_item(tenant, target, [], hard=True))
             lsn = self.journal.last_lsn() or self.journal.head()
             return _receipt(target, [], purged, lsn, preview=False)
         ids = self._live_targets(tenant, req)
