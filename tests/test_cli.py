@@ -324,3 +324,30 @@ def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> 
         assert done.returncode == 2, (flag, value, done.stderr)
         assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "data").exists(), "a refused serve creates no folder and no token"
+
+
+def test_a_tilde_in_a_path_means_home_even_where_no_shell_expands_it(tmp_path: Path) -> None:
+    # An MCP client runs `memstore mcp --data ~/.memstore/x` with no shell, and bash leaves
+    # `--data=~/x` alone: before, each made a folder literally named "~" in the cwd.
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memstore.cli", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+
+    added = run("add", "kept at home", "--data=~/mem", "--embedder", "hash")
+    assert added.returncode == 0, added.stderr
+    assert (home / "mem" / "journal.db").is_file()
+    assert run("export", "--data", "~/mem", "-o", "~/mem.ndjson").returncode == 0
+    assert "kept at home" in (home / "mem.ndjson").read_text()
+    assert run("backup", "~/mem", "~/mem-copy").returncode == 0
+    assert (home / "mem-copy" / "journal.db").is_file()
+    assert list(cwd.iterdir()) == []  # no "~" folder where the command ran
