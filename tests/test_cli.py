@@ -339,3 +339,48 @@ def test_python_dash_m_memstore_is_the_command(tmp_path: Path) -> None:
     )
     assert found.returncode == 0 and "the backup runs nightly" in found.stdout
     assert subprocess.run([*run, "--version"], env=env, capture_output=True).returncode == 0
+
+
+def test_a_tilde_in_a_path_means_home_even_where_no_shell_expands_it(tmp_path: Path) -> None:
+    # An MCP client runs `memstore mcp --data ~/.memstore/x` with no shell, and bash leaves
+    # `--data=~/x` alone: before, each made a folder literally named "~" in the cwd.
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    cwd.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memstore.cli", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+
+    added = run("add", "kept at home", "--data=~/mem", "--embedder", "hash")
+    assert added.returncode == 0, added.stderr
+    assert (home / "mem" / "journal.db").is_file()
+    assert run("export", "--data", "~/mem", "-o", "~/mem.ndjson").returncode == 0
+    assert "kept at home" in (home / "mem.ndjson").read_text()
+    assert run("backup", "~/mem", "~/mem-copy").returncode == 0
+    assert (home / "mem-copy" / "journal.db").is_file()
+    assert list(cwd.iterdir()) == []  # no "~" folder where the command ran
+
+
+def test_importing_the_reference_servers_file_without_its_format_says_which_flag(
+    tmp_path: Path,
+) -> None:
+    # Before: "not a memstore export (the first line must name format ...)" and nothing
+    # more, leaving someone migrating from @modelcontextprotocol/server-memory stuck.
+    graph = tmp_path / "memory.jsonl"
+    graph.write_text('{"type":"entity","name":"Ada","entityType":"person","observations":[]}\n')
+    done = memstore("import", str(graph), "--data", "mem", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.rstrip().endswith("add --format mcp-memory)"), done.stderr
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "mem").exists()
+    (tmp_path / "other.ndjson").write_text('{"a": 1}\n')  # no hint for anything else
+    other = memstore("import", "other.ndjson", "--data", "mem", cwd=tmp_path)
+    assert other.returncode == 1 and "mcp-memory" not in other.stderr
+    fixed = memstore("import", str(graph), "--format", "mcp-memory", "--data", "mem", cwd=tmp_path)
+    assert fixed.returncode == 0 and "imported 1 entities" in fixed.stderr

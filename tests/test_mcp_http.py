@@ -259,6 +259,38 @@ def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_pat
             proc.wait()
 
 
+def test_a_client_ending_its_session_prints_no_traceback(tmp_path: Path) -> None:
+    """Before: every client that closed its session (as the SDK's client does on exit) left
+    a 20-line ``Error in standalone SSE writer ... ClosedResourceError`` traceback on the
+    server's stderr, as if something had failed. Now a goodbye is silent."""
+    port = free_port()
+    proc = subprocess.Popen(
+        mcp_command(tmp_path, "--transport", "http", "--port", str(port)),
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = answering(proc, port)
+
+        async def session() -> None:
+            async with http_client(url) as c:
+                await c.ok("remember", {"content": "a session that ends normally"})
+
+        for _ in range(2):
+            anyio.run(session)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0
+        assert "Traceback" not in err and "Error" not in err, err
+        assert "serving MCP (streamable HTTP)" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_a_changed_tokens_file_is_read_again_without_a_restart(tmp_path: Path) -> None:
     """Before: the file was read once at start, so a revoked token kept working."""
     tokens = tmp_path / "tokens.json"

@@ -6,6 +6,7 @@ import argparse
 import codecs
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -18,6 +19,22 @@ DEFAULT_DATA = "data"
 
 
 EMBEDDERS = ("auto", "local", "hash", "none")
+
+
+def user_path(value: str) -> str:
+    """A path argument with a leading ``~`` or ``~user`` expanded, as a shell would.
+
+    A shell expands ``--data ~/notes`` but not ``--data=~/notes``, and an MCP
+    client's ``"args": ["mcp", "--data", "~/.memstore/x"]`` reaches the command
+    with no shell at all: without this, each made a folder literally named ``~``
+    in whatever directory the command ran from.
+
+    >>> user_path("~/m") == os.path.join(os.path.expanduser("~"), "m")
+    True
+    >>> user_path("data"), user_path("-")
+    ('data', '-')
+    """
+    return os.path.expanduser(value)
 
 
 class UsageError(MemstoreError):

@@ -17,7 +17,15 @@ from memstore.web.connections import (
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
 )
 
-from ._common import DEFAULT_DATA, EMBEDDERS, hit_count, port_number, positive_int, positive_number
+from ._common import (
+    DEFAULT_DATA,
+    EMBEDDERS,
+    hit_count,
+    port_number,
+    positive_int,
+    positive_number,
+    user_path,
+)
 from .records import cmd_add, cmd_forget, cmd_get, cmd_search, cmd_stats
 from .servers import cmd_mcp, cmd_serve
 from .transfer import BACKUP_HELP, cmd_backup, cmd_export, cmd_import
@@ -64,7 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         """A command with the common flags; ``json_help``: what --json does (None: no --json)."""
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument(
-            "--data", default=DEFAULT_DATA, metavar="DIR", help="the data folder (default ./data)"
+            "--data",
+            default=DEFAULT_DATA,
+            type=user_path,
+            metavar="DIR",
+            help="the data folder (default ./data)",
         )
         p.add_argument(
             "--embedder",
@@ -160,7 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
         "export", "write items with their whole history as NDJSON", reads=True, json_help=None
     )
     p.add_argument("--partition", metavar="NAME", help="only this partition's items")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument(
+        "-o", "--output", type=user_path, metavar="FILE", help="write to FILE (default: stdout)"
+    )
     p.set_defaults(fn=cmd_export)
 
     p = command(
@@ -168,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         "load an export (all or nothing; importing twice changes nothing)",
         json_help="print what was imported as JSON on stdout (default: a line on stderr)",
     )
-    p.add_argument("file", help="the export file, or - for standard input")
+    p.add_argument("file", type=user_path, help="the export file, or - for standard input")
     p.add_argument(
         "--format",
         choices=("memstore", "mcp-memory"),
@@ -187,8 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
         description=BACKUP_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("dir", metavar="DIR", help="the data folder to back up")
-    p.add_argument("dest", metavar="DEST", help="the new folder to write the backup to")
+    p.add_argument("dir", type=user_path, metavar="DIR", help="the data folder to back up")
+    p.add_argument(
+        "dest", type=user_path, metavar="DEST", help="the new folder to write the backup to"
+    )
     p.set_defaults(fn=cmd_backup, embedder=None)
 
     p = command(
@@ -200,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tokens-file",
+        type=user_path,
         help="the tokens JSON (re-read when it changes and on SIGHUP); "
         "default: DATA/tokens.json, made on a loopback bind",
     )
@@ -210,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--confirm-key-file",
+        type=user_path,
         help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
     )
     p.add_argument(
@@ -300,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mindlayer.add_argument(
         "--owner-token-file",
+        type=user_path,
         metavar="FILE",
         help="the Mind Layer owner token and a newline (mode 0600; re-read when it changes). "
         "Default: no token, on a loopback bind only",
@@ -325,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
     p.add_argument("--readonly", action="store_true", help="serve reads only")
     p.add_argument("--compat", choices=("knowledge-graph",), help="the reference server's tools")
-    p.add_argument("--tokens-file", help="bearer tokens (needed off loopback, --transport http)")
+    p.add_argument(
+        "--tokens-file",
+        type=user_path,
+        help="bearer tokens (needed off loopback, --transport http)",
+    )
     p.set_defaults(fn=cmd_mcp)
     return parser

@@ -110,7 +110,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             try:
                 changed = mem.import_(lines)  # type: ignore[arg-type]
             except InvalidItemError as e:
-                raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
+                hint = _GRAPH_HINT if lines.items == 1 and _is_graph_line(lines.first) else ""
+                raise Failure(
+                    f"refused {args.file}: {e.reason}; nothing was imported{hint}"
+                ) from None
     # Every line with content is an item, but the first (the format) and the end line.
     unchanged = max(lines.items - 1 - is_end_line(lines.last), 0) - changed
     if args.json:
@@ -121,6 +124,26 @@ def cmd_import(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+_GRAPH_HINT = (
+    " (it looks like the reference MCP memory server's memory.jsonl: add --format mcp-memory)"
+)
+
+
+def _is_graph_line(line: str) -> bool:
+    """Whether ``line`` is an entity or relation of the reference MCP memory server's file.
+
+    >>> _is_graph_line('{"type": "entity", "name": "Ada", "observations": []}')
+    True
+    >>> _is_graph_line('{"format": "memstore-journal-export/2"}'), _is_graph_line("[1")
+    (False, False)
+    """
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and record.get("type") in ("entity", "relation")
 
 
 HEADER_LIMIT = 64 * 1024
@@ -229,6 +252,7 @@ class _Lines:
         self._progress = progress and total > 0
         self._limit = first_line_limit
         self.items = 0
+        self.first = ""  # the first line with content
         self.last = ""  # the last line with content
 
     def __iter__(self) -> Iterator[str]:
@@ -243,6 +267,7 @@ class _Lines:
                     )
                 limit = 0
                 self.items += 1
+                self.first = self.first or line
                 self.last = line
             if self._progress:
                 self._read += len(line.encode("utf-8"))

@@ -19,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -51,6 +53,7 @@ __all__ = [
     "is_loopback",
     "load_tokens",
     "parse_tokens",
+    "quiet_hangups",
 ]
 
 MCP_PATH: Final = "/mcp"
@@ -157,6 +160,37 @@ def http_app(
         routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
         lifespan=lambda app: manager.run(),
     )
+
+
+_SDK_LOGGER: Final = "mcp.server.streamable_http"
+_HANGUPS: Final = (anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+
+class _HangupFilter(logging.Filter):
+    """Drops the SDK's traceback for a stream its client closed (nothing went wrong)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, _HANGUPS)
+
+
+def quiet_hangups() -> None:
+    """Keep a client's ordinary goodbye out of the server's stderr.
+
+    The MCP SDK (1.30) logs ``Error in standalone SSE writer`` with a whole
+    ``ClosedResourceError`` traceback each time a client ends its session (it
+    closes the session's GET stream, which is how streamable HTTP says
+    goodbye), so a server with working clients would print a traceback per
+    session. This filter on the SDK's logger drops those records, and only
+    those: any other error of the transport is still logged. Idempotent.
+
+    >>> quiet_hangups(); quiet_hangups()
+    >>> sum(isinstance(f, _HangupFilter) for f in logging.getLogger(_SDK_LOGGER).filters)
+    1
+    """
+    sdk = logging.getLogger(_SDK_LOGGER)
+    if not any(isinstance(f, _HangupFilter) for f in sdk.filters):
+        sdk.addFilter(_HangupFilter())
 
 
 class _Endpoint:

@@ -20,7 +20,7 @@ from memstore.errors import MemstoreError
 from memstore.memory import Memory
 from memstore.web.listen import ListenError, base_url, listening
 
-from .http import CALLER_KEY, http_app, is_loopback, load_tokens
+from .http import CALLER_KEY, http_app, is_loopback, load_tokens, quiet_hangups
 from .opening import open_memory
 from .server import build_server, surface
 from .toolkit import Caller
@@ -93,6 +93,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             return 0
         from memstore.web.runner import ServeConfig, serve_app  # needs uvicorn
 
+        quiet_hangups()  # a client ending its session is not an error
         app = http_app(
             server, host=args.host, port=args.port, partition=args.partition, tokens=tokens
         )

@@ -31,7 +31,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -130,14 +130,30 @@ def _json_syntax(exc: RequestValidationError) -> ProtocolError | None:
     )
 
 
+_PLACES: Final = {"query": "query parameter", "path": "path parameter", "header": "header"}
+"""Where a refused value was sent, when not in the body, as the message names it."""
+
+
 def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
-    details = []
+    """The 400's message and ``details`` for what FastAPI refused.
+
+    The message names where the first refused value was: a body field
+    (``invalid request body: k: ...``) or, for the inspector's routes, a query
+    parameter (``invalid query parameter 'limit': ...``), never calling a
+    query string a body.
+    """
+    details, places = [], []
     for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        loc = [str(p) for p in err.get("loc", ())]
+        places.append((loc[0], ".".join(loc[1:])) if loc and loc[0] in _PLACES else None)
+        loc = [p for p in loc if p != "body"]
         details.append({"field": ".".join(loc), "problem": str(err.get("msg", ""))})
     if not details:
         return "invalid request body", []
     first = details[0]
+    if places[0] is not None:
+        place, name = places[0]
+        return f"invalid {_PLACES[place]} {name!r}: {first['problem']}", details
     where = f"{first['field']}: " if first["field"] else ""
     return f"invalid request body: {where}{first['problem']}", details
 

@@ -338,7 +338,7 @@ def _serve_on(
         )
         print(
             f"memstore: serving MemoryProtocol 0.1 on {_base_url(args)} "
-            f"(data {args.data}, {len(tokens.current())} token(s), {hosts!r})",
+            f"(data {args.data}, {len(tokens.current())} token(s), {hosts})",
             file=sys.stderr,
             flush=True,
         )

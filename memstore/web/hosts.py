@@ -152,6 +152,19 @@ class HostPolicy:
             return "HostPolicy(any host)"
         return f"HostPolicy(loopback + {list(self.entries)})"
 
+    def __str__(self) -> str:
+        """The policy in words, as a server's start-up line prints it.
+
+        >>> print(HostPolicy()); print(HostPolicy(["mem.example", "10.0.0.5:8080"]))
+        answers Host 127.0.0.1, localhost, [::1]
+        answers Host 127.0.0.1, localhost, [::1], mem.example, 10.0.0.5:8080
+        >>> print(HostPolicy.for_bind("0.0.0.0"))
+        answers any Host
+        """
+        if self.any_host:
+            return "answers any Host"
+        return "answers Host " + ", ".join(["127.0.0.1", "localhost", "[::1]", *self.entries])
+
 
 def normalize_origin(origin: str) -> str | None:
     """``scheme://host[:port]`` lower-cased, without the scheme's default port; None if malformed.

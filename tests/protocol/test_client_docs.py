@@ -21,7 +21,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```\n(?:\nprints\n)?\n```text\n(.*?)^```"
 
 def test_the_client_page_runs_and_prints_what_it_says(server: Server) -> None:
     pairs = BLOCK.findall(PAGE.read_text())
-    assert len(pairs) == 4
+    assert len(pairs) == 5
     namespace: dict[str, object] = {"TOKEN": server.tenants.take()}
     for code, expected in pairs:
         code = code.replace("http://127.0.0.1:8080", server.url)

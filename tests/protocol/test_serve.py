@@ -42,6 +42,10 @@ def test_loopback_without_tokens_makes_a_private_tokens_file(tmp_path: Path) -> 
         assert stop_server(proc, signal.SIGINT) == 0
     log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
     assert "curl" in log and "tokens.json" in log
+    # The start-up line says which Host names it answers in words (before: a repr,
+    # "HostPolicy(loopback + [])").
+    assert "1 token(s), answers Host 127.0.0.1, localhost, [::1])" in log, log
+    assert "HostPolicy" not in log
 
 
 def test_the_printed_curl_line_works_on_an_ipv6_loopback(tmp_path: Path) -> None:

@@ -336,6 +336,18 @@ def test_a_non_numeric_offset_is_one_clear_error(client: TestClient) -> None:
     assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
 
 
+def test_a_bad_query_parameter_is_named_as_one_not_as_a_body(client: TestClient) -> None:
+    # Before: "invalid request body: query.limit: ..." for a GET that has no body.
+    r = client.get("/ui/api/search", params={"limit": "abc"}, headers=auth("tok-a"))
+    assert r.status_code == 400, r.text
+    assert r.json()["message"].startswith("invalid query parameter 'limit': "), r.text
+    r = client.get("/ui/api/item", headers=auth("tok-a"))
+    assert r.json()["message"] == "invalid query parameter 'id': Field required", r.text
+    # A body field is still named as one.
+    r = client.post("/v1/recall", json={"query": "x", "k": "many"}, headers=auth("tok-a"))
+    assert r.json()["message"].startswith("invalid request body: k: "), r.text
+
+
 def test_a_revoked_token_stops_receiving_live_changes(tmp_path: Path) -> None:
     # The Live changes panel reads GET /v1/events; an open stream must not outlive its
     # token: once the tokens file drops it, the next change ends the stream unsent.
