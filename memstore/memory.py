@@ -745,9 +745,11 @@ class Memory:
         ``close`` marks the memory closed before it detaches the journal, and
         the detach waits for the store's lock; so a group either commits (and
         is recorded) before the detach, or meets this check and is undone: a
-        write is never acknowledged without its durable record.
+        write is never acknowledged without its durable record. A group that
+        only mirrors what another process recorded (a PostgreSQL follower's)
+        records nothing, so it is let through until the detach stops the follower.
         """
-        if self._closed:
+        if self._closed and not all(c.mirrored for c in changes):
             raise MemstoreError("this Memory is closed; the write was not made")
 
 
