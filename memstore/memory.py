@@ -294,7 +294,7 @@ class Memory:
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
         self._check_open()
-        return self.atomically(lambda: self._update(id, fields))
+        return self.atomically(lambda: self._update(id, dict(fields)))  # a fresh copy per run
 
     def _update(self, id: str, fields: dict[str, Any]) -> Item:
         with self.store.batch():  # read, change and write as one step: no lost update

@@ -26,6 +26,8 @@ def _run(mem: Any, op: str, id: str) -> object:
             return mem.update(id, title=f"title of {id}").title
         if op == "set_confidence":
             return mem.update(id, confidence="low").confidence
+        if op == "set_tags":
+            return mem.update(id, tags=["reviewed"]).tags
         if op == "rename":
             return mem.update(id, title=f"renamed {id}").title
         raise AssertionError(op)

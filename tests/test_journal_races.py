@@ -24,9 +24,10 @@ ROUNDS = 12
 
 def _seed(place: PgPlace, ids: list[str]) -> None:
     with Memory(journal=PostgresJournal(place.dsn, schema=place.schema), embedder=None) as mem:
-        mem.add_many(
-            [Item(id=id, kind="note", title="as first written", confidence="high") for id in ids]
-        )
+        first = [
+            Item(id=id, kind="note", title="as first written", confidence="high") for id in ids
+        ]
+        mem.add_many(first, partition="alice")
 
 
 def _race(place: PgPlace, ops: tuple[str, str], ids: list[str]) -> list[tuple[str, list[Any], Any]]:
@@ -84,6 +85,19 @@ def test_two_processes_updating_one_item_both_land(pg_place: PgPlace) -> None:
     assert [(it["title"], it["confidence"]) for it in items_a] == [
         (f"title of {id}", "low") for id in sorted(ids)
     ]
+
+
+def test_an_update_run_again_after_a_conflict_keeps_the_item_in_its_partition(
+    pg_place: PgPlace,
+) -> None:
+    ids = [f"item-{n}" for n in range(ROUNDS)]
+    _seed(pg_place, ids)
+    (_, tags, items_a), (_, _, items_b) = _race(pg_place, ("set_tags", "set_confidence"), ids)
+    assert tags == [["reviewed", "tenant/alice"]] * ROUNDS
+    assert items_a == items_b == _on_record(pg_place)
+    assert [(it["tags"], it["confidence"]) for it in items_a] == [
+        (["reviewed", "tenant/alice"], "low")
+    ] * ROUNDS
 
 
 def test_an_update_racing_a_delete_never_brings_the_item_back(pg_place: PgPlace) -> None:
