@@ -28,6 +28,16 @@ def _run(mem: Any, op: str, id: str) -> object:
             return mem.update(id, confidence="low").confidence
         if op == "set_tags":
             return mem.update(id, tags=["reviewed"]).tags
+        if op.startswith("claim"):  # compare-and-set: take the item if nobody holds it
+            me = op
+
+            def claim() -> bool:
+                if mem.get(id).data.get("owner"):
+                    return False
+                mem.update(id, data={"owner": me})
+                return True
+
+            return mem.atomically(claim)
         if op == "rename":
             return mem.update(id, title=f"renamed {id}").title
         raise AssertionError(op)

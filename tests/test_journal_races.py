@@ -100,6 +100,19 @@ def test_an_update_run_again_after_a_conflict_keeps_the_item_in_its_partition(
     ] * ROUNDS
 
 
+def test_of_two_processes_claiming_one_item_exactly_one_gets_it(pg_place: PgPlace) -> None:
+    """A compare-and-set under ``Memory.atomically``: one winner, whom both processes see."""
+    ids = [f"item-{n}" for n in range(ROUNDS)]
+    _seed(pg_place, ids)
+    (_, first, items_a), (_, second, items_b) = _race(pg_place, ("claim-a", "claim-b"), ids)
+    answers = list(zip(first, second, strict=True))
+    assert all(sorted(pair) == [False, True] for pair in answers), answers
+    owners = {it["id"]: it["data"]["owner"] for it in items_a}
+    winners = ["claim-a" if won else "claim-b" for won in first]
+    assert owners == dict(zip(ids, winners, strict=True))
+    assert items_a == items_b == _on_record(pg_place)
+
+
 def test_an_update_racing_a_delete_never_brings_the_item_back(pg_place: PgPlace) -> None:
     ids = [f"item-{n}" for n in range(ROUNDS)]
     _seed(pg_place, ids)
