@@ -22,6 +22,8 @@ def _run(mem: Any, op: str, id: str) -> object:
     try:
         if op == "delete":
             return mem.delete(id)
+        if op == "purge":
+            return mem.purge([id]) == [id]
         if op == "set_title":
             return mem.update(id, title=f"title of {id}").title
         if op == "set_confidence":

@@ -121,3 +121,14 @@ def test_an_update_racing_a_delete_never_brings_the_item_back(pg_place: PgPlace)
     # Each update either landed before the delete or found the item gone.
     assert set(renamed) <= {"ItemNotFoundError", *(f"renamed {id}" for id in ids)}
     assert items_a == items_b == _on_record(pg_place) == []
+
+
+def test_an_update_racing_a_hard_delete_never_brings_the_item_back(pg_place: PgPlace) -> None:
+    """A purged item stays erased: a process that had not seen the purge cannot write it back."""
+    ids = [f"item-{n}" for n in range(ROUNDS)]
+    _seed(pg_place, ids)
+    (_, purged, items_a), (_, renamed, items_b) = _race(pg_place, ("purge", "rename"), ids)
+    assert purged == [True] * ROUNDS
+    assert set(renamed) <= {"ItemNotFoundError", *(f"renamed {id}" for id in ids)}
+    assert items_a == items_b == _on_record(pg_place) == []
+    assert pg_place.sql("SELECT id FROM {s}.versions") == []
