@@ -27,6 +27,7 @@ from memstore.errors import (
     JournalSchemaError,
     MemstoreError,
     ReadOnlyError,
+    WriteConflictError,
 )
 from memstore.eventdate import event_time_annotation, parse_event_date, valid_event_date
 from memstore.graph import spread
@@ -212,6 +213,7 @@ __all__ = [
     "Store",
     "ThoughtLink",
     "Vocabulary",
+    "WriteConflictError",
     "__version__",
     "author_tag_value",
     "base_vocabulary",

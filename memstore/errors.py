@@ -8,6 +8,12 @@ catch (``ValueError`` for bad input, ``KeyError`` for a missing id), so both
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memstore.journal.hlc import Lsn
+
 __all__ = [
     "InvalidItemError",
     "ItemNotFoundError",
@@ -19,6 +25,7 @@ __all__ = [
     "JournalSchemaError",
     "MemstoreError",
     "ReadOnlyError",
+    "WriteConflictError",
 ]
 
 
@@ -98,6 +105,25 @@ class JournalLockedError(JournalError):
 
 class JournalFullError(JournalError):
     """The disk, or the journal's size cap, is full; the write was rolled back."""
+
+
+class WriteConflictError(JournalError):
+    """Another process wrote an item this write was computed from; nothing was written.
+
+    Raised by a PostgreSQL journal shared by several processes, for a write
+    group made under :meth:`memstore.Memory.atomically` (every read-then-write
+    method of :class:`~memstore.Memory` is one): this process had not yet
+    taken in another process's newer version of ``ids`` when it read them, so
+    the group was undone rather than overwrite (or resurrect) what it never
+    saw. ``position`` is that newer commit's Lsn: once this process's follower
+    has applied it, running the operation again acts on the current state
+    (:meth:`~memstore.Memory.atomically` does so by itself, a few times).
+    """
+
+    def __init__(self, message: str, *, ids: Sequence[str], position: Lsn) -> None:
+        super().__init__(message)
+        self.ids = list(ids)
+        self.position = position
 
 
 class JournalClosedError(JournalError):

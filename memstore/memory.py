@@ -30,7 +30,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +57,7 @@ from memstore.errors import (
     ReadOnlyError,
 )
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
-from memstore.journal import Journal, Lsn, Version
+from memstore.journal import Journal, JournalBase, Lsn, Version
 from memstore.limits import (
     MAX_CONTEXT_DEPTH,
     MAX_EMBED_QUERIES,
@@ -85,6 +85,8 @@ if TYPE_CHECKING:
     from memstore_index import Embedder
 
 __all__ = ["DEFAULT_KIND", "JOURNAL_FILE", "Memory", "MemoryStats"]
+
+T = TypeVar("T")
 
 _INHERITED: Final = ("kind", "subject", "event_date", "confidence", "origin", "tags")
 _SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfig)) - {
@@ -234,9 +236,8 @@ class Memory:
         item = build_item(text_or_item, partition, private_to, fields)
         self._check_open()
         # ``item`` was built here for this write: the store need not copy it.
-        if dedup:
-            stored, _ = self.store._upsert_dedup(item, owned=True)
-            return stored
+        if dedup:  # it reads what it may land on: one step with the write
+            return self.atomically(lambda: self.store._upsert_dedup(item, owned=True)[0])
         return self.store._upsert(item, owned=True)
 
     def add_many(
@@ -293,6 +294,9 @@ class Memory:
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
         self._check_open()
+        return self.atomically(lambda: self._update(id, dict(fields)))  # a fresh copy per run
+
+    def _update(self, id: str, fields: dict[str, Any]) -> Item:
         with self.store.batch():  # read, change and write as one step: no lost update
             current = self.store.get(id)
             if current is None:
@@ -310,13 +314,13 @@ class Memory:
         """Delete an item (the journal keeps its history); whether it existed."""
         id = arg.id_arg(id)
         self._check_open()
-        return self.store.delete(id)
+        return self.atomically(lambda: self.store.delete(id))
 
     def expire(self, id: str) -> bool:
         """Mark an item stale now; whether it exists."""
         id = arg.id_arg(id)
         self._check_open()
-        return self.store.expire(id)
+        return self.atomically(lambda: self.store.expire(id))
 
     def supersede(
         self,
@@ -333,8 +337,15 @@ class Memory:
         private note's replacement stays private to the same owner.
         """
         old_id = arg.id_arg(old_id, "old_id")
-        partition = fields.pop("partition", None)
         self._check_open()
+        return self.atomically(
+            lambda: self._supersede(old_id, text_or_item, private_to, dict(fields))
+        )
+
+    def _supersede(
+        self, old_id: str, text_or_item: str | Item, private_to: str | None, fields: dict[str, Any]
+    ) -> Item:
+        partition = fields.pop("partition", None)
         old = self.store.get(old_id)
         if old is None:
             raise ItemNotFoundError(old_id)
@@ -355,7 +366,7 @@ class Memory:
         reason = arg.text_arg(reason, "reason", MAX_REASON_CHARS, empty=False)
         evidence = arg.text_list(evidence, "evidence", MAX_REFS, MAX_REF_CHARS)
         self._check_open()
-        found, cascaded = self.store.refute(id, reason, evidence)
+        found, cascaded = self.atomically(lambda: self.store.refute(id, reason, evidence))
         if not found:
             raise ItemNotFoundError(id)
         return cascaded
@@ -372,17 +383,21 @@ class Memory:
         relation = arg.text_arg(relation, "relation", MAX_KIND_CHARS)
         weight = arg.unit_weight(weight)
         self._check_open()
-        for id in (from_id, to_id):
-            if self.store.get(id) is None:
-                raise ItemNotFoundError(id)
-        try:
-            link = ThoughtLink(to_id=to_id, relation=relation, weight=weight)
-        except ValueError as e:
-            raise InvalidItemError(f"bad link: {short(str(e))}") from None
-        why = thought_link_rejection(from_id, link)
-        if why:
-            raise InvalidItemError(why)
-        return self.store.add_link(from_id, link)
+
+        def add_link() -> bool:  # the ids are looked up in the same step as the write
+            for id in (from_id, to_id):
+                if self.store.get(id) is None:
+                    raise ItemNotFoundError(id)
+            try:
+                link = ThoughtLink(to_id=to_id, relation=relation, weight=weight)
+            except ValueError as e:
+                raise InvalidItemError(f"bad link: {short(str(e))}") from None
+            why = thought_link_rejection(from_id, link)
+            if why:
+                raise InvalidItemError(why)
+            return self.store.add_link(from_id, link)
+
+        return self.atomically(add_link)
 
     # --------------------------------------------------------------- reads
 
@@ -626,6 +641,32 @@ class Memory:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
         return self._journal(writing="purge").purge(arg.id_list(ids))
 
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``, reads of this memory then writes, as one step on the current state.
+
+        ``fn`` runs inside one ``store.batch()``: its writes commit together
+        or not at all. In one process that alone makes a read and the write
+        it decides one step. Several processes sharing a PostgreSQL journal
+        each read their own store, which follows the others' writes a few
+        milliseconds late; there the group is refused if another process
+        wrote one of its ids since this one read it, and ``fn`` runs again
+        once this process has caught up
+        (:meth:`~memstore.journal.postgres.PostgresJournal.atomically`; after
+        a few refusals in a row, :class:`~memstore.errors.WriteConflictError`).
+        :meth:`update`, :meth:`delete`, :meth:`expire`, :meth:`supersede`,
+        :meth:`refute`, :meth:`link` and ``add(dedup=True)`` run this way: of
+        two processes deleting one item, exactly one is told it deleted it.
+        ``fn`` may run more than once: it should only read and write this memory.
+        """
+        self._check_open()
+
+        def group() -> T:
+            with self.store.batch():
+                return fn()
+
+        journal = self.journal
+        return journal.atomically(group) if isinstance(journal, JournalBase) else group()
+
     def _journal(self, *, writing: str = "") -> Journal:
         """The journal, for a read or (``writing`` names it) a write a read-only memory refuses."""
         self._check_open()
@@ -704,9 +745,11 @@ class Memory:
         ``close`` marks the memory closed before it detaches the journal, and
         the detach waits for the store's lock; so a group either commits (and
         is recorded) before the detach, or meets this check and is undone: a
-        write is never acknowledged without its durable record.
+        write is never acknowledged without its durable record. A group that
+        only mirrors what another process recorded (a PostgreSQL follower's)
+        records nothing, so it is let through until the detach stops the follower.
         """
-        if self._closed:
+        if self._closed and not all(c.mirrored for c in changes):
             raise MemstoreError("this Memory is closed; the write was not made")
 
 

@@ -9,6 +9,7 @@ follower thread); the real-process proofs are in
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import random
 import threading
@@ -842,3 +843,37 @@ def test_a_held_commit_lock_fails_the_write_after_lock_timeout(pg_place: PgPlace
     store.upsert(Item(kind="note", title="then goes through"))
     assert len(store) == 1
     journal.close()
+
+
+def test_closing_a_memory_while_another_process_writes_logs_no_failure(
+    pg_place: PgPlace, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica closed while its follower applies the others' writes says nothing alarming.
+
+    Before, the follower's batch met the closed memory's refusal of writes
+    and logged "journal follower failed to apply a batch; retrying" with a
+    traceback, as if something had broken.
+    """
+    stop = threading.Event()
+
+    def write() -> None:
+        journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+        with Memory(journal=journal, embedder=None) as w:
+            n = 0
+            while not stop.is_set():
+                w.store.upsert(Item(kind="note", title=f"note {n}"))
+                n += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="memstore"):
+            for _ in range(12):
+                journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+                mem = Memory(journal=journal, embedder=None)
+                assert journal.wait_for(journal.head(), WAIT_S)  # following, batch after batch
+                mem.close()
+    finally:
+        stop.set()
+        writer.join(WAIT_S)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

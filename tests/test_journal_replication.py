@@ -135,3 +135,49 @@ def test_concurrent_writers_and_a_killed_replica_converge(
         assert other["searches"] == first["searches"]
     assert any(hits for hits in first["searches"].values())
     assert len({json.dumps(v) for v in first["as_of"].values()}) > 3  # the history moved
+
+
+def test_a_subscriber_sees_every_change_another_process_makes(pg_place: PgPlace) -> None:
+    """Changes written by another process reach this one's subscription, and add up to its state.
+
+    Folding the ``ItemChanged`` events in order gives exactly the items the
+    store holds, which are the record's; each event carries the position of
+    the commit that made it, which this process has reached.
+    """
+    from memstore import Memory
+    from memstore.journal import PostgresJournal
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    with Memory(journal=journal, embedder=None, hub=True) as mem:
+        sub = mem.subscribe(topics=["change"])
+        writer = Worker(pg_place, 7, acks=True)
+        try:
+            while int(writer.expect("ack ").split()[1]) < 80:
+                pass
+            writer.send("stop")
+            writer.expect("stopped")
+        finally:
+            writer.close()
+        assert journal.wait_for(journal.head(), 30)
+        folded: dict[str, Any] = {}
+        positions = []
+        while (event := sub.get_nowait()) is not None:
+            assert event.dropped == 0
+            if event.op == "delete":
+                folded.pop(event.id, None)
+            else:
+                folded[event.id] = event.item.model_dump(mode="json")
+            positions.append(event.lsn)
+        with mem.store.lock:
+            held = {it.id: it.model_dump(mode="json") for it in mem.store.items_locked()}
+        on_record = {it.id: it.model_dump(mode="json") for it in journal.current()}
+    assert len(positions) >= 80 and None not in positions
+    assert max(positions) == journal_head(pg_place)
+    assert folded == held
+    assert on_record == held
+
+
+def journal_head(place: PgPlace) -> Any:
+    from memstore.journal import Lsn
+
+    return Lsn.unpack(place.sql("SELECT lsn FROM {s}.head")[0][0])

@@ -79,6 +79,24 @@ class FeedPosition:
             own = self._own_latest
             return [id for id in ids if own.get(id, 0) <= top]
 
+    def unseen(self, commits: Iterable[tuple[int, Sequence[str]]], ids: Iterable[str]) -> set[str]:
+        """The ``ids`` that one of ``commits`` (``(seq, ids)``) wrote after the store took them in.
+
+        An id's state in the store is the record's as of the position, or as
+        of this process's own latest commit of it, whichever is later; another
+        process's commit past both is one the store has not seen (yet).
+        """
+        wanted = set(ids)
+        with self._cond:
+            own = self._own_latest
+            return {
+                id
+                for seq, touched in commits
+                if seq > self._seq and seq not in self._acked_seqs
+                for id in touched
+                if id in wanted and seq > own.get(id, 0)
+            }
+
     def advance(self, seq: int, lsn: int) -> None:
         """Commits up to ``seq`` are applied; forget the own commits among them."""
         with self._cond:

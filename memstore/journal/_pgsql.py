@@ -139,6 +139,11 @@ class Queries:
             "WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s"
         )
         self.lock_head = q("SELECT seq, lsn FROM {s}.head FOR UPDATE")
+        self.touched_after = q(
+            "SELECT seq, lsn, ids FROM {s}.commits "
+            f"WHERE seq > %(after)s AND ids && {_ids('ids')} ORDER BY seq"
+        )
+        """The commits after a position that touched any of a write's ids (conflict check)."""
         self.current_rows = q(
             "SELECT {cols} FROM {s}.versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id"
         )

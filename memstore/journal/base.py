@@ -22,7 +22,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from memstore import arguments as arg
 from memstore._gc import BulkLoad, bulk_load, thaw
@@ -58,6 +58,8 @@ PurgeMatch = Callable[[Item], bool] | Collection[str]
 """What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
 
 AsOf = Lsn | Hlc | _dt.datetime | str
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -297,6 +299,17 @@ class JournalBase(ABC):
         in the journal.
         """
         return self._attached().batch()
+
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (reads of the store, then writes) on the record's current state.
+
+        A journal with one writing process has nothing to add: the store's
+        lock already makes a read and the write that follows it one step, so
+        ``fn`` just runs. A journal shared by processes (PostgreSQL) refuses a
+        group computed from a state another process has changed since, and
+        runs ``fn`` again once it has caught up.
+        """
+        return fn()
 
     def _attached(self) -> Store:
         self._check_open()

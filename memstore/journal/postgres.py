@@ -26,7 +26,10 @@ How it stays consistent (details in ``docs/postgres.md``):
   sequence numbers and visibility therefore all follow one order.
 * **Conflicts.** Two processes writing the same id: the later commit has the
   higher :class:`~memstore.journal.hlc.Hlc` and wins, everywhere; the other
-  process's store takes the winner's state when it follows the feed.
+  process's store takes the winner's state when it follows the feed. Under
+  :meth:`PostgresJournal.atomically` (every read-then-write method of
+  ``Memory``), a group that writes an id another process wrote since this
+  one took it in is refused instead, and runs again once caught up.
 * **Catch-up.** A follower reads the feed after the last sequence number it
   applied; a snapshot always sees a gap-free prefix of the feed (see
   :mod:`memstore.journal._pgfeed`), so a dropped connection or a paused
@@ -43,7 +46,7 @@ import functools
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import regex
 
@@ -57,7 +60,7 @@ from psycopg import sql
 
 from memstore._gc import bulk_load
 from memstore.config import Change
-from memstore.errors import JournalCorruptError
+from memstore.errors import JournalCorruptError, WriteConflictError
 from memstore.item import Item
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
 from memstore.journal._pgfeed import FeedBatch, Follower
@@ -94,6 +97,12 @@ MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
 """The longest ``lock_timeout`` PostgreSQL takes (its setting is an int of milliseconds)."""
 APPLY_CHUNK: Final = 1000
 """Ids a follower applies to the store per hold of its lock."""
+CONFLICT_ATTEMPTS: Final = 8
+"""How many times :meth:`PostgresJournal.atomically` runs an operation that keeps conflicting."""
+CONFLICT_WAIT_S: Final = 10.0
+"""How long it waits for the follower to take in the conflicting commit before retrying."""
+
+T = TypeVar("T")
 
 Durability = Literal["full", "normal", "off"]
 
@@ -237,14 +246,71 @@ class PostgresJournal(JournalBase):
         finally:
             self._tls.vectors = None
 
+    def atomically(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` (reads of the attached store, then one write group) on the current state.
+
+        Each process reads its own store, which follows the others' writes a
+        few milliseconds late. Under ``atomically``, a group that writes an id
+        another process wrote since this process took it in is refused at
+        commit (:class:`~memstore.errors.WriteConflictError`, nothing written);
+        this process then waits for its follower to apply that commit and runs
+        ``fn`` again, at most :data:`CONFLICT_ATTEMPTS` times. So of two
+        processes deleting one item, one deletes it and the other finds it
+        gone, and two updates of one item both land, one after the other.
+
+        Outside it, and inside a ``store.batch()`` opened before it (whose
+        group commits later), a write replaces what is on record, the later
+        commit winning. Without a follower (``replicate=False``) ``fn`` just runs.
+        """
+        store = self._store
+        if store is None or self._follower is None or getattr(self._tls, "checked", False):
+            return fn()
+        if store._tls.__dict__.get("depth", 0):  # in a group opened outside: it commits later
+            return fn()
+        attempt = 1
+        while True:
+            self._tls.checked = True
+            try:
+                return fn()
+            except WriteConflictError as e:
+                if attempt >= CONFLICT_ATTEMPTS or not self.wait_for(e.position, CONFLICT_WAIT_S):
+                    raise
+            finally:
+                self._tls.checked = False
+            attempt += 1
+
+    def _refuse_unseen(self, conn: Conn, ids: Sequence[str]) -> None:
+        """Raise :class:`WriteConflictError` if another process wrote ``ids`` unseen by this one.
+
+        Run holding the commit lock: every commit on record is visible.
+        """
+        after = self._position.seq
+        found = conn.execute(self._q.touched_after, {"after": after, "ids": ids_json(ids)})
+        commits = [(int(seq), int(lsn), tuple(touched)) for seq, lsn, touched in found]
+        unseen = self._position.unseen([(seq, touched) for seq, _, touched in commits], ids)
+        if not unseen:
+            return
+        newest = max(lsn for _, lsn, touched in commits if unseen.intersection(touched))
+        names = ", ".join(repr(id) for id in sorted(unseen)[:3])
+        raise WriteConflictError(
+            f"another process wrote {names}{' and more' if len(unseen) > 3 else ''} after this "
+            "process read it; nothing was written (run the operation again once this process "
+            f"has caught up with {Lsn.unpack(newest)})",
+            ids=sorted(unseen),
+            position=Lsn.unpack(newest),
+        )
+
     def _commit_rows(self, rows: Sequence[Row], *, purge: Collection[str] = ()) -> Lsn:
         self._check_open()
         vectors: GroupVectors | None = getattr(self._tls, "vectors", None)
         ids = list(dict.fromkeys([*(r.id for r in rows), *purge]))
+        checked = bool(rows) and getattr(self._tls, "checked", False)
         last = 0
 
         def write(conn: Conn, seq: int, head: int) -> None:
             nonlocal last
+            if checked:
+                self._refuse_unseen(conn, [r.id for r in rows])
             if not rows:  # a purge alone: a stamp of its own still moves the head on
                 last = self._stamp_above(head)
             else:

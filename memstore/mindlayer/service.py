@@ -409,51 +409,67 @@ class MindLayer:
         checked_text("session", session, MAX_SESSION_BYTES, nonempty=False)
         mid = id if id is not None else derived_id(text)
         mem = self.memory
-        with mem.store.batch():  # read and write as one step
+
+        def write() -> Item:  # read and write as one step, on the current state
             current = self._owned(scope, mem.get(scope.item_id(mid)))
             if id is None and current is not None and current.content == text:
                 return current  # an exact duplicate: the memory stays as it was
             item = self._item(scope, text, mid, session, origin)
             return mem.add(item, partition=scope.partition, dedup=False)
 
+        return mem.atomically(write)
+
     def set_personality(self, scope: Scope, text: str) -> JSON:
         """Set (or, with blank text, clear) the scope's personality; ``{"personality": text}``."""
         checked_text("personality", text, MAX_TEXT_BYTES, nonempty=False)
         mem = self.memory
         pid = scope.personality_id
-        with mem.store.batch():
+
+        def write() -> JSON:
             if not text.strip():
                 if self._owned(scope, mem.get(pid), KIND_PERSONALITY) is not None:
                     mem.delete(pid)
                 return {"personality": ""}
             item = Item(id=pid, kind=KIND_PERSONALITY, content=text, no_embed=True)
             mem.add(item, partition=scope.partition, dedup=False)
-        return {"personality": text}
+            return {"personality": text}
+
+        return mem.atomically(write)
 
     def forget(self, scope: Scope, id: str) -> JSON:
         """Delete one memory of the scope (logically: the journal keeps its history).
+
+        Of two requests deleting one memory, on one server or on several
+        sharing a PostgreSQL journal, one deletes it and the other gets the 404
+        (:meth:`~memstore.memory.Memory.atomically`).
 
         :raises MindLayerError: 404 when the scope holds no live memory ``id``.
         """
         checked_id("id", id)
         mem = self.memory
         item_id = scope.item_id(id)
-        with mem.store.batch():
+
+        def delete() -> None:
             if self._owned(scope, mem.get(item_id)) is None:
                 raise not_found(f"no memory {id!r} in this scope")
             mem.delete(item_id)
+
+        mem.atomically(delete)
         return {"deleted": id}
 
     def forget_scope(self, scope: Scope) -> JSON:
         """Delete every memory and the personality of the scope, in one transaction."""
         mem = self.memory
-        with mem.store.batch():
+
+        def delete() -> int:
             items = self.memories(scope)
             for item in items:
                 mem.delete(item.id)
             if self._owned(scope, mem.get(scope.personality_id), KIND_PERSONALITY) is not None:
                 mem.delete(scope.personality_id)
-        return {"deleted": len(items)}
+            return len(items)
+
+        return {"deleted": mem.atomically(delete)}
 
     # -------------------------------------------------------------- provider
 
@@ -488,7 +504,8 @@ class MindLayer:
             )
         )
         mem = self.memory
-        with mem.store.batch():
+
+        def write() -> list[Item]:
             stored: list[Item] = []
             todo: list[Item] = []
             for fact in facts:
@@ -498,8 +515,9 @@ class MindLayer:
                     stored.append(current)
                 else:
                     todo.append(self._item(scope, fact, mid, session, ORIGIN_DERIVED))
-            written = mem.add_many(todo, partition=scope.partition) if todo else []
-        by_id = {it.id: it for it in [*stored, *written]}
+            return [*stored, *(mem.add_many(todo, partition=scope.partition) if todo else [])]
+
+        by_id = {it.id: it for it in mem.atomically(write)}
         return {"memories": [memory_json(by_id[scope.item_id(derived_id(f))]) for f in facts]}
 
     def chat(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,44 @@ class TestPostgresJournal:
                 ]
         finally:
             assert other.stop() == 0
+
+    def test_two_servers_deleting_one_memory_answer_200_once(
+        self, tmp_path: Path, pg_place: PgPlace
+    ) -> None:
+        """Each memory deleted at once through both servers: one 200, one 404, never two 200s."""
+        flags = ("--journal", pg_place.dsn, "--journal-schema", pg_place.schema)
+        scope = new_scope()
+        ids = [f"m{n}" for n in range(10)]
+        servers = [start(tmp_path / "a", *flags), start(tmp_path / "b", *flags)]
+        try:
+            clients = [s.client() for s in servers]
+            for id in ids:
+                store(clients[0], scope, f"The user likes {id}.", id=id)
+            while len(export(clients[1], scope)["memories"]) < len(ids):
+                time.sleep(0.01)  # the second server follows the first one's writes
+            barrier = threading.Barrier(2)
+            statuses: dict[int, list[int]] = {0: [], 1: []}
+
+            def delete_all(n: int) -> None:
+                for id in ids:
+                    barrier.wait(30)
+                    r = clients[n].request("DELETE", "/v1/memories", params={**scope, "id": id})
+                    statuses[n].append(r.status_code)
+
+            threads = [threading.Thread(target=delete_all, args=(n,)) for n in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            answers = list(zip(statuses[0], statuses[1], strict=True))
+            assert len(answers) == len(ids)
+            assert all(sorted(pair) == [200, 404] for pair in answers), answers
+            for c in clients:
+                assert export(c, scope)["memories"] == []
+                c.close()
+        finally:
+            for s in servers:
+                assert s.stop() == 0
 
     def test_a_schema_without_a_postgres_journal_is_refused(self, tmp_path: Path) -> None:
         code, out = refused(tmp_path / "data", "--journal-schema", "agents")
