@@ -60,6 +60,15 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
+TOKENS_VERSION = 2
+"""The version of the rules of :func:`words`: raised with every change to them.
+
+A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
+made; one saved under another version is refused and rebuilt from the items,
+never read with words a query can no longer produce. 2: a text is read in
+NFC first, so a decomposed accent no longer hides a CamelCase boundary.
+"""
+
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
 # case letter, "HTTPServer" splits before the last upper case letter of the run.
 _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})")
@@ -151,6 +160,9 @@ def words(text: str) -> list[str]:
     """
     if text.isascii():  # fast path: the common case needs no Unicode tables
         return _ascii_words(text)
+    # Composed first: in NFD "caféBar" holds a mark between "e" and "B", which
+    # the CamelCase rule (a letter before an upper-case one) does not see.
+    text = unicodedata.normalize("NFC", text)
     text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
     text = _LATIN_MARKS.sub(r"\1", text)
     # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".
