@@ -60,13 +60,14 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 2
+TOKENS_VERSION = 3
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
 made; one saved under another version is refused and rebuilt from the items,
 never read with words a query can no longer produce. 2: a text is read in
 NFC first, so a decomposed accent no longer hides a CamelCase boundary.
+3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -78,6 +79,10 @@ _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll}
 # for, because a lookbehind over "\p{M}*" rescans the run of marks at each mark
 # (quadratic: 100k marks took minutes). This form reads each character once.
 _LATIN_MARKS = regex.compile(r"(\p{Latin})\p{M}+")
+# Characters that are not drawn (zero-width space and joiners, soft hyphen,
+# word joiner, BOM, bidi marks, variation selectors): a word pasted with one
+# inside is still the one word it shows ("pay\u200bment" is "payment").
+_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
@@ -162,7 +167,7 @@ def words(text: str) -> list[str]:
         return _ascii_words(text)
     # Composed first: in NFD "caféBar" holds a mark between "e" and "B", which
     # the CamelCase rule (a letter before an upper-case one) does not see.
-    text = unicodedata.normalize("NFC", text)
+    text = unicodedata.normalize("NFC", _IGNORABLE.sub("", text))
     text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
     text = _LATIN_MARKS.sub(r"\1", text)
     # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".

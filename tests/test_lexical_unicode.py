@@ -106,3 +106,31 @@ def test_a_snapshot_of_other_tokenisation_rules_is_refused(tmp_path: Path) -> No
     unversioned = _rewrite_meta(path, {}, drop="tokens")  # saved before versions were kept
     with pytest.raises(LexiconSnapshotError, match="tokenisation None"):
         load_lexicon(unversioned)
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "re\u200bcon\u200bcili\u200bation",  # zero-width spaces
+        "re\u00adcon\u00adcili\u00adation",  # soft hyphens (word processors, web pages)
+        "re\u2060con\u200dcili\u200cation",  # word joiner, zero-width joiner and non-joiner
+        "\ufeffre\u200econ\u200fciliation",  # a BOM and bidi marks
+    ],
+)
+def test_a_word_pasted_with_invisible_characters_is_the_word(pasted: str) -> None:
+    # Before, each invisible character cut the word: "re con cili ation" was
+    # found by "reconciliation" neither way round.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="jobs", content=f"the {pasted} job failed"))
+    store.upsert(Item(id="k2", kind="note", title="jobs", content="the export job failed"))
+    assert words(pasted) == ["reconciliation"]
+    assert [h[0] for h in _ranked(store, "reconciliation")] == ["k1"]
+    assert _ranked(store, pasted) == _ranked(store, "reconciliation")
+
+
+def test_an_emoji_variation_selector_is_no_word() -> None:
+    # "❤️" is "❤" and U+FE0F (draw as emoji): the selector was a word of its own.
+    # A skin tone is no word either: "👍🏽" is found by "👍".
+    expected = ["i", "❤", "it", "👍", "and", "👨", "👩", "👧"]
+    assert words("I ❤️ it, 👍🏽 and 👨\u200d👩\u200d👧") == expected
+    assert words("❤️") == words("❤")

@@ -125,7 +125,7 @@ _MARKED_TEXT = st.text(
 
 def _words_by_lookbehind(text: str) -> list[str]:
     """words() for non-ASCII text with the lookbehind accent rule (a reference)."""
-    text = unicodedata.normalize("NFC", text)
+    text = unicodedata.normalize("NFC", memstore.text._IGNORABLE.sub("", text))
     text = unicodedata.normalize("NFKD", memstore.text._CAMEL.sub(" ", text))
     text = _LOOKBEHIND_LATIN_MARKS.sub("", text)
     text = unicodedata.normalize("NFC", text).lower()
