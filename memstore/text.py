@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 3
+TOKENS_VERSION = 4
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -68,6 +68,7 @@ made; one saved under another version is refused and rebuilt from the items,
 never read with words a query can no longer produce. 2: a text is read in
 NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
+4: a run of Chinese or Japanese characters is cut into overlapping pairs.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -87,8 +88,17 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
 _WORD = regex.compile(r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+|[\p{L}\p{N}\p{M}]+")
+# Chinese and Japanese are written without spaces: a run of their characters
+# (with the katakana long-vowel mark "ー", of no script) is cut into its
+# overlapping pairs of characters, as search engines' CJK analysers do, so a
+# word or phrase from a sentence meets the sentence whatever surrounds it.
+_CJK_RUN_CHARS = _CJK + "\u30fc"
 # Script boundary inside a run: CJK next to non-CJK letters ("python编程").
-_CJK_EDGE = regex.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\W_])|(?<=[^{_CJK}\W_])(?=[{_CJK}])")
+_CJK_EDGE = regex.compile(
+    rf"(?<=[{_CJK_RUN_CHARS}])(?=[^{_CJK_RUN_CHARS}\W_])"
+    rf"|(?<=[^{_CJK_RUN_CHARS}\W_])(?=[{_CJK_RUN_CHARS}])"
+)
+_CJK_RUN = regex.compile(rf"[{_CJK_RUN_CHARS}]{{3,}}")
 # The ASCII fast path uses the stdlib engine: three times faster on these patterns.
 _ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
 # The CamelCase rule on ASCII text, found without a regex scan: each character
@@ -172,8 +182,14 @@ def words(text: str) -> list[str]:
     text = _LATIN_MARKS.sub(r"\1", text)
     # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".
     text = unicodedata.normalize("NFC", text).lower()
-    text = _CJK_EDGE.sub(" ", text)
+    text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
+
+
+def _cjk_bigrams(run: regex.Match[str]) -> str:
+    """The overlapping character pairs of a CJK run: "机器学习" -> "机器 器学 学习"."""
+    s = run[0]
+    return " ".join([s[i : i + 2] for i in range(len(s) - 1)])
 
 
 def words_many(texts: Sequence[str]) -> list[list[str]]:

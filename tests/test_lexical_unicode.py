@@ -134,3 +134,57 @@ def test_an_emoji_variation_selector_is_no_word() -> None:
     expected = ["i", "❤", "it", "👍", "and", "👨", "👩", "👧"]
     assert words("I ❤️ it, 👍🏽 and 👨\u200d👩\u200d👧") == expected
     assert words("❤️") == words("❤")
+
+
+_CJK_SENTENCES = {
+    "zh-db": "今天的会议讨论了数据库迁移方案，我们决定下周开始执行。",
+    "zh-ml": "我喜欢用Python编程和机器学习",
+    "ja-tower": "東京タワーに行きました、とても楽しかったです。",
+    "ja-weather": "明日の天気は雨らしい",
+}
+
+
+def _cjk_store() -> Store:
+    store = Store()
+    for id, text in _CJK_SENTENCES.items():
+        store.upsert(Item(id=id, kind="note", title="", content=text))
+    store.upsert(Item(id="en", kind="note", title="", content="database migration plan"))
+    return store
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("数据库迁移", "zh-db"),  # a phrase from the sentence
+        ("数据库的迁移", "zh-db"),  # the same words, another particle between them
+        ("迁移方案是什么", "zh-db"),  # a question around a phrase ("what is the plan")
+        ("什么是机器学习", "zh-ml"),
+        ("Python编程", "zh-ml"),
+        ("東京タワー", "ja-tower"),
+        ("タワー", "ja-tower"),  # the long-vowel mark belongs to the word
+        ("明日の天気", "ja-weather"),
+        ("天気", "ja-weather"),
+        ("机", "zh-ml"),  # one ideograph
+    ],
+)
+def test_a_chinese_or_japanese_sentence_is_found_by_a_phrase_in_it(
+    query: str, expected: str
+) -> None:
+    # A CJK run was one word: a query that was not a substring of that run (a
+    # question around the phrase, a particle between its words) found nothing.
+    assert [h[0] for h in _ranked(_cjk_store(), query)][:1] == [expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(_CJK_SENTENCES)), st.data())
+def test_any_stretch_of_a_cjk_sentence_finds_it(id: str, data: st.DataObject) -> None:
+    text = _CJK_SENTENCES[id]
+    start = data.draw(st.integers(0, len(text) - 2))
+    stretch = text[start : data.draw(st.integers(start + 2, len(text)))]
+    if not words(stretch):
+        return  # punctuation alone
+    ranked = dict(_ranked(_STORE, stretch))
+    assert id in ranked and ranked[id] == max(ranked.values())  # found, nothing above it
+
+
+_STORE = _cjk_store()

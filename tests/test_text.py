@@ -25,7 +25,7 @@ from memstore.text import STOP_WORDS, text_dedup_tokens, word_dedup_tokens, word
         ("Café crème brûlée", "cafe creme brulee"),
         ("Ärger über Öl", "arger uber ol"),
         ("Привет, МИР!", "привет мир"),
-        ("東京の天気は晴れ", "東京の天気は晴れ"),
+        ("東京の天気は晴れ", "東京 京の の天 天気 気は は晴 晴れ"),  # CJK: overlapping pairs
         ("Python编程", "python 编程"),
         ("ship it 🚀🚀", "ship it 🚀 🚀"),
         ("नमस्ते दुनिया", "नमस्ते दुनिया"),  # Devanagari marks are letters' parts, kept
@@ -130,6 +130,7 @@ def _words_by_lookbehind(text: str) -> list[str]:
     text = _LOOKBEHIND_LATIN_MARKS.sub("", text)
     text = unicodedata.normalize("NFC", text).lower()
     text = memstore.text._CJK_EDGE.sub(" ", text)
+    text = memstore.text._CJK_RUN.sub(memstore.text._cjk_bigrams, text)
     return memstore.text._WORD.findall(text)
 
 
