@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 4
+TOKENS_VERSION = 5
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -69,6 +69,7 @@ never read with words a query can no longer produce. 2: a text is read in
 NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
 4: a run of Chinese or Japanese characters is cut into overlapping pairs.
+5: case-folded rather than lower-cased ("ß" is "ss").
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -180,8 +181,10 @@ def words(text: str) -> list[str]:
     text = unicodedata.normalize("NFC", _IGNORABLE.sub("", text))
     text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
     text = _LATIN_MARKS.sub(r"\1", text)
-    # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".
-    text = unicodedata.normalize("NFC", text).lower()
+    # Case-folded after compatibility folding: "𝕬" folds to "A", then to "a".
+    # Folded, not lower-cased: "ß" (and "ẞ") is "ss" as "STRASSE" says, and a
+    # Greek final sigma "ς" is the "σ" of the capital "Σ".
+    text = unicodedata.normalize("NFC", text).casefold()
     text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
 
@@ -227,7 +230,7 @@ def words_many(texts: Sequence[str]) -> list[list[str]]:
 
 
 def normalize_query(q: str) -> str:
-    """Lowercase, split CamelCase, fold Latin accents, turn punctuation into spaces.
+    """Case-fold, split CamelCase, fold Latin accents, turn punctuation into spaces.
 
     "what is payment-api?" reduces to "what is payment api": without the
     punctuation step a token keeps the mark glued to it ("api?") and misses an

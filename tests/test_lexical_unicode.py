@@ -188,3 +188,23 @@ def test_any_stretch_of_a_cjk_sentence_finds_it(id: str, data: st.DataObject) ->
 
 
 _STORE = _cjk_store()
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("Büro in der Hauptstraße", "hauptstrasse"),  # ß is ss
+        ("Büro in der HAUPTSTRASSE", "Hauptstraße"),
+        ("Der Fuß ist verletzt", "fuss"),  # short: no one-edit or fuzzy rescue
+        ("Maße prüfen", "MASSE"),
+        ("ΟΔΥΣΣΕΥΣ", "οδυσσευς"),  # Greek final sigma against the capital
+        ("İstanbul ofisi", "istanbul"),  # Turkish dotted capital I
+    ],
+)
+def test_case_folds_beyond_ascii(stored: str, query: str) -> None:
+    # "fuß" and "fuss" were two edits apart (ß for s, one s more): not found.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=stored))
+    store.upsert(Item(id="k2", kind="note", title="", content="unrelated note"))
+    assert [h[0] for h in _ranked(store, query)] == ["k1"]
+    assert set(words(query)) <= set(words(stored))
