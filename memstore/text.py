@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 5
+TOKENS_VERSION = 6
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -70,21 +70,25 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
 4: a run of Chinese or Japanese characters is cut into overlapping pairs.
 5: case-folded rather than lower-cased ("ß" is "ss").
+6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
 # case letter, "HTTPServer" splits before the last upper case letter of the run.
 _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})")
 # Combining marks that follow a Latin letter are accents: "é" folds to "e".
+# So are Greek tonos and dialytika ("ύ" is "υ"), and Arabic and Hebrew vowel
+# points (harakat, niqqud), which most text leaves out: "مَرْحَبًا" is "مرحبا".
 # Marks on other scripts (Devanagari vowel signs, ...) carry meaning and stay.
 # Substituted by r"\1": the letter is matched and kept rather than looked behind
 # for, because a lookbehind over "\p{M}*" rescans the run of marks at each mark
 # (quadratic: 100k marks took minutes). This form reads each character once.
-_LATIN_MARKS = regex.compile(r"(\p{Latin})\p{M}+")
+_LATIN_MARKS = regex.compile(r"([\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M}+")
 # Characters that are not drawn (zero-width space and joiners, soft hyphen,
 # word joiner, BOM, bidi marks, variation selectors): a word pasted with one
-# inside is still the one word it shows ("pay\u200bment" is "payment").
-_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
+# inside is still the one word it shows ("pay\u200bment" is "payment"). The
+# Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes too.
+_IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
@@ -230,7 +234,7 @@ def words_many(texts: Sequence[str]) -> list[list[str]]:
 
 
 def normalize_query(q: str) -> str:
-    """Case-fold, split CamelCase, fold Latin accents, turn punctuation into spaces.
+    """Case-fold, split CamelCase, fold accents, turn punctuation into spaces.
 
     "what is payment-api?" reduces to "what is payment api": without the
     punctuation step a token keeps the mark glued to it ("api?") and misses an

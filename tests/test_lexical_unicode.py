@@ -208,3 +208,30 @@ def test_case_folds_beyond_ascii(stored: str, query: str) -> None:
     store.upsert(Item(id="k2", kind="note", title="", content="unrelated note"))
     assert [h[0] for h in _ranked(store, query)] == ["k1"]
     assert set(words(query)) <= set(words(stored))
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("مَرْحَبًا بِالْعَالَمِ", "مرحبا"),  # Arabic vowel points (harakat)
+        ("مرحبا بالعالم", "مَرْحَبًا"),  # the other way round
+        ("مـــرحبا", "مرحبا"),  # tatweel (kashida) stretching a word
+        ("أحمد وصل", "احمد"),  # hamza on the alef
+        ("שָׁלוֹם עוֹלָם", "שלום"),  # Hebrew points (niqqud)
+        ("Οδυσσεύς", "οδυσσευς"),  # Greek tonos
+        ("ΟΔΥΣΣΕΥΣ", "Οδυσσεύς"),
+    ],
+)
+def test_vowel_points_and_greek_accents_fold_as_latin_accents_do(stored: str, query: str) -> None:
+    # Text with and without points was several edits apart: not found.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=stored))
+    store.upsert(Item(id="k2", kind="note", title="", content="unrelated note"))
+    assert [h[0] for h in _ranked(store, query)] == ["k1"]
+    assert set(words(query)) <= set(words(stored))
+
+
+def test_marks_that_spell_stay() -> None:
+    # Devanagari vowel signs and the Cyrillic breve are letters' parts, not accents.
+    assert words("हिन्दी") == ["हिन्दी"] and words("हिन्दी") != words("हनद")
+    assert words("Йошкар") == ["йошкар"]
