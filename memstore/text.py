@@ -14,7 +14,7 @@ accents, CJK, Cyrillic and emoji tokenise sensibly:
 >>> kw_tokens(normalize_query("what is the q3 plan for payment api?"))
 ['q3', 'plan', 'payment', 'api']
 >>> words("timeout 0.3s at 9:30, v1.2 on 10.0.0.1")
-['timeout', '0.3', 's', 'at', '9:30', 'v1', '2', 'on', '10.0.0.1']
+['timeout', '0.3', 's', 'at', '9:30', 'v', '1.2', 'on', '10.0.0.1']
 >>> kw_tokens("what is it")
 ['what', 'is', 'it']
 """
@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 6
+TOKENS_VERSION = 7
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -71,6 +71,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 4: a run of Chinese or Japanese characters is cut into overlapping pairs.
 5: case-folded rather than lower-cased ("ß" is "ss").
 6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
+7: a version or decimal after letters is a word of its own ("v1.2.3").
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -91,8 +92,14 @@ _LATIN_MARKS = regex.compile(r"([\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M}+"
 _IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
-# Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
-_WORD = regex.compile(r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+|[\p{L}\p{N}\p{M}]+")
+# Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
+# after letters: a run of letters and digits ends before the digits of one
+# ("v1.2.3" is "v" and "1.2.3", "python3.11" is "python" and "3.11"), so the
+# number a user types alone meets it. (Possessive: the digits are taken whole
+# and the run ends before them, never inside them.)
+_WORD = regex.compile(
+    r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+|(?:[\p{L}\p{M}]|\p{N}++(?![.:]\p{N}))+"
+)
 # Chinese and Japanese are written without spaces: a run of their characters
 # (with the katakana long-vowel mark "ー", of no script) is cut into its
 # overlapping pairs of characters, as search engines' CJK analysers do, so a
@@ -105,7 +112,7 @@ _CJK_EDGE = regex.compile(
 )
 _CJK_RUN = regex.compile(rf"[{_CJK_RUN_CHARS}]{{3,}}")
 # The ASCII fast path uses the stdlib engine: three times faster on these patterns.
-_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
+_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|(?:[a-z]|[0-9]++(?![.:][0-9]))+")
 # The CamelCase rule on ASCII text, found without a regex scan: each character
 # is mapped to its class ("a" lower-case letter, "d" digit, "U" upper-case
 # letter, anything else itself) by one bytes.translate, and the split points are

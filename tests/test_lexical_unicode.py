@@ -235,3 +235,31 @@ def test_marks_that_spell_stay() -> None:
     # Devanagari vowel signs and the Cyrillic breve are letters' parts, not accents.
     assert words("हिन्दी") == ["हिन्दी"] and words("हिन्दी") != words("हनद")
     assert words("Йошкар") == ["йошкар"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("Upgraded postgres to v14.2.1 yesterday", "14.2.1"),
+        ("Upgraded postgres to v14.2.1 yesterday", "postgres 14.2.1"),
+        ("Upgraded postgres to version 14.2.1", "v14.2.1"),
+        ("Use python3.11 for the worker", "python 3.11"),
+        ("Use python3.11 for the worker", "3.11"),
+        ("Use Python 3.11 for the worker", "python3.11"),
+        ("ｖ１４.２.１ in full width", "v14.2.1"),
+    ],
+)
+def test_a_version_after_letters_is_found_by_the_number(stored: str, query: str) -> None:
+    # "v14.2.1" was the words "v14" and "2.1": "14.2.1" and "3.11" found nothing.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=stored))
+    store.upsert(Item(id="k2", kind="note", title="", content="postgres 13 python 2.7 notes"))
+    assert [h[0] for h in _ranked(store, query)][:1] == ["k1"]
+    assert words(query)[-1] in words(stored)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZv0.1:9 _-", max_size=20))
+def test_ascii_and_unicode_paths_split_alike(text: str) -> None:
+    # The ASCII fast path and the Unicode path must find the same words.
+    assert [*words(text), "e"] == words(text + " é")
