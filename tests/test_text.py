@@ -139,9 +139,9 @@ def _words_by_lookbehind(text: str) -> list[str]:
 @settings(max_examples=1000, deadline=None)
 @given(_MARKED_TEXT)
 def test_latin_marks_fold_as_the_lookbehind_rule(text: str) -> None:
-    assert memstore.text._LATIN_MARKS.sub(r"\1", text) == _LOOKBEHIND_LATIN_MARKS.sub("", text)
+    assert memstore.text._LATIN_MARKS.sub("", text) == _LOOKBEHIND_LATIN_MARKS.sub("", text)
     nfkd = unicodedata.normalize("NFKD", text)
-    assert memstore.text._LATIN_MARKS.sub(r"\1", nfkd) == _LOOKBEHIND_LATIN_MARKS.sub("", nfkd)
+    assert memstore.text._LATIN_MARKS.sub("", nfkd) == _LOOKBEHIND_LATIN_MARKS.sub("", nfkd)
     if not text.isascii():
         assert words(text) == _words_by_lookbehind(text)
 
