@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 7
+TOKENS_VERSION = 8
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -72,6 +72,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 5: case-folded rather than lower-cased ("ß" is "ss").
 6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
 7: a version or decimal after letters is a word of its own ("v1.2.3").
+8: decimal digits of every script are ASCII digits ("٣" is "3").
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -91,6 +92,10 @@ _LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M
 # inside is still the one word it shows ("pay\u200bment" is "payment"). The
 # Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes too.
 _IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
+# A decimal digit of any script is its ASCII digit: "٤٥٦٧" (Arabic-Indic),
+# "४५६७" (Devanagari) and "4567" are one number. (Full-width and mathematical
+# digits are folded already by NFKD.)
+_OTHER_DIGIT = regex.compile(r"[^\P{Nd}0-9]")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
@@ -200,9 +205,16 @@ def words(text: str) -> list[str]:
     # Folded, not lower-cased: "ß" (and "ẞ") is "ss" as "STRASSE" says, and a
     # Greek final sigma "ς" is the "σ" of the capital "Σ".
     text = unicodedata.normalize("NFC", text).casefold()
+    if _OTHER_DIGIT.search(text):
+        text = _OTHER_DIGIT.sub(_ascii_digit, text)
     if _CJK_ANY.search(text):  # the edge rule's lookarounds cost most of a text without CJK
         text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
+
+
+def _ascii_digit(digit: regex.Match[str]) -> str:
+    """The ASCII digit of a decimal digit of another script ("٣" -> "3")."""
+    return str(unicodedata.decimal(digit[0]))
 
 
 def _cjk_bigrams(run: regex.Match[str]) -> str:

@@ -263,3 +263,23 @@ def test_a_version_after_letters_is_found_by_the_number(stored: str, query: str)
 def test_ascii_and_unicode_paths_split_alike(text: str) -> None:
     # The ASCII fast path and the Unicode path must find the same words.
     assert [*words(text), "e"] == words(text + " é")
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("Invoice ٤٥٦٧ was paid", "4567"),  # Arabic-Indic
+        ("Invoice 4567 was paid", "٤٥٦٧"),
+        ("Invoice ۴۵۶۷ was paid", "4567"),  # Extended Arabic-Indic (Persian, Urdu)
+        ("बिल ४५६७ का भुगतान", "4567"),  # Devanagari
+        ("請求書 ４５６７ 支払済", "4567"),  # full width
+        ("Invoice 4567 was paid", "invoice #４５６７"),
+    ],
+)
+def test_digits_of_any_script_are_one_number(stored: str, query: str) -> None:
+    # "٤٥٦٧" stayed Arabic-Indic: "4567" (four edits away) did not find it.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=stored))
+    store.upsert(Item(id="k2", kind="note", title="", content="invoice 1234 unrelated"))
+    assert [h[0] for h in _ranked(store, query)][:1] == ["k1"]
+    assert "4567" in words(stored)
