@@ -11,9 +11,13 @@ dictionaries that name words and ids, and takes every array as it is: the
 postings are sliced per word on first use, nothing is re-derived.
 
 A snapshot is taken at a *generation* the caller names (say, the journal
-sequence number it reflects) and carries a SHA-256 checksum over every array;
-:func:`load_lexicon` refuses a file whose checksum, format or generation is
-not what it expects, with :class:`LexiconSnapshotError`, and changes nothing.
+sequence number it reflects) and carries a SHA-256 checksum over every array,
+and the version of the tokenisation rules its words were made by
+(:data:`memstore.text.TOKENS_VERSION`): :func:`load_lexicon` refuses a file
+whose checksum, format, tokenisation or generation is not what it expects,
+with :class:`LexiconSnapshotError`, and changes nothing (a store then
+re-tokenises its items, so a release that splits words differently never
+reads an older release's words).
 
 >>> import tempfile, pathlib
 >>> from memstore.lexical import Lexicon
@@ -45,6 +49,7 @@ from memstore._postings import Postings
 from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
 from memstore.lexical import Lexicon
+from memstore.text import TOKENS_VERSION
 
 __all__ = ["FORMAT", "LexiconSnapshotError", "load_lexicon", "read_lexicon", "save_lexicon"]
 
@@ -158,6 +163,7 @@ def save_lexicon(
         names = sorted(more)
         meta = {
             "format": FORMAT,
+            "tokens": TOKENS_VERSION,
             "generation": generation,
             "docs": len(ids),
             "words": len(words),
@@ -289,7 +295,7 @@ def load_lexicon(
     """The Lexicon saved at ``path``; ``expect_generation`` (if given) must match.
 
     Raises :class:`LexiconSnapshotError` for a missing, truncated or corrupt
-    file, another format, a checksum or generation mismatch.
+    file, another format or tokenisation, a checksum or generation mismatch.
     """
     return read_lexicon(path, expect_generation=expect_generation, compact_min=compact_min)[0]
 
@@ -305,6 +311,11 @@ def read_lexicon(
     extras = sorted(k for k in arrays if k.startswith("x_"))
     if meta.get("format") != FORMAT:
         raise LexiconSnapshotError(f"snapshot format {meta.get('format')!r}, expected {FORMAT}")
+    if meta.get("tokens") != TOKENS_VERSION:
+        raise LexiconSnapshotError(
+            f"snapshot words were made by tokenisation {meta.get('tokens')!r},"
+            f" expected {TOKENS_VERSION}"
+        )
     if expect_generation is not None and meta.get("generation") != expect_generation:
         raise LexiconSnapshotError(
             f"snapshot is at generation {meta.get('generation')!r}, expected {expect_generation}"

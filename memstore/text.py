@@ -14,7 +14,7 @@ accents, CJK, Cyrillic and emoji tokenise sensibly:
 >>> kw_tokens(normalize_query("what is the q3 plan for payment api?"))
 ['q3', 'plan', 'payment', 'api']
 >>> words("timeout 0.3s at 9:30, v1.2 on 10.0.0.1")
-['timeout', '0.3', 's', 'at', '9:30', 'v1', '2', 'on', '10.0.0.1']
+['timeout', '0.3', 's', 'at', '9:30', 'v', '1.2', 'on', '10.0.0.1']
 >>> kw_tokens("what is it")
 ['what', 'is', 'it']
 """
@@ -60,23 +60,68 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
+TOKENS_VERSION = 8
+"""The version of the rules of :func:`words`: raised with every change to them.
+
+A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
+made; one saved under another version is refused and rebuilt from the items,
+never read with words a query can no longer produce. 2: a text is read in
+NFC first, so a decomposed accent no longer hides a CamelCase boundary.
+3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
+4: a run of Chinese or Japanese characters is cut into overlapping pairs.
+5: case-folded rather than lower-cased ("ß" is "ss").
+6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
+7: a version or decimal after letters is a word of its own ("v1.2.3").
+8: decimal digits of every script are ASCII digits ("٣" is "3").
+"""
+
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
 # case letter, "HTTPServer" splits before the last upper case letter of the run.
 _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll})")
 # Combining marks that follow a Latin letter are accents: "é" folds to "e".
+# So are Greek tonos and dialytika ("ύ" is "υ"), and Arabic and Hebrew vowel
+# points (harakat, niqqud), which most text leaves out: "مَرْحَبًا" is "مرحبا".
 # Marks on other scripts (Devanagari vowel signs, ...) carry meaning and stay.
-# Substituted by r"\1": the letter is matched and kept rather than looked behind
-# for, because a lookbehind over "\p{M}*" rescans the run of marks at each mark
-# (quadratic: 100k marks took minutes). This form reads each character once.
-_LATIN_MARKS = regex.compile(r"(\p{Latin})\p{M}+")
+# The lookbehind is one character (the letter before the run of marks): one
+# over "\p{M}*" rescanned the run of marks at each mark (quadratic: 100k marks
+# took minutes). This form reads each character once, and a scan that starts
+# at a mark is five times faster than one that starts at a letter of a script.
+_LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M}+")
+# Characters that are not drawn (zero-width space and joiners, soft hyphen,
+# word joiner, BOM, bidi marks, variation selectors): a word pasted with one
+# inside is still the one word it shows ("pay\u200bment" is "payment"). The
+# Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes too.
+_IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
+# A decimal digit of any script is its ASCII digit: "٤٥٦٧" (Arabic-Indic),
+# "४५६७" (Devanagari) and "4567" are one number. (Full-width and mathematical
+# digits are folded already by NFKD.)
+_OTHER_DIGIT = regex.compile(r"[^\P{Nd}0-9]")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
-# Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1").
-_WORD = regex.compile(r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+|[\p{L}\p{N}\p{M}]+")
+# Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
+# after letters: a run of letters and digits ends before the digits of one
+# ("v1.2.3" is "v" and "1.2.3", "python3.11" is "python" and "3.11"), so the
+# number a user types alone meets it. (A run of digits joins the word only
+# whole and not followed by "." or ":" and a digit; letters go in runs, which
+# is faster than one character at a time.)
+_WORD = regex.compile(
+    r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+"
+    r"|(?:[\p{L}\p{M}]+|\p{N}+(?!\p{N}|[.:]\p{N}))+"
+)
+# Chinese and Japanese are written without spaces: a run of their characters
+# (with the katakana long-vowel mark "ー", of no script) is cut into its
+# overlapping pairs of characters, as search engines' CJK analysers do, so a
+# word or phrase from a sentence meets the sentence whatever surrounds it.
+_CJK_RUN_CHARS = _CJK + "\u30fc"
 # Script boundary inside a run: CJK next to non-CJK letters ("python编程").
-_CJK_EDGE = regex.compile(rf"(?<=[{_CJK}])(?=[^{_CJK}\W_])|(?<=[^{_CJK}\W_])(?=[{_CJK}])")
+_CJK_EDGE = regex.compile(
+    rf"(?<=[{_CJK_RUN_CHARS}])(?=[^{_CJK_RUN_CHARS}\W_])"
+    rf"|(?<=[^{_CJK_RUN_CHARS}\W_])(?=[{_CJK_RUN_CHARS}])"
+)
+_CJK_RUN = regex.compile(rf"[{_CJK_RUN_CHARS}]{{3,}}")
+_CJK_ANY = regex.compile(rf"[{_CJK_RUN_CHARS}]")
 # The ASCII fast path uses the stdlib engine: three times faster on these patterns.
-_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
+_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|(?:[a-z]+|[0-9]+(?![0-9]|[.:][0-9]))+")
 # The CamelCase rule on ASCII text, found without a regex scan: each character
 # is mapped to its class ("a" lower-case letter, "d" digit, "U" upper-case
 # letter, anything else itself) by one bytes.translate, and the split points are
@@ -151,12 +196,31 @@ def words(text: str) -> list[str]:
     """
     if text.isascii():  # fast path: the common case needs no Unicode tables
         return _ascii_words(text)
+    # Composed first: in NFD "caféBar" holds a mark between "e" and "B", which
+    # the CamelCase rule (a letter before an upper-case one) does not see.
+    text = unicodedata.normalize("NFC", _IGNORABLE.sub("", text))
     text = unicodedata.normalize("NFKD", _CAMEL.sub(" ", text))
-    text = _LATIN_MARKS.sub(r"\1", text)
-    # Lower-case after compatibility folding: "𝕬" folds to "A", then to "a".
-    text = unicodedata.normalize("NFC", text).lower()
-    text = _CJK_EDGE.sub(" ", text)
+    text = _LATIN_MARKS.sub("", text)
+    # Case-folded after compatibility folding: "𝕬" folds to "A", then to "a".
+    # Folded, not lower-cased: "ß" (and "ẞ") is "ss" as "STRASSE" says, and a
+    # Greek final sigma "ς" is the "σ" of the capital "Σ".
+    text = unicodedata.normalize("NFC", text).casefold()
+    if _OTHER_DIGIT.search(text):
+        text = _OTHER_DIGIT.sub(_ascii_digit, text)
+    if _CJK_ANY.search(text):  # the edge rule's lookarounds cost most of a text without CJK
+        text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
+
+
+def _ascii_digit(digit: regex.Match[str]) -> str:
+    """The ASCII digit of a decimal digit of another script ("٣" -> "3")."""
+    return str(unicodedata.decimal(digit[0]))
+
+
+def _cjk_bigrams(run: regex.Match[str]) -> str:
+    """The overlapping character pairs of a CJK run: "机器学习" -> "机器 器学 学习"."""
+    s = run[0]
+    return " ".join([s[i : i + 2] for i in range(len(s) - 1)])
 
 
 def words_many(texts: Sequence[str]) -> list[list[str]]:
@@ -194,7 +258,7 @@ def words_many(texts: Sequence[str]) -> list[list[str]]:
 
 
 def normalize_query(q: str) -> str:
-    """Lowercase, split CamelCase, fold Latin accents, turn punctuation into spaces.
+    """Case-fold, split CamelCase, fold accents, turn punctuation into spaces.
 
     "what is payment-api?" reduces to "what is payment api": without the
     punctuation step a token keeps the mark glued to it ("api?") and misses an

@@ -44,10 +44,11 @@ SUBJECTS = ["", "billing", "auth"]
 TAGS = [[], ["tenant/a"], ["tenant/b"], ["tenant/b", "shared"], ["service/auth"]]
 
 # Letters that collide (stems need "ing"/"ed"/"s" endings), digits, one
-# non-ASCII digit that is no ASCII digit.
+# non-ASCII digit that is no ASCII digit (Ethiopic one: an Arabic-Indic digit
+# is read as its ASCII digit).
 word = st.one_of(
     st.text(alphabet="abde", min_size=1, max_size=6),
-    st.text(alphabet="12٣", min_size=1, max_size=4),
+    st.text(alphabet="12፩", min_size=1, max_size=4),
     st.sampled_from(["bading", "baded", "bads", "abed", "deab", "ab12"]),
 )
 text = st.lists(word, max_size=6).map(" ".join)
@@ -391,7 +392,7 @@ def test_ascii_words_are_the_regex_rule(s: str) -> None:
     from memstore.text import words
 
     camel = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-    word = re.compile(r"[0-9]+(?:[.:][0-9]+)+|[a-z0-9]+")
+    word = re.compile(r"[0-9]+(?:[.:][0-9]+)+|(?:[a-z]|[0-9]++(?![.:][0-9]))+")
     assert words(s) == word.findall(camel.sub(" ", s).lower())
 
 

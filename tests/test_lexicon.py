@@ -186,8 +186,9 @@ def test_alphabet_is_lowercase() -> None:
 # Words of ASCII digits alone have no deletion-index keys (their one-edit
 # neighbours are generated over the ten digits at query time): the same
 # differential checks over an alphabet where such words are frequent, with a
-# non-ASCII digit that must not count as one.
-digit_word = st.text(alphabet="12a٣", min_size=1, max_size=5)
+# non-ASCII digit that must not count as one (Ethiopic one: an Arabic-Indic
+# digit is normalised to its ASCII digit, and the alphabet must stay as it is).
+digit_word = st.text(alphabet="12a፩", min_size=1, max_size=5)
 digit_doc = st.lists(digit_word, min_size=1, max_size=6)
 digit_corpus = st.lists(digit_doc, min_size=0, max_size=25)
 
