@@ -89,7 +89,10 @@ class StoreLifecycle(StoreBase):
         recent :data:`~memstore.limits.MAX_REFS` entries (the oldest drop off,
         their cells stay superseded), so a keeper that absorbs many
         restatements can still be updated and re-imported. Returns ``False``,
-        writing nothing, when either id is empty or unknown, or they are equal.
+        writing nothing, when either id is empty or unknown, they are equal,
+        the keeper is not active (retiring a cell into a retired one would
+        leave neither current), or another active cell already supersedes
+        ``id`` (a chain never forks into two current versions).
         """
         if type(id) is not str or type(by_id) is not str:
             arg.id_arg(id)
@@ -98,13 +101,26 @@ class StoreLifecycle(StoreBase):
             return False
         with self._writing():
             old, keeper = self._items.get(id), self._items.get(by_id)
-            if old is None or keeper is None:
+            if old is None or keeper is None or not keeper.is_active(self._now()):
+                return False
+            if self._claimant_locked(id, by_id) is not None:
                 return False
             self._write(id, self._retire(old, STATUS_SUPERSEDED))
             if id not in keeper.supersedes:
                 supersedes = [*keeper.supersedes, id][-MAX_REFS:]
                 self._write(by_id, keeper.clone(supersedes=supersedes, updated_at=self._now()))
             return True
+
+    def _claimant_locked(self, id: str, besides: str) -> str | None:
+        """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
+        claims = self._claims.get(id)
+        if not claims:
+            return None
+        now = self._now()
+        for cid in sorted(claims):
+            if cid != besides and self._items[cid].is_active(now):
+                return cid
+        return None
 
     def refute(
         self,

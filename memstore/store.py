@@ -651,7 +651,9 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
         Raises :class:`~memstore.errors.ItemNotFoundError` when ``old_id`` is
         unknown, :class:`~memstore.errors.InvalidItemError` when the new item is
-        invalid or reuses ``old_id``; either way nothing changes.
+        invalid or reuses ``old_id``, or when another active item already
+        supersedes ``old_id`` (a chain never forks into two current versions:
+        supersede that item instead); either way nothing changes.
         """
         if type(old_id) is not str:
             arg.id_arg(old_id, "old_id")
@@ -662,6 +664,11 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             old = self._items.get(old_id)
             if old is None:
                 raise ItemNotFoundError(old_id)
+            head = self._claimant_locked(old_id, it.id)
+            if head is not None:
+                raise InvalidItemError(
+                    f"{old_id} is already superseded by {head}: supersede {head} instead"
+                )
             existing = self._items.get(it.id) if it.id else None
             self._stamp(it, existing, had_deadline)
             if old_id not in it.supersedes:  # the most recent MAX_REFS, as mark_superseded keeps
