@@ -63,6 +63,11 @@ class StoreBase:
             raise MemstoreError(f"config must be a memstore.Config, got {type(config).__name__}")
         self._config = config if config is not None else Config()
         self._vocab = self._config.vocabulary or Vocabulary()
+        if lock is not None and not (
+            callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))
+        ):
+            got = type(lock).__name__
+            raise MemstoreError(f"lock must have acquire() and release(), got {got}")
         self._lock: Locker = lock if lock is not None else threading.RLock()
         self._log = self._config.logger or logging.getLogger("memstore")
         self._items: dict[str, Item] = {}
