@@ -29,7 +29,13 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
-from memstore.limits import MAX_DATA_CHARS, MAX_REASON_CHARS, MAX_REF_CHARS, MAX_REFS
+from memstore.limits import (
+    MAX_DATA_CHARS,
+    MAX_DATA_KEYS,
+    MAX_REASON_CHARS,
+    MAX_REF_CHARS,
+    MAX_REFS,
+)
 from memstore.tags import restored_origin
 from memstore.validate import thought_link_rejection
 
@@ -140,7 +146,8 @@ class StoreLifecycle(StoreBase):
         Returns whether the cell existed and the ids expired as a consequence.
         The record's ``at`` is ``now`` (default: the store's clock) in UTC; a
         naive ``now``, or a record that would take the cell's data past
-        :data:`~memstore.limits.MAX_DATA_CHARS`, raises
+        :data:`~memstore.limits.MAX_DATA_CHARS` or
+        :data:`~memstore.limits.MAX_DATA_KEYS`, raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing, as
         does an argument of the wrong type (``evidence="cell-1"`` is one
         reference, not a list of its letters: pass ``["cell-1"]``).
@@ -163,8 +170,14 @@ class StoreLifecycle(StoreBase):
             if item is None:
                 return False, []
             data = {**item.data, REFUTED_DATA_KEY: encoded}
+            # Past a data bound the item could never be updated or imported again.
+            if len(data) > MAX_DATA_KEYS:
+                raise InvalidItemError(
+                    f"the refutation of {id} would give its data {len(data)} keys; at most "
+                    f"{MAX_DATA_KEYS}: remove a key of its data (mutate or update) first"
+                )
             size = sum(len(k) + len(v) for k, v in data.items())
-            if size > MAX_DATA_CHARS:  # the item could never be written again
+            if size > MAX_DATA_CHARS:
                 raise InvalidItemError(
                     f"the refutation of {id} would make its data hold {size} characters; "
                     f"at most {MAX_DATA_CHARS}: give a shorter reason or less evidence"
