@@ -63,6 +63,11 @@ class StoreBase:
             raise MemstoreError(f"config must be a memstore.Config, got {type(config).__name__}")
         self._config = config if config is not None else Config()
         self._vocab = self._config.vocabulary or Vocabulary()
+        if lock is not None and not (
+            callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))
+        ):
+            got = type(lock).__name__
+            raise MemstoreError(f"lock must have acquire() and release(), got {got}")
         self._lock: Locker = lock if lock is not None else threading.RLock()
         self._log = self._config.logger or logging.getLogger("memstore")
         self._items: dict[str, Item] = {}
@@ -71,6 +76,8 @@ class StoreBase:
         self._private: dict[str, set[str]] = {}
         self._backlinks: dict[str, set[str]] = {}
         self._citations: dict[str, set[str]] = {}
+        # A superseded id to the ids of the items whose ``supersedes`` lists it.
+        self._claims: dict[str, set[str]] = {}
         self._exact: dict[str, set[str]] = {}
         # Indexed ids not yet in ``_exact``: titles are normalised when an exact
         # lookup first needs them (``_exact_catch_up``), not on every write.
@@ -323,6 +330,9 @@ class StoreBase:
             if old.evidence_refs:
                 for ref in old.evidence_refs:
                     _discard(self._citations, _cited_id(ref), id)
+            if old.supersedes:
+                for ref in old.supersedes:
+                    _discard(self._claims, ref, id)
             if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
                 self._unexact(id, old)
         if new is None:
@@ -339,6 +349,8 @@ class StoreBase:
             self._backlinks.setdefault(link.to_id, set()).add(id)
         for ref in new.evidence_refs:
             self._citations.setdefault(_cited_id(ref), set()).add(id)
+        for ref in new.supersedes:
+            self._claims.setdefault(ref, set()).add(id)
         if self._indexable(new):
             known = self._index_id.get(id)  # a function of the id alone: derived once
             was_indexed = known is not None
@@ -374,6 +386,7 @@ class StoreBase:
         items: dict[str, Item] = {}
         keyed: list[tuple[tuple[float, str], Item]] = []
         private, backlinks, citations = self._private, self._backlinks, self._citations
+        claims = self._claims
         parsed_utc, parsed_epoch, second = _PARSED_UTC, _PARSED_EPOCH, _SECOND
         for it in loaded:
             share_containers(it)
@@ -393,6 +406,9 @@ class StoreBase:
             if d["evidence_refs"]:
                 for ref in d["evidence_refs"]:
                     citations.setdefault(_cited_id(ref), set()).add(id)
+            if d["supersedes"]:
+                for ref in d["supersedes"]:
+                    claims.setdefault(ref, set()).add(id)
         self._items = items
         self._by_update = _by_update_of(keyed)
         if not lexed:
@@ -482,6 +498,7 @@ class StoreBase:
             private: dict[str, set[str]] = {}
             backlinks: dict[str, set[str]] = {}
             citations: dict[str, set[str]] = {}
+            claims: dict[str, set[str]] = {}
             exact: dict[str, set[str]] = {}
             for id, it in self._items.items():
                 assert it.id == id
@@ -491,12 +508,15 @@ class StoreBase:
                     backlinks.setdefault(link.to_id, set()).add(id)
                 for ref in it.evidence_refs:
                     citations.setdefault(_cited_id(ref), set()).add(id)
+                for ref in it.supersedes:
+                    claims.setdefault(ref, set()).add(id)
                 if id in indexable:
                     for key in _exact_keys(it):
                         exact.setdefault(key, set()).add(id)
             assert private == self._private, "private-owner index disagrees"
             assert backlinks == self._backlinks, "backlink index disagrees"
             assert citations == self._citations, "citation index disagrees"
+            assert claims == self._claims, "supersedes index disagrees"
             assert exact == self._exact, "exact-title index disagrees"
 
 

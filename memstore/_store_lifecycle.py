@@ -29,7 +29,13 @@ from memstore.item import (
     RefutedRecord,
     ThoughtLink,
 )
-from memstore.limits import MAX_DATA_CHARS, MAX_REASON_CHARS, MAX_REF_CHARS, MAX_REFS
+from memstore.limits import (
+    MAX_DATA_CHARS,
+    MAX_DATA_KEYS,
+    MAX_REASON_CHARS,
+    MAX_REF_CHARS,
+    MAX_REFS,
+)
 from memstore.tags import restored_origin
 from memstore.validate import thought_link_rejection
 
@@ -89,7 +95,10 @@ class StoreLifecycle(StoreBase):
         recent :data:`~memstore.limits.MAX_REFS` entries (the oldest drop off,
         their cells stay superseded), so a keeper that absorbs many
         restatements can still be updated and re-imported. Returns ``False``,
-        writing nothing, when either id is empty or unknown, or they are equal.
+        writing nothing, when either id is empty or unknown, they are equal,
+        the keeper is not active (retiring a cell into a retired one would
+        leave neither current), or another active cell already supersedes
+        ``id`` (a chain never forks into two current versions).
         """
         if type(id) is not str or type(by_id) is not str:
             arg.id_arg(id)
@@ -98,13 +107,26 @@ class StoreLifecycle(StoreBase):
             return False
         with self._writing():
             old, keeper = self._items.get(id), self._items.get(by_id)
-            if old is None or keeper is None:
+            if old is None or keeper is None or not keeper.is_active(self._now()):
+                return False
+            if self._claimant_locked(id, by_id) is not None:
                 return False
             self._write(id, self._retire(old, STATUS_SUPERSEDED))
             if id not in keeper.supersedes:
                 supersedes = [*keeper.supersedes, id][-MAX_REFS:]
                 self._write(by_id, keeper.clone(supersedes=supersedes, updated_at=self._now()))
             return True
+
+    def _claimant_locked(self, id: str, besides: str) -> str | None:
+        """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
+        claims = self._claims.get(id)
+        if not claims:
+            return None
+        now = self._now()
+        for cid in sorted(claims):
+            if cid != besides and self._items[cid].is_active(now):
+                return cid
+        return None
 
     def refute(
         self,
@@ -124,7 +146,8 @@ class StoreLifecycle(StoreBase):
         Returns whether the cell existed and the ids expired as a consequence.
         The record's ``at`` is ``now`` (default: the store's clock) in UTC; a
         naive ``now``, or a record that would take the cell's data past
-        :data:`~memstore.limits.MAX_DATA_CHARS`, raises
+        :data:`~memstore.limits.MAX_DATA_CHARS` or
+        :data:`~memstore.limits.MAX_DATA_KEYS`, raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing, as
         does an argument of the wrong type (``evidence="cell-1"`` is one
         reference, not a list of its letters: pass ``["cell-1"]``).
@@ -147,8 +170,14 @@ class StoreLifecycle(StoreBase):
             if item is None:
                 return False, []
             data = {**item.data, REFUTED_DATA_KEY: encoded}
+            # Past a data bound the item could never be updated or imported again.
+            if len(data) > MAX_DATA_KEYS:
+                raise InvalidItemError(
+                    f"the refutation of {id} would give its data {len(data)} keys; at most "
+                    f"{MAX_DATA_KEYS}: remove a key of its data (mutate or update) first"
+                )
             size = sum(len(k) + len(v) for k, v in data.items())
-            if size > MAX_DATA_CHARS:  # the item could never be written again
+            if size > MAX_DATA_CHARS:
                 raise InvalidItemError(
                     f"the refutation of {id} would make its data hold {size} characters; "
                     f"at most {MAX_DATA_CHARS}: give a shorter reason or less evidence"

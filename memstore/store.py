@@ -235,7 +235,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
     def validate_base(self, item: Item) -> str:
         """Why ``item`` breaks the rules every item obeys, or ``""`` (see :func:`validate_base`)."""
-        return validate_base(self._vocab, item)
+        return validate_base(self._vocab, _check_item(item, "validate_base"))
 
     def _mint_id(self) -> str:
         if self._config.new_id is not None:
@@ -379,6 +379,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
     def _upsert_dedup(self, item: Item, *, owned: bool) -> tuple[Item, str | None]:
         """:meth:`upsert_dedup`; ``owned`` as for :meth:`_upsert`."""
+        _check_item(item)
         if item.kind not in DEDUP_ELIGIBLE_KINDS:
             return self._upsert(item, owned=owned), None
         it, had_deadline = self._prepare(item, owned=owned)
@@ -651,7 +652,9 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
 
         Raises :class:`~memstore.errors.ItemNotFoundError` when ``old_id`` is
         unknown, :class:`~memstore.errors.InvalidItemError` when the new item is
-        invalid or reuses ``old_id``; either way nothing changes.
+        invalid or reuses ``old_id``, or when another active item already
+        supersedes ``old_id`` (a chain never forks into two current versions:
+        supersede that item instead); either way nothing changes.
         """
         if type(old_id) is not str:
             arg.id_arg(old_id, "old_id")
@@ -662,6 +665,11 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             old = self._items.get(old_id)
             if old is None:
                 raise ItemNotFoundError(old_id)
+            head = self._claimant_locked(old_id, it.id)
+            if head is not None:
+                raise InvalidItemError(
+                    f"{old_id} is already superseded by {head}: supersede {head} instead"
+                )
             existing = self._items.get(it.id) if it.id else None
             self._stamp(it, existing, had_deadline)
             if old_id not in it.supersedes:  # the most recent MAX_REFS, as mark_superseded keeps
@@ -679,6 +687,9 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ``updated_at`` and stored (a failed validation raises and changes
         nothing). Returns whether the item exists.
         """
+        if type(id) is not str:
+            arg.id_arg(id)
+        _check_callable(fn, "fn")
         with self._writing():
             item = self._items.get(id)
             if item is None:
@@ -706,6 +717,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         then the deletions hold their place in commit order, and changes
         committed after them wait behind them.
         """
+        _check_callable(match, "match")
         gone = [
             Removed(id=id, kind=it.kind, scope=it.scope)
             for id, it in sorted(self._items.items())
@@ -722,7 +734,12 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         The deletions are delivered in their commit order. A ``Removed`` that
         no pending deletion matches is announced on its own.
         """
+        if isinstance(gone, str | bytes | Item) or not isinstance(gone, Iterable):
+            raise InvalidItemError(f"gone must be a list of Removed, got {describe(gone)}")
         gone = list(gone)
+        for r in gone:
+            if not isinstance(r, Removed):
+                raise InvalidItemError(f"gone must be a list of Removed, got one {describe(r)}")
         missing = set(self._release_held((r.id, r.kind) for r in gone))
         self._drain()
         self._publish(
@@ -737,6 +754,8 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         A config without a vocabulary inherits this store's. Takes no lock on
         this store: the caller holds it for the whole call.
         """
+        if config is not None and not isinstance(config, Config):
+            raise MemstoreError(f"config must be a memstore.Config, got {describe(config)}")
         cfg = config if config is not None else Config()
         if cfg.vocabulary is None:
             cfg = dataclasses.replace(cfg, vocabulary=self._config.vocabulary)
@@ -752,6 +771,12 @@ def _check_item(item: object, what: str = "") -> Item:
         head = f"{what}: " if what else ""
         raise InvalidItemError(f"{head}expected an Item, got {describe(item)}")
     return item
+
+
+def _check_callable(fn: object, name: str) -> None:
+    """Refuse a callback that cannot be called (it would fail inside the write)."""
+    if not callable(fn):
+        raise InvalidItemError(f"{name} must be a function, got {describe(fn)}")
 
 
 def _fields_of(item: Item) -> dict[str, object]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import io
 import json
 import re
 import threading
@@ -23,6 +24,7 @@ from memstore import (
     InvalidItemError,
     Item,
     ItemNotFoundError,
+    Memory,
     MemstoreError,
     RefutedRecord,
     Removed,
@@ -31,7 +33,7 @@ from memstore import (
     Vocabulary,
 )
 from memstore.journal import SqliteJournal
-from memstore.limits import MAX_REFS
+from memstore.limits import MAX_DATA_KEYS, MAX_REFS
 
 HOUR = dt.timedelta(hours=1)
 DAY = dt.timedelta(days=1)
@@ -396,6 +398,32 @@ def test_refute_unknown_id_changes_nothing(store: Store, recorder: Recorder) -> 
     assert store.refute("missing", "wrong") == (False, [])
     assert _dump(store) == before
     assert recorder.quiet
+
+
+def test_refute_never_gives_an_item_more_data_keys_than_it_may_hold(tmp_path: Path) -> None:
+    # Before, refuting an item with MAX_DATA_KEYS keys stored one key more:
+    # the item could no longer be updated, and an export of the memory could
+    # not be imported anywhere ("data has 257 keys").
+    full = {f"k{i}": "v" for i in range(MAX_DATA_KEYS)}
+    with Memory(tmp_path, embedder=None) as mem:
+        mem.add("the cache is the culprit", id="h1", data=full)
+        before = io.StringIO()
+        mem.export(before)
+        with pytest.raises(InvalidItemError, match=f"257 keys; at most {MAX_DATA_KEYS}"):
+            mem.refute("h1", "wrong")
+        after = io.StringIO()
+        mem.export(after)
+        assert after.getvalue() == before.getvalue()
+        # Room made for the record, the refutation goes through, and a second
+        # one (the key is there already) too.
+        mem.update("h1", data={k: v for k, v in full.items() if k != "k0"})
+        mem.refute("h1", "wrong")
+        mem.refute("h1", "still wrong")
+        assert len(mem.get("h1").data) == MAX_DATA_KEYS  # type: ignore[union-attr]
+        mem.export(exported := io.StringIO())
+    with Memory(tmp_path / "copy", embedder=None) as copy:
+        assert copy.import_(io.StringIO(exported.getvalue())) == 1
+        assert copy.get("h1").status == "stale"  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------- mirror

@@ -679,6 +679,10 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(ItemNotFoundError):
                 self.store.supersede(old_id, item)
             return []
+        if self.claimant(old_id, new_id):  # a chain never forks
+            with pytest.raises(InvalidItemError, match="already superseded by"):
+                self.store.supersede(old_id, item)
+            return []
         got = self.store.supersede(old_id, item)
         assert got.id == new_id if new_id else is_minted(got.id)
         old = copy.deepcopy(self.recs[old_id])
@@ -691,9 +695,22 @@ class StoreMachine(RuleBasedStateMachine):
         out.append(self.change(got.id, rec))
         return out
 
+    def claimant(self, id: str, besides: str) -> bool:
+        """Whether an active item other than ``besides`` already supersedes ``id``."""
+        return any(
+            cid != besides and id in r.supersedes and r.active(self.now)
+            for cid, r in self.recs.items()
+        )
+
     def op_mark_superseded(self, i: int, j: int) -> Changes:
         id, by_id = self.pick(i), self.pick(j)
-        ok = id != by_id and id in self.recs and by_id in self.recs
+        ok = (
+            id != by_id
+            and id in self.recs
+            and by_id in self.recs
+            and self.recs[by_id].active(self.now)
+            and not self.claimant(id, by_id)
+        )
         assert self.store.mark_superseded(id, by_id) == ok
         if not ok:
             return []

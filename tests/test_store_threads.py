@@ -28,6 +28,7 @@ from memstore import (
     VALID_THOUGHT_LINK_RELATIONS,
     Change,
     Config,
+    InvalidItemError,
     Item,
     ItemNotFoundError,
     Store,
@@ -195,7 +196,8 @@ def any_write_op(store: Store, rng: random.Random) -> None:
         store.mark_superseded(id, rng.choice(POOL))
     elif r < 0.96:
         new_id = rng.choice([p for p in POOL if p != id])
-        with contextlib.suppress(ItemNotFoundError):  # id was not there: nothing changed
+        # id was not there, or another item already supersedes it: nothing changed
+        with contextlib.suppress(ItemNotFoundError, InvalidItemError):
             store.supersede(id, make_item(rng, new_id))
     else:
         store.sweep_expired()

@@ -21,6 +21,7 @@ from memstore import (
     DEFAULT_UNKNOWN_STALE_AFTER,
     InvalidItemError,
     Item,
+    MemstoreError,
     Store,
     ThoughtLink,
     Vocabulary,
@@ -1037,6 +1038,13 @@ _WRONG_ARGUMENTS: list[tuple[str, Callable[[Store], object], str]] = [
     ("own query None", lambda s: s.keyword_search_own("u1", None), "query must be"),
     ("resolve_anchors", lambda s: s.resolve_anchors(None), "anchor must be text"),
     ("context depth", lambda s: s.context("ledger", max_depth=True), "max_depth must be"),
+    ("upsert_dedup None", lambda s: s.upsert_dedup(None), "expected an Item, got None"),
+    ("validate_base None", lambda s: s.validate_base(None), "expected an Item, got None"),
+    ("mutate list id", lambda s: s.mutate([SEED_ID], lambda it: True), "id must be text"),
+    ("mutate fn", lambda s: s.mutate(SEED_ID, 5), "fn must be a function"),
+    ("forget_locked", lambda s: s.forget_locked(None), "match must be a function"),
+    ("publish_removed None", lambda s: s.publish_removed(None), "gone must be a list"),
+    ("publish_removed ids", lambda s: s.publish_removed([SEED_ID]), "gone must be a list"),
 ]
 
 
@@ -1053,3 +1061,16 @@ def test_an_argument_of_the_wrong_type_is_refused_and_changes_nothing(
         call(store)
     assert _snapshot(store) == before
     assert recorder.quiet
+
+
+def test_a_store_or_its_clone_refuses_a_lock_or_config_of_the_wrong_type(store: Store) -> None:
+    _seed(store)
+    # Before, each was taken and failed later: at the first write (Store(lock=5))
+    # or inside the clone (AttributeError: 'int' object has no attribute 'vocabulary').
+    with pytest.raises(MemstoreError, match="lock must have acquire"):
+        Store(lock=5)  # type: ignore[arg-type]
+    with pytest.raises(MemstoreError, match="lock must have acquire"):
+        store.clone_into(5)  # type: ignore[arg-type]
+    with pytest.raises(MemstoreError, match="config must be a memstore"):
+        store.clone_into(None, 5)  # type: ignore[arg-type]
+    assert [it.id for it in store.clone_into(None).items()] == [SEED_ID]

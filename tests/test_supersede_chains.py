@@ -1,0 +1,214 @@
+"""Supersede chains never fork: one current version of a fact at a time.
+
+``supersede(old, new)`` and ``mark_superseded(id, by_id)`` make an item the
+current version of one it retires. Two writers working from the same view
+(both superseding ``A``) used to leave two active items that both claimed to
+replace ``A``: two current versions of one fact, and a chain that forked.
+Retiring a cell into a retired keeper (``mark_superseded(q, p)`` after
+``mark_superseded(p, q)``) left neither current. Both are refused now, and
+the rule holds after any sequence of writes, and after a reopen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+
+import pytest
+from conftest import FakeClock, Recorder
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore import Config, InvalidItemError, Item, Memory, Store
+
+
+def _note(id: str, title: str) -> Item:
+    return Item(id=id, kind="note", title=title)
+
+
+def _dump(store: Store) -> list[dict[str, object]]:
+    with store.batch():
+        return [it.model_dump() for it in store.items_locked()]
+
+
+def _forks(store: Store) -> dict[str, list[str]]:
+    """Each id that more than one active item claims to supersede, with the claimants."""
+    now = store.config.clock()
+    claims: dict[str, list[str]] = {}
+    with store.batch():
+        for it in store.items_locked():
+            if it.is_active(now):
+                for old in it.supersedes:
+                    claims.setdefault(old, []).append(it.id)
+    return {old: ids for old, ids in claims.items() if len(ids) > 1}
+
+
+def test_a_second_supersede_of_the_same_item_is_refused_and_names_the_current_one(
+    store: Store, recorder: Recorder
+) -> None:
+    store.upsert(_note("a", "deploys on tuesday"))
+    store.supersede("a", _note("b", "deploys on thursday"))
+    before = _dump(store)
+    recorder.clear()
+
+    with pytest.raises(InvalidItemError, match="a is already superseded by b: supersede b"):
+        store.supersede("a", _note("c", "deploys on friday"))
+
+    assert _dump(store) == before
+    assert store.get("c") is None
+    assert recorder.quiet
+    # The way forward the error names: the chain grows from its head.
+    store.supersede("b", _note("c", "deploys on friday"))
+    assert _forks(store) == {}
+    store._check()
+
+
+def test_superseding_again_by_the_same_item_is_an_update(store: Store) -> None:
+    store.upsert(_note("a", "v1"))
+    store.supersede("a", _note("b", "v2"))
+    again = store.supersede("a", _note("b", "v2, reworded"))
+    assert again.supersedes == ["a"]
+    assert _forks(store) == {}
+
+
+def test_an_item_whose_successor_is_gone_or_retired_can_be_superseded_again(
+    store: Store, clock: FakeClock
+) -> None:
+    store.upsert(_note("a", "v1"))
+    store.supersede("a", _note("b", "v2"))
+    store.delete("b")
+    store.supersede("a", _note("c", "v2 again"))
+    store.expire("c")
+    store.supersede("a", _note("d", "v3"))
+    # A successor past its deadline is no longer current either.
+    store.upsert(_note("x", "w1"))
+    store.supersede("x", Item(id="y", kind="note", title="w2", stale_after=clock.now))
+    store.supersede("x", _note("z", "w3"))
+    assert _forks(store) == {}
+    store._check()
+
+
+def test_mark_superseded_refuses_a_retired_keeper(store: Store, recorder: Recorder) -> None:
+    store.upsert(_note("p", "ledger timeout"))
+    store.upsert(_note("q", "ledger timeouts"))
+    assert store.mark_superseded("p", "q") is True
+    before = _dump(store)
+    recorder.clear()
+
+    # Retiring q into p, which q itself retired, would leave neither current.
+    assert store.mark_superseded("q", "p") is False
+
+    assert _dump(store) == before
+    assert recorder.quiet
+    assert store.get("q").status == "active"  # type: ignore[union-attr]
+
+
+def test_mark_superseded_refuses_an_item_another_active_cell_supersedes(
+    store: Store, recorder: Recorder
+) -> None:
+    store.upsert(_note("a", "ledger timeout"))
+    store.supersede("a", _note("b", "ledger timeouts"))
+    store.upsert(_note("k", "ledger time outs"))
+    before = _dump(store)
+    recorder.clear()
+
+    assert store.mark_superseded("a", "k") is False
+
+    assert _dump(store) == before
+    assert recorder.quiet
+    assert store.mark_superseded("a", "b") is True  # its own successor: already so
+    assert _forks(store) == {}
+
+
+def test_memory_supersede_refuses_a_fork_and_the_journal_keeps_nothing_of_it(
+    tmp_path: Path,
+) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        a = mem.add("deploys happen on tuesday")
+        b = mem.supersede(a.id, "deploys happen on thursday")
+        before = io.StringIO()
+        mem.export(before)
+        with pytest.raises(InvalidItemError, match=f"supersede {b.id} instead"):
+            mem.supersede(a.id, "deploys happen on friday")
+        after = io.StringIO()
+        mem.export(after)
+        assert after.getvalue() == before.getvalue()
+    with Memory(tmp_path, embedder=None) as mem:
+        assert {it.id: it.status for it in mem.store.items()} == {
+            a.id: "superseded",
+            b.id: "active",
+        }
+
+
+# ------------------------------------------------------------ the invariant
+
+IDS = ["a", "b", "c", "d"]
+ids = st.sampled_from(IDS)
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), ids, st.booleans()),
+        st.tuples(st.just("supersede"), ids, ids),
+        st.tuples(st.just("supersede_new"), ids),
+        st.tuples(st.just("mark_superseded"), ids, ids),
+        st.tuples(st.just("refute"), ids),
+        st.tuples(st.just("delete"), ids),
+        st.tuples(st.just("expire"), ids),
+        st.tuples(
+            st.just("tick"),
+        ),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def _step(mem: Memory, clock: FakeClock, step: tuple[object, ...]) -> None:
+    name = step[0]
+    store = mem.store
+    if name == "upsert":
+        _, id, lapses = step
+        deadline = clock.now + dt.timedelta(hours=1) if lapses else None
+        store.upsert(Item(id=str(id), kind="note", title=f"note {id}", stale_after=deadline))
+    elif name in ("supersede", "supersede_new"):
+        old = str(step[1])
+        new = Item(id=str(step[2]) if name == "supersede" else "", kind="note", title="newer")
+        if store.get(old) is None or new.id == old:
+            return
+        try:
+            store.supersede(old, new)
+        except InvalidItemError as e:
+            assert "already superseded by" in str(e)
+    elif name == "mark_superseded":
+        store.mark_superseded(str(step[1]), str(step[2]))
+    elif name == "refute":
+        store.refute(str(step[1]), "wrong")
+    elif name == "delete":
+        store.delete(str(step[1]))
+    elif name == "expire":
+        store.expire(str(step[1]))
+    else:
+        clock.advance(dt.timedelta(minutes=40))
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=steps)
+def test_no_two_active_items_ever_supersede_the_same_item_and_reopen_agrees(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[object, ...]]
+) -> None:
+    folder = tmp_path_factory.mktemp("chains")
+    clock = FakeClock()
+    with Memory(folder, embedder=None, config=Config(clock=clock)) as mem:
+        for step in steps:
+            _step(mem, clock, step)
+            assert _forks(mem.store) == {}, step
+        mem.store._check()
+        before = _dump(mem.store)
+    with Memory(folder, embedder=None, config=Config(clock=clock)) as mem:
+        assert _dump(mem.store) == before
+        assert _forks(mem.store) == {}
+        mem.store._check()
