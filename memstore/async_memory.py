@@ -132,6 +132,14 @@ class AsyncMemory:
     ) -> bool:
         return await self._write(self.memory.link, from_id, to_id, relation, weight)
 
+    async def atomically(self, fn: Callable[[], R]) -> R:
+        """:meth:`Memory.atomically` in a worker thread, settled like a write.
+
+        ``fn`` is a plain function that reads and writes ``self.memory`` (it runs
+        in the worker thread, and may run more than once), not a coroutine.
+        """
+        return await self._write(self.memory.atomically, fn)
+
     async def purge(self, ids: Iterable[str]) -> list[str]:
         return await self._write(self.memory.purge, ids)
 

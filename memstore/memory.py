@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import os
 import sys
 import threading
@@ -657,7 +658,14 @@ class Memory:
         :meth:`refute`, :meth:`link` and ``add(dedup=True)`` run this way: of
         two processes deleting one item, exactly one is told it deleted it.
         ``fn`` may run more than once: it should only read and write this memory.
+
+        :raises InvalidItemError: ``fn`` is not a plain function (a coroutine
+            function's writes would run after the step, unchecked).
         """
+        if not callable(fn) or inspect.iscoroutinefunction(fn):
+            raise InvalidItemError(
+                f"atomically takes a plain function of no arguments, got {arg.describe(fn)}"
+            )
         self._check_open()
 
         def group() -> T:

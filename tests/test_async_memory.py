@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memstore import AsyncMemory, Config, Item, Memory, MemstoreError
+from memstore import AsyncMemory, Config, InvalidItemError, Item, Memory, MemstoreError
 
 HOLD_S = 0.3
 """How long a held write keeps its worker busy after it was cancelled."""
@@ -182,3 +182,26 @@ def test_memory_keyword_is_refused_beside_other_arguments(tmp_path: Path) -> Non
             AsyncMemory(memory=memory, embedder="hash")
         assert AsyncMemory(memory=memory).memory is memory
     assert not (tmp_path / "ignored").exists()
+
+
+def test_atomically_runs_a_plain_function_off_the_loop(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with await AsyncMemory.open(tmp_path, embedder=None) as mem:
+            item = await mem.add("the pool holds 20")
+
+            def bump() -> bool:
+                current = mem.memory.get(item.id)
+                assert current is not None
+                mem.memory.update(item.id, content=current.content.replace("20", "40"))
+                return True
+
+            assert await mem.atomically(bump) is True
+            assert (await mem.get(item.id)).content == "the pool holds 40"  # type: ignore[union-attr]
+
+            async def coroutine() -> None:
+                return None
+
+            with pytest.raises(InvalidItemError, match="plain function"):
+                await mem.atomically(coroutine)  # type: ignore[arg-type]
+
+    asyncio.run(main())
