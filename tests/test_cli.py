@@ -369,3 +369,19 @@ def test_importing_the_reference_servers_file_without_its_format_says_which_flag
     assert other.returncode == 1 and "mcp-memory" not in other.stderr
     fixed = memstore("import", str(graph), "--format", "mcp-memory", "--data", "mem", cwd=tmp_path)
     assert fixed.returncode == 0 and "imported 1 entities" in fixed.stderr
+
+
+def test_a_journal_that_is_not_a_postgres_dsn_is_a_usage_error_in_cli_words(
+    tmp_path: Path,
+) -> None:
+    # Before: `serve --journal data/journal.db` opened the tokens file, then failed with
+    # exit 1 and "pass a Journal object ... give Memory a folder path instead" (Python's
+    # words, not the command line's).
+    for command in ("serve", "mcp"):
+        done = memstore(command, "--journal", "old/journal.db", "--data", "d", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "--journal: takes a postgresql:// DSN" in done.stderr
+        assert "journal.db in the --data folder" in done.stderr
+        assert "Memory" not in done.stderr and not (tmp_path / "d").exists()
+    typo = memstore("serve", "--journal", "postgressql://me:s3cret@db/x", cwd=tmp_path)
+    assert typo.returncode == 2 and "s3cret" not in typo.stderr
