@@ -385,3 +385,18 @@ def test_a_journal_that_is_not_a_postgres_dsn_is_a_usage_error_in_cli_words(
         assert "Memory" not in done.stderr and not (tmp_path / "d").exists()
     typo = memstore("serve", "--journal", "postgressql://me:s3cret@db/x", cwd=tmp_path)
     assert typo.returncode == 2 and "s3cret" not in typo.stderr
+
+
+def test_searching_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path) -> None:
+    # Before: `search ... --partition opz` (a typo of ops) answered the untagged items, or
+    # nothing, and said nothing: the user could not tell a typo from an empty memory.
+    common = ("--data", "m", "--embedder", "hash")
+    assert memstore("add", "the nightly backup runs at 02:00", "--partition", "ops", *common,
+                    cwd=tmp_path).returncode == 0  # fmt: skip
+    typo = memstore("search", "backup", "--partition", "opz", *common, cwd=tmp_path)
+    assert typo.returncode == 0
+    assert typo.stderr.strip() == (
+        "memstore: no item here is in partition 'opz': did you mean 'ops'? partitions here: ops (1)"
+    )
+    right = memstore("search", "backup", "--partition", "ops", *common, cwd=tmp_path)
+    assert right.returncode == 0 and right.stderr == "" and "nightly backup" in right.stdout
