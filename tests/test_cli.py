@@ -384,3 +384,34 @@ def test_importing_the_reference_servers_file_without_its_format_says_which_flag
     assert other.returncode == 1 and "mcp-memory" not in other.stderr
     fixed = memstore("import", str(graph), "--format", "mcp-memory", "--data", "mem", cwd=tmp_path)
     assert fixed.returncode == 0 and "imported 1 entities" in fixed.stderr
+
+
+def test_a_journal_that_is_not_a_postgres_dsn_is_a_usage_error_in_cli_words(
+    tmp_path: Path,
+) -> None:
+    # Before: `serve --journal data/journal.db` opened the tokens file, then failed with
+    # exit 1 and "pass a Journal object ... give Memory a folder path instead" (Python's
+    # words, not the command line's).
+    for command in ("serve", "mcp"):
+        done = memstore(command, "--journal", "old/journal.db", "--data", "d", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "--journal: takes a postgresql:// DSN" in done.stderr
+        assert "journal.db in the --data folder" in done.stderr
+        assert "Memory" not in done.stderr and not (tmp_path / "d").exists()
+    typo = memstore("serve", "--journal", "postgressql://me:s3cret@db/x", cwd=tmp_path)
+    assert typo.returncode == 2 and "s3cret" not in typo.stderr
+
+
+def test_searching_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path) -> None:
+    # Before: `search ... --partition opz` (a typo of ops) answered the untagged items, or
+    # nothing, and said nothing: the user could not tell a typo from an empty memory.
+    common = ("--data", "m", "--embedder", "hash")
+    assert memstore("add", "the nightly backup runs at 02:00", "--partition", "ops", *common,
+                    cwd=tmp_path).returncode == 0  # fmt: skip
+    typo = memstore("search", "backup", "--partition", "opz", *common, cwd=tmp_path)
+    assert typo.returncode == 0
+    assert typo.stderr.strip() == (
+        "memstore: no item here is in partition 'opz': did you mean 'ops'? partitions here: ops (1)"
+    )
+    right = memstore("search", "backup", "--partition", "ops", *common, cwd=tmp_path)
+    assert right.returncode == 0 and right.stderr == "" and "nightly backup" in right.stdout

@@ -142,6 +142,32 @@ def positive_number(text: str) -> float:
     return value
 
 
+def journal_dsn(text: str) -> str:
+    """An argparse type: ``--journal``, a PostgreSQL DSN (the SQLite journal is ``--data``'s).
+
+    >>> journal_dsn("postgresql://me@db/memory")
+    'postgresql://me@db/memory'
+    >>> def refusal(text: str) -> str:
+    ...     try:
+    ...         journal_dsn(text)
+    ...     except argparse.ArgumentTypeError as e:
+    ...         return str(e).split("; ")[0]
+    ...     return "taken"
+    >>> refusal("data/journal.db")
+    "takes a postgresql:// DSN (postgresql://user@host/db), got 'data/journal.db'"
+    >>> refusal("postgressql://me:s3cret@db/x")  # a typo'd scheme: no password echoed
+    "takes a postgresql:// DSN (postgresql://user@host/db), got 'postgressql://...'"
+    """
+    if text.startswith(("postgresql://", "postgres://")):
+        return text
+    # A URL of another scheme may hold a password: only its scheme is repeated.
+    shown = text.split("://", 1)[0][:20] + "://..." if "://" in text else text[:60]
+    raise argparse.ArgumentTypeError(
+        f"takes a postgresql:// DSN (postgresql://user@host/db), got {shown!r}; the SQLite "
+        "journal needs no flag: it is journal.db in the --data folder"
+    )
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 1..65535 (the OS would wrap 99999 round to 34463)."""
     try:

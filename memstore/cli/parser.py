@@ -21,6 +21,7 @@ from ._common import (
     DEFAULT_DATA,
     EMBEDDERS,
     hit_count,
+    journal_dsn,
     port_number,
     positive_int,
     positive_number,
@@ -220,7 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the tokens JSON (re-read when it changes and on SIGHUP); "
         "default: DATA/tokens.json, made on a loopback bind",
     )
-    p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
+    p.add_argument(
+        "--journal",
+        type=journal_dsn,
+        help="a postgresql:// DSN instead of the folder's SQLite file",
+    )
     p.add_argument(
         "--journal-schema",
         help="the PostgreSQL schema of --journal (default memstore); replicas share one",
@@ -340,7 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="--transport http: address (127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8765, help="--transport http: port (8765)")
     p.add_argument("--partition", help="the partition every call reads and writes")
-    p.add_argument("--journal", help="a postgresql:// DSN instead of the folder's SQLite file")
+    p.add_argument(
+        "--journal",
+        type=journal_dsn,
+        help="a postgresql:// DSN instead of the folder's SQLite file",
+    )
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
     p.add_argument("--readonly", action="store_true", help="serve reads only")
     p.add_argument("--compat", choices=("knowledge-graph",), help="the reference server's tools")

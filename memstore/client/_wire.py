@@ -217,6 +217,21 @@ def cut_short(call: Call) -> ProtocolTransportError:
     )
 
 
+def unanswered(call: Call, url: httpx.URL, e: httpx.TransportError) -> ProtocolTransportError:
+    """The error for a request that got no answer, naming the whole URL it went to.
+
+    A wrong port, host or scheme then shows in the message itself; a refused
+    or failed connection also asks whether the server runs there.
+
+    >>> e = httpx.ConnectError("[Errno 111] Connection refused")
+    >>> print(unanswered(Call("POST", "/v1/recall"), httpx.URL("http://127.0.0.1:1/v1/recall"), e))
+    POST http://127.0.0.1:1/v1/recall: [Errno 111] Connection refused (is the server running there?)
+    """
+    reason = str(e) or type(e).__name__
+    hint = " (is the server running there?)" if isinstance(e, httpx.ConnectError) else ""
+    return ProtocolTransportError(f"{call.method} {url}: {reason}{hint}")
+
+
 def _off_protocol(where: str, e: BaseException) -> ProtocolTransportError:
     return ProtocolTransportError(
         f"{where}: the answer is not the protocol's ({type(e).__name__}: {e})"

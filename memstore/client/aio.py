@@ -89,13 +89,13 @@ class AsyncMemoryClient:
         attempt = 0
         while True:
             self._check_open()
+            request = self._http.build_request(
+                call.method, call.path, json=call.json, headers=dict(call.headers)
+            )
             try:
-                request = self._http.build_request(
-                    call.method, call.path, json=call.json, headers=dict(call.headers)
-                )
                 response = await self._http.send(request, stream=stream)
             except httpx.TransportError as e:
-                raise ProtocolTransportError(f"{call.method} {call.path}: {e}") from e
+                raise _wire.unanswered(call, request.url, e) from e
             except RuntimeError:  # httpx's answer when close() ran meanwhile
                 self._check_open()
                 raise

@@ -22,6 +22,8 @@ from typing import Final
 import psycopg
 from psycopg import sql
 
+from memstore.errors import JournalError
+
 __all__ = ["REDEEMED_TABLE", "PostgresClaims"]
 
 REDEEMED_TABLE: Final = "protocol_redeemed"
@@ -37,19 +39,30 @@ class PostgresClaims:
     """
 
     def __init__(self, dsn: str, schema: str) -> None:
+        """Create the table if missing.
+
+        :raises JournalError: PostgreSQL refused (the server, or a DSN parameter
+            libpq rejects, such as ``connect_timeout=abc``): one line, no password.
+        """
         self.dsn = dsn
         self._table = sql.Identifier(schema, REDEEMED_TABLE)
-        # Replicas starting together: IF NOT EXISTS alone can race, the lock cannot.
-        with psycopg.connect(dsn) as conn:  # one transaction, committed on exit
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{schema}.{REDEEMED_TABLE}",)
-            )
-            conn.execute(
-                sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} "
-                    "(nonce TEXT PRIMARY KEY, expires_ms BIGINT NOT NULL)"
-                ).format(self._table)
-            )
+        try:
+            # Replicas starting together: IF NOT EXISTS alone can race, the lock cannot.
+            with psycopg.connect(dsn) as conn:  # one transaction, committed on exit
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"{schema}.{REDEEMED_TABLE}",)
+                )
+                conn.execute(
+                    sql.SQL(
+                        "CREATE TABLE IF NOT EXISTS {} "
+                        "(nonce TEXT PRIMARY KEY, expires_ms BIGINT NOT NULL)"
+                    ).format(self._table)
+                )
+        except psycopg.Error as e:  # psycopg's messages quote parameters, never the password
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise JournalError(
+                f"cannot keep hard-delete receipts in {schema}.{REDEEMED_TABLE}: {reason}"
+            ) from None
 
     def __call__(self, nonce: str, expires_ms: int, now_ms: int) -> bool:
         """Whether this is the first redemption of ``nonce`` on any replica."""

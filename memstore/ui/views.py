@@ -32,7 +32,8 @@ import datetime as _dt
 import hashlib
 import hmac
 from collections import Counter
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from memstore import arguments as arg
 from memstore.errors import MemstoreError
@@ -49,6 +50,7 @@ from memstore.tags import partition_from_tags
 __all__ = [
     "MAX_LIMIT",
     "MAX_OFFSET",
+    "MAX_REACH",
     "NotFound",
     "ReceiptMismatch",
     "forget",
@@ -61,8 +63,20 @@ __all__ = [
 
 MAX_LIMIT: Final = 100
 """The most hits one search shows."""
-MAX_OFFSET: Final = 399
-"""The most hits a search skips (its next page): 500 in reach, as the engine's recency window."""
+MAX_REACH: Final = 500
+"""The most hits a listing reaches, all its pages together (narrow it to see others)."""
+MAX_OFFSET: Final = MAX_REACH - 1
+"""The most hits a search skips (its next page)."""
+_RANKED: Final = MAX_REACH + 1
+"""Hits every ranked search asks the engine for, whatever the page.
+
+The engine's order of equally scored hits depends on how many are asked for
+(each channel pools a number of candidates that grows with the limit), so
+pages cut from searches of different sizes could repeat some hits and skip
+others. Every page is cut from one search of this size instead: the pages
+of one listing are slices of one order.
+"""
+_T = TypeVar("_T")
 RELATED_DEPTH: Final = 3
 """Hops of spreading activation for an item's related items."""
 _SKIP_DIFF: Final = frozenset({"id"})
@@ -202,7 +216,8 @@ def search(
 
     Pages: ``offset`` hits are skipped (the ones already shown), and ``more``
     says whether another page follows. ``limit`` is held to 1..:data:`MAX_LIMIT`
-    and ``offset`` to 0..:data:`MAX_OFFSET`.
+    and ``offset`` to 0..:data:`MAX_OFFSET`; no page reaches past the first
+    :data:`MAX_REACH` hits, so paging by ``more`` ends there, each hit shown once.
 
     :raises InvalidItemError: ``query``, ``kind`` or ``subject`` is too long.
     """
@@ -217,7 +232,7 @@ def search(
         if not query.strip():
             shown = [it for it in past if _matches(it, kind, subject)]
             shown.sort(key=lambda it: it.updated_at or it.created_at or _EPOCH, reverse=True)
-            return page.answer(when, [_listed(it) for it in shown])
+            return page.answer(when, shown, _listed)
         store = Store()
         store.restore(past)
 
@@ -225,28 +240,28 @@ def search(
             cfg.store, cfg.cells = store, None
 
         searcher = memory.searcher.with_(over_the_past)
-        results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
-        return page.answer(when, [_hit(r) for r in results])
+        results = searcher.hybrid_search(query, kind, subject, partition, _RANKED, explain=True)
+        return page.answer(when, results, _hit)
     if not query.strip():  # every status: a stale or superseded item is what one debugs
         newest = memory.store.filtered(
             kind=kind,
             limit=page.reach,
             skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
         )
-        return page.answer(None, [_listed(it) for it in newest])
+        return page.answer(None, newest, _listed)
     searcher = memory.searcher.with_(_own_items_only)
-    results = searcher.hybrid_search(query, kind, subject, partition, page.reach, explain=True)
-    on_page = results[offset : offset + limit]
+    results = searcher.hybrid_search(query, kind, subject, partition, _RANKED, explain=True)
+    on_page = results[offset : page.end]
     if memory.hub is not None and on_page:  # the hub's hit stream, as Memory.search feeds it
         memory.store.notify_hit([r.item.id for r in on_page], query, kind)
-    return page.answer(None, [_hit(r) for r in results])
+    return page.answer(None, results, _hit)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Page:
     """One page of hits: ``limit`` of them after the first ``offset``.
 
-    >>> _Page(2, 2).answer(None, [{"n": n} for n in range(5)])
+    >>> _Page(2, 2).answer(None, list(range(5)), lambda n: {"n": n})
     {'as_of': None, 'hits': [{'n': 2}, {'n': 3}], 'offset': 2, 'more': True}
     """
 
@@ -254,18 +269,35 @@ class _Page:
     limit: int
 
     @property
+    def end(self) -> int:
+        """Where this page stops: ``limit`` hits on, never past :data:`MAX_REACH`.
+
+        >>> _Page(480, 20).end, _Page(490, 20).end
+        (500, 500)
+        """
+        return min(self.offset + self.limit, MAX_REACH)
+
+    @property
     def reach(self) -> int:
         """Hits to ask the engine for: this page, those before it, one to tell "more"."""
-        return self.offset + self.limit + 1
+        return self.end + 1
 
-    def answer(self, when: Lsn | None, hits: list[dict[str, Any]]) -> dict[str, Any]:
-        """The answer of a search whose hits, best (or newest) first, are ``hits``."""
-        end = self.offset + self.limit
+    def answer(
+        self, when: Lsn | None, found: Sequence[_T], shape: Callable[[_T], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The answer of a search that found ``found``, best (or newest) first.
+
+        Only this page's hits are shaped (``shape``: to their JSON form).
+
+        >>> last = _Page(480, 20).answer(None, list(range(600)), lambda n: {"n": n})
+        >>> [h["n"] for h in last["hits"]][-1], last["more"]
+        (499, False)
+        """
         return {
             "as_of": _moment(when),
-            "hits": hits[self.offset : end],
+            "hits": [shape(x) for x in found[self.offset : self.end]],
             "offset": self.offset,
-            "more": len(hits) > end,
+            "more": len(found) > self.end and self.end < MAX_REACH,
         }
 
 

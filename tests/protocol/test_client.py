@@ -224,6 +224,24 @@ def test_no_server_is_a_transport_error() -> None:
         ):
             c.recall("anyone?")
     assert isinstance(e.value, ConnectionError) and not isinstance(e.value, ServerError)
+    # The message names where it went (before: "POST /v1/recall: [Errno 111] ...", no
+    # host or port, so a wrong port did not show) and what to check.
+    assert str(e.value).startswith(f"POST http://127.0.0.1:{port}/v1/recall: "), e.value
+    assert str(e.value).endswith("(is the server running there?)"), e.value
+
+
+def test_no_server_is_a_transport_error_naming_the_url_async() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+        async def main() -> None:
+            async with AsyncMemoryClient(f"http://127.0.0.1:{port}/mem", token="t") as c:
+                with pytest.raises(ProtocolTransportError) as e:
+                    await c.recall("anyone?")
+            assert str(e.value).startswith(f"POST http://127.0.0.1:{port}/mem/v1/recall: ")
+
+        asyncio.run(main())
 
 
 # Port 1: nothing listens, so only a refusal before any request answers with status 0.

@@ -19,6 +19,8 @@ import httpx
 import pytest
 from ulid import ULID
 
+from tests.pgtest import PgPlace
+
 from .conftest import ROOT, free_port, make_tokens, start_server, stop_server, wait_healthy
 
 pytestmark = pytest.mark.skipif(
@@ -378,3 +380,19 @@ def test_serve_called_with_its_own_arguments_checks_the_rates_too(
     assert server.serve(args) == 2
     assert says in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+def test_a_dsn_parameter_libpq_refuses_is_one_line_not_a_traceback(
+    tmp_path: Path, pg_place: PgPlace
+) -> None:
+    # Before: the journal opened (it sets its own connect timeout), then the table of
+    # redeemed receipts connected with the DSN as given and psycopg's ProgrammingError
+    # ended the start-up in a traceback.
+    dsn = f"{pg_place.dsn}?connect_timeout=abc"
+    done = serve_exit(tmp_path, "--journal", dsn, "--journal-schema", pg_place.schema)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"memstore: cannot keep hard-delete receipts in {pg_place.schema}.protocol_redeemed: "
+        "bad value for connect_timeout: 'abc'"
+    )

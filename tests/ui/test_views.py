@@ -138,3 +138,21 @@ def test_a_blank_query_lists_stale_and_superseded_items_with_their_status(mem: M
     assert [h["item"]["id"] for h in search(mem, "acme", "pool")["hits"]] == [new.id]
     facts = search(mem, "acme", "", kind="fact", limit=2)
     assert len(facts["hits"]) == 2 and facts["more"] is True
+
+
+@pytest.mark.parametrize("query", ["", "pager note"])
+def test_show_more_ends_after_500_hits_each_shown_once(query: str) -> None:
+    # Before: past 400 hits the page's "Show more" (20 a page) asked for offset 400,
+    # which was held to 399: hit 399 came again, then the same page for ever, "more"
+    # always true. The inspector promises up to 500 in all.
+    with Memory(embedder=None) as mem:
+        mem.add_many([f"pager note {i}" for i in range(520)], partition="a")
+        seen: list[str] = []
+        offset, more = 0, True
+        while more:
+            page = search(mem, "a", query, offset=offset)
+            assert page["offset"] == offset
+            seen += [h["item"]["id"] for h in page["hits"]]  # type: ignore[index]
+            offset, more = offset + len(page["hits"]), bool(page["more"])  # type: ignore[arg-type]
+            assert len(seen) <= 500
+        assert len(seen) == len(set(seen)) == 500
