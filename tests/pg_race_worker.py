@@ -74,3 +74,24 @@ def race(
                 key=lambda d: d["id"],
             )
         out.put((op, answers, items, sorted(mem.cells.ids())))
+
+
+def increment(dsn: str, schema: str, n: int, out: multiprocessing.queues.Queue[Any]) -> None:
+    """Add one to the item ``counter``'s title ``n`` times; report how many were refused."""
+    from memstore import Memory, WriteConflictError
+    from memstore.journal import PostgresJournal
+
+    with Memory(journal=PostgresJournal(dsn, schema=schema), embedder=None) as mem:
+
+        def add_one() -> None:
+            current = mem.get("counter")
+            assert current is not None
+            mem.update("counter", title=str(int(current.title) + 1))
+
+        refused = 0
+        for _ in range(n):
+            try:
+                mem.atomically(add_one)
+            except WriteConflictError:
+                refused += 1
+        out.put(refused)
