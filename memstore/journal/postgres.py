@@ -265,6 +265,8 @@ class PostgresJournal(JournalBase):
         Outside it, and inside a ``store.batch()`` opened before it (whose
         group commits later), a write replaces what is on record, the later
         commit winning. Without a follower (``replicate=False``) ``fn`` just runs.
+        A caller holding ``store.lock`` gets the conflict at once: the
+        follower cannot apply anything until the lock is released.
         """
         store = self._store
         if store is None or self._follower is None or getattr(self._tls, "checked", False):
@@ -277,7 +279,9 @@ class PostgresJournal(JournalBase):
             try:
                 return fn()
             except WriteConflictError as e:
-                if attempt >= CONFLICT_ATTEMPTS or not self.wait_for(e.position, CONFLICT_WAIT_S):
+                if attempt >= CONFLICT_ATTEMPTS or _holds(store.lock):
+                    raise  # holding the store's lock, the follower could never catch up
+                if not self.wait_for(e.position, CONFLICT_WAIT_S):
                     raise
             finally:
                 self._tls.checked = False
@@ -704,6 +708,12 @@ class PostgresJournal(JournalBase):
 def _is_number(value: object) -> bool:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _holds(lock: object) -> bool:
+    """Whether this thread holds ``lock`` (an ``RLock`` says; another kind is taken as not)."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned()) if callable(owned) else False
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
