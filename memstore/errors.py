@@ -117,7 +117,7 @@ class WriteConflictError(JournalError):
     the group was undone rather than overwrite (or resurrect) what it never
     saw. ``position`` is that newer commit's Lsn: once this process's follower
     has applied it, running the operation again acts on the current state
-    (:meth:`~memstore.Memory.atomically` does so by itself, a few times).
+    (:meth:`~memstore.Memory.atomically` does so by itself, up to 16 times).
     """
 
     def __init__(self, message: str, *, ids: Sequence[str], position: Lsn) -> None:

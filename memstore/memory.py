@@ -653,11 +653,13 @@ class Memory:
         wrote one of its ids since this one read it, and ``fn`` runs again
         once this process has caught up
         (:meth:`~memstore.journal.postgres.PostgresJournal.atomically`; after
-        a few refusals in a row, :class:`~memstore.errors.WriteConflictError`).
+        16 refusals in a row, :class:`~memstore.errors.WriteConflictError`).
         :meth:`update`, :meth:`delete`, :meth:`expire`, :meth:`supersede`,
         :meth:`refute`, :meth:`link` and ``add(dedup=True)`` run this way: of
         two processes deleting one item, exactly one is told it deleted it.
         ``fn`` may run more than once: it should only read and write this memory.
+        Only the ids the group writes are checked: an item ``fn`` merely reads
+        (a link's target) may have changed elsewhere meanwhile.
 
         :raises InvalidItemError: ``fn`` is not a plain function (a coroutine
             function's writes would run after the step, unchecked).

@@ -877,3 +877,41 @@ def test_closing_a_memory_while_another_process_writes_logs_no_failure(
         stop.set()
         writer.join(WAIT_S)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_conflict_while_holding_the_store_lock_is_reported_at_once(
+    pg_place: PgPlace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Holding ``store.lock``, a refused delete cannot wait for the follower: it raises at once.
+
+    Before, it waited for a follower that needed that very lock, until the
+    wait ran out (10 s by default; here it would be an hour).
+    """
+    from memstore import WriteConflictError
+
+    monkeypatch.setattr(postgres_module(), "CONFLICT_WAIT_S", 3600.0)
+    ja = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    jb = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    with Memory(journal=ja, embedder=None) as a, Memory(journal=jb, embedder=None) as b:
+        a.add(Item(id="x", kind="note", title="x"), dedup=False)
+        assert jb.wait_for(ja.last_lsn() or ja.head(), WAIT_S)
+        outcome: list[object] = []
+
+        def delete_holding_the_lock() -> None:
+            with b.store.lock:
+                a.delete("x")  # b's follower cannot take it in: this thread holds b's lock
+                try:
+                    outcome.append(b.delete("x"))
+                except WriteConflictError as e:
+                    outcome.append(e)
+
+        worker = threading.Thread(target=delete_holding_the_lock)
+        worker.start()
+        worker.join(WAIT_S)
+        if worker.is_alive():  # the old behaviour: release the waiter, then fail
+            jb._position.start_at(2**62, 2**62)
+            worker.join()
+            pytest.fail("the delete waited for a follower blocked on the lock it held")
+        assert len(outcome) == 1 and isinstance(outcome[0], WriteConflictError)
+        assert jb.wait_for(ja.head(), WAIT_S) and b.get("x") is None  # caught up after
+        assert [v.op for v in jb.history("x")] == ["upsert", "delete"]  # b wrote nothing

@@ -44,6 +44,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import random
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
@@ -97,10 +99,12 @@ MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
 """The longest ``lock_timeout`` PostgreSQL takes (its setting is an int of milliseconds)."""
 APPLY_CHUNK: Final = 1000
 """Ids a follower applies to the store per hold of its lock."""
-CONFLICT_ATTEMPTS: Final = 8
+CONFLICT_ATTEMPTS: Final = 16
 """How many times :meth:`PostgresJournal.atomically` runs an operation that keeps conflicting."""
 CONFLICT_WAIT_S: Final = 10.0
 """How long it waits for the follower to take in the conflicting commit before retrying."""
+CONFLICT_BACKOFF_S: Final = 0.001
+"""Then it pauses a random time below this, doubled at each attempt (at most 0.1 s)."""
 
 T = TypeVar("T")
 
@@ -261,6 +265,8 @@ class PostgresJournal(JournalBase):
         Outside it, and inside a ``store.batch()`` opened before it (whose
         group commits later), a write replaces what is on record, the later
         commit winning. Without a follower (``replicate=False``) ``fn`` just runs.
+        A caller holding ``store.lock`` gets the conflict at once: the
+        follower cannot apply anything until the lock is released.
         """
         store = self._store
         if store is None or self._follower is None or getattr(self._tls, "checked", False):
@@ -273,10 +279,14 @@ class PostgresJournal(JournalBase):
             try:
                 return fn()
             except WriteConflictError as e:
-                if attempt >= CONFLICT_ATTEMPTS or not self.wait_for(e.position, CONFLICT_WAIT_S):
+                if attempt >= CONFLICT_ATTEMPTS or _holds(store.lock):
+                    raise  # holding the store's lock, the follower could never catch up
+                if not self.wait_for(e.position, CONFLICT_WAIT_S):
                     raise
             finally:
                 self._tls.checked = False
+            # Processes that lost to each other do not all come back at once.
+            time.sleep(random.uniform(0, min(CONFLICT_BACKOFF_S * 2**attempt, 0.1)))
             attempt += 1
 
     def _refuse_unseen(self, conn: Conn, ids: Sequence[str]) -> None:
@@ -698,6 +708,12 @@ class PostgresJournal(JournalBase):
 def _is_number(value: object) -> bool:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _holds(lock: object) -> bool:
+    """Whether this thread holds ``lock`` (an ``RLock`` says; another kind is taken as not)."""
+    owned = getattr(lock, "_is_owned", None)
+    return bool(owned()) if callable(owned) else False
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
