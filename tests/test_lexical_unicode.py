@@ -20,6 +20,9 @@ from hypothesis import strategies as st
 
 from memstore import Item, Store
 from memstore._lexsnapshot import LexiconSnapshotError, load_lexicon, save_lexicon
+from memstore.journal import SqliteJournal
+from memstore.journal import base as journal_base
+from memstore.journal.sqlite import LEXICON_SUFFIX
 from memstore.lexical import Lexicon
 from memstore.text import TOKENS_VERSION, words
 
@@ -283,3 +286,75 @@ def test_digits_of_any_script_are_one_number(stored: str, query: str) -> None:
     store.upsert(Item(id="k2", kind="note", title="", content="invoice 1234 unrelated"))
     assert [h[0] for h in _ranked(store, query)][:1] == ["k1"]
     assert "4567" in words(stored)
+
+
+_RESTORE_TEXTS = [
+    "今天的会议讨论了数据库迁移方案",
+    "東京タワーに行きました",
+    "مَرْحَبًا بِالْعَالَمِ",
+    "Büro in der Hauptstraße",
+    "re\u200bconciliation job for invoice ٤٥٦٧",
+    _nfd("caféBar upgraded to v14.2.1"),
+]
+_RESTORE_QUERIES = [
+    *("数据库迁移", "タワー", "مرحبا", "strasse", "reconciliation 4567", "bar", "14.2.1")
+]
+
+
+def _journal_store(path: Path) -> tuple[SqliteJournal, Store]:
+    journal, store = SqliteJournal(path), Store()
+    journal.attach(store)
+    return journal, store
+
+
+def _answers(store: Store) -> list[list[tuple[str, float]]]:
+    return [_ranked(store, q) for q in _RESTORE_QUERIES]
+
+
+def test_a_reopened_store_finds_what_it_found_and_follows_updates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(journal_base, "LEXICON_SNAPSHOT_MIN_ITEMS", 30)
+    path = tmp_path / "journal.db"
+    journal, store = _journal_store(path)
+    with store.batch():
+        for i in range(36):
+            store.upsert(Item(id=f"n{i}", kind="note", title="", content=_RESTORE_TEXTS[i % 6]))
+    before = _answers(store)
+    assert all(before), before
+    journal.close()
+    saved = Path(f"{path}{LEXICON_SUFFIX}")
+    assert saved.exists()
+    journal, store = _journal_store(path)  # loads the saved index
+    try:
+        assert _answers(store) == before
+        store.upsert(Item(id="n0", kind="note", title="", content="ＰＬＡＮ Ｂ for the 数据库"))
+        store.delete("n6")
+        hits = _ranked(store, "数据库迁移")  # n0 now holds two of its four pairs, n6 is gone
+        assert {h[0] for h in hits[:4]} == {"n12", "n18", "n24", "n30"}
+        assert hits[4][0] == "n0" and hits[4][1] < hits[3][1] and len(hits) == 5
+        assert [h[0] for h in _ranked(store, "plan b")][:1] == ["n0"]
+    finally:
+        journal.close()
+    # A saved index of other tokenisation rules is not used: the items are
+    # tokenised again, and answer as a store that never had the file.
+    with np.load(saved) as z:
+        meta = json.loads(z["meta"].tobytes())
+        arrays = {k: z[k] for k in z.files if k != "meta"}
+    meta["tokens"] = TOKENS_VERSION - 1
+    with open(saved, "wb") as f:
+        np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
+    caplog.set_level("INFO")
+    journal, store = _journal_store(path)
+    try:
+        assert "tokenisation" in caplog.text
+        store._check()
+        after = _answers(store)
+    finally:
+        journal.close()
+    saved.unlink()
+    journal, store = _journal_store(path)
+    try:
+        assert after == _answers(store)
+    finally:
+        journal.close()
