@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 8
+TOKENS_VERSION = 9
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -73,6 +73,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
 7: a version or decimal after letters is a word of its own ("v1.2.3").
 8: decimal digits of every script are ASCII digits ("٣" is "3").
+9: Latin letters with no decomposition fold as accents do ("ı" is "i", "ø" "o").
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -94,8 +95,15 @@ _LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M
 _IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
 # A decimal digit of any script is its ASCII digit: "٤٥٦٧" (Arabic-Indic),
 # "४५६७" (Devanagari) and "4567" are one number. (Full-width and mathematical
-# digits are folded already by NFKD.)
-_OTHER_DIGIT = regex.compile(r"[^\P{Nd}0-9]")
+# digits are folded already by NFKD.) And the Latin letters that are no
+# letter with an accent (nothing for NFKD to take off) but are read as one by
+# a reader without the key: "ısıtma" is "isitma", "smørrebrød" "smorrebrod",
+# "Łódź" "lodz", "Æsir" "aesir". Both in one scan, rarely matched.
+_LATIN_FOLD = {
+    "ı": "i", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "ŧ": "t",
+    "æ": "ae", "œ": "oe", "þ": "th",
+}  # fmt: skip
+_FOLD_CHARS = regex.compile(rf"[^\P{{Nd}}0-9]|[{''.join(_LATIN_FOLD)}]")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # A word is a run of letters, digits and marks, or one pictograph (emoji).
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
@@ -205,16 +213,17 @@ def words(text: str) -> list[str]:
     # Folded, not lower-cased: "ß" (and "ẞ") is "ss" as "STRASSE" says, and a
     # Greek final sigma "ς" is the "σ" of the capital "Σ".
     text = unicodedata.normalize("NFC", text).casefold()
-    if _OTHER_DIGIT.search(text):
-        text = _OTHER_DIGIT.sub(_ascii_digit, text)
+    if _FOLD_CHARS.search(text):
+        text = _FOLD_CHARS.sub(_fold_char, text)
     if _CJK_ANY.search(text):  # the edge rule's lookarounds cost most of a text without CJK
         text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
 
 
-def _ascii_digit(digit: regex.Match[str]) -> str:
-    """The ASCII digit of a decimal digit of another script ("٣" -> "3")."""
-    return str(unicodedata.decimal(digit[0]))
+def _fold_char(char: regex.Match[str]) -> str:
+    """The ASCII digit of a decimal digit of another script ("٣" -> "3"), or a Latin fold."""
+    c = char[0]
+    return _LATIN_FOLD.get(c) or str(unicodedata.decimal(c))
 
 
 def _cjk_bigrams(run: regex.Match[str]) -> str:

@@ -358,3 +358,24 @@ def test_a_reopened_store_finds_what_it_found_and_follows_updates(
         assert after == _answers(store)
     finally:
         journal.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ("Toplantı: ısıtma sistemi arızalı", "isitma"),  # Turkish dotless i
+        ("ISITMA sistemi", "ısıtma"),
+        ("Smørrebrød på menuen", "smorrebrod"),  # two letters: no one-edit rescue
+        ("Spotkanie w Łodzi", "lodzi"),
+        ("Cœur de la mission", "coeur"),
+        ("Þórsmörk trip", "thorsmork"),
+    ],
+)
+def test_latin_letters_without_decomposition_fold_as_accents_do(stored: str, query: str) -> None:
+    # "ısıtma" is two letters from "isitma" and "smørrebrød" two from
+    # "smorrebrod": a user typing without those keys found nothing.
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=stored))
+    store.upsert(Item(id="k2", kind="note", title="", content="unrelated note"))
+    assert [h[0] for h in _ranked(store, query)] == ["k1"]
+    assert set(words(query)) <= set(words(stored))

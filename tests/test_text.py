@@ -131,7 +131,7 @@ def _words_by_lookbehind(text: str) -> list[str]:
     text = unicodedata.normalize("NFKD", memstore.text._CAMEL.sub(" ", text))
     text = _LOOKBEHIND_LATIN_MARKS.sub("", text)
     text = unicodedata.normalize("NFC", text).casefold()
-    text = memstore.text._OTHER_DIGIT.sub(memstore.text._ascii_digit, text)
+    text = memstore.text._FOLD_CHARS.sub(memstore.text._fold_char, text)
     text = memstore.text._CJK_EDGE.sub(" ", text)
     text = memstore.text._CJK_RUN.sub(memstore.text._cjk_bigrams, text)
     return memstore.text._WORD.findall(text)
