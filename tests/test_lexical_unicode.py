@@ -379,3 +379,31 @@ def test_latin_letters_without_decomposition_fold_as_accents_do(stored: str, que
     store.upsert(Item(id="k2", kind="note", title="", content="unrelated note"))
     assert [h[0] for h in _ranked(store, query)] == ["k1"]
     assert set(words(query)) <= set(words(stored))
+
+
+_MIXED = st.text(
+    alphabet=st.sampled_from(
+        [*"aeEBcéÉñüÅœ", "\u0301", "\u0308", *"机器学习数据", *"タワー", *"مَرحبا", *"٣4ßı"]
+    ),
+    max_size=14,
+).map(lambda s: s.replace("4", " \u200b"))  # spaces and zero-width spaces too
+
+
+@settings(max_examples=150, deadline=None)
+@given(_MIXED, _MIXED)
+def test_a_document_and_a_query_score_alike_in_any_form(doc: str, query: str) -> None:
+    # The same text stored in NFC and in NFD, shared and private: every form of
+    # the query finds the copies with one score (the index and the brute-force
+    # scan of private items follow the same rules). Ids are words too: these
+    # share no letter with the alphabet.
+    store = Store()
+    store.upsert(Item(id="zzk", kind="note", title="t", content=_nfc(doc)))
+    store.upsert(Item(id="zzj", kind="note", title="t", content=_nfd(doc)))
+    store.upsert(
+        Item(id="zzq", kind="note", title="t", content=doc, scope="private", tags=["user:u1"])
+    )
+    for q in (_nfc(query), _nfd(query)):
+        shared = dict(_ranked(store, q))
+        assert shared.get("zzk") == shared.get("zzj")
+        mine = {it.id for it in store.keyword_search_for_user("u1", q, limit=5)}
+        assert ("zzq" in mine) == ("zzk" in shared)
