@@ -223,7 +223,11 @@ def words(text: str) -> list[str]:
 def _fold_char(char: regex.Match[str]) -> str:
     """The ASCII digit of a decimal digit of another script ("٣" -> "3"), or a Latin fold."""
     c = char[0]
-    return _LATIN_FOLD.get(c) or str(unicodedata.decimal(c))
+    fold = _LATIN_FOLD.get(c)
+    if fold is None:  # a digit: the regex module may know one unicodedata does not yet
+        value = unicodedata.decimal(c, None)
+        fold = c if value is None else str(value)
+    return fold
 
 
 def _cjk_bigrams(run: regex.Match[str]) -> str:

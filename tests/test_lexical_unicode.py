@@ -407,3 +407,15 @@ def test_a_document_and_a_query_score_alike_in_any_form(doc: str, query: str) ->
         assert shared.get("zzk") == shared.get("zzj")
         mine = {it.id for it in store.keyword_search_for_user("u1", q, limit=5)}
         assert ("zzq" in mine) == ("zzk" in shared)
+
+
+def test_a_digit_newer_than_pythons_unicode_tables_is_kept() -> None:
+    # The regex module's tables (Unicode 16) know the Sunuwar digits, Python
+    # 3.11's unicodedata (Unicode 14) does not: folding them raised ValueError
+    # ("not a decimal") from every write and query that held one.
+    sunuwar_one = "\U00011bf1"
+    # Kept as it is (or read as "1" where Python knows it), next to a folded "٣".
+    assert words(f"item {sunuwar_one}٣") in (["item", f"{sunuwar_one}3"], ["item", "13"])
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content=f"ticket {sunuwar_one} open"))
+    assert [h[0] for h in _ranked(store, f"ticket {sunuwar_one}")] == ["k1"]
