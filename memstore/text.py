@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 9
+TOKENS_VERSION = 10
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -74,6 +74,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 7: a version or decimal after letters is a word of its own ("v1.2.3").
 8: decimal digits of every script are ASCII digits ("٣" is "3").
 9: Latin letters with no decomposition fold as accents do ("ı" is "i", "ø" "o").
+10: the vowel points a tatweel carries go with it.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -87,12 +88,13 @@ _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll}
 # over "\p{M}*" rescanned the run of marks at each mark (quadratic: 100k marks
 # took minutes). This form reads each character once, and a scan that starts
 # at a mark is five times faster than one that starts at a letter of a script.
-_LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M}+")
+# The Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes
+# too, with the vowel points it carries (NFKD makes one of some ligatures).
+_LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}\u0640])\p{M}+|\u0640+")
 # Characters that are not drawn (zero-width space and joiners, soft hyphen,
 # word joiner, BOM, bidi marks, variation selectors): a word pasted with one
-# inside is still the one word it shows ("pay\u200bment" is "payment"). The
-# Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes too.
-_IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
+# inside is still the one word it shows ("pay\u200bment" is "payment").
+_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 # A decimal digit of any script is its ASCII digit: "٤٥٦٧" (Arabic-Indic),
 # "४५६७" (Devanagari) and "4567" are one number. (Full-width and mathematical
 # digits are folded already by NFKD.) And the Latin letters that are no
