@@ -65,7 +65,11 @@ TOKENS_VERSION = 10
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
 made; one saved under another version is refused and rebuilt from the items,
-never read with words a query can no longer produce. 2: a text is read in
+never read with words a query can no longer produce. It also holds what is
+derived from the words (the :func:`stem` table, the gram and deletion tables
+of :mod:`memstore._vocabindex`): a change to those rules raises the version
+too. (Rules a query alone applies, such as :data:`STOP_WORDS`, do not.)
+1: words of releases before the version was kept. 2: a text is read in
 NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
 4: a run of Chinese or Japanese characters is cut into overlapping pairs.
