@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 10
+TOKENS_VERSION = 11
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -79,6 +79,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 8: decimal digits of every script are ASCII digits ("٣" is "3").
 9: Latin letters with no decomposition fold as accents do ("ı" is "i", "ø" "o").
 10: the vowel points a tatweel carries go with it.
+11: a run of Korean (Hangul) is cut into overlapping pairs, as CJK is.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -126,7 +127,9 @@ _WORD = regex.compile(
 # (with the katakana long-vowel mark "ー", of no script) is cut into its
 # overlapping pairs of characters, as search engines' CJK analysers do, so a
 # word or phrase from a sentence meets the sentence whatever surrounds it.
-_CJK_RUN_CHARS = _CJK + "\u30fc"
+# Korean is too: its words carry particles ("서울에서", "서울은"), which pairs
+# see past ("서울" is a pair of both).
+_CJK_RUN_CHARS = _CJK + r"\p{Hangul}" + "\u30fc"
 # Script boundary inside a run: CJK next to non-CJK letters ("python编程").
 _CJK_EDGE = regex.compile(
     rf"(?<=[{_CJK_RUN_CHARS}])(?=[^{_CJK_RUN_CHARS}\W_])"

@@ -453,3 +453,23 @@ def test_normalised_text_normalises_to_itself(text: str) -> None:
     once = " ".join(words(text))
     assert " ".join(words(once)) == once
     assert words(_nfc(text)) == words(_nfd(text))
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("서울", "ko-seoul"),
+        ("서울은", "ko-seoul"),  # another particle: "서울에서" was no match for it
+        ("서울에서 회의", "ko-seoul"),
+        ("프로그래밍", "ko-code"),  # inside a sentence written without spaces
+        ("프로그래밍을 좋아해", "ko-code"),
+    ],
+)
+def test_a_korean_memory_is_found_whatever_particle_the_query_uses(
+    query: str, expected: str
+) -> None:
+    store = Store()
+    store.upsert(Item(id="ko-seoul", kind="note", title="", content="서울에서 회의가 있었습니다"))
+    store.upsert(Item(id="ko-code", kind="note", title="", content="나는프로그래밍을좋아한다"))
+    store.upsert(Item(id="ko-other", kind="note", title="", content="부산 날씨가 좋다"))
+    assert [h[0] for h in _ranked(store, query)][:1] == [expected]
