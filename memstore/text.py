@@ -60,7 +60,7 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 11
+TOKENS_VERSION = 12
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
@@ -80,6 +80,7 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 9: Latin letters with no decomposition fold as accents do ("ı" is "i", "ø" "o").
 10: the vowel points a tatweel carries go with it.
 11: a run of Korean (Hangul) is cut into overlapping pairs, as CJK is.
+12: a flag emoji is a word.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -112,7 +113,8 @@ _LATIN_FOLD = {
 }  # fmt: skip
 _FOLD_CHARS = regex.compile(rf"[^\P{{Nd}}0-9]|[{''.join(_LATIN_FOLD)}]")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
-# A word is a run of letters, digits and marks, or one pictograph (emoji).
+# A word is a run of letters, digits and marks, or one pictograph (emoji), or
+# one flag (a pair of regional indicators: "🇯🇵").
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
 # after letters: a run of letters and digits ends before the digits of one
 # ("v1.2.3" is "v" and "1.2.3", "python3.11" is "python" and "3.11"), so the
@@ -120,7 +122,7 @@ _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
 # whole and not followed by "." or ":" and a digit; letters go in runs, which
 # is faster than one character at a time.)
 _WORD = regex.compile(
-    r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+"
+    r"\p{Extended_Pictographic}|\p{Regional_Indicator}{2}|\p{N}+(?:[.:]\p{N}+)+"
     r"|(?:[\p{L}\p{M}]+|\p{N}+(?!\p{N}|[.:]\p{N}))+"
 )
 # Chinese and Japanese are written without spaces: a run of their characters

@@ -473,3 +473,13 @@ def test_a_korean_memory_is_found_whatever_particle_the_query_uses(
     store.upsert(Item(id="ko-code", kind="note", title="", content="나는프로그래밍을좋아한다"))
     store.upsert(Item(id="ko-other", kind="note", title="", content="부산 날씨가 좋다"))
     assert [h[0] for h in _ranked(store, query)][:1] == [expected]
+
+
+def test_a_flag_is_a_word_as_an_emoji_is() -> None:
+    # A flag is two regional indicators, no pictograph: it was no word at all,
+    # so "🇯🇵" was an empty query and the trip below could not be found by it.
+    assert words("Trip to 🇯🇵🇰🇷 in May") == ["trip", "to", "🇯🇵", "🇰🇷", "in", "may"]
+    store = Store()
+    store.upsert(Item(id="k1", kind="note", title="", content="Trip to 🇯🇵 in May"))
+    store.upsert(Item(id="k2", kind="note", title="", content="Trip to 🇫🇷 in June"))
+    assert [h[0] for h in _ranked(store, "🇯🇵")] == ["k1"]
