@@ -60,12 +60,16 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 """English function words and conversational filler, dropped from query tokens."""
 
-TOKENS_VERSION = 8
+TOKENS_VERSION = 12
 """The version of the rules of :func:`words`: raised with every change to them.
 
 A saved lexical index (:mod:`memstore._lexsnapshot`) holds words these rules
 made; one saved under another version is refused and rebuilt from the items,
-never read with words a query can no longer produce. 2: a text is read in
+never read with words a query can no longer produce. It also holds what is
+derived from the words (the :func:`stem` table, the gram and deletion tables
+of :mod:`memstore._vocabindex`): a change to those rules raises the version
+too. (Rules a query alone applies, such as :data:`STOP_WORDS`, do not.)
+1: words of releases before the version was kept. 2: a text is read in
 NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 3: characters that are not drawn (zero-width, soft hyphen, ...) are dropped.
 4: a run of Chinese or Japanese characters is cut into overlapping pairs.
@@ -73,6 +77,10 @@ NFC first, so a decomposed accent no longer hides a CamelCase boundary.
 6: Greek accents, Arabic and Hebrew vowel points and the tatweel are dropped.
 7: a version or decimal after letters is a word of its own ("v1.2.3").
 8: decimal digits of every script are ASCII digits ("٣" is "3").
+9: Latin letters with no decomposition fold as accents do ("ı" is "i", "ø" "o").
+10: the vowel points a tatweel carries go with it.
+11: a run of Korean (Hangul) is cut into overlapping pairs, as CJK is.
+12: a flag emoji is a word.
 """
 
 # CamelCase / PascalCase boundaries: "fooBar" and "q3Plan" split before the upper
@@ -86,33 +94,46 @@ _CAMEL = regex.compile(r"(?<=[\p{Ll}\p{N}])(?=\p{Lu})|(?<=\p{Lu})(?=\p{Lu}\p{Ll}
 # over "\p{M}*" rescanned the run of marks at each mark (quadratic: 100k marks
 # took minutes). This form reads each character once, and a scan that starts
 # at a mark is five times faster than one that starts at a letter of a script.
-_LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}])\p{M}+")
+# The Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes
+# too, with the vowel points it carries (NFKD makes one of some ligatures).
+_LATIN_MARKS = regex.compile(r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}\u0640])\p{M}+|\u0640+")
 # Characters that are not drawn (zero-width space and joiners, soft hyphen,
 # word joiner, BOM, bidi marks, variation selectors): a word pasted with one
-# inside is still the one word it shows ("pay\u200bment" is "payment"). The
-# Arabic tatweel, a stroke that only stretches a word ("مـرحبا"), goes too.
-_IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\u0640]+")
+# inside is still the one word it shows ("pay\u200bment" is "payment").
+_IGNORABLE = regex.compile(r"\p{Default_Ignorable_Code_Point}+")
 # A decimal digit of any script is its ASCII digit: "٤٥٦٧" (Arabic-Indic),
 # "४५६७" (Devanagari) and "4567" are one number. (Full-width and mathematical
-# digits are folded already by NFKD.)
-_OTHER_DIGIT = regex.compile(r"[^\P{Nd}0-9]")
+# digits are folded already by NFKD.) And the Latin letters that are no
+# letter with an accent (nothing for NFKD to take off) but are read as one by
+# a reader without the key: "ısıtma" is "isitma", "smørrebrød" "smorrebrod",
+# "Łódź" "lodz", "Æsir" "aesir". Both in one scan, rarely matched.
+_LATIN_FOLD = {
+    "ı": "i", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "ħ": "h", "ŧ": "t",
+    "æ": "ae", "œ": "oe", "þ": "th",
+}  # fmt: skip
+_FOLD_CHARS = regex.compile(rf"[^\P{{Nd}}0-9]|[{''.join(_LATIN_FOLD)}]")
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}"
-# A word is a run of letters, digits and marks, or one pictograph (emoji).
+# A word is a run of letters, digits and marks, or one pictograph (emoji), or
+# one flag (a pair of regional indicators: "🇯🇵").
 # Decimals, versions and times stay whole ("0.3", "9:30", "10.0.0.1"), also
 # after letters: a run of letters and digits ends before the digits of one
 # ("v1.2.3" is "v" and "1.2.3", "python3.11" is "python" and "3.11"), so the
 # number a user types alone meets it. (A run of digits joins the word only
-# whole and not followed by "." or ":" and a digit; letters go in runs, which
-# is faster than one character at a time.)
+# whole and not followed by "." or ":" and a digit. The form is the rule
+# "(?:[\p{L}\p{M}]|\p{N}++(?![.:]\p{N}))+" unrolled: a word's digits first,
+# then runs of letters each followed by digits, or digits alone; half the
+# cost of the rule, which tries its alternatives at every character.)
 _WORD = regex.compile(
-    r"\p{Extended_Pictographic}|\p{N}+(?:[.:]\p{N}+)+"
-    r"|(?:[\p{L}\p{M}]+|\p{N}+(?!\p{N}|[.:]\p{N}))+"
+    r"\p{Extended_Pictographic}|\p{Regional_Indicator}{2}|\p{N}+(?:[.:]\p{N}+)+"
+    r"|\p{N}*+[\p{L}\p{M}]+(?:\p{N}+(?!\p{N}|[.:]\p{N})[\p{L}\p{M}]*)*|\p{N}+"
 )
 # Chinese and Japanese are written without spaces: a run of their characters
 # (with the katakana long-vowel mark "ー", of no script) is cut into its
 # overlapping pairs of characters, as search engines' CJK analysers do, so a
 # word or phrase from a sentence meets the sentence whatever surrounds it.
-_CJK_RUN_CHARS = _CJK + "\u30fc"
+# Korean is too: its words carry particles ("서울에서", "서울은"), which pairs
+# see past ("서울" is a pair of both).
+_CJK_RUN_CHARS = _CJK + r"\p{Hangul}" + "\u30fc"
 # Script boundary inside a run: CJK next to non-CJK letters ("python编程").
 _CJK_EDGE = regex.compile(
     rf"(?<=[{_CJK_RUN_CHARS}])(?=[^{_CJK_RUN_CHARS}\W_])"
@@ -121,7 +142,9 @@ _CJK_EDGE = regex.compile(
 _CJK_RUN = regex.compile(rf"[{_CJK_RUN_CHARS}]{{3,}}")
 _CJK_ANY = regex.compile(rf"[{_CJK_RUN_CHARS}]")
 # The ASCII fast path uses the stdlib engine: three times faster on these patterns.
-_ASCII_WORD = re.compile(r"[0-9]+(?:[.:][0-9]+)+|(?:[a-z]+|[0-9]+(?![0-9]|[.:][0-9]))+")
+_ASCII_WORD = re.compile(
+    r"[0-9]+(?:[.:][0-9]+)+|[0-9]*+[a-z]+(?:[0-9]+(?![0-9]|[.:][0-9])[a-z]*)*|[0-9]+"
+)  # _WORD's rule on ASCII text, unrolled as _WORD is
 # The CamelCase rule on ASCII text, found without a regex scan: each character
 # is mapped to its class ("a" lower-case letter, "d" digit, "U" upper-case
 # letter, anything else itself) by one bytes.translate, and the split points are
@@ -205,16 +228,21 @@ def words(text: str) -> list[str]:
     # Folded, not lower-cased: "ß" (and "ẞ") is "ss" as "STRASSE" says, and a
     # Greek final sigma "ς" is the "σ" of the capital "Σ".
     text = unicodedata.normalize("NFC", text).casefold()
-    if _OTHER_DIGIT.search(text):
-        text = _OTHER_DIGIT.sub(_ascii_digit, text)
+    if _FOLD_CHARS.search(text):
+        text = _FOLD_CHARS.sub(_fold_char, text)
     if _CJK_ANY.search(text):  # the edge rule's lookarounds cost most of a text without CJK
         text = _CJK_RUN.sub(_cjk_bigrams, _CJK_EDGE.sub(" ", text))
     return _WORD.findall(text)
 
 
-def _ascii_digit(digit: regex.Match[str]) -> str:
-    """The ASCII digit of a decimal digit of another script ("٣" -> "3")."""
-    return str(unicodedata.decimal(digit[0]))
+def _fold_char(char: regex.Match[str]) -> str:
+    """The ASCII digit of a decimal digit of another script ("٣" -> "3"), or a Latin fold."""
+    c = char[0]
+    fold = _LATIN_FOLD.get(c)
+    if fold is None:  # a digit: the regex module may know one unicodedata does not yet
+        value = unicodedata.decimal(c, None)
+        fold = c if value is None else str(value)
+    return fold
 
 
 def _cjk_bigrams(run: regex.Match[str]) -> str:

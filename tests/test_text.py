@@ -105,7 +105,7 @@ def test_words_of_joined_fields_are_the_words_of_each(title: str, content: str) 
 # The accent rule as it was written first: a variable-length lookbehind that rescans
 # the run of marks at each mark (quadratic). words() must fold exactly as it did.
 _LOOKBEHIND_LATIN_MARKS = regex.compile(
-    r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}]\p{M}*)\p{M}+"
+    r"(?<=[\p{Latin}\p{Greek}\p{Arabic}\p{Hebrew}\u0640]\p{M}*)\p{M}+|\u0640+"
 )
 _MARKED_TEXT = st.text(
     alphabet=st.sampled_from(
@@ -131,7 +131,7 @@ def _words_by_lookbehind(text: str) -> list[str]:
     text = unicodedata.normalize("NFKD", memstore.text._CAMEL.sub(" ", text))
     text = _LOOKBEHIND_LATIN_MARKS.sub("", text)
     text = unicodedata.normalize("NFC", text).casefold()
-    text = memstore.text._OTHER_DIGIT.sub(memstore.text._ascii_digit, text)
+    text = memstore.text._FOLD_CHARS.sub(memstore.text._fold_char, text)
     text = memstore.text._CJK_EDGE.sub(" ", text)
     text = memstore.text._CJK_RUN.sub(memstore.text._cjk_bigrams, text)
     return memstore.text._WORD.findall(text)
