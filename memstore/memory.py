@@ -411,7 +411,8 @@ class Memory:
         (``"*"`` sees every partition); ``user`` adds that user's private notes
         (matched lexically, merged by rank, ahead of public results of the same
         rank). ``explain=True`` tells, per
-        result, how it was found and scored. A blank ``query`` raises
+        result, how it was found and scored. A blank ``query``, or a ``kind``
+        the vocabulary does not list as searchable (when it lists any), raises
         :class:`~memstore.errors.InvalidItemError` (as the HTTP adapters answer 400).
 
         Each result's ``relevance`` (in [0, 1]) estimates the probability that
@@ -505,6 +506,9 @@ class Memory:
                 "query is empty: search for some words (use recent() to list the newest items)"
             )
         kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+        why = self.store.vocabulary().validate_search_kind(kind)
+        if why:  # else: no results, indistinguishable from "nothing matches"
+            raise InvalidItemError(why)
         subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)
         explain = arg.flag(explain, "explain")
