@@ -19,14 +19,17 @@ from conftest import T0, FakeClock, Recorder, StoreFactory
 from memstore import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
     DEFAULT_UNKNOWN_STALE_AFTER,
+    Config,
     InvalidItemError,
     Item,
+    Memory,
     MemstoreError,
     Store,
     ThoughtLink,
     Vocabulary,
     validate_base,
 )
+from memstore.store import RECENT_WINDOW
 
 HOUR = dt.timedelta(hours=1)
 DAY = dt.timedelta(days=1)
@@ -878,6 +881,23 @@ def test_recent_breaks_creation_ties_by_update_time(store: Store, clock: FakeClo
     store.upsert(Item(id="a", kind="note", title="a again"))
 
     assert [it.id for it in store.recent()] == ["a", "b"]
+
+
+def test_recent_gives_a_limit_past_its_window_in_full() -> None:
+    # Memory.recent takes a limit up to MAX_RESULTS (1000); before, any limit
+    # past RECENT_WINDOW (500) silently got 500 items.
+    ticks = iter(range(10**6))
+
+    def clock() -> dt.datetime:  # a second per stamp: creation order is the order written
+        return T0 + dt.timedelta(seconds=next(ticks))
+
+    with Memory(embedder=None, config=Config(clock=clock)) as mem:
+        mem.add_many([f"note number {i}" for i in range(RECENT_WINDOW + 100)])
+        newest = mem.recent(limit=RECENT_WINDOW + 50)
+        assert len(newest) == RECENT_WINDOW + 50
+        assert newest[0].content == f"note number {RECENT_WINDOW + 99}"
+        assert [it.id for it in mem.recent(limit=20)] == [it.id for it in newest[:20]]
+        assert len(mem.store.recent(limit=0)) == RECENT_WINDOW  # 0: the window, as before
 
 
 def test_recent_filters_and_leaves_out_inactive_items(store: Store, clock: FakeClock) -> None:
