@@ -36,6 +36,7 @@ from memstore.item import (
 from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
+from memstore.validate import id_rejection
 from memstore.vocabulary import Vocabulary
 
 __all__ = ["StoreBase"]
@@ -62,6 +63,11 @@ class StoreBase:
         if config is not None and not isinstance(config, Config):
             raise MemstoreError(f"config must be a memstore.Config, got {type(config).__name__}")
         self._config = config if config is not None else Config()
+        prefix: object = self._config.id_prefix
+        # What a minted id looks like: the prefix and a ULID.
+        why = id_rejection(prefix + "0" * 26) if isinstance(prefix, str) else "it is not text"
+        if why:
+            raise MemstoreError(f"Config.id_prefix {prefix!r:.80} mints no usable id: {why}")
         self._vocab = self._config.vocabulary or Vocabulary()
         if lock is not None and not (
             callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))

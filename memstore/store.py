@@ -65,6 +65,7 @@ from memstore.tags import private_owner, restored_origin
 from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
+    id_rejection,
     naive_datetime_rejection,
     stamp_knowledge_retention,
     validate_base,
@@ -238,9 +239,25 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         return validate_base(self._vocab, _check_item(item, "validate_base"))
 
     def _mint_id(self) -> str:
-        if self._config.new_id is not None:
-            return self._config.new_id()
-        return self._config.id_prefix + new_ulid()
+        """A fresh id (the lock held): prefix + ULID, or the host's ``new_id``, checked.
+
+        An id ``new_id`` gives that is no valid id, or names an item already
+        stored (which the write would silently replace), raises
+        :class:`~memstore.errors.MemstoreError`: the write is undone.
+        """
+        new_id = self._config.new_id
+        if new_id is None:
+            return self._config.id_prefix + new_ulid()
+        id = new_id()
+        why = id_rejection(id)
+        if why:
+            raise MemstoreError(f"Config.new_id gave no usable id: {why}")
+        if id in self._items:
+            raise MemstoreError(
+                f"Config.new_id gave {id!r}, the id of an item already stored; "
+                "the write would have replaced it, and was refused"
+            )
+        return id
 
     def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
         """Copy, coerce, stamp and validate an incoming item (no lock held).

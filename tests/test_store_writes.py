@@ -7,8 +7,10 @@ leave the store exactly as it was: items, indexes, search results, observers.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -1083,3 +1085,33 @@ def test_a_store_or_its_clone_refuses_a_lock_or_config_of_the_wrong_type(store: 
     with pytest.raises(MemstoreError, match="config must be a memstore"):
         store.clone_into(None, 5)  # type: ignore[arg-type]
     assert [it.id for it in store.clone_into(None).items()] == [SEED_ID]
+
+
+def test_an_id_new_id_gives_never_replaces_a_stored_item_nor_breaks_the_id_rule(
+    tmp_path: Path,
+) -> None:
+    # Before, a new_id that gave an id already stored replaced that item
+    # silently (the second add() overwrote the first note), and one that gave
+    # "has space" stored an id no export could be imported with.
+    with Memory(tmp_path, embedder=None, config=Config(new_id=lambda: "fixed")) as mem:
+        first = mem.add("the first note")
+        before = io.StringIO()
+        mem.export(before)
+        with pytest.raises(MemstoreError, match="'fixed', the id of an item already stored"):
+            mem.add("the second note")
+        after = io.StringIO()
+        mem.export(after)
+        assert after.getvalue() == before.getvalue()
+        assert mem.get("fixed") == first
+        assert mem.add("the second note", id="chosen").id == "chosen"  # a chosen id is not minted
+    for bad in ("has space", "", 5):
+        store = Store(Config(new_id=lambda bad=bad: bad))  # type: ignore[misc]
+        with pytest.raises(MemstoreError, match=r"Config\.new_id gave no usable id"):
+            store.upsert(Item(kind="note", title="x"))
+        assert len(store) == 0
+
+
+@pytest.mark.parametrize("prefix", ["my notes ", "x" * 300, "tab\t"])
+def test_an_id_prefix_that_mints_unusable_ids_is_refused_at_once(prefix: str) -> None:
+    with pytest.raises(MemstoreError, match=r"Config\.id_prefix .* mints no usable id"):
+        Store(Config(id_prefix=prefix))
