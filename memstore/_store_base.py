@@ -18,6 +18,7 @@ from sortedcontainers import SortedKeyList
 
 from memstore._lexindex import LexicalIndex
 from memstore._shared import share_containers
+from memstore.arguments import has_lone_surrogate
 from memstore.config import (
     BeforeCommitListener,
     Change,
@@ -33,6 +34,7 @@ from memstore.item import (
     STATUS_STALE,
     Item,
 )
+from memstore.limits import MAX_SUBJECT_CHARS
 from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
@@ -68,6 +70,14 @@ class StoreBase:
         why = id_rejection(prefix + "0" * 26) if isinstance(prefix, str) else "it is not text"
         if why:
             raise MemstoreError(f"Config.id_prefix {prefix!r:.80} mints no usable id: {why}")
+        subject: object = self._config.subject  # every private item written without one gets it
+        if not isinstance(subject, str) or len(subject) > MAX_SUBJECT_CHARS:
+            raise MemstoreError(
+                f"Config.subject must be text of at most {MAX_SUBJECT_CHARS} characters, "
+                f"got {subject!r:.80}"
+            )
+        if has_lone_surrogate(subject):
+            raise MemstoreError("Config.subject is not valid Unicode text (a lone surrogate)")
         self._vocab = self._config.vocabulary or Vocabulary()
         if lock is not None and not (
             callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))

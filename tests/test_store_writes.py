@@ -1115,3 +1115,18 @@ def test_an_id_new_id_gives_never_replaces_a_stored_item_nor_breaks_the_id_rule(
 def test_an_id_prefix_that_mints_unusable_ids_is_refused_at_once(prefix: str) -> None:
     with pytest.raises(MemstoreError, match=r"Config\.id_prefix .* mints no usable id"):
         Store(Config(id_prefix=prefix))
+
+
+@pytest.mark.parametrize("subject", ["s" * 1001, "agent-\ud800", 5])
+def test_a_config_subject_no_item_may_hold_is_refused_at_once(subject: Any) -> None:
+    # Before, Config(subject="s" * 2000) was taken and stamped on every private
+    # item written without a subject: that item could not be updated again, nor
+    # an export holding it imported ("subject is 2000 characters").
+    with pytest.raises(MemstoreError, match=r"Config\.subject"):
+        Store(Config(subject=subject))
+    assert (
+        Store(Config(subject="s" * 1000))
+        .upsert(Item(kind="note", title="x", scope="private", tags=["user:u1"]))
+        .subject
+        == "s" * 1000
+    )
