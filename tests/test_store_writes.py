@@ -134,6 +134,14 @@ REJECTIONS: list[tuple[str, Item, str]] = [
         Item(kind="note", title="x", tags=["tenant/a", "tenant/b"]),
         "at most one partition tag (tenant/...), got 2",
     ),
+    # Before, these were stored: 'tenant/*' put an item in a partition no
+    # search can name ('*' reads every partition), 'tenant/' in none.
+    (
+        "partition tag of every partition",
+        Item(kind="note", title="x", tags=["tenant/*"]),
+        "tag 'tenant/*' names no partition",
+    ),
+    ("empty partition tag", Item(kind="note", title="x", tags=["tenant/"]), "names no partition"),
     (
         "too many tags",
         Item(kind="note", title="x", tags=[f"t{i}" for i in range(65)]),
