@@ -284,6 +284,7 @@ class Memory:
 
         New ``tags`` replace the free tags; the item's partition and owner tags
         stay (an update never moves an item to another partition or owner).
+        A field given empty is emptied (``links=[]``, ``supersedes=[]``).
         Raises :class:`~memstore.errors.ItemNotFoundError` for an unknown id and
         :class:`~memstore.errors.InvalidItemError` for an unknown field or a
         value the item's rules refuse; either way nothing changes.
@@ -304,7 +305,8 @@ class Memory:
             data.update(fields)
             if "links" in fields:
                 data["links_set"] = True
-            return self.store.upsert(validated(data))
+            # ``data`` is the whole item: supersedes=[] clears the list (an upsert keeps it).
+            return self.store._upsert(validated(data), owned=True, whole=True)
 
     def delete(self, id: str) -> bool:
         """Delete an item (the journal keeps its history); whether it existed."""

@@ -284,8 +284,14 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             raise InvalidItemError(why)
         return it, had_deadline
 
-    def _stamp(self, it: Item, existing: Item | None, had_deadline: bool) -> None:
-        """Fill what a write stamps: id, timestamps, origin, subject, deadline."""
+    def _stamp(
+        self, it: Item, existing: Item | None, had_deadline: bool, *, whole: bool = False
+    ) -> None:
+        """Fill what a write stamps: id, timestamps, origin, subject, deadline.
+
+        ``whole``: ``it`` carries every field the caller wants (an edit of the
+        stored item), so an empty ``supersedes`` clears it instead of keeping it.
+        """
         cfg = self._config
         now = self._now()
         f = it.__dict__  # internal writes skip pydantic's per-field setattr
@@ -296,7 +302,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             f["created_at"] = existing.created_at
             if not it.links_set and not it.links:
                 f["links"] = [link.model_copy() for link in existing.links]
-            if not it.supersedes:
+            if not it.supersedes and not whole:
                 f["supersedes"] = list(existing.supersedes)
             f["origin"] = it.origin or existing.origin
             f["cell_originated"] = existing.cell_originated
@@ -321,16 +327,21 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ``validate``) runs first: a rejected item raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing. An item
         with no id gets a minted one; an update keeps the stored creation time,
-        links (unless ``links_set``) and origin when the new one carries none.
+        links (unless ``links_set``), supersedes and origin when the new one
+        carries none.
         """
         return self._upsert(item, owned=False)
 
-    def _upsert(self, item: Item, *, owned: bool) -> Item:
-        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it."""
+    def _upsert(self, item: Item, *, owned: bool, whole: bool = False) -> Item:
+        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it.
+
+        ``whole``: as for :meth:`_stamp` (``Memory.update``'s edit of a stored item).
+        """
         it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             existing = self._items.get(it.id) if it.id else None
-            return self._upsert_locked(it, existing, had_deadline)
+            self._stamp(it, existing, had_deadline, whole=whole)
+            return self._store_locked(it)
 
     def upsert_many(self, items: Iterable[Item]) -> list[Item]:
         """:meth:`upsert` of every item, as one write group; returns the stored copies.
