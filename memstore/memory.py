@@ -251,7 +251,9 @@ class Memory:
         Each entry is text, an :class:`Item`, or a mapping of ``Item`` fields
         (with ``text``/``partition``/``private_to`` accepted too). All or
         nothing: one invalid entry raises (naming its position) and nothing is
-        stored. ``progress=True`` draws a progress bar on stderr.
+        stored. ``progress=True`` draws a progress bar on stderr. Unlike
+        :meth:`add`, no entry is merged into a near-duplicate: each is stored
+        as given (:meth:`consolidate` retires restatements afterwards).
         """
         progress = arg.flag(progress, "progress")
         # What a batch builds lives on in the store: the cyclic collector would
