@@ -49,3 +49,30 @@ def test_whole_numbers_of_any_kind_still_serve(searcher: Searcher) -> None:
     assert [r.item.id for r in searcher.hybrid_search("payment", limit=0)] == ["t"]  # 0: 10
     item = Item(id="x", kind="note", title="x")
     assert [r.item.id for r in searcher.rerank((item,), np.int32(1))] == ["x"]
+
+
+FACT = "The staging database is restored from the production snapshot every Sunday night"
+
+
+def test_consolidate_takes_apply_as_a_bool_only_and_fails_closed_on_a_bad_partition() -> None:
+    # Before, apply="false" (truthy) retired every restatement, and a partition
+    # of 5 was searched for and reported as a clean sweep of nothing.
+    store = Store()
+    for n, end in enumerate((".", "!")):
+        store.upsert(
+            Item(
+                id=f"f{n}",
+                kind="stable_fact",
+                title=FACT + end,
+                confidence="high",
+                tags=["tenant/acme"],
+            )
+        )
+    searcher = Searcher(SearchConfig(store=store))
+    with pytest.raises(InvalidItemError, match="apply must be True or False"):
+        searcher.consolidate("acme", apply="false")  # type: ignore[arg-type]
+    assert [it.status for it in store.items()] == ["active", "active"]
+    assert searcher.consolidate(5).error == "consolidate needs a partition, got int 5"  # type: ignore[arg-type]
+    assert searcher.consolidate("").error == "consolidate needs a partition, got ''"
+    report = searcher.consolidate("acme", apply=True)
+    assert (report.superseded, report.applied) == (1, True)
