@@ -18,6 +18,7 @@ from sortedcontainers import SortedKeyList
 
 from memstore._lexindex import LexicalIndex
 from memstore._shared import share_containers
+from memstore.arguments import has_lone_surrogate
 from memstore.config import (
     BeforeCommitListener,
     Change,
@@ -33,9 +34,11 @@ from memstore.item import (
     STATUS_STALE,
     Item,
 )
+from memstore.limits import MAX_SUBJECT_CHARS
 from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
+from memstore.validate import id_rejection
 from memstore.vocabulary import Vocabulary
 
 __all__ = ["StoreBase"]
@@ -62,6 +65,19 @@ class StoreBase:
         if config is not None and not isinstance(config, Config):
             raise MemstoreError(f"config must be a memstore.Config, got {type(config).__name__}")
         self._config = config if config is not None else Config()
+        prefix: object = self._config.id_prefix
+        # What a minted id looks like: the prefix and a ULID.
+        why = id_rejection(prefix + "0" * 26) if isinstance(prefix, str) else "it is not text"
+        if why:
+            raise MemstoreError(f"Config.id_prefix {prefix!r:.80} mints no usable id: {why}")
+        subject: object = self._config.subject  # every private item written without one gets it
+        if not isinstance(subject, str) or len(subject) > MAX_SUBJECT_CHARS:
+            raise MemstoreError(
+                f"Config.subject must be text of at most {MAX_SUBJECT_CHARS} characters, "
+                f"got {subject!r:.80}"
+            )
+        if has_lone_surrogate(subject):
+            raise MemstoreError("Config.subject is not valid Unicode text (a lone surrogate)")
         self._vocab = self._config.vocabulary or Vocabulary()
         if lock is not None and not (
             callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))

@@ -185,9 +185,11 @@ class StoreLifecycle(StoreBase):
             self._write(id, self._retire(item, STATUS_STALE, data=data))
             cascaded: list[str] = []
             citing = self._citations.get(id, set()) | self._backlinks.get(id, set())
+            current = self._now()  # the store's clock (``now`` dates the record)
             for cid in sorted(citing):
                 cell = self._items.get(cid)
-                if cell is None or cid == id or cell.status != STATUS_ACTIVE:
+                # One already past its deadline is stale by now: not expired *by* this.
+                if cell is None or cid == id or not cell.is_active(current):
                     continue
                 # The origin the cell reads back with: a cell stored as given
                 # (put, restore) with no origin but an author tag is a person's.

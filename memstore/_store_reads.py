@@ -158,8 +158,8 @@ class StoreReads(StoreBase):
         """Active public items, newest first by creation (update time breaks ties).
 
         The recall path for memory selected by recency. Only the
-        :data:`RECENT_WINDOW` most recently updated matches are sorted; ``skip``
-        drops items the caller treats as expired.
+        :data:`RECENT_WINDOW` (or ``limit``, if more) most recently updated
+        matches are sorted; ``skip`` drops items the caller treats as expired.
         """
         _check_filters(kind=kind, scope=scope, subject=subject)
         _check_limit(limit)
@@ -167,6 +167,7 @@ class StoreReads(StoreBase):
         with self._locked():
             now = self._now()
             window: list[Item] = []
+            cap = max(RECENT_WINDOW, limit)  # a limit past the window is given in full
             for it in reversed(self._by_update):
                 if it.scope == SCOPE_PRIVATE or not it.is_active(now):
                     continue
@@ -175,7 +176,7 @@ class StoreReads(StoreBase):
                 if skip is not None and skip(it):
                     continue
                 window.append(it)
-                if len(window) >= RECENT_WINDOW:
+                if len(window) >= cap:
                     break
             window.sort(
                 key=lambda it: (_ts(it.created_at), _ts(it.updated_at), it.id), reverse=True

@@ -15,6 +15,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memstore.arguments import describe
+from memstore.errors import InvalidItemError
 from memstore.item import (
     KIND_HYPOTHESIS,
     KIND_OPERATIONAL_PATTERN,
@@ -84,8 +86,11 @@ def consolidate(
     under the store's lock (one journal transaction): all of it, or, when a
     write is refused, nothing.
     """
-    if not partition or partition == PARTITION_ALL:
-        return ConsolidationReport(error=f"consolidate needs a partition, got {partition!r}")
+    if type(apply) is not bool:  # "false" is truthy: it must not retire anything
+        raise InvalidItemError(f"apply must be True or False, got {describe(apply)}")
+    if not isinstance(partition, str) or not partition or partition == PARTITION_ALL:
+        got = repr(partition) if isinstance(partition, str) else describe(partition)
+        return ConsolidationReport(error=f"consolidate needs a partition, got {got}")
     resolved = resolve_strict(partition) if resolve_strict is not None else partition
     if not resolved:
         return ConsolidationReport(error=f"unknown partition {partition!r}")

@@ -253,7 +253,9 @@ class Memory:
         Each entry is text, an :class:`Item`, or a mapping of ``Item`` fields
         (with ``text``/``partition``/``private_to`` accepted too). All or
         nothing: one invalid entry raises (naming its position) and nothing is
-        stored. ``progress=True`` draws a progress bar on stderr.
+        stored. ``progress=True`` draws a progress bar on stderr. Unlike
+        :meth:`add`, no entry is merged into a near-duplicate: each is stored
+        as given (:meth:`consolidate` retires restatements afterwards).
         """
         progress = arg.flag(progress, "progress")
         # What a batch builds lives on in the store: the cyclic collector would
@@ -286,6 +288,7 @@ class Memory:
 
         New ``tags`` replace the free tags; the item's partition and owner tags
         stay (an update never moves an item to another partition or owner).
+        A field given empty is emptied (``links=[]``, ``supersedes=[]``).
         Raises :class:`~memstore.errors.ItemNotFoundError` for an unknown id and
         :class:`~memstore.errors.InvalidItemError` for an unknown field or a
         value the item's rules refuse; either way nothing changes.
@@ -309,7 +312,8 @@ class Memory:
             data.update(fields)
             if "links" in fields:
                 data["links_set"] = True
-            return self.store.upsert(validated(data))
+            # ``data`` is the whole item: supersedes=[] clears the list (an upsert keeps it).
+            return self.store._upsert(validated(data), owned=True, whole=True)
 
     def delete(self, id: str) -> bool:
         """Delete an item (the journal keeps its history); whether it existed."""
@@ -427,7 +431,8 @@ class Memory:
         (``"*"`` sees every partition); ``user`` adds that user's private notes
         (matched lexically, merged by rank, ahead of public results of the same
         rank). ``explain=True`` tells, per
-        result, how it was found and scored. A blank ``query`` raises
+        result, how it was found and scored. A blank ``query``, or a ``kind``
+        the vocabulary does not list as searchable (when it lists any), raises
         :class:`~memstore.errors.InvalidItemError` (as the HTTP adapters answer 400).
 
         Each result's ``relevance`` (in [0, 1]) estimates the probability that
@@ -521,6 +526,9 @@ class Memory:
                 "query is empty: search for some words (use recent() to list the newest items)"
             )
         kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
+        why = self.store.vocabulary().validate_search_kind(kind)
+        if why:  # else: no results, indistinguishable from "nothing matches"
+            raise InvalidItemError(why)
         subject = arg.text_arg(subject, "subject", MAX_SUBJECT_CHARS)
         limit = arg.count(limit, "limit", 1, MAX_RESULTS)
         explain = arg.flag(explain, "explain")

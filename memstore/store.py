@@ -65,6 +65,7 @@ from memstore.tags import private_owner, restored_origin
 from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
+    id_rejection,
     naive_datetime_rejection,
     stamp_knowledge_retention,
     validate_base,
@@ -238,9 +239,25 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         return validate_base(self._vocab, _check_item(item, "validate_base"))
 
     def _mint_id(self) -> str:
-        if self._config.new_id is not None:
-            return self._config.new_id()
-        return self._config.id_prefix + new_ulid()
+        """A fresh id (the lock held): prefix + ULID, or the host's ``new_id``, checked.
+
+        An id ``new_id`` gives that is no valid id, or names an item already
+        stored (which the write would silently replace), raises
+        :class:`~memstore.errors.MemstoreError`: the write is undone.
+        """
+        new_id = self._config.new_id
+        if new_id is None:
+            return self._config.id_prefix + new_ulid()
+        id = new_id()
+        why = id_rejection(id)
+        if why:
+            raise MemstoreError(f"Config.new_id gave no usable id: {why}")
+        if id in self._items:
+            raise MemstoreError(
+                f"Config.new_id gave {id!r}, the id of an item already stored; "
+                "the write would have replaced it, and was refused"
+            )
+        return id
 
     def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
         """Copy, coerce, stamp and validate an incoming item (no lock held).
@@ -267,8 +284,14 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             raise InvalidItemError(why)
         return it, had_deadline
 
-    def _stamp(self, it: Item, existing: Item | None, had_deadline: bool) -> None:
-        """Fill what a write stamps: id, timestamps, origin, subject, deadline."""
+    def _stamp(
+        self, it: Item, existing: Item | None, had_deadline: bool, *, whole: bool = False
+    ) -> None:
+        """Fill what a write stamps: id, timestamps, origin, subject, deadline.
+
+        ``whole``: ``it`` carries every field the caller wants (an edit of the
+        stored item), so an empty ``supersedes`` clears it instead of keeping it.
+        """
         cfg = self._config
         now = self._now()
         f = it.__dict__  # internal writes skip pydantic's per-field setattr
@@ -279,7 +302,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
             f["created_at"] = existing.created_at
             if not it.links_set and not it.links:
                 f["links"] = [link.model_copy() for link in existing.links]
-            if not it.supersedes:
+            if not it.supersedes and not whole:
                 f["supersedes"] = list(existing.supersedes)
             f["origin"] = it.origin or existing.origin
             f["cell_originated"] = existing.cell_originated
@@ -304,16 +327,21 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         ``validate``) runs first: a rejected item raises
         :class:`~memstore.errors.InvalidItemError` and changes nothing. An item
         with no id gets a minted one; an update keeps the stored creation time,
-        links (unless ``links_set``) and origin when the new one carries none.
+        links (unless ``links_set``), supersedes and origin when the new one
+        carries none.
         """
         return self._upsert(item, owned=False)
 
-    def _upsert(self, item: Item, *, owned: bool) -> Item:
-        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it."""
+    def _upsert(self, item: Item, *, owned: bool, whole: bool = False) -> Item:
+        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it.
+
+        ``whole``: as for :meth:`_stamp` (``Memory.update``'s edit of a stored item).
+        """
         it, had_deadline = self._prepare(item, owned=owned)
         with self._writing():
             existing = self._items.get(it.id) if it.id else None
-            return self._upsert_locked(it, existing, had_deadline)
+            self._stamp(it, existing, had_deadline, whole=whole)
+            return self._store_locked(it)
 
     def upsert_many(self, items: Iterable[Item]) -> list[Item]:
         """:meth:`upsert` of every item, as one write group; returns the stored copies.

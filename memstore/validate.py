@@ -51,7 +51,12 @@ from memstore.limits import (
     MAX_TAGS,
     MAX_TITLE_CHARS,
 )
-from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags, private_owner
+from memstore.tags import (
+    PARTITION_ALL,
+    PARTITION_TAG_PREFIX,
+    partition_from_tags,
+    private_owner,
+)
 from memstore.vocabulary import Vocabulary
 
 __all__ = [
@@ -187,6 +192,11 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
             return f"tag {tag[:80]!r} holds a NUL character"
         if tag.startswith(PARTITION_TAG_PREFIX):
             partitions += 1
+            if tag in _NO_PARTITION_TAGS:
+                return (
+                    f"tag {tag!r} names no partition ('{PARTITION_ALL}' means every "
+                    "partition, on reads only; '' is none)"
+                )
     if partitions > 1:
         return f"at most one partition tag ({PARTITION_TAG_PREFIX}...), got {partitions}"
     for link in item.links:
@@ -198,6 +208,9 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
             return "data keys must be non-empty"
     return ""
 
+
+_NO_PARTITION_TAGS = frozenset({PARTITION_TAG_PREFIX, PARTITION_TAG_PREFIX + PARTITION_ALL})
+"""``tenant/`` and ``tenant/*``: a partition tag no partition is named by."""
 
 _ID_RULE = "id {id!r} must be at most " + str(MAX_ID_CHARS) + " characters with no spaces"
 _KIND_RULE = "kind {kind!r} must be 1-" + str(MAX_KIND_CHARS) + " letters, digits or _ . : / -"

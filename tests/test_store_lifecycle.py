@@ -400,6 +400,22 @@ def test_refute_unknown_id_changes_nothing(store: Store, recorder: Recorder) -> 
     assert recorder.quiet
 
 
+def test_refute_reports_only_what_it_expired(store: Store, clock: FakeClock) -> None:
+    # Before, a derived citer already past its deadline (stale by the clock)
+    # was returned as expired by the cascade, and written stale again.
+    store.upsert(_note("claim", "the cache is the culprit"))
+    store.upsert(_note("plan", "flush the cache", evidence_refs=["claim"]))
+    store.upsert(_note("lapsed", "watch the cache", evidence_refs=["claim"], stale_after=T0 + HOUR))
+    clock.advance(2 * HOUR)
+    lapsed = _get(store, "lapsed")
+
+    assert store.refute("claim", "it was the database") == (True, ["plan"])
+
+    assert _get(store, "lapsed") == lapsed  # read stale before, and left as it was
+    assert _get(store, "plan").status == "stale"
+    store._check()
+
+
 def test_refute_never_gives_an_item_more_data_keys_than_it_may_hold(tmp_path: Path) -> None:
     # Before, refuting an item with MAX_DATA_KEYS keys stored one key more:
     # the item could no longer be updated, and an export of the memory could

@@ -735,7 +735,7 @@ class StoreMachine(RuleBasedStateMachine):
             for cid, r in self.recs.items()
             if cid != id
             and (id in map(cited, r.refs) or any(lk[0] == id for lk in r.links))
-            and r.status == "active"
+            and r.active(self.now)
             and r.origin in ("", "derived")
         )
         found, cascaded = self.store.refute(id, "wrong", ["log:1"])

@@ -7,8 +7,10 @@ leave the store exactly as it was: items, indexes, search results, observers.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -19,14 +21,17 @@ from conftest import T0, FakeClock, Recorder, StoreFactory
 from memstore import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
     DEFAULT_UNKNOWN_STALE_AFTER,
+    Config,
     InvalidItemError,
     Item,
+    Memory,
     MemstoreError,
     Store,
     ThoughtLink,
     Vocabulary,
     validate_base,
 )
+from memstore.store import RECENT_WINDOW
 
 HOUR = dt.timedelta(hours=1)
 DAY = dt.timedelta(days=1)
@@ -129,6 +134,14 @@ REJECTIONS: list[tuple[str, Item, str]] = [
         Item(kind="note", title="x", tags=["tenant/a", "tenant/b"]),
         "at most one partition tag (tenant/...), got 2",
     ),
+    # Before, these were stored: 'tenant/*' put an item in a partition no
+    # search can name ('*' reads every partition), 'tenant/' in none.
+    (
+        "partition tag of every partition",
+        Item(kind="note", title="x", tags=["tenant/*"]),
+        "tag 'tenant/*' names no partition",
+    ),
+    ("empty partition tag", Item(kind="note", title="x", tags=["tenant/"]), "names no partition"),
     (
         "too many tags",
         Item(kind="note", title="x", tags=[f"t{i}" for i in range(65)]),
@@ -890,6 +903,23 @@ def test_recent_breaks_creation_ties_by_update_time(store: Store, clock: FakeClo
     assert [it.id for it in store.recent()] == ["a", "b"]
 
 
+def test_recent_gives_a_limit_past_its_window_in_full() -> None:
+    # Memory.recent takes a limit up to MAX_RESULTS (1000); before, any limit
+    # past RECENT_WINDOW (500) silently got 500 items.
+    ticks = iter(range(10**6))
+
+    def clock() -> dt.datetime:  # a second per stamp: creation order is the order written
+        return T0 + dt.timedelta(seconds=next(ticks))
+
+    with Memory(embedder=None, config=Config(clock=clock)) as mem:
+        mem.add_many([f"note number {i}" for i in range(RECENT_WINDOW + 100)])
+        newest = mem.recent(limit=RECENT_WINDOW + 50)
+        assert len(newest) == RECENT_WINDOW + 50
+        assert newest[0].content == f"note number {RECENT_WINDOW + 99}"
+        assert [it.id for it in mem.recent(limit=20)] == [it.id for it in newest[:20]]
+        assert len(mem.store.recent(limit=0)) == RECENT_WINDOW  # 0: the window, as before
+
+
 def test_recent_filters_and_leaves_out_inactive_items(store: Store, clock: FakeClock) -> None:
     store.upsert(Item(id="n", kind="note", title="n", subject="ledger"))
     store.upsert(Item(id="w", kind="watch_item", title="w", tags=["service/ledger"]))
@@ -1074,3 +1104,48 @@ def test_a_store_or_its_clone_refuses_a_lock_or_config_of_the_wrong_type(store: 
     with pytest.raises(MemstoreError, match="config must be a memstore"):
         store.clone_into(None, 5)  # type: ignore[arg-type]
     assert [it.id for it in store.clone_into(None).items()] == [SEED_ID]
+
+
+def test_an_id_new_id_gives_never_replaces_a_stored_item_nor_breaks_the_id_rule(
+    tmp_path: Path,
+) -> None:
+    # Before, a new_id that gave an id already stored replaced that item
+    # silently (the second add() overwrote the first note), and one that gave
+    # "has space" stored an id no export could be imported with.
+    with Memory(tmp_path, embedder=None, config=Config(new_id=lambda: "fixed")) as mem:
+        first = mem.add("the first note")
+        before = io.StringIO()
+        mem.export(before)
+        with pytest.raises(MemstoreError, match="'fixed', the id of an item already stored"):
+            mem.add("the second note")
+        after = io.StringIO()
+        mem.export(after)
+        assert after.getvalue() == before.getvalue()
+        assert mem.get("fixed") == first
+        assert mem.add("the second note", id="chosen").id == "chosen"  # a chosen id is not minted
+    for bad in ("has space", "", 5):
+        store = Store(Config(new_id=lambda bad=bad: bad))  # type: ignore[misc]
+        with pytest.raises(MemstoreError, match=r"Config\.new_id gave no usable id"):
+            store.upsert(Item(kind="note", title="x"))
+        assert len(store) == 0
+
+
+@pytest.mark.parametrize("prefix", ["my notes ", "x" * 300, "tab\t"])
+def test_an_id_prefix_that_mints_unusable_ids_is_refused_at_once(prefix: str) -> None:
+    with pytest.raises(MemstoreError, match=r"Config\.id_prefix .* mints no usable id"):
+        Store(Config(id_prefix=prefix))
+
+
+@pytest.mark.parametrize("subject", ["s" * 1001, "agent-\ud800", 5])
+def test_a_config_subject_no_item_may_hold_is_refused_at_once(subject: Any) -> None:
+    # Before, Config(subject="s" * 2000) was taken and stamped on every private
+    # item written without a subject: that item could not be updated again, nor
+    # an export holding it imported ("subject is 2000 characters").
+    with pytest.raises(MemstoreError, match=r"Config\.subject"):
+        Store(Config(subject=subject))
+    assert (
+        Store(Config(subject="s" * 1000))
+        .upsert(Item(kind="note", title="x", scope="private", tags=["user:u1"]))
+        .subject
+        == "s" * 1000
+    )

@@ -212,3 +212,19 @@ def test_no_two_active_items_ever_supersede_the_same_item_and_reopen_agrees(
         assert _dump(mem.store) == before
         assert _forks(mem.store) == {}
         mem.store._check()
+
+
+def test_memory_update_can_clear_supersedes(tmp_path: Path) -> None:
+    # Before, update(id, supersedes=[]) returned the item with its old list:
+    # an empty list was taken for "none given" and the stored one kept.
+    with Memory(tmp_path, embedder=None) as mem:
+        a = mem.add("deploys happen on tuesday")
+        b = mem.supersede(a.id, "deploys happen on thursday")
+        assert mem.update(b.id, content="deploys happen on thursday at 10").supersedes == [a.id]
+        assert mem.update(b.id, supersedes=[]).supersedes == []
+        assert mem.get(b.id).supersedes == []  # type: ignore[union-attr]
+        # Nothing supersedes a any more: it may be superseded afresh.
+        mem.supersede(a.id, "deploys happen on friday")
+        assert _forks(mem.store) == {}
+    with Memory(tmp_path, embedder=None) as mem:
+        assert mem.get(b.id).supersedes == []  # type: ignore[union-attr]

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from memstore._entry_rule import ReadableAt
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
-from memstore.arguments import query_vector_arg, unit_interval
+from memstore.arguments import describe, query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
 from memstore.errors import InvalidItemError
 from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
@@ -278,6 +278,7 @@ class Searcher:
         would embed the query, and is sent the caller's vector (``None``: none)."""
         cfg, stats = self._cfg, self._stats
         min_relevance = unit_interval(min_relevance, "min_relevance")
+        limit = _whole(limit, "limit")
         limit = limit if limit > 0 else 10
         start = time.perf_counter()
         stats.add(STAT_TOTAL)
@@ -636,6 +637,12 @@ class Searcher:
         passes follow: the host's ``collapse_key``, then near-duplicate
         knowledge. Deterministic: stable sorts with an id tie-break.
         """
+        if isinstance(items, str | bytes | Item) or not isinstance(items, Sequence):
+            raise InvalidItemError(f"items must be a list of Items, got {describe(items)}")
+        for it in items:
+            if not isinstance(it, Item):
+                raise InvalidItemError(f"items must be a list of Items, got one {describe(it)}")
+        limit = _whole(limit, "limit")
         return _shaping.rerank(self._cfg, [Candidate(it) for it in items], limit, explain=False)
 
     # --------------------------------------------------------- consolidate
@@ -650,6 +657,15 @@ class Searcher:
         return consolidate(
             self._cfg.store, partition, apply, self._cfg.visible, self._cfg.resolve_strict
         )
+
+
+def _whole(value: object, name: str) -> int:
+    """``value`` as an ``int`` when it is a whole number (a NumPy one too), not a ``bool``."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}")
+    return int(value.__index__())  # type: ignore[attr-defined]
 
 
 def _about(subject: str, visible: Callable[[Any], bool]) -> Callable[[Any], bool]:
