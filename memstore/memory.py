@@ -238,7 +238,7 @@ class Memory:
         self._check_open()
         # ``item`` was built here for this write: the store need not copy it.
         if dedup:  # it reads what it may land on: one step with the write
-            return self.atomically(lambda: self.store._upsert_dedup(item, owned=True)[0])
+            return self._atomic(lambda: self.store._upsert_dedup(item, owned=True)[0])
         return self.store._upsert(item, owned=True)
 
     def add_many(
@@ -298,7 +298,7 @@ class Memory:
         if "id" in fields:
             raise InvalidItemError("update cannot change an item's id")
         self._check_open()
-        return self.atomically(lambda: self._update(id, dict(fields)))  # a fresh copy per run
+        return self._atomic(lambda: self._update(id, dict(fields)))  # a fresh copy per run
 
     def _update(self, id: str, fields: dict[str, Any]) -> Item:
         with self.store.batch():  # read, change and write as one step: no lost update
@@ -319,13 +319,13 @@ class Memory:
         """Delete an item (the journal keeps its history); whether it existed."""
         id = arg.id_arg(id)
         self._check_open()
-        return self.atomically(lambda: self.store.delete(id))
+        return self._atomic(lambda: self.store.delete(id))
 
     def expire(self, id: str) -> bool:
         """Mark an item stale now; whether it exists."""
         id = arg.id_arg(id)
         self._check_open()
-        return self.atomically(lambda: self.store.expire(id))
+        return self._atomic(lambda: self.store.expire(id))
 
     def supersede(
         self,
@@ -343,9 +343,7 @@ class Memory:
         """
         old_id = arg.id_arg(old_id, "old_id")
         self._check_open()
-        return self.atomically(
-            lambda: self._supersede(old_id, text_or_item, private_to, dict(fields))
-        )
+        return self._atomic(lambda: self._supersede(old_id, text_or_item, private_to, dict(fields)))
 
     def _supersede(
         self, old_id: str, text_or_item: str | Item, private_to: str | None, fields: dict[str, Any]
@@ -371,7 +369,7 @@ class Memory:
         reason = arg.text_arg(reason, "reason", MAX_REASON_CHARS, empty=False)
         evidence = arg.text_list(evidence, "evidence", MAX_REFS, MAX_REF_CHARS)
         self._check_open()
-        found, cascaded = self.atomically(lambda: self.store.refute(id, reason, evidence))
+        found, cascaded = self._atomic(lambda: self.store.refute(id, reason, evidence))
         if not found:
             raise ItemNotFoundError(id)
         return cascaded
@@ -402,7 +400,7 @@ class Memory:
                 raise InvalidItemError(why)
             return self.store.add_link(from_id, link)
 
-        return self.atomically(add_link)
+        return self._atomic(add_link)
 
     # --------------------------------------------------------------- reads
 
@@ -682,8 +680,17 @@ class Memory:
             with self.store.batch():
                 return fn()
 
+        return self._atomic(group)
+
+    def _atomic(self, fn: Callable[[], T]) -> T:
+        """:meth:`atomically` for this class's own steps, each one write group already.
+
+        No ``store.batch()`` around them: it would hold the store's lock over
+        the host's validation and the reads before the write, which the
+        store's own write takes for the group alone.
+        """
         journal = self.journal
-        return journal.atomically(group) if isinstance(journal, JournalBase) else group()
+        return journal.atomically(fn) if isinstance(journal, JournalBase) else fn()
 
     def _journal(self, *, writing: str = "") -> Journal:
         """The journal, for a read or (``writing`` names it) a write a read-only memory refuses."""
