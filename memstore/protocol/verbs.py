@@ -228,14 +228,17 @@ class Verbs:
                 "(each heading starts one): use fewer headings, or split the episode"
             )
         store = self.store
+
+        def store_episode() -> None:  # one step: replicas never both replace one episode
+            old = store.get(items[0].id)
+            if old is not None:  # a re-ingest replaces the episode's chunks
+                for cid in episode_chunk_ids(old):
+                    store.delete(cid)
+            for item in items:
+                store.upsert(item)
+
         try:
-            with store.batch():
-                old = store.get(items[0].id)
-                if old is not None:  # a re-ingest replaces the episode's chunks
-                    for cid in episode_chunk_ids(old):
-                        store.delete(cid)
-                for item in items:
-                    store.upsert(item)
+            self.memory.atomically(store_episode)
         except InvalidItemError as e:  # the engine's own rules: the episode, not the server
             raise invalid_request(f"the episode cannot be stored: {e}") from None
         lsn = self.journal.last_lsn() or self.journal.head()
@@ -452,10 +455,14 @@ class Verbs:
                     self.store.upsert(audit_item(tenant, target, [], hard=True))
             lsn = self.journal.last_lsn() or self.journal.head()
             return _receipt(target, [], purged, lsn, preview=False)
-        ids = self._live_targets(tenant, req)
-        with self.store.batch():
+
+        def soft_delete() -> list[str]:  # one step: of two replicas, one deletes, one finds none
+            ids = self._live_targets(tenant, req)
             gone = [i for i in ids if self.store.delete(i)]
             self.store.upsert(audit_item(tenant, target, gone, hard=False))
+            return gone
+
+        gone = self.memory.atomically(soft_delete)
         lsn = self.journal.last_lsn() or self.journal.head()
         return _receipt(target, gone, [], lsn, preview=False)
 

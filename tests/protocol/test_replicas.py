@@ -247,3 +247,21 @@ def test_the_conformance_suite_passes_with_requests_alternating(tmp_path: Path) 
     counts = {k: int(suite.get(k, "0")) for k in ("tests", "failures", "errors", "skipped")}
     assert counts["tests"] > 50 and counts["failures"] == counts["errors"] == 0, counts
     assert counts["skipped"] == 0, "nothing may skip: the pair must really run"
+
+
+def test_one_forget_sent_to_both_replicas_at_once_deletes_once(pair: Pair) -> None:
+    # Each replica reads its own store: without one step from read to commit, both saw the
+    # chunks live, both answered rows_written 2, and two audit items recorded one deletion.
+    import concurrent.futures
+
+    token = pair.token()
+    for round in range(4):
+        ulid = str(ULID())
+        body = {"id": ulid, "source": f"race{round}", "content": f"race note {round}"}
+        pair.settle(lsn_of(pair.a.ok("POST", "/v1/ingest", token, json=body)))
+        forget = {"target": {"Id": ulid}}
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            replicas = (pair.a, pair.b)
+            sent = [pool.submit(r.ok, "POST", "/v1/forget", token, json=forget) for r in replicas]
+            both = [f.result() for f in sent]
+        assert sorted(r["rows_written"] for r in both) == [0, 2], both
