@@ -425,7 +425,8 @@ def _check_search(
 
     Without it, ``query=None`` raised ``AttributeError`` from the tokenizer,
     ``limit="5"`` a ``TypeError`` from a comparison, and ``limit=True``
-    searched for one hit.
+    searched for one hit. A query holding a lone surrogate (no text a writer
+    could have stored) is refused as :meth:`Memory.search` refuses it.
     """
     if (
         type(query) is str
@@ -434,6 +435,8 @@ def _check_search(
         and type(limit) is int
         and (partition is None or type(partition) is str)
     ):
+        if arg.has_lone_surrogate(query):
+            raise InvalidItemError("query is not valid Unicode text (it holds a lone surrogate)")
         return
     for name, value in (("query", query), ("kind", kind), ("subject", subject)):
         if not isinstance(value, str):

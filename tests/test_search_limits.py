@@ -11,6 +11,7 @@ no embedder (lexical only) and with the hash embedder (both channels).
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -37,3 +38,14 @@ def test_a_small_limit_is_a_prefix_of_the_default_one(
         ten = [h.item.id for h in mem.search(query, limit=POOL_LIMIT)]
         for k in range(1, POOL_LIMIT):
             assert [h.item.id for h in mem.search(query, limit=k)] == ten[:k]
+
+
+def test_a_lone_surrogate_in_a_store_query_is_refused() -> None:
+    # Memory.search refuses it; the Store's keyword search answered hits as if it were text.
+    from memstore import InvalidItemError, Item, Store
+
+    store = Store()
+    store.upsert(Item(kind="note", title="payment retries"))
+    with pytest.raises(InvalidItemError, match="lone surrogate"):
+        store.keyword_search("pay\ud800ment")
+    assert [it.title for it in store.keyword_search("payment")] == ["payment retries"]

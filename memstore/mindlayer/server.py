@@ -153,7 +153,7 @@ def _serve_on(
         print(
             f"memstore: serving the Mind Layer API on {base_url(args.host, args.port)} "
             f"(data {args.data}, owner token {'required' if token else 'not required'}, "
-            f"embeddings {model}, chat {provider.chat_model if provider else None}, {hosts!r})",
+            f"embeddings {model}, chat {provider.chat_model if provider else None}, {hosts})",
             file=sys.stderr,
             flush=True,
         )

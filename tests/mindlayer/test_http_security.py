@@ -42,6 +42,8 @@ class TestHTTPAuthenticationAndBrowserIsolation:
                 assert r.headers["www-authenticate"] == "Bearer"
                 assert c.get("/v1/export", params=scope).status_code == 401
             assert anon.get("/healthz").status_code == 200  # liveness needs no token
+        # The start-up line names the Host names served in words, not a repr.
+        assert "answers Host 127.0.0.1, localhost, [::1])" in guarded.log_text()
         with guarded.client(TOKEN) as c:
             store(c, scope, "The user likes tea.")
             assert len(export(c, scope)["memories"]) == 1
