@@ -78,6 +78,12 @@ class StoreBase:
             )
         if has_lone_surrogate(subject):
             raise MemstoreError("Config.subject is not valid Unicode text (a lone surrogate)")
+        for kind, ttl in (self._config.default_ttl or {}).items():
+            if not isinstance(ttl, _dt.timedelta) or abs(ttl) > _MAX_TTL:
+                raise MemstoreError(
+                    f"Config.default_ttl[{kind!r:.80}] must be a timedelta of at most "
+                    f"{_MAX_TTL.days} days, got {ttl!r:.80}"
+                )
         self._vocab = self._config.vocabulary or Vocabulary()
         if lock is not None and not (
             callable(getattr(lock, "acquire", None)) and callable(getattr(lock, "release", None))
@@ -634,6 +640,8 @@ def _parsed_epoch() -> _dt.datetime:
     return at
 
 
+_MAX_TTL = _dt.timedelta(days=1000 * 366)
+"""The longest ``Config.default_ttl`` (a thousand years): any now plus it stays a datetime."""
 _NEVER = float("-inf")
 _SECOND = _dt.timedelta(seconds=1)
 _UTC = _dt.UTC

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import regex
 
 from memstore.arguments import describe, has_lone_surrogate
+from memstore.errors import MemstoreError
 from memstore.eventdate import valid_event_date
 from memstore.item import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
@@ -430,9 +431,16 @@ def stamp_knowledge_retention(
     elif item.kind == KIND_UNKNOWN:
         item.stale_after = now + DEFAULT_UNKNOWN_STALE_AFTER
     elif item.kind in (KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN) and retention is not None:
-        days = retention(partition_from_tags(item.tags))
+        partition = partition_from_tags(item.tags)
+        days = retention(partition)
         if days > 0:
-            item.stale_after = now + _dt.timedelta(days=days)
+            try:
+                item.stale_after = now + _dt.timedelta(days=days)
+            except (OverflowError, TypeError):  # past year 9999, or no number of days
+                raise MemstoreError(
+                    f"Config.retention gave {days!r:.40} days for partition {partition!r:.80}: "
+                    "no deadline can be that far"
+                ) from None
 
 
 def is_refuted(item: Item) -> bool:

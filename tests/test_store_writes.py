@@ -1149,3 +1149,20 @@ def test_a_config_subject_no_item_may_hold_is_refused_at_once(subject: Any) -> N
         .subject
         == "s" * 1000
     )
+
+
+def test_a_deadline_config_past_the_calendar_is_a_clear_error() -> None:
+    # Before, both raised a bare OverflowError ("date value out of range") from
+    # inside the write (default_ttl) or its stamping (retention).
+    with pytest.raises(MemstoreError, match=r"Config\.default_ttl\['note'\] must be a timedelta"):
+        Store(Config(default_ttl={"note": dt.timedelta(days=999_999_999)}))
+    with pytest.raises(MemstoreError, match=r"Config\.default_ttl\['note'\]"):
+        Store(Config(default_ttl={"note": 30}))  # type: ignore[dict-item]
+    store = Store(Config(retention=lambda partition: 10**7))
+    with pytest.raises(MemstoreError, match=r"Config\.retention gave 10000000 days"):
+        store.upsert(Item(kind="stable_fact", title="x", confidence="high"))
+    assert len(store) == 0
+    fine = Store(Config(retention=lambda partition: 30, clock=lambda: T0))
+    assert fine.upsert(Item(kind="stable_fact", title="x", confidence="high")).stale_after == (
+        T0 + dt.timedelta(days=30)
+    )
