@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -305,15 +307,11 @@ def test_a_long_memory_is_listed_page_by_page(page: Page) -> None:
     assert len(set(ids)) == 22
 
 
-def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -> None:
-    # A URL path segment "." or ".." (even as %2e%2e) is resolved away by the browser's URL
-    # parser: items/.. would ask for /ui/api/, so the page must not put ids in the path.
-    data = tmp_path / "data"
-    with Memory(data, embedder="hash") as mem:
-        for id in ("..", "."):
-            mem.add(Item(id=id, kind="note", content=f"Dots note {id}"), partition="t")
+@contextlib.contextmanager
+def signed_in(browser: Any, tmp_path: Path, data: Path) -> Iterator[Any]:
+    """A tab signed in to a server of its own over ``data`` (tenant ``t``, recall only)."""
     tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tok-dots": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": ["recall"]}}))
     tokens.chmod(0o600)
     proc, url = start_server(data, tokens)
     context = browser.new_context()
@@ -321,7 +319,21 @@ def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -
         tab = context.new_page()
         tab.set_default_timeout(15_000)
         tab.goto(f"{url}/ui")
-        Page(tab, Server(url, {}), []).sign_in("tok-dots")
+        Page(tab, Server(url, {}), []).sign_in("tok-t")
+        yield tab
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+
+
+def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -> None:
+    # A URL path segment "." or ".." (even as %2e%2e) is resolved away by the browser's URL
+    # parser: items/.. would ask for /ui/api/, so the page must not put ids in the path.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        for id in ("..", "."):
+            mem.add(Item(id=id, kind="note", content=f"Dots note {id}"), partition="t")
+    with signed_in(browser, tmp_path, data) as tab:
         item = tab.get_by_role("region", name="Item")
         for id in ("..", "."):
             tab.get_by_role("list", name="Results").get_by_role(
@@ -329,9 +341,6 @@ def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -
             ).click()
             expect(item.locator('[data-field="id"]')).to_have_text(id)
             expect(tab.get_by_role("alert")).to_be_hidden()
-    finally:
-        context.close()
-        assert stop_server(proc) == 0
 
 
 def test_the_newest_list_shows_retired_items_with_their_status(
@@ -343,23 +352,11 @@ def test_the_newest_list_shows_retired_items_with_their_status(
     with Memory(data, embedder="hash") as mem:
         old = mem.add(Item(kind="fact", content="The pool holds 20"), partition="t")
         mem.supersede(old.id, "The pool holds 40")
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tok-list": {"tenant": "t", "scopes": ["recall"]}}))
-    tokens.chmod(0o600)
-    proc, url = start_server(data, tokens)
-    context = browser.new_context()
-    try:
-        tab = context.new_page()
-        tab.set_default_timeout(15_000)
-        tab.goto(f"{url}/ui")
-        Page(tab, Server(url, {}), []).sign_in("tok-list")
+    with signed_in(browser, tmp_path, data) as tab:
         listed = tab.get_by_role("list", name="Results").get_by_role("listitem")
         expect(listed).to_have_count(2)
         expect(listed.filter(has_text="holds 20").locator(".status")).to_have_text("superseded")
         expect(listed.filter(has_text="holds 40").locator(".status")).to_have_count(0)
-    finally:
-        context.close()
-        assert stop_server(proc) == 0
 
 
 def test_a_revoked_token_is_signed_out_by_the_live_stream(browser: Any, tmp_path: Path) -> None:
