@@ -16,14 +16,16 @@ from memstore.cli import build_parser
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def memstore(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def memstore(
+    *args: str, cwd: Path, module: str = "memstore.cli", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m <module> ARGS`` in ``cwd``, this checkout's code first (``env`` added)."""
     return subprocess.run(
-        [sys.executable, "-m", "memstore.cli", *args],
+        [sys.executable, "-m", module, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
     )
 
 
@@ -328,17 +330,11 @@ def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> 
 
 def test_python_dash_m_memstore_is_the_command(tmp_path: Path) -> None:
     # Where the venv's scripts are not on PATH, `python -m memstore` is what one types.
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = [sys.executable, "-m", "memstore"]
-    added = subprocess.run(
-        [*run, "add", "the backup runs nightly"], cwd=tmp_path, env=env, capture_output=True
-    )
+    added = memstore("add", "the backup runs nightly", cwd=tmp_path, module="memstore")
     assert added.returncode == 0, added.stderr
-    found = subprocess.run(
-        [*run, "search", "backup"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+    found = memstore("search", "backup", cwd=tmp_path, module="memstore")
     assert found.returncode == 0 and "the backup runs nightly" in found.stdout
-    assert subprocess.run([*run, "--version"], env=env, capture_output=True).returncode == 0
+    assert memstore("--version", cwd=tmp_path, module="memstore").returncode == 0
 
 
 def test_a_tilde_in_a_path_means_home_even_where_no_shell_expands_it(tmp_path: Path) -> None:
@@ -347,16 +343,9 @@ def test_a_tilde_in_a_path_means_home_even_where_no_shell_expands_it(tmp_path: P
     home, cwd = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     cwd.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home)}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memstore.cli", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        return memstore(*args, cwd=cwd, env={"HOME": str(home)})
 
     added = run("add", "kept at home", "--data=~/mem", "--embedder", "hash")
     assert added.returncode == 0, added.stderr
