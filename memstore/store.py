@@ -31,11 +31,10 @@ from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexsnapshot import LexiconSnapshotError
 from memstore._memory_build import validated
-from memstore._store_base import _unfolded
 from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
-from memstore._ulid import new_ulid
+from memstore._store_writes import DEDUP_ELIGIBLE_KINDS, StoreWrites, _check_item, _fields_of
 from memstore.arguments import describe
 from memstore.config import (
     BeforeCommitListener,
@@ -47,27 +46,16 @@ from memstore.config import (
 )
 from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
 from memstore.item import (
-    KIND_HYPOTHESIS,
-    KIND_OPERATIONAL_PATTERN,
-    KIND_STABLE_FACT,
-    KIND_WATCH_ITEM,
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
     STATUS_SUPERSEDED,
     Item,
     Removed,
-    ThoughtLink,
     well_typed,
 )
 from memstore.limits import MAX_REFS
-from memstore.neardup import Incoming, near_duplicate_tokens
-from memstore.tags import private_owner, restored_origin
-from memstore.text import word_dedup_tokens
 from memstore.validate import (
-    RETAINED_KINDS,
-    id_rejection,
     naive_datetime_rejection,
-    stamp_knowledge_retention,
     validate_base,
 )
 from memstore.vocabulary import Vocabulary
@@ -83,13 +71,8 @@ __all__ = [
 LexiconSource = tuple[str, int]
 """A saved lexical index: its path, and the generation it must carry to be used."""
 
-DEDUP_ELIGIBLE_KINDS = frozenset(
-    {KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS}
-)
-"""Kinds :meth:`Store.upsert_dedup` merges restatements of."""
 
-
-class Store(StoreReads, StoreSearch, StoreLifecycle):
+class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
     """The in-memory set of memory items with their lexical indexes.
 
     Thread-safe: every method takes the store's lock (the host's, when given);
@@ -232,256 +215,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         """
         return self._writing()
 
-    # --------------------------------------------------------------- writes
-
-    def validate_base(self, item: Item) -> str:
-        """Why ``item`` breaks the rules every item obeys, or ``""`` (see :func:`validate_base`)."""
-        return validate_base(self._vocab, _check_item(item, "validate_base"))
-
-    def _mint_id(self) -> str:
-        """A fresh id (the lock held): prefix + ULID, or the host's ``new_id``, checked.
-
-        An id ``new_id`` gives that is no valid id, or names an item already
-        stored (which the write would silently replace), raises
-        :class:`~memstore.errors.MemstoreError`: the write is undone.
-        """
-        new_id = self._config.new_id
-        if new_id is None:
-            return self._config.id_prefix + new_ulid()
-        id = new_id()
-        why = id_rejection(id)
-        if why:
-            raise MemstoreError(f"Config.new_id gave no usable id: {why}")
-        if id in self._items:
-            raise MemstoreError(
-                f"Config.new_id gave {id!r}, the id of an item already stored; "
-                "the write would have replaced it, and was refused"
-            )
-        return id
-
-    def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
-        """Copy, coerce, stamp and validate an incoming item (no lock held).
-
-        ``owned``: the caller built ``item`` for this write and keeps no
-        reference to it, so it is worked on without the defensive copy.
-        """
-        _check_item(item)
-        if owned:
-            it = item
-        elif well_typed(item):
-            it = item.clone()
-        else:  # a field assigned after construction (never validated): validate it now
-            it = validated(_fields_of(item))
-        if self._vocab.coerce is not None:
-            self._vocab.coerce(it)
-        had_deadline = it.stale_after is not None
-        if not had_deadline and it.kind in RETAINED_KINDS:  # the clock only when it is used
-            stamp_knowledge_retention(it, self._config.retention, self._now())
-        why = validate_base(self._vocab, it)
-        if not why and self._config.validate is not None:
-            why = self._config.validate(it)
-        if why:
-            raise InvalidItemError(why)
-        return it, had_deadline
-
-    def _stamp(
-        self, it: Item, existing: Item | None, had_deadline: bool, *, whole: bool = False
-    ) -> None:
-        """Fill what a write stamps: id, timestamps, origin, subject, deadline.
-
-        ``whole``: ``it`` carries every field the caller wants (an edit of the
-        stored item), so an empty ``supersedes`` clears it instead of keeping it.
-        """
-        cfg = self._config
-        now = self._now()
-        f = it.__dict__  # internal writes skip pydantic's per-field setattr
-        if not it.id:
-            f["id"] = self._mint_id()
-        f["updated_at"] = now
-        if existing is not None:
-            f["created_at"] = existing.created_at
-            if not it.links_set and not it.links:
-                f["links"] = [link.model_copy() for link in existing.links]
-            if not it.supersedes and not whole:
-                f["supersedes"] = list(existing.supersedes)
-            f["origin"] = it.origin or existing.origin
-            f["cell_originated"] = existing.cell_originated
-        elif it.created_at is None:
-            f["created_at"] = now
-        if not it.origin:
-            f["origin"] = restored_origin(it)
-        if it.scope == SCOPE_PRIVATE and not it.subject:
-            f["subject"] = cfg.subject
-        ttl = cfg.default_ttl
-        if ttl is not None and not had_deadline:
-            if existing is not None and existing.stale_after is not None:
-                f["stale_after"] = existing.stale_after
-            elif existing is None and it.kind in ttl:
-                f["stale_after"] = now + ttl[it.kind]
-        f["links_set"] = False
-
-    def upsert(self, item: Item) -> Item:
-        """Add or update one item; returns the stored copy.
-
-        Validation (the base rules, the vocabulary's coercion, the host's
-        ``validate``) runs first: a rejected item raises
-        :class:`~memstore.errors.InvalidItemError` and changes nothing. An item
-        with no id gets a minted one; an update keeps the stored creation time,
-        links (unless ``links_set``), supersedes and origin when the new one
-        carries none.
-        """
-        return self._upsert(item, owned=False)
-
-    def _upsert(self, item: Item, *, owned: bool, whole: bool = False) -> Item:
-        """:meth:`upsert`; ``owned``: the caller built ``item`` for this write and drops it.
-
-        ``whole``: as for :meth:`_stamp` (``Memory.update``'s edit of a stored item).
-        """
-        it, had_deadline = self._prepare(item, owned=owned)
-        with self._writing():
-            existing = self._items.get(it.id) if it.id else None
-            self._stamp(it, existing, had_deadline, whole=whole)
-            return self._store_locked(it)
-
-    def upsert_many(self, items: Iterable[Item]) -> list[Item]:
-        """:meth:`upsert` of every item, as one write group; returns the stored copies.
-
-        Every item is validated before anything is written: one rejected item
-        raises :class:`~memstore.errors.InvalidItemError` naming its position
-        (``"entry 3: ..."``) and nothing changes. Then the items are written in
-        order (a later one with the same id updates an earlier one) and commit
-        together, as in ``with store.batch():`` (one journal transaction).
-
-        >>> store = Store()
-        >>> [it.title for it in store.upsert_many([Item(kind="note", title="a"),
-        ...                                        Item(kind="note", title="b")])]
-        ['a', 'b']
-        """
-        if isinstance(items, str | bytes | Item) or not isinstance(items, Iterable):
-            raise InvalidItemError(f"items must be a list of Items, got {arg.describe(items)}")
-        return self._upsert_many(list(items), owned=False)
-
-    def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
-        """:meth:`upsert_many`; ``owned``: the caller built the items and drops them."""
-        prepared: list[tuple[Item, bool]] = []
-        for n, item in enumerate(items):
-            try:
-                prepared.append(self._prepare(item, owned=owned))
-            except InvalidItemError as e:
-                raise InvalidItemError(f"entry {n}: {e.reason}") from None
-        out: list[Item] = []
-        # Everything the group builds lives on in the store: the cyclic collector
-        # would only walk it again and again meanwhile (it runs as usual after).
-        with bulk_load(collect=False), self._writing():
-            items_now = self._items
-            for it, had_deadline in prepared:
-                existing = items_now.get(it.id) if it.id else None
-                out.append(self._upsert_locked(it, existing, had_deadline))
-        return out
-
-    def _upsert_locked(self, it: Item, existing: Item | None, had_deadline: bool) -> Item:
-        """Stamp a prepared item, let the ``before`` seam amend it, write it; a copy back."""
-        self._stamp(it, existing, had_deadline)
-        return self._store_locked(it)
-
-    def _store_locked(self, it: Item) -> Item:
-        """Run the ``before`` seam on a ready item, write it, and return a copy."""
-        if self._config.before is not None:
-            self._config.before(it)
-        self._write(it.id, it)
-        return it.clone()
-
-    def upsert_dedup(self, item: Item) -> tuple[Item, str | None]:
-        """The write gate for model-authored knowledge: restatements land on one cell.
-
-        When ``item.id`` names an existing cell, or the kind is not one of
-        :data:`DEDUP_ELIGIBLE_KINDS`, this is :meth:`upsert` (second value
-        ``None``). Otherwise the item is scored against the active cells of its
-        kind that share a token with it; on a near-duplicate that cell is
-        updated in place (its id, creation time, links, supersedes kept; tags
-        unioned, existing first; every other field, the origin included, from
-        the restatement, an unset origin stamped as on any write) and its id is
-        returned second.
-        """
-        return self._upsert_dedup(item, owned=False)
-
-    def _upsert_dedup(self, item: Item, *, owned: bool) -> tuple[Item, str | None]:
-        """:meth:`upsert_dedup`; ``owned`` as for :meth:`_upsert`."""
-        _check_item(item)
-        if item.kind not in DEDUP_ELIGIBLE_KINDS:
-            return self._upsert(item, owned=owned), None
-        it, had_deadline = self._prepare(item, owned=owned)
-        with self._writing():
-            if it.id and it.id in self._items:
-                return self._upsert_locked(it, self._items[it.id], had_deadline), None
-            # Compare the item as it would be stored: its origin and a private
-            # item's subject are stamped, so they match cells stamped the same way.
-            f = it.__dict__
-            f["origin"] = it.origin or restored_origin(it)
-            if it.scope == SCOPE_PRIVATE and not it.subject:
-                f["subject"] = self._config.subject
-            target = self._find_duplicate_locked(it)
-            if target is None:
-                return self._upsert_locked(it, None, had_deadline), None
-            # ``it`` is this write's own copy: the merge is made in it, not in
-            # another clone of it.
-            merged = it
-            f["tags"] = list(dict.fromkeys([*target.tags, *it.tags]))
-            f["id"] = target.id
-            f["created_at"] = target.created_at
-            f["links"] = [link.model_copy() for link in target.links]
-            f["supersedes"] = list(target.supersedes)
-            f["cell_originated"] = target.cell_originated
-            f["updated_at"] = self._now()
-            ttl = self._config.default_ttl
-            if ttl is not None and not had_deadline:
-                # As for an update: a restatement without a deadline keeps the
-                # stored one, unless renew_on_merge re-arms a default_ttl kind.
-                if self._config.renew_on_merge and it.kind in ttl:
-                    merged.__dict__["stale_after"] = self._now() + ttl[it.kind]
-                else:
-                    merged.__dict__["stale_after"] = target.stale_after
-            # Each side was valid; together they may not be (tags past MAX_TAGS).
-            why = validate_base(self._vocab, merged)
-            if why:
-                raise InvalidItemError(
-                    f"this restates {target.id}, and the merged cell would break a rule: {why}"
-                )
-            return self._store_locked(merged), target.id
-
-    def _find_duplicate_locked(self, item: Item) -> Item | None:
-        """The best near-duplicate of ``item`` among the stored cells, or ``None``.
-
-        Each candidate's token set comes from the store's cache (tokenised
-        once while its title and content stay the same), not re-derived at
-        every check. The item's own title and content are split once: the
-        lexical index keeps that split for this write's indexing.
-        """
-        title_words, content_words = self._lex.split(item)
-        tokens = word_dedup_tokens((*title_words, *content_words))
-        if not tokens:
-            return None
-        if item.scope == SCOPE_PRIVATE:
-            pool: Iterable[str] = sorted(self._private.get(private_owner(item), ()))
-        else:
-            # Any near-duplicate shares a folded token, i.e. contains a word
-            # that folds to it: the postings of those words, of the item's
-            # kind, are the candidates.
-            words = [w for tok in tokens for w in _unfolded(tok)]
-            pool = self._lex.ids_with_words(words, item.kind)
-        now = self._now()
-        incoming = Incoming(item)  # the item's side of every comparison, derived once
-        best: tuple[Item, float] | None = None
-        for cid in pool:
-            cand = self._items.get(cid)
-            if cand is None or cand.kind != item.kind or not cand.is_active(now):
-                continue
-            if not incoming.comparable(cand):
-                continue
-            score, dup = near_duplicate_tokens(self._dedup_cache.tokens(cand), tokens)
-            if dup and (best is None or score > best[1]):
-                best = (cand, score)
-        return best[0] if best else None
+    # ------------------------------------------------------- exact writes
 
     def put(self, item: Item) -> None:
         """Store ``item`` exactly as given: no validation, stamping or merge.
@@ -793,30 +527,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         return copy
 
 
-def _check_item(item: object, what: str = "") -> Item:
-    """``item`` when it is an :class:`Item`; else :class:`InvalidItemError` (naming ``what``)."""
-    if not isinstance(item, Item):
-        head = f"{what}: " if what else ""
-        raise InvalidItemError(f"{head}expected an Item, got {describe(item)}")
-    return item
-
-
 def _check_callable(fn: object, name: str) -> None:
     """Refuse a callback that cannot be called (it would fail inside the write)."""
     if not callable(fn):
         raise InvalidItemError(f"{name} must be a function, got {describe(fn)}")
-
-
-def _fields_of(item: Item) -> dict[str, object]:
-    """Every field of ``item``, its links as plain dicts: what validation must see.
-
-    Pydantic takes a model instance inside a field as it is (a link whose
-    weight was assigned NaN would pass); as a dict, every link is checked too.
-    """
-    fields = dict(item.__dict__)
-    links = fields.get("links")
-    if isinstance(links, list):
-        fields["links"] = [
-            dict(link.__dict__) if isinstance(link, ThoughtLink) else link for link in links
-        ]
-    return fields
