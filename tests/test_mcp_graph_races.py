@@ -1,12 +1,13 @@
-"""The knowledge-graph tools racing in separate processes on one PostgreSQL journal.
+"""MCP tools racing in separate processes on one PostgreSQL journal.
 
-Two ``--compat knowledge-graph`` servers on one PostgreSQL journal each read
-their own store, which follows the other's writes a few milliseconds late.
-Every graph tool reads an entity, then writes it whole (its observations and
-relations are one item), so two processes changing one entity at the same
-moment must not overwrite each other: both additions land, and of two
-processes creating one name exactly one is told it created it. Real
-processes (``spawn``), in lockstep at a barrier, round after round.
+Two ``memstore mcp`` servers on one PostgreSQL journal each read their own
+store, which follows the other's writes a few milliseconds late. Every graph
+tool reads an entity, then writes it whole (its observations and relations
+are one item), and ``update_memory`` reads a memory's placement before it
+writes; two processes changing one item at the same moment must not
+overwrite each other: both changes land, and of two processes creating one
+name exactly one is told it created it. Real processes (``spawn``), in
+lockstep at a barrier, round after round.
 """
 
 from __future__ import annotations
@@ -21,48 +22,67 @@ from tests.pgtest import PgPlace
 ROUNDS = 8
 
 
+def _graph_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barrier) -> Any:
+    """Per round, add an observation to one shared entity and create one name; the graph."""
+    from memstore.mcp.graph import Entity, KnowledgeGraph
+
+    graph = KnowledgeGraph(mem)
+    created: list[int] = []
+    for n in range(ROUNDS):
+        barrier.wait(30)
+        graph.add_observations([("shared", [f"{me} {n}"])])
+        barrier.wait(30)
+        made = graph.create_entities([Entity(f"new {n}", "thing", (f"by {me}",))])
+        created.append(len(made))
+    return created, lambda: [e.to_json() for e in graph.read()[0]]
+
+
+def _update_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barrier) -> Any:
+    """Per round, ``update_memory`` one field of that round's memory (a: title, b: tags)."""
+    from memstore.mcp.native import native_tools
+    from memstore.mcp.toolkit import Caller
+
+    (tool,) = [t for t in native_tools(mem) if t.name == "update_memory"]
+    caller = Caller(partition="alice")
+    answers = []
+    for n in range(ROUNDS):
+        change = {"title": f"title {n}"} if me == "a" else {"tags": ["reviewed"]}
+        barrier.wait(30)
+        answers.append(tool.run(tool.args.model_validate({"id": f"m{n}", **change}), caller))
+    items = lambda: [mem.get(f"m{n}").model_dump(mode="json") for n in range(ROUNDS)]  # noqa: E731
+    return [a.items[0].id for a in answers], items
+
+
+_SCENARIOS = {"graph": _graph_rounds, "update": _update_rounds}
+
+
 def _worker(
     dsn: str,
     schema: str,
+    scenario: str,
     me: str,
     barrier: multiprocessing.synchronize.Barrier,
     out: multiprocessing.queues.Queue[Any],
 ) -> None:
-    """One process: per round, add an observation to one shared entity and create one name."""
+    """One process: run its side of ``scenario``, catch up with the record, report."""
     from memstore import Memory
     from memstore.journal import PostgresJournal
-    from memstore.mcp.graph import Entity, KnowledgeGraph
 
     journal = PostgresJournal(dsn, schema=schema, durability="off")
     with Memory(journal=journal, embedder=None) as mem:
-        graph = KnowledgeGraph(mem)
-        created: list[int] = []
-        for n in range(ROUNDS):
-            barrier.wait(30)
-            graph.add_observations([("shared", [f"{me} {n}"])])
-            barrier.wait(30)
-            made = graph.create_entities([Entity(f"new {n}", "thing", (f"by {me}",))])
-            created.append(len(made))
+        answers, seen = _SCENARIOS[scenario](mem, me, barrier)
         barrier.wait(30)
         assert journal.wait_for(journal.head(), 30), journal.feed_status()
-        entities, _ = graph.read()
-        out.put((me, created, [e.to_json() for e in entities]))
+        out.put((me, answers, seen()))
 
 
-def _race(place: PgPlace) -> list[tuple[str, list[int], list[dict[str, Any]]]]:
-    from memstore import Memory
-    from memstore.journal import PostgresJournal
-    from memstore.mcp.graph import Entity, KnowledgeGraph
-
-    with Memory(journal=PostgresJournal(place.dsn, schema=place.schema), embedder=None) as mem:
-        KnowledgeGraph(mem).create_entities([Entity("shared", "thing", ())])
+def _race(place: PgPlace, scenario: str) -> list[tuple[str, list[Any], list[dict[str, Any]]]]:
+    """Run ``scenario`` in two processes at once; what each answered and saw at the end."""
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
     out: Any = ctx.Queue()
-    procs = [
-        ctx.Process(target=_worker, args=(place.dsn, place.schema, me, barrier, out))
-        for me in ("a", "b")
-    ]
+    where = (place.dsn, place.schema, scenario)
+    procs = [ctx.Process(target=_worker, args=(*where, me, barrier, out)) for me in ("a", "b")]
     for p in procs:
         p.start()
     try:
@@ -76,8 +96,19 @@ def _race(place: PgPlace) -> list[tuple[str, list[int], list[dict[str, Any]]]]:
     return sorted(got)
 
 
+def _memory(place: PgPlace) -> Any:
+    from memstore import Memory
+    from memstore.journal import PostgresJournal
+
+    return Memory(journal=PostgresJournal(place.dsn, schema=place.schema), embedder=None)
+
+
 def test_two_processes_changing_one_entity_lose_nothing(pg_place: PgPlace) -> None:
-    (_, created_a, seen_a), (_, created_b, seen_b) = _race(pg_place)
+    from memstore.mcp.graph import Entity, KnowledgeGraph
+
+    with _memory(pg_place) as mem:
+        KnowledgeGraph(mem).create_entities([Entity("shared", "thing", ())])
+    (_, created_a, seen_a), (_, created_b, seen_b) = _race(pg_place, "graph")
     assert seen_a == seen_b
     shared = next(e for e in seen_a if e["name"] == "shared")
     wanted = {f"{me} {n}" for me in ("a", "b") for n in range(ROUNDS)}
@@ -89,3 +120,15 @@ def test_two_processes_changing_one_entity_lose_nothing(pg_place: PgPlace) -> No
         (made,) = [e for e in seen_a if e["name"] == f"new {n}"]
         winner = "a" if created_a[n] else "b"
         assert made["observations"] == [f"by {winner}"]
+
+
+def test_two_processes_updating_one_memory_both_land(pg_place: PgPlace) -> None:
+    """``update_memory`` of the title in one server and of the tags in another: both kept."""
+    with _memory(pg_place) as mem:
+        for n in range(ROUNDS):
+            mem.add(f"memory {n}", id=f"m{n}", partition="alice", title="first")
+    (_, _, seen_a), (_, _, seen_b) = _race(pg_place, "update")
+    assert seen_a == seen_b
+    assert [(it["title"], it["tags"]) for it in seen_a] == [
+        (f"title {n}", ["reviewed", "tenant/alice"]) for n in range(ROUNDS)
+    ]
