@@ -265,16 +265,29 @@ class MemstoreStore(BaseStore):
         return todo
 
     def _execute(self, todo: list[Op], plan: _Plan) -> list[Result]:
-        """Run checked ops in one engine transaction (``plan``: their embeddings)."""
+        """Run checked ops as one engine step (``plan``: their embeddings).
+
+        One commit, or none, under :meth:`Memory.atomically`: on a PostgreSQL
+        journal another process wrote one of the batch's items to since this
+        one read it, the batch runs again on the caught-up state, so a read
+        that refreshes a TTL never writes back a value another process replaced.
+        """
         out: list[Result] = []
+
+        def step() -> list[Result]:
+            if out:  # run again after a conflict: forget what the undone run noted
+                self._resync(_ops.touched(todo, out))
+                out.clear()
+            for n, op in enumerate(todo):
+                out.append(self._run(op, n, plan))
+            return list(out)
+
         try:
-            with self._holding(plan.held), self.memory.store.batch():  # one commit, or none
-                for n, op in enumerate(todo):
-                    out.append(self._run(op, n, plan))
+            with self._holding(plan.held):  # the rows, lent until the group commits
+                return self.memory.atomically(step)
         except BaseException:
             self._resync(_ops.touched(todo, out))  # what this store read of the undone writes
             raise
-        return out
 
     def _holding(self, held: dict[str, np.ndarray[Any, Any]]) -> Any:
         """Lend the batch's rows to the engine's index while it writes (the bridge only)."""
@@ -686,7 +699,7 @@ class MemstoreStore(BaseStore):
         deadline = self._now() + ttl
         if r.deadline is not None and deadline - r.deadline < min(REFRESH_SLACK, ttl / 100):
             return r  # just refreshed: no new version for a deadline that hardly moves
-        with self.memory.store.batch():  # read and write as one step
+        with self.memory.store.batch():  # read and write as one step (of the batch's)
             it = self.memory.store.get(r.id)
             if it is None or rec.read(it) is None:
                 return r
