@@ -533,12 +533,16 @@ class MemstoreStore(BaseStore):
             due = [id for id, r in self._recs.items() if not r.live(now)]
         gone = 0
         for id in due:
-            it = self.memory.store.get(id)
-            r = rec.read(it) if it is not None else None
-            if r is not None and not r.live(now):
-                if self.memory.delete(id):
-                    gone += 1
-                self._forget(id)
+
+            def expire(id: str = id) -> bool:
+                # Look and delete as one step: a value another process put
+                # meanwhile (with a new deadline, or none) is seen and kept.
+                it = self.memory.store.get(id)
+                r = rec.read(it) if it is not None else None
+                return r is not None and not r.live(now) and self.memory.delete(id)
+
+            gone += self.memory.atomically(expire)
+            self._resync([id])
         return gone
 
     def start_ttl_sweeper(

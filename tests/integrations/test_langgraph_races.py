@@ -116,3 +116,8 @@ def test_a_ttl_refresh_never_writes_back_a_value_another_process_replaced(
             store.put(NS, f"k{n}", {"v": "old"}, ttl=1)
     (_, seen_a, _), (_, seen_b, _) = _race(pg_place, "refresh")
     assert seen_a == seen_b == [{"v": "new"}] * ROUNDS
+
+
+def test_the_ttl_sweeper_never_deletes_a_value_it_did_not_see(pg_place: PgPlace) -> None:
+    (_, seen_a, _), (_, seen_b, _) = _race(pg_place, "sweep")
+    assert seen_a == seen_b == [{"v": "new"}] * ROUNDS
