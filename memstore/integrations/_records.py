@@ -33,6 +33,7 @@ __all__ = [
     "DATA_VECTORS",
     "KIND",
     "Record",
+    "deadline",
     "decode_value",
     "encode_value",
     "is_record",
@@ -100,6 +101,22 @@ def ttl_minutes(ttl: Any) -> float | None:
     if ttl <= 0:
         raise InvalidItemError(f"ttl must be positive (minutes), got {ttl!r}")
     return float(ttl)
+
+
+def deadline(now: _dt.datetime, minutes: float) -> _dt.datetime:
+    """``now`` plus a TTL of ``minutes``; :class:`InvalidItemError` past the calendar's end.
+
+    >>> import datetime as dt
+    >>> deadline(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 90).isoformat()
+    '2026-01-01T01:30:00+00:00'
+    """
+    try:
+        return now + _dt.timedelta(minutes=minutes)
+    except OverflowError:
+        raise InvalidItemError(
+            f"ttl {minutes!r} minutes puts the deadline past the year 9999; "
+            "give a shorter ttl, or ttl=None for no expiry"
+        ) from None
 
 
 def leaf_text(value: Any) -> list[str]:

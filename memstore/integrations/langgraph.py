@@ -367,7 +367,7 @@ class MemstoreStore(BaseStore):
         deadline = None
         if minutes is not None:
             data[rec.DATA_TTL] = repr(minutes)
-            deadline = self._now() + _dt.timedelta(minutes=minutes)
+            deadline = rec.deadline(self._now(), minutes)
         if texts and rows is not None:
             data[rec.DATA_VECTORS] = encode_rows(rows)
             if isinstance(self._engine, EngineEmbedder):
@@ -700,7 +700,7 @@ class MemstoreStore(BaseStore):
         if r.ttl is None:
             return r
         ttl = _dt.timedelta(minutes=r.ttl)
-        deadline = self._now() + ttl
+        deadline = rec.deadline(self._now(), r.ttl)
         if r.deadline is not None and deadline - r.deadline < min(REFRESH_SLACK, ttl / 100):
             return r  # just refreshed: no new version for a deadline that hardly moves
         with self.memory.store.batch():  # read and write as one step (of the batch's)

@@ -261,6 +261,21 @@ def test_ttl_refused_values() -> None:
         assert store.get(("t",), "k") is None
 
 
+@pytest.mark.parametrize("minutes", [10**12, 1e300])
+def test_a_ttl_past_the_calendar_is_refused_and_the_batch_changes_nothing(minutes: float) -> None:
+    """A TTL whose deadline no date can hold is a clear InvalidItemError, not an OverflowError."""
+    with MemstoreStore() as store:
+        with pytest.raises(InvalidItemError, match="past the year 9999"):
+            store.batch(
+                [PutOp(("t",), "first", {"v": 1}), PutOp(("t",), "k", {"v": 2}, ttl=minutes)]
+            )
+        assert store.search(("t",)) == []
+    with MemstoreStore(ttl={"default_ttl": minutes}) as store:
+        with pytest.raises(InvalidItemError, match="past the year 9999"):
+            store.put(("t",), "k", {"v": 3})
+        assert store.get(("t",), "k") is None
+
+
 def test_namespace_rules_use_langgraph_errors() -> None:
     with MemstoreStore() as store:
         for ns in [(), ("a.b",), ("",), ("a", 1), ("langgraph", "x")]:
