@@ -71,7 +71,9 @@ def record_id(partition: str, key: str) -> str:
 def encode_value(value: Any) -> str:
     """A value as the JSON text kept in the item (a mapping with string keys).
 
-    Raises :class:`~memstore.errors.InvalidItemError` for anything JSON cannot hold.
+    Raises :class:`~memstore.errors.InvalidItemError` for anything JSON cannot hold,
+    including a value nested deeper than Python's encoder can walk (about a
+    thousand levels: its ``RecursionError`` would otherwise escape as is).
     """
     if not isinstance(value, Mapping):
         raise InvalidItemError(f"a LangGraph value is a dict, got {type(value).__name__}")
@@ -79,6 +81,11 @@ def encode_value(value: Any) -> str:
         return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise InvalidItemError(f"the value is not JSON: {e}") from None
+    except RecursionError:
+        raise InvalidItemError(
+            "the value nests too deep for JSON (lists and objects within each other "
+            "about a thousand levels down); flatten it"
+        ) from None
 
 
 def decode_value(text: str) -> dict[str, Any]:

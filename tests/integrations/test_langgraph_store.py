@@ -305,6 +305,17 @@ def test_bad_values_and_filters_change_nothing() -> None:
         assert store.search(()) == []
 
 
+def test_a_value_nested_deeper_than_json_encodes_is_refused_and_changes_nothing() -> None:
+    """JSON encoding cannot nest a few thousand levels: a clear error, not RecursionError."""
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(5000):
+        deep = {"a": deep}
+    with MemstoreStore() as store:
+        with pytest.raises(InvalidItemError, match="nests too deep"):
+            store.batch([PutOp(("a",), "k1", {"v": 1}), PutOp(("a",), "k2", deep)])
+        assert store.search(()) == []
+
+
 def test_async_paths() -> None:
     async def run(store: MemstoreStore) -> None:
         await store.aput(("a", "b"), "k", {"text": "async hello"})
