@@ -53,7 +53,21 @@ def _update_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barri
     return [a.items[0].id for a in answers], items
 
 
-_SCENARIOS = {"graph": _graph_rounds, "update": _update_rounds}
+def _forget_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barrier) -> Any:
+    """Per round, both processes ``forget`` that round's memory; what each answered."""
+    from memstore.mcp.native import native_tools
+    from memstore.mcp.toolkit import Caller
+
+    (tool,) = [t for t in native_tools(mem) if t.name == "forget"]
+    answers = []
+    for n in range(ROUNDS):
+        barrier.wait(30)
+        got = tool.run(tool.args.model_validate({"ids": [f"m{n}"]}), Caller())
+        answers.append((got.forgotten, got.missing))
+    return answers, lambda: [mem.get(f"m{n}") for n in range(ROUNDS)]
+
+
+_SCENARIOS = {"graph": _graph_rounds, "update": _update_rounds, "forget": _forget_rounds}
 
 
 def _worker(
@@ -132,3 +146,14 @@ def test_two_processes_updating_one_memory_both_land(pg_place: PgPlace) -> None:
     assert [(it["title"], it["tags"]) for it in seen_a] == [
         (f"title {n}", ["reviewed", "tenant/alice"]) for n in range(ROUNDS)
     ]
+
+
+def test_of_two_processes_forgetting_one_memory_each_accounts_for_it(pg_place: PgPlace) -> None:
+    """Exactly one forgot it; the other says it was missing (it never drops the id)."""
+    with _memory(pg_place) as mem:
+        for n in range(ROUNDS):
+            mem.add(f"memory {n}", id=f"m{n}", title="first")
+    (_, first, seen_a), (_, second, seen_b) = _race(pg_place, "forget")
+    for n, (a, b) in enumerate(zip(first, second, strict=True)):
+        assert sorted([a, b]) == [([], [f"m{n}"]), ([f"m{n}"], [])], (a, b)
+    assert seen_a == seen_b == [None] * ROUNDS

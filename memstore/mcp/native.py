@@ -161,10 +161,11 @@ class _Native:
         return self.mem.atomically(step)
 
     def forget(self, a: ForgetArgs, caller: Caller) -> Forgotten:
-        present = [i for i in dict.fromkeys(a.ids) if self._visible(i, caller) is not None]
-        missing = [i for i in dict.fromkeys(a.ids) if i not in present]
+        ids = list(dict.fromkeys(a.ids))
+        present = [i for i in ids if self._visible(i, caller) is not None]
         done = [i for i in present if self.mem.delete(i)]
-        return Forgotten(forgotten=done, missing=missing)
+        # Missing: never there, or deleted by another call between the look and the delete.
+        return Forgotten(forgotten=done, missing=[i for i in ids if i not in done])
 
     def link(self, a: LinkArgs, caller: Caller) -> Linked:
         self._need(a.from_id, caller)
