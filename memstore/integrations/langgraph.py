@@ -128,6 +128,22 @@ class _Plan:
 _NOTHING_HELD: Final = contextlib.nullcontext()
 
 
+def _refuse_dsn(memory: object) -> None:
+    """Refuse a PostgreSQL DSN where a folder path is expected.
+
+    ``MemstoreStore("postgresql://...")`` would open a local folder named after
+    the DSN: every process would write its own copy while believing it shares
+    one journal.
+    """
+    if isinstance(memory, str | os.PathLike) and os.fspath(memory).startswith(
+        ("postgresql://", "postgres://")
+    ):
+        raise MemstoreError(
+            "memory= is a folder path, not a PostgreSQL DSN: pass "
+            "MemstoreStore(Memory(journal='postgresql://...')) to share a journal"
+        )
+
+
 class MemstoreStore(BaseStore):
     """A LangGraph ``BaseStore`` on a :class:`memstore.Memory`.
 
@@ -164,6 +180,7 @@ class MemstoreStore(BaseStore):
     ) -> None:
         if ranking not in ("hybrid", "vector"):
             raise MemstoreError(f"ranking={ranking!r}: use 'hybrid' or 'vector'")
+        _refuse_dsn(memory)
         self.ranking: Ranking = ranking
         self.ttl_config = _ops.checked_ttl_config(ttl)  # checked before the memory opens
         self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]

@@ -276,6 +276,17 @@ def test_a_ttl_past_the_calendar_is_refused_and_the_batch_changes_nothing(minute
         assert store.get(("t",), "k") is None
 
 
+@pytest.mark.parametrize("dsn", ["postgresql://me@db/agents", "postgres://me@db/agents"])
+def test_a_dsn_given_as_the_folder_is_refused_and_creates_nothing(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DSN is not a folder: it once opened a local folder named after it, unshared."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MemstoreError, match="Memory\\(journal="):
+        MemstoreStore(dsn)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_namespace_rules_use_langgraph_errors() -> None:
     with MemstoreStore() as store:
         for ns in [(), ("a.b",), ("",), ("a", 1), ("langgraph", "x")]:
