@@ -67,7 +67,36 @@ def _forget_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barri
     return answers, lambda: [mem.get(f"m{n}") for n in range(ROUNDS)]
 
 
-_SCENARIOS = {"graph": _graph_rounds, "update": _update_rounds, "forget": _forget_rounds}
+def _unlink_rounds(mem: Any, me: str, barrier: multiprocessing.synchronize.Barrier) -> Any:
+    """a deletes that round's hub while b relates a spoke to it; then a creates it anew."""
+    from memstore.errors import MemstoreError
+    from memstore.mcp.graph import Entity, KnowledgeGraph, Relation
+
+    graph = KnowledgeGraph(mem)
+    answers = []
+    for n in range(ROUNDS):
+        barrier.wait(30)
+        if me == "a":
+            answers.append(graph.delete_entities([f"hub {n}"]))
+        else:
+            try:
+                answers.append(graph.create_relations([Relation(f"spoke {n}", f"hub {n}", "uses")]))
+            except MemstoreError as e:
+                answers.append(str(e))
+        barrier.wait(30)
+        assert mem.journal.wait_for(mem.journal.head(), 30)
+        barrier.wait(30)
+        if me == "a":
+            graph.create_entities([Entity(f"hub {n}", "thing", ("anew",))])
+    return answers, lambda: [r.to_json() for r in graph.read()[1]]
+
+
+_SCENARIOS = {
+    "graph": _graph_rounds,
+    "update": _update_rounds,
+    "forget": _forget_rounds,
+    "unlink": _unlink_rounds,
+}
 
 
 def _worker(
@@ -157,3 +186,25 @@ def test_of_two_processes_forgetting_one_memory_each_accounts_for_it(pg_place: P
     for n, (a, b) in enumerate(zip(first, second, strict=True)):
         assert sorted([a, b]) == [([], [f"m{n}"]), ([f"m{n}"], [])], (a, b)
     assert seen_a == seen_b == [None] * ROUNDS
+
+
+def test_a_relation_racing_the_deletion_of_its_target_does_not_outlive_it(
+    pg_place: PgPlace,
+) -> None:
+    """Deleting an entity deletes the relations to it: one made at the same moment too.
+
+    Recreating the entity must not bring back a relation made to its former self.
+    """
+    from memstore.mcp.graph import Entity, KnowledgeGraph, Relation
+
+    with _memory(pg_place) as mem:
+        KnowledgeGraph(mem).create_entities(
+            [Entity(f"{role} {n}", "thing", ()) for n in range(ROUNDS) for role in ("hub", "spoke")]
+        )
+    (_, _, seen_a), (_, related, seen_b) = _race(pg_place, "unlink")
+    assert seen_a == seen_b == [], related
+    for n, answer in enumerate(related):  # made before the delete, or refused after it
+        assert answer in (
+            [Relation(f"spoke {n}", f"hub {n}", "uses")],
+            f"Entity with name hub {n} not found",
+        )

@@ -234,9 +234,16 @@ class KnowledgeGraph:
                     continue
                 rels.append((r.target, r.relationType, self._next_seq()))
                 added.append(r)
-            for name, rels in changed.items():
-                if rels != nodes[name].relations:
-                    self._save(nodes[name], nodes[name].entity, rels)
+            saved = {n for n, rels in changed.items() if rels != nodes[n].relations}
+            for name in saved:
+                self._save(nodes[name], nodes[name].entity, changed[name])
+            # Write each target too, unchanged: a relation is kept on its source
+            # alone, so without it a server deleting the target at this moment
+            # would not conflict with this call, and the relation would outlive
+            # its target (and come back if the name were created again).
+            for name in dict.fromkeys(r.target for r in added):
+                if name not in saved:
+                    self._save(nodes[name], nodes[name].entity, nodes[name].relations)
             return added
 
         return self._step(step)
