@@ -183,6 +183,14 @@ def test_memstore_embedder_by_default(tmp_path: Path) -> None:
     memory.close()
 
 
+def test_index_fields_given_as_one_text_is_refused(tmp_path: Path) -> None:
+    """``fields="text"`` once read as the paths t, e, x, t: nothing indexed, no word said."""
+    emb = CharacterEmbeddings(dims=8)
+    with pytest.raises(MemstoreError, match=r"write \['text'\]"):
+        MemstoreStore(tmp_path / "m", index={"dims": 8, "embed": emb, "fields": "text"})  # type: ignore[typeddict-item]
+    assert not (tmp_path / "m").exists()  # refused before the memory opened
+
+
 def test_index_fields_paths_and_per_put_fields() -> None:
     emb = CharacterEmbeddings(dims=64)
     with MemstoreStore(index=_index(emb, ["a.b[*].c"]), ranking="vector") as store:
