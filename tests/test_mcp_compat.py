@@ -181,6 +181,39 @@ def test_pages_of_read_graph_and_search_nodes() -> None:
     anyio.run(main)
 
 
+def test_pages_of_search_nodes_are_slices_of_the_unpaged_answer() -> None:
+    """Paging meets the entities of the unpaged answer, each once, under one ``total``.
+
+    The hybrid extras are a fixed number (:data:`SEARCH_EXTRAS`) whatever page is
+    asked for: a page far down once deepened the hybrid search, so its ``total``
+    grew page by page and paging returned entities the unpaged answer lacks.
+    """
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem, compat=KG) as c:
+                people = [_e(f"Person {i}", "person", f"likes tea number {i}") for i in range(40)]
+                await c.ok("create_entities", {"entities": people})
+                whole = names((await c.ok("search_nodes", {"query": "tee"}))["entities"])
+                assert whole  # typo matches, from the hybrid search only
+                seen: list[str] = []
+                totals: set[int] = set()
+                offset: int | None = 0
+                while offset is not None:
+                    page = await c.ok(
+                        "search_nodes", {"query": "tee", "offset": offset, "limit": 3}
+                    )
+                    seen += names(page["entities"])
+                    totals.add(page["total"])
+                    offset = page["nextOffset"]
+                assert seen == whole and totals == {len(whole)}
+                far = await c.ok("search_nodes", {"query": "tee", "offset": 10**12, "limit": 5})
+                assert far["entities"] == [] and far["total"] == len(whole)
+                assert far["nextOffset"] is None
+
+    anyio.run(main)
+
+
 def test_partitions_keep_separate_graphs() -> None:
     async def main() -> None:
         with Memory(embedder="hash") as mem:

@@ -188,6 +188,19 @@ def test_reading_an_unknown_resource_is_an_invalid_params_error() -> None:
     anyio.run(main)
 
 
+def test_an_item_resource_finds_an_id_the_uri_carries_percent_encoded() -> None:
+    """A URI holds non-ASCII as %XX (the SDK encodes it so): the id is read decoded."""
+
+    async def main() -> None:
+        with Memory(embedder=None) as mem:
+            mem.add("the café's opening hours", id="café-hours")
+            async with in_process(mem) as c:
+                for uri in ("memory://item/café-hours", "memory://item/caf%C3%A9-hours"):
+                    assert (await c.resource(uri))["id"] == "café-hours"
+
+    anyio.run(main)
+
+
 def test_tags_never_move_a_memory_out_of_its_partition(tmp_path: Path) -> None:
     """Placement tags (``tenant/``, ``user:``, ``shared``) are the server's, not the model's.
 

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
+from memstore.errors import MemstoreError
+from memstore.mcp.opening import open_memory
 from memstore.memory import Memory
 from tests.mcp_harness import in_process, run_cli, stdio
 
@@ -230,3 +233,14 @@ def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2 and says in done.stderr, done.stderr
         assert done.stdout == ""  # stdout belongs to the protocol
     assert not (tmp_path / "d").exists()
+
+
+def test_a_dsn_given_as_data_is_refused_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--data postgresql://...`` once served a local folder named after the DSN, unshared."""
+    monkeypatch.chdir(tmp_path)
+    for dsn in ("postgresql://me@db/agents", "postgres://me@db/agents"):
+        with pytest.raises(MemstoreError, match="give the DSN as --journal"):
+            open_memory(dsn, embedder="hash")
+    assert list(tmp_path.iterdir()) == []

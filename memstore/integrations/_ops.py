@@ -149,6 +149,9 @@ def prefix(namespace_prefix: Sequence[str]) -> str:
 
 
 def tokenized(paths: Sequence[str]) -> list[tuple[str, str | list[str]]]:
+    """Each JSON path with its tokens; one text is refused (it would be read letter by letter)."""
+    if isinstance(paths, str):
+        raise MemstoreError(f"index fields is a list of JSON paths: write [{paths!r}]")
     out: list[tuple[str, str | list[str]]] = []
     for p in paths:
         if not isinstance(p, str):

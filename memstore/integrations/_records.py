@@ -33,6 +33,7 @@ __all__ = [
     "DATA_VECTORS",
     "KIND",
     "Record",
+    "deadline",
     "decode_value",
     "encode_value",
     "is_record",
@@ -70,7 +71,9 @@ def record_id(partition: str, key: str) -> str:
 def encode_value(value: Any) -> str:
     """A value as the JSON text kept in the item (a mapping with string keys).
 
-    Raises :class:`~memstore.errors.InvalidItemError` for anything JSON cannot hold.
+    Raises :class:`~memstore.errors.InvalidItemError` for anything JSON cannot hold,
+    including a value nested deeper than Python's encoder can walk (about a
+    thousand levels: its ``RecursionError`` would otherwise escape as is).
     """
     if not isinstance(value, Mapping):
         raise InvalidItemError(f"a LangGraph value is a dict, got {type(value).__name__}")
@@ -78,6 +81,11 @@ def encode_value(value: Any) -> str:
         return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as e:
         raise InvalidItemError(f"the value is not JSON: {e}") from None
+    except RecursionError:
+        raise InvalidItemError(
+            "the value nests too deep for JSON (lists and objects within each other "
+            "about a thousand levels down); flatten it"
+        ) from None
 
 
 def decode_value(text: str) -> dict[str, Any]:
@@ -100,6 +108,22 @@ def ttl_minutes(ttl: Any) -> float | None:
     if ttl <= 0:
         raise InvalidItemError(f"ttl must be positive (minutes), got {ttl!r}")
     return float(ttl)
+
+
+def deadline(now: _dt.datetime, minutes: float) -> _dt.datetime:
+    """``now`` plus a TTL of ``minutes``; :class:`InvalidItemError` past the calendar's end.
+
+    >>> import datetime as dt
+    >>> deadline(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), 90).isoformat()
+    '2026-01-01T01:30:00+00:00'
+    """
+    try:
+        return now + _dt.timedelta(minutes=minutes)
+    except OverflowError:
+        raise InvalidItemError(
+            f"ttl {minutes!r} minutes puts the deadline past the year 9999; "
+            "give a shorter ttl, or ttl=None for no expiry"
+        ) from None
 
 
 def leaf_text(value: Any) -> list[str]:

@@ -128,6 +128,22 @@ class _Plan:
 _NOTHING_HELD: Final = contextlib.nullcontext()
 
 
+def _refuse_dsn(memory: object) -> None:
+    """Refuse a PostgreSQL DSN where a folder path is expected.
+
+    ``MemstoreStore("postgresql://...")`` would open a local folder named after
+    the DSN: every process would write its own copy while believing it shares
+    one journal.
+    """
+    if isinstance(memory, str | os.PathLike) and os.fspath(memory).startswith(
+        ("postgresql://", "postgres://")
+    ):
+        raise MemstoreError(
+            "memory= is a folder path, not a PostgreSQL DSN: pass "
+            "MemstoreStore(Memory(journal='postgresql://...')) to share a journal"
+        )
+
+
 class MemstoreStore(BaseStore):
     """A LangGraph ``BaseStore`` on a :class:`memstore.Memory`.
 
@@ -164,6 +180,7 @@ class MemstoreStore(BaseStore):
     ) -> None:
         if ranking not in ("hybrid", "vector"):
             raise MemstoreError(f"ranking={ranking!r}: use 'hybrid' or 'vector'")
+        _refuse_dsn(memory)
         self.ranking: Ranking = ranking
         self.ttl_config = _ops.checked_ttl_config(ttl)  # checked before the memory opens
         self.index_config: IndexConfig | None = dict(index) if index else None  # type: ignore[assignment]
@@ -265,16 +282,29 @@ class MemstoreStore(BaseStore):
         return todo
 
     def _execute(self, todo: list[Op], plan: _Plan) -> list[Result]:
-        """Run checked ops in one engine transaction (``plan``: their embeddings)."""
+        """Run checked ops as one engine step (``plan``: their embeddings).
+
+        One commit, or none, under :meth:`Memory.atomically`: on a PostgreSQL
+        journal another process wrote one of the batch's items to since this
+        one read it, the batch runs again on the caught-up state, so a read
+        that refreshes a TTL never writes back a value another process replaced.
+        """
         out: list[Result] = []
+
+        def step() -> list[Result]:
+            if out:  # run again after a conflict: forget what the undone run noted
+                self._resync(_ops.touched(todo, out))
+                out.clear()
+            for n, op in enumerate(todo):
+                out.append(self._run(op, n, plan))
+            return list(out)
+
         try:
-            with self._holding(plan.held), self.memory.store.batch():  # one commit, or none
-                for n, op in enumerate(todo):
-                    out.append(self._run(op, n, plan))
+            with self._holding(plan.held):  # the rows, lent until the group commits
+                return self.memory.atomically(step)
         except BaseException:
             self._resync(_ops.touched(todo, out))  # what this store read of the undone writes
             raise
-        return out
 
     def _holding(self, held: dict[str, np.ndarray[Any, Any]]) -> Any:
         """Lend the batch's rows to the engine's index while it writes (the bridge only)."""
@@ -354,7 +384,7 @@ class MemstoreStore(BaseStore):
         deadline = None
         if minutes is not None:
             data[rec.DATA_TTL] = repr(minutes)
-            deadline = self._now() + _dt.timedelta(minutes=minutes)
+            deadline = rec.deadline(self._now(), minutes)
         if texts and rows is not None:
             data[rec.DATA_VECTORS] = encode_rows(rows)
             if isinstance(self._engine, EngineEmbedder):
@@ -520,12 +550,16 @@ class MemstoreStore(BaseStore):
             due = [id for id, r in self._recs.items() if not r.live(now)]
         gone = 0
         for id in due:
-            it = self.memory.store.get(id)
-            r = rec.read(it) if it is not None else None
-            if r is not None and not r.live(now):
-                if self.memory.delete(id):
-                    gone += 1
-                self._forget(id)
+
+            def expire(id: str = id) -> bool:
+                # Look and delete as one step: a value another process put
+                # meanwhile (with a new deadline, or none) is seen and kept.
+                it = self.memory.store.get(id)
+                r = rec.read(it) if it is not None else None
+                return r is not None and not r.live(now) and self.memory.delete(id)
+
+            gone += self.memory.atomically(expire)
+            self._resync([id])
         return gone
 
     def start_ttl_sweeper(
@@ -683,10 +717,10 @@ class MemstoreStore(BaseStore):
         if r.ttl is None:
             return r
         ttl = _dt.timedelta(minutes=r.ttl)
-        deadline = self._now() + ttl
+        deadline = rec.deadline(self._now(), r.ttl)
         if r.deadline is not None and deadline - r.deadline < min(REFRESH_SLACK, ttl / 100):
             return r  # just refreshed: no new version for a deadline that hardly moves
-        with self.memory.store.batch():  # read and write as one step
+        with self.memory.store.batch():  # read and write as one step (of the batch's)
             it = self.memory.store.get(r.id)
             if it is None or rec.read(it) is None:
                 return r

@@ -271,10 +271,10 @@ class _Compat:
         g = self.graph(c)
         found, relations = g.substring_matches(a.query)
         names = {e.name for e in found}
-        extra = SEARCH_EXTRAS if a.limit is None else max(SEARCH_EXTRAS, (a.offset or 0) + a.limit)
-        if a.query.strip():
+        if a.query.strip():  # a fixed number of extras: every page slices one answer
             part = PARTITION_ALL if c.partition is None else c.partition
-            for hit in self.mem.search(a.query, partition=part, kind=ENTITY_KIND, limit=extra):
+            hits = self.mem.search(a.query, partition=part, kind=ENTITY_KIND, limit=SEARCH_EXTRAS)
+            for hit in hits:
                 e = g.entity_of_item(hit.item)
                 if e is not None and e.name not in names and hit.item.id == _id(g, e):
                     names.add(e.name)

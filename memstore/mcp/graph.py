@@ -14,7 +14,11 @@ journal agree on it.
 duplicates are ignored, a relation needs both entities, deleting an entity
 deletes the relations that touch it, entities and relations come back in the
 order they were created. Every mutation is one write group, journaled before
-it returns; mutations are serialised, as the reference's queue does.
+it returns; mutations are serialised, as the reference's queue does. Each one
+reads entities and writes them whole, so it runs under
+:meth:`~memstore.memory.Memory.atomically`: two servers sharing a PostgreSQL
+journal that change one entity at the same moment both land, one after the
+other, instead of the later overwriting the earlier.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from memstore.errors import MemstoreError
 from memstore.item import MAX_MODEL_LINKS, Item, ThoughtLink
@@ -33,7 +37,6 @@ from memstore.listing import list_items
 from memstore.memory import Memory
 from memstore.search import default_visible
 from memstore.tags import PARTITION_ALL
-from memstore.transaction import transaction
 
 __all__ = [
     "ENTITY_KIND",
@@ -48,6 +51,7 @@ ENTITY_KIND: Final = "entity"
 """The kind of the items that hold entities."""
 ENTITY_ID_PREFIX: Final = "entity-"
 _NAME, _TYPE, _OBS, _RELS, _SEQ = "kg.name", "kg.type", "kg.observations", "kg.relations", "kg.seq"
+_T = TypeVar("_T")
 _GRAPH_RELATION: Final = "correlates_with"
 """The link relation mirroring a graph relation (the relation's own type lives in data)."""
 
@@ -181,12 +185,25 @@ class KnowledgeGraph:
 
     # ------------------------------------------------------------ writes
 
+    def _step(self, fn: Callable[[], _T]) -> _T:
+        """Run one mutation (reads, then its writes) as one step on the current graph.
+
+        :meth:`Memory.atomically` commits the writes together and, on a
+        PostgreSQL journal another process wrote the same entities to meanwhile,
+        runs ``fn`` again on the caught-up graph: ``fn`` must start from nothing
+        but the graph itself each time.
+        """
+        with self._lock:
+            return self.mem.atomically(fn)
+
     def create_entities(self, entities: Iterable[Entity]) -> list[Entity]:
         """Create entities whose names are new (existing and repeated names are ignored)."""
-        with self._lock, transaction(self.mem):
+        wanted = list(entities)
+
+        def step() -> list[Entity]:
             created: list[Entity] = []
             seen: set[str] = set()
-            for e in entities:
+            for e in wanted:
                 if e.name in seen or self._node(e.name) is not None:
                     continue
                 seen.add(e.name)
@@ -194,10 +211,13 @@ class KnowledgeGraph:
                 created.append(e)
             return created
 
+        return self._step(step)
+
     def create_relations(self, relations: Iterable[Relation]) -> list[Relation]:
         """Add relations not already present; both ends must exist (else nothing changes)."""
         wanted = list(relations)
-        with self._lock, transaction(self.mem):
+
+        def step() -> list[Relation]:
             nodes: dict[str, _Node] = {}
             for r in wanted:
                 for name in (r.source, r.target):
@@ -214,17 +234,27 @@ class KnowledgeGraph:
                     continue
                 rels.append((r.target, r.relationType, self._next_seq()))
                 added.append(r)
-            for name, rels in changed.items():
-                if rels != nodes[name].relations:
-                    self._save(nodes[name], nodes[name].entity, rels)
+            saved = {n for n, rels in changed.items() if rels != nodes[n].relations}
+            for name in saved:
+                self._save(nodes[name], nodes[name].entity, changed[name])
+            # Write each target too, unchanged: a relation is kept on its source
+            # alone, so without it a server deleting the target at this moment
+            # would not conflict with this call, and the relation would outlive
+            # its target (and come back if the name were created again).
+            for name in dict.fromkeys(r.target for r in added):
+                if name not in saved:
+                    self._save(nodes[name], nodes[name].entity, nodes[name].relations)
             return added
+
+        return self._step(step)
 
     def add_observations(
         self, additions: Iterable[tuple[str, Sequence[str]]]
     ) -> list[tuple[str, list[str]]]:
         """Append observations an entity lacks; an unknown entity fails the whole call."""
-        wanted = list(additions)
-        with self._lock, transaction(self.mem):
+        wanted = [(name, list(contents)) for name, contents in additions]
+
+        def step() -> list[tuple[str, list[str]]]:
             results: list[tuple[str, list[str]]] = []
             current: dict[str, tuple[_Node, list[str]]] = {}
             for name, contents in wanted:
@@ -234,9 +264,7 @@ class KnowledgeGraph:
                         raise GraphError(f"Entity with name {name} not found")
                     current[name] = (node, list(node.entity.observations))
                 obs = current[name][1]
-                new = [
-                    c for c in contents if c not in obs
-                ]  # as the reference: per call, not per batch
+                new = [c for c in contents if c not in obs]  # as the reference: per call
                 obs.extend(new)
                 results.append((name, new))
             for node, obs in current.values():
@@ -245,10 +273,14 @@ class KnowledgeGraph:
                     self._save(node, entity, node.relations)
             return results
 
+        return self._step(step)
+
     def delete_entities(self, names: Sequence[str]) -> tuple[list[str], list[str]]:
         """Delete entities and every relation touching them: ``(deleted, not_found)``."""
+        names = list(names)
         doomed = set(names)
-        with self._lock, transaction(self.mem):
+
+        def step() -> tuple[list[str], list[str]]:
             nodes = self._nodes()
             present = {n.entity.name for n in nodes}
             deleted = [n for n in names if n in present]
@@ -262,16 +294,19 @@ class KnowledgeGraph:
                     self._save(node, node.entity, kept)
             return deleted, missing
 
+        return self._step(step)
+
     def delete_observations(
         self, deletions: Iterable[tuple[str, Sequence[str]]]
     ) -> tuple[int, list[str]]:
         """Remove observations; unknown entities are reported: ``(deleted_count, missing)``."""
-        with self._lock, transaction(self.mem):
+        wanted = [(name, set(observations)) for name, observations in deletions]
+
+        def step() -> tuple[int, list[str]]:
             count = 0
             missing: list[str] = []
             current: dict[str, tuple[_Node, list[str]]] = {}
-            for name, observations in deletions:
-                gone = set(observations)
+            for name, gone in wanted:
                 if name not in current:
                     node = self._node(name)
                     if node is None:
@@ -284,19 +319,19 @@ class KnowledgeGraph:
                 current[name] = (node, kept)
             for node, obs in current.values():
                 if tuple(obs) != node.entity.observations:
-                    self._save(
-                        node,
-                        Entity(node.entity.name, node.entity.entityType, tuple(obs)),
-                        node.relations,
-                    )
+                    entity = Entity(node.entity.name, node.entity.entityType, tuple(obs))
+                    self._save(node, entity, node.relations)
             return count, missing
+
+        return self._step(step)
 
     def delete_relations(self, relations: Iterable[Relation]) -> int:
         """Remove relations (matched on all three fields); how many were removed."""
         by_source: dict[str, set[tuple[str, str]]] = {}
         for r in relations:
             by_source.setdefault(r.source, set()).add((r.target, r.relationType))
-        with self._lock, transaction(self.mem):
+
+        def step() -> int:
             count = 0
             for source, gone in by_source.items():
                 node = self._node(source)
@@ -307,6 +342,8 @@ class KnowledgeGraph:
                     count += len(node.relations) - len(kept)
                     self._save(node, node.entity, kept)
             return count
+
+        return self._step(step)
 
     # ------------------------------------------------------------- reads
 

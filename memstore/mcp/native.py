@@ -23,7 +23,6 @@ from memstore.memory import Memory
 from memstore.render import explanation_text, share_budget
 from memstore.search import SearchResult, default_visible
 from memstore.tags import PARTITION_ALL
-from memstore.transaction import transaction
 
 from .arguments import (
     DEFAULT_KIND,
@@ -127,14 +126,17 @@ class _Native:
         # A fresh id of our own, as the store would mint it: when the stored
         # item carries another, the restatement was merged into that memory.
         fresh = f"{DEFAULT_ID_PREFIX}{ULID()}"
-        with transaction(self.mem):
+
+        def step() -> Remembered:  # the merge and its links: one step on the current state
             stored = self.mem.add(a.content, partition=caller.partition, id=fresh, **fields)
             merged = stored.id if stored.id != fresh else None
             if merged is not None:  # a merge keeps the old memory's links: add the new ones
                 for k in a.links:
                     if k.to_id != merged:
                         self.mem.link(merged, k.to_id, k.relation)
-        return Remembered(id=stored.id, merged_into=merged)
+            return Remembered(id=stored.id, merged_into=merged)
+
+        return self.mem.atomically(step)
 
     def update(self, a: UpdateArgs, caller: Caller) -> Items:
         """Change the fields given; new ``tags`` replace the free tags, placement stays."""
@@ -145,17 +147,25 @@ class _Native:
         }
         if not fields:
             raise ToolError("update_memory needs at least one field to change besides id")
-        with transaction(self.mem):  # read the placement and write it back as one step
+
+        def step() -> Items:
+            # Read the placement and write it back as one step: under atomically,
+            # a server sharing the journal that changed the memory meanwhile makes
+            # this run again on its version instead of being overwritten.
             current = self._need(a.id, caller)
-            if "tags" in fields:
-                fields["tags"] = [*fields["tags"], *placement_of(current)]
-            return Items(items=[memory_of(self.mem.update(a.id, **fields))], missing=[])
+            changes = dict(fields)
+            if "tags" in changes:
+                changes["tags"] = [*changes["tags"], *placement_of(current)]
+            return Items(items=[memory_of(self.mem.update(a.id, **changes))], missing=[])
+
+        return self.mem.atomically(step)
 
     def forget(self, a: ForgetArgs, caller: Caller) -> Forgotten:
-        present = [i for i in dict.fromkeys(a.ids) if self._visible(i, caller) is not None]
-        missing = [i for i in dict.fromkeys(a.ids) if i not in present]
+        ids = list(dict.fromkeys(a.ids))
+        present = [i for i in ids if self._visible(i, caller) is not None]
         done = [i for i in present if self.mem.delete(i)]
-        return Forgotten(forgotten=done, missing=missing)
+        # Missing: never there, or deleted by another call between the look and the delete.
+        return Forgotten(forgotten=done, missing=[i for i in ids if i not in done])
 
     def link(self, a: LinkArgs, caller: Caller) -> Linked:
         self._need(a.from_id, caller)

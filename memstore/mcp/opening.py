@@ -21,6 +21,8 @@ from memstore.memory import JOURNAL_FILE, Memory
 
 __all__ = ["Opened", "open_memory"]
 
+_DSN_SCHEMES = ("postgresql://", "postgres://")
+
 
 @dataclass
 class Opened:
@@ -43,8 +45,13 @@ def open_memory(
     Raises :class:`~memstore.errors.MemstoreError` with what to do when the
     memory cannot be opened at all.
     """
+    if os.fspath(data).startswith(_DSN_SCHEMES):  # else a local folder named after it
+        raise MemstoreError(
+            "--data is a folder, not a PostgreSQL DSN: give the DSN as --journal "
+            "(--data DIR --journal postgresql://...)"
+        )
     if journal:
-        if not journal.startswith(("postgresql://", "postgres://")):
+        if not journal.startswith(_DSN_SCHEMES):
             raise MemstoreError(f"--journal takes a postgresql:// DSN, got {journal[:40]!r}")
         from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal
 

@@ -8,6 +8,7 @@ template ``memory://item/{id}`` (one memory in full). Compatibility mode:
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -63,7 +64,9 @@ def native_resources(memory: Memory) -> Resources:
             items = memory.recent(RECENT_LIMIT, partition=part)
             return _dumps({"items": [memory_of(it).model_dump(mode="json") for it in items]})
         if uri.startswith(ITEM_PREFIX):
-            id = uri[len(ITEM_PREFIX) :]
+            # A URI carries non-ASCII (and reserved) characters as %XX: the SDK
+            # parses every URI so, and clients expand the template so.
+            id = urllib.parse.unquote(uri[len(ITEM_PREFIX) :])
             item = memory.get(id)
             if item is None or not default_visible(item, part):
                 raise ItemNotFoundError(id)

@@ -183,6 +183,14 @@ def test_memstore_embedder_by_default(tmp_path: Path) -> None:
     memory.close()
 
 
+def test_index_fields_given_as_one_text_is_refused(tmp_path: Path) -> None:
+    """``fields="text"`` once read as the paths t, e, x, t: nothing indexed, no word said."""
+    emb = CharacterEmbeddings(dims=8)
+    with pytest.raises(MemstoreError, match=r"write \['text'\]"):
+        MemstoreStore(tmp_path / "m", index={"dims": 8, "embed": emb, "fields": "text"})  # type: ignore[typeddict-item]
+    assert not (tmp_path / "m").exists()  # refused before the memory opened
+
+
 def test_index_fields_paths_and_per_put_fields() -> None:
     emb = CharacterEmbeddings(dims=64)
     with MemstoreStore(index=_index(emb, ["a.b[*].c"]), ranking="vector") as store:
@@ -261,6 +269,32 @@ def test_ttl_refused_values() -> None:
         assert store.get(("t",), "k") is None
 
 
+@pytest.mark.parametrize("minutes", [10**12, 1e300])
+def test_a_ttl_past_the_calendar_is_refused_and_the_batch_changes_nothing(minutes: float) -> None:
+    """A TTL whose deadline no date can hold is a clear InvalidItemError, not an OverflowError."""
+    with MemstoreStore() as store:
+        with pytest.raises(InvalidItemError, match="past the year 9999"):
+            store.batch(
+                [PutOp(("t",), "first", {"v": 1}), PutOp(("t",), "k", {"v": 2}, ttl=minutes)]
+            )
+        assert store.search(("t",)) == []
+    with MemstoreStore(ttl={"default_ttl": minutes}) as store:
+        with pytest.raises(InvalidItemError, match="past the year 9999"):
+            store.put(("t",), "k", {"v": 3})
+        assert store.get(("t",), "k") is None
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://me@db/agents", "postgres://me@db/agents"])
+def test_a_dsn_given_as_the_folder_is_refused_and_creates_nothing(
+    dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DSN is not a folder: it once opened a local folder named after it, unshared."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MemstoreError, match="Memory\\(journal="):
+        MemstoreStore(dsn)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_namespace_rules_use_langgraph_errors() -> None:
     with MemstoreStore() as store:
         for ns in [(), ("a.b",), ("",), ("a", 1), ("langgraph", "x")]:
@@ -287,6 +321,17 @@ def test_bad_values_and_filters_change_nothing() -> None:
             store.batch([PutOp(("a",), "k1", {"v": 1}), SearchOp(("a",), {"v": {"$in": [1]}})])
         with pytest.raises(MemstoreError, match="mixes operators"):
             store.search(("a",), filter={"v": {"$gt": 1, "w": 2}})
+        assert store.search(()) == []
+
+
+def test_a_value_nested_deeper_than_json_encodes_is_refused_and_changes_nothing() -> None:
+    """JSON encoding cannot nest a few thousand levels: a clear error, not RecursionError."""
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(5000):
+        deep = {"a": deep}
+    with MemstoreStore() as store:
+        with pytest.raises(InvalidItemError, match="nests too deep"):
+            store.batch([PutOp(("a",), "k1", {"v": 1}), PutOp(("a",), "k2", deep)])
         assert store.search(()) == []
 
 
