@@ -11,11 +11,14 @@ no embedder (lexical only) and with the hash embedder (both channels).
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import Memory
+from memstore import Config, Item, Memory
 from memstore.search import POOL_LIMIT
 
 WORDS = ["deploy", "payment", "cache", "timeout", "friday", "api", "retry", "queue"]
@@ -49,3 +52,57 @@ def test_a_lone_surrogate_in_a_store_query_is_refused() -> None:
     with pytest.raises(InvalidItemError, match="lone surrogate"):
         store.keyword_search("pay\ud800ment")
     assert [it.title for it in store.keyword_search("payment")] == ["payment retries"]
+
+
+# A note's title draws from a few words, so lexical scores tie often; half the
+# notes were written two days before the search (no recency boost), and some
+# are watch items (a boost of their own), so a deeper hit can outscore a
+# shallower one once the multipliers apply. Each title carries a word of its
+# own ("n7"): no two are restatements, which the near-duplicate collapse would
+# fold (a collapse can move a later candidate up; that is not tested here).
+entries = st.lists(
+    st.tuples(
+        st.lists(st.sampled_from(WORDS[:4]), min_size=1, max_size=3),
+        st.booleans(),  # written two days ago
+        st.booleans(),  # a watch item
+    ),
+    min_size=20,
+    max_size=70,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    notes=entries,
+    query=st.lists(st.sampled_from(WORDS[:4]), min_size=1, max_size=3).map(" ".join),
+    embedder=st.sampled_from([None, "hash"]),
+    limits=st.lists(
+        st.sampled_from([1, 3, 9, 10, 11, 20, 50, 100]), min_size=2, max_size=2, unique=True
+    ).map(sorted),
+)
+def test_any_limit_is_a_prefix_of_any_larger_one(
+    notes: list[tuple[list[str], bool, bool]],
+    query: str,
+    embedder: str | None,
+    limits: list[int],
+) -> None:
+    # Before, the rerank saw only about as many candidates as the limit asked
+    # for (10 for limit=10, with no embedder): limit=50 let a deeper watch item
+    # or a recent note overtake, and its first 10 were not limit=10's 10.
+    clock = FakeClock(dt.datetime(2025, 1, 10, tzinfo=dt.UTC))
+    with Memory(embedder=embedder, config=Config(clock=clock)) as mem:
+        for n, (words, old, watch) in enumerate(notes):
+            at = clock.now - dt.timedelta(days=2) if old else clock.now
+            mem.store.put(
+                Item(
+                    id=f"n{n:03d}",
+                    kind="watch_item" if watch else "note",
+                    title=" ".join([*words, f"n{n}"]),
+                    created_at=at,
+                    updated_at=at,
+                )
+            )
+        k, n = limits
+        small = [(h.item.id, h.score) for h in mem.search(query, limit=k)]
+        large = [(h.item.id, h.score) for h in mem.search(query, limit=n)]
+        assert small == large[:k]

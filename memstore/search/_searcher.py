@@ -288,11 +288,22 @@ class Searcher:
         # beat one ranked 8th by only one of them); never cut for fewer than
         # POOL_LIMIT results, so a small limit is a prefix of a larger one.
         pool = max(limit, POOL_LIMIT) * max(fanout, FUSION_DEPTH)
+        # The fused candidates the rerank sees: deep enough that none past them
+        # could overtake the first ``pool`` (see settled_depth).
+        need = max(2 * pool, _shaping.settled_depth(cfg, pool))
         cells = cfg.cells() if cfg.cells is not None else None
         by_score = cfg.fusion == FUSION_SCORE and cells is not None
         # A score fusion normalises each channel over a deep pool of scores (see
-        # FUSION_POOL); only the items that can reach the results are read.
-        depth = max(pool, FUSION_POOL) if by_score else pool
+        # FUSION_POOL); only the items that can reach the results are read. The
+        # lexical channel alone is read as deep, whatever the limit: a query
+        # signal can lift a deeper hit, and a pool that grew with the limit would
+        # let a larger limit reorder a smaller one's results.
+        if by_score:
+            depth = max(pool, FUSION_POOL)
+        elif cells is None:
+            depth = max(need, FUSION_POOL)
+        else:  # a rank fusion: each channel's best limit x fan-out, as the seed's
+            depth = pool
         t0 = time.perf_counter()
         lexical, read, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
@@ -328,7 +339,7 @@ class Searcher:
         )
         signals = analyse(cfg, query, now, named or frozenset())
         vec = yield semantic is not None
-        run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
+        run = (query, vec, signals, kind, subject, partition, depth, need)
         complete = len(lexical) < depth
         if lean is not None:
             snap, now_us = lean

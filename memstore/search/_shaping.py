@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, STATUS_ACTIVE, Item
-from memstore.rerank import rerank_base_score
+from memstore.rerank import RERANK_RANK_DECAY, rerank_base_score
 from memstore.search._collapse import Collapse
 from memstore.search._fusion import Candidate
 from memstore.search._types import Explanation, SearchConfig, SearchResult
@@ -39,6 +40,7 @@ __all__ = [
     "multipliers",
     "replace_sources",
     "rerank",
+    "settled_depth",
 ]
 
 STATE_OPEN_BOOST = 1.3
@@ -69,6 +71,32 @@ def multipliers(cfg: SearchConfig, item: Item, now: _dt.datetime) -> dict[str, f
     if item.updated_at is not None and now - item.updated_at <= RECENT_WINDOW:
         out["recency"] = RECENT_BOOST
     return out
+
+
+def settled_depth(cfg: SearchConfig, limit: int) -> int:
+    """How many fused candidates the rerank must see for its first ``limit`` to be final.
+
+    The rerank scores a candidate of fused rank ``r`` by ``rerank_base_score(r)``
+    times its multipliers, so a candidate ranked deep with large multipliers
+    can overtake one ranked higher with none: a search that shaped only as
+    many candidates as its limit could answer a larger limit with another
+    order in its first places. A candidate ranked ``r`` scores at most
+    ``boost * base(r)`` (every boost the configuration can give) and the
+    ``limit``-th of the first ``limit`` at least ``floor * base(limit - 1)``
+    (the smallest multiplier), so from the depth returned on no candidate can
+    reach the first ``limit``: ``search(q, limit=k)`` is then the first ``k``
+    of any larger limit's results (collapsed near-duplicates aside, which can
+    push a later candidate up).
+    """
+    boost, floor = WATCH_BOOST * RECENT_BOOST, 1.0
+    if cfg.anchor is not None:
+        boost *= ANCHOR_BOOST
+    if cfg.state is not None:
+        boost *= STATE_OPEN_BOOST
+        floor = STATE_RESOLVED_PENALTY
+    # boost / (1 + d r) < floor / (1 + d (limit - 1))  <=>  r > the bound below.
+    bound = (boost / floor * (1.0 + RERANK_RANK_DECAY * (limit - 1)) - 1.0) / RERANK_RANK_DECAY
+    return max(limit, math.floor(bound) + 2)  # + 1 for the strict "<", + 1 against rounding
 
 
 def rerank(
