@@ -271,7 +271,7 @@ class PostgresJournal(JournalBase):
         store = self._store
         if store is None or self._follower is None or getattr(self._tls, "checked", False):
             return fn()
-        if store._tls.__dict__.get("depth", 0):  # in a group opened outside: it commits later
+        if store.in_batch():  # in a group opened outside: it commits later
             return fn()
         attempt = 1
         while True:
@@ -279,7 +279,7 @@ class PostgresJournal(JournalBase):
             try:
                 return fn()
             except WriteConflictError as e:
-                if attempt >= CONFLICT_ATTEMPTS or _holds(store.lock):
+                if attempt >= CONFLICT_ATTEMPTS or store.holds_lock():
                     raise  # holding the store's lock, the follower could never catch up
                 if not self.wait_for(e.position, CONFLICT_WAIT_S):
                     raise
@@ -708,12 +708,6 @@ class PostgresJournal(JournalBase):
 def _is_number(value: object) -> bool:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _holds(lock: object) -> bool:
-    """Whether this thread holds ``lock`` (an ``RLock`` says; another kind is taken as not)."""
-    owned = getattr(lock, "_is_owned", None)
-    return bool(owned()) if callable(owned) else False
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
