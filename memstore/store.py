@@ -538,7 +538,7 @@ class Store(StoreReads, StoreSearch, StoreLifecycle):
         if why:
             raise InvalidItemError(why)
         with self._writing():
-            self._write(item.id, item.clone())
+            self._write(item.id, item.clone(), as_given=True)
 
     def mirror(self, item: Item) -> bool:
         """Reflect a persisted cell written elsewhere, without acting as a mutation.
