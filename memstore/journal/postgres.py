@@ -261,6 +261,9 @@ class PostgresJournal(JournalBase):
         ``fn`` again, at most :data:`CONFLICT_ATTEMPTS` times. So of two
         processes deleting one item, one deletes it and the other finds it
         gone, and two updates of one item both land, one after the other.
+        Only the ids the group writes are checked: an id ``fn`` merely reads
+        may have been changed by another process meanwhile, and the group
+        still commits.
 
         Outside it, and inside a ``store.batch()`` opened before it (whose
         group commits later), a write replaces what is on record, the later
