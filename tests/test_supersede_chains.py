@@ -350,3 +350,16 @@ def test_lineage_that_is_no_fork_or_loop_is_taken(store: Store) -> None:
     store.put(Item(id="old", kind="note", title="old", status="stale", supersedes=["a"]))
     assert _forks(store) == {}
     store._check()
+
+
+def test_expiring_a_superseded_item_makes_it_stale_and_keeps_the_chain(store: Store) -> None:
+    # As the Go package's Expire: any item becomes stale. The lineage lives on
+    # the successor, so the chain still holds a and still refuses a fork.
+    store.upsert(_note("a", "v1"))
+    store.supersede("a", _note("b", "v2"))
+    assert store.expire("a") is True
+    assert store.get("a").status == "stale"  # type: ignore[union-attr]
+    assert store.get("b").supersedes == ["a"]  # type: ignore[union-attr]
+    with pytest.raises(InvalidItemError, match="a is already superseded by b"):
+        store.supersede("a", _note("c", "v3"))
+    assert _forks(store) == {}
