@@ -348,6 +348,12 @@ class Searcher:
             t1 = time.perf_counter()
             shaped = not cfg.no_shaping
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
+            # A collapse can leave the limit-th result deeper than settled_depth
+            # reckons: then the candidates further down are shaped in too.
+            while shaped and len(slots) >= need and not _shaping.settled(cfg, results, limit, need):
+                need *= 2
+                slots = leaner.ordered(need)
+                results = leaner.results(slots, query, limit, full=full, shaped=shaped)
             scores = leaner.lexical_scores(results)
         else:
             fusion = Fusion(self, kind, partition, explain, by_score, narrow)
@@ -356,6 +362,16 @@ class Searcher:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
             t1 = time.perf_counter()
             results = self._shape(ordered, partition, limit, explain)
+            while (
+                not cfg.no_shaping
+                and len(ordered) >= need
+                and not _shaping.settled(cfg, results, limit, need)
+            ):
+                need *= 2
+                ordered = fusion.ordered(need)
+                if full:
+                    ordered = self._full_extras(query, kind, partition, ordered, explain)
+                results = self._shape(ordered, partition, limit, explain)
             scores = None
         stats.observe("search.phase.rerank", time.perf_counter() - t1)
         if cfg.link_expansion is not None and cfg.link_expansion():
