@@ -59,7 +59,13 @@ class StoreLifecycle(StoreBase):
         return item.clone(status=status, updated_at=self._now(), **update)
 
     def expire(self, id: str) -> bool:
-        """Mark an item stale; returns whether it exists."""
+        """Mark an item stale, whatever its status; returns whether it exists.
+
+        As the Go package's ``Expire``: a superseded item becomes stale too (its
+        successor's ``supersedes`` still records it, so the chain keeps it), and
+        :meth:`refute`, which expires through the same step, leaves a refuted
+        superseded item stale. An item already stale is left as it is.
+        """
         if type(id) is not str:
             arg.id_arg(id)
         with self._writing():
@@ -116,17 +122,6 @@ class StoreLifecycle(StoreBase):
                 supersedes = [*keeper.supersedes, id][-MAX_REFS:]
                 self._write(by_id, keeper.clone(supersedes=supersedes, updated_at=self._now()))
             return True
-
-    def _claimant_locked(self, id: str, besides: str) -> str | None:
-        """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
-        claims = self._claims.get(id)
-        if not claims:
-            return None
-        now = self._now()
-        for cid in sorted(claims):
-            if cid != besides and self._items[cid].is_active(now):
-                return cid
-        return None
 
     def refute(
         self,

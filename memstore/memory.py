@@ -322,7 +322,7 @@ class Memory:
         return self._atomic(lambda: self.store.delete(id))
 
     def expire(self, id: str) -> bool:
-        """Mark an item stale now; whether it exists."""
+        """Mark an item stale now, a superseded one too (as Store.expire); whether it exists."""
         id = arg.id_arg(id)
         self._check_open()
         return self._atomic(lambda: self.store.expire(id))

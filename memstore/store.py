@@ -215,6 +215,48 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         """
         return self._writing()
 
+    def in_batch(self) -> bool:
+        """Whether the calling thread is inside a write group of this store.
+
+        True inside a :meth:`batch` block, nested or not, where a write joins
+        the open group and commits when the outermost block closes; ``False``
+        elsewhere, where each write commits on its own (a before-commit
+        listener runs as its group closes: ``False`` there too). A journal
+        that checks a group when it commits asks this to know whether the
+        group is its to check.
+
+        >>> store = Store()
+        >>> with store.batch():
+        ...     store.in_batch()
+        True
+        >>> store.in_batch()
+        False
+        """
+        # Only the thread inside a scope holds the lock: the open group is its own.
+        return self._tls.__dict__.get("depth", 0) > 0 and self._txn is not None
+
+    def holds_lock(self) -> bool:
+        """Whether the calling thread holds the store's lock.
+
+        True inside the store's own calls and :meth:`batch` blocks, and under
+        ``with store.lock:`` when the lock can tell its owner (a
+        ``threading.RLock``, the default, can; a host's lock without
+        ``_is_owned`` counts only through the store's own calls). A thread
+        holding it keeps every other thread out of the store, a journal's
+        follower included: what it waits for cannot arrive meanwhile.
+
+        >>> store = Store()
+        >>> with store.lock:
+        ...     store.holds_lock()
+        True
+        >>> store.holds_lock()
+        False
+        """
+        if self._tls.__dict__.get("depth", 0) > 0:
+            return True
+        owned = getattr(self._lock, "_is_owned", None)
+        return bool(owned()) if callable(owned) else False
+
     # ------------------------------------------------------- exact writes
 
     def put(self, item: Item) -> None:
@@ -230,7 +272,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         if why:
             raise InvalidItemError(why)
         with self._writing():
-            self._write(item.id, item.clone())
+            self._write(item.id, item.clone(), as_given=True)
 
     def mirror(self, item: Item) -> bool:
         """Reflect a persisted cell written elsewhere, without acting as a mutation.

@@ -915,3 +915,40 @@ def test_a_conflict_while_holding_the_store_lock_is_reported_at_once(
         assert len(outcome) == 1 and isinstance(outcome[0], WriteConflictError)
         assert jb.wait_for(ja.head(), WAIT_S) and b.get("x") is None  # caught up after
         assert [v.op for v in jb.history("x")] == ["upsert", "delete"]  # b wrote nothing
+
+
+def test_atomically_checks_the_ids_a_group_writes_not_the_ones_it_reads(
+    pg_place: PgPlace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What docs/postgres.md promises, exactly: a write is checked, a read is not.
+
+    b's follower is held back (b's lock is held while a writes), so b decides
+    on a stale copy of "flag" both times: the group that only reads it
+    commits, the one that writes it is refused and runs again once b caught up.
+    """
+    from memstore import WriteConflictError
+
+    monkeypatch.setattr(postgres_module(), "CONFLICT_ATTEMPTS", 1)  # report the first refusal
+    ja = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    jb = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    with Memory(journal=ja, embedder=None) as a, Memory(journal=jb, embedder=None) as b:
+        a.add(Item(id="flag", kind="note", title="flag off"), dedup=False)
+        assert jb.wait_for(ja.last_lsn() or ja.head(), WAIT_S)
+        outcome: list[object] = []
+
+        def decide() -> None:
+            with b.store.lock:  # b's follower cannot take a's write in meanwhile
+                a.update("flag", title="flag on")
+                seen = b.get("flag").title  # type: ignore[union-attr]
+                b.atomically(lambda: b.add(Item(id="read-only", kind="note", title=seen)))
+                outcome.append(b.get("read-only").title)  # type: ignore[union-attr]
+                try:
+                    b.atomically(lambda: b.update("flag", content="seen " + seen))
+                except WriteConflictError as e:
+                    outcome.append(e.ids)
+
+        worker = threading.Thread(target=decide)
+        worker.start()
+        worker.join(WAIT_S)
+        assert not worker.is_alive()
+        assert outcome == ["flag off", ["flag"]]  # the read went unchecked; the write did not

@@ -736,7 +736,9 @@ class StoreMachine(RuleBasedStateMachine):
             if cid != id
             and (id in map(cited, r.refs) or any(lk[0] == id for lk in r.links))
             and r.active(self.now)
-            and r.origin in ("", "derived")
+            # An unset origin reads as restored_origin says: a person's with an author tag.
+            and (r.origin or ("human" if any(t.startswith("author/") for t in r.tags) else ""))
+            in ("", "derived")
         )
         found, cascaded = self.store.refute(id, "wrong", ["log:1"])
         assert found and cascaded == citing

@@ -601,3 +601,61 @@ def test_forgotten_deletes_reach_listeners_in_commit_order() -> None:
     assert final is not None and final.title == "second version"
     assert "x" in follower, "the follower applied the forget after the later upsert"
     assert follower["x"].title == "second version"
+
+
+class _HostLock:
+    """A host's reentrant lock that cannot say who holds it (no ``_is_owned``)."""
+
+    def __init__(self) -> None:
+        self._inner = threading.RLock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._inner.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_in_batch_and_holds_lock_answer_for_the_calling_thread_alone() -> None:
+    # A journal asks these (before, it read the store's private thread-local
+    # depth and the RLock's private _is_owned itself).
+    store = Store()
+    seen: list[tuple[bool, bool]] = []
+    store.add_change_listener(
+        lambda changes: seen.append((store.in_batch(), store.holds_lock())), before_commit=True
+    )
+    assert (store.in_batch(), store.holds_lock()) == (False, False)
+    store.upsert(Item(id="a", kind="note", title="a"))
+    assert seen == [(False, True)]  # the group is closing: a write there would be its own
+    other: list[tuple[bool, bool]] = []
+    with store.batch():
+        assert (store.in_batch(), store.holds_lock()) == (True, True)
+        with store.batch():  # a savepoint: still the one group
+            assert store.in_batch()
+        # Another thread is in no group and holds nothing while this one does.
+        t = threading.Thread(target=lambda: other.append((store.in_batch(), store.holds_lock())))
+        t.start()
+        t.join()
+    assert other == [(False, False)]
+    with contextlib.suppress(RuntimeError), store.batch():
+        raise RuntimeError("undone")
+    assert (store.in_batch(), store.holds_lock()) == (False, False)
+    with store.lock:  # the host takes the lock itself: held, but no group is open
+        assert (store.in_batch(), store.holds_lock()) == (False, True)
+    assert store.holds_lock() is False
+
+
+def test_holds_lock_with_a_host_lock_that_cannot_name_its_owner() -> None:
+    lock = _HostLock()
+    store = Store(lock=lock)
+    with lock:  # taken outside the store: nothing says this thread holds it
+        assert store.holds_lock() is False
+    with store.batch():  # the store's own scope knows
+        assert store.holds_lock() is True
+    assert store.holds_lock() is False

@@ -261,6 +261,9 @@ class PostgresJournal(JournalBase):
         ``fn`` again, at most :data:`CONFLICT_ATTEMPTS` times. So of two
         processes deleting one item, one deletes it and the other finds it
         gone, and two updates of one item both land, one after the other.
+        Only the ids the group writes are checked: an id ``fn`` merely reads
+        may have been changed by another process meanwhile, and the group
+        still commits.
 
         Outside it, and inside a ``store.batch()`` opened before it (whose
         group commits later), a write replaces what is on record, the later
@@ -271,7 +274,7 @@ class PostgresJournal(JournalBase):
         store = self._store
         if store is None or self._follower is None or getattr(self._tls, "checked", False):
             return fn()
-        if store._tls.__dict__.get("depth", 0):  # in a group opened outside: it commits later
+        if store.in_batch():  # in a group opened outside: it commits later
             return fn()
         attempt = 1
         while True:
@@ -279,7 +282,7 @@ class PostgresJournal(JournalBase):
             try:
                 return fn()
             except WriteConflictError as e:
-                if attempt >= CONFLICT_ATTEMPTS or _holds(store.lock):
+                if attempt >= CONFLICT_ATTEMPTS or store.holds_lock():
                     raise  # holding the store's lock, the follower could never catch up
                 if not self.wait_for(e.position, CONFLICT_WAIT_S):
                     raise
@@ -708,12 +711,6 @@ class PostgresJournal(JournalBase):
 def _is_number(value: object) -> bool:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _holds(lock: object) -> bool:
-    """Whether this thread holds ``lock`` (an ``RLock`` says; another kind is taken as not)."""
-    owned = getattr(lock, "_is_owned", None)
-    return bool(owned()) if callable(owned) else False
 
 
 def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:

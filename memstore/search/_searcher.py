@@ -288,11 +288,22 @@ class Searcher:
         # beat one ranked 8th by only one of them); never cut for fewer than
         # POOL_LIMIT results, so a small limit is a prefix of a larger one.
         pool = max(limit, POOL_LIMIT) * max(fanout, FUSION_DEPTH)
+        # The fused candidates the rerank sees: deep enough that none past them
+        # could overtake the first ``pool`` (see settled_depth).
+        need = max(2 * pool, _shaping.settled_depth(cfg, pool))
         cells = cfg.cells() if cfg.cells is not None else None
         by_score = cfg.fusion == FUSION_SCORE and cells is not None
         # A score fusion normalises each channel over a deep pool of scores (see
-        # FUSION_POOL); only the items that can reach the results are read.
-        depth = max(pool, FUSION_POOL) if by_score else pool
+        # FUSION_POOL); only the items that can reach the results are read. The
+        # lexical channel alone is read as deep, whatever the limit: a query
+        # signal can lift a deeper hit, and a pool that grew with the limit would
+        # let a larger limit reorder a smaller one's results.
+        if by_score:
+            depth = max(pool, FUSION_POOL)
+        elif cells is None:
+            depth = max(need, FUSION_POOL)
+        else:  # a rank fusion: each channel's best limit x fan-out, as the seed's
+            depth = pool
         t0 = time.perf_counter()
         lexical, read, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
@@ -328,7 +339,7 @@ class Searcher:
         )
         signals = analyse(cfg, query, now, named or frozenset())
         vec = yield semantic is not None
-        run = (query, vec, signals, kind, subject, partition, depth, 2 * pool)
+        run = (query, vec, signals, kind, subject, partition, depth, need)
         complete = len(lexical) < depth
         if lean is not None:
             snap, now_us = lean
@@ -337,6 +348,12 @@ class Searcher:
             t1 = time.perf_counter()
             shaped = not cfg.no_shaping
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
+            # A collapse can leave the limit-th result deeper than settled_depth
+            # reckons: then the candidates further down are shaped in too.
+            while shaped and len(slots) >= need and not _shaping.settled(cfg, results, limit, need):
+                need *= 2
+                slots = leaner.ordered(need)
+                results = leaner.results(slots, query, limit, full=full, shaped=shaped)
             scores = leaner.lexical_scores(results)
         else:
             fusion = Fusion(self, kind, partition, explain, by_score, narrow)
@@ -345,6 +362,16 @@ class Searcher:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
             t1 = time.perf_counter()
             results = self._shape(ordered, partition, limit, explain)
+            while (
+                not cfg.no_shaping
+                and len(ordered) >= need
+                and not _shaping.settled(cfg, results, limit, need)
+            ):
+                need *= 2
+                ordered = fusion.ordered(need)
+                if full:
+                    ordered = self._full_extras(query, kind, partition, ordered, explain)
+                results = self._shape(ordered, partition, limit, explain)
             scores = None
         stats.observe("search.phase.rerank", time.perf_counter() - t1)
         if cfg.link_expansion is not None and cfg.link_expansion():

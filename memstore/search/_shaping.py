@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, STATUS_ACTIVE, Item
-from memstore.rerank import rerank_base_score
+from memstore.rerank import RERANK_RANK_DECAY, rerank_base_score
 from memstore.search._collapse import Collapse
 from memstore.search._fusion import Candidate
 from memstore.search._types import Explanation, SearchConfig, SearchResult
@@ -39,6 +40,8 @@ __all__ = [
     "multipliers",
     "replace_sources",
     "rerank",
+    "settled",
+    "settled_depth",
 ]
 
 STATE_OPEN_BOOST = 1.3
@@ -69,6 +72,54 @@ def multipliers(cfg: SearchConfig, item: Item, now: _dt.datetime) -> dict[str, f
     if item.updated_at is not None and now - item.updated_at <= RECENT_WINDOW:
         out["recency"] = RECENT_BOOST
     return out
+
+
+def settled_depth(cfg: SearchConfig, limit: int) -> int:
+    """How many fused candidates the rerank must see for its first ``limit`` to be final.
+
+    The rerank scores a candidate of fused rank ``r`` by ``rerank_base_score(r)``
+    times its multipliers, so a candidate ranked deep with large multipliers
+    can overtake one ranked higher with none: a search that shaped only as
+    many candidates as its limit could answer a larger limit with another
+    order in its first places. A candidate ranked ``r`` scores at most
+    ``boost * base(r)`` (every boost the configuration can give) and the
+    ``limit``-th of the first ``limit`` at least ``floor * base(limit - 1)``
+    (the smallest multiplier), so from the depth returned on no candidate can
+    reach the first ``limit``: ``search(q, limit=k)`` is then the first ``k``
+    of any larger limit's results. A near-duplicate collapse can leave the
+    ``limit``-th result further down: :func:`settled` tells the searcher to
+    look deeper then.
+    """
+    boost, floor = _bounds(cfg)
+    # boost / (1 + d r) < floor / (1 + d (limit - 1))  <=>  r > the bound below.
+    bound = (boost / floor * (1.0 + RERANK_RANK_DECAY * (limit - 1)) - 1.0) / RERANK_RANK_DECAY
+    return max(limit, math.floor(bound) + 2)  # + 1 for the strict "<", + 1 against rounding
+
+
+def settled(cfg: SearchConfig, results: Sequence[SearchResult], limit: int, depth: int) -> bool:
+    """Whether ``results``, shaped from the first ``depth`` fused candidates, are final.
+
+    They are when no candidate from rank ``depth`` on could score above the
+    ``limit``-th result (:func:`settled_depth` assumes that result is among
+    the first ``limit`` candidates; a near-duplicate collapse can make it a
+    later one, with a lower score), or when fewer than ``depth`` candidates
+    were found (there is nothing further down).
+    """
+    if len(results) < limit:
+        return False
+    boost, _ = _bounds(cfg)
+    return results[limit - 1].score > boost * rerank_base_score(depth) * (1.0 + 1e-9)
+
+
+def _bounds(cfg: SearchConfig) -> tuple[float, float]:
+    """The largest product of multipliers a candidate can get, and the smallest one."""
+    boost, floor = WATCH_BOOST * RECENT_BOOST, 1.0
+    if cfg.anchor is not None:
+        boost *= ANCHOR_BOOST
+    if cfg.state is not None:
+        boost *= STATE_OPEN_BOOST
+        floor = STATE_RESOLVED_PENALTY
+    return boost, floor
 
 
 def rerank(
