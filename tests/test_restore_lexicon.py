@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore import Item, Store
+from memstore import Item, Memory, Store
 from memstore._lexindex import LexicalIndex
+from memstore.errors import MemstoreError
 from memstore.journal import SqliteJournal
 from memstore.journal import base as journal_base
 from memstore.journal.sqlite import LEXICON_SUFFIX
@@ -197,3 +198,21 @@ def test_an_import_below_the_head_then_a_crash_does_not_leave_a_stale_saved_inde
         store._check()
     finally:
         journal.close()
+
+
+def test_closing_inside_a_write_group_saves_no_index_of_writes_not_on_record(
+    tmp_path: Path,
+) -> None:
+    # A Memory closed inside a batch of its own thread refuses the batch (its
+    # writes are never recorded), but the close used to save the lexical index
+    # first, with the batch's writes in it, at the unchanged head: the next
+    # open took it as current and found items by words they do not hold.
+    _fill(tmp_path / "journal.db", 60)
+    mem = Memory(tmp_path, embedder=None)
+    with pytest.raises(MemstoreError, match="closed"), mem.store.batch():
+        mem.update("n5", content="zebracorn stampede")
+        mem.close()
+    with Memory(tmp_path, embedder=None) as again:
+        assert "zebracorn" not in again.get("n5").content  # type: ignore[union-attr]
+        assert again.store.keyword_search("zebracorn") == []
+        again.store._check()

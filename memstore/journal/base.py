@@ -744,15 +744,24 @@ class JournalBase(ABC):
         never used for another state. Small stores re-index faster than they
         load, so below :data:`LEXICON_SNAPSHOT_MIN_ITEMS` nothing is saved
         (and an older file is removed). A failure loses nothing: it is logged.
+
+        Closing inside a write group of this thread (``with store.batch():
+        ... journal.close()``) saves nothing and removes an older file: the
+        index then holds the group's writes, which are not on record (the group
+        commits unrecorded, or is refused and undone), so a file saved at the
+        current head would be taken as current by the next open and answer
+        with text the items no longer have.
         """
         path, store = self._lexicon_path(), self._store
         if path is None or store is None:
             return
         try:
-            if store.indexed_len() >= LEXICON_SNAPSHOT_MIN_ITEMS:
-                store.save_lexicon(path, generation=self._read_head().packed())
-            elif os.path.exists(path):
-                os.remove(path)
+            with _holding(store):  # no group commits between the head read and the save
+                in_group = store._txn is not None
+                if not in_group and store.indexed_len() >= LEXICON_SNAPSHOT_MIN_ITEMS:
+                    store.save_lexicon(path, generation=self._read_head().packed())
+                elif os.path.exists(path):
+                    os.remove(path)
         except (OSError, MemstoreError) as e:
             _log.warning("memstore: could not save the lexical index %r (%s)", path, e)
 
