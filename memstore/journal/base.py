@@ -621,8 +621,7 @@ class JournalBase(ABC):
         current: str | None = None
         # An item belongs to the partition its last version is in, and goes
         # out with its whole history (versions from before a move included).
-        ids = None if part is None else self._ids_last_in(part)
-        rows = self._rows_of(ids, None) if ids is None or ids else iter(())
+        rows = self._rows_of(None, None) if part is None else self._rows_last_in(part)
         for row in rows:
             if row.id != current:
                 if versions and current is not None:
@@ -693,6 +692,16 @@ class JournalBase(ABC):
                 self._recorded(self._import_rows(rows))
             self._ensure_clock().observe(top)
         return len(changed)
+
+    def _rows_last_in(self, partition: str) -> Iterator[Row]:
+        """Every row of the ids whose newest version is in ``partition``, by id then stamp.
+
+        An export reads these while writers go on, and must see each write
+        group wholly or not at all: a backend reads them in one statement
+        (one snapshot). This fallback reads the ids, then their rows.
+        """
+        ids = self._ids_last_in(partition)
+        return self._rows_of(ids, None) if ids else iter(())
 
     def _ids_last_in(self, partition: str) -> list[str]:
         """Ids whose newest version (live or a delete) is in ``partition``."""

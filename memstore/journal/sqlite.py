@@ -528,6 +528,15 @@ class SqliteJournal(JournalBase):
             )
         return self._select(f"SELECT {_COLUMNS} FROM versions" + order, ())
 
+    def _rows_last_in(self, partition: str) -> Iterator[Row]:
+        # One statement, one snapshot: read as the ids, then their rows in
+        # chunks, a group committed between two reads was exported in part.
+        return self._select(
+            f"SELECT {_COLUMNS} FROM versions WHERE id IN (SELECT id FROM versions "
+            "WHERE to_lsn IS NULL AND partition = ?) ORDER BY id, lsn, node",
+            [partition],
+        )
+
     def _rows_of_many(self, ids: list[str]) -> Iterator[Row]:
         for start in range(0, len(ids), 500):
             chunk = sorted(ids[start : start + 500])
