@@ -552,6 +552,35 @@ def test_export_import_reproduces_items_and_as_of(places: Places) -> None:
     journal3.close()
 
 
+def test_import_refuses_an_item_the_hosts_validate_refuses_and_changes_nothing(
+    places: Places,
+) -> None:
+    # An import checked the rules every item obeys, but not the host's own
+    # Config.validate: an item every write of the host refused came in by import.
+    journal, store = open_store(places("a"))
+    store.upsert(note("the api key is sk-123", id="leak"))
+    store.upsert(note("harmless", id="fine"))
+    out = io.StringIO()
+    journal.export(None, out)
+    journal.close()
+
+    def no_keys(item: Item) -> str:
+        return "no api keys in memory" if "sk-" in item.title else ""
+
+    strict = open_journal(places("b"))
+    host = Store(Config(clock=FakeClock(), validate=no_keys))
+    strict.attach(host)
+    try:
+        host.upsert(note("kept", id="kept"))
+        head = strict.head()
+        with pytest.raises(InvalidItemError, match=r"line \d+: leak: item: no api keys"):
+            strict.import_(io.StringIO(out.getvalue()))
+        assert state(host).keys() == {"kept"} and strict.head() == head
+        assert strict.history("fine") == [] and strict.history("leak") == []
+    finally:
+        strict.close()
+
+
 class _WritesMidExport(io.StringIO):
     """An export's file that, as the first item line arrives, lets ``write_group`` commit.
 

@@ -640,8 +640,9 @@ class JournalBase(ABC):
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export`: the same versions, the same current items.
 
-        Everything is read and validated before anything is written, and then
-        written in one transaction: a bad file raises
+        Everything is read and validated before anything is written (every
+        item by the rules a write obeys, the host's ``Config.validate``
+        included), and then written in one transaction: a bad file raises
         :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
         nothing, and so does an export missing its end line (cut off).
         Versions already on record (same id and stamp) are skipped, so
@@ -650,7 +651,7 @@ class JournalBase(ABC):
         """
         fp = arg.readable(fp)
         store = self._attached()
-        by_id = read_export(fp, store.validate_base)
+        by_id = read_export(fp, _write_rules(store))
         if not by_id:
             return 0
         rows = [r for rs in by_id.values() for r in rs]
@@ -788,6 +789,23 @@ class JournalBase(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_rules(store: Store) -> Callable[[Item], str]:
+    """Why ``store`` would refuse to write an item (``""``: it would not), as an import asks.
+
+    The rules every item obeys (:meth:`Store.validate_base`, the store's
+    vocabulary), then the host's own (``Config.validate``): an import must not
+    bring in an item the host refuses on every write.
+    """
+    host = store.config.validate
+    if host is None:
+        return store.validate_base
+
+    def check(item: Item) -> str:
+        return store.validate_base(item) or host(item)
+
+    return check
 
 
 @contextlib.contextmanager
