@@ -39,7 +39,7 @@ from memstore import (
 )
 from memstore.errors import InvalidItemError, JournalClosedError
 from memstore.journal import EXPORT_FORMAT, Hlc, Journal, JournalBase, Lsn, SqliteJournal
-from memstore.journal.hlc import MAX_COUNTER
+from memstore.journal.hlc import COUNTER_BITS, MAX_COUNTER
 from memstore_index import CellStore, HashEmbedder
 from tests.conftest import FakeClock
 from tests.journals import (
@@ -579,6 +579,38 @@ def test_import_refuses_an_item_the_hosts_validate_refuses_and_changes_nothing(
         assert strict.history("fine") == [] and strict.history("leak") == []
     finally:
         strict.close()
+
+
+@pytest.mark.parametrize("year", [2200, 2248])
+def test_import_refuses_a_far_future_stamp_that_would_stop_later_writes(
+    places: Places, year: int
+) -> None:
+    # An import moves the journal's clock past every stamp it brings. A version
+    # stamped at the end of the range (a broken clock, or a hand edit) was
+    # taken: every later write then failed with a bare OverflowError, after a
+    # reopen too; one from a far future stamped every later write after it.
+    journal, store = open_store(places("a"))
+    store.upsert(note("hello", id="h"))
+    out = io.StringIO()
+    journal.export(None, out)
+    journal.close()
+    header, line, end = out.getvalue().splitlines()
+    entry = json.loads(line)
+    wall_ms = int(dt.datetime(year, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    wall_ms = min(wall_ms, (1 << (63 - COUNTER_BITS)) - 1)  # 2248: the last millisecond there is
+    entry["versions"][0]["valid_from"] = {"wall_ms": wall_ms, "counter": 0, "node_id": 0}
+    text = "\n".join([header, json.dumps(entry), end]) + "\n"
+
+    other, theirs = open_store(places("b"))
+    try:
+        head = other.head()
+        with pytest.raises(InvalidItemError, match=rf"line 2: h: valid_from .* year {year}"):
+            other.import_(io.StringIO(text))
+        assert state(theirs) == {} and other.head() == head
+        later = theirs.upsert(note("written after the refusal"))
+        assert other.history(later.id)[0].lsn.to_datetime().year < 2200
+    finally:
+        other.close()
 
 
 class _WritesMidExport(io.StringIO):
