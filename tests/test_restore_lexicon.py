@@ -216,3 +216,48 @@ def test_closing_inside_a_write_group_saves_no_index_of_writes_not_on_record(
         assert "zebracorn" not in again.get("n5").content  # type: ignore[union-attr]
         assert again.store.keyword_search("zebracorn") == []
         again.store._check()
+
+
+class _OvertakenReader(SqliteJournal):
+    """A read-only journal whose restore is overtaken by the writer of its file.
+
+    Right after the reader has read the live items, ``writer_step`` runs: the
+    writer (another process, in life; another journal object here) writes once
+    more and closes, saving its lexical index at the head that write made.
+    """
+
+    def __init__(self, path: Path, writer_step: Callable[[], None]) -> None:
+        super().__init__(path, readonly=True)
+        self._writer_step: Callable[[], None] | None = writer_step
+
+    def _restore_items(self) -> list[Item]:
+        items = super()._restore_items()
+        step, self._writer_step = self._writer_step, None
+        if step is not None:
+            step()
+        return items
+
+
+def test_a_reader_overtaken_by_a_closing_writer_does_not_load_its_newer_index(
+    tmp_path: Path,
+) -> None:
+    # A read-only attach read the items, then the head in a read of its own,
+    # and loaded the saved index carrying that head: a writer that wrote and
+    # closed between the two reads left an index of its last write beside
+    # items from before it, and the reader found n5 by words n5 did not hold.
+    path = tmp_path / "journal.db"
+    _fill(path, 60)
+    writer, store = _open(path)
+
+    def write_and_close() -> None:
+        store.upsert(Item(id="n5", kind="observation", content="zebracorn stampede"))
+        writer.close()
+
+    reader, seen = _OvertakenReader(path, write_and_close), Store()
+    try:
+        reader.attach(seen)
+        assert "zebracorn" not in seen.get("n5").content  # type: ignore[union-attr]
+        assert seen.keyword_search("zebracorn") == []
+        seen._check()
+    finally:
+        reader.close()

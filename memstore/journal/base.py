@@ -141,6 +141,7 @@ class JournalBase(ABC):
         self._head = Lsn(0, 0)
         self._store: Store | None = None
         self._frozen = False  # the restore froze the heap (see attach): thawed at detach
+        self._restored_at: Lsn | None = None  # the head the restored items are the state at
         self._tls = threading.local()
         self._closed = False
         # id(change) -> (change, lsn): the change is held so that its id is not reused.
@@ -249,8 +250,13 @@ class JournalBase(ABC):
                     thaw()
 
     def _attach(self, store: Store, clock: HybridClock) -> None:
+        self._restored_at = None
         items = self._restore_items()
-        has_history = bool(items) or self._read_head() > Lsn(0, 0)
+        # The head those items are the state at: read with them where the
+        # backend can, since a saved lexical index is taken for the state
+        # its head names (a writer may commit between two separate reads).
+        at = self._restored_at if self._restored_at is not None else self._read_head()
+        has_history = bool(items) or at > Lsn(0, 0)
         with _holding(store):
             if has_history and store.len_locked():
                 raise JournalError(
@@ -262,7 +268,7 @@ class JournalBase(ABC):
             try:
                 if items:
                     saved = self._lexicon_path()
-                    lexicon = (saved, self._read_head().packed()) if saved else None
+                    lexicon = (saved, at.packed()) if saved else None
                     store._restore_owned(items, lexicon)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()
@@ -277,7 +283,10 @@ class JournalBase(ABC):
             self._store = store
 
     def _restore_items(self) -> list[Item]:
-        """The items :meth:`attach` restores (a backend may read more in the same snapshot)."""
+        """The items :meth:`attach` restores (a backend may read more in the same snapshot).
+
+        A backend that reads the head in the same snapshot sets ``_restored_at`` to it.
+        """
         return list(self.current())
 
     def detach(self) -> None:
