@@ -173,11 +173,16 @@ def save_lexicon(
         }
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        # A save cut short (a full disk) leaves no partial file taking the space left.
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _read(

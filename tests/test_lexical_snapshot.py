@@ -292,3 +292,37 @@ def test_damaged_metadata_and_object_arrays_are_refused(tmp_path: Path) -> None:
     lied.write_bytes(bytes(data))
     with pytest.raises(LexiconSnapshotError, match="does not match its size"):
         load_lexicon(lied)
+
+
+_SAVE_UNDER_A_SIZE_LIMIT = """
+import resource, signal, sys
+from memstore._lexsnapshot import save_lexicon
+from memstore.lexical import Lexicon
+
+lex = Lexicon()
+for i in range(3000):
+    lex.index(f"d{i}", f"payment api {i}", f"timeouts after {i} seconds on the orders table")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # as a disk that fills
+try:
+    save_lexicon(lex, sys.argv[1], generation=1)
+except OSError as e:
+    print("refused:", e.strerror)
+"""
+
+
+def test_a_save_that_fails_half_way_leaves_no_partial_file(tmp_path: Path) -> None:
+    # A save that failed half-way (a full disk) left its partial temporary file
+    # beside the journal, holding the space the disk had left.
+    import subprocess
+    import sys
+
+    target = tmp_path / "journal.db.lexicon.npz"
+    run = subprocess.run(
+        [sys.executable, "-c", _SAVE_UNDER_A_SIZE_LIMIT, str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.startswith("refused: File too large"), run.stdout + run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
