@@ -60,6 +60,8 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
             f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
         )
     _check_dest(src, dst)
+    if dst.is_symlink():  # a link to an empty folder: the copy goes into that folder
+        dst = Path(os.path.realpath(dst))
     top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
     partial = top.parent / f".{top.name}.partial-{os.getpid()}"
     inside = partial / dst.absolute().relative_to(top)

@@ -162,3 +162,19 @@ def test_the_restore_commands_the_docs_print_run(
         words = restore.group(0).replace(folder, str(dest)).split()[1:]
         assert main(words) == 0, (restore.group(0), capsys.readouterr().err)
     assert "items" in capsys.readouterr().out
+
+
+def test_a_backup_into_a_symlink_to_an_empty_folder_lands_in_that_folder(tmp_path: Path) -> None:
+    # A link to an empty folder passed the checks (an empty folder is a
+    # valid destination), then the copy failed at the last step with
+    # "Not a directory": the folder was replaced through its link's path.
+    source, empty, link = tmp_path / "data", tmp_path / "empty", tmp_path / "link"
+    with Memory(source, embedder=None) as mem:
+        mem.add("kept across the backup", id="kept")
+    empty.mkdir()
+    link.symlink_to(empty, target_is_directory=True)
+    written = backup(source, link)
+    assert [p.name for p in written] == [JOURNAL_FILE]
+    assert link.is_symlink() and (empty / JOURNAL_FILE).is_file()
+    with Memory(link, embedder=None) as restored:
+        assert restored.get("kept") is not None
