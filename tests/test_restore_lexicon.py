@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memstore import Item, Memory, Store
+from memstore import Config, Item, Memory, Store
 from memstore._lexindex import LexicalIndex
 from memstore.errors import MemstoreError
 from memstore.journal import SqliteJournal
@@ -261,3 +261,26 @@ def test_a_reader_overtaken_by_a_closing_writer_does_not_load_its_newer_index(
         seen._check()
     finally:
         reader.close()
+
+
+def test_a_saved_index_of_other_id_words_is_not_loaded(tmp_path: Path) -> None:
+    # Which ids have their words indexed is the store's config (id_prefix,
+    # skip_id_text). A saved index made under another config was loaded as it
+    # was: a store told not to index ids still found items by their id's words.
+    path = tmp_path / "journal.db"
+    with SqliteJournal(path) as journal:
+        store = Store()
+        journal.attach(store)
+        store.upsert_many(
+            [Item(id=f"zebracorn-{i}", kind="note", title=f"deploy {i}") for i in range(60)]
+        )
+        assert len(store.keyword_search("zebracorn", limit=100)) == 60
+    assert Path(f"{path}{LEXICON_SUFFIX}").exists()
+    journal, store = SqliteJournal(path), Store(Config(skip_id_text=lambda id: True))
+    journal.attach(store)
+    try:
+        assert store.keyword_search("zebracorn") == []
+        assert len(store.keyword_search("deploy", limit=100)) == 60
+        store._check()
+    finally:
+        journal.close()
