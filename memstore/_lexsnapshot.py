@@ -34,13 +34,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -228,6 +229,11 @@ def _member(
     info = members[name]  # KeyError: a missing array
     if info.compress_type != zipfile.ZIP_STORED:
         with zipfile.ZipFile(f) as z, z.open(info) as m:
+            # The header's claim is checked against what the member holds
+            # before numpy allocates for it (a damaged shape: terabytes).
+            shape, dtype = _header(m)
+            _check_size(name, shape, dtype, info.file_size - m.tell())
+        with zipfile.ZipFile(f) as z, z.open(info) as m:
             a: npt.NDArray[Any] = np.lib.format.read_array(m, allow_pickle=False)
             return a
     f.seek(info.header_offset)
@@ -242,12 +248,9 @@ def _member(
         shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
     else:
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-    if dtype.hasobject:
-        raise ValueError(f"member {name} holds Python objects")
+    _check_size(name, shape, dtype, start + info.file_size - f.tell())
     out = np.empty(shape, dtype, order="F" if fortran else "C")
     body = out.reshape(-1, order="A").view(np.uint8).data
-    if f.tell() + body.nbytes != start + info.file_size:
-        raise ValueError(f"member {name}: its header does not match its size")
     got = f.readinto(body) if body.nbytes else 0
     if got != body.nbytes:
         raise EOFError(f"member {name} is truncated")
@@ -256,6 +259,27 @@ def _member(
         if zlib.crc32(f.read(info.file_size)) != info.CRC:
             raise ValueError(f"member {name} fails its CRC-32")
     return out
+
+
+def _header(m: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and type an ``.npy`` stream's header names (the stream left at the data)."""
+    if np.lib.format.read_magic(m) == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(m)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(m)
+    return shape, dtype
+
+
+def _check_size(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], held: int) -> None:
+    """Refuse a member whose header's shape and type do not fill exactly the ``held`` bytes.
+
+    Checked before the array is allocated: a damaged shape must be a refused
+    file, not an attempt to allocate terabytes (a ``MemoryError`` out of a restore).
+    """
+    if dtype.hasobject:
+        raise ValueError(f"member {name} holds Python objects")
+    if math.prod(shape) * dtype.itemsize != held:
+        raise ValueError(f"member {name}: its header does not match its size")
 
 
 def _count(meta: dict[str, object], key: str) -> int:

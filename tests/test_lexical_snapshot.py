@@ -326,3 +326,28 @@ def test_a_save_that_fails_half_way_leaves_no_partial_file(tmp_path: Path) -> No
     )
     assert run.stdout.startswith("refused: File too large"), run.stdout + run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_member_header_claiming_a_huge_array_is_refused_before_any_allocation(
+    tmp_path: Path, compression: int
+) -> None:
+    # A damaged header (a shape of 10**14 where a few hundred stood) made the
+    # load allocate for it first: a bare MemoryError out of attach, and a
+    # journal that no longer opened, for a cache meant to be ignored when damaged.
+    import re
+
+    with zipfile.ZipFile(_saved(tmp_path)) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    body = members["doc_text.npy"]
+    found = re.search(rb"'shape': \((\d+),\), \}( +)\n", body)
+    assert found is not None
+    huge = b"'shape': (99999999999999,), }"
+    patched = huge + b" " * (len(found[0]) - len(huge) - 1) + b"\n"
+    members["doc_text.npy"] = body[: found.start()] + patched + body[found.end() :]
+    bad = tmp_path / "bad.npz"
+    with zipfile.ZipFile(bad, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(bad)
