@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import lzma
 import math
 import os
 import zipfile
@@ -197,7 +198,18 @@ def _read(
             if not isinstance(extras, list) or not all(isinstance(x, str) for x in extras):
                 raise ValueError("the metadata's extras are not a list of names")
             arrays = {name: _member(f, members, name) for name in (*_ARRAYS, *extras)}
-    except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile) as e:
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        AttributeError,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,  # a compression method zipfile does not know (a damaged header)
+        zlib.error,  # a deflated member whose stream does not decode
+        lzma.LZMAError,
+    ) as e:
         raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
     if not isinstance(meta, dict):
         raise LexiconSnapshotError("snapshot metadata is not an object")

@@ -351,3 +351,41 @@ def test_a_member_header_claiming_a_huge_array_is_refused_before_any_allocation(
             z.writestr(name, data)
     with pytest.raises(LexiconSnapshotError, match="unreadable"):
         load_lexicon(bad)
+
+
+def _deflated(path: Path, out: Path) -> bytes:
+    """``path``'s archive written again with every member deflated; its bytes."""
+    with zipfile.ZipFile(path) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["unknown compression method", "damaged deflate stream"])
+def test_a_damaged_zip_structure_is_refused_not_raised(tmp_path: Path, damage: str) -> None:
+    # Damage the zip layer reports with exceptions of its own
+    # (NotImplementedError for a compression method it does not know,
+    # zlib.error for a deflate stream that does not decode) escaped the load:
+    # attach failed, and the journal beside the cache no longer opened.
+    import struct
+
+    path = _saved(tmp_path)
+    if damage == "unknown compression method":
+        data = bytearray(path.read_bytes())
+        entry = data.find(b"PK\x01\x02")  # the first member's central directory entry
+        data[entry + 10 : entry + 12] = struct.pack("<H", 99)
+    else:
+        data = bytearray(_deflated(path, tmp_path / "deflated.npz"))
+        with zipfile.ZipFile(tmp_path / "deflated.npz") as z:
+            info = z.getinfo("doc_text.npy")
+        name_len, extra_len = struct.unpack(
+            "<HH", data[info.header_offset + 26 : info.header_offset + 30]
+        )
+        start = info.header_offset + 30 + name_len + extra_len
+        data[start : start + 4] = b"\xff\xff\xff\xff"  # the stream's first bytes
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(bad)
