@@ -37,6 +37,7 @@ import json
 import lzma
 import math
 import os
+import tokenize
 import zipfile
 import zlib
 from collections import Counter
@@ -209,6 +210,8 @@ def _read(
         NotImplementedError,  # a compression method zipfile does not know (a damaged header)
         zlib.error,  # a deflated member whose stream does not decode
         lzma.LZMAError,
+        tokenize.TokenError,  # numpy's reading of an array header that is damaged
+        SyntaxError,
     ) as e:
         raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
     if not isinstance(meta, dict):

@@ -389,3 +389,21 @@ def test_a_damaged_zip_structure_is_refused_not_raised(tmp_path: Path, damage: s
     bad.write_bytes(bytes(data))
     with pytest.raises(LexiconSnapshotError, match="unreadable"):
         load_lexicon(bad)
+
+
+def test_an_array_header_cut_short_is_refused_not_raised(tmp_path: Path) -> None:
+    # numpy reads a header whose dict does not close with the tokenizer of an
+    # older format, whose TokenError escaped the load (and so the attach).
+    import warnings
+
+    path = _saved(tmp_path)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"'shape': (")
+    end = data.find(b"}", at)
+    data[end : end + 1] = b" "  # the header's dict never closes
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy says it tried the older format
+        with pytest.raises(LexiconSnapshotError, match="unreadable"):
+            load_lexicon(bad)
