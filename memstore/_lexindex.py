@@ -535,6 +535,10 @@ class LexicalIndex:
             out: dict[str, npt.NDArray[Any]] = {
                 f"x_{name[1:]}": getattr(self, name)[:n] for name in self._ARRAYS
             }
+            # Whether each slot's id words are indexed: the store's config
+            # decides it (id_prefix, skip_id_text), and a load must match it.
+            with_id = self._with_id
+            out["x_with_id"] = np.array([i in with_id for i in self._lexicon._ids[:n]], np.bool_)
             for name in _CODE_TABLES:
                 strings = list(getattr(self, name)._code)
                 if any("\0" in c for c in strings):
@@ -569,6 +573,17 @@ class LexicalIndex:
         slots = list(map(lex._slot_of.get, ids))
         if len(pairs) != len(lex) or None in slots:
             raise LexiconSnapshotError("the snapshot's documents are not the items given")
+        saved = extras.get("x_with_id")
+        flags = np.fromiter((flag for _, flag in pairs), np.bool_, len(pairs))
+        if (
+            saved is None
+            or saved.dtype != np.bool_
+            or saved.shape != (len(lex),)
+            or not np.array_equal(saved[np.fromiter(slots, np.intp, len(slots))], flags)
+        ):
+            # Indexed with another choice of which ids' words count (the
+            # store's id_prefix or skip_id_text changed): re-index.
+            raise LexiconSnapshotError("the snapshot indexed other ids' words than asked")
         index = cls(compact_min=compact_min)
         index._lexicon = lex
         lex.on_renumber(index._renumber)

@@ -34,13 +34,16 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import lzma
+import math
 import os
+import tokenize
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -173,11 +176,16 @@ def save_lexicon(
         }
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        # A save cut short (a full disk) leaves no partial file taking the space left.
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _read(
@@ -191,7 +199,20 @@ def _read(
             if not isinstance(extras, list) or not all(isinstance(x, str) for x in extras):
                 raise ValueError("the metadata's extras are not a list of names")
             arrays = {name: _member(f, members, name) for name in (*_ARRAYS, *extras)}
-    except (OSError, ValueError, KeyError, EOFError, AttributeError, zipfile.BadZipFile) as e:
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        AttributeError,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        NotImplementedError,  # a compression method zipfile does not know (a damaged header)
+        zlib.error,  # a deflated member whose stream does not decode
+        lzma.LZMAError,
+        tokenize.TokenError,  # numpy's reading of an array header that is damaged
+        SyntaxError,
+    ) as e:
         raise LexiconSnapshotError(f"unreadable lexical snapshot {os.fspath(path)!r}: {e}") from e
     if not isinstance(meta, dict):
         raise LexiconSnapshotError("snapshot metadata is not an object")
@@ -223,6 +244,11 @@ def _member(
     info = members[name]  # KeyError: a missing array
     if info.compress_type != zipfile.ZIP_STORED:
         with zipfile.ZipFile(f) as z, z.open(info) as m:
+            # The header's claim is checked against what the member holds
+            # before numpy allocates for it (a damaged shape: terabytes).
+            shape, dtype = _header(m)
+            _check_size(name, shape, dtype, info.file_size - m.tell())
+        with zipfile.ZipFile(f) as z, z.open(info) as m:
             a: npt.NDArray[Any] = np.lib.format.read_array(m, allow_pickle=False)
             return a
     f.seek(info.header_offset)
@@ -237,12 +263,9 @@ def _member(
         shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
     else:
         shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-    if dtype.hasobject:
-        raise ValueError(f"member {name} holds Python objects")
+    _check_size(name, shape, dtype, start + info.file_size - f.tell())
     out = np.empty(shape, dtype, order="F" if fortran else "C")
     body = out.reshape(-1, order="A").view(np.uint8).data
-    if f.tell() + body.nbytes != start + info.file_size:
-        raise ValueError(f"member {name}: its header does not match its size")
     got = f.readinto(body) if body.nbytes else 0
     if got != body.nbytes:
         raise EOFError(f"member {name} is truncated")
@@ -251,6 +274,27 @@ def _member(
         if zlib.crc32(f.read(info.file_size)) != info.CRC:
             raise ValueError(f"member {name} fails its CRC-32")
     return out
+
+
+def _header(m: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and type an ``.npy`` stream's header names (the stream left at the data)."""
+    if np.lib.format.read_magic(m) == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(m)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(m)
+    return shape, dtype
+
+
+def _check_size(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], held: int) -> None:
+    """Refuse a member whose header's shape and type do not fill exactly the ``held`` bytes.
+
+    Checked before the array is allocated: a damaged shape must be a refused
+    file, not an attempt to allocate terabytes (a ``MemoryError`` out of a restore).
+    """
+    if dtype.hasobject:
+        raise ValueError(f"member {name} holds Python objects")
+    if math.prod(shape) * dtype.itemsize != held:
+        raise ValueError(f"member {name}: its header does not match its size")
 
 
 def _count(meta: dict[str, object], key: str) -> int:

@@ -26,12 +26,13 @@ original's place.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
 from typing import Final
 
-from memstore.errors import MemstoreError
+from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
 
@@ -39,6 +40,8 @@ __all__ = ["VECTORS_FILE", "backup"]
 
 VECTORS_FILE: Final = "vectors.sqlite3"
 """The vector file a ``Memory`` with an embedder keeps beside its journal."""
+
+_log = logging.getLogger(__name__)
 
 
 def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
@@ -48,7 +51,9 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     ``source``: a backup inside the folder it copies is lost with it, and
     cannot be moved into its place. The copy is made in a hidden folder
     beside ``dest`` and renamed into place at the end, so a failed backup
-    leaves no half-written ``dest``. Raises
+    leaves no half-written ``dest``. A damaged vector file is left out (with
+    a logged warning; it is not among the files returned): the vectors are a
+    cache of the journal, and opening the copy embeds its items again. Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
     or ``dest`` is taken or inside ``source``, a
     :class:`~memstore.errors.JournalError` when a file cannot be read or
@@ -60,6 +65,8 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
             f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
         )
     _check_dest(src, dst)
+    if dst.is_symlink():  # a link to an empty folder: the copy goes into that folder
+        dst = Path(os.path.realpath(dst))
     top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
     partial = top.parent / f".{top.name}.partial-{os.getpid()}"
     inside = partial / dst.absolute().relative_to(top)
@@ -73,9 +80,19 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     try:
         written: list[Path] = []
         for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
-            if (src / name).is_file():
+            if not (src / name).is_file():
+                continue
+            try:
                 backup_file(src / name, inside / name)
-                written.append(dst / name)
+            except JournalCorruptError as e:
+                if name == JOURNAL_FILE:
+                    raise
+                # The vectors are a cache of the journal: a damaged file must
+                # not stop the record's backup (opening the copy embeds again).
+                (inside / name).unlink(missing_ok=True)
+                _log.warning("memstore: %s left out of the backup: %s", name, e)
+                continue
+            written.append(dst / name)
         try:
             if top.exists():  # dst itself, an empty folder
                 top.rmdir()

@@ -162,3 +162,41 @@ def test_the_restore_commands_the_docs_print_run(
         words = restore.group(0).replace(folder, str(dest)).split()[1:]
         assert main(words) == 0, (restore.group(0), capsys.readouterr().err)
     assert "items" in capsys.readouterr().out
+
+
+def test_a_backup_into_a_symlink_to_an_empty_folder_lands_in_that_folder(tmp_path: Path) -> None:
+    # A link to an empty folder passed the checks (an empty folder is a
+    # valid destination), then the copy failed at the last step with
+    # "Not a directory": the folder was replaced through its link's path.
+    source, empty, link = tmp_path / "data", tmp_path / "empty", tmp_path / "link"
+    with Memory(source, embedder=None) as mem:
+        mem.add("kept across the backup", id="kept")
+    empty.mkdir()
+    link.symlink_to(empty, target_is_directory=True)
+    written = backup(source, link)
+    assert [p.name for p in written] == [JOURNAL_FILE]
+    assert link.is_symlink() and (empty / JOURNAL_FILE).is_file()
+    with Memory(link, embedder=None) as restored:
+        assert restored.get("kept") is not None
+
+
+def test_a_damaged_vector_file_does_not_stop_the_backup_of_the_journal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The vectors are a cache of the journal (opening sets a damaged file aside
+    # and embeds again), but a damaged vectors.sqlite3 failed the whole backup:
+    # the record could not be backed up until the memory was opened again.
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    with Memory(source, embedder="hash") as mem:
+        for i in range(5):
+            mem.add(f"note {i} about the ledger pool", id=f"n{i}")
+    damaged = b"not a database, just bytes" * 4
+    (source / VECTORS_FILE).write_bytes(damaged)
+    assert main(["backup", str(source), str(dest)]) == 0
+    err = capsys.readouterr().err
+    assert "backed up journal.db" in err and f"{VECTORS_FILE} in {source} is damaged" in err
+    assert sorted(p.name for p in dest.iterdir()) == [JOURNAL_FILE]
+    assert (source / VECTORS_FILE).read_bytes() == damaged  # the source is left as it was
+    with Memory(dest, embedder="hash") as restored:
+        assert sorted(it.id for it in restored.store.all_items()) == [f"n{i}" for i in range(5)]
+        assert restored.search("note 3 about the ledger pool", limit=1)[0].item.id == "n3"

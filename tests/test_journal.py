@@ -39,7 +39,7 @@ from memstore import (
 )
 from memstore.errors import InvalidItemError, JournalClosedError
 from memstore.journal import EXPORT_FORMAT, Hlc, Journal, JournalBase, Lsn, SqliteJournal
-from memstore.journal.hlc import MAX_COUNTER
+from memstore.journal.hlc import COUNTER_BITS, MAX_COUNTER
 from memstore_index import CellStore, HashEmbedder
 from tests.conftest import FakeClock
 from tests.journals import (
@@ -550,6 +550,112 @@ def test_export_import_reproduces_items_and_as_of(places: Places) -> None:
     journal3, store3 = open_store(places("b"))
     assert sorted(it.title for it in store3.items()) == ["a2", "later"]
     journal3.close()
+
+
+def test_import_refuses_an_item_the_hosts_validate_refuses_and_changes_nothing(
+    places: Places,
+) -> None:
+    # An import checked the rules every item obeys, but not the host's own
+    # Config.validate: an item every write of the host refused came in by import.
+    journal, store = open_store(places("a"))
+    store.upsert(note("the api key is sk-123", id="leak"))
+    store.upsert(note("harmless", id="fine"))
+    out = io.StringIO()
+    journal.export(None, out)
+    journal.close()
+
+    def no_keys(item: Item) -> str:
+        return "no api keys in memory" if "sk-" in item.title else ""
+
+    strict = open_journal(places("b"))
+    host = Store(Config(clock=FakeClock(), validate=no_keys))
+    strict.attach(host)
+    try:
+        host.upsert(note("kept", id="kept"))
+        head = strict.head()
+        with pytest.raises(InvalidItemError, match=r"line \d+: leak: item: no api keys"):
+            strict.import_(io.StringIO(out.getvalue()))
+        assert state(host).keys() == {"kept"} and strict.head() == head
+        assert strict.history("fine") == [] and strict.history("leak") == []
+    finally:
+        strict.close()
+
+
+@pytest.mark.parametrize("year", [2200, 2248])
+def test_import_refuses_a_far_future_stamp_that_would_stop_later_writes(
+    places: Places, year: int
+) -> None:
+    # An import moves the journal's clock past every stamp it brings. A version
+    # stamped at the end of the range (a broken clock, or a hand edit) was
+    # taken: every later write then failed with a bare OverflowError, after a
+    # reopen too; one from a far future stamped every later write after it.
+    journal, store = open_store(places("a"))
+    store.upsert(note("hello", id="h"))
+    out = io.StringIO()
+    journal.export(None, out)
+    journal.close()
+    header, line, end = out.getvalue().splitlines()
+    entry = json.loads(line)
+    wall_ms = int(dt.datetime(year, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    wall_ms = min(wall_ms, (1 << (63 - COUNTER_BITS)) - 1)  # 2248: the last millisecond there is
+    entry["versions"][0]["valid_from"] = {"wall_ms": wall_ms, "counter": 0, "node_id": 0}
+    text = "\n".join([header, json.dumps(entry), end]) + "\n"
+
+    other, theirs = open_store(places("b"))
+    try:
+        head = other.head()
+        with pytest.raises(InvalidItemError, match=rf"line 2: h: valid_from .* year {year}"):
+            other.import_(io.StringIO(text))
+        assert state(theirs) == {} and other.head() == head
+        later = theirs.upsert(note("written after the refusal"))
+        assert other.history(later.id)[0].lsn.to_datetime().year < 2200
+    finally:
+        other.close()
+
+
+class _WritesMidExport(io.StringIO):
+    """An export's file that, as the first item line arrives, lets ``write_group`` commit.
+
+    Another writer's group landing while an export streams out (as
+    ``memstore export`` beside a running server does), at a moment the test names.
+    """
+
+    def __init__(self, write_group: Callable[[], None]) -> None:
+        super().__init__()
+        self._write_group: Callable[[], None] | None = write_group
+
+    def write(self, text: str) -> int:
+        if self._write_group is not None and text.startswith('{"id"'):
+            self._write_group, run = None, self._write_group
+            run()
+        return super().write(text)
+
+
+def test_a_partition_export_sees_a_group_written_meanwhile_wholly_or_not_at_all(
+    place: Place,
+) -> None:
+    # The SQLite journal read a partition's items as their ids, then their rows
+    # 500 ids at a time, each in a read of its own: a group committed between
+    # two reads went out in part (its first item's old version, its last
+    # item's new one), and an import of that export held a state never on record.
+    journal, store = open_store(place)
+    ids = [f"n{i:04d}" for i in range(1200)]
+    store.upsert_many([Item(id=i, kind="note", title="first", tags=["tenant/acme"]) for i in ids])
+
+    def group() -> None:
+        with store.batch():
+            for i in (ids[0], ids[-1]):
+                store.upsert(Item(id=i, kind="note", title="second", tags=["tenant/acme"]))
+
+    try:
+        out = _WritesMidExport(group)
+        assert journal.export("acme", out) == len(ids)
+        lines = [json.loads(line) for line in out.getvalue().splitlines()[1:-1]]
+        titles = {o["id"]: o["versions"][-1]["item"]["title"] for o in lines}
+        assert titles[ids[-1]] == titles[ids[0]], "the group went out in part"
+        assert store.get(ids[0]).title == "second"  # type: ignore[union-attr]
+    finally:
+        journal.close()
 
 
 @pytest.mark.parametrize(

@@ -292,3 +292,118 @@ def test_damaged_metadata_and_object_arrays_are_refused(tmp_path: Path) -> None:
     lied.write_bytes(bytes(data))
     with pytest.raises(LexiconSnapshotError, match="does not match its size"):
         load_lexicon(lied)
+
+
+_SAVE_UNDER_A_SIZE_LIMIT = """
+import resource, signal, sys
+from memstore._lexsnapshot import save_lexicon
+from memstore.lexical import Lexicon
+
+lex = Lexicon()
+for i in range(3000):
+    lex.index(f"d{i}", f"payment api {i}", f"timeouts after {i} seconds on the orders table")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # as a disk that fills
+try:
+    save_lexicon(lex, sys.argv[1], generation=1)
+except OSError as e:
+    print("refused:", e.strerror)
+"""
+
+
+def test_a_save_that_fails_half_way_leaves_no_partial_file(tmp_path: Path) -> None:
+    # A save that failed half-way (a full disk) left its partial temporary file
+    # beside the journal, holding the space the disk had left.
+    import subprocess
+    import sys
+
+    target = tmp_path / "journal.db.lexicon.npz"
+    run = subprocess.run(
+        [sys.executable, "-c", _SAVE_UNDER_A_SIZE_LIMIT, str(target)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.startswith("refused: File too large"), run.stdout + run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_member_header_claiming_a_huge_array_is_refused_before_any_allocation(
+    tmp_path: Path, compression: int
+) -> None:
+    # A damaged header (a shape of 10**14 where a few hundred stood) made the
+    # load allocate for it first: a bare MemoryError out of attach, and a
+    # journal that no longer opened, for a cache meant to be ignored when damaged.
+    import re
+
+    with zipfile.ZipFile(_saved(tmp_path)) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    body = members["doc_text.npy"]
+    found = re.search(rb"'shape': \((\d+),\), \}( +)\n", body)
+    assert found is not None
+    huge = b"'shape': (99999999999999,), }"
+    patched = huge + b" " * (len(found[0]) - len(huge) - 1) + b"\n"
+    members["doc_text.npy"] = body[: found.start()] + patched + body[found.end() :]
+    bad = tmp_path / "bad.npz"
+    with zipfile.ZipFile(bad, "w", compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(bad)
+
+
+def _deflated(path: Path, out: Path) -> bytes:
+    """``path``'s archive written again with every member deflated; its bytes."""
+    with zipfile.ZipFile(path) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["unknown compression method", "damaged deflate stream"])
+def test_a_damaged_zip_structure_is_refused_not_raised(tmp_path: Path, damage: str) -> None:
+    # Damage the zip layer reports with exceptions of its own
+    # (NotImplementedError for a compression method it does not know,
+    # zlib.error for a deflate stream that does not decode) escaped the load:
+    # attach failed, and the journal beside the cache no longer opened.
+    import struct
+
+    path = _saved(tmp_path)
+    if damage == "unknown compression method":
+        data = bytearray(path.read_bytes())
+        entry = data.find(b"PK\x01\x02")  # the first member's central directory entry
+        data[entry + 10 : entry + 12] = struct.pack("<H", 99)
+    else:
+        data = bytearray(_deflated(path, tmp_path / "deflated.npz"))
+        with zipfile.ZipFile(tmp_path / "deflated.npz") as z:
+            info = z.getinfo("doc_text.npy")
+        name_len, extra_len = struct.unpack(
+            "<HH", data[info.header_offset + 26 : info.header_offset + 30]
+        )
+        start = info.header_offset + 30 + name_len + extra_len
+        data[start : start + 4] = b"\xff\xff\xff\xff"  # the stream's first bytes
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(LexiconSnapshotError, match="unreadable"):
+        load_lexicon(bad)
+
+
+def test_an_array_header_cut_short_is_refused_not_raised(tmp_path: Path) -> None:
+    # numpy reads a header whose dict does not close with the tokenizer of an
+    # older format, whose TokenError escaped the load (and so the attach).
+    import warnings
+
+    path = _saved(tmp_path)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"'shape': (")
+    end = data.find(b"}", at)
+    data[end : end + 1] = b" "  # the header's dict never closes
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy says it tried the older format
+        with pytest.raises(LexiconSnapshotError, match="unreadable"):
+            load_lexicon(bad)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memstore import Item, Store
+from memstore import Config, Item, Memory, Store
 from memstore._lexindex import LexicalIndex
+from memstore.errors import MemstoreError
 from memstore.journal import SqliteJournal
 from memstore.journal import base as journal_base
 from memstore.journal.sqlite import LEXICON_SUFFIX
@@ -194,6 +195,92 @@ def test_an_import_below_the_head_then_a_crash_does_not_leave_a_stale_saved_inde
     try:
         assert [it.id for it in store.keyword_search("zebra")] == ["n0"]
         assert store.keyword_search("payment timeout")[:1] != ["n0"]
+        store._check()
+    finally:
+        journal.close()
+
+
+def test_closing_inside_a_write_group_saves_no_index_of_writes_not_on_record(
+    tmp_path: Path,
+) -> None:
+    # A Memory closed inside a batch of its own thread refuses the batch (its
+    # writes are never recorded), but the close used to save the lexical index
+    # first, with the batch's writes in it, at the unchanged head: the next
+    # open took it as current and found items by words they do not hold.
+    _fill(tmp_path / "journal.db", 60)
+    mem = Memory(tmp_path, embedder=None)
+    with pytest.raises(MemstoreError, match="closed"), mem.store.batch():
+        mem.update("n5", content="zebracorn stampede")
+        mem.close()
+    with Memory(tmp_path, embedder=None) as again:
+        assert "zebracorn" not in again.get("n5").content  # type: ignore[union-attr]
+        assert again.store.keyword_search("zebracorn") == []
+        again.store._check()
+
+
+class _OvertakenReader(SqliteJournal):
+    """A read-only journal whose restore is overtaken by the writer of its file.
+
+    Right after the reader has read the live items, ``writer_step`` runs: the
+    writer (another process, in life; another journal object here) writes once
+    more and closes, saving its lexical index at the head that write made.
+    """
+
+    def __init__(self, path: Path, writer_step: Callable[[], None]) -> None:
+        super().__init__(path, readonly=True)
+        self._writer_step: Callable[[], None] | None = writer_step
+
+    def _restore_items(self) -> list[Item]:
+        items = super()._restore_items()
+        step, self._writer_step = self._writer_step, None
+        if step is not None:
+            step()
+        return items
+
+
+def test_a_reader_overtaken_by_a_closing_writer_does_not_load_its_newer_index(
+    tmp_path: Path,
+) -> None:
+    # A read-only attach read the items, then the head in a read of its own,
+    # and loaded the saved index carrying that head: a writer that wrote and
+    # closed between the two reads left an index of its last write beside
+    # items from before it, and the reader found n5 by words n5 did not hold.
+    path = tmp_path / "journal.db"
+    _fill(path, 60)
+    writer, store = _open(path)
+
+    def write_and_close() -> None:
+        store.upsert(Item(id="n5", kind="observation", content="zebracorn stampede"))
+        writer.close()
+
+    reader, seen = _OvertakenReader(path, write_and_close), Store()
+    try:
+        reader.attach(seen)
+        assert "zebracorn" not in seen.get("n5").content  # type: ignore[union-attr]
+        assert seen.keyword_search("zebracorn") == []
+        seen._check()
+    finally:
+        reader.close()
+
+
+def test_a_saved_index_of_other_id_words_is_not_loaded(tmp_path: Path) -> None:
+    # Which ids have their words indexed is the store's config (id_prefix,
+    # skip_id_text). A saved index made under another config was loaded as it
+    # was: a store told not to index ids still found items by their id's words.
+    path = tmp_path / "journal.db"
+    with SqliteJournal(path) as journal:
+        store = Store()
+        journal.attach(store)
+        store.upsert_many(
+            [Item(id=f"zebracorn-{i}", kind="note", title=f"deploy {i}") for i in range(60)]
+        )
+        assert len(store.keyword_search("zebracorn", limit=100)) == 60
+    assert Path(f"{path}{LEXICON_SUFFIX}").exists()
+    journal, store = SqliteJournal(path), Store(Config(skip_id_text=lambda id: True))
+    journal.attach(store)
+    try:
+        assert store.keyword_search("zebracorn") == []
+        assert len(store.keyword_search("deploy", limit=100)) == 60
         store._check()
     finally:
         journal.close()

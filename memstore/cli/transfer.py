@@ -282,13 +282,19 @@ class _Lines:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from memstore.backup import backup
+    from memstore.backup import VECTORS_FILE, backup
 
     if not args.dir or not args.dest:
         raise UsageError("DIR and DEST must both be folder names (one is empty)")
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
+    if (Path(args.dir) / VECTORS_FILE).is_file() and VECTORS_FILE not in {p.name for p in written}:
+        print(
+            f"memstore: {VECTORS_FILE} in {args.dir} is damaged and was left out; "
+            "the copy embeds its items again when it is opened",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -167,6 +167,10 @@ class Queries:
         self.rows_of_partition = q(
             "SELECT {cols} FROM {s}.versions WHERE partition = %(part)s" + order
         )
+        self.rows_last_in = q(  # the rows of the ids whose newest version is in part
+            "SELECT {cols} FROM {s}.versions WHERE id IN (SELECT id FROM {s}.versions "
+            "WHERE to_lsn IS NULL AND partition = %(part)s)" + order
+        )
         self.rows_all = q("SELECT {cols} FROM {s}.versions" + order)
         self.vectors_of = q(
             "SELECT id, text_hash, vector FROM {s}.vectors "

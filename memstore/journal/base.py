@@ -141,6 +141,7 @@ class JournalBase(ABC):
         self._head = Lsn(0, 0)
         self._store: Store | None = None
         self._frozen = False  # the restore froze the heap (see attach): thawed at detach
+        self._restored_at: Lsn | None = None  # the head the restored items are the state at
         self._tls = threading.local()
         self._closed = False
         # id(change) -> (change, lsn): the change is held so that its id is not reused.
@@ -249,8 +250,13 @@ class JournalBase(ABC):
                     thaw()
 
     def _attach(self, store: Store, clock: HybridClock) -> None:
+        self._restored_at = None
         items = self._restore_items()
-        has_history = bool(items) or self._read_head() > Lsn(0, 0)
+        # The head those items are the state at: read with them where the
+        # backend can, since a saved lexical index is taken for the state
+        # its head names (a writer may commit between two separate reads).
+        at = self._restored_at if self._restored_at is not None else self._read_head()
+        has_history = bool(items) or at > Lsn(0, 0)
         with _holding(store):
             if has_history and store.len_locked():
                 raise JournalError(
@@ -262,7 +268,7 @@ class JournalBase(ABC):
             try:
                 if items:
                     saved = self._lexicon_path()
-                    lexicon = (saved, self._read_head().packed()) if saved else None
+                    lexicon = (saved, at.packed()) if saved else None
                     store._restore_owned(items, lexicon)  # freshly parsed: no need to clone
                 elif store.len_locked():
                     live = store.items_locked()
@@ -277,7 +283,10 @@ class JournalBase(ABC):
             self._store = store
 
     def _restore_items(self) -> list[Item]:
-        """The items :meth:`attach` restores (a backend may read more in the same snapshot)."""
+        """The items :meth:`attach` restores (a backend may read more in the same snapshot).
+
+        A backend that reads the head in the same snapshot sets ``_restored_at`` to it.
+        """
         return list(self.current())
 
     def detach(self) -> None:
@@ -621,8 +630,7 @@ class JournalBase(ABC):
         current: str | None = None
         # An item belongs to the partition its last version is in, and goes
         # out with its whole history (versions from before a move included).
-        ids = None if part is None else self._ids_last_in(part)
-        rows = self._rows_of(ids, None) if ids is None or ids else iter(())
+        rows = self._rows_of(None, None) if part is None else self._rows_last_in(part)
         for row in rows:
             if row.id != current:
                 if versions and current is not None:
@@ -641,8 +649,9 @@ class JournalBase(ABC):
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export`: the same versions, the same current items.
 
-        Everything is read and validated before anything is written, and then
-        written in one transaction: a bad file raises
+        Everything is read and validated before anything is written (every
+        item by the rules a write obeys, the host's ``Config.validate``
+        included), and then written in one transaction: a bad file raises
         :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
         nothing, and so does an export missing its end line (cut off).
         Versions already on record (same id and stamp) are skipped, so
@@ -651,7 +660,7 @@ class JournalBase(ABC):
         """
         fp = arg.readable(fp)
         store = self._attached()
-        by_id = read_export(fp, store.validate_base)
+        by_id = read_export(fp, _write_rules(store))
         if not by_id:
             return 0
         rows = [r for rs in by_id.values() for r in rs]
@@ -693,6 +702,16 @@ class JournalBase(ABC):
                 self._recorded(self._import_rows(rows))
             self._ensure_clock().observe(top)
         return len(changed)
+
+    def _rows_last_in(self, partition: str) -> Iterator[Row]:
+        """Every row of the ids whose newest version is in ``partition``, by id then stamp.
+
+        An export reads these while writers go on, and must see each write
+        group wholly or not at all: a backend reads them in one statement
+        (one snapshot). This fallback reads the ids, then their rows.
+        """
+        ids = self._ids_last_in(partition)
+        return self._rows_of(ids, None) if ids else iter(())
 
     def _ids_last_in(self, partition: str) -> list[str]:
         """Ids whose newest version (live or a delete) is in ``partition``."""
@@ -744,15 +763,24 @@ class JournalBase(ABC):
         never used for another state. Small stores re-index faster than they
         load, so below :data:`LEXICON_SNAPSHOT_MIN_ITEMS` nothing is saved
         (and an older file is removed). A failure loses nothing: it is logged.
+
+        Closing inside a write group of this thread (``with store.batch():
+        ... journal.close()``) saves nothing and removes an older file: the
+        index then holds the group's writes, which are not on record (the group
+        commits unrecorded, or is refused and undone), so a file saved at the
+        current head would be taken as current by the next open and answer
+        with text the items no longer have.
         """
         path, store = self._lexicon_path(), self._store
         if path is None or store is None:
             return
         try:
-            if store.indexed_len() >= LEXICON_SNAPSHOT_MIN_ITEMS:
-                store.save_lexicon(path, generation=self._read_head().packed())
-            elif os.path.exists(path):
-                os.remove(path)
+            with _holding(store):  # no group commits between the head read and the save
+                in_group = store._txn is not None
+                if not in_group and store.indexed_len() >= LEXICON_SNAPSHOT_MIN_ITEMS:
+                    store.save_lexicon(path, generation=self._read_head().packed())
+                elif os.path.exists(path):
+                    os.remove(path)
         except (OSError, MemstoreError) as e:
             _log.warning("memstore: could not save the lexical index %r (%s)", path, e)
 
@@ -770,6 +798,23 @@ class JournalBase(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_rules(store: Store) -> Callable[[Item], str]:
+    """Why ``store`` would refuse to write an item (``""``: it would not), as an import asks.
+
+    The rules every item obeys (:meth:`Store.validate_base`, the store's
+    vocabulary), then the host's own (``Config.validate``): an import must not
+    bring in an item the host refuses on every write.
+    """
+    host = store.config.validate
+    if host is None:
+        return store.validate_base
+
+    def check(item: Item) -> str:
+        return store.validate_base(item) or host(item)
+
+    return check
 
 
 @contextlib.contextmanager

@@ -507,6 +507,9 @@ class PostgresJournal(JournalBase):
             return self._select(self._q.rows_of_partition, {"part": partition})
         return self._select(self._q.rows_all, {})
 
+    def _rows_last_in(self, partition: str) -> Iterator[Row]:
+        return self._select(self._q.rows_last_in, {"part": partition})
+
     # --------------------------------------------------------- attach, follow
 
     def attach(self, store: Store) -> None:

@@ -100,6 +100,12 @@ LEXICON_SUFFIX: Final = ".lexicon.npz"
 """The saved lexical index beside a journal file (see :meth:`JournalBase._save_lexicon`)."""
 
 
+_HEAD: Final = (
+    "SELECT max(coalesce((SELECT max(lsn) FROM versions), 0), "
+    "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'high_water'), 0))"
+)
+"""The newest position on record: the newest stamp, or a purge's high-water mark."""
+
 _CLOSE_ONE: Final = "UPDATE versions SET to_lsn = ?, to_node = ? WHERE id = ? AND to_lsn IS NULL"
 _CLOSE_SET: Final = (
     "UPDATE versions SET to_lsn = ?, to_node = ? "
@@ -441,11 +447,7 @@ class SqliteJournal(JournalBase):
     def _read_head(self) -> Lsn:
         try:
             with self._wlock:
-                row = self._conn.execute(
-                    "SELECT max(coalesce((SELECT max(lsn) FROM versions), 0), "
-                    "coalesce((SELECT CAST(value AS INTEGER) FROM meta "
-                    "WHERE key = 'high_water'), 0))"
-                ).fetchone()
+                row = self._conn.execute(_HEAD).fetchone()
         except sqlite3.Error as e:
             raise _translate(e, f"reading journal {self.path!r} failed") from e
         return Lsn(0, 0) if row is None or not row[0] else Lsn.unpack(row[0])
@@ -498,17 +500,24 @@ class SqliteJournal(JournalBase):
         The same parse and the same refusal of a damaged row as
         :meth:`~memstore.journal.base.JournalBase.current`, without two
         generators resumed per item: a restore parses 100k rows here.
+
+        The head is read in the same read transaction (``_restored_at``): a
+        reader beside a running writer names the state it restored exactly.
         """
         self._check_open()
         parse = Item.__pydantic_validator__.validate_json
         out: list[Item] = []
         with self._reader() as conn:
             try:
+                conn.execute("BEGIN")
                 cur = conn.execute(
                     "SELECT item FROM versions WHERE to_lsn IS NULL AND op = 'upsert' ORDER BY id"
                 )
                 while batch := cur.fetchmany(4096):
                     out.extend(map(parse, map(_first, batch)))
+                head = conn.execute(_HEAD).fetchone()
+                conn.execute("COMMIT")
+                self._restored_at = Lsn.unpack(head[0]) if head and head[0] else Lsn(0, 0)
             except sqlite3.Error as e:
                 raise _translate(e, f"reading journal {self.path!r} failed") from e
             except ValueError:  # found by text alone: look the row up to name it
@@ -527,6 +536,15 @@ class SqliteJournal(JournalBase):
                 f"SELECT {_COLUMNS} FROM versions WHERE partition = ?" + order, [partition]
             )
         return self._select(f"SELECT {_COLUMNS} FROM versions" + order, ())
+
+    def _rows_last_in(self, partition: str) -> Iterator[Row]:
+        # One statement, one snapshot: read as the ids, then their rows in
+        # chunks, a group committed between two reads was exported in part.
+        return self._select(
+            f"SELECT {_COLUMNS} FROM versions WHERE id IN (SELECT id FROM versions "
+            "WHERE to_lsn IS NULL AND partition = ?) ORDER BY id, lsn, node",
+            [partition],
+        )
 
     def _rows_of_many(self, ids: list[str]) -> Iterator[Row]:
         for start in range(0, len(ids), 500):

@@ -9,10 +9,11 @@ an earlier position still see it (MVCC soft delete).
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
@@ -23,6 +24,18 @@ from memstore.validate import kind_rejection
 __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
 Op = Literal["upsert", "delete"]
+
+LAST_IMPORTED_WALL_MS: Final = int(
+    (_dt.datetime(2200, 1, 1, tzinfo=_dt.UTC) - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC))
+    / _dt.timedelta(milliseconds=1)
+)
+"""An import refuses versions stamped from the year 2200 on.
+
+Stamps only increase, and an import moves this journal's clock past every
+stamp it brings (:meth:`HybridClock.observe`), so one far-future stamp would
+set every later write's stamp after it; at the top of the range
+(``Lsn.of``'s, the year 2248) no later stamp exists and every write would fail.
+"""
 
 TABLE = "versions"
 """The table (SQLite) or relation (PostgreSQL, in its schema) holding the versions."""
@@ -172,6 +185,12 @@ def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None 
         hlc = Hlc.from_json(entry.get("valid_from"))
     except InvalidLsnError as e:
         raise InvalidItemError(f"{id}: valid_from: {e}") from None
+    if hlc.wall_ms >= LAST_IMPORTED_WALL_MS:
+        raise InvalidItemError(
+            f"{id}: valid_from {hlc} is in the year {hlc.lsn.to_datetime().year}: a clock "
+            "that far ahead is broken, and a journal taking the stamp would stamp every "
+            "later write past it (and from the year 2248 on, could stamp none at all)"
+        )
     op = entry.get("op")
     if op not in ("upsert", "delete"):
         raise InvalidItemError(f"{id}: op must be 'upsert' or 'delete', got {op!r}")
