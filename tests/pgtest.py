@@ -11,9 +11,11 @@ or ``MEMSTORE_REQUIRE_PG=1``: then they fail.
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import secrets
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +114,28 @@ class Schemas:
             ]
             for name in names:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+def run_together(target: Callable[..., None], argss: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Run ``target(*args, barrier, out)`` in one spawned process per ``args``, at once.
+
+    Each process waits at ``barrier`` (shared by all of them) so that they
+    race, and puts what it saw on the queue ``out``; the answers come back in
+    the order they arrived. Every process must exit cleanly (one that hangs is
+    killed, and the exit codes are asserted).
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(argss))
+    out: Any = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, out)) for args in argss]
+    for p in procs:
+        p.start()
+    try:
+        got = [out.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(30)
+            if p.is_alive():  # pragma: no cover - reported by the assert
+                p.kill()
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    return got

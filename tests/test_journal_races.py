@@ -17,7 +17,7 @@ from typing import Any
 from memstore import Item, Memory
 from memstore.journal import PostgresJournal
 from tests import pg_race_worker
-from tests.pgtest import PgPlace
+from tests.pgtest import PgPlace, run_together
 
 ROUNDS = 12
 
@@ -32,23 +32,8 @@ def _seed(place: PgPlace, ids: list[str]) -> None:
 
 def _race(place: PgPlace, ops: tuple[str, str], ids: list[str]) -> list[tuple[str, list[Any], Any]]:
     """Run the two operations on each id at once, in two processes; what each reported."""
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(len(ops))
-    out: Any = ctx.Queue()
     where = (place.dsn, place.schema)
-    procs = [
-        ctx.Process(target=pg_race_worker.race, args=(*where, op, ids, barrier, out)) for op in ops
-    ]
-    for p in procs:
-        p.start()
-    try:
-        got = [out.get(timeout=120) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(30)
-            if p.is_alive():  # pragma: no cover - reported by the asserts
-                p.kill()
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    got = run_together(pg_race_worker.race, [(*where, op, ids) for op in ops])
     assert got[0][3] == got[1][3], "the processes' vector indexes differ"
     return sorted((g[:3] for g in got), key=lambda g: ops.index(g[0]))
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.pgtest import PgPlace
+from tests.pgtest import PgPlace, run_together
 
 pytest.importorskip("langgraph.store.base", reason='needs "memstore-engine[langgraph]"')
 
@@ -89,21 +89,8 @@ def _worker(
 
 
 def _race(place: PgPlace, scenario: str) -> list[tuple[str, list[Any], int]]:
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    out: Any = ctx.Queue()
     where = (place.dsn, place.schema, scenario)
-    procs = [ctx.Process(target=_worker, args=(*where, me, barrier, out)) for me in ("a", "b")]
-    for p in procs:
-        p.start()
-    try:
-        got = [out.get(timeout=120) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(30)
-            if p.is_alive():  # pragma: no cover - reported by the asserts
-                p.kill()
-    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+    got = run_together(_worker, [(*where, me) for me in ("a", "b")])
     return sorted(got)
 
 
