@@ -123,17 +123,6 @@ class StoreLifecycle(StoreBase):
                 self._write(by_id, keeper.clone(supersedes=supersedes, updated_at=self._now()))
             return True
 
-    def _claimant_locked(self, id: str, besides: str) -> str | None:
-        """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
-        claims = self._claims.get(id)
-        if not claims:
-            return None
-        now = self._now()
-        for cid in sorted(claims):
-            if cid != besides and self._items[cid].is_active(now):
-                return cid
-        return None
-
     def refute(
         self,
         id: str,

@@ -272,7 +272,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         if why:
             raise InvalidItemError(why)
         with self._writing():
-            self._write(item.id, item.clone())
+            self._write(item.id, item.clone(), as_given=True)
 
     def mirror(self, item: Item) -> bool:
         """Reflect a persisted cell written elsewhere, without acting as a mutation.

@@ -699,7 +699,8 @@ def max_size_items(n: int, start: int = 0) -> list[Item]:
             content=e * L.MAX_CONTENT_CHARS,
             subject=e * L.MAX_SUBJECT_CHARS,
             tags=[f"{k}-{t}" + e * (L.MAX_TAG_CHARS - 8) for t in range(L.MAX_TAGS)],
-            supersedes=[e * L.MAX_REF_CHARS] * L.MAX_REFS,
+            # Each its own: two current items superseding one id would fork a chain.
+            supersedes=[f"{k}-{r}" + e * (L.MAX_REF_CHARS - 8) for r in range(L.MAX_REFS)],
             evidence_refs=[e * L.MAX_REF_CHARS] * L.MAX_REFS,
             data={f"k{d:03}": e * (L.MAX_DATA_CHARS // L.MAX_DATA_KEYS - 4) for d in range(256)},
         )

@@ -564,6 +564,11 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(InvalidItemError):
                 self.store.upsert(spec.item(id, self.now))
             return []
+        if id and self.forks(id, self.predict_upsert(spec, id, self.recs.get(id)), self.recs):
+            # Made current again with the supersedes it kept, it would fork or loop a chain.
+            with pytest.raises(InvalidItemError):
+                self.store.upsert(spec.item(id, self.now))
+            return []
         got = self.store.upsert(spec.item(id, self.now))
         assert got.id == id if id else is_minted(got.id)
         rec = self.predict_upsert(spec, got.id, self.recs.get(got.id))
@@ -609,6 +614,14 @@ class StoreMachine(RuleBasedStateMachine):
         stored = {it.id: it for it in stored_items(self.store)}
         scored = spec.kind in DEDUP_ELIGIBLE_KINDS and not (id and id in self.recs)
         expect = self.dedup_target(stored, self.stamped(item)) if scored else None
+        if (
+            expect is None
+            and id
+            and self.forks(id, self.predict_upsert(spec, id, self.recs.get(id)), self.recs)
+        ):
+            with pytest.raises(InvalidItemError):
+                self.store.upsert_dedup(item)
+            return []
         got, merged = self.store.upsert_dedup(item)
         assert merged == expect, (item.title, merged and stored[merged].title)
         if merged is None:
@@ -683,17 +696,61 @@ class StoreMachine(RuleBasedStateMachine):
             with pytest.raises(InvalidItemError, match="already superseded by"):
                 self.store.supersede(old_id, item)
             return []
-        got = self.store.supersede(old_id, item)
-        assert got.id == new_id if new_id else is_minted(got.id)
         old = copy.deepcopy(self.recs[old_id])
         old.status, old.updated_at = "superseded", self.now
+        if new_id:
+            rec = self.predict_upsert(spec, new_id, self.recs.get(new_id))
+            if old_id not in rec.supersedes:
+                rec.supersedes = [*rec.supersedes, old_id][-MAX_REFS:]
+            if self.forks(new_id, rec, {**self.recs, old_id: old}):
+                with pytest.raises(InvalidItemError):
+                    self.store.supersede(old_id, item)
+                return []
+        got = self.store.supersede(old_id, item)
+        assert got.id == new_id if new_id else is_minted(got.id)
         out = [self.change(old_id, old)]
         rec = self.predict_upsert(spec, got.id, self.recs.get(got.id))
         if old_id not in rec.supersedes:
-            rec.supersedes.append(old_id)
+            rec.supersedes = [*rec.supersedes, old_id][-MAX_REFS:]
         assert Rec.of(got) == rec
         out.append(self.change(got.id, rec))
         return out
+
+    def forks(self, id: str, rec: Rec, recs: dict[str, Rec]) -> bool:
+        """Whether storing ``rec`` as ``id`` over ``recs`` would fork or loop a chain.
+
+        Only a current item can: the names its write adds to ``supersedes``
+        (all of them when a retired item becomes current again) may not be
+        itself, an item another current item supersedes, or a current item
+        whose chain of current items comes back to ``id``.
+        """
+        if not rec.active(self.now):
+            return False
+        existing = recs.get(id)
+        refs = rec.supersedes
+        if existing is not None and existing.active(self.now):
+            refs = [r for r in refs if r not in existing.supersedes]
+        if id in refs:
+            return True
+        for ref in refs:
+            if any(
+                cid != id and ref in r.supersedes and r.active(self.now) for cid, r in recs.items()
+            ):
+                return True
+        seen: set[str] = set()
+        stack = list(refs)
+        while stack:
+            at = stack.pop()
+            if at in seen:
+                continue
+            seen.add(at)
+            r = recs.get(at)
+            if r is None or not r.active(self.now):
+                continue
+            if id in r.supersedes:
+                return True
+            stack.extend(r.supersedes)
+        return False
 
     def claimant(self, id: str, besides: str) -> bool:
         """Whether an active item other than ``besides`` already supersedes ``id``."""

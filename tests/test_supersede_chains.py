@@ -33,15 +33,30 @@ def _dump(store: Store) -> list[dict[str, object]]:
 
 
 def _forks(store: Store) -> dict[str, list[str]]:
-    """Each id that more than one active item claims to supersede, with the claimants."""
+    """Each id that more than one active item claims to supersede, with the claimants.
+
+    An active item that supersedes itself, or a loop of active items each
+    superseding the next, counts too (under the key ``"loop"``).
+    """
     now = store.config.clock()
     claims: dict[str, list[str]] = {}
     with store.batch():
-        for it in store.items_locked():
-            if it.is_active(now):
-                for old in it.supersedes:
-                    claims.setdefault(old, []).append(it.id)
-    return {old: ids for old, ids in claims.items() if len(ids) > 1}
+        current = {it.id: it for it in store.items_locked() if it.is_active(now)}
+    for it in current.values():
+        for old in it.supersedes:
+            claims.setdefault(old, []).append(it.id)
+    forks = {old: ids for old, ids in claims.items() if len(ids) > 1}
+    for start in current:  # follow the current items' claims: none leads back
+        seen, stack = set(), list(current[start].supersedes)
+        while stack:
+            at = stack.pop()
+            if at == start:
+                forks.setdefault("loop", []).append(start)
+                break
+            if at in current and at not in seen:
+                seen.add(at)
+                stack.extend(current[at].supersedes)
+    return forks
 
 
 def test_a_second_supersede_of_the_same_item_is_refused_and_names_the_current_one(
@@ -148,6 +163,7 @@ ids = st.sampled_from(IDS)
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("upsert"), ids, st.booleans()),
+        st.tuples(st.just("claim"), ids, ids),
         st.tuples(st.just("supersede"), ids, ids),
         st.tuples(st.just("supersede_new"), ids),
         st.tuples(st.just("mark_superseded"), ids, ids),
@@ -166,10 +182,17 @@ steps = st.lists(
 def _step(mem: Memory, clock: FakeClock, step: tuple[object, ...]) -> None:
     name = step[0]
     store = mem.store
-    if name == "upsert":
-        _, id, lapses = step
-        deadline = clock.now + dt.timedelta(hours=1) if lapses else None
-        store.upsert(Item(id=str(id), kind="note", title=f"note {id}", stale_after=deadline))
+    if name in ("upsert", "claim"):
+        _, id, other = step
+        if name == "upsert":
+            deadline = clock.now + dt.timedelta(hours=1) if other else None
+            item = Item(id=str(id), kind="note", title=f"note {id}", stale_after=deadline)
+        else:  # an explicit supersedes list, as upsert and Memory.update take one
+            item = Item(id=str(id), kind="note", title=f"note {id}", supersedes=[str(other)])
+        try:
+            store.upsert(item)  # an update keeps the stored supersedes: it may revive a claim
+        except InvalidItemError as e:
+            assert "already superseded by" in str(e) or "cannot supersede" in str(e), e
     elif name in ("supersede", "supersede_new"):
         old = str(step[1])
         new = Item(id=str(step[2]) if name == "supersede" else "", kind="note", title="newer")
@@ -241,3 +264,102 @@ def test_expiring_a_superseded_item_makes_it_stale_and_keeps_the_chain(store: St
     with pytest.raises(InvalidItemError, match="a is already superseded by b"):
         store.supersede("a", _note("c", "v3"))
     assert _forks(store) == {}
+
+
+# ------------------------------------------- an explicit supersedes list
+
+
+def test_upsert_naming_an_item_already_superseded_is_refused_and_names_the_current_one(
+    store: Store, recorder: Recorder
+) -> None:
+    # Before, upsert (and Memory.update) took any supersedes list: c became a
+    # second current version of a, beside b, which supersede() itself refuses.
+    store.upsert(_note("a", "deploys on tuesday"))
+    store.supersede("a", _note("b", "deploys on thursday"))
+    store.upsert(_note("c", "deploys on friday"))
+    before = _dump(store)
+    recorder.clear()
+
+    claim = Item(id="c", kind="note", title="deploys on friday", supersedes=["a"])
+    with pytest.raises(InvalidItemError, match="a is already superseded by b: supersede b"):
+        store.upsert(claim)
+    with pytest.raises(InvalidItemError, match="a is already superseded by b"):
+        store.upsert(claim.model_copy(update={"id": "d"}))
+    with pytest.raises(InvalidItemError, match="a is already superseded by b"):
+        store.upsert_many([_note("e", "fine"), claim])
+
+    assert _dump(store) == before
+    assert recorder.quiet
+    assert store.get("e") is None  # the group was refused whole
+    store.upsert(claim.model_copy(update={"supersedes": ["b"]}))  # from the head: fine
+    assert _forks(store) == {}
+    store._check()
+
+
+def test_an_update_that_would_revive_a_claim_someone_else_took_over_is_refused(
+    store: Store,
+) -> None:
+    store.upsert(_note("a", "v1"))
+    store.supersede("a", _note("b", "v2"))
+    store.expire("b")
+    store.supersede("a", _note("c", "v2 again"))  # b is retired: c may take over
+    # Making b current again keeps its supersedes: a would have two current versions.
+    with pytest.raises(InvalidItemError, match="a is already superseded by c"):
+        store.upsert(_note("b", "v2, current again"))
+    assert store.get("b").status == "stale"  # type: ignore[union-attr]
+    assert _forks(store) == {}
+
+
+def test_memory_update_cannot_fork_a_chain(tmp_path: Path) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        a = mem.add("deploys happen on tuesday")
+        b = mem.supersede(a.id, "deploys happen on thursday")
+        c = mem.add("deploys happen on friday")
+        with pytest.raises(InvalidItemError, match=f"supersede {b.id} instead"):
+            mem.update(c.id, supersedes=[a.id])
+        assert mem.get(c.id).supersedes == []  # type: ignore[union-attr]
+        assert [v.op for v in mem.history(c.id)] == ["upsert"]  # nothing recorded
+    with Memory(tmp_path, embedder=None) as mem:
+        assert _forks(mem.store) == {}
+
+
+def test_supersedes_naming_itself_or_looping_back_is_refused(
+    store: Store, recorder: Recorder
+) -> None:
+    # Before, a (active, superseding itself) made supersede("a", ...) answer
+    # "a is already superseded by a: supersede a instead", forever; and two
+    # current items superseding each other sent the caller from one to the other.
+    store.upsert(_note("a", "v1"))
+    store.upsert(Item(id="b", kind="note", title="v2", supersedes=["a"]))  # a stays current
+    store.upsert(Item(id="c", kind="note", title="v3", supersedes=["b"]))
+    store.upsert(_note("p", "w1"))
+    store.upsert(Item(id="q", kind="note", title="w2", supersedes=["p"]))  # p stays current
+    before = _dump(store)
+    recorder.clear()
+
+    with pytest.raises(InvalidItemError, match="a cannot supersede itself"):
+        store.upsert(Item(id="a", kind="note", title="v1", supersedes=["a"]))
+    with pytest.raises(InvalidItemError, match="p cannot supersede q: q is current"):
+        store.upsert(Item(id="p", kind="note", title="w1", supersedes=["q"]))
+    with pytest.raises(InvalidItemError, match="a cannot supersede c: c is current"):
+        store.upsert(Item(id="a", kind="note", title="v1", supersedes=["c"]))  # down the chain
+
+    assert _dump(store) == before
+    assert recorder.quiet
+    assert _forks(store) == {}
+
+
+def test_lineage_that_is_no_fork_or_loop_is_taken(store: Store) -> None:
+    # A name no stored item has (deleted, purged, or kept by the host elsewhere).
+    assert store.upsert(Item(id="x", kind="note", title="x", supersedes=["gone"])).supersedes == [
+        "gone"
+    ]
+    # A revert: b replaced a, then a replaces b again; b is retired, so no loop.
+    store.upsert(_note("a", "v1"))
+    store.supersede("a", _note("b", "v2"))
+    back = store.supersede("b", Item(id="a", kind="note", title="v1 again"))
+    assert back.status == "active" and back.supersedes == ["b"]
+    # A retired item's lineage is history, checked by nobody.
+    store.put(Item(id="old", kind="note", title="old", status="stale", supersedes=["a"]))
+    assert _forks(store) == {}
+    store._check()
