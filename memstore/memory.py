@@ -27,7 +27,6 @@ import dataclasses
 import datetime as _dt
 import inspect
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -49,6 +48,7 @@ from memstore._memory_build import (
     validated,
 )
 from memstore._memory_wiring import JOURNAL_FILE, open_cells, open_hub, open_journal
+from memstore._progress import Progress
 from memstore.config import Change, Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import (
@@ -270,7 +270,7 @@ class Memory:
             return self._add_with_progress(built)
 
     def _add_with_progress(self, built: list[Item]) -> list[Item]:
-        bar = _Progress(len(built))
+        bar = Progress(len(built))
         out: list[Item] = []
         with self.store.batch():
             for n, it in enumerate(built):
@@ -789,28 +789,3 @@ def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> 
                 scored[r.item.id] = (s, lst_no, r)
     ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
     return [r for _, _, r in ordered[:limit]]
-
-
-class _Progress:
-    """A one-line progress bar on stderr (no dependency)."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.n, self._last = max(total, 1), 0, -1
-        self._out = sys.stderr
-
-    def step(self) -> None:
-        self.n += 1
-        pct = self.n * 100 // self.total
-        if pct != self._last:
-            self._last = pct
-            bar = "#" * (pct // 4)
-            self._out.write(f"\rmemstore: [{bar:<25}] {self.n}/{self.total}")
-            self._out.flush()
-
-    def note(self, what: str) -> None:
-        self._out.write(f"  {what}...")
-        self._out.flush()
-
-    def done(self) -> None:
-        self._out.write(" done\n")
-        self._out.flush()
