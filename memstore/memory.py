@@ -426,7 +426,9 @@ class Memory:
         """Hybrid search: lexical first, semantic fused in when the lexical answer is unsure.
 
         ``partition`` sees its own items, untagged ones and ``shared`` ones
-        (``"*"`` sees every partition); ``user`` adds that user's private notes
+        (``"*"`` sees every partition); without one (``None``, the default) a
+        search sees only untagged and ``shared`` items, never a partition's.
+        ``user`` adds that user's private notes
         (matched lexically, merged by rank, ahead of public results of the same
         rank). ``explain=True`` tells, per
         result, how it was found and scored. A blank ``query``, or a ``kind``

@@ -55,6 +55,7 @@ from memstore.item import (
 )
 from memstore.limits import MAX_REFS
 from memstore.validate import (
+    id_rejection,
     naive_datetime_rejection,
     validate_base,
 )
@@ -263,12 +264,21 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         """Store ``item`` exactly as given: no validation, stamping or merge.
 
         For a caller that owns every field (seeding state from elsewhere). The
-        lexical indexes are built and listeners told, as for any change.
+        lexical indexes are built and listeners told, as for any change. What
+        no journal could keep is still refused (:class:`InvalidItemError`, nothing
+        changes): no id, an id with whitespace or a control character, a NUL in
+        a tag, a naive datetime.
         """
         _check_item(item, "put")
         if not item.id:
             raise InvalidItemError("put needs an item with an id")
-        why = naive_datetime_rejection(item)
+        # Not validation, but what no journal keeps and no import takes back: a
+        # naive datetime, an id breaking the id rule, a NUL in a tag.
+        why = naive_datetime_rejection(item) or id_rejection(item.id)
+        if not why:
+            why = next(
+                (f"tag {t[:80]!r} holds a NUL character" for t in item.tags if "\x00" in t), ""
+            )
         if why:
             raise InvalidItemError(why)
         with self._writing():

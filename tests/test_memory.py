@@ -92,6 +92,21 @@ def test_add_and_search_within_a_partition(open_memory: Opener) -> None:
     assert mem.get(a.id).content == "The user is vegetarian."
 
 
+def test_a_search_without_a_partition_sees_no_partitions_items(open_memory: Opener) -> None:
+    # Memory.search's docstring and concepts.md: None is no partition, not every partition
+    # (recent(), unlike a search, lists every partition's items with None).
+    mem = open_memory()
+    mem.add("acme deploys on Tuesdays", partition="acme")
+    mem.add("everyone deploys on Fridays")
+    mem.add("the shared deploy calendar", tags=["shared"])
+    assert sorted(titles(mem.search("deploys"))) == [
+        "everyone deploys on Fridays",
+        "the shared deploy calendar",
+    ]
+    assert "acme deploys on Tuesdays" in titles(mem.search("deploys", partition="acme"))
+    assert len(mem.recent()) == 3
+
+
 def test_plain_text_is_a_note(open_memory: Opener) -> None:
     mem = open_memory()
     it = mem.add("remember to rotate the staging keys")

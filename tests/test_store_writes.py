@@ -1166,3 +1166,31 @@ def test_a_deadline_config_past_the_calendar_is_a_clear_error() -> None:
     assert fine.upsert(Item(kind="stable_fact", title="x", confidence="high")).stale_after == (
         T0 + dt.timedelta(days=30)
     )
+
+
+@pytest.mark.parametrize(
+    ("item", "words"),
+    [
+        (Item(id="two words", kind="note", title="x"), "no spaces"),
+        (Item(id="nul\x00id", kind="note", title="x"), "no spaces"),
+        (Item(id="x", kind="note", title="x", tags=["team\x00a"]), "NUL"),
+    ],
+    ids=["space in id", "NUL in id", "NUL in tag"],
+)
+def test_put_refuses_an_id_or_tag_no_journal_can_keep(
+    tmp_path: Path, item: Item, words: str
+) -> None:
+    # concepts.md (Limits): an id holds no whitespace or control character, and no id
+    # or tag a NUL; "a write holding one is refused". put skips validation, but what
+    # it took went into the journal, and an export of it was refused whole by import.
+    with Memory(tmp_path, embedder=None) as mem:
+        mem.add("kept", id="kept")
+        head = mem.journal.head()
+        with pytest.raises(InvalidItemError, match=words):
+            mem.store.put(item)
+        assert [it.id for it in mem.store.items()] == ["kept"]
+        assert mem.journal.head() == head
+        buffer = io.StringIO()
+        mem.export(buffer)
+    with Memory(tmp_path / "copy", embedder=None) as copy:
+        assert copy.import_(io.StringIO(buffer.getvalue())) == 1

@@ -392,7 +392,7 @@ def recall_call(
     _check("filter", filter, str, "a str")
     _check("mode", mode, str, "'semantic' or 'graph'")
     _check("min_relevance", min_relevance, (int, float), "a number")
-    if min_relevance is not None and not math.isfinite(min_relevance):
+    if min_relevance is not None and not 0 <= min_relevance <= 1:  # NaN fails too
         raise refused(f"min_relevance must be a number from 0 to 1, got {min_relevance!r}")
     body: dict[str, Any] = {"query": query}
     if min_relevance is not None:

@@ -223,6 +223,7 @@ def create_app(
         summary="MemoryProtocol 0.1 (HTTP/SSE) over a memstore Memory",
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served below, ending with a newline as every JSON answer
         strict_content_type=False,  # a POST without Content-Type is JSON, as the gate says
         redirect_slashes=False,  # "/v1/recall/" is an unknown route (404), not a bare 307
         default_response_class=NewlineJSONResponse,  # every JSON answer ends with a newline
@@ -263,6 +264,11 @@ def create_app(
     )
     app.add_middleware(SecurityHeaders)
     _no_422(app)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_document() -> NewlineJSONResponse:
+        return NewlineJSONResponse(app.openapi())
+
     batcher = attach_batcher(app, memory)  # recall's; memstore.web.batching.close_batcher ends it
 
     @app.exception_handler(ProtocolError)

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any, Final
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from memstore.errors import MemstoreError
@@ -31,6 +31,7 @@ from memstore.ui import views
 from memstore.web.headers import single_header
 from memstore.web.mount import Authenticate, Caller
 from memstore.web.refusal import Refusal
+from memstore.web.responses import NewlineJSONResponse
 
 __all__ = ["PAGE_SECURITY_HEADERS", "STATIC_FILES", "install"]
 
@@ -77,8 +78,10 @@ def _files() -> dict[str, tuple[bytes, str]]:
 
 def _error(
     status: int, code: str, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
+) -> NewlineJSONResponse:
+    return NewlineJSONResponse(
+        {"error": code, "message": message}, status_code=status, headers=headers
+    )
 
 
 class _Refused(Exception):
@@ -109,7 +112,7 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
 
     async def answer(fn: Callable[[], dict[str, Any]]) -> Any:
         try:
-            return JSONResponse(await run_in_threadpool(fn))
+            return NewlineJSONResponse(await run_in_threadpool(fn))
         except _Refused as e:
             return _error(e.status, e.code, e.message, e.headers or None)
         except views.NotFound as e:

@@ -160,7 +160,9 @@ def test_a_trailing_slash_is_an_unknown_route(server: Server) -> None:
 
 
 def test_openapi_document(server: Server) -> None:
-    doc = server.client.get("/openapi.json").json()
+    r = server.client.get("/openapi.json")
+    assert r.content.endswith(b"}\n"), "every JSON answer ends with a newline (README)"
+    doc = r.json()
     assert doc["openapi"].startswith("3.")
     assert {
         "/v1/ingest",

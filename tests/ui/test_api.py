@@ -382,3 +382,22 @@ def test_a_revoked_token_stops_receiving_live_changes(tmp_path: Path) -> None:
         assert leaked is None, leaked
     finally:
         assert stop_server(proc) == 0
+
+
+def test_every_json_answer_of_the_api_ends_with_a_newline(client: TestClient) -> None:
+    """The README promises it of every JSON answer of the server: a ``curl`` of
+    ``/ui/api/...`` (ui.md shows one) must not leave the prompt on the answer's line."""
+    ingest(client, "tok-a", "# Notes\nAlice joined Acme.")
+    answers = {
+        "whoami": client.get("/ui/api/whoami", headers=auth("tok-a")),
+        "search": client.get("/ui/api/search", params={"q": "Alice"}, headers=auth("tok-a")),
+        "stats": client.get("/ui/api/stats", headers=auth("tok-a")),
+        "401": client.get("/ui/api/whoami"),
+        "403": client.post("/ui/api/forget", params={"id": "x"}, headers=auth("tok-read")),
+        "404": client.get("/ui/api/item", params={"id": "nope"}, headers=auth("tok-a")),
+        "400": client.get("/ui/api/search", params={"as_of": "then"}, headers=auth("tok-a")),
+    }
+    for name, r in answers.items():
+        assert r.headers["content-type"] == "application/json", name
+        assert r.content.endswith(b"}\n"), (name, r.status_code, r.content[-40:])
+        json.loads(r.content)  # still one JSON value
