@@ -234,3 +234,40 @@ def test_tags_never_move_a_memory_out_of_its_partition(tmp_path: Path) -> None:
                 assert (await bob.ok("recent", {}))["items"] == []
 
     anyio.run(main)
+
+
+def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
+    """``limit`` and ``ids`` stop at the MCP tools' own cap, below the engine's, and the
+    schema, the refusal and docs/mcp.md all name it."""
+    from memstore.limits import MAX_RESULTS
+    from memstore.mcp.arguments import MAX_IDS, MAX_LIMIT
+
+    assert MAX_LIMIT < MAX_RESULTS  # a deliberate, tighter cap: not the engine's
+    docs = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert f"`limit` (of `recall`, `related` and `recent`) is 1 to {MAX_LIMIT}" in docs
+    assert f"names at most {MAX_IDS} memories" in docs
+    assert f"limit: at most {MAX_LIMIT} results per call (the MCP tools' cap" in docs
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            ids = [mem.add(f"note number {n}").id for n in range(MAX_IDS + 1)]
+            async with in_process(mem) as c:
+                schemas = {t.name: t.inputSchema for t in (await c.session.list_tools()).tools}
+                for tool in ("recall", "related", "recent"):
+                    assert schemas[tool]["properties"]["limit"]["maximum"] == MAX_LIMIT
+                assert schemas["forget"]["properties"]["ids"]["maxItems"] == MAX_IDS
+                got = await c.ok("recent", {"limit": MAX_LIMIT})
+                assert len(got["items"]) == MAX_LIMIT
+                for tool, args in [
+                    ("recall", {"query": "note", "limit": MAX_LIMIT + 1}),
+                    ("related", {"id_or_query": "note", "k": MAX_RESULTS}),
+                    ("recent", {"top_k": MAX_LIMIT + 1}),
+                ]:
+                    msg = await c.fails(tool, args)
+                    assert f"at most {MAX_LIMIT} results per call (the MCP tools' cap" in msg
+                msg = await c.fails("forget", {"ids": ids})
+                assert f"at most {MAX_IDS} ids per call, not {MAX_IDS + 1}" in msg
+                assert "MCP tools' cap" in msg
+            assert mem.store.count_active() == MAX_IDS + 1  # the refused forget changed nothing
+
+    anyio.run(main)
