@@ -64,6 +64,33 @@ def test_recall_as_of_sees_the_past(tmp_path: Path) -> None:
     anyio.run(main)
 
 
+def test_recall_as_of_takes_any_time_and_names_a_bad_position(tmp_path: Path) -> None:
+    """Past 2248 (the journal's last millisecond) is the latest state, before 1970 none.
+
+    Before: a time past 2248 or before 1970 was a tool error carrying the
+    engine's internal ``wall_ms ... is out of range``, not naming ``as_of``.
+    """
+
+    async def main() -> None:
+        with Memory(tmp_path, embedder="hash") as mem:
+            async with in_process(mem) as c:
+                await c.ok("remember", {"content": "The ferry leaves at noon."})
+                for late in ("2248-09-26T15:10:22.208Z", "2300-01-01T00:00:00Z"):
+                    got = await c.ok("recall", {"query": "ferry", "as_of": late})
+                    assert [h["content"] for h in got["hits"]] == ["The ferry leaves at noon."]
+                early = {"query": "ferry", "as_of": "1960-01-01T00:00:00Z"}
+                assert (await c.ok("recall", early))["hits"] == []
+                for bad, why in [
+                    ("8796093022208.0", "out of range 0..8796093022207"),
+                    ("last tuesday", "neither a log position"),
+                    ("2026-01-01T00:00:00", "time zone"),
+                ]:
+                    msg = await c.fails("recall", {"query": "ferry", "as_of": bad})
+                    assert msg.startswith(f"as_of {bad!r}") and why in msg
+
+    anyio.run(main)
+
+
 def test_partitions_do_not_see_each_other(tmp_path: Path) -> None:
     async def main() -> None:
         with Memory(tmp_path, embedder="hash") as mem:
