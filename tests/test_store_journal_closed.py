@@ -1,4 +1,4 @@
-"""A bare Store whose journal is closed (or detached) inside ``store.batch()``.
+"""A bare Store whose journal is closed, detached or attached inside ``store.batch()``.
 
 Only the batch's own thread can do it (a detach waits for the store's lock).
 Before, the batch then committed with no commit hook: its writes were
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from memstore import Item, Store
-from memstore.errors import JournalClosedError
-from memstore.journal import JournalBase
+from memstore.errors import JournalClosedError, JournalError
+from memstore.journal import JournalBase, Lsn
 from tests.journals import Place, open_journal
 from tests.pgtest import PgPlace
 
@@ -70,3 +70,23 @@ def test_a_batch_whose_journal_stops_inside_it_is_refused_whole(
     assert _restored(place) == before  # the journal holds what the store holds
     store.upsert(Item(id="later", kind="note", title="a write with no journal"))
     assert store.get("later") is not None  # detached for good: the store goes on alone
+
+
+def test_a_journal_attached_inside_a_batch_is_refused_and_adopts_nothing(place: Place) -> None:
+    """Before: the journal adopted the batch's writes before they were made, and kept
+    them when the batch was undone: the next open brought back what never happened."""
+    store = Store()
+    store.upsert(Item(id="kept", kind="note", title="written before the batch"))
+    journal = open_journal(place)
+    try:
+        with pytest.raises(RuntimeError, match="the batch failed"), store.batch():
+            store.upsert(Item(id="undone", kind="note", title="written inside the batch"))
+            with pytest.raises(JournalError, match=r"inside store\.batch\(\)"):
+                journal.attach(store)
+            raise RuntimeError("the batch failed")
+        assert [it.id for it in store.items()] == ["kept"]
+        journal.attach(store)  # after the batch: it adopts what the store holds
+        assert journal.head() > Lsn(0, 0)
+    finally:
+        journal.close()
+    assert _restored(place) == _dump(store)
