@@ -27,7 +27,7 @@ from memstore.config import (
     HitHook,
     Locker,
 )
-from memstore.errors import InvalidItemError, MemstoreError
+from memstore.errors import InvalidItemError, JournalClosedError, MemstoreError
 from memstore.item import (
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
@@ -49,13 +49,14 @@ _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # ASCII alone: the stdlib engine 
 
 
 class _Txn:
-    """The open write group: an undo log and the changes made so far."""
+    """The open write group: an undo log, the changes made so far, the record it began with."""
 
-    __slots__ = ("changes", "undo")
+    __slots__ = ("changes", "hook", "undo")
 
-    def __init__(self) -> None:  # one per write: a plain class is cheaper than a dataclass
+    def __init__(self, hook: BeforeCommitListener | None) -> None:  # cheaper than a dataclass
         self.undo: list[tuple[str, Item | None]] = []
         self.changes: list[Change] = []
+        self.hook = hook  # the commit hook (a journal) when the group opened
 
 
 class StoreBase:
@@ -137,11 +138,13 @@ class StoreBase:
             self._drop_changes(txn, 0)
             return
         commit = self._commit_hook  # read once: the hook that saw the group records it
-        if txn.changes and (self._before or commit is not None):
+        if txn.changes and (self._before or commit is not None or txn.hook is not None):
             changes = tuple(txn.changes)
             try:
                 for listener in list(self._before):
                     listener(changes)
+                if txn.hook is not None and commit != txn.hook:
+                    _refuse_unrecorded(changes)
                 # The durable record goes last: once it has the group, nothing
                 # else may veto it.
                 if commit is not None:
@@ -638,7 +641,7 @@ class _Scope:
             txn = store._txn
             if txn is None:
                 self._outer = True
-                store._txn = _Txn()
+                store._txn = _Txn(store._commit_hook)
             else:
                 self._mark = (len(txn.undo), len(txn.changes))
 
@@ -664,6 +667,22 @@ class _Scope:
 def _short(name: str) -> str:
     """An id or reference for a message: at most 80 characters (a reference may hold 1,000)."""
     return name if len(name) <= 80 else f"{name[:77]}..."
+
+
+def _refuse_unrecorded(changes: tuple[Change, ...]) -> None:
+    """Refuse a group whose journal was closed (or detached) while it was open.
+
+    A journal detaches under the store's lock, so only the group's own thread
+    can close it mid-group (``journal.close()`` inside ``store.batch()``).
+    Committed, the group would be acknowledged with no durable record, and
+    gone at the next open. A group that only mirrors what another process
+    recorded (a PostgreSQL follower's) had its record already.
+    """
+    if not all(c.mirrored for c in changes):
+        raise JournalClosedError(
+            "the journal recording this store was closed (or detached) inside this batch: "
+            "the batch's writes were undone, as nothing would record them"
+        )
 
 
 def _update_key(item: Item) -> tuple[float, str]:

@@ -625,6 +625,12 @@ class Memory:
     def as_of(self, when: Lsn | _dt.datetime | str, *, partition: str | None = None) -> list[Item]:
         """The items as they were at a journal position or an aware datetime.
 
+        ``when``: an :class:`~memstore.journal.Lsn`, an ``Hlc``,
+        ``"wall_ms.counter"`` text, or an aware datetime, any moment (before
+        1970 is before every write, past 2248 after every write). A position
+        out of range raises :class:`~memstore.journal.InvalidLsnError`
+        naming ``as_of`` and the range.
+
         ``partition`` keeps that partition's items and ``shared`` ones; unlike
         :meth:`search`, items with no partition are left out (``None`` keeps all).
         """

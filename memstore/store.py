@@ -44,7 +44,7 @@ from memstore.config import (
     HitHook,
     Locker,
 )
-from memstore.errors import InvalidItemError, ItemNotFoundError, MemstoreError
+from memstore.errors import InvalidItemError, ItemNotFoundError, JournalError, MemstoreError
 from memstore.item import (
     SCOPE_PRIVATE,
     STATUS_ACTIVE,
@@ -184,10 +184,19 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         acknowledged. A journal installs it (one store, one journal), so that
         an embedding failure in a before-commit listener can never leave a
         version in the journal that the store rolled back.
+
+        :raises JournalError: installing one inside this thread's open
+            ``batch()``, whose writes a journal attaching now would adopt
+            before they are made (and keep if the batch were undone).
         """
         with self._locked():  # never between a group's listeners and its record
             if fn is not None and self._commit_hook is not None and fn != self._commit_hook:
                 raise MemstoreError("this store already has a commit hook (a journal is attached)")
+            if fn is not None and self._txn is not None:  # the lock held: the group is ours
+                raise JournalError(
+                    "a journal cannot be attached inside store.batch(): the batch's writes "
+                    "are not made yet; attach it before the batch or after it"
+                )
             self._commit_hook = fn
 
     def remove_change_listener(self, fn: Callable[..., None]) -> None:

@@ -639,6 +639,35 @@ def test_a_position_out_of_range_is_refused_whatever_its_form(
     refused(mem, lambda: as_of(position), InvalidLsnError, "out of range|whole numbers")
 
 
+@pytest.mark.parametrize(
+    ("when", "found"),
+    [
+        (dt.datetime(2248, 9, 26, 15, 10, 22, 207000, tzinfo=dt.UTC), True),  # the last one
+        (dt.datetime(2248, 9, 26, 15, 10, 22, 208000, tzinfo=dt.UTC), True),  # one past it
+        (dt.datetime(2300, 1, 1, tzinfo=zone(hours=-5)), True),
+        (dt.datetime(9999, 12, 31, 23, 59, tzinfo=zone(hours=-14)), True),
+        (dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC), False),
+        (dt.datetime(1, 1, 1, tzinfo=zone(hours=14)), False),
+    ],
+)
+def test_any_moment_is_an_as_of(mem: Memory, when: dt.datetime, found: bool) -> None:
+    """A moment past the journal's last millisecond (2248) is after every write.
+
+    Before: the engine raised its internal ``wall_ms ... out of range`` for it
+    (and for a moment before 1970), where MemoryProtocol's ``as_of`` answered.
+    """
+    assert [it.id for it in mem.as_of(when)] == (["kept"] if found else [])
+
+
+@pytest.mark.parametrize("position", ["8796093022208.0", Lsn(8796093022208, 0)])
+def test_a_position_past_the_last_names_as_of_and_the_range(
+    mem: Memory, position: Lsn | str
+) -> None:
+    as_of: Callable[[object], Any] = mem.as_of
+    match = r"^as_of '8796093022208\.0': wall_ms .* out of range 0\.\.8796093022207 .*2248-09-26"
+    refused(mem, lambda: as_of(position), InvalidLsnError, match)
+
+
 def export_line(id: object, *versions: dict[str, Any]) -> str:
     header = json.dumps({"format": EXPORT_FORMAT, "partition": None, "head": "1.0"})
     line = json.dumps({"id": id, "versions": list(versions)})

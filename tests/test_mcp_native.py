@@ -64,6 +64,33 @@ def test_recall_as_of_sees_the_past(tmp_path: Path) -> None:
     anyio.run(main)
 
 
+def test_recall_as_of_takes_any_time_and_names_a_bad_position(tmp_path: Path) -> None:
+    """Past 2248 (the journal's last millisecond) is the latest state, before 1970 none.
+
+    Before: a time past 2248 or before 1970 was a tool error carrying the
+    engine's internal ``wall_ms ... is out of range``, not naming ``as_of``.
+    """
+
+    async def main() -> None:
+        with Memory(tmp_path, embedder="hash") as mem:
+            async with in_process(mem) as c:
+                await c.ok("remember", {"content": "The ferry leaves at noon."})
+                for late in ("2248-09-26T15:10:22.208Z", "2300-01-01T00:00:00Z"):
+                    got = await c.ok("recall", {"query": "ferry", "as_of": late})
+                    assert [h["content"] for h in got["hits"]] == ["The ferry leaves at noon."]
+                early = {"query": "ferry", "as_of": "1960-01-01T00:00:00Z"}
+                assert (await c.ok("recall", early))["hits"] == []
+                for bad, why in [
+                    ("8796093022208.0", "out of range 0..8796093022207"),
+                    ("last tuesday", "neither a log position"),
+                    ("2026-01-01T00:00:00", "time zone"),
+                ]:
+                    msg = await c.fails("recall", {"query": "ferry", "as_of": bad})
+                    assert msg.startswith(f"as_of {bad!r}") and why in msg
+
+    anyio.run(main)
+
+
 def test_partitions_do_not_see_each_other(tmp_path: Path) -> None:
     async def main() -> None:
         with Memory(tmp_path, embedder="hash") as mem:
@@ -232,5 +259,42 @@ def test_tags_never_move_a_memory_out_of_its_partition(tmp_path: Path) -> None:
                 assert (await bob.ok("get_memory", {"ids": [a["id"]]}))["missing"] == [a["id"]]
                 assert (await bob.ok("recall", {"query": "salary"}))["hits"] == []
                 assert (await bob.ok("recent", {}))["items"] == []
+
+    anyio.run(main)
+
+
+def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
+    """``limit`` and ``ids`` stop at the MCP tools' own cap, below the engine's, and the
+    schema, the refusal and docs/mcp.md all name it."""
+    from memstore.limits import MAX_RESULTS
+    from memstore.mcp.arguments import MAX_IDS, MAX_LIMIT
+
+    assert MAX_LIMIT < MAX_RESULTS  # a deliberate, tighter cap: not the engine's
+    docs = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
+    assert f"`limit` (of `recall`, `related` and `recent`) is 1 to {MAX_LIMIT}" in docs
+    assert f"names at most {MAX_IDS} memories" in docs
+    assert f"limit: at most {MAX_LIMIT} results per call (the MCP tools' cap" in docs
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            ids = [mem.add(f"note number {n}").id for n in range(MAX_IDS + 1)]
+            async with in_process(mem) as c:
+                schemas = {t.name: t.inputSchema for t in (await c.session.list_tools()).tools}
+                for tool in ("recall", "related", "recent"):
+                    assert schemas[tool]["properties"]["limit"]["maximum"] == MAX_LIMIT
+                assert schemas["forget"]["properties"]["ids"]["maxItems"] == MAX_IDS
+                got = await c.ok("recent", {"limit": MAX_LIMIT})
+                assert len(got["items"]) == MAX_LIMIT
+                for tool, args in [
+                    ("recall", {"query": "note", "limit": MAX_LIMIT + 1}),
+                    ("related", {"id_or_query": "note", "k": MAX_RESULTS}),
+                    ("recent", {"top_k": MAX_LIMIT + 1}),
+                ]:
+                    msg = await c.fails(tool, args)
+                    assert f"at most {MAX_LIMIT} results per call (the MCP tools' cap" in msg
+                msg = await c.fails("forget", {"ids": ids})
+                assert f"at most {MAX_IDS} ids per call, not {MAX_IDS + 1}" in msg
+                assert "MCP tools' cap" in msg
+            assert mem.store.count_active() == MAX_IDS + 1  # the refused forget changed nothing
 
     anyio.run(main)

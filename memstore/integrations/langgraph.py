@@ -55,7 +55,7 @@ import numpy as np
 
 from memstore import item as _engine_item
 from memstore._offloop import run_settled
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, ReadOnlyError
 from memstore.integrations import _ops
 from memstore.integrations import _records as rec
 from memstore.integrations._filters import FilterError, check_filter, matches
@@ -162,7 +162,10 @@ class MemstoreStore(BaseStore):
     ``sweep_interval_minutes`` in minutes, ``refresh_on_read``). An item past
     its deadline is never returned, even before a sweep deletes it. A value
     of the wrong type or range raises :class:`~memstore.errors.InvalidItemError`
-    before the memory is opened.
+    before the memory is opened. On a memory opened read-only
+    (``Memory(folder, readonly=True)``) a read serves what it finds without
+    refreshing its deadline (the writer's process owns the deadlines), and
+    no background sweeper starts: sweeping is the writer's work.
 
     ``ranking``: ``"hybrid"`` (memstore's ranking, the default) or
     ``"vector"`` (cosine order, as LangGraph's own stores rank).
@@ -218,7 +221,11 @@ class MemstoreStore(BaseStore):
         for it in self.memory.store.items():
             if (r := rec.read(it)) is not None:
                 self._note(r)
-        if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
+        if (
+            self.ttl_config
+            and self.ttl_config.get("sweep_interval_minutes")
+            and not self.memory.readonly
+        ):
             self.start_ttl_sweeper()
 
     # ------------------------------------------------------------ lifecycle
@@ -572,7 +579,15 @@ class MemstoreStore(BaseStore):
         else raises :class:`~memstore.errors.InvalidItemError` and starts
         nothing). Returns a future that completes when the sweeper stops; a
         second call returns the running sweeper's future.
+
+        :raises ReadOnlyError: the memory was opened read-only (sweeping
+            deletes: the writer's process sweeps).
         """
+        if self.memory.readonly:
+            raise ReadOnlyError(
+                "this MemstoreStore's memory was opened read-only (readonly=True): it "
+                "cannot sweep expired items; the process that writes the folder sweeps them"
+            )
         with self._lock:
             if self._sweeper is not None and self._sweep_done is not None:
                 return self._sweep_done
@@ -713,8 +728,12 @@ class MemstoreStore(BaseStore):
         return r if r is not None and r.live(now) else None
 
     def _refresh(self, r: rec.Record) -> rec.Record:
-        """Move the TTL deadline to now + TTL (a journaled version; ``updated_at`` is kept)."""
-        if r.ttl is None:
+        """Move the TTL deadline to now + TTL (a journaled version; ``updated_at`` is kept).
+
+        On a read-only memory the read is served as it is: a refresh is a
+        write, and a read must not fail for want of one.
+        """
+        if r.ttl is None or self.memory.readonly:
             return r
         ttl = _dt.timedelta(minutes=r.ttl)
         deadline = rec.deadline(self._now(), r.ttl)

@@ -15,8 +15,8 @@ use, so the core does not need ``psycopg``.
 
 from typing import TYPE_CHECKING, Any
 
-from memstore.journal.base import EXPORT_FORMAT, Journal, JournalBase, PurgeMatch, to_lsn
-from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.base import EXPORT_FORMAT, Journal, JournalBase, PurgeMatch
+from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.sqlite import SCHEMA_VERSION, SqliteJournal
 from memstore.journal.version import Version
 

@@ -15,7 +15,6 @@ groups, import, purge and export lives here once.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import logging
 import os
 import threading
@@ -36,7 +35,7 @@ from memstore.errors import (
 )
 from memstore.item import Item
 from memstore.journal.exportfile import EXPORT_FORMAT, ExportWriter, read_export
-from memstore.journal.hlc import MAX_NODE_ID, Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
 from memstore.journal.version import TABLE, Row, Version
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
@@ -56,8 +55,6 @@ _RECENT = 4096
 
 PurgeMatch = Callable[[Item], bool] | Collection[str]
 """What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
-
-AsOf = Lsn | Hlc | _dt.datetime | str
 
 T = TypeVar("T")
 
@@ -83,36 +80,6 @@ class Journal(Protocol):
     def import_(self, fp: IO[str]) -> int: ...
     def transaction(self) -> contextlib.AbstractContextManager[None]: ...
     def close(self) -> None: ...
-
-
-def to_lsn(at: AsOf) -> Lsn:
-    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``.
-
-    A position is checked whatever its form: an ``Lsn`` or ``Hlc`` built by
-    hand with a part out of range (``Lsn(2**70, 0)``) or not a whole number
-    raises :class:`InvalidLsnError`, as the same position written as text
-    does, rather than reach the database (SQLite overflows on it, PostgreSQL
-    answers as of the end of time).
-    """
-    if isinstance(at, Hlc):
-        return _checked(at.lsn)
-    if isinstance(at, Lsn):
-        return _checked(at)
-    if isinstance(at, _dt.datetime):
-        return Lsn.from_datetime(at)
-    if isinstance(at, str):
-        return Lsn.parse(at)
-    raise InvalidLsnError(
-        f"as of what? expected an Lsn, Hlc, aware datetime or 'wall_ms.counter', got {at!r:.60}"
-    )
-
-
-def _checked(at: Lsn) -> Lsn:
-    """``at`` if both its parts are whole numbers in range, else :class:`InvalidLsnError`."""
-    wall_ms, counter = at
-    if type(wall_ms) is not int or type(counter) is not int:
-        raise InvalidLsnError(f"an Lsn's parts are whole numbers, got {at!r:.60}")
-    return Lsn.of(wall_ms, counter)
 
 
 def _partition(partition: object) -> str | None:

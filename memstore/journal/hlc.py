@@ -30,11 +30,15 @@ from memstore.errors import MemstoreError
 
 __all__ = [
     "COUNTER_BITS",
+    "LAST_LSN",
     "MAX_COUNTER",
+    "AsOf",
     "Hlc",
     "HybridClock",
     "InvalidLsnError",
     "Lsn",
+    "read_as_of",
+    "to_lsn",
     "wall_clock_ms",
 ]
 
@@ -47,6 +51,8 @@ _MILLISECOND: Final = _dt.timedelta(milliseconds=1)
 MAX_NODE_ID: Final = 0xFFFF
 """Node ids are 16-bit (MemoryProtocol's ``u16``)."""
 _MAX_WALL_MS: Final = (1 << (63 - COUNTER_BITS)) - 1
+_LAST_MOMENT: Final = "2248-09-26T15:10:22.207Z"
+"""The last millisecond a position can name (``_MAX_WALL_MS`` after the epoch)."""
 
 _LSN_TEXT = regex.compile(r"(\d{1,16})\.(\d{1,10})(?:\.(\d{1,5}))?")
 
@@ -86,7 +92,10 @@ class Lsn(NamedTuple):
     def of(cls, wall_ms: int, counter: int) -> Lsn:
         """A checked Lsn: both parts in range, or :class:`InvalidLsnError`."""
         if not 0 <= wall_ms <= _MAX_WALL_MS:
-            raise InvalidLsnError(f"wall_ms {wall_ms} is out of range 0..{_MAX_WALL_MS}")
+            raise InvalidLsnError(
+                f"wall_ms {wall_ms} is out of range 0..{_MAX_WALL_MS} "
+                f"(milliseconds since 1970, up to {_LAST_MOMENT})"
+            )
         if not 0 <= counter <= MAX_COUNTER:
             raise InvalidLsnError(f"counter {counter} is out of range 0..{MAX_COUNTER}")
         return cls(wall_ms, counter)
@@ -105,15 +114,68 @@ class Lsn(NamedTuple):
 
     @classmethod
     def from_datetime(cls, when: _dt.datetime) -> Lsn:
-        """The last Lsn of ``when``'s millisecond: "as of" that moment includes it."""
-        if when.tzinfo is None:
+        """The last Lsn of ``when``'s millisecond: "as of" that moment includes it.
+
+        Any aware moment names a state: one before 1970 the state before
+        every write (``0.0``), one after the last millisecond a position can
+        name (2248-09-26T15:10:22.207Z) the state after every write
+        (:data:`LAST_LSN`), as no write is ever stamped later.
+
+        >>> Lsn.from_datetime(_dt.datetime(3000, 1, 1, tzinfo=_dt.UTC)) == LAST_LSN
+        True
+        """
+        if when.utcoffset() is None:
             raise InvalidLsnError("a datetime for an Lsn must carry a timezone")
         # In integers: a float timestamp times 1000 lands a millisecond off on some dates.
-        return cls.of((when - _EPOCH) // _MILLISECOND, MAX_COUNTER)
+        ms = (when - _EPOCH) // _MILLISECOND
+        if ms < 0:
+            return cls(0, 0)
+        return cls(min(ms, _MAX_WALL_MS), MAX_COUNTER)
 
     def to_datetime(self) -> _dt.datetime:
         """The wall time of this position (UTC, millisecond precision)."""
         return _EPOCH + _dt.timedelta(milliseconds=self.wall_ms)
+
+
+LAST_LSN: Final = Lsn(_MAX_WALL_MS, MAX_COUNTER)
+"""The last position: the state "as of" it is the state after every write."""
+
+
+def read_as_of(text: str) -> Lsn:
+    """An "as of" written as text: a log position or an RFC 3339 time with a zone.
+
+    The one reading of a moment typed by a person or a model (the MCP
+    ``recall`` tool's ``as_of``, the inspector's): ``wall_ms.counter`` as
+    :meth:`~Memory.history` shows positions, or a time such as
+    ``2025-01-31T12:00:00Z`` (any time: see :meth:`Lsn.from_datetime`). A
+    position out of range or any other text raises :class:`InvalidLsnError`
+    naming ``as_of`` and what it takes.
+
+    >>> read_as_of("1700000000000.3")
+    Lsn(wall_ms=1700000000000, counter=3)
+    >>> read_as_of("2023-11-14T22:13:20Z").wall_ms
+    1700000000000
+    >>> read_as_of("yesterday")
+    Traceback (most recent call last):
+    ...
+    memstore.journal.hlc.InvalidLsnError: as_of 'yesterday' is neither a log position ...
+    """
+    text = text.strip()
+    if _LSN_TEXT.fullmatch(text) or regex.fullmatch(r"\d+\.\d+", text):
+        try:
+            return Lsn.parse(text)
+        except InvalidLsnError as e:
+            raise InvalidLsnError(f"as_of {text[:40]!r}: {e}") from None
+    try:
+        when = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidLsnError(
+            f"as_of {text[:40]!r} is neither a log position (wall_ms.counter) "
+            "nor an RFC 3339 time (2026-12-01T09:30:00Z)"
+        ) from None
+    if when.utcoffset() is None:
+        raise InvalidLsnError(f"as_of {text[:40]!r}: a time needs a time zone (Z or +hh:mm)")
+    return Lsn.from_datetime(when)
 
 
 class Hlc(NamedTuple):
@@ -201,3 +263,39 @@ class HybridClock:
         with self._lock:
             if seen > self._last:
                 self._last = Lsn(seen.wall_ms, seen.counter)
+
+
+AsOf = Lsn | Hlc | _dt.datetime | str
+"""What an "as of" may be given as (:func:`to_lsn` reads it)."""
+
+
+def to_lsn(at: AsOf, name: str = "as_of") -> Lsn:
+    """Read an "as of" position: an Lsn, an Hlc, an aware datetime or ``wall_ms.counter``.
+
+    Any aware datetime is a moment (:meth:`Lsn.from_datetime`: past 2248 is
+    after every write). A position is checked whatever its form: an ``Lsn``
+    or ``Hlc`` built by hand with a part out of range (``Lsn(2**70, 0)``) or
+    not a whole number raises :class:`InvalidLsnError` naming ``name``, as
+    the same position written as text does, rather than reach the database
+    (SQLite overflows on it, PostgreSQL answers as of the end of time).
+    """
+    try:
+        if isinstance(at, Hlc | Lsn):
+            return _checked(at.lsn if isinstance(at, Hlc) else at)
+        if isinstance(at, _dt.datetime):
+            return Lsn.from_datetime(at)  # any moment: past the range is after every write
+        if isinstance(at, str):
+            return Lsn.parse(at)
+    except InvalidLsnError as e:
+        raise InvalidLsnError(f"{name} {str(at)[:40]!r}: {e}") from None
+    raise InvalidLsnError(
+        f"as of what? expected an Lsn, Hlc, aware datetime or 'wall_ms.counter', got {at!r:.60}"
+    )
+
+
+def _checked(at: Lsn) -> Lsn:
+    """``at`` if both its parts are whole numbers in range, else :class:`InvalidLsnError`."""
+    wall_ms, counter = at
+    if type(wall_ms) is not int or type(counter) is not int:
+        raise InvalidLsnError(f"an Lsn's parts are whole numbers, got {at!r:.60}")
+    return Lsn.of(wall_ms, counter)

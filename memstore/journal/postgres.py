@@ -70,8 +70,8 @@ from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
 from memstore.journal._pgsql import Queries, ids_json, rows_json_chunks, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
-from memstore.journal.base import JournalBase, _holding, to_lsn
-from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn
+from memstore.journal.base import JournalBase, _holding
+from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.version import TABLE, Row
 
 if TYPE_CHECKING:
@@ -700,7 +700,7 @@ class PostgresJournal(JournalBase):
             raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
         if timeout is not None and timeout > _FOREVER_S:  # the clock's range; inf included
             timeout = None
-        return self._position.wait_for(to_lsn(lsn).packed(), timeout)
+        return self._position.wait_for(to_lsn(lsn, "lsn").packed(), timeout)
 
     # ------------------------------------------------------------------ close
 

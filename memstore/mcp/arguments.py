@@ -19,6 +19,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
+from memstore.limits import MAX_RESULTS
 from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
@@ -46,9 +47,17 @@ DEFAULT_KIND: Final = "observation"
 DEFAULT_MAX_CHARS: Final = 4000
 """How much content ``recall`` returns in all unless told otherwise."""
 MAX_LIMIT: Final = 100
-"""The most results one call returns."""
+"""The most results one tool call returns: the MCP tools' own cap, on purpose.
+
+The engine allows :data:`~memstore.limits.MAX_RESULTS` (1,000) per search; a
+tool's answer is read whole into a model's context, where a hundred memories
+are already more than a model can weigh. A call asking for more is refused
+with a message naming this cap (``docs/mcp.md``, "The tools").
+"""
 MAX_IDS: Final = 100
-"""The most ids one call names."""
+"""The most ids one call names (``get_memory``, ``forget``): the same MCP-only cap."""
+assert MAX_LIMIT <= MAX_RESULTS and MAX_IDS <= MAX_RESULTS  # never looser than the engine
+_WHY_CAPPED: Final = "the MCP tools' cap, to keep an answer within a model's context"
 PLACEMENT_TAGS: Final = (PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG)
 """The tags that place a memory (:mod:`memstore.tags`): ``tenant/<name>`` and
 ``user:<hash>`` by prefix, ``shared`` as a whole word."""
@@ -85,6 +94,20 @@ def _no_placement(tags: list[str] | None) -> list[str] | None:
     return tags
 
 
+def _limit_cap(value: int) -> int:
+    """Refuse a ``limit`` past :data:`MAX_LIMIT`, saying it is this server's cap."""
+    if value > MAX_LIMIT:
+        raise ValueError(f"at most {MAX_LIMIT} results per call ({_WHY_CAPPED})")
+    return value
+
+
+def _ids_cap(value: list[str]) -> list[str]:
+    """Refuse more than :data:`MAX_IDS` ids, saying it is this server's cap."""
+    if len(value) > MAX_IDS:
+        raise ValueError(f"at most {MAX_IDS} ids per call, not {len(value)} ({_WHY_CAPPED})")
+    return value
+
+
 def _listify(value: Any) -> Any:
     """One id given as text means a list of one (a guess models make)."""
     return [value] if isinstance(value, str) else value
@@ -93,13 +116,28 @@ def _listify(value: Any) -> Any:
 Ids = Annotated[
     list[str],
     BeforeValidator(_listify),
+    AfterValidator(_ids_cap),
     Field(
         min_length=1,
-        max_length=MAX_IDS,
+        json_schema_extra={"maxItems": MAX_IDS},
         validation_alias=AliasChoices("ids", "id"),
-        description="Memory ids, as recall or remember returned them.",
+        description=f"Memory ids, as recall or remember returned them (at most {MAX_IDS}).",
     ),
 ]
+
+Limit = Annotated[int, AfterValidator(_limit_cap)]
+"""A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``maximum``)."""
+
+
+def _limit(what: str) -> Any:
+    """The ``limit`` field of a tool: default 10, 1 to :data:`MAX_LIMIT`, with its aliases."""
+    return Field(
+        default=10,
+        ge=1,
+        json_schema_extra={"maximum": MAX_LIMIT},
+        validation_alias=_LIMIT,
+        description=f"Most {what} (1 to {MAX_LIMIT}).",
+    )
 
 
 FreeTags = Annotated[list[str], AfterValidator(_no_placement)]
@@ -159,9 +197,7 @@ class RecallArgs(_Args):
         validation_alias=_QUERY,
         description="What to look for, in plain words (keywords or a question).",
     )
-    limit: int = Field(
-        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most hits."
-    )
+    limit: Limit = _limit("hits")
     kind: str = Field(default="", description="Only memories of this kind (optional).")
     subject: str = Field(default="", description="Only memories about this subject (optional).")
     as_of: str = Field(
@@ -227,9 +263,7 @@ class RelatedArgs(_Args):
         description="A memory id, or words: the best matches become the starting points.",
     )
     depth: int = Field(default=2, ge=1, le=8, description="How many links away to reach.")
-    limit: int = Field(
-        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most results."
-    )
+    limit: Limit = _limit("results")
 
 
 class HistoryArgs(_Args):
@@ -237,7 +271,5 @@ class HistoryArgs(_Args):
 
 
 class RecentArgs(_Args):
-    limit: int = Field(
-        default=10, ge=1, le=MAX_LIMIT, validation_alias=_LIMIT, description="Most memories."
-    )
+    limit: Limit = _limit("memories")
     kind: str = Field(default="", description="Only memories of this kind (optional).")

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
 from memstore.tags import PARTITION_ALL
 
@@ -113,7 +114,10 @@ class _Page(_In):
         default=None, ge=0, description="Extension: skip this many entities (pagination)."
     )
     limit: int | None = Field(
-        default=None, ge=1, le=1000, description="Extension: at most this many entities."
+        default=None,
+        ge=1,
+        le=MAX_RESULTS,
+        description=f"Extension: at most this many entities (1 to {MAX_RESULTS}).",
     )
 
 

@@ -3,12 +3,12 @@
 ``@modelcontextprotocol/server-memory`` keeps entities (a name, a type, a list
 of observations) and relations (``from``, ``to``, ``relationType``) in a JSONL
 file. Here an entity is one item of kind :data:`ENTITY_KIND`: its name is the
-title, its observations are the content (one per line, searchable) and, exactly,
-a JSON list in ``data``; the relations starting at it are a JSON list in its
-``data`` too, each mirrored by a link to the target's item so that spreading
-activation follows them. An entity's id is derived from its partition and name,
-so a name always finds its item without a scan and two servers sharing one
-journal agree on it.
+title (a blank name quoted, as JSON shows it), its observations are the content
+(one per line, searchable) and, exactly, a JSON list in ``data``; the relations
+starting at it are a JSON list in its ``data`` too, each mirrored by a link to
+the target's item so that spreading activation follows them. An entity's id is
+derived from its partition and name, so a name always finds its item without a
+scan and two servers sharing one journal agree on it.
 
 :class:`KnowledgeGraph` follows the reference's behaviour (``src/memory/index.ts``):
 duplicates are ignored, a relation needs both entities, deleting an entity
@@ -162,7 +162,7 @@ class KnowledgeGraph:
             if target != entity.name and tid not in links and len(links) < MAX_MODEL_LINKS:
                 links[tid] = ThoughtLink(to_id=tid, relation=_GRAPH_RELATION)
         return {
-            "title": entity.name,
+            "title": _title(entity.name),
             "subject": entity.name,
             "content": "\n".join(entity.observations),
             "data": {
@@ -381,6 +381,21 @@ class KnowledgeGraph:
         if item.kind != ENTITY_KIND:
             return None
         return self._decode(item).entity
+
+
+def _title(name: str) -> str:
+    """The title of an entity's item: its name, or the name quoted if it is blank.
+
+    The reference takes any text as a name, ``""`` and ``" "`` too, and an
+    entity may have no observations (an item with no content). The engine
+    refuses an item without title and content, so a blank name is titled as
+    JSON shows it (``'""'``): the item is valid, and the quotes make no words
+    for search. The name itself is kept, exactly, in ``data``.
+
+    >>> _title("Alice"), _title(""), _title(" ")
+    ('Alice', '""', '" "')
+    """
+    return name if name.strip() else json.dumps(name)
 
 
 def _relations(nodes: Sequence[_Node]) -> list[Relation]:

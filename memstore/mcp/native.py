@@ -9,8 +9,6 @@ caller (``--partition`` or the HTTP token's tenant).
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +17,7 @@ from ulid import ULID
 from memstore.config import DEFAULT_ID_PREFIX
 from memstore.errors import ItemNotFoundError
 from memstore.item import Item, ThoughtLink
+from memstore.journal.hlc import InvalidLsnError, Lsn, read_as_of
 from memstore.memory import Memory
 from memstore.render import explanation_text, share_budget
 from memstore.search import SearchResult, default_visible
@@ -55,32 +54,26 @@ from .toolkit import SCOPE_FORGET, SCOPE_WRITE, Caller, ToolError, ToolSpec
 
 __all__ = ["native_tools", "parse_as_of"]
 
-_LSN = re.compile(r"\d+\.\d+")
 _RELATED_ANCHORS = 3
 """How many best matches of a query become the starting points of ``related``."""
 
 
-def parse_as_of(text: str) -> str | _dt.datetime:
-    """An ``as_of`` argument as :meth:`Memory.as_of` takes it, or a :class:`ToolError`.
+def parse_as_of(text: str) -> Lsn:
+    """An ``as_of`` argument as the journal position it names, or a :class:`ToolError`.
+
+    The engine's reading (:func:`~memstore.journal.hlc.read_as_of`): a log
+    position ``wall_ms.counter`` or an RFC 3339 time with a zone, any time
+    (past 2248 is after every write).
 
     >>> parse_as_of("1735689600000.0")
-    '1735689600000.0'
-    >>> parse_as_of("2025-01-01T00:00:00Z").isoformat()
-    '2025-01-01T00:00:00+00:00'
+    Lsn(wall_ms=1735689600000, counter=0)
+    >>> parse_as_of("2025-01-01T00:00:00Z").wall_ms
+    1735689600000
     """
-    text = text.strip()
-    if _LSN.fullmatch(text):
-        return text
     try:
-        when = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        when = None
-    if when is None or when.utcoffset() is None:
-        raise ToolError(
-            f"as_of {text[:40]!r} is neither an RFC 3339 time with a zone "
-            "(2025-01-31T12:00:00Z) nor a log position wall_ms.counter"
-        )
-    return when
+        return read_as_of(text)
+    except InvalidLsnError as e:
+        raise ToolError(str(e)) from None
 
 
 class _Native:

@@ -28,12 +28,7 @@ from ulid import ULID
 from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn, Version
-from memstore.journal.hlc import (
-    COUNTER_BITS,
-    MAX_COUNTER,
-    MAX_NODE_ID,
-    wall_clock_ms,
-)
+from memstore.journal.hlc import LAST_LSN, MAX_COUNTER, MAX_NODE_ID, wall_clock_ms
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
@@ -264,7 +259,7 @@ class Verbs:
                 raise invalid_filter(e) from None
         visible = _visibility(tenant, expr)
         if req.as_of is not None:
-            at = _moment_lsn(_parse_time(req.as_of, "as_of"))
+            at = Lsn.from_datetime(_parse_time(req.as_of, "as_of"))  # any moment
             return PreparedRecall(None, lambda _: self._recall_as_of(tenant, req, at, visible))
         if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
@@ -606,39 +601,17 @@ def _json_line(record: Mapping[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
 
 
-_LAST_LSN: Final = Lsn.of((1 << (63 - COUNTER_BITS)) - 1, MAX_COUNTER)
-"""The journal's last possible position."""
-
-
 def _wire_lsn(wall_ms: int, counter: int) -> Lsn:
     """The position a wire Lsn names: a u64 ``wall_ms``, a u32 counter (:data:`MAX_WIRE_COUNTER`).
 
     The journal's counters stop at ``MAX_COUNTER``: no position lies between
     ``(w, MAX_COUNTER)`` and ``(w + 1, 0)``, so a larger counter names the
     same state as ``MAX_COUNTER``; likewise a ``wall_ms`` past the journal's
-    range names the state after every position (:data:`_LAST_LSN`).
+    range names the state after every position (:data:`LAST_LSN`).
     """
-    if wall_ms > _LAST_LSN.wall_ms:
-        return _LAST_LSN
+    if wall_ms > LAST_LSN.wall_ms:
+        return LAST_LSN
     return Lsn.of(wall_ms, min(counter, MAX_COUNTER))
-
-
-_EPOCH: Final = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
-
-
-def _moment_lsn(when: _dt.datetime) -> Lsn:
-    """The last position of ``when``'s millisecond (an aware datetime), as ``as_of`` reads it.
-
-    Any moment is one: before 1970 is before every write (``0.0``), past the
-    journal's range after every write (:data:`_LAST_LSN`). Integer arithmetic,
-    so the millisecond is exact.
-    """
-    ms = (when - _EPOCH) // _dt.timedelta(milliseconds=1)
-    if ms < 0:
-        return Lsn.of(0, 0)
-    if ms > _LAST_LSN.wall_ms:
-        return _LAST_LSN
-    return Lsn.of(ms, MAX_COUNTER)
 
 
 def _before_lsn(target: BeforeTarget) -> Lsn:

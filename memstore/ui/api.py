@@ -120,7 +120,7 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
         except views.ReceiptMismatch as e:
             return _error(409, "conflict", str(e))
         except InvalidLsnError as e:
-            return _error(400, "invalid_request", f"as_of: {e}")
+            return _error(400, "invalid_request", str(e))  # it names as_of
         except MemstoreError as e:
             return _error(400, "invalid_request", str(e))
 

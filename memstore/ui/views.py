@@ -39,7 +39,7 @@ from memstore import arguments as arg
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
 from memstore.journal import Lsn, Version
-from memstore.journal.hlc import InvalidLsnError
+from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.search import SearchConfig, SearchResult
@@ -114,6 +114,10 @@ def _owned_now(memory: Memory, partition: str, id: str, versions: list[Version])
 def parse_moment(text: str) -> Lsn:
     """An "as of" moment: a log position (``wall_ms.counter``) or an RFC 3339 timestamp.
 
+    The engine's reading (:func:`~memstore.journal.hlc.read_as_of`): any time
+    is a moment (past 2248 is after every write); other text raises
+    :class:`InvalidLsnError` naming ``as_of``.
+
     >>> parse_moment("1700000000000.3")
     Lsn(wall_ms=1700000000000, counter=3)
     >>> parse_moment("2023-11-14T22:13:20Z").wall_ms
@@ -121,21 +125,9 @@ def parse_moment(text: str) -> Lsn:
     >>> parse_moment("yesterday")
     Traceback (most recent call last):
     ...
-    memstore.journal.hlc.InvalidLsnError: 'yesterday' is neither a log position ...
+    memstore.journal.hlc.InvalidLsnError: as_of 'yesterday' is neither a log position ...
     """
-    text = text.strip()
-    if text[:1].isdigit() and "." in text and "-" not in text and ":" not in text:
-        return Lsn.parse(text)
-    try:
-        when = _dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidLsnError(
-            f"{text[:64]!r} is neither a log position (wall_ms.counter) "
-            "nor an RFC 3339 timestamp (2026-12-01T09:30:00Z)"
-        ) from None
-    if when.tzinfo is None:
-        raise InvalidLsnError("a timestamp needs a time zone (Z or +hh:mm)")
-    return Lsn.from_datetime(when)
+    return read_as_of(text)
 
 
 # ----------------------------------------------------------------- shapes

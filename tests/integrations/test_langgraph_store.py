@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from memstore import Config, Memory, MemstoreError
-from memstore.errors import InvalidItemError
+from memstore.errors import InvalidItemError, ReadOnlyError
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
 from tests.integrations.conftest import CharacterEmbeddings
@@ -248,6 +248,38 @@ def test_ttl_refresh_keeps_updated_at_and_is_durable(tmp_path: Path) -> None:
     with MemstoreStore(memory) as s:
         assert s.get(("t",), "k") is None  # the refreshed deadline (3 min) came and went
     memory.close()
+
+
+def test_a_read_only_memory_serves_reads_without_refreshing(tmp_path: Path) -> None:
+    clock = FakeClock()
+    folder = tmp_path / "m"
+    writer = Memory(folder, embedder=None, config=Config(clock=clock))
+    with MemstoreStore(writer) as w:
+        w.put(("t",), "k", {"v": 1}, ttl=2)
+        w.put(("t",), "plain", {"v": 2}, ttl=None)
+    head = writer.stats().head
+    clock.advance(dt.timedelta(minutes=1))  # a refresh is due: the deadline would move
+    reader = Memory(folder, embedder=None, readonly=True, config=Config(clock=clock))
+    ttl: Any = {"refresh_on_read": True, "sweep_interval_minutes": 1}
+    with MemstoreStore(reader, ttl=ttl) as r:
+        got = r.get(("t",), "k")
+        assert got is not None and got.value == {"v": 1}
+        assert [h.key for h in r.search(("t",), limit=10)] == ["k", "plain"]
+        assert [h.key for h in r.search(("t",), filter={"v": 1}, refresh_ttl=True)] == ["k"]
+        with pytest.raises(ReadOnlyError, match="read-only"):
+            r.start_ttl_sweeper()
+        with pytest.raises(ReadOnlyError):
+            r.put(("t",), "new", {"v": 3})
+        clock.advance(dt.timedelta(minutes=1, seconds=30))  # past the deadline never moved
+        assert r.get(("t",), "k") is None
+        with pytest.raises(ReadOnlyError):
+            r.sweep_ttl()
+        assert [h.key for h in r.search(("t",))] == ["plain"]
+    reader.close()
+    assert writer.stats().head == head  # the reads wrote nothing to the journal
+    with MemstoreStore(writer) as w:
+        assert w.get(("t",), "k") is None and w.sweep_ttl() == 1
+    writer.close()
 
 
 def test_background_sweeper_starts_and_stops() -> None:

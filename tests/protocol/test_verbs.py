@@ -328,6 +328,9 @@ def test_rfc3339_timestamps_in_every_spelling_rfc3339_allows(server: Server) -> 
     assert [
         h["source"] for h in recall(server, token, query="ibis", as_of="2200-01-01t00:00:00z")
     ] == ["times"]
+    for edge in ("2248-09-26T15:10:22.207Z", "2248-09-26T15:10:22.208Z", "2248-09-26T15:10:23Z"):
+        assert [h["source"] for h in recall(server, token, query="ibis", as_of=edge)] == ["times"]
+    assert recall(server, token, query="ibis", as_of="1969-12-31T23:59:59.999Z") == []
 
 
 def test_recall_never_crosses_tenants(server: Server) -> None:

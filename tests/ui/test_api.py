@@ -186,6 +186,27 @@ def test_as_of_shows_the_past_and_refuses_nonsense(client: TestClient) -> None:
     assert r.status_code == 400 and "time zone" in r.json()["message"]
 
 
+def test_as_of_takes_any_time_and_names_a_position_out_of_range(client: TestClient) -> None:
+    """Past 2248 (the journal's last millisecond) is now; a position past it is a 400.
+
+    Before: a time past 2248 was a 400 carrying the engine's internal
+    ``wall_ms ... is out of range``, where MemoryProtocol's ``as_of`` answered.
+    """
+    ingest(client, "tok-a", "Notes about the harbour.")
+    for late in ("2248-09-26T15:10:22.208Z", "3000-01-01T00:00:00+05:00"):
+        r = client.get(
+            "/ui/api/search", params={"q": "harbour", "as_of": late}, headers=auth("tok-a")
+        )
+        assert r.status_code == 200, r.text
+        assert {h["item"]["content"] for h in r.json()["hits"]} == {"Notes about the harbour."}
+    r = client.get(
+        "/ui/api/search", params={"q": "harbour", "as_of": "8796093022208.0"}, headers=auth("tok-a")
+    )
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request"
+    assert r.json()["message"].startswith("as_of '8796093022208.0': wall_ms")
+    assert "2248-09-26T15:10:22.207Z" in r.json()["message"]
+
+
 def test_forget_needs_the_scope_and_hard_delete_its_preview(client: TestClient) -> None:
     ingest(client, "tok-a", "Forgettable words about kiwis.")
     ep = episode_of(client, "tok-a", "kiwis")
