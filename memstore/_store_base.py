@@ -17,6 +17,7 @@ from operator import itemgetter
 from sortedcontainers import SortedKeyList
 
 from memstore._lexindex import LexicalIndex
+from memstore._lineage import claimant, lineage_rejection
 from memstore._shared import share_containers
 from memstore.arguments import has_lone_surrogate
 from memstore.config import (
@@ -216,9 +217,10 @@ class StoreBase:
     ) -> None:
         """Record and apply one change inside the open group.
 
-        A current item's ``supersedes`` is checked first (:meth:`_lineage_rejection`)
-        unless the change is ``mirrored`` (another process wrote it) or stored
-        ``as_given`` (``put``): a rejection raises and records nothing.
+        A current item's ``supersedes`` is checked first
+        (:func:`~memstore._lineage.lineage_rejection`) unless the change is
+        ``mirrored`` (another process wrote it) or stored ``as_given``
+        (``put``): a rejection raises and records nothing.
         """
         txn = self._txn
         assert txn is not None, "writes happen inside a group"
@@ -226,7 +228,7 @@ class StoreBase:
         if old is None and new is None:
             return
         if new is not None and new.__dict__["supersedes"] and not (mirrored or as_given):
-            why = self._lineage_rejection(id, new)
+            why = lineage_rejection(self._items, self._claims, id, new, self._now())
             if why:
                 raise InvalidItemError(why)
         txn.undo.append((id, old))
@@ -250,62 +252,7 @@ class StoreBase:
 
     def _claimant_locked(self, id: str, besides: str) -> str | None:
         """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
-        claims = self._claims.get(id)
-        if not claims:
-            return None
-        now = self._now()
-        for cid in sorted(claims):
-            if cid != besides and self._items[cid].is_active(now):
-                return cid
-        return None
-
-    def _lineage_rejection(self, id: str, new: Item) -> str:
-        """Why storing ``new`` as ``id`` would break the supersede chains, or ``""``.
-
-        Only a current item (active, within its deadline) can fork or loop a
-        chain: one whose ``supersedes`` names itself, an item another current
-        item already supersedes (two current versions of one fact), or a
-        current item that supersedes it in turn, directly or down its chain
-        (each would name the other as the version to supersede). Only the
-        claims the write adds are checked (all of them when it makes a retired
-        item current again), so an item stored before this rule stays
-        editable. A name no stored item has is lineage all the same (an item
-        deleted, purged, or kept elsewhere by the host) and passes.
-        """
-        now = self._now()
-        if not new.is_active(now):
-            return ""
-        refs = new.supersedes
-        old = self._items.get(id)
-        if old is not None and old.is_active(now):  # only the claims this write adds
-            refs = [ref for ref in refs if ref not in old.supersedes]
-        if id in refs:
-            return f"{_short(id)} cannot supersede itself (its supersedes names it)"
-        for ref in refs:
-            head = self._claimant_locked(ref, id)
-            if head is not None:
-                ref, head = _short(ref), _short(head)
-                return f"{ref} is already superseded by {head}: supersede {head} instead"
-        # Down the chain through current items only: a retired one ends it (a
-        # revert, a -> b -> a with b retired, is a chain, not a loop).
-        seen: set[str] = set()
-        stack = [(ref, ref) for ref in refs]
-        while stack:
-            at, first = stack.pop()
-            if at in seen:
-                continue
-            seen.add(at)
-            it = self._items.get(at)
-            if it is None or not it.is_active(now):
-                continue
-            if id in it.supersedes:
-                new_id, first = _short(id), _short(first)
-                return (
-                    f"{new_id} cannot supersede {first}: {first} is current and supersedes "
-                    f"{new_id} (directly or down its chain), so the chain would loop"
-                )
-            stack.extend((r, first) for r in it.supersedes)
-        return ""
+        return claimant(self._items, self._claims, id, besides, self._now())
 
     def _publish(self, changes: Iterable[Change]) -> None:
         """Fire the change hook and after-commit listeners (lock released).
@@ -662,11 +609,6 @@ class _Scope:
             store._lock.release()
         if self._write and not failed:
             store._drain()
-
-
-def _short(name: str) -> str:
-    """An id or reference for a message: at most 80 characters (a reference may hold 1,000)."""
-    return name if len(name) <= 80 else f"{name[:77]}..."
 
 
 def _refuse_unrecorded(changes: tuple[Change, ...]) -> None:
