@@ -32,6 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Final
 
+from memstore._durable import move_into_place
 from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
@@ -50,8 +51,9 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     ``dest`` must not exist (or be an empty folder), and must lie outside
     ``source``: a backup inside the folder it copies is lost with it, and
     cannot be moved into its place. The copy is made in a hidden folder
-    beside ``dest`` and renamed into place at the end, so a failed backup
-    leaves no half-written ``dest``. A damaged vector file is left out (with
+    beside ``dest``, flushed to disk and renamed into place at the end, so a
+    failed backup leaves no half-written ``dest`` and a finished one
+    survives a power cut. A damaged vector file is left out (with
     a logged warning; it is not among the files returned): the vectors are a
     cache of the journal, and opening the copy embeds its items again. Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
@@ -96,7 +98,7 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
         try:
             if top.exists():  # dst itself, an empty folder
                 top.rmdir()
-            partial.rename(top)
+            move_into_place(partial, top)  # its files on disk, then the name
         except OSError as e:
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:

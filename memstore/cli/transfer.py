@@ -1,7 +1,9 @@
 """The commands that move a memory whole: ``export``, ``import`` and ``backup``.
 
-Each writes its output beside its destination and renames it into place, so a
-refused or interrupted run leaves the destination as it was.
+Each writes its output beside its destination, flushes it to disk and renames
+it into place (:func:`memstore._durable.move_into_place`), so a refused or
+interrupted run leaves the destination as it was, and a finished one survives a
+power cut.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from memstore._durable import move_into_place
 from memstore.errors import InvalidItemError
 from memstore.journal.exportfile import is_end_line
 from memstore.memory import Memory
@@ -90,7 +93,7 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
             n = mem.export(fp, partition=partition)
         if mode is not None:
             shutil.copymode(target, tmp)
-        os.replace(tmp, target)
+        move_into_place(tmp, target)  # on disk before "exported" is printed
     finally:
         tmp.unlink(missing_ok=True)
     return n
@@ -237,7 +240,7 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     staging = top.with_name(f".{top.name}.{os.getpid()}.new")
     try:
         yield staging / data.absolute().relative_to(top)
-        os.rename(staging, top)
+        move_into_place(staging, top)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -304,7 +307,8 @@ Copy the data folder DIR into the new folder DEST while DIR stays in use.
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
 a process writes to DIR. DEST must not exist (or be empty) and must be outside
-DIR; a failed or interrupted backup leaves nothing there.
+DIR; a failed or interrupted backup leaves nothing there, and a finished one
+is on disk (flushed) before the command returns.
 
 Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
