@@ -32,7 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Final
 
-from memstore._durable import move_into_place
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
@@ -53,7 +53,8 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     cannot be moved into its place. The copy is made in a hidden folder
     beside ``dest``, flushed to disk and renamed into place at the end, so a
     failed backup leaves no half-written ``dest`` and a finished one
-    survives a power cut. A damaged vector file is left out (with
+    survives a power cut. What a killed backup or import left beside ``dest``
+    is removed first, when its process no longer runs. A damaged vector file is left out (with
     a logged warning; it is not among the files returned): the vectors are a
     cache of the journal, and opening the copy embeds its items again. Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
@@ -70,7 +71,8 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     if dst.is_symlink():  # a link to an empty folder: the copy goes into that folder
         dst = Path(os.path.realpath(dst))
     top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
-    partial = top.parent / f".{top.name}.partial-{os.getpid()}"
+    remove_dead_leftovers(top)  # what killed backups and imports to this place left
+    partial = staging_name(top)
     inside = partial / dst.absolute().relative_to(top)
     try:
         shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from memstore._durable import move_into_place
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import InvalidItemError
 from memstore.journal.exportfile import is_end_line
 from memstore.memory import Memory
@@ -83,7 +83,8 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
         with open(output, "w", encoding="utf-8") as fp:
             return mem.export(fp, partition=partition)
     target = Path(os.path.realpath(output))  # through a symlink: the file it names
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    remove_dead_leftovers(target)  # what killed exports to this file left
+    tmp = staging_name(target)
     try:
         try:
             fp = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -237,7 +238,8 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
         yield data  # there already, or cannot be made: the open says why, naming data
         return
-    staging = top.with_name(f".{top.name}.{os.getpid()}.new")
+    remove_dead_leftovers(top)  # what killed imports and backups to this place left
+    staging = staging_name(top)
     try:
         yield staging / data.absolute().relative_to(top)
         move_into_place(staging, top)
