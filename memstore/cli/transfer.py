@@ -287,7 +287,7 @@ class _Lines:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from memstore.backup import VECTORS_FILE, backup
+    from memstore.backup import TOKENS_FILE, VECTORS_FILE, backup
 
     if not args.dir or not args.dest:
         raise UsageError("DIR and DEST must both be folder names (one is empty)")
@@ -300,6 +300,12 @@ def cmd_backup(args: argparse.Namespace) -> int:
             "the copy embeds its items again when it is opened",
             file=sys.stderr,
         )
+    if (Path(args.dir) / TOKENS_FILE).is_file() and TOKENS_FILE not in {p.name for p in written}:
+        print(
+            f"memstore: {TOKENS_FILE} in {args.dir} could not be read and was left out; "
+            "a server started on the copy makes a new token",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -310,7 +316,9 @@ The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
 a process writes to DIR. DEST must not exist (or be empty) and must be outside
 DIR; a failed or interrupted backup leaves nothing there, and a finished one
-is on disk (flushed) before the command returns.
+is on disk (flushed) before the command returns. The server's tokens.json, if
+DIR holds one, is copied too, readable by its owner only (mode 0600): a server
+restored from DEST accepts the same tokens, and DEST holds that secret.
 
 Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.
