@@ -131,3 +131,17 @@ def test_a_backup_into_an_existing_empty_folder_is_flushed_too(
     events = _record(monkeypatch)
     assert main(["backup", str(tmp_path / "data"), str(dest)]) == 0
     _assert_durable(events, dest, [dest / "journal.db", dest / "vectors.sqlite3"])
+
+
+def test_a_tokens_file_is_flushed_then_renamed_then_its_folder_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # memstore serve writes DATA/tokens.json on first start and prints its token;
+    # an empty file after a power cut made the next start refuse the file.
+    from memstore.protocol.auth import SCOPES, Principal, TokenTable, new_token, write_tokens_file
+
+    path, token = tmp_path / "tokens.json", new_token()
+    events = _record(monkeypatch)
+    write_tokens_file(path, {token: Principal("default", frozenset(SCOPES))})
+    _assert_durable(events, path, [path])
+    assert TokenTable.load(path).authenticate(f"Bearer {token}").tenant == "default"
