@@ -45,10 +45,10 @@ def fsync_path(path: str | os.PathLike[str]) -> None:
     flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if is_dir else 0)
     try:
         fd = os.open(path, flags)
-    except OSError as e:
-        if is_dir and os.name == "nt":  # Windows opens no folder: its renames are durable
+    except OSError:
+        if is_dir and os.name == "nt":  # Windows cannot open a folder to flush it
             return
-        raise e
+        raise
     try:
         os.fsync(fd)
     except OSError as e:
@@ -63,7 +63,7 @@ def _fsync_tree(top: Path) -> None:
     for root, _dirs, files in os.walk(top, topdown=False):
         for name in files:
             path = os.path.join(root, name)
-            if not os.path.islink(path):
+            if os.path.isfile(path) and not os.path.islink(path):  # no link, pipe or socket
                 fsync_path(path)
         fsync_path(root)
 

@@ -145,3 +145,23 @@ def test_a_tokens_file_is_flushed_then_renamed_then_its_folder_flushed(
     write_tokens_file(path, {token: Principal("default", frozenset(SCOPES))})
     _assert_durable(events, path, [path])
     assert TokenTable.load(path).authenticate(f"Bearer {token}").tenant == "default"
+
+
+def test_a_folder_holding_a_socket_or_a_link_is_moved_and_its_files_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only regular files are opened to be flushed: a socket cannot be opened, a pipe blocks."""
+    import socket
+
+    from memstore._durable import move_into_place
+
+    staged, target = tmp_path / ".new.partial", tmp_path / "new"
+    staged.mkdir()
+    (staged / "journal.db").write_bytes(b"x" * 100)
+    (staged / "link").symlink_to(tmp_path / "elsewhere")
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(staged / "s"))  # a server's socket left in the folder
+        events = _record(monkeypatch)
+        move_into_place(staged, target)
+    _assert_durable(events, target, [target / "journal.db"])
+    assert sorted(p.name for p in target.iterdir()) == ["journal.db", "link", "s"]
