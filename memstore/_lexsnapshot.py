@@ -48,6 +48,7 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
+from memstore._durable import move_into_place
 from memstore._postings import Postings
 from memstore._vocabindex import Segment, Table, VocabIndex
 from memstore.errors import MemstoreError
@@ -179,9 +180,7 @@ def save_lexicon(
     try:
         with open(tmp, "wb") as f:
             np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)  # type: ignore[arg-type]
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        move_into_place(tmp, target)
     except BaseException:
         # A save cut short (a full disk) leaves no partial file taking the space left.
         tmp.unlink(missing_ok=True)

@@ -6,7 +6,10 @@ file is copied as of one commit, without stopping the process that writes
 it, and the copy is a folder ``Memory(dest)`` opens as it is. The HNSW graph
 beside the vectors is a cache and is rebuilt on open; the lock file is not
 copied. The journal is copied first: it is the record, and vectors missing
-from the copy are embedded again on open (extra ones are dropped).
+from the copy are embedded again on open (extra ones are dropped). The HTTP
+server's ``tokens.json``, when it keeps its tokens in the folder, is copied
+too (mode 0600), so that a server restored from the copy accepts its
+clients' tokens: a backup holds that secret as the folder does.
 
 >>> import tempfile, os
 >>> from memstore import Memory
@@ -32,14 +35,17 @@ import shutil
 from pathlib import Path
 from typing import Final
 
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
 
-__all__ = ["VECTORS_FILE", "backup"]
+__all__ = ["TOKENS_FILE", "VECTORS_FILE", "backup"]
 
 VECTORS_FILE: Final = "vectors.sqlite3"
 """The vector file a ``Memory`` with an embedder keeps beside its journal."""
+TOKENS_FILE: Final = "tokens.json"
+"""The tokens a ``memstore serve`` without ``--tokens-file`` keeps in its data folder (0600)."""
 
 _log = logging.getLogger(__name__)
 
@@ -50,10 +56,16 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     ``dest`` must not exist (or be an empty folder), and must lie outside
     ``source``: a backup inside the folder it copies is lost with it, and
     cannot be moved into its place. The copy is made in a hidden folder
-    beside ``dest`` and renamed into place at the end, so a failed backup
-    leaves no half-written ``dest``. A damaged vector file is left out (with
-    a logged warning; it is not among the files returned): the vectors are a
-    cache of the journal, and opening the copy embeds its items again. Raises
+    beside ``dest``, flushed to disk and renamed into place at the end, so a
+    failed backup leaves no half-written ``dest`` and a finished one
+    survives a power cut. What a killed backup or import left beside ``dest``
+    is removed first, when its process no longer runs. A damaged vector file
+    is left out (with a logged warning; it is not among the files returned):
+    the vectors are a cache of the journal, and opening the copy embeds its
+    items again. The HTTP server's ``tokens.json`` is copied too, readable by
+    its owner only (mode 0600), so a server started on the restored folder
+    accepts the tokens its clients hold (one that cannot be read is left out,
+    with a logged warning). Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
     or ``dest`` is taken or inside ``source``, a
     :class:`~memstore.errors.JournalError` when a file cannot be read or
@@ -68,7 +80,8 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     if dst.is_symlink():  # a link to an empty folder: the copy goes into that folder
         dst = Path(os.path.realpath(dst))
     top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
-    partial = top.parent / f".{top.name}.partial-{os.getpid()}"
+    remove_dead_leftovers(top)  # what killed backups and imports to this place left
+    partial = staging_name(top)
     inside = partial / dst.absolute().relative_to(top)
     try:
         shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process
@@ -93,16 +106,39 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
                 _log.warning("memstore: %s left out of the backup: %s", name, e)
                 continue
             written.append(dst / name)
+        if (src / TOKENS_FILE).is_file() and _copy_secret(src / TOKENS_FILE, inside / TOKENS_FILE):
+            written.append(dst / TOKENS_FILE)
         try:
             if top.exists():  # dst itself, an empty folder
                 top.rmdir()
-            partial.rename(top)
+            move_into_place(partial, top)  # its files on disk, then the name
         except OSError as e:
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return written
+
+
+def _copy_secret(source: Path, target: Path) -> bool:
+    """Copy ``source`` to the new file ``target`` with mode 0600; whether it was copied.
+
+    The tokens are the server's secret: the copy is never readable by
+    others, whatever the umask. A file that cannot be read (another user's)
+    is left out with a warning: the record's backup does not wait on it.
+    """
+    try:
+        data = source.read_bytes()
+    except OSError as e:
+        _log.warning("memstore: %s left out of the backup: %s", source.name, e.strerror or e)
+        return False
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise MemstoreError(f"cannot write {str(target)!r}: {e.strerror or e}") from None
+    return True
 
 
 def _first_missing(dst: Path) -> Path:

@@ -2,8 +2,9 @@
 
 Vectors reach the file (:mod:`memstore_index._vectorfile`) after the index in
 memory has them, one transaction per write; the HNSW graph is saved beside
-it at close, stamped with the file's generation, and rebuilt whenever the
-stamp does not match. A damaged file is set aside at open and started
+it at close, stamped with the file's generation and its random write mark
+(renewed by every write, so two histories of one origin never match), and
+rebuilt whenever the stamp does not match. A damaged file is set aside at open and started
 afresh; a file that refuses a write (a full disk) leaves the rows in the
 *unsaved backlog*, retried by the next write (see ``CellStore.pending``).
 Compaction (renumbering labels densely) also lives here: it rewrites the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import warnings
 from pathlib import Path
 from typing import Self
@@ -98,6 +100,7 @@ class Persistence(CellState):
             file.set_meta(model_id=self._model_id, dim=str(self._dim), generation="0")
         try:
             self._generation = int(meta.get("generation", "0"))
+            self._stamp = meta.get("stamp", "")
         except ValueError:
             raise VectorFileCorruptError(
                 f"{str(file.path)!r}: the generation is not a number"
@@ -129,7 +132,7 @@ class Persistence(CellState):
 
     def _load_or_build_graph(self, live: int) -> None:
         graph = self._graph
-        if graph is not None and graph.valid_for(self._generation, live):
+        if graph is not None and graph.valid_for(self._generation, live, self._stamp):
             index = hnswlib.Index(space="ip", dim=self._dim)
             try:
                 index.load_index(str(graph.graph), max_elements=len(self._alive))
@@ -177,6 +180,7 @@ class Persistence(CellState):
             self._graph.record(
                 self._generation,
                 len(self._label_of),
+                self._stamp,
                 ef=self._ef_plain,
                 calibrated_n=self._calibrated_n,
                 target_recall=self._target,
@@ -245,7 +249,7 @@ class Persistence(CellState):
             # The vectors and the model they belong to, in one transaction: never
             # one model's vectors under another's name.
             identity = {"model_id": str(embedder.model_id), "dim": str(int(embedder.dim))}
-            old.write(puts, [], generation, identity)
+            old.write(puts, [], generation, {**identity, "stamp": secrets.token_hex(8)})
         finally:
             old.close()
         GraphFile(directory).invalidate()
@@ -263,11 +267,12 @@ class Persistence(CellState):
         if not puts and not deletes:
             return
         self._generation += 1
+        self._stamp = secrets.token_hex(8)
         if self._file is None:
             return
         if not self._unsaved:
             try:
-                self._file.write(puts, deletes, self._generation)
+                self._file.write(puts, deletes, self._generation, {"stamp": self._stamp})
                 return
             except VectorFileError as e:
                 _log.warning(
@@ -295,7 +300,7 @@ class Persistence(CellState):
             entry = self._entries[label]
             assert entry is not None and self._hash[id] == row.text_hash
             puts.append(StoredVector(entry, label, row.text_hash, row.text, self._vecs[label]))
-        self._file.write(puts, deletes, self._generation)
+        self._file.write(puts, deletes, self._generation, {"stamp": self._stamp})
         self._unsaved.clear()
 
     def _maybe_graph(self) -> None:
@@ -326,9 +331,10 @@ class Persistence(CellState):
                     f"{len(self._unsaved)} vector(s) wait to be saved: flush() first, then compact"
                 )
             order = sorted(self._label_of.items(), key=lambda p: p[1])
+            stamp = secrets.token_hex(8)
             if self._file is not None:
                 mapping = {id: n for n, (id, _) in enumerate(order)}
-                self._file.relabel(mapping, self._generation + 1)
+                self._file.relabel(mapping, self._generation + 1, stamp)
             vecs = np.stack([self._vecs[lab] for _, lab in order]) if order else None
             entries = [self._entries[lab] for _, lab in order]
             hashes = dict(self._hash)
@@ -342,7 +348,7 @@ class Persistence(CellState):
             for new, ((id, _), entry) in enumerate(zip(order, entries, strict=True)):
                 assert entry is not None and vecs is not None
                 self._place(entry, new, vecs[new], hashes[id])
-            self._generation += 1
+            self._generation, self._stamp = self._generation + 1, stamp
             if len(self._label_of) > tune.EXACT_THRESHOLD:
                 self._rebuild_graph()
 

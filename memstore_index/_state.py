@@ -113,6 +113,10 @@ class CellState:
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0
+        # A random mark each write to the vector file renews: two histories
+        # that reach one generation (and count) still differ here, so a graph
+        # saved for one is never loaded for the other (see GraphFile.valid_for).
+        self._stamp = ""
         # The backlog (see ``pending``): rows indexed in memory but not yet in
         # the vector file (``None``: a delete), and texts not yet embedded.
         self._unsaved: dict[str, StoredVector | None] = {}

@@ -1,8 +1,11 @@
 """Durable vectors: one SQLite file holds every vector with its entry and text.
 
 The HNSW graph beside it is a cache: it is saved with the *generation* of the
-vectors it was built from, and a graph whose generation, size or checksum does
-not match is rebuilt from the vectors, never trusted.
+vectors it was built from and the file's *stamp* (a random mark every write
+renews, so that a folder restored from a backup, or a copy written to apart,
+never matches a graph saved by the other history at the same generation), and a
+graph whose generation, stamp, size or checksum does not match is rebuilt from
+the vectors, never trusted.
 
 The vector file is itself a cache of the store (every vector can be embedded
 again from the items), so its failures are sorted by what they allow:
@@ -269,14 +272,14 @@ class VectorFile:
                 [("generation", str(generation)), *meta.items()],
             )
 
-    def relabel(self, mapping: dict[str, int], generation: int) -> None:
-        """Rewrite labels after a compaction, in one transaction."""
+    def relabel(self, mapping: dict[str, int], generation: int, stamp: str) -> None:
+        """Rewrite labels after a compaction, with the new generation and stamp, in one go."""
         try:
-            self._relabel(mapping, generation)
+            self._relabel(mapping, generation, stamp)
         except sqlite3.Error as e:
             raise translate(e, f"writing {str(self.path)!r}", self.path) from e
 
-    def _relabel(self, mapping: dict[str, int], generation: int) -> None:
+    def _relabel(self, mapping: dict[str, int], generation: int, stamp: str) -> None:
         db = self._conn()
         with db:
             db.execute("BEGIN")
@@ -289,10 +292,10 @@ class VectorFile:
                 "UPDATE vectors SET label = ? WHERE id = ?",
                 [(lab, id) for id, lab in mapping.items()],
             )
-            db.execute(
-                "INSERT INTO meta(key, value) VALUES ('generation', ?) "
+            db.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (str(generation),),
+                [("generation", str(generation)), ("stamp", stamp)],
             )
 
 
@@ -366,8 +369,13 @@ class GraphFile:
         self.graph = directory / "hnsw.bin"
         self.sidecar = directory / "hnsw.json"
 
-    def valid_for(self, generation: int, count: int) -> bool:
-        """Whether the saved graph was built from exactly this generation of vectors."""
+    def valid_for(self, generation: int, count: int, stamp: str) -> bool:
+        """Whether the saved graph was built from exactly this generation of vectors.
+
+        ``stamp`` is the vector file's random write mark: the generation and
+        count alone match a graph saved by another history of the same origin
+        (a backup restored into the folder, a copied store).
+        """
         try:
             side = json.loads(self.sidecar.read_text())
             data = self.graph.read_bytes()
@@ -376,6 +384,7 @@ class GraphFile:
         return bool(
             side.get("generation") == generation
             and side.get("count") == count
+            and side.get("stamp") == stamp
             and side.get("size") == len(data)
             and side.get("sha256") == hashlib.sha256(data).hexdigest()
         )
@@ -388,13 +397,14 @@ class GraphFile:
             return {}
         return side if isinstance(side, dict) else {}
 
-    def record(self, generation: int, count: int, **extra: object) -> None:
+    def record(self, generation: int, count: int, stamp: str, **extra: object) -> None:
         """Write the sidecar for the graph just saved (atomically), with ``extra`` fields."""
         data = self.graph.read_bytes()
         side = {
             **extra,
             "generation": generation,
             "count": count,
+            "stamp": stamp,
             "size": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }

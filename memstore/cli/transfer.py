@@ -1,7 +1,9 @@
 """The commands that move a memory whole: ``export``, ``import`` and ``backup``.
 
-Each writes its output beside its destination and renames it into place, so a
-refused or interrupted run leaves the destination as it was.
+Each writes its output beside its destination, flushes it to disk and renames
+it into place (:func:`memstore._durable.move_into_place`), so a refused or
+interrupted run leaves the destination as it was, and a finished one survives a
+power cut.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import InvalidItemError
 from memstore.journal.exportfile import is_end_line
 from memstore.memory import Memory
@@ -80,7 +83,8 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
         with open(output, "w", encoding="utf-8") as fp:
             return mem.export(fp, partition=partition)
     target = Path(os.path.realpath(output))  # through a symlink: the file it names
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    remove_dead_leftovers(target)  # what killed exports to this file left
+    tmp = staging_name(target)
     try:
         try:
             fp = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -90,7 +94,7 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
             n = mem.export(fp, partition=partition)
         if mode is not None:
             shutil.copymode(target, tmp)
-        os.replace(tmp, target)
+        move_into_place(tmp, target)  # on disk before "exported" is printed
     finally:
         tmp.unlink(missing_ok=True)
     return n
@@ -234,10 +238,11 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
         yield data  # there already, or cannot be made: the open says why, naming data
         return
-    staging = top.with_name(f".{top.name}.{os.getpid()}.new")
+    remove_dead_leftovers(top)  # what killed imports and backups to this place left
+    staging = staging_name(top)
     try:
         yield staging / data.absolute().relative_to(top)
-        os.rename(staging, top)
+        move_into_place(staging, top)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -282,7 +287,7 @@ class _Lines:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from memstore.backup import VECTORS_FILE, backup
+    from memstore.backup import TOKENS_FILE, VECTORS_FILE, backup
 
     if not args.dir or not args.dest:
         raise UsageError("DIR and DEST must both be folder names (one is empty)")
@@ -295,6 +300,12 @@ def cmd_backup(args: argparse.Namespace) -> int:
             "the copy embeds its items again when it is opened",
             file=sys.stderr,
         )
+    if (Path(args.dir) / TOKENS_FILE).is_file() and TOKENS_FILE not in {p.name for p in written}:
+        print(
+            f"memstore: {TOKENS_FILE} in {args.dir} could not be read and was left out; "
+            "a server started on the copy makes a new token",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -304,7 +315,10 @@ Copy the data folder DIR into the new folder DEST while DIR stays in use.
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
 a process writes to DIR. DEST must not exist (or be empty) and must be outside
-DIR; a failed or interrupted backup leaves nothing there.
+DIR; a failed or interrupted backup leaves nothing there, and a finished one
+is on disk (flushed) before the command returns. The server's tokens.json, if
+DIR holds one, is copied too, readable by its owner only (mode 0600): a server
+restored from DEST accepts the same tokens, and DEST holds that secret.
 
 Restore: open DEST as it is (memstore stats --data DEST, or Memory(DEST)), or
 stop every writer of DIR and move DEST into its place.

@@ -26,11 +26,12 @@ from typing import Final, NamedTuple
 
 import regex
 
-from memstore.errors import MemstoreError
+from memstore.errors import JournalError, MemstoreError
 
 __all__ = [
     "COUNTER_BITS",
     "LAST_LSN",
+    "LATEST_WALL_MS",
     "MAX_COUNTER",
     "AsOf",
     "Hlc",
@@ -53,6 +54,16 @@ MAX_NODE_ID: Final = 0xFFFF
 _MAX_WALL_MS: Final = (1 << (63 - COUNTER_BITS)) - 1
 _LAST_MOMENT: Final = "2248-09-26T15:10:22.207Z"
 """The last millisecond a position can name (``_MAX_WALL_MS`` after the epoch)."""
+LATEST_WALL_MS: Final = (_dt.datetime(2200, 1, 1, tzinfo=_dt.UTC) - _EPOCH) // _MILLISECOND
+"""The year 2200: a wall clock reading this or later is broken, and stamps nothing.
+
+Stamps only increase, and every process sharing a journal moves its clock
+past the newest stamp it sees; one stamp from a clock set a century ahead
+would date every later write of every process after it (``as_of(now)`` would
+see none of them), and past ``Lsn``'s range (the year 2248) no write could be
+stamped at all. :meth:`HybridClock.tick` refuses such a reading, and an
+import refuses such stamps.
+"""
 
 _LSN_TEXT = regex.compile(r"(\d{1,16})\.(\d{1,10})(?:\.(\d{1,5}))?")
 
@@ -245,9 +256,24 @@ class HybridClock:
         return self._last
 
     def tick(self) -> Hlc:
-        """A new stamp, greater than every stamp issued or observed before."""
+        """A new stamp, greater than every stamp issued or observed before.
+
+        Raises :class:`~memstore.errors.JournalError` (nothing issued) when
+        the wall clock reads :data:`LATEST_WALL_MS` (the year 2200) or later.
+        """
         with self._lock:
             now = self._wall()
+            if now >= LATEST_WALL_MS:
+                try:
+                    when = f"{_EPOCH + now * _MILLISECOND:%Y-%m-%d %H:%M} UTC"
+                except OverflowError:
+                    when = "a time after the year 9999"
+                raise JournalError(
+                    f"the system clock reads {when}, past 2200-01-01: a "
+                    "stamp that far ahead would date every later write of this journal (and "
+                    "of every process sharing it) after it; set the clock right and write "
+                    "again (nothing was written)"
+                )
             last = self._last
             if now > last.wall_ms:
                 nxt = Lsn(now, 0)

@@ -9,7 +9,6 @@ an earlier position still see it (MVCC soft delete).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from typing import Any, Final, Literal
 
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
-from memstore.journal.hlc import COUNTER_BITS, Hlc, InvalidLsnError, Lsn
+from memstore.journal.hlc import COUNTER_BITS, LATEST_WALL_MS, Hlc, InvalidLsnError, Lsn
 from memstore.tags import SHARED_TAG, partition_from_tags
 from memstore.validate import kind_rejection
 
@@ -25,11 +24,8 @@ __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
 Op = Literal["upsert", "delete"]
 
-LAST_IMPORTED_WALL_MS: Final = int(
-    (_dt.datetime(2200, 1, 1, tzinfo=_dt.UTC) - _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC))
-    / _dt.timedelta(milliseconds=1)
-)
-"""An import refuses versions stamped from the year 2200 on.
+LAST_IMPORTED_WALL_MS: Final = LATEST_WALL_MS
+"""An import refuses versions stamped from the year 2200 on (as a writer refuses to stamp).
 
 Stamps only increase, and an import moves this journal's clock past every
 stamp it brings (:meth:`HybridClock.observe`), so one far-future stamp would

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from memstore._durable import move_into_place
 from memstore.errors import MemstoreError
 from memstore.protocol.errors import forbidden, unauthorized
 from memstore.protocol.ratelimit import RateLimiter
@@ -219,8 +220,10 @@ def new_token() -> str:
 def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Principal]) -> None:
     """Write ``entries`` as a tokens file readable by its owner only (mode 0600).
 
-    The file is written next to ``path`` and renamed over it, so a reader never
-    sees half a file. The entries are checked as :class:`TokenTable` checks them.
+    The file is written next to ``path``, flushed to disk and renamed over it,
+    so a reader never sees half a file, and a power cut after it returns does
+    not leave an empty file (which the server would refuse to start with).
+    The entries are checked as :class:`TokenTable` checks them.
 
     :raises TokensFileError: an entry a :class:`TokenTable` would refuse.
     """
@@ -236,7 +239,7 @@ def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Princi
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2)
             f.write("\n")
-        os.replace(tmp, target)
+        move_into_place(tmp, target)  # on disk before its token is printed or used
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

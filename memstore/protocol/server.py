@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from memstore.backup import TOKENS_FILE as _TOKENS_FILE
 from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.protocol.app import create_app
@@ -78,7 +79,7 @@ __all__ = [
     "serve",
 ]
 
-TOKENS_FILE: Final = "tokens.json"
+TOKENS_FILE: Final = _TOKENS_FILE
 """The tokens file made in the data folder when none is given (loopback only)."""
 DEFAULT_TENANT: Final = "default"
 """The tenant of that generated token."""
