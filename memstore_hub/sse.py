@@ -170,10 +170,13 @@ def _open(
     partition: str | None,
     maxsize: int,
     retry: int | None,
+    shared: bool,
 ) -> tuple[Subscription, str]:
     """Subscribe, resuming after ``last_event_id`` if possible; the first frame to send."""
     after = parse_event_id(last_event_id, hub.epoch) if last_event_id else None
-    sub = hub.subscribe(topics=topics, partition=partition, maxsize=maxsize, after=after)
+    sub = hub.subscribe(
+        topics=topics, partition=partition, maxsize=maxsize, after=after, shared=shared
+    )
     position = event_id(hub.epoch, sub.position)
     if last_event_id and (after is None or sub.gap):
         reason = sub.gap or GAP_UNKNOWN
@@ -201,6 +204,7 @@ def stream(
     keepalive: float = DEFAULT_KEEPALIVE_S,
     retry: int | None = None,
     default: Callable[[object], Any] | None = None,
+    shared: bool = True,
 ) -> Generator[str, None, None]:
     """SSE frames of the hub's events, for a thread-per-client server.
 
@@ -209,9 +213,10 @@ def stream(
     the replayed and live events, with :data:`KEEP_ALIVE` after ``keepalive``
     idle seconds. It ends when the hub closes; closing the generator (the
     client went away) unsubscribes. ``retry`` (milliseconds) sets the client's
-    reconnection delay.
+    reconnection delay. ``topics``, ``partition`` and ``shared`` choose the
+    events as :meth:`Hub.subscribe <memstore_hub.Hub.subscribe>` does.
     """
-    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry)
+    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry, shared)
     try:
         yield first
         epoch = hub.epoch
@@ -237,9 +242,10 @@ async def astream(
     keepalive: float = DEFAULT_KEEPALIVE_S,
     retry: int | None = None,
     default: Callable[[object], Any] | None = None,
+    shared: bool = True,
 ) -> AsyncGenerator[str, None]:
     """:func:`stream` for asyncio servers (Starlette, FastAPI...): same frames, awaited."""
-    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry)
+    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry, shared)
     try:
         yield first
         epoch = hub.epoch
