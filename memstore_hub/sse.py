@@ -46,6 +46,7 @@ __all__ = [
     "CONTENT_TYPE",
     "DEFAULT_KEEPALIVE_S",
     "EVENT_RESET",
+    "GAP_DROPPED",
     "KEEP_ALIVE",
     "astream",
     "encode",
@@ -63,7 +64,9 @@ DEFAULT_KEEPALIVE_S = 15.0
 KEEP_ALIVE = ": keep-alive\n\n"
 """The keep-alive frame: a comment, which clients ignore."""
 EVENT_RESET = "reset"
-"""The event type telling a resuming client that events were lost: reload, then follow."""
+"""The event type telling a client that events were lost: reload, then follow."""
+GAP_DROPPED: Final = "dropped"
+"""A ``reset`` reason: the client read too slowly and events were dropped from its queue."""
 
 _LINE_BREAK = regex.compile(r"\r\n|\r|\n")
 # Not str.splitlines(): it also splits on U+2028, U+0085, form feed..., which
@@ -194,6 +197,21 @@ def _open(
     return sub, f"{head}id: {position}\n\n"
 
 
+def _dropped(event: Event, epoch: str) -> str:
+    """The ``reset`` frame sent before ``event`` when the events just before it were
+    dropped (the client read too slowly and its queue overflowed).
+
+    Its id is the position right before ``event``: the client reloads, then
+    follows from there (a reconnect with that id replays what comes next).
+    """
+    position = event_id(epoch, event.seq - 1)
+    data = json.dumps(
+        {"reason": GAP_DROPPED, "dropped": event.dropped, "resume_from": position},
+        separators=(",", ":"),
+    )
+    return format_event(data, event=EVENT_RESET, id=position)
+
+
 def stream(
     hub: Hub,
     *,
@@ -211,7 +229,9 @@ def stream(
     Subscribes on the first ``next()``: the first frame positions a new client
     (or tells a resuming one about a gap, see :data:`EVENT_RESET`), then come
     the replayed and live events, with :data:`KEEP_ALIVE` after ``keepalive``
-    idle seconds. It ends when the hub closes; closing the generator (the
+    idle seconds. A client too slow for its ``maxsize`` queue loses the oldest
+    events, and is sent a ``reset`` (reason :data:`GAP_DROPPED`) before the
+    next one it gets. It ends when the hub closes; closing the generator (the
     client went away) unsubscribes. ``retry`` (milliseconds) sets the client's
     reconnection delay. ``topics``, ``partition`` and ``shared`` choose the
     events as :meth:`Hub.subscribe <memstore_hub.Hub.subscribe>` does.
@@ -223,6 +243,8 @@ def stream(
         while True:
             event = sub.get(timeout=keepalive)
             if event is not None:
+                if event.dropped:
+                    yield _dropped(event, epoch)
                 yield encode(event, epoch, default=default)
             elif sub.closed:
                 return
@@ -252,6 +274,8 @@ async def astream(
         while True:
             event = await sub.aget(timeout=keepalive)
             if event is not None:
+                if event.dropped:
+                    yield _dropped(event, epoch)
                 yield encode(event, epoch, default=default)
             elif sub.closed:
                 return

@@ -304,7 +304,8 @@ class AsyncMemoryClient:
         """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
 
         Each event's ``id`` resumes the stream (``last_event_id=``) after a
-        disconnect; a ``reset`` event means the server could not replay the gap.
+        disconnect; a ``reset`` event means changes were missed (the server could
+        not replay the gap, or dropped changes the caller read too slowly).
         """
         call = _wire.events_call(last_event_id)
         return self._events(SseReader(last_id=last_event_id), self._lines(call))
