@@ -73,6 +73,9 @@ __all__ = [
 SSE = "text/event-stream"
 Mode = Literal["semantic", "graph"]
 RECALL_DONE: Final = "done"
+STREAM_RECONNECTS: Final = 3
+"""How many times in a row a broken change stream is reconnected (no change between
+the breaks) before ``events()`` gives up and raises the break."""
 """The event that ends a streamed recall: without it, the hits are not all there."""
 _MALFORMED: Final = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 """What reading a body of the wrong shape raises (a missing key, a list for an object...)."""

@@ -41,6 +41,7 @@ from memstore.journal import Lsn
 from memstore.protocol.models import IngestRequest, RecallRequest
 from memstore.protocol.verbs import Verbs
 from tests.protocol.conftest import Server, make_tokens, start_server, stop_server
+from tests.tcpcut import CutProxy
 
 
 def client(server: Server, token: str | None, **kw: object) -> MemoryClient:
@@ -557,3 +558,77 @@ def test_the_client_answers_as_the_in_process_verbs(tmp_path: Path) -> None:
 def _comparable(hit: Hit) -> tuple[object, ...]:
     relevance = None if hit.relevance is None else round(hit.relevance, 6)
     return (hit.source, hit.text, round(hit.score, 6), hit.heading_path, hit.source_op, relevance)
+
+
+def test_a_change_stream_that_breaks_resumes_where_it_was_without_loss(server: Server) -> None:
+    """The connection drops before any change came (a proxy's timeout, a network blip):
+    the client reconnects from the position the server gave it, and the changes made
+    while it was away arrive, once each. No change id was ever in the caller's hands."""
+    token = server.tenants.take()
+    host, port = server.url.removeprefix("http://").split(":")
+    got: list[ChangeEvent] = []
+    failed: list[BaseException] = []
+    with (
+        CutProxy(host, int(port)) as proxy,
+        client(server, token) as writer,
+        MemoryClient(proxy.url, token=token, timeout=30.0) as reader,
+    ):
+        stream = reader.events()
+
+        def consume() -> None:
+            try:
+                for event in stream:
+                    got.append(event)
+                    if len(got) >= 2:
+                        return
+            except BaseException as e:  # handed to the test
+                failed.append(e)
+
+        worker = threading.Thread(target=consume, daemon=True)
+        worker.start()
+        # The server's first frame (an id, no event: its chunk ends "\n\n" CR LF) went
+        # through to the client; then the connection is cut.
+        assert proxy.wait_answer(b"\n\n\r\n", 30), "the stream never opened"
+        proxy.hold()  # the reconnect waits until the write is in
+        proxy.cut()
+        writer.ingest("gone/while-away.md", "written while the stream was down")
+        proxy.release()
+        worker.join(30)
+        stream.close()
+    assert failed == []
+    assert [ev.event for ev in got] == ["change", "change"]  # the episode and its chunk
+    assert {ev.data["item"]["data"]["source"] for ev in got} == {"gone/while-away.md"}
+    assert len({ev.data["id"] for ev in got}) == 2
+
+
+def test_the_async_change_stream_resumes_after_a_break_too(server: Server) -> None:
+    token = server.tenants.take()
+    host, port = server.url.removeprefix("http://").split(":")
+    got: list[ChangeEvent] = []
+    failed: list[BaseException] = []
+    with CutProxy(host, int(port)) as proxy, client(server, token) as writer:
+
+        async def follow() -> None:
+            async with AsyncMemoryClient(proxy.url, token=token, timeout=30.0) as reader:
+                async for event in reader.events():
+                    got.append(event)
+                    if len(got) >= 2:
+                        return
+
+        def consume() -> None:
+            try:
+                asyncio.run(follow())
+            except BaseException as e:  # handed to the test
+                failed.append(e)
+
+        worker = threading.Thread(target=consume, daemon=True)
+        worker.start()
+        assert proxy.wait_answer(b"\n\n\r\n", 30), "the stream never opened"
+        proxy.hold()
+        proxy.cut()
+        writer.ingest("gone/async.md", "written while the async stream was down")
+        proxy.release()
+        worker.join(30)
+    assert failed == []
+    assert {ev.data["item"]["data"]["source"] for ev in got} == {"gone/async.md"}
+    assert len({ev.data["id"] for ev in got}) == 2
