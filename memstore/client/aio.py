@@ -318,14 +318,17 @@ class AsyncMemoryClient:
     async def _events(self, reader: SseReader, call: Call) -> AsyncIterator[ChangeEvent]:
         breaks = 0
         while True:
-            opened = False
+            opened, frames = False, 0
             try:
                 async with contextlib.aclosing(self._lines(call)) as lines:
                     async for line in lines:
                         opened = True
+                        if not line:
+                            frames += 1
+                            if frames > 1:  # this connection got going: it is no dud
+                                breaks = 0
                         event = reader.feed(line)
                         if event is not None and event.event != "position":
-                            breaks = 0
                             yield event
                 return  # the server ended the stream (it is shutting down)
             except ProtocolTransportError:

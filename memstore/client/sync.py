@@ -300,9 +300,9 @@ class MemoryClient:
         A connection that breaks mid-stream is opened again at once, resuming
         from the last position the server gave (its first frame positions the
         stream even before any change), so nothing is lost or repeated; after
-        :data:`~memstore.client._wire.STREAM_RECONNECTS` breaks in a row with no
-        change between them, or when the server cannot be reached again, the
-        break is raised (:class:`~memstore.client.errors.ProtocolTransportError`).
+        :data:`~memstore.client._wire.STREAM_RECONNECTS` connections in a row
+        that broke before they got going, or when the server cannot be reached
+        again, the break is raised (:class:`~memstore.client.errors.ProtocolTransportError`).
         """
         call = _wire.events_call(last_event_id)
         self._check_open()
@@ -312,13 +312,16 @@ class MemoryClient:
         breaks = 0
         while True:
             lines = self._lines(call)
-            opened = False
+            opened, frames = False, 0
             try:
                 for line in lines:
                     opened = True
+                    if not line:
+                        frames += 1
+                        if frames > 1:  # this connection got going: it is no dud
+                            breaks = 0
                     event = reader.feed(line)
                     if event is not None and event.event != "position":
-                        breaks = 0
                         yield event
                 return  # the server ended the stream (it is shutting down)
             except ProtocolTransportError:
