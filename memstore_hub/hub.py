@@ -284,13 +284,18 @@ class Hub:
         maxsize: int = DEFAULT_MAXSIZE,
         after: int | None = None,
         name: str = "",
+        shared: bool = True,
     ) -> Subscription:
         """A new subscription to the events published from now on.
 
         ``topics``: a subset of :data:`~memstore_hub.events.TOPICS` (``None``:
         all). ``partition``: the partition whose events it receives, plus those
         every partition sees (``None`` or ``"*"``: every event). ``maxsize``:
-        unread events kept before the oldest is dropped.
+        unread events kept before the oldest is dropped. ``shared=False``: a
+        partition's subscriber receives only that partition's own events, not
+        those every partition sees (untagged and ``shared`` items, hits
+        addressed to everyone): for a tenant's stream that must show nothing
+        it does not own.
 
         ``after``: resume after the event with this sequence number: the
         matching events published since are queued first from the replay
@@ -323,6 +328,8 @@ class Hub:
             raise ValueError(f"after must be a whole number or None, got {after!r}")
         if not isinstance(name, str):
             raise ValueError(f"name must be a string, got {name!r}")
+        if type(shared) is not bool:
+            raise ValueError(f"shared must be True or False, got {shared!r:.40}")
         with self._lock:
             if self._closed:
                 raise HubClosedError("the hub is closed")
@@ -334,6 +341,7 @@ class Hub:
                 maxsize=maxsize,
                 name=name,
                 keep=self._keep,
+                shared=shared,
             )
             sub.position = self._seq
             if after is not None and after != self._seq:
@@ -382,7 +390,8 @@ class Hub:
         route = tuple(
             weakref.ref(sub)
             for sub in self._live_locked()
-            if (sub.topics is None or topic in sub.topics) and receives(sub.partition, audience)
+            if (sub.topics is None or topic in sub.topics)
+            and receives(sub.partition, audience, sub.shared)
         )
         self._routes[key] = route
         return route
@@ -502,5 +511,5 @@ class Hub:
 
 def _takes(sub: Subscription, event: Event) -> bool:
     return (sub.topics is None or event.topic in sub.topics) and receives(
-        sub.partition, event.partition
+        sub.partition, event.partition, sub.shared
     )

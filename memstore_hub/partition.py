@@ -54,12 +54,19 @@ def subscriber_partition(partition: str | None) -> str | None:
     return None if partition is None or partition == PARTITION_ALL else partition
 
 
-def receives(subscriber: str | None, audience: str | None) -> bool:
+def receives(subscriber: str | None, audience: str | None, shared: bool = True) -> bool:
     """Whether a subscriber of partition ``subscriber`` (normalised, ``None`` for
-    every partition) receives an event whose audience is ``audience``."""
-    if subscriber is None:
+    every partition) receives an event whose audience is ``audience``.
+
+    ``shared=False``: a partition's subscriber keeps to the events addressed
+    to that partition, without those every partition sees.
+
+    >>> receives("alpha", "", shared=False), receives("alpha", "alpha", shared=False)
+    (False, True)
+    """
+    if subscriber is None or audience == subscriber:
         return True
-    return audience is not None and audience in (EVERY_PARTITION, subscriber)
+    return shared and audience == EVERY_PARTITION
 
 
 def hit_partition(items: Iterable[Item]) -> str | None:

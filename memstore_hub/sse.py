@@ -46,6 +46,7 @@ __all__ = [
     "CONTENT_TYPE",
     "DEFAULT_KEEPALIVE_S",
     "EVENT_RESET",
+    "GAP_DROPPED",
     "KEEP_ALIVE",
     "astream",
     "encode",
@@ -63,7 +64,9 @@ DEFAULT_KEEPALIVE_S = 15.0
 KEEP_ALIVE = ": keep-alive\n\n"
 """The keep-alive frame: a comment, which clients ignore."""
 EVENT_RESET = "reset"
-"""The event type telling a resuming client that events were lost: reload, then follow."""
+"""The event type telling a client that events were lost: reload, then follow."""
+GAP_DROPPED: Final = "dropped"
+"""A ``reset`` reason: the client read too slowly and events were dropped from its queue."""
 
 _LINE_BREAK = regex.compile(r"\r\n|\r|\n")
 # Not str.splitlines(): it also splits on U+2028, U+0085, form feed..., which
@@ -170,10 +173,13 @@ def _open(
     partition: str | None,
     maxsize: int,
     retry: int | None,
+    shared: bool,
 ) -> tuple[Subscription, str]:
     """Subscribe, resuming after ``last_event_id`` if possible; the first frame to send."""
     after = parse_event_id(last_event_id, hub.epoch) if last_event_id else None
-    sub = hub.subscribe(topics=topics, partition=partition, maxsize=maxsize, after=after)
+    sub = hub.subscribe(
+        topics=topics, partition=partition, maxsize=maxsize, after=after, shared=shared
+    )
     position = event_id(hub.epoch, sub.position)
     if last_event_id and (after is None or sub.gap):
         reason = sub.gap or GAP_UNKNOWN
@@ -191,6 +197,21 @@ def _open(
     return sub, f"{head}id: {position}\n\n"
 
 
+def _dropped(event: Event, epoch: str) -> str:
+    """The ``reset`` frame sent before ``event`` when the events just before it were
+    dropped (the client read too slowly and its queue overflowed).
+
+    Its id is the position right before ``event``: the client reloads, then
+    follows from there (a reconnect with that id replays what comes next).
+    """
+    position = event_id(epoch, event.seq - 1)
+    data = json.dumps(
+        {"reason": GAP_DROPPED, "dropped": event.dropped, "resume_from": position},
+        separators=(",", ":"),
+    )
+    return format_event(data, event=EVENT_RESET, id=position)
+
+
 def stream(
     hub: Hub,
     *,
@@ -201,23 +222,29 @@ def stream(
     keepalive: float = DEFAULT_KEEPALIVE_S,
     retry: int | None = None,
     default: Callable[[object], Any] | None = None,
+    shared: bool = True,
 ) -> Generator[str, None, None]:
     """SSE frames of the hub's events, for a thread-per-client server.
 
     Subscribes on the first ``next()``: the first frame positions a new client
     (or tells a resuming one about a gap, see :data:`EVENT_RESET`), then come
     the replayed and live events, with :data:`KEEP_ALIVE` after ``keepalive``
-    idle seconds. It ends when the hub closes; closing the generator (the
+    idle seconds. A client too slow for its ``maxsize`` queue loses the oldest
+    events, and is sent a ``reset`` (reason :data:`GAP_DROPPED`) before the
+    next one it gets. It ends when the hub closes; closing the generator (the
     client went away) unsubscribes. ``retry`` (milliseconds) sets the client's
-    reconnection delay.
+    reconnection delay. ``topics``, ``partition`` and ``shared`` choose the
+    events as :meth:`Hub.subscribe <memstore_hub.Hub.subscribe>` does.
     """
-    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry)
+    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry, shared)
     try:
         yield first
         epoch = hub.epoch
         while True:
             event = sub.get(timeout=keepalive)
             if event is not None:
+                if event.dropped:
+                    yield _dropped(event, epoch)
                 yield encode(event, epoch, default=default)
             elif sub.closed:
                 return
@@ -237,15 +264,18 @@ async def astream(
     keepalive: float = DEFAULT_KEEPALIVE_S,
     retry: int | None = None,
     default: Callable[[object], Any] | None = None,
+    shared: bool = True,
 ) -> AsyncGenerator[str, None]:
     """:func:`stream` for asyncio servers (Starlette, FastAPI...): same frames, awaited."""
-    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry)
+    sub, first = _open(hub, last_event_id, topics, partition, maxsize, retry, shared)
     try:
         yield first
         epoch = hub.epoch
         while True:
             event = await sub.aget(timeout=keepalive)
             if event is not None:
+                if event.dropped:
+                    yield _dropped(event, epoch)
                 yield encode(event, epoch, default=default)
             elif sub.closed:
                 return

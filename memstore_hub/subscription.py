@@ -87,6 +87,7 @@ class Subscription:
         "name",
         "partition",
         "position",
+        "shared",
         "topics",
     )
 
@@ -100,6 +101,7 @@ class Subscription:
         maxsize: int,
         name: str = "",
         keep: set[Subscription] | None = None,
+        shared: bool = True,
     ) -> None:
         self.id = id
         """The hub's number for this subscription (1, 2, 3...)."""
@@ -109,6 +111,9 @@ class Subscription:
         """The topics received; ``None`` for all."""
         self.partition = partition
         """The partition whose events are received; ``None`` for every partition."""
+        self.shared = shared
+        """Whether a partition's subscriber also receives what every partition sees
+        (untagged and ``shared`` items); ``False`` keeps to the partition's own."""
         self.maxsize = maxsize
         """How many unread events are kept before the oldest is dropped."""
         self.position = 0

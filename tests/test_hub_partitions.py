@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ ops = st.builds(
 subscribers = st.tuples(
     st.sampled_from(SUBSCRIBER_PARTITIONS),
     st.none() | st.sets(st.sampled_from((TOPIC_CHANGE, TOPIC_HIT, TOPIC_METRICS)), min_size=1),
+    st.booleans(),  # shared: also what every partition sees
 )
 
 
@@ -68,15 +70,20 @@ def _sees_everything(p: str | None) -> bool:
     return p is None or p == PARTITION_ALL
 
 
-def _model_receives(p: str | None, op: Op, item: Item) -> bool:
-    """The reference rule, written from the search rule and the event docs."""
+def _model_receives(p: str | None, op: Op, item: Item, shared: bool) -> bool:
+    """The reference rule, written from the search rule and the event docs.
+
+    ``shared=False``: a partition's subscriber keeps to the partition's own
+    items (tagged with it and not ``shared``) and events addressed to it.
+    """
+    if _sees_everything(p):
+        return True
     if op.kind in ("upsert", "delete"):
-        return _sees_everything(p) or default_visible(item, p or "")
-    if op.kind == "delete-unknown":
-        return _sees_everything(p)
-    if op.audience is None:  # hits and metrics with no known audience
-        return _sees_everything(p)
-    return _sees_everything(p) or op.audience in ("", p)
+        own = p == "" or (op.spec.tenant == p and not op.spec.shared)
+        return default_visible(item, p or "") and (shared or own)
+    if op.kind == "delete-unknown" or op.audience is None:
+        return False
+    return op.audience == p or (shared and op.audience == "")
 
 
 @settings(max_examples=300, deadline=None)
@@ -85,10 +92,10 @@ def _model_receives(p: str | None, op: Op, item: Item) -> bool:
     script=st.lists(ops, max_size=40),
 )
 def test_every_subscriber_gets_exactly_its_partitions_events_in_order(
-    subs: list[tuple[str | None, set[str] | None]], script: list[Op]
+    subs: list[tuple[str | None, set[str] | None, bool]], script: list[Op]
 ) -> None:
     hub = Hub()
-    subscriptions = [hub.subscribe(partition=p, topics=t) for p, t in subs]
+    subscriptions = [hub.subscribe(partition=p, topics=t, shared=sh) for p, t, sh in subs]
     expected: list[list[Event]] = [[] for _ in subs]
     for n, op in enumerate(script):
         item = op.spec.item(f"i{n}")
@@ -107,8 +114,8 @@ def test_every_subscriber_gets_exactly_its_partitions_events_in_order(
             assert ev is None  # never published
             continue
         assert ev is not None
-        for k, (p, topics) in enumerate(subs):
-            if (topics is None or ev.topic in topics) and _model_receives(p, op, item):
+        for k, (p, topics, shared) in enumerate(subs):
+            if (topics is None or ev.topic in topics) and _model_receives(p, op, item, shared):
                 expected[k].append(ev)
 
     for sub, want in zip(subscriptions, expected, strict=True):
@@ -127,3 +134,21 @@ def test_the_routing_rule_is_the_search_visibility_rule(spec: ItemSpec, p: str |
     item = ItemSpec(spec.tenant, spec.shared, private=False).item("x")
     routed = receives(subscriber_partition(p), item_partition(item))
     assert routed == (_sees_everything(p) or default_visible(item, p or ""))
+
+
+def test_a_subscriber_may_keep_to_its_partitions_own_items() -> None:
+    """``shared=False``: none of what every partition sees (untagged or shared items)."""
+    hub = Hub()
+    own = hub.subscribe(partition="a", shared=False)
+    every = hub.subscribe(partition="a")
+    for spec in (
+        ItemSpec("", False, False),
+        ItemSpec("b", True, False),
+        ItemSpec("a", False, False),
+    ):
+        hub.publish_change("upsert", spec.item(f"{spec.tenant or 'none'}-{spec.shared}"))
+    hub.publish_hit(["x"], "for everyone", partition="")
+    assert [e.partition for e in iter(own.get_nowait, None)] == ["a"]
+    assert [e.partition for e in iter(every.get_nowait, None)] == ["", "", "a", ""]
+    with pytest.raises(ValueError, match="shared"):
+        hub.subscribe(partition="a", shared="no")  # type: ignore[arg-type]

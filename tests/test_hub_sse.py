@@ -483,3 +483,40 @@ def test_a_reconnecting_client_never_misses_an_event_without_being_told(
     if replay >= len(script):
         assert resets == 0  # the buffer always reached back: never a needless reset
     event("resets" if resets else "no reset")
+
+
+def _fall_behind(frames: list[str]) -> None:
+    messages = parse("".join(frames))
+    assert [m.type for m in messages] == [EVENT_RESET, "hit", "hit"]
+    reset = messages[0]
+    assert json.loads(reset.data) == {"reason": "dropped", "dropped": 3, "resume_from": "E-3"}
+    assert reset.last_event_id == "E-3"  # a reconnect from here replays what follows
+    assert [json.loads(m.data)["query"] for m in messages[1:]] == ["q3", "q4"]
+
+
+def test_a_client_that_fell_behind_is_told_to_reload_not_left_to_spot_a_field() -> None:
+    """A stream whose queue overflowed (a client that stopped reading) says so with a
+    ``reset``, as a reconnect past the replay buffer does, before the events that follow."""
+    hub = Hub(epoch="E")
+    frames = stream(hub, maxsize=2, keepalive=0)
+    out = [next(frames)]
+    for k in range(5):
+        hub.publish_hit(["a"], f"q{k}")
+    while (frame := next(frames)) != KEEP_ALIVE:
+        out.append(frame)
+    frames.close()
+    _fall_behind(out[1:])
+
+    hub2 = Hub(epoch="E")
+
+    async def main() -> list[str]:
+        aframes = astream(hub2, maxsize=2, keepalive=0)
+        got = [await anext(aframes)]
+        for k in range(5):
+            hub2.publish_hit(["a"], f"q{k}")
+        while (frame := await anext(aframes)) != KEEP_ALIVE:
+            got.append(frame)
+        await aframes.aclose()
+        return got
+
+    _fall_behind(asyncio.run(main())[1:])

@@ -181,3 +181,53 @@ def journal_head(place: PgPlace) -> Any:
     from memstore.journal import Lsn
 
     return Lsn.unpack(place.sql("SELECT lsn FROM {s}.head")[0][0])
+
+
+WRITE_IN_ORDER = """
+import sys
+from memstore import Item, Memory
+from memstore.journal import PostgresJournal
+
+dsn, schema = sys.argv[1:3]
+with Memory(journal=PostgresJournal(dsn, schema=schema), embedder=None) as mem:
+    for n in range(30):  # ids that sort against the commit order
+        mem.store.upsert(Item(id=f"id-{99 - n:02d}", kind="note", title=f"write {n}"))
+    with mem.store.batch():  # one commit of three ids, in this order
+        for id in ("id-95", "id-50", "id-90"):
+            mem.store.upsert(Item(id=id, kind="note", title="batch"))
+    mem.store.delete("id-99")
+"""
+
+
+def test_another_process_changes_reach_subscribers_in_commit_order(pg_place: PgPlace) -> None:
+    """A follower that reads several commits at once publishes them in commit order.
+
+    This process holds its store's lock while the other one writes, so its
+    follower falls behind and then takes the commits in one batch; the events
+    still come in the order the other process committed them, each position
+    at or after the one before, each id once (its newest state).
+    """
+    from memstore import Memory
+    from memstore.journal import PostgresJournal
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
+    with Memory(journal=journal, embedder=None, hub=True) as mem:
+        sub = mem.subscribe(topics=["change"])
+        with mem.store.lock:  # the follower cannot apply anything meanwhile
+            subprocess.run(
+                [sys.executable, "-c", WRITE_IN_ORDER, pg_place.dsn, pg_place.schema],
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                cwd=ROOT,
+                timeout=120,
+            )
+        assert journal.wait_for(journal_head(pg_place), 30)
+        events = list(iter(sub.get_nowait, None))
+    seen = [(e.op, e.id) for e in events]
+    late = [("upsert", "id-95"), ("upsert", "id-50"), ("upsert", "id-90"), ("delete", "id-99")]
+    assert seen[-len(late) :] == late  # the batch's ids in its order, then the delete
+    # Before them, one upsert per id in the order written: the ids fall as they were written.
+    upserts = [id for op, id in seen[: -len(late)]]
+    assert upserts == sorted(upserts, reverse=True) and len(upserts) >= 26, upserts
+    positions = [e.lsn for e in events]
+    assert None not in positions and positions == sorted(positions)

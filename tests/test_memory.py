@@ -359,6 +359,34 @@ def test_search_options_pass_through(open_memory: Opener) -> None:
     assert mem.stats().search["search.total"] >= 1
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_purged_and_imported_changes_carry_their_journal_position(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A hard delete (purge) and an import are commits too: their events say where."""
+    if backend == "postgres":
+        from memstore.journal import PostgresJournal
+
+        place = request.getfixturevalue("pg_place")
+        mem = Memory(journal=PostgresJournal(place.dsn, schema=place.schema), hub=True)
+    else:
+        mem = Memory(tmp_path / "d", embedder=None, hub=True)
+    with mem:
+        kept, gone = mem.add("kept around"), mem.add("erased for good")
+        exported = io.StringIO()
+        mem.export(exported)
+        sub = mem.subscribe()
+        mem.purge([gone.id])
+        (erased,) = iter(sub.get_nowait, None)
+        assert (erased.op, erased.id) == ("delete", gone.id)
+        assert erased.lsn is not None and erased.lsn >= mem.history(kept.id)[-1].lsn
+        exported.seek(0)
+        assert mem.import_(exported) == 1  # the erased item's versions come back
+        imported = list(iter(sub.get_nowait, None))
+        assert ("upsert", gone.id) in [(e.op, e.id) for e in imported]
+        assert all(e.lsn is not None and e.lsn >= erased.lsn for e in imported)
+
+
 def test_subscribe_streams_changes_with_their_journal_position(
     open_memory: Opener, tmp_path: Path
 ) -> None:

@@ -73,6 +73,10 @@ __all__ = [
 SSE = "text/event-stream"
 Mode = Literal["semantic", "graph"]
 RECALL_DONE: Final = "done"
+STREAM_RECONNECTS: Final = 3
+"""How many times in a row ``events()`` reconnects connections that broke before they
+got going (nothing after the server's first frame) before it raises the break. A
+connection that carried more (a change, a keep-alive) starts the count again."""
 """The event that ends a streamed recall: without it, the hits are not all there."""
 _MALFORMED: Final = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 """What reading a body of the wrong shape raises (a missing key, a list for an object...)."""

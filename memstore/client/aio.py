@@ -304,17 +304,36 @@ class AsyncMemoryClient:
         """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
 
         Each event's ``id`` resumes the stream (``last_event_id=``) after a
-        disconnect; a ``reset`` event means the server could not replay the gap.
+        disconnect; a ``reset`` event means changes were missed (the server could
+        not replay the gap, or dropped changes the caller read too slowly).
+
+        A connection that breaks mid-stream is opened again at once, resuming
+        from the last position the server gave, as
+        :meth:`MemoryClient.events <memstore.client.MemoryClient.events>` does.
         """
         call = _wire.events_call(last_event_id)
-        return self._events(SseReader(last_id=last_event_id), self._lines(call))
+        self._check_open()
+        return self._events(SseReader(last_id=last_event_id), call)
 
-    @staticmethod
-    async def _events(
-        reader: SseReader, lines: AsyncGenerator[str, None]
-    ) -> AsyncIterator[ChangeEvent]:
-        async with contextlib.aclosing(lines):
-            async for line in lines:
-                event = reader.feed(line)
-                if event is not None and event.event != "position":
-                    yield event
+    async def _events(self, reader: SseReader, call: Call) -> AsyncIterator[ChangeEvent]:
+        breaks = 0
+        while True:
+            opened, frames = False, 0
+            try:
+                async with contextlib.aclosing(self._lines(call)) as lines:
+                    async for line in lines:
+                        opened = True
+                        if not line:
+                            frames += 1
+                            if frames > 1:  # this connection got going: it is no dud
+                                breaks = 0
+                        event = reader.feed(line)
+                        if event is not None and event.event != "position":
+                            yield event
+                return  # the server ended the stream (it is shutting down)
+            except ProtocolTransportError:
+                if not opened or breaks >= _wire.STREAM_RECONNECTS:
+                    raise
+            breaks += 1
+            reader = SseReader(last_id=reader.last_id)  # a frame cut short is dropped
+            call = _wire.events_call(reader.last_id)

@@ -197,9 +197,10 @@ class ChangeEvent:
     """One event of GET /v1/events.
 
     ``event`` is ``change`` (``data`` holds ``op``, ``id``, ``kind``, ``lsn``
-    and ``item``) or ``reset`` (the server could not replay what was missed
-    since ``Last-Event-ID``: re-read what you need). ``id`` is the position to
-    resume from.
+    and ``item``) or ``reset`` (changes were missed: the server could not
+    replay them since ``Last-Event-ID``, or dropped them because the stream was
+    read too slowly; ``data["reason"]`` says which: re-read what you need).
+    ``id`` is the position to resume from.
     """
 
     id: str | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -121,11 +121,11 @@ class MemoryClient:
             raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
         return _wire.parsed(call, body)
 
-    def _lines(self, call: Call) -> Iterator[str]:
+    def _lines(self, call: Call) -> Generator[str, None, None]:
         self._check_open()
         return self._stream_lines(call)
 
-    def _stream_lines(self, call: Call) -> Iterator[str]:
+    def _stream_lines(self, call: Call) -> Generator[str, None, None]:
         response = self._open(call, stream=True)
         try:
             yield from response.iter_lines()
@@ -294,14 +294,41 @@ class MemoryClient:
         """``GET /v1/events``: the tenant's changes as they happen, until the caller stops.
 
         Each event's ``id`` resumes the stream (``last_event_id=``) after a
-        disconnect; a ``reset`` event means the server could not replay the gap.
+        disconnect; a ``reset`` event means changes were missed (the server could
+        not replay the gap, or dropped changes the caller read too slowly).
+
+        A connection that breaks mid-stream is opened again at once, resuming
+        from the last position the server gave (its first frame positions the
+        stream even before any change), so nothing is lost or repeated; after
+        :data:`~memstore.client._wire.STREAM_RECONNECTS` connections in a row
+        that broke before they got going, or when the server cannot be reached
+        again, the break is raised (:class:`~memstore.client.errors.ProtocolTransportError`).
         """
         call = _wire.events_call(last_event_id)
-        return self._events(SseReader(last_id=last_event_id), self._lines(call))
+        self._check_open()
+        return self._events(SseReader(last_id=last_event_id), call)
 
-    @staticmethod
-    def _events(reader: SseReader, lines: Iterator[str]) -> Iterator[ChangeEvent]:
-        for line in lines:
-            event = reader.feed(line)
-            if event is not None and event.event != "position":
-                yield event
+    def _events(self, reader: SseReader, call: Call) -> Iterator[ChangeEvent]:
+        breaks = 0
+        while True:
+            lines = self._lines(call)
+            opened, frames = False, 0
+            try:
+                for line in lines:
+                    opened = True
+                    if not line:
+                        frames += 1
+                        if frames > 1:  # this connection got going: it is no dud
+                            breaks = 0
+                    event = reader.feed(line)
+                    if event is not None and event.event != "position":
+                        yield event
+                return  # the server ended the stream (it is shutting down)
+            except ProtocolTransportError:
+                if not opened or breaks >= _wire.STREAM_RECONNECTS:
+                    raise
+            finally:
+                lines.close()
+            breaks += 1
+            reader = SseReader(last_id=reader.last_id)  # a frame cut short is dropped
+            call = _wire.events_call(reader.last_id)

@@ -76,7 +76,8 @@ class FeedBatch:
     more: bool
     """Whether the feed may hold more commits after this batch."""
     items: dict[str, str | None] = field(default_factory=dict)
-    """Each id to bring up to date: its current item JSON, ``None`` if it is gone."""
+    """Each id to bring up to date (in the order of the last commit that touched it):
+    its current item JSON, ``None`` if it is gone."""
     vectors: dict[tuple[str, str], Vector] = field(default_factory=dict)
     """``(id, text_hash)`` to the vector stored with it (for the sink's model)."""
 
@@ -225,21 +226,25 @@ class Follower(threading.Thread):
             if not rows:
                 return None
             commits: list[Commit] = []
-            need: set[str] = set()
+            # The ids to read, in the order of the last commit that touched
+            # each: applied (and published to subscribers) in commit order.
+            need: dict[str, str | None] = {}
             for r in rows:
                 own = sink.feed_acked(r[0])
                 if commits and not own and len(need) + len(r[4]) > BATCH_IDS:
                     break
                 commits.append(Commit(r[0], r[1], r[2], r[3], tuple(r[4])))
                 if not own:
-                    need.update(r[4])
+                    for id in r[4]:
+                        need.pop(id, None)
+                        need[id] = None
             top = conn.execute(q.head).fetchone()
             assert top is not None
             more = len(commits) < len(rows) or len(rows) == BATCH_COMMITS
             batch = FeedBatch(commits, top[0], more)
             if not need:
                 return batch
-            batch.items = dict.fromkeys(sorted(need))
+            batch.items = need
             for id, text in conn.execute(q.current_of, {"ids": ids_json(batch.items)}):
                 batch.items[id] = text
             model = sink.feed_model()

@@ -491,7 +491,7 @@ class JournalBase(ABC):
                 rows = self._rows_for(kept) if kept else []
                 at = self._commit_rows(rows, purge=ids)
                 self._recorded(at)
-                self._remember([(c, at) for c in kept])
+                self._remember([(c, at) for c in changes])  # erasures in effect from ``at``
                 done = True
 
             def writes() -> None:
@@ -639,7 +639,8 @@ class JournalBase(ABC):
 
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
-            self._recorded(self._import_rows(rows))
+            self._recorded(at := self._import_rows(rows))
+            self._remember([(c, at) for c in changes])  # all in effect from ``at``
             done = True
 
         with _holding(store):

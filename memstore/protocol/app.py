@@ -408,6 +408,7 @@ def create_app(
             last_event_id=request.headers.get("last-event-id"),
             topics={"change"},
             partition=tenant,
+            shared=False,  # a tenant owns only its own items: recall's rule (owned_by)
             keepalive=keepalive_seconds,
         )
         authorization = request.headers.get("authorization")

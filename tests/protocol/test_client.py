@@ -36,11 +36,13 @@ from memstore.client import (
     RetryPolicy,
     ServerError,
 )
+from memstore.client._wire import STREAM_RECONNECTS
 from memstore.errors import MemstoreError
 from memstore.journal import Lsn
 from memstore.protocol.models import IngestRequest, RecallRequest
 from memstore.protocol.verbs import Verbs
 from tests.protocol.conftest import Server, make_tokens, start_server, stop_server
+from tests.tcpcut import CutProxy
 
 
 def client(server: Server, token: str | None, **kw: object) -> MemoryClient:
@@ -560,3 +562,144 @@ def test_the_client_answers_as_the_in_process_verbs(tmp_path: Path) -> None:
 def _comparable(hit: Hit) -> tuple[object, ...]:
     relevance = None if hit.relevance is None else round(hit.relevance, 6)
     return (hit.source, hit.text, round(hit.score, 6), hit.heading_path, hit.source_op, relevance)
+
+
+def test_a_change_stream_that_breaks_resumes_where_it_was_without_loss(server: Server) -> None:
+    """The connection drops before any change came (a proxy's timeout, a network blip):
+    the client reconnects from the position the server gave it, and the changes made
+    while it was away arrive, once each. No change id was ever in the caller's hands."""
+    token = server.tenants.take()
+    host, port = server.url.removeprefix("http://").split(":")
+    got: list[ChangeEvent] = []
+    failed: list[BaseException] = []
+    with (
+        CutProxy(host, int(port)) as proxy,
+        client(server, token) as writer,
+        MemoryClient(proxy.url, token=token, timeout=30.0) as reader,
+    ):
+        stream = reader.events()
+
+        def consume() -> None:
+            try:
+                for event in stream:
+                    got.append(event)
+                    if len(got) >= 2:
+                        return
+            except BaseException as e:  # handed to the test
+                failed.append(e)
+
+        worker = threading.Thread(target=consume, daemon=True)
+        worker.start()
+        # The server's first frame (an id, no event: its chunk ends "\n\n" CR LF) went
+        # through to the client; then the connection is cut.
+        assert proxy.wait_answer(b"\n\n\r\n", 30), "the stream never opened"
+        proxy.hold()  # the reconnect waits until the write is in
+        proxy.cut()
+        writer.ingest("gone/while-away.md", "written while the stream was down")
+        proxy.release()
+        worker.join(30)
+        stream.close()
+    assert failed == []
+    assert [ev.event for ev in got] == ["change", "change"]  # the episode and its chunk
+    assert {ev.data["item"]["data"]["source"] for ev in got} == {"gone/while-away.md"}
+    assert len({ev.data["id"] for ev in got}) == 2
+
+
+def test_the_async_change_stream_resumes_after_a_break_too(server: Server) -> None:
+    token = server.tenants.take()
+    host, port = server.url.removeprefix("http://").split(":")
+    got: list[ChangeEvent] = []
+    failed: list[BaseException] = []
+    with CutProxy(host, int(port)) as proxy, client(server, token) as writer:
+
+        async def follow() -> None:
+            async with AsyncMemoryClient(proxy.url, token=token, timeout=30.0) as reader:
+                async for event in reader.events():
+                    got.append(event)
+                    if len(got) >= 2:
+                        return
+
+        def consume() -> None:
+            try:
+                asyncio.run(follow())
+            except BaseException as e:  # handed to the test
+                failed.append(e)
+
+        worker = threading.Thread(target=consume, daemon=True)
+        worker.start()
+        assert proxy.wait_answer(b"\n\n\r\n", 30), "the stream never opened"
+        proxy.hold()
+        proxy.cut()
+        writer.ingest("gone/async.md", "written while the async stream was down")
+        proxy.release()
+        worker.join(30)
+    assert failed == []
+    assert {ev.data["item"]["data"]["source"] for ev in got} == {"gone/async.md"}
+    assert len({ev.data["id"] for ev in got}) == 2
+
+
+def test_a_quiet_change_stream_outlives_any_number_of_breaks(tmp_path: Path) -> None:
+    """A tenant with no changes for a while, behind a proxy that cuts long connections:
+    each connection lived (its keep-alives came through), so the client keeps
+    reconnecting; only breaks in a row on connections that never got going give up."""
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(t for t in tokens if t.startswith("tok-full-"))
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", "--sse-keepalive", "0.05")
+    host, port = url.removeprefix("http://").split(":")
+    got: list[ChangeEvent] = []
+    failed: list[BaseException] = []
+    try:
+        with (
+            CutProxy(host, int(port)) as proxy,
+            MemoryClient(url, token=token) as writer,
+            MemoryClient(proxy.url, token=token, timeout=30.0) as reader,
+        ):
+            stream = reader.events()
+
+            def consume() -> None:
+                try:
+                    for event in stream:
+                        got.append(event)
+                        return
+                except BaseException as e:  # handed to the test
+                    failed.append(e)
+
+            worker = threading.Thread(target=consume, daemon=True)
+            worker.start()
+            for _ in range(2 * STREAM_RECONNECTS):
+                assert proxy.wait_answer(b": keep-alive", 30), failed
+                proxy.cut()
+            assert proxy.wait_answer(b"\n\n\r\n", 30), failed
+            writer.ingest("quiet/at-last.md", "a change after many breaks")
+            worker.join(30)
+            stream.close()
+    finally:
+        assert stop_server(proc) == 0
+    assert failed == []
+    assert got[0].data["item"]["data"]["source"] == "quiet/at-last.md"
+
+
+def test_a_change_stream_whose_connections_never_get_going_gives_up(server: Server) -> None:
+    token = server.tenants.take()
+    host, port = server.url.removeprefix("http://").split(":")
+    failed: list[BaseException] = []
+    with (
+        CutProxy(host, int(port)) as proxy,
+        MemoryClient(proxy.url, token=token, timeout=30.0) as reader,
+    ):
+
+        def consume() -> None:
+            try:
+                for _ in reader.events():
+                    pass
+            except BaseException as e:  # handed to the test
+                failed.append(e)
+
+        worker = threading.Thread(target=consume, daemon=True)
+        worker.start()
+        for _ in range(STREAM_RECONNECTS + 1):  # each cut right after the first frame
+            assert proxy.wait_answer(b"\n\n\r\n", 30), failed
+            proxy.cut()
+        worker.join(30)
+    assert [type(e) for e in failed] == [ProtocolTransportError]
+    assert "the stream broke" in str(failed[0])

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from .conftest import Server
+from tests.pgtest import Schemas, require_pg
+
+from .conftest import Server, make_tokens, start_server, stop_server
 
 
 def frames(lines: Iterator[str]) -> Iterator[dict[str, str]]:
@@ -72,3 +75,53 @@ def test_every_forget_is_on_the_change_stream(server: Server) -> None:
         _, change = next_change(it)
         assert change["kind"] == "audit"
         assert json.loads(change["item"]["data"]["target"]) == {"Scope": {"BySource": "z"}}
+
+
+def test_a_tenants_stream_carries_no_item_outside_the_tenant(tmp_path: Path) -> None:
+    """Another process on the server's PostgreSQL journal writes untagged, shared and other
+    tenants' items: recall never shows them to this tenant, and neither does its stream.
+    """
+    require_pg()
+    from memstore import Item, Memory
+    from memstore.journal import PostgresJournal
+
+    schemas = Schemas()
+    place = schemas.new("events")
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(t for t in tokens if t.startswith("tok-full-"))
+    tenant = tokens[token]["tenant"]
+    proc, url = start_server(
+        tmp_path / "data",
+        tmp_path / "tokens.json",
+        "--journal",
+        place.dsn,
+        "--journal-schema",
+        place.schema,
+    )
+    try:
+        with (
+            httpx.Client(base_url=url, timeout=30.0) as client,
+            client.stream("GET", "/v1/events", headers={"Authorization": f"Bearer {token}"}) as r,
+        ):
+            it = frames(r.iter_lines())
+            next(it)  # subscribed
+            journal = PostgresJournal(place.dsn, schema=place.schema)
+            with Memory(journal=journal, embedder=None) as other:
+                for id, tags in [
+                    ("untagged", []),
+                    ("shared", ["shared"]),
+                    ("theirs-shared", ["tenant/someone-else", "shared"]),
+                    ("theirs", ["tenant/someone-else"]),
+                    ("mine", [f"tenant/{tenant}"]),
+                ]:
+                    other.store.upsert(Item(id=id, kind="note", title="a secret", tags=tags))
+                other.store.delete("shared")
+                other.store.delete("mine")
+            seen = []
+            while len(seen) < 2:
+                _, change = next_change(it)
+                seen.append((change["op"], change["id"]))
+        assert seen == [("upsert", "mine"), ("delete", "mine")]
+    finally:
+        assert stop_server(proc) == 0
+        schemas.drop_all()
