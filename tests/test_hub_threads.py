@@ -120,12 +120,16 @@ def test_eight_publishers_thread_and_asyncio_subscribers_lose_nothing_when_keepi
     assert not any(r.is_alive() for r in readers + publishers)
 
     assert hub.seq == TOTAL
+    # The streams themselves show nothing lost (every event once, in order, none
+    # marked as following a drop). The counters were read while the readers
+    # still ran, so their ``dropped`` (pushed - read - queued) can count an
+    # event a reader holds between the queue and its counter: not checked here.
     for sub, p in zip(thread_subs, partitions, strict=True):
         _check_stream(thread_got[sub.id], p)
-        assert stats[sub.id].dropped == 0 and stats[sub.id].received == _expected(p)
+        assert stats[sub.id].received == _expected(p)
     for sub, p in zip(async_subs, partitions, strict=True):
         _check_stream(async_got[sub.id], p)
-        assert stats[sub.id].dropped == 0 and stats[sub.id].received == _expected(p)
+        assert stats[sub.id].received == _expected(p)
     # The tiny queue lost most of it, and says exactly what it lost.
     previous = 0
     for ev in tiny_got:
