@@ -291,6 +291,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
     if not args.dir or not args.dest:
         raise UsageError("DIR and DEST must both be folder names (one is empty)")
+    if _inside(args.dest, args.dir):  # a value that can never work, as export's -o inside DIR
+        raise UsageError(
+            f"cannot back up into {args.dest}: it is inside the folder backed up, {args.dir}/, "
+            "and would go with it; back up into a folder outside it"
+        )
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
