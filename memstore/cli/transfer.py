@@ -25,7 +25,7 @@ from memstore.errors import InvalidItemError
 from memstore.journal.exportfile import is_end_line
 from memstore.memory import Memory
 
-from ._common import Failure, UsageError, reader, writer
+from ._common import Failure, UsageError, hint_unknown_partition, reader, writer
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -40,6 +40,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
+        if n == 0 and args.partition not in (None, "*"):  # a typo'd --partition: say so
+            hint_unknown_partition(mem, args.partition)
     return 0
 
 
