@@ -13,6 +13,8 @@ scans every item.
 ['Deploys freeze on Fridays']
 """
 
+# First, before the heavy imports: Ctrl-C while the memstore command starts (see there).
+from memstore import _startup  # noqa: F401
 from memstore.async_memory import AsyncMemory
 from memstore.config import DEFAULT_ID_PREFIX, Change, Config, Locker
 from memstore.consolidate import ConsolidationGroup, ConsolidationReport

@@ -9,9 +9,10 @@ data of the file (or of every file and folder of a tree) to disk, renames,
 then flushes the folder that holds the new name.
 
 The hidden name a command writes under is :func:`staging_name`, which carries
-the host and process id; a run killed half-way (``kill -9``, a crash) leaves
-that name behind, and the next run for the same destination removes it with
-:func:`remove_dead_leftovers` once no process of that id lives on this host.
+the host, the process id and a part of its own for each call; a run killed
+half-way (``kill -9``, a crash) leaves that name behind, and the next run for
+the same destination removes it with :func:`remove_dead_leftovers` once no
+process of that id lives on this host.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -27,6 +28,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import shutil
 import socket
 from pathlib import Path
@@ -89,12 +91,15 @@ _HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
 
 
 def staging_name(target: Path) -> Path:
-    """The hidden name beside ``target`` that this process writes ``target`` under.
+    """A new hidden name beside ``target`` for one call to write ``target`` under.
 
-    ``.NAME.partial-PID.HOST``: the process id and host tell a later run
-    whether the writer still lives (:func:`remove_dead_leftovers`).
+    ``.NAME.partial-PID-CALL.HOST``: the process id and host tell a later run
+    whether the writer still lives (:func:`remove_dead_leftovers`); ``CALL``
+    (random hex) keeps two calls of one process apart, so two threads writing
+    the same destination at once never clear each other's work in progress.
     """
-    return target.with_name(f".{target.name}.partial-{os.getpid()}.{_HOST}")
+    call = secrets.token_hex(4)
+    return target.with_name(f".{target.name}.partial-{os.getpid()}-{call}.{_HOST}")
 
 
 def _alive(pid: int) -> bool:
@@ -114,15 +119,16 @@ def remove_dead_leftovers(target: Path) -> list[Path]:
     """Remove what killed runs left beside ``target``; the paths removed.
 
     A leftover is a :func:`staging_name` of ``target`` (or the names older
-    releases used: ``.NAME.partial-PID`` of a backup, ``.NAME.PID.new`` of an
-    import, ``.NAME.PID.tmp`` of an export) whose process no longer runs on
-    this host. One named after a live process (a run going on now), after
-    this process, or after another host is left alone. Errors removing one
-    are ignored: the leftover stays for the next run.
+    releases used: ``.NAME.partial-PID.HOST`` and ``.NAME.partial-PID`` of a
+    backup, ``.NAME.PID.new`` of an import, ``.NAME.PID.tmp`` of an export)
+    whose process no longer runs on this host. One named after a live process
+    (a run going on now), after this process, or after another host is left
+    alone. Errors removing one are ignored: the leftover stays for the next run.
     """
     own = re.escape(target.name)
     pattern = re.compile(
-        rf"\.{own}\.(?:partial-(?P<pid>\d+)(?:\.(?P<host>.+))?|(?P<old>\d+)\.(?:new|tmp))"
+        rf"\.{own}\.(?:partial-(?P<pid>\d+)(?:-[0-9a-f]+)?(?:\.(?P<host>.+))?"
+        rf"|(?P<old>\d+)\.(?:new|tmp))"
     )
     removed: list[Path] = []
     try:

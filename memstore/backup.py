@@ -84,8 +84,7 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     partial = staging_name(top)
     inside = partial / dst.absolute().relative_to(top)
     try:
-        shutil.rmtree(partial, ignore_errors=True)  # a failed earlier attempt of this process
-        inside.mkdir(parents=True)
+        inside.mkdir(parents=True)  # a new name: no other call (thread) writes there
     except OSError as e:
         raise MemstoreError(
             f"cannot create the backup folder {str(dst)!r}: {e.strerror or e}"

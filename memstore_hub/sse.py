@@ -67,6 +67,8 @@ EVENT_RESET = "reset"
 """The event type telling a client that events were lost: reload, then follow."""
 GAP_DROPPED: Final = "dropped"
 """A ``reset`` reason: the client read too slowly and events were dropped from its queue."""
+ECHO_MAX_CHARS: Final = 80
+"""How much of an unusable ``Last-Event-ID`` a ``reset`` echoes (longer: cut, with ``…``)."""
 
 _LINE_BREAK = regex.compile(r"\r\n|\r|\n")
 # Not str.splitlines(): it also splits on U+2028, U+0085, form feed..., which
@@ -166,6 +168,21 @@ def encode(event: Event, epoch: str, *, default: Callable[[object], Any] | None 
     return format_event(data, event=event.topic, id=event_id(epoch, event.seq))
 
 
+def echo(value: str, limit: int = ECHO_MAX_CHARS) -> str:
+    """``value`` as a ``reset`` repeats it: whole up to ``limit`` characters, else cut with ``…``.
+
+    The ``Last-Event-ID`` header is the client's to fill; echoed whole, a
+    10,000-character header came back as 10,000 characters of every reset.
+    What is kept is enough to tell which id was meant.
+
+    >>> echo("E-42")
+    'E-42'
+    >>> len(echo("9" * 10_000)), echo("9" * 10_000)[-2:]
+    (80, '9…')
+    """
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
 def _open(
     hub: Hub,
     last_event_id: str | None,
@@ -184,7 +201,7 @@ def _open(
     if last_event_id and (after is None or sub.gap):
         reason = sub.gap or GAP_UNKNOWN
         data = json.dumps(
-            {"reason": reason, "last_event_id": last_event_id, "resume_from": position},
+            {"reason": reason, "last_event_id": echo(last_event_id), "resume_from": position},
             ensure_ascii=False,
             separators=(",", ":"),
         )

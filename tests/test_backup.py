@@ -7,11 +7,14 @@ as of the copy's own head: whole groups only, the same items, their vectors.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -200,3 +203,55 @@ def test_a_damaged_vector_file_does_not_stop_the_backup_of_the_journal(
     with Memory(dest, embedder="hash") as restored:
         assert sorted(it.id for it in restored.store.all_items()) == [f"n{i}" for i in range(5)]
         assert restored.search("note 3 about the ledger pool", limit=1)[0].item.id == "n3"
+
+
+def test_two_threads_backing_up_to_one_place_at_once_keep_their_work_apart(
+    tmp_path: Path,
+) -> None:
+    # Before: both calls of the process staged under the same hidden name, and the second
+    # cleared it as "a failed earlier attempt": the first one's copy was deleted under it,
+    # and it then moved the second's half-made folder into place. Now each call has its
+    # own name: one backup lands whole, the other is refused, nothing hidden is left.
+    with Memory(tmp_path / "data", embedder=None) as mem:
+        mem.add_many([f"note {i} on the ledger" for i in range(50)])
+    # Hold the journal with an exclusive lock: each backup waits (busy timeout) mid-copy,
+    # its hidden folder made, until the lock goes.
+    lock = sqlite3.connect(tmp_path / "data" / JOURNAL_FILE, isolation_level=None)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    outcome: dict[str, object] = {}
+
+    def run(name: str) -> None:
+        try:
+            outcome[name] = backup(tmp_path / "data", tmp_path / "copy")
+        except BaseException as e:  # reported below, whatever it is
+            outcome[name] = e
+
+    def hidden() -> list[os.stat_result]:
+        return [p.stat() for p in tmp_path.iterdir() if p.name.startswith(".copy.")]
+
+    first, second = (threading.Thread(target=run, args=(n,)) for n in ("first", "second"))
+    try:
+        first.start()
+        while not hidden():
+            assert first.is_alive(), outcome
+            time.sleep(0.01)
+        (mine,) = hidden()
+        second.start()
+        # Until the second has made its own folder (or, before, cleared the first's).
+        while [s.st_ino for s in hidden()] == [mine.st_ino]:
+            assert second.is_alive(), outcome
+            time.sleep(0.01)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+        first.join()
+        second.join()
+    done = [r for r in outcome.values() if isinstance(r, list)]
+    refused = [r for r in outcome.values() if isinstance(r, MemstoreError)]
+    assert (len(done), len(refused)) == (1, 1), outcome
+    assert "cannot move the backup into" in str(refused[0])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
+    with Memory(tmp_path / "copy", embedder=None) as copy:
+        assert len(copy.store.all_items()) == 50

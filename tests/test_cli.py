@@ -404,3 +404,21 @@ def test_searching_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path
     )
     right = memstore("search", "backup", "--partition", "ops", *common, cwd=tmp_path)
     assert right.returncode == 0 and right.stderr == "" and "nightly backup" in right.stdout
+
+
+def test_exporting_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path) -> None:
+    # Before: `export --partition opz` (a typo of ops) exported 0 items, exit 0, and no
+    # word of why; as search does, it now says which partitions there are (still exit 0).
+    common = ("--data", "m", "--embedder", "hash")
+    assert memstore("add", "the nightly backup runs at 02:00", "--partition", "ops", *common,
+                    cwd=tmp_path).returncode == 0  # fmt: skip
+    for output in (("-o", "x.ndjson"), ()):
+        typo = memstore("export", "--partition", "opz", *output, *common, cwd=tmp_path)
+        assert typo.returncode == 0
+        assert typo.stderr.splitlines() == [
+            "exported 0 item(s)",
+            "memstore: no item here is in partition 'opz': did you mean 'ops'? "
+            "partitions here: ops (1)",
+        ]
+        right = memstore("export", "--partition", "ops", *output, *common, cwd=tmp_path)
+        assert (right.returncode, right.stderr) == (0, "exported 1 item(s)\n")

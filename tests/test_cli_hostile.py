@@ -79,7 +79,8 @@ def test_export_into_the_data_folder_is_refused_and_the_journal_kept(tmp_path: P
 def test_backup_into_the_folder_it_copies_is_refused(tmp_path: Path) -> None:
     seed(tmp_path / "data", "kept")
     for dest in ("data/copy", "data", "data/", "./data/nested/deeper"):
-        refused(memstore("backup", "data", dest, cwd=tmp_path), 1, "inside the folder backed up")
+        # exit 2 as export's -o inside the data folder: a value that can never work (was 1)
+        refused(memstore("backup", "data", dest, cwd=tmp_path), 2, "inside the folder backed up")
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
         "journal.db",
         "journal.db.lock",
@@ -89,6 +90,22 @@ def test_backup_into_the_folder_it_copies_is_refused(tmp_path: Path) -> None:
     refused(memstore("backup", "data", "", cwd=tmp_path), 2, "empty")
     assert memstore("backup", "data", "copy", cwd=tmp_path).returncode == 0
     assert items(tmp_path / "copy") == 1
+
+
+def test_a_missing_extra_is_a_failure_not_a_usage_error(tmp_path: Path) -> None:
+    # The command line is right; the installation lacks a part: exit 1 (was 2).
+    for command, blocked, extra in (("serve", "fastapi", "server"), ("mcp", "mcp", "mcp")):
+        code = (
+            "import sys\n"
+            f"sys.modules[{blocked!r}] = None  # as if the extra were not installed\n"
+            "from memstore.cli import main\n"
+            f"sys.exit(main([{command!r}]))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True
+        )
+        refused(done, 1, f"needs the {extra} extra", f"memstore-engine[{extra}]")
+    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------ signals

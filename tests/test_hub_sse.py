@@ -398,6 +398,22 @@ def test_an_id_with_a_sequence_no_hub_issues_is_unknown(seq: str) -> None:
     frames.close()
 
 
+def test_a_reset_echoes_a_long_last_event_id_cut_short() -> None:
+    # Before: a 10,000-character Last-Event-ID came back whole in the reset's data.
+    hub = Hub(epoch="E")
+    hub.publish_hit(["a"], "q")
+    for sent, echoed in (("x" * 10_000, "x" * 79 + "…"), ("OLD-7", "OLD-7"), ("y" * 80, "y" * 80)):
+        frames = stream(hub, last_event_id=sent, keepalive=0)
+        (reset,) = parse(next(frames))
+        data = json.loads(reset.data)
+        assert (reset.type, data["reason"], data["last_event_id"]) == (
+            EVENT_RESET,
+            "unknown",
+            echoed,
+        )
+        frames.close()
+
+
 def test_a_stream_sends_keep_alives_when_idle_and_ends_when_the_hub_closes() -> None:
     hub = Hub(epoch="E")
     frames = stream(hub, keepalive=0, retry=3000)

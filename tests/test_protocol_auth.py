@@ -6,6 +6,8 @@ import hmac
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,6 +212,32 @@ def test_load_and_write_round_trip(tmp_path: Path) -> None:
     }
     assert TokenTable.load(path).authenticate(f"Bearer {token}").tenant == "local"
     assert os.listdir(tmp_path) == ["tokens.json"]  # no temporary file left behind
+
+
+def test_a_write_killed_half_way_leaves_a_file_the_next_write_removes(tmp_path: Path) -> None:
+    # Before: a killed write left `.tokens.json.<hex>.tmp` (half a secret) beside the file
+    # forever. A real process dies (os._exit) in the middle of writing; the next write,
+    # in this process, sweeps what it left, as backups and exports are swept.
+    path = tmp_path / "tokens.json"
+    child = (
+        "import json, os, sys\n"
+        "from memstore.protocol.auth import Principal, write_tokens_file\n"
+        "def dies(data, f, **kw):\n"
+        "    f.write('{\"half a tok')\n"
+        "    f.flush()\n"
+        "    os._exit(9)  # killed mid-write\n"
+        "json.dump = dies\n"
+        "write_tokens_file(sys.argv[1], {'t0k3n': Principal('local', frozenset({'recall'}))})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", child, str(path)], env=env, check=False)
+    assert done.returncode == 9
+    (left,) = os.listdir(tmp_path)
+    assert left.startswith(".tokens.json.")
+    token = new_token()
+    write_tokens_file(path, {token: Principal("local", frozenset(SCOPES))})
+    assert os.listdir(tmp_path) == ["tokens.json"]
+    assert TokenTable.load(path).authenticate(f"Bearer {token}").tenant == "local"
 
 
 def test_write_refuses_what_load_would_refuse(tmp_path: Path) -> None:

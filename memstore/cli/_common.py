@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import difflib
 import json
 import math
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.limits import MAX_RESULTS
 from memstore.memory import JOURNAL_FILE, Memory
+from memstore.tags import partition_from_tags
 
 DEFAULT_DATA = "data"
 
@@ -177,3 +180,24 @@ def port_number(text: str) -> int:
     if not 1 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"a port is 1..65535, got {value}")
     return value
+
+
+def hint_unknown_partition(mem: Memory, partition: str) -> None:
+    """``--partition`` names one no item is in (a typo): say so, with the ones there are.
+
+    ``search`` and ``export`` still ran (a search's untagged and shared items
+    answer in every partition), so output may have been printed: the note goes
+    to stderr beside it, and the exit status stays 0.
+    """
+    parts = Counter(p for it in mem.store.all_items() if (p := partition_from_tags(it.tags)))
+    if partition in parts:
+        return
+    near = difflib.get_close_matches(partition, list(parts), n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    names = ", ".join(f"{p} ({n})" for p, n in sorted(parts.items())[:5]) or "none"
+    more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+    print(
+        f"memstore: no item here is in partition {partition!r}: {hint}"
+        f"partitions here: {names}{more}",
+        file=sys.stderr,
+    )

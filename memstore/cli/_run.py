@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from memstore._startup import ignore_sigint_when_done, take_back_sigint
 from memstore.errors import InvalidItemError, MemstoreError
 
 from ._common import UsageError, utf8
@@ -63,13 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status (see the module docs).
 
     Interrupted (Ctrl-C, SIGTERM, SIGHUP), a command leaves what it was
-    writing as it was and exits 128 + the signal's number (130 for Ctrl-C).
+    writing as it was and exits 128 + the signal's number (130 for Ctrl-C),
+    from its first moment (see :mod:`memstore._startup`) to its last.
     """
-    args = build_parser().parse_args(argv)
-    if getattr(args, "embedder", None) == "none":
-        args.embedder = None
-    _plain_stdout()
     try:
+        return _run(argv)
+    finally:
+        ignore_sigint_when_done()
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """:func:`main`, up to the moment the command has finished."""
+    try:
+        take_back_sigint()  # from here on Ctrl-C is a KeyboardInterrupt, reported below
+        args = build_parser().parse_args(argv)
+        if getattr(args, "embedder", None) == "none":
+            args.embedder = None
+        _plain_stdout()
         with _stoppable(args.command):
             code: int = args.fn(args)
     except KeyboardInterrupt as e:

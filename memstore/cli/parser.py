@@ -43,6 +43,8 @@ examples:
 
 Every command works on a data folder: --data DIR (default ./data).
 'memstore COMMAND --help' says what each command takes.
+Exit status: 0 done, 1 not there or cannot be done now, 2 usage error,
+128+N stopped by signal N (130 for Ctrl-C).
 """
 
 

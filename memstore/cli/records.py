@@ -14,7 +14,16 @@ from memstore.memory import DEFAULT_KIND, JOURNAL_FILE, Memory
 from memstore.tags import partition_from_tags
 from memstore.vocabulary import ENGINE_KINDS
 
-from ._common import Failure, UsageError, existing, print_item, reader, shown, writer
+from ._common import (
+    Failure,
+    UsageError,
+    existing,
+    hint_unknown_partition,
+    print_item,
+    reader,
+    shown,
+    writer,
+)
 
 
 def _check_kind(args: argparse.Namespace) -> None:
@@ -67,7 +76,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         if partition is None:
             _hint_partitions(mem)
         elif partition != "*":
-            _hint_unknown_partition(mem, partition)
+            hint_unknown_partition(mem, partition)
         if args.kind and not hits:
             _hint_kinds(mem, args.kind)
     return 0
@@ -82,26 +91,6 @@ def _hint_kinds(mem: Memory, kind: str) -> None:
     hint = f"did you mean {near[0]!r}? " if near else ""
     print(
         f"memstore: no item here has kind {kind!r}: {hint}kinds here: {', '.join(known) or '-'}",
-        file=sys.stderr,
-    )
-
-
-def _hint_unknown_partition(mem: Memory, partition: str) -> None:
-    """``--partition`` names one no item is in (a typo): say so, with the ones there are.
-
-    The search still ran (untagged and shared items answer in every partition),
-    so hits may have been printed: the note goes to stderr beside them.
-    """
-    parts = Counter(p for it in mem.store.all_items() if (p := partition_from_tags(it.tags)))
-    if partition in parts:
-        return
-    near = difflib.get_close_matches(partition, list(parts), n=1)
-    hint = f"did you mean {near[0]!r}? " if near else ""
-    names = ", ".join(f"{p} ({n})" for p, n in sorted(parts.items())[:5]) or "none"
-    more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
-    print(
-        f"memstore: no item here is in partition {partition!r}: {hint}"
-        f"partitions here: {names}{more}",
         file=sys.stderr,
     )
 

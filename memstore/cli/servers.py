@@ -25,7 +25,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
     server = _extra(module, "serve", "server")
     if server is None:
-        return 2
+        return 1
     if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
         from .parser import build_parser  # the parser names these commands: imported here
 
@@ -51,13 +51,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     run = _extra("memstore.mcp.run", "mcp", "mcp")
     if run is None:
-        return 2
+        return 1
     code: int = run.serve(args)
     return code
 
 
 def _extra(module: str, command: str, extra: str) -> ModuleType | None:
-    """``module``, or None after saying which extra ``memstore COMMAND`` needs installed."""
+    """``module``, or None after saying which extra ``memstore COMMAND`` needs installed.
+
+    A missing extra is a failure (exit status 1): the command line was right, the
+    installation lacks a part.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as e:

@@ -25,7 +25,7 @@ from memstore.errors import InvalidItemError
 from memstore.journal.exportfile import is_end_line
 from memstore.memory import Memory
 
-from ._common import Failure, UsageError, reader, writer
+from ._common import Failure, UsageError, hint_unknown_partition, reader, writer
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -40,6 +40,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         else:
             n = _export_to_file(mem, args.output, args.partition)
         print(f"exported {n} item(s)", file=sys.stderr)
+        if n == 0 and args.partition not in (None, "*"):  # a typo'd --partition: say so
+            hint_unknown_partition(mem, args.partition)
     return 0
 
 
@@ -291,6 +293,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
     if not args.dir or not args.dest:
         raise UsageError("DIR and DEST must both be folder names (one is empty)")
+    if _inside(args.dest, args.dir):  # a value that can never work, as export's -o inside DIR
+        raise UsageError(
+            f"cannot back up into {args.dest}: it is inside the folder backed up, {args.dir}/, "
+            "and would go with it; back up into a folder outside it"
+        )
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from memstore._durable import move_into_place
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import MemstoreError
 from memstore.protocol.errors import forbidden, unauthorized
 from memstore.protocol.ratelimit import RateLimiter
@@ -220,9 +220,11 @@ def new_token() -> str:
 def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Principal]) -> None:
     """Write ``entries`` as a tokens file readable by its owner only (mode 0600).
 
-    The file is written next to ``path``, flushed to disk and renamed over it,
-    so a reader never sees half a file, and a power cut after it returns does
-    not leave an empty file (which the server would refuse to start with).
+    The file is written next to ``path`` (under :func:`memstore._durable.staging_name`),
+    flushed to disk and renamed over it, so a reader never sees half a file,
+    and a power cut after it returns does not leave an empty file (which the
+    server would refuse to start with). What a killed write left is removed
+    first, once its process no longer runs.
     The entries are checked as :class:`TokenTable` checks them.
 
     :raises TokensFileError: an entry a :class:`TokenTable` would refuse.
@@ -233,7 +235,8 @@ def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Princi
         for token, p in entries.items()
     }
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    remove_dead_leftovers(target)  # what a killed write of this file left
+    tmp = staging_name(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -135,6 +135,10 @@ class ListedCors:
         await self.app(scope, receive, send)
 
 
+_ASKED = {"origin": "an origin", "method": "a method", "headers": "headers"}
+"""What Starlette names in a refused preflight, as the refusal says it in English."""
+
+
 def _cors(
     app: ASGIApp, origins: OriginPolicy, methods: tuple[str, ...], render: RenderRefusal
 ) -> ASGIApp:
@@ -151,11 +155,12 @@ def _cors(
             if answer.status_code < 400:
                 return answer
             # "Disallowed CORS method, headers": what the page asked for that is not allowed.
-            what = bytes(answer.body).decode("utf-8").removeprefix("Disallowed CORS ")
+            names = bytes(answer.body).decode("utf-8").removeprefix("Disallowed CORS ")
+            what = " and ".join(_ASKED.get(n, n) for n in names.split(", "))
             refusal = Refusal(
                 answer.status_code,
                 INVALID_REQUEST,
-                f"this CORS preflight asks for a {what} this server does not allow ({allowed})",
+                f"this CORS preflight asks for {what} this server does not allow ({allowed})",
             )
             kept = {
                 k: v
