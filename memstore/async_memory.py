@@ -26,25 +26,32 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from memstore._offloop import run_settled
+from memstore.config import Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import MemstoreError
 from memstore.item import Item, ScoredItem
-from memstore.journal import Lsn, Version
+from memstore.journal import Journal, Lsn, Version
 from memstore.memory import Memory, MemoryStats
 from memstore.search import SearchResult
+
+if TYPE_CHECKING:
+    from memstore_hub import Hub, Subscription
+    from memstore_index import Embedder
 
 __all__ = ["AsyncMemory"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 class AsyncMemory:
@@ -55,20 +62,62 @@ class AsyncMemory:
     worker thread. ``async with`` closes it. Every argument is checked by the
     :class:`Memory` method it delegates to, so both raise the same
     :class:`~memstore.errors.MemstoreError` for the same bad input.
+
+    Each method has the signature of the :class:`Memory` method it wraps
+    (``tests/test_async_signatures.py`` keeps them equal), so a type checker
+    or an IDE checks ``await mem.search(...)`` as it checks ``mem.search(...)``.
+    ``memory=`` wraps an already open :class:`Memory` instead, given alone.
     """
 
-    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
-        if memory is not None and not isinstance(memory, Memory):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: str | Embedder | None = "auto",
+        journal: Journal | str | None = None,
+        config: Config | None = None,
+        search: Mapping[str, Any] | None = None,
+        hub: bool | Hub = False,
+        readonly: bool = False,
+        memory: Memory | None = None,
+    ) -> None:
+        if memory is None:
+            self.memory = Memory(
+                path,
+                embedder=embedder,
+                journal=journal,
+                config=config,
+                search=search,
+                hub=hub,
+                readonly=readonly,
+            )
+            return
+        if not isinstance(memory, Memory):
             raise MemstoreError(f"memory= takes a Memory, got {type(memory).__name__}")
-        if memory is not None and (args or kwargs):
+        given = (path, journal, config, search) != (None,) * 4 or (
+            not (isinstance(embedder, str) and embedder == "auto")
+            or hub is not False
+            or readonly is not False
+        )
+        if given:
             raise MemstoreError(
                 "memory= wraps an open Memory as it is: give it alone, or give the "
                 "Memory's own arguments instead of memory="
             )
-        self.memory = memory if memory is not None else Memory(*args, **kwargs)
+        self.memory = memory
 
     @classmethod
-    async def open(cls, *args: Any, **kwargs: Any) -> AsyncMemory:
+    async def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: str | Embedder | None = "auto",
+        journal: Journal | str | None = None,
+        config: Config | None = None,
+        search: Mapping[str, Any] | None = None,
+        hub: bool | Hub = False,
+        readonly: bool = False,
+    ) -> AsyncMemory:
         """Open a :class:`Memory` off the event loop and wrap it.
 
         Cancelling the open (``asyncio.wait_for`` running out, a task
@@ -79,7 +128,15 @@ class AsyncMemory:
         abandoned = threading.Event()
 
         def build() -> Memory | None:
-            memory = Memory(*args, **kwargs)
+            memory = Memory(
+                path,
+                embedder=embedder,
+                journal=journal,
+                config=config,
+                search=search,
+                hub=hub,
+                readonly=readonly,
+            )
             if abandoned.is_set():  # nobody waits for it any more
                 memory.close()
                 return None
@@ -104,13 +161,34 @@ class AsyncMemory:
         return await run_settled(fn, *args, **kwargs)
 
     # writes
-    async def add(self, text_or_item: str | Item, **kwargs: Any) -> Item:
-        return await self._write(self.memory.add, text_or_item, **kwargs)
+    async def add(
+        self,
+        text_or_item: str | Item,
+        *,
+        partition: str | None = None,
+        private_to: str | None = None,
+        dedup: bool = True,
+        **fields: Any,
+    ) -> Item:
+        return await self._write(
+            self.memory.add,
+            text_or_item,
+            partition=partition,
+            private_to=private_to,
+            dedup=dedup,
+            **fields,
+        )
 
     async def add_many(
-        self, items: Iterable[str | Item | Mapping[str, Any]], **kwargs: Any
+        self,
+        items: Iterable[str | Item | Mapping[str, Any]],
+        *,
+        partition: str | None = None,
+        progress: bool = False,
     ) -> list[Item]:
-        return await self._write(self.memory.add_many, items, **kwargs)
+        return await self._write(
+            self.memory.add_many, items, partition=partition, progress=progress
+        )
 
     async def update(self, id: str, /, **fields: Any) -> Item:
         return await self._write(self.memory.update, id, **fields)
@@ -121,8 +199,17 @@ class AsyncMemory:
     async def expire(self, id: str) -> bool:
         return await self._write(self.memory.expire, id)
 
-    async def supersede(self, old_id: str, text_or_item: str | Item, **fields: Any) -> Item:
-        return await self._write(self.memory.supersede, old_id, text_or_item, **fields)
+    async def supersede(
+        self,
+        old_id: str,
+        text_or_item: str | Item,
+        *,
+        private_to: str | None = None,
+        **fields: Any,
+    ) -> Item:
+        return await self._write(
+            self.memory.supersede, old_id, text_or_item, private_to=private_to, **fields
+        )
 
     async def refute(self, id: str, reason: str, evidence: Sequence[str] = ()) -> list[str]:
         return await self._write(self.memory.refute, id, reason, evidence)
@@ -132,7 +219,7 @@ class AsyncMemory:
     ) -> bool:
         return await self._write(self.memory.link, from_id, to_id, relation, weight)
 
-    async def atomically(self, fn: Callable[[], R]) -> R:
+    async def atomically(self, fn: Callable[[], T]) -> T:
         """:meth:`Memory.atomically` in a worker thread, settled like a write.
 
         ``fn`` is a plain function that reads and writes ``self.memory`` (it runs
@@ -147,11 +234,57 @@ class AsyncMemory:
     async def get(self, id: str) -> Item | None:
         return await self._run(self.memory.get, id)
 
-    async def search(self, query: str, **kwargs: Any) -> list[SearchResult]:
-        return await self._run(self.memory.search, query, **kwargs)
+    async def search(
+        self,
+        query: str,
+        *,
+        partition: str | None = None,
+        kind: str = "",
+        subject: str = "",
+        limit: int = 10,
+        explain: bool = False,
+        user: str | None = None,
+        min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
+    ) -> list[SearchResult]:
+        return await self._run(
+            self.memory.search,
+            query,
+            partition=partition,
+            kind=kind,
+            subject=subject,
+            limit=limit,
+            explain=explain,
+            user=user,
+            min_relevance=min_relevance,
+            query_vector=query_vector,
+        )
 
-    async def search_full(self, query: str, **kwargs: Any) -> list[SearchResult]:
-        return await self._run(self.memory.search_full, query, **kwargs)
+    async def search_full(
+        self,
+        query: str,
+        *,
+        partition: str | None = None,
+        kind: str = "",
+        subject: str = "",
+        limit: int = 10,
+        explain: bool = False,
+        user: str | None = None,
+        min_relevance: float = 0.0,
+        query_vector: npt.ArrayLike | None = None,
+    ) -> list[SearchResult]:
+        return await self._run(
+            self.memory.search_full,
+            query,
+            partition=partition,
+            kind=kind,
+            subject=subject,
+            limit=limit,
+            explain=explain,
+            user=user,
+            min_relevance=min_relevance,
+            query_vector=query_vector,
+        )
 
     async def embed_queries(self, queries: Sequence[str]) -> npt.NDArray[np.float32]:
         """:meth:`Memory.embed_queries`: one embedding call for many queries, off the loop.
@@ -160,8 +293,10 @@ class AsyncMemory:
         """
         return await self._run(self.memory.embed_queries, queries)
 
-    async def recent(self, limit: int = 10, **kwargs: Any) -> list[Item]:
-        return await self._run(self.memory.recent, limit, **kwargs)
+    async def recent(
+        self, limit: int = 10, *, kind: str = "", partition: str | None = None
+    ) -> list[Item]:
+        return await self._run(self.memory.recent, limit, kind=kind, partition=partition)
 
     async def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
         return await self._run(self.memory.context, anchor, max_depth)
@@ -186,7 +321,7 @@ class AsyncMemory:
     async def stats(self) -> MemoryStats:
         return await self._run(self.memory.stats)
 
-    def subscribe(self, **options: Any) -> Any:
+    def subscribe(self, **options: Any) -> Subscription:
         """A hub subscription; iterate it with ``async for``."""
         return self.memory.subscribe(**options)
 

@@ -131,6 +131,20 @@ def utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
 
+STORED_REFUSAL: Final = "a stored item is never changed in place: change a clone of it"
+"""The :class:`TypeError` a change to a stored item (or one of its links) raises."""
+
+
+def _refuse_if_stored(model: BaseModel) -> None:
+    """Raise before a stored item or link is changed: its fields set is the store's frozen one.
+
+    pydantic sets a field first and records it in the fields set after, so the
+    frozen set alone would refuse a change that had already landed.
+    """
+    if getattr(model.__pydantic_fields_set__, "refuses_changes", False):
+        raise TypeError(STORED_REFUSAL)
+
+
 class ThoughtLink(BaseModel):
     """A directed, weighted association from one cell to another.
 
@@ -139,6 +153,10 @@ class ThoughtLink(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _refuse_if_stored(self)
+        super().__setattr__(name, value)
 
     to_id: str
     """The id of the cell linked to."""
@@ -228,6 +246,10 @@ class Item(MemoryCellSpec):
     """Loaded from an existing cell (restart or rebuild seed) rather than authored here."""
     links_set: bool = Field(default=False, exclude=True)
     """``links`` is the writer's whole set, even when empty (else upsert keeps old links)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _refuse_if_stored(self)  # a stored item: TypeError(STORED_REFUSAL), nothing changed
+        super().__setattr__(name, value)
 
     def clone(self, **update: Any) -> Item:
         """A copy that shares no list or dict with this item (no re-validation).

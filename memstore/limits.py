@@ -39,6 +39,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "MAX_TITLE_CHARS",
+    "adapter_cap",
 ]
 
 # ------------------------------------------------------------------ an item
@@ -82,10 +83,38 @@ MAX_NAME_CHARS: Final = 128
 Short enough that its tag (``tenant/<name>``, ``user:<key>``) fits :data:`MAX_TAG_CHARS`.
 """
 MAX_RESULTS: Final = 1_000
-"""Largest ``limit`` of a search or ``recent`` (and the least is 1)."""
+"""Largest ``limit`` of a search or ``recent`` (and the least is 1).
+
+An adapter may cap the results of one call lower, on purpose, with
+:func:`adapter_cap`; never higher."""
 MAX_EMBED_QUERIES: Final = 1_000
 """Most queries one ``embed_queries`` call embeds (each at most :data:`MAX_QUERY_CHARS`)."""
 MAX_CONTEXT_DEPTH: Final = 8
 """Most hops ``context`` follows links (and the least is 1)."""
 MAX_REASON_CHARS: Final = 1_000
 """Longest reason given to ``refute``."""
+
+
+def adapter_cap(cap: int) -> int:
+    """``cap``, an adapter's own smaller bound on the results of one call, checked here.
+
+    The engine answers up to :data:`MAX_RESULTS` results per call. An adapter
+    may answer fewer on purpose (a model reads an MCP tool's answer whole;
+    seed 002 fixes Mind Layer's ``limit`` at 1-100), and then it names the
+    cap, documents it on its page under ``docs/`` with the reason, and refuses
+    a request past it with an error naming it (never cutting it down quietly).
+    Its constant is defined through this function, so a cap looser than the
+    engine's cannot be defined (``ValueError`` on import, even under ``-O``).
+
+    >>> adapter_cap(100)
+    100
+    >>> adapter_cap(MAX_RESULTS + 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: an adapter's cap on results must be 1 to MAX_RESULTS (1000), not 1001
+    """
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_RESULTS:
+        raise ValueError(
+            f"an adapter's cap on results must be 1 to MAX_RESULTS ({MAX_RESULTS}), not {cap!r}"
+        )
+    return cap

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
-from memstore.limits import MAX_RESULTS
+from memstore.limits import adapter_cap
 from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
@@ -46,7 +46,7 @@ DEFAULT_KIND: Final = "observation"
 """The kind of a memory remembered without ``kind``."""
 DEFAULT_MAX_CHARS: Final = 4000
 """How much content ``recall`` returns in all unless told otherwise."""
-MAX_LIMIT: Final = 100
+MAX_LIMIT: Final = adapter_cap(100)
 """The most results one tool call returns: the MCP tools' own cap, on purpose.
 
 The engine allows :data:`~memstore.limits.MAX_RESULTS` (1,000) per search; a
@@ -54,9 +54,8 @@ tool's answer is read whole into a model's context, where a hundred memories
 are already more than a model can weigh. A call asking for more is refused
 with a message naming this cap (``docs/mcp.md``, "The tools").
 """
-MAX_IDS: Final = 100
+MAX_IDS: Final = adapter_cap(100)
 """The most ids one call names (``get_memory``, ``forget``): the same MCP-only cap."""
-assert MAX_LIMIT <= MAX_RESULTS and MAX_IDS <= MAX_RESULTS  # never looser than the engine
 _WHY_CAPPED: Final = "the MCP tools' cap, to keep an answer within a model's context"
 PLACEMENT_TAGS: Final = (PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG)
 """The tags that place a memory (:mod:`memstore.tags`): ``tenant/<name>`` and

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Final
 
 from memstore.context_block import DEFAULT_CONTEXT_CHARS
+from memstore.limits import adapter_cap
 
 __all__ = [
     "DEFAULT_CONTEXT_CHARS",
@@ -40,8 +41,9 @@ MAX_SESSION_BYTES: Final = 128
 """Longest session label, UTF-8 encoded."""
 DEFAULT_LIMIT: Final = 5
 """Hits a search returns when the request names no ``limit``."""
-MAX_LIMIT: Final = 100
-"""Largest ``limit`` (and the smallest is 1)."""
+MAX_LIMIT: Final = adapter_cap(100)
+"""Largest ``limit`` (and the smallest is 1): seed 002's range 1-100, tighter than the
+engine's :data:`~memstore.limits.MAX_RESULTS` (``docs/mindlayer.md``, "Limits and errors")."""
 MODES: Final = ("lexical", "semantic", "hybrid")
 """The retrieval modes; ``lexical`` is the default."""
 MAX_CONTEXT_CHARS: Final = 100_000

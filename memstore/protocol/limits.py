@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from memstore.limits import adapter_cap
 from memstore.protocol.chunk import DEFAULT_MAX_CHUNK_CHARS
 from memstore.protocol.filter import MAX_FILTER_DEPTH, MAX_FILTER_LENGTH
 from memstore.web.body import DEFAULT_MAX_JSON_DEPTH
@@ -47,8 +48,13 @@ MAX_QUERY_CHARS: Final = 4096
 """Longest recall ``query`` (400)."""
 DEFAULT_K: Final = 10
 """Recall's ``k`` when the request has none (the seed's default)."""
-MAX_K: Final = 100
-"""Largest recall ``k`` (400 above it, and below 1)."""
+MAX_K: Final = adapter_cap(100)
+"""Largest recall ``k`` (400 above it, and below 1): this adapter's own cap, on purpose.
+
+The engine answers up to :data:`~memstore.limits.MAX_RESULTS` (1,000) hits per
+search; a recall's hits travel whole in one answer, reranked and (``graph``)
+expanded along links, so a hundred is the most one call is given. The seed
+sets no bound (``usize``); the cap is documented in ``docs/protocol.md``."""
 MAX_CHUNK_CHARS: Final = DEFAULT_MAX_CHUNK_CHARS
 """Longest chunk ingest cuts an episode into (see :mod:`memstore.protocol.chunk`)."""
 MAX_EPISODE_CHUNKS: Final = 800

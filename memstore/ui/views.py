@@ -40,7 +40,7 @@ from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, Item
 from memstore.journal import Lsn, Version
 from memstore.journal.hlc import read_as_of
-from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS
+from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.search import SearchConfig, SearchResult
 from memstore.stats import snapshot_from_ops
@@ -61,13 +61,17 @@ __all__ = [
     "stats",
 ]
 
-MAX_LIMIT: Final = 100
-"""The most hits one search shows."""
-MAX_REACH: Final = 500
+MAX_LIMIT: Final = adapter_cap(100)
+"""The most hits one search shows: the inspector's own cap, on purpose.
+
+The engine answers up to :data:`~memstore.limits.MAX_RESULTS` hits per search;
+a page is read by a person, and each hit carries its explanation. A
+``limit`` past it is refused (400), as one below 1 is (``docs/ui.md``)."""
+MAX_REACH: Final = adapter_cap(500)
 """The most hits a listing reaches, all its pages together (narrow it to see others)."""
 MAX_OFFSET: Final = MAX_REACH - 1
-"""The most hits a search skips (its next page)."""
-_RANKED: Final = MAX_REACH + 1
+"""The most hits a search skips (its next page); a larger ``offset`` is refused (400)."""
+_RANKED: Final = adapter_cap(MAX_REACH + 1)
 """Hits every ranked search asks the engine for, whatever the page.
 
 The engine's order of equally scored hits depends on how many are asked for
@@ -207,14 +211,16 @@ def search(
     ``limit`` are the partition's.
 
     Pages: ``offset`` hits are skipped (the ones already shown), and ``more``
-    says whether another page follows. ``limit`` is held to 1..:data:`MAX_LIMIT`
-    and ``offset`` to 0..:data:`MAX_OFFSET`; no page reaches past the first
+    says whether another page follows. ``limit`` is 1..:data:`MAX_LIMIT` and
+    ``offset`` 0..:data:`MAX_OFFSET`; no page reaches past the first
     :data:`MAX_REACH` hits, so paging by ``more`` ends there, each hit shown once.
 
-    :raises InvalidItemError: ``query``, ``kind`` or ``subject`` is too long.
+    :raises InvalidItemError: ``limit`` or ``offset`` is out of its range (the
+        message names the range; nothing is cut down to fit), or ``query``,
+        ``kind`` or ``subject`` is too long.
     """
-    limit = max(1, min(limit, MAX_LIMIT))
-    offset = max(0, min(offset, MAX_OFFSET))
+    limit = arg.count(limit, "limit", 1, MAX_LIMIT)
+    offset = arg.count(offset, "offset", 0, MAX_OFFSET)
     page = _Page(offset, limit)
     query = arg.text_arg(query, "query", MAX_QUERY_CHARS)
     kind = arg.text_arg(kind, "kind", MAX_KIND_CHARS)
