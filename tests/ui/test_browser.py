@@ -402,3 +402,48 @@ def test_a_pasted_token_with_an_invisible_character_is_named(page: Page) -> None
     assert page.page.evaluate("sessionStorage.length") == 0
     page.sign_in(token)  # the same token, clean, works
     expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def test_a_reset_of_the_change_stream_reloads_what_the_page_shows(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The server restarts (a new hub): the page resumes the stream with an id the new hub
+    # never issued and is told `reset`. What changed meanwhile never comes as a change, so
+    # the page must reload its listing and its open item rather than keep showing them.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        kept = mem.add(Item(kind="note", content="Nora keeps the spare keys."), partition="t")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    proc, url = start_server(data, tokens)
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        tab.goto(f"{url}/ui")
+        Page(tab, Server(url, {}), []).sign_in("tok-t")
+        listed = tab.get_by_role("list", name="Results")
+        live = tab.get_by_role("region", name="Live changes")
+        expect(listed).to_contain_text("Nora keeps the spare keys.")
+        expect(live).to_contain_text("live")
+        listed.get_by_role("button", name="Nora keeps the spare keys.").click()
+        item = tab.get_by_role("region", name="Item")
+        expect(item.locator('[data-field="content"]')).to_have_text("Nora keeps the spare keys.")
+
+        assert stop_server(proc) == 0
+        with Memory(data, embedder="hash") as mem:  # changes the page is never sent
+            mem.add(Item(kind="note", content="Omar found the spare keys."), partition="t")
+            mem.update(kept.id, content="Nora lost the spare keys.")
+        proc, url = start_server(data, tokens, port=int(url.rsplit(":", 1)[1]))
+
+        # The page retries with a growing delay (up to 10 s) until the server is back.
+        expect(listed).to_contain_text("Omar found the spare keys.", timeout=30_000)
+        expect(listed).to_contain_text("Nora lost the spare keys.")
+        expect(listed).not_to_contain_text("Nora keeps the spare keys.")
+        expect(item.locator('[data-field="content"]')).to_have_text("Nora lost the spare keys.")
+        expect(live).to_contain_text("some changes were missed: reloaded")
+        expect(live.get_by_text(re.compile(r"^live$"))).to_be_visible()
+    finally:
+        context.close()
+        assert stop_server(proc) == 0

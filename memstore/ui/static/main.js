@@ -107,9 +107,11 @@ function forgetShown() {
 // ------------------------------------------------------------ search and item
 
 async function runSearch() {
-  const query = $("q").value;
-  const kind = $("kind").value.trim();
-  const subject = $("subject").value.trim();
+  await list($("q").value, $("kind").value.trim(), $("subject").value.trim());
+}
+
+/** Show the first page of a listing (a search, or the newest items when query is blank). */
+async function list(query, kind, subject) {
   const mine = ++state.searches; // only the newest search's answer is shown
   const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
   if (mine !== state.searches) return;
@@ -241,7 +243,7 @@ function startLive() {
   state.live = follow(
     () => token.get(),
     ({ event, data }) => {
-      if (event === "reset") $("live-state").textContent = "resumed (some changes were missed)";
+      if (event === "reset") reloadShown();
       if (event !== "change") return;
       const list = $("live-list");
       list.prepend(change(data, actions.open));
@@ -277,6 +279,20 @@ function applyChange(data) {
     $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
+}
+
+/**
+ * The stream said `reset`: changes were lost (the page read too slowly, or the server
+ * restarted and cannot replay them). What the page shows may be stale, and no change
+ * will come to correct it: reload the listing shown, the open item and the statistics.
+ */
+function reloadShown() {
+  const changes = $("live-list");
+  changes.prepend(h("li", { class: "change reset" }, "some changes were missed: reloaded"));
+  while (changes.children.length > 50) changes.lastElementChild.remove();
+  guarded(() => list(state.query, state.kind, state.subject));
+  if (state.item) guarded(() => openItem(state.item, false));
+  guarded(refreshStats);
 }
 
 async function refreshStats() {
