@@ -447,3 +447,30 @@ def test_a_reset_of_the_change_stream_reloads_what_the_page_shows(
     finally:
         context.close()
         assert stop_server(proc) == 0
+
+
+def test_show_more_skips_nothing_after_a_listed_item_is_deleted_live(page: Page) -> None:
+    # A listed item deleted by another client leaves the server's order: the next page
+    # starts one place earlier in it, or the item that moved up into the shown range is
+    # never listed.
+    _, token = page.server.tenant()
+    for n in range(11):  # an episode and its chunk each: 22 items, a page is 20
+        page.server.ingest(token, f"Log entry number {n} of the night shift.", source=f"log{n}.md")
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(20)
+    gone = listed.nth(3).get_attribute("data-id")
+    assert gone is not None
+    r = httpx.post(
+        f"{page.server.url}/ui/api/forget",
+        params={"id": gone},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    expect(page.page.locator("#results > li.deleted")).to_have_count(1)
+    page.page.get_by_role("button", name="Show more").click()
+    expect(listed).to_have_count(22)  # the 21 left, and the deleted one, marked
+    expect(listed.filter(has_text="log0.md")).to_have_count(1)
+    expect(listed.filter(has_text="Log entry number 0 ").filter(has_text="chunk")).to_have_count(1)
+    expect(page.page.get_by_role("button", name="Show more")).to_be_hidden()

@@ -265,9 +265,17 @@ function startLive() {
 
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
+  const newest = !state.query.trim(); // a listing of the newest items, not a search
   for (const li of $("results").querySelectorAll("li.hit")) {
     if (li.dataset.id !== data.id) continue;
     const gone = data.op === "delete";
+    // Keep the next page's start (state.offset) at the same place in the server's order:
+    // a listed item deleted leaves it, one place before that start (were the start left
+    // alone, the item moving up into it would never be listed); one undeleted rejoins a
+    // listing of the newest at its top. A search may rank it anywhere: left alone, the
+    // next page can at worst repeat a hit, which showPage drops.
+    if (gone && !li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
+    if (!gone && li.classList.contains("deleted") && newest) state.offset++;
     li.classList.toggle("deleted", gone);
     li.querySelector(".gone")?.remove();
     if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
@@ -275,8 +283,9 @@ function applyChange(data) {
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
   // A new item joins a listing of the newest items if the listing's filters admit it.
   const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
-  if (data.op === "upsert" && !state.query.trim() && !listed && data.item && admitted(data.item)) {
+  if (data.op === "upsert" && newest && !listed && data.item && admitted(data.item)) {
     $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
+    state.offset++; // it came first in the server's order, before the next page's start
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
 }
