@@ -474,3 +474,34 @@ def test_show_more_skips_nothing_after_a_listed_item_is_deleted_live(page: Page)
     expect(listed.filter(has_text="log0.md")).to_have_count(1)
     expect(listed.filter(has_text="Log entry number 0 ").filter(has_text="chunk")).to_have_count(1)
     expect(page.page.get_by_role("button", name="Show more")).to_be_hidden()
+
+
+def test_an_item_erased_elsewhere_leaves_the_page(page: Page) -> None:
+    # Another client hard-deletes the open item: the page reloads it, is told 404, and
+    # must not keep showing the erased text (with Forget buttons that can only fail).
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Pia owns the red bike.", source="pia.md", id=ULID_A)
+    page.sign_in(token)
+    results(page).get_by_role("button", name="pia.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.locator('[data-field="content"]')).to_have_text("Pia owns the red bike.")
+    erased = item.locator('[data-field="id"]').inner_text()
+    auth = {"Authorization": f"Bearer {token}"}
+    forget = f"{page.server.url}/ui/api/forget"
+    preview = httpx.post(forget, params={"id": erased, "hard": "true"}, headers=auth).json()
+    confirm = {"id": erased, "hard": "true", "confirmation": preview["confirmation"]}
+    assert httpx.post(forget, params=confirm, headers=auth).status_code == 200
+    alert = page.page.get_by_role("alert")
+    expect(alert).to_contain_text(f"404 not_found: no item '{erased}'")
+    expect(item).to_be_hidden()
+    assert "Pia owns the red bike." not in page.page.locator("#item").inner_html()
+
+    # Opened from its stale entry in the listing while another item is open: the answer
+    # is the error alone, not the other item left in view as if it were this one.
+    page.server.ingest(token, "Quinn owns the blue car.", source="quinn.md", id=ULID_B)
+    results(page).get_by_role("button", name="quinn.md").click()
+    expect(item.locator('[data-field="content"]')).to_have_text("Quinn owns the blue car.")
+    expect(alert).to_be_hidden()
+    results(page).get_by_role("button", name="pia.md").click()
+    expect(alert).to_contain_text(f"404 not_found: no item '{erased}'")
+    expect(item).to_be_hidden()

@@ -151,12 +151,27 @@ const actions = {
 async function openItem(id, focus = true) {
   const mine = ++state.opens;
   // The id goes in the query: a browser would resolve an id "." or ".." away in a path.
-  const view = await call("item", { id, partition: partition(), as_of: state.asOf });
+  let view;
+  try {
+    view = await call("item", { id, partition: partition(), as_of: state.asOf });
+  } catch (error) {
+    // Not there (erased, or never this tenant's; or not yet at the moment travelled to,
+    // and Back to now opens it again): the panel must not go on showing an item, this
+    // one's erased text or another one's as if it were this one.
+    if (mine === state.opens && error instanceof ApiError && error.status === 404) closeItem(!state.asOf);
+    throw error;
+  }
   if (mine !== state.opens) return;
   state.item = id;
   itemPanel($("item"), view, actions, state.me.scopes.includes("forget"));
   $("item-title").setAttribute("tabindex", "-1");
   if (focus) $("item-title").focus();
+}
+
+function closeItem(forget = true) {
+  if (forget) state.item = null;
+  fill($("item"));
+  $("item").hidden = true;
 }
 
 // ------------------------------------------------------------ time travel
