@@ -505,3 +505,33 @@ def test_an_item_erased_elsewhere_leaves_the_page(page: Page) -> None:
     results(page).get_by_role("button", name="pia.md").click()
     expect(alert).to_contain_text(f"404 not_found: no item '{erased}'")
     expect(item).to_be_hidden()
+
+
+def test_a_listed_item_changed_elsewhere_is_shown_as_it_is_now(page: Page) -> None:
+    # Another client rewrites a listed item: its entry shows the new text (in a listing of
+    # the newest, at the top, where a reload would put it), not the text it had.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Pia owns the red bike.", source="pia.md", id=ULID_A)
+    page.server.ingest(token, "Quinn owns the blue car.", source="quinn.md", id=ULID_B)
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(4)
+    expect(listed.first).to_contain_text("Quinn owns the blue car.")
+    page.server.ingest(token, "Pia sold the red bike.", source="pia.md", id=ULID_A)
+    pia = listed.filter(has_text="pia.md")
+    expect(pia).to_contain_text("Pia sold the red bike.")
+    expect(pia).to_have_count(1)
+    expect(listed.filter(has_text="Pia sold the red bike.")).to_have_count(2)  # and its chunk
+    shown = page.page.evaluate(
+        "[...document.querySelectorAll('#results > li:not(.deleted)')].map(li => li.dataset.id)"
+    )
+    now = page.server.api(token, "search", q="").json()["hits"]
+    assert shown == [h["item"]["id"] for h in now]  # the server's own newest-first order
+
+    # In a search, the hit keeps its place and its score, which are said to be the old text's.
+    page.search("Quinn blue car")
+    quinn = listed.filter(has_text="quinn.md")
+    expect(quinn).to_contain_text("score")
+    page.server.ingest(token, "Quinn painted the blue car green.", source="quinn.md", id=ULID_B)
+    expect(quinn).to_contain_text("Quinn painted the blue car green.")
+    expect(quinn).to_contain_text("changed since this search")

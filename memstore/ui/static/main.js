@@ -132,13 +132,23 @@ async function moreResults() {
 function showPage(answer) {
   const listed = new Set([...$("results").children].map((li) => li.dataset.id));
   const fresh = answer.hits.filter((r) => !listed.has(r.item.id)); // live changes may have listed one
-  $("results").append(...fresh.map((r) => hit(r, actions.open)));
+  $("results").append(...fresh.map(entry));
   state.offset = answer.offset + answer.hits.length;
   $("more").hidden = !answer.more;
   const n = $("results").children.length;
   const what = state.query.trim() ? `${n} hit(s) for “${state.query}”` : `${n} newest item(s)`;
   const shown = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
   $("results-note").textContent = answer.more ? `${shown}; more below` : shown;
+}
+
+// What each entry of Results was made from (its search's score and explanation).
+const shownHits = new WeakMap();
+
+/** An entry of Results for one hit (or one listed item: no score). */
+function entry(result) {
+  const li = hit(result, actions.open);
+  shownHits.set(li, result);
+  return li;
 }
 
 const actions = {
@@ -294,12 +304,23 @@ function applyChange(data) {
     li.classList.toggle("deleted", gone);
     li.querySelector(".gone")?.remove();
     if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
+    if (data.op === "upsert" && data.item) {
+      // Changed elsewhere: show it as it is now. A search's score and explanation are
+      // those of the text it had (and say so); the newest listing puts it at its top.
+      const old = shownHits.get(li);
+      const fresh = entry({ ...old, item: data.item });
+      if (!newest && old?.score !== null) {
+        fresh.querySelector(".meta").append(h("span", { class: "gone" }, "changed since this search"));
+      }
+      li.replaceWith(fresh);
+      if (newest) $("results").prepend(fresh);
+    }
   }
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
   // A new item joins a listing of the newest items if the listing's filters admit it.
   const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   if (data.op === "upsert" && newest && !listed && data.item && admitted(data.item)) {
-    $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
+    $("results").prepend(entry({ item: data.item, score: null, explanation: null }));
     state.offset++; // it came first in the server's order, before the next page's start
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
