@@ -535,3 +535,12 @@ def test_a_listed_item_changed_elsewhere_is_shown_as_it_is_now(page: Page) -> No
     page.server.ingest(token, "Quinn painted the blue car green.", source="quinn.md", id=ULID_B)
     expect(quinn).to_contain_text("Quinn painted the blue car green.")
     expect(quinn).to_contain_text("changed since this search")
+
+
+def test_the_token_does_not_stay_in_the_sign_in_box(page: Page) -> None:
+    # Signed in, the box is hidden but was never emptied: the token sat in the page, for
+    # anything reading the DOM (an extension, a form-restoring browser) to find.
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+    assert page.page.evaluate("document.getElementById('token').value") == ""

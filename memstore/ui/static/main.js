@@ -57,6 +57,7 @@ async function signIn(value) {
     throw error;
   }
   state.me = me;
+  $("token").value = ""; // kept in sessionStorage alone, not in the (hidden) box too
   $("signin").hidden = true;
   $("who").hidden = false;
   $("who-text").textContent = `tenant ${me.tenant} · scopes ${me.scopes.join(", ")}`;
