@@ -292,8 +292,16 @@ function startLive() {
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
   const newest = !state.query.trim(); // a listing of the newest items, not a search
+  // The listing's Kind and Subject, as last searched (not as typed in the boxes since).
+  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   for (const li of $("results").querySelectorAll("li.hit")) {
     if (li.dataset.id !== data.id) continue;
+    if (data.op === "upsert" && data.item && !admitted(data.item)) {
+      // Changed out of the listing's filters: it left the server's order too.
+      if (!li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
+      li.remove();
+      continue;
+    }
     const gone = data.op === "delete";
     // Keep the next page's start (state.offset) at the same place in the server's order:
     // a listed item deleted leaves it, one place before that start (were the start left
@@ -319,7 +327,6 @@ function applyChange(data) {
   }
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
   // A new item joins a listing of the newest items if the listing's filters admit it.
-  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   if (data.op === "upsert" && newest && !listed && data.item && admitted(data.item)) {
     $("results").prepend(entry({ item: data.item, score: null, explanation: null }));
     state.offset++; // it came first in the server's order, before the next page's start
