@@ -13,7 +13,9 @@ import httpx
 from playwright.sync_api import expect
 
 from memstore import Item, Memory
-from tests.protocol.conftest import start_server, stop_server
+from memstore.journal import PostgresJournal
+from tests.pgtest import Schemas, require_pg
+from tests.protocol.conftest import start_server, stop_server, wait_applied
 from tests.ui.conftest import Page, Server
 
 ULID_A = "01J0000000000000000000000A"
@@ -402,3 +404,189 @@ def test_a_pasted_token_with_an_invisible_character_is_named(page: Page) -> None
     assert page.page.evaluate("sessionStorage.length") == 0
     page.sign_in(token)  # the same token, clean, works
     expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+
+
+def test_a_reset_of_the_change_stream_reloads_what_the_page_shows(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The server restarts (a new hub): the page resumes the stream with an id the new hub
+    # never issued and is told `reset`. What changed meanwhile never comes as a change, so
+    # the page must reload its listing and its open item rather than keep showing them.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        kept = mem.add(Item(kind="note", content="Nora keeps the spare keys."), partition="t")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    proc, url = start_server(data, tokens)
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        tab.goto(f"{url}/ui")
+        Page(tab, Server(url, {}), []).sign_in("tok-t")
+        listed = tab.get_by_role("list", name="Results")
+        live = tab.get_by_role("region", name="Live changes")
+        expect(listed).to_contain_text("Nora keeps the spare keys.")
+        expect(live).to_contain_text("live")
+        listed.get_by_role("button", name="Nora keeps the spare keys.").click()
+        item = tab.get_by_role("region", name="Item")
+        expect(item.locator('[data-field="content"]')).to_have_text("Nora keeps the spare keys.")
+
+        assert stop_server(proc) == 0
+        with Memory(data, embedder="hash") as mem:  # changes the page is never sent
+            mem.add(Item(kind="note", content="Omar found the spare keys."), partition="t")
+            mem.update(kept.id, content="Nora lost the spare keys.")
+        proc, url = start_server(data, tokens, port=int(url.rsplit(":", 1)[1]))
+
+        # The page retries with a growing delay (up to 10 s) until the server is back.
+        expect(listed).to_contain_text("Omar found the spare keys.", timeout=30_000)
+        expect(listed).to_contain_text("Nora lost the spare keys.")
+        expect(listed).not_to_contain_text("Nora keeps the spare keys.")
+        expect(item.locator('[data-field="content"]')).to_have_text("Nora lost the spare keys.")
+        expect(live).to_contain_text("some changes were missed: reloaded")
+        expect(live.get_by_text(re.compile(r"^live$"))).to_be_visible()
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+
+
+def test_show_more_skips_nothing_after_a_listed_item_is_deleted_live(page: Page) -> None:
+    # A listed item deleted by another client leaves the server's order: the next page
+    # starts one place earlier in it, or the item that moved up into the shown range is
+    # never listed.
+    _, token = page.server.tenant()
+    for n in range(11):  # an episode and its chunk each: 22 items, a page is 20
+        page.server.ingest(token, f"Log entry number {n} of the night shift.", source=f"log{n}.md")
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(20)
+    gone = listed.nth(3).get_attribute("data-id")
+    assert gone is not None
+    r = httpx.post(
+        f"{page.server.url}/ui/api/forget",
+        params={"id": gone},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    expect(page.page.locator("#results > li.deleted")).to_have_count(1)
+    page.page.get_by_role("button", name="Show more").click()
+    expect(listed).to_have_count(22)  # the 21 left, and the deleted one, marked
+    expect(listed.filter(has_text="log0.md")).to_have_count(1)
+    expect(listed.filter(has_text="Log entry number 0 ").filter(has_text="chunk")).to_have_count(1)
+    expect(page.page.get_by_role("button", name="Show more")).to_be_hidden()
+
+
+def test_an_item_erased_elsewhere_leaves_the_page(page: Page) -> None:
+    # Another client hard-deletes the open item: the page reloads it, is told 404, and
+    # must not keep showing the erased text (with Forget buttons that can only fail).
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Pia owns the red bike.", source="pia.md", id=ULID_A)
+    page.sign_in(token)
+    results(page).get_by_role("button", name="pia.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    expect(item.locator('[data-field="content"]')).to_have_text("Pia owns the red bike.")
+    erased = item.locator('[data-field="id"]').inner_text()
+    auth = {"Authorization": f"Bearer {token}"}
+    forget = f"{page.server.url}/ui/api/forget"
+    preview = httpx.post(forget, params={"id": erased, "hard": "true"}, headers=auth).json()
+    confirm = {"id": erased, "hard": "true", "confirmation": preview["confirmation"]}
+    assert httpx.post(forget, params=confirm, headers=auth).status_code == 200
+    alert = page.page.get_by_role("alert")
+    expect(alert).to_contain_text(f"404 not_found: no item '{erased}'")
+    expect(item).to_be_hidden()
+    assert "Pia owns the red bike." not in page.page.locator("#item").inner_html()
+
+    # Opened from its stale entry in the listing while another item is open: the answer
+    # is the error alone, not the other item left in view as if it were this one.
+    page.server.ingest(token, "Quinn owns the blue car.", source="quinn.md", id=ULID_B)
+    results(page).get_by_role("button", name="quinn.md").click()
+    expect(item.locator('[data-field="content"]')).to_have_text("Quinn owns the blue car.")
+    expect(alert).to_be_hidden()
+    results(page).get_by_role("button", name="pia.md").click()
+    expect(alert).to_contain_text(f"404 not_found: no item '{erased}'")
+    expect(item).to_be_hidden()
+
+
+def test_a_listed_item_changed_elsewhere_is_shown_as_it_is_now(page: Page) -> None:
+    # Another client rewrites a listed item: its entry shows the new text (in a listing of
+    # the newest, at the top, where a reload would put it), not the text it had.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Pia owns the red bike.", source="pia.md", id=ULID_A)
+    page.server.ingest(token, "Quinn owns the blue car.", source="quinn.md", id=ULID_B)
+    page.sign_in(token)
+    listed = results(page)
+    expect(listed).to_have_count(4)
+    expect(listed.first).to_contain_text("Quinn owns the blue car.")
+    page.server.ingest(token, "Pia sold the red bike.", source="pia.md", id=ULID_A)
+    pia = listed.filter(has_text="pia.md")
+    expect(pia).to_contain_text("Pia sold the red bike.")
+    expect(pia).to_have_count(1)
+    expect(listed.filter(has_text="Pia sold the red bike.")).to_have_count(2)  # and its chunk
+    shown = page.page.evaluate(
+        "[...document.querySelectorAll('#results > li:not(.deleted)')].map(li => li.dataset.id)"
+    )
+    now = page.server.api(token, "search", q="").json()["hits"]
+    assert shown == [h["item"]["id"] for h in now]  # the server's own newest-first order
+
+    # In a search, the hit keeps its place and its score, which are said to be the old text's.
+    page.search("Quinn blue car")
+    quinn = listed.filter(has_text="quinn.md")
+    expect(quinn).to_contain_text("score")
+    page.server.ingest(token, "Quinn painted the blue car green.", source="quinn.md", id=ULID_B)
+    expect(quinn).to_contain_text("Quinn painted the blue car green.")
+    expect(quinn).to_contain_text("changed since this search")
+
+
+def test_the_token_does_not_stay_in_the_sign_in_box(page: Page) -> None:
+    # Signed in, the box is hidden but was never emptied: the token sat in the page, for
+    # anything reading the DOM (an extension, a form-restoring browser) to find.
+    _, token = page.server.tenant()
+    page.sign_in(token)
+    expect(page.page.get_by_role("button", name="Sign out")).to_be_visible()
+    assert page.page.evaluate("document.getElementById('token').value") == ""
+
+
+def test_an_item_changed_out_of_the_listings_filter_leaves_it(browser: Any, tmp_path: Path) -> None:
+    # Another process (sharing the server's PostgreSQL journal) moves a listed item to
+    # another subject: a listing of alice's items must drop it, not show it at the top as
+    # if it were still hers, and its next page must skip nothing.
+    require_pg()
+    schemas = Schemas()
+    place = schemas.new("ui")
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.chmod(0o600)
+    journal = "--journal", place.dsn, "--journal-schema", place.schema
+    proc, url = start_server(tmp_path / "data", tokens, *journal)
+    context = browser.new_context()
+    try:
+        with Memory(journal=PostgresJournal(place.dsn, schema=place.schema), embedder=None) as mem:
+            for n in range(21):
+                mem.add(
+                    Item(kind="note", subject="alice", content=f"Alice note {n}"), partition="t"
+                )
+            wait_applied([url], mem.journal.head())
+            tab = context.new_page()
+            tab.set_default_timeout(15_000)
+            tab.goto(f"{url}/ui")
+            Page(tab, Server(url, {}), []).sign_in("tok-t")
+            tab.get_by_role("textbox", name="Subject").fill("alice")
+            tab.get_by_role("searchbox", name="Search memories").press("Enter")
+            listed = tab.get_by_role("list", name="Results").get_by_role("listitem")
+            expect(listed).to_have_count(20)
+            expect(tab.get_by_role("region", name="Live changes")).to_contain_text("live")
+            moved = listed.nth(5).get_attribute("data-id")
+            assert moved is not None
+            mem.update(moved, subject="bob")
+            expect(tab.locator("#live-list li.change.upsert")).to_have_count(1)
+            expect(tab.locator(f'#results > li[data-id="{moved}"]')).to_have_count(0)
+            tab.get_by_role("button", name="Show more").click()
+            expect(listed).to_have_count(20)  # the 20 alice notes left, none skipped
+            expect(listed.filter(has_text="Alice note 0")).to_have_count(1)
+            expect(tab.get_by_role("button", name="Show more")).to_be_hidden()
+    finally:
+        context.close()
+        assert stop_server(proc) == 0
+        schemas.drop_all()

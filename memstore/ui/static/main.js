@@ -57,6 +57,7 @@ async function signIn(value) {
     throw error;
   }
   state.me = me;
+  $("token").value = ""; // kept in sessionStorage alone, not in the (hidden) box too
   $("signin").hidden = true;
   $("who").hidden = false;
   $("who-text").textContent = `tenant ${me.tenant} · scopes ${me.scopes.join(", ")}`;
@@ -107,9 +108,11 @@ function forgetShown() {
 // ------------------------------------------------------------ search and item
 
 async function runSearch() {
-  const query = $("q").value;
-  const kind = $("kind").value.trim();
-  const subject = $("subject").value.trim();
+  await list($("q").value, $("kind").value.trim(), $("subject").value.trim());
+}
+
+/** Show the first page of a listing (a search, or the newest items when query is blank). */
+async function list(query, kind, subject) {
   const mine = ++state.searches; // only the newest search's answer is shown
   const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
   if (mine !== state.searches) return;
@@ -130,13 +133,23 @@ async function moreResults() {
 function showPage(answer) {
   const listed = new Set([...$("results").children].map((li) => li.dataset.id));
   const fresh = answer.hits.filter((r) => !listed.has(r.item.id)); // live changes may have listed one
-  $("results").append(...fresh.map((r) => hit(r, actions.open)));
+  $("results").append(...fresh.map(entry));
   state.offset = answer.offset + answer.hits.length;
   $("more").hidden = !answer.more;
   const n = $("results").children.length;
   const what = state.query.trim() ? `${n} hit(s) for “${state.query}”` : `${n} newest item(s)`;
   const shown = answer.as_of ? `${what}, as of ${answer.as_of.time}` : what;
   $("results-note").textContent = answer.more ? `${shown}; more below` : shown;
+}
+
+// What each entry of Results was made from (its search's score and explanation).
+const shownHits = new WeakMap();
+
+/** An entry of Results for one hit (or one listed item: no score). */
+function entry(result) {
+  const li = hit(result, actions.open);
+  shownHits.set(li, result);
+  return li;
 }
 
 const actions = {
@@ -149,12 +162,27 @@ const actions = {
 async function openItem(id, focus = true) {
   const mine = ++state.opens;
   // The id goes in the query: a browser would resolve an id "." or ".." away in a path.
-  const view = await call("item", { id, partition: partition(), as_of: state.asOf });
+  let view;
+  try {
+    view = await call("item", { id, partition: partition(), as_of: state.asOf });
+  } catch (error) {
+    // Not there (erased, or never this tenant's; or not yet at the moment travelled to,
+    // and Back to now opens it again): the panel must not go on showing an item, this
+    // one's erased text or another one's as if it were this one.
+    if (mine === state.opens && error instanceof ApiError && error.status === 404) closeItem(!state.asOf);
+    throw error;
+  }
   if (mine !== state.opens) return;
   state.item = id;
   itemPanel($("item"), view, actions, state.me.scopes.includes("forget"));
   $("item-title").setAttribute("tabindex", "-1");
   if (focus) $("item-title").focus();
+}
+
+function closeItem(forget = true) {
+  if (forget) state.item = null;
+  fill($("item"));
+  $("item").hidden = true;
 }
 
 // ------------------------------------------------------------ time travel
@@ -241,7 +269,7 @@ function startLive() {
   state.live = follow(
     () => token.get(),
     ({ event, data }) => {
-      if (event === "reset") $("live-state").textContent = "resumed (some changes were missed)";
+      if (event === "reset") reloadShown();
       if (event !== "change") return;
       const list = $("live-list");
       list.prepend(change(data, actions.open));
@@ -263,20 +291,61 @@ function startLive() {
 
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
+  const newest = !state.query.trim(); // a listing of the newest items, not a search
+  // The listing's Kind and Subject, as last searched (not as typed in the boxes since).
+  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   for (const li of $("results").querySelectorAll("li.hit")) {
     if (li.dataset.id !== data.id) continue;
+    if (data.op === "upsert" && data.item && !admitted(data.item)) {
+      // Changed out of the listing's filters: it left the server's order too.
+      if (!li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
+      li.remove();
+      continue;
+    }
     const gone = data.op === "delete";
+    // Keep the next page's start (state.offset) at the same place in the server's order:
+    // a listed item deleted leaves it, one place before that start (were the start left
+    // alone, the item moving up into it would never be listed); one undeleted rejoins a
+    // listing of the newest at its top. A search may rank it anywhere: left alone, the
+    // next page can at worst repeat a hit, which showPage drops.
+    if (gone && !li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
+    if (!gone && li.classList.contains("deleted") && newest) state.offset++;
     li.classList.toggle("deleted", gone);
     li.querySelector(".gone")?.remove();
     if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
+    if (data.op === "upsert" && data.item) {
+      // Changed elsewhere: show it as it is now. A search's score and explanation are
+      // those of the text it had (and say so); the newest listing puts it at its top.
+      const old = shownHits.get(li);
+      const fresh = entry({ ...old, item: data.item });
+      if (!newest && old?.score !== null) {
+        fresh.querySelector(".meta").append(h("span", { class: "gone" }, "changed since this search"));
+      }
+      li.replaceWith(fresh);
+      if (newest) $("results").prepend(fresh);
+    }
   }
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
   // A new item joins a listing of the newest items if the listing's filters admit it.
-  const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
-  if (data.op === "upsert" && !state.query.trim() && !listed && data.item && admitted(data.item)) {
-    $("results").prepend(hit({ item: data.item, score: null, explanation: null }, actions.open));
+  if (data.op === "upsert" && newest && !listed && data.item && admitted(data.item)) {
+    $("results").prepend(entry({ item: data.item, score: null, explanation: null }));
+    state.offset++; // it came first in the server's order, before the next page's start
   }
   if (state.item === data.id) guarded(() => openItem(data.id, false));
+}
+
+/**
+ * The stream said `reset`: changes were lost (the page read too slowly, or the server
+ * restarted and cannot replay them). What the page shows may be stale, and no change
+ * will come to correct it: reload the listing shown, the open item and the statistics.
+ */
+function reloadShown() {
+  const changes = $("live-list");
+  changes.prepend(h("li", { class: "change reset" }, "some changes were missed: reloaded"));
+  while (changes.children.length > 50) changes.lastElementChild.remove();
+  guarded(() => list(state.query, state.kind, state.subject));
+  if (state.item) guarded(() => openItem(state.item, false));
+  guarded(refreshStats);
 }
 
 async function refreshStats() {
