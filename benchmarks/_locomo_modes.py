@@ -302,13 +302,25 @@ LEVERS = {
 """The retrieval levers the Searcher modes turn on (``SearchConfig`` fields), each with
 a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
 
+OPT_IN_LEVERS = {
+    "feedback_round": "a second lexical round: the query plus the rare words of the first "
+    "round's top three turns, fused in at half the lexical weight",
+}
+"""The levers ``SearchConfig`` leaves off (they did not pass the rule for being on by
+default), each with a ``--<field>`` flag and a "with" row of the ablation."""
 
-def lever_kwargs(off: Sequence[str], signal_weight: float | None) -> dict[str, Any]:
-    """The ``SearchConfig`` fields for levers ``off`` and a signal weight (``None``: default)."""
-    unknown = set(off) - set(LEVERS)
+
+def lever_kwargs(
+    off: Sequence[str], signal_weight: float | None, on: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The ``SearchConfig`` fields for levers ``off``, opt-in levers ``on`` and a signal
+    weight (``None``: default)."""
+    unknown = (set(off) - set(LEVERS)) | (set(on) - set(OPT_IN_LEVERS))
     if unknown:
-        raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {', '.join(LEVERS)}")
+        known = ", ".join([*LEVERS, *OPT_IN_LEVERS])
+        raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {known}")
     out: dict[str, Any] = {name: False for name in off}
+    out |= {name: True for name in on}
     if signal_weight is not None:
         out["signal_weight"] = signal_weight
     return out

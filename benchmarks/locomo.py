@@ -45,7 +45,7 @@ Usage::
         [--lexical-tiebreak engine|bm25|idf-mass] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
         [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--signal-weight W] \\
-        [--ablation]
+        [--feedback-round] [--ablation]
 
 The Searcher modes run with ``spread_relations=("precedes",)`` over items that
 link each turn to the next one of its session, and the CellStore centres on
@@ -53,12 +53,14 @@ the conversation searched; ``--no-links``, ``--no-center`` and ``--fusion rrf``
 turn each of these off (for ablations). The query signals (``SearchConfig``'s
 ``date_signal``, ``when_signal``, ``subject_signal``, on by default) each have a
 ``--no-...`` flag, and ``--signal-weight`` sets ``SearchConfig.signal_weight``.
+The second retrieval round (``SearchConfig.feedback_round``, off by default) is
+turned on by ``--feedback-round``.
 
 ``--ablation`` also runs the default Searcher mode once with each signal off
-(and with all of them off) and prints a table: recall@5/@10 and MRR per
-variant, each lever's gain per conversation, and its leave-one-conversation-out
-recall@10 (the lever kept on for a conversation only if it helped the other
-four).
+(and with all of them off), and once with each opt-in lever on, and prints a
+table: recall@5/@10 and MRR per variant, each lever's gain per conversation,
+and its leave-one-conversation-out recall@10 (the lever kept on for a
+conversation only if it helped the other four).
 
 The script is the command line; the work lives beside it: ``_locomo_data``
 (the file, turns as items), ``_locomo_embed`` (embedders and their cache),
@@ -91,6 +93,7 @@ from _locomo_embed import EMBED_BATCH, EMBEDDERS, CachingEmbedder, make_embedder
 from _locomo_metrics import ModeResult, run_mode
 from _locomo_modes import (
     LEVERS,
+    OPT_IN_LEVERS,
     RRF_DEPTH,
     RRF_K,
     SEARCHER_MODES,
@@ -192,6 +195,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             action="store_true",
             help=f"SearchConfig.{lever}=False ({what})",
         )
+    for lever, what in OPT_IN_LEVERS.items():
+        p.add_argument(
+            f"--{lever.replace('_', '-')}",
+            dest=lever,
+            action="store_true",
+            help=f"SearchConfig.{lever}=True ({what}; off by default)",
+        )
     p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
     p.add_argument(
         "--ablation",
@@ -230,21 +240,27 @@ def run_ablation(
     config: dict[str, Any],
     results: Sequence[ModeResult],
 ) -> list[dict[str, Any]]:
-    """The default Searcher mode as configured, then with each lever off, then all off."""
+    """The default Searcher mode as configured, then with each lever off, then all off,
+    then with each opt-in lever on (and no other opt-in one)."""
     mode = args.default_mode if args.default_mode in SEARCHER_MODES else "hybrid"
     full = next((r for r in results if r.mode == mode and r.available), None)
-    variants: list[tuple[str, list[str]]] = [("all levers", [])]
-    variants += [(f"without {lever}", [lever]) for lever in LEVERS]
-    variants.append(("no levers", list(LEVERS)))
+    variants: list[tuple[str, list[str], list[str]]] = [("all levers", [], [])]
+    variants += [(f"without {lever}", [lever], []) for lever in LEVERS]
+    variants.append(("no levers", list(LEVERS), []))
+    variants += [(f"with {lever}", [], [lever]) for lever in OPT_IN_LEVERS]
+    configured = [lv for lv in OPT_IN_LEVERS if config.get(lv) is True]
     rows: list[dict[str, Any]] = []
     ran: dict[str, ModeResult] = {}
-    for name, off in variants:
+    for name, off, on in variants:
         off = sorted(set(off) | {lv for lv in LEVERS if config.get(lv) is False})
-        if not off and full is not None:
+        on = on or ([] if name == "no levers" else configured)
+        if not off and on == configured and full is not None:
             res = full
         else:
             log(f"ablation: {mode} {name}")
-            make_searchers(convs, built, mode, config | lever_kwargs(off, args.signal_weight))
+            opts = {lv: False for lv in OPT_IN_LEVERS}
+            opts |= lever_kwargs(off, args.signal_weight, on)
+            make_searchers(convs, built, mode, config | opts)
             res, _ = run_mode(mode, make_search(mode, built, emb), questions, ks)
         ran[name] = res
         assert res.overall is not None and res.latency is not None
@@ -252,6 +268,7 @@ def run_ablation(
             {
                 "variant": name,
                 "off": off,
+                "on": on,
                 "recall@5": res.overall.recall["5"],
                 "recall@10": res.overall.recall["10"],
                 "mrr": res.overall.mrr,
@@ -261,12 +278,15 @@ def run_ablation(
             }
         )
     whole = ran["all levers"].per_question
-    for row, (name, _) in zip(rows, variants, strict=True):
-        if name.startswith("without "):
+    for row, (name, _, _) in zip(rows, variants, strict=True):
+        if name.startswith(("without ", "with ")):
             # The lever's own leave-one-out: kept on only where it helped the other four.
-            other = ran[name].per_question
+            on_, off_ = whole, ran[name].per_question
+            if name.startswith("with "):
+                row["opt_in"] = True
+                on_, off_ = off_, on_
             for metric in ("recall@5", "recall@10", "rr"):
-                loo = leave_one_out(questions, whole, other, metric)
+                loo = leave_one_out(questions, on_, off_, metric)
                 row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
     make_searchers(convs, built, mode, config)  # the configured searchers back
 
@@ -307,14 +327,18 @@ def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
     for r in rows:
         if "lever_loo_recall@10" not in r:
             continue
+        # An opt-in lever's gain is the run with it minus the base (the base is without it).
+        sign = -1.0 if r.get("opt_in") else 1.0
+        conv = r["by_conversation_recall@10"]
         per = " | ".join(
-            f"{base['by_conversation_recall@10'][c] - r['by_conversation_recall@10'][c]:+.3f}"
-            for c in convs
+            f"{sign * (base['by_conversation_recall@10'][c] - conv[c]):+.3f}" for c in convs
         )
-        g5, g10 = base["recall@5"] - r["recall@5"], base["recall@10"] - r["recall@10"]
-        gm = base["mrr"] - r["mrr"]
+        g5 = sign * (base["recall@5"] - r["recall@5"])
+        g10 = sign * (base["recall@10"] - r["recall@10"])
+        gm = sign * (base["mrr"] - r["mrr"])
+        names = r["on"] if r.get("opt_in") else r["off"]
         lines.append(
-            f"| {r['off'][0] if len(r['off']) == 1 else ','.join(r['off'])} "
+            f"| {names[0] if len(names) == 1 else ','.join(names)} "
             f"| {g5:+.3f} | {g10:+.3f} | {gm:+.3f} | {per} "
             f"| {r['lever_loo_recall@5']:.3f} | {r['lever_loo_recall@10']:.3f} "
             f"| {r['lever_loo_mrr']:.3f} |"
@@ -393,8 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     searcher_modes = [m for m in modes if m in SEARCHER_MODES and m not in unavailable]
     spread = () if args.no_links else (TURN_RELATION,)
     off = [lever for lever in LEVERS if getattr(args, f"no_{lever}")]
+    on = [lever for lever in OPT_IN_LEVERS if getattr(args, lever)]
     config = {"spread_relations": spread, "fusion": args.fusion}
-    config |= lever_kwargs(off, args.signal_weight)
+    config |= lever_kwargs(off, args.signal_weight, on)
     for mode in searcher_modes:
         make_searchers(convs, built, mode, config)
     results: list[ModeResult] = []
@@ -460,6 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "spread_relations": [] if args.no_links else [TURN_RELATION],
                 "fusion": args.fusion,
                 "levers_off": off,
+                "levers_on": on,
                 "signal_weight": args.signal_weight,
                 "defaults": "every other SearchConfig field",
             },

@@ -244,6 +244,22 @@ class StoreSearch(StoreBase):
                 named = _remember(known, query, found)
             return named
 
+    def lexical_profile(
+        self, ids: Sequence[str]
+    ) -> tuple[list[tuple[str, ...]], dict[str, int], int]:
+        """The indexed words of each of ``ids``, each word's document frequency, and the
+        number of documents indexed: what a second, feedback round of search weighs
+        its words by (:mod:`memstore.search._feedback`).
+
+        An id the index does not hold has no words (``()``). Frequencies count
+        whole words, as indexed (lower-cased, unstemmed).
+        """
+        with self._locked():
+            lex = self._lex.lexicon
+            docs = [lex.doc_words(id) for id in ids]
+            df = {w: lex.doc_freq(w) for doc in docs for w in doc}
+            return docs, df, len(lex)
+
     def _rank_locked(
         self,
         plan: QueryPlan,

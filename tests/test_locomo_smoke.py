@@ -198,6 +198,7 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
     assert "### Ablation" in proc.stdout
     data: dict[str, Any] = json.loads(out.read_text())
     assert data["config"]["searcher"]["levers_off"] == ["when_signal"]
+    assert data["config"]["searcher"]["levers_on"] == []
     rows = {r["variant"]: r for r in data["ablation"]}
     assert list(rows) == [
         "all levers",
@@ -205,9 +206,14 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "without when_signal",
         "without subject_signal",
         "no levers",
+        "with feedback_round",
     ]
     # A lever turned off on the command line stays off in every variant.
     assert all("when_signal" in r["off"] for r in rows.values())
+    # An opt-in lever (off in SearchConfig) is on in its own row only.
+    assert [name for name, r in rows.items() if r["on"]] == ["with feedback_round"]
+    assert rows["with feedback_round"]["on"] == ["feedback_round"]
+    assert 0.0 <= rows["with feedback_round"]["lever_loo_recall@10"] <= 1.0
     for r in rows.values():
         assert 0.0 <= r["recall@5"] <= r["recall@10"] <= 1.0
         assert set(r["by_conversation_recall@10"]) == {"conv-a", "conv-b"}
@@ -256,3 +262,11 @@ def test_a_hybrid_run_too_small_to_refit_relevance_still_reports(tmp_path: Path)
     assert 0.0 <= abstention["engine"]["auroc"] <= 1.0
     assert abstention["leave_one_conversation_out"] is None
     assert "relevance refits left out" in proc.stderr
+
+
+def test_feedback_round_flag_turns_the_opt_in_lever_on(tmp_path: Path) -> None:
+    proc, out = _run(tmp_path, "--no-plot", "--modes", "hybrid", "--feedback-round")
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads(out.read_text())
+    assert data["config"]["searcher"]["levers_on"] == ["feedback_round"]
+    assert RESULT.fullmatch(proc.stdout.rstrip("\n").splitlines()[-1])

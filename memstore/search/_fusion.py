@@ -112,6 +112,31 @@ class Fusion:
                     exp.lexical_norm = norms[i]
                 self._explanations[h.id] = exp
 
+    def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
+        """A second lexical round's hits, best first, fused in at ``weight`` x the first's share.
+
+        Scored as :meth:`add_lexical` scores its hits (the tie's shared rank, or
+        the normalised score), times ``weight``, and added to what a candidate
+        holds already. Items are read only if they reach the results.
+        """
+        norms = minmax([h.score for h in hits]) if self._by_score else []
+        share = weight * self._lexical_weight
+        rank = 0
+        for i, h in enumerate(hits):
+            if i and h.score < hits[i - 1].score:
+                rank = i
+            add = share * norms[i] if self._by_score else weight / (RRF_K + rank + 1)
+            self._scores[h.id] = self._scores.get(h.id, 0.0) + add
+            if self._explain:
+                exp = self._explanations.get(h.id)
+                if exp is None:
+                    exp = self._explanations[h.id] = Explanation()
+                exp.channels.append("feedback")
+
+    def ids(self, ordered: Sequence[Candidate]) -> list[str]:
+        """The ids of candidates :meth:`ordered` returned."""
+        return [c.item.id for c in ordered]
+
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
         """The vector index's hits, best first: ``(entry, similarity)``."""
         t0 = time.perf_counter()

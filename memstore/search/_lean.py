@@ -203,6 +203,30 @@ class LeanFusion:
         lexical_raw[slots] = raw
         self._lexical_raw = lexical_raw
 
+    def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
+        """A second lexical round's hits, fused in at ``weight`` x the first's share
+        (:meth:`memstore.search._fusion.Fusion.add_feedback`, the same arithmetic)."""
+        ids: Sequence[str]
+        if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):
+            raw, ids = hits.scores, hits.ids
+        else:
+            raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
+        if self._by_score:
+            vals = (weight * self._lexical_weight) * _minmax(raw)
+        else:
+            vals = weight / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
+        slots, every = self._slots(ids)
+        if not every:
+            known = slots >= 0
+            slots, vals = slots[known], vals[known]
+        self._base[slots] += vals
+        self._scored[slots] = True
+
+    def ids(self, ordered: Sequence[int]) -> list[str]:
+        """The ids of the slots :meth:`ordered` returned."""
+        names = self._snap.ids
+        return [names[s] for s in ordered]
+
     def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
         """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
         if self._lexical_raw is None or not results:

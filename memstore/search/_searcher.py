@@ -30,6 +30,12 @@ from memstore.errors import InvalidItemError
 from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.lexical import is_confident
 from memstore.search import _shaping
+from memstore.search._feedback import (
+    FEEDBACK_DOCS,
+    FEEDBACK_WEIGHT,
+    feedback_query,
+    feedback_terms,
+)
 from memstore.search._fusion import Candidate, Fusion
 from memstore.search._fusion_rules import (
     DEFAULT_FANOUT,
@@ -87,6 +93,8 @@ class _Channels(Protocol[_T]):
     def signal(self, signals: QuerySignals | None) -> None: ...
     def ordered(self, need: int) -> list[_T]: ...
     def observe_hydrate(self) -> None: ...
+    def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None: ...
+    def ids(self, ordered: Sequence[_T]) -> list[str]: ...
 
 
 class Searcher:
@@ -340,11 +348,18 @@ class Searcher:
         signals = analyse(cfg, query, now, named or frozenset())
         vec = yield semantic is not None
         run = (query, vec, signals, kind, subject, partition, depth, need)
+        # The second round, for a question the lexical answer is not sure of.
+        feedback: Callable[[list[str]], Sequence[LexicalHit]] | None = None
+        if cfg.feedback_round and not confident:
+
+            def feedback(ids: list[str]) -> Sequence[LexicalHit]:
+                return self._feedback_hits(query, ids, kind, subject, partition, pool, depth)
+
         complete = len(lexical) < depth
         if lean is not None:
             snap, now_us = lean
             leaner = LeanFusion(self, snap, now_us, kind, partition, by_score)
-            slots, vec = self._fuse(leaner, lexical, None, cells, semantic, *run)
+            slots, vec = self._fuse(leaner, lexical, None, cells, semantic, *run, feedback)
             t1 = time.perf_counter()
             shaped = not cfg.no_shaping
             results = leaner.results(slots, query, limit, full=full, shaped=shaped)
@@ -357,7 +372,7 @@ class Searcher:
             scores = leaner.lexical_scores(results)
         else:
             fusion = Fusion(self, kind, partition, explain, by_score, narrow)
-            ordered, vec = self._fuse(fusion, lexical, read, cells, semantic, *run)
+            ordered, vec = self._fuse(fusion, lexical, read, cells, semantic, *run, feedback)
             if full:
                 ordered = self._full_extras(query, kind, partition, ordered, explain)
             t1 = time.perf_counter()
@@ -430,6 +445,7 @@ class Searcher:
         partition: str,
         depth: int,
         need: int,
+        feedback: Callable[[list[str]], Sequence[LexicalHit]] | None = None,
     ) -> tuple[list[_T], npt.NDArray[np.float32] | None]:
         """Run the channels into ``fusion``: its best ``need`` candidates, and the query vector.
 
@@ -440,6 +456,8 @@ class Searcher:
         returned is ``None`` when no channel needed it (given or not).
         ``signals``: the query's signals (:func:`~memstore.search._signals.analyse`).
         ``read``: the items of the first ``lexical`` hits when they were read already.
+        ``feedback``: the second round (:meth:`_feedback_hits`) given the first round's
+        best ids, or ``None``: no second round.
         """
         cfg, stats = self._cfg, self._stats
         fusion.signal(signals)
@@ -455,6 +473,12 @@ class Searcher:
                 stats.add(STAT_SEMANTIC_FALLBACKS)
         fusion.spread(cfg.spread_relations)
         ordered = fusion.ordered(need)
+        if feedback is not None and ordered:
+            again = feedback(fusion.ids(ordered[:FEEDBACK_DOCS]))
+            if again:
+                fusion.add_feedback(again, FEEDBACK_WEIGHT)
+                fusion.spread(cfg.spread_relations)
+                ordered = fusion.ordered(need)
         if not ordered and cells is not None:
             try:
                 # The query vector of this call's semantic pass when it ran: one
@@ -593,6 +617,26 @@ class Searcher:
         )
         self._stats.observe("search.phase.index", time.perf_counter() - t0)
         return cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
+
+    def _feedback_hits(
+        self,
+        query: str,
+        ids: list[str],
+        kind: str,
+        subject: str,
+        partition: str,
+        pool: int,
+        depth: int,
+    ) -> Sequence[LexicalHit]:
+        """The second lexical round: ``query`` plus the distinctive words of ``ids``
+        (the first round's best; :func:`~memstore.search._feedback.feedback_terms`),
+        searched as the first round was. Empty when those hold no such word."""
+        docs, df, n_docs = self._cfg.store.lexical_profile(ids)
+        expanded = feedback_query(query, feedback_terms(docs, df, n_docs, query))
+        if not expanded:
+            return []
+        hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
+        return hits
 
     def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()

@@ -165,6 +165,10 @@ class SearchConfig:
     """A query naming a candidate's ``subject`` (all of its words) favours that candidate."""
     signal_weight: float = SIGNAL_WEIGHT
     """What each signal that holds adds to a candidate's fused score, in [0, 1] (0: none)."""
+    feedback_round: bool = False
+    """A second lexical round seeded by the first, for questions the lexical answer is not
+    confident about: the query plus the distinctive words the first round's best
+    candidates share, fused in below the first round (see :mod:`memstore.search._feedback`)."""
 
 
 _FLAGS: Final = (
@@ -176,6 +180,7 @@ _FLAGS: Final = (
     "date_signal",
     "when_signal",
     "subject_signal",
+    "feedback_round",
 )
 """The options that are ``True`` or ``False`` (nothing merely truthy)."""
 
