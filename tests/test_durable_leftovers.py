@@ -77,7 +77,9 @@ def _killed_import(export: Path, data: Path) -> Path:
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait() == -signal.SIGKILL
         (left,) = [p for p in _hidden(data.parent, data.name) if str(child.pid) in p.name]
-    assert left.is_dir() and (left / "journal.db").exists()
+    # The folder is what the sweep is about; how far the import got inside it
+    # before the kill (journal.db made yet or not) depends on the machine's load.
+    assert left.is_dir()
     return left
 
 

@@ -233,6 +233,8 @@ def test_every_limit_is_documented() -> None:
     section = text[text.index("## Limits") :]
     for name in limits.__all__:
         value = getattr(limits, name)
+        if callable(value):  # adapter_cap: the rule for an adapter's own cap, not a limit
+            continue
         row = re.search(rf"`{name}`\s*\|\s*([\d,]+)\s*\|", section)
         assert row is not None, f"{name} is not in the Limits table of docs/concepts.md"
         assert int(row.group(1).replace(",", "")) == value, name
