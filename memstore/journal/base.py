@@ -787,11 +787,19 @@ def _write_rules(store: Store) -> Callable[[Item], str]:
 
 @contextlib.contextmanager
 def _holding(store: Store) -> Iterator[None]:
-    store.lock.acquire()
+    """Hold ``store``'s lock as its own calls do; tell its listeners once it is released.
+
+    What an import, a purge or a follower's apply writes inside commits with
+    the lock held, but its change listeners and hooks run only after the
+    lock is released, in commit order with every other write, as those of
+    an ordinary write do: a listener that reads the store, or takes its
+    time, never holds up (or deadlocks) the store's writers.
+    """
     try:
-        yield
+        with store._locked():
+            yield
     finally:
-        store.lock.release()
+        store._drain()
 
 
 def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:
