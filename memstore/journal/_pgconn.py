@@ -168,9 +168,18 @@ class Connections:
                 self._give(conn)
 
     def stream(
-        self, query: Query, params: Mapping[str, Any], *, itersize: int
+        self,
+        query: Query,
+        params: Mapping[str, Any],
+        *,
+        itersize: int,
+        first: Query | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         """The rows of ``query``, in one read transaction through a server-side cursor.
+
+        ``first``: a query run before it in the same transaction, whose one
+        row comes first (a repeatable read's snapshot is taken at the first
+        statement: both answers describe the same state).
 
         A connection that turns out dead before the first row came is
         replaced, and the query run once more. Not after: the caller holds
@@ -183,6 +192,11 @@ class Connections:
             started = False
             try:
                 with conn.transaction(), conn.cursor(name="memstore_rows") as cur:
+                    if first is not None:
+                        rec = conn.execute(first).fetchone()
+                        assert rec is not None, "the first query answers one row"
+                        started = True
+                        yield rec
                     cur.itersize = itersize
                     cur.execute(query, params)
                     for rec in cur:

@@ -34,7 +34,7 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
-from memstore.journal.exportfile import EXPORT_FORMAT, ExportWriter, read_export
+from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
 from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
 from memstore.journal.version import TABLE, Row, Version
 from memstore.limits import MAX_NAME_CHARS
@@ -154,6 +154,18 @@ class JournalBase(ABC):
     @abstractmethod
     def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]:
         """Every row of ``ids`` (all when ``None``) or of ``partition``, by id then stamp."""
+
+    @abstractmethod
+    def _export_rows(self, partition: str | None) -> Iterator[Lsn | Row]:
+        """What an export of ``partition`` (all when ``None``) writes, from one snapshot.
+
+        First the head that snapshot is at, then the rows, by id then stamp:
+        every row of the ids whose newest version (live or a delete) is in
+        ``partition``, with their whole history. Read in one transaction
+        while writers go on, so that a write group is in the rows wholly or
+        not at all, and in them exactly when it is at or before the head
+        (the header names that head: a reader resumes the stream from it).
+        """
 
     @abstractmethod
     def _close_backend(self) -> None:
@@ -592,26 +604,7 @@ class JournalBase(ABC):
                 f"on_corrupt must be a function or None, got {arg.describe(on_corrupt)}"
             )
         self._check_open()
-        out = ExportWriter(fp, part, str(self.head()))
-        versions: list[dict[str, Any]] = []
-        current: str | None = None
-        # An item belongs to the partition its last version is in, and goes
-        # out with its whole history (versions from before a move included).
-        rows = self._rows_of(None, None) if part is None else self._rows_last_in(part)
-        for row in rows:
-            if row.id != current:
-                if versions and current is not None:
-                    out.item(current, versions)
-                current, versions = row.id, []
-            try:
-                versions.append(row.version().to_json())
-            except JournalCorruptError as e:
-                if on_corrupt is None:
-                    raise
-                on_corrupt(e)
-        if versions and current is not None:
-            out.item(current, versions)
-        return out.end()
+        return write_export(fp, part, self._export_rows(part), on_corrupt)
 
     def import_(self, fp: IO[str]) -> int:
         """Load an :meth:`export`: the same versions, the same current items.
@@ -670,28 +663,6 @@ class JournalBase(ABC):
                 self._recorded(self._import_rows(rows))
             self._ensure_clock().observe(top)
         return len(changed)
-
-    def _rows_last_in(self, partition: str) -> Iterator[Row]:
-        """Every row of the ids whose newest version is in ``partition``, by id then stamp.
-
-        An export reads these while writers go on, and must see each write
-        group wholly or not at all: a backend reads them in one statement
-        (one snapshot). This fallback reads the ids, then their rows.
-        """
-        ids = self._ids_last_in(partition)
-        return self._rows_of(ids, None) if ids else iter(())
-
-    def _ids_last_in(self, partition: str) -> list[str]:
-        """Ids whose newest version (live or a delete) is in ``partition``."""
-        out: list[str] = []
-        last: Row | None = None
-        for row in self._rows_of(None, None):
-            if last is not None and row.id != last.id and last.partition == partition:
-                out.append(last.id)
-            last = row
-        if last is not None and last.partition == partition:
-            out.append(last.id)
-        return out
 
     # ------------------------------------------------------------- close
 

@@ -15,6 +15,12 @@ line by line and would import as if it were all there, and the items after
 the cut would be gone without a word. An export of format ``/1`` (written
 before the end line existed) is still read; it cannot vouch for being whole.
 
+The header's ``head`` is the journal position the item lines are the state
+at: every version stamped at or before it is in the file (for the partition
+exported), none after it. A reader that imports the file resumes the change
+stream from there, skipping nothing and repeating nothing; so the head and the
+rows are read in one snapshot (see :func:`write_export`).
+
 This module writes and reads the file; :meth:`JournalBase.export
 <memstore.journal.base.JournalBase.export>` and :meth:`~memstore.journal.base.JournalBase.import_`
 own what goes in it and what an import does with it.
@@ -26,12 +32,20 @@ import json
 from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeGuard
 
-from memstore.errors import InvalidItemError
+from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
+from memstore.journal.hlc import Lsn
 from memstore.journal.version import Row, row_from_export
 from memstore.validate import id_rejection
 
-__all__ = ["EXPORT_FORMAT", "LEGACY_EXPORT_FORMATS", "ExportWriter", "is_end_line", "read_export"]
+__all__ = [
+    "EXPORT_FORMAT",
+    "LEGACY_EXPORT_FORMATS",
+    "ExportWriter",
+    "is_end_line",
+    "read_export",
+    "write_export",
+]
 
 EXPORT_FORMAT = "memstore-journal-export/2"
 """The first line of an export names its format: ``{"format": EXPORT_FORMAT, ...}``."""
@@ -58,6 +72,46 @@ class ExportWriter:
         """Write the end line; returns how many items the export holds."""
         self._fp.write(json.dumps({"end": True, "items": self.items}) + "\n")
         return self.items
+
+
+def write_export(
+    fp: IO[str],
+    partition: str | None,
+    snapshot: Iterator[Lsn | Row],
+    on_corrupt: Callable[[JournalCorruptError], None] | None = None,
+) -> int:
+    """Write a whole export of ``snapshot`` to ``fp``; returns the number of items.
+
+    ``snapshot`` is one read of the journal: first the head it reads at, then
+    every row to export, by id then stamp, from that same snapshot (a backend
+    reads the head in the transaction that reads the rows, so that a write
+    committed meanwhile is in neither). The header names that head. A row
+    that cannot be read raises :class:`~memstore.errors.JournalCorruptError`,
+    or with ``on_corrupt`` is reported to it and left out (an item with no
+    readable version is left out whole).
+    """
+    head = next(snapshot)
+    if not isinstance(head, Lsn):  # pragma: no cover - a backend's mistake
+        raise TypeError(f"an export snapshot starts with its head, got {head!r:.60}")
+    out = ExportWriter(fp, partition, str(head))
+    versions: list[dict[str, Any]] = []
+    current: str | None = None
+    for row in snapshot:
+        if not isinstance(row, Row):  # pragma: no cover - a backend's mistake
+            raise TypeError(f"an export snapshot holds one head, then rows; got {row!r:.60}")
+        if row.id != current:
+            if versions and current is not None:
+                out.item(current, versions)
+            current, versions = row.id, []
+        try:
+            versions.append(row.version().to_json())
+        except JournalCorruptError as e:
+            if on_corrupt is None:
+                raise
+            on_corrupt(e)
+    if versions and current is not None:
+        out.item(current, versions)
+    return out.end()
 
 
 def is_end_line(line: str) -> bool:

@@ -507,8 +507,21 @@ class PostgresJournal(JournalBase):
             return self._select(self._q.rows_of_partition, {"part": partition})
         return self._select(self._q.rows_all, {})
 
-    def _rows_last_in(self, partition: str) -> Iterator[Row]:
-        return self._select(self._q.rows_last_in, {"part": partition})
+    def _export_rows(self, partition: str | None) -> Iterator[Lsn | Row]:
+        # The head row, then the rows, in one repeatable-read transaction.
+        if partition is None:
+            query, params = self._q.rows_all, {}
+        else:
+            query, params = self._q.rows_last_in, {"part": partition}
+        self._check_open()
+        try:
+            recs = self._db.stream(query, params, itersize=_FETCH, first=self._q.head)
+            head = next(recs)
+            yield Lsn.unpack(int(head[1]))
+            for rec in recs:
+                yield Row(*rec)
+        except psycopg.Error as e:
+            raise translate(e, f"reading journal {self._db.where} failed") from e
 
     # --------------------------------------------------------- attach, follow
 

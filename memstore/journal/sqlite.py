@@ -537,14 +537,32 @@ class SqliteJournal(JournalBase):
             )
         return self._select(f"SELECT {_COLUMNS} FROM versions" + order, ())
 
-    def _rows_last_in(self, partition: str) -> Iterator[Row]:
-        # One statement, one snapshot: read as the ids, then their rows in
-        # chunks, a group committed between two reads was exported in part.
-        return self._select(
-            f"SELECT {_COLUMNS} FROM versions WHERE id IN (SELECT id FROM versions "
-            "WHERE to_lsn IS NULL AND partition = ?) ORDER BY id, lsn, node",
-            [partition],
-        )
+    def _export_rows(self, partition: str | None) -> Iterator[Lsn | Row]:
+        # One read transaction: the head first (a deferred transaction's
+        # snapshot starts at its first read), then one statement for the rows
+        # (read as the ids, then their rows in chunks, a group committed
+        # between two reads would be exported in part).
+        if partition is None:
+            query, params = f"SELECT {_COLUMNS} FROM versions ORDER BY id, lsn, node", []
+        else:
+            query = (
+                f"SELECT {_COLUMNS} FROM versions WHERE id IN (SELECT id FROM versions "
+                "WHERE to_lsn IS NULL AND partition = ?) ORDER BY id, lsn, node"
+            )
+            params = [partition]
+        self._check_open()
+        with self._reader() as conn:
+            try:
+                conn.execute("BEGIN")
+                head = conn.execute(_HEAD).fetchone()
+                yield Lsn.unpack(head[0]) if head and head[0] else Lsn(0, 0)
+                cur = conn.execute(query, params)
+                while batch := cur.fetchmany(_FETCH):
+                    for r in batch:
+                        yield Row(*r)
+                conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise _translate(e, f"reading journal {self.path!r} failed") from e
 
     def _rows_of_many(self, ids: list[str]) -> Iterator[Row]:
         for start in range(0, len(ids), 500):
