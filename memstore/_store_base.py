@@ -267,17 +267,17 @@ class StoreBase:
         for c in changes:
             if (
                 (hook is not None or record is not None)
-                and c.published
+                and (c.published or _withdraws(c))
                 and not (cfg.quiet and cfg.quiet(c.id))
             ):
-                if hook is not None:
+                if hook is not None and c.published:
                     self._call(hook, c)
                 if record is not None:
                     try:
                         record(c)
                     except Exception:
                         self._log.exception("memstore: change record hook raised on %s", c.id)
-                if cfg.published is not None:
+                if cfg.published is not None and c.published:
                     try:
                         cfg.published()
                     except Exception:
@@ -609,6 +609,21 @@ class _Scope:
             store._lock.release()
         if self._write and not failed:
             store._drain()
+
+
+def _withdraws(c: Change) -> bool:
+    """Whether ``c`` makes a published item private: the record hook hears of it.
+
+    The change itself is not published (the item is private now), but a
+    change stream that showed the item must withdraw it from its subscribers.
+    """
+    return (
+        c.op == "upsert"
+        and c.item is not None
+        and c.item.scope == SCOPE_PRIVATE
+        and c.previous is not None
+        and c.previous.scope != SCOPE_PRIVATE
+    )
 
 
 def _refuse_unrecorded(changes: tuple[Change, ...]) -> None:

@@ -123,11 +123,16 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
     def set_change_record_hook(self, fn: Callable[[Change], None] | None) -> None:
         """Install (or clear) a change hook that receives the whole :class:`Change`.
 
-        Fired exactly when the change hook would be (same changes, same order,
-        lock released), beside it. ``change.previous`` carries the item a
-        delete removed, so a change stream can route the delete to the
-        removed item's partition. ``Config.published`` fires once per change
-        whichever hooks are installed.
+        Fired when the change hook would be (same changes, same order, lock
+        released), beside it, and for one change more: an upsert that makes
+        a published item private (``change.published`` is ``False``, the
+        item private, ``change.previous`` the item as it was seen), so that a
+        change stream can withdraw the item from those who saw it. Nothing
+        else about a private item reaches it. ``change.previous`` also carries
+        the item a delete removed, or an upsert replaced, so a change stream
+        can route the change by the partition the item was in.
+        ``Config.published`` fires once per published change whichever hooks
+        are installed.
         """
         self._record_hook = fn
 

@@ -37,7 +37,9 @@ class StoreBridge:
 
     def on_change(self, change: Change) -> None:
         """The store's change record hook: already filtered by the store (published,
-        not quiet), called after commit outside its lock, in commit order.
+        or making a published item private; not quiet), called after commit
+        outside its lock, in commit order. The hub withdraws an item from the
+        subscribers that lose sight of it (see :meth:`Hub.publish_change`).
 
         A failing ``lsn_of`` is logged and the change published without an lsn:
         subscribers must not miss a committed change.

@@ -57,6 +57,10 @@ class Event:
     dropped: int = 0
     """How many events this subscriber lost, oldest first, just before this one
     because its queue was full. Set on the copy delivered to that subscriber."""
+    spared: str | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+    """An audience this event does not reach although :attr:`partition` covers it
+    (set by the hub; ``None``: none). A withdrawal spares those who still see
+    the item; see :func:`~memstore_hub.partition.reaches`. Never in the payload."""
 
     def payload(self) -> dict[str, Any]:
         """The event as a JSON-ready dict (what an SSE ``data:`` line carries)."""
@@ -68,10 +72,14 @@ class Event:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ItemChanged(Event):
-    """An item was written (``upsert``) or removed (``delete``).
+    """An item was written (``upsert``) or removed (``delete``), or left sight.
 
     Never published for a private item. ``item`` is the stored item for an
-    upsert and ``None`` for a delete.
+    upsert and ``None`` for a delete. A ``delete`` with :attr:`withdrawn` set
+    tells a subscriber that the item still exists but is no longer its to
+    see: it was moved to another partition, unshared, or made private. The
+    subscriber drops it as for a delete; those who gain sight of it get an
+    ``upsert`` instead, and those who see it before and after just the update.
     """
 
     topic: ClassVar[str] = TOPIC_CHANGE
@@ -88,6 +96,10 @@ class ItemChanged(Event):
     """Where the change sits in a durable journal, when one supplies it (see
     ``Hub.attach(lsn_of=...)``); ``None`` otherwise. Any JSON-encodable value
     (a journal's ``Lsn`` tuple, for instance)."""
+    withdrawn: bool = False
+    """A ``delete`` of an item that still exists, sent to the subscribers that
+    saw it and may see it no more (where it went is not said). In the payload
+    as ``"withdrawn": true``, only when set."""
 
     def payload(self) -> dict[str, Any]:
         out = Event.payload(self)
@@ -96,6 +108,8 @@ class ItemChanged(Event):
         out["kind"] = self.kind
         out["lsn"] = self.lsn
         out["item"] = None if self.item is None else self.item.model_dump(mode="json")
+        if self.withdrawn:
+            out["withdrawn"] = True
         return out
 
 

@@ -34,7 +34,7 @@ from memstore.item import SCOPE_PRIVATE, Item
 from memstore.store import Store
 from memstore_hub._bridge import StoreBridge
 from memstore_hub.events import TOPICS, Event, ItemChanged, MetricsSnapshot, SearchHit
-from memstore_hub.partition import item_partition, receives, subscriber_partition
+from memstore_hub.partition import item_partition, reaches, subscriber_partition
 from memstore_hub.subscription import GAP_EXPIRED, GAP_UNKNOWN, Subscription
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ DEFAULT_REPLAY = 1000
 E = TypeVar("E", bound=Event)
 _Ref = weakref.ReferenceType[Subscription]
 _Route = tuple[_Ref, ...]
+_RouteKey = tuple[str, str | None, str | None]  # topic, audience, the audience spared
 
 
 class HubClosedError(MemstoreError, RuntimeError):
@@ -143,7 +144,7 @@ class Hub:
         self._freed = False  # set by a weakref callback: a subscription was freed
         # (topic, audience) -> the subscriptions receiving it, rebuilt lazily
         # after a subscribe or unsubscribe: a publish does one dict lookup.
-        self._routes: dict[tuple[str, str | None], _Route] = {}
+        self._routes: dict[_RouteKey, _Route] = {}
         self._ids = itertools.count(1)
         self._closed = False
         self._bridges: dict[int, Callable[[], None]] = {}
@@ -165,14 +166,19 @@ class Hub:
             raise ValueError(f"publish takes an event (memstore_hub.events), got {event!r:.60}")
         if event.seq:
             raise ValueError(f"event already published (seq {event.seq}): {event!r}")
+        return self._publish(event)
+
+    def _publish(self, event: E, *, spared: str | None = None) -> E:
+        """:meth:`publish`, sparing the subscribers of ``spared`` (see ``partition.reaches``)."""
         with self._lock:
             if self._closed:
                 return event
             seq = self._seq + 1
             self._seq = seq
             object.__setattr__(event, "seq", seq)  # frozen for readers; the hub stamps it
+            object.__setattr__(event, "spared", spared)
             self._replay.append(event)
-            key = (event.topic, event.partition)
+            key = _route_key(event)
             route = self._routes.get(key)
             if route is None:
                 route = self._route_locked(key)
@@ -202,6 +208,13 @@ class Hub:
         item (the upserted one, or the deleted ``previous``) is never published.
         ``lsn`` is the change's place in a journal, when one is known (any
         JSON-encodable value).
+
+        An upsert's ``previous`` (the item it replaced) tells who saw the item
+        until now: when the upsert takes it out of their sight (moved to
+        another partition, unshared, made private), they first get a
+        ``delete`` marked :attr:`~memstore_hub.events.ItemChanged.withdrawn`,
+        carrying no item, and those who see the new state get the upsert.
+        Returned: the upsert, or the withdrawal when the item is now private.
         """
         if item is not None and not isinstance(item, Item):
             raise ValueError(f"item must be an Item or None, got {item!r:.60}")
@@ -212,25 +225,34 @@ class Hub:
         if op == "upsert":
             if item is None:
                 raise ValueError("an upsert change carries the stored item")
-            subject: Item | None = item
-            id = id or item.id
-            kind = kind or item.kind
-        elif op == "delete":
-            if item is not None:
-                raise ValueError(
-                    "a delete change carries no item; pass the removed one as previous"
-                )
-            subject = previous
-        else:
+            return self._publish_upsert(item, id or item.id, kind or item.kind, previous, lsn)
+        if op != "delete":
             raise ValueError(f"op must be 'upsert' or 'delete', got {op!r}")
-        if subject is None:
+        if item is not None:
+            raise ValueError("a delete change carries no item; pass the removed one as previous")
+        if previous is None:
             audience: str | None = None
-        elif subject.scope == SCOPE_PRIVATE:
+        elif previous.scope == SCOPE_PRIVATE:
             return None
         else:
-            audience = item_partition(subject)
+            audience = item_partition(previous)
+        return self.publish(ItemChanged(op=op, id=id, kind=kind, lsn=lsn, partition=audience))
+
+    def _publish_upsert(
+        self, item: Item, id: str, kind: str, previous: Item | None, lsn: object | None
+    ) -> ItemChanged | None:
+        """The upsert of ``item``, after withdrawing it from those who lose sight of it."""
+        now, was = _seen_by(item), _seen_by(previous)
+        withdrawal: ItemChanged | None = None
+        if previous is not None and was is not None and was != now:
+            gone = ItemChanged(
+                op="delete", id=id, kind=previous.kind, lsn=lsn, partition=was, withdrawn=True
+            )
+            withdrawal = self._publish(gone, spared=now)  # not those who still see it
+        if now is None:
+            return withdrawal
         return self.publish(
-            ItemChanged(op=op, id=id, kind=kind, item=item, lsn=lsn, partition=audience)
+            ItemChanged(op="upsert", id=id, kind=kind, item=item, lsn=lsn, partition=now)
         )
 
     def publish_hit(
@@ -382,17 +404,11 @@ class Hub:
             sub.gap = GAP_EXPIRED
             return
         for event in itertools.islice(buffer, after + 1 - oldest, None):
-            if _takes(sub, event):
+            if _takes(sub, _route_key(event)):
                 sub._push(event)
 
-    def _route_locked(self, key: tuple[str, str | None]) -> _Route:
-        topic, audience = key
-        route = tuple(
-            weakref.ref(sub)
-            for sub in self._live_locked()
-            if (sub.topics is None or topic in sub.topics)
-            and receives(sub.partition, audience, sub.shared)
-        )
+    def _route_locked(self, key: _RouteKey) -> _Route:
+        route = tuple(weakref.ref(sub) for sub in self._live_locked() if _takes(sub, key))
         self._routes[key] = route
         return route
 
@@ -419,7 +435,9 @@ class Hub:
         hit hook it had). Changes arrive after commit, outside the store's
         lock, in commit order, never for a private item, a link-only edit or an
         id the store's ``Config.quiet`` names (the store's own rules). A delete
-        goes to the removed item's partition (``Change.previous``).
+        goes to the removed item's partition (``Change.previous``). An item
+        moved to another partition, unshared or made private is withdrawn
+        from the subscribers that saw it: a ``delete`` marked ``withdrawn``.
 
         ``lsn_of(change)``, when given, supplies each change's journal
         position for :attr:`ItemChanged.lsn <memstore_hub.events.ItemChanged.lsn>`
@@ -509,7 +527,21 @@ class Hub:
         self.close()
 
 
-def _takes(sub: Subscription, event: Event) -> bool:
-    return (sub.topics is None or event.topic in sub.topics) and receives(
-        sub.partition, event.partition, sub.shared
+def _seen_by(item: Item | None) -> str | None:
+    """The audience that sees ``item`` (``None``: no one, for none or a private one)."""
+    if item is None or item.scope == SCOPE_PRIVATE:
+        return None
+    return item_partition(item)
+
+
+def _route_key(event: Event) -> _RouteKey:
+    """What routing an event depends on: its topic, audience and spared audience."""
+    return (event.topic, event.partition, event.spared)
+
+
+def _takes(sub: Subscription, key: _RouteKey) -> bool:
+    """Whether ``sub`` receives an event routed by ``key``: live, and when replayed."""
+    topic, audience, spared = key
+    return (sub.topics is None or topic in sub.topics) and reaches(
+        sub.partition, sub.shared, audience, spared
     )

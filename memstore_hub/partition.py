@@ -31,6 +31,7 @@ __all__ = [
     "EVERY_PARTITION",
     "hit_partition",
     "item_partition",
+    "reaches",
     "receives",
     "subscriber_partition",
 ]
@@ -67,6 +68,30 @@ def receives(subscriber: str | None, audience: str | None, shared: bool = True) 
     if subscriber is None or audience == subscriber:
         return True
     return shared and audience == EVERY_PARTITION
+
+
+def reaches(
+    subscriber: str | None, shared: bool, audience: str | None, spared: str | None = None
+) -> bool:
+    """Whether an event for ``audience`` reaches a subscriber: the hub's one routing rule.
+
+    :func:`receives`, except that an event may spare the subscribers of one
+    more audience (``spared``; ``None``: it spares no one). A withdrawal
+    (an item that was ``audience``'s moved to ``spared``) reaches those who
+    saw the item and may no longer, not those who still see it. Both live
+    delivery and a resumed stream's replay route by this, so a
+    ``Memory.subscribe`` subscriber and an ``/v1/events`` stream see alike.
+
+    >>> reaches("alpha", True, "alpha", spared="beta"), reaches("beta", True, "alpha", "beta")
+    (True, False)
+    >>> reaches(None, True, "alpha", spared="beta"), reaches(None, True, "alpha")
+    (False, True)
+    >>> reaches("alpha", False, "alpha", spared=""), reaches("alpha", True, "alpha", spared="")
+    (True, False)
+    """
+    if not receives(subscriber, audience, shared):
+        return False
+    return spared is None or not receives(subscriber, spared, shared)
 
 
 def hit_partition(items: Iterable[Item]) -> str | None:

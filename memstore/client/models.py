@@ -197,9 +197,11 @@ class ChangeEvent:
     """One event of GET /v1/events.
 
     ``event`` is ``change`` (``data`` holds ``op``, ``id``, ``kind``, ``lsn``
-    and ``item``) or ``reset`` (changes were missed: the server could not
-    replay them since ``Last-Event-ID``, or dropped them because the stream was
-    read too slowly; ``data["reason"]`` says which: re-read what you need).
+    and ``item``; a ``delete`` with ``"withdrawn": true`` is an item that still
+    exists but left the tenant, to drop as for a delete) or ``reset`` (changes
+    were missed: the server could not replay them since ``Last-Event-ID``, or
+    dropped them because the stream was read too slowly; ``data["reason"]``
+    says which: re-read what you need).
     ``id`` is the position to resume from.
     """
 

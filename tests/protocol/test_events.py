@@ -125,3 +125,64 @@ def test_a_tenants_stream_carries_no_item_outside_the_tenant(tmp_path: Path) -> 
     finally:
         assert stop_server(proc) == 0
         schemas.drop_all()
+
+
+def test_an_item_that_leaves_the_tenant_is_withdrawn_from_its_stream(tmp_path: Path) -> None:
+    """Another process moves the tenant's items away (to another tenant, made private):
+    the tenant's stream withdraws each (a ``delete`` marked ``withdrawn``, no item, not
+    a word of where it went), and an item moved in arrives as an upsert.
+    """
+    require_pg()
+    from memstore import Item, Memory
+    from memstore.journal import PostgresJournal
+
+    schemas = Schemas()
+    place = schemas.new("withdrawn")
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(t for t in tokens if t.startswith("tok-full-"))
+    tenant = tokens[token]["tenant"]
+    proc, url = start_server(
+        tmp_path / "data",
+        tmp_path / "tokens.json",
+        "--journal",
+        place.dsn,
+        "--journal-schema",
+        place.schema,
+    )
+
+    def note(id: str, *tags: str, scope: str = "public") -> Item:
+        return Item(id=id, kind="note", title="a note", scope=scope, tags=list(tags))
+
+    try:
+        with (
+            httpx.Client(base_url=url, timeout=30.0) as client,
+            client.stream("GET", "/v1/events", headers={"Authorization": f"Bearer {token}"}) as r,
+            Memory(journal=PostgresJournal(place.dsn, schema=place.schema), embedder=None) as other,
+        ):
+            it = frames(r.iter_lines())
+            next(it)  # subscribed
+            seen: list[tuple[str, str, bool, bool]] = []
+
+            def step(item: Item) -> None:  # one change at a time: the server sees each
+                other.store.upsert(item)
+                _, change = next_change(it)
+                assert "someone-else" not in json.dumps(change)
+                withdrawn = change.get("withdrawn", False)
+                seen.append((change["op"], change["id"], withdrawn, bool(change["item"])))
+
+            step(note("moved", f"tenant/{tenant}"))
+            step(note("moved", "tenant/someone-else"))
+            step(note("hidden", f"tenant/{tenant}"))
+            step(note("hidden", f"tenant/{tenant}", "user:u1", scope="private"))
+            other.store.upsert(note("arrives", "tenant/someone-else"))  # not the tenant's
+            step(note("arrives", f"tenant/{tenant}"))
+        assert seen == [
+            ("upsert", "moved", False, True),
+            ("delete", "moved", True, False),
+            ("upsert", "hidden", False, True),
+            ("delete", "hidden", True, False),
+            ("upsert", "arrives", False, True),
+        ]
+    finally:
+        assert stop_server(proc) == 0
+        schemas.drop_all()
