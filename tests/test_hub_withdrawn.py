@@ -147,3 +147,18 @@ def test_memory_subscribers_see_an_item_withdrawn_when_made_private() -> None:
         mem.add(note("public", "tenant/beta"), dedup=False)  # public again, in beta
         assert [(e.op, e.id) for e in queued(beta)] == [("upsert", "n")]  # type: ignore[attr-defined]
         assert queued(alpha) == []
+
+
+def test_a_resumed_subscriber_gets_the_withdrawal_it_missed_and_no_other() -> None:
+    """The replay routes as live delivery does: the withdrawal spares who still sees it."""
+    hub = Hub()
+    start = hub.seq
+    hub.publish_change("upsert", ItemSpec("a", True, False).item("x"))  # shared: everyone
+    was = ItemSpec("a", True, False).item("x")
+    hub.publish_change("upsert", ItemSpec("a", False, False).item("x"), previous=was)  # unshared
+    a = hub.subscribe(partition="a", after=start)
+    b = hub.subscribe(partition="b", after=start)
+    every = hub.subscribe(after=start)
+    assert [(e.op, e.withdrawn) for e in queued(a)] == [("upsert", False), ("upsert", False)]  # type: ignore[attr-defined]
+    assert [(e.op, e.withdrawn) for e in queued(b)] == [("upsert", False), ("delete", True)]  # type: ignore[attr-defined]
+    assert [(e.op, e.withdrawn) for e in queued(every)] == [("upsert", False), ("upsert", False)]  # type: ignore[attr-defined]
