@@ -638,7 +638,7 @@ class Memory:
         return self._journal().as_of(when, partition=part)
 
     def export(self, fp: IO[str], partition: str | None = None) -> int:
-        """Write items with their history as NDJSON; returns how many."""
+        """Write items with their history as NDJSON (a partition: its own only); how many."""
         fp = arg.writable(fp)
         part = None if partition in (None, PARTITION_ALL) else partition_name(partition)
         return self._journal().export(part, fp)

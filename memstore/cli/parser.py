@@ -174,7 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "export", "write items with their whole history as NDJSON", reads=True, json_help=None
     )
-    p.add_argument("--partition", metavar="NAME", help="only this partition's items")
+    p.add_argument(
+        "--partition",
+        metavar="NAME",
+        help="only this partition's own items (not the untagged or shared ones a search adds)",
+    )
     p.add_argument(
         "-o", "--output", type=user_path, metavar="FILE", help="write to FILE (default: stdout)"
     )

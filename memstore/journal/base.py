@@ -582,6 +582,16 @@ class JournalBase(ABC):
     ) -> int:
         """Write the items of ``partition`` (all when ``None``) with every version, as NDJSON.
 
+        A partition's export holds that partition's own items only: those
+        whose newest version (a delete's too) is in it, ``shared`` ones
+        included, each with its whole history (versions from before a move
+        into the partition too). Other partitions' ``shared`` items and
+        untagged items are not in it, although a search in the partition
+        returns them (and :meth:`as_of` the ``shared`` ones): each item is
+        in one partition's export at most. The header's ``head`` is
+        the position the export is the state at (see
+        :mod:`memstore.journal.exportfile`).
+
         The first line names the format; then one line per item:
         ``{"id": ..., "versions": [{"valid_from": {...}, "op": ..., "kind": ...,
         "item": {...}}, ...]}``; the last line, ``{"end": true, "items": N}``,
