@@ -319,12 +319,24 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         :meth:`put` the change is marked ``mirrored`` and nothing happens when
         the store already holds exactly that state. No validation or stamping;
         the item is kept as ``cell_originated``. Returns whether anything changed.
+        What no journal could keep and read back is refused
+        (:func:`~memstore.validate.record_rejection`): :class:`InvalidItemError`,
+        nothing changes.
         """
         if item is not None:
             _check_item(item, "reflect")
             if item.id != id:
                 raise InvalidItemError(f"reflect of {id!r} was given item {item.id!r}")
-            item = record_copy(item, "reflect")  # what no journal could keep is refused
+            item = record_copy(item, "reflect")
+        return self._reflect_owned(id, item)
+
+    def _reflect_owned(self, id: str, item: Item | None) -> bool:
+        """:meth:`reflect` of an item just read from the shared record, kept as it is.
+
+        Not checked again: the record holds it already, and a follower that
+        refused it would stop following (opening the journal restores it the
+        same way). Not copied: nobody else holds it.
+        """
         with self._writing():
             existing = self._items.get(id)
             if item is None:
