@@ -70,6 +70,7 @@ __all__ = [
     "id_rejection",
     "kind_rejection",
     "link_shape_rejection",
+    "model_error",
     "naive_datetime_rejection",
     "record_copy",
     "record_rejection",
@@ -173,7 +174,7 @@ def record_rejection(item: Item) -> str:
         try:
             item = Item.model_validate(item_fields(item))
         except ValueError as e:  # pydantic's ValidationError: name the first bad field
-            return _first_error(e)
+            return model_error(e)
     why = id_rejection(item.id) or naive_datetime_rejection(item)
     if why:
         return why
@@ -241,14 +242,30 @@ def item_fields(item: Item) -> dict[str, Any]:
     return fields
 
 
-def _first_error(error: ValueError) -> str:
-    """The first problem of a pydantic ``ValidationError``, as ``field.path: message``."""
+def model_error(error: ValueError) -> str:
+    """The first problem of a pydantic ``ValidationError`` on one line: where, what, the value.
+
+    Pydantic's own text spans several lines and ends in a link; an error
+    message (and the CLI's one line) wants ``field.path: message, got value``.
+
+    >>> from pydantic import ValidationError
+    >>> try:
+    ...     ThoughtLink(to_id="b", relation="explains", weight=float("nan"))
+    ... except ValidationError as e:
+    ...     model_error(e)
+    'weight: Input should be less than or equal to 1, got float nan'
+    """
     errors = getattr(error, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"{where}: {first['msg']}"
-    return str(error).splitlines()[0]  # pragma: no cover - pydantic always has errors()
+    if not callable(errors):  # not pydantic's: its first line
+        return str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+    first = errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    text = f"{where}: {first['msg']}" if where else str(first["msg"])
+    value = first.get("input")
+    if first.get("type") != "missing" and isinstance(value, str | int | float | None):
+        text += f", got {describe(value)}"
+    more = len(errors()) - 1
+    return text + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
 
 
 def validate_base(vocabulary: Vocabulary, item: Item) -> str:
