@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from memstore import Config, Item, Store, ThoughtLink
 from memstore.errors import InvalidItemError
@@ -309,3 +311,28 @@ def test_a_valid_item_obeys_the_record_rule() -> None:
     link = ThoughtLink(to_id="b", relation="explains", weight=0.25)
     item = Item(id="a", kind="note", title="x", tags=["t"], links=[link], data={"k": "v"})
     assert record_rejection(item) == ""
+
+
+# Any text at all: controls, NUL, whitespace, lone surrogates included.
+_any_text = st.text(st.characters(), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    id=st.one_of(st.just("a"), _any_text.filter(bool)),
+    kind=st.one_of(st.just("note"), _any_text),
+    title=st.one_of(st.just("t"), _any_text),
+    tags=st.lists(_any_text, max_size=3),
+    data=st.dictionaries(_any_text, _any_text, max_size=2),
+    to_id=_any_text,
+)
+def test_every_item_the_write_rules_take_obeys_the_record_rule(
+    id: str, kind: str, title: str, tags: list[str], data: dict[str, str], to_id: str
+) -> None:
+    """One rule: nothing an upsert (or an import) accepts could be refused by the record rule."""
+    links = [ThoughtLink(to_id=to_id, relation="explains")] if to_id else []
+    item = Item(id=id, kind=kind, title=title, tags=tags, data=data, links=links)
+    accepted = not validate_base(Vocabulary(), item)
+    event("accepted by the write rules" if accepted else "refused by the write rules")
+    if accepted:
+        assert record_rejection(item) == ""
