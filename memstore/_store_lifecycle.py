@@ -37,7 +37,7 @@ from memstore.limits import (
     MAX_REFS,
 )
 from memstore.tags import restored_origin
-from memstore.validate import thought_link_rejection
+from memstore.validate import link_shape_rejection, thought_link_rejection
 
 __all__ = ["StoreLifecycle"]
 
@@ -203,12 +203,21 @@ class StoreLifecycle(StoreBase):
         out-weigh the lowest (which is then evicted). A link with the same
         target and relation replaces the old one and is exempt from the cap.
         A link-only edit is not published to the change hook. A ``link`` that
-        is not a :class:`~memstore.item.ThoughtLink` raises
-        :class:`~memstore.errors.InvalidItemError`.
+        is not a :class:`~memstore.item.ThoughtLink`, or one whose fields were
+        assigned values the model refuses (a weight of NaN, infinity or
+        outside ``(0, 1]``, a target that is not text:
+        :func:`~memstore.validate.link_shape_rejection`), raises
+        :class:`~memstore.errors.InvalidItemError` and changes nothing: the
+        journal could not read the cell back.
         """
         from_id = arg.id_arg(from_id, "from_id")
         if not isinstance(link, ThoughtLink):
             raise InvalidItemError(f"link must be a ThoughtLink, got {arg.describe(link)}")
+        why = link_shape_rejection(link)
+        if why:
+            raise InvalidItemError(f"link from {from_id}: {why}; nothing was written")
+        # The caller's object stays theirs; a weight given as an int is stored as the float.
+        link = ThoughtLink(to_id=link.to_id, relation=link.relation, weight=float(link.weight))
         if thought_link_rejection(from_id, link):
             return False
         with self._writing():

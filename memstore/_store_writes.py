@@ -38,7 +38,6 @@ from memstore.item import (
     KIND_WATCH_ITEM,
     SCOPE_PRIVATE,
     Item,
-    ThoughtLink,
     well_typed,
 )
 from memstore.neardup import Incoming, near_duplicate_tokens
@@ -47,6 +46,8 @@ from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
     id_rejection,
+    item_fields,
+    record_copy,
     stamp_knowledge_retention,
     validate_base,
 )
@@ -99,7 +100,7 @@ class StoreWrites(StoreBase):
         elif well_typed(item):
             it = item.clone()
         else:  # a field assigned after construction (never validated): validate it now
-            it = validated(_fields_of(item))
+            it = validated(item_fields(item))
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
         had_deadline = it.stale_after is not None
@@ -216,9 +217,37 @@ class StoreWrites(StoreBase):
     def _store_locked(self, it: Item) -> Item:
         """Run the ``before`` seam on a ready item, write it, and return a copy."""
         if self._config.before is not None:
-            self._config.before(it)
+            it = self._amended(it)
         self._write(it.id, it)
         return it.clone()
+
+    def _amended(self, it: Item) -> Item:
+        """``it`` as the host's ``Config.before`` amends it, checked (the lock held).
+
+        The hook runs after validation, so what it makes of the item is
+        checked again, by the rules an import of it would apply
+        (:func:`~memstore.validate.validate_base`, which holds the record
+        rule): an item it broke would be acknowledged, then refused by the
+        import of its export, or, past the record rule, unreadable at the
+        next open. It may not change the id either (the write would land on
+        another item). Either raises :class:`~memstore.errors.InvalidItemError`
+        naming the hook, and the write changes nothing.
+        """
+        before = self._config.before
+        assert before is not None
+        id = it.id
+        before(it)
+        if it.id != id:
+            raise InvalidItemError(
+                f"Config.before changed the id of the item it amended from {id!r} to "
+                f"{describe(it.id)}: a hook may amend an item, not move it; nothing was written"
+            )
+        if not well_typed(it):  # a field assigned in the hook: pydantic did not check it
+            it = record_copy(it, "Config.before made the item unstorable")
+        why = validate_base(self._vocab, it)
+        if why:
+            raise InvalidItemError(f"Config.before made the item break a rule: {why}")
+        return it
 
     def upsert_dedup(self, item: Item) -> tuple[Item, str | None]:
         """The write gate for model-authored knowledge: restatements land on one cell.
@@ -319,18 +348,3 @@ def _check_item(item: object, what: str = "") -> Item:
         head = f"{what}: " if what else ""
         raise InvalidItemError(f"{head}expected an Item, got {describe(item)}")
     return item
-
-
-def _fields_of(item: Item) -> dict[str, object]:
-    """Every field of ``item``, its links as plain dicts: what validation must see.
-
-    Pydantic takes a model instance inside a field as it is (a link whose
-    weight was assigned NaN would pass); as a dict, every link is checked too.
-    """
-    fields = dict(item.__dict__)
-    links = fields.get("links")
-    if isinstance(links, list):
-        fields["links"] = [
-            dict(link.__dict__) if isinstance(link, ThoughtLink) else link for link in links
-        ]
-    return fields

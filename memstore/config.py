@@ -81,7 +81,12 @@ class Config:
     validate: Callable[[Item], str] | None = None
     """Why an item may not be written, or ``""``: the host's rules. Runs before the lock."""
     before: Callable[[Item], None] | None = None
-    """Amends an item about to be stored, after any merge (lock held)."""
+    """Amends an item about to be stored, after any merge (lock held).
+
+    What it makes of the item is checked again by the base rules (an import
+    of it would apply them): breaking one, or changing the id, raises
+    :class:`~memstore.errors.InvalidItemError` naming ``Config.before``, and the
+    write changes nothing."""
     read: Callable[[list[Item]], None] | None = None
     """Amends items about to be returned (lock held)."""
     dirty: Callable[[], None] | None = None

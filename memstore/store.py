@@ -34,7 +34,7 @@ from memstore._memory_build import validated
 from memstore._store_lifecycle import StoreLifecycle
 from memstore._store_reads import RECENT_WINDOW, StoreReads
 from memstore._store_search import DEFAULT_SEARCH_LIMIT, StoreSearch
-from memstore._store_writes import DEDUP_ELIGIBLE_KINDS, StoreWrites, _check_item, _fields_of
+from memstore._store_writes import DEDUP_ELIGIBLE_KINDS, StoreWrites, _check_item
 from memstore.arguments import describe
 from memstore.config import (
     BeforeCommitListener,
@@ -54,11 +54,7 @@ from memstore.item import (
     well_typed,
 )
 from memstore.limits import MAX_REFS
-from memstore.validate import (
-    id_rejection,
-    naive_datetime_rejection,
-    validate_base,
-)
+from memstore.validate import item_fields, record_copy, validate_base
 from memstore.vocabulary import Vocabulary
 
 __all__ = [
@@ -279,24 +275,18 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
 
         For a caller that owns every field (seeding state from elsewhere). The
         lexical indexes are built and listeners told, as for any change. What
-        no journal could keep is still refused (:class:`InvalidItemError`, nothing
-        changes): no id, an id with whitespace or a control character, a NUL in
-        a tag, a naive datetime.
+        no journal could keep and read back is still refused
+        (:func:`~memstore.validate.record_rejection`: :class:`InvalidItemError`,
+        nothing changes): no id, an id with whitespace or a control character,
+        a field not of its declared type (a link weight of NaN), a NUL in the
+        kind or a tag, a naive datetime, a lone surrogate.
         """
         _check_item(item, "put")
         if not item.id:
             raise InvalidItemError("put needs an item with an id")
-        # Not validation, but what no journal keeps and no import takes back: a
-        # naive datetime, an id breaking the id rule, a NUL in a tag.
-        why = naive_datetime_rejection(item) or id_rejection(item.id)
-        if not why:
-            why = next(
-                (f"tag {t[:80]!r} holds a NUL character" for t in item.tags if "\x00" in t), ""
-            )
-        if why:
-            raise InvalidItemError(why)
+        it = record_copy(item, "put")
         with self._writing():
-            self._write(item.id, item.clone(), as_given=True)
+            self._write(it.id, it, as_given=True)
 
     def mirror(self, item: Item) -> bool:
         """Reflect a persisted cell written elsewhere, without acting as a mutation.
@@ -308,9 +298,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         _check_item(item, "mirror")
         if not item.id:
             raise InvalidItemError("mirror needs an item with an id")
-        why = naive_datetime_rejection(item)
-        if why:
-            raise InvalidItemError(why)
+        item = record_copy(item, "mirror")  # what no journal could keep is refused
         with self._writing():
             existing = self._items.get(item.id)
             if existing is not None:
@@ -322,10 +310,9 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
                     return False
                 if existing.model_dump() == item.model_dump():
                     return False
-            new = item.clone()
             if existing is not None:
-                new.cell_originated = existing.cell_originated
-            self._write(item.id, new, mirrored=True)
+                item.cell_originated = existing.cell_originated
+            self._write(item.id, item, mirrored=True)
             return True
 
     def reflect(self, id: str, item: Item | None) -> bool:
@@ -337,14 +324,24 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         :meth:`put` the change is marked ``mirrored`` and nothing happens when
         the store already holds exactly that state. No validation or stamping;
         the item is kept as ``cell_originated``. Returns whether anything changed.
+        What no journal could keep and read back is refused
+        (:func:`~memstore.validate.record_rejection`): :class:`InvalidItemError`,
+        nothing changes.
         """
         if item is not None:
             _check_item(item, "reflect")
             if item.id != id:
                 raise InvalidItemError(f"reflect of {id!r} was given item {item.id!r}")
-            why = naive_datetime_rejection(item)
-            if why:
-                raise InvalidItemError(why)
+            item = record_copy(item, "reflect")
+        return self._reflect_owned(id, item)
+
+    def _reflect_owned(self, id: str, item: Item | None) -> bool:
+        """:meth:`reflect` of an item just read from the shared record, kept as it is.
+
+        Not checked again: the record holds it already, and a follower that
+        refused it would stop following (opening the journal restores it the
+        same way). Not copied: nobody else holds it.
+        """
         with self._writing():
             existing = self._items.get(id)
             if item is None:
@@ -354,16 +351,26 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
                 return True
             if existing is not None and existing.model_dump() == item.model_dump():
                 return False
-            self._write(id, item.clone(cell_originated=True), mirrored=True)
+            item.cell_originated = True
+            self._write(id, item, mirrored=True)
             return True
 
     def restore(self, items: Iterable[Item]) -> None:
         """Replace every item with persisted ones (startup) and rebuild the indexes.
 
         Restored items are marked ``cell_originated``. No listener or hook fires:
-        this loads the record, it does not change it.
+        this loads the record, it does not change it. An item no journal could
+        keep (:func:`~memstore.validate.record_rejection`) raises
+        :class:`InvalidItemError` and nothing changes.
         """
-        self._restore([_check_item(it, "restore").clone(cell_originated=True) for it in items])
+        loaded: list[Item] = []
+        for item in items:
+            if not _check_item(item, "restore").id:
+                raise InvalidItemError("restore needs items with ids")
+            it = record_copy(item, "restore")
+            it.__dict__["cell_originated"] = True
+            loaded.append(it)
+        self._restore(loaded)
 
     def _restore_owned(self, items: list[Item], lexicon: LexiconSource | None = None) -> None:
         """:meth:`restore` of items nobody else holds (freshly parsed): kept, not cloned.
@@ -373,22 +380,22 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         one that is missing, stale or damaged is ignored (the items are indexed
         as usual) with a log line.
         """
-        self._restore(items, lexicon, parsed=True, owned=True)
+        self._restore(items, lexicon, owned=True)
 
     def _restore(
         self,
         loaded: list[Item],
         lexicon: LexiconSource | None = None,
         *,
-        parsed: bool = False,
         owned: bool = False,
     ) -> None:
         """Replace every item with ``loaded`` (kept as given), after checking them all.
 
-        ``parsed``: the items were just built by the model's own validation
-        (a journal's rows), which refuses a naive datetime, so that check is
-        not repeated per item. Distinct ids (a journal's live rows always are)
-        take the bulk fill, each index built in one pass; a list naming an id
+        The items obey the record rule already: a journal's rows were just
+        built by the model's own validation, and :meth:`restore` checks what
+        it is given (:func:`~memstore.validate.record_copy`). Distinct ids (a
+        journal's live rows always are) take the bulk fill, each index built
+        in one pass; a list naming an id
         twice keeps its last item, as item-by-item writes would. ``owned``:
         mark each ``cell_originated`` in place (as ``clone`` would set it).
         One pass over the items does all of that (at 100k, a pass is
@@ -402,10 +409,6 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
             id = d["id"]
             if not id:
                 raise InvalidItemError("restore needs items with ids")
-            if not parsed:
-                why = naive_datetime_rejection(it)
-                if why:
-                    raise InvalidItemError(why)
             ids.add(id)
         distinct = len(ids) == len(loaded)
         del ids  # not held through the fill (at 100k, a few MB of the peak)
@@ -503,7 +506,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
             if old_id not in it.supersedes:  # the most recent MAX_REFS, as mark_superseded keeps
                 it.__dict__["supersedes"] = [*it.supersedes, old_id][-MAX_REFS:]
             if self._config.before is not None:
-                self._config.before(it)
+                it = self._amended(it)
             self._write(old_id, self._retire(old, STATUS_SUPERSEDED))
             self._write(it.id, it)
             return it.clone()
@@ -526,7 +529,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
             if fn(work):
                 work.id = id
                 if not well_typed(work):  # fn assigned a field: pydantic did not check it
-                    work = validated(_fields_of(work))
+                    work = validated(item_fields(work))
                 why = validate_base(self._vocab, work)
                 if not why and self._config.validate is not None:
                     why = self._config.validate(work)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import regex
 
 from memstore.arguments import describe, has_lone_surrogate
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.eventdate import valid_event_date
 from memstore.item import (
     DEFAULT_HYPOTHESIS_STALE_AFTER,
@@ -35,6 +36,7 @@ from memstore.item import (
     Item,
     ThoughtLink,
     utc_now,
+    well_typed,
 )
 from memstore.limits import (
     MAX_CONTENT_CHARS,
@@ -67,7 +69,11 @@ __all__ = [
     "MAX_TITLE_CHARS",
     "id_rejection",
     "kind_rejection",
+    "link_shape_rejection",
+    "model_error",
     "naive_datetime_rejection",
+    "record_copy",
+    "record_rejection",
     "stamp_knowledge_retention",
     "thought_link_rejection",
     "validate_base",
@@ -133,6 +139,133 @@ def _fits_utc(value: _dt.datetime) -> bool:
     except OverflowError:
         return False
     return True
+
+
+def record_rejection(item: Item) -> str:
+    """Why a journal could not keep ``item`` and read it back, or ``""``: the record rule.
+
+    Every stored item obeys it, whoever wrote it and however: it is what
+    reopening a journal, an import and a restored backup read back. A field
+    holds what the model declares (a link's weight a number in ``(0, 1]``,
+    never NaN; data values text), the id is a valid id (:func:`id_rejection`),
+    the datetimes are aware and within the years 1-9999 in UTC, no text holds
+    a lone surrogate, and no NUL is in the kind or a tag (PostgreSQL keeps
+    them in text columns, which refuse it). An item that breaks it would be
+    acknowledged, then lost with every other item at the next open.
+
+    :func:`validate_base` includes it (for any item with an id), so every
+    write that validates obeys it; the writes that take an item as given
+    (``Store.put``, ``mirror``, ``reflect``, ``restore``), a link added to a
+    cell and what ``Config.before`` makes of an item are held to it alone.
+
+    >>> record_rejection(Item(id="a", kind="note", title="x"))
+    ''
+    >>> link = ThoughtLink(to_id="b", relation="explains")
+    >>> link.weight = float("nan")  # an assignment: pydantic does not check it
+    >>> record_rejection(Item(id="a", kind="note", title="x", links=[link]))
+    'link 0: weight must be a number in (0, 1], got float nan'
+    """
+    if not well_typed(item):
+        links = item.links if isinstance(item.links, list) else []
+        for n, link in enumerate(links):
+            why = link_shape_rejection(link) if isinstance(link, ThoughtLink) else ""
+            if why:
+                return f"link {n}: {why}"
+        try:
+            item = Item.model_validate(item_fields(item))
+        except ValueError as e:  # pydantic's ValidationError: name the first bad field
+            return model_error(e)
+    why = id_rejection(item.id) or naive_datetime_rejection(item)
+    if why:
+        return why
+    if "\x00" in item.kind:
+        return "kind holds a NUL character"
+    for tag in item.tags:
+        if "\x00" in tag:
+            return f"tag {tag[:80]!r} holds a NUL character"
+    return _surrogate_rejection(item)
+
+
+def link_shape_rejection(link: ThoughtLink) -> str:
+    """Why ``link``'s fields are not what the model declares, or ``""``.
+
+    Construction checks them, but a field assigned afterwards is not
+    checked: a weight set to NaN would reach the journal, which writes it
+    as ``null`` and cannot read the cell back.
+
+    >>> link = ThoughtLink(to_id="b", relation="explains")
+    >>> link.weight = float("inf")
+    >>> link_shape_rejection(link)
+    'weight must be a number in (0, 1], got float inf'
+    """
+    d = link.__dict__
+    if type(d.get("to_id")) is not str:
+        return f"to_id must be text, got {describe(d.get('to_id'))}"
+    if type(d.get("relation")) is not str:
+        return f"relation must be text, got {describe(d.get('relation'))}"
+    weight: object = d.get("weight")
+    # A float or an int (True is no weight); NaN fails both comparisons.
+    if isinstance(weight, bool) or not isinstance(weight, float | int) or not 0 < weight <= 1:
+        return f"weight must be a number in (0, 1], got {describe(weight)}"
+    if has_lone_surrogate(d["to_id"]):
+        return "to_id is not valid Unicode text (it holds a lone surrogate)"
+    return ""
+
+
+def record_copy(item: Item, what: str) -> Item:
+    """A copy of ``item`` that obeys :func:`record_rejection`, else an :class:`InvalidItemError`.
+
+    The copy holds exactly the model's types (a field assigned after
+    construction is validated, e.g. a tuple of tags becomes a list); the
+    error names ``what`` refused it (``"put"``, ``"Config.before"``...).
+    """
+    why = record_rejection(item)
+    if why:
+        raise InvalidItemError(f"{what}: {why}")
+    if well_typed(item):
+        return item.clone()
+    return Item.model_validate(item_fields(item))  # the rule held: the fields validate
+
+
+def item_fields(item: Item) -> dict[str, Any]:
+    """Every field of ``item``, its links as plain dicts: what validation must see.
+
+    Pydantic takes a model instance inside a field as it is (a link whose
+    weight was assigned NaN would pass); as a dict, every link is checked too.
+    """
+    fields = dict(item.__dict__)
+    links = fields.get("links")
+    if isinstance(links, list):
+        fields["links"] = [
+            dict(link.__dict__) if isinstance(link, ThoughtLink) else link for link in links
+        ]
+    return fields
+
+
+def model_error(error: ValueError) -> str:
+    """The first problem of a pydantic ``ValidationError`` on one line: where, what, the value.
+
+    Pydantic's own text spans several lines and ends in a link; an error
+    message (and the CLI's one line) wants ``field.path: message, got value``.
+
+    >>> from pydantic import ValidationError
+    >>> try:
+    ...     ThoughtLink(to_id="b", relation="explains", weight=float("nan"))
+    ... except ValidationError as e:
+    ...     model_error(e)
+    'weight: Input should be less than or equal to 1, got float nan'
+    """
+    errors = getattr(error, "errors", None)
+    if not callable(errors):  # not pydantic's: its first line
+        return str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+    first = errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    text = f"{where}: {first['msg']}" if where else str(first["msg"])
+    value = first.get("input")
+    if first.get("type") != "missing" and isinstance(value, str | int | float | None):
+        text += f", got {describe(value)}"
+    more = len(errors()) - 1
+    return text + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
 
 
 def validate_base(vocabulary: Vocabulary, item: Item) -> str:

@@ -657,7 +657,7 @@ class PostgresJournal(JournalBase):
                 self._run_special(
                     store,
                     functools.partial(self._remember_applied, batch),
-                    lambda: [store.reflect(i, state[i]) for i in todo],
+                    lambda: [store._reflect_owned(i, state[i]) for i in todo],
                 )
         return True
 

@@ -18,7 +18,7 @@ from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
 from memstore.journal.hlc import COUNTER_BITS, LATEST_WALL_MS, Hlc, InvalidLsnError, Lsn
 from memstore.tags import SHARED_TAG, partition_from_tags
-from memstore.validate import kind_rejection
+from memstore.validate import kind_rejection, model_error
 
 __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
@@ -168,6 +168,15 @@ def _item_json(item: Item) -> dict[str, Any]:
     return out
 
 
+_SURROGATE = "a text holds a lone surrogate (\\ud800-\\udfff alone is no Unicode character)"
+
+
+def _json_invalid(error: ValueError) -> bool:
+    """Whether the model's parser refused the JSON text itself (not a field's value)."""
+    errors = getattr(error, "errors", None)
+    return callable(errors) and any(e.get("type") == "json_invalid" for e in errors())
+
+
 def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None = None) -> Row:
     """Read one exported version back, validating every field.
 
@@ -198,7 +207,9 @@ def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None 
         try:
             item = Item.model_validate_json(json.dumps(raw))
         except ValueError as e:
-            raise InvalidItemError(f"{id}: item: {e}") from None
+            # json.dumps writes a lone surrogate as an escape the model's parser refuses.
+            why = _SURROGATE if _json_invalid(e) else model_error(e)
+            raise InvalidItemError(f"{id}: item: {why}") from None
         if item.id != id:
             raise InvalidItemError(f"{id}: a version carries item {item.id!r}")
         why = check(item) if check is not None else ""

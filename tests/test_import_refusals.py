@@ -1,0 +1,194 @@
+"""A damaged export is refused whole: one line naming where, and nothing imported.
+
+An import reads and checks the whole file before it writes anything, so a
+bad line anywhere (not JSON, an item a write would refuse, a value no journal
+could read back) leaves the target journal exactly as it was: no item before
+the bad line is imported either. The reason is one line naming the file's
+line, as the CLI prints it.
+
+Tests taking ``place`` run against an SQLite file and a PostgreSQL schema.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import Item, Memory, Store, ThoughtLink
+from memstore.errors import InvalidItemError
+from memstore.journal import JournalBase
+from tests.journals import Place, open_journal
+from tests.pgtest import PgPlace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    if request.param == "sqlite":
+        return tmp_path / "target.db"
+    place: PgPlace = request.getfixturevalue("pg_schemas").new("import")
+    return place
+
+
+@pytest.fixture
+def target(place: Place) -> Iterator[tuple[JournalBase, Store]]:
+    """The journal imported into, already holding an item of its own."""
+    journal, store = open_journal(place), Store()
+    journal.attach(store)
+    store.upsert(Item(id="mine", kind="note", title="already here"))
+    try:
+        yield journal, store
+    finally:
+        journal.close()
+
+
+def _export_lines(tmp_path: Path) -> list[str]:
+    """An export of three linked notes: header, items ``a``, ``b``, ``c`` (lines 2-4), end."""
+    journal, store = open_journal(tmp_path / "source.db"), Store()
+    journal.attach(store)
+    try:
+        for id in ("a", "b", "c"):
+            store.upsert(Item(id=id, kind="note", title=f"note {id}", tags=["t"]))
+        store.add_link("a", ThoughtLink(to_id="b", relation="explains", weight=0.5))
+        buf = io.StringIO()
+        journal.export(None, buf)
+    finally:
+        journal.close()
+    return buf.getvalue().splitlines()
+
+
+def _item_of(line: str) -> dict[str, Any]:
+    """The last version's item of an export line (to damage)."""
+    item: dict[str, Any] = json.loads(line)["versions"][-1]["item"]
+    return item
+
+
+def _damaged(lines: list[str], n: int, change: Callable[[dict[str, Any]], None]) -> str:
+    """The export with the last item version on line ``n`` (from 1) changed."""
+    obj = json.loads(lines[n - 1])
+    change(obj["versions"][-1]["item"])
+    return "\n".join([*lines[: n - 1], json.dumps(obj), *lines[n:]]) + "\n"
+
+
+def _set(key: str, value: object) -> Callable[[dict[str, Any]], None]:
+    return lambda item: item.__setitem__(key, value)
+
+
+def _nan_link(item: dict[str, Any]) -> None:
+    item["links"] = [{"to_id": "b", "relation": "explains", "weight": float("nan")}]
+
+
+DAMAGE = [
+    pytest.param(_nan_link, "links.0.weight: .*got float nan", id="nan-weight"),
+    pytest.param(_set("data", {"k": 5}), "data.k: Input should be a valid string", id="int-data"),
+    pytest.param(_set("title", "x\ud800"), "lone surrogate", id="surrogate"),
+    pytest.param(_set("tags", ["a\x00"]), "holds a NUL", id="nul-tag"),
+    pytest.param(_set("kind", "deploy note"), "kind 'deploy note' must be", id="bad-kind"),
+    pytest.param(_set("created_at", "2020-01-01T00:00:00"), "timezone", id="naive-time"),
+    pytest.param(_set("surplus", 1), "surplus: Extra inputs", id="unknown-field"),
+]
+
+
+def _state(journal: JournalBase, store: Store) -> tuple[list[str], object]:
+    return sorted(it.model_dump_json() for it in store.items()), journal.head()
+
+
+def _reopened(place: Place) -> list[str]:
+    journal, store = open_journal(place), Store()
+    try:
+        journal.attach(store)
+        return sorted(it.model_dump_json() for it in store.items())
+    finally:
+        journal.close()
+
+
+@pytest.mark.parametrize("line", [3, 4])  # the middle item, then the last
+@pytest.mark.parametrize(("change", "message"), DAMAGE)
+def test_a_bad_item_anywhere_refuses_the_whole_import_naming_its_line(
+    tmp_path: Path,
+    place: Place,
+    target: tuple[JournalBase, Store],
+    line: int,
+    change: Callable[[dict[str, Any]], None],
+    message: str,
+) -> None:
+    journal, store = target
+    text = _damaged(_export_lines(tmp_path), line, change)
+    before = _state(journal, store)
+
+    with pytest.raises(InvalidItemError, match=f"^line {line}: .*{message}") as caught:
+        journal.import_(io.StringIO(text))
+
+    assert "\n" not in str(caught.value), "one line, as the CLI prints it"
+    assert _state(journal, store) == before  # not even the items before the bad line
+    journal.close()
+    assert _reopened(place) == before[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda ls: [ls[0], "{not json", *ls[2:]], "^line 2: not JSON"),
+        (lambda ls: [*ls[:2], ls[1], *ls[3:]], "^line 3: a appears twice"),
+        (lambda ls: ls[:-1], "without its end line"),
+        (lambda ls: [*ls[:2], "[" * 100_000, *ls[3:]], "^line 3: JSON nested too deeply"),
+    ],
+    ids=["not-json", "twice", "cut-off", "deep"],
+)
+def test_a_file_that_is_no_whole_export_is_refused_and_changes_nothing(
+    tmp_path: Path,
+    target: tuple[JournalBase, Store],
+    edit: Callable[[list[str]], list[str]],
+    message: str,
+) -> None:
+    journal, store = target
+    text = "\n".join(edit(_export_lines(tmp_path))) + "\n"
+    before = _state(journal, store)
+    with pytest.raises(InvalidItemError, match=message):
+        journal.import_(io.StringIO(text))
+    assert _state(journal, store) == before
+
+
+def test_the_intact_export_imports(tmp_path: Path, target: tuple[JournalBase, Store]) -> None:
+    """The control: the same file undamaged imports every item, links and all."""
+    journal, store = target
+    assert journal.import_(io.StringIO("\n".join(_export_lines(tmp_path)) + "\n")) == 3
+    a = store.get("a")
+    assert a is not None and [(lk.to_id, lk.weight) for lk in a.links] == [("b", 0.5)]
+
+
+def test_the_cli_refuses_a_damaged_export_in_one_line_and_imports_nothing(
+    tmp_path: Path,
+) -> None:
+    text = _damaged(_export_lines(tmp_path), 4, _nan_link)
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text(text, encoding="utf-8")
+    data = tmp_path / "data"
+    with Memory(data, embedder=None) as mem:
+        mem.add("already here", id="mine")
+        before = sorted(it.model_dump_json() for it in mem.store.items())
+
+    command = ["import", str(bad), "--data", str(data), "--embedder", "none"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "memstore.cli", *command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+    assert refused.returncode == 1
+    message = refused.stderr.strip()
+    assert "\n" not in message, message
+    assert "line 4: c: item: links.0.weight" in message and "got float nan" in message
+    assert "nothing was imported" in message
+    with Memory(data, embedder=None) as mem:
+        assert sorted(it.model_dump_json() for it in mem.store.items()) == before
