@@ -28,11 +28,12 @@ memstore.bounded.OutOfRangeError: offset must be at least 0, got -1
 from __future__ import annotations
 
 import operator
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
 
 from memstore.errors import InvalidItemError
 
-__all__ = ["OUT_OF_RANGE", "OutOfRangeError", "bounded"]
+__all__ = ["OUT_OF_RANGE", "OutOfRangeError", "bounded", "check", "found_in"]
 
 OUT_OF_RANGE: Final = "arguments.out_of_range"
 """The code every adapter answers a number out of its range with."""
@@ -55,6 +56,9 @@ class OutOfRangeError(InvalidItemError):
         self.value = value
         self.low = low
         self.high = high
+
+    def __repr__(self) -> str:
+        return f"OutOfRangeError({self.name!r}, {self.value!r}, {self.low!r}, {self.high!r})"
 
     def details(self) -> dict[str, object]:
         """The fields of the error as JSON-ready values (for an adapter's error body)."""
@@ -79,3 +83,36 @@ def bounded(value: int, name: str, low: int, high: int | None = None) -> int:
     if n < low or (high is not None and n > high):
         raise OutOfRangeError(name, n, low, high)
     return n
+
+
+def check(name: str, low: int, high: int | None = None) -> Callable[[int], int]:
+    """:func:`bounded` for one argument, as a validator (pydantic's ``AfterValidator``).
+
+    An adapter's request model checks its numbers with the engine's rule::
+
+        k: Annotated[int, AfterValidator(check("k", 1, MAX_K))]
+
+    and its error handler finds the :class:`OutOfRangeError` with :func:`found_in`.
+
+    >>> check("depth", 1, 8)(9)
+    Traceback (most recent call last):
+    ...
+    memstore.bounded.OutOfRangeError: depth must be between 1 and 8, got 9
+    """
+
+    def run(value: int) -> int:
+        return bounded(value, name, low, high)
+
+    return run
+
+
+def found_in(errors: Iterable[Mapping[str, Any]]) -> OutOfRangeError | None:
+    """The :class:`OutOfRangeError` of the first of a pydantic ``ValidationError.errors()``.
+
+    ``None`` when the first problem is another one (a wrong type, a missing
+    field): the adapter words that one as it always has.
+    """
+    for err in errors:
+        raised = (err.get("ctx") or {}).get("error")
+        return raised if isinstance(raised, OutOfRangeError) else None
+    return None
