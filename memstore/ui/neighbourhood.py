@@ -6,7 +6,8 @@ the items a few links away, so that is all :func:`past_neighbourhood` reads
 from the journal: the item's state at the moment, then, hop by hop, the
 states of the items it linked to and of those linking to it, never the whole
 partition. The cost grows with the neighbourhood (at most
-:data:`MAX_NEIGHBOURS` items, one history read each), not with the store.
+:data:`MAX_NEIGHBOURS` items, and :data:`READS_PER_NEIGHBOUR` history reads
+for each), not with the store.
 
 Who links to an item is answered by the store's reverse-link index
 (:meth:`~memstore.store.Store.linker_ids`), which knows the links held now:
@@ -36,20 +37,34 @@ from memstore.journal import Lsn
 from memstore.memory import Memory
 from memstore.tags import partition_from_tags
 
-__all__ = ["HOPS", "MAX_NEIGHBOURS", "Neighbourhood", "owned", "past_neighbourhood"]
+__all__ = [
+    "HOPS",
+    "MAX_NEIGHBOURS",
+    "READS_PER_NEIGHBOUR",
+    "Neighbourhood",
+    "owned",
+    "past_neighbourhood",
+]
 
 HOPS: Final = 3
 """How many links away the neighbourhood reaches (the related items' spreading depth)."""
 MAX_NEIGHBOURS: Final = 200
 """The most items one neighbourhood holds, the item included; nearer ones first."""
+READS_PER_NEIGHBOUR: Final = 4
+"""History reads allowed per item held: ``cap`` times this at most, candidates refused included.
+
+An item linked to by many items of other partitions (or linking to many) is
+not a reason to read them all: past the budget the neighbourhood stops, and
+says it is incomplete."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Neighbourhood:
     """The items within :data:`HOPS` links of one item at a moment, by id.
 
-    ``complete`` is ``False`` when :data:`MAX_NEIGHBOURS` cut it short (the
-    farthest items are the ones left out).
+    ``complete`` is ``False`` when :data:`MAX_NEIGHBOURS` (or the budget of
+    history reads, :data:`READS_PER_NEIGHBOUR`) cut it short: the farthest
+    items are the ones left out.
     """
 
     items: dict[str, Item]
@@ -97,6 +112,8 @@ def past_neighbourhood(
             for other in [*out, *memory.store.linker_ids(node)]:
                 if other in found:
                     continue
+                if other not in states and len(states) >= cap * READS_PER_NEIGHBOUR:
+                    return Neighbourhood(found, False)
                 item = state(other)
                 if item is None or (
                     other not in out and not any(link.to_id == node for link in item.links)

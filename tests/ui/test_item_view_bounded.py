@@ -170,3 +170,20 @@ def test_a_short_history_is_listed_whole(mem: Memory) -> None:
     view = item_view(mem, "acme", a.id)
     assert len(view["history"]) == 2
     assert (view["history_older"], view["history_newer"]) == (0, 0)
+
+
+def test_many_foreign_linkers_are_not_all_read(mem: Memory) -> None:
+    # Items of another partition linking to the hub are candidates the view refuses; their
+    # histories are read only up to the budget, and the answer says it stopped short.
+    assert mem.journal is not None
+    mem.add(Item(id="hub", kind="note", content="the hub"), partition="acme")
+    link = ThoughtLink(to_id="hub", relation="explains")
+    for i in range(45):
+        mem.add(
+            Item(id=f"f{i:02d}", kind="note", content=f"foreign {i}", links=[link]),
+            partition="beta",
+        )
+    hood = past_neighbourhood(mem, "acme", "hub", mem.journal.head(), cap=10)
+    assert not hood.complete and list(hood.items) == ["hub"]
+    whole = past_neighbourhood(mem, "acme", "hub", mem.journal.head(), cap=20)
+    assert whole.complete and list(whole.items) == ["hub"]  # 46 reads: within 20 * 4
