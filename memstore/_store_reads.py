@@ -295,6 +295,36 @@ class StoreReads(StoreBase):
                     out[id] = found
         return out
 
+    def linking_to(self, id: str) -> list[Item]:
+        """The links in: copies of the shared, active items holding a link to ``id``, by id.
+
+        Answered from the reverse-link index the store keeps up to date on
+        every write, so its cost is the number of such items, never the size
+        of the store. ``id`` need not be held (an item may link to one deleted
+        since). Private and inactive items are left out, as
+        :meth:`traverse_scored` leaves them out.
+        """
+        if type(id) is not str:
+            arg.id_arg(id)
+        with self._locked():
+            now = self._now()
+            ids = sorted(self._backlinks.get(id, ()))
+            return self._out(
+                [self._view(self._items[i], now) for i in ids if self._traversable(i, now)]
+            )
+
+    def linker_ids(self, id: str) -> list[str]:
+        """The ids of every item holding a link to ``id`` now, whatever its status or scope.
+
+        Ids only (no content, so no private text): for a caller that reads
+        those items' past states itself (the inspector's view of a moment).
+        O(number of such items).
+        """
+        if type(id) is not str:
+            arg.id_arg(id)
+        with self._locked():
+            return sorted(self._backlinks.get(id, ()))
+
     def traverse(
         self, anchor_ids: Sequence[str], max_depth: int = 3, decay: float = DEFAULT_CONTEXT_DECAY
     ) -> list[Item]:

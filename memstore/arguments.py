@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from memstore.bounded import OutOfRangeError
 from memstore.errors import InvalidItemError
 from memstore.limits import MAX_ID_CHARS, MAX_NAME_CHARS
 
@@ -148,7 +149,7 @@ def count(value: object, name: str, low: int, high: int) -> int:
     except TypeError:
         raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}") from None
     if not low <= n <= high:
-        raise InvalidItemError(f"{name} must be between {low} and {high}, got {n}")
+        raise OutOfRangeError(name, n, low, high)  # the one out-of-range error (memstore.bounded)
     return n
 
 

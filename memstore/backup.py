@@ -29,6 +29,7 @@ original's place.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -40,7 +41,7 @@ from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
 
-__all__ = ["TOKENS_FILE", "VECTORS_FILE", "backup"]
+__all__ = ["TOKENS_FILE", "VECTORS_FILE", "BackupRaceError", "backup"]
 
 VECTORS_FILE: Final = "vectors.sqlite3"
 """The vector file a ``Memory`` with an embedder keeps beside its journal."""
@@ -67,7 +68,9 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
     accepts the tokens its clients hold (one that cannot be read is left out,
     with a logged warning). Raises
     :class:`~memstore.errors.MemstoreError` when ``source`` holds no journal
-    or ``dest`` is taken or inside ``source``, a
+    or ``dest`` is taken or inside ``source``
+    (:class:`BackupRaceError` when another backup filled it while this one
+    ran: that one is kept, this copy discarded), a
     :class:`~memstore.errors.JournalError` when a file cannot be read or
     written.
     """
@@ -112,11 +115,30 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
                 top.rmdir()
             move_into_place(partial, top)  # its files on disk, then the name
         except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since _check_dest
+                raise BackupRaceError(dst) from None
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return written
+
+
+class BackupRaceError(MemstoreError, FileExistsError):
+    """Another backup (or import) filled the destination while this one ran.
+
+    Both found the destination free; the first to finish moved its copy into
+    place, which is left intact. This one's copy is discarded: nothing of it
+    stays behind. Back up again into a new folder for a second copy.
+    """
+
+    def __init__(self, dest: Path) -> None:
+        super().__init__(
+            f"another backup got there first: {str(dest)!r} was filled while this one ran; "
+            "that backup is left as it is and this copy was discarded (back up into a new "
+            "folder for another copy)"
+        )
+        self.dest = dest
 
 
 def _copy_secret(source: Path, target: Path) -> bool:

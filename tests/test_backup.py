@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from memstore import Memory
-from memstore.backup import VECTORS_FILE, backup
+from memstore.backup import VECTORS_FILE, BackupRaceError, backup
 from memstore.cli import BACKUP_HELP, main
 from memstore.errors import MemstoreError
 from memstore.memory import JOURNAL_FILE
@@ -251,7 +251,49 @@ def test_two_threads_backing_up_to_one_place_at_once_keep_their_work_apart(
     done = [r for r in outcome.values() if isinstance(r, list)]
     refused = [r for r in outcome.values() if isinstance(r, MemstoreError)]
     assert (len(done), len(refused)) == (1, 1), outcome
-    assert "cannot move the backup into" in str(refused[0])
+    assert isinstance(refused[0], BackupRaceError)
+    assert str(refused[0]).startswith("another backup got there first: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
     with Memory(tmp_path / "copy", embedder=None) as copy:
         assert len(copy.store.all_items()) == 50
+
+
+def test_two_memstore_backup_processes_to_one_place_one_wins_the_other_says_so(
+    tmp_path: Path,
+) -> None:
+    # Before: the process that finished second failed with "cannot move the backup into
+    # ...: [Errno 39] Directory not empty" and exit 1, as if the disk had failed. Now it
+    # says another backup got there first, and the winner's copy is left whole.
+    with Memory(tmp_path / "data", embedder=None) as mem:
+        mem.add_many([f"note {i} on the ledger" for i in range(40)])
+    # Both processes stage their copy and wait mid-copy on this lock: both found DEST free.
+    lock = sqlite3.connect(tmp_path / "data" / JOURNAL_FILE, isolation_level=None)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    command = [sys.executable, "-m", "memstore", "backup", str(tmp_path / "data")]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    runs: list[subprocess.Popen[str]] = []
+    try:
+        for _ in range(2):
+            runs.append(
+                subprocess.Popen(
+                    [*command, str(tmp_path / "copy")],
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                )
+            )
+        while len([p for p in tmp_path.iterdir() if p.name.startswith(".copy.")]) < 2:
+            assert all(r.poll() is None for r in runs), [r.communicate() for r in runs]
+            time.sleep(0.02)
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    results = sorted(((r.wait(60), r.communicate()[1]) for r in runs), key=lambda x: x[0])
+    (won, _), (lost, err) = results
+    assert (won, lost) == (0, 1), results
+    assert "another backup got there first" in err and "Errno" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
+    with Memory(tmp_path / "copy", embedder=None) as copy:
+        assert len(copy.store.all_items()) == 40

@@ -273,7 +273,7 @@ def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
     docs = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text(encoding="utf-8")
     assert f"`limit` (of `recall`, `related` and `recent`) is 1 to {MAX_LIMIT}" in docs
     assert f"names at most {MAX_IDS} memories" in docs
-    assert f"limit: at most {MAX_LIMIT} results per call (the MCP tools' cap" in docs
+    assert f"limit must be between 1 and {MAX_LIMIT}, got 101 (arguments.out_of_range)" in docs
 
     async def main() -> None:
         with Memory(embedder="hash") as mem:
@@ -285,13 +285,14 @@ def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
                 assert schemas["forget"]["properties"]["ids"]["maxItems"] == MAX_IDS
                 got = await c.ok("recent", {"limit": MAX_LIMIT})
                 assert len(got["items"]) == MAX_LIMIT
-                for tool, args in [
-                    ("recall", {"query": "note", "limit": MAX_LIMIT + 1}),
-                    ("related", {"id_or_query": "note", "k": MAX_RESULTS}),
-                    ("recent", {"top_k": MAX_LIMIT + 1}),
+                for tool, args, given in [
+                    ("recall", {"query": "note", "limit": MAX_LIMIT + 1}, MAX_LIMIT + 1),
+                    ("related", {"id_or_query": "note", "k": MAX_RESULTS}, MAX_RESULTS),
+                    ("recent", {"top_k": MAX_LIMIT + 1}, MAX_LIMIT + 1),
                 ]:
                     msg = await c.fails(tool, args)
-                    assert f"at most {MAX_LIMIT} results per call (the MCP tools' cap" in msg
+                    refused = f"limit must be between 1 and {MAX_LIMIT}, got {given}"
+                    assert msg.startswith(f"{refused} (arguments.out_of_range). "), msg
                 msg = await c.fails("forget", {"ids": ids})
                 assert f"at most {MAX_IDS} ids per call, not {MAX_IDS + 1}" in msg
                 assert "MCP tools' cap" in msg

@@ -180,7 +180,7 @@ def test_bad_arguments_are_tool_errors_that_change_nothing(tmp_path: Path) -> No
             msg = await c.fails("recall", {"limit": 3})
             assert "query is required" in msg and "recall takes query" in msg
             msg = await c.fails("recall", {"query": "x", "limit": 0})
-            assert "limit" in msg and "greater than or equal to 1" in msg
+            assert "limit must be between 1 and 100, got 0 (arguments.out_of_range)" in msg
             msg = await c.fails("remember", {"content": "x", "colour": "red"})
             assert "unknown argument 'colour'" in msg
             msg = await c.fails("remember", {"content": "a fact", "kind": "stable_fact"})

@@ -114,6 +114,87 @@ def test_mindlayer_search_past_its_cap_is_refused_naming_it(tmp_path: Path) -> N
                 assert c.post(path, json=body).status_code == 200
                 r = c.post(path, json={**body, "limit": cap + 1})
                 assert r.status_code == 400 and r.json()["error"] == "invalid_request", r.text
-                assert re.search(rf"^limit: .*\b{cap}\b", r.json()["message"]), r.text
+                assert r.json()["message"] == f"limit must be between 1 and {cap}, got {cap + 1}"
     finally:
         assert server.stop() == 0, server.log_text()
+
+
+def _refusal(r: httpx.Response, name: str, value: int, low: int, high: int) -> None:
+    """An HTTP adapter's refusal of a number out of range: 400, the engine's words and code."""
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["error"] == "invalid_request", r.text
+    assert body["message"] == f"{name} must be between {low} and {high}, got {value}", r.text
+    details = {"code": "arguments.out_of_range", "argument": name, "value": value}
+    assert body["details"] == {**details, "min": low, "max": high}, r.text
+
+
+@pytest.mark.parametrize("k", [0, -3, protocol_limits.MAX_K + 1])
+def test_protocol_k_out_of_range_is_the_engines_error(
+    served: tuple[str, dict[str, str]], k: int
+) -> None:
+    # Before: "invalid request body: k: Input should be less than or equal to 100",
+    # pydantic's words, unlike every other adapter's.
+    url, headers = served
+    r = httpx.post(f"{url}/v1/recall", json={"query": "cap note", "k": k}, headers=headers)
+    _refusal(r, "k", k, 1, protocol_limits.MAX_K)
+
+
+def test_inspector_limit_out_of_range_is_the_engines_error(
+    served: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = served
+    r = httpx.get(f"{url}/ui/api/search", params={"limit": 0}, headers=headers)
+    _refusal(r, "limit", 0, 1, ui_views.MAX_LIMIT)
+
+
+def test_mindlayer_numbers_out_of_range_are_the_engines_error(tmp_path: Path) -> None:
+    # Before: "limit: Input should be less than or equal to 100" from a route, but
+    # "limit: must be a whole number from 1 to 100, got 101" from the Python API.
+    server = mindlayer.start(tmp_path / "ml")
+    cap, chars = mindlayer_limits.MAX_LIMIT, mindlayer_limits.MAX_CONTEXT_CHARS
+    try:
+        scope = mindlayer.new_scope()
+        with server.client() as c:
+            mindlayer.store(c, scope, "Cap note.")
+            body = {"scope": scope, "query": "cap note"}
+            for path in ("/v1/search", "/v1/context"):
+                for limit in (0, cap + 1):
+                    r = c.post(path, json={**body, "limit": limit})
+                    _refusal(r, "limit", limit, 1, cap)
+            r = c.post("/v1/context", json={**body, "max_chars": chars + 1})
+            _refusal(r, "max_chars", chars + 1, 1, chars)
+    finally:
+        assert server.stop() == 0, server.log_text()
+
+
+def test_mcp_numbers_out_of_range_are_the_engines_error(tmp_path: Path) -> None:
+    # Before: "limit: input should be greater than or equal to 1 (got 0)" for 0, but
+    # "limit: at most 100 results per call ..." for 101; depth and max_chars in pydantic's
+    # words. Now the engine's message and code, whatever the argument.
+    import anyio
+
+    from memstore import Memory
+    from tests.mcp_harness import in_process
+
+    cases = [
+        ("recall", {"query": "note", "limit": 0}, "limit must be between 1 and 100, got 0"),
+        ("recent", {"k": 101}, "limit must be between 1 and 100, got 101"),
+        ("related", {"id_or_query": "note", "depth": 9}, "depth must be between 1 and 8, got 9"),
+        (
+            "recall",
+            {"query": "note", "max_chars": 0},
+            f"max_chars must be between 1 and {mcp_arguments.MAX_CHARS}, got 0",
+        ),
+    ]
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            mem.add("a note on the ledger")
+            async with in_process(mem) as c:
+                for tool, args, said in cases:
+                    msg = await c.fails(tool, args)
+                    assert msg.startswith(f"{said} (arguments.out_of_range). {tool} takes "), msg
+                assert mem.store.count_active() == 1
+
+    anyio.run(main)

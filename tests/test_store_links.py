@@ -457,3 +457,22 @@ def test_neighbours_are_one_hop_both_ways_along_the_named_relations(clock: FakeC
     ]
     assert store.neighbours(["a"], []) == {}
     assert read == [], "the graph is read, not the items"
+
+
+def test_linking_to_answers_from_the_reverse_index_as_writes_change_it() -> None:
+    store = Store()
+    for id in ("hub", "a", "b", "secret", "old"):
+        _node(store, id, **({"scope": "private", "tags": ["user:dana"]} if id == "secret" else {}))
+    for src in ("b", "a", "secret", "old"):
+        _link(store, src, "hub")
+    store.expire("old")
+    assert [it.id for it in store.linking_to("hub")] == ["a", "b"]  # by id; no private, no stale
+    assert store.linker_ids("hub") == ["a", "b", "old", "secret"]  # ids of every holder
+    store.upsert(_get(store, "a").model_copy(update={"links": [], "links_set": True}))  # unlinks
+    store.delete("b")
+    assert [it.id for it in store.linking_to("hub")] == []
+    assert store.linker_ids("hub") == ["old", "secret"]
+    store.delete("hub")  # a link to a deleted item is still a link in of it
+    assert store.linker_ids("hub") == ["old", "secret"]
+    with pytest.raises(InvalidItemError):
+        store.linking_to(5)  # type: ignore[arg-type]

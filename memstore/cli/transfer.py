@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import shutil
@@ -232,7 +233,9 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     A memory that does not exist yet is built in a hidden folder beside the
     first missing part of its path and renamed into place when the block ends
     without an error, so a refused import leaves no empty memory (nor folders)
-    behind, as a refused ``add`` creates nothing.
+    behind, as a refused ``add`` creates nothing. When another import (or
+    backup) filled the place while this one ran, that one is kept as it is
+    and this one is discarded with a :class:`Failure` saying so.
     """
     top = data.absolute()
     while not top.parent.exists():
@@ -244,7 +247,18 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     staging = staging_name(top)
     try:
         yield staging / data.absolute().relative_to(top)
-        move_into_place(staging, top)
+        try:
+            move_into_place(staging, top)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # made since data.exists() above
+                raise Failure(
+                    f"another import got there first: {data} was created while this import "
+                    "ran; it is left as it is and this import was discarded (import again "
+                    "to add what it does not hold yet)"
+                ) from None
+            raise Failure(
+                f"cannot move the imported memory into {data}: {e.strerror or e}"
+            ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -436,7 +436,7 @@ class MemstoreStore(BaseStore):
         prefix = encode_labels(op.namespace_prefix) if op.namespace_prefix else ""
         cands = [r for r in self._candidates(prefix, now) if matches(r.value, op.filter)]
         cands.sort(key=rec.Record.order)
-        limit, offset = max(op.limit, 0), max(op.offset, 0)
+        limit, offset = op.limit, op.offset  # never negative: _ops.check_op
         scores: dict[str, float] = {}
         query = (op.query or "").strip()
         if query:
@@ -544,7 +544,7 @@ class MemstoreStore(BaseStore):
             names = sorted({ns[: op.max_depth] for ns in names})
         else:
             names.sort()
-        offset, limit = max(op.offset, 0), max(op.limit, 0)
+        offset, limit = op.offset, op.limit  # never negative: _ops.check_op
         return names[offset : offset + limit]
 
     # -------------------------------------------------------------- TTL

@@ -18,13 +18,15 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
+from memstore.bounded import check
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
-from memstore.limits import adapter_cap
+from memstore.limits import MAX_CONTEXT_DEPTH, adapter_cap
 from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
     "DEFAULT_KIND",
     "DEFAULT_MAX_CHARS",
+    "MAX_CHARS",
     "MAX_IDS",
     "MAX_LIMIT",
     "PLACEMENT_TAGS",
@@ -46,6 +48,8 @@ DEFAULT_KIND: Final = "observation"
 """The kind of a memory remembered without ``kind``."""
 DEFAULT_MAX_CHARS: Final = 4000
 """How much content ``recall`` returns in all unless told otherwise."""
+MAX_CHARS: Final = 200_000
+"""The largest ``max_chars`` of ``recall`` (twice the engine's longest content)."""
 MAX_LIMIT: Final = adapter_cap(100)
 """The most results one tool call returns: the MCP tools' own cap, on purpose.
 
@@ -93,13 +97,6 @@ def _no_placement(tags: list[str] | None) -> list[str] | None:
     return tags
 
 
-def _limit_cap(value: int) -> int:
-    """Refuse a ``limit`` past :data:`MAX_LIMIT`, saying it is this server's cap."""
-    if value > MAX_LIMIT:
-        raise ValueError(f"at most {MAX_LIMIT} results per call ({_WHY_CAPPED})")
-    return value
-
-
 def _ids_cap(value: list[str]) -> list[str]:
     """Refuse more than :data:`MAX_IDS` ids, saying it is this server's cap."""
     if len(value) > MAX_IDS:
@@ -124,16 +121,18 @@ Ids = Annotated[
     ),
 ]
 
-Limit = Annotated[int, AfterValidator(_limit_cap)]
-"""A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``maximum``)."""
+Limit = Annotated[int, AfterValidator(check("limit", 1, MAX_LIMIT))]
+"""A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``minimum`` and ``maximum``).
+
+Out of range, the engine's error (:mod:`memstore.bounded`): the tool error
+names the argument, the value, the bounds and the code ``arguments.out_of_range``."""
 
 
 def _limit(what: str) -> Any:
     """The ``limit`` field of a tool: default 10, 1 to :data:`MAX_LIMIT`, with its aliases."""
     return Field(
         default=10,
-        ge=1,
-        json_schema_extra={"maximum": MAX_LIMIT},
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
         validation_alias=_LIMIT,
         description=f"Most {what} (1 to {MAX_LIMIT}).",
     )
@@ -219,10 +218,9 @@ class RecallArgs(_Args):
             "then get no hits."
         ),
     )
-    max_chars: int = Field(
+    max_chars: Annotated[int, AfterValidator(check("max_chars", 1, MAX_CHARS))] = Field(
         default=DEFAULT_MAX_CHARS,
-        ge=1,
-        le=200_000,
+        json_schema_extra={"minimum": 1, "maximum": MAX_CHARS},
         description="The most characters of content in all hits together.",
     )
 
@@ -261,7 +259,11 @@ class RelatedArgs(_Args):
         validation_alias=AliasChoices("id_or_query", "id", "query", "q", "text"),
         description="A memory id, or words: the best matches become the starting points.",
     )
-    depth: int = Field(default=2, ge=1, le=8, description="How many links away to reach.")
+    depth: Annotated[int, AfterValidator(check("depth", 1, MAX_CONTEXT_DEPTH))] = Field(
+        default=2,
+        json_schema_extra={"minimum": 1, "maximum": MAX_CONTEXT_DEPTH},
+        description="How many links away to reach.",
+    )
     limit: Limit = _limit("results")
 
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memstore.bounded import check
 from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
 from memstore.tags import PARTITION_ALL
@@ -109,14 +110,23 @@ class DeleteRelationsArgs(_In):
     relations: list[RelationIn] = Field(description="An array of relations to delete")
 
 
+_Offset = Annotated[
+    int, AfterValidator(check("offset", 0)), Field(json_schema_extra={"minimum": 0})
+]
+_Limit = Annotated[
+    int,
+    AfterValidator(check("limit", 1, MAX_RESULTS)),
+    Field(json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS}),
+]
+"""A page of ``read_graph`` or ``search_nodes``: the engine's rule (:mod:`memstore.bounded`)."""
+
+
 class _Page(_In):
-    offset: int | None = Field(
-        default=None, ge=0, description="Extension: skip this many entities (pagination)."
+    offset: _Offset | None = Field(
+        default=None, description="Extension: skip this many entities (pagination)."
     )
-    limit: int | None = Field(
+    limit: _Limit | None = Field(
         default=None,
-        ge=1,
-        le=MAX_RESULTS,
         description=f"Extension: at most this many entities (1 to {MAX_RESULTS}).",
     )
 

@@ -28,6 +28,7 @@ import anyio.to_thread
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
+from memstore.bounded import OutOfRangeError, found_in
 from memstore.errors import MemstoreError
 
 __all__ = [
@@ -158,6 +159,8 @@ class Toolbox:
                 raise ToolError(f"{name} needs a token with the {spec.scope!r} scope")
             args = parse_args(spec, arguments or {})
             result = await anyio.to_thread.run_sync(spec.run, args, caller)
+        except OutOfRangeError as e:  # from the engine: worded as a refused argument is
+            return error(f"{e} ({e.code})")
         except MemstoreError as e:
             return error(str(e))
         structured = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -188,7 +191,10 @@ def _explain(spec: ToolSpec[Any, Any], e: ValidationError) -> str:
     problems = []
     for err in e.errors():
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        if err["type"] == "extra_forbidden":
+        out_of_range = found_in([err])
+        if out_of_range is not None:  # the engine's words and code, as every adapter says it
+            problems.append(f"{out_of_range} ({out_of_range.code})")
+        elif err["type"] == "extra_forbidden":
             problems.append(f"unknown argument {where!r}")
         elif err["type"] == "missing":
             problems.append(f"{where} is required")

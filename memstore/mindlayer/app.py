@@ -47,6 +47,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memstore import __version__
+from memstore.bounded import OutOfRangeError
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.mindlayer.auth import check_bearer
 from memstore.mindlayer.errors import (
@@ -54,6 +55,7 @@ from memstore.mindlayer.errors import (
     internal,
     invalid,
     not_found,
+    out_of_range,
     unauthorized,
 )
 from memstore.mindlayer.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
@@ -177,6 +179,8 @@ def _endpoint(run: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse(await run(request))
         except MindLayerError as e:
             return _answer(e)
+        except OutOfRangeError as e:  # from the engine: its words and code
+            return _answer(out_of_range(e))
         except InvalidItemError as e:
             return _answer(invalid(e.reason if hasattr(e, "reason") else str(e)))
         except MemstoreError as e:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from memstore.bounded import OutOfRangeError
 from memstore.web.refusal import Refusal
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "internal",
     "invalid",
     "not_found",
+    "out_of_range",
     "unauthorized",
 ]
 
@@ -33,15 +35,21 @@ INTERNAL_MESSAGE: Final = "the request failed inside the server (see its log)"
 class MindLayerError(Exception):
     """An error answered with ``status`` and ``{"error": code, "message": message}``."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, details: dict[str, object] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.details = details
 
-    def body(self) -> dict[str, str]:
-        """The JSON body."""
-        return {"error": self.code, "message": self.message}
+    def body(self) -> dict[str, object]:
+        """The JSON body (``details`` only when there are some, as MemoryProtocol's)."""
+        body: dict[str, object] = {"error": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return body
 
     def refusal(self) -> Refusal:
         """The same error as a :class:`~memstore.web.refusal.Refusal` (for the plumbing)."""
@@ -51,6 +59,21 @@ class MindLayerError(Exception):
 def invalid(message: str) -> MindLayerError:
     """400 ``invalid_request``."""
     return MindLayerError(400, "invalid_request", message)
+
+
+def out_of_range(error: OutOfRangeError) -> MindLayerError:
+    """400 ``invalid_request`` for a number out of its range: the engine's message and code.
+
+    >>> from memstore.bounded import bounded
+    >>> try:
+    ...     bounded(101, "limit", 1, 100)
+    ... except OutOfRangeError as e:
+    ...     out_of_range(e).body()["details"]["code"]
+    'arguments.out_of_range'
+    """
+    return MindLayerError(
+        400, "invalid_request", str(error), {"code": error.code, **error.details()}
+    )
 
 
 def unauthorized(message: str) -> MindLayerError:

@@ -28,12 +28,11 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memstore.arguments import has_lone_surrogate
-from memstore.mindlayer.errors import invalid
+from memstore.bounded import OutOfRangeError, bounded
+from memstore.mindlayer.errors import invalid, out_of_range
 from memstore.mindlayer.limits import (
     DEFAULT_CONTEXT_CHARS,
     DEFAULT_LIMIT,
-    MAX_CONTEXT_CHARS,
-    MAX_LIMIT,
     MAX_SESSION_BYTES,
     MAX_TEXT_BYTES,
 )
@@ -130,7 +129,8 @@ class SearchRequest(_Strict):
     scope: ScopeIn
     query: str
     mode: Mode = "lexical"
-    limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    limit: int = DEFAULT_LIMIT
+    """1 to ``MAX_LIMIT``: checked by the service (:func:`checked_count`), as for a Python call."""
     min_relevance: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     """An addition: drop ``hybrid`` hits whose relevance (0-1) is below it."""
 
@@ -143,7 +143,8 @@ class SearchRequest(_Strict):
 class ContextRequest(SearchRequest):
     """``POST /v1/context``: a search plus the character budget of the rendered block."""
 
-    max_chars: int = Field(default=DEFAULT_CONTEXT_CHARS, ge=1, le=MAX_CONTEXT_CHARS)
+    max_chars: int = DEFAULT_CONTEXT_CHARS
+    """1 to ``MAX_CONTEXT_CHARS``: checked by the service, as ``limit`` is."""
 
 
 class PersonalityRequest(_Strict):
@@ -199,13 +200,21 @@ def checked_text(field: str, value: str, limit: int, *, nonempty: bool) -> str:
 
 
 def checked_count(field: str, value: int, low: int, high: int) -> int:
-    """``value`` if it is a whole number in ``[low, high]``.
+    """``value`` if it is a whole number in ``[low, high]``, by the engine's rule.
 
-    :raises MindLayerError: 400 naming ``field``, as the routes answer it.
+    One out of range is refused as every adapter refuses it
+    (:func:`memstore.bounded.bounded`): 400 ``invalid_request`` with the
+    engine's message (``limit must be between 1 and 100, got 101``) and
+    ``details.code`` ``arguments.out_of_range``.
+
+    :raises MindLayerError: 400 naming ``field``, for a route and a Python call alike.
     """
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if isinstance(value, bool) or not isinstance(value, int):
         raise invalid(f"{field}: must be a whole number from {low} to {high}, got {value!r:.40}")
-    return value
+    try:
+        return bounded(value, field, low, high)
+    except OutOfRangeError as e:
+        raise out_of_range(e) from None
 
 
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

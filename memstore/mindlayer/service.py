@@ -536,6 +536,7 @@ class MindLayer:
 
         :raises ProviderError: the provider failed or answered invalid output.
         """
+        checked_count("limit", limit, 1, MAX_LIMIT)  # the request's own fault first
         client = self._chat("chat")
         ctx = self.context(scope, query, mode=mode, limit=limit, min_relevance=min_relevance)
         system = f"{ANSWER_PROMPT}\n\n{ctx['prompt'] or NO_CONTEXT}"

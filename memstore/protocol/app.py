@@ -40,6 +40,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstore import __version__
+from memstore.bounded import found_in
 from memstore.journal import Journal, Lsn
 from memstore.journal.hlc import wall_clock_ms
 from memstore.memory import Memory
@@ -280,6 +281,10 @@ def create_app(
         syntax = _json_syntax(exc)
         if syntax is not None:
             return _error(syntax)
+        out_of_range = found_in(exc.errors())
+        if out_of_range is not None:  # the engine's words and code, as every adapter says it
+            found = {"code": out_of_range.code, **out_of_range.details()}
+            return _error(invalid_request(str(out_of_range), found))
         message, details = _validation_message(exc)
         return _error(invalid_request(message, {"errors": details} if details else None))
 

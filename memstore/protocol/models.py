@@ -30,6 +30,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from memstore.bounded import check
 from memstore.protocol.limits import DEFAULT_K, MAX_K, MAX_QUERY_CHARS, MAX_SOURCE_CHARS
 
 __all__ = [
@@ -138,7 +139,9 @@ class RecallRequest(BaseModel):
     model_config = _STRICT
 
     query: Text = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
+    k: Annotated[int, AfterValidator(check("k", 1, MAX_K))] = Field(
+        default=DEFAULT_K, json_schema_extra={"minimum": 1, "maximum": MAX_K}
+    )
     as_of: Text | None = Field(default=None, description="RFC 3339: answer as the state was then")
     filter: Text | None = Field(default=None, description="v0 filter DSL")
     mode: Literal["semantic", "graph"] = "semantic"

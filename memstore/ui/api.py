@@ -23,6 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from memstore.bounded import OutOfRangeError
 from memstore.errors import MemstoreError
 from memstore.journal import Lsn
 from memstore.journal.hlc import InvalidLsnError
@@ -77,11 +78,16 @@ def _files() -> dict[str, tuple[bytes, str]]:
 
 
 def _error(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    details: dict[str, object] | None = None,
 ) -> NewlineJSONResponse:
-    return NewlineJSONResponse(
-        {"error": code, "message": message}, status_code=status, headers=headers
-    )
+    body: dict[str, object] = {"error": code, "message": message}
+    if details:
+        body["details"] = details
+    return NewlineJSONResponse(body, status_code=status, headers=headers)
 
 
 class _Refused(Exception):
@@ -121,6 +127,8 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
             return _error(409, "conflict", str(e))
         except InvalidLsnError as e:
             return _error(400, "invalid_request", str(e))  # it names as_of
+        except OutOfRangeError as e:  # as MemoryProtocol words it: the engine's code in details
+            return _error(400, "invalid_request", str(e), details={"code": e.code, **e.details()})
         except MemstoreError as e:
             return _error(400, "invalid_request", str(e))
 

@@ -46,8 +46,10 @@ from memstore.search import SearchConfig, SearchResult
 from memstore.stats import snapshot_from_ops
 from memstore.store import Store
 from memstore.tags import partition_from_tags
+from memstore.ui.neighbourhood import HOPS, owned, past_neighbourhood
 
 __all__ = [
+    "MAX_HISTORY",
     "MAX_LIMIT",
     "MAX_OFFSET",
     "MAX_REACH",
@@ -81,8 +83,10 @@ others. Every page is cut from one search of this size instead: the pages
 of one listing are slices of one order.
 """
 _T = TypeVar("_T")
-RELATED_DEPTH: Final = 3
+RELATED_DEPTH: Final = HOPS
 """Hops of spreading activation for an item's related items."""
+MAX_HISTORY: Final = 100
+"""The most versions one item view lists; the answer counts the older and newer ones left out."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
@@ -92,11 +96,6 @@ class NotFound(MemstoreError, LookupError):
 
 class ReceiptMismatch(MemstoreError, ValueError):
     """A hard delete's confirmation is not the one its preview gave (or the item changed)."""
-
-
-def owned(item: Item, partition: str) -> bool:
-    """Whether ``item`` is shown to ``partition``: its partition tag, and not private."""
-    return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == partition
 
 
 def _owned_now(memory: Memory, partition: str, id: str, versions: list[Version]) -> Item:
@@ -347,11 +346,35 @@ def _theirs(versions: list[Version], partition: str) -> list[Version]:
     return out
 
 
-def _history(versions: list[Version], when: Lsn | None) -> list[dict[str, Any]]:
-    """The versions as the page lists them, each with what changed since the one before."""
+def _window(versions: list[Version], when: Lsn | None) -> tuple[int, int]:
+    """Which versions the view lists: at most :data:`MAX_HISTORY`, around the moment shown.
+
+    Now: the newest ones. At a past moment: those around the version shown
+    then (half before, half after, where there are enough).
+
+    >>> _window([None] * 5, None), _window([None] * 250, None)  # type: ignore[list-item]
+    ((0, 5), (150, 250))
+    """
+    n = len(versions)
+    if n <= MAX_HISTORY:
+        return 0, n
+    if when is None:
+        return n - MAX_HISTORY, n
+    at = sum(1 for v in versions if v.valid_from.lsn <= when)
+    start = min(max(at - MAX_HISTORY // 2, 0), n - MAX_HISTORY)
+    return start, start + MAX_HISTORY
+
+
+def _history(versions: list[Version], when: Lsn | None) -> dict[str, Any]:
+    """The versions as the page lists them, each with what changed since the one before.
+
+    At most :data:`MAX_HISTORY` of them (:func:`_window`); ``older`` and
+    ``newer`` count those left out on each side.
+    """
+    start, end = _window(versions, when)
+    previous = next((v.item for v in reversed(versions[:start]) if v.item is not None), None)
     out = []
-    previous: Item | None = None
-    for v in versions:
+    for v in versions[start:end]:
         out.append(
             {
                 "op": v.op,
@@ -365,7 +388,11 @@ def _history(versions: list[Version], when: Lsn | None) -> list[dict[str, Any]]:
         )
         if v.item is not None:
             previous = v.item
-    return out
+    return {"versions": out, "older": start, "newer": len(versions) - end}
+
+
+def _title(item: Item) -> str:
+    return item.title or item.content[:80]
 
 
 def item_view(
@@ -376,24 +403,41 @@ def item_view(
     The item is ``partition``'s while its current state is (a deleted item:
     its last state); as of ``when``, while its state then was. Its history
     lists only the versions that were ``partition``'s (:func:`_theirs`), each
-    compared with the one before it in that list.
+    compared with the one before it in that list, at most
+    :data:`MAX_HISTORY` of them (``history_older`` and ``history_newer``
+    count the ones left out).
+
+    The work is bounded by the item's neighbourhood, never the store: now,
+    the links in come from the store's reverse-link index
+    (:meth:`~memstore.store.Store.linking_to`); as of ``when``, only the
+    items within :data:`RELATED_DEPTH` links are read back from the journal
+    (:func:`~memstore.ui.neighbourhood.past_neighbourhood`;
+    ``related_complete`` is ``False`` when its cap cut it short).
 
     :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
     versions = memory.history(id) if memory.journal is not None else []
+    complete = True
     if when is None:
         _owned_now(memory, partition, id, versions)
         item = memory.get(id)  # None once deleted
-        others = [it for it in memory.store.all_items() if owned(it, partition)]
         store: Store = memory.store
+        linkers = [it for it in store.linking_to(id) if owned(it, partition)]
+        targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
+        titles = {it.id: _title(it) for it in [*linkers, *targets] if it and owned(it, partition)}
     else:
         item = next((v.item for v in versions if v.visible_at(when)), None)
         if item is None or not owned(item, partition):
             raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")
-        others = _past(memory, partition, when)
+        hood = past_neighbourhood(memory, partition, id, when, hops=RELATED_DEPTH)
+        complete = hood.complete
+        linkers = sorted(
+            (it for it in hood.items.values() if any(lk.to_id == id for lk in it.links)),
+            key=lambda it: it.id,
+        )
         store = Store()
-        store.restore(others)
-    titles = {it.id: it.title or it.content[:80] for it in others}
+        store.restore(hood.items.values())
+        titles = {i: _title(it) for i, it in hood.items.items()}
     links_out = [
         {
             "id": link.to_id,
@@ -405,7 +449,7 @@ def item_view(
     ]
     links_in = [
         {"id": it.id, "relation": link.relation, "weight": link.weight, "title": titles[it.id]}
-        for it in others
+        for it in linkers
         for link in it.links
         if link.to_id == id
     ]
@@ -413,19 +457,23 @@ def item_view(
     if item is not None and store.get(id) is not None:
         _, scored = store.context(id, RELATED_DEPTH)
         related = [
-            {"id": s.item.id, "score": s.score, "title": titles.get(s.item.id), "kind": s.item.kind}
+            {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
             for s in scored
             if s.item.id != id and owned(s.item, partition)
         ]
+    history = _history(_theirs(versions, partition), when)
     return {
         "as_of": _moment(when),
         "id": id,
         "item": _item(item) if item is not None else None,
         "deleted": item is None,
-        "history": _history(_theirs(versions, partition), when),
+        "history": history["versions"],
+        "history_older": history["older"],
+        "history_newer": history["newer"],
         "links_out": links_out,
         "links_in": links_in,
         "related": related,
+        "related_complete": complete,
     }
 
 

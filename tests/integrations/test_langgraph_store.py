@@ -11,9 +11,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    PutOp,
+    SearchOp,
+)
 
 from memstore import Config, Memory, MemstoreError
+from memstore.bounded import OutOfRangeError
 from memstore.errors import InvalidItemError, ReadOnlyError
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
@@ -597,3 +604,25 @@ def test_start_ttl_sweeper_refuses_an_interval_that_is_not_a_positive_number(
         with pytest.raises(InvalidItemError):
             store.start_ttl_sweeper(minutes)
         assert store._sweeper is None  # no thread spinning on a zero or negative wait
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        SearchOp(("a",), limit=-1),
+        SearchOp(("a",), offset=-1),
+        ListNamespacesOp(limit=-1),
+        ListNamespacesOp(offset=-3),
+    ],
+    ids=["search-limit", "search-offset", "namespaces-limit", "namespaces-offset"],
+)
+def test_a_negative_limit_or_offset_is_refused_and_the_batch_changes_nothing(op: Any) -> None:
+    """LangGraph's own stores refuse these with a ValueError; a negative one never reads as 0."""
+    with MemstoreStore() as store:
+        with pytest.raises(ValueError, match=r"must be at least 0, got -\d") as got:
+            store.batch([PutOp(("a",), "k", {"v": 1}), op])
+        assert isinstance(got.value, OutOfRangeError)
+        assert got.value.code == "arguments.out_of_range"
+        assert store.get(("a",), "k") is None  # the put before it did not happen
+        with pytest.raises(ValueError, match="at least 0"):
+            asyncio.run(store.abatch([op]))

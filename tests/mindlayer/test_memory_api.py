@@ -291,7 +291,9 @@ class TestPythonAPI:
                 with pytest.raises(MindLayerError) as refused:
                     call()
                 assert refused.value.status == 400, field
-                assert refused.value.message.startswith(f"{field}: "), refused.value.message
+                # A number out of range in the words every adapter uses (memstore.bounded).
+                named = (f"{field}: ", f"{field} must be between ")
+                assert refused.value.message.startswith(named), refused.value.message
             assert ml.export(scope) == {"personality": "", "memories": []}
 
 

@@ -590,3 +590,25 @@ def test_an_item_changed_out_of_the_listings_filter_leaves_it(browser: Any, tmp_
         context.close()
         assert stop_server(proc) == 0
         schemas.drop_all()
+
+
+def test_a_long_history_shows_100_versions_and_counts_the_rest(page: Page) -> None:
+    _, token = page.server.tenant()
+    id = "01J000000000000000000000HX"
+    lsns = []
+    for i in range(105):
+        r = page.server.ingest(token, f"Erin's desk is number {i}.", source="erin.md", id=id)
+        lsns.append(f"{r['lsn']['wall_ms']}.{r['lsn']['counter']}")
+    page.sign_in(token)
+    page.search("Erin")
+    results(page).get_by_role("button", name="erin.md").click()
+    item = page.page.get_by_role("region", name="Item")
+    versions = item.get_by_role("list", name="Versions").locator("> li")
+    expect(versions).to_have_count(100)
+    expect(item.get_by_text("5 older version(s) not shown")).to_be_visible()
+    expect(versions.nth(0)).to_contain_text("Erin's desk is number 5.")
+    page.page.get_by_role("textbox", name="As of").fill(lsns[0])
+    page.page.get_by_role("textbox", name="As of").press("Enter")
+    expect(item.locator('[data-field="content"]')).to_have_text("Erin's desk is number 0.")
+    expect(item.get_by_text("5 newer version(s) not shown")).to_be_visible()
+    expect(item.get_by_text("older version(s) not shown")).to_have_count(0)

@@ -155,10 +155,15 @@ export function itemPanel(el, view, actions, canForget) {
         )
       : null,
     h("h3", {}, "History"),
+    view.history_older ? h("p", { class: "note" }, `${view.history_older} older version(s) not shown`) : null,
     h("ol", { class: "history", "aria-label": "Versions" }, view.history.map((v) => version(v, actions.travel))),
+    view.history_newer ? h("p", { class: "note" }, `${view.history_newer} newer version(s) not shown`) : null,
     linkList("Links out", view.links_out, actions.open),
     linkList("Links in", view.links_in, actions.open),
     linkList("Related", view.related, actions.open),
+    view.related_complete === false
+      ? h("p", { class: "note" }, "Only the nearest linked items were read for this moment.")
+      : null,
   );
   el.hidden = false;
 }
