@@ -1,0 +1,228 @@
+"""Malformed JSON-RPC to ``memstore mcp``: a protocol error for each, over both transports.
+
+Each case is sent as raw bytes to a real server (a subprocess on stdio, a
+real loopback HTTP server), and the answer read off the wire: -32700 with
+``id`` ``null`` for what is not JSON, -32600 for a batch or an object that
+is not a request, -32601 for an unknown method, nothing for a notification
+nobody can use, and JSON-RPC error bodies for the transport's own refusals.
+Over stdio, requests read before the client closes stdin are all answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from memstore.mcp.framing import frame
+from memstore.memory import Memory
+from tests.mcp_harness import ROOT, _env, http_server, mcp_command
+
+INIT: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+# (raw message, expected code, expected id); code None: no answer at all.
+CASES: list[tuple[bytes, int | None, Any]] = [
+    (b"not json", -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', -32700, None),
+    (b'\xff\xfe{"jsonrpc": "2.0"}', -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": NaN}}', -32700, None),
+    (b"[" * 100_000 + b"]" * 100_000, -32700, None),
+    (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', -32600, None),
+    (b"[]", -32600, None),
+    (b'"ping"', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),
+    (b'{"jsonrpc": "2.0", "id": 11}', -32600, 11),
+    (b'{"jsonrpc": "2.0", "id": 12, "method": 5}', -32600, 12),
+    (b'{"jsonrpc": "1.0", "id": 13, "method": "ping"}', -32600, 13),
+    (b'{"jsonrpc": "2.0", "id": "p", "method": "ping", "params": [1]}', -32600, "p"),
+    (b'{"jsonrpc": "2.0", "id": 14, "method": "no/such/method"}', -32601, 14),
+    (b'{"jsonrpc": "2.0", "method": "no/such/notification"}', None, None),
+    (b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 3}', None, None),
+]
+
+
+def _ids(case: tuple[bytes, int | None, Any]) -> str:
+    return case[0][:40].decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_frame_answers_each_malformed_message(case: tuple[bytes, int | None, Any]) -> None:
+    raw, code, request_id = case
+    framed = frame(raw)
+    assert framed.message is None
+    if code is None:
+        assert framed.error is None
+    else:
+        assert framed.error is not None
+        assert framed.error["jsonrpc"] == "2.0"
+        assert (framed.error["error"]["code"], framed.error["id"]) == (code, request_id)
+        assert framed.error["error"]["message"]
+
+
+def test_frame_passes_requests_notifications_and_responses() -> None:
+    for ok in (
+        INIT,
+        INITIALIZED,
+        {"jsonrpc": "2.0", "id": "x", "method": "tools/call", "params": {"name": "recall"}},
+        {"jsonrpc": "2.0", "id": 3, "result": {}},
+        {"jsonrpc": "2.0", "id": 3, "error": {"code": -1, "message": "no"}},
+    ):
+        framed = frame(json.dumps(ok).encode())
+        assert framed.error is None and framed.message is not None, ok
+
+
+def _stdio_exchange(data: Path, lines: list[bytes]) -> tuple[list[dict[str, Any]], str]:
+    """Write ``lines`` to a stdio server, close stdin; every line it wrote, and its stderr."""
+    head = [json.dumps(INIT).encode(), json.dumps(INITIALIZED).encode()]
+    done = subprocess.run(
+        mcp_command(data),
+        input=b"\n".join(head + lines) + b"\n",
+        capture_output=True,
+        env=_env(),
+        cwd=str(ROOT),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    out = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    return out, done.stderr.decode()
+
+
+def test_stdio_answers_every_malformed_line_and_keeps_serving(tmp_path: Path) -> None:
+    lines = [raw for raw, _, _ in CASES] + [b'{"jsonrpc": "2.0", "id": 99, "method": "ping"}']
+    out, err = _stdio_exchange(tmp_path, lines)
+    assert out[0]["id"] == "init" and "result" in out[0]
+    answers = [(m["error"]["code"], m["id"]) for m in out[1:] if "error" in m]
+    assert answers == [(code, rid) for _, code, rid in CASES if code is not None]
+    assert out[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
+    assert "Traceback" not in err and "validation error" not in err
+
+
+def test_stdio_answers_requests_read_before_stdin_closed(tmp_path: Path) -> None:
+    calls = [
+        {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": f"Fact number {n} is true."}},
+        }
+        for n in range(1, 31)
+    ]
+    out, _ = _stdio_exchange(tmp_path, [json.dumps(c).encode() for c in calls])
+    answered = sorted(m["id"] for m in out if m.get("id") != "init")
+    assert answered == list(range(1, 31))
+    assert all(not m["result"]["isError"] for m in out[1:])
+    with Memory(tmp_path, embedder="hash") as mem:
+        assert len(mem.recent(100)) == 30
+
+
+def test_stdio_refuses_an_over_long_line_and_reads_on(tmp_path: Path) -> None:
+    huge = (
+        b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": "'
+        + b"a" * (5 << 20)
+        + b'"}}'
+    )
+    out, _ = _stdio_exchange(tmp_path, [huge, b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}'])
+    assert out[1]["error"]["code"] == -32600 and out[1]["id"] is None
+    assert out[2] == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """A loopback HTTP server with one initialised session: its URL and the headers to use."""
+    with http_server(tmp_path_factory.mktemp("http")) as url:
+        r = httpx.post(url, json=INIT, headers=HEADERS)
+        assert r.status_code == 200
+        headers = dict(HEADERS)
+        headers["mcp-session-id"] = r.headers["mcp-session-id"]
+        headers["mcp-protocol-version"] = "2025-06-18"
+        assert httpx.post(url, json=INITIALIZED, headers=headers).status_code == 202
+        yield url, headers
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+def test_http_answers_each_malformed_body(
+    session: tuple[str, dict[str, str]], case: tuple[bytes, int | None, Any]
+) -> None:
+    url, headers = session
+    raw, code, request_id = case
+    r = httpx.post(url, content=raw, headers=headers)
+    if code is None:
+        assert (r.status_code, r.content) == (202, b"")
+        return
+    assert r.status_code == (200 if code == -32601 else 400)
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert (body["jsonrpc"], body["error"]["code"], body["id"]) == ("2.0", code, request_id)
+    # The session still serves.
+    ok = httpx.post(url, json={"jsonrpc": "2.0", "id": 7, "method": "ping"}, headers=headers)
+    assert ok.status_code == 200 and '"id":7,"result":{}' in ok.text
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [
+        ({"Content-Type": "text/plain"}, 400),
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Host": "evil.example"}, 421),
+        ({"mcp-session-id": "not-a-session"}, 404),
+    ],
+)
+def test_http_transport_refusals_are_json_rpc_errors(
+    session: tuple[str, dict[str, str]], extra: dict[str, str], status: int
+) -> None:
+    url, headers = session
+    ping = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    r = httpx.post(url, content=ping, headers={**headers, **extra})
+    assert r.status_code == status
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert isinstance(body["error"]["code"], int) and body["error"]["message"]
+
+
+def test_http_body_over_4_mib_is_413_before_the_body_ends(
+    session: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = session
+    declared = httpx.post(url, content=b" " * ((4 << 20) + 1), headers=headers)
+    assert declared.status_code == 413
+    assert declared.json()["error"]["code"] == -32000 and declared.json()["id"] is None
+    # Chunked, no length given, and never finished: the answer must come as
+    # soon as the limit is passed (a server reading to the end would hang).
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items() if k != "Content-Type")
+    request = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{head}"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    chunk = b"100000\r\n" + b" " * (1 << 20) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(request)
+        with contextlib.suppress(OSError):  # the server may stop reading once it answered
+            for _ in range(5):
+                sock.sendall(chunk)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:100]
