@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import IO, Any, Final
@@ -45,13 +46,13 @@ class _Output:
     def __init__(self, out: IO[bytes]) -> None:
         self.out = out
         self.lock = anyio.Lock()
-        self.pending: set[tuple[type, str | int]] = set()
+        self.pending: Counter[tuple[type, str | int]] = Counter()  # an id may be reused
         self.drained: anyio.Event | None = None
         self.broken = False
 
     def expect(self, request_id: str | int) -> None:
         """Note a request handed to the session (its answer is awaited at the end)."""
-        self.pending.add((type(request_id), request_id))
+        self.pending[(type(request_id), request_id)] += 1
 
     async def write(self, message: dict[str, Any]) -> None:
         """Write ``message`` as one line; an answer settles its request."""
@@ -64,7 +65,7 @@ class _Output:
                     self.broken = True
         request_id = message.get("id")
         if "method" not in message and request_id is not None:
-            self.pending.discard((type(request_id), request_id))
+            self.pending -= Counter({(type(request_id), request_id): 1})
         if self.drained is not None and (self.broken or not self.pending):
             self.drained.set()
 
