@@ -20,8 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from memstore.mcp.framing import frame
+from memstore.mcp.framing import REQUEST_METHODS, frame
 from memstore.memory import Memory
 from tests.mcp_harness import ROOT, _env, http_server, mcp_command
 
@@ -227,3 +229,69 @@ def test_http_body_over_4_mib_is_413_before_the_body_ends(
                 sock.sendall(chunk)
         answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:100]
+
+
+json_leaf: st.SearchStrategy[Any] = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+)
+json_any: st.SearchStrategy[Any] = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=6,
+)
+methods = st.one_of(st.sampled_from(sorted(REQUEST_METHODS)), st.text(max_size=12), json_leaf)
+messages = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.one_of(st.just("2.0"), json_leaf),
+        "id": st.one_of(st.integers(), st.text(max_size=6), json_leaf),
+        "method": methods,
+        "params": st.one_of(st.dictionaries(st.text(max_size=8), json_any), json_any),
+        "result": json_any,
+        "error": json_any,
+    },
+)
+FUZZ = settings(
+    max_examples=80,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+@FUZZ
+@given(raw=st.one_of(st.binary(max_size=40), json_any.map(json.dumps), messages.map(json.dumps)))
+def test_frame_never_raises_and_answers_in_the_json_rpc_shape(raw: Any) -> None:
+    framed = frame(raw)
+    assert framed.message is None or framed.error is None
+    if framed.error is not None:
+        assert set(framed.error) == {"jsonrpc", "id", "error"}
+        assert framed.error["error"]["code"] in (-32700, -32600, -32601)
+        request_id = framed.error["id"]
+        assert request_id is None or isinstance(request_id, str | int)
+        json.dumps(framed.error)
+
+
+def test_http_random_messages_get_json_rpc_answers_never_a_500(
+    session: tuple[str, dict[str, str]],
+) -> None:
+    url, headers = session
+
+    @FUZZ
+    @given(message=messages)
+    def attempt(message: dict[str, Any]) -> None:
+        r = httpx.post(url, content=json.dumps(message), headers=headers)
+        assert r.status_code in (200, 202, 400), (message, r.status_code, r.text[:200])
+        if r.status_code == 202:
+            return
+        text = r.text
+        if r.headers["content-type"].startswith("text/event-stream"):
+            text = next(line[6:] for line in text.splitlines() if line.startswith("data: "))
+        body = json.loads(text)
+        assert body["jsonrpc"] == "2.0" and ("result" in body) != ("error" in body), body
+
+    attempt()
