@@ -4,7 +4,8 @@ Each case is sent as raw bytes to a real server (a subprocess on stdio, a
 real loopback HTTP server), and the answer read off the wire: -32700 with
 ``id`` ``null`` for what is not JSON, -32600 for a batch or an object that
 is not a request, -32601 for an unknown method, nothing for a notification
-nobody can use, and JSON-RPC error bodies for the transport's own refusals.
+nobody can use, -32602 naming the problem for params a method cannot take,
+and JSON-RPC error bodies for the transport's own refusals.
 Over stdio, requests read before the client closes stdin are all answered.
 """
 
@@ -59,6 +60,14 @@ CASES: list[tuple[bytes, int | None, Any]] = [
     (b'{"jsonrpc": "1.0", "id": 13, "method": "ping"}', -32600, 13),
     (b'{"jsonrpc": "2.0", "id": "p", "method": "ping", "params": [1]}', -32600, "p"),
     (b'{"jsonrpc": "2.0", "id": 14, "method": "no/such/method"}', -32601, 14),
+    (b'{"jsonrpc": "2.0", "id": 15, "method": "tools/call", "params": {}}', -32602, 15),
+    (b'{"jsonrpc": "2.0", "id": 16, "method": "initialize"}', -32602, 16),
+    (
+        b'{"jsonrpc": "2.0", "id": 17, "method": "tools/call",'
+        b' "params": {"name": "recall", "arguments": [1]}}',
+        -32602,
+        17,
+    ),
     (b'{"jsonrpc": "2.0", "method": "no/such/notification"}', None, None),
     (b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 3}', None, None),
 ]
@@ -175,7 +184,7 @@ def test_http_answers_each_malformed_body(
     if code is None:
         assert (r.status_code, r.content) == (202, b"")
         return
-    assert r.status_code == (200 if code == -32601 else 400)
+    assert r.status_code == (400 if code in (-32700, -32600) else 200)
     assert r.headers["content-type"] == "application/json"
     body = r.json()
     assert (body["jsonrpc"], body["error"]["code"], body["id"]) == ("2.0", code, request_id)
@@ -270,7 +279,7 @@ def test_frame_never_raises_and_answers_in_the_json_rpc_shape(raw: Any) -> None:
     assert framed.message is None or framed.error is None
     if framed.error is not None:
         assert set(framed.error) == {"jsonrpc", "id", "error"}
-        assert framed.error["error"]["code"] in (-32700, -32600, -32601)
+        assert framed.error["error"]["code"] in (-32700, -32600, -32601, -32602)
         request_id = framed.error["id"]
         assert request_id is None or isinstance(request_id, str | int)
         json.dumps(framed.error)

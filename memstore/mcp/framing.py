@@ -4,9 +4,11 @@ The MCP SDK (1.30) is lenient where JSON-RPC 2.0 is strict, and quiet where a
 client needs an answer: a line of stdio that is not JSON gets no reply at all
 (the client waits forever), ``{"id": true, "method": "ping"}`` is taken for a
 notification and dropped, an unknown method is answered -32602 (invalid
-params), and a bad body over HTTP is answered with the made-up id
-``"server-error"``. Both transports therefore pass every incoming message
-through :func:`frame` first, which answers as JSON-RPC says:
+params), a request with bad params gets ``"Invalid request parameters"``
+(not which) while a hundred lines of pydantic go to stderr, and a bad body
+over HTTP is answered with the made-up id ``"server-error"``. Both transports
+therefore pass every incoming message through :func:`frame` first, which
+answers as JSON-RPC says:
 
 - not UTF-8, not JSON, or nested deeper than
   :data:`~memstore.web.body.DEFAULT_MAX_JSON_DEPTH`: -32700 (parse error);
@@ -17,6 +19,9 @@ through :func:`frame` first, which answers as JSON-RPC says:
   response: -32600 (invalid request);
 - a request for a method MCP does not define for a client: -32601 (method
   not found);
+- a request whose params its method cannot take: -32602 (invalid params),
+  the message naming the first problem (``params.arguments: Input should be
+  a valid dictionary``);
 - a notification the server cannot use (an unknown method, bad params):
   dropped quietly, as JSON-RPC requires (a notification is never answered).
 
@@ -26,6 +31,8 @@ The error's ``id`` is the request's when it could be read, else ``null``.
 (-32700, None)
 >>> frame(b'{"jsonrpc": "2.0", "id": 7, "method": "nope"}').error["error"]["code"]
 -32601
+>>> frame(b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {}}').error["error"]
+{'code': -32602, 'message': 'Invalid params: params.name: Field required'}
 >>> frame(b'{"jsonrpc": "2.0", "method": "nope"}')
 Framed(message=None, error=None)
 >>> frame(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}').message is not None
@@ -40,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcp import types
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from memstore.web.body import DEFAULT_MAX_JSON_DEPTH, json_depth
 
@@ -52,17 +59,19 @@ __all__ = [
 ]
 
 
-def _methods(union: Any) -> frozenset[str]:
-    """The ``method`` literals of a union of SDK request or notification models."""
-    found: set[str] = set()
+def _models(union: Any) -> dict[str, type[BaseModel]]:
+    """The SDK's request or notification models of a union, by their ``method``."""
+    found: dict[str, type[BaseModel]] = {}
     for model in typing.get_args(union):
-        found.update(typing.get_args(model.model_fields["method"].annotation))
-    return frozenset(found)
+        for method in typing.get_args(model.model_fields["method"].annotation):
+            found[method] = model
+    return found
 
 
-REQUEST_METHODS: Final = _methods(types.ClientRequestType)
+_REQUESTS: Final = _models(types.ClientRequestType)
+_NOTIFICATIONS: Final = _models(types.ClientNotificationType)
+REQUEST_METHODS: Final = frozenset(_REQUESTS)
 """Every method a client may call (those a server does not serve get the SDK's -32601)."""
-_NOTIFICATIONS: Final = _methods(types.ClientNotificationType)
 
 
 @dataclass(frozen=True)
@@ -152,14 +161,25 @@ def frame(raw: bytes | str) -> Framed:
         )
     if isinstance(method, str) and not has_id:
         return _notification(value)
+    if isinstance(method, str):  # a request: its params as its method takes them
+        try:
+            _REQUESTS[method].model_validate(value)
+        except ValidationError as e:
+            why = f"Invalid params: {_first_problem(e)}"
+            return Framed(error=error_reply(types.INVALID_PARAMS, why, request_id))
     if method is None and not ("result" in value) ^ ("error" in value):
         return _invalid("expected a method, a result or an error", value, request_id)
     try:
         return Framed(message=types.JSONRPCMessage.model_validate(value))
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"][1:]) or "message"
-        return _invalid(f"{where}: {first['msg']}", value, request_id)
+        return _invalid(_first_problem(e), value, request_id)
+
+
+def _first_problem(e: ValidationError) -> str:
+    """Where the first problem pydantic found is, and what it is (``params.name: ...``)."""
+    first = e.errors()[0]
+    where = ".".join(str(p) for p in first["loc"] if not str(p).startswith("JSONRPC"))
+    return f"{where or 'message'}: {first['msg']}"
 
 
 def _invalid(why: str, value: dict[str, Any], request_id: Any) -> Framed:
@@ -171,10 +191,11 @@ def _invalid(why: str, value: dict[str, Any], request_id: Any) -> Framed:
 
 def _notification(value: dict[str, Any]) -> Framed:
     """A notification the server can use, or nothing (it is never answered)."""
-    if value["method"] not in _NOTIFICATIONS:
+    model = _NOTIFICATIONS.get(value["method"])
+    if model is None:
         return Framed()
     try:
-        types.ClientNotification.model_validate(value)
+        model.model_validate(value)
         return Framed(message=types.JSONRPCMessage.model_validate(value))
     except ValidationError:
         return Framed()

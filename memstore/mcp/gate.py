@@ -14,8 +14,8 @@ request reaches the SDK:
 2. for a POST, the body read to at most :data:`MAX_BODY_BYTES` (413 as soon
    as it is larger: it is never held whole);
 3. the body through :func:`~memstore.mcp.framing.frame`: a parse error or an
-   invalid request is a 400, an unknown method a 200 carrying -32601, a
-   notification the server cannot use a 202 (dropped).
+   invalid request is a 400, an unknown method or bad params a 200 carrying
+   -32601 or -32602, a notification the server cannot use a 202 (dropped).
 
 What passes goes on to the SDK with its body replayed; :func:`null_error_ids`
 rewrites the id of any error the SDK still answers itself (an unknown
@@ -79,7 +79,8 @@ async def gate(
     framed = frame(raw)
     if framed.error is not None:
         code = framed.error["error"]["code"]
-        status = 200 if code == types.METHOD_NOT_FOUND else 400
+        # A well-formed request is answered (200), even when its answer is an error.
+        status = 400 if code in (types.PARSE_ERROR, types.INVALID_REQUEST) else 200
         await _answer(scope, receive, send, status, framed.error)
         return None
     if framed.message is None:  # a notification nobody can use: accepted, dropped
