@@ -68,6 +68,15 @@ CASES: list[tuple[bytes, int | None, Any]] = [
         -32602,
         17,
     ),
+    # Lone surrogates: legal JSON escapes, but no UTF-8 answer can echo them raw.
+    (b'{"jsonrpc": "2.0", "id": 18, "method": "\\ud800"}', -32601, 18),
+    (b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}', -32600, None),
+    (
+        b'{"jsonrpc": "2.0", "id": 19, "method": "tools/call",'
+        b' "params": {"name": "recall", "arguments": {"\\udc00": 1}}}',
+        -32602,
+        19,
+    ),
     (b'{"jsonrpc": "2.0", "method": "no/such/notification"}', None, None),
     (b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 3}', None, None),
 ]
@@ -246,6 +255,7 @@ json_leaf: st.SearchStrategy[Any] = st.one_of(
     st.integers(),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=8),
+    st.sampled_from(["\ud800", "a\udc00b", "ping"]),  # JSON escapes of lone surrogates
 )
 json_any: st.SearchStrategy[Any] = st.recursive(
     json_leaf,

@@ -48,7 +48,9 @@ from typing import Any, Final
 
 from mcp import types
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
+from memstore.arguments import has_lone_surrogate
 from memstore.web.body import DEFAULT_MAX_JSON_DEPTH, json_depth
 
 __all__ = [
@@ -92,6 +94,7 @@ def error_reply(code: int, message: str, request_id: str | int | None = None) ->
     >>> error_reply(-32600, "no batches")
     {'jsonrpc': '2.0', 'id': None, 'error': {'code': -32600, 'message': 'no batches'}}
     """
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
@@ -120,8 +123,14 @@ def _parse(raw: bytes | str) -> Any:
 
 
 def _is_id(value: Any) -> bool:
-    """A request id MCP allows: a string or an integer (``true`` is not one)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """A request id MCP allows: a string or an integer (``true`` is not one).
+
+    A string holding a lone surrogate (``"\\ud800"``) is not one either: no
+    UTF-8 answer could carry it back.
+    """
+    if isinstance(value, str):
+        return not has_lone_surrogate(value)
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def frame(raw: bytes | str) -> Framed:
@@ -145,7 +154,8 @@ def frame(raw: bytes | str) -> Framed:
     if has_id and not _is_id(request_id):
         return Framed(
             error=error_reply(
-                types.INVALID_REQUEST, "Invalid request: id must be a string or an integer"
+                types.INVALID_REQUEST,
+                "Invalid request: id must be a string (of valid Unicode) or an integer",
             )
         )
     method = value.get("method")
@@ -161,18 +171,23 @@ def frame(raw: bytes | str) -> Framed:
         )
     if isinstance(method, str) and not has_id:
         return _notification(value)
-    if isinstance(method, str):  # a request: its params as its method takes them
-        try:
-            _REQUESTS[method].model_validate(value)
-        except ValidationError as e:
-            why = f"Invalid params: {_first_problem(e)}"
-            return Framed(error=error_reply(types.INVALID_PARAMS, why, request_id))
     if method is None and not ("result" in value) ^ ("error" in value):
         return _invalid("expected a method, a result or an error", value, request_id)
     try:
-        return Framed(message=types.JSONRPCMessage.model_validate(value))
+        message = types.JSONRPCMessage.model_validate(value)
     except ValidationError as e:
         return _invalid(_first_problem(e), value, request_id)
+    if isinstance(method, str):  # a request: its params as its method takes them
+        try:  # what the SDK's session checks: the request as JSON, against its method's model
+            seen = message.root.model_dump(by_alias=True, mode="json", exclude_none=True)
+            _REQUESTS[method].model_validate(seen)
+        except ValidationError as e:
+            why = f"Invalid params: {_first_problem(e)}"
+            return Framed(error=error_reply(types.INVALID_PARAMS, why, request_id))
+        except (PydanticSerializationError, UnicodeError):
+            why = "Invalid params: a name in them is not valid Unicode (a lone surrogate)"
+            return Framed(error=error_reply(types.INVALID_PARAMS, why, request_id))
+    return Framed(message=message)
 
 
 def _first_problem(e: ValidationError) -> str:

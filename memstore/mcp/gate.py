@@ -30,7 +30,7 @@ from typing import Any, Final
 from mcp import types
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from memstore.web.body import ClientDisconnected, read_body, replay
@@ -51,7 +51,11 @@ async def _answer(
     scope: Scope, receive: Receive, send: Send, status: int, body: dict[str, Any] | None
 ) -> None:
     """Answer ``body`` (a JSON-RPC error) with ``status``; no body at all for ``None``."""
-    response = Response(status_code=status) if body is None else JSONResponse(body, status)
+    if body is None:
+        response = Response(status_code=status)
+    else:  # ASCII JSON: a message quoting a lone surrogate cannot break the answer
+        content = json.dumps(body, separators=(",", ":")).encode("ascii")
+        response = Response(content, status, media_type="application/json")
     await response(scope, receive, send)
 
 

@@ -56,7 +56,7 @@ class _Output:
 
     async def write(self, message: dict[str, Any]) -> None:
         """Write ``message`` as one line; an answer settles its request."""
-        line = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        line = _line(message)
         async with self.lock:
             if not self.broken:
                 try:
@@ -80,6 +80,19 @@ class _Output:
     def _put(self, line: bytes) -> None:
         self.out.write(line)
         self.out.flush()
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    """``message`` as one line of UTF-8 JSON.
+
+    Text holding a lone surrogate (JSON can carry ``"\\ud800"``, UTF-8 cannot)
+    is written with every non-ASCII character escaped instead of failing.
+    """
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
 
 
 _TOO_LONG: Final = object()
