@@ -15,6 +15,7 @@ import contextlib
 import json
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -314,3 +315,14 @@ def test_http_random_messages_get_json_rpc_answers_never_a_500(
         assert body["jsonrpc"] == "2.0" and ("result" in body) != ("error" in body), body
 
     attempt()
+
+
+@settings(max_examples=5, deadline=None, database=None)
+@given(lines=st.lists(st.one_of(messages.map(json.dumps), st.binary(max_size=30)), max_size=60))
+def test_stdio_survives_any_stream_of_lines(lines: list[Any]) -> None:
+    raw = [line.encode() if isinstance(line, str) else line.replace(b"\n", b" ") for line in lines]
+    last = b'{"jsonrpc": "2.0", "id": "last", "method": "ping"}'
+    with tempfile.TemporaryDirectory() as data:
+        out, err = _stdio_exchange(Path(data), [*raw, last])
+    assert {"jsonrpc": "2.0", "id": "last", "result": {}} in out
+    assert "Traceback" not in err
