@@ -209,8 +209,9 @@ def _notification(value: dict[str, Any]) -> Framed:
     model = _NOTIFICATIONS.get(value["method"])
     if model is None:
         return Framed()
-    try:
-        model.model_validate(value)
-        return Framed(message=types.JSONRPCMessage.model_validate(value))
-    except ValidationError:
+    try:  # as the SDK's session will read it: dumped to JSON, then its method's model
+        message = types.JSONRPCMessage.model_validate(value)
+        model.model_validate(message.root.model_dump(by_alias=True, mode="json", exclude_none=True))
+        return Framed(message=message)
+    except (ValidationError, PydanticSerializationError, UnicodeError):
         return Framed()
