@@ -42,6 +42,7 @@ from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal, send_refusal
 from memstore.web.tokens import TokensFile
 
+from .gate import gate, null_error_ids
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
 __all__ = [
@@ -155,7 +156,7 @@ def http_app(
             allowed_origins=[f"http://{n}:{port}" for n in names],
         )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    endpoint = _Endpoint(manager, Caller(partition=partition), tokens)
+    endpoint = _Endpoint(manager, Caller(partition=partition), tokens, security)
     return Starlette(
         routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
         lifespan=lambda app: manager.run(),
@@ -201,10 +202,13 @@ class _Endpoint:
         manager: StreamableHTTPSessionManager,
         fixed: Caller,
         tokens: TokensFile[TokenMap] | None,
+        security: TransportSecuritySettings,
     ) -> None:
         self.manager, self.fixed, self.tokens = manager, fixed, tokens
+        self.security = security
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        send = null_error_ids(send)
         caller: Caller | None = self.fixed
         if self.tokens is not None:
             try:
@@ -221,5 +225,8 @@ class _Endpoint:
                 )
                 await response(scope, receive, send)
                 return
+        passed = await gate(scope, receive, send, self.security)
+        if passed is None:  # refused (a JSON-RPC error), or a notification dropped
+            return
         scope[CALLER_KEY] = caller
-        await self.manager.handle_request(scope, receive, send)
+        await self.manager.handle_request(scope, passed, send)

@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 import anyio
-from mcp.server.stdio import stdio_server
 
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
@@ -23,6 +22,7 @@ from memstore.web.listen import ListenError, base_url, listening
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens, quiet_hangups
 from .opening import open_memory
 from .server import build_server, surface
+from .stdio import stdio_transport
 from .toolkit import Caller
 
 __all__ = ["serve"]
@@ -117,5 +117,5 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
 
 
 async def _stdio(server: Any) -> None:
-    async with stdio_server() as (read, write):
+    async with stdio_transport() as (read, write):
         await server.run(read, write, server.create_initialization_options())
