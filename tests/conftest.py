@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -154,3 +155,16 @@ def pg_schemas() -> Iterator[Schemas]:
 def pg_place(pg_schemas: Schemas) -> PgPlace:
     """A schema of its own for one test."""
     return pg_schemas.new()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Path | PgPlace:
+    """Where a journal lives: an SQLite file, then a PostgreSQL schema of the test's own.
+
+    A test taking ``place`` runs once on each backend (open it with
+    :func:`tests.journals.open_journal`). A module may define its own.
+    """
+    if request.param == "sqlite":
+        return tmp_path / "journal.db"
+    pg: PgPlace = request.getfixturevalue("pg_place")
+    return pg

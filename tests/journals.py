@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from memstore import Store
 from memstore.journal import JournalBase, SqliteJournal
 from tests.pgtest import PgPlace
 
@@ -32,6 +33,16 @@ def open_journal(place: Place, **kwargs: Any) -> JournalBase:
 
     options: dict[str, Any] = {"node_id": 0, "durability": "off", **kwargs}
     return PostgresJournal(place.dsn, schema=place.schema, **options)
+
+
+def attached(place: Place) -> tuple[Store, JournalBase]:
+    """A new store attached to a journal at ``place`` (a PostgreSQL one following no one)."""
+    journal = (
+        SqliteJournal(place) if isinstance(place, Path) else open_journal(place, replicate=False)
+    )
+    store = Store()
+    journal.attach(store)
+    return store, journal
 
 
 def place_of(journal: JournalBase) -> Place:

@@ -13,38 +13,22 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from memstore import Item, Store
-from memstore.journal import JournalBase, SqliteJournal
+from memstore.journal import JournalBase
 from memstore.journal.hlc import Lsn
-from tests.journals import Place, open_journal
-from tests.pgtest import PgPlace
+from tests.journals import Place, attached
 
 Stamp = tuple[str, Lsn]  # (id, valid_from) of one version
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "journal.db"
-    pg: PgPlace = request.getfixturevalue("pg_place")
-    return pg
-
-
 @pytest.fixture
-def opened(place: Place) -> tuple[Store, JournalBase]:
-    store = Store()
-    journal: JournalBase
-    if isinstance(place, Path):
-        journal = SqliteJournal(place)
-    else:
-        journal = open_journal(place, replicate=False)
-    journal.attach(store)
-    yield store, journal  # type: ignore[misc]
+def opened(place: Place) -> Iterator[tuple[Store, JournalBase]]:
+    store, journal = attached(place)
+    yield store, journal
     journal.close()
 
 

@@ -12,20 +12,9 @@ import io
 import json
 from pathlib import Path
 
-import pytest
-
 from memstore import Item, Memory, Store
 from memstore.journal import JournalBase, SqliteJournal
 from tests.journals import Place, open_journal
-from tests.pgtest import PgPlace
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "journal.db"
-    pg: PgPlace = request.getfixturevalue("pg_place")
-    return pg
 
 
 def exported(journal: JournalBase, partition: str | None) -> dict[str, list[str]]:

@@ -14,13 +14,11 @@ import io
 import threading
 from pathlib import Path
 
-import pytest
-
 from memstore import Item, Store
 from memstore.config import Change
-from memstore.journal import JournalBase, SqliteJournal
+from memstore.journal import SqliteJournal
 from memstore.journal.postgres import PostgresJournal
-from tests.journals import Place, open_journal
+from tests.journals import Place, attached
 from tests.pgtest import PgPlace
 
 WAIT_S = 30
@@ -74,26 +72,6 @@ class Watcher:
         return bool(self.seen) and all(free for *_, free in self.seen)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "journal.db"
-    pg: PgPlace = request.getfixturevalue("pg_place")
-    return pg
-
-
-def opened(place: Place) -> tuple[Store, JournalBase]:
-    """A store with a journal at ``place`` (a PostgreSQL one following no one)."""
-    store = Store()
-    journal: JournalBase
-    if isinstance(place, Path):
-        journal = SqliteJournal(place)
-    else:
-        journal = open_journal(place, replicate=False)
-    journal.attach(store)
-    return store, journal
-
-
 def test_an_import_tells_its_listeners_after_the_lock_is_released(
     place: Place, tmp_path: Path
 ) -> None:
@@ -105,7 +83,7 @@ def test_an_import_tells_its_listeners_after_the_lock_is_released(
         source_store.delete("n1")
         buf = io.StringIO()
         source.export(None, buf)
-    store, journal = opened(place)
+    store, journal = attached(place)
     try:
         watcher = Watcher(store)
         store.upsert(Item(id="before", kind="note", title="written before"))
@@ -120,7 +98,7 @@ def test_an_import_tells_its_listeners_after_the_lock_is_released(
 
 
 def test_a_purge_tells_its_listeners_after_the_lock_is_released(place: Place) -> None:
-    store, journal = opened(place)
+    store, journal = attached(place)
     try:
         for i in range(3):
             store.upsert(Item(id=f"n{i}", kind="note", title=f"note {i}"))

@@ -26,17 +26,8 @@ from memstore import Item, Memory, Store, ThoughtLink
 from memstore.errors import InvalidItemError
 from memstore.journal import JournalBase
 from tests.journals import Place, open_journal
-from tests.pgtest import PgPlace
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "target.db"
-    place: PgPlace = request.getfixturevalue("pg_schemas").new("import")
-    return place
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ Every test taking ``place`` runs against an SQLite file and a PostgreSQL schema.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,16 +28,6 @@ from memstore.journal import JournalBase
 from memstore.validate import record_rejection, validate_base
 from memstore.vocabulary import Vocabulary
 from tests.journals import Place, open_journal
-from tests.pgtest import PgPlace
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "journal.db"
-    place: PgPlace = request.getfixturevalue("pg_schemas").new("record")
-    return place
-
 
 Opened = tuple[JournalBase, Store]
 

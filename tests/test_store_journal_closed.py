@@ -11,7 +11,6 @@ indexes, its listeners and the journal are as they were before it. A
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -19,15 +18,6 @@ from memstore import Item, Store
 from memstore.errors import JournalClosedError, JournalError
 from memstore.journal import JournalBase, Lsn
 from tests.journals import Place, open_journal
-from tests.pgtest import PgPlace
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
-    if request.param == "sqlite":
-        return tmp_path / "journal.db"
-    place: PgPlace = request.getfixturevalue("pg_schemas").new("closed")
-    return place
 
 
 def _dump(store: Store) -> list[str]:
