@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 
 from memstore import arguments as arg
 from memstore._store_base import StoreBase, _ts
+from memstore._tally import Tally
 from memstore.errors import InvalidItemError
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
 from memstore.item import (
@@ -74,6 +75,30 @@ class StoreReads(StoreBase):
         with self._locked():
             now = self._now()
             return sum(1 for it in self._items.values() if it.is_active(now))
+
+    def tally(self, partition: str) -> dict[tuple[str, str], int]:
+        """How many of ``partition``'s items the store holds, by ``(kind, status)``.
+
+        Private items are not counted; ``""`` counts the untagged ones. The
+        status is the one readers are told: an active item past its
+        ``stale_after`` counts as ``stale``. The first call walks the store
+        once; from then on the counts are kept as items are written and
+        removed, so a call costs what the partition's kinds cost, whatever
+        the store's size (:class:`~memstore._tally.Tally`).
+
+        >>> from memstore.item import Item
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> _ = store.upsert(Item(kind="fact", content="a", tags=["tenant/acme"]))
+        >>> store.tally("acme")
+        {('fact', 'active'): 1}
+        """
+        if type(partition) is not str:
+            raise InvalidItemError(f"partition must be text, got {type(partition).__name__}")
+        with self._locked():
+            if self._tally is None:
+                self._tally = Tally.of(self._items.values())
+            return self._tally.counts(partition, self._now())
 
     def indexed(self, id: str) -> bool:
         """Whether ``id`` has entries in the lexical index."""

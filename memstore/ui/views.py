@@ -37,7 +37,7 @@ from typing import Any, Final, TypeVar
 
 from memstore import arguments as arg
 from memstore.errors import MemstoreError
-from memstore.item import SCOPE_PRIVATE, Item
+from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.journal import Lsn, Version
 from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
@@ -478,18 +478,27 @@ def item_view(
 
 
 def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
-    """Counts by kind and partition (the caller's), search statistics per phase, the journal."""
-    s = memory.stats()
+    """Counts of the caller's items, search statistics per phase, the journal.
+
+    ``partitions`` and ``kinds`` count the active items (not stale, superseded
+    or past their deadline); ``statuses`` counts every item held, by status.
+    Private items are never counted. The counts come from the store's tally
+    (:meth:`~memstore.store.Store.tally`), kept as items change: a request
+    costs what the partitions' kinds cost, not a walk over the store.
+    """
+    # Not Memory.stats(): its count of active items walks the store.
+    head = memory.journal.head() if memory.journal is not None else None
+    vectors = len(memory.cells) if memory.cells is not None else 0
     by_partition: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     by_status: Counter[str] = Counter()
-    for it in memory.store.all_items():
-        p = partition_from_tags(it.tags)
-        if p in partitions and it.scope != SCOPE_PRIVATE:
-            by_partition[p] += 1
-            by_kind[it.kind] += 1
-            by_status[it.status or "active"] += 1
-    snap = snapshot_from_ops(s.search)
+    for p in dict.fromkeys(partitions):  # each once, in order
+        for (kind, status), n in memory.store.tally(p).items():
+            by_status[status] += n
+            if status == STATUS_ACTIVE:
+                by_partition[p] += n
+                by_kind[kind] += n
+    snap = snapshot_from_ops(dict(memory.searcher.stats.ops()))
     phases = {
         name: {"avg_ms": round(phase.avg_ms, 3), "count": phase.count}
         for name, phase in (
@@ -513,8 +522,8 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
             "avg_fused_ms": round(snap.avg_fused_ms, 3),
             "phases": phases,
         },
-        "journal": {"head": _moment(s.head), "bytes": size},
-        "vectors": s.vectors,
+        "journal": {"head": _moment(head), "bytes": size},
+        "vectors": vectors,
     }
 
 
