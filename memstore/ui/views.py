@@ -51,6 +51,7 @@ from memstore.ui.neighbourhood import HOPS, owned, past_neighbourhood
 __all__ = [
     "MAX_HISTORY",
     "MAX_LIMIT",
+    "MAX_LINKS_IN",
     "MAX_OFFSET",
     "MAX_REACH",
     "NotFound",
@@ -87,6 +88,11 @@ RELATED_DEPTH: Final = HOPS
 """Hops of spreading activation for an item's related items."""
 MAX_HISTORY: Final = 100
 """The most versions one item view lists; the answer counts the older and newer ones left out."""
+MAX_LINKS_IN: Final = 100
+"""The most links in one item view lists (the first by linking item's id); the rest are counted.
+
+A hub item that thousands of items link to would otherwise make a page of
+thousands of entries: the answer's ``links_in_more`` says how many are left out."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
@@ -405,7 +411,8 @@ def item_view(
     lists only the versions that were ``partition``'s (:func:`_theirs`), each
     compared with the one before it in that list, at most
     :data:`MAX_HISTORY` of them (``history_older`` and ``history_newer``
-    count the ones left out).
+    count the ones left out). At most :data:`MAX_LINKS_IN` links in are listed
+    (``links_in_more`` counts the others).
 
     The work is bounded by the item's neighbourhood, never the store: now,
     the links in come from the store's reverse-link index
@@ -424,7 +431,7 @@ def item_view(
         store: Store = memory.store
         linkers = [it for it in store.linking_to(id) if owned(it, partition)]
         targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
-        titles = {it.id: _title(it) for it in [*linkers, *targets] if it and owned(it, partition)}
+        titles = {it.id: _title(it) for it in targets if it and owned(it, partition)}
     else:
         item = next((v.item for v in versions if v.visible_at(when)), None)
         if item is None or not owned(item, partition):
@@ -447,11 +454,10 @@ def item_view(
         }
         for link in (item.links if item is not None else [])
     ]
+    incoming = [(it, link) for it in linkers for link in it.links if link.to_id == id]
     links_in = [
-        {"id": it.id, "relation": link.relation, "weight": link.weight, "title": titles[it.id]}
-        for it in linkers
-        for link in it.links
-        if link.to_id == id
+        {"id": it.id, "relation": link.relation, "weight": link.weight, "title": _title(it)}
+        for it, link in incoming[:MAX_LINKS_IN]
     ]
     related = []
     if item is not None and store.get(id) is not None:
@@ -472,6 +478,7 @@ def item_view(
         "history_newer": history["newer"],
         "links_out": links_out,
         "links_in": links_in,
+        "links_in_more": len(incoming) - len(links_in),
         "related": related,
         "related_complete": complete,
     }

@@ -160,6 +160,7 @@ export function itemPanel(el, view, actions, canForget) {
     view.history_newer ? h("p", { class: "note" }, `${view.history_newer} newer version(s) not shown`) : null,
     linkList("Links out", view.links_out, actions.open),
     linkList("Links in", view.links_in, actions.open),
+    view.links_in_more ? h("p", { class: "note" }, `${view.links_in_more} more link(s) in not shown`) : null,
     linkList("Related", view.related, actions.open),
     view.related_complete === false
       ? h("p", { class: "note" }, "Only the nearest linked items were read for this moment.")
