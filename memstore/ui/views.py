@@ -38,7 +38,7 @@ from typing import Any, Final, TypeVar
 from memstore import arguments as arg
 from memstore.errors import MemstoreError
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
-from memstore.journal import Lsn, Version
+from memstore.journal import HistoryTail, JournalBase, Lsn, Version
 from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
 from memstore.memory import JOURNAL_FILE, Memory
@@ -371,11 +371,45 @@ def _window(versions: list[Version], when: Lsn | None) -> tuple[int, int]:
     return start, start + MAX_HISTORY
 
 
-def _history(versions: list[Version], when: Lsn | None) -> dict[str, Any]:
+def _tail(memory: Memory, id: str, newest: int) -> HistoryTail:
+    """The newest ``newest`` versions of ``id`` and a summary of its history (one read).
+
+    A journal of this package answers it without reading the older versions
+    (:meth:`~memstore.journal.JournalBase.history_tail`); any other journal
+    gives its whole history, and a summary that claims nothing.
+    """
+    journal = memory.journal
+    if journal is None:
+        return HistoryTail([], 0, None, False)
+    if isinstance(journal, JournalBase):
+        return journal.history_tail(id, newest)
+    every = memory.history(id)
+    return HistoryTail(every[-newest:], len(every), None, True)
+
+
+def _recent_history(memory: Memory, partition: str, id: str) -> tuple[list[Version], int, bool]:
+    """The versions of ``id`` the view of now needs, how many older it skips, whether all theirs.
+
+    An item that always lived in ``partition`` and was never private (the
+    common case) has every version its own: only the newest
+    :data:`MAX_HISTORY` (and two before them, for the first one's diff) are
+    read, not its whole history, and the third value is ``True``. Otherwise
+    every version is read (to be filtered by :func:`_theirs`).
+    """
+    tail = _tail(memory, id, MAX_HISTORY + 2)  # a delete is never followed by another
+    if tail.complete:
+        return tail.versions, 0, False
+    if tail.partition == partition and not tail.maybe_private:
+        return tail.versions, tail.total - len(tail.versions), True
+    return memory.history(id), 0, False
+
+
+def _history(versions: list[Version], when: Lsn | None, skipped: int = 0) -> dict[str, Any]:
     """The versions as the page lists them, each with what changed since the one before.
 
     At most :data:`MAX_HISTORY` of them (:func:`_window`); ``older`` and
-    ``newer`` count those left out on each side.
+    ``newer`` count those left out on each side (``older`` adds the
+    ``skipped`` versions older than ``versions``, never read).
     """
     start, end = _window(versions, when)
     previous = next((v.item for v in reversed(versions[:start]) if v.item is not None), None)
@@ -394,7 +428,7 @@ def _history(versions: list[Version], when: Lsn | None) -> dict[str, Any]:
         )
         if v.item is not None:
             previous = v.item
-    return {"versions": out, "older": start, "newer": len(versions) - end}
+    return {"versions": out, "older": skipped + start, "newer": len(versions) - end}
 
 
 def _title(item: Item) -> str:
@@ -423,16 +457,20 @@ def item_view(
 
     :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
-    versions = memory.history(id) if memory.journal is not None else []
     complete = True
+    skipped = 0
     if when is None:
+        versions, skipped, all_theirs = _recent_history(memory, partition, id)
         _owned_now(memory, partition, id, versions)
+        theirs = versions if all_theirs else _theirs(versions, partition)
         item = memory.get(id)  # None once deleted
         store: Store = memory.store
         linkers = [it for it in store.linking_to(id) if owned(it, partition)]
         targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
         titles = {it.id: _title(it) for it in targets if it and owned(it, partition)}
     else:
+        versions = memory.history(id) if memory.journal is not None else []
+        theirs = _theirs(versions, partition)
         item = next((v.item for v in versions if v.visible_at(when)), None)
         if item is None or not owned(item, partition):
             raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")
@@ -467,7 +505,7 @@ def item_view(
             for s in scored
             if s.item.id != id and owned(s.item, partition)
         ]
-    history = _history(_theirs(versions, partition), when)
+    history = _history(theirs, when, skipped)
     return {
         "as_of": _moment(when),
         "id": id,
@@ -568,18 +606,19 @@ def forget(
     :raises NotFound: no such item in ``partition`` (now).
     :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
     """
-    versions = memory.history(id) if memory.journal is not None else []
-    _owned_now(memory, partition, id, versions)
+    tail = _tail(memory, id, 2)  # a deleted item's last state is in its newest two
+    _owned_now(memory, partition, id, tail.versions)
+    versions = tail.total
     if not hard:
         removed = memory.delete(id)
         return {"mode": "soft", "id": id, "removed": removed, "preview": False}
-    receipt = _receipt(key, partition, id, len(versions))
+    receipt = _receipt(key, partition, id, versions)
     if confirmation is None:
         return {
             "mode": "hard",
             "id": id,
             "preview": True,
-            "versions": len(versions),
+            "versions": versions,
             "confirmation": receipt,
         }
     if not hmac.compare_digest(confirmation, receipt):
@@ -587,4 +626,4 @@ def forget(
             "this confirmation is not the preview's, or the item changed since: preview again"
         )
     erased = memory.purge([id])
-    return {"mode": "hard", "id": id, "preview": False, "erased": erased, "versions": len(versions)}
+    return {"mode": "hard", "id": id, "preview": False, "erased": erased, "versions": versions}
