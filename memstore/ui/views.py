@@ -450,7 +450,8 @@ def item_view(
 
     The work is bounded by the item's neighbourhood, never the store: now,
     the links in come from the store's reverse-link index
-    (:meth:`~memstore.store.Store.linking_to`); as of ``when``, only the
+    (:meth:`~memstore.store.Store.links_in`, which copies only the items
+    listed and counts the links of the others); as of ``when``, only the
     items within :data:`RELATED_DEPTH` links are read back from the journal
     (:func:`~memstore.ui.neighbourhood.past_neighbourhood`;
     ``related_complete`` is ``False`` when its cap cut it short).
@@ -465,7 +466,9 @@ def item_view(
         theirs = versions if all_theirs else _theirs(versions, partition)
         item = memory.get(id)  # None once deleted
         store: Store = memory.store
-        linkers = [it for it in store.linking_to(id) if owned(it, partition)]
+        linkers, linked = store.links_in(
+            id, skip=lambda it: not owned(it, partition), limit=MAX_LINKS_IN
+        )
         targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
         titles = {it.id: _title(it) for it in targets if it and owned(it, partition)}
     else:
@@ -480,6 +483,7 @@ def item_view(
             (it for it in hood.items.values() if any(lk.to_id == id for lk in it.links)),
             key=lambda it: it.id,
         )
+        linked = sum(1 for it in linkers for lk in it.links if lk.to_id == id)
         store = Store()
         store.restore(hood.items.values())
         titles = {i: _title(it) for i, it in hood.items.items()}
@@ -516,7 +520,7 @@ def item_view(
         "history_newer": history["newer"],
         "links_out": links_out,
         "links_in": links_in,
-        "links_in_more": len(incoming) - len(links_in),
+        "links_in_more": linked - len(links_in),
         "related": related,
         "related_complete": complete,
     }
