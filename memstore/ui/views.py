@@ -54,6 +54,7 @@ __all__ = [
     "MAX_LINKS_IN",
     "MAX_OFFSET",
     "MAX_REACH",
+    "MAX_RELATED",
     "NotFound",
     "ReceiptMismatch",
     "forget",
@@ -93,6 +94,12 @@ MAX_LINKS_IN: Final = 100
 
 A hub item that thousands of items link to would otherwise make a page of
 thousands of entries: the answer's ``links_in_more`` says how many are left out."""
+MAX_RELATED: Final = 100
+"""The most related items one item view lists (the best scored); the rest are counted.
+
+Spreading activation from a hub reaches every item linked to it (and, from
+one of those, every other one): the answer's ``related_more`` says how many
+are left out."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
@@ -446,7 +453,8 @@ def item_view(
     compared with the one before it in that list, at most
     :data:`MAX_HISTORY` of them (``history_older`` and ``history_newer``
     count the ones left out). At most :data:`MAX_LINKS_IN` links in are listed
-    (``links_in_more`` counts the others).
+    (``links_in_more`` counts the others), and the :data:`MAX_RELATED` related
+    items scored highest (``related_more`` counts the others).
 
     The work is bounded by the item's neighbourhood, never the store: now,
     the links in come from the store's reverse-link index
@@ -501,14 +509,14 @@ def item_view(
         {"id": it.id, "relation": link.relation, "weight": link.weight, "title": _title(it)}
         for it, link in incoming[:MAX_LINKS_IN]
     ]
-    related = []
+    activated = []
     if item is not None and store.get(id) is not None:
-        _, scored = store.context(id, RELATED_DEPTH)
-        related = [
-            {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
-            for s in scored
-            if s.item.id != id and owned(s.item, partition)
-        ]
+        _, scored = store.context(id, RELATED_DEPTH)  # best first
+        activated = [s for s in scored if s.item.id != id and owned(s.item, partition)]
+    related = [
+        {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
+        for s in activated[:MAX_RELATED]
+    ]
     history = _history(theirs, when, skipped)
     return {
         "as_of": _moment(when),
@@ -522,6 +530,7 @@ def item_view(
         "links_in": links_in,
         "links_in_more": linked - len(links_in),
         "related": related,
+        "related_more": len(activated) - len(related),
         "related_complete": complete,
     }
 

@@ -615,9 +615,11 @@ def test_a_long_history_shows_100_versions_and_counts_the_rest(page: Page) -> No
     expect(item.get_by_text("older version(s) not shown")).to_have_count(0)
 
 
-def test_a_hub_item_lists_100_links_in_and_counts_the_rest(browser: Any, tmp_path: Path) -> None:
-    # 130 items link to one: its page lists 100 of them and says how many it left out,
-    # rather than growing with every item that links to it.
+def test_a_hub_item_lists_100_links_in_and_related_and_counts_the_rest(
+    browser: Any, tmp_path: Path
+) -> None:
+    # 130 items link to one: its page lists 100 of them (and of what it activates) and
+    # says how many it left out, rather than growing with every item that links to it.
     data = tmp_path / "data"
     with Memory(data, embedder="hash") as mem:
         mem.add(Item(id="hub", kind="note", content="The hub of the wiki."), partition="t")
@@ -632,6 +634,8 @@ def test_a_hub_item_lists_100_links_in_and_counts_the_rest(browser: Any, tmp_pat
         item = tab.get_by_role("region", name="Item")
         expect(item.get_by_role("list", name="Links in").get_by_role("listitem")).to_have_count(100)
         expect(item.get_by_text("30 more link(s) in not shown")).to_be_visible()
+        expect(item.get_by_role("list", name="Related").get_by_role("listitem")).to_have_count(100)
+        expect(item.get_by_text("30 more related item(s) not shown")).to_be_visible()
         item.get_by_role("list", name="Links in").get_by_role(
             "button", name="Spoke page 0."
         ).click()

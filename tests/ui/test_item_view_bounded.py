@@ -22,7 +22,14 @@ from memstore.item import ThoughtLink
 from memstore.journal import Lsn
 from memstore.store import Store
 from memstore.ui.neighbourhood import past_neighbourhood
-from memstore.ui.views import MAX_HISTORY, MAX_LINKS_IN, RELATED_DEPTH, item_view, owned
+from memstore.ui.views import (
+    MAX_HISTORY,
+    MAX_LINKS_IN,
+    MAX_RELATED,
+    RELATED_DEPTH,
+    item_view,
+    owned,
+)
 
 RELATIONS = ["triggers", "caused_by", "correlates_with", "precedes", "explains"]
 
@@ -219,6 +226,11 @@ def test_links_in_list_the_first_100_and_count_the_rest(mem: Memory) -> None:
         ]
         assert shown[-1][0] == f"s{MAX_LINKS_IN - 2:03d}"
         assert view["links_in_more"] == MAX_LINKS_IN + 21 - MAX_LINKS_IN
+        # What the hub activates: its 120 spokes, the best scored 100 listed.
+        scores = [x["score"] for x in view["related"]]
+        assert len(scores) == MAX_RELATED and scores == sorted(scores, reverse=True)
+        assert view["related_more"] == 20
+        assert not any(x["id"].startswith("f") for x in view["related"])
 
 
 def test_a_few_links_in_are_listed_whole(mem: Memory) -> None:
@@ -227,3 +239,4 @@ def test_a_few_links_in_are_listed_whole(mem: Memory) -> None:
     mem.add(Item(id="s", kind="note", content="spoke", links=[link]), partition="acme")
     view = item_view(mem, "acme", "hub")
     assert [x["id"] for x in view["links_in"]] == ["s"] and view["links_in_more"] == 0
+    assert [x["id"] for x in view["related"]] == ["s"] and view["related_more"] == 0

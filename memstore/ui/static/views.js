@@ -162,6 +162,7 @@ export function itemPanel(el, view, actions, canForget) {
     linkList("Links in", view.links_in, actions.open),
     view.links_in_more ? h("p", { class: "note" }, `${view.links_in_more} more link(s) in not shown`) : null,
     linkList("Related", view.related, actions.open),
+    view.related_more ? h("p", { class: "note" }, `${view.related_more} more related item(s) not shown`) : null,
     view.related_complete === false
       ? h("p", { class: "note" }, "Only the nearest linked items were read for this moment.")
       : null,
