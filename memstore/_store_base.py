@@ -19,6 +19,7 @@ from sortedcontainers import SortedKeyList
 from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
 from memstore._shared import share_containers
+from memstore._tally import Tally
 from memstore.arguments import has_lone_surrogate
 from memstore.config import (
     BeforeCommitListener,
@@ -108,6 +109,9 @@ class StoreBase:
         self._exact_todo: set[str] = set()
         self._dedup_cache = DedupTokens()
         self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
+        # Counts by partition, kind and status: made at the first ask (StoreReads.tally),
+        # then kept by _set; a bulk fill drops it (the next ask counts again).
+        self._tally: Tally | None = None
         self._txn: _Txn | None = None
         self._tls = threading.local()
         self._unpublished: list[Change] = []
@@ -361,6 +365,11 @@ class StoreBase:
         if new is not None:
             share_containers(new)  # first: it never raises, and nothing has changed yet
         old = self._items.get(id)
+        if self._tally is not None:
+            if old is not None:
+                self._tally.remove(old)
+            if new is not None:
+                self._tally.add(new)
         if old is not None:
             self._by_update.remove(old)
             if old.scope == SCOPE_PRIVATE:
@@ -420,6 +429,7 @@ class StoreBase:
         snapshot); else each is put here.
         """
         assert not self._items, "a fill starts from an empty store"
+        self._tally = None  # counted again when next asked, not at every start-up
         # One pass over the items for every per-item index: at 100k items a
         # pass is memory-bound (each item's object, dict and id are cold), so
         # fused passes cost about what one does. Fields are read from the

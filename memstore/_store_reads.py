@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 
 from memstore import arguments as arg
 from memstore._store_base import StoreBase, _ts
+from memstore._tally import Tally
 from memstore.errors import InvalidItemError
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
 from memstore.item import (
@@ -74,6 +75,30 @@ class StoreReads(StoreBase):
         with self._locked():
             now = self._now()
             return sum(1 for it in self._items.values() if it.is_active(now))
+
+    def tally(self, partition: str) -> dict[tuple[str, str], int]:
+        """How many of ``partition``'s items the store holds, by ``(kind, status)``.
+
+        Private items are not counted; ``""`` counts the untagged ones. The
+        status is the one readers are told: an active item past its
+        ``stale_after`` counts as ``stale``. The first call walks the store
+        once; from then on the counts are kept as items are written and
+        removed, so a call costs what the partition's kinds cost, whatever
+        the store's size (:class:`~memstore._tally.Tally`).
+
+        >>> from memstore.item import Item
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> _ = store.upsert(Item(kind="fact", content="a", tags=["tenant/acme"]))
+        >>> store.tally("acme")
+        {('fact', 'active'): 1}
+        """
+        if type(partition) is not str:
+            raise InvalidItemError(f"partition must be text, got {type(partition).__name__}")
+        with self._locked():
+            if self._tally is None:
+                self._tally = Tally.of(self._items.values())
+            return self._tally.counts(partition, self._now())
 
     def indexed(self, id: str) -> bool:
         """Whether ``id`` has entries in the lexical index."""
@@ -312,6 +337,48 @@ class StoreReads(StoreBase):
             return self._out(
                 [self._view(self._items[i], now) for i in ids if self._traversable(i, now)]
             )
+
+    def links_in(
+        self, id: str, *, skip: Callable[[Item], bool] | None = None, limit: int = 0
+    ) -> tuple[list[Item], int]:
+        """:meth:`linking_to`, bounded: the first ``limit`` linking items, and every link counted.
+
+        Copies of the first ``limit`` (``0``: every one) shared, active items
+        holding a link to ``id``, by id, and how many links to ``id`` all of
+        them hold (an item may hold several). ``skip`` drops the items it is
+        true of before they are kept or counted (it sees the stored item: read
+        it, never keep or change it). Only the items returned are copied, so an
+        item ten thousand others link to costs ten thousand checks, not copies.
+
+        >>> from memstore.item import Item, ThoughtLink
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> _ = store.upsert(Item(id="hub", kind="note", content="hub"))
+        >>> for n in range(3):
+        ...     _ = store.upsert(Item(id=f"s{n}", kind="note", content="spoke",
+        ...                           links=[ThoughtLink(to_id="hub", relation="explains")]))
+        >>> kept, links = store.links_in("hub", limit=2)
+        >>> [it.id for it in kept], links
+        (['s0', 's1'], 3)
+        """
+        if type(id) is not str:
+            arg.id_arg(id)
+        limit = arg.count(limit, "limit", 0, 2**63 - 1)
+        _check_skip(skip)
+        with self._locked():
+            now = self._now()
+            kept: list[Item] = []
+            links = 0
+            for i in sorted(self._backlinks.get(id, ())):
+                if not self._traversable(i, now):
+                    continue
+                it = self._items[i]
+                if skip is not None and skip(it):
+                    continue
+                links += sum(1 for link in it.links if link.to_id == id)
+                if not limit or len(kept) < limit:
+                    kept.append(it)
+            return self._out([self._view(it, now) for it in kept]), links
 
     def linker_ids(self, id: str) -> list[str]:
         """The ids of every item holding a link to ``id`` now, whatever its status or scope.

@@ -476,3 +476,28 @@ def test_linking_to_answers_from_the_reverse_index_as_writes_change_it() -> None
     assert store.linker_ids("hub") == ["old", "secret"]
     with pytest.raises(InvalidItemError):
         store.linking_to(5)  # type: ignore[arg-type]
+
+
+def test_links_in_copies_only_the_items_it_returns_and_counts_every_link() -> None:
+    # A hub item a thousand others link to: links_in hands back (and copies, through
+    # the read seam) the first `limit` by id, and counts the links of all of them.
+    seen: list[str] = []
+    store = Store(Config(read=lambda items: seen.extend(it.id for it in items)))
+    _node(store, "hub")
+    for n in range(1000):
+        links = [ThoughtLink(to_id="hub", relation="explains")]
+        if n == 0:
+            links.append(ThoughtLink(to_id="hub", relation="precedes"))
+        tags = ["tenant/beta"] if n % 10 == 9 else ["tenant/acme"]
+        _node(store, f"s{n:04d}", links=links, tags=tags)
+    _node(store, "retired", links=[ThoughtLink(to_id="hub", relation="explains")], status="stale")
+    seen.clear()
+    kept, links = store.links_in("hub", limit=5, skip=lambda it: "tenant/beta" in it.tags)
+    assert [it.id for it in kept] == ["s0000", "s0001", "s0002", "s0003", "s0004"]
+    assert links == 900 + 1  # acme's 900 spokes, one holding two links; not the stale one
+    assert sorted(seen) == [it.id for it in kept]  # only those five were copied
+    every, total = store.links_in("hub")
+    assert [it.id for it in every] == [it.id for it in store.linking_to("hub")]
+    assert total == 1001
+    with pytest.raises(InvalidItemError):
+        store.links_in("hub", limit=-1)

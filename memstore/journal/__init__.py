@@ -15,6 +15,7 @@ use, so the core does not need ``psycopg``.
 
 from typing import TYPE_CHECKING, Any
 
+from memstore.journal._tail import HistoryTail
 from memstore.journal.base import EXPORT_FORMAT, Journal, JournalBase, PurgeMatch
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.sqlite import SCHEMA_VERSION, SqliteJournal
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EXPORT_FORMAT",
     "SCHEMA_VERSION",
+    "HistoryTail",
     "Hlc",
     "HybridClock",
     "InvalidLsnError",

@@ -172,6 +172,11 @@ class Queries:
             "WHERE to_lsn IS NULL AND partition = %(part)s)" + order
         )
         self.rows_all = q("SELECT {cols} FROM {s}.versions" + order)
+        self.tail_of = q(  # HistoryTails._tail_rows: the newest rows, the whole id summed up
+            "SELECT {cols}, COUNT(*) OVER (), MIN(partition) OVER (), MAX(partition) OVER (), "
+            "bool_or(op = 'upsert' AND strpos(item, %(mark)s) > 0) OVER () "
+            "FROM {s}.versions WHERE id = %(id)s ORDER BY lsn DESC, node DESC LIMIT %(limit)s"
+        )
         self.vectors_of = q(
             "SELECT id, text_hash, vector FROM {s}.vectors "
             f"WHERE model = %(model)s AND dim = %(dim)s AND id = ANY({_ids('ids')})"

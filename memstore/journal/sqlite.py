@@ -45,6 +45,7 @@ from memstore.errors import (
     JournalSchemaError,
 )
 from memstore.item import Item
+from memstore.journal._tail import PRIVATE_MARK, TailRows
 from memstore.journal.base import JournalBase
 from memstore.journal.hlc import Lsn
 from memstore.journal.version import Row
@@ -563,6 +564,25 @@ class SqliteJournal(JournalBase):
                 conn.execute("COMMIT")
             except sqlite3.Error as e:
                 raise _translate(e, f"reading journal {self.path!r} failed") from e
+
+    def _tail_rows(self, id: str, limit: int) -> TailRows:
+        # One statement: the window aggregates read the id's every row in the
+        # database (the primary key's range), and only ``limit`` rows come back.
+        query = (
+            f"SELECT {_COLUMNS}, COUNT(*) OVER (), MIN(partition) OVER (), "
+            "MAX(partition) OVER (), MAX(op = 'upsert' AND instr(item, ?) > 0) OVER () "
+            "FROM versions WHERE id = ? ORDER BY lsn DESC, node DESC LIMIT ?"
+        )
+        self._check_open()
+        with self._reader() as conn:
+            try:
+                found = conn.execute(query, [PRIVATE_MARK, id, limit]).fetchall()
+            except sqlite3.Error as e:
+                raise _translate(e, f"reading journal {self.path!r} failed") from e
+        if not found:
+            return [], 0, None, None, False
+        total, low, high, private = found[0][-4:]
+        return [Row(*r[:-4]) for r in found], total, low, high, bool(private)
 
     def _rows_of_many(self, ids: list[str]) -> Iterator[Row]:
         for start in range(0, len(ids), 500):

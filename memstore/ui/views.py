@@ -37,8 +37,8 @@ from typing import Any, Final, TypeVar
 
 from memstore import arguments as arg
 from memstore.errors import MemstoreError
-from memstore.item import SCOPE_PRIVATE, Item
-from memstore.journal import Lsn, Version
+from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
+from memstore.journal import HistoryTail, JournalBase, Lsn, Version
 from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
 from memstore.memory import JOURNAL_FILE, Memory
@@ -51,8 +51,10 @@ from memstore.ui.neighbourhood import HOPS, owned, past_neighbourhood
 __all__ = [
     "MAX_HISTORY",
     "MAX_LIMIT",
+    "MAX_LINKS_IN",
     "MAX_OFFSET",
     "MAX_REACH",
+    "MAX_RELATED",
     "NotFound",
     "ReceiptMismatch",
     "forget",
@@ -87,6 +89,17 @@ RELATED_DEPTH: Final = HOPS
 """Hops of spreading activation for an item's related items."""
 MAX_HISTORY: Final = 100
 """The most versions one item view lists; the answer counts the older and newer ones left out."""
+MAX_LINKS_IN: Final = 100
+"""The most links in one item view lists (the first by linking item's id); the rest are counted.
+
+A hub item that thousands of items link to would otherwise make a page of
+thousands of entries: the answer's ``links_in_more`` says how many are left out."""
+MAX_RELATED: Final = 100
+"""The most related items one item view lists (the best scored); the rest are counted.
+
+Spreading activation from a hub reaches every item linked to it (and, from
+one of those, every other one): the answer's ``related_more`` says how many
+are left out."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
@@ -365,11 +378,45 @@ def _window(versions: list[Version], when: Lsn | None) -> tuple[int, int]:
     return start, start + MAX_HISTORY
 
 
-def _history(versions: list[Version], when: Lsn | None) -> dict[str, Any]:
+def _tail(memory: Memory, id: str, newest: int) -> HistoryTail:
+    """The newest ``newest`` versions of ``id`` and a summary of its history (one read).
+
+    A journal of this package answers it without reading the older versions
+    (:meth:`~memstore.journal.JournalBase.history_tail`); any other journal
+    gives its whole history, and a summary that claims nothing.
+    """
+    journal = memory.journal
+    if journal is None:
+        return HistoryTail([], 0, None, False)
+    if isinstance(journal, JournalBase):
+        return journal.history_tail(id, newest)
+    every = memory.history(id)
+    return HistoryTail(every[-newest:], len(every), None, True)
+
+
+def _recent_history(memory: Memory, partition: str, id: str) -> tuple[list[Version], int, bool]:
+    """The versions of ``id`` the view of now needs, how many older it skips, whether all theirs.
+
+    An item that always lived in ``partition`` and was never private (the
+    common case) has every version its own: only the newest
+    :data:`MAX_HISTORY` (and two before them, for the first one's diff) are
+    read, not its whole history, and the third value is ``True``. Otherwise
+    every version is read (to be filtered by :func:`_theirs`).
+    """
+    tail = _tail(memory, id, MAX_HISTORY + 2)  # a delete is never followed by another
+    if tail.complete:
+        return tail.versions, 0, False
+    if tail.partition == partition and not tail.maybe_private:
+        return tail.versions, tail.total - len(tail.versions), True
+    return memory.history(id), 0, False
+
+
+def _history(versions: list[Version], when: Lsn | None, skipped: int = 0) -> dict[str, Any]:
     """The versions as the page lists them, each with what changed since the one before.
 
     At most :data:`MAX_HISTORY` of them (:func:`_window`); ``older`` and
-    ``newer`` count those left out on each side.
+    ``newer`` count those left out on each side (``older`` adds the
+    ``skipped`` versions older than ``versions``, never read).
     """
     start, end = _window(versions, when)
     previous = next((v.item for v in reversed(versions[:start]) if v.item is not None), None)
@@ -388,7 +435,7 @@ def _history(versions: list[Version], when: Lsn | None) -> dict[str, Any]:
         )
         if v.item is not None:
             previous = v.item
-    return {"versions": out, "older": start, "newer": len(versions) - end}
+    return {"versions": out, "older": skipped + start, "newer": len(versions) - end}
 
 
 def _title(item: Item) -> str:
@@ -405,27 +452,36 @@ def item_view(
     lists only the versions that were ``partition``'s (:func:`_theirs`), each
     compared with the one before it in that list, at most
     :data:`MAX_HISTORY` of them (``history_older`` and ``history_newer``
-    count the ones left out).
+    count the ones left out). At most :data:`MAX_LINKS_IN` links in are listed
+    (``links_in_more`` counts the others), and the :data:`MAX_RELATED` related
+    items scored highest (``related_more`` counts the others).
 
     The work is bounded by the item's neighbourhood, never the store: now,
     the links in come from the store's reverse-link index
-    (:meth:`~memstore.store.Store.linking_to`); as of ``when``, only the
+    (:meth:`~memstore.store.Store.links_in`, which copies only the items
+    listed and counts the links of the others); as of ``when``, only the
     items within :data:`RELATED_DEPTH` links are read back from the journal
     (:func:`~memstore.ui.neighbourhood.past_neighbourhood`;
     ``related_complete`` is ``False`` when its cap cut it short).
 
     :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
-    versions = memory.history(id) if memory.journal is not None else []
     complete = True
+    skipped = 0
     if when is None:
+        versions, skipped, all_theirs = _recent_history(memory, partition, id)
         _owned_now(memory, partition, id, versions)
+        theirs = versions if all_theirs else _theirs(versions, partition)
         item = memory.get(id)  # None once deleted
         store: Store = memory.store
-        linkers = [it for it in store.linking_to(id) if owned(it, partition)]
+        linkers, linked = store.links_in(
+            id, skip=lambda it: not owned(it, partition), limit=MAX_LINKS_IN
+        )
         targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
-        titles = {it.id: _title(it) for it in [*linkers, *targets] if it and owned(it, partition)}
+        titles = {it.id: _title(it) for it in targets if it and owned(it, partition)}
     else:
+        versions = memory.history(id) if memory.journal is not None else []
+        theirs = _theirs(versions, partition)
         item = next((v.item for v in versions if v.visible_at(when)), None)
         if item is None or not owned(item, partition):
             raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")
@@ -435,6 +491,7 @@ def item_view(
             (it for it in hood.items.values() if any(lk.to_id == id for lk in it.links)),
             key=lambda it: it.id,
         )
+        linked = sum(1 for it in linkers for lk in it.links if lk.to_id == id)
         store = Store()
         store.restore(hood.items.values())
         titles = {i: _title(it) for i, it in hood.items.items()}
@@ -447,21 +504,20 @@ def item_view(
         }
         for link in (item.links if item is not None else [])
     ]
+    incoming = [(it, link) for it in linkers for link in it.links if link.to_id == id]
     links_in = [
-        {"id": it.id, "relation": link.relation, "weight": link.weight, "title": titles[it.id]}
-        for it in linkers
-        for link in it.links
-        if link.to_id == id
+        {"id": it.id, "relation": link.relation, "weight": link.weight, "title": _title(it)}
+        for it, link in incoming[:MAX_LINKS_IN]
     ]
-    related = []
+    activated = []
     if item is not None and store.get(id) is not None:
-        _, scored = store.context(id, RELATED_DEPTH)
-        related = [
-            {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
-            for s in scored
-            if s.item.id != id and owned(s.item, partition)
-        ]
-    history = _history(_theirs(versions, partition), when)
+        _, scored = store.context(id, RELATED_DEPTH)  # best first
+        activated = [s for s in scored if s.item.id != id and owned(s.item, partition)]
+    related = [
+        {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
+        for s in activated[:MAX_RELATED]
+    ]
+    history = _history(theirs, when, skipped)
     return {
         "as_of": _moment(when),
         "id": id,
@@ -472,24 +528,35 @@ def item_view(
         "history_newer": history["newer"],
         "links_out": links_out,
         "links_in": links_in,
+        "links_in_more": linked - len(links_in),
         "related": related,
+        "related_more": len(activated) - len(related),
         "related_complete": complete,
     }
 
 
 def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
-    """Counts by kind and partition (the caller's), search statistics per phase, the journal."""
-    s = memory.stats()
+    """Counts of the caller's items, search statistics per phase, the journal.
+
+    ``partitions`` and ``kinds`` count the active items (not stale, superseded
+    or past their deadline); ``statuses`` counts every item held, by status.
+    Private items are never counted. The counts come from the store's tally
+    (:meth:`~memstore.store.Store.tally`), kept as items change: a request
+    costs what the partitions' kinds cost, not a walk over the store.
+    """
+    # Not Memory.stats(): its count of active items walks the store.
+    head = memory.journal.head() if memory.journal is not None else None
+    vectors = len(memory.cells) if memory.cells is not None else 0
     by_partition: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     by_status: Counter[str] = Counter()
-    for it in memory.store.all_items():
-        p = partition_from_tags(it.tags)
-        if p in partitions and it.scope != SCOPE_PRIVATE:
-            by_partition[p] += 1
-            by_kind[it.kind] += 1
-            by_status[it.status or "active"] += 1
-    snap = snapshot_from_ops(s.search)
+    for p in dict.fromkeys(partitions):  # each once, in order
+        for (kind, status), n in memory.store.tally(p).items():
+            by_status[status] += n
+            if status == STATUS_ACTIVE:
+                by_partition[p] += n
+                by_kind[kind] += n
+    snap = snapshot_from_ops(dict(memory.searcher.stats.ops()))
     phases = {
         name: {"avg_ms": round(phase.avg_ms, 3), "count": phase.count}
         for name, phase in (
@@ -513,8 +580,8 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
             "avg_fused_ms": round(snap.avg_fused_ms, 3),
             "phases": phases,
         },
-        "journal": {"head": _moment(s.head), "bytes": size},
-        "vectors": s.vectors,
+        "journal": {"head": _moment(head), "bytes": size},
+        "vectors": vectors,
     }
 
 
@@ -552,18 +619,19 @@ def forget(
     :raises NotFound: no such item in ``partition`` (now).
     :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
     """
-    versions = memory.history(id) if memory.journal is not None else []
-    _owned_now(memory, partition, id, versions)
+    tail = _tail(memory, id, 2)  # a deleted item's last state is in its newest two
+    _owned_now(memory, partition, id, tail.versions)
+    versions = tail.total
     if not hard:
         removed = memory.delete(id)
         return {"mode": "soft", "id": id, "removed": removed, "preview": False}
-    receipt = _receipt(key, partition, id, len(versions))
+    receipt = _receipt(key, partition, id, versions)
     if confirmation is None:
         return {
             "mode": "hard",
             "id": id,
             "preview": True,
-            "versions": len(versions),
+            "versions": versions,
             "confirmation": receipt,
         }
     if not hmac.compare_digest(confirmation, receipt):
@@ -571,4 +639,4 @@ def forget(
             "this confirmation is not the preview's, or the item changed since: preview again"
         )
     erased = memory.purge([id])
-    return {"mode": "hard", "id": id, "preview": False, "erased": erased, "versions": len(versions)}
+    return {"mode": "hard", "id": id, "preview": False, "erased": erased, "versions": versions}

@@ -13,6 +13,7 @@ import httpx
 from playwright.sync_api import expect
 
 from memstore import Item, Memory
+from memstore.item import ThoughtLink
 from memstore.journal import PostgresJournal
 from tests.pgtest import Schemas, require_pg
 from tests.protocol.conftest import start_server, stop_server, wait_applied
@@ -612,3 +613,31 @@ def test_a_long_history_shows_100_versions_and_counts_the_rest(page: Page) -> No
     expect(item.locator('[data-field="content"]')).to_have_text("Erin's desk is number 0.")
     expect(item.get_by_text("5 newer version(s) not shown")).to_be_visible()
     expect(item.get_by_text("older version(s) not shown")).to_have_count(0)
+
+
+def test_a_hub_item_lists_100_links_in_and_related_and_counts_the_rest(
+    browser: Any, tmp_path: Path
+) -> None:
+    # 130 items link to one: its page lists 100 of them (and of what it activates) and
+    # says how many it left out, rather than growing with every item that links to it.
+    data = tmp_path / "data"
+    with Memory(data, embedder="hash") as mem:
+        mem.add(Item(id="hub", kind="note", content="The hub of the wiki."), partition="t")
+        for i in range(130):
+            link = ThoughtLink(to_id="hub", relation="explains")
+            spoke = Item(id=f"s{i:03d}", kind="note", content=f"Spoke page {i}.", links=[link])
+            mem.add(spoke, partition="t")
+    with signed_in(browser, tmp_path, data) as tab:
+        Page(tab, Server("", {}), []).search("hub wiki")
+        listed = tab.get_by_role("list", name="Results")
+        listed.get_by_role("button", name="The hub of the wiki.").click()
+        item = tab.get_by_role("region", name="Item")
+        expect(item.get_by_role("list", name="Links in").get_by_role("listitem")).to_have_count(100)
+        expect(item.get_by_text("30 more link(s) in not shown")).to_be_visible()
+        expect(item.get_by_role("list", name="Related").get_by_role("listitem")).to_have_count(100)
+        expect(item.get_by_text("30 more related item(s) not shown")).to_be_visible()
+        item.get_by_role("list", name="Links in").get_by_role(
+            "button", name="Spoke page 0."
+        ).click()
+        expect(item.locator('[data-field="id"]')).to_have_text("s000")
+        expect(item.get_by_text("more link(s) in not shown")).to_have_count(0)

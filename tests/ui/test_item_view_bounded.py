@@ -22,7 +22,14 @@ from memstore.item import ThoughtLink
 from memstore.journal import Lsn
 from memstore.store import Store
 from memstore.ui.neighbourhood import past_neighbourhood
-from memstore.ui.views import MAX_HISTORY, RELATED_DEPTH, item_view, owned
+from memstore.ui.views import (
+    MAX_HISTORY,
+    MAX_LINKS_IN,
+    MAX_RELATED,
+    RELATED_DEPTH,
+    item_view,
+    owned,
+)
 
 RELATIONS = ["triggers", "caused_by", "correlates_with", "precedes", "explains"]
 
@@ -187,3 +194,49 @@ def test_many_foreign_linkers_are_not_all_read(mem: Memory) -> None:
     assert not hood.complete and list(hood.items) == ["hub"]
     whole = past_neighbourhood(mem, "acme", "hub", mem.journal.head(), cap=20)
     assert whole.complete and list(whole.items) == ["hub"]  # 46 reads: within 20 * 4
+
+
+def test_links_in_list_the_first_100_and_count_the_rest(mem: Memory) -> None:
+    # A hub item many items link to: the view lists MAX_LINKS_IN links in (by linking
+    # item's id) and counts the others, its own partition's only, now and at a moment.
+    assert mem.journal is not None
+    mem.add(Item(id="hub", kind="note", content="the hub"), partition="acme")
+    for i in range(MAX_LINKS_IN + 20):
+        links = [ThoughtLink(to_id="hub", relation="explains")]
+        if i == 0:  # two links from one item: two entries
+            links.append(ThoughtLink(to_id="hub", relation="precedes"))
+        mem.add(
+            Item(id=f"s{i:03d}", kind="note", content=f"spoke {i}", links=links), partition="acme"
+        )
+    for i in range(30):  # another tenant's linkers: neither listed nor counted
+        link = ThoughtLink(to_id="hub", relation="explains")
+        mem.add(
+            Item(id=f"f{i:03d}", kind="note", content="foreign", links=[link]), partition="beta"
+        )
+    for view in (
+        item_view(mem, "acme", "hub"),
+        item_view(mem, "acme", "hub", when=mem.journal.head()),
+    ):
+        shown = [(x["id"], x["relation"], x["title"]) for x in view["links_in"]]
+        assert len(shown) == MAX_LINKS_IN
+        assert shown[:3] == [
+            ("s000", "explains", "spoke 0"),
+            ("s000", "precedes", "spoke 0"),
+            ("s001", "explains", "spoke 1"),
+        ]
+        assert shown[-1][0] == f"s{MAX_LINKS_IN - 2:03d}"
+        assert view["links_in_more"] == MAX_LINKS_IN + 21 - MAX_LINKS_IN
+        # What the hub activates: its 120 spokes, the best scored 100 listed.
+        scores = [x["score"] for x in view["related"]]
+        assert len(scores) == MAX_RELATED and scores == sorted(scores, reverse=True)
+        assert view["related_more"] == 20
+        assert not any(x["id"].startswith("f") for x in view["related"])
+
+
+def test_a_few_links_in_are_listed_whole(mem: Memory) -> None:
+    mem.add(Item(id="hub", kind="note", content="the hub"), partition="acme")
+    link = ThoughtLink(to_id="hub", relation="explains")
+    mem.add(Item(id="s", kind="note", content="spoke", links=[link]), partition="acme")
+    view = item_view(mem, "acme", "hub")
+    assert [x["id"] for x in view["links_in"]] == ["s"] and view["links_in_more"] == 0
+    assert [x["id"] for x in view["related"]] == ["s"] and view["related_more"] == 0

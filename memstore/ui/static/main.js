@@ -3,7 +3,7 @@
 import { ApiError, call, token } from "./api.js";
 import { fill, h } from "./dom.js";
 import { follow } from "./events.js";
-import { change, hit, itemPanel, statsPanel } from "./views.js";
+import { change, hit, itemPanel, statsPanel, withdrawnPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 // query, kind, subject: those of the listing shown (not what is typed in the boxes since);
@@ -292,27 +292,39 @@ function startLive() {
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
   const newest = !state.query.trim(); // a listing of the newest items, not a search
+  // A delete marked withdrawn: the item lives on, out of this tenant's sight (moved to
+  // another partition or tenant, unshared, made private). Not deleted: say so.
+  const withdrawn = data.op === "delete" && data.withdrawn === true;
   // The listing's Kind and Subject, as last searched (not as typed in the boxes since).
   const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   for (const li of $("results").querySelectorAll("li.hit")) {
     if (li.dataset.id !== data.id) continue;
+    const left = li.classList.contains("deleted") || li.classList.contains("withdrawn");
     if (data.op === "upsert" && data.item && !admitted(data.item)) {
       // Changed out of the listing's filters: it left the server's order too.
-      if (!li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
+      if (!left) state.offset = Math.max(0, state.offset - 1);
       li.remove();
       continue;
     }
     const gone = data.op === "delete";
     // Keep the next page's start (state.offset) at the same place in the server's order:
-    // a listed item deleted leaves it, one place before that start (were the start left
-    // alone, the item moving up into it would never be listed); one undeleted rejoins a
-    // listing of the newest at its top. A search may rank it anywhere: left alone, the
-    // next page can at worst repeat a hit, which showPage drops.
-    if (gone && !li.classList.contains("deleted")) state.offset = Math.max(0, state.offset - 1);
-    if (!gone && li.classList.contains("deleted") && newest) state.offset++;
-    li.classList.toggle("deleted", gone);
+    // a listed item deleted (or withdrawn) leaves it, one place before that start (were
+    // the start left alone, the item moving up into it would never be listed); one
+    // undeleted rejoins a listing of the newest at its top. A search may rank it anywhere:
+    // left alone, the next page can at worst repeat a hit, which showPage drops.
+    if (gone && !left) state.offset = Math.max(0, state.offset - 1);
+    if (!gone && left && newest) state.offset++;
+    li.classList.toggle("deleted", gone && !withdrawn);
+    li.classList.toggle("withdrawn", withdrawn);
     li.querySelector(".gone")?.remove();
-    if (gone) li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
+    if (withdrawn) {
+      // Nothing here can act on it any more: its title is no longer a button to open it.
+      const title = li.querySelector("button.link");
+      title?.replaceWith(h("span", { class: "title" }, title.textContent));
+      li.querySelector(".meta").append(h("span", { class: "gone" }, "no longer in this view"));
+    } else if (gone) {
+      li.querySelector(".meta").append(h("span", { class: "gone" }, "deleted"));
+    }
     if (data.op === "upsert" && data.item) {
       // Changed elsewhere: show it as it is now. A search's score and explanation are
       // those of the text it had (and say so); the newest listing puts it at its top.
@@ -331,7 +343,15 @@ function applyChange(data) {
     $("results").prepend(entry({ item: data.item, score: null, explanation: null }));
     state.offset++; // it came first in the server's order, before the next page's start
   }
-  if (state.item === data.id) guarded(() => openItem(data.id, false));
+  if (state.item !== data.id) return;
+  if (withdrawn) {
+    // Reloading it would only be refused (404): close it, saying why.
+    state.opens++; // an answer still on its way for it is dropped
+    state.item = null;
+    withdrawnPanel($("item"), data.id);
+    return;
+  }
+  guarded(() => openItem(data.id, false));
 }
 
 /**

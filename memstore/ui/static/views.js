@@ -160,10 +160,27 @@ export function itemPanel(el, view, actions, canForget) {
     view.history_newer ? h("p", { class: "note" }, `${view.history_newer} newer version(s) not shown`) : null,
     linkList("Links out", view.links_out, actions.open),
     linkList("Links in", view.links_in, actions.open),
+    view.links_in_more ? h("p", { class: "note" }, `${view.links_in_more} more link(s) in not shown`) : null,
     linkList("Related", view.related, actions.open),
+    view.related_more ? h("p", { class: "note" }, `${view.related_more} more related item(s) not shown`) : null,
     view.related_complete === false
       ? h("p", { class: "note" }, "Only the nearest linked items were read for this moment.")
       : null,
+  );
+  el.hidden = false;
+}
+
+/** The item panel once the open item was withdrawn: it left this view, it was not deleted. */
+export function withdrawnPanel(el, id) {
+  fill(
+    el,
+    h("h2", { id: "item-title" }, [h("bdi", {}, id), " (no longer in this view)"]),
+    h(
+      "p",
+      { class: "note" },
+      "This item left this view: it was moved to another partition or tenant, or made " +
+        "private, elsewhere. It was not deleted, but this token can no longer see it.",
+    ),
   );
   el.hidden = false;
 }
@@ -199,14 +216,15 @@ export function statsPanel(el, s) {
   );
 }
 
-/** One line of the Live changes panel. */
+/** One line of the Live changes panel (a withdrawn item's delete says "withdrawn"). */
 export function change(data, open) {
   const item = data.item;
   const text = item ? label(item) : data.id;
+  const op = data.op === "delete" && data.withdrawn === true ? "withdrawn" : data.op;
   return h(
     "li",
-    { class: `change ${data.op}` },
-    h("span", { class: "op" }, data.op),
+    { class: `change ${op}` },
+    h("span", { class: "op" }, op),
     " ",
     h("span", { class: "kind" }, data.kind),
     " ",

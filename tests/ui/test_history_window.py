@@ -1,0 +1,102 @@
+"""The item view of now reads an item's newest versions, not its whole history: same answer.
+
+An item that always lived in the tenant's partition, never private, has its
+newest 100 versions (and two more) read with a count of the rest
+(``JournalBase.history_tail``); any other is read whole and filtered, as
+before. Each test compares the view with the history built from every
+version (:func:`~memstore.ui.views._theirs` over ``Memory.history``), on
+SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstore import Item, Memory
+from memstore.ui import views
+from memstore.ui.views import MAX_HISTORY, forget, item_view
+from tests.journals import open_journal
+from tests.pgtest import PgPlace
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    if request.param == "sqlite":
+        m = Memory(tmp_path, embedder=None)
+    else:
+        pg: PgPlace = request.getfixturevalue("pg_place")
+        m = Memory(journal=open_journal(pg), embedder=None)
+    with m:
+        yield m
+
+
+def from_every_version(mem: Memory, partition: str, id: str) -> dict[str, Any]:
+    """The history as the view built it from every version of the item."""
+    h = views._history(views._theirs(mem.history(id), partition), None)
+    return {"history": h["versions"], "history_older": h["older"], "history_newer": h["newer"]}
+
+
+def shown(view: dict[str, Any]) -> dict[str, Any]:
+    return {k: view[k] for k in ("history", "history_older", "history_newer")}
+
+
+def write(mem: Memory, id: str, n: int, partition: str, **how: Any) -> None:
+    for i in range(n):
+        mem.add(
+            Item(id=id, kind="note", content=f"{id} {partition} {i}"), partition=partition, **how
+        )
+
+
+def test_an_item_always_of_the_partition_is_read_from_its_tail(mem: Memory) -> None:
+    write(mem, "steady", 90, "acme")
+    mem.delete("steady")  # a delete and a revival inside the history
+    write(mem, "steady", MAX_HISTORY, "acme")
+    view = item_view(mem, "acme", "steady")
+    assert shown(view) == from_every_version(mem, "acme", "steady")
+    assert view["history_older"] == 91 and len(view["history"]) == MAX_HISTORY
+    assert mem.journal is not None
+    tail = mem.journal.history_tail("steady", MAX_HISTORY + 2)  # what the view read
+    assert (tail.partition, tail.maybe_private, tail.complete) == ("acme", False, False)
+
+
+def test_a_deleted_item_with_a_long_history(mem: Memory) -> None:
+    write(mem, "gone", MAX_HISTORY + 20, "acme")
+    mem.delete("gone")
+    view = item_view(mem, "acme", "gone")
+    assert view["deleted"] and shown(view) == from_every_version(mem, "acme", "gone")
+    assert view["history"][-1]["op"] == "delete"
+    preview = forget(mem, "acme", "gone", hard=True, key=secrets.token_bytes(32))
+    assert preview["versions"] == len(mem.history("gone")) == MAX_HISTORY + 21
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        {"partition": "beta"},  # another tenant's versions first
+        {"partition": "acme", "private_to": "u1"},  # once private
+    ],
+)
+def test_an_item_that_changed_hands_shows_only_the_partitions_versions(
+    mem: Memory, before: dict[str, str]
+) -> None:
+    write(mem, "moved", 30, "acme")
+    for i in range(40):
+        mem.add(Item(id="moved", kind="note", content=f"not acme's {i}"), **before)
+    write(mem, "moved", MAX_HISTORY + 5, "acme")
+    view = item_view(mem, "acme", "moved")
+    assert shown(view) == from_every_version(mem, "acme", "moved")
+    assert view["history_older"] == 35  # acme's own older versions, not the others'
+    text = repr(view)
+    assert "not acme's" not in text
+
+
+def test_a_short_history_is_read_whole(mem: Memory) -> None:
+    write(mem, "short", 5, "acme")
+    view = item_view(mem, "acme", "short")
+    assert shown(view) == from_every_version(mem, "acme", "short")
+    assert view["history_older"] == 0 and len(view["history"]) == 5
