@@ -59,6 +59,7 @@ def test_many_threads_on_one_memory_lose_no_acknowledged_write(
     lock = threading.Lock()
     events: list[ItemChanged] = []
     hits: list[int] = []
+    first = threading.Event()  # a note exists: the searches have something to find
 
     def guarded(fn: Callable[..., None]) -> Callable[..., None]:
         def run(*args: Any) -> None:
@@ -77,6 +78,7 @@ def test_many_threads_on_one_memory_lose_no_acknowledged_write(
             item = memory.add(text, dedup=False)
             with lock:
                 kept[item.id] = text
+            first.set()
             if previous is not None and n % 2 == 0:
                 assert memory.link(item.id, previous, "precedes", 0.5)
                 with lock:
@@ -92,6 +94,7 @@ def test_many_threads_on_one_memory_lose_no_acknowledged_write(
 
     @guarded
     def searcher(s: int) -> None:
+        first.wait(60)
         for n in range(SEARCHES):
             found = memory.search(f"kestrel{n % WRITERS} harbour{n % NOTES}", limit=5)
             assert all(hit.item.content.startswith("writer ") for hit in found)
