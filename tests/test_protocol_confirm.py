@@ -304,6 +304,63 @@ def test_the_postgresql_record_takes_a_failed_hard_deletes_claim_back(
     assert "already used" in redeem_error(a, token).message
 
 
+_CLAIM_AND_DIE = """
+import sys, time
+from memstore.protocol.confirm import Confirmations
+from memstore.protocol.pgconfirm import PostgresClaims
+key, dsn, schema, target, token = sys.argv[1:]
+import json
+confirmations = Confirmations(key.encode(), claim=PostgresClaims(dsn, schema))
+with confirmations.redeeming("acme", json.loads(target), token):
+    print("claimed", flush=True)
+    time.sleep(600)  # killed here: between the claim and the erase
+"""
+
+
+def test_a_receipt_claimed_by_a_server_killed_before_the_erase_confirms_a_retry(
+    pg_place: PgPlace,
+) -> None:
+    """Before: the claim was committed at once, so a server killed (kill -9) between the
+    claim and the erase left the receipt used for an erase that never happened."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from memstore.protocol.pgconfirm import PostgresClaims
+
+    pg_place.sql("CREATE SCHEMA {s}")
+    b = Confirmations(KEY, claim=PostgresClaims(pg_place.dsn, pg_place.schema))
+    token = json.dumps(b.seal("acme", receipt()))
+    root = str(Path(__file__).resolve().parents[1])
+    args = [KEY.decode(), pg_place.dsn, pg_place.schema, json.dumps(TARGET), token]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CLAIM_AND_DIE, *args],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": root},
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"claimed\n"
+        # While that claim is alive, no other server may redeem the receipt.
+        assert "already used" in redeem_error(b, token).message
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        proc.stdout.close() if proc.stdout else None
+    # Its server is gone and nothing was erased: the receipt confirms the retry, once.
+    deadline = 0
+    while True:  # PostgreSQL ends the dead server's session as soon as it sees the socket close
+        try:
+            with b.redeeming("acme", TARGET, token):
+                pass
+            break
+        except ProtocolError:
+            deadline += 1
+            assert deadline < 3000, "the killed server's claim was never given up"
+            threading.Event().wait(0.01)
+    assert "already used" in redeem_error(b, token).message
+
+
 def test_a_hard_forget_the_journal_refuses_can_be_retried_with_its_receipt(
     tmp_path: Path,
 ) -> None:

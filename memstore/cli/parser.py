@@ -312,6 +312,14 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
     )
     web.add_argument(
+        "--shutdown-grace",
+        type=positive_number,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT, how long requests in flight may still run; those still "
+        "running then are answered 503 unavailable with Retry-After "
+        "(default 10)",
+    )
+    web.add_argument(
         "--max-body",
         type=positive_int,
         default=MAX_BODY_BYTES,

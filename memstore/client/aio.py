@@ -101,8 +101,12 @@ class AsyncMemoryClient:
                 raise
             if response.is_success:
                 return response
-            await response.aread()
-            await response.aclose()
+            try:  # a streamed call's error answer is read here: it can break too
+                await response.aread()
+            except httpx.TransportError as e:
+                raise _wire.unanswered(call, request.url, e) from e
+            finally:
+                await response.aclose()
             err = _wire.decode_error(response)
             delay = _wire.retry_delay(err, attempt, self._retry, call)
             if delay is None:

@@ -104,8 +104,12 @@ class MemoryClient:
                 raise
             if response.is_success:
                 return response
-            response.read()
-            response.close()
+            try:  # a streamed call's error answer is read here: it can break too
+                response.read()
+            except httpx.TransportError as e:
+                raise _wire.unanswered(call, request.url, e) from e
+            finally:
+                response.close()
             err = _wire.decode_error(response)
             delay = _wire.retry_delay(err, attempt, self._retry, call)
             if delay is None:

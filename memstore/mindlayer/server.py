@@ -112,6 +112,12 @@ def serve(args: argparse.Namespace) -> int:
         return 1
 
 
+def _grace(args: argparse.Namespace) -> float:
+    """``--shutdown-grace``: how long requests in flight may run on after SIGTERM."""
+    grace: float = getattr(args, "shutdown_grace", None) or DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
+    return grace
+
+
 def _serve_on(
     args: argparse.Namespace,
     sockets: list[socket.socket],
@@ -148,6 +154,7 @@ def _serve_on(
             sockets=sockets,
             limits=limits,
             on_hangup=(token.reload,) if isinstance(token, TokensFile) else (),
+            graceful_shutdown_seconds=_grace(args),
         )
         model = memory.cells.embedder.model_id if memory.cells is not None else "none"
         print(
@@ -162,7 +169,7 @@ def _serve_on(
         return 0
     finally:
         if app is not None:  # searches still queued finish before the storage closes
-            close_batcher(app, DEFAULT_GRACEFUL_SHUTDOWN_SECONDS)
+            close_batcher(app, _grace(args))
         memory.close()
         if chat is not None:
             chat.close()

@@ -97,7 +97,9 @@ class Confirmations:
         :class:`~memstore.protocol.pgconfirm.PostgresClaims`), so that a
         receipt is good for one hard delete across all of them. A record with
         a ``release(nonce)`` method (as that one has) can take a claim back:
-        :meth:`redeeming` gives a failed hard delete's receipt back with it.
+        :meth:`redeeming` gives a failed hard delete's receipt back with it,
+        and one with a ``settle(nonce)`` method is told when the hard delete
+        has landed (until then a claim whose server died may be taken again).
 
     State: the nonces redeemed and not yet expired (bounded by how many dry
     runs a tenant can make in ``ttl_seconds``, which the rate limit bounds).
@@ -124,6 +126,7 @@ class Confirmations:
         self._release: Callable[[str], None] | None = (
             self._release_here if claim is None else getattr(claim, "release", None)
         )
+        self._settle: Callable[[str], None] | None = getattr(claim, "settle", None)
 
     def seal(self, tenant: str, receipt: Mapping[str, object]) -> dict[str, object]:
         """``receipt`` (a dry run's, ``preview`` true) with its ``confirmation`` field added."""
@@ -151,7 +154,10 @@ class Confirmations:
             JSON, not a sealed dry-run receipt, sealed for another tenant or
             target, altered, expired, or already redeemed.
         """
-        return self._redeem(tenant, target, token)[0]
+        receipt, nonce = self._redeem(tenant, target, token)
+        if self._settle is not None:  # used up now: nothing to wait for
+            self._settle(nonce)
+        return receipt
 
     @contextlib.contextmanager
     def redeeming(
@@ -180,6 +186,8 @@ class Confirmations:
                 except Exception as gone:
                     err.add_note(f"the receipt stays used: releasing it failed: {gone!r}")
             raise
+        if self._settle is not None:  # the erase landed: the claim is final
+            self._settle(nonce)
 
     def _redeem(
         self,

@@ -13,10 +13,20 @@ the first redemption of a nonce the only one::
 Rows live until their receipt expires; each claim deletes the expired ones.
 A hard delete that fails takes its row back (:meth:`PostgresClaims.release`),
 so its receipt confirms a retry.
+
+A claim is final only once its hard delete has landed
+(:meth:`PostgresClaims.settle` marks the row ``done``). Until then the
+claiming server holds a PostgreSQL advisory lock on the nonce, on a
+connection of the claim's own: a server killed between the claim and the
+erase (``kill -9``, a crash) loses that connection, PostgreSQL drops the
+lock, and the receipt confirms a retry, instead of staying used for an
+erase that never happened. A live claim in progress keeps the others out
+(the lock is held), and a settled one is used for good.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Final
 
 import psycopg
@@ -46,6 +56,9 @@ class PostgresClaims:
         """
         self.dsn = dsn
         self._table = sql.Identifier(schema, REDEEMED_TABLE)
+        self._lock = threading.Lock()
+        self._held: dict[str, psycopg.Connection[tuple[object, ...]]] = {}
+        """The connection holding each unsettled claim's advisory lock, by nonce."""
         try:
             # Replicas starting together: IF NOT EXISTS alone can race, the lock cannot.
             with psycopg.connect(dsn) as conn:  # one transaction, committed on exit
@@ -58,6 +71,12 @@ class PostgresClaims:
                         "(nonce TEXT PRIMARY KEY, expires_ms BIGINT NOT NULL)"
                     ).format(self._table)
                 )
+                # Rows of a server before settling existed were final at once: done.
+                conn.execute(
+                    sql.SQL(
+                        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS done BOOLEAN NOT NULL DEFAULT TRUE"
+                    ).format(self._table)
+                )
         except psycopg.Error as e:  # psycopg's messages quote parameters, never the password
             reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise JournalError(
@@ -65,20 +84,58 @@ class PostgresClaims:
             ) from None
 
     def __call__(self, nonce: str, expires_ms: int, now_ms: int) -> bool:
-        """Whether this is the first redemption of ``nonce`` on any replica."""
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
+        """Whether this is the first redemption of ``nonce`` on any replica.
+
+        True also when an earlier claim of it never settled and its server is
+        gone (its advisory lock went with its connection). A True claim holds
+        the lock until :meth:`settle` or :meth:`release`.
+        """
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        try:
+            locked = conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (nonce,)).fetchone()
+            if not (locked and locked[0]):  # another server is redeeming it right now
+                conn.close()
+                return False
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE expires_ms < %s").format(self._table), (now_ms,)
             )
-            cur = conn.execute(
+            conn.execute(
                 sql.SQL(
-                    "INSERT INTO {} (nonce, expires_ms) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+                    "INSERT INTO {} (nonce, expires_ms, done) VALUES (%s, %s, FALSE) "
+                    "ON CONFLICT DO NOTHING"
                 ).format(self._table),
                 (nonce, expires_ms),
             )
-            return cur.rowcount == 1
+            row = conn.execute(
+                sql.SQL("SELECT done FROM {} WHERE nonce = %s").format(self._table), (nonce,)
+            ).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        if row is None or row[0]:  # used for good (or expired meanwhile)
+            conn.close()
+            return False
+        with self._lock:
+            self._held[nonce] = conn
+        return True
+
+    def settle(self, nonce: str) -> None:
+        """The hard delete ``nonce`` confirmed has landed: its receipt is used for good."""
+        conn = self._take(nonce)
+        if conn is None:
+            return
+        with conn:
+            conn.execute(
+                sql.SQL("UPDATE {} SET done = TRUE WHERE nonce = %s").format(self._table), (nonce,)
+            )
 
     def release(self, nonce: str) -> None:
         """Take back the redemption of ``nonce`` (its hard delete failed: nothing was erased)."""
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
+        held = self._take(nonce)
+        with held if held is not None else psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DELETE FROM {} WHERE nonce = %s").format(self._table), (nonce,))
+
+    def _take(self, nonce: str) -> psycopg.Connection[tuple[object, ...]] | None:
+        """The connection of ``nonce``'s claim (closing it drops the advisory lock)."""
+        with self._lock:
+            return self._held.pop(nonce, None)

@@ -28,7 +28,9 @@ bind ``--allow-host``, or any host when none is given) and the Origin check
 (the server's own origin and ``--allow-origin``).
 
 SIGTERM and SIGINT shut down gracefully: the listener closes, requests in
-flight finish (streams are given :data:`GRACEFUL_SHUTDOWN_SECONDS`), then the
+flight finish (given ``--shutdown-grace``, default
+:data:`GRACEFUL_SHUTDOWN_SECONDS`; those still running then are answered 503
+``unavailable`` with ``Retry-After``), then the
 :class:`~memstore.memory.Memory` is closed (journal, vectors, hub).
 """
 
@@ -84,7 +86,7 @@ TOKENS_FILE: Final = _TOKENS_FILE
 DEFAULT_TENANT: Final = "default"
 """The tenant of that generated token."""
 GRACEFUL_SHUTDOWN_SECONDS: Final = 10
-"""How long open streams (SSE) may run on after a shutdown signal."""
+"""How long requests in flight may run on after a shutdown signal (``--shutdown-grace``)."""
 DEFAULT_JOURNAL_SCHEMA: Final = "memstore"
 """The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` says."""
 CONFIRMATION_KEY_LABEL: Final = b"memstore confirmations v1"
@@ -226,6 +228,12 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(**given)
 
 
+def _grace(args: argparse.Namespace) -> float:
+    """``--shutdown-grace``: how long requests in flight may run on after SIGTERM."""
+    grace: float = getattr(args, "shutdown_grace", None) or GRACEFUL_SHUTDOWN_SECONDS
+    return grace
+
+
 def _check_rates(args: argparse.Namespace) -> None:
     """Refuse a ``--rate-per-second``, ``--rate-burst`` or ``--sse-keepalive`` the app cannot take.
 
@@ -330,7 +338,7 @@ def _serve_on(
             port=args.port,
             sockets=sockets,
             limits=limits,
-            graceful_shutdown_seconds=GRACEFUL_SHUTDOWN_SECONDS,
+            graceful_shutdown_seconds=_grace(args),
             on_hangup=(tokens.reload,),
             # The change feeds (/v1/events) end at once: a client on one would
             # otherwise hold the shutdown for the whole grace period.
@@ -348,5 +356,5 @@ def _serve_on(
         return 0
     finally:
         if app is not None:  # recalls still queued finish before the storage closes
-            close_batcher(app, GRACEFUL_SHUTDOWN_SECONDS)
+            close_batcher(app, _grace(args))
         memory.close()

@@ -8,10 +8,12 @@ One place for what every HTTP surface needs at start-up and shutdown:
 - the connection cap kept below the process's file-descriptor limit
   (``RLIMIT_NOFILE``), with a note on stderr when it had to be lowered;
 - SIGTERM and SIGINT: the listener closes, the ``on_shutdown`` callbacks end
-  the endless streams, requests in flight finish (open streams get
-  ``graceful_shutdown_seconds``), then :func:`serve_app` returns
-  normally (uvicorn would re-raise the signal; the caller still has
-  resources to close);
+  the endless streams, requests in flight finish (they get
+  ``graceful_shutdown_seconds``; one still running then is answered 503
+  ``unavailable`` with ``Retry-After`` by
+  :class:`~memstore.web.shutdown.ShutdownAnswer`, not uvicorn's bare 500),
+  then :func:`serve_app` returns normally (uvicorn would re-raise the
+  signal; the caller still has resources to close);
 - what was loaded before serving (the Memory's items and indexes) frozen
   out of the collector's full walks (:func:`memstore._gc.frozen_heap`),
   which otherwise paused every answer for ~0.1 s about once a second under
@@ -47,6 +49,7 @@ from memstore.web.connections import (
     guarded_protocol,
 )
 from memstore.web.refusal import RenderRefusal, refusal_body
+from memstore.web.shutdown import ShutdownAnswer
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_SECONDS",
@@ -84,7 +87,8 @@ class ServeConfig:
     the requests in flight: end the streams that would otherwise run until the grace
     period is over (an SSE feed of changes never ends by itself)."""
     render: RenderRefusal = refusal_body
-    """The error body of the connection-level refusals (503, 408, 431)."""
+    """The error body of the connection-level refusals (503, 408, 431) and of a request
+    cut off by the shutdown (503)."""
     log_level: str = "warning"
     lifespan: bool = False
     """Run the app's ASGI lifespan (start-up and shutdown events): for an app that needs
@@ -192,7 +196,7 @@ def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProto
     limits = fit_to_descriptors(config.limits)
     protocol = guarded_protocol(_inner_protocol(config.http), limits, render=config.render)
     uv = uvicorn.Config(
-        app,
+        ShutdownAnswer(app, render=config.render),
         host=config.host,
         port=config.port,
         http=protocol,
