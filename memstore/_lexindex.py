@@ -12,6 +12,7 @@ the filter columns written a column at a time.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -237,6 +238,12 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
     return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
 
 
+@functools.lru_cache(maxsize=4096)
+def _date_words(event_date: str) -> tuple[str, ...]:
+    """:func:`~memstore.text.event_date_words`, remembered: dates recur across items and batches."""
+    return tuple(event_date_words(event_date))
+
+
 def _documents(puts: Sequence[Queued]) -> list[tuple[str, list[str], list[str]]]:
     """The queued puts as :meth:`Lexicon.index_many` documents: each id and its words.
 
@@ -249,15 +256,14 @@ def _documents(puts: Sequence[Queued]) -> list[tuple[str, list[str], list[str]]]
     titles = words_many([it.title for it in todo])
     split = iter(zip(titles, words_many([it.content for it in todo]), strict=True))
     id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
-    dates: dict[str, list[str]] = {}
     docs = []
     for q in puts:
         item = q.item
         title, content = q.words if q.words is not None else next(split)
-        extra: list[str] = []
+        extra: Sequence[str] = ()
         when = item.event_date
         if when:
-            extra = dates.get(when) or dates.setdefault(when, event_date_words(when))
+            extra = _date_words(when)
         if q.index_id:
             extra = [*extra, *next(id_words)]
         docs.append((item.id, title, [*content, *extra] if extra else content))

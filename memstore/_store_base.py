@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from operator import itemgetter
+from typing import Literal
 
 from sortedcontainers import SortedKeyList
 
@@ -164,7 +165,7 @@ class StoreBase:
         n = len(txn.changes)
         if self._listeners or self._change_hook is not None or self._record_hook is not None:
             self._unpublished.extend(txn.changes)
-        else:  # nobody to tell: nothing to hold either
+        elif self._held:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
         cfg = self._config
         if cfg.dirty is not None or cfg.signal is not None:
@@ -241,14 +242,14 @@ class StoreBase:
         private = (new or old).scope == SCOPE_PRIVATE  # type: ignore[union-attr]
         # The stored object itself: stored items are never mutated in place
         # (every change stores a new object), so listeners may keep it.
-        change = Change(
+        change = _change(
             "delete" if new is None else "upsert",
             new,
             id,
             kind,
             mirrored,
             publish and not private,
-            previous=old,
+            old,
         )
         txn.changes.append(change)
         if held:
@@ -617,8 +618,43 @@ class _Scope:
         finally:
             store._tls.__dict__["depth"] -= 1
             store._lock.release()
-        if self._write and not failed:
+        if self._write and not failed and store._unpublished:  # else _drain has nothing to do
             store._drain()
+
+
+_new_change = Change.__new__
+_CHANGE_SLOTS = tuple(
+    Change.__dict__[name].__set__
+    for name in ("op", "item", "id", "kind", "mirrored", "published", "previous")
+)
+
+
+def _change(
+    op: Literal["upsert", "delete"],
+    item: Item | None,
+    id: str,
+    kind: str,
+    mirrored: bool,
+    published: bool,
+    previous: Item | None,
+) -> Change:
+    """``Change(op, item, id, kind, mirrored, published, previous=previous)``, built faster.
+
+    The frozen dataclass's own ``__init__`` sets each field through
+    ``object.__setattr__`` (looked up anew per field): every write builds one,
+    so this sets the slots through their descriptors, as that does. The
+    result is the same frozen :class:`~memstore.config.Change`.
+    """
+    c = _new_change(Change)
+    set_op, set_item, set_id, set_kind, set_mirrored, set_published, set_previous = _CHANGE_SLOTS
+    set_op(c, op)
+    set_item(c, item)
+    set_id(c, id)
+    set_kind(c, kind)
+    set_mirrored(c, mirrored)
+    set_published(c, published)
+    set_previous(c, previous)
+    return c
 
 
 def _withdraws(c: Change) -> bool:

@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import regex
 
 if TYPE_CHECKING:
@@ -181,6 +182,50 @@ def _camel_cuts(raw: bytes, cls: bytes) -> bytes:
     return b" ".join([raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)], strict=True)])
 
 
+_A, _D, _U = b"adU"
+
+
+def _camel_cuts_many(raw: bytes, cls: bytes) -> bytes:
+    """:func:`_camel_cuts` for a batch: the split points found by numpy, not by ``find``.
+
+    The class string of a batch is mostly ``a``, which a ``find`` of ``"aU"``
+    stops at nearly everywhere; three vectorised comparisons mark every split
+    point at once (after an ``a`` or ``d`` followed by ``U``, and between the
+    ``U``s of ``UUa``; no point is both), and one insertion places the spaces.
+    """
+    c = np.frombuffer(cls, np.uint8)
+    upper = c == _U
+    lower = c == _A
+    cut = upper[1:] & (lower[:-1] | (c[:-1] == _D))  # "aU", "dU": a space before the "U"
+    cut[:-1] |= upper[:-2] & upper[1:-1] & lower[2:]  # "UUa": between the two "U"s
+    at = np.flatnonzero(cut) + 1
+    return np.insert(np.frombuffer(raw, np.uint8), at, 32).tobytes()
+
+
+def _texts_holding(cls: bytes, patterns: tuple[bytes, ...]) -> list[int]:
+    """The indexes, in order, of the NUL-separated texts of ``cls`` holding any of ``patterns``.
+
+    The patterns are searched in the whole batch (none holds a NUL, so a
+    match lies within one text) and each match is placed by counting the
+    NULs before it: C-level passes instead of a test of every text.
+    """
+    hits: list[int] = []
+    for p in patterns:
+        i = cls.find(p)
+        while i >= 0:
+            hits.append(i)
+            i = cls.find(p, i + 1)
+    hits.sort()
+    found: list[int] = []
+    n = at = 0
+    for pos in hits:
+        n += cls.count(b"\0", at, pos)
+        at = pos
+        if not found or found[-1] != n:
+            found.append(n)
+    return found
+
+
 def _ascii_camel_split(text: str) -> str:
     """ASCII ``text`` with a space at each CamelCase split point ("fooBar" -> "foo Bar")."""
     raw = text.encode("ascii")
@@ -272,13 +317,12 @@ def words_many(texts: Sequence[str]) -> list[list[str]]:
     raw = joined.encode("ascii")
     cls = raw.translate(_ASCII_CLASS)
     if b"aU" in cls or b"dU" in cls or b"UUa" in cls:
-        raw = _camel_cuts(raw, cls)  # letters only: NUL and "d.d" stay as they were
+        raw = _camel_cuts_many(raw, cls)  # letters only: NUL and "d.d" stay as they were
     out = [t.split() for t in raw.translate(_ASCII_FOLD_KEEP_NUL).decode("ascii").split("\0")]
     if b"d.d" in cls or b"d:d" in cls:
         pieces = raw.split(b"\0")
-        for i, c in enumerate(cls.split(b"\0")):
-            if b"d.d" in c or b"d:d" in c:
-                out[i] = _ASCII_WORD.findall(pieces[i].decode("ascii").lower())
+        for i in _texts_holding(cls, (b"d.d", b"d:d")):
+            out[i] = _ASCII_WORD.findall(pieces[i].decode("ascii").lower())
     if len(out) == len(texts):
         return out
     done = iter(out)

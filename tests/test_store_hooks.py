@@ -631,3 +631,23 @@ def test_any_group_that_raises_leaves_no_trace(ops: list[tuple[str, str, str, st
     ]
     assert store.keyword_search("zebra") == []
     assert recorder.quiet
+
+
+def test_a_recorded_change_is_the_frozen_dataclass_a_listener_can_copy(store: Store) -> None:
+    # Changes are built on the write path without the dataclass's __init__:
+    # what a listener receives still compares, refuses assignment and copies
+    # with dataclasses.replace as a Change built by hand does.
+    import dataclasses
+
+    groups: list[Sequence[Change]] = []
+    store.add_change_listener(groups.append, before_commit=True)
+    old = store.upsert(_note("x", "first"))
+    new = store.upsert(_note("x", "second"))
+    change = groups[-1][0]
+    stored = store._items["x"]
+    assert change == Change("upsert", stored, "x", "note", False, True, previous=change.previous)
+    assert change.previous is not None and change.previous.title == old.title == "first"
+    assert stored.title == new.title == "second"
+    assert dataclasses.replace(change) == change
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        change.id = "y"  # type: ignore[misc]

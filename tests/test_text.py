@@ -158,3 +158,15 @@ def test_latin_marks_fold_as_the_lookbehind_rule(text: str) -> None:
 def test_long_runs_of_marks_fold_as_the_rule_says(text: str, expected: list[str]) -> None:
     # The lookbehind rule took minutes on runs this long; the answer is plain.
     assert words(text) == expected
+
+
+_BATCH_TEXT = st.text(alphabet="aAbZz09.:- _xY\0é", max_size=16)
+"""Texts dense in what the batch split treats specially: CamelCase, decimals, NUL."""
+
+
+@given(st.lists(_BATCH_TEXT | st.text(max_size=8), max_size=8))
+@settings(max_examples=500)
+def test_words_many_is_words_of_each_text(texts: list[str]) -> None:
+    # The batch split (one pass over the joined texts, its CamelCase cuts and
+    # decimals found across the batch) gives each text the words it has alone.
+    assert memstore.text.words_many(texts) == [words(t) for t in texts]
