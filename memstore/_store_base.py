@@ -12,7 +12,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from operator import itemgetter
 from typing import Literal
 
 from sortedcontainers import SortedKeyList
@@ -21,6 +20,7 @@ from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
 from memstore._shared import share_containers
 from memstore._tally import Tally
+from memstore._updatekey import PARSED_EPOCH, PARSED_UTC, SECOND, by_update_of, update_key
 from memstore.arguments import has_lone_surrogate
 from memstore.config import (
     BeforeCommitListener,
@@ -109,7 +109,7 @@ class StoreBase:
         # lookup first needs them (``_exact_catch_up``), not on every write.
         self._exact_todo: set[str] = set()
         self._dedup_cache = DedupTokens()
-        self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
+        self._by_update: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=update_key)
         # Counts by partition, kind and status: made at the first ask (StoreReads.tally),
         # then kept by _set; a bulk fill drops it (the next ask counts again).
         self._tally: Tally | None = None
@@ -439,17 +439,17 @@ class StoreBase:
         keyed: list[tuple[tuple[float, str], Item]] = []
         private, backlinks, citations = self._private, self._backlinks, self._citations
         claims = self._claims
-        parsed_utc, parsed_epoch, second = _PARSED_UTC, _PARSED_EPOCH, _SECOND
+        parsed_utc, parsed_epoch, second = PARSED_UTC, PARSED_EPOCH, SECOND
         for it in loaded:
             share_containers(it)
             d = it.__dict__
             id = d["id"]
             items[id] = it
-            at = d["updated_at"]  # _update_key, its commonest case inlined
+            at = d["updated_at"]  # update_key, its commonest case inlined
             if at is not None and at.tzinfo is parsed_utc:
                 keyed.append((((at - parsed_epoch) / second, id), it))
             else:
-                keyed.append((_update_key(it), it))
+                keyed.append((update_key(it), it))
             if d["scope"] == SCOPE_PRIVATE:
                 private.setdefault(private_owner(it), set()).add(id)
             if d["links"]:
@@ -462,7 +462,7 @@ class StoreBase:
                 for ref in d["supersedes"]:
                     claims.setdefault(ref, set()).add(id)
         self._items = items
-        self._by_update = _by_update_of(keyed)
+        self._by_update = by_update_of(keyed)
         if not lexed:
             put = self._lex.put
             for it, index_id in indexed:
@@ -688,86 +688,8 @@ def _refuse_unrecorded(changes: tuple[Change, ...]) -> None:
         )
 
 
-def _update_key(item: Item) -> tuple[float, str]:
-    """``(updated_at.timestamp(), id)``: the update-time list's order (``-inf`` for no time).
-
-    ``timestamp()`` asks both ends for their UTC offset, and the offset of a
-    datetime parsed by pydantic (every restored item's) is a call into
-    pydantic-core's ``TzInfo``: most of a restore's cost per key. Two
-    datetimes that share one tzinfo object subtract without asking it, and a
-    UTC one has offset zero at every instant; so for the two UTC tzinfo
-    objects met here (the stdlib's, and the one pydantic-core's parser gives
-    every ``Z`` datetime) the difference from an epoch sharing it, divided by
-    one second, is the timestamp: the same division of the same integer
-    microseconds, bit for bit. Any other tzinfo takes ``timestamp()`` itself.
-    """
-    dt = item.updated_at
-    if dt is None:
-        return (_NEVER, item.id)
-    tz = dt.tzinfo
-    if tz is _PARSED_UTC:
-        return ((dt - _PARSED_EPOCH) / _SECOND, item.id)
-    if tz is _UTC:
-        return ((dt - _EPOCH) / _SECOND, item.id)
-    return (dt.timestamp(), item.id)
-
-
-def _ts(dt: _dt.datetime | None) -> float:
-    """``dt.timestamp()``, ``-inf`` for ``None``: the shortcut of :func:`_update_key`."""
-    if dt is None:
-        return _NEVER
-    tz = dt.tzinfo
-    if tz is _PARSED_UTC:
-        return (dt - _PARSED_EPOCH) / _SECOND
-    if tz is _UTC:
-        return (dt - _EPOCH) / _SECOND
-    return dt.timestamp()
-
-
-def _parsed_epoch() -> _dt.datetime:
-    """The epoch as pydantic parses it: its tzinfo is the parser's shared UTC object.
-
-    Should a pydantic-core ever parse ``Z`` otherwise, the stdlib's epoch
-    stands in (that shortcut is then the stdlib one; nothing else changes).
-    """
-    at = Item.model_validate_json('{"updated_at": "1970-01-01T00:00:00Z"}').updated_at
-    if at is None or at.utcoffset() != _dt.timedelta(0) or at != _EPOCH:
-        return _EPOCH
-    return at
-
-
 _MAX_TTL = _dt.timedelta(days=1000 * 366)
 """The longest ``Config.default_ttl`` (a thousand years): any now plus it stays a datetime."""
-_NEVER = float("-inf")
-_SECOND = _dt.timedelta(seconds=1)
-_UTC = _dt.UTC
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
-_PARSED_EPOCH = _parsed_epoch()
-_PARSED_UTC = _PARSED_EPOCH.tzinfo
-
-
-def _by_update_of(
-    keyed: list[tuple[tuple[float, str], Item]],
-) -> SortedKeyList[Item, tuple[float, str]]:
-    """``SortedKeyList(items, key=_update_key)``, from ``(_update_key(item), item)`` pairs.
-
-    The list's own bulk ``update`` calls the key twice per item (to sort, then
-    to store the keys); here the caller computed each key once. This fills
-    the list's documented internal layout (sublists of ``_load`` values,
-    their keys, the last key of each) the way ``update`` does on an empty
-    list. The ids are distinct, so no two keys tie. Sorts ``keyed`` in place.
-    """
-    keyed.sort(key=itemgetter(0))
-    out: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=_update_key)
-    load: int = out._load  # type: ignore[attr-defined]
-    keys = [k for k, _ in keyed]
-    values = [v for _, v in keyed]
-    starts = range(0, len(values), load)
-    out._lists.extend(values[p : p + load] for p in starts)  # type: ignore[attr-defined]
-    out._keys.extend(keys[p : p + load] for p in starts)  # type: ignore[attr-defined]
-    out._maxes.extend(sub[-1] for sub in out._keys)  # type: ignore[attr-defined]
-    out._len = len(values)  # type: ignore[attr-defined]
-    return out
 
 
 def _discard(index: dict[str, set[str]], key: str, id: str) -> None:

@@ -6,8 +6,9 @@ import datetime as _dt
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from memstore import arguments as arg
-from memstore._store_base import StoreBase, _ts
+from memstore._store_base import StoreBase
 from memstore._tally import Tally
+from memstore._updatekey import ts
 from memstore.errors import InvalidItemError
 from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
 from memstore.item import (
@@ -203,9 +204,7 @@ class StoreReads(StoreBase):
                 window.append(it)
                 if len(window) >= cap:
                     break
-            window.sort(
-                key=lambda it: (_ts(it.created_at), _ts(it.updated_at), it.id), reverse=True
-            )
+            window.sort(key=lambda it: (ts(it.created_at), ts(it.updated_at), it.id), reverse=True)
             return self._out([it.clone() for it in window[: max(limit, 0) or len(window)]])
 
     def exact_matches(self, query: str, kind: str = "", subject: str = "") -> list[Item]:
@@ -228,7 +227,7 @@ class StoreReads(StoreBase):
                 for it in found
                 if it.is_active(now) and self._matches(it, now, "", kind, "", subject, "")
             ]
-            found.sort(key=lambda it: (_ts(it.updated_at), it.id), reverse=True)
+            found.sort(key=lambda it: (ts(it.updated_at), it.id), reverse=True)
             return self._out([it.clone() for it in found])
 
     # ----------------------------------------------------------------- graph

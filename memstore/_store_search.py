@@ -16,7 +16,8 @@ from typing import TypeVar
 from memstore import arguments as arg
 from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
-from memstore._store_base import StoreBase, _ts
+from memstore._store_base import StoreBase
+from memstore._updatekey import ts
 from memstore.errors import InvalidItemError
 from memstore.item import (
     Item,
@@ -316,7 +317,7 @@ class StoreSearch(StoreBase):
         items = self._items
         merged = sorted(
             [*hits, *extra],
-            key=lambda h: (-h.score, -_ts(items[h.id].updated_at), h.id),
+            key=lambda h: (-h.score, -ts(items[h.id].updated_at), h.id),
         )
         return merged[:limit]
 

@@ -1,6 +1,6 @@
 """The update-time sort key is ``(updated_at.timestamp(), id)`` bit for bit, on every tzinfo.
 
-``memstore._store_base._update_key`` skips ``timestamp()`` for the two UTC
+``memstore._updatekey.update_key`` skips ``timestamp()`` for the two UTC
 tzinfo objects (the stdlib's and the one pydantic-core's parser shares among
 parsed datetimes); these tests hold it to ``timestamp()`` for datetimes built
 directly, parsed from JSON (as a restore parses them), at any offset, in
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore import Store
-from memstore._store_base import _PARSED_UTC, _ts, _update_key
+from memstore._updatekey import PARSED_UTC, ts, update_key
 from memstore.item import Item
 
 _offsets = st.integers(-23 * 60, 23 * 60).map(lambda m: _dt.timezone(_dt.timedelta(minutes=m)))
@@ -41,8 +41,8 @@ def test_key_is_the_timestamp_for_built_and_parsed_datetimes(at: _dt.datetime) -
     parsed = _parsed(at)
     for it in (built, parsed):
         assert it.updated_at is not None
-        assert _update_key(it) == (it.updated_at.timestamp(), "x")
-        assert _ts(it.updated_at) == it.updated_at.timestamp()
+        assert update_key(it) == (it.updated_at.timestamp(), "x")
+        assert ts(it.updated_at) == it.updated_at.timestamp()
 
 
 @given(st.datetimes(timezones=st.just(_dt.UTC)))
@@ -50,13 +50,13 @@ def test_utc_datetimes_take_the_shortcut_and_agree(at: _dt.datetime) -> None:
     parsed = _parsed(at).updated_at
     assert parsed is not None
     if parsed.utcoffset() == _dt.timedelta(0):
-        assert parsed.tzinfo is _PARSED_UTC  # the shortcut's premise: one shared object
-    assert _ts(parsed) == _ts(at) == at.timestamp()
+        assert parsed.tzinfo is PARSED_UTC  # the shortcut's premise: one shared object
+    assert ts(parsed) == ts(at) == at.timestamp()
 
 
 def test_no_update_time_sorts_first() -> None:
-    assert _ts(None) == float("-inf")
-    assert _update_key(Item(id="a")) == (float("-inf"), "a")
+    assert ts(None) == float("-inf")
+    assert update_key(Item(id="a")) == (float("-inf"), "a")
 
 
 @given(st.lists(st.one_of(st.none(), _aware), max_size=30))
@@ -70,7 +70,7 @@ def test_the_restore_fill_keys_every_item_by_its_timestamp(
     ]
     store = Store()
     store._restore_owned(items)
-    store._check()  # the update-time list's own invariants: each key is _update_key(item)
+    store._check()  # the update-time list's own invariants: each key is update_key(item)
     keys = [k for sub in store._by_update._keys for k in sub]  # type: ignore[attr-defined]
     assert keys == sorted(
         (it.updated_at.timestamp() if it.updated_at else float("-inf"), it.id) for it in items
