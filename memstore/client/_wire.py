@@ -47,10 +47,14 @@ from memstore.journal import Lsn
 __all__ = [
     "RECALL_DONE",
     "Call",
+    "ChangeStream",
     "Options",
+    "RecallStream",
     "RetryPolicy",
     "SseReader",
+    "answer",
     "applied_lsn",
+    "broken",
     "client_options",
     "confirm_call",
     "cut_short",
@@ -73,11 +77,11 @@ __all__ = [
 SSE = "text/event-stream"
 Mode = Literal["semantic", "graph"]
 RECALL_DONE: Final = "done"
+"""The event that ends a streamed recall: without it, the hits are not all there."""
 STREAM_RECONNECTS: Final = 3
 """How many times in a row ``events()`` reconnects connections that broke before they
 got going (nothing after the server's first frame) before it raises the break. A
 connection that carried more (a change, a keep-alive) starts the count again."""
-"""The event that ends a streamed recall: without it, the hits are not all there."""
 _MALFORMED: Final = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 """What reading a body of the wrong shape raises (a missing key, a list for an object...)."""
 
@@ -211,6 +215,24 @@ protocol's (TypeError: 'int' object is not subscriptable)
         return call.parse(body)
     except _MALFORMED as e:
         raise _off_protocol(f"{call.method} {call.path}", e) from e
+
+
+def answer(call: Call, response: httpx.Response) -> Any:
+    """The typed answer of a successful ``call`` whose body ``response`` has read whole.
+
+    A body that is not JSON, or JSON of another shape than ``call`` reads, is a
+    :class:`ProtocolTransportError`.
+    """
+    try:
+        body = response.json()
+    except ValueError as e:
+        raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
+    return parsed(call, body)
+
+
+def broken(call: Call, e: httpx.TransportError) -> ProtocolTransportError:
+    """The error for a streamed answer whose connection broke after it began."""
+    return ProtocolTransportError(f"{call.path}: the stream broke: {e}")
 
 
 def cut_short(call: Call) -> ProtocolTransportError:
@@ -577,3 +599,73 @@ def recall_event_hit(event: ChangeEvent) -> Hit | None:
     if event.event == "error":
         raise error_from_response(500, event.data)
     return None
+
+
+class RecallStream:
+    """A streamed recall's lines read as hits, the I/O left to the client.
+
+    Feed each line: :meth:`feed` returns a :class:`Hit` or ``None``, and
+    :attr:`done` turns true at the :data:`RECALL_DONE` event, after which the
+    client stops reading. Lines that end before it are :meth:`cut_short`.
+
+    >>> s = RecallStream(recall_call("q", k=None, filter=None, as_of=None, mode=None))
+    >>> [s.feed(x) for x in ["event: done", "data: {}", ""]], s.done
+    ([None, None, None], True)
+    """
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.done = False
+        self._sse = SseReader()
+
+    def feed(self, line: str) -> Hit | None:
+        event = self._sse.feed(line)
+        if event is None:
+            return None
+        if event.event == RECALL_DONE:
+            self.done = True
+            return None
+        return recall_event_hit(event)
+
+    def cut_short(self) -> ProtocolTransportError:
+        """The error to raise when the lines ended before :attr:`done`."""
+        return cut_short(self.call)
+
+
+class ChangeStream:
+    """A change stream's lines read as events, and when a broken one is opened again.
+
+    :attr:`call` is the request of the next connection. Feed each of its lines:
+    :meth:`feed` returns a :class:`ChangeEvent` worth handing on (never the
+    server's ``position`` frames, which only move the resume point) or
+    ``None``. When a connection breaks, :meth:`reconnect` says whether to open
+    :attr:`call` again, now resuming from the last position the server gave:
+    not if it broke before it got going (nothing after the server's first
+    frame) :data:`STREAM_RECONNECTS` times in a row, nor if it never answered.
+    """
+
+    def __init__(self, last_event_id: str | None) -> None:
+        self.call = events_call(last_event_id)
+        self._sse = SseReader(last_id=last_event_id)
+        self._breaks = 0
+        self._opened = False
+        self._frames = 0
+
+    def feed(self, line: str) -> ChangeEvent | None:
+        self._opened = True
+        if not line:
+            self._frames += 1
+            if self._frames > 1:  # this connection got going: it is no dud
+                self._breaks = 0
+        event = self._sse.feed(line)
+        return event if event is not None and event.event != "position" else None
+
+    def reconnect(self) -> bool:
+        """After a break: ``True`` to open :attr:`call` (updated) again, ``False`` to raise."""
+        if not self._opened or self._breaks >= STREAM_RECONNECTS:
+            return False
+        self._breaks += 1
+        self._sse = SseReader(last_id=self._sse.last_id)  # a frame cut short is dropped
+        self.call = events_call(self._sse.last_id)
+        self._opened, self._frames = False, 0
+        return True

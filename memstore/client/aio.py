@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from memstore.client import _wire
-from memstore.client._wire import Call, Mode, RetryPolicy, SseReader
+from memstore.client._wire import Call, Mode, RetryPolicy
 from memstore.client.errors import ClientClosedError, ProtocolTransportError
 from memstore.client.models import (
     ChangeEvent,
@@ -115,12 +115,7 @@ class AsyncMemoryClient:
             attempt += 1
 
     async def _send(self, call: Call) -> Any:
-        response = await self._open(call, stream=False)
-        try:
-            body = response.json()
-        except ValueError as e:
-            raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
-        return _wire.parsed(call, body)
+        return _wire.answer(call, await self._open(call, stream=False))
 
     def _lines(self, call: Call) -> AsyncGenerator[str, None]:
         self._check_open()
@@ -132,7 +127,7 @@ class AsyncMemoryClient:
             async for line in response.aiter_lines():
                 yield line
         except httpx.TransportError as e:
-            raise ProtocolTransportError(f"{call.path}: the stream broke: {e}") from e
+            raise _wire.broken(call, e) from e
         finally:
             await response.aclose()
 
@@ -228,23 +223,20 @@ class AsyncMemoryClient:
             stream=True,
             min_relevance=min_relevance,
         )
-        return self._recall_hits(call, self._lines(call))
+        return self._recall_hits(_wire.RecallStream(call), self._lines(call))
 
+    @staticmethod
     async def _recall_hits(
-        self, call: Call, lines: AsyncGenerator[str, None]
+        stream: _wire.RecallStream, lines: AsyncGenerator[str, None]
     ) -> AsyncIterator[Hit]:
-        reader = SseReader()
         async with contextlib.aclosing(lines):  # the response closes with the stream
             async for line in lines:
-                event = reader.feed(line)
-                if event is None:
-                    continue
-                if event.event == _wire.RECALL_DONE:
+                hit = stream.feed(line)
+                if stream.done:
                     return
-                hit = _wire.recall_event_hit(event)
                 if hit is not None:
                     yield hit
-        raise _wire.cut_short(call)  # no done: the hits so far may not be all
+        raise stream.cut_short()  # no done: the hits so far may not be all
 
     async def forget(
         self,
@@ -315,29 +307,19 @@ class AsyncMemoryClient:
         from the last position the server gave, as
         :meth:`MemoryClient.events <memstore.client.MemoryClient.events>` does.
         """
-        call = _wire.events_call(last_event_id)
+        stream = _wire.ChangeStream(last_event_id)
         self._check_open()
-        return self._events(SseReader(last_id=last_event_id), call)
+        return self._events(stream)
 
-    async def _events(self, reader: SseReader, call: Call) -> AsyncIterator[ChangeEvent]:
-        breaks = 0
+    async def _events(self, stream: _wire.ChangeStream) -> AsyncIterator[ChangeEvent]:
         while True:
-            opened, frames = False, 0
             try:
-                async with contextlib.aclosing(self._lines(call)) as lines:
+                async with contextlib.aclosing(self._lines(stream.call)) as lines:
                     async for line in lines:
-                        opened = True
-                        if not line:
-                            frames += 1
-                            if frames > 1:  # this connection got going: it is no dud
-                                breaks = 0
-                        event = reader.feed(line)
-                        if event is not None and event.event != "position":
+                        event = stream.feed(line)
+                        if event is not None:
                             yield event
                 return  # the server ended the stream (it is shutting down)
             except ProtocolTransportError:
-                if not opened or breaks >= _wire.STREAM_RECONNECTS:
+                if not stream.reconnect():
                     raise
-            breaks += 1
-            reader = SseReader(last_id=reader.last_id)  # a frame cut short is dropped
-            call = _wire.events_call(reader.last_id)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from memstore.client import _wire
-from memstore.client._wire import Call, Mode, RetryPolicy, SseReader
+from memstore.client._wire import Call, Mode, RetryPolicy
 from memstore.client.errors import ClientClosedError, ProtocolTransportError
 from memstore.client.models import (
     ChangeEvent,
@@ -118,12 +118,7 @@ class MemoryClient:
             attempt += 1
 
     def _send(self, call: Call) -> Any:
-        response = self._open(call, stream=False)
-        try:
-            body = response.json()
-        except ValueError as e:
-            raise ProtocolTransportError(f"{call.path}: the answer is not JSON: {e}") from e
-        return _wire.parsed(call, body)
+        return _wire.answer(call, self._open(call, stream=False))
 
     def _lines(self, call: Call) -> Generator[str, None, None]:
         self._check_open()
@@ -134,7 +129,7 @@ class MemoryClient:
         try:
             yield from response.iter_lines()
         except httpx.TransportError as e:
-            raise ProtocolTransportError(f"{call.path}: the stream broke: {e}") from e
+            raise _wire.broken(call, e) from e
         finally:
             response.close()
 
@@ -230,20 +225,17 @@ class MemoryClient:
             stream=True,
             min_relevance=min_relevance,
         )
-        return self._recall_hits(call, self._lines(call))
+        return self._recall_hits(_wire.RecallStream(call), self._lines(call))
 
-    def _recall_hits(self, call: Call, lines: Iterator[str]) -> Iterator[Hit]:
-        reader = SseReader()
+    @staticmethod
+    def _recall_hits(stream: _wire.RecallStream, lines: Iterator[str]) -> Iterator[Hit]:
         for line in lines:
-            event = reader.feed(line)
-            if event is None:
-                continue
-            if event.event == _wire.RECALL_DONE:
+            hit = stream.feed(line)
+            if stream.done:
                 return
-            hit = _wire.recall_event_hit(event)
             if hit is not None:
                 yield hit
-        raise _wire.cut_short(call)  # no done: the hits so far may not be all
+        raise stream.cut_short()  # no done: the hits so far may not be all
 
     def forget(
         self,
@@ -308,31 +300,21 @@ class MemoryClient:
         that broke before they got going, or when the server cannot be reached
         again, the break is raised (:class:`~memstore.client.errors.ProtocolTransportError`).
         """
-        call = _wire.events_call(last_event_id)
+        stream = _wire.ChangeStream(last_event_id)
         self._check_open()
-        return self._events(SseReader(last_id=last_event_id), call)
+        return self._events(stream)
 
-    def _events(self, reader: SseReader, call: Call) -> Iterator[ChangeEvent]:
-        breaks = 0
+    def _events(self, stream: _wire.ChangeStream) -> Iterator[ChangeEvent]:
         while True:
-            lines = self._lines(call)
-            opened, frames = False, 0
+            lines = self._lines(stream.call)
             try:
                 for line in lines:
-                    opened = True
-                    if not line:
-                        frames += 1
-                        if frames > 1:  # this connection got going: it is no dud
-                            breaks = 0
-                    event = reader.feed(line)
-                    if event is not None and event.event != "position":
+                    event = stream.feed(line)
+                    if event is not None:
                         yield event
                 return  # the server ended the stream (it is shutting down)
             except ProtocolTransportError:
-                if not opened or breaks >= _wire.STREAM_RECONNECTS:
+                if not stream.reconnect():
                     raise
             finally:
                 lines.close()
-            breaks += 1
-            reader = SseReader(last_id=reader.last_id)  # a frame cut short is dropped
-            call = _wire.events_call(reader.last_id)
