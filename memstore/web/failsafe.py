@@ -14,18 +14,11 @@ answered any more; it is re-raised, and the server closes the connection
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from memstore.web.refusal import Refusal, RenderRefusal, refusal_body, send_refusal
+from memstore.web.started import ASGIApp, Receive, Scope, Send, StartWatch
 
 __all__ = ["Failsafe"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class Failsafe:
@@ -52,18 +45,11 @@ class Failsafe:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        watched = StartWatch(send)
         try:
             await self.app(scope, receive, watched)
         except Exception:
-            if started:
+            if watched.started:
                 raise
             self.logger.exception("memstore: %s %s failed", scope.get("method"), scope.get("path"))
             await send_refusal(self.error, send, self.render)

@@ -21,18 +21,12 @@ and the client sees a truncated answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final
+from typing import Final
 
 from memstore.web.refusal import UNAVAILABLE, Refusal, RenderRefusal, refusal_body, send_refusal
+from memstore.web.started import ASGIApp, Receive, Scope, Send, StartWatch
 
 __all__ = ["SHUTDOWN_REFUSAL", "SHUTDOWN_RETRY_AFTER", "ShutdownAnswer"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 SHUTDOWN_RETRY_AFTER: Final = 1
 """Seconds a client cut off by a shutdown is told to wait before sending again."""
@@ -59,17 +53,10 @@ class ShutdownAnswer:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        watched = StartWatch(send)
         try:
             await self.app(scope, receive, watched)
         except asyncio.CancelledError:
-            if not started:
+            if not watched.started:
                 await send_refusal(SHUTDOWN_REFUSAL, send, self.render)
             raise
