@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
-from collections.abc import AsyncGenerator, Callable, Collection, Generator
+from collections.abc import AsyncGenerator, Callable, Collection, Generator, Iterator
 from typing import Any, Final
 
 import regex
@@ -229,6 +229,22 @@ def _dropped(event: Event, epoch: str) -> str:
     return format_event(data, event=EVENT_RESET, id=position)
 
 
+def _frames(
+    event: Event | None, epoch: str, default: Callable[[object], Any] | None
+) -> Iterator[str]:
+    """The frames for what one wait on the subscription gave, while it is open.
+
+    An event, preceded by a ``reset`` when events were dropped before it; no
+    event (the wait timed out): a :data:`KEEP_ALIVE`.
+    """
+    if event is None:
+        yield KEEP_ALIVE
+        return
+    if event.dropped:
+        yield _dropped(event, epoch)
+    yield encode(event, epoch, default=default)
+
+
 def stream(
     hub: Hub,
     *,
@@ -259,14 +275,9 @@ def stream(
         epoch = hub.epoch
         while True:
             event = sub.get(timeout=keepalive)
-            if event is not None:
-                if event.dropped:
-                    yield _dropped(event, epoch)
-                yield encode(event, epoch, default=default)
-            elif sub.closed:
+            if event is None and sub.closed:
                 return
-            else:
-                yield KEEP_ALIVE
+            yield from _frames(event, epoch, default)
     finally:
         sub.close()
 
@@ -290,13 +301,9 @@ async def astream(
         epoch = hub.epoch
         while True:
             event = await sub.aget(timeout=keepalive)
-            if event is not None:
-                if event.dropped:
-                    yield _dropped(event, epoch)
-                yield encode(event, epoch, default=default)
-            elif sub.closed:
+            if event is None and sub.closed:
                 return
-            else:
-                yield KEEP_ALIVE
+            for frame in _frames(event, epoch, default):
+                yield frame
     finally:
         sub.close()
