@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import platform
 import statistics
@@ -29,11 +30,13 @@ __all__ = [
     "log",
     "memory_item",
     "percentile",
+    "print_targets",
     "source_digest",
     "status",
     "summarize",
     "time_queries",
     "version",
+    "write_json",
 ]
 
 Q = TypeVar("Q")
@@ -113,6 +116,19 @@ def time_queries(
 def log(msg: str) -> None:
     """Progress to stderr (stdout carries the report)."""
     print(msg, file=sys.stderr, flush=True)
+
+
+def write_json(path: Path, record: Any) -> None:
+    """Write a run's ``record`` to ``path`` as indented JSON, making its folder if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+
+def print_targets(targets: Sequence[TargetResult]) -> None:
+    """The markdown table of the targets (name, value, PASS/MISS/N/A) on stdout."""
+    print("\n| target | value | status |\n|---|---:|---|")
+    for t in targets:
+        print(f"| {t.name} | {fmt(t.value)} | {t.status} |")
 
 
 def status(value: float | None, threshold: float, *, at_least: bool = False) -> str:

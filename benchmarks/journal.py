@@ -53,8 +53,10 @@ from _common import (
     log,
     memory_item,
     percentile,
+    print_targets,
     status,
     version,
+    write_json,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -451,8 +453,7 @@ def main() -> None:
             "pydantic": version("pydantic"),
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    write_json(args.out, record)
 
     print("| measure | memstore | raw sqlite3 |\n|---|---:|---:|")
     print(
@@ -492,9 +493,7 @@ def main() -> None:
     print(f"| batched (1,000 per batch) | {fmt(batched['ours_items_per_cpu_s'])} |")
     print(f"| durable `Memory.add_many` (1,000 per call) | {fmt(add_many['items_per_cpu_s'])} |")
     print(f"| in-memory `Store.upsert` | {fmt(upserts['upserts_per_cpu_s'])} |")
-    print("\n| target | value | status |\n|---|---:|---|")
-    for t in targets:
-        print(f"| {t.name} | {fmt(t.value)} | {t.status} |")
+    print_targets(targets)
 
 
 if __name__ == "__main__":

@@ -52,8 +52,10 @@ from _common import (
     log,
     memory_item,
     percentile,
+    print_targets,
     status,
     version,
+    write_json,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -396,8 +398,7 @@ def main() -> None:
             "memstore_commit": git_commit(ROOT),
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n")
+    write_json(args.out, record)
 
     print("| measure | memstore | raw psycopg |\n|---|---:|---:|")
     print(
@@ -421,9 +422,7 @@ def main() -> None:
         f"| a bare Store taking in {floor['items']:,} items (parse + index), items/s | "
         f"{fmt(floor['items_per_s'])} | |"
     )
-    print("\n| target | value | status |\n|---|---:|---|")
-    for t in targets:
-        print(f"| {t.name} | {fmt(t.value)} | {t.status} |")
+    print_targets(targets)
 
 
 def _server_version(dsn: str) -> str | None:
