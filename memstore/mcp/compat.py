@@ -275,11 +275,7 @@ class _Compat:
         entities, relations = self.graph(c).read()
         if a.offset is None and a.limit is None:
             return _graph(entities, relations)
-        page, nxt = _page(entities, a.offset, a.limit)
-        names = {e.name for e in page}
-        out = _graph(page, [r for r in relations if r.source in names])
-        out.total, out.nextOffset = len(entities), nxt
-        return out
+        return _paged(entities, relations, a, _from)
 
     def search_nodes(self, a: SearchNodesArgs, c: Caller) -> GraphOut:
         g = self.graph(c)
@@ -294,13 +290,8 @@ class _Compat:
                     names.add(e.name)
                     found.append(e)
         if a.offset is None and a.limit is None:
-            return _graph(found, [r for r in relations if r.source in names or r.target in names])
-        page, nxt = _page(found, a.offset, a.limit)
-        on_page = {e.name for e in page}
-        touching = [r for r in relations if r.source in on_page or r.target in on_page]
-        out = _graph(page, touching)
-        out.total, out.nextOffset = len(found), nxt
-        return out
+            return _graph(found, [r for r in relations if _touches(r, names)])
+        return _paged(found, relations, a, _touches)
 
     def open_nodes(self, a: OpenNodesArgs, c: Caller) -> GraphOut:
         return _graph(*self.graph(c).open(a.names))
@@ -312,13 +303,35 @@ def _id(g: KnowledgeGraph, e: Entity) -> str:
     return entity_id(e.name, g.partition)
 
 
-def _page(
-    entities: Sequence[Entity], offset: int | None, limit: int | None
-) -> tuple[list[Entity], int | None]:
-    start = offset or 0
-    end = len(entities) if limit is None else start + limit
+def _paged(
+    entities: Sequence[Entity],
+    relations: Sequence[Relation],
+    a: _Page,
+    keep: Callable[[Relation, set[str]], bool],
+) -> GraphOut:
+    """The page of ``entities`` that ``a`` asks for, and the ``relations`` that go with it.
+
+    ``keep(relation, names)`` says whether a relation goes with the page whose
+    entities are ``names``. The answer carries the extensions ``total`` (all
+    entities) and ``nextOffset`` (``None`` on the last page).
+    """
+    start = a.offset or 0
+    end = len(entities) if a.limit is None else start + a.limit
     page = list(entities[start:end])
-    return page, end if end < len(entities) else None
+    names = {e.name for e in page}
+    out = _graph(page, [r for r in relations if keep(r, names)])
+    out.total, out.nextOffset = len(entities), end if end < len(entities) else None
+    return out
+
+
+def _from(r: Relation, names: set[str]) -> bool:
+    """``read_graph``'s rule: a relation goes with the entity it starts from."""
+    return r.source in names
+
+
+def _touches(r: Relation, names: set[str]) -> bool:
+    """``search_nodes``'s rule: a relation goes with either of its entities."""
+    return r.source in names or r.target in names
 
 
 def _graph_text(r: GraphOut) -> str:
