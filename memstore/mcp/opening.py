@@ -18,10 +18,9 @@ from pathlib import Path
 
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.memory import JOURNAL_FILE, Memory
+from memstore.web.journal_option import DSN_SCHEMES, postgres_journal
 
 __all__ = ["Opened", "open_memory"]
-
-_DSN_SCHEMES = ("postgresql://", "postgres://")
 
 
 @dataclass
@@ -45,21 +44,17 @@ def open_memory(
     Raises :class:`~memstore.errors.MemstoreError` with what to do when the
     memory cannot be opened at all.
     """
-    if os.fspath(data).startswith(_DSN_SCHEMES):  # else a local folder named after it
+    if os.fspath(data).startswith(DSN_SCHEMES):  # else a local folder named after it
         raise MemstoreError(
             "--data is a folder, not a PostgreSQL DSN: give the DSN as --journal "
             "(--data DIR --journal postgresql://...)"
         )
-    if journal:
-        if not journal.startswith(_DSN_SCHEMES):
-            raise MemstoreError(f"--journal takes a postgresql:// DSN, got {journal[:40]!r}")
-        from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal
-
-        pg = PostgresJournal(journal, schema=journal_schema or DEFAULT_SCHEMA)
+    if journal and not journal.startswith(DSN_SCHEMES):
+        raise MemstoreError(f"--journal takes a postgresql:// DSN, got {journal[:40]!r}")
+    pg = postgres_journal(journal, journal_schema)
+    if pg is not None:
         mem = Memory(data, embedder=embedder, journal=pg)
         return Opened(mem, "this server was started with --readonly" if readonly else "")
-    if journal_schema:
-        raise MemstoreError("--journal-schema needs --journal postgresql://...")
     if readonly:
         return Opened(_read_only(Path(data), embedder), "this server was started with --readonly")
     try:

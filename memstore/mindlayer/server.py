@@ -39,6 +39,7 @@ from memstore.mindlayer.service import MindLayer
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
 from memstore.web.tokens import TokensFile
@@ -67,15 +68,8 @@ def _journal(args: argparse.Namespace) -> Journal | str | None:
 
     :raises MemstoreError: ``--journal-schema`` without a ``postgresql://`` journal.
     """
-    dsn: str | None = args.journal or None
-    schema: str | None = getattr(args, "journal_schema", None) or None
-    if dsn is None or not dsn.startswith(("postgresql://", "postgres://")):
-        if schema:
-            raise MemstoreError("--journal-schema needs --journal postgresql://...")
-        return dsn  # None: the folder's SQLite journal; anything else Memory refuses
-    from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
-
-    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA)
+    pg = postgres_journal(args.journal, getattr(args, "journal_schema", None))
+    return pg if pg is not None else args.journal or None  # None: the folder's SQLite
 
 
 def serve(args: argparse.Namespace) -> int:

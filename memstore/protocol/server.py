@@ -65,6 +65,7 @@ from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
 from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
+from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.mount import Mount
 from memstore.web.runner import ServeConfig, serve_app
@@ -136,17 +137,7 @@ def _confirmations(args: argparse.Namespace, journal: Journal | None) -> Confirm
 
 def _journal(args: argparse.Namespace) -> Journal | None:
     """``--journal``: a PostgresJournal in ``--journal-schema``, or None (the folder's SQLite)."""
-    dsn: str | None = args.journal or None
-    if dsn is None or not dsn.startswith(("postgresql://", "postgres://")):
-        schema = getattr(args, "journal_schema", None)
-        if schema:
-            raise ValueError("--journal-schema needs --journal postgresql://...")
-        return None
-    from memstore.journal.postgres import PostgresJournal  # needs psycopg
-
-    return PostgresJournal(
-        dsn, schema=getattr(args, "journal_schema", None) or DEFAULT_JOURNAL_SCHEMA
-    )
+    return postgres_journal(args.journal, getattr(args, "journal_schema", None))
 
 
 def _load(path: str | Path) -> TokensFile[TokenTable]:

@@ -1,0 +1,61 @@
+"""A server's ``--journal`` and ``--journal-schema``: the PostgreSQL journal they name.
+
+Every server (``memstore serve``, ``memstore mindlayer``, ``memstore mcp``)
+keeps its memory in the ``--data`` folder's SQLite journal unless
+``--journal`` gives a ``postgresql://`` (or ``postgres://``) DSN: the servers
+then share that database, in the schema ``--journal-schema`` names
+(:data:`~memstore.journal.postgres.DEFAULT_SCHEMA`, ``memstore``, when it is
+not given; replicas of one memory name the same). A schema without such a
+DSN names nothing and is refused, so a typo in ``--journal`` is not silently
+replaced by the folder's journal.
+
+>>> postgres_journal(None, None) is None
+True
+>>> postgres_journal(None, "s1")
+Traceback (most recent call last):
+...
+memstore.web.journal_option.JournalOptionError: --journal-schema needs --journal postgresql://...
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from memstore.errors import MemstoreError
+
+if TYPE_CHECKING:
+    from memstore.journal.postgres import PostgresJournal
+
+__all__ = ["DSN_SCHEMES", "JournalOptionError", "postgres_journal"]
+
+DSN_SCHEMES: Final = ("postgresql://", "postgres://")
+"""How a PostgreSQL DSN starts: a ``--journal`` that does not is not one."""
+
+
+class JournalOptionError(MemstoreError, ValueError):
+    """``--journal-schema`` given without a PostgreSQL ``--journal``.
+
+    Both a :class:`~memstore.errors.MemstoreError` and a :class:`ValueError`,
+    as the servers refuse their other bad options (exit status 2).
+    """
+
+
+def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | None:
+    """The journal ``--journal`` (``dsn``) and ``--journal-schema`` (``schema``) open.
+
+    A DSN that starts with one of :data:`DSN_SCHEMES` opens a
+    :class:`~memstore.journal.postgres.PostgresJournal` in ``schema`` (its
+    default when ``schema`` is empty or ``None``; this needs psycopg). Anything
+    else is ``None``: the caller keeps the folder's SQLite journal, or hands
+    a ``dsn`` of another kind on to :class:`~memstore.memory.Memory`, whose
+    refusal names it.
+
+    :raises JournalOptionError: ``schema`` is given, but ``dsn`` is no PostgreSQL DSN.
+    """
+    if not dsn or not dsn.startswith(DSN_SCHEMES):
+        if schema:
+            raise JournalOptionError("--journal-schema needs --journal postgresql://...")
+        return None
+    from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
+
+    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA)
