@@ -168,10 +168,13 @@ def _serve_on(
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:
-        if chat is not None:  # first: a chat or ingest still waiting for a hung provider
-            chat.close()  # gives up now, or the process's exit would wait for its thread
+        # First the provider's clients: a request still waiting for a provider that hung
+        # gives up now (every client is gone by now), or the process's exit would wait
+        # for its worker thread until the provider's timeout.
+        if chat is not None:
+            chat.close()
+        if embedder is not None:
+            embedder.close()
         if app is not None:  # searches still queued finish before the storage closes
             close_batcher(app, _grace(args))
         memory.close()
-        if embedder is not None:
-            embedder.close()

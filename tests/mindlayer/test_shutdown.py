@@ -1,13 +1,14 @@
-"""SIGTERM while the chat provider hangs: the client is told to retry and the process exits.
+"""SIGTERM while the provider hangs: the client is told to retry and the process exits.
 
-A real ``memstore serve --api mindlayer`` subprocess whose chat model is a
-:class:`~tests.fake_provider.FakeProvider` on loopback that never answers
-(it sleeps until the test stops it). A chat or an ingest is waiting for it
-when the server gets SIGTERM: the client gets the shutdown's 503
-``unavailable`` once the grace period is over, and the process exits with
-status 0 right after. Before, the answer came on time but the process lived
-on for the chat timeout (60 s): interpreter exit waited for the worker
-thread blocked in the provider's HTTP read.
+A real ``memstore serve --api mindlayer`` subprocess whose chat or embedding
+model is a :class:`~tests.fake_provider.FakeProvider` on loopback that never
+answers (it sleeps until the test stops it). A chat, an ingest, a write or a
+semantic search is waiting for it when the server gets SIGTERM: the client
+gets the shutdown's 503 ``unavailable`` once the grace period is over, and
+the process exits with status 0 right after. Before, the answer came on time
+but the process lived on for the provider's timeout (60 s for a chat, 10 s
+for an embedding): interpreter exit waited for the worker thread blocked in
+the provider's HTTP read.
 """
 
 from __future__ import annotations
@@ -22,35 +23,51 @@ import httpx
 import pytest
 
 from memstore.mindlayer.provider import ChatClient, ProviderError
+from memstore_index.embedder import EmbeddingError
+from memstore_index.openai_embedder import OpenAICompatibleEmbedder
 from tests.fake_provider import FakeProvider
 from tests.mindlayer.conftest import API_KEY, new_scope, provider_env, start
 
 GRACE = 0.5
 """``--shutdown-grace``: how long the hung request may run on after SIGTERM."""
-EXIT_BOUND = 20.0
-"""Seconds the process may take to exit after SIGTERM: the grace and start-up noise, far
-below the 60 s chat timeout the process used to wait for."""
+EXIT_BOUND = 8.0
+"""Seconds the process may take to exit after SIGTERM: the grace and some slack (it takes
+about 1.3 s), below the timeouts the process used to wait for (60 s for a chat request,
+10 s for an embedding request)."""
 
 
 def _request(route: str, scope: dict[str, str]) -> tuple[str, dict[str, Any]]:
     if route == "chat":
         return "/v1/chat", {"scope": scope, "query": "what does the user eat?"}
-    return "/v1/ingest", {"scope": scope, "text": "I am vegetarian and I live in Lisbon."}
+    if route == "ingest":
+        return "/v1/ingest", {"scope": scope, "text": "I am vegetarian and I live in Lisbon."}
+    if route == "memories":  # the write embeds its text before it commits
+        return "/v1/memories", {"scope": scope, "text": "The user is vegetarian."}
+    return "/v1/search", {"scope": scope, "query": "vegetarian", "mode": "semantic"}
 
 
-@pytest.mark.parametrize("route", ["chat", "ingest"])
+@pytest.mark.parametrize(
+    ("route", "hung"),
+    [
+        ("chat", "chat"),
+        ("ingest", "chat"),
+        ("memories", "embeddings"),
+        ("search", "embeddings"),
+    ],
+)
 def test_sigterm_during_a_hung_provider_call_exits_within_the_grace(
-    tmp_path: Path, route: str
+    tmp_path: Path, route: str, hung: str
 ) -> None:
     with FakeProvider() as provider:
-        provider.chat_behaviour = "sleep"
-        provider.sleep_seconds = 600.0  # never, as far as the server can tell
+        env, embedder = provider_env(provider, embedding=None), "none"
+        if hung == "embeddings":  # the dimension given: start-up makes no request
+            env = {**provider_env(provider), "MEMSTORE_PROVIDER_EMBEDDING_DIM": "8"}
+            embedder = None  # the provider's
         server = start(
-            tmp_path / "data",
-            "--shutdown-grace",
-            str(GRACE),
-            env=provider_env(provider, embedding=None),
+            tmp_path / "data", "--shutdown-grace", str(GRACE), env=env, embedder=embedder
         )
+        provider.chat_behaviour = provider.behaviour = "sleep"
+        provider.sleep_seconds = 600.0  # never, as far as the server can tell
         answers: list[httpx.Response] = []
         path, body = _request(route, new_scope())
 
@@ -62,7 +79,7 @@ def test_sigterm_during_a_hung_provider_call_exits_within_the_grace(
         asker.start()
         try:
             deadline = time.monotonic() + 30
-            while not any(r.path == "/v1/chat/completions" for r in provider.requests):
+            while not any(r.path.startswith(f"/v1/{hung}") for r in provider.requests):
                 assert time.monotonic() < deadline, "the request never reached the provider"
                 time.sleep(0.01)
             sent = time.monotonic()
@@ -84,18 +101,26 @@ def test_sigterm_during_a_hung_provider_call_exits_within_the_grace(
     assert "memstore: stopped" in server.log_text()
 
 
-def test_closing_the_chat_client_releases_a_caller_waiting_on_a_hung_provider() -> None:
+@pytest.mark.parametrize("client", ["chat", "embeddings"])
+def test_closing_a_provider_client_releases_a_caller_waiting_on_a_hung_provider(
+    client: str,
+) -> None:
     """What the server does once it stops serving: the waiting worker thread is free."""
     outcome: list[BaseException] = []
     with FakeProvider() as provider:
-        provider.chat_behaviour = "sleep"
+        provider.chat_behaviour = provider.behaviour = "sleep"
         provider.sleep_seconds = 600.0
-        chat = ChatClient(provider.base_url, "m", API_KEY)
+        if client == "chat":
+            chat = ChatClient(provider.base_url, "m", API_KEY)
+            call, close = (lambda: chat.complete([{"role": "user", "content": "hi"}])), chat.close
+        else:
+            emb = OpenAICompatibleEmbedder(provider.base_url, "m", API_KEY, dim=8)
+            call, close = (lambda: emb.embed(["hi"])), emb.close
 
         def ask() -> None:
             try:
-                chat.complete([{"role": "user", "content": "hi"}])
-            except ProviderError as e:
+                call()
+            except (ProviderError, EmbeddingError) as e:
                 outcome.append(e)
 
         asker = threading.Thread(target=ask)
@@ -104,11 +129,11 @@ def test_closing_the_chat_client_releases_a_caller_waiting_on_a_hung_provider() 
         while not provider.requests:
             assert time.monotonic() < deadline, "the request never reached the provider"
             time.sleep(0.01)
-        chat.close()
+        close()
         asker.join(EXIT_BOUND)
         assert not asker.is_alive(), "close() left the caller waiting for the provider"
+        with pytest.raises((ProviderError, EmbeddingError), match="closed"):
+            call()
     assert len(outcome) == 1
-    assert "the client was closed" in str(outcome[0]) and API_KEY not in str(outcome[0])
-    with pytest.raises(ProviderError, match="the client was closed"):
-        chat.complete([{"role": "user", "content": "hi"}])
+    assert "closed" in str(outcome[0]) and API_KEY not in str(outcome[0])
     assert len(provider.requests) == 1  # a closed client sends nothing
