@@ -269,7 +269,7 @@ class ChatClient:
         try:
             raw = self._calls.run(lambda: self._exchange(request))
         except CallAbandoned:
-            raise self._fail("the client was closed (the server is shutting down)") from None
+            raise self._fail("the client was closed") from None
         return _content(raw)
 
     def _exchange(self, request: bytes) -> bytes:

@@ -168,9 +168,9 @@ def _serve_on(
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:
-        # First the provider's clients: a request still waiting for a provider that hung
-        # gives up now (every client is gone by now), or the process's exit would wait
-        # for its worker thread until the provider's timeout.
+        # The provider's clients first: a worker thread still waiting for a provider that
+        # hung (its request was answered 503 already) gives up now; otherwise the process's
+        # exit, which joins the worker threads, would wait for the provider's timeout.
         if chat is not None:
             chat.close()
         if embedder is not None:
