@@ -26,7 +26,7 @@ from memstore.mindlayer.provider import ChatClient, ProviderError
 from memstore_index.embedder import EmbeddingError
 from memstore_index.openai_embedder import OpenAICompatibleEmbedder
 from tests.fake_provider import FakeProvider
-from tests.mindlayer.conftest import API_KEY, new_scope, provider_env, start
+from tests.mindlayer.conftest import API_KEY, export, new_scope, provider_env, start
 
 GRACE = 0.5
 """``--shutdown-grace``: how long the hung request may run on after SIGTERM."""
@@ -69,7 +69,8 @@ def test_sigterm_during_a_hung_provider_call_exits_within_the_grace(
         provider.chat_behaviour = provider.behaviour = "sleep"
         provider.sleep_seconds = 600.0  # never, as far as the server can tell
         answers: list[httpx.Response] = []
-        path, body = _request(route, new_scope())
+        scope = new_scope()
+        path, body = _request(route, scope)
 
         def ask() -> None:
             with server.client() as client:
@@ -91,14 +92,22 @@ def test_sigterm_during_a_hung_provider_call_exits_within_the_grace(
                 server.proc.kill()
                 server.proc.wait()
             asker.join(90)
-    assert code == 0, server.log_text()
-    assert took < EXIT_BOUND, f"exited {took:.1f}s after SIGTERM: {server.log_text()}"
-    assert len(answers) == 1
-    answer = answers[0]
-    assert answer.status_code == 503, answer.text
-    assert answer.headers.get("retry-after") == "1"
-    assert answer.json()["error"] == "unavailable"
-    assert "memstore: stopped" in server.log_text()
+        assert code == 0, server.log_text()
+        assert took < EXIT_BOUND, f"exited {took:.1f}s after SIGTERM: {server.log_text()}"
+        assert len(answers) == 1
+        answer = answers[0]
+        assert answer.status_code == 503, answer.text
+        assert answer.headers.get("retry-after") == "1"
+        assert answer.json()["error"] == "unavailable"
+        assert "memstore: stopped" in server.log_text()
+        if route in ("ingest", "memories"):  # the abandoned write stored nothing
+            provider.chat_behaviour = provider.behaviour = "ok"
+            again = start(tmp_path / "data", env=env, embedder=embedder)
+            try:
+                with again.client() as client:
+                    assert export(client, scope)["memories"] == []
+            finally:
+                assert again.stop() == 0, again.log_text()
 
 
 @pytest.mark.parametrize("client", ["chat", "embeddings"])
