@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import numpy.typing as npt
 
+from memstore_index._abandon import AbandonableCalls, CallAbandoned
 from memstore_index.embedder import (
     EmbedderConfigError,
     EmbeddingError,
@@ -147,6 +148,11 @@ class OpenAICompatibleEmbedder:
     ignored for loopback ones.
 
     Close it (or use it as a context manager) to release its connections.
+    Each request runs on a daemon thread the caller waits for
+    (:class:`~memstore_index._abandon.AbandonableCalls`): :meth:`close`
+    releases a caller still waiting for a provider that stopped answering
+    (:class:`~memstore_index.embedder.EmbeddingError`) at once, and the
+    request left behind does not hold up the process's exit.
 
     :param base_url: the API base, without ``/embeddings``, e.g.
         ``https://api.openai.com/v1`` or ``http://127.0.0.1:11434/v1``.
@@ -207,6 +213,7 @@ class OpenAICompatibleEmbedder:
             follow_redirects=False,
             trust_env=not is_loopback_host(self._host),
         )
+        self._calls = AbandonableCalls("memstore-embedding-request")
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"
@@ -216,7 +223,13 @@ class OpenAICompatibleEmbedder:
         )
 
     def close(self) -> None:
-        """Release the connection pool. Embedding afterwards is an error."""
+        """Release the connection pool. Embedding afterwards is an error.
+
+        An :meth:`embed` still waiting for an answer raises
+        :class:`~memstore_index.embedder.EmbeddingError` at once; its request
+        is abandoned to its daemon thread (it ends with its timeout or with the process).
+        """
+        self._calls.close()
         self._client.close()
 
     def __enter__(self) -> Self:
@@ -268,6 +281,14 @@ class OpenAICompatibleEmbedder:
         if self._client.is_closed:
             raise EmbeddingError("this OpenAICompatibleEmbedder is closed")
         body = json.dumps({"model": self.model, "input": texts}).encode()
+        try:
+            raw = self._calls.run(lambda: self._exchange(body))
+        except CallAbandoned:
+            raise EmbeddingError("this OpenAICompatibleEmbedder was closed") from None
+        return self._parse(raw, len(texts))
+
+    def _exchange(self, body: bytes) -> bytes:
+        """POST ``body``; the answer's body (bounded in time and size), on a daemon thread."""
         deadline = time.monotonic() + self.timeout
         try:
             with self._client.stream("POST", f"{self.base_url}/embeddings", content=body) as resp:
@@ -289,7 +310,7 @@ class OpenAICompatibleEmbedder:
             # The transport's message (DNS, TLS, refused...) helps; redacted and cut short.
             detail = self._redact(str(exc)) or "no detail"
             raise self._fail(f"{type(exc).__name__}: {detail}") from None
-        return self._parse(bytes(raw), len(texts))
+        return bytes(raw)
 
     def _parse(self, raw: bytes, n: int) -> npt.NDArray[np.float32]:
         try:

@@ -179,6 +179,12 @@ class ProviderConfig:
 class ChatClient:
     """Chat completions at ``{base_url}/chat/completions``: one request, one answer, no retry.
 
+    Each request runs on a daemon thread the caller waits for
+    (:class:`~memstore_index._abandon.AbandonableCalls`), so :meth:`close`
+    releases the callers still waiting, with a :class:`ProviderError`, rather
+    than leaving them (and the process's exit, which joins its worker
+    threads) blocked in a provider that stopped answering until the timeout.
+
     :param timeout: seconds per step of a request and for the whole answer.
     :raises ProviderConfigError: an unsafe URL (see the module documentation).
     """
@@ -193,6 +199,7 @@ class ChatClient:
     ) -> None:
         import httpx
 
+        from memstore_index._abandon import AbandonableCalls
         from memstore_index.embedder import EmbedderConfigError
         from memstore_index.openai_embedder import is_loopback_host, validate_base_url
 
@@ -216,13 +223,20 @@ class ChatClient:
             follow_redirects=False,
             trust_env=not is_loopback_host(self._host),
         )
+        self._calls = AbandonableCalls("memstore-chat-request")
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"
         return f"ChatClient({self.base_url!r}, model={self.model!r}, api_key={key})"
 
     def close(self) -> None:
-        """Release the connection pool."""
+        """Release the connection pool, and every :meth:`complete` still waiting.
+
+        A caller waiting for an answer gets a :class:`ProviderError` at once
+        (so does a later call); the request it was waiting for is abandoned to
+        its daemon thread, which ends with its timeout or with the process.
+        """
+        self._calls.close()
         self._client.close()
 
     def __enter__(self) -> ChatClient:
@@ -243,18 +257,30 @@ class ChatClient:
         """The content of the first choice's message.
 
         :raises ProviderError: the request failed, timed out, redirected or
-            answered with something that is not a chat completion.
+            answered with something that is not a chat completion, or the
+            client was closed (before or while it waited).
         """
-        from memstore_index.openai_embedder import status_text
+        from memstore_index._abandon import CallAbandoned
 
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if json_object:
             body["response_format"] = {"type": "json_object"}
+        request = json.dumps(body).encode()
+        try:
+            raw = self._calls.run(lambda: self._exchange(request))
+        except CallAbandoned:
+            raise self._fail("the client was closed") from None
+        return _content(raw)
+
+    def _exchange(self, request: bytes) -> bytes:
+        """POST ``request``; the answer's body (bounded in time and size), on a daemon thread."""
+        from memstore_index.openai_embedder import status_text
+
         deadline = time.monotonic() + self.timeout
         httpx = self._httpx
         try:
             with self._client.stream(
-                "POST", f"{self.base_url}/chat/completions", content=json.dumps(body).encode()
+                "POST", f"{self.base_url}/chat/completions", content=request
             ) as resp:
                 status = resp.status_code
                 if 300 <= status < 400:
@@ -274,7 +300,7 @@ class ChatClient:
             raise self._fail(
                 f"{type(exc).__name__}: {self._redact(str(exc)) or 'no detail'}"
             ) from None
-        return _content(bytes(raw))
+        return bytes(raw)
 
 
 def _content(raw: bytes) -> str:

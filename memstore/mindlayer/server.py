@@ -162,10 +162,13 @@ def _serve_on(
         print("memstore: stopped", file=sys.stderr, flush=True)
         return 0
     finally:
-        if app is not None:  # searches still queued finish before the storage closes
-            close_batcher(app, _grace(args))
-        memory.close()
+        # The provider's clients first: a worker thread still waiting for a provider that
+        # hung (its request was answered 503 already) gives up now; otherwise the process's
+        # exit, which joins the worker threads, would wait for the provider's timeout.
         if chat is not None:
             chat.close()
         if embedder is not None:
             embedder.close()
+        if app is not None:  # searches still queued finish before the storage closes
+            close_batcher(app, _grace(args))
+        memory.close()
