@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.pgtest import Schemas, require_pg
+from tests.pgtest import PgPlace, Schemas, require_pg
 
 from .conftest import Server, make_tokens, start_server, stop_server
 
@@ -32,6 +33,31 @@ def next_change(it: Iterator[dict[str, str]]) -> tuple[str, dict[str, Any]]:
         if frame.get("event") == "change":
             return frame["id"], json.loads(frame["data"])
     raise AssertionError("stream ended")
+
+
+@contextmanager
+def server_on_postgres(tmp_path: Path, tag: str) -> Iterator[tuple[str, str, str, PgPlace]]:
+    """A real server on a PostgreSQL journal of its own: its url, a full token, the token's
+    tenant and the journal's place (for another process to write to); stopped after.
+    """
+    require_pg()
+    schemas = Schemas()
+    place = schemas.new(tag)
+    tokens = make_tokens(tmp_path / "tokens.json")
+    token = next(t for t in tokens if t.startswith("tok-full-"))
+    proc, url = start_server(
+        tmp_path / "data",
+        tmp_path / "tokens.json",
+        "--journal",
+        place.dsn,
+        "--journal-schema",
+        place.schema,
+    )
+    try:
+        yield url, token, tokens[token]["tenant"], place
+    finally:
+        assert stop_server(proc) == 0
+        schemas.drop_all()
 
 
 def test_events_stream_the_tenants_changes_and_resume(server: Server) -> None:
@@ -81,24 +107,10 @@ def test_a_tenants_stream_carries_no_item_outside_the_tenant(tmp_path: Path) -> 
     """Another process on the server's PostgreSQL journal writes untagged, shared and other
     tenants' items: recall never shows them to this tenant, and neither does its stream.
     """
-    require_pg()
     from memstore import Item, Memory
     from memstore.journal import PostgresJournal
 
-    schemas = Schemas()
-    place = schemas.new("events")
-    tokens = make_tokens(tmp_path / "tokens.json")
-    token = next(t for t in tokens if t.startswith("tok-full-"))
-    tenant = tokens[token]["tenant"]
-    proc, url = start_server(
-        tmp_path / "data",
-        tmp_path / "tokens.json",
-        "--journal",
-        place.dsn,
-        "--journal-schema",
-        place.schema,
-    )
-    try:
+    with server_on_postgres(tmp_path, "events") as (url, token, tenant, place):
         with (
             httpx.Client(base_url=url, timeout=30.0) as client,
             client.stream("GET", "/v1/events", headers={"Authorization": f"Bearer {token}"}) as r,
@@ -127,9 +139,6 @@ def test_a_tenants_stream_carries_no_item_outside_the_tenant(tmp_path: Path) -> 
             _, change = next_change(it)
             seen.append((change["op"], change["id"]))
         assert seen == [("upsert", "mine"), ("delete", "mine")]
-    finally:
-        assert stop_server(proc) == 0
-        schemas.drop_all()
 
 
 def test_an_item_that_leaves_the_tenant_is_withdrawn_from_its_stream(tmp_path: Path) -> None:
@@ -137,28 +146,13 @@ def test_an_item_that_leaves_the_tenant_is_withdrawn_from_its_stream(tmp_path: P
     the tenant's stream withdraws each (a ``delete`` marked ``withdrawn``, no item, not
     a word of where it went), and an item moved in arrives as an upsert.
     """
-    require_pg()
     from memstore import Item, Memory
     from memstore.journal import PostgresJournal
-
-    schemas = Schemas()
-    place = schemas.new("withdrawn")
-    tokens = make_tokens(tmp_path / "tokens.json")
-    token = next(t for t in tokens if t.startswith("tok-full-"))
-    tenant = tokens[token]["tenant"]
-    proc, url = start_server(
-        tmp_path / "data",
-        tmp_path / "tokens.json",
-        "--journal",
-        place.dsn,
-        "--journal-schema",
-        place.schema,
-    )
 
     def note(id: str, *tags: str, scope: str = "public") -> Item:
         return Item(id=id, kind="note", title="a note", scope=scope, tags=list(tags))
 
-    try:
+    with server_on_postgres(tmp_path, "withdrawn") as (url, token, tenant, place):
         with (
             httpx.Client(base_url=url, timeout=30.0) as client,
             client.stream("GET", "/v1/events", headers={"Authorization": f"Bearer {token}"}) as r,
@@ -188,6 +182,3 @@ def test_an_item_that_leaves_the_tenant_is_withdrawn_from_its_stream(tmp_path: P
             ("delete", "hidden", True, False),
             ("upsert", "arrives", False, True),
         ]
-    finally:
-        assert stop_server(proc) == 0
-        schemas.drop_all()
