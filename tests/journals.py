@@ -14,11 +14,12 @@ which only matters if the *server* crashes; the transactions are the same).
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from memstore import Store
+from memstore import Memory, Store
 from memstore.journal import JournalBase, SqliteJournal
 from tests.pgtest import PgPlace
 
@@ -43,6 +44,16 @@ def attached(place: Place) -> tuple[Store, JournalBase]:
     store = Store()
     journal.attach(store)
     return store, journal
+
+
+def memory_state(mem: Memory) -> tuple[str, dict[str, Any]]:
+    """All a memory holds: its export (every version) and its current items, to compare
+    before and after a call that was refused and must have changed nothing."""
+    buf = io.StringIO()
+    mem.export(buf)
+    with mem.store.lock:  # type: ignore[attr-defined]
+        items = {it.id: it.model_dump() for it in mem.store.items_locked()}
+    return buf.getvalue(), items
 
 
 def place_of(journal: JournalBase) -> Place:

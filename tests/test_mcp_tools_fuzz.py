@@ -12,7 +12,6 @@ with wild JSON (wrong types, lone surrogates, huge numbers, deep lists).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from mcp import types
 from memstore.mcp.server import surface
 from memstore.mcp.toolkit import Caller, Toolbox
 from memstore.memory import Memory
+from tests.journals import memory_state
 
 SEEDED = ("alpha", "beta", "Alice", "Acme")
 FUZZ = settings(
@@ -114,14 +114,6 @@ def _seed(mem: Memory) -> None:
     mem.link("alpha", "beta", "explains")
 
 
-def _state(mem: Memory) -> tuple[str, dict[str, Any]]:
-    buf = io.StringIO()
-    mem.export(buf)
-    with mem.store.lock:  # type: ignore[attr-defined]
-        items = {it.id: it.model_dump() for it in mem.store.items_locked()}
-    return buf.getvalue(), items
-
-
 def _tools(compat: str | None) -> list[str]:
     with Memory(embedder=None) as mem:
         return [t.name for t in surface(mem, compat=compat).toolbox.describe()]
@@ -156,12 +148,12 @@ def test_any_arguments_get_a_result_or_a_tool_error_that_changes_nothing(
     @FUZZ
     @given(args=arguments(tool))
     def attempt(args: Any) -> None:
-        before = _state(mem)
+        before = memory_state(mem)
         result = anyio.run(toolbox.call, name, args, Caller())
         text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
         if result.isError:
             assert text, "a tool error says what is wrong"
-            assert _state(mem) == before, f"{name}({args!r}) failed but changed the memory"
+            assert memory_state(mem) == before, f"{name}({args!r}) failed but changed the memory"
         else:
             assert tool.outputSchema is not None
             jsonschema.validate(result.structuredContent, tool.outputSchema)

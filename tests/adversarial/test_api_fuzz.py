@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from memstore import AsyncMemory, Item, Memory
 from memstore.errors import MemstoreError
+from tests.journals import memory_state
 
 LONE = "caf\udce9"
 HUGE = "x" * 10_000_001
@@ -134,20 +135,12 @@ def _seed(mem: Memory) -> None:
     mem.link("alpha", "beta", "explains")
 
 
-def _state(mem: Memory) -> tuple[str, dict[str, Any]]:
-    buf = io.StringIO()
-    mem.export(buf)
-    with mem.store.lock:  # type: ignore[attr-defined]
-        items = {it.id: it.model_dump() for it in mem.store.items_locked()}
-    return buf.getvalue(), items
-
-
 def _check(mem: Memory, call: Callable[[], Any]) -> None:
-    before = _state(mem)
+    before = memory_state(mem)
     try:
         call()
     except MemstoreError:
-        assert _state(mem) == before, "a call that raised changed the memory"
+        assert memory_state(mem) == before, "a call that raised changed the memory"
 
 
 FUZZ = settings(
@@ -176,7 +169,7 @@ def test_memory_method(name: str, memory: Memory) -> None:
     method = getattr(memory, name)
 
     @FUZZ
-    @given(call=calls(name, _state(memory)[0]))
+    @given(call=calls(name, memory_state(memory)[0]))
     def run(call: tuple[list[Any], dict[str, Any]]) -> None:
         args, kwargs = call
         _check(memory, lambda: method(*args, **kwargs))
@@ -194,7 +187,7 @@ def test_async_memory_method(name: str, memory: Memory) -> None:
         return loop.run_until_complete(out) if inspect.isawaitable(out) else out
 
     @settings(FUZZ, max_examples=8)
-    @given(call=calls(name, _state(memory)[0]))
+    @given(call=calls(name, memory_state(memory)[0]))
     def run(call: tuple[list[Any], dict[str, Any]]) -> None:
         args, kwargs = call
         _check(memory, lambda: invoke(args, kwargs))

@@ -12,7 +12,6 @@ type), on a store with an index (a deterministic embedder) and one without.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp,
 from memstore.errors import MemstoreError
 from memstore.integrations.langgraph import MemstoreStore
 from tests.integrations.conftest import CharacterEmbeddings
+from tests.journals import memory_state
 
 FUZZ = settings(
     max_examples=60,
@@ -105,12 +105,7 @@ ops = st.one_of(
 
 
 def _state(store: MemstoreStore) -> tuple[str, dict[str, Any]]:
-    buf = io.StringIO()
-    store.memory.export(buf)
-    mem = store.memory
-    with mem.store.lock:  # type: ignore[attr-defined]
-        items = {it.id: it.model_dump() for it in mem.store.items_locked()}
-    return buf.getvalue(), items
+    return memory_state(store.memory)
 
 
 @pytest.fixture(params=["plain", "indexed"])
