@@ -14,6 +14,10 @@ bounds are the named limits of :mod:`memstore.limits`.
 Traceback (most recent call last):
 ...
 memstore.errors.InvalidItemError: limit must be a whole number, got str '5'
+>>> count(11, "limit", 1, 10)
+Traceback (most recent call last):
+...
+memstore.errors.OutOfRangeError: limit must be between 1 and 10, got 11
 >>> text_arg("caf\\udce9", "query", 100)
 Traceback (most recent call last):
 ...
@@ -32,8 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memstore.bounded import OutOfRangeError
-from memstore.errors import InvalidItemError
+from memstore.errors import InvalidItemError, OutOfRangeError
 from memstore.limits import MAX_ID_CHARS, MAX_NAME_CHARS
 
 __all__ = [
@@ -140,16 +143,35 @@ def name_arg(value: object, name: str) -> str:
     return text
 
 
-def count(value: object, name: str, low: int, high: int) -> int:
-    """A whole number in ``low..high`` (a ``bool`` or a float is not one)."""
+def count(value: object, name: str, low: int, high: int | None = None) -> int:
+    """A whole number in ``low..high`` (``high=None``: no upper bound), as an ``int``.
+
+    The one rule for a caller's number against its bounds: the engine's
+    methods and every adapter (MemoryProtocol's ``k``, Mind Layer's
+    ``limit``, an MCP tool's ``depth``, a LangGraph search's ``offset``) check
+    with it, directly or through :func:`memstore.bounded.check`, so a number
+    out of range is refused the same way everywhere. Nothing is cut down to
+    fit: a caller who asked for 5,000 results and silently got 100 would page
+    wrongly. A NumPy integer is a whole number; a ``bool``, a float and text
+    are not.
+
+    >>> count(-1, "offset", 0)
+    Traceback (most recent call last):
+    ...
+    memstore.errors.OutOfRangeError: offset must be at least 0, got -1
+
+    :raises OutOfRangeError: a whole number outside the bounds (code
+        ``arguments.out_of_range``).
+    :raises InvalidItemError: not a whole number.
+    """
     if isinstance(value, bool):
         raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}")
     try:
         n = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}") from None
-    if not low <= n <= high:
-        raise OutOfRangeError(name, n, low, high)  # the one out-of-range error (memstore.bounded)
+    if n < low or (high is not None and n > high):
+        raise OutOfRangeError(name, n, low, high)
     return n
 
 

@@ -1,14 +1,18 @@
-"""One check for a caller's number against its bounds, and the one error it raises.
+"""The adapters' side of the one check of a number against its bounds.
 
 Every adapter takes numbers that size the work of one call (MemoryProtocol's
 ``k``, Mind Layer's ``limit`` and ``max_chars``, an MCP tool's ``limit``,
 ``depth`` and ``max_chars``, a LangGraph search's ``limit`` and ``offset``).
-Each checks them here, so a number out of range is refused the same way
-everywhere: :class:`OutOfRangeError`, code :data:`OUT_OF_RANGE`, naming the
-argument, the value and the bounds. Nothing is cut down to fit (a caller who
-asked for 5,000 results and silently got 100 would page wrongly), and the
+Each checks them with the engine's rule, :func:`memstore.arguments.count`, so
+a number out of range is refused the same way everywhere:
+:class:`~memstore.errors.OutOfRangeError`, code :data:`OUT_OF_RANGE`, naming
+the argument, the value and the bounds. Nothing is cut down to fit, and the
 adapter maps the error into its own envelope (a 400, an MCP tool error, a
-``ValueError``) with the same code and message.
+``ValueError``) with the same code and message. This module holds what a
+pydantic request model needs for that: the rule as a validator
+(:func:`check`) and the way back to the error from pydantic's report
+(:func:`found_in`). ``bounded``, ``OutOfRangeError`` and ``OUT_OF_RANGE`` are
+the engine's, under the names this module has always given them.
 
 The bounds themselves live in :mod:`memstore.limits` (the engine's) or beside
 the adapter (its own smaller cap, see :func:`~memstore.limits.adapter_cap`).
@@ -18,75 +22,25 @@ the adapter (its own smaller cap, see :func:`~memstore.limits.adapter_cap`).
 >>> bounded(0, "limit", 1, 100)
 Traceback (most recent call last):
 ...
-memstore.bounded.OutOfRangeError: limit must be between 1 and 100, got 0
->>> bounded(-1, "offset", 0)
-Traceback (most recent call last):
-...
-memstore.bounded.OutOfRangeError: offset must be at least 0, got -1
+memstore.errors.OutOfRangeError: limit must be between 1 and 100, got 0
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from memstore.errors import InvalidItemError
+from memstore.arguments import count
+from memstore.errors import OUT_OF_RANGE, OutOfRangeError
 
 __all__ = ["OUT_OF_RANGE", "OutOfRangeError", "bounded", "check", "found_in"]
 
-OUT_OF_RANGE: Final = "arguments.out_of_range"
-"""The code every adapter answers a number out of its range with."""
-
-
-class OutOfRangeError(InvalidItemError):
-    """A whole number outside its bounds (an :class:`InvalidItemError`, so a ``ValueError``).
-
-    ``name``, ``value``, ``low`` and ``high`` (``None``: no upper bound) say
-    which argument, what was given and what was allowed; ``code`` is
-    :data:`OUT_OF_RANGE`. Nothing was changed.
-    """
-
-    code: Final = OUT_OF_RANGE
-
-    def __init__(self, name: str, value: int, low: int, high: int | None) -> None:
-        allowed = f"at least {low}" if high is None else f"between {low} and {high}"
-        super().__init__(f"{name} must be {allowed}, got {value}")
-        self.name = name
-        self.value = value
-        self.low = low
-        self.high = high
-
-    def __repr__(self) -> str:
-        return f"OutOfRangeError({self.name!r}, {self.value!r}, {self.low!r}, {self.high!r})"
-
-    def details(self) -> dict[str, object]:
-        """The fields of the error as JSON-ready values (for an adapter's error body)."""
-        return {"argument": self.name, "value": self.value, "min": self.low, "max": self.high}
-
-
-def bounded(value: int, name: str, low: int, high: int | None = None) -> int:
-    """``value`` if it is a whole number in ``low..high`` (``high=None``: no upper bound).
-
-    :raises OutOfRangeError: ``value`` is outside the bounds.
-    :raises InvalidItemError: ``value`` is not a whole number (a ``bool``, a
-        float and text are not).
-    """
-    if isinstance(value, bool):
-        raise InvalidItemError(f"{name} must be a whole number, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise InvalidItemError(
-            f"{name} must be a whole number, got {type(value).__name__}"
-        ) from None
-    if n < low or (high is not None and n > high):
-        raise OutOfRangeError(name, n, low, high)
-    return n
+bounded = count
+"""The engine's check, :func:`memstore.arguments.count`, by its adapters' name."""
 
 
 def check(name: str, low: int, high: int | None = None) -> Callable[[int], int]:
-    """:func:`bounded` for one argument, as a validator (pydantic's ``AfterValidator``).
+    """:func:`~memstore.arguments.count` for one argument, as a pydantic ``AfterValidator``.
 
     An adapter's request model checks its numbers with the engine's rule::
 
@@ -97,11 +51,11 @@ def check(name: str, low: int, high: int | None = None) -> Callable[[int], int]:
     >>> check("depth", 1, 8)(9)
     Traceback (most recent call last):
     ...
-    memstore.bounded.OutOfRangeError: depth must be between 1 and 8, got 9
+    memstore.errors.OutOfRangeError: depth must be between 1 and 8, got 9
     """
 
     def run(value: int) -> int:
-        return bounded(value, name, low, high)
+        return count(value, name, low, high)
 
     return run
 

@@ -9,12 +9,13 @@ catch (``ValueError`` for bad input, ``KeyError`` for a missing id), so both
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from memstore.journal.hlc import Lsn
 
 __all__ = [
+    "OUT_OF_RANGE",
     "InvalidItemError",
     "ItemNotFoundError",
     "JournalClosedError",
@@ -24,6 +25,7 @@ __all__ = [
     "JournalLockedError",
     "JournalSchemaError",
     "MemstoreError",
+    "OutOfRangeError",
     "ReadOnlyError",
     "WriteConflictError",
 ]
@@ -50,6 +52,41 @@ class InvalidItemError(MemstoreError, ValueError):
 
     def __repr__(self) -> str:
         return f"InvalidItemError({self.reason!r})"
+
+
+OUT_OF_RANGE: Final = "arguments.out_of_range"
+"""The code every adapter answers a number out of its range with."""
+
+
+class OutOfRangeError(InvalidItemError):
+    """A whole number outside its bounds (an :class:`InvalidItemError`, so a ``ValueError``).
+
+    Raised by :func:`memstore.arguments.count`, the one check of a caller's
+    number against its bounds, for the engine and every adapter alike.
+    ``name``, ``value``, ``low`` and ``high`` (``None``: no upper bound) say
+    which argument, what was given and what was allowed; ``code`` is
+    :data:`OUT_OF_RANGE`. Nothing was changed.
+
+    >>> OutOfRangeError("limit", 0, 1, 100).details()
+    {'argument': 'limit', 'value': 0, 'min': 1, 'max': 100}
+    """
+
+    code: Final = OUT_OF_RANGE
+
+    def __init__(self, name: str, value: int, low: int, high: int | None) -> None:
+        allowed = f"at least {low}" if high is None else f"between {low} and {high}"
+        super().__init__(f"{name} must be {allowed}, got {value}")
+        self.name = name
+        self.value = value
+        self.low = low
+        self.high = high
+
+    def __repr__(self) -> str:
+        return f"OutOfRangeError({self.name!r}, {self.value!r}, {self.low!r}, {self.high!r})"
+
+    def details(self) -> dict[str, object]:
+        """The fields of the error as JSON-ready values (for an adapter's error body)."""
+        return {"argument": self.name, "value": self.value, "min": self.low, "max": self.high}
 
 
 class ItemNotFoundError(MemstoreError, KeyError):

@@ -31,7 +31,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from memstore.bounded import bounded
+from memstore.arguments import count
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.integrations import _records as rec
 from memstore.integrations._filters import check_filter
@@ -120,7 +120,7 @@ def check_op(op: Any) -> None:
             value = getattr(op, name)
             if type(value) is not int:
                 raise InvalidItemError(f"{name} must be a whole number, got {value!r}")
-            bounded(value, name, 0)  # a negative one is refused, as LangGraph's stores do
+            count(value, name, 0)  # a negative one is refused, as LangGraph's stores do
     if isinstance(op, SearchOp):
         check_filter(op.filter)
         if op.query is not None and not isinstance(op.query, str):

@@ -124,7 +124,7 @@ Ids = Annotated[
 Limit = Annotated[int, AfterValidator(check("limit", 1, MAX_LIMIT))]
 """A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``minimum`` and ``maximum``).
 
-Out of range, the engine's error (:mod:`memstore.bounded`): the tool error
+Out of range, the engine's error (:class:`~memstore.errors.OutOfRangeError`): the tool error
 names the argument, the value, the bounds and the code ``arguments.out_of_range``."""
 
 

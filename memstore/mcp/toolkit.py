@@ -28,8 +28,8 @@ import anyio.to_thread
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
-from memstore.bounded import OutOfRangeError, found_in
-from memstore.errors import MemstoreError
+from memstore.bounded import found_in
+from memstore.errors import MemstoreError, OutOfRangeError
 
 __all__ = [
     "SCOPE_FORGET",

@@ -47,8 +47,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memstore import __version__
-from memstore.bounded import OutOfRangeError
-from memstore.errors import InvalidItemError, MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError, OutOfRangeError
 from memstore.mindlayer.auth import check_bearer
 from memstore.mindlayer.errors import (
     MindLayerError,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from memstore.bounded import OutOfRangeError
+from memstore.errors import OutOfRangeError
 from memstore.web.refusal import Refusal
 
 __all__ = [
@@ -64,9 +64,9 @@ def invalid(message: str) -> MindLayerError:
 def out_of_range(error: OutOfRangeError) -> MindLayerError:
     """400 ``invalid_request`` for a number out of its range: the engine's message and code.
 
-    >>> from memstore.bounded import bounded
+    >>> from memstore.arguments import count
     >>> try:
-    ...     bounded(101, "limit", 1, 100)
+    ...     count(101, "limit", 1, 100)
     ... except OutOfRangeError as e:
     ...     out_of_range(e).body()["details"]["code"]
     'arguments.out_of_range'

@@ -27,8 +27,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memstore.arguments import has_lone_surrogate
-from memstore.bounded import OutOfRangeError, bounded
+from memstore.arguments import count, has_lone_surrogate
+from memstore.errors import OutOfRangeError
 from memstore.mindlayer.errors import invalid, out_of_range
 from memstore.mindlayer.limits import (
     DEFAULT_CONTEXT_CHARS,
@@ -203,7 +203,7 @@ def checked_count(field: str, value: int, low: int, high: int) -> int:
     """``value`` if it is a whole number in ``[low, high]``, by the engine's rule.
 
     One out of range is refused as every adapter refuses it
-    (:func:`memstore.bounded.bounded`): 400 ``invalid_request`` with the
+    (:func:`memstore.arguments.count`): 400 ``invalid_request`` with the
     engine's message (``limit must be between 1 and 100, got 101``) and
     ``details.code`` ``arguments.out_of_range``.
 
@@ -212,7 +212,7 @@ def checked_count(field: str, value: int, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid(f"{field}: must be a whole number from {low} to {high}, got {value!r:.40}")
     try:
-        return bounded(value, field, low, high)
+        return count(value, field, low, high)
     except OutOfRangeError as e:
         raise out_of_range(e) from None
 

@@ -23,8 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from memstore.bounded import OutOfRangeError
-from memstore.errors import MemstoreError
+from memstore.errors import MemstoreError, OutOfRangeError
 from memstore.journal import Lsn
 from memstore.journal.hlc import InvalidLsnError
 from memstore.memory import Memory

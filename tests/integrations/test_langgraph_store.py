@@ -20,8 +20,7 @@ from langgraph.store.base import (
 )
 
 from memstore import Config, Memory, MemstoreError
-from memstore.bounded import OutOfRangeError
-from memstore.errors import InvalidItemError, ReadOnlyError
+from memstore.errors import InvalidItemError, OutOfRangeError, ReadOnlyError
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
 from tests.integrations.conftest import CharacterEmbeddings
