@@ -10,7 +10,7 @@ from memstore._store_base import StoreBase
 from memstore._tally import Tally
 from memstore._updatekey import ts
 from memstore.errors import InvalidItemError
-from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread
+from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread_within
 from memstore.item import (
     SCOPE_PRIVATE,
     Item,
@@ -244,12 +244,45 @@ class StoreReads(StoreBase):
         Each hop multiplies the activation by ``decay`` and the link's weight;
         an item keeps its best path's score; ties order by id. Anchors and
         private or inactive items are excluded (there is no caller identity to
-        check an owner against). ``max_depth`` outside 1..8 means 8.
+        check an owner against). ``max_depth`` outside 1..8 means 8. Every item
+        the anchors reach is walked and copied: :meth:`traverse_within` bounds it.
+        """
+        return self.traverse_within(anchor_ids, max_depth, decay)[0]
+
+    def traverse_within(
+        self,
+        anchor_ids: Sequence[str],
+        max_depth: int = 3,
+        decay: float = DEFAULT_CONTEXT_DECAY,
+        *,
+        reach: int = 0,
+    ) -> tuple[list[ScoredItem], bool]:
+        """:meth:`traverse_scored` reaching at most ``reach`` items (``0``: every one), and
+        whether that was all of them.
+
+        While the walk reaches at most ``reach`` items the answer is
+        :meth:`traverse_scored`'s and the flag is ``True``; one more and it
+        stops, answering the ``reach`` items it reached (each scored by the
+        best path found so far) and ``False``
+        (:func:`~memstore.graph.spread_within`). Only those items are copied,
+        so a click on a hub costs ``reach`` items, not its whole neighbourhood.
+
+        >>> from memstore.item import Item, ThoughtLink
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> _ = store.upsert(Item(id="hub", kind="note", content="hub"))
+        >>> for n in range(3):
+        ...     _ = store.upsert(Item(id=f"s{n}", kind="note", content="spoke",
+        ...                           links=[ThoughtLink(to_id="hub", relation="explains")]))
+        >>> found, complete = store.traverse_within(["hub"], reach=2)
+        >>> [s.item.id for s in found], complete
+        (['s0', 's1'], False)
         """
         _check_ids(anchor_ids, "anchor_ids")
         _check_limit(max_depth, "max_depth")
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0.0 < decay <= 1.0:
             raise InvalidItemError(f"decay must be in (0, 1], got {decay!r}")
+        reach = arg.count(reach, "reach", 0)
         with self._locked():
             now = self._now()
             anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
@@ -265,10 +298,10 @@ class StoreReads(StoreBase):
                             if link.to_id == node:
                                 yield src, link.weight
 
-            ranked = spread(anchors, neighbours, max_depth, decay)
-            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
+            walk = spread_within(anchors, neighbours, max_depth, decay, reach)
+            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in walk.ranked]
             self._out([s.item for s in out])
-            return out
+            return out, walk.complete
 
     def neighbours(
         self, ids: Iterable[str], relations: Collection[str]

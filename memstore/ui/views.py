@@ -37,6 +37,7 @@ from typing import Any, Final, TypeVar
 
 from memstore import arguments as arg
 from memstore.errors import MemstoreError
+from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.journal import HistoryTail, JournalBase, Lsn, Version
 from memstore.journal.hlc import read_as_of
@@ -55,6 +56,7 @@ __all__ = [
     "MAX_OFFSET",
     "MAX_REACH",
     "MAX_RELATED",
+    "RELATED_REACH",
     "NotFound",
     "ReceiptMismatch",
     "forget",
@@ -100,6 +102,13 @@ MAX_RELATED: Final = 100
 Spreading activation from a hub reaches every item linked to it (and, from
 one of those, every other one): the answer's ``related_more`` says how many
 are left out."""
+RELATED_REACH: Final = 1000
+"""The most items the related items' walk reaches (of every partition) before it stops.
+
+Spreading activation from a hub would otherwise copy every item within
+:data:`RELATED_DEPTH` links of it: one click costing work in proportion to
+the graph. Past this many the walk stops, ``related`` lists the best scored
+of those it reached and ``related_complete`` is ``False``."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
@@ -459,10 +468,13 @@ def item_view(
     The work is bounded by the item's neighbourhood, never the store: now,
     the links in come from the store's reverse-link index
     (:meth:`~memstore.store.Store.links_in`, which copies only the items
-    listed and counts the links of the others); as of ``when``, only the
+    listed and counts the links of the others), and the related items from a
+    walk that stops after :data:`RELATED_REACH` items
+    (:meth:`~memstore.store.Store.traverse_within`); as of ``when``, only the
     items within :data:`RELATED_DEPTH` links are read back from the journal
-    (:func:`~memstore.ui.neighbourhood.past_neighbourhood`;
-    ``related_complete`` is ``False`` when its cap cut it short).
+    (:func:`~memstore.ui.neighbourhood.past_neighbourhood`). ``related_complete``
+    is ``False`` when a cap cut the walk short: ``related`` and
+    ``related_more`` then tell of the items it reached, not all of them.
 
     :raises NotFound: ``id`` is not ``partition``'s (now, or at ``when``).
     """
@@ -511,8 +523,11 @@ def item_view(
     ]
     activated = []
     if item is not None and store.get(id) is not None:
-        _, scored = store.context(id, RELATED_DEPTH)  # best first
-        activated = [s for s in scored if s.item.id != id and owned(s.item, partition)]
+        scored, reached_all = store.traverse_within(
+            [id], RELATED_DEPTH, DEFAULT_CONTEXT_DECAY, reach=RELATED_REACH
+        )  # best first
+        complete = complete and reached_all
+        activated = [s for s in scored if owned(s.item, partition)]
     related = [
         {"id": s.item.id, "score": s.score, "title": _title(s.item), "kind": s.item.kind}
         for s in activated[:MAX_RELATED]

@@ -27,6 +27,7 @@ from memstore.ui.views import (
     MAX_LINKS_IN,
     MAX_RELATED,
     RELATED_DEPTH,
+    RELATED_REACH,
     item_view,
     owned,
 )
@@ -240,3 +241,37 @@ def test_a_few_links_in_are_listed_whole(mem: Memory) -> None:
     view = item_view(mem, "acme", "hub")
     assert [x["id"] for x in view["links_in"]] == ["s"] and view["links_in_more"] == 0
     assert [x["id"] for x in view["related"]] == ["s"] and view["related_more"] == 0
+
+
+def test_related_walks_at_most_its_reach_and_says_when_it_stopped(mem: Memory) -> None:
+    # A hub of RELATED_REACH spokes is walked whole; one more, and the walk stops there:
+    # related lists the best of the items reached, counts the others, and says it is cut.
+    # Another tenant's spokes count toward the reach (the walk goes through them) but are
+    # never listed or counted.
+    mem.add(Item(id="hub", kind="note", content="the hub"), partition="acme")
+    link = ThoughtLink(to_id="hub", relation="explains")
+    spokes = [
+        Item(id=f"s{i:04d}", kind="note", content=f"spoke {i}", links=[link])
+        for i in range(RELATED_REACH - 10)
+    ]
+    mem.add_many(spokes, partition="acme")
+    foreign = [
+        Item(id=f"f{i:02d}", kind="note", content=f"foreign {i}", links=[link]) for i in range(10)
+    ]
+    mem.add_many(foreign, partition="beta")
+    whole = item_view(mem, "acme", "hub")
+    assert whole["related_complete"] is True
+    assert len(whole["related"]) == MAX_RELATED
+    assert whole["related_more"] == RELATED_REACH - 10 - MAX_RELATED
+    _, brute = _brute_now(mem, "acme", "hub")
+    assert _shown(whole)[1] == brute[:MAX_RELATED]
+    mem.add(Item(id="s9999", kind="note", content="one more", links=[link]), partition="acme")
+    cut = item_view(mem, "acme", "hub")
+    assert cut["related_complete"] is False
+    assert len(cut["related"]) == MAX_RELATED
+    # RELATED_REACH reached, the 10 foreign ones among them (spokes by id: f.. before s..).
+    assert cut["related_more"] == RELATED_REACH - 10 - MAX_RELATED
+    assert not any(x["id"].startswith("f") for x in cut["related"])
+    _, brute = _brute_now(mem, "acme", "hub")
+    assert len(brute) == RELATED_REACH - 9  # the whole walk: one more than was listed
+    assert {x["id"] for x in cut["related"]} <= {id for id, _ in brute}

@@ -164,7 +164,7 @@ export function itemPanel(el, view, actions, canForget) {
     linkList("Related", view.related, actions.open),
     view.related_more ? h("p", { class: "note" }, `${view.related_more} more related item(s) not shown`) : null,
     view.related_complete === false
-      ? h("p", { class: "note" }, "Only the nearest linked items were read for this moment.")
+      ? h("p", { class: "note" }, "Only the nearest linked items were read: Related may leave out some that score higher.")
       : null,
   );
   el.hidden = false;
