@@ -40,6 +40,7 @@ from memstore.errors import MemstoreError
 from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.journal import HistoryTail, JournalBase, Lsn, Version
+from memstore.journal._tail import MAX_TAIL
 from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
 from memstore.memory import JOURNAL_FILE, Memory
@@ -368,23 +369,26 @@ def _theirs(versions: list[Version], partition: str) -> list[Version]:
     return out
 
 
-def _window(versions: list[Version], when: Lsn | None) -> tuple[int, int]:
+def _window(versions: list[Version], when: Lsn | None, skipped: int = 0) -> tuple[int, int]:
     """Which versions the view lists: at most :data:`MAX_HISTORY`, around the moment shown.
 
     Now: the newest ones. At a past moment: those around the version shown
-    then (half before, half after, where there are enough).
+    then (half before, half after, where there are enough). ``versions`` are
+    the newest of the history, after ``skipped`` older ones not read (all of
+    them older than ``when``): the window is the whole history's, counted
+    from the first of ``versions``.
 
     >>> _window([None] * 5, None), _window([None] * 250, None)  # type: ignore[list-item]
     ((0, 5), (150, 250))
     """
-    n = len(versions)
+    n = skipped + len(versions)
     if n <= MAX_HISTORY:
-        return 0, n
+        return 0, len(versions)
     if when is None:
-        return n - MAX_HISTORY, n
-    at = sum(1 for v in versions if v.valid_from.lsn <= when)
+        return len(versions) - MAX_HISTORY, len(versions)
+    at = skipped + sum(1 for v in versions if v.valid_from.lsn <= when)
     start = min(max(at - MAX_HISTORY // 2, 0), n - MAX_HISTORY)
-    return start, start + MAX_HISTORY
+    return start - skipped, start - skipped + MAX_HISTORY
 
 
 def _tail(memory: Memory, id: str, newest: int) -> HistoryTail:
@@ -420,6 +424,36 @@ def _recent_history(memory: Memory, partition: str, id: str) -> tuple[list[Versi
     return memory.history(id), 0, False
 
 
+def _history_then(
+    memory: Memory, partition: str, id: str, when: Lsn
+) -> tuple[list[Version], int, bool]:
+    """:func:`_recent_history` for the view of a past moment: the versions since it, not all.
+
+    An item that always lived in ``partition``, never private, has its newest
+    versions read (:func:`_tail`), four times more each round, until they
+    reach back past ``when`` far enough for the window the view lists (and
+    two before it, for the first one's diff): a moment near now costs a
+    short read, whatever the length of the history. Otherwise (or past
+    :data:`~memstore.journal._tail.MAX_TAIL` versions) every version is read, as
+    before. Same values as :func:`_recent_history`: the versions, how many
+    older ones were skipped, whether all are ``partition``'s.
+    """
+    newest = MAX_HISTORY + 2
+    while True:
+        tail = _tail(memory, id, newest)
+        if tail.complete:
+            return tail.versions, 0, False
+        if tail.partition != partition or tail.maybe_private or newest >= MAX_TAIL:
+            return memory.history(id), 0, False
+        skipped = tail.total - len(tail.versions)
+        # The window starts two versions into the tail only if the tail reaches back
+        # past ``when`` (before, it would start at or before the tail's first version):
+        # then every skipped version is older than the moment, as _window assumes.
+        if _window(tail.versions, when, skipped)[0] >= 2:
+            return tail.versions, skipped, True
+        newest = min(newest * 4, MAX_TAIL)
+
+
 def _history(versions: list[Version], when: Lsn | None, skipped: int = 0) -> dict[str, Any]:
     """The versions as the page lists them, each with what changed since the one before.
 
@@ -427,7 +461,7 @@ def _history(versions: list[Version], when: Lsn | None, skipped: int = 0) -> dic
     ``newer`` count those left out on each side (``older`` adds the
     ``skipped`` versions older than ``versions``, never read).
     """
-    start, end = _window(versions, when)
+    start, end = _window(versions, when, skipped)
     previous = next((v.item for v in reversed(versions[:start]) if v.item is not None), None)
     out = []
     for v in versions[start:end]:
@@ -492,8 +526,8 @@ def item_view(
         targets = [store.get(link.to_id) for link in (item.links if item is not None else [])]
         titles = {it.id: _title(it) for it in targets if it and owned(it, partition)}
     else:
-        versions = memory.history(id) if memory.journal is not None else []
-        theirs = _theirs(versions, partition)
+        versions, skipped, all_theirs = _history_then(memory, partition, id, when)
+        theirs = versions if all_theirs else _theirs(versions, partition)
         item = next((v.item for v in versions if v.visible_at(when)), None)
         if item is None or not owned(item, partition):
             raise NotFound(f"no item {id[:80]!r} in partition {partition!r} as of {when}")

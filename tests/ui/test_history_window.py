@@ -1,11 +1,13 @@
-"""The item view of now reads an item's newest versions, not its whole history: same answer.
+"""The item view reads an item's newest versions, not its whole history: same answer.
 
 An item that always lived in the tenant's partition, never private, has its
 newest 100 versions (and two more) read with a count of the rest
 (``JournalBase.history_tail``); any other is read whole and filtered, as
-before. Each test compares the view with the history built from every
-version (:func:`~memstore.ui.views._theirs` over ``Memory.history``), on
-SQLite and on PostgreSQL.
+before. The view of a past moment reads back from the newest version only as
+far as the moment and the window listed around it. Each test compares the
+view with the history built from every version
+(:func:`~memstore.ui.views._theirs` over ``Memory.history``), on SQLite and
+on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from memstore import Item, Memory
+from memstore.journal import Lsn
 from memstore.ui import views
 from memstore.ui.views import MAX_HISTORY, forget, item_view
 from tests.journals import open_journal
@@ -100,3 +103,51 @@ def test_a_short_history_is_read_whole(mem: Memory) -> None:
     view = item_view(mem, "acme", "short")
     assert shown(view) == from_every_version(mem, "acme", "short")
     assert view["history_older"] == 0 and len(view["history"]) == 5
+
+
+def at_moment(mem: Memory, partition: str, id: str, when: Lsn) -> dict[str, Any]:
+    """The history of a moment as the view built it from every version of the item."""
+    h = views._history(views._theirs(mem.history(id), partition), when)
+    return {"history": h["versions"], "history_older": h["older"], "history_newer": h["newer"]}
+
+
+@pytest.mark.parametrize("back", [0, 1, 30, 49, 50, 51, 52, 53, 120, 300, 520, 599])
+def test_the_view_of_a_moment_reads_back_only_as_far_as_it_shows(mem: Memory, back: int) -> None:
+    # 600 versions (a delete and a revival among them); the view of the moment ``back``
+    # versions before the newest lists what the whole history gives, and reads only
+    # the versions since it (and a window's worth before) when the item never changed hands.
+    assert mem.journal is not None
+    moments = []
+    for i in range(600):
+        if i == 300:
+            mem.delete("long")
+        mem.add(Item(id="long", kind="note", content=f"long {i}"), partition="acme")
+        moments.append(mem.journal.head())
+    when = moments[-1 - back]
+    view = item_view(mem, "acme", "long", when=when)
+    assert shown(view) == at_moment(mem, "acme", "long", when)
+    (current,) = [v for v in view["history"] if v["current"]]
+    assert current["item"]["content"] == f"long {599 - back}"
+    versions, skipped, _ = views._history_then(mem, "acme", "long", when)
+    assert skipped > 0 if back < 400 else skipped >= 0
+    assert len(versions) <= 4 * (back + MAX_HISTORY + 2) + MAX_HISTORY + 2
+
+
+@pytest.mark.parametrize(
+    "before",
+    [{"partition": "beta"}, {"partition": "acme", "private_to": "u1"}],
+)
+def test_the_view_of_a_moment_of_an_item_that_changed_hands(
+    mem: Memory, before: dict[str, str]
+) -> None:
+    assert mem.journal is not None
+    write(mem, "moved", 30, "acme")
+    early = mem.journal.head()
+    for i in range(40):
+        mem.add(Item(id="moved", kind="note", content=f"not acme's {i}"), **before)
+    write(mem, "moved", MAX_HISTORY + 80, "acme")
+    late = mem.journal.head()
+    for when in (early, late):
+        view = item_view(mem, "acme", "moved", when=when)
+        assert shown(view) == at_moment(mem, "acme", "moved", when)
+        assert "not acme's" not in repr(view)
