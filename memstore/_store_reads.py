@@ -72,10 +72,15 @@ class StoreReads(StoreBase):
         return [it.clone() for it in reversed(self._by_update)]
 
     def count_active(self) -> int:
-        """The number of active items, private ones included."""
+        """The number of active items, private ones included.
+
+        Counted by the store's tally (as :meth:`tally`: one walk at the first
+        ask, then kept as items change), not by a walk over every item.
+        """
         with self._locked():
-            now = self._now()
-            return sum(1 for it in self._items.values() if it.is_active(now))
+            if self._tally is None:
+                self._tally = Tally.of(self._items.values())
+            return self._tally.active(self._now())
 
     def tally(self, partition: str) -> dict[tuple[str, str], int]:
         """How many of ``partition``'s items the store holds, by ``(kind, status)``.

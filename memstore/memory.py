@@ -103,7 +103,7 @@ class MemoryStats:
     items: int
     """Items held (every status, private ones included)."""
     active: int
-    """Active items."""
+    """Active items now (private ones included), counted by the store's tally, not a walk."""
     vectors: int
     """Items with a vector (0 without an embedder)."""
     head: Lsn | None

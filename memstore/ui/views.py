@@ -593,7 +593,7 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
     (:meth:`~memstore.store.Store.tally`), kept as items change: a request
     costs what the partitions' kinds cost, not a walk over the store.
     """
-    # Not Memory.stats(): its count of active items walks the store.
+    # From the tally per partition: Memory.stats() counts every partition and scope.
     head = memory.journal.head() if memory.journal is not None else None
     vectors = len(memory.cells) if memory.cells is not None else 0
     by_partition: Counter[str] = Counter()

@@ -1,10 +1,13 @@
-"""The inspector's item counts (:func:`memstore.ui.views.stats`) against a count by hand.
+"""The item counts of the inspector and of ``Memory.stats`` against a count by hand.
 
-The view answers from the store's tally (:meth:`~memstore.store.Store.tally`),
-kept as items change rather than counted on each request. Each test makes
-writes of every kind (adds, moves between tenants, private items, updates,
-deletes, supersessions, deadlines passing, a batch undone, a restart) and
-checks after each that the view says what a walk over every item says.
+The inspector's view (:func:`memstore.ui.views.stats`) answers from the
+store's tally (:meth:`~memstore.store.Store.tally`), and ``Memory.stats()``'s
+``active`` from the same tally's count of every scope
+(:meth:`~memstore.store.Store.count_active`), kept as items change rather than
+counted on each request. Each test makes writes of every kind (adds, moves
+between tenants, private items, updates, deletes, supersessions, deadlines
+passing, a batch undone, a restart) and checks after each that both say what
+a walk over every item says.
 """
 
 from __future__ import annotations
@@ -63,9 +66,17 @@ def counts(mem: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
     return {k: s[k] for k in ("partitions", "kinds", "statuses")}
 
 
+def active_by_hand(mem: Memory) -> int:
+    """The active items, private ones included, as a walk over every stored item finds them."""
+    return len(mem.store.all_items())  # every item walked, each asked is_active(now)
+
+
 def check(mem: Memory) -> None:
+    assert mem.stats().active == active_by_hand(mem)
     for partitions in (TENANTS, ("acme",), ("beta",), ("other", "acme")):
         assert counts(mem, partitions) == by_hand(mem, partitions)
+    stats = mem.stats()
+    assert (stats.active, stats.items) == (active_by_hand(mem), len(mem.store))
 
 
 def random_writes(mem: Memory, clock: Clock, rng: random.Random, steps: int) -> None:
@@ -96,7 +107,16 @@ def random_writes(mem: Memory, clock: Clock, rng: random.Random, steps: int) -> 
         elif op == "private":
             id = rng.choice(ids)
             tags = [f"tenant/{rng.choice(ALL)}", "user:u1"]
-            mem.store.upsert(Item(id=id, kind="note", content="mine", scope="private", tags=tags))
+            how: dict[str, Any] = rng.choice(
+                [
+                    {},
+                    {"status": "stale"},
+                    {"stale_after": clock.now + dt.timedelta(hours=rng.randint(1, 48))},
+                ]
+            )
+            mem.store.upsert(
+                Item(id=id, kind="note", content="mine", scope="private", tags=tags, **how)
+            )
         elif op == "update":
             id = rng.choice(ids)
             if mem.get(id) is not None:
