@@ -113,6 +113,12 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         ``"delete"`` (``item`` is ``None``). It runs after the lock is released,
         never for a private item, a link-only edit, a mirror that changed
         nothing, or an id the ``quiet`` seam names. The bridge to a change stream.
+
+        An item made private is a private item: the hook hears nothing of it
+        (nor of its delete later), so a copy kept of the item as it was
+        published stays, stale. To keep copies, use
+        :meth:`set_change_record_hook`, which hears that change (the item
+        withdrawn) too.
         """
         self._change_hook = fn
 
