@@ -7,7 +7,9 @@ from the journal: the item's state at the moment, then, hop by hop, the
 states of the items it linked to and of those linking to it, never the whole
 partition. The cost grows with the neighbourhood (at most
 :data:`MAX_NEIGHBOURS` items, and :data:`READS_PER_NEIGHBOUR` history reads
-for each), not with the store.
+for each), not with the store; each read goes back from an item's newest
+version only as far as the moment (:func:`~memstore.ui.tails.state_at`), not
+through its whole history.
 
 Who links to an item is answered by the store's reverse-link index
 (:meth:`~memstore.store.Store.linker_ids`), which knows the links held now:
@@ -36,6 +38,7 @@ from memstore.item import SCOPE_PRIVATE, Item
 from memstore.journal import Lsn
 from memstore.memory import Memory
 from memstore.tags import partition_from_tags
+from memstore.ui.tails import state_at
 
 __all__ = [
     "HOPS",
@@ -95,8 +98,7 @@ def past_neighbourhood(
 
     def state(i: str) -> Item | None:
         if i not in states:
-            versions = memory.history(i)
-            item = next((v.item for v in versions if v.visible_at(when)), None)
+            item = state_at(memory, i, when)
             states[i] = item if item is not None and owned(item, partition) else None
         return states[i]
 

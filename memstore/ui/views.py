@@ -39,8 +39,7 @@ from memstore import arguments as arg
 from memstore.errors import MemstoreError
 from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
-from memstore.journal import HistoryTail, JournalBase, Lsn, Version
-from memstore.journal._tail import MAX_TAIL
+from memstore.journal import Lsn, Version
 from memstore.journal.hlc import read_as_of
 from memstore.limits import MAX_KIND_CHARS, MAX_QUERY_CHARS, MAX_SUBJECT_CHARS, adapter_cap
 from memstore.memory import JOURNAL_FILE, Memory
@@ -49,6 +48,7 @@ from memstore.stats import snapshot_from_ops
 from memstore.store import Store
 from memstore.tags import partition_from_tags
 from memstore.ui.neighbourhood import HOPS, owned, past_neighbourhood
+from memstore.ui.tails import GROWTH, MAX_TAIL, tail
 
 __all__ = [
     "MAX_HISTORY",
@@ -391,22 +391,6 @@ def _window(versions: list[Version], when: Lsn | None, skipped: int = 0) -> tupl
     return start - skipped, start - skipped + MAX_HISTORY
 
 
-def _tail(memory: Memory, id: str, newest: int) -> HistoryTail:
-    """The newest ``newest`` versions of ``id`` and a summary of its history (one read).
-
-    A journal of this package answers it without reading the older versions
-    (:meth:`~memstore.journal.JournalBase.history_tail`); any other journal
-    gives its whole history, and a summary that claims nothing.
-    """
-    journal = memory.journal
-    if journal is None:
-        return HistoryTail([], 0, None, False)
-    if isinstance(journal, JournalBase):
-        return journal.history_tail(id, newest)
-    every = memory.history(id)
-    return HistoryTail(every[-newest:], len(every), None, True)
-
-
 def _recent_history(memory: Memory, partition: str, id: str) -> tuple[list[Version], int, bool]:
     """The versions of ``id`` the view of now needs, how many older it skips, whether all theirs.
 
@@ -416,11 +400,11 @@ def _recent_history(memory: Memory, partition: str, id: str) -> tuple[list[Versi
     read, not its whole history, and the third value is ``True``. Otherwise
     every version is read (to be filtered by :func:`_theirs`).
     """
-    tail = _tail(memory, id, MAX_HISTORY + 2)  # a delete is never followed by another
-    if tail.complete:
-        return tail.versions, 0, False
-    if tail.partition == partition and not tail.maybe_private:
-        return tail.versions, tail.total - len(tail.versions), True
+    read = tail(memory, id, MAX_HISTORY + 2)  # a delete is never followed by another
+    if read.complete:
+        return read.versions, 0, False
+    if read.partition == partition and not read.maybe_private:
+        return read.versions, read.total - len(read.versions), True
     return memory.history(id), 0, False
 
 
@@ -430,28 +414,29 @@ def _history_then(
     """:func:`_recent_history` for the view of a past moment: the versions since it, not all.
 
     An item that always lived in ``partition``, never private, has its newest
-    versions read (:func:`_tail`), four times more each round, until they
-    reach back past ``when`` far enough for the window the view lists (and
-    two before it, for the first one's diff): a moment near now costs a
-    short read, whatever the length of the history. Otherwise (or past
-    :data:`~memstore.journal._tail.MAX_TAIL` versions) every version is read, as
+    versions read (:func:`~memstore.ui.tails.tail`), :data:`~memstore.ui.tails.GROWTH`
+    times more each round, until they reach back past ``when`` far enough for
+    the window the view lists (and two before it, for the first one's diff):
+    a moment near now costs a short read, whatever the length of the
+    history. Otherwise (or past
+    :data:`~memstore.ui.tails.MAX_TAIL` versions) every version is read, as
     before. Same values as :func:`_recent_history`: the versions, how many
     older ones were skipped, whether all are ``partition``'s.
     """
     newest = MAX_HISTORY + 2
     while True:
-        tail = _tail(memory, id, newest)
-        if tail.complete:
-            return tail.versions, 0, False
-        if tail.partition != partition or tail.maybe_private or newest >= MAX_TAIL:
+        read = tail(memory, id, newest)
+        if read.complete:
+            return read.versions, 0, False
+        if read.partition != partition or read.maybe_private or newest >= MAX_TAIL:
             return memory.history(id), 0, False
-        skipped = tail.total - len(tail.versions)
+        skipped = read.total - len(read.versions)
         # The window starts two versions into the tail only if the tail reaches back
         # past ``when`` (before, it would start at or before the tail's first version):
         # then every skipped version is older than the moment, as _window assumes.
-        if _window(tail.versions, when, skipped)[0] >= 2:
-            return tail.versions, skipped, True
-        newest = min(newest * 4, MAX_TAIL)
+        if _window(read.versions, when, skipped)[0] >= 2:
+            return read.versions, skipped, True
+        newest = min(newest * GROWTH, MAX_TAIL)
 
 
 def _history(versions: list[Version], when: Lsn | None, skipped: int = 0) -> dict[str, Any]:
@@ -668,9 +653,9 @@ def forget(
     :raises NotFound: no such item in ``partition`` (now).
     :raises ReceiptMismatch: a ``confirmation`` that is not the preview's.
     """
-    tail = _tail(memory, id, 2)  # a deleted item's last state is in its newest two
-    _owned_now(memory, partition, id, tail.versions)
-    versions = tail.total
+    read = tail(memory, id, 2)  # a deleted item's last state is in its newest two
+    _owned_now(memory, partition, id, read.versions)
+    versions = read.total
     if not hard:
         removed = memory.delete(id)
         return {"mode": "soft", "id": id, "removed": removed, "preview": False}

@@ -4,10 +4,11 @@ An item that always lived in the tenant's partition, never private, has its
 newest 100 versions (and two more) read with a count of the rest
 (``JournalBase.history_tail``); any other is read whole and filtered, as
 before. The view of a past moment reads back from the newest version only as
-far as the moment and the window listed around it. Each test compares the
-view with the history built from every version
-(:func:`~memstore.ui.views._theirs` over ``Memory.history``), on SQLite and
-on PostgreSQL.
+far as the moment and the window listed around it, and its neighbours' states
+then only as far as the moment (``memstore.ui.tails.state_at``). Each test
+compares the view with what every version gives
+(:func:`~memstore.ui.views._theirs` over ``Memory.history``, or the partition
+rebuilt as of the moment), on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from typing import Any
 import pytest
 
 from memstore import Item, Memory
+from memstore.item import ThoughtLink
 from memstore.journal import Lsn
 from memstore.ui import views
+from memstore.ui.neighbourhood import past_neighbourhood
+from memstore.ui.tails import state_at
 from memstore.ui.views import MAX_HISTORY, forget, item_view
 from tests.journals import open_journal
 from tests.pgtest import PgPlace
@@ -151,3 +155,43 @@ def test_the_view_of_a_moment_of_an_item_that_changed_hands(
         view = item_view(mem, "acme", "moved", when=when)
         assert shown(view) == at_moment(mem, "acme", "moved", when)
         assert "not acme's" not in repr(view)
+
+
+def test_the_state_at_a_moment_equals_the_one_found_in_every_version(mem: Memory) -> None:
+    # 120 versions (deletes and revivals among them): at every moment, the state read back
+    # from the newest versions is the one a look through the whole history finds.
+    assert mem.journal is not None
+    moments = [mem.journal.head()]  # before the item existed
+    for i in range(120):
+        if i % 37 == 36:
+            mem.delete("many")
+            moments.append(mem.journal.head())
+        mem.add(Item(id="many", kind="note", content=f"many {i}"), partition="acme")
+        moments.append(mem.journal.head())
+    every = mem.history("many")
+    for when in moments:
+        want = next((v.item for v in every if v.visible_at(when)), None)
+        assert state_at(mem, "many", when) == want, when
+    assert state_at(mem, "never", moments[-1]) is None
+
+
+def test_a_past_neighbourhood_of_long_histories_equals_the_partition_rebuilt(mem: Memory) -> None:
+    # Neighbours written many times since the moment (and before it): their state then is
+    # read back from their newest versions, the same as rebuilding the whole partition.
+    assert mem.journal is not None
+    link = ThoughtLink(to_id="hub", relation="explains")
+    mem.add(Item(id="hub", kind="note", content="the hub"), partition="acme")
+    for n in range(4):
+        for i in range(20):
+            mem.add(
+                Item(id=f"s{n}", kind="note", content=f"s{n} {i}", links=[link]), partition="acme"
+            )
+    then = mem.journal.head()
+    for n in range(4):
+        for i in range(40 * n):  # s0 not since; s3 120 times
+            mem.update(f"s{n}", content=f"s{n} later {i}")
+    hood = past_neighbourhood(mem, "acme", "hub", then)
+    rebuilt = {it.id: it for it in mem.as_of(then, partition="acme")}
+    assert hood.complete and sorted(hood.items) == ["hub", "s0", "s1", "s2", "s3"]
+    assert all(hood.items[id] == rebuilt[id] for id in hood.items)
+    assert hood.items["s3"].content == "s3 19"
