@@ -71,6 +71,7 @@ from memstore.limits import (
     MAX_SUBJECT_CHARS,
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search._fusion_rules import merge_by_rank
 from memstore.search._relevance import assign_relevance
 from memstore.search._types import check_config
 from memstore.store import Store
@@ -567,7 +568,7 @@ class Memory:
             )
             assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
             mine = [r for r in mine if r.relevance >= min_relevance]
-            hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
+            hits = merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
         if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)
             self.store.notify_hit([h.item.id for h in hits], query, kind)
         return hits
@@ -784,16 +785,3 @@ class Memory:
         """
         if self._closed and not all(c.mirrored for c in changes):
             raise MemstoreError("this Memory is closed; the write was not made")
-
-
-def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
-    """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
-    scored: dict[str, tuple[float, int, SearchResult]] = {}
-    for lst_no, lst in enumerate((a, b)):
-        for rank, r in enumerate(lst):
-            s = 1.0 / (60 + rank)
-            have = scored.get(r.item.id)
-            if have is None or s > have[0]:
-                scored[r.item.id] = (s, lst_no, r)
-    ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
-    return [r for _, _, r in ordered[:limit]]
