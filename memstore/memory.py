@@ -644,14 +644,21 @@ class Memory:
         part = None if partition in (None, PARTITION_ALL) else partition_name(partition)
         return self._journal().export(part, fp)
 
-    def import_(self, fp: IO[str]) -> int:
+    def import_(self, fp: IO[str], *, check_rules: bool = False) -> int:
         """Load an :meth:`export` (validated whole, then written in one transaction).
 
-        Returns how many items it changed: an item whose versions are all on
-        record already is unchanged, so importing a file twice returns 0 the
-        second time.
+        An import restores what the exported store held: every item comes
+        back as it was, held only to what any stored item obeys (the record
+        rule), not to the rules a write obeys, so an export always imports
+        into an empty memory with the same config. ``check_rules=True`` holds
+        every item to those too (knowledge rules, limits, ``Config.validate``):
+        for a file from elsewhere. A bad file raises ``InvalidItemError``
+        naming its line and changes nothing. Returns how many items it
+        changed: an item whose versions are all on record already is
+        unchanged, so importing a file twice returns 0 the second time.
         """
-        return self._journal(writing="import").import_(arg.readable(fp))
+        journal = self._journal(writing="import")
+        return journal.import_(arg.readable(fp), check_rules=check_rules)
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
