@@ -157,7 +157,9 @@ def record_rejection(item: Item) -> str:
     :func:`validate_base` includes it (for any item with an id), so every
     write that validates obeys it; the writes that take an item as given
     (``Store.put``, ``mirror``, ``reflect``, ``restore``), a link added to a
-    cell and what ``Config.before`` makes of an item are held to it alone.
+    cell and what ``Config.before`` makes of an item are held to it alone,
+    and so is an import (:mod:`memstore.journal.importrules`), so an export
+    of whatever those wrote imports back.
 
     >>> record_rejection(Item(id="a", kind="note", title="x"))
     ''
