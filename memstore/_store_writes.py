@@ -225,13 +225,14 @@ class StoreWrites(StoreBase):
         """``it`` as the host's ``Config.before`` amends it, checked (the lock held).
 
         The hook runs after validation, so what it makes of the item is
-        checked again, by the rules an import of it would apply
+        checked again, by the rules the write itself obeys
         (:func:`~memstore.validate.validate_base`, which holds the record
-        rule): an item it broke would be acknowledged, then refused by the
-        import of its export, or, past the record rule, unreadable at the
-        next open. It may not change the id either (the write would land on
-        another item). Either raises :class:`~memstore.errors.InvalidItemError`
-        naming the hook, and the write changes nothing.
+        rule): an item it broke would be acknowledged against the rules the
+        write was held to (and refused by an import with ``check_rules=True``),
+        or, past the record rule, unreadable at the next open. It may not
+        change the id either (the write would land on another item). Either
+        raises :class:`~memstore.errors.InvalidItemError` naming the hook, and
+        the write changes nothing.
         """
         before = self._config.before
         assert before is not None

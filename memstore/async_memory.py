@@ -315,8 +315,8 @@ class AsyncMemory:
     async def export(self, fp: IO[str], partition: str | None = None) -> int:
         return await self._write(self.memory.export, fp, partition)
 
-    async def import_(self, fp: IO[str]) -> int:
-        return await self._write(self.memory.import_, fp)
+    async def import_(self, fp: IO[str], *, check_rules: bool = False) -> int:
+        return await self._write(self.memory.import_, fp, check_rules=check_rules)
 
     async def stats(self) -> MemoryStats:
         return await self._run(self.memory.stats)

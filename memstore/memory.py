@@ -71,6 +71,7 @@ from memstore.limits import (
     MAX_SUBJECT_CHARS,
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search._fusion_rules import merge_by_rank
 from memstore.search._relevance import assign_relevance
 from memstore.search._types import check_config
 from memstore.store import Store
@@ -567,7 +568,7 @@ class Memory:
             )
             assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
             mine = [r for r in mine if r.relevance >= min_relevance]
-            hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
+            hits = merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
         if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)
             self.store.notify_hit([h.item.id for h in hits], query, kind)
         return hits
@@ -643,14 +644,21 @@ class Memory:
         part = None if partition in (None, PARTITION_ALL) else partition_name(partition)
         return self._journal().export(part, fp)
 
-    def import_(self, fp: IO[str]) -> int:
+    def import_(self, fp: IO[str], *, check_rules: bool = False) -> int:
         """Load an :meth:`export` (validated whole, then written in one transaction).
 
-        Returns how many items it changed: an item whose versions are all on
-        record already is unchanged, so importing a file twice returns 0 the
-        second time.
+        An import restores what the exported store held: every item comes
+        back as it was, held only to what any stored item obeys (the record
+        rule), not to the rules a write obeys, so an export always imports
+        into an empty memory with the same config. ``check_rules=True`` holds
+        every item to those too (knowledge rules, limits, ``Config.validate``):
+        for a file from elsewhere. A bad file raises ``InvalidItemError``
+        naming its line and changes nothing. Returns how many items it
+        changed: an item whose versions are all on record already is
+        unchanged, so importing a file twice returns 0 the second time.
         """
-        return self._journal(writing="import").import_(arg.readable(fp))
+        journal = self._journal(writing="import")
+        return journal.import_(arg.readable(fp), check_rules=check_rules)
 
     def purge(self, ids: Iterable[str]) -> list[str]:
         """Hard delete: erase every version of these items (not secure erasure of the disk)."""
@@ -784,16 +792,3 @@ class Memory:
         """
         if self._closed and not all(c.mirrored for c in changes):
             raise MemstoreError("this Memory is closed; the write was not made")
-
-
-def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
-    """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
-    scored: dict[str, tuple[float, int, SearchResult]] = {}
-    for lst_no, lst in enumerate((a, b)):
-        for rank, r in enumerate(lst):
-            s = 1.0 / (60 + rank)
-            have = scored.get(r.item.id)
-            if have is None or s > have[0]:
-                scored[r.item.id] = (s, lst_no, r)
-    ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
-    return [r for _, _, r in ordered[:limit]]

@@ -73,6 +73,7 @@ __all__ = [
     "model_error",
     "naive_datetime_rejection",
     "record_copy",
+    "record_kind_rejection",
     "record_rejection",
     "stamp_knowledge_retention",
     "thought_link_rejection",
@@ -156,7 +157,9 @@ def record_rejection(item: Item) -> str:
     :func:`validate_base` includes it (for any item with an id), so every
     write that validates obeys it; the writes that take an item as given
     (``Store.put``, ``mirror``, ``reflect``, ``restore``), a link added to a
-    cell and what ``Config.before`` makes of an item are held to it alone.
+    cell and what ``Config.before`` makes of an item are held to it alone,
+    and so is an import (:mod:`memstore.journal.importrules`), so an export
+    of whatever those wrote imports back.
 
     >>> record_rejection(Item(id="a", kind="note", title="x"))
     ''
@@ -380,6 +383,30 @@ def kind_rejection(kind: object) -> str:
     if not isinstance(kind, str) or not kind:
         return f"a kind is non-empty text, got {describe(kind)}"
     return "" if _valid_kind(kind) else _KIND_RULE.format(kind=kind[:80])
+
+
+def record_kind_rejection(kind: object) -> str:
+    """Why a journal could not keep ``kind`` as a kind, or ``""``: the record rule for a kind.
+
+    For a kind that arrives without its item (the kind a delete version in
+    an export names): text, with no NUL (PostgreSQL's text columns refuse
+    it) and no lone surrogate, as :func:`record_rejection` holds an item's
+    kind. The shape a write holds a kind to (:func:`kind_rejection`) is not
+    asked: :meth:`Store.put <memstore.store.Store.put>` may store a kind that
+    breaks it, and its delete names that kind.
+
+    >>> record_kind_rejection("deploy note")
+    ''
+    >>> record_kind_rejection("note\\x00")
+    'kind holds a NUL character'
+    """
+    if not isinstance(kind, str):
+        return f"a kind is text, got {describe(kind)}"
+    if "\x00" in kind:
+        return "kind holds a NUL character"
+    if has_lone_surrogate(kind):
+        return "kind is not valid Unicode text (it holds a lone surrogate)"
+    return ""
 
 
 def _bad_id(id: str) -> bool:

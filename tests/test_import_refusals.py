@@ -1,10 +1,10 @@
 """A damaged export is refused whole: one line naming where, and nothing imported.
 
 An import reads and checks the whole file before it writes anything, so a
-bad line anywhere (not JSON, an item a write would refuse, a value no journal
-could read back) leaves the target journal exactly as it was: no item before
-the bad line is imported either. The reason is one line naming the file's
-line, as the CLI prints it.
+bad line anywhere (not JSON, a value no journal could read back, and with
+``check_rules=True`` an item a write would refuse) leaves the target journal
+exactly as it was: no item before the bad line is imported either. The reason
+is one line naming the file's line, as the CLI prints it.
 
 Tests taking ``place`` run against an SQLite file and a PostgreSQL schema.
 """
@@ -78,14 +78,16 @@ def _nan_link(item: dict[str, Any]) -> None:
     item["links"] = [{"to_id": "b", "relation": "explains", "weight": float("nan")}]
 
 
+# The damage, the reason named, and whether the import asks for the write rules.
 DAMAGE = [
-    pytest.param(_nan_link, "links.0.weight: .*got float nan", id="nan-weight"),
-    pytest.param(_set("data", {"k": 5}), "data.k: Input should be a valid string", id="int-data"),
-    pytest.param(_set("title", "x\ud800"), "lone surrogate", id="surrogate"),
-    pytest.param(_set("tags", ["a\x00"]), "holds a NUL", id="nul-tag"),
-    pytest.param(_set("kind", "deploy note"), "kind 'deploy note' must be", id="bad-kind"),
-    pytest.param(_set("created_at", "2020-01-01T00:00:00"), "timezone", id="naive-time"),
-    pytest.param(_set("surplus", 1), "surplus: Extra inputs", id="unknown-field"),
+    pytest.param(_nan_link, "links.0.weight: .*got float nan", False, id="nan-weight"),
+    pytest.param(_set("data", {"k": 5}), "data.k: Input should be a valid", False, id="int-data"),
+    pytest.param(_set("title", "x\ud800"), "lone surrogate", False, id="surrogate"),
+    pytest.param(_set("tags", ["a\x00"]), "holds a NUL", False, id="nul-tag"),
+    pytest.param(_set("kind", "note\x00"), "kind holds a NUL", False, id="nul-kind"),
+    pytest.param(_set("created_at", "2020-01-01T00:00:00"), "timezone", False, id="naive-time"),
+    pytest.param(_set("surplus", 1), "surplus: Extra inputs", False, id="unknown-field"),
+    pytest.param(_set("kind", "deploy note"), "kind 'deploy note' must be", True, id="bad-kind"),
 ]
 
 
@@ -103,7 +105,7 @@ def _reopened(place: Place) -> list[str]:
 
 
 @pytest.mark.parametrize("line", [3, 4])  # the middle item, then the last
-@pytest.mark.parametrize(("change", "message"), DAMAGE)
+@pytest.mark.parametrize(("change", "message", "check_rules"), DAMAGE)
 def test_a_bad_item_anywhere_refuses_the_whole_import_naming_its_line(
     tmp_path: Path,
     place: Place,
@@ -111,13 +113,14 @@ def test_a_bad_item_anywhere_refuses_the_whole_import_naming_its_line(
     line: int,
     change: Callable[[dict[str, Any]], None],
     message: str,
+    check_rules: bool,
 ) -> None:
     journal, store = target
     text = _damaged(_export_lines(tmp_path), line, change)
     before = _state(journal, store)
 
     with pytest.raises(InvalidItemError, match=f"^line {line}: .*{message}") as caught:
-        journal.import_(io.StringIO(text))
+        journal.import_(io.StringIO(text), check_rules=check_rules)
 
     assert "\n" not in str(caught.value), "one line, as the CLI prints it"
     assert _state(journal, store) == before  # not even the items before the bad line

@@ -3,10 +3,16 @@
 A property test: any sequence of writes through :class:`~memstore.Memory`
 (adds and updates of every kind with its rules, private notes and partitions,
 links of any weight in ``(0, 1]``, expiries, deletes), with a host
-``Config.before`` hook amending each stored item, leaves a folder whose items
-come back equal, field for field, when the folder is opened again, when its
-export is imported into a new memory, and when a backup of it is opened. A
-write that is refused changes nothing and is left out of what must survive.
+``Config.before`` hook amending each stored item and a host ``Config.validate``
+refusing some, leaves a folder whose items come back equal, field for field,
+when the folder is opened again, when its export is imported into a new memory
+with the same config, and when a backup of it is opened. A write that is
+refused changes nothing and is left out of what must survive.
+
+Some items are written with ``Store.put``, which stores what it is given: they
+break the rules a write obeys (a stable fact of low confidence, a hypothesis
+with no deadline, an item the host's ``Config.validate`` refuses...), and
+still come back, an import being a restore of what the store held.
 """
 
 from __future__ import annotations
@@ -64,6 +70,13 @@ class Add:
 
 
 @dataclass(frozen=True)
+class Put:
+    """An item ``Store.put`` stores as given, breaking one of the rules a write obeys."""
+
+    item: Item
+
+
+@dataclass(frozen=True)
 class Link:
     from_id: str
     to_id: str
@@ -79,6 +92,9 @@ class Delete:
 @dataclass(frozen=True)
 class Expire:
     id: str
+
+
+Op = Add | Put | Link | Delete | Expire
 
 
 def _kind_fields(kind: str) -> dict[str, Any]:
@@ -118,6 +134,49 @@ adds = st.builds(
     private=st.booleans(),
     dedup=st.booleans(),
 )
+HOST_REFUSES = "forbidden"
+
+
+def _host_rule(item: Item) -> str:
+    """The host's ``Config.validate``: no title holding the word (``put`` stores one)."""
+    return f"no {HOST_REFUSES!r} in a title" if HOST_REFUSES in item.title else ""
+
+
+# What each put item is (kind and fields), breaking a write rule; its title and tags vary.
+RULE_BREAKERS: list[dict[str, Any]] = [
+    {"kind": "stable_fact", "confidence": "low"},  # a fact needs confidence 'high'
+    {"kind": "hypothesis"},  # a hypothesis needs a deadline
+    {"kind": "unknown"},  # so does an unknown
+    {"kind": "event"},  # an event needs its date
+    {"kind": "note", "event_date": "soon"},  # a date no reader parses
+    {"kind": "deploy note"},  # a kind with a space
+    {"kind": "note", "scope": "private"},  # private, with no owner's tag
+    {"kind": "note", "tags": ["tenant/eu", "tenant/us"]},  # two partitions
+    {"kind": "note", "tags": [" padded"]},  # a padded tag
+    {"kind": "note", "content": "", "blank": True},  # no title and no content
+    {"kind": "note", "forbidden": True},  # what the host's Config.validate refuses
+]
+
+
+def _rule_breaker(id: str, pick: int, title: str, tags: list[str]) -> Put:
+    fields = dict(RULE_BREAKERS[pick])
+    if fields.pop("forbidden", False):
+        title = f"{HOST_REFUSES}: {title}"
+    if fields.pop("blank", False):
+        title = ""
+    tags = [*tags, *fields.pop("tags", [])]
+    return Put(
+        Item(id=id, title=title or "", content=fields.pop("content", "body"), tags=tags, **fields)
+    )
+
+
+puts = st.builds(
+    _rule_breaker,
+    st.sampled_from(IDS),
+    st.integers(0, len(RULE_BREAKERS) - 1),
+    texts,
+    st.lists(names, max_size=2, unique=True),
+)
 links = st.builds(
     Link,
     st.sampled_from(IDS),
@@ -126,10 +185,11 @@ links = st.builds(
     st.floats(min_value=0.0, max_value=1.0, exclude_min=True),
 )
 operations = st.tuples(
-    st.lists(adds, min_size=1, max_size=6),  # items first, for links and deletes to find
+    st.lists(st.one_of(adds, puts), min_size=1, max_size=6),  # items first, for links to find
     st.lists(
         st.one_of(
             adds,
+            puts,
             links,
             st.builds(Delete, st.sampled_from(IDS)),
             st.builds(Expire, st.sampled_from(IDS)),
@@ -144,13 +204,15 @@ def _state(mem: Memory) -> list[tuple[str, bool]]:
     return sorted((it.model_dump_json(), it.no_embed) for it in mem.store.all_items())
 
 
-def _apply(mem: Memory, op: Add | Link | Delete | Expire) -> None:
+def _apply(mem: Memory, op: Op) -> None:
     """One write; a refused one must leave the memory exactly as it was."""
     before = _state(mem)
     try:
         if isinstance(op, Add):
             fields = dict(op.fields)
             mem.add(fields.pop("text"), **fields)
+        elif isinstance(op, Put):
+            mem.store.put(op.item)
         elif isinstance(op, Link):
             mem.link(op.from_id, op.to_id, op.relation, op.weight)
         elif isinstance(op, Delete):
@@ -162,15 +224,17 @@ def _apply(mem: Memory, op: Add | Link | Delete | Expire) -> None:
 
 
 def _config() -> Config:
-    return Config(before=_seen_by_host)
+    return Config(before=_seen_by_host, validate=_host_rule)
 
 
-def _written(mem: Memory, ops: list[Add | Link | Delete | Expire]) -> tuple[list[Any], str]:
+def _written(mem: Memory, ops: list[Op]) -> tuple[list[Any], str]:
     """Apply ``ops``; what the memory then holds, and its export."""
     for op in ops:
         _apply(mem, op)
-    held = len(mem.store.all_items())
-    event(f"items held: {'none' if not held else '1-2' if held < 3 else '3-4'}")
+    held = mem.store.all_items()
+    event(f"items held: {'none' if not held else '1-2' if len(held) < 3 else '3-4'}")
+    breakers = sum(bool(mem.store.validate_base(it) or _host_rule(it)) for it in held)
+    event(f"items held that a write would refuse: {'none' if not breakers else 'some'}")
     export = io.StringIO()
     mem.export(export)
     return _state(mem), export.getvalue()
@@ -190,7 +254,7 @@ _SETTINGS = settings(
 @_SETTINGS
 @given(operations)
 def test_acknowledged_writes_survive_reopen_export_import_and_backup(
-    ops: list[Add | Link | Delete | Expire],
+    ops: list[Op],
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -212,7 +276,7 @@ def test_acknowledged_writes_survive_reopen_export_import_and_backup(
 @_SETTINGS
 @given(ops=operations)
 def test_acknowledged_writes_survive_reopen_and_export_import_on_postgresql(
-    pg_schemas: Schemas, ops: list[Add | Link | Delete | Expire]
+    pg_schemas: Schemas, ops: list[Op]
 ) -> None:
     """The same on a PostgreSQL journal (its text columns refuse a NUL; a backup is SQLite's)."""
 

@@ -197,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="memstore (an export) or mcp-memory (the reference MCP memory server's JSONL)",
     )
     p.add_argument("--partition", help="mcp-memory: the partition the graph goes into")
+    p.add_argument(
+        "--check-rules",
+        action="store_true",
+        help="hold every item to the rules a write obeys too (a file from elsewhere); "
+        "by default an export is restored as it was",
+    )
     p.set_defaults(fn=cmd_import)
 
     p = command("stats", "counts by partition and kind, and the journal head", reads=True)

@@ -109,13 +109,18 @@ def cmd_import(args: argparse.Namespace) -> int:
             "--partition is for --format mcp-memory; an export's items keep the partitions "
             "they were exported from"
         )
+    if args.check_rules and args.format == "mcp-memory":
+        raise UsageError(
+            "--check-rules is for a memstore export; a graph (--format mcp-memory) is "
+            "written through the rules a write obeys already"
+        )
     with _input(args.file) as fp:
         if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
             return _import_graph(args, fp)
         lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
         with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
             try:
-                changed = mem.import_(lines)  # type: ignore[arg-type]
+                changed = mem.import_(lines, check_rules=args.check_rules)  # type: ignore[arg-type]
             except InvalidItemError as e:
                 hint = _GRAPH_HINT if lines.items == 1 and _is_graph_line(lines.first) else ""
                 raise Failure(

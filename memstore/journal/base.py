@@ -37,6 +37,7 @@ from memstore.item import Item
 from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
 from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
+from memstore.journal.importrules import import_rules
 from memstore.journal.version import TABLE, Row, Version
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
@@ -78,7 +79,7 @@ class Journal(Protocol):
     ) -> list[str]: ...
     def matching(self, match: Callable[[Item], bool]) -> list[str]: ...
     def export(self, partition: str | None, fp: IO[str]) -> int: ...
-    def import_(self, fp: IO[str]) -> int: ...
+    def import_(self, fp: IO[str], *, check_rules: bool = False) -> int: ...
     def transaction(self) -> contextlib.AbstractContextManager[None]: ...
     def close(self) -> None: ...
 
@@ -619,12 +620,22 @@ class JournalBase(HistoryTails, ABC):
         self._check_open()
         return write_export(fp, part, self._export_rows(part), on_corrupt)
 
-    def import_(self, fp: IO[str]) -> int:
+    def import_(self, fp: IO[str], *, check_rules: bool = False) -> int:
         """Load an :meth:`export`: the same versions, the same current items.
 
-        Everything is read and validated before anything is written (every
-        item by the rules a write obeys, the host's ``Config.validate``
-        included), and then written in one transaction: a bad file raises
+        An export is the record of what a store held, and an import restores
+        it: every item is held to the record rule (what every stored item
+        obeys, however it was written), not to the rules a write obeys, so an
+        item :meth:`Store.put <memstore.store.Store.put>` stored as given (a
+        stable fact of low confidence, a hypothesis with no deadline), or one
+        written before the host's ``Config.validate`` or vocabulary got
+        stricter, comes back as it was. ``check_rules=True`` holds every item
+        to the write rules too, the host's ``Config.validate`` included: for a
+        file from elsewhere that they must screen
+        (:mod:`memstore.journal.importrules`).
+
+        Everything is read and checked before anything is written, and then
+        written in one transaction: a bad file raises
         :class:`~memstore.errors.InvalidItemError` (naming the line) and changes
         nothing, and so does an export missing its end line (cut off).
         Versions already on record (same id and stamp) are skipped, so
@@ -632,8 +643,9 @@ class JournalBase(HistoryTails, ABC):
         changed (that gained a version): 0 for a file already imported.
         """
         fp = arg.readable(fp)
+        check_rules = arg.flag(check_rules, "check_rules")
         store = self._attached()
-        by_id = read_export(fp, _write_rules(store))
+        by_id = read_export(fp, import_rules(store, check_rules=check_rules))
         if not by_id:
             return 0
         rows = [r for rs in by_id.values() for r in rs]
@@ -750,23 +762,6 @@ class JournalBase(HistoryTails, ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _write_rules(store: Store) -> Callable[[Item], str]:
-    """Why ``store`` would refuse to write an item (``""``: it would not), as an import asks.
-
-    The rules every item obeys (:meth:`Store.validate_base`, the store's
-    vocabulary), then the host's own (``Config.validate``): an import must not
-    bring in an item the host refuses on every write.
-    """
-    host = store.config.validate
-    if host is None:
-        return store.validate_base
-
-    def check(item: Item) -> str:
-        return store.validate_base(item) or host(item)
-
-    return check
 
 
 @contextlib.contextmanager

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeGuard
 
 from memstore.errors import InvalidItemError, JournalCorruptError
-from memstore.item import Item
 from memstore.journal.hlc import Lsn
+from memstore.journal.importrules import RECORD_RULES, ImportRules
 from memstore.journal.version import Row, row_from_export
 from memstore.validate import id_rejection
 
@@ -128,8 +128,8 @@ def _ends(obj: object) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and "end" in obj and "id" not in obj
 
 
-def read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Row]]:
-    """The export in ``fp`` by id, each id's versions in order; ``check`` judges every item.
+def read_export(fp: IO[str], rules: ImportRules = RECORD_RULES) -> dict[str, list[Row]]:
+    """The export in ``fp`` by id, each id's versions in order; ``rules`` judge every version.
 
     Raises :class:`~memstore.errors.InvalidItemError` naming the line for
     anything that is not a whole export of a known format: a line that is
@@ -158,7 +158,7 @@ def read_export(fp: IO[str], check: Callable[[Item], str]) -> dict[str, list[Row
             _check_end(n, obj, len(by_id))
             ended = True
             continue
-        id, rows = _item_line(n, obj, check)
+        id, rows = _item_line(n, obj, rules)
         if id in by_id:
             raise InvalidItemError(f"line {n}: {id} appears twice")
         by_id[id] = rows
@@ -204,7 +204,7 @@ def _check_end(n: int, obj: dict[str, Any], items: int) -> None:
         )
 
 
-def _item_line(n: int, obj: object, check: Callable[[Item], str]) -> tuple[str, list[Row]]:
+def _item_line(n: int, obj: object, rules: ImportRules) -> tuple[str, list[Row]]:
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
         raise InvalidItemError(f"line {n}: expected {{'id': ..., 'versions': [...]}}")
     id = obj["id"]
@@ -216,7 +216,7 @@ def _item_line(n: int, obj: object, check: Callable[[Item], str]) -> tuple[str, 
         raise InvalidItemError(f"line {n}: {id} has no versions")
     try:
         rows = sorted(
-            (row_from_export(id, e, check) for e in entries), key=lambda r: (r.lsn, r.node)
+            (row_from_export(id, e, rules) for e in entries), key=lambda r: (r.lsn, r.node)
         )
     except InvalidItemError as e:
         raise InvalidItemError(f"line {n}: {e.reason}") from None

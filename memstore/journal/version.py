@@ -10,15 +10,15 @@ an earlier position still see it (MVCC soft delete).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.item import Item
 from memstore.journal.hlc import COUNTER_BITS, LATEST_WALL_MS, Hlc, InvalidLsnError, Lsn
+from memstore.journal.importrules import RECORD_RULES, ImportRules
 from memstore.tags import SHARED_TAG, partition_from_tags
-from memstore.validate import kind_rejection, model_error
+from memstore.validate import model_error
 
 __all__ = ["TABLE", "Op", "Version", "corrupt_row"]
 
@@ -177,12 +177,12 @@ def _json_invalid(error: ValueError) -> bool:
     return callable(errors) and any(e.get("type") == "json_invalid" for e in errors())
 
 
-def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None = None) -> Row:
+def row_from_export(id: str, entry: object, rules: ImportRules = RECORD_RULES) -> Row:
     """Read one exported version back, validating every field.
 
-    ``check`` is asked about an upsert's item too (the store's write rules:
-    why it may not be written, ``""`` when it may). Raises
-    :class:`InvalidItemError` naming what is wrong.
+    ``rules`` are asked about an upsert's item and the kind a delete names
+    (:mod:`memstore.journal.importrules`: the record rule, or the write rules
+    too). Raises :class:`InvalidItemError` naming what is wrong.
     """
     if not isinstance(entry, dict):
         raise InvalidItemError(f"{id}: a version is an object, got {type(entry).__name__}")
@@ -212,7 +212,7 @@ def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None 
             raise InvalidItemError(f"{id}: item: {why}") from None
         if item.id != id:
             raise InvalidItemError(f"{id}: a version carries item {item.id!r}")
-        why = check(item) if check is not None else ""
+        why = rules.item(item)
         if why:
             raise InvalidItemError(f"{id}: item: {why}")
     elif raw is not None:
@@ -221,7 +221,7 @@ def row_from_export(id: str, entry: object, check: Callable[[Item], str] | None 
         kind = item.kind
     else:  # a delete names the kind it ended ("" or absent: the kind of the version before)
         kind = entry.get("kind") or ""
-        why = kind_rejection(kind) if kind else ""
+        why = rules.deleted_kind(kind) if kind else ""
         if why:
             raise InvalidItemError(f"{id}: a delete version: {why}")
     return Row.of(id, hlc, op, kind, item, item)

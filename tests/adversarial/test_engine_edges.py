@@ -98,17 +98,48 @@ BAD_IMPORTS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_IMPORTS))
-def test_import_refuses_what_a_write_would_refuse(tmp_path: Path, name: str) -> None:
+def test_import_with_check_rules_refuses_what_a_write_would_refuse(
+    tmp_path: Path, name: str
+) -> None:
     with Memory(tmp_path, embedder=None) as mem:
         mem.add("hello world", id="a")
         before = snapshot(mem)
         text = EXPORT_HEADER + export_line(BAD_IMPORTS[name])
         with pytest.raises(InvalidItemError, match=r"line 2: (x|id .x y. must be)"):
-            mem.import_(io.StringIO(text))
+            mem.import_(io.StringIO(text), check_rules=True)
         assert snapshot(mem) == before
         assert [h.item.id for h in mem.search("hello")] == ["a"]
     with Memory(tmp_path, embedder=None) as again:  # the folder still opens
         assert again.get("a") is not None and again.get("x") is None
+
+
+@pytest.mark.parametrize("name", sorted(set(BAD_IMPORTS) - {"id with a space"}))
+def test_import_restores_what_put_can_store_though_a_write_would_refuse_it(
+    tmp_path: Path, name: str
+) -> None:
+    """An import is a restore: an item ``put`` stores as given comes back as it was."""
+    with Memory(tmp_path, embedder=None) as mem:
+        mem.add("hello world", id="a")
+        assert mem.import_(io.StringIO(EXPORT_HEADER + export_line(BAD_IMPORTS[name]))) == 1
+        imported = mem.get("x")
+        assert imported is not None
+        exported = Item(**BAD_IMPORTS[name]).model_dump(mode="json")
+        assert imported.model_dump(mode="json") == exported
+    with Memory(tmp_path, embedder=None) as again:  # the folder opens with it
+        reopened = again.get("x")
+        assert reopened is not None and reopened.model_dump(mode="json") == exported
+        assert [h.item.id for h in again.search("hello")] == ["a"]
+
+
+@pytest.mark.parametrize("check_rules", [False, True])
+def test_import_refuses_an_id_no_journal_keeps_whatever_the_rules(
+    tmp_path: Path, check_rules: bool
+) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        text = EXPORT_HEADER + export_line(BAD_IMPORTS["id with a space"])
+        with pytest.raises(InvalidItemError, match=r"^line 2: id 'x y' must be"):
+            mem.import_(io.StringIO(text), check_rules=check_rules)
+        assert len(mem.store) == 0
 
 
 def test_import_of_text_that_is_not_utf8_is_an_invalid_export(tmp_path: Path) -> None:
