@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from memstore.memory import Memory
-from tests.mcp_harness import Client, in_process, names, stdio
+from tests.mcp_harness import Client, http_server, in_process, names, stdio
 
 KG = "knowledge-graph"
 
@@ -310,3 +311,53 @@ def test_search_nodes_finds_paraphrases_with_the_local_model() -> None:
                     assert found[0] == who, (query, found)
 
     anyio.run(main)
+
+
+LONE = '"a\\udce9"'
+"""A JSON string holding a lone surrogate: legal JSON, text no store can keep or echo."""
+SURROGATE_CALLS = [
+    (
+        "create_entities",
+        f'{{"entities": [{{"name": {LONE}, "entityType": "p", "observations": []}}]}}',
+    ),
+    ("create_relations", f'{{"relations": [{{"from": {LONE}, "to": "b", "relationType": "r"}}]}}'),
+    ("add_observations", f'{{"observations": [{{"entityName": {LONE}, "contents": ["x"]}}]}}'),
+    ("delete_entities", f'{{"entityNames": [{LONE}]}}'),
+    ("delete_observations", f'{{"deletions": [{{"entityName": {LONE}, "observations": []}}]}}'),
+    ("delete_relations", f'{{"relations": [{{"from": "a", "to": {LONE}, "relationType": "r"}}]}}'),
+    ("open_nodes", f'{{"names": [{LONE}]}}'),
+]
+
+
+def test_a_name_holding_a_lone_surrogate_is_a_tool_error_naming_it(tmp_path: Path) -> None:
+    """Over HTTP, raw JSON (an SDK client cannot even send such a string).
+
+    Before: most of these answered with Python's own ``'utf-8' codec can't encode
+    character`` as the tool error, and ``delete_entities`` echoed the name in its
+    message, which the SDK could not serialise: a 200 with an empty body, no answer.
+    """
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {
+        "jsonrpc": "2.0", "id": "init", "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}},
+    }  # fmt: skip
+    with http_server(tmp_path / "data", "--compat", KG) as url:
+        r = httpx.post(url, json=init, headers=headers)
+        headers["mcp-session-id"] = r.headers["mcp-session-id"]
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert httpx.post(url, json=done, headers=headers).status_code == 202
+        for n, (tool, arguments) in enumerate(SURROGATE_CALLS):
+            body = (
+                f'{{"jsonrpc": "2.0", "id": {n}, "method": "tools/call",'
+                f' "params": {{"name": "{tool}", "arguments": {arguments}}}}}'
+            )
+            r = httpx.post(url, content=body.encode(), headers=headers)
+            assert r.status_code == 200, (tool, r.text)
+            data = [line for line in r.text.splitlines() if line.startswith("data: ")]
+            assert data, f"{tool}: no answer at all ({r.text!r})"
+            result = json.loads(data[0][len("data: ") :])["result"]
+            text = result["content"][0]["text"]
+            assert result["isError"] is True, (tool, result)
+            assert "not valid Unicode text (it holds a lone surrogate)" in text, (tool, text)
+            assert "codec" not in text, (tool, text)

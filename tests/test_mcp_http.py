@@ -150,6 +150,50 @@ def test_resources_need_the_recall_scope_as_the_read_tools_do(tmp_path: Path) ->
         anyio.run(main)
 
 
+def transport_error(r: httpx.Response) -> str:
+    """The message of ``r``'s body, checked to be a JSON-RPC error of the transport."""
+    assert r.headers["content-type"] == "application/json", r.headers
+    body = r.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None, body
+    assert body["error"]["code"] == -32000, body
+    message: str = body["error"]["message"]
+    return message
+
+
+def test_the_endpoint_refuses_in_json_rpc_with_the_headers_a_client_reads(tmp_path: Path) -> None:
+    """401 with ``WWW-Authenticate``, 400 for a repeated header, 405 with ``Allow``: JSON-RPC.
+
+    Before: the 401 and the 400 carried memstore serve's ``{"error", "message"}``
+    envelope, and a PUT got Starlette's plain-text ``Method Not Allowed`` with an
+    ``Allow`` in set order that named HEAD (which the SDK refused with a 405 of its own).
+    """
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-acme": {"tenant": "acme", "scopes": ["recall"]}}))
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url:
+        missing = httpx.post(url, json=ping)
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == "Bearer"  # RFC 6750: no error code
+        assert "Authorization: Bearer <token>" in transport_error(missing)
+        for sent in ("Bearer nope", "Basic dG9rLWFjbWU6"):
+            unknown = httpx.post(url, json=ping, headers={"Authorization": sent})
+            assert unknown.status_code == 401
+            challenge = unknown.headers["www-authenticate"]
+            assert challenge.startswith('Bearer error="invalid_token", error_description="')
+            assert "not one this server knows" in transport_error(unknown)
+        twice = [("Authorization", "Bearer tok-acme")] * 2
+        repeated = httpx.post(url, json=ping, headers=twice)
+        assert repeated.status_code == 400
+        assert "appears 2 times" in transport_error(repeated)
+        for auth in ({}, {"Authorization": "Bearer tok-acme"}):
+            for method in ("PUT", "PATCH", "OPTIONS", "HEAD"):
+                r = httpx.request(method, url, headers=auth)
+                assert r.status_code == 405, (method, r.text)
+                assert r.headers["allow"] == "POST, GET, DELETE"
+                if method != "HEAD":  # a HEAD answer has no body
+                    assert "Method Not Allowed" in transport_error(r)
+
+
 def test_the_bearer_scheme_is_read_as_memstore_serve_reads_it(tmp_path: Path) -> None:
     """Any case of ``Bearer`` (RFC 7235); a repeated Authorization header is refused."""
     tokens = tmp_path / "tokens.json"
@@ -158,7 +202,7 @@ def test_the_bearer_scheme_is_read_as_memstore_serve_reads_it(tmp_path: Path) ->
         twice = [("Authorization", "Bearer tok-acme"), ("Authorization", "Bearer nope")]
         refused = httpx.post(url, json={}, headers=twice)
         assert refused.status_code == 400
-        assert "appears 2 times" in refused.json()["message"]
+        assert "appears 2 times" in transport_error(refused)
 
         async def main() -> None:
             for scheme in ("bearer", "BEARER", "bEaReR"):
@@ -249,8 +293,12 @@ def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_pat
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % port)
             s.settimeout(60)  # memstore serve's header timeout (10 s) ends it well before
-            answer = s.recv(200)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
         assert answer.startswith(b"HTTP/1.1 408 "), answer
+        body = json.loads(answer.partition(b"\r\n\r\n")[2])  # JSON-RPC, as every refusal
+        assert body["id"] is None and body["error"]["code"] == -32000, body
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:

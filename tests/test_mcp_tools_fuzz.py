@@ -7,7 +7,8 @@ into a bare error carrying a Python message); and a call refused with a tool
 error changed nothing (the same export, the same items). Arguments are drawn
 from each tool's own input schema, so a tool added later is driven too:
 plausible values (seeded ids and names, small texts, in-range numbers) mixed
-with wild JSON (wrong types, lone surrogates, huge numbers, deep lists).
+with wild JSON (wrong types, lone surrogates, huge numbers, deep lists); a
+string argument, however deep, is now and then one holding a lone surrogate.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from memstore.memory import Memory
 from tests.journals import memory_state
 
 SEEDED = ("alpha", "beta", "Alice", "Acme")
+LONE = "Ali\udce9"
+"""A string holding a lone surrogate: legal in JSON, never valid Unicode text."""
 FUZZ = settings(
     max_examples=60,
     deadline=None,
@@ -63,7 +66,9 @@ def _plausible(schema: dict[str, Any], defs: dict[str, Any], mix: bool) -> st.Se
     kind = schema.get("type")
     if kind == "string":
         seeded = st.sampled_from(SEEDED)
-        return st.one_of(seeded, seeded, st.text(min_size=1, max_size=16))
+        # Now and then a lone surrogate (JSON carries one) where a name goes: deep in
+        # an argument too, which a wild value alone rarely reaches.
+        return st.one_of(seeded, seeded, st.text(min_size=1, max_size=16), st.just(LONE))
     if kind == "integer":
         return st.integers(schema.get("minimum", 1) - 1, schema.get("maximum", 100) + 1)
     if kind == "number":

@@ -11,7 +11,8 @@ whole or absent, never half there.
 And a request still running when the shutdown's grace period ends (here: a
 client that sent half its body) is answered 503 ``unavailable`` in the
 surface's own error shape, with ``Retry-After``: a client knows to send it
-again, where uvicorn alone answered a bare 500.
+again, where uvicorn alone answered a bare 500; and the server's log says
+so in one line, where uvicorn logged a ``CancelledError`` traceback.
 """
 
 from __future__ import annotations
@@ -209,6 +210,10 @@ def test_a_request_still_running_when_the_grace_ends_is_told_to_retry(
     assert headers.get("content-type") == "application/json"
     envelope: dict[str, Any] = json.loads(body)
     assert envelope["error"] == "unavailable" and "shutting down" in envelope["message"]
+    # The operator reads one calm line, not uvicorn's CancelledError traceback.
+    log = "".join(path.read_text() for path in tmp_path.glob("*.log"))
+    assert "Traceback" not in log, log
+    assert log.count("was still running when the grace period ran out; answered 503") == 1, log
 
 
 def _read_answer(sock: socket.socket) -> tuple[int, dict[str, str], bytes]:

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memstore.arguments import has_lone_surrogate
 from memstore.bounded import check
 from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
@@ -46,20 +47,38 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+def _unicode(text: str) -> str:
+    """``text``, refused when it holds a lone surrogate.
+
+    JSON can carry one (``"\\udce9"``), but no entity can be stored under it, and
+    an answer echoing it cannot be written as UTF-8 (the SDK then sends nothing).
+
+    >>> _unicode("Alice")
+    'Alice'
+    """
+    if has_lone_surrogate(text):
+        raise ValueError("not valid Unicode text (it holds a lone surrogate)")
+    return text
+
+
+_Text = Annotated[str, AfterValidator(_unicode)]
+"""A name, type or observation of the graph: any string of valid Unicode."""
+
+
 class EntityIn(_In):
-    name: str = Field(description="The name of the entity")
-    entityType: str = Field(description="The type of the entity")
-    observations: list[str] = Field(
+    name: _Text = Field(description="The name of the entity")
+    entityType: _Text = Field(description="The type of the entity")
+    observations: list[_Text] = Field(
         description="An array of observation contents associated with the entity"
     )
 
 
 class RelationIn(_In):
-    source: str = Field(
+    source: _Text = Field(
         alias="from", description="The name of the entity where the relation starts"
     )
-    target: str = Field(alias="to", description="The name of the entity where the relation ends")
-    relationType: str = Field(description="The type of the relation")
+    target: _Text = Field(alias="to", description="The name of the entity where the relation ends")
+    relationType: _Text = Field(description="The type of the relation")
 
 
 class EntityOut(BaseModel):
@@ -85,8 +104,8 @@ class CreateRelationsArgs(_In):
 
 
 class ObservationsIn(_In):
-    entityName: str = Field(description="The name of the entity to add the observations to")
-    contents: list[str] = Field(description="An array of observation contents to add")
+    entityName: _Text = Field(description="The name of the entity to add the observations to")
+    contents: list[_Text] = Field(description="An array of observation contents to add")
 
 
 class AddObservationsArgs(_In):
@@ -94,12 +113,12 @@ class AddObservationsArgs(_In):
 
 
 class DeleteEntitiesArgs(_In):
-    entityNames: list[str] = Field(description="An array of entity names to delete")
+    entityNames: list[_Text] = Field(description="An array of entity names to delete")
 
 
 class DeletionIn(_In):
-    entityName: str = Field(description="The name of the entity containing the observations")
-    observations: list[str] = Field(description="An array of observations to delete")
+    entityName: _Text = Field(description="The name of the entity containing the observations")
+    observations: list[_Text] = Field(description="An array of observations to delete")
 
 
 class DeleteObservationsArgs(_In):
@@ -145,7 +164,7 @@ class SearchNodesArgs(_Page):
 
 
 class OpenNodesArgs(_In):
-    names: list[str] = Field(description="An array of entity names to retrieve")
+    names: list[_Text] = Field(description="An array of entity names to retrieve")
 
 
 class EntitiesOut(BaseModel):

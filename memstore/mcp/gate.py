@@ -25,6 +25,7 @@ session, a missing ``Accept``) to ``null``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 from mcp import types
@@ -38,7 +39,14 @@ from memstore.web.refusal import Refusal
 
 from .framing import error_reply, frame
 
-__all__ = ["MAX_BODY_BYTES", "TRANSPORT_ERROR", "gate", "null_error_ids"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "TRANSPORT_ERROR",
+    "gate",
+    "null_error_ids",
+    "refuse",
+    "render_refusal",
+]
 
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 """The largest POST body read (the SDK's own default limit)."""
@@ -47,16 +55,58 @@ TRANSPORT_ERROR: Final = -32000
 _SDK_PLACEHOLDER_ID: Final = "server-error"
 
 
+def _ascii_json(body: dict[str, Any]) -> bytes:
+    """ASCII JSON: a message quoting a lone surrogate cannot break the answer."""
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
 async def _answer(
-    scope: Scope, receive: Receive, send: Send, status: int, body: dict[str, Any] | None
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    body: dict[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
     """Answer ``body`` (a JSON-RPC error) with ``status``; no body at all for ``None``."""
     if body is None:
-        response = Response(status_code=status)
-    else:  # ASCII JSON: a message quoting a lone surrogate cannot break the answer
-        content = json.dumps(body, separators=(",", ":")).encode("ascii")
-        response = Response(content, status, media_type="application/json")
+        response = Response(status_code=status, headers=headers)
+    else:
+        response = Response(_ascii_json(body), status, headers, media_type="application/json")
     await response(scope, receive, send)
+
+
+async def refuse(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse a ``/mcp`` request with ``status`` and ``headers``, the body a JSON-RPC error.
+
+    The body is ``{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": ...}}``
+    (:data:`TRANSPORT_ERROR`): a request refused before its body is read has no id
+    to answer with. For the refusals of the endpoint itself: an unknown method
+    (405 with ``Allow``), a missing or unknown token (401 with
+    ``WWW-Authenticate``), a repeated ``Authorization`` header (400).
+    """
+    await _answer(scope, receive, send, status, error_reply(TRANSPORT_ERROR, message), headers)
+
+
+def render_refusal(refusal: Refusal) -> bytes:
+    """A refusal of the server plumbing as a JSON-RPC error body (``id`` ``null``).
+
+    The ``render`` of ``/mcp``'s :class:`~memstore.web.runner.ServeConfig`: the
+    503 of a request cut off by the shutdown and of a connection over the caps,
+    the 408 of a header that trickles, the 431 of headers too large.
+
+    >>> from memstore.web.shutdown import SHUTDOWN_REFUSAL
+    >>> json.loads(render_refusal(SHUTDOWN_REFUSAL))["error"]["message"]
+    'the server is shutting down and did not finish this request; send it again'
+    """
+    return _ascii_json(error_reply(TRANSPORT_ERROR, refusal.message))
 
 
 async def gate(

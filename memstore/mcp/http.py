@@ -31,7 +31,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -39,10 +38,10 @@ from memstore.errors import MemstoreError
 from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
 from memstore.web.headers import single_header
 from memstore.web.hosts import is_loopback
-from memstore.web.refusal import Refusal, send_refusal
+from memstore.web.refusal import Refusal
 from memstore.web.tokens import TokensFile
 
-from .gate import gate, null_error_ids
+from .gate import gate, null_error_ids, refuse
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
 __all__ = [
@@ -158,7 +157,7 @@ def http_app(
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     endpoint = _Endpoint(manager, Caller(partition=partition), tokens, security)
     return Starlette(
-        routes=[Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
+        routes=[Route(MCP_PATH, endpoint=endpoint)],  # every method: _Endpoint answers a 405
         lifespan=lambda app: manager.run(),
     )
 
@@ -194,6 +193,29 @@ def quiet_hangups() -> None:
         sdk.addFilter(_HangupFilter())
 
 
+_METHODS: Final = ("POST", "GET", "DELETE")
+_ALLOW: Final = ", ".join(_METHODS)
+"""The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
+
+
+def _unauthorized(authorization: str | None) -> tuple[str, str]:
+    """The message and the ``WWW-Authenticate`` challenge of a 401 (RFC 6750, section 3).
+
+    No credentials at all: the bare challenge. Credentials that are not a
+    token this server knows (another scheme, a malformed or unknown token):
+    ``error="invalid_token"``, which tells a client to stop retrying the same one.
+
+    >>> _unauthorized(None)[1]
+    'Bearer'
+    >>> _unauthorized("Bearer nope")[1]
+    'Bearer error="invalid_token", error_description="the token is not one this server knows"'
+    """
+    if authorization is None:
+        return "Unauthorized: send Authorization: Bearer <token>", "Bearer"
+    reason = "the token is not one this server knows"
+    return f"Unauthorized: {reason}", f'Bearer error="invalid_token", error_description="{reason}"'
+
+
 class _Endpoint:
     """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK."""
 
@@ -209,21 +231,21 @@ class _Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         send = null_error_ids(send)
+        if scope["method"] not in _METHODS:
+            message = f"Method Not Allowed: {MCP_PATH} takes {_ALLOW}"
+            await refuse(scope, receive, send, 405, message, {"Allow": _ALLOW})
+            return
         caller: Caller | None = self.fixed
         if self.tokens is not None:
             try:
                 authorization = single_header(scope, b"authorization")
-                caller = self.tokens.current().caller(authorization)
             except Refusal as r:  # the header twice: which one would a proxy have read?
-                await send_refusal(r, send)
+                await refuse(scope, receive, send, r.status, r.message, r.headers)
                 return
+            caller = self.tokens.current().caller(authorization)
             if caller is None:
-                response = JSONResponse(
-                    {"error": "unauthorized", "message": "send Authorization: Bearer <token>"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
+                message, challenge = _unauthorized(authorization)
+                await refuse(scope, receive, send, 401, message, {"WWW-Authenticate": challenge})
                 return
         passed = await gate(scope, receive, send, self.security)
         if passed is None:  # refused (a JSON-RPC error), or a notification dropped

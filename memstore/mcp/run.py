@@ -19,6 +19,7 @@ from memstore.errors import MemstoreError
 from memstore.memory import Memory
 from memstore.web.listen import ListenError, base_url, listening
 
+from .gate import render_refusal
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens, quiet_hangups
 from .opening import open_memory
 from .server import build_server, surface
@@ -109,6 +110,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             sockets=sockets,
             lifespan=True,
             on_hangup=(tokens.reload,) if tokens is not None else (),
+            render=render_refusal,  # a 503 at shutdown, a 408: JSON-RPC errors too
         )
         serve_app(app, config)
         return 0
