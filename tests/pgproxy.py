@@ -1,4 +1,4 @@
-"""A TCP proxy in front of PostgreSQL that cuts chosen connections right after they open.
+"""A TCP proxy in front of PostgreSQL that cuts chosen connections, or falls silent.
 
 Real network failures at a moment a test chooses: the proxy forwards every
 byte both ways, and for the next ``n`` connections whose start-up message
@@ -7,6 +7,14 @@ start-up through (the server accepts the connection), then closes both
 sockets as soon as the client sends its first query. The client sees a
 connection that opened and then died under its first statement, as when a
 server restarts or ``pg_terminate_backend`` lands just after a connect.
+
+:meth:`CuttingProxy.silence` makes it stop forwarding, both ways, on every
+connection (and hold new ones before their start-up reaches the server),
+without closing anything: what a client sees of a dropped route or a firewall
+eating packets, or of a frozen server process. It forwards again after
+:meth:`CuttingProxy.speak`. (Its own kernel still acknowledges what the client
+sends, and TCP keepalive probes: only a bound above TCP, or closing the
+client's socket, ends a wait on it.)
 
 It listens on 127.0.0.1 only. The DSN it gives turns TLS and GSS encryption
 off, so that the client's first message is the plain start-up message.
@@ -42,6 +50,8 @@ class CuttingProxy:
         """Connections cut so far."""
         self._sockets: list[socket.socket] = []
         self._closed = False
+        self._open = threading.Event()
+        self._open.set()
         threading.Thread(target=self._accept, daemon=True, name="pgproxy").start()
 
     def cut_next(self, name_prefix: str, n: int = 1) -> None:
@@ -49,8 +59,17 @@ class CuttingProxy:
         with self._lock:
             self._cuts.append((name_prefix, n))
 
+    def silence(self) -> None:
+        """Stop forwarding anything, on every connection, until :meth:`speak`."""
+        self._open.clear()
+
+    def speak(self) -> None:
+        """Forward again (what was held back goes on, in order)."""
+        self._open.set()
+
     def close(self) -> None:
         self._closed = True
+        self._open.set()  # held pumps end on the closed sockets
         self._listener.close()
         with self._lock:
             sockets, self._sockets = self._sockets, []
@@ -74,6 +93,7 @@ class CuttingProxy:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
+        self._open.wait()
         try:
             server = socket.create_connection(self._target, timeout=10)
         except OSError:
@@ -90,8 +110,9 @@ class CuttingProxy:
             _close(server)
             return
         cutting = self._take_cut(_application_name(startup))
+        self._open.wait()
         server.sendall(startup)
-        threading.Thread(target=_pump, args=(server, client), daemon=True).start()
+        threading.Thread(target=_pump, args=(server, client, self._open), daemon=True).start()
         if cutting:
             # The client's first query after the start-up: close instead of sending it.
             with contextlib.suppress(OSError):
@@ -101,7 +122,7 @@ class CuttingProxy:
             _close(client)
             _close(server)
             return
-        _pump(client, server)
+        _pump(client, server, self._open)
 
     def _take_cut(self, name: str) -> bool:
         with self._lock:
@@ -136,9 +157,11 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return data
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def _pump(src: socket.socket, dst: socket.socket, open: threading.Event) -> None:
+    """Forward ``src`` to ``dst`` while ``open`` is set (holding what came meanwhile)."""
     try:
         while chunk := src.recv(_BUFFER):
+            open.wait()
             dst.sendall(chunk)
     except OSError:
         pass

@@ -12,6 +12,14 @@ failover, ``pg_terminate_backend``) fails its read's first statement. Reads
 change nothing, so :meth:`Connections.read` and :meth:`Connections.stream`
 run such a read once more on a new connection, and close the rest of the pool,
 which the same event most likely dropped too.
+
+A network that goes silent (a dropped route, a firewall eating packets, a
+frozen server host) sends no error at all: a connection waiting for an answer
+would wait in ``recv()`` for ever. So every connection asks the kernel to
+notice a dead peer (:data:`TCP_DEFAULTS`: TCP keepalives probing an idle wait,
+and ``tcp_user_timeout`` bounding how long sent data may go unacknowledged),
+which turns the silence into a failed statement within about 30 seconds. A
+DSN that sets any of these keeps its own value.
 """
 
 from __future__ import annotations
@@ -33,11 +41,13 @@ from memstore.errors import JournalError
 from memstore.journal._pgschema import hold_node
 
 __all__ = [
+    "TCP_DEFAULTS",
     "UNREADABLE_DSN",
     "Conn",
     "Connections",
     "describe",
     "dsn_fields",
+    "tcp_options",
     "translate",
     "write_error",
 ]
@@ -46,6 +56,26 @@ Conn = psycopg.Connection[TupleRow]
 
 SYNCHRONOUS: Final = {"full": "on", "normal": "off", "off": "off"}
 """``durability`` to PostgreSQL's ``synchronous_commit``."""
+
+TCP_DEFAULTS: Final[Mapping[str, str]] = {
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "4",
+    "tcp_user_timeout": "30000",
+}
+"""libpq's options that bound a silent network, unless the DSN sets them itself.
+
+A connection idle on its side (waiting for an answer, or for a notification)
+sends a keepalive probe after ``keepalives_idle`` seconds of silence, then one
+every ``keepalives_interval`` seconds, and gives up after
+``keepalives_count`` unanswered ones: 10 + 4 x 5 = 30 s. A connection with
+data on its way gives up once it went unacknowledged for ``tcp_user_timeout``
+milliseconds (30 s; on Linux it then also ends the keepalives' probing). A server
+that is alive but slow answers both (its kernel does): a long statement is
+never cut by them. On a Unix-domain socket libpq ignores them, and with
+``keepalives=0`` it sets none of them (``tcp_user_timeout`` included).
+"""
 
 _log = logging.getLogger("memstore")
 
@@ -67,6 +97,7 @@ class Connections:
         self.dsn = dsn
         self.schema = schema
         self._fields = dsn_fields(dsn)
+        self._tcp: dict[str, Any] = dict(tcp_options(dsn))
         self.where = describe(dsn)
         self.node = 0
         """The node id in connection names (and whose lock the writer holds, if ``held``)."""
@@ -101,6 +132,7 @@ class Connections:
                 autocommit=True,
                 connect_timeout=self._connect_timeout,
                 application_name=self._name(role),
+                **self._tcp,
             )
         except psycopg.Error as e:
             if self._fields is None:
@@ -297,6 +329,21 @@ def dsn_fields(dsn: str) -> dict[str, str] | None:
         ):
             return None
     return info
+
+
+def tcp_options(dsn: str) -> dict[str, str]:
+    """The :data:`TCP_DEFAULTS` a DSN does not set itself (its own settings win).
+
+    >>> sorted(tcp_options("host=db keepalives_idle=60 tcp_user_timeout=0"))
+    ['keepalives', 'keepalives_count', 'keepalives_interval']
+    >>> tcp_options("postgresql://db/memory?keepalives=0")["tcp_user_timeout"]
+    '30000'
+    """
+    try:
+        own = conninfo_to_dict(dsn)
+    except psycopg.Error:  # connecting fails too, and says so
+        own = {}
+    return {k: v for k, v in TCP_DEFAULTS.items() if k not in own}
 
 
 def describe(dsn: str) -> str:
