@@ -52,6 +52,8 @@ class CuttingProxy:
         self._closed = False
         self._open = threading.Event()
         self._open.set()
+        self.held = threading.Event()
+        """Set once bytes arrived that silence held back (a client waits on them)."""
         threading.Thread(target=self._accept, daemon=True, name="pgproxy").start()
 
     def cut_next(self, name_prefix: str, n: int = 1) -> None:
@@ -61,6 +63,7 @@ class CuttingProxy:
 
     def silence(self) -> None:
         """Stop forwarding anything, on every connection, until :meth:`speak`."""
+        self.held.clear()
         self._open.clear()
 
     def speak(self) -> None:
@@ -69,12 +72,12 @@ class CuttingProxy:
 
     def close(self) -> None:
         self._closed = True
-        self._open.set()  # held pumps end on the closed sockets
-        self._listener.close()
+        _close(self._listener)  # shut first: a close alone leaves a pending accept() accepting
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
             _close(s)
+        self._open.set()  # held pumps end on the closed sockets, forwarding nothing
 
     def __enter__(self) -> CuttingProxy:
         return self
@@ -93,7 +96,7 @@ class CuttingProxy:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
-        self._open.wait()
+        self._wait_open()
         try:
             server = socket.create_connection(self._target, timeout=10)
         except OSError:
@@ -110,9 +113,9 @@ class CuttingProxy:
             _close(server)
             return
         cutting = self._take_cut(_application_name(startup))
-        self._open.wait()
+        self._wait_open()
         server.sendall(startup)
-        threading.Thread(target=_pump, args=(server, client, self._open), daemon=True).start()
+        threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
         if cutting:
             # The client's first query after the start-up: close instead of sending it.
             with contextlib.suppress(OSError):
@@ -122,7 +125,23 @@ class CuttingProxy:
             _close(client)
             _close(server)
             return
-        _pump(client, server, self._open)
+        self._pump(client, server)
+
+    def _wait_open(self) -> None:
+        if not self._open.is_set():
+            self.held.set()
+            self._open.wait()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        """Forward ``src`` to ``dst``, holding what comes while silent."""
+        try:
+            while chunk := src.recv(_BUFFER):
+                self._wait_open()
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        _close(src)
+        _close(dst)
 
     def _take_cut(self, name: str) -> bool:
         with self._lock:
@@ -155,18 +174,6 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise OSError("connection closed during the start-up message")
         data += chunk
     return data
-
-
-def _pump(src: socket.socket, dst: socket.socket, open: threading.Event) -> None:
-    """Forward ``src`` to ``dst`` while ``open`` is set (holding what came meanwhile)."""
-    try:
-        while chunk := src.recv(_BUFFER):
-            open.wait()
-            dst.sendall(chunk)
-    except OSError:
-        pass
-    _close(src)
-    _close(dst)
 
 
 def _close(sock: socket.socket) -> None:

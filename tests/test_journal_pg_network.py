@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import pytest
 from psycopg.conninfo import make_conninfo
 
-from memstore import Item, Store
+from memstore import Item, JournalError, Memory, Store
+from tests.pgproxy import CuttingProxy
 from tests.pgtest import PgPlace, postgres_module
 
 pg = postgres_module()
 PostgresJournal = pg.PostgresJournal
+
+HANG_S = 30.0
+"""The longest a test waits for what must end (a hang guard, not a threshold)."""
 
 
 @contextmanager
@@ -101,3 +108,114 @@ def test_a_dsn_may_turn_keepalives_off(pg_place: PgPlace) -> None:
         journal.close()
     assert writer["keepalives"] == reader["keepalives"] == 0
     assert writer["tcp_user_timeout"] == reader["tcp_user_timeout"] == 0
+
+
+# ------------------------------------------------------ closing on a silent network
+
+
+class Running:
+    """``fn()`` in a thread of its own: what it returned or raised, once it ended."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.outcome: list[Any] = []
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self.outcome.append(fn())
+        except BaseException as e:
+            self.outcome.append(e)
+
+    def ended(self, timeout: float = HANG_S) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _on_record(place: PgPlace) -> list[str]:
+    rows = place.sql("SELECT item::json->>'content' FROM {s}.versions ORDER BY 1")
+    return [str(content) for (content,) in rows]
+
+
+def test_close_cuts_a_write_stuck_on_a_silent_network(pg_place: PgPlace) -> None:
+    """A write waits for an answer that never comes; closing the Memory cuts it.
+
+    The write holds the store's lock and the write connection, which closing
+    waits for; after ``close_timeout`` the connections are cut: the write
+    fails with a JournalError (the store keeps nothing of it), and the close
+    ends instead of waiting for ever.
+    """
+    with CuttingProxy(pg_place.dsn) as proxy:
+        journal = PostgresJournal(  # no follower: only the write sends anything
+            proxy.dsn,
+            schema=pg_place.schema,
+            durability="off",
+            replicate=False,
+            close_timeout=0.5,
+        )
+        mem = Memory(journal=journal, embedder=None)
+        mem.add("written before the silence", dedup=False)
+        proxy.silence()
+        write = Running(lambda: mem.add("never answered", dedup=False))
+        assert proxy.held.wait(HANG_S), "the write sent nothing"
+        assert not write.ended(0), "the write was answered through a silent proxy"
+        closing = Running(mem.close)
+        assert closing.ended(), "close() hung on the stuck write"
+        assert write.ended(), "the stuck write was never ended"
+        assert closing.outcome == [None]
+        [error] = write.outcome
+        assert isinstance(error, JournalError), error
+        assert "nothing was changed" in str(error) and "connection was cut" in str(error)
+        assert [it.content for it in mem.store.items()] == ["written before the silence"]
+    assert _on_record(pg_place) == ["written before the silence"]
+
+
+def test_close_cuts_the_followers_read_stuck_on_a_silent_network(pg_place: PgPlace) -> None:
+    """The follower is mid-read when the network falls silent; closing still ends it."""
+    with CuttingProxy(pg_place.dsn) as proxy:
+        journal = PostgresJournal(
+            proxy.dsn,
+            schema=pg_place.schema,
+            durability="off",
+            poll_interval=0.05,
+            close_timeout=0.5,
+        )
+        store = Store()
+        journal.attach(store)
+        follower = journal._follower
+        assert follower is not None and follower.connected.wait(HANG_S)
+        proxy.silence()
+        assert proxy.held.wait(HANG_S), "the follower sent nothing"  # its next poll waits
+        closing = Running(journal.close)
+        assert closing.ended(), "close() hung on the follower's stuck read"
+        assert closing.outcome == [None]
+        assert not follower.is_alive()
+        assert not journal.feed_status().following
+
+
+def test_close_does_not_wait_for_a_read_stuck_on_a_silent_network(pg_place: PgPlace) -> None:
+    """A read in flight is not waited for at close (it ends when its connection does)."""
+    with CuttingProxy(pg_place.dsn) as proxy:
+        journal = PostgresJournal(
+            proxy.dsn, schema=pg_place.schema, replicate=False, close_timeout=0.5
+        )
+        store = Store()
+        journal.attach(store)
+        store.upsert(Item(id="kept", kind="note", title="kept"))
+        proxy.silence()
+        read = Running(journal.head)
+        assert proxy.held.wait(HANG_S), "the read sent nothing"
+        closing = Running(journal.close)
+        assert closing.ended(), "close() hung on the stuck read"
+        assert closing.outcome == [None]
+    # The proxy closed its sockets: the read's connection is gone, and the read says so
+    # (a closed journal opens no connection to read again).
+    assert read.ended(), "the read outlived its connection"
+    [error] = read.outcome
+    assert isinstance(error, JournalError) and "closing" in str(error), error
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, float("nan"), float("inf"), "5", True])
+def test_a_close_timeout_that_is_no_bound_is_refused(pg_place: PgPlace, seconds: Any) -> None:
+    with pytest.raises(ValueError, match="close_timeout"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema, close_timeout=seconds)

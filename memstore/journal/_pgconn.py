@@ -20,6 +20,11 @@ notice a dead peer (:data:`TCP_DEFAULTS`: TCP keepalives probing an idle wait,
 and ``tcp_user_timeout`` bounding how long sent data may go unacknowledged),
 which turns the silence into a failed statement within about 30 seconds. A
 DSN that sets any of these keeps its own value.
+
+Closing never waits on such a connection for ever either: :meth:`Connections.close`
+gives a write in flight ``close_timeout`` seconds to end, then cuts every
+connection (:mod:`memstore.journal._pgcut`), which fails whatever waited on
+them at once, and opens no new one.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 
 from memstore.errors import JournalError
+from memstore.journal._pgcut import Sockets
 from memstore.journal._pgschema import hold_node
 
 __all__ = [
@@ -93,6 +99,7 @@ class Connections:
         durability: str,
         connect_timeout: int,
         lock_timeout_ms: int,
+        close_timeout: float,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
@@ -105,6 +112,9 @@ class Connections:
         self._synchronous = SYNCHRONOUS[durability]
         self._connect_timeout = connect_timeout
         self._lock_timeout_ms = lock_timeout_ms
+        self.close_timeout = close_timeout
+        """Seconds :meth:`close` waits for a write in flight before cutting the connections."""
+        self._sockets = Sockets()
         self._readers: list[Conn] = []
         self._rlock = threading.Lock()
         self._closed = False
@@ -114,7 +124,7 @@ class Connections:
         try:
             self._set_up_writer(self._writer)
         except BaseException:
-            self._writer.close()
+            self.release(self._writer)
             raise
 
     def connect(self, role: str) -> Conn:
@@ -125,9 +135,15 @@ class Connections:
         and of a mangled DSN those may be pieces of the password. Then the
         error says so instead, and does not chain libpq's exception either
         (a traceback would print it).
+
+        Once :meth:`close` or :meth:`cut` was called, nothing more is opened
+        (a read in flight whose connection died does not read again):
+        :class:`JournalError`.
         """
+        if self._closed or self._sockets.cut_all:
+            raise self._closing()
         try:
-            return psycopg.connect(
+            conn = psycopg.connect(
                 self.dsn,
                 autocommit=True,
                 connect_timeout=self._connect_timeout,
@@ -142,6 +158,55 @@ class Connections:
             if password and password in why:  # libpq never quotes it; should it ever
                 raise JournalError(f"cannot connect to PostgreSQL at {self.where}") from None
             raise JournalError(f"cannot connect to PostgreSQL at {self.where}: {why}") from e
+        if not self._sockets.track(conn):  # cut while it opened
+            conn.close()
+            raise self._closing()
+        return conn
+
+    def _closing(self) -> JournalError:
+        return JournalError(
+            f"PostgreSQL at {self.where}: the journal is closing, its connections were closed"
+        )
+
+    @property
+    def closing(self) -> bool:
+        """Whether :meth:`cut` cut every connection (the journal is closing)."""
+        return self._sockets.cut_all
+
+    def cut_error(self, e: psycopg.Error, committing: bool, what: str) -> JournalError:
+        """The error of a write whose connection :meth:`cut` cut (see :func:`write_error`)."""
+        if not isinstance(e, psycopg.OperationalError):
+            return write_error(e, committing, what)
+        why = (
+            f"the journal was closed while this waited on PostgreSQL at {self.where}, and no "
+            f"answer came within close_timeout ({self.close_timeout}s): its connection was cut"
+        )
+        if committing:
+            return JournalError(
+                f"{what}: {why} while committing, so the write may or may not be on record"
+            )
+        return JournalError(f"{what}; nothing was changed: {why}")
+
+    def release(self, conn: Conn) -> None:
+        """Close a connection this object opened (every one goes this way)."""
+        self._sockets.release(conn)
+
+    def cut(self, conn: Conn | None = None) -> None:
+        """End every wait on ``conn`` (``None``: on every connection, and open no more).
+
+        A statement waiting on a cut connection fails at once with
+        :class:`psycopg.OperationalError` and the connection is broken (see
+        :mod:`memstore.journal._pgcut`); its owner releases it as usual.
+        """
+        if conn is not None:
+            self._sockets.cut(conn)
+            return
+        if self._sockets.cut_every():
+            _log.warning(
+                "memstore: closing the journal at %s cut connections still in use after %ss",
+                self.where,
+                self.close_timeout,
+            )
 
     def _name(self, role: str) -> str:
         return f"memstore:{self.schema}:{role}:{self.node}"
@@ -166,14 +231,14 @@ class Connections:
         conn = self._writer
         if not (conn.closed or conn.broken):
             return conn
-        conn.close()
+        self.release(conn)
         conn = self.connect("write")
         try:
             self._set_up_writer(conn)
             if self.held and not hold_node(conn, self.schema, self.node):
                 _log.warning("memstore: node id %d was taken while reconnecting", self.node)
         except BaseException:
-            conn.close()
+            self.release(conn)
             raise
         self._writer = conn
         return conn
@@ -264,7 +329,7 @@ class Connections:
             if healthy and not self._closed:
                 self._readers.append(conn)
                 return
-        conn.close()
+        self.release(conn)
 
     def _dead(self, conn: Conn, e: psycopg.OperationalError) -> bool:
         """Whether ``e`` was ``conn`` dying; if so, close the idle rest of the pool too."""
@@ -273,19 +338,32 @@ class Connections:
         with self._rlock:
             idle, self._readers = self._readers, []
         for other in idle:
-            other.close()
+            self.release(other)
         _log.info("memstore: a read connection was lost (%s); reading again", first_line(e))
         return True
 
     def close(self) -> None:
-        """Close every connection (which releases the node's advisory lock)."""
-        with self.write_lock:
-            self._writer.close()
+        """Close every connection (which releases the node's advisory lock), never hanging.
+
+        A write in flight gets :attr:`close_timeout` seconds to end; then every
+        connection is cut (a write waiting on a silent network fails) and the
+        writer gets as long again to let go. A read in flight is not waited
+        for: it gives its connection back when it ends, which closes it.
+        """
         with self._rlock:
             self._closed = True
-            for conn in self._readers:
-                conn.close()
-            self._readers.clear()
+            idle, self._readers = self._readers, []
+        for conn in idle:
+            self.release(conn)
+        if not self.write_lock.acquire(timeout=self.close_timeout):
+            self.cut()
+            if not self.write_lock.acquire(timeout=self.close_timeout):  # pragma: no cover
+                _log.warning("memstore: a write on %s did not let go of its connection", self.where)
+                return
+        try:
+            self.release(self._writer)
+        finally:
+            self.write_lock.release()
 
 
 UNREADABLE_DSN: Final = (
