@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -219,3 +220,101 @@ def test_close_does_not_wait_for_a_read_stuck_on_a_silent_network(pg_place: PgPl
 def test_a_close_timeout_that_is_no_bound_is_refused(pg_place: PgPlace, seconds: Any) -> None:
     with pytest.raises(ValueError, match="close_timeout"):
         PostgresJournal(pg_place.dsn, schema=pg_place.schema, close_timeout=seconds)
+
+
+# ------------------------------------------------------------ statement_timeout
+
+
+def test_statement_timeout_fails_a_read_and_a_write_on_a_silent_network(
+    pg_place: PgPlace,
+) -> None:
+    """Without closing anything: each waits statement_timeout and a grace, then fails.
+
+    PostgreSQL's own cancel cannot come through the silence, so the client's
+    bound ends the wait: a clear JournalError, nothing changed, and once the
+    network speaks again the journal reconnects by itself.
+    """
+    with CuttingProxy(pg_place.dsn) as proxy:
+        journal = PostgresJournal(
+            proxy.dsn, schema=pg_place.schema, replicate=False, statement_timeout=0.5
+        )
+        store = Store()
+        journal.attach(store)
+        store.upsert(Item(id="kept", kind="note", title="kept"))
+        head = journal.head()
+        proxy.silence()
+        read = Running(journal.head)
+        assert read.ended(), "the read on a silent network hung"
+        write = Running(lambda: store.upsert(Item(id="lost", kind="note", title="lost")))
+        assert write.ended(), "the write on a silent network hung"
+        for outcome in (read.outcome, write.outcome):
+            [error] = outcome
+            assert isinstance(error, JournalError), error
+            assert "no answer from PostgreSQL within 2.5s" in str(error)
+        assert "nothing was changed" in str(write.outcome[0])
+        assert [it.id for it in store.items()] == ["kept"]
+        proxy.speak()
+        assert journal.head() == head
+        store.upsert(Item(id="after", kind="note", title="after"))
+        assert sorted(it.id for it in journal.current()) == ["after", "kept"]
+        journal.close()
+
+
+def test_statement_timeout_is_postgresqls_own_and_keeps_the_connection(
+    pg_place: PgPlace,
+) -> None:
+    """A slow statement is cancelled by the server (not cut by the client): the
+    connection answers the next statement; without the option nothing is bounded."""
+    import psycopg
+
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, statement_timeout=0.2)
+    unbounded = PostgresJournal(pg_place.dsn, schema=pg_place.schema, node_id=7)
+    try:
+        db = journal._db
+        with db.write_lock:
+            conn = db.writer()
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("200ms",)
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                conn.execute("SELECT pg_sleep(30)")
+            assert db.writer() is conn and conn.execute("SELECT 1").fetchone() == (1,)
+        with unbounded._db.write_lock:
+            shown = unbounded._db.writer().execute("SHOW statement_timeout").fetchone()
+        assert shown == ("0",)
+    finally:
+        journal.close()
+        unbounded.close()
+
+
+def test_statement_timeout_leaves_the_followers_wait_alone(pg_place: PgPlace) -> None:
+    """Waiting for notifications is no statement: a follower idle for longer than
+    statement_timeout keeps its connection and follows the next write."""
+    writer = PostgresJournal(pg_place.dsn, schema=pg_place.schema, replicate=False)
+    follower = PostgresJournal(
+        pg_place.dsn,
+        schema=pg_place.schema,
+        node_id=7,
+        poll_interval=30.0,
+        statement_timeout=0.1,
+    )
+    try:
+        store, followed = Store(), Store()
+        writer.attach(store)
+        follower.attach(followed)
+        feed = follower._follower
+        assert feed is not None and feed.connected.wait(HANG_S)
+        time.sleep(0.5)  # idle, listening, five times statement_timeout
+        store.upsert(Item(id="news", kind="note", title="news"))
+        assert follower.wait_for(writer.head(), HANG_S)
+        assert [it.id for it in followed.items()] == ["news"]
+        assert follower.feed_status().connects == 1
+    finally:
+        writer.close()
+        follower.close()
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, float("nan"), float("inf"), 3e6, "5", True])
+def test_a_statement_timeout_postgresql_cannot_take_is_refused(
+    pg_place: PgPlace, seconds: Any
+) -> None:
+    with pytest.raises(ValueError, match="statement_timeout"):
+        PostgresJournal(pg_place.dsn, schema=pg_place.schema, statement_timeout=seconds)

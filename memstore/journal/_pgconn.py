@@ -24,7 +24,8 @@ DSN that sets any of these keeps its own value.
 Closing never waits on such a connection for ever either: :meth:`Connections.close`
 gives a write in flight ``close_timeout`` seconds to end, then cuts every
 connection (:mod:`memstore.journal._pgcut`), which fails whatever waited on
-them at once, and opens no new one.
+them at once, and opens no new one. With ``statement_timeout`` set, a
+statement is bounded on both sides (:mod:`memstore.journal._pgdeadline`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from psycopg.rows import TupleRow
 
 from memstore.errors import JournalError
 from memstore.journal._pgcut import Sockets
+from memstore.journal._pgdeadline import BoundedConnection, Deadlines, NoAnswer
 from memstore.journal._pgschema import hold_node
 
 __all__ = [
@@ -100,6 +102,7 @@ class Connections:
         connect_timeout: int,
         lock_timeout_ms: int,
         close_timeout: float,
+        statement_timeout: float | None = None,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
@@ -115,6 +118,8 @@ class Connections:
         self.close_timeout = close_timeout
         """Seconds :meth:`close` waits for a write in flight before cutting the connections."""
         self._sockets = Sockets()
+        self._statement_timeout = statement_timeout
+        self._deadlines = None if statement_timeout is None else Deadlines(self._sockets)
         self._readers: list[Conn] = []
         self._rlock = threading.Lock()
         self._closed = False
@@ -143,7 +148,7 @@ class Connections:
         if self._closed or self._sockets.cut_all:
             raise self._closing()
         try:
-            conn = psycopg.connect(
+            conn: Conn = BoundedConnection.connect(
                 self.dsn,
                 autocommit=True,
                 connect_timeout=self._connect_timeout,
@@ -161,7 +166,23 @@ class Connections:
         if not self._sockets.track(conn):  # cut while it opened
             conn.close()
             raise self._closing()
+        if self._deadlines is not None and isinstance(conn, BoundedConnection):
+            try:
+                self._bound(conn, self._deadlines)
+            except psycopg.Error as e:
+                self.release(conn)
+                raise JournalError(
+                    f"cannot connect to PostgreSQL at {self.where}: {first_line(e)}"
+                ) from e
         return conn
+
+    def _bound(self, conn: BoundedConnection, deadlines: Deadlines) -> None:
+        """``statement_timeout`` on the server, and the client's own bound after it."""
+        seconds = self._statement_timeout
+        assert seconds is not None
+        conn.bound(deadlines, seconds)
+        ms = max(1, round(seconds * 1000))  # 0 would be no timeout at all
+        conn.execute(sql.SQL("SET statement_timeout = {}").format(sql.Literal(ms)))
 
     def _closing(self) -> JournalError:
         return JournalError(
@@ -258,7 +279,7 @@ class Connections:
                 with conn.transaction():
                     return body(conn)
             except psycopg.OperationalError as e:
-                if retried or not self._dead(conn, e):
+                if retried or isinstance(e, NoAnswer) or not self._dead(conn, e):
                     raise
                 retried = True
             finally:
@@ -301,7 +322,7 @@ class Connections:
                         yield rec
                 return
             except psycopg.OperationalError as e:
-                if retried or started or not self._dead(conn, e):
+                if retried or started or isinstance(e, NoAnswer) or not self._dead(conn, e):
                     raise
                 retried = True
             finally:
@@ -355,6 +376,13 @@ class Connections:
             idle, self._readers = self._readers, []
         for conn in idle:
             self.release(conn)
+        try:
+            self._close_writer()
+        finally:
+            if self._deadlines is not None:
+                self._deadlines.close()
+
+    def _close_writer(self) -> None:
         if not self.write_lock.acquire(timeout=self.close_timeout):
             self.cut()
             if not self.write_lock.acquire(timeout=self.close_timeout):  # pragma: no cover

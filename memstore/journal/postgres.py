@@ -49,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
 
 import regex
 
@@ -66,6 +66,7 @@ from memstore.config import Change
 from memstore.errors import WriteConflictError
 from memstore.item import Item
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
+from memstore.journal._pgdeadline import NoAnswer
 from memstore.journal._pgfeed import FeedBatch, Follower, followed_item
 from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
@@ -163,7 +164,12 @@ class PostgresJournal(JournalBase):
     whatever still waits on them, so that closing never hangs on a network
     gone silent. Every connection also asks for TCP keepalives and a
     ``tcp_user_timeout`` (a dead peer noticed in about 30 s), unless the DSN
-    sets its own (``docs/journal.md``). An option of the wrong type (``replicate="no"``,
+    sets its own (``docs/journal.md``). ``statement_timeout``: seconds a
+    statement may take (``None``, the default: no bound), cancelled by
+    PostgreSQL past it; an answer that still has not come a little later
+    (the network or the server stalled) fails the statement and drops its
+    connection. It bounds every statement, a restore's or an export's batch
+    too: leave room for them. An option of the wrong type (``replicate="no"``,
     ``poll_interval="2"``, ``node_id=True``) raises :class:`ValueError`
     before anything connects.
 
@@ -185,6 +191,7 @@ class PostgresJournal(JournalBase):
         connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT_S,
+        statement_timeout: float | None = None,
     ) -> None:
         super().__init__(node_id=node_id if node_id is not None else 0, wall=wall)
         if not isinstance(dsn, str):
@@ -203,15 +210,17 @@ class PostgresJournal(JournalBase):
             raise ValueError(
                 f"connect_timeout must be a whole number of seconds >= 1, got {connect_timeout!r}"
             )
-        if not _is_number(lock_timeout) or not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
-            raise ValueError(
-                f"lock_timeout must be positive and at most {MAX_LOCK_TIMEOUT_S} seconds "
-                f"(PostgreSQL's limit), got {lock_timeout!r}"
-            )
-        if not _is_number(close_timeout) or not 0 < close_timeout <= _FOREVER_S:
-            raise ValueError(
-                f"close_timeout must be a positive number of seconds, got {close_timeout!r}"
-            )
+        for name, seconds, limit in (
+            ("lock_timeout", lock_timeout, MAX_LOCK_TIMEOUT_S),  # an int of ms in PostgreSQL
+            ("statement_timeout", statement_timeout, MAX_LOCK_TIMEOUT_S),  # None: no bound
+            ("close_timeout", close_timeout, _FOREVER_S),
+        ):
+            if (seconds is not None or name != "statement_timeout") and not (
+                _is_number(seconds) and 0 < seconds <= limit
+            ):
+                raise ValueError(
+                    f"{name} must be positive and at most {limit} seconds, got {seconds!r}"
+                )
         self.dsn = dsn
         self.schema = schema
         self._replicate = replicate
@@ -230,6 +239,7 @@ class PostgresJournal(JournalBase):
             # = 0 is no timeout at all, the opposite of a very short one.
             lock_timeout_ms=max(1, round(lock_timeout * 1000)),
             close_timeout=float(close_timeout),
+            statement_timeout=None if statement_timeout is None else float(statement_timeout),
         )
         try:
             with self._db.write_lock:
@@ -386,7 +396,8 @@ class PostgresJournal(JournalBase):
                         raise self._db.cut_error(e, committing, what) from e
                     # Before the lock nothing was sent: the connection (dead, or
                     # lost while it was opened again) is opened once more.
-                    if not locked and not retried and (conn is None or conn.broken):
+                    stalled = isinstance(e, NoAnswer)  # another try would stall as long
+                    if not locked and not retried and not stalled and (conn is None or conn.broken):
                         retried = True
                         continue
                     raise write_error(e, committing, what) from e
@@ -773,7 +784,7 @@ class PostgresJournal(JournalBase):
 # ---------------------------------------------------------------- helpers
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
