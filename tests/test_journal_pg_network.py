@@ -325,3 +325,19 @@ def test_a_statement_timeout_postgresql_cannot_take_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="statement_timeout"):
         PostgresJournal(pg_place.dsn, schema=pg_place.schema, statement_timeout=seconds)
+
+
+def test_closing_lets_go_of_every_socket_it_held(pg_place: PgPlace) -> None:
+    """The duplicate descriptors kept to cut connections are closed with them (one left
+    open would keep its socket open after the connection closed)."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, poll_interval=0.05)
+    store = Store()
+    journal.attach(store)
+    store.upsert(Item(kind="note", title="one"))
+    assert journal.head() and journal._follower.connected.wait(HANG_S)
+    held = [fd for fd, _ in journal._db._sockets._fds.values()]
+    assert len(held) == 3  # the writer, a reader back in the pool, the follower
+    journal.close()
+    for fd in held:
+        with pytest.raises(OSError):
+            os.fstat(fd)
