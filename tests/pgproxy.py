@@ -1,4 +1,4 @@
-"""A TCP proxy in front of PostgreSQL that cuts chosen connections right after they open.
+"""A TCP proxy in front of PostgreSQL that cuts chosen connections, or falls silent.
 
 Real network failures at a moment a test chooses: the proxy forwards every
 byte both ways, and for the next ``n`` connections whose start-up message
@@ -7,6 +7,14 @@ start-up through (the server accepts the connection), then closes both
 sockets as soon as the client sends its first query. The client sees a
 connection that opened and then died under its first statement, as when a
 server restarts or ``pg_terminate_backend`` lands just after a connect.
+
+:meth:`CuttingProxy.silence` makes it stop forwarding, both ways, on every
+connection (and hold new ones before their start-up reaches the server),
+without closing anything: what a client sees of a dropped route or a firewall
+eating packets, or of a frozen server process. It forwards again after
+:meth:`CuttingProxy.speak`. (Its own kernel still acknowledges what the client
+sends, and TCP keepalive probes: only a bound above TCP, or closing the
+client's socket, ends a wait on it.)
 
 It listens on 127.0.0.1 only. The DSN it gives turns TLS and GSS encryption
 off, so that the client's first message is the plain start-up message.
@@ -42,6 +50,10 @@ class CuttingProxy:
         """Connections cut so far."""
         self._sockets: list[socket.socket] = []
         self._closed = False
+        self._open = threading.Event()
+        self._open.set()
+        self.held = threading.Event()
+        """Set once bytes arrived that silence held back (a client waits on them)."""
         threading.Thread(target=self._accept, daemon=True, name="pgproxy").start()
 
     def cut_next(self, name_prefix: str, n: int = 1) -> None:
@@ -49,13 +61,23 @@ class CuttingProxy:
         with self._lock:
             self._cuts.append((name_prefix, n))
 
+    def silence(self) -> None:
+        """Stop forwarding anything, on every connection, until :meth:`speak`."""
+        self.held.clear()
+        self._open.clear()
+
+    def speak(self) -> None:
+        """Forward again (what was held back goes on, in order)."""
+        self._open.set()
+
     def close(self) -> None:
         self._closed = True
-        self._listener.close()
+        _close(self._listener)  # shut first: a close alone leaves a pending accept() accepting
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
             _close(s)
+        self._open.set()  # held pumps end on the closed sockets, forwarding nothing
 
     def __enter__(self) -> CuttingProxy:
         return self
@@ -74,6 +96,7 @@ class CuttingProxy:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
+        self._wait_open()
         try:
             server = socket.create_connection(self._target, timeout=10)
         except OSError:
@@ -90,8 +113,9 @@ class CuttingProxy:
             _close(server)
             return
         cutting = self._take_cut(_application_name(startup))
+        self._wait_open()
         server.sendall(startup)
-        threading.Thread(target=_pump, args=(server, client), daemon=True).start()
+        threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
         if cutting:
             # The client's first query after the start-up: close instead of sending it.
             with contextlib.suppress(OSError):
@@ -101,7 +125,23 @@ class CuttingProxy:
             _close(client)
             _close(server)
             return
-        _pump(client, server)
+        self._pump(client, server)
+
+    def _wait_open(self) -> None:
+        if not self._open.is_set():
+            self.held.set()
+            self._open.wait()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        """Forward ``src`` to ``dst``, holding what comes while silent."""
+        try:
+            while chunk := src.recv(_BUFFER):
+                self._wait_open()
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        _close(src)
+        _close(dst)
 
     def _take_cut(self, name: str) -> bool:
         with self._lock:
@@ -134,16 +174,6 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
             raise OSError("connection closed during the start-up message")
         data += chunk
     return data
-
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while chunk := src.recv(_BUFFER):
-            dst.sendall(chunk)
-    except OSError:
-        pass
-    _close(src)
-    _close(dst)
 
 
 def _close(sock: socket.socket) -> None:

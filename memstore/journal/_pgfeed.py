@@ -30,7 +30,6 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -38,11 +37,13 @@ import psycopg
 from psycopg import IsolationLevel, sql
 
 from memstore.errors import JournalCorruptError, JournalError
-from memstore.journal._pgconn import Conn
+from memstore.item import Item
+from memstore.journal._pgconn import Conn, Connections
 from memstore.journal._pgsql import Queries, ids_json
 from memstore.journal._pgvectors import Vector, read_vectors
+from memstore.journal.version import TABLE
 
-__all__ = ["BATCH_COMMITS", "FeedBatch", "FeedSink", "Follower"]
+__all__ = ["BATCH_COMMITS", "FeedBatch", "FeedSink", "Follower", "followed_item"]
 
 BATCH_COMMITS: Final = 1000
 """Commits read per snapshot while catching up..."""
@@ -111,7 +112,7 @@ class Follower(threading.Thread):
 
     def __init__(
         self,
-        connect: Callable[[], Conn],
+        db: Connections,
         queries: Queries,
         channel: str,
         sink: FeedSink,
@@ -120,7 +121,8 @@ class Follower(threading.Thread):
         name: str,
     ) -> None:
         super().__init__(name=name, daemon=True)
-        self._connect = connect
+        self._db = db
+        self._conn: Conn | None = None
         self._q = queries
         self._channel = channel
         self._sink = sink
@@ -143,12 +145,22 @@ class Follower(threading.Thread):
     # --------------------------------------------------------------- control
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Ask the thread to finish and wait for it (at most ``timeout`` seconds)."""
+        """Ask the thread to finish and wait for it (at most ``timeout`` seconds).
+
+        A thread still reading after the connections' ``close_timeout`` (a
+        read on a network gone silent) has its connection cut, which fails
+        that read at once.
+        """
         self._stop_event.set()
         with contextlib.suppress(OSError):  # the pipe is gone already
             os.write(self._wake_w, b"x")
         if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout)
+            grace = min(timeout, self._db.close_timeout)
+            self.join(grace)
+            conn = self._conn
+            if self.is_alive() and conn is not None:
+                self._db.cut(conn)
+            self.join(timeout - grace)
             if self.is_alive():  # pragma: no cover - a sink blocked on the store's lock
                 _log.warning("memstore: the journal follower did not stop within %ss", timeout)
                 return
@@ -161,7 +173,7 @@ class Follower(threading.Thread):
             conn: Conn | None = None
             self._healthy = False
             try:
-                conn = self._connect()
+                conn = self._conn = self._db.connect("follow")
                 conn.add_notify_handler(self._on_notify)
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
                 self.connects += 1
@@ -174,8 +186,9 @@ class Follower(threading.Thread):
             except Exception:
                 _log.exception("memstore: journal follower failed to apply a batch; retrying")
             finally:
+                self._conn = None
                 if conn is not None:
-                    conn.close()
+                    self._db.release(conn)
             if self._healthy:  # it followed for a while: reconnect at once
                 pause = RETRY_MIN_S
             self._stop_event.wait(pause)
@@ -251,3 +264,24 @@ class Follower(threading.Thread):
             if model is not None:
                 batch.vectors = read_vectors(conn, q, model, batch.items)
         return batch
+
+
+def followed_item(id: str, text: str | None) -> Item | None:
+    """The current state another process recorded for ``id`` (``None``: it is gone).
+
+    A row that cannot be read raises :class:`JournalCorruptError` naming it;
+    the follower logs it and retries, and applies nothing of that batch
+    rather than skip the damaged item.
+    """
+    if text is None:
+        return None
+    try:
+        return Item.model_validate_json(text)
+    except ValueError as e:
+        raise JournalCorruptError(
+            f"journal row {TABLE}(id={id!r}, the current version) written by another "
+            f"process is unreadable ({str(e).splitlines()[0][:200]}); this process does "
+            "not follow past it until it is repaired (docs/journal.md, 'A damaged row')",
+            table=TABLE,
+            item_id=id,
+        ) from None

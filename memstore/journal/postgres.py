@@ -45,10 +45,11 @@ import contextlib
 import functools
 import json
 import random
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
 
 import regex
 
@@ -62,10 +63,11 @@ from psycopg import sql
 
 from memstore._gc import bulk_load
 from memstore.config import Change
-from memstore.errors import JournalCorruptError, WriteConflictError
+from memstore.errors import WriteConflictError
 from memstore.item import Item
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
-from memstore.journal._pgfeed import FeedBatch, Follower
+from memstore.journal._pgdeadline import NoAnswer
+from memstore.journal._pgfeed import FeedBatch, Follower, followed_item
 from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
 from memstore.journal._pgsql import Queries, ids_json, rows_json_chunks, vectors_json
@@ -73,13 +75,14 @@ from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes
 from memstore.journal._tail import PRIVATE_MARK, TailRows
 from memstore.journal.base import JournalBase, _holding
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
-from memstore.journal.version import TABLE, Row
+from memstore.journal.version import Row
 
 if TYPE_CHECKING:
     from memstore.store import Store
     from memstore_index import CellStore
 
 __all__ = [
+    "DEFAULT_CLOSE_TIMEOUT_S",
     "DEFAULT_LOCK_TIMEOUT_S",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_SCHEMA",
@@ -94,6 +97,8 @@ DEFAULT_SCHEMA: Final = "memstore"
 DEFAULT_POLL_INTERVAL_S: Final = 2.0
 """How often a follower reads the feed when no notification came (a safety net)."""
 DEFAULT_CONNECT_TIMEOUT_S: Final = 5
+DEFAULT_CLOSE_TIMEOUT_S: Final = 10.0
+"""How long :meth:`PostgresJournal.close` waits for work in flight before cutting connections."""
 DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
 """How long a commit waits for the commit lock before it fails."""
 MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
@@ -154,7 +159,17 @@ class PostgresJournal(JournalBase):
     and at least one (PostgreSQL would read 0 as "wait for ever"), at most
     :data:`MAX_LOCK_TIMEOUT_S`. ``connect_timeout``: whole seconds to wait
     for the server, at least 1 (libpq would read 0 or less as "wait for
-    ever"). An option of the wrong type (``replicate="no"``,
+    ever"). ``close_timeout``: seconds :meth:`close` lets a write (or the
+    follower's read) in flight end before it cuts the connections, failing
+    whatever still waits on them, so that closing never hangs on a network
+    gone silent. Every connection also asks for TCP keepalives and a
+    ``tcp_user_timeout`` (a dead peer noticed in about 30 s), unless the DSN
+    sets its own (``docs/journal.md``). ``statement_timeout``: seconds a
+    statement may take (``None``, the default: no bound), cancelled by
+    PostgreSQL past it; an answer that still has not come a little later
+    (the network or the server stalled) fails the statement and drops its
+    connection. It bounds every statement, a restore's or an export's batch
+    too: leave room for them. An option of the wrong type (``replicate="no"``,
     ``poll_interval="2"``, ``node_id=True``) raises :class:`ValueError`
     before anything connects.
 
@@ -175,6 +190,8 @@ class PostgresJournal(JournalBase):
         poll_interval: float = DEFAULT_POLL_INTERVAL_S,
         connect_timeout: int = DEFAULT_CONNECT_TIMEOUT_S,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+        close_timeout: float = DEFAULT_CLOSE_TIMEOUT_S,
+        statement_timeout: float | None = None,
     ) -> None:
         super().__init__(node_id=node_id if node_id is not None else 0, wall=wall)
         if not isinstance(dsn, str):
@@ -193,11 +210,17 @@ class PostgresJournal(JournalBase):
             raise ValueError(
                 f"connect_timeout must be a whole number of seconds >= 1, got {connect_timeout!r}"
             )
-        if not _is_number(lock_timeout) or not 0 < lock_timeout <= MAX_LOCK_TIMEOUT_S:
-            raise ValueError(
-                f"lock_timeout must be positive and at most {MAX_LOCK_TIMEOUT_S} seconds "
-                f"(PostgreSQL's limit), got {lock_timeout!r}"
-            )
+        for name, seconds, limit in (
+            ("lock_timeout", lock_timeout, MAX_LOCK_TIMEOUT_S),  # an int of ms in PostgreSQL
+            ("statement_timeout", statement_timeout, MAX_LOCK_TIMEOUT_S),  # None: no bound
+            ("close_timeout", close_timeout, _FOREVER_S),
+        ):
+            if (seconds is not None or name != "statement_timeout") and not (
+                _is_number(seconds) and 0 < seconds <= limit
+            ):
+                raise ValueError(
+                    f"{name} must be positive and at most {limit} seconds, got {seconds!r}"
+                )
         self.dsn = dsn
         self.schema = schema
         self._replicate = replicate
@@ -215,6 +238,8 @@ class PostgresJournal(JournalBase):
             # Rounded, not truncated, and never 0: PostgreSQL's lock_timeout
             # = 0 is no timeout at all, the opposite of a very short one.
             lock_timeout_ms=max(1, round(lock_timeout * 1000)),
+            close_timeout=float(close_timeout),
+            statement_timeout=None if statement_timeout is None else float(statement_timeout),
         )
         try:
             with self._db.write_lock:
@@ -367,9 +392,12 @@ class PostgresJournal(JournalBase):
                         committing = True
                     return seq + 1
                 except psycopg.Error as e:
+                    if self._db.closing:  # cut by close(): waiting on a silent network
+                        raise self._db.cut_error(e, committing, what) from e
                     # Before the lock nothing was sent: the connection (dead, or
                     # lost while it was opened again) is opened once more.
-                    if not locked and not retried and (conn is None or conn.broken):
+                    stalled = isinstance(e, NoAnswer)  # another try would stall as long
+                    if not locked and not retried and not stalled and (conn is None or conn.broken):
                         retried = True
                         continue
                     raise write_error(e, committing, what) from e
@@ -553,7 +581,7 @@ class PostgresJournal(JournalBase):
         self._position.start_at(*self._restored)
         if self._replicate:
             follower = Follower(
-                lambda: self._db.connect("follow"),
+                self._db,
                 self._q,
                 self.schema,
                 self,
@@ -659,7 +687,7 @@ class PostgresJournal(JournalBase):
             todo = self._position.not_overtaken(ids, batch.top)
             if not todo:
                 return True
-            state = {id: _followed_item(id, batch.items[id]) for id in todo}
+            state = {id: followed_item(id, batch.items[id]) for id in todo}
             cells = self._cells
             offer = (
                 cells.offered(batch.vectors)
@@ -730,6 +758,25 @@ class PostgresJournal(JournalBase):
 
     # ------------------------------------------------------------------ close
 
+    def close(self) -> None:
+        """Detach, close every connection and refuse further calls; never hangs.
+
+        Closing waits for a write group in flight (it holds the store's lock
+        and the write connection). If it has not ended within
+        ``close_timeout`` seconds (waiting on a network gone silent), every
+        connection is cut: what waited on one fails with
+        :class:`~memstore.errors.JournalError`, and the close goes on.
+        """
+        if self._closed:
+            return
+        watchdog = threading.Timer(self._db.close_timeout, self._db.cut)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            super().close()
+        finally:
+            watchdog.cancel()
+
     def _close_backend(self) -> None:
         self._db.close()
 
@@ -737,7 +784,7 @@ class PostgresJournal(JournalBase):
 # ---------------------------------------------------------------- helpers
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     """Whether ``value`` is an int or a float (a ``bool`` or a numeric string is not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -747,24 +794,3 @@ def _restamp(rows: Sequence[Row], clock: HybridClock) -> None:
     h = clock.tick()
     for r in rows:
         r.lsn, r.node, r.to_lsn, r.to_node = h.lsn.packed(), h.node_id, None, None
-
-
-def _followed_item(id: str, text: str | None) -> Item | None:
-    """The current state another process recorded for ``id`` (``None``: it is gone).
-
-    A row that cannot be read raises :class:`JournalCorruptError` naming it;
-    the follower logs it and retries, and applies nothing of that batch
-    rather than skip the damaged item.
-    """
-    if text is None:
-        return None
-    try:
-        return Item.model_validate_json(text)
-    except ValueError as e:
-        raise JournalCorruptError(
-            f"journal row {TABLE}(id={id!r}, the current version) written by another "
-            f"process is unreadable ({str(e).splitlines()[0][:200]}); this process does "
-            "not follow past it until it is repaired (docs/journal.md, 'A damaged row')",
-            table=TABLE,
-            item_id=id,
-        ) from None
