@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.web.batching import BatcherClosed, QueryBatcher
+from memstore.web.batching import BatcherClosed, QueryBatcher, _Job, _Turn
 
 
 class Embedder:
@@ -376,6 +377,37 @@ def test_a_failing_lookup_leaves_the_texts_to_the_model() -> None:
     _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
     batcher.close()
     assert outcomes == ["a:2", "b:3"] and emb.calls == [["ab", "abc"]]
+
+
+def test_a_pending_turn_finishes_as_soon_as_its_vectors_are_ready() -> None:
+    """The next turn's starts do not hold back searches whose rows are ready: a
+    pending turn whose embedding is done finishes before the next search starts."""
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        loop = asyncio.get_running_loop()
+
+        def job(tag: str, text: str) -> _Job[int]:
+            return _Job(text, Staged(tag, True, log), loop, loop.create_future())
+
+        a1, a2 = job("a1", "x"), job("a2", "yy")
+        done: Future[dict[str, int]] = Future()
+        done.set_result({"x": 1, "yy": 2})
+        pending = _Turn([(a1, a1.start()), (a2, a2.start())], done)
+        b1, b2 = job("b1", "zzz"), job("b2", "wwww")
+        with ThreadPoolExecutor(1) as embedder:
+            left, turn = batcher._start([b1, b2], embedder, pending)
+            assert left is None and turn is not None
+            batcher._finish_turn(turn)
+        return list(await asyncio.gather(a1.future, a2.future, b1.future, b2.future))
+
+    assert asyncio.run(main()) == ["a1:1", "a2:2", "b1:3", "b2:4"]
+    assert log == [
+        "start a1", "start a2", "finish a1", "finish a2",
+        "start b1", "start b2", "finish b1", "finish b2",
+    ]  # fmt: skip
+    batcher.close()
 
 
 def test_close_finishes_a_started_turn() -> None:

@@ -22,7 +22,8 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
 3. the turns are pipelined: a turn's texts are embedded on a second thread
    (a model run releases the GIL), and meanwhile the worker takes the
    requests queued since and starts their searches (the lexical passes);
-   then it finishes the turn whose vectors are ready. Under load the model
+   as soon as the vectors are ready (it looks after each search it starts)
+   it finishes the turn they belong to. Under load the model
    and the searches' Python work run on two cores instead of one after the
    other; with nothing queued a turn finishes at once, as before.
 4. a search that needs no model run is finished as soon as it is started,
@@ -30,7 +31,8 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    query's vector is at hand (``known``, such as a query cache: a server is
    asked the same questions again and again), and, when a turn leaves one
    text to embed, its search (it embeds its own query). Only the searches
-   whose texts go to the model wait for the next turn's start. Holding back
+   whose texts go to the model wait: for the model, and for the search
+   being started when it is done. Holding back
    the others too would overlap nothing and would answer them out of order:
    the first ones sooner, the last ones later, a longer tail at the same rate.
 
@@ -263,29 +265,37 @@ class QueryBatcher(Generic[V]):
 
         The embedding runs on a second thread (a model run releases the GIL), so
         it overlaps the Python work of starting the searches queued meanwhile;
-        then the turn's searches finish with their rows. With nothing queued,
-        a turn finishes at once, as it would without the pipeline.
+        the turn's searches finish with their rows as soon as the embedding is
+        done (checked after each search started). With nothing queued, a turn
+        finishes at once, as it would without the pipeline.
         """
         with ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-embed") as embedder:
             pending: _Turn[V] | None = None
             while (batch := self._take(wait=pending is None)) is not None:
-                turn = self._start(batch, embedder)
+                pending, turn = self._start(batch, embedder, pending)
                 if pending is not None:
                     self._finish_turn(pending)
                 pending = turn
             if pending is not None:
                 self._finish_turn(pending)
 
-    def _start(self, batch: list[_Job[V]], embedder: Executor) -> _Turn[V] | None:
+    def _start(
+        self, batch: list[_Job[V]], embedder: Executor, pending: _Turn[V] | None
+    ) -> tuple[_Turn[V] | None, _Turn[V] | None]:
         """Start each search of ``batch``, finishing at once those that need no model run,
-        and the embedding of the texts the rest want; ``None``: none is left.
+        and the embedding of the texts the rest want.
 
         Finished at once: a search that wants no vector, one whose vector is at
         hand (``known``), and, when only one search is left, that one (it embeds
-        its own query).
+        its own query). The earlier turn ``pending`` is finished as soon as its
+        vectors are ready. Returns ``pending`` if it is still to finish, and the
+        new turn (``None``: nothing of it waits for the model).
         """
         wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
         for job in batch:
+            if pending is not None and pending.vectors.done():
+                self._finish_turn(pending)
+                pending = None
             if job.future.cancelled():  # the client left before its turn
                 continue
             started, stage = self._attempt(job, job.start)
@@ -302,10 +312,13 @@ class QueryBatcher(Generic[V]):
         if self._embed is None or len(texts) < 2:
             # Alone, a search embeds its own query if it needs it (the model
             # gains nothing from a batch of one, and nothing else waits for it).
+            if pending is not None:  # the older turn first
+                self._finish_turn(pending)
+                pending = None
             for job, stage in wanting:
                 self._finish(job, stage, None)
-            return None
-        return _Turn(wanting, embedder.submit(self._vectors, texts))
+            return None, None
+        return pending, _Turn(wanting, embedder.submit(self._vectors, texts))
 
     def _finish_turn(self, turn: _Turn[V]) -> None:
         """Finish each search of ``turn`` with its row (once the embedding is done)."""
