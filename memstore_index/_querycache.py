@@ -78,6 +78,25 @@ class QueryCache:
                     out.append(row.copy())
         return out
 
+    def peek(self, texts: Sequence[str]) -> list[_Vector | None]:
+        """Like :meth:`get`, but a text not cached is not counted as a miss.
+
+        For a caller that only asks which vectors are at hand and has the others
+        embedded later (through :meth:`get` again, which counts them then).
+        """
+        out: list[_Vector | None] = []
+        with self._lock:
+            rows = self._rows
+            for text in texts:
+                row = rows.get(text)
+                if row is None:
+                    out.append(None)
+                else:
+                    rows.move_to_end(text)
+                    self.hits += 1
+                    out.append(row.copy())
+        return out
+
     def put(self, texts: Sequence[str], vectors: _Vector) -> None:
         """Remember ``vectors[i]`` as the vector of ``texts[i]`` (most recently used)."""
         with self._lock:

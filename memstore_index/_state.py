@@ -264,6 +264,24 @@ class CellState:
             return np.zeros((0, self._dim), np.float32)
         return self._embed_queries(texts)
 
+    def remembered_queries(self, queries: Sequence[str]) -> list[Vector | None]:
+        """The vector of each query asked lately (the query cache), ``None`` for the others.
+
+        Never runs the model: a server batching the queries of concurrent
+        searches (:class:`~memstore.web.batching.QueryBatcher`) answers the
+        remembered ones at once and sends only the others to the model. All
+        ``None`` when the cache is off (``query_cache=0``). A query that is not
+        a string is ``None`` too (:meth:`embed_queries` refuses it).
+        """
+        cache = self._query_cache
+        if cache is None:
+            return [None] * len(queries)
+        texts = [q for q in queries if type(q) is str]
+        if len(texts) == len(queries):
+            return cache.peek(texts)
+        found = iter(cache.peek(texts))
+        return [next(found) if type(q) is str else None for q in queries]
+
     def _embed_queries(self, texts: list[str]) -> Vector:
         """``texts`` embedded, the ones in the query cache taken from it, the others in one call."""
         cache = self._query_cache

@@ -156,6 +156,7 @@ class CellStore(StoreBinding, Searching):
     vector = Searching.vector
     embed_query = Searching.embed_query
     embed_queries = Searching.embed_queries
+    remembered_queries = Searching.remembered_queries
     search = Searching.search
     search_timed = Searching.search_timed
     search_vector = Searching.search_vector

@@ -119,6 +119,28 @@ def test_query_cache_zero_embeds_every_time() -> None:
     assert emb.texts == ["same question"] * 3
 
 
+def test_remembered_queries_never_run_the_model() -> None:
+    """The vectors of the queries asked lately, None for the others, without an
+    embedding call: what a server batching queries answers at once."""
+    emb = Counting()
+    cells = CellStore(emb)
+    asked = cells.embed_query("deploy freeze")
+    emb.texts.clear()
+    got = cells.remembered_queries(["deploy freeze", "never asked", 7])  # type: ignore[list-item]
+    assert emb.texts == [] and got[1] is None and got[2] is None
+    assert got[0] is not None and np.array_equal(got[0], asked)
+    got[0][:] = 0  # a copy: the cache keeps its own row
+    assert np.array_equal(cells.remembered_queries(["deploy freeze"])[0], asked)
+    assert CellStore(Counting(), query_cache=0).remembered_queries(["deploy freeze"]) == [None]
+
+
+def test_peek_counts_its_hits_and_leaves_the_misses_to_the_embedding() -> None:
+    cache = QueryCache(4)
+    cache.put(["a"], np.ones((1, 2), np.float32))
+    assert [v is None for v in cache.peek(["a", "b"])] == [False, True]
+    assert (cache.hits, cache.misses) == (1, 0)
+
+
 @pytest.mark.parametrize("bad", [-1, 1.5, "10", True, None])
 def test_a_bad_query_cache_size_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="query_cache must be a whole number >= 0"):

@@ -183,6 +183,23 @@ def test_a_frozen_heap_settles_garbage_first_and_gives_the_heap_back() -> None:
     assert gc.get_freeze_count() == 0
 
 
+def test_a_frozen_heap_raises_the_young_threshold_while_serving_and_gives_it_back() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with _gc.frozen_heap():
+            assert gc.get_threshold() == (_gc.SERVING_YOUNG_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 10, 10)  # the host's own, higher: kept
+        with _gc.frozen_heap():
+            assert gc.get_threshold() == (50_000, 10, 10)
+        with _gc.frozen_heap():
+            gc.set_threshold(1_000, 5, 5)  # the host's choice while serving: not undone
+        assert gc.get_threshold() == (1_000, 5, 5)
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_frozen_heap_keeps_a_restores_freeze_until_its_journal_lets_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore.web.batching import BatcherClosed, QueryBatcher
+from memstore.web.batching import BatcherClosed, QueryBatcher, _Job, _Turn
 
 
 class Embedder:
@@ -312,6 +313,103 @@ def test_a_turns_embedding_overlaps_the_next_turns_starts() -> None:
     assert log.index("finish a2") < log.index("finish b1")
 
 
+def test_searches_whose_vectors_are_at_hand_finish_in_order_without_a_model_run() -> None:
+    """A search whose query's vector ``known`` gives finishes as soon as it starts,
+    before the next search of its turn starts; only the texts with no vector at
+    hand go to the model, in one call, and their searches finish after."""
+    emb = Embedder()
+    cached = {"ab": 102, "cd": 104}
+    looked_up: list[list[str]] = []
+
+    def known(texts: list[str]) -> list[int | None]:
+        looked_up.append(list(texts))
+        return [cached.get(t) for t in texts]
+
+    batcher: QueryBatcher[int] = QueryBatcher(emb, known=known)
+    log: list[str] = []
+    stages: list[tuple[str | None, Callable[[], Any]]] = [
+        ("ab", Staged("a", True, log)),
+        ("new", Staged("b", True, log)),
+        ("cd", Staged("c", True, log)),
+        ("confident", Staged("d", False, log)),
+        ("newer", Staged("e", True, log)),
+    ]
+    _, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
+    batcher.close()
+    assert outcomes == ["a:102", "b:3", "c:104", "d:None", "e:5"]
+    assert emb.calls == [["new", "newer"]]
+    assert ["confident"] not in looked_up  # a search that wants no vector looks up nothing
+    assert log[:6] == ["start a", "finish a", "start b", "start c", "finish c", "start d"]
+    assert log.index("finish d") < log.index("start e") < log.index("finish b")
+    assert batcher.at_hand == 2
+
+
+def test_turns_with_every_vector_at_hand_answer_in_the_order_asked() -> None:
+    """No model run to overlap: a turn finishes before the next one starts."""
+    emb = Embedder()
+    batcher: QueryBatcher[int] = QueryBatcher(
+        emb, known=lambda texts: [len(t) for t in texts], max_batch=2
+    )
+    log: list[str] = []
+    stages: list[tuple[str | None, Callable[[], Any]]] = [
+        (f"{tag}-text", Staged(tag, True, log)) for tag in ("a1", "a2", "b1", "b2")
+    ]
+    _, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
+    batcher.close()
+    assert outcomes == ["a1:7", "a2:7", "b1:7", "b2:7"]
+    assert emb.calls == []
+    assert log == [
+        f"{step} {tag}" for tag in ("a1", "a2", "b1", "b2") for step in ("start", "finish")
+    ]
+
+
+def test_a_failing_lookup_leaves_the_texts_to_the_model() -> None:
+    emb = Embedder()
+
+    def known(texts: list[str]) -> list[int | None]:
+        raise RuntimeError("the cache is broken")
+
+    batcher: QueryBatcher[int] = QueryBatcher(emb, known=known)
+    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
+        ("ab", echo("a")),
+        ("abc", echo("b")),
+    ]
+    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
+    batcher.close()
+    assert outcomes == ["a:2", "b:3"] and emb.calls == [["ab", "abc"]]
+
+
+def test_a_pending_turn_finishes_as_soon_as_its_vectors_are_ready() -> None:
+    """The next turn's starts do not hold back searches whose rows are ready: a
+    pending turn whose embedding is done finishes before the next search starts."""
+    batcher: QueryBatcher[int] = QueryBatcher(Embedder())
+    log: list[str] = []
+
+    async def main() -> list[Any]:
+        loop = asyncio.get_running_loop()
+
+        def job(tag: str, text: str) -> _Job[int]:
+            return _Job(text, Staged(tag, True, log), loop, loop.create_future())
+
+        a1, a2 = job("a1", "x"), job("a2", "yy")
+        done: Future[dict[str, int]] = Future()
+        done.set_result({"x": 1, "yy": 2})
+        pending = _Turn([(a1, a1.start()), (a2, a2.start())], done)
+        b1, b2 = job("b1", "zzz"), job("b2", "wwww")
+        with ThreadPoolExecutor(1) as embedder:
+            left, turn = batcher._start([b1, b2], embedder, pending)
+            assert left is None and turn is not None
+            batcher._finish_turn(turn)
+        return list(await asyncio.gather(a1.future, a2.future, b1.future, b2.future))
+
+    assert asyncio.run(main()) == ["a1:1", "a2:2", "b1:3", "b2:4"]
+    assert log == [
+        "start a1", "start a2", "finish a1", "finish a2",
+        "start b1", "start b2", "finish b1", "finish b2",
+    ]  # fmt: skip
+    batcher.close()
+
+
 def test_close_finishes_a_started_turn() -> None:
     emb = Embedder()
     batcher: QueryBatcher[int] = QueryBatcher(emb)
@@ -358,8 +456,8 @@ def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
     arrival times, each request gets its own outcome: its own search's answer with
     its own text's vector (or ``None``: alone in its turn, the batch's embedding
     failed, or it wants none), its own exception, or its cancellation; and the
-    worker embeds only texts that were asked for, in calls of at most
-    ``max_batch`` distinct texts."""
+    worker embeds only texts that were asked for and have no vector at hand
+    (``known`` remembers "bb"), in calls of at most ``max_batch`` distinct texts."""
     calls: list[list[str]] = []
 
     def embed(texts: Sequence[str]) -> list[str]:
@@ -368,7 +466,10 @@ def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
             raise RuntimeError("the model cannot embed 'poison'")
         return [f"v({t})" for t in texts]
 
-    batcher: QueryBatcher[str] = QueryBatcher(embed, max_batch=max_batch)
+    def known(texts: list[str]) -> list[str | None]:  # a cache that remembers "bb"
+        return [f"v({t})" if t == "bb" else None for t in texts]
+
+    batcher: QueryBatcher[str] = QueryBatcher(embed, known=known, max_batch=max_batch)
 
     def search(tag: int, fail: str) -> Callable[[str | None], str]:
         def run(vec: str | None) -> str:
@@ -426,4 +527,4 @@ def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
     asked = {text for text, *_ in requests if text is not None}
     for call in calls:
         assert len(call) == len(set(call)) <= max_batch
-        assert set(call) <= asked
+        assert set(call) <= asked - {"bb"}

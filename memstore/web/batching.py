@@ -22,9 +22,19 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
 3. the turns are pipelined: a turn's texts are embedded on a second thread
    (a model run releases the GIL), and meanwhile the worker takes the
    requests queued since and starts their searches (the lexical passes);
-   then it finishes the turn whose vectors are ready. Under load the model
+   as soon as the vectors are ready (it looks after each search it starts)
+   it finishes the turn they belong to. Under load the model
    and the searches' Python work run on two cores instead of one after the
    other; with nothing queued a turn finishes at once, as before.
+4. a search that needs no model run is finished as soon as it is started,
+   in the order the requests came: one that wants no vector, one whose
+   query's vector is at hand (``known``, such as a query cache: a server is
+   asked the same questions again and again), and, when a turn leaves one
+   text to embed, its search (it embeds its own query). Only the searches
+   whose texts go to the model wait: for the model, and for the search
+   being started when it is done. Holding back
+   the others too would overlap nothing and would answer them out of order:
+   the first ones sooner, the last ones later, a longer tail at the same rate.
 
 No timer: an idle worker starts on the first request at once (no added
 latency), and under load the requests that arrived while it was busy form
@@ -129,7 +139,7 @@ class _Job(Generic[V]):
 
 @dataclass(frozen=True, slots=True)
 class _Turn(Generic[V]):
-    """A started turn: the searches that want a vector, and their texts' embedding."""
+    """A started turn: the searches that wait for a model run, and their texts' embedding."""
 
     wanting: list[tuple[_Job[V], Stage[V, Any]]]
     vectors: Future[dict[str, V]]
@@ -150,21 +160,26 @@ class QueryBatcher(Generic[V]):
 
     ``embed``: many texts to one vector each, in order (such as
     :meth:`~memstore.memory.Memory.embed_queries`); ``None`` when there is no
-    embedder, so every search gets ``None``. ``max_batch``: the most requests
-    one turn takes. The worker thread starts with the first request (a daemon
-    thread named ``name``).
+    embedder, so every search gets ``None``. ``known``: the vectors of texts
+    that are at hand without a model run, ``None`` for the others, in order
+    (such as :meth:`~memstore_index.CellStore.remembered_queries`, the query
+    cache); it runs on the worker and must be quick. ``max_batch``: the most
+    requests one turn takes. The worker thread starts with the first request
+    (a daemon thread named ``name``).
     """
 
     def __init__(
         self,
         embed: Callable[[list[str]], Sequence[V]] | None,
         *,
+        known: Callable[[list[str]], Sequence[V | None]] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         name: str = "memstore-query-batcher",
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ValueError(f"max_batch must be a whole number of at least 1, got {max_batch!r}")
         self._embed = embed
+        self._known = known
         self._max_batch = max_batch
         self._name = name
         self._queue: deque[_Job[V]] = deque()
@@ -175,6 +190,8 @@ class QueryBatcher(Generic[V]):
         """Embedding calls made so far (a turn whose requests need no vector makes none)."""
         self.embedded = 0
         """Texts embedded so far (distinct within their batch)."""
+        self.at_hand = 0
+        """Texts whose vector ``known`` gave (no model run)."""
 
     @property
     def closed(self) -> bool:
@@ -248,37 +265,60 @@ class QueryBatcher(Generic[V]):
 
         The embedding runs on a second thread (a model run releases the GIL), so
         it overlaps the Python work of starting the searches queued meanwhile;
-        then the turn's searches finish with their rows. With nothing queued,
-        a turn finishes at once, as it would without the pipeline.
+        the turn's searches finish with their rows as soon as the embedding is
+        done (checked after each search started). With nothing queued, a turn
+        finishes at once, as it would without the pipeline.
         """
         with ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-embed") as embedder:
             pending: _Turn[V] | None = None
             while (batch := self._take(wait=pending is None)) is not None:
-                turn = self._start(batch, embedder)
+                pending, turn = self._start(batch, embedder, pending)
                 if pending is not None:
                     self._finish_turn(pending)
                 pending = turn
             if pending is not None:
                 self._finish_turn(pending)
 
-    def _start(self, batch: list[_Job[V]], embedder: Executor) -> _Turn[V] | None:
-        """Start each search of ``batch`` (answering those that want no vector at once),
-        and the embedding of the texts the rest want; ``None``: none is left."""
+    def _start(
+        self, batch: list[_Job[V]], embedder: Executor, pending: _Turn[V] | None
+    ) -> tuple[_Turn[V] | None, _Turn[V] | None]:
+        """Start each search of ``batch``, finishing at once those that need no model run,
+        and the embedding of the texts the rest want.
+
+        Finished at once: a search that wants no vector, one whose vector is at
+        hand (``known``), and, when only one search is left, that one (it embeds
+        its own query). The earlier turn ``pending`` is finished as soon as its
+        vectors are ready. Returns ``pending`` if it is still to finish, and the
+        new turn (``None``: nothing of it waits for the model).
+        """
         wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
         for job in batch:
+            if pending is not None and pending.vectors.done():
+                self._finish_turn(pending)
+                pending = None
             if job.future.cancelled():  # the client left before its turn
                 continue
             started, stage = self._attempt(job, job.start)
             if not started:
                 continue
+            vec = None
             if stage.wants_vector and job.text is not None:
-                wanting.append((job, stage))
-            else:  # answered without a vector: at once
+                vec = self._at_hand(job.text)
+                if vec is None:
+                    wanting.append((job, stage))
+                    continue
+            self._finish(job, stage, vec)  # answered without a model run: at once
+        texts = list(dict.fromkeys(job.text for job, _ in wanting if job.text is not None))
+        if self._embed is None or len(texts) < 2:
+            # Alone, a search embeds its own query if it needs it (the model
+            # gains nothing from a batch of one, and nothing else waits for it).
+            if pending is not None:  # the older turn first
+                self._finish_turn(pending)
+                pending = None
+            for job, stage in wanting:
                 self._finish(job, stage, None)
-        if not wanting:
-            return None
-        texts = [job.text for job, _ in wanting if job.text is not None]
-        return _Turn(wanting, embedder.submit(self._vectors, texts))
+            return None, None
+        return pending, _Turn(wanting, embedder.submit(self._vectors, texts))
 
     def _finish_turn(self, turn: _Turn[V]) -> None:
         """Finish each search of ``turn`` with its row (once the embedding is done)."""
@@ -303,16 +343,24 @@ class QueryBatcher(Generic[V]):
             self._deliver(job, False, e)
         return False, None
 
-    def _vectors(self, texts: list[str]) -> dict[str, V]:
-        """The batch's distinct texts embedded in one call (empty when it fails)."""
-        wanting = texts
-        if self._embed is None or len(wanting) < 2:
-            # Alone, a search embeds its own query if it needs it: one whose
-            # lexical answer is confident (about half of short queries) makes
-            # no embedding call at all.
-            return {}
-        texts = list(dict.fromkeys(wanting))
+    def _at_hand(self, text: str) -> V | None:
+        """The vector ``known`` gives for ``text`` (``None``: none, or it failed)."""
+        if self._known is None:
+            return None
         try:
+            rows = self._known([text])
+            vec = rows[0] if len(rows) == 1 else None
+        except Exception:
+            _log.warning("memstore: looking up a query's vector failed", exc_info=True)
+            return None
+        if vec is not None:
+            self.at_hand += 1
+        return vec
+
+    def _vectors(self, texts: list[str]) -> dict[str, V]:
+        """The turn's distinct texts embedded in one call (empty when it fails)."""
+        try:
+            assert self._embed is not None  # _start submits none without one
             rows = self._embed(texts)
             if len(rows) != len(texts):
                 raise ValueError(f"embed returned {len(rows)} rows for {len(texts)} texts")
@@ -337,17 +385,21 @@ def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
     """A new batcher for the searches an ASGI ``app`` runs over ``memory``, kept on the app.
 
     It embeds with ``memory.embed_queries`` (:meth:`~memstore.memory.Memory.embed_queries`;
-    no embedding when ``memory.cells`` is ``None``, a Memory without an embedder). It
+    no embedding when ``memory.cells`` is ``None``, a Memory without an embedder), and
+    takes the queries asked lately from the CellStore's query cache
+    (:meth:`~memstore_index.CellStore.remembered_queries`) without waiting for a model run. It
     is ``app.state.query_batcher``; :func:`close_batcher` closes it, and an app
     dropped without that closes it when collected (its idle thread ends).
     """
-    embed = None
+    embed = known = None
     if getattr(memory, "cells", None) is not None:
 
         def embed(texts: list[str]) -> list[Any]:
             return list(memory.embed_queries(texts))
 
-    batcher: QueryBatcher[Any] = QueryBatcher(embed)
+        known = getattr(memory.cells, "remembered_queries", None)
+
+    batcher: QueryBatcher[Any] = QueryBatcher(embed, known=known)
     app.state.query_batcher = batcher
     weakref.finalize(app, batcher.close, 0)
     return batcher

@@ -17,7 +17,9 @@ One place for what every HTTP surface needs at start-up and shutdown:
 - what was loaded before serving (the Memory's items and indexes) frozen
   out of the collector's full walks (:func:`memstore._gc.frozen_heap`),
   which otherwise paused every answer for ~0.1 s about once a second under
-  load;
+  load, and young collections made rarer (the requests in flight set them
+  off dozens of times a second, and their promotions a full one every few
+  seconds);
 - SIGHUP: the ``on_hangup`` callbacks run on the event loop within a tenth
   of a second (a tokens file is re-read; never inside the signal handler,
   which could interrupt the very code it calls) and the server goes on.
