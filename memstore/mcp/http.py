@@ -193,7 +193,7 @@ def quiet_hangups() -> None:
         sdk.addFilter(_HangupFilter())
 
 
-_METHODS: Final = ("POST", "GET", "DELETE")
+_METHODS: Final = ("GET", "POST", "DELETE")
 _ALLOW: Final = ", ".join(_METHODS)
 """The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
 
