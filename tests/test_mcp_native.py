@@ -299,3 +299,29 @@ def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
             assert mem.store.count_active() == MAX_IDS + 1  # the refused forget changed nothing
 
     anyio.run(main)
+
+
+def test_text_holding_a_lone_surrogate_is_named_alike_by_every_layer() -> None:
+    """Whether the argument model or the engine refuses it, the words are the same.
+
+    Before: an argument the model checks (``query``, ``links.0.to_id``) got
+    pydantic's "unable to parse raw data as a unicode string", the rest the
+    engine's "not valid Unicode text (it holds a lone surrogate)".
+    """
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            async with in_process(mem) as c:
+                for tool, args, where in [
+                    ("recall", {"query": "a\udce9"}, "query"),
+                    ("recall", {"query": "x", "kind": "a\udce9"}, "kind"),  # the engine's
+                    ("remember", {"content": "x", "links": [{"to_id": "a\udce9"}]}, "to_id"),
+                    ("history", {"id": "a\udce9"}, "id"),
+                ]:
+                    msg = await c.fails(tool, args)
+                    assert msg.startswith(where) or f".{where}" in msg, msg
+                    assert "not valid Unicode text (it holds a lone surrogate)" in msg, msg
+                    assert "unable to parse" not in msg, msg
+                assert (await c.ok("recent", {"limit": 5}))["items"] == []
+
+    anyio.run(main)

@@ -1,14 +1,15 @@
 """Arbitrary arguments to every MCP tool, native and ``--compat knowledge-graph``.
 
-The contract a client relies on: a call is answered with a result that fits
-the tool's output schema, or with a tool error (``isError``) saying what to
-send; never an exception out of the tool layer (which the SDK would turn
-into a bare error carrying a Python message); and a call refused with a tool
-error changed nothing (the same export, the same items). Arguments are drawn
-from each tool's own input schema, so a tool added later is driven too:
-plausible values (seeded ids and names, small texts, in-range numbers) mixed
-with wild JSON (wrong types, lone surrogates, huge numbers, deep lists); a
-string argument, however deep, is now and then one holding a lone surrogate.
+The contract a client relies on: a call is answered (with an answer that can
+be written as UTF-8 JSON) with a result that fits the tool's output schema,
+or with a tool error (``isError``) saying what to send; never an exception
+out of the tool layer (which the SDK would turn into a bare error carrying a
+Python message); and a call refused with a tool error changed nothing (the
+same export, the same items). Arguments are drawn from each tool's own input
+schema, so a tool added later is driven too: plausible values (seeded ids
+and names, small texts, in-range numbers) mixed with wild JSON (wrong types,
+lone surrogates, huge numbers, deep lists); a string argument, however deep,
+is now and then one holding a lone surrogate.
 """
 
 from __future__ import annotations
@@ -155,6 +156,9 @@ def test_any_arguments_get_a_result_or_a_tool_error_that_changes_nothing(
     def attempt(args: Any) -> None:
         before = memory_state(mem)
         result = anyio.run(toolbox.call, name, args, Caller())
+        # The answer can be sent: the SDK writes it as UTF-8 JSON, and an answer it cannot
+        # write (an argument's lone surrogate echoed into it) is an empty HTTP body.
+        result.model_dump_json(by_alias=True, exclude_none=True)
         text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
         if result.isError:
             assert text, "a tool error says what is wrong"

@@ -12,6 +12,12 @@ reads it (:func:`memstore.web.bearer.bearer_token`: any case of
 ``Bearer``; :func:`memstore.web.headers.single_header`: sent once), and the
 file is re-read as ``memstore serve`` re-reads its own: when it changes, and
 on SIGHUP (a change that cannot be used is logged; the tokens before stay).
+
+What the endpoint refuses itself is answered as every refusal of ``/mcp`` is,
+a JSON-RPC error with ``id`` ``null`` (:func:`~memstore.mcp.gate.refuse`): a
+method other than GET, POST and DELETE (405 with ``Allow``), no token (401
+with ``WWW-Authenticate: Bearer``), a token it does not know (401 with
+``error="invalid_token"`` in the challenge), the header twice (400).
 """
 
 from __future__ import annotations
@@ -193,7 +199,7 @@ def quiet_hangups() -> None:
         sdk.addFilter(_HangupFilter())
 
 
-_METHODS: Final = ("POST", "GET", "DELETE")
+_METHODS: Final = ("GET", "POST", "DELETE")
 _ALLOW: Final = ", ".join(_METHODS)
 """The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
 

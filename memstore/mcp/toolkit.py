@@ -208,6 +208,8 @@ def _reason(err: Any) -> str:
     """Pydantic's message for one problem, as a clause: our own validators' text kept as is."""
     if err["type"] == "value_error":
         return str(err["ctx"]["error"])  # without pydantic's "Value error, " in front
+    if err["type"] == "string_unicode":  # "unable to parse raw data as a unicode string"
+        return "not valid Unicode text (it holds a lone surrogate)"  # as the engine words it
     msg = str(err["msg"])
     return msg[:1].lower() + msg[1:]
 
