@@ -21,6 +21,7 @@ import pytest
 import memstore.store as store_module
 from memstore import InvalidItemError, Item, Store
 from memstore.journal.base import JournalBase
+from memstore.journal.sqlite import backup_file
 from memstore.limits import MAX_ID_CHARS, MAX_PARTITION_TAG_CHARS
 from memstore.tags import PARTITION_TAG_PREFIX
 from memstore.validate import record_copy, record_rejection
@@ -118,6 +119,11 @@ def test_a_journal_already_holding_one_still_opens(
         store.put(Item(id="b", kind="note", title="new"))  # and it takes writes
         # An import of an older version keeps the newest, the one on record.
         assert journal.import_(io.StringIO(earlier)) == 0
+        held = store.get("a")
+        assert held is not None and held.tags == [LONG]
+    copy = tmp_path / "copy.db"
+    backup_file(path, copy)  # a backup of it opens too
+    with _attached(copy) as (store, _):
         held = store.get("a")
         assert held is not None and held.tags == [LONG]
 
