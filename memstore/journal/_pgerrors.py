@@ -75,9 +75,13 @@ def write_error(e: psycopg.Error, committing: bool, what: str) -> JournalError:
     """The error a failed write raises (the store undoes the group either way).
 
     ``committing``: the failure came while PostgreSQL was committing, when a
-    lost connection leaves the outcome unknown; the message says so. So does
-    an :class:`~psycopg.OperationalError` PostgreSQL answered to the commit
-    (e.g. the commit was cancelled): the message says what it answered.
+    lost connection leaves the outcome unknown; the message says so. An
+    :class:`~psycopg.OperationalError` PostgreSQL *answered* to the commit (a
+    cancel, a resource running out) gets the same cautious outcome, naming
+    what it answered: PostgreSQL rolls back a commit it fails, but "may or
+    may not" never misleads (the follower brings in a write that was
+    recorded), while "nothing was changed" would if the answer ever came
+    after the commit record was written.
     """
     if isinstance(e, psycopg.errors.LockNotAvailable):
         return JournalError(
