@@ -19,6 +19,7 @@ from memstore import arguments as arg
 from memstore.config import Change
 from memstore.errors import JournalError, MemstoreError, ReadOnlyError
 from memstore.journal import Journal, SqliteJournal
+from memstore.journal.dsnoptions import journal_options
 from memstore.store import Store
 
 if TYPE_CHECKING:
@@ -170,7 +171,12 @@ def open_hub(
 
 
 def postgres_journal(dsn: str) -> Journal:
-    """A ``PostgresJournal`` on ``dsn``, or a clear error when its extra is not installed."""
+    """A ``PostgresJournal`` on ``dsn``, or a clear error when its extra is not installed.
+
+    Its timeouts come from the DSN's ``memstore_`` parameters
+    (:mod:`memstore.journal.dsnoptions`), taken out before libpq sees it.
+    """
+    dsn, options = journal_options(dsn)  # a bad one is refused before anything is imported
     try:
         module = importlib.import_module("memstore.journal.postgres")
     except ModuleNotFoundError as e:
@@ -178,7 +184,7 @@ def postgres_journal(dsn: str) -> Journal:
             f"a PostgreSQL journal needs its backend ({e.name} is missing): "
             'pip install "memstore-engine[postgres]"'
         ) from None
-    journal: Journal = module.PostgresJournal(dsn)
+    journal: Journal = module.PostgresJournal(dsn, **options)
     return journal
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_KIND_CHARS",
     "MAX_LINKS",
     "MAX_NAME_CHARS",
+    "MAX_PARTITION_TAG_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_REASON_CHARS",
     "MAX_REFS",
@@ -60,6 +61,22 @@ MAX_TAGS: Final = 64
 """Most tags on one item (the partition and owner tags count)."""
 MAX_TAG_CHARS: Final = 256
 """Longest tag."""
+MAX_PARTITION_TAG_CHARS: Final = MAX_TAG_CHARS
+"""Longest partition tag (``tenant/...``) on every write, those storing an item as given too.
+
+The writes that store an item as given (``Store.put``, ``mirror``,
+``reflect``) are held to the record rule rather than to the other bounds
+here, but to this one too (:func:`~memstore.validate.intake_rejection`), and
+so is every version an import brings in. A PostgreSQL journal indexes each
+version by ``(partition, id, lsn)``, and a btree refuses an index row over
+2,704 bytes (a third of an 8 kB page): a longer partition could be written
+to an SQLite journal and never moved to PostgreSQL. At 256 characters the
+partition (249 after ``tenant/``) takes at most 996 bytes of UTF-8 (4 a
+character) and the id at most 1,024 (:data:`MAX_ID_CHARS`): with the stamp
+(8) and the row's headers, about 2,050 bytes whatever the text (PostgreSQL
+may compress a key, but text that does not compress is kept whole).
+Journals already holding a longer one are read as they are.
+"""
 MAX_REFS: Final = 256
 """Most entries in ``supersedes`` and in ``evidence_refs`` (each)."""
 MAX_REF_CHARS: Final = 1_000

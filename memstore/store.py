@@ -54,7 +54,7 @@ from memstore.item import (
     well_typed,
 )
 from memstore.limits import MAX_REFS
-from memstore.validate import item_fields, record_copy, validate_base
+from memstore.validate import item_fields, record_copy, record_rejection, validate_base
 from memstore.vocabulary import Vocabulary
 
 __all__ = [
@@ -285,7 +285,9 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         (:func:`~memstore.validate.record_rejection`: :class:`InvalidItemError`,
         nothing changes): no id, an id with whitespace or a control character,
         a field not of its declared type (a link weight of NaN), a NUL in the
-        kind or a tag, a naive datetime, a lone surrogate.
+        kind or a tag, a naive datetime, a lone surrogate; and so is a
+        partition tag PostgreSQL could not index
+        (:data:`~memstore.limits.MAX_PARTITION_TAG_CHARS`).
         """
         _check_item(item, "put")
         if not item.id:
@@ -293,6 +295,16 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         it = record_copy(item, "put")
         with self._writing():
             self._write(it.id, it, as_given=True)
+
+    def _put_recorded(self, item: Item) -> None:
+        """:meth:`put` of an item nobody else holds, read from a record or checked already.
+
+        An import's apply: each id's newest version, imported (held to the
+        import's rules) or already on record (kept as the journal holds it,
+        even one a write may no longer store).
+        """
+        with self._writing():
+            self._write(item.id, item, as_given=True)
 
     def mirror(self, item: Item) -> bool:
         """Reflect a persisted cell written elsewhere, without acting as a mutation.
@@ -330,8 +342,8 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         :meth:`put` the change is marked ``mirrored`` and nothing happens when
         the store already holds exactly that state. No validation or stamping;
         the item is kept as ``cell_originated``. Returns whether anything changed.
-        What no journal could keep and read back is refused
-        (:func:`~memstore.validate.record_rejection`): :class:`InvalidItemError`,
+        What no journal could keep and read back is refused, as by :meth:`put`
+        (:func:`~memstore.validate.intake_rejection`): :class:`InvalidItemError`,
         nothing changes.
         """
         if item is not None:
@@ -367,13 +379,14 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         Restored items are marked ``cell_originated``. No listener or hook fires:
         this loads the record, it does not change it. An item no journal could
         keep (:func:`~memstore.validate.record_rejection`) raises
-        :class:`InvalidItemError` and nothing changes.
+        :class:`InvalidItemError` and nothing changes. A record is loaded as it
+        is: a partition tag longer than a write may store now is kept.
         """
         loaded: list[Item] = []
         for item in items:
             if not _check_item(item, "restore").id:
                 raise InvalidItemError("restore needs items with ids")
-            it = record_copy(item, "restore")
+            it = record_copy(item, "restore", record_rejection)
             it.__dict__["cell_originated"] = True
             loaded.append(it)
         self._restore(loaded)

@@ -47,6 +47,7 @@ from memstore.limits import (
     MAX_ID_CHARS,
     MAX_KIND_CHARS,
     MAX_LINKS,
+    MAX_PARTITION_TAG_CHARS,
     MAX_REF_CHARS,
     MAX_REFS,
     MAX_SUBJECT_CHARS,
@@ -68,6 +69,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TITLE_CHARS",
     "id_rejection",
+    "intake_rejection",
     "kind_rejection",
     "link_shape_rejection",
     "model_error",
@@ -157,8 +159,10 @@ def record_rejection(item: Item) -> str:
     :func:`validate_base` includes it (for any item with an id), so every
     write that validates obeys it; the writes that take an item as given
     (``Store.put``, ``mirror``, ``reflect``, ``restore``), a link added to a
-    cell and what ``Config.before`` makes of an item are held to it alone,
-    and so is an import (:mod:`memstore.journal.importrules`), so an export
+    cell and what ``Config.before`` makes of an item are held to it alone
+    (all but ``restore`` and a link to a partition tag's bound too, see
+    :func:`intake_rejection`), and so is an import
+    (:mod:`memstore.journal.importrules`, with the bound too), so an export
     of whatever those wrote imports back.
 
     >>> record_rejection(Item(id="a", kind="note", title="x"))
@@ -215,14 +219,44 @@ def link_shape_rejection(link: ThoughtLink) -> str:
     return ""
 
 
-def record_copy(item: Item, what: str) -> Item:
-    """A copy of ``item`` that obeys :func:`record_rejection`, else an :class:`InvalidItemError`.
+def intake_rejection(item: Item) -> str:
+    """Why a write taking ``item`` as given must refuse it, or ``""``: the rule on the way in.
 
-    The copy holds exactly the model's types (a field assigned after
-    construction is validated, e.g. a tuple of tags becomes a list); the
-    error names ``what`` refused it (``"put"``, ``"Config.before"``...).
+    :func:`record_rejection`, and no partition tag longer than
+    :data:`~memstore.limits.MAX_PARTITION_TAG_CHARS` (what a PostgreSQL
+    journal can always index). Asked of ``Store.put``, ``mirror`` and
+    ``reflect`` (:func:`record_copy`); :func:`validate_base`, which every
+    other write and an import obey, bounds every tag to the same length.
+    Reading never asks it: a journal, a backup or a follower's feed that
+    already holds a longer partition tag (written before this bound) is read
+    as it is, and ``Store.restore`` (which loads such a record into a store,
+    recording nothing) is held to :func:`record_rejection` alone.
+
+    >>> intake_rejection(Item(id="a", kind="note", title="x", tags=["tenant/" + "x" * 300]))
+    "partition tag 'tenant/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... is 307 characters; at most 256"
     """
     why = record_rejection(item)
+    if why:
+        return why
+    for tag in item.tags:
+        if len(tag) > MAX_PARTITION_TAG_CHARS and tag.startswith(PARTITION_TAG_PREFIX):
+            return (
+                f"partition tag {tag[:40]!r}... is {len(tag)} characters; "
+                f"at most {MAX_PARTITION_TAG_CHARS}"
+            )
+    return ""
+
+
+def record_copy(item: Item, what: str, rule: Callable[[Item], str] = intake_rejection) -> Item:
+    """A copy of ``item`` that obeys ``rule``, else an :class:`InvalidItemError`.
+
+    ``rule``: :func:`intake_rejection` (a write), or :func:`record_rejection`
+    (loading what a record holds). The copy holds exactly the model's types
+    (a field assigned after construction is validated, e.g. a tuple of tags
+    becomes a list); the error names ``what`` refused it (``"put"``,
+    ``"Config.before"``...).
+    """
+    why = rule(item)
     if why:
         raise InvalidItemError(f"{what}: {why}")
     if well_typed(item):

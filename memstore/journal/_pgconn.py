@@ -46,6 +46,7 @@ from psycopg.rows import TupleRow
 from memstore.errors import JournalError
 from memstore.journal._pgcut import Sockets
 from memstore.journal._pgdeadline import BoundedConnection, Deadlines, NoAnswer
+from memstore.journal._pgerrors import connection_lost, first_line, translate, write_error
 from memstore.journal._pgschema import hold_node
 
 __all__ = [
@@ -196,7 +197,7 @@ class Connections:
 
     def cut_error(self, e: psycopg.Error, committing: bool, what: str) -> JournalError:
         """The error of a write whose connection :meth:`cut` cut (see :func:`write_error`)."""
-        if not isinstance(e, psycopg.OperationalError):
+        if not connection_lost(e):  # PostgreSQL answered: not the cut
             return write_error(e, committing, what)
         why = (
             f"the journal was closed while this waited on PostgreSQL at {self.where}, and no "
@@ -467,35 +468,3 @@ def describe(dsn: str) -> str:
     port = info.get("port") or "5432"
     user = f"{info['user']}@" if info.get("user") else ""
     return f"{user}{host}:{port}/{info.get('dbname') or ''}"
-
-
-def first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def translate(e: psycopg.Error, what: str) -> JournalError:
-    """The journal error a failed read or open means, with PostgreSQL's words kept."""
-    if isinstance(e, psycopg.OperationalError):
-        return JournalError(f"{what}: the connection to PostgreSQL failed ({first_line(e)})")
-    return JournalError(f"{what}: {first_line(e)}")
-
-
-def write_error(e: psycopg.Error, committing: bool, what: str) -> JournalError:
-    """The error a failed write raises (the store undoes the group either way).
-
-    ``committing``: the failure came while PostgreSQL was committing, when a
-    lost connection leaves the outcome unknown; the message says so.
-    """
-    if isinstance(e, psycopg.errors.LockNotAvailable):
-        return JournalError(
-            f"{what}; nothing was changed: another process held the journal's commit lock "
-            f"longer than lock_timeout ({first_line(e)})"
-        )
-    if committing and isinstance(e, psycopg.OperationalError):
-        return JournalError(
-            f"{what}: the connection to PostgreSQL was lost while committing, so the write "
-            "may or may not be on record; the store does not hold it, and if it was recorded "
-            f"the journal's follower brings it in ({first_line(e)})"
-        )
-    return translate(e, f"{what}; nothing was changed")

@@ -681,7 +681,7 @@ class JournalBase(HistoryTails, ABC):
                     if row.op == "delete":
                         store.delete(id)
                     else:
-                        store.put(row.stored_item())
+                        store._put_recorded(row.stored_item())
 
             self._run_special(store, special, apply)
             if not done:

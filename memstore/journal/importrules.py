@@ -1,11 +1,12 @@
 """What an import holds each exported version to: the record rule, or the write rules too.
 
 An export is the record of what a store held, and an import restores it. So
-by default an import holds every item to the **record rule**
-(:func:`~memstore.validate.record_rejection`): what every stored item obeys
-however it was written, the one rule :meth:`Store.put
-<memstore.store.Store.put>`, ``mirror``, ``reflect`` and ``restore`` hold an
-item to. The rules a *write* obeys (:func:`~memstore.validate.validate_base`:
+by default an import holds every item to the rule :meth:`Store.put
+<memstore.store.Store.put>`, ``mirror`` and ``reflect`` hold an item to on
+the way in (:func:`~memstore.validate.intake_rejection`): the **record rule**
+(:func:`~memstore.validate.record_rejection`, what every stored item obeys
+however it was written), and a partition tag short enough for every backend's
+index. The rules a *write* obeys (:func:`~memstore.validate.validate_base`:
 a stable fact's high confidence, a hypothesis's deadline, an event's date,
 the size limits and tag rules; and the host's ``Config.validate``) are not
 asked: ``put`` stores items that break them, and a host's rules or vocabulary
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from memstore.item import Item
-from memstore.validate import kind_rejection, record_kind_rejection, record_rejection
+from memstore.validate import intake_rejection, kind_rejection, record_kind_rejection
 
 if TYPE_CHECKING:
     from memstore.store import Store
@@ -49,8 +50,10 @@ class ImportRules(NamedTuple):
     """Asked about the kind a delete version names (when it names one)."""
 
 
-RECORD_RULES = ImportRules(record_rejection, record_kind_rejection)
-"""The rules of an import by default: what a journal can keep and read back."""
+RECORD_RULES = ImportRules(intake_rejection, record_kind_rejection)
+"""The rules of an import by default: what a journal can keep and read back, and
+index on every backend (:func:`~memstore.validate.intake_rejection`: the rule of
+``put`` on the way in)."""
 
 
 def import_rules(store: Store, *, check_rules: bool) -> ImportRules:

@@ -251,7 +251,7 @@ class PostgresJournal(JournalBase):
                 self._db.set_node(self._node_id)
         except psycopg.Error as e:
             self._db.close()
-            raise translate(e, f"cannot open journal {self._db.where}") from e
+            raise translate(e, f"cannot open journal {self._db.where}", "request") from e
         except BaseException:
             self._db.close()
             raise

@@ -48,6 +48,7 @@ from typing import Final
 
 from memstore.backup import TOKENS_FILE as _TOKENS_FILE
 from memstore.journal import Journal
+from memstore.journal.dsnoptions import libpq_dsn
 from memstore.memory import Memory
 from memstore.protocol.app import create_app
 from memstore.protocol.auth import (
@@ -131,7 +132,7 @@ def _confirmations(args: argparse.Namespace, journal: Journal | None) -> Confirm
     if journal is not None and hasattr(journal, "schema"):
         from memstore.protocol.pgconfirm import PostgresClaims  # needs psycopg
 
-        claim = PostgresClaims(args.journal, journal.schema)
+        claim = PostgresClaims(libpq_dsn(args.journal), journal.schema)
     return Confirmations(confirmation_key(secret), claim=claim)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from memstore.errors import MemstoreError
+from memstore.journal.dsnoptions import journal_options
 
 if TYPE_CHECKING:
     from memstore.journal.postgres import PostgresJournal
@@ -48,14 +49,17 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
     default when ``schema`` is empty or ``None``; this needs psycopg). Anything
     else is ``None``: the caller keeps the folder's SQLite journal, or hands
     a ``dsn`` of another kind on to :class:`~memstore.memory.Memory`, whose
-    refusal names it.
+    refusal names it. The DSN's ``memstore_`` parameters set the journal's
+    timeouts (:mod:`memstore.journal.dsnoptions`).
 
     :raises JournalOptionError: ``schema`` is given, but ``dsn`` is no PostgreSQL DSN.
+    :raises ValueError: a ``memstore_`` parameter the journal cannot take.
     """
     if not dsn or not dsn.startswith(DSN_SCHEMES):
         if schema:
             raise JournalOptionError("--journal-schema needs --journal postgresql://...")
         return None
+    dsn, options = journal_options(dsn)
     from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
 
-    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA)
+    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA, **options)

@@ -1,0 +1,128 @@
+"""A PostgreSQL journal's timeouts given in its DSN, where a DSN string is all one can give.
+
+``Memory(journal="postgresql://...")`` and the servers' ``--journal`` take a
+DSN alone; its ``memstore_`` query parameters set the journal's timeouts and
+are taken out before libpq, which refuses parameters it does not know.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memstore import Memory
+from memstore.journal.dsnoptions import journal_options, libpq_dsn
+from memstore.web.journal_option import postgres_journal
+from tests.pgtest import PgPlace
+
+ROOT = Path(__file__).resolve().parents[1]
+NOWHERE = "postgresql://nobody@127.0.0.1:1/none"
+"""A DSN nothing answers: a refusal that came from it would be a connection error."""
+
+
+def _with(dsn: str, query: str) -> str:
+    return dsn + ("&" if "?" in dsn else "?") + query
+
+
+@pytest.mark.parametrize(
+    ("dsn", "libpq", "options"),
+    [
+        ("postgresql://app@db/memory", "postgresql://app@db/memory", {}),
+        ("host=db memstore_statement_timeout=5", "host=db memstore_statement_timeout=5", {}),
+        (
+            "postgres://app@db/m?sslmode=require&memstore_close_timeout=2.5"
+            "&application_name=a%26b&memstore_lock_timeout=1e1",
+            "postgres://app@db/m?sslmode=require&application_name=a%26b",
+            {"close_timeout": 2.5, "lock_timeout": 10.0},
+        ),
+        (
+            "postgresql://app@db/m?memstore_statement_timeout=%35",
+            "postgresql://app@db/m",
+            {"statement_timeout": 5.0},
+        ),
+        ("postgresql://app@db/m?application_name=memstore_x", None, {}),
+    ],
+)
+def test_memstores_parameters_are_taken_out_the_rest_kept_as_written(
+    dsn: str, libpq: str | None, options: dict[str, float]
+) -> None:
+    assert journal_options(dsn) == (libpq or dsn, options)
+    assert libpq_dsn(dsn) == (libpq or dsn)
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("memstore_statment_timeout=5", "names 'memstore_statment_timeout', which memstore"),
+        ("memstore_close_timeout=1&memstore_close_timeout=2", "gives memstore_close_timeout twice"),
+        ("memstore_lock_timeout=soon", "memstore_lock_timeout in the DSN takes a number"),
+        ("memstore_lock_timeout=nan", "takes a number of seconds, got 'nan'"),
+        ("memstore_lock_timeout", "takes a number of seconds, got ''"),
+    ],
+)
+def test_a_bad_parameter_is_refused_before_connecting(query: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        journal_options(_with(NOWHERE, query))
+    with pytest.raises(ValueError, match=says):
+        Memory(journal=_with(NOWHERE, query), embedder=None)
+
+
+def test_a_value_the_journal_cannot_take_is_refused_naming_its_keyword() -> None:
+    with pytest.raises(ValueError, match="statement_timeout"):
+        Memory(journal=_with(NOWHERE, "memstore_statement_timeout=-1"), embedder=None)
+
+
+def test_the_servers_journal_takes_its_timeouts_from_the_dsn(pg_place: PgPlace) -> None:
+    dsn = _with(
+        pg_place.dsn,
+        "memstore_statement_timeout=2.5&memstore_close_timeout=3&memstore_lock_timeout=4",
+    )
+    with pytest.raises(psycopg.ProgrammingError, match="memstore_statement_timeout"):
+        psycopg.connect(dsn).close()  # libpq's refusal: why they are taken out
+    journal = postgres_journal(dsn, pg_place.schema)
+    assert journal is not None
+    try:
+        db = journal._db
+        with db.write_lock:
+            writer = db.writer()
+            assert writer.execute("SHOW statement_timeout").fetchone() == ("2500ms",)
+            assert writer.execute("SHOW lock_timeout").fetchone() == ("4s",)
+        assert db.close_timeout == 3.0
+    finally:
+        journal.close()
+
+
+def test_serve_refuses_a_bad_parameter_and_makes_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with socket.socket() as s:  # a port free now (serve binds it before opening the journal)
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = _with(NOWHERE, "memstore_statement_timeout=soon")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "memstore",
+            "serve",
+            "--data",
+            str(data),
+            "--port",
+            port,
+            "--journal",
+            bad,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "memstore_statement_timeout in the DSN takes a number of seconds" in done.stderr
+    assert not data.exists()
