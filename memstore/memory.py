@@ -57,9 +57,11 @@ from memstore.errors import (
     MemstoreError,
     ReadOnlyError,
 )
+from memstore.graph import Context
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, JournalBase, Lsn, Version
 from memstore.limits import (
+    CONTEXT_REACH,
     MAX_CONTEXT_DEPTH,
     MAX_EMBED_QUERIES,
     MAX_KIND_CHARS,
@@ -70,7 +72,8 @@ from memstore.limits import (
     MAX_RESULTS,
     MAX_SUBJECT_CHARS,
 )
-from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search import SearchConfig, Searcher, SearchResult, default_visible
+from memstore.search._fusion_rules import merge_by_rank
 from memstore.search._relevance import assign_relevance
 from memstore.search._types import check_config
 from memstore.store import Store
@@ -567,7 +570,7 @@ class Memory:
             )
             assign_relevance(mine, {h.id: h.score for _, h in own[0]}, 0.0, None, None, named)
             mine = [r for r in mine if r.relevance >= min_relevance]
-            hits = _merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
+            hits = merge_by_rank(mine, hits, limit)  # a user's own notes first on ties
         if self.hub is not None and hits:  # the hub's hit stream (private ids are dropped)
             self.store.notify_hit([h.item.id for h in hits], query, kind)
         return hits
@@ -590,21 +593,30 @@ class Memory:
         if partition is None:
             return self.store.recent(kind=kind, limit=limit)
         part = partition_name(partition) if partition != PARTITION_ALL else partition
-        keep = self.searcher.config.visible
-        from memstore.search import default_visible
-
-        visible = keep or default_visible
+        visible = self.searcher.config.visible or default_visible
         return self.store.recent(kind=kind, limit=limit, skip=lambda it: not visible(it, part))
 
-    def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
+    def context(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> tuple[list[Item], list[ScoredItem]]:
         """What ``anchor`` (an id, a title or a query) activates through links.
 
-        ``max_depth`` hops at most, 1..:data:`~memstore.limits.MAX_CONTEXT_DEPTH`.
+        ``max_depth`` hops at most, 1..:data:`~memstore.limits.MAX_CONTEXT_DEPTH`;
+        at most ``reach`` anchors and ``reach`` items reached (``0``: no bound),
+        so a hub costs ``reach`` items: :meth:`context_within` says if it cut.
         """
+        found = self.context_within(anchor, max_depth, reach=reach)
+        return found.anchors, found.related
+
+    def context_within(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> Context:
+        """:meth:`context` as a :class:`~memstore.graph.Context`: ``complete`` is ``False``
+        when ``reach`` cut it short, else the answer is the unbounded walk's."""
         anchor = arg.text_arg(anchor, "anchor", MAX_QUERY_CHARS)
         max_depth = arg.count(max_depth, "max_depth", 1, MAX_CONTEXT_DEPTH)
         self._check_open()
-        return self.store.context(anchor, max_depth)
+        return self.store.context_within(anchor, max_depth, reach=reach)
 
     def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
         """Find near-duplicate knowledge in a partition; with ``apply``, retire all but the best."""
@@ -784,16 +796,3 @@ class Memory:
         """
         if self._closed and not all(c.mirrored for c in changes):
             raise MemstoreError("this Memory is closed; the write was not made")
-
-
-def _merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
-    """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
-    scored: dict[str, tuple[float, int, SearchResult]] = {}
-    for lst_no, lst in enumerate((a, b)):
-        for rank, r in enumerate(lst):
-            s = 1.0 / (60 + rank)
-            have = scored.get(r.item.id)
-            if have is None or s > have[0]:
-                scored[r.item.id] = (s, lst_no, r)
-    ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
-    return [r for _, _, r in ordered[:limit]]

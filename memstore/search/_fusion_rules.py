@@ -11,9 +11,12 @@ way a candidate may then borrow part of a linked candidate's score
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.graph import DEFAULT_CONTEXT_DECAY
+
+if TYPE_CHECKING:
+    from memstore.search._types import SearchResult
 
 __all__ = [
     "DEFAULT_FANOUT",
@@ -28,6 +31,7 @@ __all__ = [
     "SIGNAL_WEIGHT",
     "SPREAD_DECAY",
     "cut",
+    "merge_by_rank",
     "minmax",
 ]
 
@@ -132,3 +136,16 @@ def cut(hits: list[tuple[Any, float]], gap: float, cliff: bool) -> list[tuple[An
         if drops[steepest] > 0:
             hits = hits[: steepest + 1]
     return hits
+
+
+def merge_by_rank(a: list[SearchResult], b: list[SearchResult], limit: int) -> list[SearchResult]:
+    """Interleave two ranked lists by reciprocal rank (ties: the first list first)."""
+    scored: dict[str, tuple[float, int, SearchResult]] = {}
+    for lst_no, lst in enumerate((a, b)):
+        for rank, r in enumerate(lst):
+            s = 1.0 / (RRF_K + rank)
+            have = scored.get(r.item.id)
+            if have is None or s > have[0]:
+                scored[r.item.id] = (s, lst_no, r)
+    ordered = sorted(scored.values(), key=lambda t: (-t[0], t[1], t[2].item.id))
+    return [r for _, _, r in ordered[:limit]]
