@@ -10,12 +10,18 @@ from memstore._store_base import StoreBase
 from memstore._tally import Tally
 from memstore._updatekey import ts
 from memstore.errors import InvalidItemError
-from memstore.graph import DEFAULT_CONTEXT_DECAY, DEFAULT_CONTEXT_DEPTH, spread_within
+from memstore.graph import (
+    DEFAULT_CONTEXT_DECAY,
+    DEFAULT_CONTEXT_DEPTH,
+    Context,
+    spread_within,
+)
 from memstore.item import (
     SCOPE_PRIVATE,
     Item,
     ScoredItem,
 )
+from memstore.limits import CONTEXT_REACH
 from memstore.text import normalize_query
 
 __all__ = ["RECENT_WINDOW", "StoreReads"]
@@ -462,14 +468,32 @@ class StoreReads(StoreBase):
             return []
 
     def context(
-        self, anchor: str, max_depth: int = DEFAULT_CONTEXT_DEPTH
+        self, anchor: str, max_depth: int = DEFAULT_CONTEXT_DEPTH, *, reach: int = CONTEXT_REACH
     ) -> tuple[list[Item], list[ScoredItem]]:
         """What an anchor activates: the anchor items, and what spreads from them.
 
         Each hop multiplies by 0.6 and the link's weight; ``max_depth`` hops at
-        most (default 3, at most 8). Only shared, active items take part.
+        most (default 3, at most 8). Only shared, active items take part. At
+        most ``reach`` anchors and ``reach`` items reached (``0``: every one):
+        :meth:`context_within` says whether the read stopped there.
+        """
+        found = self.context_within(anchor, max_depth, reach=reach)
+        return found.anchors, found.related
+
+    def context_within(
+        self, anchor: str, max_depth: int = DEFAULT_CONTEXT_DEPTH, *, reach: int = CONTEXT_REACH
+    ) -> Context:
+        """:meth:`context`, and whether it is the whole answer.
+
+        The anchor names items as :meth:`resolve_anchors` finds them; past
+        ``reach`` of them the first ``reach`` (by id) are kept. The walk from
+        them stops once it would reach more than ``reach`` items
+        (:meth:`traverse_within`). Either way ``complete`` is ``False``; when
+        neither happens the answer is the unbounded one and ``complete`` is
+        ``True``. ``reach=0`` never stops.
         """
         _check_limit(max_depth, "max_depth")
+        reach = arg.count(reach, "reach", 0)
         ids = self.resolve_anchors(anchor)
         if max_depth <= 0:
             max_depth = DEFAULT_CONTEXT_DEPTH
@@ -477,8 +501,13 @@ class StoreReads(StoreBase):
             now = self._now()
             # An anchor deleted (or retired) since it was resolved is no anchor now.
             ids = [i for i in ids if self._traversable(i, now)]
+            named_all = not reach or len(ids) <= reach
+            ids = ids if named_all else ids[:reach]
             anchors = self._out([self._view(self._items[i], now) for i in ids])
-        return anchors, self.traverse_scored(ids, max_depth, DEFAULT_CONTEXT_DECAY)
+        related, reached_all = self.traverse_within(
+            ids, max_depth, DEFAULT_CONTEXT_DECAY, reach=reach
+        )
+        return Context(anchors, related, named_all and reached_all)
 
 
 def _check_filters(**filters: object) -> None:

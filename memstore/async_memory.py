@@ -38,8 +38,10 @@ from memstore._offloop import run_settled
 from memstore.config import Config
 from memstore.consolidate import ConsolidationReport
 from memstore.errors import MemstoreError
+from memstore.graph import Context
 from memstore.item import Item, ScoredItem
 from memstore.journal import Journal, Lsn, Version
+from memstore.limits import CONTEXT_REACH
 from memstore.memory import Memory, MemoryStats
 from memstore.search import SearchResult
 
@@ -298,8 +300,15 @@ class AsyncMemory:
     ) -> list[Item]:
         return await self._run(self.memory.recent, limit, kind=kind, partition=partition)
 
-    async def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
-        return await self._run(self.memory.context, anchor, max_depth)
+    async def context(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> tuple[list[Item], list[ScoredItem]]:
+        return await self._run(self.memory.context, anchor, max_depth, reach=reach)
+
+    async def context_within(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> Context:
+        return await self._run(self.memory.context_within, anchor, max_depth, reach=reach)
 
     async def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
         return await self._write(self.memory.consolidate, partition, apply=apply)

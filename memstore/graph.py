@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memstore.item import Item, ScoredItem
 
 __all__ = [
     "DEFAULT_CONTEXT_DECAY",
     "DEFAULT_CONTEXT_DEPTH",
     "MAX_DEPTH",
+    "Context",
     "Spread",
     "spread",
     "spread_within",
@@ -61,6 +66,22 @@ class Spread:
     reached more than its bound of nodes and stopped; :attr:`ranked` holds the
     bound's worth of them, each scored by the best path found before the stop
     (a real path's activation, at most the node's own in the whole walk)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Context:
+    """What an anchor activates: the answer of ``Memory.context_within``."""
+
+    anchors: list[Item]
+    """The items the anchor names (by id, subject or title), by id."""
+    related: list[ScoredItem]
+    """What spreads from them over the links, best activation first, then id."""
+    complete: bool
+    """``True``: :attr:`anchors` and :attr:`related` are the whole answer, as an
+    unbounded walk gives it. ``False``: more than the bound's worth of items
+    were named or reached and the read stopped there; :attr:`related` holds
+    the bound's worth it reached, each scored by the best path found before
+    the stop (a real path's activation, at most the item's own)."""
 
 
 def spread_within(

@@ -19,6 +19,7 @@ from typing import Final
 from memstore.item import MAX_MODEL_LINKS
 
 __all__ = [
+    "CONTEXT_REACH",
     "MAX_CONTENT_CHARS",
     "MAX_CONTEXT_DEPTH",
     "MAX_DATA_CHARS",
@@ -108,6 +109,15 @@ MAX_EMBED_QUERIES: Final = 1_000
 """Most queries one ``embed_queries`` call embeds (each at most :data:`MAX_QUERY_CHARS`)."""
 MAX_CONTEXT_DEPTH: Final = 8
 """Most hops ``context`` follows links (and the least is 1)."""
+CONTEXT_REACH: Final = 10_000
+"""Most items a graph read reaches before it stops and says so (``complete`` false).
+
+Spreading activation from a hub reaches every item linked to it, and from
+each of those every other: unbounded, one read of a hub with 100,000 spokes
+costs seconds. ``Memory.context`` and ``context_within``, a MemoryProtocol
+recall in mode ``graph`` and the MCP ``related`` tool all stop here; under it
+their answers are the whole walk's. An adapter may stop sooner, on purpose
+(the inspector's Related panel reads 1,000), never later."""
 MAX_REASON_CHARS: Final = 1_000
 """Longest reason given to ``refute``."""
 

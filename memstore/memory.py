@@ -47,6 +47,7 @@ from memstore._memory_build import (
     short,
     validated,
 )
+from memstore._memory_stats import MemoryStats
 from memstore._memory_wiring import JOURNAL_FILE, open_cells, open_hub, open_journal
 from memstore._progress import Progress
 from memstore.config import Change, Config
@@ -57,9 +58,11 @@ from memstore.errors import (
     MemstoreError,
     ReadOnlyError,
 )
+from memstore.graph import Context
 from memstore.item import SCOPE_PRIVATE, Item, ScoredItem, ThoughtLink
 from memstore.journal import Journal, JournalBase, Lsn, Version
 from memstore.limits import (
+    CONTEXT_REACH,
     MAX_CONTEXT_DEPTH,
     MAX_EMBED_QUERIES,
     MAX_KIND_CHARS,
@@ -70,7 +73,7 @@ from memstore.limits import (
     MAX_RESULTS,
     MAX_SUBJECT_CHARS,
 )
-from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search import SearchConfig, Searcher, SearchResult, default_visible
 from memstore.search._fusion_rules import merge_by_rank
 from memstore.search._relevance import assign_relevance
 from memstore.search._types import check_config
@@ -83,7 +86,7 @@ from memstore.tags import (
 from memstore.validate import thought_link_rejection
 
 if TYPE_CHECKING:
-    from memstore_hub import Hub, HubStats, Subscription
+    from memstore_hub import Hub, Subscription
     from memstore_index import Embedder
 
 __all__ = ["DEFAULT_KIND", "JOURNAL_FILE", "Memory", "MemoryStats"]
@@ -95,28 +98,6 @@ _SEARCH_FIELDS: Final = frozenset(f.name for f in dataclasses.fields(SearchConfi
     "store",
     "cells",  # Memory's own vector index
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class MemoryStats:
-    """What :meth:`Memory.stats` reports."""
-
-    items: int
-    """Items held (every status, private ones included)."""
-    active: int
-    """Active items now (private ones included), counted by the store's tally, not a walk."""
-    vectors: int
-    """Items with a vector (0 without an embedder)."""
-    head: Lsn | None
-    """The newest journal position (``None`` without a journal)."""
-    search: Mapping[str, int]
-    """The searcher's counters (``search.total``, ``search.keyword_hits``...)."""
-    hub: HubStats | None = None
-    """The hub's figures (``None`` without a hub)."""
-    vectors_pending: int = 0
-    """Vectors not yet durable after their write committed (a full disk, a failing
-    embedder): indexed but unsaved, or not yet embedded. Drained by the next write
-    or ``mem.cells.flush()``; see :attr:`~memstore_index.CellStore.pending`."""
 
 
 class Memory:
@@ -591,21 +572,30 @@ class Memory:
         if partition is None:
             return self.store.recent(kind=kind, limit=limit)
         part = partition_name(partition) if partition != PARTITION_ALL else partition
-        keep = self.searcher.config.visible
-        from memstore.search import default_visible
-
-        visible = keep or default_visible
+        visible = self.searcher.config.visible or default_visible
         return self.store.recent(kind=kind, limit=limit, skip=lambda it: not visible(it, part))
 
-    def context(self, anchor: str, max_depth: int = 3) -> tuple[list[Item], list[ScoredItem]]:
+    def context(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> tuple[list[Item], list[ScoredItem]]:
         """What ``anchor`` (an id, a title or a query) activates through links.
 
-        ``max_depth`` hops at most, 1..:data:`~memstore.limits.MAX_CONTEXT_DEPTH`.
+        ``max_depth`` hops at most, 1..:data:`~memstore.limits.MAX_CONTEXT_DEPTH`;
+        at most ``reach`` anchors and ``reach`` items reached (``0``: no bound),
+        so a hub costs ``reach`` items: :meth:`context_within` says if it cut.
         """
+        found = self.context_within(anchor, max_depth, reach=reach)
+        return found.anchors, found.related
+
+    def context_within(
+        self, anchor: str, max_depth: int = 3, *, reach: int = CONTEXT_REACH
+    ) -> Context:
+        """:meth:`context` as a :class:`~memstore.graph.Context`: ``complete`` is ``False``
+        when ``reach`` cut it short, else the answer is the unbounded walk's."""
         anchor = arg.text_arg(anchor, "anchor", MAX_QUERY_CHARS)
         max_depth = arg.count(max_depth, "max_depth", 1, MAX_CONTEXT_DEPTH)
         self._check_open()
-        return self.store.context(anchor, max_depth)
+        return self.store.context_within(anchor, max_depth, reach=reach)
 
     def consolidate(self, partition: str, *, apply: bool = False) -> ConsolidationReport:
         """Find near-duplicate knowledge in a partition; with ``apply``, retire all but the best."""

@@ -105,10 +105,12 @@ def test_a_hub_is_read_only_until_the_bound() -> None:
     assert not got.complete and len(got.ranked) == 100 and read == 101
 
 
-def _store(nodes: list[tuple[str, str, list[tuple[str, float]]]]) -> Store:
+def _store(
+    nodes: list[tuple[str, str, list[tuple[str, float]]]], subjects: dict[str, str] | None = None
+) -> Store:
     store = Store()
     for id, how, links in nodes:
-        kw: dict[str, object] = {}
+        kw: dict[str, object] = {"subject": (subjects or {}).get(id, "")}
         if how == "private":
             kw["scope"] = "private"
             kw["tags"] = ["user:dana"]
@@ -173,3 +175,101 @@ def test_a_reach_that_is_not_a_count_is_refused(bad: object, error: str) -> None
     store.upsert(Item(id="a", kind="note", content="a"))
     with pytest.raises(InvalidItemError, match=error or "whole number"):
         store.traverse_within(["a"], reach=bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------ context: the anchors too
+
+
+def _subject_store(nodes: list[tuple[str, str, str, list[tuple[str, float]]]]) -> Store:
+    """``_store``, each item with a subject (so an anchor text may name several)."""
+    return _store(
+        [(id, how, links) for id, how, _, links in nodes], {id: sub for id, _, sub, _ in nodes}
+    )
+
+
+subject_nodes = st.lists(
+    st.tuples(
+        st.sampled_from(NODES),
+        st.sampled_from(["shared", "shared", "shared", "private", "retired"]),
+        st.sampled_from(["topic red", "topic blue", "other"]),
+        st.lists(st.tuples(st.sampled_from(NODES), st.sampled_from(WEIGHTS)), max_size=3),
+    ),
+    max_size=8,
+    unique_by=lambda n: n[0],
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nodes=subject_nodes,
+    anchor=st.sampled_from([*NODES[:3], "N1", "topic", "topic red", "other", "nothing"]),
+    depth=st.integers(1, 3),
+    reach=st.integers(0, 8),
+)
+def test_context_within_a_bound_is_the_unbounded_context_or_says_it_is_not(
+    nodes: list[tuple[str, str, str, list[tuple[str, float]]]],
+    anchor: str,
+    depth: int,
+    reach: int,
+) -> None:
+    nodes = [(id, how, sub, [(t, w) for t, w in links if t != id]) for id, how, sub, links in nodes]
+    store = _subject_store(nodes)
+    whole = store.context_within(anchor, depth, reach=0)
+    assert whole.complete
+    assert (whole.anchors, whole.related) == store.context(anchor, depth, reach=0)
+    # The unbounded context is the walk from its anchors (itself checked against a brute force).
+    ids = [it.id for it in whole.anchors]
+    assert whole.related == store.traverse_scored(ids, depth, 0.6)
+    got = store.context_within(anchor, depth, reach=reach)
+    assert (got.anchors, got.related) == store.context(anchor, depth, reach=reach)
+    if reach == 0 or (len(whole.anchors) <= reach and len(whole.related) <= reach):
+        assert got == whole
+        return
+    assert not got.complete  # more named or reached than the bound: flagged, always
+    assert got.anchors == whole.anchors[:reach]
+    assert len(got.related) <= reach
+    full = {s.item.id: s.score for s in whole.related}
+    for s in got.related:  # a part of the answer; an anchor left out may be reached instead
+        assert s.item.id in ids or 0.0 < s.score <= full[s.item.id]
+
+
+def test_memory_context_stops_at_the_default_reach_and_context_within_says_so() -> None:
+    from memstore import Memory
+    from memstore.limits import CONTEXT_REACH
+
+    with Memory(embedder=None) as mem:
+        mem.add(Item(id="hub", kind="note", content="hub"))
+        mem.add_many(
+            [
+                Item(
+                    id=f"s{n:05d}",
+                    kind="note",
+                    content="spoke",
+                    links=[ThoughtLink(to_id="hub", relation="explains")],
+                )
+                for n in range(CONTEXT_REACH + 5)
+            ]
+        )
+        anchors, related = mem.context("hub")
+        assert [a.id for a in anchors] == ["hub"] and len(related) == CONTEXT_REACH
+        cut = mem.context_within("hub")
+        assert not cut.complete and cut.related == related
+        whole = mem.context_within("hub", reach=0)
+        assert whole.complete and len(whole.related) == CONTEXT_REACH + 5
+        assert whole.related[:CONTEXT_REACH] == related  # every spoke scores the same: by id
+        small = mem.context_within("s00003", 2)  # the hub, then every spoke: cut at the bound
+        assert not small.complete and len(small.related) == CONTEXT_REACH
+        near = mem.context_within("s00003", 1)
+        assert near.complete and [s.item.id for s in near.related] == ["hub"]
+
+
+@pytest.mark.parametrize("bad", [-1, "5", True, 2.0])
+def test_a_context_reach_that_is_not_a_count_is_refused(bad: object) -> None:
+    from memstore import Memory
+
+    with Memory(embedder=None) as mem:
+        mem.add(Item(id="a", kind="note", content="a"))
+        with pytest.raises(InvalidItemError, match="reach"):
+            mem.context("a", reach=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidItemError, match="reach"):
+            mem.context_within("a", reach=bad)  # type: ignore[arg-type]

@@ -125,7 +125,7 @@ def test_related_from_words_and_from_nothing() -> None:
                 assert got["anchors"][0] == effect["id"]
                 assert [m["id"] for m in got["items"]] == [cause["id"]]
                 nothing = await c.ok("related", {"id_or_query": "zzzqqq"})
-                assert nothing == {"anchors": [], "items": []}
+                assert nothing == {"anchors": [], "items": [], "complete": True}
 
     anyio.run(main)
 

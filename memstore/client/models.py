@@ -81,7 +81,10 @@ class Hit:
     ``source_op`` is ``Reranked`` (semantic), ``Graph`` (reached by links) or
     ``AsOf`` (answered from the past). ``relevance`` (0-1, comparable across
     calls) is a memstore server's addition: ``None`` for a hit reached by
-    links, or from a server that does not send it.
+    links, or from a server that does not send it. ``graph_complete`` (an
+    addition too) is, in mode ``graph``, ``False`` when the server's walk over
+    the links stopped at its bound (a chunk it did not reach may be missing);
+    ``None`` in mode ``semantic`` or from a server that does not send it.
     """
 
     id: str
@@ -96,12 +99,14 @@ class Hit:
     source_op: str
     episode: str | None = None
     relevance: float | None = None
+    graph_complete: bool | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> Hit:
         episode = body.get("episode")
         rel = body.get("relevance")
+        complete = body.get("graph_complete")
         return cls(
             id=str(ULID.from_bytes(bytes(body["id"]))),
             score=float(body["score"]),
@@ -117,6 +122,7 @@ class Hit:
             relevance=float(rel)
             if isinstance(rel, int | float) and not isinstance(rel, bool)
             else None,
+            graph_complete=complete if isinstance(complete, bool) else None,
             raw=dict(body),
         )
 

@@ -16,8 +16,10 @@ from ulid import ULID
 
 from memstore.config import DEFAULT_ID_PREFIX
 from memstore.errors import ItemNotFoundError
+from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import Item, ThoughtLink
 from memstore.journal.hlc import InvalidLsnError, Lsn, read_as_of
+from memstore.limits import CONTEXT_REACH
 from memstore.memory import Memory
 from memstore.render import explanation_text, share_budget
 from memstore.search import SearchResult, default_visible
@@ -239,21 +241,16 @@ class _Native:
         else:
             hits = self.mem.search(a.id_or_query, partition=part, limit=_RELATED_ANCHORS)
             anchors = [h.item.id for h in hits]
-        best: dict[str, tuple[float, Item]] = {}
-        for id in anchors:
-            _, scored = self.mem.context(id, a.depth)
-            for s in scored:
-                if s.item.id in anchors or not default_visible(s.item, part):
-                    continue
-                have = best.get(s.item.id)
-                if have is None or s.score > have[0]:
-                    best[s.item.id] = (s.score, s.item)
-        ranked = sorted(best.values(), key=lambda t: (-t[0], t[1].id))[: a.limit]
+        # One walk from every anchor: each item keeps its best path from any of
+        # them, as a walk per anchor merged by best score would give it.
+        reached, complete = self.mem.store.traverse_within(
+            anchors, a.depth, DEFAULT_CONTEXT_DECAY, reach=CONTEXT_REACH
+        )
+        kept = [s for s in reached if default_visible(s.item, part)][: a.limit]
         items = [
-            RelatedOut(**memory_of(it).model_dump(), activation=round(score, 6))
-            for score, it in ranked
+            RelatedOut(**memory_of(s.item).model_dump(), activation=round(s.score, 6)) for s in kept
         ]
-        return Related(anchors=anchors, items=items)
+        return Related(anchors=anchors, items=items, complete=complete)
 
     def history(self, a: HistoryArgs, caller: Caller) -> History:
         versions = self.mem.history(a.id)
@@ -306,6 +303,8 @@ def _render_related(r: Related) -> str:
     if not r.anchors:
         return "Nothing to start from: no memory has that id or matches those words."
     lines = [_line(m, f", activation {m.activation:.3f}") for m in r.items]
+    if not r.complete:
+        lines.append(f"(the walk stopped at {CONTEXT_REACH} linked memories: some may be missing)")
     return "\n".join([f"From {', '.join(r.anchors)}:", *(lines or ["nothing linked."])])
 
 

@@ -119,6 +119,10 @@ class Related(BaseModel):
 
     anchors: list[str] = Field(description="The ids the activation started from.")
     items: list[RelatedOut]
+    complete: bool = Field(
+        description="False when the walk stopped at CONTEXT_REACH (10,000) linked memories, "
+        "so a memory it did not reach may be missing; true when it reached them all."
+    )
 
 
 class Forgotten(BaseModel):

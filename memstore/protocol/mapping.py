@@ -231,13 +231,15 @@ def hit_body(
     source_op: str,
     relevance: float | None = None,
 ) -> dict[str, Any]:
-    """One recall hit in the seed's shape, plus ``episode`` and ``relevance``.
+    """One recall hit in the seed's shape, plus ``episode``, ``relevance`` and ``graph_complete``.
 
     ``episode`` (an addition; clients that do not know it ignore it) is what
     ``GET /v1/episode/{id}`` takes; ``None`` for a chunk with no episode.
     ``relevance`` (an addition too) is the search hit's relevance in [0, 1],
     comparable across calls (``score`` is not); ``None`` for a hit reached by
-    links rather than found by the search.
+    links rather than found by the search. ``graph_complete`` (an addition)
+    is ``None`` here: a recall in mode ``graph`` sets it on each of its hits
+    to whether its walk over the links reached everything within reach.
     """
     return {
         "id": ulid_bytes(ulid_of(item.id)),
@@ -252,6 +254,7 @@ def hit_body(
         "source_op": source_op,
         "episode": item.data.get("episode") or None,
         "relevance": relevance,
+        "graph_complete": None,
     }
 
 

@@ -256,6 +256,12 @@ class HitOut(BaseModel):
         description="the estimated probability (0-1) that the chunk is evidence for the "
         "query, comparable across calls; null for a hit reached by links (mode graph)",
     )
+    graph_complete: bool | None = Field(
+        default=None,
+        description="mode graph: false when the walk over the links stopped at "
+        "CONTEXT_REACH (10,000) items, so a chunk it did not reach may be left out; "
+        "true when it reached everything within 2 links; null in mode semantic and for as_of",
+    )
 
 
 class ForgetReceiptOut(BaseModel):

@@ -29,6 +29,7 @@ from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, Lsn, Version
 from memstore.journal.hlc import LAST_LSN, MAX_COUNTER, MAX_NODE_ID, wall_clock_ms
+from memstore.limits import CONTEXT_REACH
 from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
@@ -96,9 +97,9 @@ _RFC3339: Final = re.compile(
 """An RFC 3339 date-time (section 5.6), the only form t_ref and as_of take."""
 _LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.([0-9]{1,10})(?:\.([0-9]{1,5}))?")
 GRAPH_DEPTH: Final = 2
+"""How many links a graph recall follows from its anchors."""
 STAMP_CACHE_SIZE: Final = 100_000
 """How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
-"""How many links a graph recall follows from its anchors."""
 
 
 QueryVector: TypeAlias = npt.NDArray[np.float32]
@@ -261,7 +262,7 @@ class Verbs:
         if req.as_of is not None:
             at = Lsn.from_datetime(_parse_time(req.as_of, "as_of"))  # any moment
             return PreparedRecall(None, lambda _: self._recall_as_of(tenant, req, at, visible))
-        if req.mode == "graph" and not hasattr(self.store, "traverse_scored"):
+        if req.mode == "graph" and not hasattr(self.store, "traverse_within"):
             raise GRAPH_UNAVAILABLE.error("this server cannot traverse links")
         filtered = expr is not None
         return PreparedRecall(
@@ -324,7 +325,9 @@ class Verbs:
             self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, r.relevance) for r in results
         ]
         if req.mode == "graph":
-            hits = self._graph(tenant, results, hits, req.k, visible)
+            hits, complete = self._graph(tenant, results, hits, req.k, visible)
+            for hit in hits:
+                hit["graph_complete"] = complete
         return hits
 
     def _graph(
@@ -334,11 +337,15 @@ class Verbs:
         hits: list[dict[str, Any]],
         k: int,
         visible: Callable[[Item, str], bool],
-    ) -> list[dict[str, Any]]:
-        """The anchors, then what their links reach (best activation first), ``k`` in all."""
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """The anchors, then what their links reach (best activation first), ``k`` in all,
+        and whether the walk reached everything (at most ``CONTEXT_REACH`` items)."""
         seen = {r.item.id for r in anchors}
         top = anchors[0].score if anchors else 0.0
-        for scored in self.store.traverse_scored([r.item.id for r in anchors], GRAPH_DEPTH):
+        reached, complete = self.store.traverse_within(
+            [r.item.id for r in anchors], GRAPH_DEPTH, reach=CONTEXT_REACH
+        )
+        for scored in reached:
             if len(hits) >= k:
                 break
             item = scored.item
@@ -346,7 +353,7 @@ class Verbs:
                 continue
             seen.add(item.id)
             hits.append(self._hit(item, top * scored.score, False, SOURCE_OP_GRAPH))
-        return hits[:k]
+        return hits[:k], complete
 
     def _hit(
         self, item: Item, score: float, shaped: bool, op: str, relevance: float | None = None

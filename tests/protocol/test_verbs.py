@@ -26,6 +26,7 @@ HIT_KEYS = {
     "rerank_applied",
     "source_op",
     "relevance",
+    "graph_complete",
 }
 DOC = "# onboarding\nAlice joined Acme on 2024-08-12.\n\n## payroll\nBob runs payroll on Fridays.\n"
 
