@@ -269,6 +269,8 @@ class StoreReads(StoreBase):
         decay: float = DEFAULT_CONTEXT_DECAY,
         *,
         reach: int = 0,
+        keep: Callable[[Item], bool] | None = None,
+        limit: int = 0,
     ) -> tuple[list[ScoredItem], bool]:
         """:meth:`traverse_scored` reaching at most ``reach`` items (``0``: every one), and
         whether that was all of them.
@@ -279,6 +281,10 @@ class StoreReads(StoreBase):
         best path found so far) and ``False``
         (:func:`~memstore.graph.spread_within`). Only those items are copied,
         so a click on a hub costs ``reach`` items, not its whole neighbourhood.
+        A caller that shows a few of them says which: ``keep`` (it sees the
+        stored item: read it, never keep or change it) drops those it is false
+        of, and only the first ``limit`` kept (``0``: every one) are copied and
+        answered, best first as ever. The walk is the same; the flag too.
 
         >>> from memstore.item import Item, ThoughtLink
         >>> from memstore.store import Store
@@ -296,6 +302,9 @@ class StoreReads(StoreBase):
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0.0 < decay <= 1.0:
             raise InvalidItemError(f"decay must be in (0, 1], got {decay!r}")
         reach = arg.count(reach, "reach", 0)
+        limit = arg.count(limit, "limit", 0)
+        if keep is not None and not callable(keep):
+            raise InvalidItemError(f"keep must be a function or None, got {arg.describe(keep)}")
         with self._locked():
             now = self._now()
             anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
@@ -315,7 +324,12 @@ class StoreReads(StoreBase):
                                 yield src, link.weight
 
             walk = spread_within(anchors, neighbours, max_depth, decay, reach)
-            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in walk.ranked]
+            ranked: Iterable[tuple[str, float]] = walk.ranked
+            if keep is not None:
+                ranked = ((id, s) for id, s in ranked if keep(items[id]))
+            if limit:
+                ranked = islice(ranked, limit)
+            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
             self._out([s.item for s in out])
             return out, walk.complete
 
