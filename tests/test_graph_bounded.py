@@ -312,3 +312,28 @@ def test_a_keep_or_limit_of_the_wrong_kind_is_refused(kw: dict[str, object], err
     store.upsert(Item(id="a", kind="note", content="a"))
     with pytest.raises(InvalidItemError, match=error):
         store.traverse_within(["a"], **kw)  # type: ignore[arg-type]
+
+
+def test_async_memory_context_within_is_memorys() -> None:
+    import anyio
+
+    from memstore import AsyncMemory, Memory
+
+    async def main() -> None:
+        with Memory(embedder=None) as mem:
+            mem.add(Item(id="hub", kind="note", content="hub"))
+            for n in range(3):
+                mem.add(
+                    Item(
+                        id=f"s{n}",
+                        kind="note",
+                        content="spoke",
+                        links=[ThoughtLink(to_id="hub", relation="explains")],
+                    )
+                )
+            amem = AsyncMemory(memory=mem)
+            got = await amem.context_within("hub", reach=2)
+            assert got == mem.context_within("hub", reach=2) and not got.complete
+            assert await amem.context("hub", reach=0) == mem.context("hub", reach=0)
+
+    anyio.run(main)
