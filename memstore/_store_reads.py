@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 
 from memstore import arguments as arg
+from memstore._ascending import ascending
 from memstore._store_base import StoreBase
 from memstore._tally import Tally
 from memstore._updatekey import ts
@@ -267,6 +269,8 @@ class StoreReads(StoreBase):
         decay: float = DEFAULT_CONTEXT_DECAY,
         *,
         reach: int = 0,
+        keep: Callable[[Item], bool] | None = None,
+        limit: int = 0,
     ) -> tuple[list[ScoredItem], bool]:
         """:meth:`traverse_scored` reaching at most ``reach`` items (``0``: every one), and
         whether that was all of them.
@@ -277,6 +281,10 @@ class StoreReads(StoreBase):
         best path found so far) and ``False``
         (:func:`~memstore.graph.spread_within`). Only those items are copied,
         so a click on a hub costs ``reach`` items, not its whole neighbourhood.
+        A caller that shows a few of them says which: ``keep`` (it sees the
+        stored item: read it, never keep or change it) drops those it is false
+        of, and only the first ``limit`` kept (``0``: every one) are copied and
+        answered, best first as ever. The walk is the same; the flag too.
 
         >>> from memstore.item import Item, ThoughtLink
         >>> from memstore.store import Store
@@ -294,23 +302,34 @@ class StoreReads(StoreBase):
         if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0.0 < decay <= 1.0:
             raise InvalidItemError(f"decay must be in (0, 1], got {decay!r}")
         reach = arg.count(reach, "reach", 0)
+        limit = arg.count(limit, "limit", 0)
+        if keep is not None and not callable(keep):
+            raise InvalidItemError(f"keep must be a function or None, got {arg.describe(keep)}")
         with self._locked():
             now = self._now()
             anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
             items = self._items
+            # Linkers in id order, so where a bounded walk stops is deterministic;
+            # bounded, only the first few of a hub's are ever read, so not all sorted.
+            order: Callable[[Collection[str]], Iterable[str]] = ascending if reach else sorted
 
             def neighbours(node: str) -> Iterator[tuple[str, float]]:
                 for link in items[node].links:
                     if self._traversable(link.to_id, now):
                         yield link.to_id, link.weight
-                for src in sorted(self._backlinks.get(node, ())):
+                for src in order(self._backlinks.get(node, ())):
                     if self._traversable(src, now):
                         for link in items[src].links:
                             if link.to_id == node:
                                 yield src, link.weight
 
             walk = spread_within(anchors, neighbours, max_depth, decay, reach)
-            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in walk.ranked]
+            ranked: Iterable[tuple[str, float]] = walk.ranked
+            if keep is not None:
+                ranked = ((id, s) for id, s in ranked if keep(items[id]))
+            if limit:
+                ranked = islice(ranked, limit)
+            out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
             self._out([s.item for s in out])
             return out, walk.complete
 
@@ -390,8 +409,10 @@ class StoreReads(StoreBase):
         holding a link to ``id``, by id, and how many links to ``id`` all of
         them hold (an item may hold several). ``skip`` drops the items it is
         true of before they are kept or counted (it sees the stored item: read
-        it, never keep or change it). Only the items returned are copied, so an
-        item ten thousand others link to costs ten thousand checks, not copies.
+        it, never keep or change it). Only the items returned are copied, and
+        only the first ``limit`` ids are put in order
+        (:func:`~memstore._ascending.ascending`), so an item ten thousand others
+        link to costs ten thousand checks, not copies nor a sort.
 
         >>> from memstore.item import Item, ThoughtLink
         >>> from memstore.store import Store
@@ -410,18 +431,18 @@ class StoreReads(StoreBase):
         _check_skip(skip)
         with self._locked():
             now = self._now()
-            kept: list[Item] = []
+            linkers: list[str] = []
             links = 0
-            for i in sorted(self._backlinks.get(id, ())):
+            for i in self._backlinks.get(id, ()):  # every one is counted: in any order
                 if not self._traversable(i, now):
                     continue
                 it = self._items[i]
                 if skip is not None and skip(it):
                     continue
                 links += sum(1 for link in it.links if link.to_id == id)
-                if not limit or len(kept) < limit:
-                    kept.append(it)
-            return self._out([self._view(it, now) for it in kept]), links
+                linkers.append(i)
+            kept = islice(ascending(linkers), limit) if limit else sorted(linkers)
+            return self._out([self._view(self._items[i], now) for i in kept]), links
 
     def linker_ids(self, id: str) -> list[str]:
         """The ids of every item holding a link to ``id`` now, whatever its status or scope.

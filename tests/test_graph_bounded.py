@@ -273,3 +273,67 @@ def test_a_context_reach_that_is_not_a_count_is_refused(bad: object) -> None:
             mem.context("a", reach=bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidItemError, match="reach"):
             mem.context_within("a", reach=bad)  # type: ignore[arg-type]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes=store_nodes,
+    anchors=st.lists(st.sampled_from(NODES), min_size=1, max_size=2),
+    depth=st.integers(1, 3),
+    reach=st.integers(0, 8),
+    wanted=st.sets(st.sampled_from(NODES)),
+    limit=st.integers(0, 9),
+)
+def test_keep_and_limit_copy_only_the_first_kept_of_the_same_walk(
+    nodes: list[tuple[str, str, list[tuple[str, float]]]],
+    anchors: list[str],
+    depth: int,
+    reach: int,
+    wanted: set[str],
+    limit: int,
+) -> None:
+    nodes = [(id, how, [(t, w) for t, w in links if t != id]) for id, how, links in nodes]
+    store = _store(nodes)
+    found, complete = store.traverse_within(anchors, depth, 0.6, reach=reach)
+    want = [(s.item.id, s.score) for s in found if s.item.id in wanted]
+    got, got_complete = store.traverse_within(
+        anchors, depth, 0.6, reach=reach, keep=lambda it: it.id in wanted, limit=limit
+    )
+    assert [(s.item.id, s.score) for s in got] == (want[:limit] if limit else want)
+    assert got_complete == complete
+
+
+@pytest.mark.parametrize(
+    ("kw", "error"),
+    [({"keep": "yes"}, "keep must be a function"), ({"limit": -1}, "limit must be at least 0")],
+)
+def test_a_keep_or_limit_of_the_wrong_kind_is_refused(kw: dict[str, object], error: str) -> None:
+    store = Store()
+    store.upsert(Item(id="a", kind="note", content="a"))
+    with pytest.raises(InvalidItemError, match=error):
+        store.traverse_within(["a"], **kw)  # type: ignore[arg-type]
+
+
+def test_async_memory_context_within_is_memorys() -> None:
+    import anyio
+
+    from memstore import AsyncMemory, Memory
+
+    async def main() -> None:
+        with Memory(embedder=None) as mem:
+            mem.add(Item(id="hub", kind="note", content="hub"))
+            for n in range(3):
+                mem.add(
+                    Item(
+                        id=f"s{n}",
+                        kind="note",
+                        content="spoke",
+                        links=[ThoughtLink(to_id="hub", relation="explains")],
+                    )
+                )
+            amem = AsyncMemory(memory=mem)
+            got = await amem.context_within("hub", reach=2)
+            assert got == mem.context_within("hub", reach=2) and not got.complete
+            assert await amem.context("hub", reach=0) == mem.context("hub", reach=0)
+
+    anyio.run(main)

@@ -243,12 +243,18 @@ class _Native:
             anchors = [h.item.id for h in hits]
         # One walk from every anchor: each item keeps its best path from any of
         # them, as a walk per anchor merged by best score would give it.
+        # Only the items answered are copied: the others the walk reached are not.
         reached, complete = self.mem.store.traverse_within(
-            anchors, a.depth, DEFAULT_CONTEXT_DECAY, reach=CONTEXT_REACH
+            anchors,
+            a.depth,
+            DEFAULT_CONTEXT_DECAY,
+            reach=CONTEXT_REACH,
+            keep=lambda it: default_visible(it, part),
+            limit=a.limit,
         )
-        kept = [s for s in reached if default_visible(s.item, part)][: a.limit]
         items = [
-            RelatedOut(**memory_of(s.item).model_dump(), activation=round(s.score, 6)) for s in kept
+            RelatedOut(**memory_of(s.item).model_dump(), activation=round(s.score, 6))
+            for s in reached
         ]
         return Related(anchors=anchors, items=items, complete=complete)
 

@@ -340,19 +340,20 @@ class Verbs:
     ) -> tuple[list[dict[str, Any]], bool]:
         """The anchors, then what their links reach (best activation first), ``k`` in all,
         and whether the walk reached everything (at most ``CONTEXT_REACH`` items)."""
-        seen = {r.item.id for r in anchors}
         top = anchors[0].score if anchors else 0.0
+        room = k - len(hits)
+
+        def keep(item: Item) -> bool:  # only the hits are copied
+            return room > 0 and item.kind == KIND_CHUNK and visible(item, tenant)
+
         reached, complete = self.store.traverse_within(
-            [r.item.id for r in anchors], GRAPH_DEPTH, reach=CONTEXT_REACH
+            [r.item.id for r in anchors],
+            GRAPH_DEPTH,
+            reach=CONTEXT_REACH,
+            keep=keep,
+            limit=max(room, 1),
         )
-        for scored in reached:
-            if len(hits) >= k:
-                break
-            item = scored.item
-            if item.id in seen or item.kind != KIND_CHUNK or not visible(item, tenant):
-                continue
-            seen.add(item.id)
-            hits.append(self._hit(item, top * scored.score, False, SOURCE_OP_GRAPH))
+        hits += [self._hit(s.item, top * s.score, False, SOURCE_OP_GRAPH) for s in reached]
         return hits[:k], complete
 
     def _hit(

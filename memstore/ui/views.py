@@ -109,7 +109,10 @@ RELATED_REACH: Final = 1000
 Spreading activation from a hub would otherwise copy every item within
 :data:`RELATED_DEPTH` links of it: one click costing work in proportion to
 the graph. Past this many the walk stops, ``related`` lists the best scored
-of those it reached and ``related_complete`` is ``False``."""
+of those it reached and ``related_complete`` is ``False``. A tenth of the
+engine's bound on a graph read (:data:`~memstore.limits.CONTEXT_REACH`), on
+purpose: a click in the inspector should answer at once, and the page lists
+100 related items at most."""
 _SKIP_DIFF: Final = frozenset({"id"})
 
 
