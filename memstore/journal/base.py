@@ -34,9 +34,10 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
+from memstore.journal._stamps import CurrentStamps
 from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
-from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
+from memstore.journal.hlc import MAX_NODE_ID, AsOf, Hlc, HybridClock, Lsn, to_lsn
 from memstore.journal.importrules import import_rules
 from memstore.journal.version import TABLE, Row, Version
 from memstore.limits import MAX_NAME_CHARS
@@ -72,6 +73,7 @@ class Journal(Protocol):
     def lsn_of(self, change: Change) -> Lsn | None: ...
     def as_of(self, lsn: AsOf, *, partition: str | None = None) -> list[Item]: ...
     def history(self, id: str) -> list[Version]: ...
+    def current_stamps(self, ids: Iterable[str]) -> dict[str, Hlc | None]: ...
     def snapshot(self, lsn: AsOf, *, partition: str | None = None) -> Iterator[Version]: ...
     def current(self) -> Iterator[Item]: ...
     def purge(
@@ -91,10 +93,11 @@ def _partition(partition: object) -> str | None:
     return arg.key_arg(partition, "partition", MAX_NAME_CHARS)
 
 
-class JournalBase(HistoryTails, ABC):
+class JournalBase(HistoryTails, CurrentStamps, ABC):
     """Stamps, groups, restore, import, export and purge over a backend's rows.
 
-    History reads of one item's newest versions come from :class:`HistoryTails`."""
+    History reads of one item's newest versions come from :class:`HistoryTails`,
+    the current stamps of many items from :class:`CurrentStamps`."""
 
     def __init__(self, *, node_id: int, wall: Callable[[], int] | None) -> None:
         # Checked before a backend opens anything: a bad one would otherwise
