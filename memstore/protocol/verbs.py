@@ -321,8 +321,10 @@ class Verbs:
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
+        stamps = self._valid_froms([r.item for r in results])
         hits = [
-            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, r.relevance) for r in results
+            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, stamp, r.relevance)
+            for r, stamp in zip(results, stamps, strict=True)
         ]
         if req.mode == "graph":
             hits, complete = self._graph(tenant, results, hits, req.k, visible)
@@ -345,49 +347,66 @@ class Verbs:
         reached, complete = self.store.traverse_within(
             [r.item.id for r in anchors], GRAPH_DEPTH, reach=CONTEXT_REACH
         )
+        linked: list[tuple[Item, float]] = []
         for scored in reached:
-            if len(hits) >= k:
+            if len(hits) + len(linked) >= k:
                 break
             item = scored.item
             if item.id in seen or item.kind != KIND_CHUNK or not visible(item, tenant):
                 continue
             seen.add(item.id)
-            hits.append(self._hit(item, top * scored.score, False, SOURCE_OP_GRAPH))
+            linked.append((item, top * scored.score))
+        stamps = self._valid_froms([item for item, _ in linked])
+        for (item, score), stamp in zip(linked, stamps, strict=True):
+            hits.append(self._hit(item, score, False, SOURCE_OP_GRAPH, stamp))
         return hits[:k], complete
 
     def _hit(
-        self, item: Item, score: float, shaped: bool, op: str, relevance: float | None = None
+        self,
+        item: Item,
+        score: float,
+        shaped: bool,
+        op: str,
+        valid_from: Hlc | None,
+        relevance: float | None = None,
     ) -> dict[str, Any]:
         return hit_body(
             item,
             score,
-            valid_from=self._valid_from(item),
+            valid_from=valid_from,
             rerank_applied=shaped,
             source_op=op,
             relevance=relevance,
         )
 
-    def _valid_from(self, item: Item) -> Hlc | None:
-        """The stamp of ``item``'s current version (the journal's history, remembered).
+    def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
+        """The stamp of each item's current version: remembered, or read in one call.
 
         Remembered by id and ``updated_at``, which every write of the item
-        changes, so a remembered stamp is always the current version's.
+        changes, so a remembered stamp is always the current version's. The
+        ones not remembered are read together
+        (:meth:`~memstore.journal.JournalBase.current_stamps`: one index
+        entry per id, whatever its history's length).
         """
-        key = (item.id, item.updated_at)
+        keys = [(item.id, item.updated_at) for item in items]
+        stamps: list[Hlc | None] = []
         with self._stamps_lock:
-            stamp = self._stamps.get(key)
-            if stamp is not None:
-                self._stamps.move_to_end(key)
-                return stamp
-        history = self.journal.history(item.id)
-        if not history or history[-1].op != "upsert":
-            return None
-        stamp = history[-1].valid_from
+            for key in keys:
+                stamp = self._stamps.get(key)
+                if stamp is not None:
+                    self._stamps.move_to_end(key)
+                stamps.append(stamp)
+        missing = [key[0] for key, stamp in zip(keys, stamps, strict=True) if stamp is None]
+        if not missing:
+            return stamps
+        read = self.journal.current_stamps(missing)
         with self._stamps_lock:
-            self._stamps[key] = stamp
+            for n, key in enumerate(keys):
+                if stamps[n] is None and (stamp := read[key[0]]) is not None:
+                    stamps[n] = self._stamps[key] = stamp
             while len(self._stamps) > STAMP_CACHE_SIZE:
                 self._stamps.popitem(last=False)
-        return stamp
+        return stamps
 
     def _recall_as_of(
         self, tenant: str, req: RecallRequest, at: Lsn, visible: Callable[[Item, str], bool]
