@@ -177,6 +177,12 @@ class Queries:
             "bool_or(op = 'upsert' AND strpos(item, %(mark)s) > 0) OVER () "
             "FROM {s}.versions WHERE id = %(id)s ORDER BY lsn DESC, node DESC LIMIT %(limit)s"
         )
+        self.newest_of = q(  # CurrentStamps._newest_stamps: the primary key backwards, 1 row
+            "SELECT v.id, v.lsn, v.node, v.op "
+            "FROM json_array_elements_text(%(ids)s::json) AS a(id) CROSS JOIN LATERAL "
+            "(SELECT id, lsn, node, op FROM {s}.versions WHERE id = a.id "
+            "ORDER BY lsn DESC, node DESC LIMIT 1) v"
+        )
         self.vectors_of = q(
             "SELECT id, text_hash, vector FROM {s}.vectors "
             f"WHERE model = %(model)s AND dim = %(dim)s AND id = ANY({_ids('ids')})"

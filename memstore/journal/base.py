@@ -34,6 +34,7 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
+from memstore.journal._stamps import CurrentStamps
 from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
 from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
@@ -91,10 +92,11 @@ def _partition(partition: object) -> str | None:
     return arg.key_arg(partition, "partition", MAX_NAME_CHARS)
 
 
-class JournalBase(HistoryTails, ABC):
+class JournalBase(HistoryTails, CurrentStamps, ABC):
     """Stamps, groups, restore, import, export and purge over a backend's rows.
 
-    History reads of one item's newest versions come from :class:`HistoryTails`."""
+    History reads of one item's newest versions come from :class:`HistoryTails`,
+    the current stamps of many items from :class:`CurrentStamps`."""
 
     def __init__(self, *, node_id: int, wall: Callable[[], int] | None) -> None:
         # Checked before a backend opens anything: a bad one would otherwise

@@ -69,10 +69,12 @@ from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, 
 from memstore.journal._pgdeadline import NoAnswer
 from memstore.journal._pgfeed import FeedBatch, Follower, followed_item
 from memstore.journal._pgposition import FeedPosition
+from memstore.journal._pgreads import newest_stamps, tail_rows
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
 from memstore.journal._pgsql import Queries, ids_json, rows_json_chunks, vectors_json
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
-from memstore.journal._tail import PRIVATE_MARK, TailRows
+from memstore.journal._stamps import NewestStamp
+from memstore.journal._tail import TailRows
 from memstore.journal.base import JournalBase, _holding
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.version import Row
@@ -537,16 +539,10 @@ class PostgresJournal(JournalBase):
         return self._select(self._q.rows_all, {})
 
     def _tail_rows(self, id: str, limit: int) -> TailRows:
-        params = {"id": id, "limit": limit, "mark": PRIVATE_MARK}
-        self._check_open()
-        try:
-            found = self._db.read(lambda conn: conn.execute(self._q.tail_of, params).fetchall())
-        except psycopg.Error as e:
-            raise translate(e, f"reading journal {self._db.where} failed") from e
-        if not found:
-            return [], 0, None, None, False
-        total, low, high, private = found[0][-4:]
-        return [Row(*r[:-4]) for r in found], int(total), low, high, bool(private)
+        return tail_rows(self._db, self._q, id, limit)
+
+    def _newest_stamps(self, ids: list[str]) -> list[NewestStamp]:
+        return newest_stamps(self._db, self._q, ids)
 
     def _export_rows(self, partition: str | None) -> Iterator[Lsn | Row]:
         # The head row, then the rows, in one repeatable-read transaction.

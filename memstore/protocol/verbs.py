@@ -27,7 +27,7 @@ from ulid import ULID
 
 from memstore.errors import InvalidItemError
 from memstore.item import Item
-from memstore.journal import Hlc, Journal, Lsn, Version
+from memstore.journal import Hlc, Journal, JournalBase, Lsn, Version
 from memstore.journal.hlc import LAST_LSN, MAX_COUNTER, MAX_NODE_ID, wall_clock_ms
 from memstore.limits import CONTEXT_REACH
 from memstore.memory import Memory
@@ -321,8 +321,10 @@ class Verbs:
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
+        stamps = self._valid_froms([r.item for r in results])
         hits = [
-            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, r.relevance) for r in results
+            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, stamp, r.relevance)
+            for r, stamp in zip(results, stamps, strict=True)
         ]
         if req.mode == "graph":
             hits, complete = self._graph(tenant, results, hits, req.k, visible)
@@ -353,42 +355,62 @@ class Verbs:
             keep=keep,
             limit=max(room, 1),
         )
-        hits += [self._hit(s.item, top * s.score, False, SOURCE_OP_GRAPH) for s in reached]
+        linked = [(s.item, top * s.score) for s in reached]
+        stamps = self._valid_froms([item for item, _ in linked])
+        for (item, score), stamp in zip(linked, stamps, strict=True):
+            hits.append(self._hit(item, score, False, SOURCE_OP_GRAPH, stamp))
         return hits[:k], complete
 
     def _hit(
-        self, item: Item, score: float, shaped: bool, op: str, relevance: float | None = None
+        self,
+        item: Item,
+        score: float,
+        shaped: bool,
+        op: str,
+        valid_from: Hlc | None,
+        relevance: float | None = None,
     ) -> dict[str, Any]:
         return hit_body(
             item,
             score,
-            valid_from=self._valid_from(item),
+            valid_from=valid_from,
             rerank_applied=shaped,
             source_op=op,
             relevance=relevance,
         )
 
-    def _valid_from(self, item: Item) -> Hlc | None:
-        """The stamp of ``item``'s current version (the journal's history, remembered).
+    def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
+        """The stamp of each item's current version: remembered, or read in one call.
 
         Remembered by id and ``updated_at``, which every write of the item
-        changes, so a remembered stamp is always the current version's.
+        changes, so a remembered stamp is always the current version's. The
+        ones not remembered are read together
+        (:meth:`~memstore.journal.JournalBase.current_stamps`: one index
+        entry per id, whatever its history's length).
         """
-        key = (item.id, item.updated_at)
+        keys = [(item.id, item.updated_at) for item in items]
+        stamps: list[Hlc | None] = []
         with self._stamps_lock:
-            stamp = self._stamps.get(key)
-            if stamp is not None:
-                self._stamps.move_to_end(key)
-                return stamp
-        history = self.journal.history(item.id)
-        if not history or history[-1].op != "upsert":
-            return None
-        stamp = history[-1].valid_from
+            for key in keys:
+                stamp = self._stamps.get(key)
+                if stamp is not None:
+                    self._stamps.move_to_end(key)
+                stamps.append(stamp)
+        missing = [key[0] for key, stamp in zip(keys, stamps, strict=True) if stamp is None]
+        if not missing:
+            return stamps
+        journal = self.journal
+        if isinstance(journal, JournalBase):
+            read = journal.current_stamps(missing)
+        else:  # a journal of the host's own (the Journal protocol): its histories, one by one
+            read = {id: _current_stamp(journal.history(id)) for id in missing}
         with self._stamps_lock:
-            self._stamps[key] = stamp
+            for n, key in enumerate(keys):
+                if stamps[n] is None and (stamp := read[key[0]]) is not None:
+                    stamps[n] = self._stamps[key] = stamp
             while len(self._stamps) > STAMP_CACHE_SIZE:
                 self._stamps.popitem(last=False)
-        return stamp
+        return stamps
 
     def _recall_as_of(
         self, tenant: str, req: RecallRequest, at: Lsn, visible: Callable[[Item, str], bool]
@@ -651,3 +673,10 @@ def _receipt(
         "audit_lsn": lsn.to_json(),
         "preview": preview,
     }
+
+
+def _current_stamp(history: list[Version]) -> Hlc | None:
+    """The stamp of the current version in ``history``, ``None`` when it ends deleted."""
+    if not history or history[-1].op != "upsert":
+        return None
+    return history[-1].valid_from
