@@ -192,6 +192,71 @@ def test_the_endpoint_refuses_in_json_rpc_with_the_headers_a_client_reads(tmp_pa
                 assert r.headers["allow"] == "GET, POST, DELETE"  # as the SDK sends it
                 if method != "HEAD":  # a HEAD answer has no body
                     assert "Method Not Allowed" in transport_error(r)
+        # A GET without a session is authenticated first, then refused with a 405.
+        assert httpx.get(url).status_code == 401
+        r = httpx.get(url, headers={"Authorization": "Bearer tok-acme"})
+        assert r.status_code == 405 and r.headers["allow"] == "POST, DELETE"
+
+
+SSE_AND_JSON = {"Accept": "application/json, text/event-stream"}
+
+
+def test_a_get_opens_a_sessions_stream_and_without_a_session_is_a_405(tmp_path: Path) -> None:
+    """The transport says a GET is answered ``text/event-stream`` or 405; nothing else.
+
+    Before: a GET without ``Mcp-Session-Id`` got the SDK's 400 ``Missing session ID``,
+    and the TypeScript SDK's client, which opens its stream with a GET and goes on
+    without one only after a 405, stopped there (MCP Inspector could not connect).
+    """
+    with http_server(tmp_path) as url:
+        # (a) no session: 405 whatever the Accept, GET left out of Allow; JSON-RPC body.
+        for accept in ({"Accept": "text/event-stream"}, {}):
+            r = httpx.get(url, headers=accept)
+            assert r.status_code == 405, r.text
+            assert r.headers["allow"] == "POST, DELETE"
+            assert "mcp-session-id" not in r.headers  # none was opened for it
+            assert "POST initialize" in transport_error(r)
+        # (b) a session the server does not know: 404, so the client initializes again.
+        sse = {"Accept": "text/event-stream"}
+        unknown = httpx.get(url, headers={**sse, "Mcp-Session-Id": "f" * 32})
+        assert unknown.status_code == 404
+        assert unknown.json()["id"] is None
+        # The client then goes on as a TypeScript client does: initialize, call a tool.
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "ts-like", "version": "0"},
+            },
+        }
+        with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
+            opened = http.post(url, json=init)
+            assert opened.status_code == 200, opened.text
+            session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert http.post(url, json=done, headers=session).status_code == 202
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "remember", "arguments": {"content": "Gate code is 4411."}},
+            }
+            answer = http.post(url, json=call, headers=session)
+            assert answer.status_code == 200, answer.text
+            data = answer.text.partition("data: ")[2].splitlines()[0]  # one SSE event
+            reply = json.loads(data)
+            assert reply["id"] == 2 and reply["result"]["isError"] is False, reply
+            # (c) a session it knows: the GET opens the session's stream (one at a time).
+            with http.stream("GET", url, headers={**session, **sse}) as stream:
+                assert stream.status_code == 200
+                assert stream.headers["content-type"].startswith("text/event-stream")
+                assert stream.headers["mcp-session-id"] == session["Mcp-Session-Id"]
+                second = http.get(url, headers={**session, **sse})
+                assert second.status_code == 409
+            assert http.delete(url, headers=session).status_code == 200
 
 
 def test_the_bearer_scheme_is_read_as_memstore_serve_reads_it(tmp_path: Path) -> None:

@@ -89,8 +89,9 @@ async def refuse(
     The body is ``{"jsonrpc": "2.0", "id": null, "error": {"code": -32000, "message": ...}}``
     (:data:`TRANSPORT_ERROR`): a request refused before its body is read has no id
     to answer with. For the refusals of the endpoint itself: an unknown method
-    (405 with ``Allow``), a missing or unknown token (401 with
-    ``WWW-Authenticate``), a repeated ``Authorization`` header (400).
+    (405 with ``Allow``), a GET without ``Mcp-Session-Id`` (405, ``Allow`` without
+    GET), a missing or unknown token (401 with ``WWW-Authenticate``), a repeated
+    ``Authorization`` header (400).
     """
     await _answer(scope, receive, send, status, error_reply(TRANSPORT_ERROR, message), headers)
 

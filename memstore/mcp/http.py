@@ -17,7 +17,15 @@ What the endpoint refuses itself is answered as every refusal of ``/mcp`` is,
 a JSON-RPC error with ``id`` ``null`` (:func:`~memstore.mcp.gate.refuse`): a
 method other than GET, POST and DELETE (405 with ``Allow``), no token (401
 with ``WWW-Authenticate: Bearer``), a token it does not know (401 with
-``error="invalid_token"`` in the challenge), the header twice (400).
+``error="invalid_token"`` in the challenge), the header twice (400), and a
+GET without ``Mcp-Session-Id`` (405 with ``Allow: POST, DELETE``: no stream
+without a session, and a client of the TypeScript SDK goes on only after a 405).
+
+The SDK runs stateful: ``initialize`` opens a session whose id the answer
+carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
+of server messages (``text/event-stream``; a second one at once is 409); a GET
+with an id the server does not know is 404, which the specification tells a
+client to answer with a new ``initialize``.
 """
 
 from __future__ import annotations
@@ -202,6 +210,23 @@ def quiet_hangups() -> None:
 _METHODS: Final = ("GET", "POST", "DELETE")
 _ALLOW: Final = ", ".join(_METHODS)
 """The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
+_SESSION_HEADER: Final = b"mcp-session-id"
+_GET_WITHOUT_SESSION: Final = (
+    "Method Not Allowed: a GET to /mcp opens the stream of a session; "
+    "without Mcp-Session-Id there is none here (POST initialize to open one)"
+)
+"""The message of the 405 (``Allow: POST, DELETE``) a GET without ``Mcp-Session-Id`` gets.
+
+The streamable HTTP transport says a server MUST answer a GET to its endpoint
+with either ``text/event-stream`` or 405 Method Not Allowed, and the
+TypeScript SDK's client (MCP Inspector's, many agents') opens that stream with
+a GET, taking only a 405 to mean "no stream here, go on with POST": to a GET
+sent before the client had a session the SDK (1.30) answered 400 ``Missing
+session ID`` (after opening a session for the GET and discarding it, or 503
+when the sessions were all taken), and such a client stopped there. ``Allow``
+leaves out GET because a GET without a session cannot succeed.
+"""
+_ALLOW_WITHOUT_SESSION: Final = ", ".join(m for m in _METHODS if m != "GET")
 
 
 def _unauthorized(authorization: str | None) -> tuple[str, str]:
@@ -220,6 +245,15 @@ def _unauthorized(authorization: str | None) -> tuple[str, str]:
         return "Unauthorized: send Authorization: Bearer <token>", "Bearer"
     reason = "the token is not one this server knows"
     return f"Unauthorized: {reason}", f'Bearer error="invalid_token", error_description="{reason}"'
+
+
+def _session_id(scope: Scope) -> bytes:
+    """The request's ``Mcp-Session-Id`` (the first one sent), ``b""`` when it sent none.
+
+    >>> _session_id({"headers": [(b"mcp-session-id", b"abc")]}), _session_id({"headers": []})
+    (b'abc', b'')
+    """
+    return next((v for k, v in scope["headers"] if k.lower() == _SESSION_HEADER), b"")
 
 
 class _Endpoint:
@@ -255,6 +289,10 @@ class _Endpoint:
                 return
         passed = await gate(scope, receive, send, self.security)
         if passed is None:  # refused (a JSON-RPC error), or a notification dropped
+            return
+        if scope["method"] == "GET" and not _session_id(scope):
+            headers = {"Allow": _ALLOW_WITHOUT_SESSION}
+            await refuse(scope, receive, send, 405, _GET_WITHOUT_SESSION, headers)
             return
         scope[CALLER_KEY] = caller
         await self.manager.handle_request(scope, passed, send)
