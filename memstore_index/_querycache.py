@@ -64,19 +64,7 @@ class QueryCache:
 
     def get(self, texts: Sequence[str]) -> list[_Vector | None]:
         """A copy of each text's vector, or ``None`` where it is not cached."""
-        out: list[_Vector | None] = []
-        with self._lock:
-            rows = self._rows
-            for text in texts:
-                row = rows.get(text)
-                if row is None:
-                    self.misses += 1
-                    out.append(None)
-                else:
-                    rows.move_to_end(text)
-                    self.hits += 1
-                    out.append(row.copy())
-        return out
+        return self._look_up(texts, count_misses=True)
 
     def peek(self, texts: Sequence[str]) -> list[_Vector | None]:
         """Like :meth:`get`, but a text not cached is not counted as a miss.
@@ -84,12 +72,17 @@ class QueryCache:
         For a caller that only asks which vectors are at hand and has the others
         embedded later (through :meth:`get` again, which counts them then).
         """
+        return self._look_up(texts, count_misses=False)
+
+    def _look_up(self, texts: Sequence[str], *, count_misses: bool) -> list[_Vector | None]:
         out: list[_Vector | None] = []
         with self._lock:
             rows = self._rows
             for text in texts:
                 row = rows.get(text)
                 if row is None:
+                    if count_misses:
+                        self.misses += 1
                     out.append(None)
                 else:
                     rows.move_to_end(text)
