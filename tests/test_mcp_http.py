@@ -216,6 +216,11 @@ def test_a_get_opens_a_sessions_stream_and_without_a_session_is_a_405(tmp_path: 
             assert r.headers["allow"] == "POST, DELETE"
             assert "mcp-session-id" not in r.headers  # none was opened for it
             assert "POST initialize" in transport_error(r)
+        # A DELETE without a session: 400, and no session opened for it either.
+        ended = httpx.delete(url)
+        assert ended.status_code == 400, ended.text
+        assert "mcp-session-id" not in ended.headers
+        assert "none to end" in transport_error(ended)
         # (b) a session the server does not know: 404, so the client initializes again.
         sse = {"Accept": "text/event-stream"}
         unknown = httpx.get(url, headers={**sse, "Mcp-Session-Id": "f" * 32})

@@ -19,7 +19,8 @@ method other than GET, POST and DELETE (405 with ``Allow``), no token (401
 with ``WWW-Authenticate: Bearer``), a token it does not know (401 with
 ``error="invalid_token"`` in the challenge), the header twice (400), and a
 GET without ``Mcp-Session-Id`` (405 with ``Allow: POST, DELETE``: no stream
-without a session, and a client of the TypeScript SDK goes on only after a 405).
+without a session, and a client of the TypeScript SDK goes on only after a 405),
+and a DELETE without it (400: there is no session to end).
 
 The SDK runs stateful: ``initialize`` opens a session whose id the answer
 carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
@@ -227,6 +228,15 @@ when the sessions were all taken), and such a client stopped there. ``Allow``
 leaves out GET because a GET without a session cannot succeed.
 """
 _ALLOW_WITHOUT_SESSION: Final = ", ".join(m for m in _METHODS if m != "GET")
+_DELETE_WITHOUT_SESSION: Final = (
+    "Bad Request: a DELETE to /mcp ends a session; without Mcp-Session-Id there is none to end"
+)
+"""The message of the 400 a DELETE without ``Mcp-Session-Id`` gets.
+
+The SDK (1.30) answered it 400 too, but only after opening a session for the
+request (its id in the answer's ``Mcp-Session-Id``, a session that no longer
+existed when the client used it) and discarding it.
+"""
 
 
 def _unauthorized(authorization: str | None) -> tuple[str, str]:
@@ -290,9 +300,12 @@ class _Endpoint:
         passed = await gate(scope, receive, send, self.security)
         if passed is None:  # refused (a JSON-RPC error), or a notification dropped
             return
-        if scope["method"] == "GET" and not _session_id(scope):
-            headers = {"Allow": _ALLOW_WITHOUT_SESSION}
-            await refuse(scope, receive, send, 405, _GET_WITHOUT_SESSION, headers)
+        if scope["method"] in ("GET", "DELETE") and not _session_id(scope):
+            if scope["method"] == "GET":
+                headers = {"Allow": _ALLOW_WITHOUT_SESSION}
+                await refuse(scope, receive, send, 405, _GET_WITHOUT_SESSION, headers)
+            else:
+                await refuse(scope, receive, send, 400, _DELETE_WITHOUT_SESSION)
             return
         scope[CALLER_KEY] = caller
         await self.manager.handle_request(scope, passed, send)
