@@ -10,7 +10,7 @@ recording into ``recorder``.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import pytest
 
 from memstore import Change, Config, Item, Store
+from tests.journals import Place
 from tests.pgtest import PgPlace, Schemas, require_pg
 
 T0 = dt.datetime(2025, 1, 6, 9, 0, tzinfo=dt.UTC)
@@ -155,6 +156,24 @@ def pg_schemas() -> Iterator[Schemas]:
 def pg_place(pg_schemas: Schemas) -> PgPlace:
     """A schema of its own for one test."""
     return pg_schemas.new()
+
+
+Places = Callable[[str], Place]
+"""Name -> a journal's place on one backend (the :func:`places` fixture)."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
+    """Named places of one backend: the same name is the same journal.
+
+    A test taking ``places`` runs once on each backend and may open several
+    journals (an export's source and an import's target) by name.
+    """
+    if request.param == "sqlite":
+        return lambda name: tmp_path / f"{name}.db"
+    schemas: Schemas = request.getfixturevalue("pg_schemas")
+    made: dict[str, Place] = {}
+    return lambda name: made.setdefault(name, schemas.new(name))
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

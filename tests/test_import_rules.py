@@ -31,10 +31,8 @@ from memstore import Config, Item, Memory, Store, Vocabulary
 from memstore.cli import main as cli_main
 from memstore.errors import InvalidItemError
 from memstore.journal import JournalBase
-from tests.conftest import FakeClock
-from tests.journals import Place, memory_state, open_journal
-
-Places = Callable[[str], Place]
+from tests.conftest import FakeClock, Places
+from tests.journals import memory_state, open_journal
 
 HOST_REFUSES = "forbidden"
 
@@ -81,16 +79,6 @@ RULE_BREAKERS = [
         id="host-validate",
     ),
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
-    """Named places of one backend: the same name is the same journal."""
-    if request.param == "sqlite":
-        return lambda name: tmp_path / f"{name}.db"
-    schemas = request.getfixturevalue("pg_schemas")
-    made: dict[str, Place] = {}
-    return lambda name: made.setdefault(name, schemas.new(name))
 
 
 def _config(**more: Any) -> Config:

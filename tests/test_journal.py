@@ -41,7 +41,7 @@ from memstore.errors import InvalidItemError, JournalClosedError
 from memstore.journal import EXPORT_FORMAT, Hlc, Journal, JournalBase, Lsn, SqliteJournal
 from memstore.journal.hlc import COUNTER_BITS, MAX_COUNTER
 from memstore_index import CellStore, HashEmbedder
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, Places
 from tests.journals import (
     Place,
     allow_writes,
@@ -73,19 +73,6 @@ def open_store(place: Place, **kwargs: object) -> tuple[JournalBase, Store]:
     store = Store(Config(clock=FakeClock()))
     journal.attach(store)
     return journal, store
-
-
-Places = Callable[[str], Place]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
-    """Named places of one backend: the same name is the same journal."""
-    if request.param == "sqlite":
-        return lambda name: tmp_path / f"{name}.db"
-    schemas = request.getfixturevalue("pg_schemas")
-    made: dict[str, Place] = {}
-    return lambda name: made.setdefault(name, schemas.new(name))
 
 
 @pytest.fixture

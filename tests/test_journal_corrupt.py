@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,22 +20,10 @@ import pytest
 from memstore import Config, Item, Memory, Store
 from memstore.errors import JournalCorruptError
 from memstore.journal import JournalBase, Lsn, SqliteJournal
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, Places
 from tests.journals import Place, open_journal
 
 DAMAGE = "{not json"
-
-Places = Callable[[str], Place]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
-    """Named places of one backend: the same name is the same journal."""
-    if request.param == "sqlite":
-        return lambda name: tmp_path / f"{name}.db"
-    schemas = request.getfixturevalue("pg_schemas")
-    made: dict[str, Place] = {}
-    return lambda name: made.setdefault(name, schemas.new(name))
 
 
 def damage(place: Place, id: str, *, current: bool = True, text: str = DAMAGE) -> None:
