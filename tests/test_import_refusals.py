@@ -128,6 +128,20 @@ def test_a_bad_item_anywhere_refuses_the_whole_import_naming_its_line(
     assert _reopened(place) == before[0]
 
 
+def _stamped_twice(line: str) -> str:
+    """The item line with a second version under its last version's stamp, saying other words.
+
+    A journal keys versions by (id, stamp), so it would keep one of the two while
+    the store took the other: SQLite's store showed the second, its journal
+    (and so any reopen) the first.
+    """
+    obj = json.loads(line)
+    twin = json.loads(json.dumps(obj["versions"][-1]))
+    twin["item"]["title"] = "another text under the same stamp"
+    obj["versions"].append(twin)
+    return json.dumps(obj)
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -135,8 +149,9 @@ def test_a_bad_item_anywhere_refuses_the_whole_import_naming_its_line(
         (lambda ls: [*ls[:2], ls[1], *ls[3:]], "^line 3: a appears twice"),
         (lambda ls: ls[:-1], "without its end line"),
         (lambda ls: [*ls[:2], "[" * 100_000, *ls[3:]], "^line 3: JSON nested too deeply"),
+        (lambda ls: [ls[0], _stamped_twice(ls[1]), *ls[2:]], "^line 2: a has two versions st"),
     ],
-    ids=["not-json", "twice", "cut-off", "deep"],
+    ids=["not-json", "twice", "cut-off", "deep", "one-stamp-twice"],
 )
 def test_a_file_that_is_no_whole_export_is_refused_and_changes_nothing(
     tmp_path: Path,

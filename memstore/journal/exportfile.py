@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import IO, Any, TypeGuard
 
 from memstore.errors import InvalidItemError, JournalCorruptError
@@ -133,7 +134,8 @@ def read_export(fp: IO[str], rules: ImportRules = RECORD_RULES) -> dict[str, lis
 
     Raises :class:`~memstore.errors.InvalidItemError` naming the line for
     anything that is not a whole export of a known format: a line that is
-    not JSON or not an item, an item twice, and (format ``/2``) a missing end
+    not JSON or not an item, an item twice, two versions of an item with one
+    stamp, and (format ``/2``) a missing end
     line, an end line whose count disagrees, or text after the end line.
     """
     by_id: dict[str, list[Row]] = {}
@@ -220,6 +222,11 @@ def _item_line(n: int, obj: object, rules: ImportRules) -> tuple[str, list[Row]]
         )
     except InvalidItemError as e:
         raise InvalidItemError(f"line {n}: {e.reason}") from None
+    for before, after in pairwise(rows):
+        # A journal keys a version by (id, stamp): of two with one stamp it would
+        # keep one and the store might show the other. No export holds such a pair.
+        if (before.lsn, before.node) == (after.lsn, after.node):
+            raise InvalidItemError(f"line {n}: {id} has two versions stamped {after.hlc}")
     _place_deletes(rows)
     return id, rows
 
