@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from memstore import Memory
+from memstore.errors import JournalError
 from memstore.journal.dsnoptions import journal_options, libpq_dsn
 from memstore.web.journal_option import postgres_journal
 from tests.pgtest import PgPlace
@@ -47,6 +48,18 @@ def _with(dsn: str, query: str) -> str:
             {"statement_timeout": 5.0},
         ),
         ("postgresql://app@db/m?application_name=memstore_x", None, {}),
+        ("postgresql://app@db/m?a=1&&b=2", None, {}),
+        # The prefix encoded or in capitals: libpq would refuse either as unknown.
+        (
+            "postgresql://app@db/m?memstore%5Flock_timeout=3",
+            "postgresql://app@db/m",
+            {"lock_timeout": 3.0},
+        ),
+        (
+            "postgresql://app@db/m?MEMSTORE_lock_timeout=3&x=1",
+            "postgresql://app@db/m?x=1",
+            {"lock_timeout": 3.0},
+        ),
     ],
 )
 def test_memstores_parameters_are_taken_out_the_rest_kept_as_written(
@@ -64,6 +77,8 @@ def test_memstores_parameters_are_taken_out_the_rest_kept_as_written(
         ("memstore_lock_timeout=soon", "memstore_lock_timeout in the DSN takes a number"),
         ("memstore_lock_timeout=nan", "takes a number of seconds, got 'nan'"),
         ("memstore_lock_timeout", "takes a number of seconds, got ''"),
+        ("memstore_lock_timeout=1&memstore%5Flock_timeout=2", "gives memstore_lock_timeout twice"),
+        ("statement_timeout=5", "names statement_timeout, which libpq does not know: .*memstore_"),
     ],
 )
 def test_a_bad_parameter_is_refused_before_connecting(query: str, says: str) -> None:
@@ -126,3 +141,22 @@ def test_serve_refuses_a_bad_parameter_and_makes_nothing(tmp_path: Path) -> None
     assert done.returncode == 2
     assert "memstore_statement_timeout in the DSN takes a number of seconds" in done.stderr
     assert not data.exists()
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("memstore_close_timeout=3", "holds memstore_close_timeout, .* takes close_timeout= as a"),
+        ("lock_timeout=3", "names lock_timeout, which libpq does not know"),
+    ],
+)
+def test_a_postgres_journal_given_a_timeout_in_its_dsn_names_it(
+    pg_place: PgPlace, query: str, says: str
+) -> None:
+    """A PostgresJournal takes its timeouts as keywords and gives libpq its DSN as it is;
+    libpq's refusal cannot be shown (it may quote the password), so the error said only
+    that the DSN 'does not read as written', pointing at the user and password."""
+    from memstore.journal.postgres import PostgresJournal
+
+    with pytest.raises(JournalError, match=f"cannot connect to PostgreSQL: the DSN {says}"):
+        PostgresJournal(_with(pg_place.dsn, query), schema=pg_place.schema)

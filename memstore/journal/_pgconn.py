@@ -48,6 +48,7 @@ from memstore.journal._pgcut import Sockets
 from memstore.journal._pgdeadline import BoundedConnection, Deadlines, NoAnswer
 from memstore.journal._pgerrors import connection_lost, first_line, translate, write_error
 from memstore.journal._pgschema import hold_node
+from memstore.journal.dsnoptions import misplaced_option
 
 __all__ = [
     "TCP_DEFAULTS",
@@ -158,7 +159,8 @@ class Connections:
             )
         except psycopg.Error as e:
             if self._fields is None:
-                raise JournalError(f"cannot connect to PostgreSQL: {UNREADABLE_DSN}") from None
+                why = misplaced_option(self.dsn) or UNREADABLE_DSN
+                raise JournalError(f"cannot connect to PostgreSQL: {why}") from None
             why = first_line(e)
             password = self._fields.get("password")
             if password and password in why:  # libpq never quotes it; should it ever
