@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 
@@ -327,8 +328,8 @@ class StoreReads(StoreBase):
             ranked: Iterable[tuple[str, float]] = walk.ranked
             if keep is not None:
                 ranked = ((id, s) for id, s in ranked if keep(items[id]))
-            if limit:
-                ranked = islice(ranked, limit)
+            if limit:  # islice takes at most sys.maxsize; no walk answers more
+                ranked = islice(ranked, min(limit, sys.maxsize))
             out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
             self._out([s.item for s in out])
             return out, walk.complete

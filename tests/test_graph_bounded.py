@@ -314,6 +314,19 @@ def test_a_keep_or_limit_of_the_wrong_kind_is_refused(kw: dict[str, object], err
         store.traverse_within(["a"], **kw)  # type: ignore[arg-type]
 
 
+def test_a_limit_past_any_index_is_no_limit() -> None:
+    """islice refused a stop past sys.maxsize: a ValueError of its own words, no answer."""
+    store = Store()
+    store.upsert(Item(id="hub", kind="note", content="hub"))
+    store.upsert(
+        Item(
+            id="s", kind="note", content="s", links=[ThoughtLink(to_id="hub", relation="explains")]
+        )
+    )
+    found, complete = store.traverse_within(["hub"], limit=10**30, reach=10**30)
+    assert [s.item.id for s in found] == ["s"] and complete
+
+
 def test_async_memory_context_within_is_memorys() -> None:
     import anyio
 
