@@ -60,6 +60,19 @@ def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
             json.dumps({"type": "relation", "from": "Alice", "to": "Zed", "relationType": "x"}),
             "line 3: relation names entity 'Zed'",
         ),
+        # A lone surrogate (legal JSON) in any text: UnicodeEncodeError, from the write.
+        (
+            '{"type": "entity", "name": "X\\ud800", "entityType": "t", "observations": []}',
+            "line 3: name is not valid Unicode",
+        ),
+        (
+            '{"type": "entity", "name": "X", "entityType": "t", "observations": ["a", "\\udce9"]}',
+            "line 3: observations.1 is not valid Unicode",
+        ),
+        (
+            '{"type": "relation", "from": "Alice", "to": "Acme", "relationType": "\\udc00"}',
+            "line 3: relationType is not valid Unicode",
+        ),
     ],
 )
 def test_a_bad_line_is_named_and_nothing_is_kept(bad: str, says: str) -> None:
@@ -80,6 +93,24 @@ def test_cli_reports_the_bad_line_and_writes_nothing(tmp_path: Path) -> None:
                    "--embedder", "hash")  # fmt: skip
     assert done.returncode == 1  # a refused file is a failure; 2 is for usage errors
     assert "line 3: not JSON" in done.stderr
+    with Memory(data, embedder=None) as mem:
+        assert mem.stats().items == 0
+
+
+def test_cli_refuses_a_lone_surrogate_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    """It printed a Python traceback (UnicodeEncodeError from the entity's id)."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text(
+        _jsonl(GOOD[:2]) + '{"type": "entity", "name": "\\ud800", "entityType": "t", '
+        '"observations": []}\n',
+        encoding="utf-8",
+    )
+    data = tmp_path / "data"
+    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
+                   "--embedder", "none")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "line 3: name is not valid Unicode text" in done.stderr
     with Memory(data, embedder=None) as mem:
         assert mem.stats().items == 0
 

@@ -5,7 +5,8 @@ line: ``{"type": "entity", "name", "entityType", "observations"}`` and
 ``{"type": "relation", "from", "to", "relationType"}``. The importer reads the
 whole file first and refuses it, naming the line, if any line is not one of
 those (the reference skips such lines silently; a migration must not lose
-them), or if a relation names an entity the file does not hold. Then it
+them), if a text in it is not valid Unicode (a lone surrogate), or if a
+relation names an entity the file does not hold. Then it
 writes everything in one transaction: all of it is kept, or nothing.
 Entities already in the graph gain the observations they lack; relations
 already there are not doubled.
@@ -29,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any
 
+from memstore.arguments import has_lone_surrogate
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
 from memstore.transaction import transaction
@@ -55,6 +57,21 @@ def _strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+def _unicode(n: int, fields: Iterable[tuple[str, str]]) -> None:
+    """Refuse line ``n`` if a field holds a lone surrogate (JSON may carry ``"\\ud800"``).
+
+    No entity can be stored under such a name (its id is a hash of the UTF-8
+    text), so the write would fail with Python's own encoding error; the
+    MCP tools refuse such an argument the same way (:mod:`memstore.mcp.compat`).
+    """
+    for field, text in fields:
+        if has_lone_surrogate(text):
+            raise GraphImportError(
+                f"line {n}: {field} is not valid Unicode text (it holds a lone surrogate); "
+                "nothing was imported"
+            )
+
+
 def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]]:
     """Parse a reference ``memory.jsonl``; a :class:`GraphImportError` names a bad line.
 
@@ -77,6 +94,8 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
                     f"line {n}: an entity needs name and entityType (text) and observations "
                     "(a list of text); nothing was imported"
                 )
+            _unicode(n, [("name", name), ("entityType", etype)])
+            _unicode(n, [(f"observations.{i}", o) for i, o in enumerate(obs)])
             have = entities.get(name)
             joined = list(dict.fromkeys([*(have.observations if have else ()), *obs]))
             entities[name] = Entity(name, have.entityType if have else etype, tuple(joined))
@@ -87,6 +106,7 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
                     f"line {n}: a relation needs from, to and relationType (text); "
                     "nothing was imported"
                 )
+            _unicode(n, zip(("from", "to", "relationType"), ends, strict=True))
             relations.append((n, Relation(*ends)))
         else:
             raise GraphImportError(
