@@ -115,6 +115,22 @@ def test_cli_refuses_a_lone_surrogate_in_one_line_and_writes_nothing(tmp_path: P
         assert mem.stats().items == 0
 
 
+def test_cli_refuses_an_entity_a_write_refuses_as_a_failure_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """It exited 2 (a usage error) with the engine's words alone, not naming the file."""
+    path = tmp_path / "memory.jsonl"
+    huge = {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["x" * 200_000]}
+    path.write_text(_jsonl([*GOOD[:2], huge]), encoding="utf-8")
+    data = tmp_path / "data"
+    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
+                   "--embedder", "none")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"refused {path}: content is 200000 characters" in done.stderr
+    assert "nothing was imported" in done.stderr
+    assert not data.exists()
+
+
 def test_importing_into_an_existing_graph_merges() -> None:
     with Memory(embedder="hash") as mem:
         first = import_graph(mem, io.StringIO(_jsonl(GOOD)))

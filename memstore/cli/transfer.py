@@ -190,6 +190,8 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
             raise Failure(
                 f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
             ) from None
+        except InvalidItemError as e:  # an entity a write refuses (an observation too long)
+            raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
     if args.json:
         print(json.dumps(dataclasses.asdict(report)))
     else:
