@@ -228,6 +228,10 @@ def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
     for flags, says in [
         (("--partition", "a,b"), "partition 'a,b' must not hold commas"),
         (("--journal-schema", "s1"), "--journal-schema needs --journal"),
+        # HTTP's options without --transport http: stdio started, silent, on the terminal.
+        (("--port", "9000"), "--port is for --transport http"),
+        (("--host", "0.0.0.0"), "--host is for --transport http"),
+        (("--transport", "stdio", "--tokens-file", "t.json"), "--tokens-file is for --transport"),
     ]:
         done = run_cli("mcp", "--data", str(tmp_path / "d"), "--embedder", "hash", *flags)
         assert done.returncode == 2 and says in done.stderr, done.stderr

@@ -48,7 +48,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return code
 
 
+_HTTP_ONLY = ("host", "port", "tokens_file")
+"""``memstore mcp`` options only its HTTP transport uses."""
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
+    if args.transport != "http":  # stdio would start, silent, on a terminal's input
+        from .parser import build_parser
+
+        defaults = build_parser().parse_args(["mcp"])
+        for name in _HTTP_ONLY:
+            if getattr(args, name) != getattr(defaults, name):
+                flag = "--" + name.replace("_", "-")
+                print(
+                    f"memstore mcp: {flag} is for --transport http; stdio (the default) "
+                    "serves the client that started it on standard input and output",
+                    file=sys.stderr,
+                )
+                return 2
     run = _extra("memstore.mcp.run", "mcp", "mcp")
     if run is None:
         return 1
