@@ -47,6 +47,7 @@ from memstore.limits import (
     MAX_ID_CHARS,
     MAX_KIND_CHARS,
     MAX_LINKS,
+    MAX_NAME_CHARS,
     MAX_PARTITION_TAG_CHARS,
     MAX_REF_CHARS,
     MAX_REFS,
@@ -313,7 +314,8 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     stable fact's high confidence (unless the vocabulary makes it optional), a
     deadline on hypotheses and unknowns, an event date on events (and a valid
     one wherever set), an owner tag on private items, one partition tag at
-    most, well-formed tags, links and data.
+    most (its name at most :data:`~memstore.limits.MAX_NAME_CHARS`, the
+    longest a read's ``partition=`` takes), well-formed tags, links and data.
     """
     id, kind, title, content = item.id, item.kind, item.title, item.content
     if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
@@ -367,6 +369,11 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
                 return (
                     f"tag {tag!r} names no partition ('{PARTITION_ALL}' means every "
                     "partition, on reads only; '' is none)"
+                )
+            if len(tag) - len(PARTITION_TAG_PREFIX) > MAX_NAME_CHARS:  # no read could name it
+                return (
+                    f"partition tag {tag[:40]!r}... names a partition of "
+                    f"{len(tag) - len(PARTITION_TAG_PREFIX)} characters; at most {MAX_NAME_CHARS}"
                 )
     if partitions > 1:
         return f"at most one partition tag ({PARTITION_TAG_PREFIX}...), got {partitions}"

@@ -145,3 +145,21 @@ def test_an_import_of_an_export_holding_one_is_refused_naming_the_line(
         assert "is 12007 characters; at most 256" in str(caught.value)
         assert store.get("a") is None and store.get("b") is None
         assert journal.head() == head
+
+
+def test_a_write_names_no_partition_longer_than_a_read_can_name() -> None:
+    """Memory.add took tenant/<129..249 characters>, under the 256 of a tag, but every
+    partition read (partition=, at most MAX_NAME_CHARS) refused that name: search, recent
+    and export of the item's own partition were impossible."""
+    from memstore import Memory
+    from memstore.limits import MAX_NAME_CHARS
+
+    longest, over = "p" * MAX_NAME_CHARS, "p" * (MAX_NAME_CHARS + 1)
+    with Memory(embedder=None) as mem:
+        mem.add("the longest partition name", tags=[PARTITION_TAG_PREFIX + longest])
+        assert [it.content for it in mem.recent(5, partition=longest)] == [
+            "the longest partition name"
+        ]
+        with pytest.raises(InvalidItemError, match=f"partition of {MAX_NAME_CHARS + 1} char"):
+            mem.add("one more", tags=[PARTITION_TAG_PREFIX + over])
+        assert mem.stats().items == 1
