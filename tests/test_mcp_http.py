@@ -340,6 +340,17 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
             '{"tok en": {"tenant": "acme", "scopes": ["recall"]}}',
             "entry 1 (tenant 'acme'): a token is 1-512 of A-Z a-z 0-9",
         ),
+        # As memstore serve refuses them: the last entry of a token listed twice was
+        # kept in silence, an entry's unknown key ignored, deep nesting a traceback.
+        (
+            '{"t": {"tenant": "a", "scopes": ["recall"]}, "t": {"tenant": "b", "scopes": []}}',
+            "a key appears twice in one object (a token listed twice?)",
+        ),
+        (
+            '{"t": {"tenant": "a", "scope": ["forget"], "scopes": ["recall"]}}',
+            "unknown keys ['scope']",
+        ),
+        ("[" * 100_000, "cannot read it as JSON (maximum recursion depth"),
     ]:
         path.write_text(content)
         with pytest.raises(MemstoreError, match=re.escape(says)):

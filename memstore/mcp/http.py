@@ -124,16 +124,21 @@ def parse_tokens(text: str) -> TokenMap:
     """A tokens file's text as a :class:`TokenMap`.
 
     :raises TokensError: not a non-empty JSON map of tokens to
-        ``{"tenant": ..., "scopes": [...]}`` entries a bearer header can carry.
+        ``{"tenant": ..., "scopes": [...]}`` entries a bearer header can carry
+        (a token twice, or an entry with another key, refused as ``memstore
+        serve`` refuses them).
     """
     try:
-        raw = json.loads(text)
-    except ValueError as e:
+        raw = json.loads(text, object_pairs_hook=_once_each)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
         raise TokensError(f"cannot read it as JSON ({e})") from None
     if not isinstance(raw, dict) or not raw:
         raise TokensError('expected {"<token>": {"tenant": ..., "scopes": [...]}}')
     table: dict[bytes, tuple[str, Caller]] = {}
     for n, (token, entry) in enumerate(raw.items(), 1):
+        unknown = sorted(set(entry) - {"tenant", "scopes"}) if isinstance(entry, dict) else []
+        if unknown:  # "scope" for "scopes" would otherwise be a token with no scope at all
+            raise TokensError(f"entry {n}: unknown keys {unknown}; an entry has tenant and scopes")
         tenant = entry.get("tenant") if isinstance(entry, dict) else None
         scopes = entry.get("scopes") if isinstance(entry, dict) else None
         if not token or not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
@@ -150,6 +155,15 @@ def parse_tokens(text: str) -> TokenMap:
         caller = Caller(partition=tenant, scopes=frozenset(scopes))
         table[hashlib.sha256(token.encode()).digest()] = (token, caller)
     return TokenMap(table)
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: a token listed twice would be its last
+    entry alone, silently (which tenant did the file mean?)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice in one object (a token listed twice?)")
+    return dict(pairs)
 
 
 def http_app(
