@@ -160,3 +160,38 @@ def test_a_postgres_journal_given_a_timeout_in_its_dsn_names_it(
 
     with pytest.raises(JournalError, match=f"cannot connect to PostgreSQL: the DSN {says}"):
         PostgresJournal(_with(pg_place.dsn, query), schema=pg_place.schema)
+
+
+@pytest.mark.parametrize(
+    ("command", "query", "says"),
+    [
+        (["mcp", "--transport", "http"], "memstore_statement_timeout=x", "memstore mcp: memstore_"),
+        (["mcp", "--transport", "http"], "memstore_lock_timeout=-1", "memstore mcp: lock_timeout"),
+        (["serve", "--api", "mindlayer"], "memstore_close_timeout=x", "memstore: memstore_close_"),
+        (
+            ["serve", "--api", "mindlayer"],
+            "memstore_lock_timeout=-1",
+            "memstore: lock_timeout must",
+        ),
+    ],
+)
+def test_the_other_servers_refuse_a_bad_parameter_in_a_line_and_make_nothing(
+    tmp_path: Path, command: list[str], query: str, says: str
+) -> None:
+    """memstore mcp and the Mind Layer server printed a ValueError's traceback (exit 1)."""
+    data = tmp_path / "data"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    done = subprocess.run(
+        [sys.executable, "-m", "memstore", *command, "--data", str(data), "--port", port,
+         "--embedder", "none", "--journal", _with(NOWHERE, query)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(says) and "Traceback" not in done.stderr, done.stderr
+    assert not data.exists()

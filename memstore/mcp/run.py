@@ -72,7 +72,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             journal_schema=args.journal_schema,
             readonly=args.readonly,
         )
-    except MemstoreError as e:
+    except (MemstoreError, ValueError) as e:  # ValueError: a --journal timeout it cannot take
         print(f"memstore mcp: {e}", file=sys.stderr)
         return 2
     try:

@@ -135,7 +135,9 @@ def _serve_on(
             embedder=embedder if embedder is not None else args.embedder,
             journal=_journal(args),
         )
-    except MemstoreError as e:  # vectors of another model, a provider down at start-up
+    # Vectors of another model, a provider down at start-up; ValueError: a --journal
+    # timeout (memstore_statement_timeout=...) the journal cannot take.
+    except (MemstoreError, ValueError) as e:
         if chat is not None:
             chat.close()
         return _fail(e)
