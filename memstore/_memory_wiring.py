@@ -46,7 +46,7 @@ def open_journal(
             journal = postgres_journal(journal)
         else:
             raise MemstoreError(
-                f"journal={journal[:40]!r}: pass a Journal object or a postgresql:// DSN; "
+                f"journal={shown_journal(journal)}: pass a Journal object or a postgresql:// DSN; "
                 "for a SQLite file give Memory a folder path instead"
             )
     if readonly and path is not None:
@@ -168,6 +168,24 @@ def open_hub(
     the_hub.attach(store, lsn_of=lsn_of)
     closers.append(the_hub.close if hub is True else lambda: the_hub.detach(store))
     return the_hub
+
+
+def shown_journal(journal: str) -> str:
+    """A refused ``journal=`` string as an error may show it: never what may be a password.
+
+    A URL of another scheme (a typo'd ``postgresq://app:secret@db``) is named by its
+    scheme alone, and libpq's ``key=value`` form (``host=db password=secret``) not at all.
+
+    >>> shown_journal("data/journal.db"), shown_journal("postgresq://app:s3cret@db/x")
+    ("'data/journal.db'", "'postgresq://...'")
+    >>> shown_journal("host=db password=s3cret")
+    "a libpq 'key=value' string (not shown: it may hold a password)"
+    """
+    if "://" in journal:
+        return repr(journal.split("://", 1)[0][:20] + "://...")
+    if "=" in journal:
+        return "a libpq 'key=value' string (not shown: it may hold a password)"
+    return repr(journal[:40])
 
 
 def postgres_journal(dsn: str) -> Journal:

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from memstore import Memory
-from memstore.errors import JournalError
+from memstore.errors import JournalError, MemstoreError
 from memstore.journal.dsnoptions import journal_options, libpq_dsn
 from memstore.web.journal_option import postgres_journal
 from tests.pgtest import PgPlace
@@ -195,3 +195,24 @@ def test_the_other_servers_refuse_a_bad_parameter_in_a_line_and_make_nothing(
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(says) and "Traceback" not in done.stderr, done.stderr
     assert not data.exists()
+
+
+@pytest.mark.parametrize(
+    ("journal", "shown"),
+    [
+        ("host=db user=app password=s3cret dbname=memory", "a libpq 'key=value' string"),
+        ("postgresq://app:s3cret@db/memory", "'postgresq://...'"),  # a typo'd scheme
+        ("mysql://root:s3cret@db/memory", "'mysql://...'"),
+    ],
+)
+def test_a_refused_journal_string_never_shows_its_password(journal: str, shown: str) -> None:
+    """Memory(journal=...) quoted the first 40 characters of a string it refused."""
+    with pytest.raises(MemstoreError, match="pass a Journal object") as caught:
+        Memory(journal=journal, embedder=None)
+    assert "s3cret" not in str(caught.value)
+    assert str(caught.value).startswith(f"journal={shown}")
+    from memstore.mcp.opening import open_memory
+
+    with pytest.raises(MemstoreError, match="--journal takes a postgresql:// DSN") as caught:
+        open_memory(Path("unused"), journal=journal)
+    assert "s3cret" not in str(caught.value)

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from memstore._memory_wiring import shown_journal
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.web.journal_option import DSN_SCHEMES, postgres_journal
@@ -50,7 +51,7 @@ def open_memory(
             "(--data DIR --journal postgresql://...)"
         )
     if journal and not journal.startswith(DSN_SCHEMES):
-        raise MemstoreError(f"--journal takes a postgresql:// DSN, got {journal[:40]!r}")
+        raise MemstoreError(f"--journal takes a postgresql:// DSN, got {shown_journal(journal)}")
     pg = postgres_journal(journal, journal_schema)
     if pg is not None:
         mem = Memory(data, embedder=embedder, journal=pg)
