@@ -16,6 +16,7 @@ from typing import Literal
 
 from sortedcontainers import SortedKeyList
 
+from memstore._anchors import Anchors
 from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
 from memstore._shared import share_containers
@@ -113,6 +114,7 @@ class StoreBase:
         # Counts by partition, kind and status: made at the first ask (StoreReads.tally),
         # then kept by _set; a bulk fill drops it (the next ask counts again).
         self._tally: Tally | None = None
+        self._anchors: Anchors | None = None  # likewise, at the first anchor lookup
         self._txn: _Txn | None = None
         self._tls = threading.local()
         self._unpublished: list[Change] = []
@@ -371,6 +373,11 @@ class StoreBase:
                 self._tally.remove(old)
             if new is not None:
                 self._tally.add(new)
+        if self._anchors is not None:
+            if old is not None:
+                self._anchors.remove(old)
+            if new is not None:
+                self._anchors.add(new)
         if old is not None:
             self._by_update.remove(old)
             if old.scope == SCOPE_PRIVATE:
@@ -431,6 +438,7 @@ class StoreBase:
         """
         assert not self._items, "a fill starts from an empty store"
         self._tally = None  # counted again when next asked, not at every start-up
+        self._anchors = None  # likewise
         # One pass over the items for every per-item index: at 100k items a
         # pass is memory-bound (each item's object, dict and id are cold), so
         # fused passes cost about what one does. Fields are read from the
@@ -570,6 +578,9 @@ class StoreBase:
             assert citations == self._citations, "citation index disagrees"
             assert claims == self._claims, "supersedes index disagrees"
             assert exact == self._exact, "exact-title index disagrees"
+            if self._anchors is not None:
+                fresh = Anchors.of(self._items.values())
+                assert fresh == self._anchors, "anchor index disagrees"
 
 
 # --------------------------------------------------------------- helpers

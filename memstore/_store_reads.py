@@ -7,6 +7,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 
 from memstore import arguments as arg
+from memstore._anchors import Anchors
 from memstore._ascending import ascending
 from memstore._store_base import StoreBase
 from memstore._tally import Tally
@@ -463,11 +464,15 @@ class StoreReads(StoreBase):
         return [s.item for s in self.traverse_scored(anchor_ids, max_depth, decay)]
 
     def resolve_anchors(self, anchor: str) -> list[str]:
-        """Map an anchor string to ids of shared, active items.
+        """Map an anchor string to ids of shared, active items, in id order.
 
         An exact id first (case-insensitively); failing that, every item whose
-        subject is the anchor; failing that, every item whose subject or title
-        contains it. Private items never resolve.
+        subject is the anchor (case-insensitively); failing that, every item
+        whose subject or title contains it. Private items never resolve.
+        Answered from an index the store builds at the first call and keeps
+        as items change (:class:`~memstore._anchors.Anchors`): the first two
+        are a dict lookup each, the last one pass over the distinct subjects
+        and titles; none reads every item.
         """
         _check_filters(anchor=anchor)
         needle = anchor.strip().casefold()
@@ -475,15 +480,12 @@ class StoreReads(StoreBase):
             return []
         with self._locked():
             now = self._now()
-            live = [
-                it for it in self._items.values() if it.scope != SCOPE_PRIVATE and it.is_active(now)
-            ]
-            for test in (
-                lambda it: it.id.casefold() == needle,
-                lambda it: it.subject.casefold() == needle,
-                lambda it: needle in it.subject.casefold() or needle in it.title.casefold(),
-            ):
-                ids = sorted(it.id for it in live if test(it))
+            items = self._items
+            if self._anchors is None:
+                self._anchors = Anchors.of(items.values())
+            anchors = self._anchors
+            for lookup in (anchors.by_id, anchors.by_subject, anchors.containing):
+                ids = sorted(id for id in lookup(needle) if items[id].is_active(now))
                 if ids:
                     return ids
             return []
