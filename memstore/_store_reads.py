@@ -335,7 +335,7 @@ class StoreReads(StoreBase):
             return out, walk.complete
 
     def neighbours(
-        self, ids: Iterable[str], relations: Collection[str]
+        self, ids: Iterable[str], relations: Collection[str], *, reach: int = 0
     ) -> dict[str, list[tuple[str, float]]]:
         """One hop along links of ``relations``, both ways: ``id -> [(other, weight), ...]``.
 
@@ -345,9 +345,32 @@ class StoreReads(StoreBase):
         item is copied or read through the ``read`` seam: this is the graph
         alone, for a caller scoring many candidates (the searcher's spreading).
         Cost: O(links of the ids).
+
+        An id's own links are few; the items linking to it (its linkers) may
+        be a hundred thousand. ``reach`` (``0``: no bound) bounds how many
+        linkers are read in all, counting each of them whatever its relation
+        or state: the ids are taken in the order given, each reads all its
+        linkers while the count stays within ``reach``; the first that would
+        pass it reads its first linkers by id up to ``reach``, and the ids
+        after it read none (their own links still count). Under the bound the
+        answer is the unbounded one.
+
+        >>> from memstore.item import Item, ThoughtLink
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> for id in ("hub", "other"):
+        ...     _ = store.upsert(Item(id=id, kind="note", content=id))
+        >>> for n in range(3):
+        ...     _ = store.upsert(Item(id=f"s{n}", kind="note", content="spoke", links=[
+        ...         ThoughtLink(to_id="hub", relation="explains"),
+        ...         ThoughtLink(to_id="other", relation="explains")]))
+        >>> found = store.neighbours(["hub", "other"], ["explains"], reach=4)
+        >>> sorted(o for o, _ in found["hub"]), [o for o, _ in found["other"]]
+        (['s0', 's1', 's2'], ['s0'])
         """
         _check_ids(ids, "ids")
         _check_ids(relations, "relations")
+        reach = arg.count(reach, "reach", 0)
         wanted = frozenset(relations)
         out: dict[str, list[tuple[str, float]]] = {}
         if not wanted:
@@ -355,6 +378,7 @@ class StoreReads(StoreBase):
         with self._locked():
             now = self._now()
             items, backlinks = self._items, self._backlinks
+            left = reach  # linkers still to be read, when bounded
 
             def live(id: str) -> Item | None:  # _traversable, returning the item
                 it = items.get(id)
@@ -371,7 +395,13 @@ class StoreReads(StoreBase):
                     for link in it.links
                     if link.relation in wanted and live(link.to_id) is not None
                 ]
-                for src in backlinks.get(id, ()):
+                linkers: Iterable[str] = backlinks.get(id, ())
+                if reach:
+                    n = len(backlinks.get(id, ()))
+                    if n > left:  # the first ``left`` by id, the rest not even sorted
+                        linkers, n = islice(ascending(backlinks[id]), left), left
+                    left -= n
+                for src in linkers:
                     other = live(src)
                     if other is not None:
                         found.extend(
