@@ -424,3 +424,28 @@ def test_a_changed_tokens_file_is_read_again_without_a_restart(tmp_path: Path) -
         assert status("tok-new") != 401 and status("tok-old") == 401
         tokens.write_text("{not json")  # unusable: the tokens read before stay
         assert status("tok-new") != 401
+
+def test_a_path_other_than_mcp_is_a_json_rpc_404(tmp_path: Path) -> None:
+    """Before: Starlette's plain-text ``Not Found``, the one answer of the server that was not
+    JSON (``memstore serve`` answers an unknown route in its own JSON envelope too)."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-acme": {"tenant": "acme", "scopes": ["recall"]}}))
+    for flags in ((), ("--tokens-file", str(tokens))):
+        with http_server(tmp_path / f"data{len(flags)}", *flags) as url:
+            base = url.removesuffix("/mcp")
+            for method, path in [
+                ("GET", "/"),
+                ("POST", "/v1/recall"),
+                ("GET", "/mcpx"),
+                ("DELETE", "/mcp/session"),
+                ("GET", "/" + "x" * 300),
+            ]:
+                r = httpx.request(method, base + path, json={"jsonrpc": "2.0", "id": 1})
+                assert r.status_code == 404, (method, path, r.text)
+                message = transport_error(r)
+                assert message.startswith(f"Not Found: no route {path[:200]};"), message
+                assert message.endswith("the MCP endpoint is /mcp") and len(message) < 300
+            # /mcp itself is the endpoint as before: its own 405, not the 404.
+            auth = {"Authorization": "Bearer tok-acme"} if flags else {}
+            assert httpx.put(url, headers=auth).status_code == 405
+
