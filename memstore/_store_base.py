@@ -277,8 +277,8 @@ class StoreBase:
                 and (c.published or _withdraws(c))
                 and not (cfg.quiet and cfg.quiet(c.id))
             ):
-                if hook is not None and c.published:
-                    self._call(hook, c)
+                if hook is not None:  # a published item made private leaves what it showed
+                    self._call(hook, c, withdrawn=not c.published)
                 if record is not None:
                     try:
                         record(c)
@@ -292,9 +292,11 @@ class StoreBase:
             for fn in listeners:
                 self._call(fn, c)
 
-    def _call(self, fn: ChangeListener, c: Change) -> None:
+    def _call(self, fn: ChangeListener, c: Change, *, withdrawn: bool = False) -> None:
+        """``fn`` told of ``c``; ``withdrawn``: as the delete it is to those who saw it shared."""
+        op, item = ("delete", None) if withdrawn else (c.op, c.item)
         try:
-            fn(c.op, c.item, c.id, c.kind)
+            fn(op, item, c.id, c.kind)
         except Exception:
             self._log.exception("memstore: change listener %r raised on %s %s", fn, c.op, c.id)
 
