@@ -104,9 +104,9 @@ class Postings:
 
     def add_docs(self, start: int, docs: Sequence[Collection[str]]) -> None:
         """:meth:`add_doc` of ``docs[i]`` at slot ``start + i``, in one pass over the batch."""
-        # One C-level map numbers every word, the new ones too.
-        ids = list(map(self._wid.__getitem__, chain.from_iterable(docs)))
-        self._log_ids.extend(ids)
+        # One C-level map numbers every word, the new ones too, straight into
+        # the log (no list of the batch's numbers in between).
+        self._log_ids.extend(map(self._wid.__getitem__, chain.from_iterable(docs)))
         self._log_slots.extend(range(start, start + len(docs)))
         self._log_counts.extend(map(len, docs))
 

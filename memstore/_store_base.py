@@ -99,6 +99,7 @@ class StoreBase:
         self._items: dict[str, Item] = {}
         self._lex = LexicalIndex()
         self._index_id: dict[str, bool] = {}
+        self._minted = ""  # the last id minted as prefix + ULID (see _index_id_text)
         self._private: dict[str, set[str]] = {}
         self._backlinks: dict[str, set[str]] = {}
         self._citations: dict[str, set[str]] = {}
@@ -350,9 +351,17 @@ class StoreBase:
         )
 
     def _index_id_text(self, id: str) -> bool:
+        """Whether ``id``'s own words are indexed: not for the ULIDs the store mints.
+
+        An id that is the very string :meth:`_mint_id` minted last is a
+        ULID after the prefix (what the pattern would find, without matching
+        it): every id-less write asks this of the id it was just given.
+        """
         skip = self._config.skip_id_text
         if skip is not None:
             return not skip(id)
+        if id is self._minted:
+            return False
         prefix = self._config.id_prefix
         start = len(prefix)
         return not (

@@ -76,7 +76,8 @@ class StoreWrites(StoreBase):
         """
         new_id = self._config.new_id
         if new_id is None:
-            return self._config.id_prefix + new_ulid()
+            id = self._minted = self._config.id_prefix + new_ulid()
+            return id
         id = new_id()
         why = id_rejection(id)
         if why:

@@ -1,0 +1,120 @@
+"""More write-path shortcuts, each held to exactly what the code it replaces gives.
+
+* The journal writes a plain ``Item``'s row through pydantic-core's serializer
+  directly instead of ``model_dump_json``: the same text, for any item
+  (hypothesis: any text, datetimes at any offset, links, data).
+* ``new_ulid`` keeps the first 8 characters of the time for 1,024 ms and
+  takes the last two from a table: the same characters as encoding every
+  millisecond anew, and as ``python-ulid``, for any run of milliseconds.
+* The store knows the ids it minted are ULIDs, whose words are not indexed,
+  without matching the ULID pattern: every flag is what the pattern gives.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ulid import ULID
+
+from memstore import Config, Item, Store, ThoughtLink
+from memstore._ulid import _ALPHABET, _time_part
+from memstore.journal.version import _item_text
+
+texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+offsets = st.integers(-86_399, 86_399).map(lambda s: _dt.timezone(_dt.timedelta(seconds=s)))
+stamps = st.one_of(
+    st.none(),
+    st.builds(
+        lambda at, tz: at.replace(tzinfo=tz),
+        st.datetimes(_dt.datetime(2, 1, 1), _dt.datetime(9998, 12, 31)),
+        st.one_of(st.just(_dt.UTC), offsets),
+    ),
+)
+links = st.builds(
+    ThoughtLink,
+    to_id=st.text("abc", min_size=1, max_size=3),
+    relation=st.sampled_from(["explains", "triggers"]),
+    weight=st.floats(0.0001, 1.0),
+)
+items = st.builds(
+    Item,
+    id=texts,
+    kind=st.sampled_from(["note", "observation", "stable_fact"]),
+    title=texts,
+    content=texts,
+    subject=texts,
+    confidence=st.sampled_from(["", "high", "low"]),
+    tags=st.lists(texts, max_size=3),
+    links=st.lists(links, max_size=2),
+    supersedes=st.lists(texts, max_size=2),
+    evidence_refs=st.lists(texts, max_size=2),
+    stale_after=stamps,
+    created_at=stamps,
+    updated_at=stamps,
+    event_date=texts,
+    data=st.dictionaries(texts, texts, max_size=2),
+    no_embed=st.booleans(),
+)
+
+
+def _item_text_before(item: Item) -> str:
+    """``_item_text`` as it was: through ``model_dump_json``."""
+    text = item.model_dump_json()
+    return text[:-1] + ',"no_embed":true}' if item.no_embed else text
+
+
+@settings(max_examples=300, deadline=None)
+@given(items)
+def test_a_row_s_json_is_what_model_dump_json_wrote(item: Item) -> None:
+    assert _item_text(item) == _item_text_before(item)
+
+
+def test_a_subclass_keeps_its_own_model_dump_json() -> None:
+    class Loud(Item):
+        def model_dump_json(self, **_: object) -> str:
+            return '{"loud":true}'
+
+    assert _item_text(Loud(kind="note", title="x")) == '{"loud":true}'
+
+
+def _time_part_before(ms: int) -> str:
+    """``_time_part`` as it was: every character from the millisecond count."""
+    return "".join([_ALPHABET[(ms >> shift) & 31] for shift in range(45, -1, -5)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 2**48 - 1),
+    st.lists(st.integers(-3000, 3000), max_size=40),
+)
+def test_the_time_part_is_the_millisecond_count_encoded(start: int, steps: list[int]) -> None:
+    ms = start
+    for step in [0, *steps]:
+        ms = min(max(ms + step, 0), 2**48 - 1)
+        text = _time_part(ms)
+        assert text == _time_part_before(ms)
+        assert text == str(ULID.from_bytes(ms.to_bytes(6, "big") + bytes(10)))[:10]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        Config(),
+        Config(id_prefix="mem-"),
+        Config(skip_id_text=lambda id: id.startswith("x")),
+        Config(new_id=iter(f"n{i}" for i in range(100)).__next__),
+    ],
+    ids=["plain", "prefix", "skip_id_text", "new_id"],
+)
+def test_minted_ids_are_flagged_as_the_ulid_pattern_flags_them(config: Config) -> None:
+    store = Store(config)
+    given = [store.upsert(Item(id=id, kind="note", title="t")).id for id in ("a", "x1", "0" * 26)]
+    minted = [store.upsert(Item(kind="note", title=f"t {i}")).id for i in range(20)]
+    judge = Store(config)  # has minted nothing: every id takes the pattern
+    for id in given + minted:
+        assert store._index_id[id] == judge._index_id_text(id), id
+    assert not any(store._index_id[id] for id in minted) or config.skip_id_text or config.new_id
+    store._check()
