@@ -1,8 +1,10 @@
 """More write-path shortcuts, each held to exactly what the code it replaces gives.
 
 * The journal writes a plain ``Item``'s row through pydantic-core's serializer
-  directly instead of ``model_dump_json``: the same text, for any item
-  (hypothesis: any text, datetimes at any offset, links, data).
+  directly instead of ``model_dump_json``, and an item whose datetimes are in
+  UTC or whole minutes off it through a serializer of the same fields without
+  the model's per-datetime callback: the same text, for any item (hypothesis:
+  any text, datetimes at any offset, links, data; plain and shared containers).
 * ``new_ulid`` keeps the first 8 characters of the time for 1,024 ms and
   takes the last two from a table: the same characters as encoding every
   millisecond anew, and as ``python-ulid``, for any run of milliseconds.
@@ -20,11 +22,15 @@ from hypothesis import strategies as st
 from ulid import ULID
 
 from memstore import Config, Item, Store, ThoughtLink
+from memstore._shared import share_containers
 from memstore._ulid import _ALPHABET, _time_part
-from memstore.journal.version import _item_text
+from memstore.journal.version import _item_text, _plain_stamps
 
 texts = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
-offsets = st.integers(-86_399, 86_399).map(lambda s: _dt.timezone(_dt.timedelta(seconds=s)))
+offsets = st.one_of(
+    st.integers(-86_399, 86_399),  # mostly with seconds: written in UTC
+    st.integers(-1439, 1439).map(lambda m: 60 * m),  # whole minutes: written as they are
+).map(lambda s: _dt.timezone(_dt.timedelta(seconds=s)))
 stamps = st.one_of(
     st.none(),
     st.builds(
@@ -70,6 +76,18 @@ def _item_text_before(item: Item) -> str:
 @given(items)
 def test_a_row_s_json_is_what_model_dump_json_wrote(item: Item) -> None:
     assert _item_text(item) == _item_text_before(item)
+    stored = item.clone()
+    share_containers(stored)  # what the journal is given: the store's own item
+    assert _item_text(stored) == _item_text_before(item)
+
+
+def test_a_restored_item_s_utc_is_pydantic_s_and_takes_the_plain_path() -> None:
+    at = '"2026-01-02T03:04:05.123456Z"'
+    item = Item.model_validate_json(f'{{"kind":"note","title":"x","updated_at":{at}}}')
+    assert _plain_stamps(item.__dict__)
+    assert _item_text(item) == _item_text_before(item)
+    east = _dt.timezone(_dt.timedelta(seconds=561))
+    assert not _plain_stamps(Item(kind="n", title="x", created_at=_dt.datetime.now(east)).__dict__)
 
 
 def test_a_subclass_keeps_its_own_model_dump_json() -> None:
