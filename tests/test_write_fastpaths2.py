@@ -10,6 +10,11 @@
   millisecond anew, and as ``python-ulid``, for any run of milliseconds.
 * The store knows the ids it minted are ULIDs, whose words are not indexed,
   without matching the ULID pattern: every flag is what the pattern gives.
+* A write with no host hook keeps a ``stored_copy`` of its own item and hands
+  that item back, instead of keeping the item and handing back a clone of it:
+  the same items stored and returned (fields and fields set) as a store that
+  clones, over any run of writes, and the item handed back shares nothing
+  with the store.
 """
 
 from __future__ import annotations
@@ -136,3 +141,92 @@ def test_minted_ids_are_flagged_as_the_ulid_pattern_flags_them(config: Config) -
         assert store._index_id[id] == judge._index_id_text(id), id
     assert not any(store._index_id[id] for id in minted) or config.skip_id_text or config.new_id
     store._check()
+
+
+class _CloningStore(Store):
+    """The store as it was: it keeps the write's item and hands back a clone of it."""
+
+    def _store_locked(self, it: Item) -> Item:
+        if self._config.before is not None:
+            it = self._amended(it)
+        self._write(it.id, it)
+        return it.clone()
+
+
+def _config() -> Config:
+    ticks = iter(range(10**6))
+    ids = iter(range(10**6))
+    start = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+    return Config(
+        clock=lambda: start + _dt.timedelta(seconds=next(ticks)),
+        new_id=lambda: f"m{next(ids)}",
+    )
+
+
+def _state(it: Item) -> tuple[dict[str, object], set[str]]:
+    d = dict(it.__dict__)
+    d["links"] = [link.model_dump() for link in it.links]
+    d["tags"], d["supersedes"], d["evidence_refs"] = (
+        list(it.tags),
+        list(it.supersedes),
+        list(it.evidence_refs),
+    )
+    d["data"] = dict(it.data)
+    return d, set(it.model_fields_set)
+
+
+writes = st.lists(
+    st.tuples(st.sampled_from(["", "a", "b", "c"]), items, st.booleans()), max_size=12
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(writes)
+def test_the_item_handed_back_is_what_a_clone_of_the_stored_one_was(
+    runs: list[tuple[str, Item, bool]],
+) -> None:
+    new, old = Store(_config()), _CloningStore(_config())
+    for id, item, many in runs:
+        item = item.clone(id=id, supersedes=[], links=[], created_at=None, updated_at=None)
+        got: list[Item | Exception] = []
+        for store in (new, old):
+            try:
+                if many:
+                    got.append(store.upsert_many([item])[0])
+                else:
+                    got.append(store.upsert(item))
+            except Exception as e:  # the same refusal from both
+                got.append(e)
+        a, b = got
+        if isinstance(a, Exception) or isinstance(b, Exception):
+            assert type(a) is type(b) and str(a) == str(b)
+            continue
+        assert _state(a) == _state(b)
+        assert type(a.tags) is list and type(a.data) is dict
+        assert _state(new._items[a.id]) == _state(old._items[b.id])
+        kept = _state(new._items[a.id])
+        a.tags.append("mine")  # the writer's own item: the store does not see it change
+        a.data["k"] = "v"
+        a.title = "changed"
+        assert _state(new._items[a.id]) == kept
+    assert {k: _state(v) for k, v in new._items.items()} == {
+        k: _state(v) for k, v in old._items.items()
+    }
+    new._check()
+
+
+def test_a_link_handed_back_is_not_the_stored_one() -> None:
+    store = Store()
+    target = store.upsert(Item(kind="note", title="target"))
+    link = ThoughtLink(to_id=target.id, relation="explains", weight=0.5)
+    got = store.upsert(Item(kind="note", title="x", links=[link]))
+    got.links[0].weight = 0.25  # the writer's copy is its own to change
+    assert store.get(got.id).links[0].weight == 0.5  # type: ignore[union-attr]
+    store._check()
+
+
+def test_with_a_host_hook_the_store_keeps_the_item_the_hook_saw() -> None:
+    seen: list[Item] = []
+    store = Store(Config(before=seen.append))
+    got = store.upsert(Item(kind="note", title="x"))
+    assert store._items[got.id] is seen[0] and got is not seen[0]
