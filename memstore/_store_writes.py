@@ -12,7 +12,8 @@ Every write of a new or changed item goes the same way, in one place:
    private item's subject and a default deadline.
 3. :meth:`StoreWrites._store_locked` runs the host's ``before`` seam and
    writes through :meth:`~memstore._store_base.StoreBase._write` (indexes,
-   undo log, change records); the caller gets a copy back.
+   undo log, change records); the caller gets a copy back (the write's own
+   item, when the store kept a copy of it: one copy a write either way).
 
 :meth:`StoreWrites.upsert_dedup` adds a step between 2 and 3 for
 model-authored knowledge: a restatement of an active cell of the same kind is
