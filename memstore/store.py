@@ -114,23 +114,26 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         never for a private item, a link-only edit, a mirror that changed
         nothing, or an id the ``quiet`` seam names. The bridge to a change stream.
 
-        An item made private is a private item: the hook hears nothing of it
-        (nor of its delete later), so a copy kept of the item as it was
-        published stays, stale. To keep copies, use
-        :meth:`set_change_record_hook`, which hears that change (the item
-        withdrawn) too.
+        An item made private leaves the shared items the hook shows: it hears
+        that upsert as ``("delete", None, id, kind)``, so a consumer drops the
+        copy it kept of the item as it was shared, and then nothing of the item
+        while it stays private (its edits, its delete); shared again, it is an
+        upsert. :meth:`set_change_record_hook` hears that change as it was
+        made (an upsert, ``published`` false, the item before it in
+        ``previous``).
         """
         self._change_hook = fn
 
     def set_change_record_hook(self, fn: Callable[[Change], None] | None) -> None:
         """Install (or clear) a change hook that receives the whole :class:`Change`.
 
-        Fired when the change hook would be (same changes, same order, lock
-        released), beside it, and for one change more: an upsert that makes
-        a published item private (``change.published`` is ``False``, the
-        item private, ``change.previous`` the item as it was seen), so that a
-        change stream can withdraw the item from those who saw it. Nothing
-        else about a private item reaches it. ``change.previous`` also carries
+        Fired when the change hook is (same changes, same order, lock
+        released), beside it. An upsert that makes a published item private,
+        which the change hook hears as a delete, reaches it as it was made
+        (``change.published`` is ``False``, the item private,
+        ``change.previous`` the item as it was seen), so that a change stream
+        can withdraw the item from those who saw it. Nothing else about a
+        private item reaches it. ``change.previous`` also carries
         the item a delete removed, or an upsert replaced, so a change stream
         can route the change by the partition the item was in.
         ``Config.published`` fires once per published change whichever hooks

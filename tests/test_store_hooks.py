@@ -102,6 +102,53 @@ def test_change_hook_is_not_told_about_private_items(store: Store, recorder: Rec
     assert [c.published for g in recorder.groups for c in g] == [False] * 4
 
 
+def test_change_hook_hears_an_item_made_private_as_its_delete(
+    make_store: StoreFactory, recorder: Recorder
+) -> None:
+    # The hook is the bridge to a change stream of shared items: a consumer
+    # keeps copies of what it was shown. Before, an item made private was never
+    # heard of again, so the copy of it as it was shared stayed with every
+    # consumer; now the hook hears the delete it is to them (no private content:
+    # item None), and nothing more of the item while it stays private.
+    store = make_store(quiet=lambda id: id == "heartbeat")
+    records: list[Change] = []
+    store.set_change_record_hook(records.append)
+
+    store.upsert(_note("a", "ledger latency"))
+    store.upsert(_private("a", "ledger latency, mine now"))
+    store.upsert(_private("a", "ledger latency, edited in private"))
+    store.delete("a")
+    store.upsert(_note("b", "payment backlog"))
+    store.upsert(_private("b", "payment backlog, mine"))
+    store.upsert(_note("b", "payment backlog, shared again"))
+    store.upsert(_note("heartbeat", "status"))
+    store.upsert(_private("heartbeat", "status, mine"))  # a quiet id: never heard of
+    with store.batch():
+        store.upsert(_note("c", "tax deadline"))
+        store.upsert(_private("c", "tax deadline, mine"))
+
+    assert recorder.hook == [  # the stored objects, as the record hook got them
+        ("upsert", records[0].item, "a", "note"),
+        ("delete", None, "a", "note"),
+        ("upsert", records[2].item, "b", "note"),
+        ("delete", None, "b", "note"),
+        ("upsert", records[4].item, "b", "note"),
+        ("upsert", records[5].item, "c", "note"),
+        ("delete", None, "c", "note"),
+    ]
+    # The record hook hears the same changes, each as it was made.
+    assert [(c.op, c.id, c.published) for c in records] == [
+        ("upsert", "a", True),
+        ("upsert", "a", False),
+        ("upsert", "b", True),
+        ("upsert", "b", False),
+        ("upsert", "b", True),
+        ("upsert", "c", True),
+        ("upsert", "c", False),
+    ]
+    assert recorder.published == 4  # Config.published: the published changes alone
+
+
 def test_change_hook_is_not_told_about_link_only_edits(store: Store, recorder: Recorder) -> None:
     _seed(store)
     recorder.clear()

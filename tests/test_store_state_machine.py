@@ -546,7 +546,8 @@ class StoreMachine(RuleBasedStateMachine):
     def change(
         self, id: str, rec: Rec | None, *, old: Rec | None = None, links: bool = False
     ) -> tuple[str, bool]:
-        """Record a predicted change to ``id`` (``None`` deletes) and describe it."""
+        """Record a predicted change to ``id`` (``None`` deletes) and describe it: the id, and
+        whether the change hook hears of it (published, or a published item made private)."""
         old = old if old is not None else self.recs.get(id)
         scope_of = rec if rec is not None else old
         assert scope_of is not None
@@ -554,7 +555,9 @@ class StoreMachine(RuleBasedStateMachine):
             del self.recs[id]
         else:
             self.recs[id] = rec
-        return id, scope_of.scope == "public" and not links
+        withdrawn = rec is not None and rec.scope == "private" and old is not None
+        withdrawn = withdrawn and old is not None and old.scope == "public"
+        return id, (scope_of.scope == "public" or withdrawn) and not links
 
     # ------------------------------------------------------------ operations
 
