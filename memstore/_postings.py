@@ -23,8 +23,8 @@ and each touched word's array grows by one concatenation).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import is_, itemgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -104,9 +104,9 @@ class Postings:
 
     def add_docs(self, start: int, docs: Sequence[Collection[str]]) -> None:
         """:meth:`add_doc` of ``docs[i]`` at slot ``start + i``, in one pass over the batch."""
-        # One C-level map numbers every word, the new ones too.
-        ids = list(map(self._wid.__getitem__, chain.from_iterable(docs)))
-        self._log_ids.extend(ids)
+        # One C-level map numbers every word, the new ones too, straight into
+        # the log (no list of the batch's numbers in between).
+        self._log_ids.extend(map(self._wid.__getitem__, chain.from_iterable(docs)))
         self._log_slots.extend(range(start, start + len(docs)))
         self._log_counts.extend(map(len, docs))
 
@@ -203,8 +203,10 @@ class Postings:
         if len(ids) == 1:
             return self._array(ids[0])
         parts: tuple[Slots | None, ...] = itemgetter(*ids)(self._arrays)
-        if self._lazy and any(p is None for p in parts):
-            parts = tuple(self._array(i) for i in ids)
+        # Any array not sliced from the base yet? (A C-level scan: a short
+        # token's prefix matches can number ten thousand words.)
+        if self._lazy and any(map(is_, parts, repeat(None))):
+            parts = tuple(map(self._array, ids))
         return np.concatenate(parts)  # type: ignore[arg-type]
 
     def renumber(self, new_slot: npt.NDArray[np.int32]) -> None:

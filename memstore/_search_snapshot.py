@@ -56,34 +56,38 @@ class LinkGraph:
     The neighbours of slot ``s`` are ``other[start[s]:start[s + 1]]`` with the
     link weights ``weight[...]``: every ``s -> t`` link gives ``t`` to ``s``'s
     row and ``s`` to ``t``'s (a link is an association, as in
-    :meth:`~memstore.store.Store.neighbours`). Liveness is not baked in: a
-    search masks both ends at its own ``now``.
+    :meth:`~memstore.store.Store.neighbours`); ``own[...]`` is true of the
+    first (the row's item holds the link) and false of the second (the other
+    end, one of its linkers, holds it). Liveness is not baked in: a search
+    masks both ends at its own ``now``.
     """
 
     start: npt.NDArray[np.intp]
     other: npt.NDArray[np.intp]
     weight: npt.NDArray[np.float64]
+    own: npt.NDArray[np.bool_]
 
     @classmethod
     def build(
         cls, items: list[Item], slot: dict[str, int], relations: Collection[str]
     ) -> LinkGraph:
         """The graph of ``items`` (slot order) along ``relations``; dangling links are left out."""
-        rows: list[list[tuple[int, float]]] = [[] for _ in items]
+        rows: list[list[tuple[int, float, bool]]] = [[] for _ in items]
         for s, it in enumerate(items):
             for link in it.links:
                 t = slot.get(link.to_id)
                 if t is None or link.relation not in relations:
                     continue
-                rows[s].append((t, link.weight))
-                rows[t].append((s, link.weight))
+                rows[s].append((t, link.weight, True))
+                rows[t].append((s, link.weight, False))
         counts = np.fromiter((len(r) for r in rows), np.intp, len(rows))
         start = np.zeros(len(rows) + 1, np.intp)
         np.cumsum(counts, out=start[1:])
         flat = [edge for r in rows for edge in r]
-        other = np.fromiter((t for t, _ in flat), np.intp, len(flat))
-        weight = np.fromiter((w for _, w in flat), np.float64, len(flat))
-        return cls(start, other, weight)
+        other = np.fromiter((t for t, _, _ in flat), np.intp, len(flat))
+        weight = np.fromiter((w for _, w, _ in flat), np.float64, len(flat))
+        own = np.fromiter((o for _, _, o in flat), np.bool_, len(flat))
+        return cls(start, other, weight, own)
 
     def edges(
         self, sources: npt.NDArray[np.intp]
@@ -141,6 +145,7 @@ class SearchSnapshot:
         self.first_deadline_us = int(self.deadline_us.min()) if n else int(NEVER_US)
         """The earliest deadline: before it, no item is past its own."""
         self._graphs: dict[frozenset[str], LinkGraph] = {}
+        self._linkers: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         self._partition_masks: dict[str, npt.NDArray[np.bool_]] = {}
         self._readable: dict[tuple[str, tuple[str, ...], str | None], npt.NDArray[np.bool_]] = {}
 
@@ -154,6 +159,30 @@ class SearchSnapshot:
         if g is None:
             g = self._graphs[key] = LinkGraph.build(self.items, self.slot, key)
         return g
+
+    def linkers(self) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """Who links to each slot, by any relation: compressed rows of id ranks, ascending.
+
+        ``ranks[start[s]:start[s + 1]]`` are the :attr:`id_rank` of the items
+        holding a link to slot ``s``, each once, smallest first: the store's
+        reverse-link index (``Store.linker_ids``) over slots. Built on first use.
+        """
+        if self._linkers is None:
+            n, slot = len(self), self.slot
+            to, by = [], []
+            for s, it in enumerate(self.items):
+                for link in it.links:
+                    t = slot.get(link.to_id)
+                    if t is not None:
+                        to.append(t)
+                        by.append(s)
+            # One key per (target, linker's rank): sorted and made unique in one call.
+            keys = np.unique(np.array(to, np.intp) * n + self.id_rank[np.array(by, np.intp)])
+            width = max(n, 1)
+            start = np.zeros(n + 1, np.intp)
+            np.cumsum(np.bincount(keys // width, minlength=n), out=start[1:])
+            self._linkers = start, keys % width
+        return self._linkers
 
     def kinds_mask(self, names: Collection[str]) -> npt.NDArray[np.bool_]:
         """Slots whose kind is one of ``names``."""

@@ -49,9 +49,18 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from memstore.item import STORED_REFUSAL, Item, _set_fields_set
+from memstore.item import (
+    STORED_REFUSAL,
+    Item,
+    _copy_link,
+    _new_item,
+    _set_attr,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+)
 
-__all__ = ["share_containers"]
+__all__ = ["share_containers", "stored_copy"]
 
 _REFUSED = STORED_REFUSAL
 
@@ -164,6 +173,29 @@ def share_containers(item: Item) -> None:
     elif type(data) is not _FrozenDict:
         d["data"] = _FrozenDict(data)
     _freeze_fields(item)
+
+
+def stored_copy(item: Item) -> Item:
+    """A copy of ``item`` for the store to keep, once :func:`share_containers` has run on it.
+
+    :meth:`Item.clone` copies every list and dict, and :func:`share_containers`
+    then replaces each of them with a shared (or frozen) one made from its
+    contents: so this copies only what that leaves in place, the links (a
+    stored item's are frozen, so a link must not be the caller's), and lets
+    the copy point at ``item``'s other containers until then. The two share
+    nothing after it: the write's item can go back to its writer as the item
+    stored (equal to a clone of the stored one), one copy a write fewer.
+    """
+    d = item.__dict__.copy()
+    links = d["links"]
+    if links:
+        d["links"] = [_copy_link(link) for link in links]
+    new = _new_item(Item)
+    _set_attr(new, "__dict__", d)
+    _set_fields_set(new, set(item.__pydantic_fields_set__))
+    _set_extra(new, None)
+    _set_private(new, None)
+    return new
 
 
 def _freeze_fields(model: BaseModel) -> None:

@@ -16,6 +16,7 @@ from typing import Literal
 
 from sortedcontainers import SortedKeyList
 
+from memstore._anchors import Anchors
 from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
 from memstore._shared import share_containers
@@ -99,6 +100,7 @@ class StoreBase:
         self._items: dict[str, Item] = {}
         self._lex = LexicalIndex()
         self._index_id: dict[str, bool] = {}
+        self._minted = ""  # the last id minted as prefix + ULID (see _index_id_text)
         self._private: dict[str, set[str]] = {}
         self._backlinks: dict[str, set[str]] = {}
         self._citations: dict[str, set[str]] = {}
@@ -113,6 +115,7 @@ class StoreBase:
         # Counts by partition, kind and status: made at the first ask (StoreReads.tally),
         # then kept by _set; a bulk fill drops it (the next ask counts again).
         self._tally: Tally | None = None
+        self._anchors: Anchors | None = None  # likewise, at the first anchor lookup
         self._txn: _Txn | None = None
         self._tls = threading.local()
         self._unpublished: list[Change] = []
@@ -350,9 +353,17 @@ class StoreBase:
         )
 
     def _index_id_text(self, id: str) -> bool:
+        """Whether ``id``'s own words are indexed: not for the ULIDs the store mints.
+
+        An id that is the very string :meth:`_mint_id` minted last is a
+        ULID after the prefix (what the pattern would find, without matching
+        it): every id-less write asks this of the id it was just given.
+        """
         skip = self._config.skip_id_text
         if skip is not None:
             return not skip(id)
+        if id is self._minted:
+            return False
         prefix = self._config.id_prefix
         start = len(prefix)
         return not (
@@ -371,6 +382,11 @@ class StoreBase:
                 self._tally.remove(old)
             if new is not None:
                 self._tally.add(new)
+        if self._anchors is not None:
+            if old is not None:
+                self._anchors.remove(old)
+            if new is not None:
+                self._anchors.add(new)
         if old is not None:
             self._by_update.remove(old)
             if old.scope == SCOPE_PRIVATE:
@@ -431,6 +447,7 @@ class StoreBase:
         """
         assert not self._items, "a fill starts from an empty store"
         self._tally = None  # counted again when next asked, not at every start-up
+        self._anchors = None  # likewise
         # One pass over the items for every per-item index: at 100k items a
         # pass is memory-bound (each item's object, dict and id are cold), so
         # fused passes cost about what one does. Fields are read from the
@@ -570,6 +587,9 @@ class StoreBase:
             assert citations == self._citations, "citation index disagrees"
             assert claims == self._claims, "supersedes index disagrees"
             assert exact == self._exact, "exact-title index disagrees"
+            if self._anchors is not None:
+                fresh = Anchors.of(self._items.values())
+                assert fresh == self._anchors, "anchor index disagrees"
 
 
 # --------------------------------------------------------------- helpers

@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from itertools import islice
 
 from memstore import arguments as arg
+from memstore._anchors import Anchors
 from memstore._ascending import ascending
 from memstore._store_base import StoreBase
 from memstore._tally import Tally
@@ -335,7 +336,7 @@ class StoreReads(StoreBase):
             return out, walk.complete
 
     def neighbours(
-        self, ids: Iterable[str], relations: Collection[str]
+        self, ids: Iterable[str], relations: Collection[str], *, reach: int = 0
     ) -> dict[str, list[tuple[str, float]]]:
         """One hop along links of ``relations``, both ways: ``id -> [(other, weight), ...]``.
 
@@ -345,9 +346,32 @@ class StoreReads(StoreBase):
         item is copied or read through the ``read`` seam: this is the graph
         alone, for a caller scoring many candidates (the searcher's spreading).
         Cost: O(links of the ids).
+
+        An id's own links are few; the items linking to it (its linkers) may
+        be a hundred thousand. ``reach`` (``0``: no bound) bounds how many
+        linkers are read in all, counting each of them whatever its relation
+        or state: the ids are taken in the order given, each reads all its
+        linkers while the count stays within ``reach``; the first that would
+        pass it reads its first linkers by id up to ``reach``, and the ids
+        after it read none (their own links still count). Under the bound the
+        answer is the unbounded one.
+
+        >>> from memstore.item import Item, ThoughtLink
+        >>> from memstore.store import Store
+        >>> store = Store()
+        >>> for id in ("hub", "other"):
+        ...     _ = store.upsert(Item(id=id, kind="note", content=id))
+        >>> for n in range(3):
+        ...     _ = store.upsert(Item(id=f"s{n}", kind="note", content="spoke", links=[
+        ...         ThoughtLink(to_id="hub", relation="explains"),
+        ...         ThoughtLink(to_id="other", relation="explains")]))
+        >>> found = store.neighbours(["hub", "other"], ["explains"], reach=4)
+        >>> sorted(o for o, _ in found["hub"]), [o for o, _ in found["other"]]
+        (['s0', 's1', 's2'], ['s0'])
         """
         _check_ids(ids, "ids")
         _check_ids(relations, "relations")
+        reach = arg.count(reach, "reach", 0)
         wanted = frozenset(relations)
         out: dict[str, list[tuple[str, float]]] = {}
         if not wanted:
@@ -355,6 +379,7 @@ class StoreReads(StoreBase):
         with self._locked():
             now = self._now()
             items, backlinks = self._items, self._backlinks
+            left = reach  # linkers still to be read, when bounded
 
             def live(id: str) -> Item | None:  # _traversable, returning the item
                 it = items.get(id)
@@ -371,7 +396,13 @@ class StoreReads(StoreBase):
                     for link in it.links
                     if link.relation in wanted and live(link.to_id) is not None
                 ]
-                for src in backlinks.get(id, ()):
+                linkers: Iterable[str] = backlinks.get(id, ())
+                if reach:
+                    n = len(backlinks.get(id, ()))
+                    if n > left:  # the first ``left`` by id, the rest not even sorted
+                        linkers, n = islice(ascending(backlinks[id]), left), left
+                    left -= n
+                for src in linkers:
                     other = live(src)
                     if other is not None:
                         found.extend(
@@ -464,11 +495,15 @@ class StoreReads(StoreBase):
         return [s.item for s in self.traverse_scored(anchor_ids, max_depth, decay)]
 
     def resolve_anchors(self, anchor: str) -> list[str]:
-        """Map an anchor string to ids of shared, active items.
+        """Map an anchor string to ids of shared, active items, in id order.
 
         An exact id first (case-insensitively); failing that, every item whose
-        subject is the anchor; failing that, every item whose subject or title
-        contains it. Private items never resolve.
+        subject is the anchor (case-insensitively); failing that, every item
+        whose subject or title contains it. Private items never resolve.
+        Answered from an index the store builds at the first call and keeps
+        as items change (:class:`~memstore._anchors.Anchors`): the first two
+        are a dict lookup each, the last one pass over the distinct subjects
+        and titles; none reads every item.
         """
         _check_filters(anchor=anchor)
         needle = anchor.strip().casefold()
@@ -476,15 +511,12 @@ class StoreReads(StoreBase):
             return []
         with self._locked():
             now = self._now()
-            live = [
-                it for it in self._items.values() if it.scope != SCOPE_PRIVATE and it.is_active(now)
-            ]
-            for test in (
-                lambda it: it.id.casefold() == needle,
-                lambda it: it.subject.casefold() == needle,
-                lambda it: needle in it.subject.casefold() or needle in it.title.casefold(),
-            ):
-                ids = sorted(it.id for it in live if test(it))
+            items = self._items
+            if self._anchors is None:
+                self._anchors = Anchors.of(items.values())
+            anchors = self._anchors
+            for lookup in (anchors.by_id, anchors.by_subject, anchors.containing):
+                ids = sorted(id for id in lookup(needle) if items[id].is_active(now))
                 if ids:
                     return ids
             return []

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from memstore import arguments as arg
 from memstore._gc import bulk_load
 from memstore._memory_build import validated
+from memstore._shared import stored_copy
 from memstore._store_base import StoreBase, _unfolded
 from memstore._ulid import new_ulid
 from memstore.arguments import describe
@@ -76,7 +77,8 @@ class StoreWrites(StoreBase):
         """
         new_id = self._config.new_id
         if new_id is None:
-            return self._config.id_prefix + new_ulid()
+            id = self._minted = self._config.id_prefix + new_ulid()
+            return id
         id = new_id()
         why = id_rejection(id)
         if why:
@@ -215,8 +217,21 @@ class StoreWrites(StoreBase):
         return self._store_locked(it)
 
     def _store_locked(self, it: Item) -> Item:
-        """Run the ``before`` seam on a ready item, write it, and return a copy."""
-        if self._config.before is not None:
+        """Run the ``before`` seam on a ready item, write it, and return a copy.
+
+        ``it`` is this write's own item (a copy of the caller's, or one built
+        for the write). When no host code was handed it (no vocabulary
+        ``coerce``, ``Config.validate`` or ``Config.before``, any of which
+        could have kept a reference), nobody else holds it: the store keeps a
+        :func:`~memstore._shared.stored_copy` of it and hands ``it`` itself
+        back, which is what a clone of the stored item would be. Otherwise the
+        store keeps ``it`` and hands back a clone, as it always did.
+        """
+        cfg = self._config
+        if cfg.before is None and cfg.validate is None and self._vocab.coerce is None:
+            self._write(it.id, stored_copy(it))
+            return it
+        if cfg.before is not None:
             it = self._amended(it)
         self._write(it.id, it)
         return it.clone()

@@ -32,9 +32,25 @@ _last: tuple[int, str] = (-1, "")
 """The last millisecond seen and its 10 characters (one tuple: replaced atomically)."""
 
 
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+"""The last two characters of the time for each value of its low 10 bits."""
+_head: tuple[int, str] = (-1, "")
+"""The millisecond count shifted right by 10 bits and its first 8 characters."""
+
+
 def _time_part(ms: int) -> str:
-    """The 48-bit millisecond count as 10 characters (50 bits, two leading zeros)."""
-    return "".join([_ALPHABET[(ms >> shift) & 31] for shift in range(45, -1, -5)])
+    """The 48-bit millisecond count as 10 characters (50 bits, two leading zeros).
+
+    A writer that mints ids without pause reaches a new millisecond every few
+    ids; the first 8 characters change only every 1,024 ms, so they are kept
+    and the last two come from a table.
+    """
+    global _head
+    head = _head
+    if head[0] != ms >> 10:
+        text = "".join([_ALPHABET[(ms >> shift) & 31] for shift in range(45, 9, -5)])
+        head = _head = (ms >> 10, text)
+    return head[1] + _PAIRS[ms & 1023]
 
 
 def new_ulid() -> str:

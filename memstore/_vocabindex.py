@@ -41,6 +41,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import itemgetter
 
 import numpy as np
@@ -79,6 +80,7 @@ _MASK = (1 << 64) - 1
 _DIGIT_LO, _DIGIT_HI = ord("0"), ord("9")
 _EMPTY_U64: _U64 = np.zeros(0, np.uint64)
 _EMPTY_I32: _I32 = np.zeros(0, np.int32)
+_EMPTY_I64: _I64 = np.zeros(0, np.int64)
 _EMPTY_I32.setflags(write=False)
 
 _keep_cache: dict[int, bool] = {}
@@ -267,16 +269,26 @@ class Table:
         """The (key, value) pairs, keys repeated."""
         return np.repeat(self.keys, np.diff(self.offsets)), self.vals
 
-    def rows(self, probes: _U64) -> list[tuple[int, int]]:
-        """For each probe, the ``(start, end)`` of its values (``(0, 0)`` when absent)."""
-        if self.keys.size == 0:
-            return [(0, 0)] * int(probes.size)
-        at = np.searchsorted(self.keys, probes)
-        np.minimum(at, self.keys.size - 1, out=at)
-        hit = self.keys[at] == probes
-        lo = np.where(hit, self.offsets[at], 0).tolist()
-        hi = np.where(hit, self.offsets[at + 1], 0).tolist()
-        return list(zip(lo, hi, strict=True))
+    def rows(self, probes: Sequence[int]) -> list[tuple[int, int]]:
+        """For each probe key, the ``(start, end)`` of its values (``(0, 0)`` when absent).
+
+        One binary search for all probes; the few answers (a query token's
+        grams or stem: one to a dozen) are read back in Python, which costs
+        less than numpy's fixed cost per array operation at that size.
+        """
+        keys = self.keys
+        top = keys.size
+        if top == 0:
+            return [(0, 0)] * len(probes)
+        offsets = self.offsets
+        out: list[tuple[int, int]] = []
+        at = keys.searchsorted(np.array(probes, np.uint64)).tolist()
+        for i, key in zip(at, probes, strict=True):
+            if i < top and int(keys[i]) == key:
+                out.append((int(offsets[i]), int(offsets[i + 1])))
+            else:
+                out.append((0, 0))
+        return out
 
     def remap(self, new_id: _I32) -> Table:
         """The table with value ``v`` renamed ``new_id[v]``, those mapped to -1 dropped."""
@@ -542,10 +554,9 @@ class VocabIndex:
         self.flush()
         parts: list[list[_I32]] = [[] for _ in probes]
         if self._segments:
-            arr = np.array(probes, np.uint64)
             for seg in self._segments:
                 t: Table = getattr(seg, table)
-                for k, (lo, hi) in enumerate(t.rows(arr)):
+                for k, (lo, hi) in enumerate(t.rows(probes)):
                     if hi > lo:
                         parts[k].append(t.vals[lo:hi])
         ov = self._overlay[table]
@@ -576,7 +587,7 @@ class VocabIndex:
         """The live words holding ``gram`` (one to three characters)."""
         return self.words_of(self.gram_ids([gram])[0])
 
-    def _probe(self, table: str, probes: list[int]) -> tuple[list[int], list[int]]:
+    def _probe(self, table: str, probes: list[int]) -> tuple[_I64, _I32]:
         """Every (probe number, live word number) under the keys ``probes``, flushed first.
 
         :meth:`_lookup` without a Python step per probe and segment: each
@@ -584,16 +595,17 @@ class VocabIndex:
         ranges of the keys found are gathered by one ``arange``. Pairs may
         repeat (a word under two of the probes), in no particular order.
         """
-        ks: list[int] = []
-        vs: list[int] = []
+        ks: list[_I64] = []
+        vs: list[_I32] = []
         if self._segments:
             arr = np.array(probes, np.uint64)
             for seg in self._segments:
                 t: Table = getattr(seg, table)
-                if t.keys.size == 0:
+                top = t.keys.size
+                if top == 0:
                     continue
-                at = np.searchsorted(t.keys, arr)
-                np.minimum(at, t.keys.size - 1, out=at)
+                at = t.keys.searchsorted(arr)
+                at[at == top] = top - 1
                 hit = (t.keys[at] == arr).nonzero()[0]
                 if hit.size == 0:
                     continue
@@ -601,20 +613,28 @@ class VocabIndex:
                 n = t.offsets[at[hit] + 1] - lo
                 # Value positions lo[i], ..., lo[i] + n[i] - 1 of every hit i, in one pass.
                 skip = np.repeat(lo - (np.cumsum(n) - n), n)
-                ks.extend(np.repeat(hit, n).tolist())
-                vs.extend(t.vals[np.arange(skip.size) + skip].tolist())
+                ks.append(np.repeat(hit, n))
+                vs.append(t.vals[np.arange(skip.size) + skip])
         ov = self._overlay[table]
         if ov:
+            oks: list[int] = []
+            ovs: list[int] = []
             for k, key in enumerate(probes):
                 bucket = ov.get(key)
                 if bucket:
-                    ks.extend([k] * len(bucket))
-                    vs.extend(bucket)
-        if self._dead and vs:
-            live = self._live[np.array(vs, np.int64)].tolist()
-            ks = [k for k, ok in zip(ks, live, strict=True) if ok]
-            vs = [v for v, ok in zip(vs, live, strict=True) if ok]
-        return ks, vs
+                    oks.extend([k] * len(bucket))
+                    ovs.extend(bucket)
+            if oks:
+                ks.append(np.array(oks, np.int64))
+                vs.append(np.array(ovs, np.int32))
+        if not ks:
+            return _EMPTY_I64, _EMPTY_I32
+        k_all = ks[0] if len(ks) == 1 else np.concatenate(ks)
+        v_all = vs[0] if len(vs) == 1 else np.concatenate(vs)
+        if self._dead:
+            live = self._live[v_all]
+            k_all, v_all = k_all[live], v_all[live]
+        return k_all, v_all
 
     def deletion_words(self, strings: Sequence[str]) -> list[str]:
         """Live words one of whose one-character deletions may be one of ``strings``.
@@ -639,14 +659,14 @@ class VocabIndex:
         per segment, however many groups.
         """
         self.flush()
-        flat = [k for g in groups for k in g]
+        flat = list(chain.from_iterable(groups))
         per: list[set[int]] = [set() for _ in groups]
         if flat:
-            owner = [g for g, keys in enumerate(groups) for _ in keys]
+            owner = np.repeat(np.arange(len(groups)), list(map(len, groups)))
             probe, ids = self._probe("dels", flat)
             # A few dozen pairs: Python sets beat numpy's fixed costs.
-            for k, i in zip(probe, ids, strict=True):
-                per[owner[k]].add(i)
+            for g, i in zip(owner[probe].tolist(), ids.tolist(), strict=True):
+                per[g].add(i)
         words = self._words
         return [[words[i] for i in sorted(got)] for got in per]
 

@@ -46,7 +46,8 @@ import threading
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, compress, islice, repeat
+from operator import contains
 
 import numpy as np
 import numpy.typing as npt
@@ -129,6 +130,15 @@ class _Expansion:
     ``title_ids`` was computed: a vocabulary word may reach a title later."""
     fuzzy_ids: list[tuple[float, list[int]]] | None = None
     """``fuzzy`` as the content postings' word numbers, once computed."""
+
+
+def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
+    """Those of ``slots`` whose text holds ``pair``: ``[s for s in slots if pair in texts[s]]``.
+
+    Run by C-level iterators (``compress`` over ``map``), no bytecode per
+    slot: a joined-word check tests a few dozen to a few thousand texts.
+    """
+    return list(compress(slots, map(contains, map(texts.__getitem__, slots), repeat(pair))))
 
 
 def _padded(doc: tuple[str, list[str], list[str]]) -> str:
@@ -608,25 +618,34 @@ class Lexicon:
         self._expansions[tok] = ex
         return ex
 
-    def _joined_slots(self, ex: _Expansion) -> npt.NDArray[np.int32]:
+    def _joined_slots(
+        self, ex: _Expansion, strong: Sequence[npt.NDArray[np.int32]]
+    ) -> npt.NDArray[np.int32]:
         """The documents holding a pair of ``ex.pairs`` adjacently, not matched strongly.
 
-        The adjacency test (the pair in a document's text) settles it, so
-        when one word of a pair is in few documents those are tested as
-        they are; otherwise the pair's postings are intersected first.
+        ``strong`` holds the slots of the words of ``ex.strong`` (the
+        postings :meth:`_resolve` has concatenated already, by level): those
+        documents match at :data:`LEVEL_EDIT` or better anyway. The adjacency
+        test (the pair in a document's text) settles it, so when one word of
+        a pair is in few documents those are tested as they are; otherwise
+        the pair's postings are intersected first. Each distinct word's
+        postings are looked up once (the pairs of a short token share a few
+        words: "sha" gives ("sh", "a"), ("sa", "are"), ("zh", "are")...).
         """
         post, text = self._postings, self._doc_text
+        words = {w for pair in ex.pairs for w in pair}
+        postings = dict(zip(words, map(post.get, words), strict=True))
         exclude: npt.NDArray[np.bool_] | None = None
         found: list[int] = []
         for w1, w2 in ex.pairs:
-            a, b = post.get(w1), post.get(w2)
+            a, b = postings[w1], postings[w2]
             if not a.size or not b.size:
                 continue
             pair = f" {w1} {w2} "
             few = a if a.size <= b.size else b
             tested = few.size <= _VERIFY_MAX
             if tested:
-                hit = [s for s in few.tolist() if pair in text[s]]
+                hit = _holding(text, few.tolist(), pair)
                 if not hit:
                     continue
                 both = np.array(hit, np.int32)
@@ -636,11 +655,11 @@ class Lexicon:
                     continue
             if exclude is None:
                 exclude = np.zeros(len(self._ids), np.bool_)
-                for arr in post.gather(ex.strong):
+                for arr in strong:
                     exclude[arr] = True
             both = both[~exclude[both]]
             if both.size:
-                hit = both.tolist() if tested else [s for s in both.tolist() if pair in text[s]]
+                hit = both.tolist() if tested else _holding(text, both.tolist(), pair)
                 if hit:
                     exclude[hit] = True
                     found.extend(hit)
@@ -686,9 +705,10 @@ class Lexicon:
         if ex.title_numbered != tp.numbered:
             ex.title_ids = [(lv, tp.ids(ws)) for lv, ws in ex.by_level]
             ex.title_numbered = tp.numbered
-        groups += [(lv, [post.concat(ids)]) for lv, ids in ex.content_ids]
+        content = [(lv, post.concat(ids)) for lv, ids in ex.content_ids]
+        groups += [(lv, [arr]) for lv, arr in content]
         if ex.pairs:
-            joined = self._joined_slots(ex)
+            joined = self._joined_slots(ex, [arr for lv, arr in content if lv >= LEVEL_EDIT])
             if joined.size:
                 groups.append((LEVEL_EDIT, [joined]))
         cap, alive = len(self._ids), (self._alive if self._dead else None)

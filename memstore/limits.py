@@ -41,6 +41,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "MAX_TITLE_CHARS",
+    "SPREAD_REACH",
     "adapter_cap",
 ]
 
@@ -118,6 +119,19 @@ costs seconds. ``Memory.context`` and ``context_within``, a MemoryProtocol
 recall in mode ``graph`` and the MCP ``related`` tool all stop here; under it
 their answers are the whole walk's. An adapter may stop sooner, on purpose
 (the inspector's Related panel reads 1,000), never later."""
+SPREAD_REACH: Final = 1_000
+"""Most linkers one spreading pass of a search reads (``SearchConfig.spread_relations``).
+
+A candidate lends part of its score along its own links (a few) and along
+the links of the items linking to it, which may be a hundred thousand: read
+for every query, a hub found by a search cost seconds. Candidates lend in
+score order (ties by id) until this many linkers, of any relation or state,
+have been read; the one that would pass it lends to its first linkers by id
+up to the bound, those after it along their own links alone
+(:meth:`Store.neighbours <memstore.store.Store.neighbours>`, ``reach``).
+Under the bound the answer is the unbounded one, on both search paths.
+Smaller than :data:`CONTEXT_REACH`: a search runs far more often than a
+graph read, and a few results have no use for ten thousand loans."""
 MAX_REASON_CHARS: Final = 1_000
 """Longest reason given to ``refute``."""
 

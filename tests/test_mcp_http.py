@@ -435,3 +435,85 @@ def test_a_changed_tokens_file_is_read_again_without_a_restart(tmp_path: Path) -
         assert status("tok-new") != 401 and status("tok-old") == 401
         tokens.write_text("{not json")  # unusable: the tokens read before stay
         assert status("tok-new") != 401
+
+
+def test_a_path_other_than_mcp_is_a_json_rpc_404(tmp_path: Path) -> None:
+    """Before: Starlette's plain-text ``Not Found``, the one answer of the server that was not
+    JSON (``memstore serve`` answers an unknown route in its own JSON envelope too)."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-acme": {"tenant": "acme", "scopes": ["recall"]}}))
+    for flags in ((), ("--tokens-file", str(tokens))):
+        with http_server(tmp_path / f"data{len(flags)}", *flags) as url:
+            base = url.removesuffix("/mcp")
+            for method, path in [
+                ("GET", "/"),
+                ("POST", "/v1/recall"),
+                ("GET", "/mcpx"),
+                ("DELETE", "/mcp/session"),
+                ("GET", "/" + "x" * 300),
+            ]:
+                r = httpx.request(method, base + path, json={"jsonrpc": "2.0", "id": 1})
+                assert r.status_code == 404, (method, path, r.text)
+                message = transport_error(r)
+                assert message.startswith(f"Not Found: no route {path[:200]};"), message
+                assert message.endswith("the MCP endpoint is /mcp") and len(message) < 300
+            # /mcp itself is the endpoint as before: its own 405, not the 404.
+            auth = {"Authorization": "Bearer tok-acme"} if flags else {}
+            assert httpx.put(url, headers=auth).status_code == 405
+
+
+def test_a_request_still_running_when_the_grace_ends_is_told_to_retry(tmp_path: Path) -> None:
+    """``--shutdown-grace``, as ``memstore serve`` takes it (``tests/test_serve_crash.py``).
+
+    Before: ``memstore mcp`` had no such option (exit status 2): a request in flight at
+    SIGTERM kept the process for the fixed 10 s. Now the grace is the operator's, and a
+    request still running when it ends is answered 503 with ``Retry-After``, a JSON-RPC
+    error as every refusal of the endpoint, with one calm line in the log.
+    """
+    port, grace = free_port(), ("--shutdown-grace", "0.5")
+    log = tmp_path / "mcp.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            mcp_command(tmp_path / "data", "--transport", "http", "--port", str(port), *grace),
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        url = answering(proc, port)
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(  # the rest of the body never comes
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                % port
+                + b"Content-Type: application/json\r\nAccept: application/json, "
+                b'text/event-stream\r\nContent-Length: 200\r\n\r\n{"jsonrpc": "2.0", "id'
+            )
+            assert httpx.get(url).status_code == 405  # the server is up, the request is in
+            stopped = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert proc.wait(timeout=60) == 0
+        assert time.monotonic() - stopped < 8, "the default grace (10 s) was used"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 "), answer
+    assert b"\r\nretry-after: 1" in head.lower(), head
+    envelope = json.loads(body)
+    assert envelope["id"] is None and envelope["error"]["code"] == -32000, envelope
+    assert "shutting down" in envelope["error"]["message"]
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    assert text.count("was still running when the grace period ran out; answered 503") == 1, text
+
+
+def test_shutdown_grace_is_refused_when_it_is_not_a_positive_number(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for bad in ("0", "-1", "soon"):
+        done = run_cli("mcp", "--data", str(data), "--transport", "http", "--shutdown-grace", bad)
+        assert done.returncode == 2 and "--shutdown-grace" in done.stderr, done.stderr
+    assert not data.exists()  # refused before anything opened

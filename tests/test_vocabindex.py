@@ -99,3 +99,39 @@ def test_dead_words_are_renumbered_away() -> None:
     v.add("alpha")  # back, with a new number
     assert sorted(v.gram_words("a")) == [] and sorted(v.gram_words("lt")) == ["delta"]
     assert v.gram_words("ph") == ["alpha"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(word, min_size=1, max_size=40), st.lists(word, min_size=1, max_size=12))
+def test_many_probes_at_once_equal_one_at_a_time(ws: list[str], probes: list[str]) -> None:
+    """``gram_ids`` and ``deletion_words`` over several keys (one binary search for all,
+    answers read back in Python) agree with each key asked alone and with the reference,
+    across segments, the overlay and dead words."""
+    v = VocabIndex(compact_min=1000, overlay_max=8)
+    for n, w in enumerate(ws):
+        v.add(w)
+        if n % 5 == 4:
+            v.flush()
+    for w in ws[::3]:
+        if w in v.live_words():
+            v.remove(w)
+    vocab = set(v.live_words())
+    grams, dels = _reference(vocab)
+    keys = sorted({g for p in probes for g in Lexicon._grams_of(p)})
+    together = v.gram_ids(keys)
+    assert [sorted(v.words_of(ids)) for ids in together] == [
+        sorted(grams.get(g, set())) for g in keys
+    ]
+    assert [a.tolist() for a in together] == [v.gram_ids([g])[0].tolist() for g in keys]
+    for p, found in zip(probes, v.edit_candidates("".join(probes), _spans(probes)), strict=True):
+        want = set().union(*(dels.get(s, set()) for s in (p, *_deletions(p))))
+        assert set(found) == want, p
+
+
+def _spans(parts: list[str]) -> list[tuple[int, int]]:
+    """The spans of ``parts`` in their concatenation."""
+    out, at = [], 0
+    for p in parts:
+        out.append((at, at + len(p)))
+        at += len(p)
+    return out

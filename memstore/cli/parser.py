@@ -16,6 +16,7 @@ from memstore.web.connections import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
 )
+from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
 
 from ._common import (
     DEFAULT_DATA,
@@ -317,14 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="open connections per client IP address "
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
     )
-    web.add_argument(
-        "--shutdown-grace",
-        type=positive_number,
-        metavar="SECONDS",
-        help="on SIGTERM or SIGINT, how long requests in flight may still run; those still "
-        "running then are answered 503 unavailable with Retry-After "
-        "(default 10)",
-    )
+    _shutdown_grace(web, "")
     web.add_argument(
         "--max-body",
         type=positive_int,
@@ -378,5 +372,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=user_path,
         help="bearer tokens (needed off loopback, --transport http)",
     )
+    _shutdown_grace(p, "--transport http: ")
     p.set_defaults(fn=cmd_mcp)
     return parser
+
+
+def _shutdown_grace(group: argparse._ActionsContainer, applies: str) -> None:
+    """``--shutdown-grace``, the same for every HTTP server (read by
+    :func:`memstore.web.runner.shutdown_grace`)."""
+    group.add_argument(
+        "--shutdown-grace",
+        type=positive_number,
+        metavar="SECONDS",
+        help=f"{applies}on SIGTERM or SIGINT, how long requests in flight may still run; "
+        "those still running then are answered 503 unavailable with Retry-After "
+        f"(default {DEFAULT_GRACEFUL_SHUTDOWN_SECONDS:g})",
+    )

@@ -44,6 +44,7 @@ __all__ = [
     "TRANSPORT_ERROR",
     "gate",
     "null_error_ids",
+    "refusal_response",
     "refuse",
     "render_refusal",
 ]
@@ -94,6 +95,19 @@ async def refuse(
     ``Authorization`` header (400).
     """
     await _answer(scope, receive, send, status, error_reply(TRANSPORT_ERROR, message), headers)
+
+
+def refusal_response(
+    status: int, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """:func:`refuse`'s answer as a response, for a Starlette exception handler.
+
+    >>> r = refusal_response(404, "Not Found: no route /x")
+    >>> r.status_code, json.loads(r.body)["error"]
+    (404, {'code': -32000, 'message': 'Not Found: no route /x'})
+    """
+    body = _ascii_json(error_reply(TRANSPORT_ERROR, message))
+    return Response(body, status, headers, media_type="application/json")
 
 
 def render_refusal(refusal: Refusal) -> bytes:

@@ -20,7 +20,8 @@ with ``WWW-Authenticate: Bearer``), a token it does not know (401 with
 ``error="invalid_token"`` in the challenge), the header twice (400), and a
 GET without ``Mcp-Session-Id`` (405 with ``Allow: POST, DELETE``: no stream
 without a session, and a client of the TypeScript SDK goes on only after a 405),
-and a DELETE without it (400: there is no session to end).
+and a DELETE without it (400: there is no session to end). A request to any
+other path is 404, in the same shape (Starlette's own was plain text).
 
 The SDK runs stateful: ``initialize`` opens a session whose id the answer
 carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
@@ -46,6 +47,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -56,7 +59,7 @@ from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal
 from memstore.web.tokens import TokensFile
 
-from .gate import gate, null_error_ids, refuse
+from .gate import gate, null_error_ids, refusal_response, refuse
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
 __all__ = [
@@ -187,8 +190,24 @@ def http_app(
     endpoint = _Endpoint(manager, Caller(partition=partition), tokens, security)
     return Starlette(
         routes=[Route(MCP_PATH, endpoint=endpoint)],  # every method: _Endpoint answers a 405
+        exception_handlers={404: _not_found},
         lifespan=lambda app: manager.run(),
     )
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    """A path other than ``/mcp``: 404, a JSON-RPC error like every refusal of the endpoint.
+
+    Starlette alone answered ``Not Found`` in plain text, which a client reading
+    the endpoint's errors as JSON could not parse. ``memstore serve`` answers an
+    unknown route 404 ``not_found`` in its own envelope; here the envelope is
+    the endpoint's (:func:`~memstore.mcp.gate.refusal_response`). The path is
+    quoted, cut to 200 characters; nothing else is checked first (no token:
+    a 404 tells nothing about the memory).
+    """
+    del exc
+    path = request.url.path[:200]
+    return refusal_response(404, f"Not Found: no route {path}; the MCP endpoint is {MCP_PATH}")
 
 
 _SDK_LOGGER: Final = "mcp.server.streamable_http"

@@ -92,7 +92,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
         if not http:
             anyio.run(_stdio, server)
             return 0
-        from memstore.web.runner import ServeConfig, serve_app  # needs uvicorn
+        from memstore.web.runner import ServeConfig, serve_app, shutdown_grace  # uvicorn
 
         quiet_hangups()  # a client ending its session is not an error
         app = http_app(
@@ -111,6 +111,7 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             lifespan=True,
             on_hangup=(tokens.reload,) if tokens is not None else (),
             render=render_refusal,  # a 503 at shutdown, a 408: JSON-RPC errors too
+            graceful_shutdown_seconds=shutdown_grace(args),
         )
         serve_app(app, config)
         return 0

@@ -41,7 +41,7 @@ from memstore.web.connections import ConnectionLimits
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
-from memstore.web.runner import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ServeConfig, serve_app
+from memstore.web.runner import ServeConfig, serve_app, shutdown_grace
 from memstore.web.tokens import TokensFile
 
 __all__ = ["SEED_TOKEN_VARIABLE", "serve"]
@@ -106,12 +106,6 @@ def serve(args: argparse.Namespace) -> int:
         return 1
 
 
-def _grace(args: argparse.Namespace) -> float:
-    """``--shutdown-grace``: how long requests in flight may run on after SIGTERM."""
-    grace: float = getattr(args, "shutdown_grace", None) or DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
-    return grace
-
-
 def _serve_on(
     args: argparse.Namespace,
     sockets: list[socket.socket],
@@ -150,7 +144,7 @@ def _serve_on(
             sockets=sockets,
             limits=limits,
             on_hangup=(token.reload,) if isinstance(token, TokensFile) else (),
-            graceful_shutdown_seconds=_grace(args),
+            graceful_shutdown_seconds=shutdown_grace(args),
         )
         model = memory.cells.embedder.model_id if memory.cells is not None else "none"
         print(
@@ -172,5 +166,5 @@ def _serve_on(
         if embedder is not None:
             embedder.close()
         if app is not None:  # searches still queued finish before the storage closes
-            close_batcher(app, _grace(args))
+            close_batcher(app, shutdown_grace(args))
         memory.close()

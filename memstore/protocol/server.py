@@ -69,7 +69,12 @@ from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
 from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.mount import Mount
-from memstore.web.runner import ServeConfig, serve_app
+from memstore.web.runner import (
+    DEFAULT_GRACEFUL_SHUTDOWN_SECONDS,
+    ServeConfig,
+    serve_app,
+    shutdown_grace,
+)
 from memstore.web.tokens import TokensFile
 
 __all__ = [
@@ -87,8 +92,9 @@ TOKENS_FILE: Final = _TOKENS_FILE
 """The tokens file made in the data folder when none is given (loopback only)."""
 DEFAULT_TENANT: Final = "default"
 """The tenant of that generated token."""
-GRACEFUL_SHUTDOWN_SECONDS: Final = 10
-"""How long requests in flight may run on after a shutdown signal (``--shutdown-grace``)."""
+GRACEFUL_SHUTDOWN_SECONDS: Final = DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
+"""How long requests in flight may run on after a shutdown signal unless ``--shutdown-grace``
+says (:func:`~memstore.web.runner.shutdown_grace`, the same for every server)."""
 DEFAULT_JOURNAL_SCHEMA: Final = "memstore"
 """The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` says."""
 CONFIRMATION_KEY_LABEL: Final = b"memstore confirmations v1"
@@ -220,12 +226,6 @@ def _limits(args: argparse.Namespace) -> ConnectionLimits:
     return ConnectionLimits(**given)
 
 
-def _grace(args: argparse.Namespace) -> float:
-    """``--shutdown-grace``: how long requests in flight may run on after SIGTERM."""
-    grace: float = getattr(args, "shutdown_grace", None) or GRACEFUL_SHUTDOWN_SECONDS
-    return grace
-
-
 def _check_rates(args: argparse.Namespace) -> None:
     """Refuse a ``--rate-per-second``, ``--rate-burst`` or ``--sse-keepalive`` the app cannot take.
 
@@ -330,7 +330,7 @@ def _serve_on(
             port=args.port,
             sockets=sockets,
             limits=limits,
-            graceful_shutdown_seconds=_grace(args),
+            graceful_shutdown_seconds=shutdown_grace(args),
             on_hangup=(tokens.reload,),
             # The change feeds (/v1/events) end at once: a client on one would
             # otherwise hold the shutdown for the whole grace period.
@@ -348,5 +348,5 @@ def _serve_on(
         return 0
     finally:
         if app is not None:  # recalls still queued finish before the storage closes
-            close_batcher(app, _grace(args))
+            close_batcher(app, shutdown_grace(args))
         memory.close()

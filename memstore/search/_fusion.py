@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memstore import limits
 from memstore._lexindex import LexicalHit
 from memstore.item import Item
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
@@ -169,14 +170,18 @@ class Fusion:
         may be none. Scores are read as the channels left them, so the order in
         which candidates are visited does not matter and calling it again
         recomputes the same loan. The graph alone is read, not the items: a
-        neighbour is read only if it reaches the results.
+        neighbour is read only if it reaches the results. At most
+        :data:`~memstore.limits.SPREAD_REACH` linkers are read,
+        the best candidates' first.
         """
         self._spread = {}
         base = self._scores
         if not relations or not base:
             return
         loans: dict[str, tuple[float, str]] = {}
-        for src, others in self._searcher.store().neighbours(list(base), relations).items():
+        lenders = sorted((id for id, s in base.items() if s > 0.0), key=lambda i: (-base[i], i))
+        store, reach = self._searcher.store(), limits.SPREAD_REACH
+        for src, others in store.neighbours(lenders, relations, reach=reach).items():
             score = base[src]
             if score <= 0.0:
                 continue

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from memstore import limits
 from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
@@ -92,6 +93,8 @@ class _Inbound:
     decay_weight: npt.NDArray[np.float64]
     starts: npt.NDArray[np.intp]
     targets: npt.NDArray[np.intp]
+    own: npt.NDArray[np.bool_]
+    """Per edge: ``src`` holds the link (else ``other``, one of its linkers, does)."""
 
     @classmethod
     def of(cls, graph: LinkGraph) -> _Inbound:
@@ -103,7 +106,7 @@ class _Inbound:
         first = np.ones(other.size, np.bool_)
         first[1:] = other[1:] != other[:-1]
         starts = np.flatnonzero(first)
-        return cls(src, other, decay_weight, starts, other[starts])
+        return cls(src, other, decay_weight, starts, other[starts], graph.own[order])
 
 
 _INBOUND: weakref.WeakKeyDictionary[SearchSnapshot, dict[frozenset[str], _Inbound]] = (
@@ -121,6 +124,38 @@ def _inbound(snap: SearchSnapshot, relations: Collection[str]) -> _Inbound:
     if got is None:
         got = per[key] = _Inbound.of(snap.graph(key))
     return got
+
+
+def _linker_cap(
+    snap: SearchSnapshot,
+    lends: npt.NDArray[np.bool_],
+    base: npt.NDArray[np.float64],
+    reach: int,
+) -> npt.NDArray[np.intp] | None:
+    """Per lender, the largest id rank of a linker it may lend to; ``None``: every one.
+
+    :data:`~memstore.limits.SPREAD_REACH` over arrays, stopping
+    where :meth:`~memstore.store.Store.neighbours` stops for the general path:
+    lenders in score order (ties by id) read all their linkers (any relation,
+    any state) while the count stays within ``reach``, the first to pass it
+    its first ones by id up to ``reach``, those after it none.
+    """
+    if not reach:
+        return None
+    start, ranks = snap.linkers()
+    lenders = np.flatnonzero(lends)
+    counts = start[lenders + 1] - start[lenders]
+    if int(counts.sum()) <= reach:
+        return None
+    order = np.lexsort((snap.id_rank[lenders], -base[lenders]))
+    lenders, read = lenders[order], np.cumsum(counts[order])
+    at = int(np.searchsorted(read, reach, side="right"))  # the first lender past the bound
+    left = reach - (int(read[at - 1]) if at else 0)
+    cap = np.full(len(snap), len(snap), np.intp)  # above every rank: all its linkers
+    cut = lenders[at]
+    cap[cut] = ranks[start[cut] + left - 1] if left else -1
+    cap[lenders[at + 1 :]] = -1
+    return cap
 
 
 class LeanFusion:
@@ -267,8 +302,9 @@ class LeanFusion:
         the lender, for explanations; this path needs the amount alone). The
         graph's edges are grouped by target once per snapshot
         (:class:`_Inbound`), so a query is a handful of array operations over
-        them: every edge's loan (``-inf`` where either end may not take part),
-        then the largest per target.
+        them: every edge's loan (``-inf`` where either end may not take part,
+        or the lender is past :data:`~memstore.limits.SPREAD_REACH` linkers:
+        :func:`_linker_cap`), then the largest per target.
         """
         self._loan_to = np.zeros(0, np.intp)
         self._loan_add = np.zeros(0, np.float64)
@@ -280,6 +316,9 @@ class LeanFusion:
             return
         lends = self._scored & self._alive & (base > 0.0)
         ok = lends[inbound.src] & self._alive[inbound.other]
+        cap = _linker_cap(self._snap, lends, base, limits.SPREAD_REACH)
+        if cap is not None:
+            ok &= inbound.own | (self._snap.id_rank[inbound.other] <= cap[inbound.src])
         add = np.where(ok, inbound.decay_weight * base[inbound.src], -np.inf)
         best = np.maximum.reduceat(add, inbound.starts)
         got = best > -np.inf

@@ -13,7 +13,8 @@ One place for what every HTTP surface needs at start-up and shutdown:
   ``unavailable`` with ``Retry-After`` by
   :class:`~memstore.web.shutdown.ShutdownAnswer`, not uvicorn's bare 500),
   then :func:`serve_app` returns normally (uvicorn would re-raise the
-  signal; the caller still has resources to close);
+  signal; the caller still has resources to close); every server's
+  ``--shutdown-grace`` is read by :func:`shutdown_grace`;
 - what was loaded before serving (the Memory's items and indexes) frozen
   out of the collector's full walks (:func:`memstore._gc.frozen_heap`),
   which otherwise paused every answer for ~0.1 s about once a second under
@@ -51,7 +52,7 @@ from memstore.web.connections import (
     guarded_protocol,
 )
 from memstore.web.refusal import RenderRefusal, refusal_body
-from memstore.web.shutdown import ShutdownAnswer
+from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS, ShutdownAnswer, shutdown_grace
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_SECONDS",
@@ -59,12 +60,11 @@ __all__ = [
     "ServeConfig",
     "fit_to_descriptors",
     "serve_app",
+    "shutdown_grace",
 ]
 
 _log = logging.getLogger("memstore.web")
 
-DEFAULT_GRACEFUL_SHUTDOWN_SECONDS: Final = 10.0
-"""How long open streams may run on after a shutdown signal."""
 FD_HEADROOM: Final = 64
 """Descriptors kept free of connections (journal, logs, listeners, worker threads)."""
 

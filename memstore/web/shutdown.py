@@ -33,6 +33,7 @@ with its traceback.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 from typing import Final
@@ -41,14 +42,18 @@ from memstore.web.refusal import UNAVAILABLE, Refusal, RenderRefusal, refusal_bo
 from memstore.web.started import ASGIApp, Receive, Scope, Send, StartWatch
 
 __all__ = [
+    "DEFAULT_GRACEFUL_SHUTDOWN_SECONDS",
     "SHUTDOWN_REFUSAL",
     "SHUTDOWN_RETRY_AFTER",
     "ShutdownAnswer",
     "quiet_reported_cancellations",
+    "shutdown_grace",
 ]
 
 _log = logging.getLogger("memstore.web")
 
+DEFAULT_GRACEFUL_SHUTDOWN_SECONDS: Final = 10.0
+"""How long requests in flight and open streams may run on after a shutdown signal."""
 SHUTDOWN_RETRY_AFTER: Final = 1
 """Seconds a client cut off by a shutdown is told to wait before sending again."""
 SHUTDOWN_REFUSAL: Final = Refusal(
@@ -127,3 +132,23 @@ def quiet_reported_cancellations() -> None:
     uvicorn_log = logging.getLogger(_UVICORN_LOGGER)
     if not any(isinstance(f, _ReportedFilter) for f in uvicorn_log.filters):
         uvicorn_log.addFilter(_ReportedFilter())
+
+
+def shutdown_grace(args: argparse.Namespace) -> float:
+    """A server's ``--shutdown-grace``: how long requests in flight may run on after SIGTERM.
+
+    The one reading of the option for every server (``memstore serve``, its
+    Mind Layer API, ``memstore mcp --transport http``): the seconds given, or
+    :data:`DEFAULT_GRACEFUL_SHUTDOWN_SECONDS` when the option was not (the
+    command line refuses a number that is not positive). It becomes
+    :attr:`ServeConfig.graceful_shutdown_seconds
+    <memstore.web.runner.ServeConfig.graceful_shutdown_seconds>`; a request
+    still running when it is over gets :data:`SHUTDOWN_REFUSAL`.
+
+    >>> shutdown_grace(argparse.Namespace(shutdown_grace=0.5))
+    0.5
+    >>> shutdown_grace(argparse.Namespace(shutdown_grace=None))
+    10.0
+    """
+    grace: float | None = getattr(args, "shutdown_grace", None)
+    return DEFAULT_GRACEFUL_SHUTDOWN_SECONDS if grace is None else grace
