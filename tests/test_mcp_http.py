@@ -515,3 +515,50 @@ def test_a_session_answers_only_the_token_that_opened_it(tmp_path: Path) -> None
         assert http.delete(url, headers=owner).status_code == 200
         # Ended, it is unknown to everyone, its owner too.
         assert http.get(url, headers={**owner, **sse}).json() == unknown.json()
+
+
+def test_a_sessions_binding_goes_when_the_session_ends(tmp_path: Path) -> None:
+    """The table of session owners holds the open sessions only (it cannot grow unbounded).
+
+    A real ``/mcp`` app on a loopback uvicorn in this process, so that its table
+    can be read: a DELETE drops the session's owner, a session the SDK no
+    longer has is dropped when the next one opens, and an id whose owner is
+    gone is a 404 to its old token too.
+    """
+    import threading
+
+    import uvicorn
+    from mcp.server.lowlevel import Server
+
+    from memstore.mcp.http import http_app
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-a": {"tenant": "acme", "scopes": ["recall"]}}))
+    port = free_port()
+    app = http_app(
+        Server("bare"), host="127.0.0.1", port=port, partition=None, tokens=load_tokens(tokens)
+    )
+    endpoint = app.routes[0].endpoint  # type: ignore[attr-defined]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
+            sessions = [_open_session(http, url, "tok-a") for _ in range(3)]
+            assert len(endpoint.owners) == 3
+            assert http.delete(url, headers=sessions[0]).status_code == 200
+            assert len(endpoint.owners) == 2
+            gone = sessions[1]["Mcp-Session-Id"]
+            endpoint.manager._server_instances.pop(gone)  # ended by the SDK (as when idle)
+            _open_session(http, url, "tok-a")
+            assert gone.encode() not in endpoint.owners and len(endpoint.owners) == 2
+            for ended in sessions[:2]:
+                assert http.post(url, json=_call("recall", {}), headers=ended).status_code == 404
+    finally:
+        server.should_exit = True
+        thread.join(30)
