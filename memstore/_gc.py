@@ -42,6 +42,9 @@ no full one, for at most 10,000 garbage objects held a little longer.
 
 _frozen_lock = threading.Lock()
 _frozen_holders = 0  # open loads whose objects sit in the permanent generation
+_serving_lock = threading.Lock()
+_serving = 0  # open frozen_heap()s; the first raises the threshold, the last gives it back
+_serving_thresholds: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # (before, raised)
 
 
 class BulkLoad:
@@ -143,19 +146,32 @@ def frozen_heap() -> Iterator[None]:
     (:func:`thaw`'s bookkeeping: a restore's own freeze is kept until its
     journal closes), and gives the threshold back. With the collector off
     (the host's choice), nothing changes.
+
+    Two may overlap in one process (two servers, in any order of exit): the
+    threshold is the process's, so the first to enter raises it and the last
+    to leave gives it back (before, the first to leave put it back under the
+    other, still serving, and one leaving second could keep it raised).
     """
+    global _serving, _serving_thresholds
     if not gc.isenabled():
         yield
         return
     gc.collect()
     _hold_frozen()
-    before = gc.get_threshold()
-    raised = (max(before[0], SERVING_YOUNG_THRESHOLD), *before[1:])
-    if before[0] > 0:  # 0: the host turned collections off that way; leave it so
-        gc.set_threshold(*raised)
+    with _serving_lock:
+        if _serving == 0:
+            before = gc.get_threshold()
+            raised = (max(before[0], SERVING_YOUNG_THRESHOLD), *before[1:])
+            if before[0] > 0:  # 0: the host turned collections off that way; leave it so
+                gc.set_threshold(*raised)
+            _serving_thresholds = (before, raised)
+        _serving += 1
     try:
         yield
     finally:
-        if gc.get_threshold() == raised:  # unless the host chose another meanwhile
-            gc.set_threshold(*before)
+        with _serving_lock:
+            _serving -= 1
+            host, serving = _serving_thresholds
+            if _serving == 0 and gc.get_threshold() == serving:  # unless the host chose another
+                gc.set_threshold(*host)
         thaw()

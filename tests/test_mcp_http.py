@@ -517,3 +517,130 @@ def test_shutdown_grace_is_refused_when_it_is_not_a_positive_number(tmp_path: Pa
         done = run_cli("mcp", "--data", str(data), "--transport", "http", "--shutdown-grace", bad)
         assert done.returncode == 2 and "--shutdown-grace" in done.stderr, done.stderr
     assert not data.exists()  # refused before anything opened
+
+
+def _open_session(http: httpx.Client, url: str, token: str) -> dict[str, str]:
+    """Headers for a new session opened (``initialize``, then ``initialized``) with ``token``."""
+    auth = {"Authorization": f"Bearer {token}"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    opened = http.post(url, json=init, headers=auth)
+    assert opened.status_code == 200, opened.text
+    session = {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert http.post(url, json=done, headers=session).status_code == 202
+    return session
+
+
+def _call(name: str, arguments: dict[str, object]) -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def test_a_session_answers_only_the_token_that_opened_it(tmp_path: Path) -> None:
+    """Before: any valid token could use another token's session by its ``Mcp-Session-Id``.
+
+    The session was tied to nothing, so a second tenant's token (or a second token
+    of the same tenant) given the id could open the session's GET stream (its
+    server messages) with a 200, call tools on it, and end it with a DELETE (200,
+    the owner's next request then a 404). Now a session answers the token that
+    opened it alone: to any other it is a 404, the very answer of an unknown session.
+    """
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tok-acme": {"tenant": "acme", "scopes": ["recall", "ingest"]},
+                "tok-acme-2": {"tenant": "acme", "scopes": ["recall", "ingest"]},
+                "tok-other": {"tenant": "other", "scopes": ["recall", "ingest"]},
+            }
+        )
+    )
+    sse = {"Accept": "text/event-stream"}
+    with (
+        http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url,
+        httpx.Client(headers=SSE_AND_JSON, timeout=30) as http,
+    ):
+        owner = _open_session(http, url, "tok-acme")
+        note = _call("remember", {"content": "Acme's vault code is 7731."})
+        assert http.post(url, json=note, headers=owner).status_code == 200
+        unknown = http.get(url, headers={**owner, **sse, "Mcp-Session-Id": "f" * 32})
+        assert unknown.status_code == 404
+        for stranger in ("tok-other", "tok-acme-2"):
+            theirs = {**owner, "Authorization": f"Bearer {stranger}"}
+            with http.stream("GET", url, headers={**theirs, **sse}) as stream:  # 200: endless
+                assert stream.status_code == 404, (stranger, stream.headers)
+                answers = [stream.read() and stream]
+            answers.append(http.post(url, json=_call("recall", {"query": "vault"}), headers=theirs))
+            answers.append(http.delete(url, headers=theirs))
+            for r in answers:
+                assert r.status_code == 404, (stranger, r.request.method, r.text)
+                assert r.json() == unknown.json()
+                assert "mcp-session-id" not in r.headers
+        # The owner's session is untouched, its stream and tools as before.
+        with http.stream("GET", url, headers={**owner, **sse}) as stream:
+            assert stream.status_code == 200
+        answer = http.post(url, json=_call("recall", {"query": "vault"}), headers=owner)
+        assert answer.status_code == 200 and "7731" in answer.text
+        assert http.delete(url, headers=owner).status_code == 200
+        # Ended, it is unknown to everyone, its owner too.
+        assert http.get(url, headers={**owner, **sse}).json() == unknown.json()
+
+
+def test_a_sessions_binding_goes_when_the_session_ends(tmp_path: Path) -> None:
+    """The table of session owners holds the open sessions only (it cannot grow unbounded).
+
+    A real ``/mcp`` app on a loopback uvicorn in this process, so that its table
+    can be read: a DELETE drops the session's owner, a session the SDK no
+    longer has is dropped when the next one opens, and an id whose owner is
+    gone is a 404 to its old token too.
+    """
+    import threading
+
+    import uvicorn
+    from mcp.server.lowlevel import Server
+
+    from memstore.mcp.http import http_app
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tok-a": {"tenant": "acme", "scopes": ["recall"]}}))
+    port = free_port()
+    app = http_app(
+        Server("bare"), host="127.0.0.1", port=port, partition=None, tokens=load_tokens(tokens)
+    )
+    endpoint = app.routes[0].endpoint  # type: ignore[attr-defined]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline and thread.is_alive()
+            time.sleep(0.05)
+        with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
+            sessions = [_open_session(http, url, "tok-a") for _ in range(3)]
+            assert len(endpoint.owners) == 3
+            assert http.delete(url, headers=sessions[0]).status_code == 200
+            assert len(endpoint.owners) == 2
+            gone = sessions[1]["Mcp-Session-Id"]
+            endpoint.manager._server_instances.pop(gone)  # ended by the SDK (as when idle)
+            _open_session(http, url, "tok-a")
+            assert gone.encode() not in endpoint.owners and len(endpoint.owners) == 2
+            for ended in sessions[:2]:
+                assert http.post(url, json=_call("recall", {}), headers=ended).status_code == 404
+    finally:
+        server.should_exit = True
+        thread.join(30)

@@ -141,3 +141,41 @@ def test_a_cold_recall_reads_the_journal_once_and_a_warm_one_not_at_all(tmp_path
         hits = verbs.recall(TENANT, req)
         assert len(hits) == 7 and verbs.reads == 1
         assert verbs.recall(TENANT, req) == hits and verbs.reads == 1
+
+
+def put_back_after_delete(mem: Memory) -> None:
+    """The reproducer: a chunk deleted and put back as it was keeps its ``updated_at``.
+
+    Before: the stamps were remembered by ``(id, updated_at)``, and ``Store.put``
+    (as ``mirror``, ``reflect`` and an import) keeps the caller's ``updated_at``,
+    so the recall after the put answered the first version's stamp while the
+    chunk's history ended in a newer one.
+    """
+    v = Verbs(mem)
+    content = {"source": "s1", "content": "the backup runs at 02:00"}
+    v.ingest("acme", IngestRequest.model_validate(content))
+    query = RecallRequest.model_validate({"query": "backup"})
+    first = v.recall("acme", query)[0]["valid_from"]
+    chunk = next(i for i in mem.store.items() if i.content.startswith("the backup"))
+    mem.delete(chunk.id)
+    mem.store.put(chunk)
+    current = mem.history(chunk.id)[-1].valid_from
+    assert current is not None and current.to_json() != first
+    hit = v.recall("acme", query)[0]
+    assert hit["text"] == chunk.content
+    assert hit["valid_from"] == current.to_json()
+    assert hit["valid_from"] == PerHit(mem).recall("acme", query)[0]["valid_from"]
+
+
+def test_a_chunk_put_back_with_its_updated_at_gets_its_new_stamp(tmp_path: Path) -> None:
+    with Memory(tmp_path, embedder=None) as mem:
+        put_back_after_delete(mem)
+
+
+def test_a_chunk_put_back_with_its_updated_at_gets_its_new_stamp_on_postgresql(
+    pg_schemas: Schemas,
+) -> None:
+    from tests.journals import open_journal
+
+    with Memory(journal=open_journal(pg_schemas.new("putback")), embedder=None) as mem:
+        put_back_after_delete(mem)

@@ -200,6 +200,32 @@ def test_a_frozen_heap_raises_the_young_threshold_while_serving_and_gives_it_bac
         gc.set_threshold(*before)
 
 
+def test_overlapping_frozen_heaps_give_the_threshold_back_when_the_last_one_leaves() -> None:
+    """Before: the first to leave put the interpreter's 700 back under the other, still serving.
+
+    Each read the threshold on entry and set it back on exit, so of two servers
+    in one process the one entered second saw the raised threshold as the
+    host's, and the first to leave restored 700 while the other served.
+    """
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        serving = (_gc.SERVING_YOUNG_THRESHOLD, 10, 10)
+        for last in ("a", "b"):  # either may leave first
+            heaps = {"a": _gc.frozen_heap(), "b": _gc.frozen_heap()}
+            heaps["a"].__enter__()
+            heaps["b"].__enter__()
+            first = "a" if last == "b" else "b"
+            heaps[first].__exit__(None, None, None)
+            assert gc.get_threshold() == serving, f"{last} still serves"
+            assert gc.get_freeze_count() > 0
+            heaps[last].__exit__(None, None, None)
+            assert gc.get_threshold() == (700, 10, 10)
+            assert gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*before)
+
+
 def test_a_frozen_heap_keeps_a_restores_freeze_until_its_journal_lets_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -27,7 +27,13 @@ The SDK runs stateful: ``initialize`` opens a session whose id the answer
 carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
 of server messages (``text/event-stream``; a second one at once is 409); a GET
 with an id the server does not know is 404, which the specification tells a
-client to answer with a new ``initialize``.
+client to answer with a new ``initialize``. With a tokens file a session is
+bound to the token that opened it (the MCP specification's security guidance:
+bind a session to its user): a request carrying the id with any other token,
+even one of the same tenant and scopes, gets that same 404, so it can neither
+use the session, nor read its stream, nor end it, nor learn that it exists.
+The same token and not the same tenant and scopes: two tokens are two clients
+(or two holders), and a session's stream and its end are one client's.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from memstore.errors import MemstoreError
 from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
@@ -59,6 +65,7 @@ from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal
 from memstore.web.tokens import TokensFile
 
+from .framing import error_reply
 from .gate import gate, null_error_ids, refusal_response, refuse
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
@@ -245,6 +252,7 @@ _METHODS: Final = ("GET", "POST", "DELETE")
 _ALLOW: Final = ", ".join(_METHODS)
 """The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
 _SESSION_HEADER: Final = b"mcp-session-id"
+_JSON: Final = "application/json"
 _GET_WITHOUT_SESSION: Final = (
     "Method Not Allowed: a GET to /mcp opens the stream of a session; "
     "without Mcp-Session-Id there is none here (POST initialize to open one)"
@@ -299,8 +307,24 @@ def _session_id(scope: Scope) -> bytes:
     return next((v for k, v in scope["headers"] if k.lower() == _SESSION_HEADER), b"")
 
 
+_SESSION_NOT_FOUND: Final = error_reply(-32600, "Session not found")
+"""The SDK's answer (404) to an id it does not know, its id made ``null`` as ours are."""
+
+
+def _token_digest(authorization: str | None) -> bytes:
+    """The SHA-256 of the request's bearer token (a session's owner, the token never kept)."""
+    return hashlib.sha256((bearer_token(authorization) or "").encode()).digest()
+
+
 class _Endpoint:
-    """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK."""
+    """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK.
+
+    With tokens, ``owners`` maps each open session's id to the digest of the
+    token that opened it, filled from the answer that carries a new id, and
+    emptied as sessions end: at a DELETE answered 200, at a 404 of the SDK (a
+    session it ended itself, idle or crashed), and, against the SDK's table
+    of open sessions, whenever a new one opens (one its client left for good).
+    """
 
     def __init__(
         self,
@@ -311,6 +335,7 @@ class _Endpoint:
     ) -> None:
         self.manager, self.fixed, self.tokens = manager, fixed, tokens
         self.security = security
+        self.owners: dict[bytes, bytes] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         send = null_error_ids(send)
@@ -319,6 +344,7 @@ class _Endpoint:
             await refuse(scope, receive, send, 405, message, {"Allow": _ALLOW})
             return
         caller: Caller | None = self.fixed
+        authorization: str | None = None
         if self.tokens is not None:
             try:
                 authorization = single_header(scope, b"authorization")
@@ -341,4 +367,39 @@ class _Endpoint:
                 await refuse(scope, receive, send, 400, _DELETE_WITHOUT_SESSION)
             return
         scope[CALLER_KEY] = caller
+        if self.tokens is not None:
+            await self._owned(scope, passed, send, _token_digest(authorization))
+            return
         await self.manager.handle_request(scope, passed, send)
+
+    async def _owned(self, scope: Scope, receive: Receive, send: Send, token: bytes) -> None:
+        """Hand a request to the SDK if its session (if any) is ``token``'s, else 404."""
+        session = _session_id(scope)
+        if session:
+            owner = self.owners.get(session)
+            if owner is None or not hmac.compare_digest(owner, token):
+                response = Response(json.dumps(_SESSION_NOT_FOUND), 404, media_type=_JSON)
+                await response(scope, receive, send)
+                return
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if not session and status < 400:
+                    opened = dict(message.get("headers", [])).get(_SESSION_HEADER)
+                    if opened:
+                        self._forget_ended()
+                        self.owners[opened] = token
+                elif session and (status == 404 or (scope["method"] == "DELETE" and status < 300)):
+                    self.owners.pop(session, None)  # ended now, or by the SDK before
+            await send(message)
+
+        await self.manager.handle_request(scope, receive, watch)
+
+    def _forget_ended(self) -> None:
+        """Drop the owners of sessions the SDK no longer has (when there are more owners)."""
+        open_now = getattr(self.manager, "_server_instances", None)  # the SDK's own table
+        if isinstance(open_now, dict) and len(self.owners) >= len(open_now):
+            ended = [s for s in self.owners if s.decode("latin-1") not in open_now]
+            for s in ended:
+                del self.owners[s]

@@ -16,8 +16,9 @@ import datetime as _dt
 import json
 import re
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -25,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from ulid import ULID
 
+from memstore.config import Change
 from memstore.errors import InvalidItemError
 from memstore.item import Item
 from memstore.journal import Hlc, Journal, JournalBase, Lsn, Version
@@ -184,8 +186,10 @@ class Verbs:
         self.store: Store = memory.store
         self.confirmations = confirmations if confirmations is not None else Confirmations()
         self._wall_ms = wall_ms
-        self._stamps: OrderedDict[tuple[str, _dt.datetime | None], Hlc] = OrderedDict()
+        self._stamps: OrderedDict[str, Hlc] = OrderedDict()
         self._stamps_lock = threading.Lock()
+        self._stamp_writes = 0  # write groups seen: a stamp read across one is not kept
+        self.store.add_change_listener(_stamp_forgetter(self), before_commit=True)
 
     # ------------------------------------------------------------------ ingest
 
@@ -382,21 +386,26 @@ class Verbs:
     def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
         """The stamp of each item's current version: remembered, or read in one call.
 
-        Remembered by id and ``updated_at``, which every write of the item
-        changes, so a remembered stamp is always the current version's. The
-        ones not remembered are read together
+        Remembered by id until a write of the item: every write group the
+        store commits (a ``put``, ``mirror`` or import that keeps the caller's
+        ``updated_at`` too) drops its ids' stamps before it becomes visible,
+        and stamps read while a group was committed are not kept, so a
+        remembered stamp is always the current version's. (Keyed by
+        ``updated_at`` it was not: a delete and a ``put`` of the same item
+        gave its old stamp.) The ones not remembered are read together
         (:meth:`~memstore.journal.JournalBase.current_stamps`: one index
         entry per id, whatever its history's length).
         """
-        keys = [(item.id, item.updated_at) for item in items]
+        keys = [item.id for item in items]
         stamps: list[Hlc | None] = []
         with self._stamps_lock:
+            writes = self._stamp_writes
             for key in keys:
                 stamp = self._stamps.get(key)
                 if stamp is not None:
                     self._stamps.move_to_end(key)
                 stamps.append(stamp)
-        missing = [key[0] for key, stamp in zip(keys, stamps, strict=True) if stamp is None]
+        missing = [key for key, stamp in zip(keys, stamps, strict=True) if stamp is None]
         if not missing:
             return stamps
         journal = self.journal
@@ -405,9 +414,12 @@ class Verbs:
         else:  # a journal of the host's own (the Journal protocol): its histories, one by one
             read = {id: _current_stamp(journal.history(id)) for id in missing}
         with self._stamps_lock:
+            keep = writes == self._stamp_writes
             for n, key in enumerate(keys):
-                if stamps[n] is None and (stamp := read[key[0]]) is not None:
-                    stamps[n] = self._stamps[key] = stamp
+                if stamps[n] is None and (stamp := read[key]) is not None:
+                    stamps[n] = stamp
+                    if keep:
+                        self._stamps[key] = stamp
             while len(self._stamps) > STAMP_CACHE_SIZE:
                 self._stamps.popitem(last=False)
         return stamps
@@ -673,6 +685,27 @@ def _receipt(
         "audit_lsn": lsn.to_json(),
         "preview": preview,
     }
+
+
+def _stamp_forgetter(verbs: Verbs) -> Callable[[Sequence[Change]], None]:
+    """A before-commit listener dropping the remembered stamps of a write group's ids.
+
+    It holds ``verbs`` weakly and leaves the store once ``verbs`` is gone.
+    """
+    ref = weakref.ref(verbs)
+    store = verbs.store
+
+    def forget(changes: Sequence[Change]) -> None:
+        held = ref()
+        if held is None:
+            store.remove_change_listener(forget)
+            return
+        with held._stamps_lock:
+            held._stamp_writes += 1
+            for change in changes:
+                held._stamps.pop(change.id, None)
+
+    return forget
 
 
 def _current_stamp(history: list[Version]) -> Hlc | None:
