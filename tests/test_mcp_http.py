@@ -331,14 +331,16 @@ def test_acknowledged_remembers_survive_sigkill(tmp_path: Path) -> None:
 
 def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
+    # The parser memstore serve's tokens file goes through (memstore.web.tokens), in its
+    # words: entries numbered "#n", a bad tenant or token or scope said as serve says it.
     for content, says in [
-        ("not json", "cannot read it as JSON"),
-        ("{}", "expected"),
-        ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry 1 needs a token and a tenant"),
-        ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry 1 (tenant 'acme') needs"),
+        ("not json", "tokens file is not valid JSON"),
+        ("[]", "tokens file must be a JSON object"),
+        ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry #1: tenant 'a,b' must be 1-64"),
+        ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry #1 (tenant 'acme'): unknown"),
         (
             '{"tok en": {"tenant": "acme", "scopes": ["recall"]}}',
-            "entry 1 (tenant 'acme'): a token is 1-512 of A-Z a-z 0-9",
+            "entry #1 (tenant 'acme'): a token must be 1-512 of A-Z a-z 0-9",
         ),
         # As memstore serve refuses them: the last entry of a token listed twice was
         # kept in silence, an entry's unknown key ignored, deep nesting a traceback.
@@ -350,7 +352,13 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
             '{"t": {"tenant": "a", "scope": ["forget"], "scopes": ["recall"]}}',
             "unknown keys ['scope']",
         ),
-        ("[" * 100_000, "cannot read it as JSON (maximum recursion depth"),
+        ("[" * 100_000, "tokens file is not valid JSON: maximum recursion depth"),
+        # Before, a scope that was not a string was a TypeError (unhashable) out of the
+        # parser: a traceback at start, and an unlogged crash of the reload.
+        ('{"t": {"tenant": "a", "scopes": [["recall"]]}}', "scopes must be a list of strings"),
+        ('{"t": "acme"}', 'entry #1: expected {"tenant"'),
+        ('{"t": {"tenant": 3, "scopes": []}}', "entry #1: tenant must be a string"),
+        ('{"' + "t" * 513 + '": {"tenant": "a", "scopes": []}}', "token longer than 512"),
     ]:
         path.write_text(content)
         with pytest.raises(MemstoreError, match=re.escape(says)):
@@ -361,6 +369,19 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
     assert table.caller("Bearer tok") == acme and table.caller("bearer  tok ") == acme
     assert table.caller("Bearer other") is None and table.caller("tok") is None
     assert table.caller("Basic tok") is None and table.caller("Bearer tok tok") is None
+    # As memstore serve takes them (before, both files were refused here): a token with
+    # no scope authenticates a caller who may call no tool, and an empty map lets nobody
+    # in (emptying the file revokes every token; a refused file would keep the old ones).
+    path.write_text('{"idle": {"tenant": "acme", "scopes": []}}')
+    idle = load_tokens(path).current().caller("Bearer idle")
+    assert idle == Caller("acme", frozenset()) and not idle.may("recall")
+    path.write_text("{}")
+    assert load_tokens(path).current().caller("Bearer idle") is None
+    path.write_bytes(b'{"t\xff": {"tenant": "a", "scopes": []}}')  # not UTF-8
+    with pytest.raises(MemstoreError, match="cannot read it"):
+        load_tokens(path)
+    with pytest.raises(MemstoreError, match="cannot read it"):  # before: "as JSON"
+        load_tokens(tmp_path / "missing.json")
 
 
 def test_the_http_transport_cuts_off_a_trickled_header_and_stops_cleanly(tmp_path: Path) -> None:

@@ -9,9 +9,11 @@ web pages. A server reachable from the network must be given a tokens file
 calls read and write, and its scopes (``recall``, ``ingest``, ``forget``)
 decide which tools it may call. The header is read as ``memstore serve``
 reads it (:func:`memstore.web.bearer.bearer_token`: any case of
-``Bearer``; :func:`memstore.web.headers.single_header`: sent once), and the
-file is re-read as ``memstore serve`` re-reads its own: when it changes, and
-on SIGHUP (a change that cannot be used is logged; the tokens before stay).
+``Bearer``; :func:`memstore.web.headers.single_header`: sent once), the file
+is parsed by the same function (:func:`memstore.web.tokens.parse_token_entries`:
+what one refuses the other refuses, in the same words), and it is re-read as
+``memstore serve`` re-reads its own: when it changes, and on SIGHUP (a change
+that cannot be used is logged; the tokens before stay).
 
 What the endpoint refuses itself is answered as every refusal of ``/mcp`` is,
 a JSON-RPC error with ``id`` ``null`` (:func:`~memstore.mcp.gate.refuse`): a
@@ -42,7 +44,6 @@ import hashlib
 import hmac
 import json
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +60,11 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from memstore.errors import MemstoreError
-from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
+from memstore.web.bearer import bearer_token
 from memstore.web.headers import single_header
 from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal
-from memstore.web.tokens import TokensFile
+from memstore.web.tokens import TokensFile, TokensFileError, parse_token_entries
 
 from .framing import error_reply
 from .gate import gate, null_error_ids, refusal_response, refuse
@@ -84,9 +85,7 @@ __all__ = [
 MCP_PATH: Final = "/mcp"
 CALLER_KEY: Final = "memstore.caller"
 """Where the authenticated :class:`Caller` rides in the ASGI scope."""
-_SCOPES: Final = frozenset({SCOPE_READ, SCOPE_WRITE, SCOPE_FORGET})
-_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-"""A tenant name, as ``memstore serve``'s tokens file allows it (it becomes a partition)."""
+_SCOPES: Final = (SCOPE_WRITE, SCOPE_READ, SCOPE_FORGET)
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,8 @@ class TokenMap:
         return entry[1]
 
 
-class TokensError(MemstoreError, ValueError):
-    """A tokens file that cannot be used (its entries are named by position, never by token)."""
+TokensError = TokensFileError
+"""A tokens file that cannot be used (:class:`memstore.web.tokens.TokensFileError`)."""
 
 
 def load_tokens(path: str | Path) -> TokensFile[TokenMap]:
@@ -124,56 +123,33 @@ def load_tokens(path: str | Path) -> TokensFile[TokenMap]:
     """
     try:
         return TokensFile(path, parse_tokens)
-    except (OSError, ValueError) as e:
-        if isinstance(e, TokensError):
-            raise MemstoreError(f"--tokens-file {path}: {e}") from None
-        raise MemstoreError(f"--tokens-file {path}: cannot read it as JSON ({e})") from None
+    except TokensError as e:
+        raise MemstoreError(f"--tokens-file {path}: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: bytes that are not UTF-8
+        raise MemstoreError(f"--tokens-file {path}: cannot read it ({e})") from None
 
 
 def parse_tokens(text: str) -> TokenMap:
     """A tokens file's text as a :class:`TokenMap`.
 
-    :raises TokensError: not a non-empty JSON map of tokens to
-        ``{"tenant": ..., "scopes": [...]}`` entries a bearer header can carry
-        (a token twice, or an entry with another key, refused as ``memstore
-        serve`` refuses them).
+    Parsed as ``memstore serve`` parses its own
+    (:func:`~memstore.web.tokens.parse_token_entries`), the scopes being
+    ``ingest``, ``recall`` and ``forget``. An entry with no scope
+    authenticates a caller whose every tool call is refused; an empty map
+    (``{}``) authenticates nobody, so emptying the file revokes every token
+    at once, without a restart.
+
+    >>> parse_tokens('{"t": {"tenant": "acme", "scopes": ["recall"]}}').caller("Bearer t")
+    Caller(partition='acme', scopes=frozenset({'recall'}))
+
+    :raises TokensError: not a JSON map of tokens to
+        ``{"tenant": ..., "scopes": [...]}`` entries a bearer header can carry.
     """
-    try:
-        raw = json.loads(text, object_pairs_hook=_once_each)
-    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
-        raise TokensError(f"cannot read it as JSON ({e})") from None
-    if not isinstance(raw, dict) or not raw:
-        raise TokensError('expected {"<token>": {"tenant": ..., "scopes": [...]}}')
     table: dict[bytes, tuple[str, Caller]] = {}
-    for n, (token, entry) in enumerate(raw.items(), 1):
-        unknown = sorted(set(entry) - {"tenant", "scopes"}) if isinstance(entry, dict) else []
-        if unknown:  # "scope" for "scopes" would otherwise be a token with no scope at all
-            raise TokensError(f"entry {n}: unknown keys {unknown}; an entry has tenant and scopes")
-        tenant = entry.get("tenant") if isinstance(entry, dict) else None
-        scopes = entry.get("scopes") if isinstance(entry, dict) else None
-        if not token or not isinstance(tenant, str) or not _TENANT.fullmatch(tenant):
-            raise TokensError(
-                f"entry {n} needs a token and a tenant (1-64 letters, digits, '.', '_' or '-')"
-            )
-        if bearer_token(f"Bearer {token}") != token:  # a header could never carry it
-            raise TokensError(
-                f"entry {n} (tenant {tenant!r}): a token is 1-{MAX_TOKEN_CHARS} of "
-                "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
-            )
-        if not isinstance(scopes, list) or not set(scopes) <= _SCOPES or not scopes:
-            raise TokensError(f"entry {n} (tenant {tenant!r}) needs scopes from {sorted(_SCOPES)}")
-        caller = Caller(partition=tenant, scopes=frozenset(scopes))
+    for token, tenant, scopes in parse_token_entries(text, _SCOPES):
+        caller = Caller(partition=tenant, scopes=scopes)
         table[hashlib.sha256(token.encode()).digest()] = (token, caller)
     return TokenMap(table)
-
-
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: a token listed twice would be its last
-    entry alone, silently (which tenant did the file mean?)."""
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError("a key appears twice in one object (a token listed twice?)")
-    return dict(pairs)
 
 
 def http_app(

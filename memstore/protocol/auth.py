@@ -10,8 +10,9 @@ acts for and the verbs it may use::
 
 The tenant is the partition every request of that token reads and writes; no
 request field can name another. Scopes are :data:`SCOPES`; each route needs
-the one in :data:`ROUTE_SCOPES`. The file is checked whole when loaded and a
-bad entry is named by its position and tenant, never by its token.
+the one in :data:`ROUTE_SCOPES`. The file is read by the parser every surface
+shares (:func:`memstore.web.tokens.parse_token_entries`): checked whole when
+loaded, a bad entry named by its position and tenant, never by its token.
 
 >>> table = TokenTable.from_json('{"tok-1": {"tenant": "acme", "scopes": ["recall"]}}')
 >>> table.authenticate("Bearer tok-1")
@@ -28,18 +29,22 @@ import hashlib
 import hmac
 import json
 import os
-import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
-from memstore.errors import MemstoreError
 from memstore.protocol.errors import forbidden, unauthorized
 from memstore.protocol.ratelimit import RateLimiter
-from memstore.web.bearer import B64TOKEN, MAX_TOKEN_CHARS, bearer_token
+from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
+from memstore.web.tokens import (
+    TokenEntry,
+    TokensFileError,
+    check_token_entry,
+    parse_token_entries,
+)
 
 __all__ = [
     "MAX_TOKEN_CHARS",
@@ -65,12 +70,6 @@ ROUTE_SCOPES: Final[Mapping[str, str]] = {
     "GET /v1/events": "recall",
 }
 """The scope each authenticated route requires (``/healthz`` and ``/metrics`` need none)."""
-_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_ENTRY_KEYS: Final = frozenset({"tenant", "scopes"})
-
-
-class TokensFileError(MemstoreError, ValueError):
-    """The tokens file cannot be used; the message names the entry and the fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +105,8 @@ class TokenTable:
     def __init__(self, entries: Mapping[str, Principal]) -> None:
         self._by_digest: dict[bytes, _Entry] = {}
         for position, (token, principal) in enumerate(entries.items(), start=1):
-            _check_token(token, position, principal.tenant)
-            _check_tenant(principal.tenant, position)
-            _check_scopes(principal.scopes, position, principal.tenant)
+            entry = TokenEntry(token, principal.tenant, principal.scopes)
+            check_token_entry(entry, position, SCOPES)
             raw = token.encode("ascii")
             self._by_digest[hashlib.sha256(raw).digest()] = _Entry(raw, principal)
         self._tenants = frozenset(e.principal.tenant for e in self._by_digest.values())
@@ -117,21 +115,14 @@ class TokenTable:
     def from_json(cls, text: str) -> TokenTable:
         """Parse the seed's ``{token: {"tenant": ..., "scopes": [...]}}`` map.
 
+        With :func:`~memstore.web.tokens.parse_token_entries` and :data:`SCOPES`,
+        as ``memstore mcp --transport http`` parses its tokens file.
+
         :raises TokensFileError: not JSON, not that shape, a token twice, an
             unknown scope or key, a bad tenant name.
         """
-        try:
-            raw = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-        except (json.JSONDecodeError, _DuplicateKeyError, RecursionError) as e:
-            raise TokensFileError(f"tokens file is not valid JSON: {e}") from None
-        if not isinstance(raw, dict):
-            raise TokensFileError(
-                'tokens file must be a JSON object {"<token>": {"tenant": ..., "scopes": [...]}}'
-            )
-        entries: dict[str, Principal] = {}
-        for position, (token, value) in enumerate(raw.items(), start=1):
-            entries[token] = _parse_entry(value, position)
-        return cls(entries)
+        entries = parse_token_entries(text, SCOPES)
+        return cls({e.token: Principal(e.tenant, e.scopes) for e in entries})
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TokenTable:
@@ -225,7 +216,7 @@ def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Princi
     and a power cut after it returns does not leave an empty file (which the
     server would refuse to start with). What a killed write left is removed
     first, once its process no longer runs.
-    The entries are checked as :class:`TokenTable` checks them.
+    The entries are checked as :meth:`TokenTable.from_json` checks a file's.
 
     :raises TokensFileError: an entry a :class:`TokenTable` would refuse.
     """
@@ -246,62 +237,3 @@ def write_tokens_file(path: str | os.PathLike[str], entries: Mapping[str, Princi
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-# --- validation --------------------------------------------------------------------------
-
-
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise _DuplicateKeyError("a key appears twice in one object (a token listed twice?)")
-    return dict(pairs)
-
-
-def _parse_entry(value: object, position: int) -> Principal:
-    where = f"entry #{position}"
-    if not isinstance(value, dict):
-        raise TokensFileError(f'{where}: expected {{"tenant": ..., "scopes": [...]}}')
-    unknown = sorted(set(value) - _ENTRY_KEYS)
-    if unknown:
-        raise TokensFileError(f"{where}: unknown keys {unknown}; an entry has tenant and scopes")
-    tenant = value.get("tenant")
-    if not isinstance(tenant, str):
-        raise TokensFileError(f"{where}: tenant must be a string")
-    scopes = value.get("scopes")
-    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
-        raise TokensFileError(f"{where} (tenant {tenant!r}): scopes must be a list of strings")
-    return Principal(tenant, frozenset(scopes))
-
-
-def _check_token(token: str, position: int, tenant: str) -> None:
-    if not isinstance(token, str) or not B64TOKEN.fullmatch(token):
-        raise TokensFileError(
-            f"entry #{position} (tenant {tenant!r}): a token must be 1 or more of "
-            "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
-        )
-    if len(token) > MAX_TOKEN_CHARS:
-        raise TokensFileError(
-            f"entry #{position} (tenant {tenant!r}): token longer than {MAX_TOKEN_CHARS}"
-        )
-
-
-def _check_tenant(tenant: str, position: int) -> None:
-    if not _TENANT.fullmatch(tenant):
-        raise TokensFileError(
-            f"entry #{position}: tenant {tenant[:80]!r} must be 1-64 of A-Z a-z 0-9 . _ -, "
-            "starting with a letter or digit"
-        )
-
-
-def _check_scopes(scopes: Iterable[str], position: int, tenant: str) -> None:
-    unknown = sorted(set(scopes) - set(SCOPES))
-    if unknown:
-        raise TokensFileError(
-            f"entry #{position} (tenant {tenant!r}): unknown scopes {unknown}; "
-            f"scopes are {', '.join(SCOPES)}"
-        )

@@ -12,7 +12,7 @@ what the routes mean. One concept per module:
 | :mod:`memstore.web.guard` | the ASGI middleware applying them; CORS for listed origins |
 | :mod:`memstore.web.security` | security headers on every answer |
 | :mod:`memstore.web.failsafe` | an unexpected exception: one log line, a 500, the connection kept |
-| :mod:`memstore.web.tokens` | a tokens file re-read when it changes |
+| :mod:`memstore.web.tokens` | a tokens file re-read when it changes; its JSON shape, parsed once |
 | :mod:`memstore.web.connections` | read timeouts and connection caps around uvicorn's protocol |
 | :mod:`memstore.web.listen` | the listening address, bound before a server opens anything |
 | :mod:`memstore.web.runner` | ``serve_app``: uvicorn start-up, signals, shutdown |

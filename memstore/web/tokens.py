@@ -19,18 +19,55 @@ request. :meth:`~TokensFile.reload` forces a read (``SIGHUP`` calls it).
 ...         _ = f.write(json.dumps({"b": 2, "c": 3}))
 ...     sorted(tokens.current())
 ['b', 'c']
+
+Every surface's tokens file has one JSON shape, a map from an opaque token to
+the tenant it acts for and the scopes it holds::
+
+    {"s3cr3t-token": {"tenant": "acme", "scopes": ["ingest", "recall"]}}
+
+:func:`parse_token_entries` reads it, once for every surface: ``memstore
+serve`` (:class:`~memstore.protocol.auth.TokenTable`) and ``memstore mcp
+--transport http`` (:class:`~memstore.mcp.http.TokenMap`) each pass the scope
+names they know and build their own table from the plain
+:class:`TokenEntry` tuples it returns. What the file may hold is the same
+everywhere: JSON whose objects list each key once (a token written twice
+would silently be its last entry), a map (empty: nobody is let in, which is
+how every token is revoked without a restart), entries of exactly
+``tenant`` and ``scopes`` (``"scope"`` for ``"scopes"`` would otherwise be a
+token with no scope), a token a bearer header can carry, a tenant name that
+can be a partition, known scopes. A refusal names the entry by its position
+(``entry #2``) and its tenant, never by its token:
+
+>>> parse_token_entries('{"tok": {"tenant": "acme", "scopes": ["recall"]}}', ("recall",))
+[TokenEntry(token='tok', tenant='acme', scopes=frozenset({'recall'}))]
+>>> parse_token_entries('{"tok": {"tenant": "a", "scopes": ["root"]}}', ("read",))
+Traceback (most recent call last):
+...
+memstore.web.tokens.TokensFileError: entry #1 (tenant 'a'): unknown scopes ['root']; scopes are read
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Final, Generic, NamedTuple, TypeVar
 
-__all__ = ["TokensFile"]
+from memstore.errors import MemstoreError
+from memstore.web.bearer import B64TOKEN, MAX_TOKEN_CHARS
+
+__all__ = [
+    "TENANT",
+    "TokenEntry",
+    "TokensFile",
+    "TokensFileError",
+    "check_token_entry",
+    "parse_token_entries",
+]
 
 T = TypeVar("T")
 _log = logging.getLogger("memstore.web")
@@ -99,3 +136,108 @@ class TokensFile(Generic[T]):
 
     def __repr__(self) -> str:
         return f"TokensFile({os.fspath(self.path)!r})"
+
+
+# --- the tokens file's JSON shape, shared by every surface -------------------------------
+
+TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A tenant name: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (a partition)."""
+_ENTRY_KEYS: Final = frozenset({"tenant", "scopes"})
+_SHAPE: Final = '{"<token>": {"tenant": ..., "scopes": [...]}}'
+
+
+class TokensFileError(MemstoreError, ValueError):
+    """A tokens file (or entry) that cannot be used; the message names the entry and the fix."""
+
+
+class TokenEntry(NamedTuple):
+    """One entry of a tokens file: the token, its tenant, its scopes."""
+
+    token: str
+    tenant: str
+    scopes: frozenset[str]
+
+
+def parse_token_entries(text: str, scopes: Sequence[str]) -> list[TokenEntry]:
+    """The entries of a tokens file's text, in the file's order, each checked.
+
+    ``scopes``: the scope names the surface knows (in the order its messages
+    list them). An entry may hold none of them (a token that authenticates
+    and may do nothing), and the map may be empty (``{}``: no token works).
+
+    :raises TokensFileError: not JSON (or nested too deeply), a key twice in
+        one object, not a JSON object, an entry not of exactly
+        ``tenant`` and ``scopes``, or an entry :func:`check_token_entry` refuses.
+    """
+    try:
+        raw = json.loads(text, object_pairs_hook=_once_each)
+    except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
+        raise TokensFileError(f"tokens file is not valid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise TokensFileError(f"tokens file must be a JSON object {_SHAPE}")
+    entries: list[TokenEntry] = []
+    for position, (token, value) in enumerate(raw.items(), start=1):
+        entry = _entry(token, value, position)
+        check_token_entry(entry, position, scopes)
+        entries.append(entry)
+    return entries
+
+
+def check_token_entry(entry: TokenEntry, position: int, scopes: Sequence[str]) -> None:
+    """Refuse an entry a bearer header could not carry, or naming an unknown tenant or scope.
+
+    What :func:`parse_token_entries` checks of each entry, for a table built
+    in code (and a file about to be written) to refuse what a file would.
+
+    >>> check_token_entry(TokenEntry("tok", "acme", frozenset({"recall"})), 3, ("recall",))
+    >>> try:
+    ...     check_token_entry(TokenEntry("tok", "a/b", frozenset()), 3, ("recall",))
+    ... except TokensFileError as e:
+    ...     print(str(e)[:35])
+    entry #3: tenant 'a/b' must be 1-64
+
+    :raises TokensFileError: naming the entry by ``position`` and tenant, never by token.
+    """
+    token, tenant, held = entry
+    where = f"entry #{position} (tenant {tenant[:80]!r})"
+    if not isinstance(token, str) or not B64TOKEN.fullmatch(token):
+        raise TokensFileError(
+            f"{where}: a token must be 1-{MAX_TOKEN_CHARS} of "
+            "A-Z a-z 0-9 - . _ ~ + / (then optional =), as a bearer token is"
+        )
+    if len(token) > MAX_TOKEN_CHARS:
+        raise TokensFileError(f"{where}: token longer than {MAX_TOKEN_CHARS}")
+    if not TENANT.fullmatch(tenant):
+        raise TokensFileError(
+            f"entry #{position}: tenant {tenant[:80]!r} must be 1-64 of A-Z a-z 0-9 . _ -, "
+            "starting with a letter or digit"
+        )
+    unknown = sorted(set(held) - set(scopes))
+    if unknown:
+        raise TokensFileError(f"{where}: unknown scopes {unknown}; scopes are {', '.join(scopes)}")
+
+
+def _once_each(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys all differ: a token listed twice would be its last entry
+    alone, silently (which tenant did the file mean?)."""
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key appears twice in one object (a token listed twice?)")
+    return dict(pairs)
+
+
+def _entry(token: str, value: object, position: int) -> TokenEntry:
+    """An entry's JSON value as a :class:`TokenEntry` (its shape checked, not its values)."""
+    where = f"entry #{position}"
+    if not isinstance(value, dict):
+        raise TokensFileError(f'{where}: expected {{"tenant": ..., "scopes": [...]}}')
+    unknown = sorted(set(value) - _ENTRY_KEYS)
+    if unknown:
+        raise TokensFileError(f"{where}: unknown keys {unknown}; an entry has tenant and scopes")
+    tenant = value.get("tenant")
+    if not isinstance(tenant, str):
+        raise TokensFileError(f"{where}: tenant must be a string")
+    scopes = value.get("scopes")
+    if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+        raise TokensFileError(f"{where} (tenant {tenant[:80]!r}): scopes must be a list of strings")
+    return TokenEntry(token, tenant, frozenset(scopes))
