@@ -146,3 +146,16 @@ def test_importing_into_an_existing_graph_merges() -> None:
         entities, relations = KnowledgeGraph(mem).read()
         assert entities[0].observations == ("likes tea", "plays go")
         assert len(relations) == 2
+
+
+def test_a_file_saved_with_a_byte_order_mark_imports_the_same_graph(tmp_path: Path) -> None:
+    """Opened with ``encoding="utf-8"`` the mark stays in line 1: it was ``line 1: not JSON``."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text(_jsonl(GOOD), encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf{")
+    with Memory(embedder="hash") as plain, Memory(embedder="hash") as marked:
+        import_graph(plain, io.StringIO(_jsonl(GOOD)))
+        with open(path, encoding="utf-8") as fp:
+            done = import_graph(marked, fp)
+        assert (done.entities, done.observations, done.relations) == (3, 2, 2)
+        assert KnowledgeGraph(marked).read() == KnowledgeGraph(plain).read()

@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from memstore.arguments import has_lone_surrogate
 from memstore.errors import MemstoreError
+from memstore.journal.exportfile import BOM
 from memstore.memory import Memory
 from memstore.transaction import transaction
 
@@ -76,10 +77,15 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
     """Parse a reference ``memory.jsonl``; a :class:`GraphImportError` names a bad line.
 
     Entities with the same name are joined (observations in order, once each).
+    A byte-order mark opening the first line (a file an editor saved as "UTF-8
+    with BOM", opened with ``encoding="utf-8"``) is skipped, as
+    ``encoding="utf-8-sig"`` would.
     """
     entities: dict[str, Entity] = {}
     relations: list[tuple[int, Relation]] = []
     for n, line in enumerate(lines, 1):
+        if n == 1:
+            line = line.removeprefix(BOM)
         if not line.strip():
             continue
         try:
