@@ -319,7 +319,7 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     """
     id, kind, title, content = item.id, item.kind, item.title, item.content
     if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
-        return _ID_RULE.format(id=id[:80])
+        return _id_shape_rejection(id)
     if not kind:
         return "kind is required"
     if not _valid_kind(kind):
@@ -390,7 +390,7 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
 _NO_PARTITION_TAGS = frozenset({PARTITION_TAG_PREFIX, PARTITION_TAG_PREFIX + PARTITION_ALL})
 """``tenant/`` and ``tenant/*``: a partition tag no partition is named by."""
 
-_ID_RULE = "id {id!r} must be at most " + str(MAX_ID_CHARS) + " characters with no spaces"
+_ID_RULE = "an id is printable text of at most " + str(MAX_ID_CHARS) + " characters, no whitespace"
 _KIND_RULE = "kind {kind!r} must be 1-" + str(MAX_KIND_CHARS) + " letters, digits or _ . : / -"
 
 
@@ -401,15 +401,21 @@ def id_rejection(id: object) -> str:
     text of at most :data:`MAX_ID_CHARS` characters, no whitespace or control
     character (so no NUL), valid Unicode.
 
+    The reason names what is wrong: the length, or the first character an
+    id may not hold (a space, other whitespace, or a control character such
+    as a NUL, which is not printable), then the rule.
+
     >>> id_rejection("a b")
-    "id 'a b' must be at most 256 characters with no spaces"
+    "id 'a b' holds a space (' '): an id is printable text of at most 256 characters, no whitespace"
+    >>> print(id_rejection("a\\x00b"))  # doctest: +ELLIPSIS
+    id 'a\\x00b' holds a control character ('\\x00'), which is not printable: an id is ...
     >>> id_rejection("billing/eu-west.1")
     ''
     """
     if not isinstance(id, str) or not id:
         return f"an id is non-empty text, got {describe(id)}"
     if len(id) > MAX_ID_CHARS or _bad_id(id):
-        return _ID_RULE.format(id=id[:80])
+        return _id_shape_rejection(id)
     if has_lone_surrogate(id):
         return "id is not valid Unicode text (it holds a lone surrogate)"
     return ""
@@ -448,6 +454,22 @@ def record_kind_rejection(kind: object) -> str:
     if has_lone_surrogate(kind):
         return "kind is not valid Unicode text (it holds a lone surrogate)"
     return ""
+
+
+def _id_shape_rejection(id: str) -> str:
+    """What is wrong with an id :func:`_bad_id` refuses or that is too long, then the rule."""
+    if len(id) > MAX_ID_CHARS:
+        return f"id {id[:40]!r}... is {len(id)} characters: {_ID_RULE}"
+    found = _BAD_ID.search(id)
+    bad = found.group() if found else " "
+    if bad == " ":
+        what = "a space"
+    elif bad.isspace():
+        what = "whitespace"
+    else:
+        what = "a control character"
+    extra = ", which is not printable" if what == "a control character" else ""
+    return f"id {id[:80]!r} holds {what} ({bad!r}){extra}: {_ID_RULE}"
 
 
 def _bad_id(id: str) -> bool:

@@ -682,8 +682,8 @@ def version(op: str, wall_ms: int, kind: object = "note", **item: Any) -> dict[s
 @pytest.mark.parametrize(
     ("id", "match"),
     [
-        ("gone\x00", "with no spaces"),
-        ("gone \u2028", "with no spaces"),
+        ("gone\x00", r"holds a control character \('\\x00'\), which is not printable"),
+        ("gone \u2028", "holds a space"),
         ("x" * (L.MAX_ID_CHARS + 1), "at most 256 characters"),
         ("gone\ud800", "lone surrogate"),
     ],

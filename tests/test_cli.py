@@ -105,6 +105,15 @@ def test_help_is_plain_text_and_every_flag_says_what_it_does(tmp_path: Path) -> 
         assert flag in serve
 
 
+def test_the_servers_journal_help_names_the_timeouts_its_dsn_sets(tmp_path: Path) -> None:
+    """docs/journal.md describes them; ``--help`` said only "a postgresql:// DSN"."""
+    for command in ("serve", "mcp"):
+        shown = memstore(command, "--help", cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        for name in ("statement_timeout", "close_timeout", "lock_timeout"):
+            assert f"memstore_{name}" in shown.stdout, (command, shown.stdout)
+
+
 def test_an_unknown_kind_is_refused_with_the_known_ones_and_nothing_is_created(
     tmp_path: Path,
 ) -> None:

@@ -201,3 +201,30 @@ def test_the_cli_refuses_a_damaged_export_in_one_line_and_imports_nothing(
     assert "nothing was imported" in message
     with Memory(data, embedder=None) as mem:
         assert sorted(it.model_dump_json() for it in mem.store.items()) == before
+
+
+def test_an_export_saved_with_a_byte_order_mark_imports_the_same_items(tmp_path: Path) -> None:
+    """An editor's "UTF-8 with BOM" save, opened as ``open(path)`` does (``utf-8``, keeping the
+    mark): it was refused as ``line 1: not JSON: Unexpected UTF-8 BOM``. A mark that is
+    not at the very start is still text, and its line still not JSON."""
+    source = tmp_path / "source"
+    with Memory(source, embedder=None) as mem:
+        mem.add("the deploy moved to Friday", id="a")
+        mem.add("the on-call rota changed", id="b")
+        expected = sorted(it.model_dump_json() for it in mem.store.items())
+        with open(tmp_path / "e.ndjson", "w", encoding="utf-8-sig") as fp:  # writes the mark
+            assert mem.export(fp) == 2
+    assert (tmp_path / "e.ndjson").read_bytes().startswith(b"\xef\xbb\xbf{")
+
+    with Memory(tmp_path / "copy", embedder=None) as mem:
+        with open(tmp_path / "e.ndjson", encoding="utf-8") as fp:
+            assert mem.import_(fp) == 2
+        assert sorted(it.model_dump_json() for it in mem.store.items()) == expected
+
+    lines = (tmp_path / "e.ndjson").read_text(encoding="utf-8-sig").splitlines()
+    marked_later = "\n".join([lines[0], "\ufeff" + lines[1], *lines[2:]]) + "\n"
+    with (
+        Memory(tmp_path / "other", embedder=None) as mem,
+        pytest.raises(InvalidItemError, match=r"^line 2: not JSON"),
+    ):
+        mem.import_(io.StringIO(marked_later))

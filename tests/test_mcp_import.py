@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from memstore.errors import InvalidItemError
 from memstore.mcp.graph import KnowledgeGraph
 from memstore.mcp.importer import GraphImportError, import_graph
 from memstore.memory import Memory
@@ -126,7 +127,8 @@ def test_cli_refuses_an_entity_a_write_refuses_as_a_failure_and_writes_nothing(
     done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
                    "--embedder", "none")  # fmt: skip
     assert done.returncode == 1, done.stderr
-    assert f"refused {path}: content is 200000 characters" in done.stderr
+    # It said only "content is 200000 characters": not which of the file's entities.
+    assert f"refused {path}: line 3: entity 'Ada': content is 200000 characters" in done.stderr
     assert "nothing was imported" in done.stderr
     assert not data.exists()
 
@@ -146,3 +148,38 @@ def test_importing_into_an_existing_graph_merges() -> None:
         entities, relations = KnowledgeGraph(mem).read()
         assert entities[0].observations == ("likes tea", "plays go")
         assert len(relations) == 2
+
+
+def test_a_file_saved_with_a_byte_order_mark_imports_the_same_graph(tmp_path: Path) -> None:
+    """Opened with ``encoding="utf-8"`` the mark stays in line 1: it was ``line 1: not JSON``."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text(_jsonl(GOOD), encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf{")
+    with Memory(embedder="hash") as plain, Memory(embedder="hash") as marked:
+        import_graph(plain, io.StringIO(_jsonl(GOOD)))
+        with open(path, encoding="utf-8") as fp:
+            done = import_graph(marked, fp)
+        assert (done.entities, done.observations, done.relations) == (3, 2, 2)
+        assert KnowledgeGraph(marked).read() == KnowledgeGraph(plain).read()
+
+
+def test_an_entity_a_write_refuses_is_named_with_its_lines_and_nothing_is_kept() -> None:
+    """Lines joined under one name are all named; a name too long to show is cut."""
+    long = "N" * 5_000
+    records = [
+        *GOOD,
+        {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["short"]},
+        {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["x" * 200_000]},
+    ]
+    with Memory(embedder="hash") as mem:
+        with pytest.raises(
+            InvalidItemError, match=r"^line 6 \(joined with lines 7\): entity 'Ada': content is"
+        ):
+            import_graph(mem, io.StringIO(_jsonl(records)))
+        named = [{"type": "entity", "name": long, "entityType": "p", "observations": []}]
+        with pytest.raises(
+            InvalidItemError, match=r"^line 1: entity 'N{60}'\.\.\. \(5000 characters\): "
+        ):
+            import_graph(mem, io.StringIO(_jsonl(named)))
+        assert KnowledgeGraph(mem).read() == ([], [])
+        assert mem.stats().items == 0

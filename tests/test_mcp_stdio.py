@@ -232,6 +232,7 @@ def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
         (("--port", "9000"), "--port is for --transport http"),
         (("--host", "0.0.0.0"), "--host is for --transport http"),
         (("--transport", "stdio", "--tokens-file", "t.json"), "--tokens-file is for --transport"),
+        (("--shutdown-grace", "5"), "--shutdown-grace is for --transport http"),  # was: ignored
     ]:
         done = run_cli("mcp", "--data", str(tmp_path / "d"), "--embedder", "hash", *flags)
         assert done.returncode == 2 and says in done.stderr, done.stderr

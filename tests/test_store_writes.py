@@ -83,8 +83,10 @@ REJECTIONS: list[tuple[str, Item, str]] = [
     ("kind missing", Item(title="a note"), "kind is required"),
     ("kind with a space", Item(kind="stable fact", title="x"), "kind 'stable fact'"),
     ("kind too long", Item(kind="k" * 65, title="x"), "1-64"),
-    ("id with a space", Item(id="has space", kind="note", title="x"), "no spaces"),
-    ("id with a control char", Item(id="a\x00b", kind="note", title="x"), "no spaces"),
+    ("id with a space", Item(id="has space", kind="note", title="x"), "holds a space"),
+    # It said "must be at most 256 characters with no spaces" of this 3-character id.
+    ("id with a control char", Item(id="a\x00b", kind="note", title="x"), "control character"),
+    ("id with a tab", Item(id="a\tb", kind="note", title="x"), "holds whitespace"),
     ("id too long", Item(id="i" * 257, kind="note", title="x"), "at most 256"),
     ("title and content blank", Item(kind="note", title="  ", content="\n\t"), "both empty"),
     ("title too long", Item(kind="note", title="t" * 1001), "title is 1001 characters"),
@@ -1171,8 +1173,8 @@ def test_a_deadline_config_past_the_calendar_is_a_clear_error() -> None:
 @pytest.mark.parametrize(
     ("item", "words"),
     [
-        (Item(id="two words", kind="note", title="x"), "no spaces"),
-        (Item(id="nul\x00id", kind="note", title="x"), "no spaces"),
+        (Item(id="two words", kind="note", title="x"), "holds a space"),
+        (Item(id="nul\x00id", kind="note", title="x"), "holds a control character"),
         (Item(id="x", kind="note", title="x", tags=["team\x00a"]), "NUL"),
     ],
     ids=["space in id", "NUL in id", "NUL in tag"],

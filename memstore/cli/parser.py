@@ -16,6 +16,7 @@ from memstore.web.connections import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
 )
+from memstore.web.journal_option import JOURNAL_HELP
 from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
 
 from ._common import (
@@ -237,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--journal",
         type=journal_dsn,
-        help="a postgresql:// DSN instead of the folder's SQLite file",
+        help=JOURNAL_HELP,
     )
     p.add_argument(
         "--journal-schema",
@@ -362,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--journal",
         type=journal_dsn,
-        help="a postgresql:// DSN instead of the folder's SQLite file",
+        help=JOURNAL_HELP,
     )
     p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
     p.add_argument("--readonly", action="store_true", help="serve reads only")

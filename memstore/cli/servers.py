@@ -48,8 +48,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return code
 
 
-_HTTP_ONLY = ("host", "port", "tokens_file")
-"""``memstore mcp`` options only its HTTP transport uses."""
+_HTTP_ONLY = ("host", "port", "tokens_file", "shutdown_grace")
+"""``memstore mcp`` options only its HTTP transport uses (stdio ends when its client does:
+it has no requests in flight to give ``--shutdown-grace`` to)."""
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

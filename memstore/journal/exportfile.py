@@ -54,6 +54,9 @@ EXPORT_FORMAT = "memstore-journal-export/2"
 LEGACY_EXPORT_FORMATS = ("memstore-journal-export/1",)
 """Older formats an import still reads: the same lines, with no end line to check."""
 
+BOM = "\ufeff"
+"""The byte-order mark an editor may put first in a UTF-8 file; a reader skips it there."""
+
 
 class ExportWriter:
     """Writes one export to ``fp``: the header now, item lines as given, the end line last."""
@@ -235,7 +238,11 @@ def _numbered_lines(fp: IO[str]) -> Iterator[tuple[int, str]]:
     """The lines of ``fp`` numbered from 1; text that does not decode is an invalid export.
 
     A text file decodes ahead of the line read, so the error names the last
-    line read whole rather than the one holding the bad bytes.
+    line read whole rather than the one holding the bad bytes. A byte-order
+    mark opening the first line (an editor that saved the export as "UTF-8
+    with BOM", read through ``open(path)``, whose ``utf-8`` keeps the mark) is
+    dropped, as ``encoding="utf-8-sig"`` would: the file is read as if opened
+    that way. A mark anywhere else is text, and the line holding it is not JSON.
     """
     lines = iter(fp)
     n = 0
@@ -250,6 +257,8 @@ def _numbered_lines(fp: IO[str]) -> Iterator[tuple[int, str]]:
                 f"{where}the export is not {e.encoding.upper()} text ({e.reason})"
             ) from None
         n += 1
+        if n == 1 and isinstance(line, str) and line.startswith(BOM):
+            line = line[len(BOM) :]
         yield n, line
 
 

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from memstore.arguments import has_lone_surrogate
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError
+from memstore.journal.exportfile import BOM
 from memstore.memory import Memory
 from memstore.transaction import transaction
 
@@ -76,10 +77,22 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
     """Parse a reference ``memory.jsonl``; a :class:`GraphImportError` names a bad line.
 
     Entities with the same name are joined (observations in order, once each).
+    A byte-order mark opening the first line (a file an editor saved as "UTF-8
+    with BOM", opened with ``encoding="utf-8"``) is skipped, as
+    ``encoding="utf-8-sig"`` would.
     """
+    entities, _, relations = _parse(lines)
+    return entities, relations
+
+
+def _parse(lines: Iterable[str]) -> tuple[list[Entity], dict[str, list[int]], list[Relation]]:
+    """:func:`read_graph_lines`, with the lines that name each entity (to name in a refusal)."""
     entities: dict[str, Entity] = {}
+    where: dict[str, list[int]] = {}
     relations: list[tuple[int, Relation]] = []
     for n, line in enumerate(lines, 1):
+        if n == 1:
+            line = line.removeprefix(BOM)
         if not line.strip():
             continue
         try:
@@ -99,6 +112,7 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
             have = entities.get(name)
             joined = list(dict.fromkeys([*(have.observations if have else ()), *obs]))
             entities[name] = Entity(name, have.entityType if have else etype, tuple(joined))
+            where.setdefault(name, []).append(n)
         elif kind == "relation":
             ends = (rec.get("from"), rec.get("to"), rec.get("relationType"))
             if not all(isinstance(v, str) for v in ends):
@@ -120,16 +134,43 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
                     f"line {n}: relation names entity {end!r}, which the file does not hold; "
                     "nothing was imported"
                 )
-    return list(entities.values()), [r for _, r in relations]
+    return list(entities.values()), where, [r for _, r in relations]
+
+
+def _lines(ns: list[int]) -> str:
+    """Where an entity is in the file: ``line 3``, or ``line 3 (joined with lines 7, 9)``."""
+    more = ", ".join(map(str, ns[1:6])) + (", ..." if len(ns) > 6 else "")
+    return f"line {ns[0]}" + (f" (joined with lines {more})" if more else "")
+
+
+def _shown(name: str) -> str:
+    """An entity's name quoted for a message, a long one cut (the refusal may be its length)."""
+    return repr(name) if len(name) <= 60 else repr(name[:60]) + f"... ({len(name)} characters)"
 
 
 def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> GraphImport:
-    """Import a reference ``memory.jsonl`` into ``memory``'s graph, all or nothing."""
-    entities, relations = read_graph_lines(fp)
+    """Import a reference ``memory.jsonl`` into ``memory``'s graph, all or nothing.
+
+    A file that cannot be read as a graph raises :class:`GraphImportError`; an
+    entity the engine refuses to store (an observation past the content limit)
+    raises :class:`~memstore.errors.InvalidItemError` naming its line and
+    name before the engine's reason, ``line 3: entity 'Ada': content is ...``
+    (``line 3 (joined with lines 7)`` when lines with one name were joined).
+    Either way nothing was written.
+    """
+    entities, where, relations = _parse(fp)
     graph = KnowledgeGraph(memory, partition)
+    made: list[Entity] = []
+    added: list[tuple[str, list[str]]] = []
     with transaction(memory):
-        made = graph.create_entities(entities)
-        added = graph.add_observations((e.name, e.observations) for e in entities)
+        for e in entities:  # one at a time, to name the entity a write refuses
+            try:
+                made += graph.create_entities([e])
+                added += graph.add_observations([(e.name, e.observations)])
+            except InvalidItemError as err:
+                raise InvalidItemError(
+                    f"{_lines(where[e.name])}: entity {_shown(e.name)}: {err.reason}"
+                ) from None
         linked = graph.create_relations(relations)
     observations = sum(len(e.observations) for e in made) + sum(len(a) for _, a in added)
     return GraphImport(len(made), observations, len(linked))

@@ -22,15 +22,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from memstore.errors import MemstoreError
-from memstore.journal.dsnoptions import journal_options
+from memstore.journal.dsnoptions import DSN_OPTIONS, PREFIX, journal_options
 
 if TYPE_CHECKING:
     from memstore.journal.postgres import PostgresJournal
 
-__all__ = ["DSN_SCHEMES", "JournalOptionError", "postgres_journal"]
+__all__ = ["DSN_SCHEMES", "JOURNAL_HELP", "JournalOptionError", "postgres_journal"]
 
 DSN_SCHEMES: Final = ("postgresql://", "postgres://")
 """How a PostgreSQL DSN starts: a ``--journal`` that does not is not one."""
+
+JOURNAL_HELP: Final = (
+    "a postgresql:// DSN instead of the folder's SQLite file. Its query string may set "
+    "the journal's timeouts in seconds: "
+    + ", ".join(PREFIX + name for name in DSN_OPTIONS[:-1])
+    + f" and {PREFIX}{DSN_OPTIONS[-1]} (docs/journal.md), e.g. "
+    f"postgresql://app@db/memory?{PREFIX}{DSN_OPTIONS[-1]}=5"
+)
+"""The ``--help`` of every server's ``--journal``: what it takes, with the timeouts its DSN sets.
+
+The parameters are :data:`~memstore.journal.dsnoptions.DSN_OPTIONS` with
+their prefix, so the help names what :func:`postgres_journal` reads.
+"""
 
 
 class JournalOptionError(MemstoreError, ValueError):

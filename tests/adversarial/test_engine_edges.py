@@ -105,7 +105,7 @@ def test_import_with_check_rules_refuses_what_a_write_would_refuse(
         mem.add("hello world", id="a")
         before = snapshot(mem)
         text = EXPORT_HEADER + export_line(BAD_IMPORTS[name])
-        with pytest.raises(InvalidItemError, match=r"line 2: (x|id .x y. must be)"):
+        with pytest.raises(InvalidItemError, match=r"line 2: (x|id .x y. holds a space)"):
             mem.import_(io.StringIO(text), check_rules=True)
         assert snapshot(mem) == before
         assert [h.item.id for h in mem.search("hello")] == ["a"]
@@ -137,7 +137,7 @@ def test_import_refuses_an_id_no_journal_keeps_whatever_the_rules(
 ) -> None:
     with Memory(tmp_path, embedder=None) as mem:
         text = EXPORT_HEADER + export_line(BAD_IMPORTS["id with a space"])
-        with pytest.raises(InvalidItemError, match=r"^line 2: id 'x y' must be"):
+        with pytest.raises(InvalidItemError, match=r"^line 2: id 'x y' holds a space"):
             mem.import_(io.StringIO(text), check_rules=check_rules)
         assert len(mem.store) == 0
 
