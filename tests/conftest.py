@@ -102,6 +102,23 @@ class StoreFactory(Protocol):
     def __call__(self, **config: Any) -> Store: ...
 
 
+def count_is_active(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the items asked ``Item.is_active`` from now on, in order (until undone).
+
+    How a test sees what a read touched: a bounded or indexed read asks only
+    the items it names, where a scan asks every one.
+    """
+    asked: list[str] = []
+    is_active = Item.is_active
+
+    def counted(self: Item, now: dt.datetime | None = None) -> bool:
+        asked.append(self.id)
+        return is_active(self, now)
+
+    monkeypatch.setattr(Item, "is_active", counted)
+    return asked
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

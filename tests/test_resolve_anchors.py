@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from conftest import T0, FakeClock
+from conftest import T0, FakeClock, count_is_active
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -141,14 +141,7 @@ def test_a_lookup_reads_the_items_it_names_not_the_store(
         for n in range(2_000)
     )
     store.resolve_anchors("warm")  # the index is built once, at the first lookup
-    asked: list[str] = []
-    is_active = Item.is_active
-
-    def counted(self: Item, now: dt.datetime | None = None) -> bool:
-        asked.append(self.id)
-        return is_active(self, now)
-
-    monkeypatch.setattr(Item, "is_active", counted)
+    asked = count_is_active(monkeypatch)
     for anchor, named in [
         ("item-0042", ["Item-0042"]),
         ("SERVICE-7", [f"Item-{n:04d}" for n in range(7, 2_000, 100)]),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from conftest import T0, FakeClock
+from conftest import T0, FakeClock, count_is_active
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -181,14 +181,7 @@ def test_a_search_on_a_hub_reads_at_most_spread_reach_of_its_linkers(
     searcher = Searcher(SearchConfig(store=store, spread_relations=("precedes",)))
     unbounded = [r.item.id for r in searcher.hybrid_search("ledger pool", explain=True)]
     monkeypatch.setattr(limits, "SPREAD_REACH", 500)
-    asked: list[str] = []
-    is_active = Item.is_active
-
-    def counted(self: Item, now: dt.datetime | None = None) -> bool:
-        asked.append(self.id)
-        return is_active(self, now)
-
-    monkeypatch.setattr(Item, "is_active", counted)
+    asked = count_is_active(monkeypatch)
     bounded = [r.item.id for r in searcher.hybrid_search("ledger pool", explain=True)]
     monkeypatch.undo()
     assert bounded == unbounded == ["hub", *(f"s{n:05d}" for n in range(9))]

@@ -29,16 +29,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
         from .parser import build_parser  # the parser names these commands: imported here
 
-        defaults = build_parser().parse_args(["serve"])
-        for name in _PROTOCOL_ONLY:  # a limit asked for that would not apply: refused
-            if getattr(args, name) != getattr(defaults, name):
-                flag = "--" + name.replace("_", "-")
-                print(
-                    f"memstore: {flag} is MemoryProtocol's; the Mind Layer API has its own "
-                    "limits (docs/mindlayer.md)",
-                    file=sys.stderr,
-                )
-                return 2
+        flag = _changed(args, build_parser().parse_args(["serve"]), _PROTOCOL_ONLY)
+        if flag:  # a limit asked for that would not apply: refused
+            print(
+                f"memstore: {flag} is MemoryProtocol's; the Mind Layer API has its own "
+                "limits (docs/mindlayer.md)",
+                file=sys.stderr,
+            )
+            return 2
         code: int = server.serve(args)
         return code
     mounts = []
@@ -46,6 +44,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         mounts.append(importlib.import_module("memstore.ui").install)
     code = server.serve(args, mounts=mounts)
     return code
+
+
+def _changed(
+    args: argparse.Namespace, defaults: argparse.Namespace, names: tuple[str, ...]
+) -> str | None:
+    """The flag of the first of ``names`` given a value other than its default, if any."""
+    for name in names:
+        if getattr(args, name) != getattr(defaults, name):
+            return "--" + name.replace("_", "-")
+    return None
 
 
 _HTTP_ONLY = ("host", "port", "tokens_file", "shutdown_grace")
@@ -57,16 +65,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.transport != "http":  # stdio would start, silent, on a terminal's input
         from .parser import build_parser
 
-        defaults = build_parser().parse_args(["mcp"])
-        for name in _HTTP_ONLY:
-            if getattr(args, name) != getattr(defaults, name):
-                flag = "--" + name.replace("_", "-")
-                print(
-                    f"memstore mcp: {flag} is for --transport http; stdio (the default) "
-                    "serves the client that started it on standard input and output",
-                    file=sys.stderr,
-                )
-                return 2
+        flag = _changed(args, build_parser().parse_args(["mcp"]), _HTTP_ONLY)
+        if flag:
+            print(
+                f"memstore mcp: {flag} is for --transport http; stdio (the default) "
+                "serves the client that started it on standard input and output",
+                file=sys.stderr,
+            )
+            return 2
     run = _extra("memstore.mcp.run", "mcp", "mcp")
     if run is None:
         return 1
