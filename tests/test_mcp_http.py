@@ -227,28 +227,9 @@ def test_a_get_opens_a_sessions_stream_and_without_a_session_is_a_405(tmp_path: 
         assert unknown.status_code == 404
         assert unknown.json()["id"] is None
         # The client then goes on as a TypeScript client does: initialize, call a tool.
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "ts-like", "version": "0"},
-            },
-        }
         with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
-            opened = http.post(url, json=init)
-            assert opened.status_code == 200, opened.text
-            session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
-            done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            assert http.post(url, json=done, headers=session).status_code == 202
-            call = {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "remember", "arguments": {"content": "Gate code is 4411."}},
-            }
+            session = _open_session(http, url)
+            call = _call("remember", {"content": "Gate code is 4411."})
             answer = http.post(url, json=call, headers=session)
             assert answer.status_code == 200, answer.text
             data = answer.text.partition("data: ")[2].splitlines()[0]  # one SSE event
@@ -540,9 +521,10 @@ def test_shutdown_grace_is_refused_when_it_is_not_a_positive_number(tmp_path: Pa
     assert not data.exists()  # refused before anything opened
 
 
-def _open_session(http: httpx.Client, url: str, token: str) -> dict[str, str]:
-    """Headers for a new session opened (``initialize``, then ``initialized``) with ``token``."""
-    auth = {"Authorization": f"Bearer {token}"}
+def _open_session(http: httpx.Client, url: str, token: str | None = None) -> dict[str, str]:
+    """Headers for a new session opened (``initialize``, then ``initialized``) with ``token``
+    (``None``: a server without a tokens file)."""
+    auth = {"Authorization": f"Bearer {token}"} if token is not None else {}
     init = {
         "jsonrpc": "2.0",
         "id": 1,
