@@ -210,6 +210,9 @@ def create_app(
         return token.current() if isinstance(token, TokensFile) else token
 
     async def body_of(request: Request) -> bytes:
+        """The body of a POST or PUT, whose fields are all in it: a query parameter
+        (``POST /v1/memories?id=diet``) is refused, not ignored."""
+        query_params(request.query_params.multi_items(), ())
         return await request.body()
 
     async def store(request: Request) -> Any:

@@ -301,3 +301,27 @@ class TestHTTPRejectsInvalidInput:
             )
             r = c.get(f"/v1/export?agent={scope['agent']}&agent=x&user=u")
             self.refused_400(r, "appears twice")
+
+    def test_a_body_route_refuses_query_parameters(self, plain: Server) -> None:
+        """A POST or PUT reads its body alone: a query parameter is refused, not ignored.
+
+        ``POST /v1/memories?id=diet`` (the id where DELETE takes it) was stored under
+        the id derived from its text, and ``?limit=1`` on a search was dropped: a 200
+        for a request the API did not read as sent. Refused, it changes nothing.
+        """
+        scope = new_scope()
+        with plain.client() as c:
+            for method, path, body in (
+                ("POST", "/v1/memories", {"scope": scope, "text": "The user likes tea."}),
+                ("POST", "/v1/search", {"scope": scope, "query": "tea"}),
+                ("POST", "/v1/context", {"scope": scope, "query": "tea"}),
+                ("POST", "/v1/chat", {"scope": scope, "query": "tea"}),
+                ("POST", "/v1/ingest", {"scope": scope, "text": "I like tea."}),
+                ("PUT", "/v1/personality", {"scope": scope, "personality": "Be brief."}),
+            ):
+                for query in ("id=diet", "limit=1&limit=2", "agent=other"):
+                    r = c.request(method, f"{path}?{query}", json=body)
+                    self.refused_400(r, "unknown query parameter")
+            assert export(c, scope) == {"personality": "", "memories": []}
+            # an empty query string is no parameter
+            assert c.post("/v1/search?", json={"scope": scope, "query": "tea"}).status_code == 200
