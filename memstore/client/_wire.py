@@ -132,7 +132,10 @@ class Call:
 
 _B64TOKEN: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 """RFC 6750 ``b64token``: what a Bearer token is (the server reads no other)."""
-_HEADER_BREAKS: Final = re.compile(r"[\r\n\x00]")
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""RFC 9110 ``token``: what a header's name is."""
+_HEADER_VALUE: Final = re.compile(r"[\t\x20-\x7e]*")
+"""What a header's value can be sent as: printable ASCII, spaces and tabs (no line break)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,12 +154,15 @@ def client_options(
     """Check what a client is made with, before it opens anything (status 0 refusals).
 
     ``base_url``: an ``http://`` or ``https://`` URL with a host (a path is kept:
-    ``http://proxy/memory`` sends ``/memory/v1/recall``). ``token``: an RFC 6750
+    ``http://proxy/memory`` sends ``/memory/v1/recall``), and no user name or
+    password (httpx would send them in place of the token), query or fragment
+    (they would swallow the verb's path). ``token``: an RFC 6750
     Bearer token, sent as ``Authorization: Bearer <token>`` in place of any
     ``Authorization`` in ``headers`` (whatever its case), never quoted in an
     error. ``timeout``: seconds above 0, an :class:`httpx.Timeout`, or ``None``
     (no limit). ``retry``: a :class:`RetryPolicy` or ``None``. ``headers``: a
-    mapping of text to text without line breaks.
+    mapping of header names (RFC 9110 tokens) to printable ASCII text, what
+    HTTP/1.1 can send (no line break).
     """
     url = base_url if isinstance(base_url, httpx.URL) else None
     if isinstance(base_url, str):
@@ -166,13 +172,26 @@ def client_options(
             url = None
     if url is None or url.scheme not in ("http", "https") or not url.host:
         raise refused(
-            f"base_url must be an http:// or https:// URL with a host, got {base_url!r:.60}"
+            f"base_url must be an http:// or https:// URL with a host, got {_shown(base_url)}"
+        )
+    if url.userinfo or url.query or url.fragment:
+        # httpx would send a user and password as Basic auth in place of the token and
+        # name them in every error; a query or a fragment would swallow the verb's path.
+        raise refused(
+            "base_url must not hold a user name or password, a query or a fragment: "
+            f"give the server's URL and its path only, got {_shown(base_url)}"
         )
     if not isinstance(headers, Mapping | None) or any(
-        not isinstance(k, str) or not isinstance(v, str) or _HEADER_BREAKS.search(k + v)
+        not isinstance(k, str)
+        or not isinstance(v, str)
+        or not _HEADER_NAME.fullmatch(k)
+        or not _HEADER_VALUE.fullmatch(v)
         for k, v in (headers or {}).items()
     ):
-        raise refused("headers must be a mapping of text to text, without line breaks")
+        raise refused(
+            "headers must be a mapping of header names (letters, digits and !#$%&'*+.^_`|~-) "
+            "to printable ASCII text, without line breaks"
+        )
     merged = httpx.Headers(dict(headers or {}))
     if token is not None:
         if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
@@ -193,6 +212,20 @@ def client_options(
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise refused(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
     return Options(url, merged, timeout, retry or RetryPolicy())  # type: ignore[arg-type]
+
+
+def _shown(base_url: object) -> str:
+    """``base_url`` as an error may quote it: cut short, any user and password hidden.
+
+    >>> print(_shown("http://alice:s3cret@127.0.0.1:8080/memory"))
+    'http://***@127.0.0.1:8080/memory'
+    """
+    text = str(base_url)
+    scheme, sep, rest = text.partition("://")
+    authority, slash, path = rest.partition("/")
+    if sep and "@" in authority:
+        text = f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+    return f"{text!r:.60}" if isinstance(base_url, str | httpx.URL) else f"{base_url!r:.60}"
 
 
 def _kind(value: object) -> str:

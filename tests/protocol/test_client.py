@@ -345,6 +345,18 @@ _SECRET = "s3cr\u00e9t-token"
         ({"base_url": "ftp://127.0.0.1:8080"}, "base_url must be"),
         ({"base_url": 8080}, "base_url must be"),
         ({"base_url": "http://"}, "base_url must be"),
+        # httpx would send the URL's user and password as Basic auth in place of the
+        # token (every request a 401) and name them in every transport error
+        ({"base_url": "http://user:s3cr@127.0.0.1:8080"}, "base_url must not"),
+        ({"base_url": "http://s3cr@127.0.0.1:8080"}, "base_url must not"),
+        # a query or a fragment would swallow the verb's path: GET /?x=1/healthz
+        ({"base_url": "http://127.0.0.1:8080/memory?x=1"}, "base_url must not"),
+        ({"base_url": "http://127.0.0.1:8080/#top"}, "base_url must not"),
+        # what httpx cannot put in a header raised its own error (UnicodeEncodeError)
+        ({"headers": {"X-Trace": "caf\u00e9"}}, "headers"),
+        ({"headers": {"X Trace": "1"}}, "headers"),
+        ({"headers": {"": "1"}}, "headers"),
+        ({"headers": {"X-Trace": "a\x01b"}}, "headers"),
     ],
 )
 @pytest.mark.parametrize("kind", ["sync", "async"])
