@@ -42,7 +42,7 @@ from memstore.context_block import DEFAULT_CONTEXT_CHARS, build_context_block
 from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
 from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
-from memstore.mindlayer.errors import invalid, not_found
+from memstore.mindlayer.errors import MindLayerError, invalid, not_found
 from memstore.mindlayer.limits import (
     DEFAULT_LIMIT,
     MAX_CONTEXT_CHARS,
@@ -72,6 +72,9 @@ __all__ = ["NO_CONTEXT", "MindLayer", "SearchStage", "memory_json"]
 
 NO_CONTEXT: Final = "(no stored memory or personality matched)"
 """What a chat's system message holds when the context block is empty."""
+CATCH_UP_SECONDS: Final = 10.0
+"""How long a delete waits for this process to apply the writes other servers sharing its
+PostgreSQL journal made before it (:meth:`MindLayer.forget`); past it, 503 ``unavailable``."""
 
 _log = logging.getLogger("memstore.mindlayer")
 JSON = dict[str, Any]
@@ -422,6 +425,8 @@ class MindLayer:
     def set_personality(self, scope: Scope, text: str) -> JSON:
         """Set (or, with blank text, clear) the scope's personality; ``{"personality": text}``."""
         checked_text("personality", text, MAX_TEXT_BYTES, nonempty=False)
+        if not text.strip():  # clearing deletes: the personality another server just set too
+            self._caught_up()
         mem = self.memory
         pid = scope.personality_id
 
@@ -436,16 +441,43 @@ class MindLayer:
 
         return mem.atomically(write)
 
+    def _caught_up(self) -> None:
+        """Apply every write on record, other servers' too, before a delete reads what to delete.
+
+        Servers sharing a PostgreSQL journal each read their own store, which
+        follows the others' writes a few milliseconds late: a delete that read
+        only what this one had applied missed a memory another server had
+        already acknowledged (a 404 for a live memory, a scope deletion leaving
+        it behind). One query of the journal's head, then a wait only while this
+        process is behind it; a journal no other process writes has nothing to apply.
+
+        :raises MindLayerError: 503 ``unavailable`` when this process did not get
+            there within :data:`CATCH_UP_SECONDS` (nothing is deleted).
+        """
+        journal = self.memory.journal
+        feed_status = getattr(journal, "feed_status", None)
+        if journal is None or feed_status is None or not feed_status().following:
+            return
+        if not journal.wait_for(journal.head(), CATCH_UP_SECONDS):  # type: ignore[attr-defined]
+            raise MindLayerError(
+                503,
+                "unavailable",
+                "this server has not yet applied the other servers' latest writes; "
+                "nothing was deleted: send the request again",
+            )
+
     def forget(self, scope: Scope, id: str) -> JSON:
         """Delete one memory of the scope (logically: the journal keeps its history).
 
         Of two requests deleting one memory, on one server or on several
         sharing a PostgreSQL journal, one deletes it and the other gets the 404
-        (:meth:`~memstore.memory.Memory.atomically`).
+        (:meth:`~memstore.memory.Memory.atomically`). A memory another server
+        acknowledged before this call is seen (:meth:`_caught_up`), never a 404.
 
         :raises MindLayerError: 404 when the scope holds no live memory ``id``.
         """
         checked_id("id", id)
+        self._caught_up()
         mem = self.memory
         item_id = scope.item_id(id)
 
@@ -458,7 +490,12 @@ class MindLayer:
         return {"deleted": id}
 
     def forget_scope(self, scope: Scope) -> JSON:
-        """Delete every memory and the personality of the scope, in one transaction."""
+        """Delete every memory and the personality of the scope, in one transaction.
+
+        Every one stored before the call is deleted, also when another server
+        sharing the PostgreSQL journal stored it a moment ago (:meth:`_caught_up`).
+        """
+        self._caught_up()
         mem = self.memory
 
         def delete() -> int:

@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fake_provider import FakeProvider
@@ -97,6 +98,53 @@ class TestPostgresJournal:
         finally:
             for s in servers:
                 assert s.stop() == 0
+
+    def test_a_delete_on_one_server_sees_what_the_other_acknowledged(
+        self, tmp_path: Path, pg_place: PgPlace
+    ) -> None:
+        """A delete sent after another server acknowledged a write deletes that write too.
+
+        Each server's store follows the others' writes a few milliseconds late.
+        ``DELETE /v1/scope`` on the second server right after the first one
+        answered 200 for a memory counted and deleted only what the second had
+        applied, leaving that memory; ``DELETE /v1/memories`` of it was a 404
+        while it was live; clearing a personality just set left it set. A
+        delete now applies every write on record before it reads.
+        """
+        flags = ("--journal", pg_place.dsn, "--journal-schema", pg_place.schema)
+        servers = [start(tmp_path / "a", *flags), start(tmp_path / "b", *flags)]
+        try:
+            with servers[0].client() as writer, servers[1].client() as deleter:
+                for _ in range(8):
+                    self._write_there_delete_here(writer, deleter, new_scope())
+        finally:
+            for s in servers:
+                assert s.stop() == 0
+
+    @staticmethod
+    def _write_there_delete_here(
+        writer: httpx.Client, deleter: httpx.Client, scope: dict[str, str]
+    ) -> None:
+        for n in range(5):
+            store(writer, scope, f"The user likes fruit number {n}.", id=f"m{n}")
+        gone = deleter.request("DELETE", "/v1/memories", params={**scope, "id": "m4"})
+        assert gone.status_code == 200, gone.text
+        r = writer.put("/v1/personality", json={"scope": scope, "personality": "Be brief."})
+        assert r.status_code == 200, r.text
+        r = deleter.put("/v1/personality", json={"scope": scope, "personality": ""})
+        assert r.status_code == 200, r.text
+        store(writer, scope, "The user likes one more fruit.", id="m5")
+        r = deleter.request("DELETE", "/v1/scope", params=scope)
+        assert r.json() == {"deleted": 5}, r.text  # m0-m3 and m5
+        # A mark written after the deletes: once the writer holds it, it holds them too.
+        mark = store(deleter, scope, "A mark written after the deletes.", id="mark")
+        while not export(writer, scope)["memories"]:
+            time.sleep(0.01)
+        for c in (writer, deleter):
+            assert export(c, scope) == {
+                "personality": "",
+                "memories": [{**mark, "vector": None, "embedding_model": None}],
+            }
 
     def test_a_schema_without_a_postgres_journal_is_refused(self, tmp_path: Path) -> None:
         code, out = refused(tmp_path / "data", "--journal-schema", "agents")
