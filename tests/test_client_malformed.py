@@ -127,3 +127,60 @@ def test_a_recall_stream_with_its_done_event_is_complete() -> None:
     whole = STREAM + "event: progress\ndata: {}\n\n" + "event: done\ndata: {}\n\n"
     with serving({"/v1/recall": (SSE, whole)}) as url, MemoryClient(url, token="t") as c:
         assert [h.text for h in c.recall_stream("zebra")] == ["the zebra crossing"]
+
+
+def _undecodable(status: int) -> type[BaseHTTPRequestHandler]:
+    """A handler answering ``status`` with ``Content-Encoding: gzip`` and a body that is not."""
+
+    class Undecodable(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            raw = b'{"error": "invalid_request", "message": "not gzip"}'
+            self.send_response(status)
+            self.send_header("Content-Type", JSON)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    return Undecodable
+
+
+@pytest.mark.parametrize("status", [200, 400])
+@pytest.mark.parametrize("verb", ["recall", "recall_stream"])
+def test_a_body_whose_content_encoding_does_not_decode_is_a_transport_error(
+    status: int, verb: str
+) -> None:
+    """A proxy's ``Content-Encoding: gzip`` over a body that is not gzip: no answer to read.
+
+    httpx raises ``DecodingError`` for it, which is no ``TransportError``: it
+    escaped the client as httpx's own exception, on a 200 and on an error status alike.
+    """
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _undecodable(status))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with MemoryClient(url, token="t") as c, pytest.raises(ProtocolTransportError) as e:
+            if verb == "recall":
+                c.recall("zebra")
+            else:
+                list(c.recall_stream("zebra"))
+        assert "decompress" in str(e.value)
+
+        async def run() -> None:
+            async with AsyncMemoryClient(url, token="t") as c:
+                with pytest.raises(ProtocolTransportError):
+                    if verb == "recall":
+                        await c.recall("zebra")
+                    else:
+                        [h async for h in c.recall_stream("zebra")]
+
+        asyncio.run(run())
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -46,6 +46,7 @@ from memstore.journal import Lsn
 
 __all__ = [
     "RECALL_DONE",
+    "UNREADABLE",
     "Call",
     "ChangeStream",
     "Options",
@@ -263,7 +264,16 @@ def answer(call: Call, response: httpx.Response) -> Any:
     return parsed(call, body)
 
 
-def broken(call: Call, e: httpx.TransportError) -> ProtocolTransportError:
+UNREADABLE: Final[tuple[type[httpx.RequestError], ...]] = (
+    httpx.TransportError,
+    httpx.DecodingError,
+)
+"""What httpx raises when no answer can be read: no connection, one that broke or timed
+out, or a body its ``Content-Encoding`` does not decode (a ``DecodingError``, which is no
+``TransportError``). The clients raise each as a :class:`ProtocolTransportError`."""
+
+
+def broken(call: Call, e: httpx.RequestError) -> ProtocolTransportError:
     """The error for a streamed answer whose connection broke after it began."""
     return ProtocolTransportError(f"{call.path}: the stream broke: {e}")
 
@@ -276,7 +286,7 @@ def cut_short(call: Call) -> ProtocolTransportError:
     )
 
 
-def unanswered(call: Call, url: httpx.URL, e: httpx.TransportError) -> ProtocolTransportError:
+def unanswered(call: Call, url: httpx.URL, e: httpx.RequestError) -> ProtocolTransportError:
     """The error for a request that got no answer, naming the whole URL it went to.
 
     A wrong port, host or scheme then shows in the message itself; a refused

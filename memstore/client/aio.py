@@ -94,7 +94,7 @@ class AsyncMemoryClient:
             )
             try:
                 response = await self._http.send(request, stream=stream)
-            except httpx.TransportError as e:
+            except _wire.UNREADABLE as e:
                 raise _wire.unanswered(call, request.url, e) from e
             except RuntimeError:  # httpx's answer when close() ran meanwhile
                 self._check_open()
@@ -103,7 +103,7 @@ class AsyncMemoryClient:
                 return response
             try:  # a streamed call's error answer is read here: it can break too
                 await response.aread()
-            except httpx.TransportError as e:
+            except _wire.UNREADABLE as e:
                 raise _wire.unanswered(call, request.url, e) from e
             finally:
                 await response.aclose()
@@ -126,7 +126,7 @@ class AsyncMemoryClient:
         try:
             async for line in response.aiter_lines():
                 yield line
-        except httpx.TransportError as e:
+        except _wire.UNREADABLE as e:
             raise _wire.broken(call, e) from e
         finally:
             await response.aclose()

@@ -97,7 +97,7 @@ class MemoryClient:
             )
             try:
                 response = self._http.send(request, stream=stream)
-            except httpx.TransportError as e:
+            except _wire.UNREADABLE as e:
                 raise _wire.unanswered(call, request.url, e) from e
             except RuntimeError:  # httpx's answer when close() ran meanwhile
                 self._check_open()
@@ -106,7 +106,7 @@ class MemoryClient:
                 return response
             try:  # a streamed call's error answer is read here: it can break too
                 response.read()
-            except httpx.TransportError as e:
+            except _wire.UNREADABLE as e:
                 raise _wire.unanswered(call, request.url, e) from e
             finally:
                 response.close()
@@ -128,7 +128,7 @@ class MemoryClient:
         response = self._open(call, stream=True)
         try:
             yield from response.iter_lines()
-        except httpx.TransportError as e:
+        except _wire.UNREADABLE as e:
             raise _wire.broken(call, e) from e
         finally:
             response.close()
