@@ -27,8 +27,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memstore.arguments import count, has_lone_surrogate
-from memstore.errors import OutOfRangeError
+from memstore.arguments import count, describe, has_lone_surrogate, unit_interval
+from memstore.errors import InvalidItemError, OutOfRangeError
 from memstore.mindlayer.errors import invalid, out_of_range
 from memstore.mindlayer.limits import (
     DEFAULT_CONTEXT_CHARS,
@@ -47,6 +47,7 @@ __all__ = [
     "StoreRequest",
     "checked_count",
     "checked_id",
+    "checked_relevance",
     "checked_text",
     "parse_body",
     "parse_json",
@@ -182,6 +183,7 @@ def checked_id(field: str, value: str) -> str:
 
     :raises MindLayerError: 400 naming ``field``, as the routes answer it.
     """
+    _text_typed(field, value)
     try:
         return _check_id(value)
     except ValueError as e:
@@ -193,10 +195,40 @@ def checked_text(field: str, value: str, limit: int, *, nonempty: bool) -> str:
 
     :raises MindLayerError: 400 naming ``field``, as the routes answer it.
     """
+    _text_typed(field, value)
     try:
         return _bytes_at_most(value, limit, nonempty=nonempty)
     except ValueError as e:
         raise invalid(f"{field}: {e}") from None
+
+
+def _text_typed(field: str, value: object) -> None:
+    """Refuse a value that is not text, as the routes do (a Python caller can pass anything)."""
+    if not isinstance(value, str):
+        raise invalid(f"{field}: must be text, got {describe(value)}")
+
+
+def checked_relevance(value: float) -> float:
+    """``min_relevance`` if it is a number from 0 to 1 (NaN is not), for the Python API.
+
+    The routes refuse the same through their model; this is that bound for a
+    call of :class:`~memstore.mindlayer.service.MindLayer`, in the engine's words.
+
+    >>> checked_relevance(0.5)
+    0.5
+    >>> checked_relevance(-1.0)
+    Traceback (most recent call last):
+    ...
+    memstore.mindlayer.errors.MindLayerError: min_relevance must be between 0 and 1, got -1.0
+
+    :raises MindLayerError: 400, as the routes answer it.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise invalid(f"min_relevance: must be a number from 0 to 1, got {describe(value)}")
+    try:
+        return unit_interval(value, "min_relevance")
+    except InvalidItemError as e:
+        raise invalid(e.reason) from None
 
 
 def checked_count(field: str, value: int, low: int, high: int) -> int:

@@ -50,7 +50,12 @@ from memstore.mindlayer.limits import (
     MAX_SESSION_BYTES,
     MAX_TEXT_BYTES,
 )
-from memstore.mindlayer.models import checked_count, checked_id, checked_text
+from memstore.mindlayer.models import (
+    checked_count,
+    checked_id,
+    checked_relevance,
+    checked_text,
+)
 from memstore.mindlayer.provider import (
     ANSWER_PROMPT,
     EXTRACTION_PROMPT,
@@ -206,6 +211,7 @@ class MindLayer:
     ) -> SearchStage[R]:
         checked_text("query", query, MAX_TEXT_BYTES, nonempty=True)
         checked_count("limit", limit, 1, MAX_LIMIT)
+        checked_relevance(min_relevance)
         if self.memory.cells is None:
             return SearchStage(False, lambda vec: then(self._hits(scope, query, "hybrid", limit)))
         pool = _first_pool(limit)
@@ -244,7 +250,7 @@ class MindLayer:
         checked_count("limit", limit, 1, MAX_LIMIT)
         part = scope.partition
         mem = self.memory
-        if min_relevance > 0.0 and mode != "hybrid":
+        if checked_relevance(min_relevance) > 0.0 and mode != "hybrid":
             raise invalid(
                 f"min_relevance needs mode 'hybrid' (its hits carry relevance), got mode {mode!r}"
             )
@@ -394,6 +400,7 @@ class MindLayer:
         nothing. The item is written (and embedded, with an embedder) in one
         step: an embedding failure stores nothing.
         """
+        checked_text("text", text, MAX_TEXT_BYTES, nonempty=True)
         return memory_json(self._remember(scope, text.strip(), id, session, origin))
 
     def _item(self, scope: Scope, text: str, mid: str, session: str, origin: str) -> Item:

@@ -286,6 +286,16 @@ class TestPythonAPI:
                 ("query", lambda: ml.search(scope, "q" * 8193)),
                 ("query", lambda: ml.context(scope, "  ")),
                 ("max_chars", lambda: ml.context(scope, "tea", max_chars=0)),
+                # the route's 0-1 bound (pydantic) held for HTTP alone: -1 was served
+                ("min_relevance", lambda: ml.search(scope, "tea", min_relevance=-1.0)),
+                ("min_relevance", lambda: ml.context(scope, "tea", min_relevance=-0.5)),
+                ("min_relevance", lambda: ml.search(scope, "tea", min_relevance=float("nan"))),
+                ("min_relevance", lambda: ml.search(scope, "tea", min_relevance="1")),  # type: ignore[arg-type]
+                # a value of the wrong type was an AttributeError from inside the check
+                ("text", lambda: ml.remember(scope, 5)),  # type: ignore[arg-type]
+                ("session", lambda: ml.remember(scope, "tea", session=None)),  # type: ignore[arg-type]
+                ("personality", lambda: ml.set_personality(scope, None)),  # type: ignore[arg-type]
+                ("query", lambda: ml.search(scope, b"tea")),  # type: ignore[arg-type]
             ]
             for field, call in calls:
                 with pytest.raises(MindLayerError) as refused:
