@@ -457,6 +457,8 @@ class MindLayer:
         already acknowledged (a 404 for a live memory, a scope deletion leaving
         it behind). One query of the journal's head, then a wait only while this
         process is behind it; a journal no other process writes has nothing to apply.
+        A caller holding the store's lock (inside its own ``store.batch()``) is not
+        made to wait: the follower could apply nothing meanwhile.
 
         :raises MindLayerError: 503 ``unavailable`` when this process did not get
             there within :data:`CATCH_UP_SECONDS` (nothing is deleted).
@@ -464,6 +466,8 @@ class MindLayer:
         journal = self.memory.journal
         feed_status = getattr(journal, "feed_status", None)
         if journal is None or feed_status is None or not feed_status().following:
+            return
+        if self.memory.store.holds_lock():
             return
         if not journal.wait_for(journal.head(), CATCH_UP_SECONDS):  # type: ignore[attr-defined]
             raise MindLayerError(
