@@ -203,12 +203,12 @@ def client_options(
         merged["Authorization"] = f"Bearer {token}"  # replaces any, whatever its case
     if not (
         timeout is None
-        or isinstance(timeout, httpx.Timeout)
-        or (_is_number(timeout) and 0 < timeout < math.inf)  # type: ignore[operator]
+        or (isinstance(timeout, httpx.Timeout) and all(map(_seconds_or_none, _steps(timeout))))
+        or _seconds_or_none(timeout)
     ):
         raise refused(
-            f"timeout must be a number of seconds above 0, an httpx.Timeout or None, "
-            f"got {timeout!r:.40}"
+            f"timeout must be a number of seconds above 0, an httpx.Timeout of such numbers "
+            f"(or None for a step), or None, got {timeout!r:.60}"
         )
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise refused(f"retry must be a RetryPolicy or None, got {type(retry).__name__}")
@@ -227,6 +227,20 @@ def _shown(base_url: object) -> str:
     if sep and "@" in authority:
         text = f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
     return f"{text!r:.60}" if isinstance(base_url, str | httpx.URL) else f"{base_url!r:.60}"
+
+
+def _steps(timeout: httpx.Timeout) -> tuple[object, ...]:
+    """The four limits of an :class:`httpx.Timeout` (connect, read, write, pool)."""
+    return (timeout.connect, timeout.read, timeout.write, timeout.pool)
+
+
+def _seconds_or_none(value: object) -> bool:
+    """Whether ``value`` can bound a step: ``None`` (no limit) or a finite number above 0.
+
+    httpx takes any number in an :class:`httpx.Timeout`; the socket refuses a
+    negative one, and 0 or NaN, at the first request.
+    """
+    return value is None or (_is_number(value) and 0 < value < math.inf)  # type: ignore[operator]
 
 
 def _kind(value: object) -> str:

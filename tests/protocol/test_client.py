@@ -337,6 +337,10 @@ _SECRET = "s3cr\u00e9t-token"
         ({"timeout": -1}, "timeout must be"),
         ({"timeout": 0}, "timeout must be"),
         ({"timeout": True}, "timeout must be"),
+        # httpx takes these; the socket refused them at the first request (a bare ValueError)
+        ({"timeout": httpx.Timeout(5.0, read=-1)}, "timeout must be"),
+        ({"timeout": httpx.Timeout(float("nan"))}, "timeout must be"),
+        ({"timeout": httpx.Timeout(0)}, "timeout must be"),
         ({"retry": 3}, "retry must be"),
         ({"headers": {"X-Trace": "a\nb"}}, "headers"),
         ({"headers": {"X-Trace": 5}}, "headers"),
