@@ -16,9 +16,12 @@ from typing import Literal
 
 from sortedcontainers import SortedKeyList
 
+from memstore import _linkers
 from memstore._anchors import Anchors
 from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
+from memstore._linkers import Orders, orders_of, unlink
+from memstore._linkers import link as add_linker
 from memstore._shared import share_containers
 from memstore._tally import Tally
 from memstore._updatekey import PARSED_EPOCH, PARSED_UTC, SECOND, by_update_of, update_key
@@ -103,6 +106,9 @@ class StoreBase:
         self._minted = ""  # the last id minted as prefix + ULID (see _index_id_text)
         self._private: dict[str, set[str]] = {}
         self._backlinks: dict[str, set[str]] = {}
+        # The linkers of each id with ORDERED_FROM or more, in id order: the first
+        # few of a hub without sorting its whole set (memstore/_linkers.py).
+        self._linker_order: Orders = {}
         self._citations: dict[str, set[str]] = {}
         # A superseded id to the ids of the items whose ``supersedes`` lists it.
         self._claims: dict[str, set[str]] = {}
@@ -395,7 +401,7 @@ class StoreBase:
                 _discard(self._private, private_owner(old), id)
             if old.links:
                 for link in old.links:
-                    _discard(self._backlinks, link.to_id, id)
+                    unlink(self._backlinks, self._linker_order, link.to_id, id)
             if old.evidence_refs:
                 for ref in old.evidence_refs:
                     _discard(self._citations, _cited_id(ref), id)
@@ -415,7 +421,7 @@ class StoreBase:
         if new.scope == SCOPE_PRIVATE:
             self._private.setdefault(private_owner(new), set()).add(id)
         for link in new.links:
-            self._backlinks.setdefault(link.to_id, set()).add(id)
+            add_linker(self._backlinks, self._linker_order, link.to_id, id)
         for ref in new.evidence_refs:
             self._citations.setdefault(_cited_id(ref), set()).add(id)
         for ref in new.supersedes:
@@ -481,6 +487,7 @@ class StoreBase:
                 for ref in d["supersedes"]:
                     claims.setdefault(ref, set()).add(id)
         self._items = items
+        self._linker_order = orders_of(backlinks)
         self._by_update = by_update_of(keyed)
         if not lexed:
             put = self._lex.put
@@ -586,6 +593,10 @@ class StoreBase:
                         exact.setdefault(key, set()).add(id)
             assert private == self._private, "private-owner index disagrees"
             assert backlinks == self._backlinks, "backlink index disagrees"
+            for target, order in self._linker_order.items():
+                assert list(order) == sorted(backlinks[target]), "linker order disagrees"
+            big = {t for t, ids in backlinks.items() if len(ids) >= _linkers.ORDERED_FROM}
+            assert big <= set(self._linker_order), "a hub's linkers are not kept in order"
             assert citations == self._citations, "citation index disagrees"
             assert claims == self._claims, "supersedes index disagrees"
             assert exact == self._exact, "exact-title index disagrees"

@@ -10,6 +10,7 @@ from itertools import islice
 from memstore import arguments as arg
 from memstore._anchors import Anchors
 from memstore._ascending import ascending
+from memstore._linkers import ordered
 from memstore._store_base import StoreBase
 from memstore._tally import Tally
 from memstore._updatekey import ts
@@ -311,15 +312,20 @@ class StoreReads(StoreBase):
             now = self._now()
             anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
             items = self._items
-            # Linkers in id order, so where a bounded walk stops is deterministic;
-            # bounded, only the first few of a hub's are ever read, so not all sorted.
-            order: Callable[[Collection[str]], Iterable[str]] = ascending if reach else sorted
+            backlinks, orders = self._backlinks, self._linker_order
+
+            def linkers(node: str) -> Iterable[str]:
+                """In id order, so where a bounded walk stops is deterministic; bounded,
+                only the first few of a hub's are ever read, so none is sorted here."""
+                if reach:
+                    return ordered(backlinks, orders, node)
+                return sorted(backlinks.get(node, ()))
 
             def neighbours(node: str) -> Iterator[tuple[str, float]]:
                 for link in items[node].links:
                     if self._traversable(link.to_id, now):
                         yield link.to_id, link.weight
-                for src in order(self._backlinks.get(node, ())):
+                for src in linkers(node):
                     if self._traversable(src, now):
                         for link in items[src].links:
                             if link.to_id == node:
@@ -354,7 +360,9 @@ class StoreReads(StoreBase):
         linkers while the count stays within ``reach``; the first that would
         pass it reads its first linkers by id up to ``reach``, and the ids
         after it read none (their own links still count). Under the bound the
-        answer is the unbounded one.
+        answer is the unbounded one. The first linkers of a hub come from the
+        order the store keeps for it (:mod:`memstore._linkers`): O(reach + log n),
+        not a sort or a copy of its ``n``.
 
         >>> from memstore.item import Item, ThoughtLink
         >>> from memstore.store import Store
@@ -378,7 +386,7 @@ class StoreReads(StoreBase):
             return out
         with self._locked():
             now = self._now()
-            items, backlinks = self._items, self._backlinks
+            items, backlinks, orders = self._items, self._backlinks, self._linker_order
             left = reach  # linkers still to be read, when bounded
 
             def live(id: str) -> Item | None:  # _traversable, returning the item
@@ -399,8 +407,8 @@ class StoreReads(StoreBase):
                 linkers: Iterable[str] = backlinks.get(id, ())
                 if reach:
                     n = len(backlinks.get(id, ()))
-                    if n > left:  # the first ``left`` by id, the rest not even sorted
-                        linkers, n = islice(ascending(backlinks[id]), left), left
+                    if n > left:  # the first ``left`` by id, kept in order for a hub
+                        linkers, n = islice(ordered(backlinks, orders, id), left), left
                     left -= n
                 for src in linkers:
                     other = live(src)

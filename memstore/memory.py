@@ -106,8 +106,9 @@ class Memory:
     ``path``: a folder for the journal and the vectors (created if missing);
     ``None`` keeps everything in memory. ``journal``: any
     :class:`~memstore.journal.Journal` instead of the folder's SQLite file,
-    or a ``postgresql://`` DSN (a ``PostgresJournal`` in schema ``memstore``:
-    many processes share one memory, and their vectors, see ``docs/postgres.md``).
+    or a ``postgresql://`` DSN (a ``PostgresJournal`` in schema ``memstore``,
+    or the one its ``memstore_schema`` parameter names: many processes share
+    one memory, and their vectors, see ``docs/postgres.md``).
     ``embedder``: ``"auto"`` (the local MiniLM model when installed, else a
     hash embedder, with a warning), ``"local"``, ``"hash"``, ``None`` (lexical
     search only) or any :class:`~memstore_index.Embedder`. ``config``: the

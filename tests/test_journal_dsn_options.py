@@ -20,7 +20,7 @@ from memstore import Memory
 from memstore.errors import JournalError, MemstoreError
 from memstore.journal.dsnoptions import journal_options, libpq_dsn
 from memstore.web.journal_option import postgres_journal
-from tests.pgtest import PgPlace
+from tests.pgtest import PgPlace, Schemas
 
 ROOT = Path(__file__).resolve().parents[1]
 NOWHERE = "postgresql://nobody@127.0.0.1:1/none"
@@ -79,6 +79,8 @@ def test_memstores_parameters_are_taken_out_the_rest_kept_as_written(
         ("memstore_lock_timeout", "takes a number of seconds, got ''"),
         ("memstore_lock_timeout=1&memstore%5Flock_timeout=2", "gives memstore_lock_timeout twice"),
         ("statement_timeout=5", "names statement_timeout, which libpq does not know: .*memstore_"),
+        ("schema=agents", "names schema, which libpq does not know: .*memstore_schema \\(a sch"),
+        ("memstore_schema=a&memstore_schema=a", "gives memstore_schema twice"),
     ],
 )
 def test_a_bad_parameter_is_refused_before_connecting(query: str, says: str) -> None:
@@ -167,6 +169,8 @@ def test_a_postgres_journal_given_a_timeout_in_its_dsn_names_it(
     [
         (["mcp", "--transport", "http"], "memstore_statement_timeout=x", "memstore mcp: memstore_"),
         (["mcp", "--transport", "http"], "memstore_lock_timeout=-1", "memstore mcp: lock_timeout"),
+        (["mcp", "--transport", "http"], "memstore_schema=a-b", "memstore mcp: memstore_schema"),
+        (["serve"], "memstore_schema=9", "memstore: memstore_schema in the DSN takes a plain"),
         (["serve", "--api", "mindlayer"], "memstore_close_timeout=x", "memstore: memstore_close_"),
         (
             ["serve", "--api", "mindlayer"],
@@ -216,3 +220,81 @@ def test_a_refused_journal_string_never_shows_its_password(journal: str, shown: 
     with pytest.raises(MemstoreError, match="--journal takes a postgresql:// DSN") as caught:
         open_memory(Path("unused"), journal=journal)
     assert "s3cret" not in str(caught.value)
+
+
+def _schema_of(mem: Memory) -> str:
+    from memstore.journal.postgres import PostgresJournal
+
+    assert isinstance(mem.journal, PostgresJournal)
+    return mem.journal.schema
+
+
+def _schema_exists(place: PgPlace, name: str) -> bool:
+    found = place.sql("SELECT 1 FROM pg_namespace WHERE nspname = %s", name)
+    return bool(found)
+
+
+def test_two_memories_in_one_database_keep_to_the_schemas_their_dsns_name(
+    pg_schemas: Schemas,
+) -> None:
+    """Memory(dsn) opened schema memstore whatever the DSN: two memories could not share
+    a database (memstore_schema was refused as a parameter memstore does not know)."""
+    one, two = pg_schemas.new("one"), pg_schemas.new("two")
+    dsn = {p.schema: _with(p.dsn, f"memstore_schema={p.schema}") for p in (one, two)}
+    with (
+        Memory(journal=dsn[one.schema], embedder=None) as a,
+        Memory(journal=_with(dsn[two.schema], "memstore_lock_timeout=5"), embedder=None) as b,
+    ):
+        assert (_schema_of(a), _schema_of(b)) == (one.schema, two.schema)
+        mine = a.add("The staging database moved to db-7.")
+        theirs = b.add("The staging database moved to db-9.")
+        assert a.get(theirs.id) is None and b.get(mine.id) is None
+        assert [h.item.id for h in a.search("staging database")] == [mine.id]
+        assert [h.item.id for h in b.search("staging database")] == [theirs.id]
+    assert one.sql("SELECT count(*) FROM {s}.versions") == [(1,)]
+    with Memory(journal=dsn[one.schema], embedder=None) as again:
+        assert again.get(mine.id) is not None and again.get(theirs.id) is None
+        assert again.stats().items == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("2agents", "'2agents'"),
+        ("a-b", "'a-b'"),
+        ("", "''"),
+        ("agents%3Bdrop", "'agents;drop'"),
+        ("%s_" + "x" * 64, "'mst_"),  # too long: PostgreSQL would cut it to 63 bytes
+    ],
+)
+def test_a_schema_the_journal_cannot_take_is_refused_naming_the_parameter_and_nothing_is_made(
+    pg_place: PgPlace, value: str, shown: str
+) -> None:
+    value = value.replace("%s", pg_place.schema)
+    bad = _with(pg_place.dsn, f"memstore_schema={value}")
+    says = f"^memstore_schema in the DSN takes a plain identifier .*, got {shown}"
+    with pytest.raises(ValueError, match=says):
+        Memory(journal=bad, embedder=None)
+    with pytest.raises(ValueError, match=says):
+        postgres_journal(bad, None)
+    assert not _schema_exists(pg_place, pg_place.schema)
+    assert not _schema_exists(pg_place, value[:63])
+
+
+def test_the_servers_take_the_schema_from_the_dsn_or_the_flag_but_not_two(
+    pg_place: PgPlace, tmp_path: Path
+) -> None:
+    from memstore.mcp.opening import open_memory
+    from memstore.web.journal_option import JournalOptionError
+
+    dsn = _with(pg_place.dsn, f"memstore_schema={pg_place.schema}")
+    with pytest.raises(JournalOptionError, match="name two schemas: give one"):
+        postgres_journal(dsn, pg_place.schema + "_other")
+    assert not _schema_exists(pg_place, pg_place.schema)
+    for flag in (None, pg_place.schema):  # the same schema named twice is one
+        journal = postgres_journal(dsn, flag)
+        assert journal is not None and journal.schema == pg_place.schema
+        journal.close()
+    opened = open_memory(tmp_path / "data", embedder=None, journal=dsn)  # memstore mcp
+    with opened.memory as mem:
+        assert _schema_of(mem) == pg_place.schema

@@ -647,3 +647,63 @@ def test_a_sessions_binding_goes_when_the_session_ends(tmp_path: Path) -> None:
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def test_the_endpoint_with_a_trailing_slash_is_the_endpoint(tmp_path: Path) -> None:
+    """``/mcp/`` is served as ``/mcp``: same tokens, same sessions, same Host and Origin checks.
+
+    Before: Starlette answered every request to ``/mcp/`` with a 307 to ``/mcp``, and a
+    client configured with the slash had to follow a redirect of its POST (some clients
+    drop the body or the ``Authorization`` header on the way).
+    """
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tok-acme": {"tenant": "acme", "scopes": ["recall", "ingest"]},
+                "tok-other": {"tenant": "other", "scopes": ["recall", "ingest"]},
+            }
+        )
+    )
+    sse = {"Accept": "text/event-stream"}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with (
+        http_server(tmp_path / "data", "--tokens-file", str(tokens)) as url,
+        httpx.Client(headers=SSE_AND_JSON, timeout=30) as http,
+    ):
+        slash = url + "/"
+        missing = http.post(slash, json=ping)  # httpx follows no redirect: a 307 shows
+        assert missing.status_code == 401, missing.text
+        assert missing.headers["www-authenticate"] == "Bearer"
+        assert "Authorization: Bearer <token>" in transport_error(missing)
+        for method in ("PUT", "HEAD"):
+            r = http.request(method, slash, headers={"Authorization": "Bearer tok-acme"})
+            assert r.status_code == 405 and r.headers["allow"] == "GET, POST, DELETE"
+        r = http.get(slash, headers={"Authorization": "Bearer tok-acme"})
+        assert r.status_code == 405 and r.headers["allow"] == "POST, DELETE"
+        # A session opened at /mcp/ is one session, at either path, for its token alone.
+        owner = _open_session(http, slash, "tok-acme")
+        note = _call("remember", {"content": "Acme's vault code is 7731."})
+        assert http.post(slash, json=note, headers=owner).status_code == 200
+        answer = http.post(url, json=_call("recall", {"query": "vault"}), headers=owner)
+        assert answer.status_code == 200 and "7731" in answer.text
+        theirs = {**owner, "Authorization": "Bearer tok-other"}
+        stolen = http.post(slash, json=_call("recall", {"query": "vault"}), headers=theirs)
+        assert stolen.status_code == 404 and "7731" not in stolen.text
+        with http.stream("GET", slash, headers={**owner, **sse}) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+        assert http.delete(slash, headers=owner).status_code == 200
+        assert http.post(url, json=note, headers=owner).status_code == 404  # ended for both
+    with http_server(tmp_path / "open") as url:
+        # Loopback without tokens: a page elsewhere cannot drive it by the slash either.
+        evil = httpx.post(url + "/", json=ping, headers={"Origin": "http://evil.example"})
+        assert evil.status_code in (400, 403), evil.status_code
+
+        async def main() -> None:  # the SDK's own client, given the URL with the slash
+            async with http_client(url + "/") as c:
+                a = await c.ok("remember", {"content": "The VPN gateway is vpn-2."})
+                hits = (await c.ok("recall", {"query": "vpn gateway"}))["hits"]
+                assert hits[0]["id"] == a["id"]
+
+        anyio.run(main)

@@ -183,3 +183,55 @@ def test_an_entity_a_write_refuses_is_named_with_its_lines_and_nothing_is_kept()
             import_graph(mem, io.StringIO(_jsonl(named)))
         assert KnowledgeGraph(mem).read() == ([], [])
         assert mem.stats().items == 0
+
+
+def _refused_relation(text: str, says: str) -> None:
+    """Importing ``text`` is refused with ``says`` (a regex) and leaves the memory empty."""
+    with Memory(embedder="hash") as mem:
+        with pytest.raises(InvalidItemError, match=says):
+            import_graph(mem, io.StringIO(text))
+        assert KnowledgeGraph(mem).read() == ([], [])
+        assert mem.stats().items == 0
+
+
+def test_a_relation_a_write_refuses_is_named_with_its_line_and_nothing_is_kept() -> None:
+    """It said only ``data holds 100122 characters``: not which line, nor which relation."""
+    huge = {"type": "relation", "from": "Alice", "to": "Acme", "relationType": "t" * 100_000}
+    _refused_relation(
+        _jsonl([*GOOD, huge]),
+        r"^line 6: relation 'Alice' -> 'Acme' \('t{60}'\.\.\. \(100000 characters\)\): "
+        r"data holds \d+ characters; at most 100000$",
+    )
+
+
+def test_the_relation_that_outgrows_its_source_is_the_one_named() -> None:
+    """Relations from one entity are kept on its item: the one crossing the limit is named."""
+    kinds = [f"{k}{'k' * 30_000}" for k in "abcd"]  # three fit in Bob's data, the fourth not
+    rows = [
+        *GOOD,
+        {"type": "relation", "from": "Bob", "to": "Acme", "relationType": kinds[0]},
+        {"type": "relation", "from": "Alice", "to": "Bob", "relationType": kinds[0]},
+        {"type": "relation", "from": "Bob", "to": "Acme", "relationType": kinds[1]},
+        {"type": "relation", "from": "Bob", "to": "Acme", "relationType": kinds[0]},  # a repeat
+        {"type": "relation", "from": "Alice", "to": "Acme", "relationType": kinds[1]},
+        {"type": "relation", "from": "Bob", "to": "Alice", "relationType": kinds[2]},
+        {"type": "relation", "from": "Bob", "to": "Alice", "relationType": kinds[3]},  # line 12
+        {"type": "relation", "from": "Bob", "to": "Acme", "relationType": kinds[3]},
+    ]
+    _refused_relation(_jsonl(rows), r"^line 12: relation 'Bob' -> 'Alice' \('dkkk")
+
+
+def test_cli_refuses_a_relation_a_write_refuses_as_a_failure_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.jsonl"
+    huge = {"type": "relation", "from": "Bob", "to": "Alice", "relationType": "t" * 100_000}
+    path.write_text(_jsonl([*GOOD, huge]), encoding="utf-8")
+    data = tmp_path / "data"
+    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
+                   "--embedder", "none")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert f"refused {path}: line 6: relation 'Bob' -> 'Alice' ('ttt" in done.stderr
+    assert "(100000 characters)): data holds" in done.stderr
+    assert done.stderr.rstrip().endswith("nothing was imported"), done.stderr
+    assert not data.exists()

@@ -23,4 +23,7 @@ def test_the_postgres_page_runs(pg_place: PgPlace) -> None:
     assert 'DSN = "postgresql://app@db.internal/memory"' in code and 'schema="agents"' in code
     code = code.replace("postgresql://app@db.internal/memory", pg_place.dsn)
     code = code.replace('schema="agents"', f'schema="{pg_place.schema}"')
+    code = code.replace('== "agents"', f'== "{pg_place.schema}"')
+    # agents_staging becomes the test's schema with _staging: dropped at the end of the run.
+    code = code.replace("memstore_schema=agents", f"memstore_schema={pg_place.schema}")
     exec(compile(code, str(PAGE), "exec"), {})

@@ -242,7 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--journal-schema",
-        help="the PostgreSQL schema of --journal (default memstore); replicas share one",
+        help="the PostgreSQL schema of --journal (default memstore, or the DSN's "
+        "memstore_schema); replicas share one",
     )
     p.add_argument(
         "--confirm-key-file",
@@ -365,7 +366,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=journal_dsn,
         help=JOURNAL_HELP,
     )
-    p.add_argument("--journal-schema", help="the PostgreSQL schema of --journal")
+    p.add_argument(
+        "--journal-schema",
+        help="the PostgreSQL schema of --journal (default memstore, or the DSN's memstore_schema)",
+    )
     p.add_argument("--readonly", action="store_true", help="serve reads only")
     p.add_argument("--compat", choices=("knowledge-graph",), help="the reference server's tools")
     p.add_argument(

@@ -51,8 +51,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
 
-import regex
-
 try:
     import psycopg
 except ModuleNotFoundError as e:  # pragma: no cover - exercised without the extra
@@ -76,6 +74,7 @@ from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes
 from memstore.journal._stamps import NewestStamp
 from memstore.journal._tail import TailRows
 from memstore.journal.base import JournalBase, _holding
+from memstore.journal.dsnoptions import is_schema_name
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.version import Row
 
@@ -118,7 +117,6 @@ T = TypeVar("T")
 
 Durability = Literal["full", "normal", "off"]
 
-_SCHEMA_NAME = regex.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _FETCH = 2000
 _FOREVER_S = 365 * 24 * 3600.0 * 100
 """A wait longer than this (a century; infinity too) is a wait without a timeout."""
@@ -198,7 +196,7 @@ class PostgresJournal(JournalBase):
         super().__init__(node_id=node_id if node_id is not None else 0, wall=wall)
         if not isinstance(dsn, str):
             raise ValueError(f"dsn must be a postgresql:// DSN string, got {type(dsn).__name__}")
-        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):
+        if not is_schema_name(schema):
             raise ValueError(
                 f"schema must be a plain identifier (letters, digits, _), got {schema!r}"
             )

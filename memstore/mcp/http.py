@@ -23,7 +23,9 @@ with ``WWW-Authenticate: Bearer``), a token it does not know (401 with
 GET without ``Mcp-Session-Id`` (405 with ``Allow: POST, DELETE``: no stream
 without a session, and a client of the TypeScript SDK goes on only after a 405),
 and a DELETE without it (400: there is no session to end). A request to any
-other path is 404, in the same shape (Starlette's own was plain text).
+other path is 404, in the same shape (Starlette's own was plain text); ``/mcp/``
+is not another path but the endpoint itself, as a client configured with the
+slash expects (Starlette answered it with a 307 to ``/mcp``).
 
 The SDK runs stateful: ``initialize`` opens a session whose id the answer
 carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
@@ -160,7 +162,11 @@ def http_app(
     partition: str | None,
     tokens: TokensFile[TokenMap] | None,
 ) -> Starlette:
-    """The ASGI app serving ``server`` at :data:`MCP_PATH`."""
+    """The ASGI app serving ``server`` at :data:`MCP_PATH`, and at ``/mcp/`` alike.
+
+    Both paths are one endpoint (its tokens, its sessions, its Host and Origin
+    checks): a session opened at one is used, and ended, at the other.
+    """
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if is_loopback(host):
         names = ["127.0.0.1", "localhost", "[::1]"]
@@ -171,8 +177,12 @@ def http_app(
         )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
     endpoint = _Endpoint(manager, Caller(partition=partition), tokens, security)
+    # Every method: _Endpoint answers a 405. ``/mcp/`` is the same endpoint, not a 307 to
+    # ``/mcp`` (Starlette's answer): a client that follows a redirect of its POST may drop
+    # the body or the Authorization header. One _Endpoint: one table of sessions and owners.
+    routes = [Route(path, endpoint=endpoint) for path in (MCP_PATH, MCP_PATH + "/")]
     return Starlette(
-        routes=[Route(MCP_PATH, endpoint=endpoint)],  # every method: _Endpoint answers a 405
+        routes=routes,
         exception_handlers={404: _not_found},
         lifespan=lambda app: manager.run(),
     )

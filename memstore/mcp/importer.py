@@ -82,11 +82,13 @@ def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]
     ``encoding="utf-8-sig"`` would.
     """
     entities, _, relations = _parse(lines)
-    return entities, relations
+    return entities, [r for _, r in relations]
 
 
-def _parse(lines: Iterable[str]) -> tuple[list[Entity], dict[str, list[int]], list[Relation]]:
-    """:func:`read_graph_lines`, with the lines that name each entity (to name in a refusal)."""
+def _parse(
+    lines: Iterable[str],
+) -> tuple[list[Entity], dict[str, list[int]], list[tuple[int, Relation]]]:
+    """:func:`read_graph_lines`, with the lines of each entity and relation (to name them)."""
     entities: dict[str, Entity] = {}
     where: dict[str, list[int]] = {}
     relations: list[tuple[int, Relation]] = []
@@ -134,7 +136,7 @@ def _parse(lines: Iterable[str]) -> tuple[list[Entity], dict[str, list[int]], li
                     f"line {n}: relation names entity {end!r}, which the file does not hold; "
                     "nothing was imported"
                 )
-    return list(entities.values()), where, [r for _, r in relations]
+    return list(entities.values()), where, relations
 
 
 def _lines(ns: list[int]) -> str:
@@ -148,6 +150,38 @@ def _shown(name: str) -> str:
     return repr(name) if len(name) <= 60 else repr(name[:60]) + f"... ({len(name)} characters)"
 
 
+def _relation_refused(
+    graph: KnowledgeGraph, relations: list[tuple[int, Relation]]
+) -> InvalidItemError | None:
+    """Which relation the engine refuses, named with its line; ``None`` if none is.
+
+    Called once :meth:`KnowledgeGraph.create_relations` refused the whole
+    list (its step undone): the relations of one source are kept on the
+    source's item, so the engine refuses a source whose item would outgrow
+    a limit (its ``data``), not a line. Each source's relations are written
+    again, one source a step; in the first source refused, one relation a
+    step, in file order: the one refused is the line that crossed the limit.
+    The caller's transaction undoes these writes. One step a source, the
+    import's failure path only.
+    """
+    by_source: dict[str, list[tuple[int, Relation]]] = {}
+    for n, r in relations:
+        by_source.setdefault(r.source, []).append((n, r))
+    for group in by_source.values():
+        try:
+            graph.create_relations([r for _, r in group])
+            continue
+        except InvalidItemError:
+            pass  # that step was undone: find the line within the group
+        for n, r in group:
+            try:
+                graph.create_relations([r])
+            except InvalidItemError as err:
+                shown = f"{_shown(r.source)} -> {_shown(r.target)} ({_shown(r.relationType)})"
+                return InvalidItemError(f"line {n}: relation {shown}: {err.reason}")
+    return None
+
+
 def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> GraphImport:
     """Import a reference ``memory.jsonl`` into ``memory``'s graph, all or nothing.
 
@@ -156,6 +190,9 @@ def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> G
     raises :class:`~memstore.errors.InvalidItemError` naming its line and
     name before the engine's reason, ``line 3: entity 'Ada': content is ...``
     (``line 3 (joined with lines 7)`` when lines with one name were joined).
+    A relation the engine refuses (an entity's relations are kept on its
+    item, whose ``data`` has a limit) is named the same way, with its ends
+    and type: ``line 9: relation 'Ada' -> 'Acme' ('works_at'): data holds ...``.
     Either way nothing was written.
     """
     entities, where, relations = _parse(fp)
@@ -171,6 +208,9 @@ def import_graph(memory: Memory, fp: IO[str], partition: str | None = None) -> G
                 raise InvalidItemError(
                     f"{_lines(where[e.name])}: entity {_shown(e.name)}: {err.reason}"
                 ) from None
-        linked = graph.create_relations(relations)
+        try:
+            linked = graph.create_relations([r for _, r in relations])
+        except InvalidItemError as err:
+            raise (_relation_refused(graph, relations) or err) from None
     observations = sum(len(e.observations) for e in made) + sum(len(a) for _, a in added)
     return GraphImport(len(made), observations, len(linked))

@@ -6,9 +6,9 @@ random token made on first start (mode 0600; printed with a curl line to try
 it). A non-loopback bind without a tokens file is refused: a server reachable
 from the network must be given its tokens on purpose.
 
-Replicas: with ``--journal postgresql://...`` (and ``--journal-schema``,
-default ``memstore``) several servers, each with its own ``--data`` folder,
-serve one memory. Give them the same tokens file: the hard-delete
+Replicas: with ``--journal postgresql://...`` (and ``--journal-schema`` or
+the DSN's ``memstore_schema``, default ``memstore``) several servers, each
+with its own ``--data`` folder, serve one memory. Give them the same tokens file: the hard-delete
 confirmation key is derived from its bytes (:func:`confirmation_key`), so a
 dry-run receipt sealed by one replica is redeemable on any other
 (``--confirm-key-file`` names another shared secret instead). See
@@ -96,7 +96,8 @@ GRACEFUL_SHUTDOWN_SECONDS: Final = DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
 """How long requests in flight may run on after a shutdown signal unless ``--shutdown-grace``
 says (:func:`~memstore.web.runner.shutdown_grace`, the same for every server)."""
 DEFAULT_JOURNAL_SCHEMA: Final = "memstore"
-"""The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` says."""
+"""The PostgreSQL schema of ``--journal postgresql://...`` unless ``--journal-schema`` or the
+DSN's ``memstore_schema`` says."""
 CONFIRMATION_KEY_LABEL: Final = b"memstore confirmations v1"
 """What :func:`confirmation_key` MACs with the shared secret: a key for this use only."""
 

@@ -3,11 +3,12 @@
 Every server (``memstore serve``, ``memstore mindlayer``, ``memstore mcp``)
 keeps its memory in the ``--data`` folder's SQLite journal unless
 ``--journal`` gives a ``postgresql://`` (or ``postgres://``) DSN: the servers
-then share that database, in the schema ``--journal-schema`` names
-(:data:`~memstore.journal.postgres.DEFAULT_SCHEMA`, ``memstore``, when it is
-not given; replicas of one memory name the same). A schema without such a
-DSN names nothing and is refused, so a typo in ``--journal`` is not silently
-replaced by the folder's journal.
+then share that database, in the schema ``--journal-schema`` names, or the
+DSN's ``memstore_schema`` parameter
+(:data:`~memstore.journal.postgres.DEFAULT_SCHEMA`, ``memstore``, when neither
+does; replicas of one memory name the same). A schema without such a DSN
+names nothing and is refused, so a typo in ``--journal`` is not silently
+replaced by the folder's journal; so are the two naming different schemas.
 
 >>> postgres_journal(None, None) is None
 True
@@ -22,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from memstore.errors import MemstoreError
-from memstore.journal.dsnoptions import DSN_OPTIONS, PREFIX, journal_options
+from memstore.journal.dsnoptions import DSN_OPTIONS, DSN_SCHEMA, PREFIX, journal_options
 
 if TYPE_CHECKING:
     from memstore.journal.postgres import PostgresJournal
@@ -33,21 +34,24 @@ DSN_SCHEMES: Final = ("postgresql://", "postgres://")
 """How a PostgreSQL DSN starts: a ``--journal`` that does not is not one."""
 
 JOURNAL_HELP: Final = (
-    "a postgresql:// DSN instead of the folder's SQLite file. Its query string may set "
-    "the journal's timeouts in seconds: "
+    "a postgresql:// DSN instead of the folder's SQLite file. Its query string may name "
+    f"the schema, {PREFIX}{DSN_SCHEMA} (default memstore; two memories in one database "
+    "name two), and set the journal's timeouts in seconds: "
     + ", ".join(PREFIX + name for name in DSN_OPTIONS[:-1])
     + f" and {PREFIX}{DSN_OPTIONS[-1]} (docs/journal.md), e.g. "
-    f"postgresql://app@db/memory?{PREFIX}{DSN_OPTIONS[-1]}=5"
+    f"postgresql://app@db/memory?{PREFIX}{DSN_SCHEMA}=agents&{PREFIX}{DSN_OPTIONS[-1]}=5"
 )
-"""The ``--help`` of every server's ``--journal``: what it takes, with the timeouts its DSN sets.
+"""The ``--help`` of every server's ``--journal``: what it takes, with the options its DSN sets.
 
-The parameters are :data:`~memstore.journal.dsnoptions.DSN_OPTIONS` with
-their prefix, so the help names what :func:`postgres_journal` reads.
+The parameters are :data:`~memstore.journal.dsnoptions.DSN_SCHEMA` and
+:data:`~memstore.journal.dsnoptions.DSN_OPTIONS` with their prefix, so the
+help names what :func:`postgres_journal` reads.
 """
 
 
 class JournalOptionError(MemstoreError, ValueError):
-    """``--journal-schema`` given without a PostgreSQL ``--journal``.
+    """``--journal-schema`` given without a PostgreSQL ``--journal``, or naming another schema
+    than the DSN's ``memstore_schema``.
 
     Both a :class:`~memstore.errors.MemstoreError` and a :class:`ValueError`,
     as the servers refuse their other bad options (exit status 2).
@@ -58,14 +62,16 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
     """The journal ``--journal`` (``dsn``) and ``--journal-schema`` (``schema``) open.
 
     A DSN that starts with one of :data:`DSN_SCHEMES` opens a
-    :class:`~memstore.journal.postgres.PostgresJournal` in ``schema`` (its
-    default when ``schema`` is empty or ``None``; this needs psycopg). Anything
-    else is ``None``: the caller keeps the folder's SQLite journal, or hands
-    a ``dsn`` of another kind on to :class:`~memstore.memory.Memory`, whose
-    refusal names it. The DSN's ``memstore_`` parameters set the journal's
-    timeouts (:mod:`memstore.journal.dsnoptions`).
+    :class:`~memstore.journal.postgres.PostgresJournal` in ``schema``, or in
+    the schema the DSN's ``memstore_schema`` names (the journal's default when
+    neither does; this needs psycopg). Anything else is ``None``: the caller
+    keeps the folder's SQLite journal, or hands a ``dsn`` of another kind on
+    to :class:`~memstore.memory.Memory`, whose refusal names it. The DSN's
+    other ``memstore_`` parameters set the journal's timeouts
+    (:mod:`memstore.journal.dsnoptions`).
 
-    :raises JournalOptionError: ``schema`` is given, but ``dsn`` is no PostgreSQL DSN.
+    :raises JournalOptionError: ``schema`` is given, but ``dsn`` is no PostgreSQL
+        DSN or its ``memstore_schema`` names another schema.
     :raises ValueError: a ``memstore_`` parameter the journal cannot take.
     """
     if not dsn or not dsn.startswith(DSN_SCHEMES):
@@ -73,6 +79,13 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
             raise JournalOptionError("--journal-schema needs --journal postgresql://...")
         return None
     dsn, options = journal_options(dsn)
+    named = options.get("schema")
+    if schema and named and schema != named:
+        raise JournalOptionError(
+            f"--journal-schema {schema} and the DSN's {PREFIX}{DSN_SCHEMA}={named} "
+            "name two schemas: give one"
+        )
     from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
 
-    return PostgresJournal(dsn, schema=schema or DEFAULT_SCHEMA, **options)
+    options["schema"] = schema or named or DEFAULT_SCHEMA
+    return PostgresJournal(dsn, **options)
