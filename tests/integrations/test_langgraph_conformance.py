@@ -59,28 +59,28 @@ KEYS: list[Any] = ["k1", "", "a.b", "*", "k\x00", 3]
 QUERIES = ["red", "blue green", "k1", "nothing here"]
 
 good_ns = st.lists(st.sampled_from(LABELS), min_size=1, max_size=3).map(tuple)
-any_ns = st.one_of(
-    good_ns,
-    good_ns,
-    st.just(()),
-    st.lists(st.sampled_from(LABELS + BAD_LABELS), min_size=1, max_size=3).map(tuple),
+bad_ns = st.lists(st.sampled_from(LABELS + BAD_LABELS), min_size=1, max_size=3).map(tuple)
+any_ns = st.integers(0, 5).flatmap(
+    lambda n: st.just(()) if n == 0 else bad_ns if n == 1 else good_ns
 )
-prefixes = st.one_of(
-    st.lists(st.sampled_from(LABELS), max_size=2).map(tuple),
-    st.lists(st.sampled_from(LABELS + BAD_LABELS), min_size=1, max_size=2).map(tuple),
+"""Four in six a valid namespace, else the empty one or labels drawn with invalid ones."""
+prefixes = st.integers(0, 3).flatmap(
+    lambda n: bad_ns if n == 0 else st.lists(st.sampled_from(LABELS), max_size=2).map(tuple)
 )
 patterns = st.one_of(st.none(), prefixes)
 queries = st.one_of(st.none(), st.sampled_from(QUERIES))
 pages = st.tuples(st.integers(0, 5), st.integers(0, 3))
 
-calls = st.one_of(
-    st.tuples(st.just("put"), any_ns, st.sampled_from(KEYS), values),
-    st.tuples(st.just("get"), any_ns, st.sampled_from(KEYS)),
-    st.tuples(st.just("delete"), any_ns, st.sampled_from(KEYS)),
-    st.tuples(st.just("search"), prefixes, queries, filters, pages),
-    st.tuples(st.just("list"), patterns, patterns, st.one_of(st.none(), st.integers(0, 3)), pages),
-    st.tuples(st.just("tick")),
-)
+CALLS: dict[str, st.SearchStrategy[tuple[Any, ...]]] = {
+    "put": st.tuples(st.just("put"), any_ns, st.sampled_from(KEYS), values),
+    "get": st.tuples(st.just("get"), any_ns, st.sampled_from(KEYS)),
+    "delete": st.tuples(st.just("delete"), any_ns, st.sampled_from(KEYS)),
+    "search": st.tuples(st.just("search"), prefixes, queries, filters, pages),
+    "list": st.tuples(
+        st.just("list"), patterns, patterns, st.one_of(st.none(), st.integers(0, 3)), pages
+    ),
+    "tick": st.tuples(st.just("tick")),
+}
 str_keys = st.sampled_from([k for k in KEYS if isinstance(k, str)])
 read_ops = st.one_of(
     st.builds(lambda ns, key: GetOp(ns, key), good_ns, str_keys),
@@ -106,9 +106,11 @@ write_ops = st.builds(
     str_keys,
     st.one_of(values, values, st.none()),
 )
-batches = st.tuples(
+CALLS["batch"] = st.tuples(
     st.just("batch"), st.lists(read_ops, max_size=4), st.lists(write_ops, max_size=4)
 )
+steps = st.sampled_from(["put", "put", "put", "get", "search", *CALLS]).flatmap(CALLS.__getitem__)
+"""Puts four times as often as deletes, ticks, listings or batches: a store with items in it."""
 
 Outcome = tuple[str, Any]
 Stamps = dict[tuple[tuple[str, ...], str], dt.datetime]
@@ -314,7 +316,7 @@ def _run(sequence: list[tuple[Any, ...]], use_async: bool) -> None:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(calls, calls, calls, batches), min_size=3, max_size=30), st.booleans())
+@given(st.lists(steps, min_size=6, max_size=30), st.booleans())
 def test_the_same_answers_and_refusals_as_inmemorystore(
     sequence: list[tuple[Any, ...]], use_async: bool
 ) -> None:
