@@ -40,8 +40,10 @@ __all__ = [
     "RelatedArgs",
     "RememberArgs",
     "UpdateArgs",
+    "Whole",
     "free_tags",
     "is_placement_tag",
+    "whole_number",
 ]
 
 DEFAULT_KIND: Final = "observation"
@@ -121,7 +123,24 @@ Ids = Annotated[
     ),
 ]
 
-Limit = Annotated[int, AfterValidator(check("limit", 1, MAX_LIMIT))]
+
+def whole_number(value: Any) -> Any:
+    """``5.0`` as ``5``: JSON has one number type, and its schema's integer is any whole one.
+
+    Everything else goes on to the strict check as it came, so ``"5"``, ``true``
+    and ``2.5`` are refused with a tool error naming the argument.
+
+    >>> whole_number(5.0), whole_number("5"), whole_number(2.5)
+    (5, '5', 2.5)
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(whole_number)]
+"""An integer argument: a whole JSON number, never text or a boolean (the models are strict)."""
+Limit = Annotated[Whole, AfterValidator(check("limit", 1, MAX_LIMIT))]
 """A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``minimum`` and ``maximum``).
 
 Out of range, the engine's error (:class:`~memstore.errors.OutOfRangeError`): the tool error
@@ -143,7 +162,13 @@ FreeTags = Annotated[list[str], AfterValidator(_no_placement)]
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Strict, as the schema is: ``"5"`` is not an integer, ``1`` or ``"true"`` not a boolean.
+
+    Pydantic's default (lax) mode would take them, and ``true`` as the limit 1:
+    arguments the advertised schema forbids, served as if they made sense.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 _QUERY = AliasChoices("query", "q", "text")
@@ -218,7 +243,7 @@ class RecallArgs(_Args):
             "then get no hits."
         ),
     )
-    max_chars: Annotated[int, AfterValidator(check("max_chars", 1, MAX_CHARS))] = Field(
+    max_chars: Annotated[Whole, AfterValidator(check("max_chars", 1, MAX_CHARS))] = Field(
         default=DEFAULT_MAX_CHARS,
         json_schema_extra={"minimum": 1, "maximum": MAX_CHARS},
         description="The most characters of content in all hits together.",
@@ -259,7 +284,7 @@ class RelatedArgs(_Args):
         validation_alias=AliasChoices("id_or_query", "id", "query", "q", "text"),
         description="A memory id, or words: the best matches become the starting points.",
     )
-    depth: Annotated[int, AfterValidator(check("depth", 1, MAX_CONTEXT_DEPTH))] = Field(
+    depth: Annotated[Whole, AfterValidator(check("depth", 1, MAX_CONTEXT_DEPTH))] = Field(
         default=2,
         json_schema_extra={"minimum": 1, "maximum": MAX_CONTEXT_DEPTH},
         description="How many links away to reach.",
