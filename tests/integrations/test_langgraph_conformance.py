@@ -51,6 +51,7 @@ from memstore import Config, Memory
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
 from tests.integrations.test_langgraph_differential import filters, values
+from tests.pgtest import Schemas
 
 LABELS = ["a", "b c", "*", "ü%2E,", "a b", "langgraph"]
 BAD_LABELS: list[Any] = ["", "x.y", "n\x00l", 7, None]
@@ -299,10 +300,10 @@ class Pair:
                 self.note_put(ns, key, (ns, key) in kept)
 
 
-def _run(sequence: list[tuple[Any, ...]], use_async: bool) -> None:
+def _run(sequence: list[tuple[Any, ...]], use_async: bool, journal: Any = None) -> None:
     clock = FakeClock()
-    memory = Memory(embedder=None, config=Config(clock=clock))
-    with MemstoreStore(memory) as ours, asyncio.Runner() as runner:
+    memory = Memory(embedder=None, journal=journal, config=Config(clock=clock))
+    with memory, MemstoreStore(memory) as ours, asyncio.Runner() as runner:
 
         def run(store: Any, name: str, *args: Any, **kw: Any) -> Any:
             if use_async:
@@ -338,3 +339,20 @@ def test_ties_in_update_time_go_by_namespace_labels_then_key() -> None:
         order = [(it.namespace, it.key) for it in store.search((), limit=100)]
         assert order == sorted((ns, key) for ns in names for key in ("k", "K", "é"))
         assert store.list_namespaces() == sorted(names)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(steps, min_size=6, max_size=20), st.booleans())
+def test_the_same_answers_on_a_postgresql_journal(
+    pg_schemas: Schemas, sequence: list[tuple[Any, ...]], use_async: bool
+) -> None:
+    """The same comparison on a PostgreSQL journal, a fresh schema per example."""
+    from memstore.journal.postgres import PostgresJournal
+
+    place = pg_schemas.new("lgc")
+    _run(sequence, use_async, PostgresJournal(place.dsn, schema=place.schema))
