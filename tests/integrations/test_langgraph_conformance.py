@@ -50,6 +50,7 @@ from langgraph.store.memory import InMemoryStore
 from memstore import Config, Memory
 from memstore.integrations.langgraph import MemstoreStore
 from tests.conftest import FakeClock
+from tests.integrations.conftest import CharacterEmbeddings
 from tests.integrations.test_langgraph_differential import filters, values
 from tests.pgtest import Schemas
 
@@ -356,3 +357,20 @@ def test_the_same_answers_on_a_postgresql_journal(
 
     place = pg_schemas.new("lgc")
     _run(sequence, use_async, PostgresJournal(place.dsn, schema=place.schema))
+
+
+def test_a_put_replaces_the_field_vectors_whole() -> None:
+    """A field the new value lacks no longer scores it (docs/langgraph.md, on purpose).
+
+    InMemoryStore keeps the vector an earlier put made for ``text``, so there
+    ``"banana bread"`` still scores 1.0 against a value that no longer holds it.
+    """
+    emb = CharacterEmbeddings(dims=16)
+    index: Any = {"dims": 16, "embed": emb, "fields": ["text", "title"]}
+    with MemstoreStore(index=index, ranking="vector") as store:
+        store.put(("a",), "k", {"text": "banana bread", "title": "zzz"})
+        store.put(("a",), "k", {"title": "zzz"})
+        store.put(("a",), "only-title", {"title": "zzz"})
+        scores = {h.key: h.score for h in store.search(("a",), query="banana bread")}
+        score = scores["k"]
+        assert score is not None and score == scores["only-title"] and score < 0.5
