@@ -126,6 +126,11 @@ def test_related_from_words_and_from_nothing() -> None:
                 assert [m["id"] for m in got["items"]] == [cause["id"]]
                 nothing = await c.ok("related", {"id_or_query": "zzzqqq"})
                 assert nothing == {"anchors": [], "items": [], "complete": True}
+                # Words longer than any id, or holding a NUL, are searched, not looked up
+                # as an id (which refused them: "id is 300 characters; at most 256").
+                for words in ["why did checkout fail? " * 13, "checkout\x00failed"]:
+                    got = await c.ok("related", {"id_or_query": words})
+                    assert got["anchors"][0] == effect["id"], words
 
     anyio.run(main)
 
