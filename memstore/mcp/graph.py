@@ -23,15 +23,16 @@ other, instead of the later overwriting the earlier.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import MAX_MODEL_LINKS, Item, ThoughtLink
 from memstore.listing import list_items
 from memstore.memory import Memory
@@ -178,10 +179,12 @@ class KnowledgeGraph:
     def _create(self, entity: Entity) -> None:
         fields = self._fields(entity, [], self._next_seq())
         item = Item(id=entity_id(entity.name, self.partition), kind=ENTITY_KIND, **fields)
-        self.mem.add(item, partition=self.partition, dedup=False)
+        with _refused_as(entity):
+            self.mem.add(item, partition=self.partition, dedup=False)
 
     def _save(self, node: _Node, entity: Entity, relations: Sequence[tuple[str, str, int]]) -> None:
-        self.mem.update(node.item.id, **self._fields(entity, relations, node.seq))
+        with _refused_as(entity):
+            self.mem.update(node.item.id, **self._fields(entity, relations, node.seq))
 
     # ------------------------------------------------------------ writes
 
@@ -381,6 +384,38 @@ class KnowledgeGraph:
         if item.kind != ENTITY_KIND:
             return None
         return self._decode(item).entity
+
+
+_GRAPH_WORDS: Final = (
+    ("title is ", "its name is "),
+    ("subject is ", "its name is "),
+    ("content is ", "its observations together are "),
+    ("data holds ", "its name, type, observations and relations together hold "),
+)
+"""The item fields an engine refusal names, in the graph's words (see :meth:`_fields`)."""
+
+
+@contextlib.contextmanager
+def _refused_as(entity: Entity) -> Iterator[None]:
+    """An engine refusal of an entity's item, told in the graph's words and naming the entity.
+
+    The engine names the item's fields ("title is 5000 characters; at most
+    1000"); a client of the graph tools sent a name, a type and observations.
+
+    >>> with _refused_as(Entity("Ada", "person", ())):  # doctest: +ELLIPSIS
+    ...     raise InvalidItemError("content is 200010 characters; at most 100000")
+    Traceback (most recent call last):
+    memstore.mcp.graph.GraphError: entity 'Ada' cannot be stored: its observations together are ...
+    """
+    try:
+        yield
+    except InvalidItemError as e:
+        reason = str(e)
+        for field, words in _GRAPH_WORDS:
+            if reason.startswith(field):
+                reason = words + reason[len(field) :]
+                break
+        raise GraphError(f"entity {entity.name[:60]!r} cannot be stored: {reason}") from None
 
 
 def _title(name: str) -> str:
