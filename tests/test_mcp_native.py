@@ -306,6 +306,40 @@ def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
     anyio.run(main)
 
 
+def test_an_id_longer_than_any_id_is_refused_naming_its_argument() -> None:
+    """Every id argument advertises ``maxLength`` and a longer one is refused by its name.
+
+    Before: the engine's "id is 300 characters; at most 256" for ``to_id``,
+    ``from_id``, ``links[0].to_id`` or one of ``ids`` alike.
+    """
+    from memstore.limits import MAX_ID_CHARS
+
+    long = "x" * (MAX_ID_CHARS + 1)
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            mem.add("alpha note", id="alpha")
+            async with in_process(mem) as c:
+                schemas = {t.name: t.inputSchema for t in (await c.session.list_tools()).tools}
+                assert schemas["link"]["properties"]["to_id"]["maxLength"] == MAX_ID_CHARS
+                assert schemas["forget"]["properties"]["ids"]["items"]["maxLength"] == MAX_ID_CHARS
+                for tool, args, named in [
+                    ("link", {"from_id": "alpha", "to_id": long}, "to_id"),
+                    ("link", {"from_id": long, "to_id": "alpha"}, "from_id"),
+                    ("remember", {"content": "c", "links": [{"to_id": long}]}, "links.0.to_id"),
+                    ("forget", {"ids": ["alpha", long]}, "ids.1"),
+                    ("update_memory", {"id": long, "title": "t"}, "id"),
+                    ("history", {"id": long}, "id"),
+                ]:
+                    msg = await c.fails(tool, args)
+                    assert msg.startswith(f"{named}: string should have at most {MAX_ID_CHARS}"), (
+                        msg
+                    )
+            assert mem.store.count_active() == 1
+
+    anyio.run(main)
+
+
 def test_text_holding_a_lone_surrogate_is_named_alike_by_every_layer() -> None:
     """Whether the argument model or the engine refuses it, the words are the same.
 

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, C
 
 from memstore.bounded import check
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
-from memstore.limits import MAX_CONTEXT_DEPTH, adapter_cap
+from memstore.limits import MAX_CONTEXT_DEPTH, MAX_ID_CHARS, adapter_cap
 from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "ForgetArgs",
     "GetArgs",
     "HistoryArgs",
+    "Id",
     "LinkArgs",
     "LinkSpec",
     "RecallArgs",
@@ -111,8 +112,12 @@ def _listify(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+"""A memory id: 1 to :data:`~memstore.limits.MAX_ID_CHARS` characters (the schema's
+``maxLength``), so a longer one is refused naming the argument that held it."""
+
 Ids = Annotated[
-    list[str],
+    list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
     BeforeValidator(_listify),
     AfterValidator(_ids_cap),
     Field(
@@ -178,7 +183,7 @@ _LIMIT = AliasChoices("limit", "k", "top_k")
 class LinkSpec(_Args):
     """A link from the new memory to an existing one."""
 
-    to_id: str = Field(min_length=1, description="The id of the memory linked to.")
+    to_id: Id = Field(description="The id of the memory linked to.")
     relation: Relation = Field(
         default="correlates_with", description="How the new memory relates to it."
     )
@@ -255,7 +260,7 @@ class GetArgs(_Args):
 
 
 class UpdateArgs(_Args):
-    id: str = Field(min_length=1, description="The id of the memory to change.")
+    id: Id = Field(description="The id of the memory to change.")
     content: str | None = Field(default=None, description="New text (omit to keep).")
     title: str | None = Field(default=None, description="New title (omit to keep).")
     kind: str | None = Field(default=None, description="New kind (omit to keep).")
@@ -273,8 +278,8 @@ class ForgetArgs(_Args):
 
 
 class LinkArgs(_Args):
-    from_id: str = Field(min_length=1, description="The memory the link starts from.")
-    to_id: str = Field(min_length=1, description="The memory it points to.")
+    from_id: Id = Field(description="The memory the link starts from.")
+    to_id: Id = Field(description="The memory it points to.")
     relation: Relation = Field(default="correlates_with", description="How they relate.")
 
 
@@ -293,7 +298,7 @@ class RelatedArgs(_Args):
 
 
 class HistoryArgs(_Args):
-    id: str = Field(min_length=1, description="The memory whose versions to list.")
+    id: Id = Field(description="The memory whose versions to list.")
 
 
 class RecentArgs(_Args):
