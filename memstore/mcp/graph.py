@@ -42,6 +42,7 @@ from memstore.tags import PARTITION_ALL
 __all__ = [
     "ENTITY_KIND",
     "Entity",
+    "EntityRefusedError",
     "GraphError",
     "KnowledgeGraph",
     "Relation",
@@ -395,27 +396,39 @@ _GRAPH_WORDS: Final = (
 """The item fields an engine refusal names, in the graph's words (see :meth:`_fields`)."""
 
 
-@contextlib.contextmanager
-def _refused_as(entity: Entity) -> Iterator[None]:
-    """An engine refusal of an entity's item, told in the graph's words and naming the entity.
+class EntityRefusedError(InvalidItemError):
+    """The engine refused the item that keeps one entity; nothing was written.
 
-    The engine names the item's fields ("title is 5000 characters; at most
-    1000"); a client of the graph tools sent a name, a type and observations.
+    The message names the entity and what is too long in the graph's words,
+    which the graph tools answer: the engine names the item's fields ("title
+    is 5000 characters; at most 1000"), where the client sent a name, a type
+    and observations. ``reason`` stays the engine's rule, for a caller that
+    names the entity its own way (the importer, with the file's line numbers).
 
-    >>> with _refused_as(Entity("Ada", "person", ())):  # doctest: +ELLIPSIS
-    ...     raise InvalidItemError("content is 200010 characters; at most 100000")
-    Traceback (most recent call last):
-    memstore.mcp.graph.GraphError: entity 'Ada' cannot be stored: its observations together are ...
+    >>> str(EntityRefusedError("Ada", "content is 200010 characters; at most 100000"))
+    "entity 'Ada' cannot be stored: its observations together are 200010 characters; at most 100000"
     """
-    try:
-        yield
-    except InvalidItemError as e:
-        reason = str(e)
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(reason)
+        self.name = name
+
+    def __str__(self) -> str:
+        reason = self.reason
         for field, words in _GRAPH_WORDS:
             if reason.startswith(field):
                 reason = words + reason[len(field) :]
                 break
-        raise GraphError(f"entity {entity.name[:60]!r} cannot be stored: {reason}") from None
+        return f"entity {self.name[:60]!r} cannot be stored: {reason}"
+
+
+@contextlib.contextmanager
+def _refused_as(entity: Entity) -> Iterator[None]:
+    """An engine refusal of ``entity``'s item, raised as :class:`EntityRefusedError`."""
+    try:
+        yield
+    except InvalidItemError as e:
+        raise EntityRefusedError(entity.name, e.reason) from None
 
 
 def _title(name: str) -> str:
