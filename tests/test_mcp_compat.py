@@ -269,6 +269,32 @@ def test_partitions_keep_separate_graphs() -> None:
     anyio.run(main)
 
 
+def test_an_entity_past_the_engine_limits_is_refused_in_the_graphs_words(tmp_path: Path) -> None:
+    """The engine's limits, told as the entity's name, type or observations, and no write.
+
+    Before: "title is 5000 characters; at most 1000" for a long name, "content is
+    ..." for observations: fields the graph tools never showed their client.
+    """
+    long_name = {"name": "N" * 5000, "entityType": "person", "observations": []}
+    many = {"name": "Ada", "entityType": "person", "observations": ["o" * 60_000] * 2}
+
+    async def main() -> None:
+        with Memory(tmp_path / "m", embedder="hash") as mem:
+            async with in_process(mem, compat=KG) as c:
+                await c.ok("create_entities", {"entities": [ALICE]})
+                before = await c.ok("read_graph")
+                msg = await c.fails("create_entities", {"entities": [BOB, long_name]})
+                assert "entity 'NNN" in msg and "its name is 5000 characters" in msg
+                msg = await c.fails("create_entities", {"entities": [many]})
+                assert "entity 'Ada' cannot be stored: its observations together are" in msg
+                more = {"entityName": ALICE["name"], "contents": ["z" * 100_001]}
+                msg = await c.fails("add_observations", {"observations": [more]})
+                assert f"entity {ALICE['name']!r}" in msg and "its observations" in msg
+                assert await c.ok("read_graph") == before
+
+    anyio.run(main)
+
+
 def test_graph_survives_restart_and_is_a_resource(tmp_path: Path) -> None:
     async def main() -> None:
         async with stdio(tmp_path, "--compat", KG) as c:

@@ -126,6 +126,11 @@ def test_related_from_words_and_from_nothing() -> None:
                 assert [m["id"] for m in got["items"]] == [cause["id"]]
                 nothing = await c.ok("related", {"id_or_query": "zzzqqq"})
                 assert nothing == {"anchors": [], "items": [], "complete": True}
+                # Words longer than any id, or holding a NUL, are searched, not looked up
+                # as an id (which refused them: "id is 300 characters; at most 256").
+                for words in ["why did checkout fail? " * 13, "checkout\x00failed"]:
+                    got = await c.ok("related", {"id_or_query": words})
+                    assert got["anchors"][0] == effect["id"], words
 
     anyio.run(main)
 
@@ -297,6 +302,40 @@ def test_the_tools_cap_limit_and_ids_and_say_so() -> None:
                 assert f"at most {MAX_IDS} ids per call, not {MAX_IDS + 1}" in msg
                 assert "MCP tools' cap" in msg
             assert mem.store.count_active() == MAX_IDS + 1  # the refused forget changed nothing
+
+    anyio.run(main)
+
+
+def test_an_id_longer_than_any_id_is_refused_naming_its_argument() -> None:
+    """Every id argument advertises ``maxLength`` and a longer one is refused by its name.
+
+    Before: the engine's "id is 300 characters; at most 256" for ``to_id``,
+    ``from_id``, ``links[0].to_id`` or one of ``ids`` alike.
+    """
+    from memstore.limits import MAX_ID_CHARS
+
+    long = "x" * (MAX_ID_CHARS + 1)
+
+    async def main() -> None:
+        with Memory(embedder="hash") as mem:
+            mem.add("alpha note", id="alpha")
+            async with in_process(mem) as c:
+                schemas = {t.name: t.inputSchema for t in (await c.session.list_tools()).tools}
+                assert schemas["link"]["properties"]["to_id"]["maxLength"] == MAX_ID_CHARS
+                assert schemas["forget"]["properties"]["ids"]["items"]["maxLength"] == MAX_ID_CHARS
+                for tool, args, named in [
+                    ("link", {"from_id": "alpha", "to_id": long}, "to_id"),
+                    ("link", {"from_id": long, "to_id": "alpha"}, "from_id"),
+                    ("remember", {"content": "c", "links": [{"to_id": long}]}, "links.0.to_id"),
+                    ("forget", {"ids": ["alpha", long]}, "ids.1"),
+                    ("update_memory", {"id": long, "title": "t"}, "id"),
+                    ("history", {"id": long}, "id"),
+                ]:
+                    msg = await c.fails(tool, args)
+                    assert msg.startswith(f"{named}: string should have at most {MAX_ID_CHARS}"), (
+                        msg
+                    )
+            assert mem.store.count_active() == 1
 
     anyio.run(main)
 

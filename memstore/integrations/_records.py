@@ -200,9 +200,15 @@ class Record:
         """Active and not past its TTL deadline."""
         return self.active and (self.deadline is None or now < self.deadline)
 
-    def order(self) -> tuple[float, str, str]:
-        """The order of a search without a query: newest update first, then namespace, key."""
-        return (-self.updated_at.timestamp(), self.partition, self.key)
+    def order(self) -> tuple[float, tuple[str, ...], str]:
+        """The order of a search without a query: newest update first, then namespace, key.
+
+        Ties go by the namespace as a tuple of labels, the order of
+        ``list_namespaces``, never by the partition name it is kept under: the
+        escaped name sorts ``("a b",)`` before ``("a", "b")`` (``"a%20b"`` <
+        ``"a.b"``), where the labels sort it after.
+        """
+        return (-self.updated_at.timestamp(), self.namespace, self.key)
 
     def fresh_value(self) -> dict[str, Any]:
         """A copy of the value the caller may change."""

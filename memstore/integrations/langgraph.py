@@ -107,7 +107,7 @@ class _Plan:
     held: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
     """Every text embedded (fields and joined texts) -> its row, lent to the engine."""
     queries: dict[str, np.ndarray[Any, Any]] = field(default_factory=dict)
-    """Every search query (stripped) -> its unit vector."""
+    """Every search query (as given) -> its unit vector."""
 
     @classmethod
     def of(
@@ -355,7 +355,8 @@ class MemstoreStore(BaseStore):
         every = [t for ts in texts.values() for t in ts]
         # The engine's index embeds an item's content: its texts joined (and capped).
         joined = {rec.search_text(ts) for ts in texts.values() if ts} - set(every)
-        queries = {q for op in todo if isinstance(op, SearchOp) and (q := (op.query or "").strip())}
+        # Each query as given, as LangGraph's stores embed it: the score is its cosine.
+        queries = {op.query for op in todo if isinstance(op, SearchOp) and op.query}
         return texts, every + sorted(joined - {""}), sorted(queries)
 
     def _plan(self, todo: list[Op]) -> _Plan:
@@ -438,12 +439,11 @@ class MemstoreStore(BaseStore):
         cands.sort(key=rec.Record.order)
         limit, offset = op.limit, op.offset  # never negative: _ops.check_op
         scores: dict[str, float] = {}
-        query = (op.query or "").strip()
-        if query:
-            vector = vectors.get(query)
+        if op.query:  # embedded as given; blank words leave the ranking to the scores
+            vector = vectors.get(op.query)
             if vector is not None:
                 scores = self._scores(vector, cands)
-            cands = self._rank(query, cands, scores, vector)
+            cands = self._rank(op.query.strip(), cands, scores, vector)
         page = cands[offset : offset + limit]  # a slice of one ranking, whatever the page
         if op.refresh_ttl:
             page = [self._refresh(it) for it in page]
@@ -462,7 +462,7 @@ class MemstoreStore(BaseStore):
         score (cosine, highest first), then the unscored in ``cands``' order.
         """
         head: list[rec.Record] = []
-        if self.ranking == "hybrid":
+        if self.ranking == "hybrid" and query:
             head = self._hybrid(query, cands, HYBRID_DEPTH, vector)
         taken = {it.id for it in head}
         rest = [it for it in cands if it.id not in taken]

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, AliasChoices, BaseModel, BeforeValidator, C
 
 from memstore.bounded import check
 from memstore.item import VALID_THOUGHT_LINK_RELATIONS
-from memstore.limits import MAX_CONTEXT_DEPTH, adapter_cap
+from memstore.limits import MAX_CONTEXT_DEPTH, MAX_ID_CHARS, adapter_cap
 from memstore.tags import PARTITION_TAG_PREFIX, PRIVATE_OWNER_TAG_PREFIX, SHARED_TAG
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "ForgetArgs",
     "GetArgs",
     "HistoryArgs",
+    "Id",
     "LinkArgs",
     "LinkSpec",
     "RecallArgs",
@@ -40,8 +41,10 @@ __all__ = [
     "RelatedArgs",
     "RememberArgs",
     "UpdateArgs",
+    "Whole",
     "free_tags",
     "is_placement_tag",
+    "whole_number",
 ]
 
 DEFAULT_KIND: Final = "observation"
@@ -109,8 +112,12 @@ def _listify(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+"""A memory id: 1 to :data:`~memstore.limits.MAX_ID_CHARS` characters (the schema's
+``maxLength``), so a longer one is refused naming the argument that held it."""
+
 Ids = Annotated[
-    list[str],
+    list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
     BeforeValidator(_listify),
     AfterValidator(_ids_cap),
     Field(
@@ -121,7 +128,24 @@ Ids = Annotated[
     ),
 ]
 
-Limit = Annotated[int, AfterValidator(check("limit", 1, MAX_LIMIT))]
+
+def whole_number(value: Any) -> Any:
+    """``5.0`` as ``5``: JSON has one number type, and its schema's integer is any whole one.
+
+    Everything else goes on to the strict check as it came, so ``"5"``, ``true``
+    and ``2.5`` are refused with a tool error naming the argument.
+
+    >>> whole_number(5.0), whole_number("5"), whole_number(2.5)
+    (5, '5', 2.5)
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, BeforeValidator(whole_number)]
+"""An integer argument: a whole JSON number, never text or a boolean (the models are strict)."""
+Limit = Annotated[Whole, AfterValidator(check("limit", 1, MAX_LIMIT))]
 """A ``limit`` argument: 1 to :data:`MAX_LIMIT` (the schema's ``minimum`` and ``maximum``).
 
 Out of range, the engine's error (:class:`~memstore.errors.OutOfRangeError`): the tool error
@@ -143,7 +167,13 @@ FreeTags = Annotated[list[str], AfterValidator(_no_placement)]
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Strict, as the schema is: ``"5"`` is not an integer, ``1`` or ``"true"`` not a boolean.
+
+    Pydantic's default (lax) mode would take them, and ``true`` as the limit 1:
+    arguments the advertised schema forbids, served as if they made sense.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 _QUERY = AliasChoices("query", "q", "text")
@@ -153,7 +183,7 @@ _LIMIT = AliasChoices("limit", "k", "top_k")
 class LinkSpec(_Args):
     """A link from the new memory to an existing one."""
 
-    to_id: str = Field(min_length=1, description="The id of the memory linked to.")
+    to_id: Id = Field(description="The id of the memory linked to.")
     relation: Relation = Field(
         default="correlates_with", description="How the new memory relates to it."
     )
@@ -218,7 +248,7 @@ class RecallArgs(_Args):
             "then get no hits."
         ),
     )
-    max_chars: Annotated[int, AfterValidator(check("max_chars", 1, MAX_CHARS))] = Field(
+    max_chars: Annotated[Whole, AfterValidator(check("max_chars", 1, MAX_CHARS))] = Field(
         default=DEFAULT_MAX_CHARS,
         json_schema_extra={"minimum": 1, "maximum": MAX_CHARS},
         description="The most characters of content in all hits together.",
@@ -230,7 +260,7 @@ class GetArgs(_Args):
 
 
 class UpdateArgs(_Args):
-    id: str = Field(min_length=1, description="The id of the memory to change.")
+    id: Id = Field(description="The id of the memory to change.")
     content: str | None = Field(default=None, description="New text (omit to keep).")
     title: str | None = Field(default=None, description="New title (omit to keep).")
     kind: str | None = Field(default=None, description="New kind (omit to keep).")
@@ -248,8 +278,8 @@ class ForgetArgs(_Args):
 
 
 class LinkArgs(_Args):
-    from_id: str = Field(min_length=1, description="The memory the link starts from.")
-    to_id: str = Field(min_length=1, description="The memory it points to.")
+    from_id: Id = Field(description="The memory the link starts from.")
+    to_id: Id = Field(description="The memory it points to.")
     relation: Relation = Field(default="correlates_with", description="How they relate.")
 
 
@@ -259,7 +289,7 @@ class RelatedArgs(_Args):
         validation_alias=AliasChoices("id_or_query", "id", "query", "q", "text"),
         description="A memory id, or words: the best matches become the starting points.",
     )
-    depth: Annotated[int, AfterValidator(check("depth", 1, MAX_CONTEXT_DEPTH))] = Field(
+    depth: Annotated[Whole, AfterValidator(check("depth", 1, MAX_CONTEXT_DEPTH))] = Field(
         default=2,
         json_schema_extra={"minimum": 1, "maximum": MAX_CONTEXT_DEPTH},
         description="How many links away to reach.",
@@ -268,7 +298,7 @@ class RelatedArgs(_Args):
 
 
 class HistoryArgs(_Args):
-    id: str = Field(min_length=1, description="The memory whose versions to list.")
+    id: Id = Field(description="The memory whose versions to list.")
 
 
 class RecentArgs(_Args):

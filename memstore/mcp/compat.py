@@ -30,6 +30,7 @@ from memstore.limits import MAX_RESULTS
 from memstore.memory import Memory
 from memstore.tags import PARTITION_ALL
 
+from .arguments import Whole
 from .graph import ENTITY_KIND, Entity, KnowledgeGraph, Relation
 from .toolkit import SCOPE_FORGET, SCOPE_WRITE, Caller, ToolSpec
 
@@ -44,7 +45,14 @@ GRAPH_RESOURCE: Final = "memory://knowledge-graph"
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    """Unknown keys ignored, as the reference's schemas strip them; types strict, as it checks them.
+
+    The reference refuses a number where text goes and text where a number goes;
+    so does memstore, where pydantic's lax mode would read ``"5"`` or ``true``
+    as the ``limit`` 5 or 1.
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=True)
 
 
 def _unicode(text: str) -> str:
@@ -130,10 +138,10 @@ class DeleteRelationsArgs(_In):
 
 
 _Offset = Annotated[
-    int, AfterValidator(check("offset", 0)), Field(json_schema_extra={"minimum": 0})
+    Whole, AfterValidator(check("offset", 0)), Field(json_schema_extra={"minimum": 0})
 ]
 _Limit = Annotated[
-    int,
+    Whole,
     AfterValidator(check("limit", 1, MAX_RESULTS)),
     Field(json_schema_extra={"minimum": 1, "maximum": MAX_RESULTS}),
 ]

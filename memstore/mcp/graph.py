@@ -23,15 +23,16 @@ other, instead of the later overwriting the earlier.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from memstore.errors import MemstoreError
+from memstore.errors import InvalidItemError, MemstoreError
 from memstore.item import MAX_MODEL_LINKS, Item, ThoughtLink
 from memstore.listing import list_items
 from memstore.memory import Memory
@@ -41,6 +42,7 @@ from memstore.tags import PARTITION_ALL
 __all__ = [
     "ENTITY_KIND",
     "Entity",
+    "EntityRefusedError",
     "GraphError",
     "KnowledgeGraph",
     "Relation",
@@ -178,10 +180,12 @@ class KnowledgeGraph:
     def _create(self, entity: Entity) -> None:
         fields = self._fields(entity, [], self._next_seq())
         item = Item(id=entity_id(entity.name, self.partition), kind=ENTITY_KIND, **fields)
-        self.mem.add(item, partition=self.partition, dedup=False)
+        with _refused_as(entity):
+            self.mem.add(item, partition=self.partition, dedup=False)
 
     def _save(self, node: _Node, entity: Entity, relations: Sequence[tuple[str, str, int]]) -> None:
-        self.mem.update(node.item.id, **self._fields(entity, relations, node.seq))
+        with _refused_as(entity):
+            self.mem.update(node.item.id, **self._fields(entity, relations, node.seq))
 
     # ------------------------------------------------------------ writes
 
@@ -381,6 +385,50 @@ class KnowledgeGraph:
         if item.kind != ENTITY_KIND:
             return None
         return self._decode(item).entity
+
+
+_GRAPH_WORDS: Final = (
+    ("title is ", "its name is "),
+    ("subject is ", "its name is "),
+    ("content is ", "its observations together are "),
+    ("data holds ", "its name, type, observations and relations together hold "),
+)
+"""The item fields an engine refusal names, in the graph's words (see :meth:`_fields`)."""
+
+
+class EntityRefusedError(InvalidItemError):
+    """The engine refused the item that keeps one entity; nothing was written.
+
+    The message names the entity and what is too long in the graph's words,
+    which the graph tools answer: the engine names the item's fields ("title
+    is 5000 characters; at most 1000"), where the client sent a name, a type
+    and observations. ``reason`` stays the engine's rule, for a caller that
+    names the entity its own way (the importer, with the file's line numbers).
+
+    >>> str(EntityRefusedError("Ada", "content is 200010 characters; at most 100000"))
+    "entity 'Ada' cannot be stored: its observations together are 200010 characters; at most 100000"
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(reason)
+        self.name = name
+
+    def __str__(self) -> str:
+        reason = self.reason
+        for field, words in _GRAPH_WORDS:
+            if reason.startswith(field):
+                reason = words + reason[len(field) :]
+                break
+        return f"entity {self.name[:60]!r} cannot be stored: {reason}"
+
+
+@contextlib.contextmanager
+def _refused_as(entity: Entity) -> Iterator[None]:
+    """An engine refusal of ``entity``'s item, raised as :class:`EntityRefusedError`."""
+    try:
+        yield
+    except InvalidItemError as e:
+        raise EntityRefusedError(entity.name, e.reason) from None
 
 
 def _title(name: str) -> str:

@@ -19,7 +19,7 @@ from memstore.errors import ItemNotFoundError
 from memstore.graph import DEFAULT_CONTEXT_DECAY
 from memstore.item import Item, ThoughtLink
 from memstore.journal.hlc import InvalidLsnError, Lsn, read_as_of
-from memstore.limits import CONTEXT_REACH
+from memstore.limits import CONTEXT_REACH, MAX_ID_CHARS
 from memstore.memory import Memory
 from memstore.render import explanation_text, share_budget
 from memstore.search import SearchResult, default_visible
@@ -235,7 +235,7 @@ class _Native:
 
     def related(self, a: RelatedArgs, caller: Caller) -> Related:
         part = self._part(caller)
-        anchor = self._visible(a.id_or_query, caller)
+        anchor = self._visible(a.id_or_query, caller) if _may_be_id(a.id_or_query) else None
         if anchor is not None:
             anchors = [anchor.id]
         else:
@@ -303,6 +303,19 @@ def _render_items(r: Items) -> str:
     if r.missing:
         lines.append(f"Not found: {', '.join(r.missing)}")
     return "\n".join(lines)
+
+
+def _may_be_id(text: str) -> bool:
+    """Whether ``related``'s ``id_or_query`` may name a memory, or is only words.
+
+    Text longer than an id (:data:`~memstore.limits.MAX_ID_CHARS`) or holding a
+    NUL character names no memory: looking it up as an id would refuse the
+    call ("id is 300 characters"), where the words are what to search.
+
+    >>> _may_be_id("memory-01J"), _may_be_id("why " * 100)
+    (True, False)
+    """
+    return len(text) <= MAX_ID_CHARS and "\x00" not in text
 
 
 def _render_related(r: Related) -> str:

@@ -177,7 +177,7 @@ indexed_ops = st.one_of(
     st.tuples(
         st.just("search"),
         prefixes,
-        st.sampled_from(TEXTS[:4]),
+        st.sampled_from([*TEXTS[:4], " banana ", "  ", "\n"]),
         st.integers(0, 6),
         st.integers(0, 4),
     ),
@@ -231,6 +231,10 @@ def test_vector_scores_and_order_match_inmemorystore(
     sequence: list[tuple[Any, ...]], use_async: bool
 ) -> None:
     """With an index, ``ranking="vector"``: the same items, scores and score order.
+
+    A query is embedded as it is given, as LangGraph's stores embed it: one with
+    blanks around it (``" banana "``) or only blanks (``"  "``) is scored by
+    its own vector, never by the stripped text's (or not at all).
 
     Every put has both indexed fields, and each key is put with one ``index``
     (the store's fields, or one of them; never ``False``): InMemoryStore keeps
