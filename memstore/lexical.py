@@ -75,6 +75,7 @@ from memstore._matchrule import trigram_dice as _dice
 from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
 from memstore._vocabindex import VocabIndex, gram_code, string_hashes, unique_counts
+from memstore._vocablog import VocabLog
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -108,7 +109,10 @@ _VERIFY_MAX = 32
 
 @dataclass(slots=True)
 class _Expansion:
-    """A token's matches in the vocabulary (no documents): valid until a word comes or goes."""
+    """A token's matches in the vocabulary (no documents).
+
+    Valid until a word relevant to the token comes or goes (:mod:`memstore._vocablog`).
+    """
 
     levels: dict[str, float]
     """Every word the exact rule admits, with its level."""
@@ -119,6 +123,8 @@ class _Expansion:
     pairs: list[tuple[str, str]]
     """Adjacent-word pairs the token is one edit from, neither word strong."""
     fuzzy_ok: bool
+    stamp: int
+    """The vocabulary log's stamp it is known exact at (checked from there on)."""
     fuzzy: list[tuple[float, list[str]]] | None = None
     """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
     content_ids: list[tuple[float, list[int]]] | None = None
@@ -165,10 +171,12 @@ class Lexicon:
     both the live ones and ``compact_min``); callers keeping per-slot data
     register with :meth:`on_renumber`. Postings are sorted int32 arrays
     (:mod:`memstore._postings`). What a query token matches is cached: its
-    vocabulary expansion until a word enters or leaves the vocabulary, its
-    documents until the next write. The vocabulary's own indexes are numpy
-    tables (:mod:`memstore._vocabindex`): ``overlay_max`` words written
-    between reads are keyed in dictionaries before they are built into arrays.
+    documents until the next write, its vocabulary expansion until a word
+    that can change it enters or leaves the vocabulary (a cheap test,
+    :mod:`memstore._vocablog`) or a compaction renumbers the postings. The
+    vocabulary's own indexes are numpy tables (:mod:`memstore._vocabindex`):
+    ``overlay_max`` words written between reads are keyed in dictionaries
+    before they are built into arrays.
     """
 
     def __init__(
@@ -192,10 +200,10 @@ class Lexicon:
         self._compact_min = compact_min
         self._renumber_hooks: list[Callable[[npt.NDArray[np.intp]], None]] = []
         self._gen = 0  # bumped by every write
-        self._vgen = 0  # bumped when a word enters or leaves the vocabulary
+        # The words that entered or left the vocabulary lately: which expansions they touch.
+        self._vlog = VocabLog()
         self._cache_entries = cache_entries
         self._expansions: dict[str, _Expansion] = {}
-        self._expansions_gen = 0
         self._matches: dict[tuple[str, bool], TokenMatch] = {}
         self._matches_gen = 0
 
@@ -256,8 +264,9 @@ class Lexicon:
             # Counter.update's C loop, without its type checks, over the whole batch.
             _count_elements(df, chain.from_iterable(uniqs))
             if len(df) != known:  # the words new to the vocabulary are the last keys counted
-                self._vocab.add_many(list(islice(reversed(df), len(df) - known)))
-                self._vgen += 1
+                new = list(islice(reversed(df), len(df) - known))
+                self._vocab.add_many(new)
+                self._vlog.record(new)
             self._postings.add_docs(start, uniqs)
             self._title_postings.add_docs(start, titles)
             self._gen += len(docs)
@@ -314,7 +323,9 @@ class Lexicon:
             self._alive = alive
             self._dead = 0
             self._gen += 1
-            self._vgen += 1  # the postings' word numbers changed: expansions hold them
+            # The postings' word numbers changed: every expansion holds some.
+            self._expansions.clear()
+            self._vlog.forget()
             for hook in self._renumber_hooks:
                 hook(kept)
 
@@ -330,7 +341,7 @@ class Lexicon:
         return grams
 
     def _remove_word(self, w: str) -> None:
-        self._vgen += 1
+        self._vlog.record((w,))
         self._vocab.remove(w)
 
     # ------------------------------------------------------------------ reads
@@ -574,13 +585,20 @@ class Lexicon:
         return out
 
     def _expand(self, tok: str) -> _Expansion:
-        """The vocabulary words ``tok`` matches, cached until the vocabulary changes."""
-        if self._expansions_gen != self._vgen:
-            self._expansions.clear()
-            self._expansions_gen = self._vgen
+        """The vocabulary words ``tok`` matches, cached while no word relevant to it comes or goes.
+
+        A cached expansion is checked against the words logged since it was
+        last known exact (:meth:`VocabLog.unaffected`); its word numbers in
+        the postings stay valid until a compaction, which drops it.
+        """
+        log = self._vlog
+        now = log.stamp
         ex = self._expansions.get(tok)
         if ex is not None:
-            return ex
+            if ex.stamp == now or log.unaffected(tok, ex.stamp):
+                ex.stamp = now
+                return ex
+            del self._expansions[tok]
         vocab = self._df
         levels: dict[str, float] = {}
         pairs: list[tuple[str, str]] = []
@@ -612,6 +630,7 @@ class Lexicon:
             strong=strong,
             pairs=pairs,
             fuzzy_ok=not strong,
+            stamp=now,
         )
         if len(self._expansions) >= self._cache_entries:
             self._expansions.clear()
