@@ -15,7 +15,14 @@ to ``tok`` under one of the match rule's channels (:mod:`memstore.lexical`):
 * one edit, of ``tok`` or of a contiguous piece of it (the halves of a
   joined pair, and the digit words generated near one): then every
   character of ``w`` but at most one occurs in ``tok``, and ``w`` is at
-  most one character longer than ``tok``;
+  most one character longer than ``tok``. Every piece probed has two
+  characters or more (``tok`` itself has three; the other half of a joined
+  pair is at least two characters, as a vocabulary half one character short
+  of ``tok`` is one edit from it, so strong, and never split off), so a
+  word with a character ``tok`` lacks came by one insertion or
+  substitution: it holds one such character, once, and at least one
+  other. So a new number such as the "7" or "11" of "round 11" touches
+  only the tokens holding its digits;
 * fuzzy (trigram Dice): ``w`` holds one of ``tok``'s trigrams.
 
 :meth:`VocabLog.relevant` tests a superset of these (the one-edit test is
@@ -30,6 +37,10 @@ change too old for the log, or too many changes to check, means recompute.
 >>> since = log.stamp
 >>> log.record(["2024", "alice"])
 >>> log.unaffected("payment", since), log.unaffected("alic", since)
+(True, False)
+>>> since = log.stamp
+>>> log.record(["7"])  # one character: only a token holding it is touched
+>>> log.unaffected("payment", since), log.unaffected("b7", since)
 (True, False)
 >>> log.record(["x"] * 5)  # more than the bound: nothing before is checkable
 >>> log.unaffected("payment", since)
@@ -123,11 +134,11 @@ class VocabLog:
         tgrams = trigrams(tok) if n >= 3 else frozenset()
         for c in self._changes[since - self._start :]:
             w = c.word
-            if (
-                tok in w
-                or c.stem == tstem
-                or (len(w) <= n + 1 and len(c.chars - tchars) <= 1)
-                or not c.grams.isdisjoint(tgrams)
-            ):
+            if tok in w or c.stem == tstem or not c.grams.isdisjoint(tgrams):
                 return False
+            # Characters of w new to tok: none, or one, once, in a word of two or more.
+            if len(w) <= n + 1 and len(c.chars - tchars) <= 1:
+                kept = sum(map(tchars.__contains__, w))
+                if kept == len(w) or (kept == len(w) - 1 and kept):
+                    return False
         return True

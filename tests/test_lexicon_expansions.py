@@ -78,6 +78,10 @@ def _arrives(tok: str, word: str, before: str = "x") -> list[tuple[Any, ...]]:
 @example(_arrives("try", "tries"), 256, 1)  # the same stem, no other channel
 @example(_arrives("cmap", "camp"), 256, 1)  # one edit, no shared trigram
 @example(_arrives("paymentap", "ap", "payment"), 256, 1)  # the half of a joined pair
+@example(_arrives("camppa", "p", "camp"), 256, 1)  # one character: a joined pair's half
+@example(_arrives("camp12", "2", "camp"), 256, 1)  # one digit: a digit word near a half
+@example(_arrives("campxy", "xz", "camp"), 256, 1)  # two characters, one new: a half's edit
+@example(_arrives("cap", "crap"), 256, 1)  # one character longer, by a character new to it
 @example(_arrives("deploying", "deployment"), 256, 1)  # fuzzy: a shared trigram alone
 @given(st.lists(op, max_size=40), st.sampled_from([2, 8, 256]), st.integers(1, 3))
 def test_cached_expansions_match_a_fresh_lexicon(
