@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from memstore._lexcheck import check_lexicon
 from memstore._matchrule import (
     FUZZY_MAX,
     FUZZY_MIN_DICE,
@@ -70,12 +71,12 @@ from memstore._matchrule import (
     within_one_edit,
     word_level,
 )
-from memstore._matchrule import indexed_deletions as _indexed_deletions
 from memstore._matchrule import trigram_dice as _dice
 from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
-from memstore._vocabindex import VocabIndex, gram_code, string_hashes, unique_counts
+from memstore._vocabindex import VocabIndex, unique_counts
 from memstore._vocablog import VocabLog
+from memstore._writelog import WriteLog
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -136,6 +137,8 @@ class _Expansion:
     ``title_ids`` was computed: a vocabulary word may reach a title later."""
     fuzzy_ids: list[tuple[float, list[int]]] | None = None
     """``fuzzy`` as the content postings' word numbers, once computed."""
+    others: frozenset[str] | None = None
+    """The words of ``pairs`` and ``fuzzy`` (with ``levels``: what a match of it is made of)."""
 
 
 def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
@@ -204,8 +207,9 @@ class Lexicon:
         self._vlog = VocabLog()
         self._cache_entries = cache_entries
         self._expansions: dict[str, _Expansion] = {}
-        self._matches: dict[tuple[str, bool], TokenMatch] = {}
-        self._matches_gen = 0
+        # A match with the generation it is known exact at, and the expansion it was made of.
+        self._matches: dict[tuple[str, bool], tuple[TokenMatch, int, _Expansion]] = {}
+        self._wlog = WriteLog()  # the words of the documents the last writes touched
 
     # ----------------------------------------------------------------- writes
 
@@ -240,8 +244,9 @@ class Lexicon:
                     self.index_many([doc])
                 return
             replaced = [slot for slot in map(self._slot_of.get, ids) if slot is not None]
+            touched: set[str] = set()
             for slot in replaced:
-                self._unindex_slot(slot)
+                touched |= self._unindex_slot(slot)
             if replaced:
                 self._maybe_compact()
             start = len(self._ids)
@@ -270,6 +275,10 @@ class Lexicon:
             self._postings.add_docs(start, uniqs)
             self._title_postings.add_docs(start, titles)
             self._gen += len(docs)
+            if len(docs) > self._wlog.bound:  # a bulk load: no cached match is worth checking
+                self._wlog.forget(self._gen)
+            else:
+                self._wlog.record(self._gen, touched.union(*uniqs))
 
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""
@@ -277,13 +286,16 @@ class Lexicon:
             slot = self._slot_of.pop(id, None)
             if slot is None:
                 return
-            self._unindex_slot(slot)
+            words = self._unindex_slot(slot)
             self._gen += 1
+            self._wlog.record(self._gen, words)
             self._maybe_compact()
 
-    def _unindex_slot(self, slot: int) -> None:
+    def _unindex_slot(self, slot: int) -> set[str]:
+        """Take the document at ``slot`` out; returns its words."""
         df = self._df
-        for w in set(self._doc_text[slot].split()):
+        words = set(self._doc_text[slot].split())
+        for w in words:
             n = df[w] - 1
             if n:
                 df[w] = n
@@ -295,6 +307,7 @@ class Lexicon:
         self._doc_ntitle[slot] = 0
         self._alive[slot] = False
         self._dead += 1
+        return words
 
     def on_renumber(self, hook: Callable[[npt.NDArray[np.intp]], None]) -> None:
         """Call ``hook(kept)`` after a compaction: new slot ``i`` was slot ``kept[i]``."""
@@ -326,6 +339,8 @@ class Lexicon:
             # The postings' word numbers changed: every expansion holds some.
             self._expansions.clear()
             self._vlog.forget()
+            self._matches.clear()  # and the slots: every match holds some
+            self._wlog.forget(self._gen)
             for hook in self._renumber_hooks:
                 hook(kept)
 
@@ -688,22 +703,37 @@ class Lexicon:
         """Everything ``tok`` matches, with the best level per document (see :class:`TokenMatch`).
 
         ``fuzzy=False`` leaves the fuzzy channel out (the exact rule alone).
-        A repeated token costs a dictionary lookup until the next write.
+        A repeated token costs a dictionary lookup until the next write, and
+        a few set tests after writes that touch none of its words (while its
+        expansion stands: :mod:`memstore._writelog`).
         """
         with self._lock:
-            if self._matches_gen != self._gen:
-                self._matches.clear()
-                self._matches_gen = self._gen
             key = (tok, fuzzy)
-            m = self._matches.get(key)
-            if m is None:
-                m = self._resolve(tok, fuzzy)
-                if len(self._matches) >= self._cache_entries:
-                    self._matches.clear()
-                self._matches[key] = m
+            hit = self._matches.get(key)
+            if hit is not None:
+                m, gen, ex = hit
+                if gen == self._gen:
+                    return m
+                if self._expand(tok) is ex and self._wlog.untouched(
+                    gen, ex.levels.keys(), self._others(ex)
+                ):
+                    self._matches[key] = (m, self._gen, ex)
+                    return m
+            m, ex = self._resolve(tok, fuzzy)
+            if hit is None and len(self._matches) >= self._cache_entries:
+                self._matches.clear()
+            self._matches[key] = (m, self._gen, ex)
             return m
 
-    def _resolve(self, tok: str, fuzzy: bool) -> TokenMatch:
+    @staticmethod
+    def _others(ex: _Expansion) -> frozenset[str]:
+        """``ex.others``, computed once (again after the fuzzy words are)."""
+        if ex.others is None:
+            fuzzy = chain.from_iterable(ws for _, ws in ex.fuzzy or ())
+            ex.others = frozenset(chain(chain.from_iterable(ex.pairs), fuzzy))
+        return ex.others
+
+    def _resolve(self, tok: str, fuzzy: bool) -> tuple[TokenMatch, _Expansion]:
         post, tp = self._postings, self._title_postings
         post.flush()
         tp.flush()
@@ -715,6 +745,7 @@ class Lexicon:
                 for w, lv in self._fuzzy_words(tok).items():
                     fz.setdefault(lv, []).append(w)
                 ex.fuzzy = sorted(fz.items())
+                ex.others = None  # now with the fuzzy words
                 ex.fuzzy_ids = [(lv, post.ids(ws)) for lv, ws in ex.fuzzy]
             # Fuzzy levels lie below every exact-rule level: a document the
             # exact rule admits keeps its exact level (the best one wins).
@@ -738,57 +769,11 @@ class Lexicon:
         tslots, tlevels = best_levels(title, cap, alive)
         for a in (slots, levels, tslots, tlevels):
             a.setflags(write=False)  # cached and shared: nobody may write into it
-        return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok)
+        return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok), ex
 
     # ------------------------------------------------------------- invariant
 
     def _check(self) -> None:
         """Assert every internal index agrees with the documents (for tests)."""
         with self._lock:
-            postings: dict[str, set[int]] = {}
-            title_postings: dict[str, set[int]] = {}
-            assert len(self._ids) == len(self._doc_text) == len(self._doc_ntitle)
-            for id, slot in self._slot_of.items():
-                assert self._ids[slot] == id, (id, slot)
-                assert self._alive[slot]
-                ws = self._doc_text[slot].split()
-                assert self._doc_text[slot] == (f" {' '.join(ws)} " if ws else "")
-                for w in ws:
-                    postings.setdefault(w, set()).add(slot)
-                for w in ws[: self._doc_ntitle[slot]]:
-                    title_postings.setdefault(w, set()).add(slot)
-            dead = [s for s, id in enumerate(self._ids) if id is None]
-            assert len(dead) == self._dead
-            for slot in dead:
-                assert not self._alive[slot] and not self._doc_text[slot]
-            assert len(self._slot_of) + self._dead == len(self._ids)
-            for table, want in (
-                (self._postings, postings),
-                (self._title_postings, title_postings),
-            ):
-                table.flush()
-                got: dict[str, set[int]] = {}
-                for w, a in table.items():
-                    assert np.all(a[1:] > a[:-1]), f"postings of {w!r} not sorted"
-                    live = set(a[self._alive[a]].tolist())
-                    if live:
-                        got[w] = live
-                assert got == want, "postings disagree with documents"
-            assert dict(self._df) == {w: len(s) for w, s in postings.items()}, "df disagrees"
-            # The vocabulary tables against a rebuild from the words, key by key
-            # (hash keys merge strings that share a hash: so do the rebuilt ones).
-            assert sorted(self._vocab.live_words()) == sorted(postings), "vocabulary disagrees"
-            grams: dict[int, set[str]] = {}
-            dels: dict[int, set[str]] = {}
-            stems: dict[int, set[str]] = {}
-            for w in postings:
-                for g in self._grams_of(w):
-                    grams.setdefault(gram_code(g), set()).add(w)
-                ds = sorted(_indexed_deletions(w))
-                for h in string_hashes(ds).tolist():
-                    dels.setdefault(h, set()).add(w)
-                (h,) = string_hashes([stem(w)]).tolist()
-                stems.setdefault(h, set()).add(w)
-            assert grams == self._vocab.table_view("grams"), "gram index disagrees with vocabulary"
-            assert dels == self._vocab.table_view("dels"), "deletion index disagrees"
-            assert stems == self._vocab.table_view("stems"), "stem index disagrees"
+            check_lexicon(self)

@@ -1,9 +1,10 @@
-"""Cached token expansions that outlive vocabulary changes answer as fresh ones do.
+"""Cached token expansions and matches that outlive writes answer as fresh ones do.
 
 The Lexicon keeps a token's vocabulary expansion across a write whose new or
-vanished words cannot change it (:mod:`memstore._vocablog`). The oracle is
-the computation from scratch: a twin Lexicon fed the same writes, its caches
-cleared before every match. Writes and matches interleave at random over a
+vanished words cannot change it (:mod:`memstore._vocablog`), and its match
+across a write whose documents hold none of its words
+(:mod:`memstore._writelog`). The oracle is the computation from scratch: a
+twin Lexicon fed the same writes, its caches cleared before every match. Writes and matches interleave at random over a
 small vocabulary of near words (shared prefixes, typos, stems, digits,
 joined words), so most writes bring words some cached token must react to.
 """
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memstore._vocablog import VocabLog
+from memstore._writelog import WriteLog
 from memstore.lexical import Lexicon, TokenMatch
 
 BASE = [
@@ -94,7 +96,8 @@ def test_cached_expansions_match_a_fresh_lexicon(
     """
     cached = Lexicon(compact_min=compact_min, overlay_max=4)
     fresh = Lexicon(compact_min=compact_min, overlay_max=4)
-    cached._vlog = VocabLog(bound)  # small bounds reach the forgotten-changes path
+    cached._vlog = VocabLog(bound)  # small bounds reach the forgotten-changes paths
+    cached._wlog = WriteLog(bound)
     seen: dict[tuple[str, bool], None] = {}
     for o in ops:
         if o[0] == "match":
@@ -131,3 +134,39 @@ def test_an_unrelated_word_keeps_the_expansion_and_a_related_one_drops_it() -> N
     assert lex._expansions["camp"] is not kept and "camped" in lex._expansions["camp"].levels
     lex.compact()  # renumbers the postings: nothing survives it
     assert "camp" not in lex._expansions
+
+
+def test_a_match_survives_a_write_that_touches_none_of_its_words() -> None:
+    """The same TokenMatch after an unrelated write; a new one after a write holding its word.
+
+    Document "z" keeps every word in the vocabulary, so the expansions stand
+    and only the write log can tell the match changed.
+    """
+    lex = Lexicon()
+    lex.index("z", "", "payment camping deployment api")
+    lex.index("a", "Camping", "trip")
+    kept = lex.match_token("camp")
+    lex.index("b", "", "on 2024")
+    assert lex.match_token("camp") is kept
+    lex.index("c", "", "the camping trip")  # a word "camp" matches: the match grows
+    assert lex.match_token("camp").slots.tolist() == [0, 1, 3]
+    lex.remove("c")
+    assert lex.match_token("camp").slots.tolist() == [0, 1]
+    lex.index("a", "Hiking", "trip")  # re-indexed: its old words count too
+    assert lex.match_token("camp").slots.tolist() == [0]
+
+
+def test_a_write_holding_a_joined_pair_or_a_fuzzy_word_renews_the_match() -> None:
+    """Words a match is made of besides its levels: a joined pair's, the fuzzy channel's."""
+    lex = Lexicon()
+    lex.index("z", "", "payment camping deployment api")
+    assert lex.match_token("paymentapi", fuzzy=False).slots.tolist() == []  # not adjacent in "z"
+    lex.index("p", "", "payment api")
+    assert lex.match_token("paymentapi", fuzzy=False).slots.tolist() == [1]
+    # The fuzzy words join the match's words once computed, after the exact ones were.
+    lex.match_token("deploying", fuzzy=False)
+    lex.index("b", "", "payment")  # no new word: the match is checked (and kept)
+    assert lex.match_token("deploying", fuzzy=False).slots.tolist() == []
+    assert lex.match_token("deploying").slots.tolist() == [0]
+    lex.index("d", "", "deployment")
+    assert lex.match_token("deploying").slots.tolist() == [0, 3]
