@@ -76,7 +76,7 @@ from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
 from memstore._vocabindex import VocabIndex, unique_counts
 from memstore._vocablog import VocabLog
-from memstore._writelog import WriteLog
+from memstore._writelog import WriteLog, extend_match
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -278,7 +278,8 @@ class Lexicon:
             if len(docs) > self._wlog.bound:  # a bulk load: no cached match is worth checking
                 self._wlog.forget(self._gen)
             else:
-                self._wlog.record(self._gen, touched.union(*uniqs))
+                added = None if replaced else range(start, end)
+                self._wlog.record(self._gen, touched.union(*uniqs), added)
 
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""
@@ -288,7 +289,7 @@ class Lexicon:
                 return
             words = self._unindex_slot(slot)
             self._gen += 1
-            self._wlog.record(self._gen, words)
+            self._wlog.record(self._gen, words, None)
             self._maybe_compact()
 
     def _unindex_slot(self, slot: int) -> set[str]:
@@ -704,8 +705,9 @@ class Lexicon:
 
         ``fuzzy=False`` leaves the fuzzy channel out (the exact rule alone).
         A repeated token costs a dictionary lookup until the next write, and
-        a few set tests after writes that touch none of its words (while its
-        expansion stands: :mod:`memstore._writelog`).
+        a few set tests after writes that touch none of its words, or only
+        add documents holding some (while its expansion stands:
+        :mod:`memstore._writelog`).
         """
         with self._lock:
             key = (tok, fuzzy)
@@ -714,11 +716,19 @@ class Lexicon:
                 m, gen, ex = hit
                 if gen == self._gen:
                     return m
-                if self._expand(tok) is ex and self._wlog.untouched(
-                    gen, ex.levels.keys(), self._others(ex)
-                ):
-                    self._matches[key] = (m, self._gen, ex)
-                    return m
+                if self._expand(tok) is ex:
+                    added = self._wlog.changed_since(gen, ex.levels.keys(), self._others(ex))
+                    if added is not None:  # no document with its words moved: only new ones
+                        if added:
+                            fz = {}
+                            if fuzzy and ex.fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
+                                fz = {w: lv for lv, ws in ex.fuzzy or () for w in ws}
+                            texts, ntitles = self._doc_text, self._doc_ntitle
+                            m = extend_match(
+                                m, added, texts, ntitles, ex.levels, fz, ex.pairs, LEVEL_EDIT
+                            )
+                        self._matches[key] = (m, self._gen, ex)
+                        return m
             m, ex = self._resolve(tok, fuzzy)
             if hit is None and len(self._matches) >= self._cache_entries:
                 self._matches.clear()

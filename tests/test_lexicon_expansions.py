@@ -2,11 +2,13 @@
 
 The Lexicon keeps a token's vocabulary expansion across a write whose new or
 vanished words cannot change it (:mod:`memstore._vocablog`), and its match
-across a write whose documents hold none of its words
-(:mod:`memstore._writelog`). The oracle is the computation from scratch: a
-twin Lexicon fed the same writes, its caches cleared before every match. Writes and matches interleave at random over a
-small vocabulary of near words (shared prefixes, typos, stems, digits,
-joined words), so most writes bring words some cached token must react to.
+across a write whose documents hold none of its words, or that only adds
+documents (appended at their levels: :mod:`memstore._writelog`). The oracle
+is the computation from scratch: a twin Lexicon fed the same writes, its
+caches cleared before every match. Writes and matches interleave at random
+over a small vocabulary of near words (shared prefixes, typos, stems,
+digits, joined words), so most writes bring words some cached token must
+react to.
 """
 
 from __future__ import annotations
@@ -148,8 +150,10 @@ def test_a_match_survives_a_write_that_touches_none_of_its_words() -> None:
     kept = lex.match_token("camp")
     lex.index("b", "", "on 2024")
     assert lex.match_token("camp") is kept
-    lex.index("c", "", "the camping trip")  # a word "camp" matches: the match grows
-    assert lex.match_token("camp").slots.tolist() == [0, 1, 3]
+    lex.index("c", "the camping", "trip")  # a word "camp" matches: the match grows
+    grown = lex.match_token("camp")
+    assert grown.slots.tolist() == [0, 1, 3] and grown.title_slots.tolist() == [1, 3]
+    assert grown.levels.tolist() == [0.9] * 3 and not grown.slots.flags.writeable
     lex.remove("c")
     assert lex.match_token("camp").slots.tolist() == [0, 1]
     lex.index("a", "Hiking", "trip")  # re-indexed: its old words count too
