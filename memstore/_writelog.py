@@ -78,11 +78,13 @@ class WriteLog:
         self._writes = []
         self._from = gen
 
-    def changed_since(self, since: int, *words: KeysView[str] | Set[str]) -> list[range] | None:
-        """The slots added since generation ``since`` by the writes holding ``words``.
+    def changed_since(
+        self, since: int, words: KeysView[str], more: Set[str] = frozenset()
+    ) -> list[range] | None:
+        """The slots added since generation ``since`` by the writes holding ``words`` or ``more``.
 
         ``[]``: no write logged after ``since`` touched a document holding
-        ``words``. ``None`` (recompute): one that did removed or replaced
+        one of them. ``None`` (recompute): one that did removed or replaced
         documents, or some of those writes are forgotten, or more than ``bound``.
         """
         if since < self._from:
@@ -93,7 +95,8 @@ class WriteLog:
                 break
             if checked >= self.bound:
                 return None
-            if any(not ws.isdisjoint(touched) for ws in words):
+            # C-level tests, over the smaller set of each pair.
+            if not words.isdisjoint(touched) or not more.isdisjoint(touched):
                 if added is None:
                     return None
                 found.append(added)
