@@ -80,16 +80,18 @@ class VocabLog:
     """The last ``bound`` words that entered or left the vocabulary, and the relevance test.
 
     Not thread-safe on its own: the Lexicon calls it under its lock. Costs:
-    :meth:`record` a stem and two small sets per word (nothing for a batch
-    of more than ``bound`` words, which only moves the stamp on);
-    :meth:`unaffected` a few set operations per word logged since.
+    :meth:`record` one list extend (nothing for a batch of more than
+    ``bound`` words, which only moves the stamp on); :meth:`unaffected` a
+    few set operations per word logged since, and the first check to read a
+    word computes its stem, characters and trigrams once.
     """
 
     def __init__(self, bound: int = LOG_MAX) -> None:
         if bound < 1:
             raise ValueError(f"a vocabulary log holds at least one change, got bound={bound}")
         self._bound = bound
-        self._changes: list[_Change] = []
+        # A word until a check first reads it, then its _Change (a write pays one append).
+        self._changes: list[str | _Change] = []
         self._start = 0
         """The stamp of ``_changes[0]``: changes before it are forgotten."""
 
@@ -104,7 +106,7 @@ class VocabLog:
             self._start += len(self._changes) + len(words)
             self._changes = []
             return
-        self._changes.extend(map(_change, words))
+        self._changes.extend(words)
         extra = len(self._changes) - self._bound
         if extra >= self._bound:  # trimmed in batches: one list shift per ``bound`` changes
             del self._changes[:extra]
@@ -132,7 +134,11 @@ class VocabLog:
         tstem = stem(tok)
         tchars = frozenset(tok)
         tgrams = trigrams(tok) if n >= 3 else frozenset()
-        for c in self._changes[since - self._start :]:
+        changes = self._changes
+        for i in range(since - self._start, len(changes)):
+            c = changes[i]
+            if isinstance(c, str):
+                c = changes[i] = _change(c)
             w = c.word
             if tok in w or c.stem == tstem or not c.grams.isdisjoint(tgrams):
                 return False

@@ -58,16 +58,17 @@ class WriteLog:
             raise ValueError(f"a write log holds at least one write, got bound={bound}")
         self.bound = bound
         """The most documents one write may touch, and writes one check reads, to stay checkable."""
-        self._writes: list[tuple[int, frozenset[str], range | None]] = []
+        self._writes: list[tuple[int, Set[str], range | None]] = []
         self._from = 0
         """Every write after this generation is logged."""
 
     def record(self, gen: int, words: Set[str], added: range | None) -> None:
         """Log a write that made generation ``gen``, touching documents holding ``words``.
 
-        ``added``: the slots of its documents when it only added some, else ``None``.
+        ``added``: the slots of its documents when it only added some, else
+        ``None``. ``words`` is kept as it is: the caller must not change it.
         """
-        self._writes.append((gen, frozenset(words), added))
+        self._writes.append((gen, words, added))
         if len(self._writes) >= 2 * self.bound:  # trimmed in batches
             drop = len(self._writes) - self.bound
             self._from = self._writes[drop - 1][0]

@@ -279,7 +279,9 @@ class Lexicon:
                 self._wlog.forget(self._gen)
             else:
                 added = None if replaced else range(start, end)
-                self._wlog.record(self._gen, touched.union(*uniqs), added)
+                # One document's word set as it is (nothing else keeps or changes it).
+                words = uniqs[0] if len(uniqs) == 1 and not touched else touched.union(*uniqs)
+                self._wlog.record(self._gen, words, added)
 
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""
