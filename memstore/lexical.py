@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from memstore._lexcheck import check_lexicon
 from memstore._matchrule import (
     FUZZY_MAX,
     FUZZY_MIN_DICE,
@@ -70,11 +71,12 @@ from memstore._matchrule import (
     within_one_edit,
     word_level,
 )
-from memstore._matchrule import indexed_deletions as _indexed_deletions
 from memstore._matchrule import trigram_dice as _dice
 from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
-from memstore._vocabindex import VocabIndex, gram_code, string_hashes, unique_counts
+from memstore._vocabindex import VocabIndex, unique_counts
+from memstore._vocablog import VocabLog
+from memstore._writelog import WriteLog, extend_match
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
 __all__ = [
@@ -108,7 +110,10 @@ _VERIFY_MAX = 32
 
 @dataclass(slots=True)
 class _Expansion:
-    """A token's matches in the vocabulary (no documents): valid until a word comes or goes."""
+    """A token's matches in the vocabulary (no documents).
+
+    Valid until a word relevant to the token comes or goes (:mod:`memstore._vocablog`).
+    """
 
     levels: dict[str, float]
     """Every word the exact rule admits, with its level."""
@@ -119,6 +124,8 @@ class _Expansion:
     pairs: list[tuple[str, str]]
     """Adjacent-word pairs the token is one edit from, neither word strong."""
     fuzzy_ok: bool
+    stamp: int
+    """The vocabulary log's stamp it is known exact at (checked from there on)."""
     fuzzy: list[tuple[float, list[str]]] | None = None
     """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
     content_ids: list[tuple[float, list[int]]] | None = None
@@ -130,6 +137,8 @@ class _Expansion:
     ``title_ids`` was computed: a vocabulary word may reach a title later."""
     fuzzy_ids: list[tuple[float, list[int]]] | None = None
     """``fuzzy`` as the content postings' word numbers, once computed."""
+    others: frozenset[str] | None = None
+    """The words of ``pairs`` and ``fuzzy`` (with ``levels``: what a match of it is made of)."""
 
 
 def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
@@ -165,10 +174,12 @@ class Lexicon:
     both the live ones and ``compact_min``); callers keeping per-slot data
     register with :meth:`on_renumber`. Postings are sorted int32 arrays
     (:mod:`memstore._postings`). What a query token matches is cached: its
-    vocabulary expansion until a word enters or leaves the vocabulary, its
-    documents until the next write. The vocabulary's own indexes are numpy
-    tables (:mod:`memstore._vocabindex`): ``overlay_max`` words written
-    between reads are keyed in dictionaries before they are built into arrays.
+    documents until the next write, its vocabulary expansion until a word
+    that can change it enters or leaves the vocabulary (a cheap test,
+    :mod:`memstore._vocablog`) or a compaction renumbers the postings. The
+    vocabulary's own indexes are numpy tables (:mod:`memstore._vocabindex`):
+    ``overlay_max`` words written between reads are keyed in dictionaries
+    before they are built into arrays.
     """
 
     def __init__(
@@ -192,12 +203,13 @@ class Lexicon:
         self._compact_min = compact_min
         self._renumber_hooks: list[Callable[[npt.NDArray[np.intp]], None]] = []
         self._gen = 0  # bumped by every write
-        self._vgen = 0  # bumped when a word enters or leaves the vocabulary
+        # The words that entered or left the vocabulary lately: which expansions they touch.
+        self._vlog = VocabLog()
         self._cache_entries = cache_entries
         self._expansions: dict[str, _Expansion] = {}
-        self._expansions_gen = 0
-        self._matches: dict[tuple[str, bool], TokenMatch] = {}
-        self._matches_gen = 0
+        # A match with the generation it is known exact at, and the expansion it was made of.
+        self._matches: dict[tuple[str, bool], tuple[TokenMatch, int, _Expansion]] = {}
+        self._wlog = WriteLog()  # the words of the documents the last writes touched
 
     # ----------------------------------------------------------------- writes
 
@@ -232,8 +244,9 @@ class Lexicon:
                     self.index_many([doc])
                 return
             replaced = [slot for slot in map(self._slot_of.get, ids) if slot is not None]
+            touched: set[str] = set()
             for slot in replaced:
-                self._unindex_slot(slot)
+                touched |= self._unindex_slot(slot)
             if replaced:
                 self._maybe_compact()
             start = len(self._ids)
@@ -256,11 +269,19 @@ class Lexicon:
             # Counter.update's C loop, without its type checks, over the whole batch.
             _count_elements(df, chain.from_iterable(uniqs))
             if len(df) != known:  # the words new to the vocabulary are the last keys counted
-                self._vocab.add_many(list(islice(reversed(df), len(df) - known)))
-                self._vgen += 1
+                new = list(islice(reversed(df), len(df) - known))
+                self._vocab.add_many(new)
+                self._vlog.record(new)
             self._postings.add_docs(start, uniqs)
             self._title_postings.add_docs(start, titles)
             self._gen += len(docs)
+            if len(docs) > self._wlog.bound:  # a bulk load: no cached match is worth checking
+                self._wlog.forget(self._gen)
+            else:
+                added = None if replaced else range(start, end)
+                # One document's word set as it is (nothing else keeps or changes it).
+                words = uniqs[0] if len(uniqs) == 1 and not touched else touched.union(*uniqs)
+                self._wlog.record(self._gen, words, added)
 
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""
@@ -268,13 +289,16 @@ class Lexicon:
             slot = self._slot_of.pop(id, None)
             if slot is None:
                 return
-            self._unindex_slot(slot)
+            words = self._unindex_slot(slot)
             self._gen += 1
+            self._wlog.record(self._gen, words, None)
             self._maybe_compact()
 
-    def _unindex_slot(self, slot: int) -> None:
+    def _unindex_slot(self, slot: int) -> set[str]:
+        """Take the document at ``slot`` out; returns its words."""
         df = self._df
-        for w in set(self._doc_text[slot].split()):
+        words = set(self._doc_text[slot].split())
+        for w in words:
             n = df[w] - 1
             if n:
                 df[w] = n
@@ -286,6 +310,7 @@ class Lexicon:
         self._doc_ntitle[slot] = 0
         self._alive[slot] = False
         self._dead += 1
+        return words
 
     def on_renumber(self, hook: Callable[[npt.NDArray[np.intp]], None]) -> None:
         """Call ``hook(kept)`` after a compaction: new slot ``i`` was slot ``kept[i]``."""
@@ -314,7 +339,11 @@ class Lexicon:
             self._alive = alive
             self._dead = 0
             self._gen += 1
-            self._vgen += 1  # the postings' word numbers changed: expansions hold them
+            # The postings' word numbers changed: every expansion holds some.
+            self._expansions.clear()
+            self._vlog.forget()
+            self._matches.clear()  # and the slots: every match holds some
+            self._wlog.forget(self._gen)
             for hook in self._renumber_hooks:
                 hook(kept)
 
@@ -330,7 +359,7 @@ class Lexicon:
         return grams
 
     def _remove_word(self, w: str) -> None:
-        self._vgen += 1
+        self._vlog.record((w,))
         self._vocab.remove(w)
 
     # ------------------------------------------------------------------ reads
@@ -574,13 +603,20 @@ class Lexicon:
         return out
 
     def _expand(self, tok: str) -> _Expansion:
-        """The vocabulary words ``tok`` matches, cached until the vocabulary changes."""
-        if self._expansions_gen != self._vgen:
-            self._expansions.clear()
-            self._expansions_gen = self._vgen
+        """The vocabulary words ``tok`` matches, cached while no word relevant to it comes or goes.
+
+        A cached expansion is checked against the words logged since it was
+        last known exact (:meth:`VocabLog.unaffected`); its word numbers in
+        the postings stay valid until a compaction, which drops it.
+        """
+        log = self._vlog
+        now = log.stamp
         ex = self._expansions.get(tok)
         if ex is not None:
-            return ex
+            if ex.stamp == now or log.unaffected(tok, ex.stamp):
+                ex.stamp = now
+                return ex
+            del self._expansions[tok]
         vocab = self._df
         levels: dict[str, float] = {}
         pairs: list[tuple[str, str]] = []
@@ -612,6 +648,7 @@ class Lexicon:
             strong=strong,
             pairs=pairs,
             fuzzy_ok=not strong,
+            stamp=now,
         )
         if len(self._expansions) >= self._cache_entries:
             self._expansions.clear()
@@ -669,22 +706,46 @@ class Lexicon:
         """Everything ``tok`` matches, with the best level per document (see :class:`TokenMatch`).
 
         ``fuzzy=False`` leaves the fuzzy channel out (the exact rule alone).
-        A repeated token costs a dictionary lookup until the next write.
+        A repeated token costs a dictionary lookup until the next write, and
+        a few set tests after writes that touch none of its words, or only
+        add documents holding some (while its expansion stands:
+        :mod:`memstore._writelog`).
         """
         with self._lock:
-            if self._matches_gen != self._gen:
-                self._matches.clear()
-                self._matches_gen = self._gen
             key = (tok, fuzzy)
-            m = self._matches.get(key)
-            if m is None:
-                m = self._resolve(tok, fuzzy)
-                if len(self._matches) >= self._cache_entries:
-                    self._matches.clear()
-                self._matches[key] = m
+            hit = self._matches.get(key)
+            if hit is not None:
+                m, gen, ex = hit
+                if gen == self._gen:
+                    return m
+                if self._expand(tok) is ex:
+                    added = self._wlog.changed_since(gen, ex.levels.keys(), self._others(ex))
+                    if added is not None:  # no document with its words moved: only new ones
+                        if added:
+                            fz = {}
+                            if fuzzy and ex.fuzzy_ok and len(tok) >= FUZZY_MIN_LEN:
+                                fz = {w: lv for lv, ws in ex.fuzzy or () for w in ws}
+                            texts, ntitles = self._doc_text, self._doc_ntitle
+                            m = extend_match(
+                                m, added, texts, ntitles, ex.levels, fz, ex.pairs, LEVEL_EDIT
+                            )
+                        self._matches[key] = (m, self._gen, ex)
+                        return m
+            m, ex = self._resolve(tok, fuzzy)
+            if hit is None and len(self._matches) >= self._cache_entries:
+                self._matches.clear()
+            self._matches[key] = (m, self._gen, ex)
             return m
 
-    def _resolve(self, tok: str, fuzzy: bool) -> TokenMatch:
+    @staticmethod
+    def _others(ex: _Expansion) -> frozenset[str]:
+        """``ex.others``, computed once (again after the fuzzy words are)."""
+        if ex.others is None:
+            fuzzy = chain.from_iterable(ws for _, ws in ex.fuzzy or ())
+            ex.others = frozenset(chain(chain.from_iterable(ex.pairs), fuzzy))
+        return ex.others
+
+    def _resolve(self, tok: str, fuzzy: bool) -> tuple[TokenMatch, _Expansion]:
         post, tp = self._postings, self._title_postings
         post.flush()
         tp.flush()
@@ -696,6 +757,7 @@ class Lexicon:
                 for w, lv in self._fuzzy_words(tok).items():
                     fz.setdefault(lv, []).append(w)
                 ex.fuzzy = sorted(fz.items())
+                ex.others = None  # now with the fuzzy words
                 ex.fuzzy_ids = [(lv, post.ids(ws)) for lv, ws in ex.fuzzy]
             # Fuzzy levels lie below every exact-rule level: a document the
             # exact rule admits keeps its exact level (the best one wins).
@@ -719,57 +781,11 @@ class Lexicon:
         tslots, tlevels = best_levels(title, cap, alive)
         for a in (slots, levels, tslots, tlevels):
             a.setflags(write=False)  # cached and shared: nobody may write into it
-        return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok)
+        return TokenMatch(slots, levels, tslots, tlevels, ex.fuzzy_ok), ex
 
     # ------------------------------------------------------------- invariant
 
     def _check(self) -> None:
         """Assert every internal index agrees with the documents (for tests)."""
         with self._lock:
-            postings: dict[str, set[int]] = {}
-            title_postings: dict[str, set[int]] = {}
-            assert len(self._ids) == len(self._doc_text) == len(self._doc_ntitle)
-            for id, slot in self._slot_of.items():
-                assert self._ids[slot] == id, (id, slot)
-                assert self._alive[slot]
-                ws = self._doc_text[slot].split()
-                assert self._doc_text[slot] == (f" {' '.join(ws)} " if ws else "")
-                for w in ws:
-                    postings.setdefault(w, set()).add(slot)
-                for w in ws[: self._doc_ntitle[slot]]:
-                    title_postings.setdefault(w, set()).add(slot)
-            dead = [s for s, id in enumerate(self._ids) if id is None]
-            assert len(dead) == self._dead
-            for slot in dead:
-                assert not self._alive[slot] and not self._doc_text[slot]
-            assert len(self._slot_of) + self._dead == len(self._ids)
-            for table, want in (
-                (self._postings, postings),
-                (self._title_postings, title_postings),
-            ):
-                table.flush()
-                got: dict[str, set[int]] = {}
-                for w, a in table.items():
-                    assert np.all(a[1:] > a[:-1]), f"postings of {w!r} not sorted"
-                    live = set(a[self._alive[a]].tolist())
-                    if live:
-                        got[w] = live
-                assert got == want, "postings disagree with documents"
-            assert dict(self._df) == {w: len(s) for w, s in postings.items()}, "df disagrees"
-            # The vocabulary tables against a rebuild from the words, key by key
-            # (hash keys merge strings that share a hash: so do the rebuilt ones).
-            assert sorted(self._vocab.live_words()) == sorted(postings), "vocabulary disagrees"
-            grams: dict[int, set[str]] = {}
-            dels: dict[int, set[str]] = {}
-            stems: dict[int, set[str]] = {}
-            for w in postings:
-                for g in self._grams_of(w):
-                    grams.setdefault(gram_code(g), set()).add(w)
-                ds = sorted(_indexed_deletions(w))
-                for h in string_hashes(ds).tolist():
-                    dels.setdefault(h, set()).add(w)
-                (h,) = string_hashes([stem(w)]).tolist()
-                stems.setdefault(h, set()).add(w)
-            assert grams == self._vocab.table_view("grams"), "gram index disagrees with vocabulary"
-            assert dels == self._vocab.table_view("dels"), "deletion index disagrees"
-            assert stems == self._vocab.table_view("stems"), "stem index disagrees"
+            check_lexicon(self)
