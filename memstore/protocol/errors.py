@@ -106,7 +106,7 @@ INVALID_REQUEST: Final = ErrorKind(
     "misses a required field, has a field of the wrong type or value (text with a lone "
     "surrogate too, or a `NaN`, `Infinity` or overflowing number such as `1e400` in "
     "`metadata`), or has a field the verb does not know; or the request repeats its "
-    "Authorization header",
+    "Authorization header, or carries a query parameter (no route reads one)",
 )
 INVALID_FILTER: Final = ErrorKind(
     "invalid_filter",

@@ -4,7 +4,9 @@ For each ``/v1`` route of :data:`~memstore.protocol.auth.ROUTE_SCOPES`, in
 this order: refuse a repeated ``Authorization`` header (400), authenticate
 the bearer token (401) against the tokens as they are now (a
 :class:`~memstore.web.tokens.TokensFile` re-reads a changed file), take a
-token from the tenant's bucket (429), check the route's scope (403), then
+token from the tenant's bucket (429), check the route's scope (403), refuse
+a query parameter (400: no route of the protocol reads one, so
+``POST /v1/recall?k=1`` must not be answered as if it asked for ten), then
 for a POST check the media type (415), read the body up to
 :data:`~memstore.protocol.limits.MAX_BODY_BYTES` (413) and check that it is
 UTF-8 nested at most :data:`~memstore.protocol.limits.MAX_JSON_DEPTH` deep
@@ -24,9 +26,10 @@ import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
+from urllib.parse import parse_qsl
 
 from memstore.protocol.auth import ROUTE_SCOPES, Principal, TokenTable
-from memstore.protocol.errors import ProtocolError, from_refusal
+from memstore.protocol.errors import ProtocolError, from_refusal, invalid_request
 from memstore.protocol.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
@@ -69,6 +72,30 @@ def route_of(method: str, path: str) -> str | None:
         if m == method and pattern.fullmatch(path):
             return key
     return None
+
+
+def _no_query(route: str, query_string: bytes) -> None:
+    """Pass for a request without query parameters: no route of the protocol reads any.
+
+    A parameter would otherwise be ignored, and the caller answered as if it
+    had not sent it (``POST /v1/recall?k=1`` with ten hits, ``POST
+    /v1/ingest?id=...`` under another id). An empty query string (a bare
+    ``?``) is no parameter.
+
+    >>> _no_query("POST /v1/recall", b"&")
+    >>> try:
+    ...     _no_query("POST /v1/recall", b"k=1")
+    ... except ProtocolError as e:
+    ...     print(e.status, e.message)
+    400 unknown query parameter 'k': POST /v1/recall takes none (its fields go in the body)
+    """
+    if not query_string:
+        return
+    params = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    if params:
+        name = params[0][0][:64]
+        where = " (its fields go in the body)" if route.startswith("POST") else ""
+        raise invalid_request(f"unknown query parameter {name!r}: {route} takes none{where}")
 
 
 async def _answer(error: ProtocolError, send: Send) -> None:
@@ -118,6 +145,7 @@ class Gate:
                 seen["tenant"] = principal.tenant
                 self.limiter.check(principal.tenant)
                 principal.require(ROUTE_SCOPES[route])
+                _no_query(route, scope.get("query_string", b""))
                 if method == "POST":
                     receive = await self._read_body(scope, receive)
             except Refusal as r:

@@ -197,3 +197,25 @@ def test_bad_bodies(server: Server, body: bytes, content_type: str, status: int,
         headers={"Content-Type": content_type},
     )
     assert_error(r, status, code)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+@pytest.mark.parametrize("query", ["k=1", "id=01HZZZZZZZZZZZZZZZZZZZZZZZ", "as_of=x&as_of=y", "x"])
+def test_a_query_parameter_is_refused_not_ignored(
+    server: Server, method: str, path: str, body: object, query: str
+) -> None:
+    """No route reads one: before, ``POST /v1/recall?k=1`` answered ten hits and
+    ``POST /v1/ingest?id=...`` stored the episode under another id (a 200 each)."""
+    token = server.tenants.take()
+    source = f"query-{query}"
+    sent = {**body, "source": source} if path == "/v1/ingest" and isinstance(body, dict) else body
+    r = server.call(method, f"{path}?{query}", token, json=sent)
+    message = str(assert_error(r, 400, "invalid_request")["message"])
+    assert message.startswith(f"unknown query parameter {query.split('=')[0]!r}")
+    if path == "/v1/ingest":  # nothing was stored
+        now = server.client.get("/healthz").json()["lsn"]  # every write so far applied
+        snapshot = server.call("GET", f"/v1/snapshot/{now}", token)
+        assert snapshot.status_code == 200 and source not in snapshot.text
+    # Without a token it is still the seed's 401 first; a bare "?" is no parameter.
+    assert_error(server.client.request(method, f"{path}?{query}", json=body), 401, "unauthorized")
+    assert server.call(method, f"{path}?", token, json=body).status_code in (200, 404)
