@@ -216,7 +216,8 @@ UNAVAILABLE: Final = ErrorKind(
     503,
     "the server is shutting down and takes no new requests, or it (or the client's address) "
     "holds as many connections as --max-connections (--max-connections-per-client) allow; "
-    "the connection is closed",
+    "the connection is closed; or a forget on a replica still 10 s behind the others "
+    "sharing its PostgreSQL journal (nothing forgotten: send it again)",
 )
 
 ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {
