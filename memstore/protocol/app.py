@@ -115,8 +115,22 @@ def _error(e: ProtocolError) -> JSONResponse:
 
 
 def _json_syntax(exc: RequestValidationError) -> ProtocolError | None:
-    """The refusal of a body that is not JSON, naming the line and column where it breaks."""
+    """The refusal of a body that is not JSON, naming the line and column where it breaks.
+
+    An empty body is one too (FastAPI reports it as a missing body, which read
+    ``invalid request body: Field required``, naming no field).
+    """
     errors = exc.errors()
+    if (
+        len(errors) == 1
+        and errors[0].get("type") == "missing"
+        and errors[0].get("loc") == ("body",)
+    ):
+        return invalid_request(
+            "the body is not valid JSON: it is empty (Expecting value at line 1, column 1); "
+            "send a JSON object",
+            {"line": 1, "column": 1, "position": 0},
+        )
     if len(errors) != 1 or errors[0].get("type") != "json_invalid":
         return None
     loc = errors[0].get("loc", ())

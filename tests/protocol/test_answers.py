@@ -40,6 +40,20 @@ def test_malformed_json_names_the_line_and_column(server: Server) -> None:
     assert "line 3, column 8" in err["message"]
 
 
+def test_an_empty_body_is_not_valid_json_at_line_1_column_1(server: Server) -> None:
+    """Before, it was ``invalid request body: Field required`` with an empty field name."""
+    token = server.tenants.take()
+    for path in ("/v1/ingest", "/v1/recall", "/v1/forget"):
+        r = server.call(
+            "POST", path, token, content=b"", headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        err = r.json()
+        assert err["error"] == "invalid_request"
+        assert err["message"].startswith("the body is not valid JSON: it is empty"), err
+        assert err["details"] == {"line": 1, "column": 1, "position": 0}
+
+
 def test_max_body_sets_the_request_body_limit(tmp_path: Path) -> None:
     tokens = make_tokens(tmp_path / "tokens.json")
     token = next(iter(tokens))
