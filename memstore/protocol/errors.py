@@ -184,7 +184,8 @@ PAYLOAD_TOO_LARGE: Final = ErrorKind(
 UNSUPPORTED_MEDIA_TYPE: Final = ErrorKind(
     "unsupported_media_type",
     415,
-    "a POST body whose Content-Type is not application/json",
+    "a POST body whose Content-Type is not application/json, or whose Content-Encoding is "
+    "not `identity` (a compressed body; `Accept-Encoding: identity` says so)",
 )
 CONFIRMATION_REQUIRED: Final = ErrorKind(
     "confirmation_required",

@@ -35,6 +35,7 @@ from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.body import (
     ClientDisconnected,
+    check_identity_encoding,
     check_json_media,
     check_json_text,
     read_body,
@@ -166,12 +167,14 @@ class Gate:
                 self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
-        """Read a POST body whole, refusing a wrong media type, an oversized or non-JSON text body.
+        """Read a POST body whole, refusing a wrong media type or a compressed, oversized or
+        non-JSON text body.
 
         :raises Refusal: 415, 413 or 400.
         :raises ClientDisconnected: the client went away first.
         """
         check_json_media(single_header(scope, b"content-type"))
+        check_identity_encoding(single_header(scope, b"content-encoding"))
         body = await read_body(
             receive, self.max_body_bytes, single_header(scope, b"content-length")
         )

@@ -37,6 +37,7 @@ from memstore.web.refusal import (
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
     "ClientDisconnected",
+    "check_identity_encoding",
     "check_json_media",
     "check_json_text",
     "is_json_media",
@@ -93,6 +94,35 @@ def check_json_media(content_type: str | None) -> None:
             UNSUPPORTED_MEDIA_TYPE,
             f"Content-Type {(content_type or '')[:80]!r} is not application/json",
         )
+
+
+def check_identity_encoding(content_encoding: str | None) -> None:
+    """Pass for a body sent as it is: no ``Content-Encoding``, or ``identity``.
+
+    The body is read as the bytes that came; a compressed one would be read
+    as text it is not (a gzip body refused as "not UTF-8", or a body that
+    claims ``br`` but is plain JSON served as if the header were not there).
+    RFC 9110 (15.5.16) answers an unsupported content coding with 415 and
+    ``Accept-Encoding`` naming what is accepted.
+
+    >>> check_identity_encoding(None), check_identity_encoding("Identity")
+    (None, None)
+    >>> check_identity_encoding("gzip")
+    Traceback (most recent call last):
+    ...
+    memstore.web.refusal.Refusal: Content-Encoding 'gzip' is not supported: send it uncompressed
+    """
+    if content_encoding is None:
+        return
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    if all(c in ("", "identity") for c in codings):
+        return
+    raise Refusal(
+        415,
+        UNSUPPORTED_MEDIA_TYPE,
+        f"Content-Encoding {content_encoding[:40]!r} is not supported: send it uncompressed",
+        headers={"Accept-Encoding": "identity"},
+    )
 
 
 def _too_large(size: int, limit: int) -> Refusal:

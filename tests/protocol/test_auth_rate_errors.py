@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from .conftest import RATE_BURST, Server
@@ -219,3 +221,31 @@ def test_a_query_parameter_is_refused_not_ignored(
     # Without a token it is still the seed's 401 first; a bare "?" is no parameter.
     assert_error(server.client.request(method, f"{path}?{query}", json=body), 401, "unauthorized")
     assert server.call(method, f"{path}?", token, json=body).status_code in (200, 404)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate, identity", "x-custom"])
+def test_a_compressed_body_is_415_and_stores_nothing(server: Server, encoding: str) -> None:
+    """The body is read as the bytes sent: before, a gzip body was "not UTF-8 text" (400),
+    and a plain body claiming ``br`` was stored as if the header were not there (200)."""
+    import gzip
+
+    token = server.tenants.take()
+    source = f"encoded-{encoding}"
+    plain = json.dumps({"source": source, "content": "compressed?"}).encode()
+    for body in (plain, gzip.compress(plain)):
+        headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+        r = server.call("POST", "/v1/ingest", token, content=body, headers=headers)
+        assert_error(r, 415, "unsupported_media_type")
+        assert r.headers["accept-encoding"] == "identity"
+    now = server.client.get("/healthz").json()["lsn"]
+    snapshot = server.call("GET", f"/v1/snapshot/{now}", token)
+    assert snapshot.status_code == 200 and source not in snapshot.text
+    # identity (any case) is the body as sent
+    r = server.call(
+        "POST",
+        "/v1/recall",
+        token,
+        content=b'{"query": "q"}',
+        headers={"Content-Type": "application/json", "Content-Encoding": "Identity"},
+    )
+    assert r.status_code == 200, r.text
