@@ -297,3 +297,17 @@ def test_a_forget_on_b_finds_what_a_just_acknowledged(pair: Pair) -> None:
                 for x in replica.snapshot(token, applied(replica.url))
                 if "fresh" in str(x) or "scoped" in str(x)
             ]
+
+
+def test_the_inspectors_forget_on_b_finds_what_a_just_acknowledged(pair: Pair) -> None:
+    """``POST /ui/api/forget`` (the inspector ``memstore serve`` mounts) on B right after
+    an ingest on A: before, it answered ``{"removed": false}`` now and then (one round in
+    eight) while the episode stayed live; now it applies the journal's head first."""
+    token = pair.token()
+    tenant = token.replace("tok-full-", "t")  # make_tokens: tok-full-<n> acts for t<n>
+    for round in range(24):
+        ulid = str(ULID())
+        body = {"id": ulid, "source": f"inspected{round}", "content": f"inspected note {round}"}
+        pair.a.ok("POST", "/v1/ingest", token, json=body)
+        out = pair.b.ok("POST", "/ui/api/forget", token, params={"id": f"ep:{tenant}:{ulid}"})
+        assert out["removed"] is True, (round, out)
