@@ -105,7 +105,8 @@ INVALID_REQUEST: Final = ErrorKind(
     "the body is not UTF-8 JSON, nests deeper than MAX_JSON_DEPTH, is not a JSON object, "
     "misses a required field, has a field of the wrong type or value (text with a lone "
     "surrogate too, or a `NaN`, `Infinity` or overflowing number such as `1e400` in "
-    "`metadata`), or has a field the verb does not know; or the request repeats its "
+    "`metadata`), has a field the verb does not know, or names a key twice in one object; "
+    "or the request repeats its "
     "Authorization header, or carries a query parameter (no route reads one)",
 )
 INVALID_FILTER: Final = ErrorKind(

@@ -7,10 +7,12 @@ the bearer token (401) against the tokens as they are now (a
 token from the tenant's bucket (429), check the route's scope (403), refuse
 a query parameter (400: no route of the protocol reads one, so
 ``POST /v1/recall?k=1`` must not be answered as if it asked for ten), then
-for a POST check the media type (415), read the body up to
+for a POST check the media type and coding (415), read the body up to
 :data:`~memstore.protocol.limits.MAX_BODY_BYTES` (413) and check that it is
 UTF-8 nested at most :data:`~memstore.protocol.limits.MAX_JSON_DEPTH` deep
-(400). A client that goes away while its body is read is answered nothing. Only then does the
+and names no key twice in one object (400); the parsed body is left in
+``request.state`` (:data:`JSON_BODY`) for the recall fast path. A client
+that goes away while its body is read is answered nothing. Only then does the
 application see the request, with the caller's
 :class:`~memstore.protocol.auth.Principal` in ``request.state.principal``.
 Checking here, before FastAPI parses anything, keeps the seed's order: an
@@ -34,17 +36,19 @@ from memstore.protocol.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.body import (
+    NOT_JSON,
     ClientDisconnected,
     check_identity_encoding,
     check_json_media,
     check_json_text,
+    parse_unique_keys,
     read_body,
     replay,
 )
 from memstore.web.headers import single_header
 from memstore.web.refusal import Refusal, json_bytes, send_json
 
-__all__ = ["Gate", "route_of"]
+__all__ = ["JSON_BODY", "Gate", "route_of"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,6 +65,8 @@ _ROUTES: Final = (
     ("GET", re.compile(r"/v1/events"), "GET /v1/events"),
 )
 _OPEN: Final = frozenset({"/healthz", "/metrics", "/openapi.json", "/docs"})
+JSON_BODY: Final = "json_body"
+"""The key of ``request.state`` holding a POST body the gate parsed (absent if not JSON)."""
 
 
 def route_of(method: str, path: str) -> str | None:
@@ -168,7 +174,7 @@ class Gate:
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
         """Read a POST body whole, refusing a wrong media type or a compressed, oversized or
-        non-JSON text body.
+        non-JSON text body, or one that repeats a key.
 
         :raises Refusal: 415, 413 or 400.
         :raises ClientDisconnected: the client went away first.
@@ -179,6 +185,9 @@ class Gate:
             receive, self.max_body_bytes, single_header(scope, b"content-length")
         )
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
+        parsed = parse_unique_keys(body)  # 400 for {"k": 1, "k": 100}
+        if parsed is not NOT_JSON:
+            scope.setdefault("state", {})[JSON_BODY] = parsed
         return replay(body, receive)
 
 

@@ -249,3 +249,39 @@ def test_a_compressed_body_is_415_and_stores_nothing(server: Server, encoding: s
         headers={"Content-Type": "application/json", "Content-Encoding": "Identity"},
     )
     assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "key"),
+    [
+        ("/v1/ingest", b'{"source": "dup-a", "content": "x", "source": "dup-b"}', "source"),
+        ("/v1/ingest", b'{"source": "dup-m", "content": "x", "metadata": {"k": 1, "k": 2}}', "k"),
+        ("/v1/ingest", b'{"source": "dup-e", "content": "x", "\\u0073ource": "dup-f"}', "source"),
+        ("/v1/recall", b'{"query": "q", "k": 1, "k": 100}', "k"),
+        (
+            "/v1/forget",
+            b'{"target": {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}, '
+            b'"target": {"Before": {"wall_ms": 18446744073709551615, "counter": 0}}}',
+            "target",
+        ),
+    ],
+)
+def test_a_key_named_twice_is_refused(server: Server, path: str, body: bytes, key: str) -> None:
+    """JSON parsers differ on ``{"k": 1, "k": 100}`` (Python keeps the last): a proxy that
+    checked the first key saw another request than the server ran. Before, each was a 200
+    (the forget above a soft delete of everything the tenant held, not of one id)."""
+    token = server.tenants.take()
+    kept = server.call("POST", "/v1/ingest", token, json={"source": "kept", "content": "kept"})
+    assert kept.status_code == 200
+    r = server.call("POST", path, token, content=body, headers={"Content-Type": "application/json"})
+    details = assert_error(r, 400, "invalid_request")["details"]
+    assert details == {"key": key}
+    now = server.client.get("/healthz").json()["lsn"]
+    snapshot = server.call("GET", f"/v1/snapshot/{now}", token).text
+    assert '"source":"kept"' in snapshot and "dup-" not in snapshot  # nothing changed
+    # The same key in two objects is no repetition.
+    fine = b'{"source": "s", "content": "c", "metadata": {"a": {"k": 1}, "b": {"k": 2}}}'
+    r = server.call(
+        "POST", "/v1/ingest", token, content=fine, headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 200, r.text
