@@ -80,6 +80,7 @@ from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
 from memstore.web.headers import accepts
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.lines import line_safe
 from memstore.web.mount import Authenticate, Caller, Mount
 from memstore.web.refusal import Refusal
 from memstore.web.responses import NewlineJSONResponse
@@ -174,9 +175,8 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str
 
 
 def _sse(event: str, data: object) -> str:
-    return (
-        f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
-    )
+    text = line_safe(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return f"event: {event}\ndata: {text}\n\n"
 
 
 def applied_lsn(journal: Journal) -> Lsn:
@@ -464,12 +464,16 @@ def _still_allowed(
 async def _while(
     allowed: Callable[[], bool], frames: AsyncGenerator[str, None]
 ) -> AsyncIterator[str]:
-    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end."""
+    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end.
+
+    Each frame is made :func:`~memstore.web.lines.line_safe`: an item's text with a
+    U+2028 in it must not split a ``data:`` line for a reader that breaks lines there.
+    """
     try:
         async for frame in frames:
             if not allowed():
                 return
-            yield frame
+            yield line_safe(frame)  # its only free text is the JSON of its data lines
     finally:
         await frames.aclose()  # unsubscribe now, not when the generator is collected
 

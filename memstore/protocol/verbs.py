@@ -74,6 +74,7 @@ from memstore.protocol.models import (
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.store import Store
+from memstore.web.lines import line_safe
 
 __all__ = [
     "INDICES",
@@ -654,8 +655,10 @@ def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
 
 
 def _json_line(record: Mapping[str, Any]) -> str:
-    """``record`` as one line of NDJSON; ValueError for a ``NaN`` or infinity in it."""
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    """``record`` as one line of NDJSON (:func:`~memstore.web.lines.line_safe`: one line for
+    every line reader); ValueError for a ``NaN`` or infinity in it."""
+    text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return line_safe(text) + "\n"
 
 
 def _wire_lsn(wall_ms: int, counter: int) -> Lsn:

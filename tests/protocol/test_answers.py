@@ -77,3 +77,34 @@ def test_a_blank_query_is_refused_as_the_engine_refuses_it(server: Server) -> No
     for query in ("", "   "):
         r = server.call("POST", "/v1/recall", token, json={"query": query})
         assert r.status_code == 400 and r.json()["error"] == "invalid_request", query
+
+
+def test_line_streams_stay_one_line_per_value_for_every_line_reader(server: Server) -> None:
+    """U+2028, U+2029 and U+0085 are JSON escapes in snapshots, streamed hits and events.
+
+    httpx's ``iter_lines()`` (what memstore's client reads with) and ``str.splitlines``
+    break lines there too: before, a snapshot holding this episode reached them as
+    pieces that are not JSON (``MemoryClient.snapshot`` raised ProtocolTransportError).
+    """
+    from .test_events import frames, next_change
+
+    token = server.tenants.take()
+    content = "line\u2028separator\u2029paragraph\u0085next line"
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=server.url, timeout=30.0) as client:
+        with client.stream("GET", "/v1/events", headers=auth) as r:
+            it = frames(r.iter_lines())
+            next(it)
+            server.call("POST", "/v1/ingest", token, json={"source": "ls", "content": content})
+            _, change = next_change(it)
+            assert change["item"]["content"] == content
+        now = client.get("/healthz").json()["lsn"]
+        with client.stream("GET", f"/v1/snapshot/{now}", headers=auth) as r:
+            lines = [json.loads(line) for line in r.iter_lines() if line]
+        texts = [x["value"].get("text", x["value"].get("content")) for x in lines]
+        assert texts.count(content) == 2, texts  # the episode and its one chunk
+        sse = {**auth, "Accept": "text/event-stream"}
+        body = {"query": "separator paragraph"}
+        with client.stream("POST", "/v1/recall", headers=sse, json=body) as r:
+            hits = [f for f in frames(r.iter_lines()) if f.get("event") == "hit"]
+        assert [json.loads(f["data"])["text"] for f in hits] == [content]
