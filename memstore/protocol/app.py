@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Final
@@ -40,6 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstore import __version__
+from memstore.arguments import count, describe, flag
 from memstore.bounded import found_in
 from memstore.journal import Journal, Lsn
 from memstore.journal.hlc import wall_clock_ms
@@ -227,7 +229,15 @@ def create_app(
     :data:`~memstore.web.mount.Authenticate` once the protocol's routes are in;
     their routes sit behind the same guard, headers and failsafe, and the gate
     leaves them to authenticate themselves.
+
+    :raises ValueError: ``rate_per_second``, ``burst``, ``keepalive_seconds`` or
+        ``max_body_bytes`` out of range (:class:`~memstore.errors.OutOfRangeError`
+        for the last), before anything is built.
+    :raises TypeError: ``tokens`` is neither a table nor a tokens file.
+    :raises InvalidItemError: ``metrics_enabled`` is not a bool, ``max_body_bytes``
+        not a whole number.
     """
+    _check_options(tokens, metrics_enabled, keepalive_seconds, max_body_bytes)
     verbs = Verbs(memory, confirmations=confirmations, wall_ms=wall_ms)
     limiter = RateLimiter(rate_per_second, burst, clock=clock)
     current = tokens.current if isinstance(tokens, TokensFile) else (lambda: tokens)
@@ -438,6 +448,31 @@ def create_app(
     for mount in mounts:
         mount(app, memory, authenticate)
     return app
+
+
+def _check_options(
+    tokens: object, metrics_enabled: object, keepalive_seconds: object, max_body_bytes: object
+) -> None:
+    """Refuse the :func:`create_app` options that would fail later, request by request.
+
+    Unchecked, ``keepalive_seconds=0`` sent keep-alive comments in a busy loop
+    for as long as a streamed recall ran, ``max_body_bytes="x"`` made every POST
+    a 500, and a ``tokens`` of another type failed every request; each is
+    refused here, as ``memstore serve`` refuses its flags.
+    """
+    if not isinstance(tokens, TokenTable | TokensFile):
+        raise TypeError(f"tokens must be a TokenTable or a TokensFile, got {describe(tokens)}")
+    flag(metrics_enabled, "metrics_enabled")
+    count(max_body_bytes, "max_body_bytes", 1)
+    if (
+        isinstance(keepalive_seconds, bool)
+        or not isinstance(keepalive_seconds, int | float)
+        or not (math.isfinite(keepalive_seconds) and keepalive_seconds > 0)
+    ):
+        raise ValueError(
+            f"keepalive_seconds must be a positive number of seconds, "
+            f"got {describe(keepalive_seconds)}"
+        )
 
 
 def _still_allowed(
