@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
@@ -272,7 +273,9 @@ def parse_unique_keys(raw: bytes) -> Any:
     >>> parse_unique_keys(b"{broken") is NOT_JSON
     True
 
-    :raises Refusal: 400 ``invalid_request`` naming the key (``details.key``).
+    :raises Refusal: 400 ``invalid_request`` naming the key (``details.key``), or
+        saying that a number has more digits than Python reads (before, the
+        framework's 400 said only "There was an error parsing the body").
     """
     try:
         return json.loads(raw, object_pairs_hook=_unique_pairs)
@@ -283,5 +286,14 @@ def parse_unique_keys(raw: bytes) -> Any:
             f"the body names the key {e.key[:64]!r} twice in one object; send it once",
             {"key": e.key[:64]},
         ) from None
-    except (ValueError, RecursionError):
+    except json.JSONDecodeError:
+        return NOT_JSON
+    except ValueError:  # valid JSON Python refuses to read: an integer of too many digits
+        raise Refusal(
+            400,
+            INVALID_REQUEST,
+            f"the body holds a number of more than {sys.get_int_max_str_digits()} digits, "
+            "which this server does not read; send it as a string",
+        ) from None
+    except RecursionError:
         return NOT_JSON

@@ -108,3 +108,21 @@ def test_line_streams_stay_one_line_per_value_for_every_line_reader(server: Serv
         with client.stream("POST", "/v1/recall", headers=sse, json=body) as r:
             hits = [f for f in frames(r.iter_lines()) if f.get("event") == "hit"]
         assert [json.loads(f["data"])["text"] for f in hits] == [content]
+
+
+def test_a_number_of_too_many_digits_is_named(server: Server) -> None:
+    """Valid JSON that Python will not read (an integer past 4300 digits): before, the
+    400 said only "There was an error parsing the body"."""
+    token = server.tenants.take()
+    big = b"9" * 5000
+    for path, body in (
+        ("/v1/ingest", b'{"source": "s", "content": "c", "metadata": {"n": ' + big + b"}}"),
+        ("/v1/recall", b'{"query": "q", "k": ' + big + b"}"),
+    ):
+        r = server.call(
+            "POST", path, token, content=body, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        err = r.json()
+        assert err["error"] == "invalid_request"
+        assert "more than 4300 digits" in err["message"], err
