@@ -181,3 +181,35 @@ def test_an_unexpected_failure_is_one_500_and_one_log_record(
     assert "journal" not in r.text  # the message names no internals
     failures = [rec for rec in caplog.records if rec.levelno >= logging.ERROR]
     assert len(failures) == 1 and failures[0].exc_info is not None
+
+
+@pytest.mark.parametrize(
+    ("option", "error"),
+    [
+        ({"keepalive_seconds": 0}, "keepalive_seconds must be a positive number"),
+        ({"keepalive_seconds": math.nan}, "keepalive_seconds must be a positive number"),
+        ({"keepalive_seconds": -1.0}, "keepalive_seconds must be a positive number"),
+        ({"keepalive_seconds": "15"}, "keepalive_seconds must be a positive number"),
+        ({"max_body_bytes": 0}, "max_body_bytes must be at least 1, got 0"),
+        ({"max_body_bytes": "x"}, "max_body_bytes must be a whole number"),
+        ({"max_body_bytes": True}, "max_body_bytes must be a whole number"),
+        ({"metrics_enabled": "no"}, "metrics_enabled must be True or False"),
+        ({"tokens": '{"tok": {}}'}, "tokens must be a TokenTable or a TokensFile"),
+    ],
+)
+def test_create_app_refuses_options_that_would_fail_each_request(
+    tmp_path: Path, option: dict[str, object], error: str
+) -> None:
+    """Before, each was accepted: keep-alives of 0 s in a busy loop while a streamed
+    recall ran, a 500 on every POST for ``max_body_bytes="x"`` or for a ``tokens``
+    string, metrics served for ``metrics_enabled="no"``."""
+    from memstore import Memory
+    from memstore.protocol import TokenTable
+    from memstore.protocol.app import create_app
+
+    tokens = TokenTable.from_json('{"tok": {"tenant": "acme", "scopes": ["recall"]}}')
+    with (
+        Memory(tmp_path, embedder="hash") as mem,
+        pytest.raises((ValueError, TypeError), match=error),
+    ):
+        create_app(mem, **{"tokens": tokens, **option})  # type: ignore[arg-type]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Final
@@ -40,6 +41,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memstore import __version__
+from memstore.arguments import count, describe, flag
 from memstore.bounded import found_in
 from memstore.journal import Journal, Lsn
 from memstore.journal.hlc import wall_clock_ms
@@ -80,6 +82,7 @@ from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
 from memstore.web.headers import accepts
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.lines import line_safe
 from memstore.web.mount import Authenticate, Caller, Mount
 from memstore.web.refusal import Refusal
 from memstore.web.responses import NewlineJSONResponse
@@ -115,8 +118,22 @@ def _error(e: ProtocolError) -> JSONResponse:
 
 
 def _json_syntax(exc: RequestValidationError) -> ProtocolError | None:
-    """The refusal of a body that is not JSON, naming the line and column where it breaks."""
+    """The refusal of a body that is not JSON, naming the line and column where it breaks.
+
+    An empty body is one too (FastAPI reports it as a missing body, which read
+    ``invalid request body: Field required``, naming no field).
+    """
     errors = exc.errors()
+    if (
+        len(errors) == 1
+        and errors[0].get("type") == "missing"
+        and errors[0].get("loc") == ("body",)
+    ):
+        return invalid_request(
+            "the body is not valid JSON: it is empty (Expecting value at line 1, column 1); "
+            "send a JSON object",
+            {"line": 1, "column": 1, "position": 0},
+        )
     if len(errors) != 1 or errors[0].get("type") != "json_invalid":
         return None
     loc = errors[0].get("loc", ())
@@ -160,9 +177,8 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, list[dict[str
 
 
 def _sse(event: str, data: object) -> str:
-    return (
-        f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
-    )
+    text = line_safe(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return f"event: {event}\ndata: {text}\n\n"
 
 
 def applied_lsn(journal: Journal) -> Lsn:
@@ -213,7 +229,15 @@ def create_app(
     :data:`~memstore.web.mount.Authenticate` once the protocol's routes are in;
     their routes sit behind the same guard, headers and failsafe, and the gate
     leaves them to authenticate themselves.
+
+    :raises ValueError: ``rate_per_second``, ``burst``, ``keepalive_seconds`` or
+        ``max_body_bytes`` out of range (:class:`~memstore.errors.OutOfRangeError`
+        for the last), before anything is built.
+    :raises TypeError: ``tokens`` is neither a table nor a tokens file.
+    :raises InvalidItemError: ``metrics_enabled`` is not a bool, ``max_body_bytes``
+        not a whole number.
     """
+    _check_options(tokens, metrics_enabled, keepalive_seconds, max_body_bytes)
     verbs = Verbs(memory, confirmations=confirmations, wall_ms=wall_ms)
     limiter = RateLimiter(rate_per_second, burst, clock=clock)
     current = tokens.current if isinstance(tokens, TokensFile) else (lambda: tokens)
@@ -426,6 +450,31 @@ def create_app(
     return app
 
 
+def _check_options(
+    tokens: object, metrics_enabled: object, keepalive_seconds: object, max_body_bytes: object
+) -> None:
+    """Refuse the :func:`create_app` options that would fail later, request by request.
+
+    Unchecked, ``keepalive_seconds=0`` sent keep-alive comments in a busy loop
+    for as long as a streamed recall ran, ``max_body_bytes="x"`` made every POST
+    a 500, and a ``tokens`` of another type failed every request; each is
+    refused here, as ``memstore serve`` refuses its flags.
+    """
+    if not isinstance(tokens, TokenTable | TokensFile):
+        raise TypeError(f"tokens must be a TokenTable or a TokensFile, got {describe(tokens)}")
+    flag(metrics_enabled, "metrics_enabled")
+    count(max_body_bytes, "max_body_bytes", 1)
+    if (
+        isinstance(keepalive_seconds, bool)
+        or not isinstance(keepalive_seconds, int | float)
+        or not (math.isfinite(keepalive_seconds) and keepalive_seconds > 0)
+    ):
+        raise ValueError(
+            f"keepalive_seconds must be a positive number of seconds, "
+            f"got {describe(keepalive_seconds)}"
+        )
+
+
 def _still_allowed(
     tokens: Callable[[], TokenTable], authorization: str | None, principal: Principal
 ) -> Callable[[], bool]:
@@ -450,12 +499,16 @@ def _still_allowed(
 async def _while(
     allowed: Callable[[], bool], frames: AsyncGenerator[str, None]
 ) -> AsyncIterator[str]:
-    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end."""
+    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end.
+
+    Each frame is made :func:`~memstore.web.lines.line_safe`: an item's text with a
+    U+2028 in it must not split a ``data:`` line for a reader that breaks lines there.
+    """
     try:
         async for frame in frames:
             if not allowed():
                 return
-            yield frame
+            yield line_safe(frame)  # its only free text is the JSON of its data lines
     finally:
         await frames.aclose()  # unsubscribe now, not when the generator is collected
 

@@ -105,8 +105,9 @@ INVALID_REQUEST: Final = ErrorKind(
     "the body is not UTF-8 JSON, nests deeper than MAX_JSON_DEPTH, is not a JSON object, "
     "misses a required field, has a field of the wrong type or value (text with a lone "
     "surrogate too, or a `NaN`, `Infinity` or overflowing number such as `1e400` in "
-    "`metadata`), or has a field the verb does not know; or the request repeats its "
-    "Authorization header",
+    "`metadata`), has a field the verb does not know, or names a key twice in one object; "
+    "or the request repeats its "
+    "Authorization header, or carries a query parameter (no route reads one)",
 )
 INVALID_FILTER: Final = ErrorKind(
     "invalid_filter",
@@ -184,7 +185,8 @@ PAYLOAD_TOO_LARGE: Final = ErrorKind(
 UNSUPPORTED_MEDIA_TYPE: Final = ErrorKind(
     "unsupported_media_type",
     415,
-    "a POST body whose Content-Type is not application/json",
+    "a POST body whose Content-Type is not application/json, or whose Content-Encoding is "
+    "not `identity` (a compressed body; `Accept-Encoding: identity` says so)",
 )
 CONFIRMATION_REQUIRED: Final = ErrorKind(
     "confirmation_required",
@@ -216,7 +218,8 @@ UNAVAILABLE: Final = ErrorKind(
     503,
     "the server is shutting down and takes no new requests, or it (or the client's address) "
     "holds as many connections as --max-connections (--max-connections-per-client) allow; "
-    "the connection is closed",
+    "the connection is closed; or a forget on a replica still 10 s behind the others "
+    "sharing its PostgreSQL journal (nothing forgotten: send it again)",
 )
 
 ERROR_KINDS: Final[Mapping[str, ErrorKind]] = {

@@ -7,7 +7,8 @@ exception middleware cost about as much CPU as the search of a confident
 lexical answer. :class:`RecallFastPath`, the innermost middleware (behind the
 gate's authentication, rate limit and body checks, and the failsafe), answers
 them itself with the same steps the route takes: the body parsed as the
-framework parses it (:func:`json.loads`, then the strict model), the request
+framework parses it (:func:`json.loads`, by the gate as it checked the keys,
+then the strict model), the request
 checked and run by the same functions, and the answer built by the same
 response class, so the bytes and headers are the route's own.
 
@@ -29,10 +30,10 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from memstore.protocol.errors import ProtocolError
-from memstore.protocol.gate import principal_of
+from memstore.protocol.gate import JSON_BODY, principal_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import PreparedRecall, Verbs
-from memstore.web.body import replay_message
+from memstore.web.body import NOT_JSON, replay_message
 from memstore.web.headers import accepts
 from memstore.web.responses import NewlineJSONResponse
 
@@ -48,19 +49,22 @@ PATH: Final = "/v1/recall"
 _STREAM: Final = "text/event-stream"
 
 
-def plain_recall(body: bytes) -> RecallRequest | None:
+def plain_recall(body: bytes, parsed: Any = NOT_JSON) -> RecallRequest | None:
     """``body`` as a recall request the fast path answers, or ``None`` (the route's to answer).
 
     ``None`` for what is not JSON, not a valid request (the route words the
     400), or asks ``as_of`` (answered from the journal in a thread of its own).
+    ``parsed``: ``body`` already parsed (by the gate), so it is not parsed again.
 
     >>> plain_recall(b'{"query": "deploys", "k": 3}').k, plain_recall(b'{"query": 3}')
     (3, None)
     """
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
+    data = parsed
+    if data is NOT_JSON:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
     if not isinstance(data, dict):
         return None
     try:
@@ -114,7 +118,8 @@ class RecallFastPath:
             return
         message = await receive()  # the gate has read the body whole: it replays it
         body: bytes = message.get("body", b"")
-        req = None if message.get("more_body") else plain_recall(body)
+        parsed = scope.get("state", {}).get(JSON_BODY, NOT_JSON)
+        req = None if message.get("more_body") else plain_recall(body, parsed)
         if req is None:
             await self.app(scope, replay_message(message, receive), send)
             return

@@ -4,11 +4,15 @@ For each ``/v1`` route of :data:`~memstore.protocol.auth.ROUTE_SCOPES`, in
 this order: refuse a repeated ``Authorization`` header (400), authenticate
 the bearer token (401) against the tokens as they are now (a
 :class:`~memstore.web.tokens.TokensFile` re-reads a changed file), take a
-token from the tenant's bucket (429), check the route's scope (403), then
-for a POST check the media type (415), read the body up to
+token from the tenant's bucket (429), check the route's scope (403), refuse
+a query parameter (400: no route of the protocol reads one, so
+``POST /v1/recall?k=1`` must not be answered as if it asked for ten), then
+for a POST check the media type and coding (415), read the body up to
 :data:`~memstore.protocol.limits.MAX_BODY_BYTES` (413) and check that it is
 UTF-8 nested at most :data:`~memstore.protocol.limits.MAX_JSON_DEPTH` deep
-(400). A client that goes away while its body is read is answered nothing. Only then does the
+and names no key twice in one object (400); the parsed body is left in
+``request.state`` (:data:`JSON_BODY`) for the recall fast path. A client
+that goes away while its body is read is answered nothing. Only then does the
 application see the request, with the caller's
 :class:`~memstore.protocol.auth.Principal` in ``request.state.principal``.
 Checking here, before FastAPI parses anything, keeps the seed's order: an
@@ -24,23 +28,27 @@ import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
+from urllib.parse import parse_qsl
 
 from memstore.protocol.auth import ROUTE_SCOPES, Principal, TokenTable
-from memstore.protocol.errors import ProtocolError, from_refusal
+from memstore.protocol.errors import ProtocolError, from_refusal, invalid_request
 from memstore.protocol.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.body import (
+    NOT_JSON,
     ClientDisconnected,
+    check_identity_encoding,
     check_json_media,
     check_json_text,
+    parse_unique_keys,
     read_body,
     replay,
 )
 from memstore.web.headers import single_header
 from memstore.web.refusal import Refusal, json_bytes, send_json
 
-__all__ = ["Gate", "route_of"]
+__all__ = ["JSON_BODY", "Gate", "route_of"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -57,6 +65,8 @@ _ROUTES: Final = (
     ("GET", re.compile(r"/v1/events"), "GET /v1/events"),
 )
 _OPEN: Final = frozenset({"/healthz", "/metrics", "/openapi.json", "/docs"})
+JSON_BODY: Final = "json_body"
+"""The key of ``request.state`` holding a POST body the gate parsed (absent if not JSON)."""
 
 
 def route_of(method: str, path: str) -> str | None:
@@ -69,6 +79,30 @@ def route_of(method: str, path: str) -> str | None:
         if m == method and pattern.fullmatch(path):
             return key
     return None
+
+
+def _no_query(route: str, query_string: bytes) -> None:
+    """Pass for a request without query parameters: no route of the protocol reads any.
+
+    A parameter would otherwise be ignored, and the caller answered as if it
+    had not sent it (``POST /v1/recall?k=1`` with ten hits, ``POST
+    /v1/ingest?id=...`` under another id). An empty query string (a bare
+    ``?``) is no parameter.
+
+    >>> _no_query("POST /v1/recall", b"&")
+    >>> try:
+    ...     _no_query("POST /v1/recall", b"k=1")
+    ... except ProtocolError as e:
+    ...     print(e.status, e.message)
+    400 unknown query parameter 'k': POST /v1/recall takes none (its fields go in the body)
+    """
+    if not query_string:
+        return
+    params = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    if params:
+        name = params[0][0][:64]
+        where = " (its fields go in the body)" if route.startswith("POST") else ""
+        raise invalid_request(f"unknown query parameter {name!r}: {route} takes none{where}")
 
 
 async def _answer(error: ProtocolError, send: Send) -> None:
@@ -118,6 +152,7 @@ class Gate:
                 seen["tenant"] = principal.tenant
                 self.limiter.check(principal.tenant)
                 principal.require(ROUTE_SCOPES[route])
+                _no_query(route, scope.get("query_string", b""))
                 if method == "POST":
                     receive = await self._read_body(scope, receive)
             except Refusal as r:
@@ -138,16 +173,21 @@ class Gate:
                 self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
-        """Read a POST body whole, refusing a wrong media type, an oversized or non-JSON text body.
+        """Read a POST body whole, refusing a wrong media type or a compressed, oversized or
+        non-JSON text body, or one that repeats a key.
 
         :raises Refusal: 415, 413 or 400.
         :raises ClientDisconnected: the client went away first.
         """
         check_json_media(single_header(scope, b"content-type"))
+        check_identity_encoding(single_header(scope, b"content-encoding"))
         body = await read_body(
             receive, self.max_body_bytes, single_header(scope, b"content-length")
         )
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
+        parsed = parse_unique_keys(body)  # 400 for {"k": 1, "k": 100}
+        if parsed is not NOT_JSON:
+            scope.setdefault("state", {})[JSON_BODY] = parsed
         return replay(body, receive)
 
 

@@ -81,9 +81,17 @@ ULID_PATTERN: Final = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 def parse_ulid(raw: str) -> str | None:
     """``raw`` as a canonical (upper-case) ULID, or None when it is not one.
 
+    ASCII only: :meth:`str.upper` maps a few other letters onto Crockford's
+    (``"ſ"``, the long s, becomes ``"S"``), which would accept a 26-character
+    id that is not base 32 and answer for another one.
+
     >>> parse_ulid("01hzzzzzzzzzzzzzzzzzzzzzzz"), parse_ulid("not-a-ulid")
     ('01HZZZZZZZZZZZZZZZZZZZZZZZ', None)
+    >>> parse_ulid("01HZZZZZZZZZZZZZZZZZZZZZZ\u017f") is None
+    True
     """
+    if not raw.isascii():
+        return None
     text = raw.upper()
     return text if ULID_PATTERN.fullmatch(text) else None
 

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from ulid import ULID
 
+from memstore.catchup import CATCH_UP_SECONDS, catch_up
 from memstore.config import Change
 from memstore.errors import InvalidItemError
 from memstore.item import Item
@@ -36,6 +37,7 @@ from memstore.memory import Memory
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import (
     GRAPH_UNAVAILABLE,
+    UNAVAILABLE,
     episode_not_found,
     invalid_episode_id,
     invalid_filter,
@@ -72,6 +74,7 @@ from memstore.protocol.models import (
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.store import Store
+from memstore.web.lines import line_safe
 
 __all__ = [
     "INDICES",
@@ -470,10 +473,23 @@ class Verbs:
     def forget(self, tenant: str, req: ForgetRequest) -> dict[str, Any]:
         """Soft delete, dry run or confirmed hard delete; the seed's ForgetReceipt.
 
+        A forget first applies every write on record (:func:`~memstore.catchup.catch_up`):
+        on replicas sharing a PostgreSQL journal, an episode another replica
+        acknowledged a moment ago is found and forgotten, not reported as
+        nothing to forget while it stays.
+
         :raises ProtocolError: 428 / 400 for a hard delete without a valid
-            confirmation token (checked before anything is touched).
+            confirmation token (checked before anything is touched); 503 when
+            this replica is still behind the others after ``CATCH_UP_SECONDS``
+            (nothing is touched: send it again).
         """
         target = _canonical_target(req)
+        if not catch_up(self.memory):
+            raise UNAVAILABLE.error(
+                f"this server has not applied the other servers' latest writes within "
+                f"{CATCH_UP_SECONDS:g} s; nothing was forgotten: send the request again",
+                headers={"Retry-After": "1"},
+            )
         if req.dry_run:
             ids = (
                 self._live_targets(tenant, req) if not req.hard else self._all_targets(tenant, req)
@@ -639,8 +655,10 @@ def _visibility(tenant: str, expr: Expr | None) -> Callable[[Item, str], bool]:
 
 
 def _json_line(record: Mapping[str, Any]) -> str:
-    """``record`` as one line of NDJSON; ValueError for a ``NaN`` or infinity in it."""
-    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+    """``record`` as one line of NDJSON (:func:`~memstore.web.lines.line_safe`: one line for
+    every line reader); ValueError for a ``NaN`` or infinity in it."""
+    text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return line_safe(text) + "\n"
 
 
 def _wire_lsn(wall_ms: int, counter: int) -> Lsn:

@@ -23,6 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from memstore.catchup import CATCH_UP_SECONDS, catch_up
 from memstore.errors import MemstoreError, OutOfRangeError
 from memstore.journal import Lsn
 from memstore.journal.hlc import InvalidLsnError
@@ -242,6 +243,16 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
     ) -> Any:
         def run() -> dict[str, Any]:
             _, chosen = caller_of(request, "forget", partition)
+            # Replicas: apply what the others acknowledged first, or a live item
+            # written a moment ago elsewhere is answered {"removed": false} and stays.
+            if not catch_up(memory):
+                raise _Refused(
+                    503,
+                    "unavailable",
+                    f"this server has not applied the other servers' latest writes within "
+                    f"{CATCH_UP_SECONDS:g} s; nothing was forgotten: send the request again",
+                    {"Retry-After": "1"},
+                )
             return views.forget(memory, chosen, id, hard=hard, key=key, confirmation=confirmation)
 
         return await answer(run)

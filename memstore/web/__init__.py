@@ -7,7 +7,8 @@ what the routes mean. One concept per module:
 |---|---|
 | :mod:`memstore.web.refusal` | a refused request (status, code, message) and its JSON body |
 | :mod:`memstore.web.headers` | reading headers from an ASGI scope; a header that must come once |
-| :mod:`memstore.web.body` | media type, bounded body read, UTF-8 and nesting checks |
+| :mod:`memstore.web.body` | media type and coding, bounded read, UTF-8, nesting, repeated keys |
+| :mod:`memstore.web.lines` | JSON in line-based streams (NDJSON, SSE), safe for line readers |
 | :mod:`memstore.web.hosts` | which ``Host`` and ``Origin`` values a server answers |
 | :mod:`memstore.web.guard` | the ASGI middleware applying them; CORS for listed origins |
 | :mod:`memstore.web.security` | security headers on every answer |
@@ -27,9 +28,11 @@ engine's storage.
 from memstore.web.body import (
     DEFAULT_MAX_JSON_DEPTH,
     ClientDisconnected,
+    check_identity_encoding,
     check_json_media,
     check_json_text,
     is_json_media,
+    parse_unique_keys,
     read_body,
     replay,
 )
@@ -46,6 +49,7 @@ from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard, ListedCors
 from memstore.web.headers import header_values, single_header
 from memstore.web.hosts import LOOPBACK_NAMES, HostPolicy, OriginPolicy, is_loopback
+from memstore.web.lines import line_safe
 from memstore.web.refusal import REFUSAL_CODES, Refusal, refusal_body, send_refusal
 from memstore.web.security import DEFAULT_SECURITY_HEADERS, SecurityHeaders
 from memstore.web.tokens import TokensFile
@@ -71,11 +75,14 @@ __all__ = [
     "Refusal",
     "SecurityHeaders",
     "TokensFile",
+    "check_identity_encoding",
     "check_json_media",
     "check_json_text",
     "header_values",
     "is_json_media",
     "is_loopback",
+    "line_safe",
+    "parse_unique_keys",
     "read_body",
     "refusal_body",
     "replay",

@@ -21,7 +21,9 @@ memstore.web.refusal.Refusal: the body is not UTF-8 text: invalid start byte at 
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
@@ -36,11 +38,14 @@ from memstore.web.refusal import (
 
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
+    "NOT_JSON",
     "ClientDisconnected",
+    "check_identity_encoding",
     "check_json_media",
     "check_json_text",
     "is_json_media",
     "json_depth",
+    "parse_unique_keys",
     "read_body",
     "replay",
     "replay_message",
@@ -93,6 +98,35 @@ def check_json_media(content_type: str | None) -> None:
             UNSUPPORTED_MEDIA_TYPE,
             f"Content-Type {(content_type or '')[:80]!r} is not application/json",
         )
+
+
+def check_identity_encoding(content_encoding: str | None) -> None:
+    """Pass for a body sent as it is: no ``Content-Encoding``, or ``identity``.
+
+    The body is read as the bytes that came; a compressed one would be read
+    as text it is not (a gzip body refused as "not UTF-8", or a body that
+    claims ``br`` but is plain JSON served as if the header were not there).
+    RFC 9110 (15.5.16) answers an unsupported content coding with 415 and
+    ``Accept-Encoding`` naming what is accepted.
+
+    >>> check_identity_encoding(None), check_identity_encoding("Identity")
+    (None, None)
+    >>> check_identity_encoding("gzip")
+    Traceback (most recent call last):
+    ...
+    memstore.web.refusal.Refusal: Content-Encoding 'gzip' is not supported: send it uncompressed
+    """
+    if content_encoding is None:
+        return
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    if all(c in ("", "identity") for c in codings):
+        return
+    raise Refusal(
+        415,
+        UNSUPPORTED_MEDIA_TYPE,
+        f"Content-Encoding {content_encoding[:40]!r} is not supported: send it uncompressed",
+        headers={"Accept-Encoding": "identity"},
+    )
 
 
 def _too_large(size: int, limit: int) -> Refusal:
@@ -197,3 +231,69 @@ def check_json_text(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> N
             f"the body nests JSON arrays and objects {depth} levels deep; the limit is {max_depth}",
             {"depth": depth, "limit": max_depth},
         )
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return out
+
+
+NOT_JSON: Final = object()
+"""What :func:`parse_unique_keys` returns for a body that is not JSON."""
+
+
+def parse_unique_keys(raw: bytes) -> Any:
+    """``raw`` parsed, refusing an object that names a key twice; :data:`NOT_JSON` if not JSON.
+
+    JSON parsers keep the last of two equal keys silently, others the first:
+    ``{"k": 1, "k": 100}`` read by a proxy that checks the first and a server
+    that acts on the last is two different requests. Refusing it leaves one.
+    A key spelled with escapes is the key it decodes to. Syntax is left to the
+    parser that runs next (it says where the text breaks); the value returned
+    spares that parser the work when it can take it.
+
+    >>> parse_unique_keys(b'{"a": {"k": 1}, "b": {"k": 2}}')
+    {'a': {'k': 1}, 'b': {'k': 2}}
+    >>> parse_unique_keys(b'{"k": 1, "\\\\u006b": 100}')
+    Traceback (most recent call last):
+    ...
+    memstore.web.refusal.Refusal: the body names the key 'k' twice in one object; send it once
+    >>> parse_unique_keys(b"{broken") is NOT_JSON
+    True
+
+    :raises Refusal: 400 ``invalid_request`` naming the key (``details.key``), or
+        saying that a number has more digits than Python reads (before, the
+        framework's 400 said only "There was an error parsing the body").
+    """
+    try:
+        return json.loads(raw, object_pairs_hook=_unique_pairs)
+    except _RepeatedKey as e:
+        raise Refusal(
+            400,
+            INVALID_REQUEST,
+            f"the body names the key {e.key[:64]!r} twice in one object; send it once",
+            {"key": e.key[:64]},
+        ) from None
+    except json.JSONDecodeError:
+        return NOT_JSON
+    except ValueError:  # valid JSON Python refuses to read: an integer of too many digits
+        raise Refusal(
+            400,
+            INVALID_REQUEST,
+            f"the body holds a number of more than {sys.get_int_max_str_digits()} digits, "
+            "which this server does not read; send it as a string",
+        ) from None
+    except RecursionError:
+        return NOT_JSON

@@ -40,6 +40,20 @@ def test_malformed_json_names_the_line_and_column(server: Server) -> None:
     assert "line 3, column 8" in err["message"]
 
 
+def test_an_empty_body_is_not_valid_json_at_line_1_column_1(server: Server) -> None:
+    """Before, it was ``invalid request body: Field required`` with an empty field name."""
+    token = server.tenants.take()
+    for path in ("/v1/ingest", "/v1/recall", "/v1/forget"):
+        r = server.call(
+            "POST", path, token, content=b"", headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        err = r.json()
+        assert err["error"] == "invalid_request"
+        assert err["message"].startswith("the body is not valid JSON: it is empty"), err
+        assert err["details"] == {"line": 1, "column": 1, "position": 0}
+
+
 def test_max_body_sets_the_request_body_limit(tmp_path: Path) -> None:
     tokens = make_tokens(tmp_path / "tokens.json")
     token = next(iter(tokens))
@@ -63,3 +77,52 @@ def test_a_blank_query_is_refused_as_the_engine_refuses_it(server: Server) -> No
     for query in ("", "   "):
         r = server.call("POST", "/v1/recall", token, json={"query": query})
         assert r.status_code == 400 and r.json()["error"] == "invalid_request", query
+
+
+def test_line_streams_stay_one_line_per_value_for_every_line_reader(server: Server) -> None:
+    """U+2028, U+2029 and U+0085 are JSON escapes in snapshots, streamed hits and events.
+
+    httpx's ``iter_lines()`` (what memstore's client reads with) and ``str.splitlines``
+    break lines there too: before, a snapshot holding this episode reached them as
+    pieces that are not JSON (``MemoryClient.snapshot`` raised ProtocolTransportError).
+    """
+    from .test_events import frames, next_change
+
+    token = server.tenants.take()
+    content = "line\u2028separator\u2029paragraph\u0085next line"
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=server.url, timeout=30.0) as client:
+        with client.stream("GET", "/v1/events", headers=auth) as r:
+            it = frames(r.iter_lines())
+            next(it)
+            server.call("POST", "/v1/ingest", token, json={"source": "ls", "content": content})
+            _, change = next_change(it)
+            assert change["item"]["content"] == content
+        now = client.get("/healthz").json()["lsn"]
+        with client.stream("GET", f"/v1/snapshot/{now}", headers=auth) as r:
+            lines = [json.loads(line) for line in r.iter_lines() if line]
+        texts = [x["value"].get("text", x["value"].get("content")) for x in lines]
+        assert texts.count(content) == 2, texts  # the episode and its one chunk
+        sse = {**auth, "Accept": "text/event-stream"}
+        body = {"query": "separator paragraph"}
+        with client.stream("POST", "/v1/recall", headers=sse, json=body) as r:
+            hits = [f for f in frames(r.iter_lines()) if f.get("event") == "hit"]
+        assert [json.loads(f["data"])["text"] for f in hits] == [content]
+
+
+def test_a_number_of_too_many_digits_is_named(server: Server) -> None:
+    """Valid JSON that Python will not read (an integer past 4300 digits): before, the
+    400 said only "There was an error parsing the body"."""
+    token = server.tenants.take()
+    big = b"9" * 5000
+    for path, body in (
+        ("/v1/ingest", b'{"source": "s", "content": "c", "metadata": {"n": ' + big + b"}}"),
+        ("/v1/recall", b'{"query": "q", "k": ' + big + b"}"),
+    ):
+        r = server.call(
+            "POST", path, token, content=body, headers={"Content-Type": "application/json"}
+        )
+        assert r.status_code == 400, r.text
+        err = r.json()
+        assert err["error"] == "invalid_request"
+        assert "more than 4300 digits" in err["message"], err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from .conftest import RATE_BURST, Server
@@ -197,3 +199,89 @@ def test_bad_bodies(server: Server, body: bytes, content_type: str, status: int,
         headers={"Content-Type": content_type},
     )
     assert_error(r, status, code)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+@pytest.mark.parametrize("query", ["k=1", "id=01HZZZZZZZZZZZZZZZZZZZZZZZ", "as_of=x&as_of=y", "x"])
+def test_a_query_parameter_is_refused_not_ignored(
+    server: Server, method: str, path: str, body: object, query: str
+) -> None:
+    """No route reads one: before, ``POST /v1/recall?k=1`` answered ten hits and
+    ``POST /v1/ingest?id=...`` stored the episode under another id (a 200 each)."""
+    token = server.tenants.take()
+    source = f"query-{query}"
+    sent = {**body, "source": source} if path == "/v1/ingest" and isinstance(body, dict) else body
+    r = server.call(method, f"{path}?{query}", token, json=sent)
+    message = str(assert_error(r, 400, "invalid_request")["message"])
+    assert message.startswith(f"unknown query parameter {query.split('=')[0]!r}")
+    if path == "/v1/ingest":  # nothing was stored
+        now = server.client.get("/healthz").json()["lsn"]  # every write so far applied
+        snapshot = server.call("GET", f"/v1/snapshot/{now}", token)
+        assert snapshot.status_code == 200 and source not in snapshot.text
+    # Without a token it is still the seed's 401 first; a bare "?" is no parameter.
+    assert_error(server.client.request(method, f"{path}?{query}", json=body), 401, "unauthorized")
+    assert server.call(method, f"{path}?", token, json=body).status_code in (200, 404)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate, identity", "x-custom"])
+def test_a_compressed_body_is_415_and_stores_nothing(server: Server, encoding: str) -> None:
+    """The body is read as the bytes sent: before, a gzip body was "not UTF-8 text" (400),
+    and a plain body claiming ``br`` was stored as if the header were not there (200)."""
+    import gzip
+
+    token = server.tenants.take()
+    source = f"encoded-{encoding}"
+    plain = json.dumps({"source": source, "content": "compressed?"}).encode()
+    for body in (plain, gzip.compress(plain)):
+        headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+        r = server.call("POST", "/v1/ingest", token, content=body, headers=headers)
+        assert_error(r, 415, "unsupported_media_type")
+        assert r.headers["accept-encoding"] == "identity"
+    now = server.client.get("/healthz").json()["lsn"]
+    snapshot = server.call("GET", f"/v1/snapshot/{now}", token)
+    assert snapshot.status_code == 200 and source not in snapshot.text
+    # identity (any case) is the body as sent
+    r = server.call(
+        "POST",
+        "/v1/recall",
+        token,
+        content=b'{"query": "q"}',
+        headers={"Content-Type": "application/json", "Content-Encoding": "Identity"},
+    )
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "key"),
+    [
+        ("/v1/ingest", b'{"source": "dup-a", "content": "x", "source": "dup-b"}', "source"),
+        ("/v1/ingest", b'{"source": "dup-m", "content": "x", "metadata": {"k": 1, "k": 2}}', "k"),
+        ("/v1/ingest", b'{"source": "dup-e", "content": "x", "\\u0073ource": "dup-f"}', "source"),
+        ("/v1/recall", b'{"query": "q", "k": 1, "k": 100}', "k"),
+        (
+            "/v1/forget",
+            b'{"target": {"Id": "01HZZZZZZZZZZZZZZZZZZZZZZZ"}, '
+            b'"target": {"Before": {"wall_ms": 18446744073709551615, "counter": 0}}}',
+            "target",
+        ),
+    ],
+)
+def test_a_key_named_twice_is_refused(server: Server, path: str, body: bytes, key: str) -> None:
+    """JSON parsers differ on ``{"k": 1, "k": 100}`` (Python keeps the last): a proxy that
+    checked the first key saw another request than the server ran. Before, each was a 200
+    (the forget above a soft delete of everything the tenant held, not of one id)."""
+    token = server.tenants.take()
+    kept = server.call("POST", "/v1/ingest", token, json={"source": "kept", "content": "kept"})
+    assert kept.status_code == 200
+    r = server.call("POST", path, token, content=body, headers={"Content-Type": "application/json"})
+    details = assert_error(r, 400, "invalid_request")["details"]
+    assert details == {"key": key}
+    now = server.client.get("/healthz").json()["lsn"]
+    snapshot = server.call("GET", f"/v1/snapshot/{now}", token).text
+    assert '"source":"kept"' in snapshot and "dup-" not in snapshot  # nothing changed
+    # The same key in two objects is no repetition.
+    fine = b'{"source": "s", "content": "c", "metadata": {"a": {"k": 1}, "b": {"k": 2}}}'
+    r = server.call(
+        "POST", "/v1/ingest", token, content=fine, headers={"Content-Type": "application/json"}
+    )
+    assert r.status_code == 200, r.text

@@ -265,3 +265,49 @@ def test_one_forget_sent_to_both_replicas_at_once_deletes_once(pair: Pair) -> No
             sent = [pool.submit(r.ok, "POST", "/v1/forget", token, json=forget) for r in replicas]
             both = [f.result() for f in sent]
         assert sorted(r["rows_written"] for r in both) == [0, 2], both
+
+
+def test_a_forget_on_b_finds_what_a_just_acknowledged(pair: Pair) -> None:
+    """A forget on one replica right after an ingest on the other, no wait between.
+
+    Before, B's forget read only what B had applied: most rounds it answered
+    ``rows_written: 0`` (a dry run ``rows_deleted: 0``) while the episode lived on,
+    a forget reported done that forgot nothing. Now it applies the journal's head first.
+    """
+    token = pair.token()
+    for round in range(6):
+        ulid = str(ULID())
+        body = {"id": ulid, "source": f"fresh{round}/a", "content": f"fresh note {round}"}
+        pair.a.ok("POST", "/v1/ingest", token, json=body)
+        dry = pair.b.ok("POST", "/v1/forget", token, json={"target": {"Id": ulid}, "dry_run": True})
+        assert dry["rows_deleted"] == 2, (round, dry)
+        by_id = pair.b.ok("POST", "/v1/forget", token, json={"target": {"Id": ulid}})
+        assert by_id["rows_written"] == 2, (round, by_id)
+        body = {"id": str(ULID()), "source": f"scoped{round}/a", "content": f"scoped {round}"}
+        pair.a.ok("POST", "/v1/ingest", token, json=body)
+        scope = {"target": {"Scope": {"BySource": f"scoped{round}/"}}}
+        assert pair.b.ok("POST", "/v1/forget", token, json=scope)["rows_written"] == 2, round
+        pair.settle(
+            lsn_of(pair.b.ok("POST", "/v1/ingest", token, json={"source": "m", "content": "m"}))
+        )
+        for replica in (pair.a, pair.b):
+            assert replica.call("GET", f"/v1/episode/{ulid}", token).status_code == 404
+            assert not [
+                x
+                for x in replica.snapshot(token, applied(replica.url))
+                if "fresh" in str(x) or "scoped" in str(x)
+            ]
+
+
+def test_the_inspectors_forget_on_b_finds_what_a_just_acknowledged(pair: Pair) -> None:
+    """``POST /ui/api/forget`` (the inspector ``memstore serve`` mounts) on B right after
+    an ingest on A: before, it answered ``{"removed": false}`` now and then (one round in
+    eight) while the episode stayed live; now it applies the journal's head first."""
+    token = pair.token()
+    tenant = token.replace("tok-full-", "t")  # make_tokens: tok-full-<n> acts for t<n>
+    for round in range(24):
+        ulid = str(ULID())
+        body = {"id": ulid, "source": f"inspected{round}", "content": f"inspected note {round}"}
+        pair.a.ok("POST", "/v1/ingest", token, json=body)
+        out = pair.b.ok("POST", "/ui/api/forget", token, params={"id": f"ep:{tenant}:{ulid}"})
+        assert out["removed"] is True, (round, out)

@@ -580,6 +580,15 @@ def test_episode_ids_and_tenants(server: Server) -> None:
     a, b = server.tenants.take(), server.tenants.take()
     for bad in ("abc", "01HZZZZZZZZZZZZZZZZZZZZZZ", "01HZZZZZZZZZZZZZZZZZZZZZZZZ", "8" * 26):
         assert_error(server.call("GET", f"/v1/episode/{bad}", a), 400, "invalid_episode_id")
+    # U+017F (long s) upper-cases to S: before, it was read as that other, base-32 id.
+    long_s = str(ULID())[:25] + "\u017f"
+    ingest(server, a, id=long_s[:25] + "S", source="s-ended", content="the id ends in S")
+    assert_error(server.call("GET", f"/v1/episode/{long_s}", a), 400, "invalid_episode_id")
+    r = server.call("POST", "/v1/ingest", a, json={"id": long_s, "source": "x", "content": "x"})
+    assert_error(r, 400, "invalid_request")
+    r = server.call("POST", "/v1/forget", a, json={"target": {"Id": long_s}})
+    assert_error(r, 400, "invalid_request")
+    assert server.call("GET", f"/v1/episode/{long_s[:25]}S", a).json()["source"] == "s-ended"
     assert_error(server.call("GET", f"/v1/episode/{ULID()}", a), 404, "episode_not_found")
     ulid = str(ULID())
     ingest(server, a, id=ulid, source="private", content="only for a")
