@@ -62,7 +62,7 @@ _BUCKETS = (
 )
 
 
-def add_many(n: int, batch: int, embedder: str) -> dict[str, Any]:
+def add_many(n: int, batch: int, embedder: str | None) -> dict[str, Any]:
     """Items per second (wall and CPU) through ``Memory.add_many`` with ``embedder``."""
     from memstore import Memory
 
@@ -83,7 +83,7 @@ def add_many(n: int, batch: int, embedder: str) -> dict[str, Any]:
     }
 
 
-def profile_split(n: int, batch: int, embedder: str) -> dict[str, float]:
+def profile_split(n: int, batch: int, embedder: str | None) -> dict[str, float]:
     """One profiled :func:`add_many`: cumulative seconds per bucket (see the module doc)."""
     prof = cProfile.Profile(time.process_time)  # CPU seconds: a busy machine inflates wall
     prof.enable()

@@ -131,7 +131,11 @@ class StoreBinding(Writes):
                     final[c.id] = None
                 elif prepared is None or (prepared.vector.size == 0 and isinstance(before, Item)):
                     final[c.id] = item
-                elif prepared.vector.size == 0 and isinstance(before, StoredVector):
+                elif (
+                    prepared.vector.size == 0
+                    and isinstance(before, StoredVector)
+                    and before.text_hash == prepared.text_hash
+                ):
                     # Staged "text unchanged" against the change before it, which
                     # this run holds too: that change's vector is the one to keep.
                     final[c.id] = StoredVector(
