@@ -134,6 +134,7 @@ class StoreBase:
         self._record_hook: Callable[[Change], None] | None = None
         self._hit_hook: HitHook | None = None
         self._listeners: list[ChangeListener] = []
+        self._grouped: list[BeforeCommitListener] = []  # fn(changes) per published run
         self._before: list[BeforeCommitListener] = []
         self._undone: list[BeforeCommitListener] = []
         self._commit_hook: BeforeCommitListener | None = None
@@ -172,7 +173,12 @@ class StoreBase:
         # Committed (and recorded): queued for its listeners before any seam
         # runs, so that a seam that raises cannot keep the group from them.
         n = len(txn.changes)
-        if self._listeners or self._change_hook is not None or self._record_hook is not None:
+        if (
+            self._listeners
+            or self._grouped
+            or self._change_hook is not None
+            or self._record_hook is not None
+        ):
             self._unpublished.extend(txn.changes)
         elif self._held:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
@@ -269,15 +275,25 @@ class StoreBase:
         return claimant(self._items, self._claims, id, besides, self._now())
 
     def _publish(self, changes: Iterable[Change]) -> None:
-        """Fire the change hook and after-commit listeners (lock released).
+        """Fire the grouped listeners, the change hook and the after-commit listeners (unlocked).
 
         The changes are committed: a hook or listener that raises is logged and
         the others still run, rather than failing a write that succeeded.
+        Grouped listeners get the whole run at once, before the first change
+        is told one at a time: whoever hears change ``c`` finds an index that
+        follows by group already holding it.
         """
         cfg = self._config
         hook = self._change_hook
         record = self._record_hook
         listeners = list(self._listeners)
+        if self._grouped:
+            changes = list(changes)
+            for group_fn in list(self._grouped) if changes else ():
+                try:
+                    group_fn(changes)
+                except Exception:
+                    self._log.exception("memstore: grouped change listener %r raised", group_fn)
         for c in changes:
             if (
                 (hook is not None or record is not None)

@@ -159,7 +159,9 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         kinds_copy = list(kinds) if kinds is not None and len(kinds) == len(item_ids) else None
         fn(list(item_ids), query, kind, kinds_copy)
 
-    def add_change_listener(self, fn: Callable[..., None], *, before_commit: bool = False) -> None:
+    def add_change_listener(
+        self, fn: Callable[..., None], *, before_commit: bool = False, grouped: bool = False
+    ) -> None:
         """Follow every change (private ones, link edits and mirrors included).
 
         An ordinary listener is called as ``fn(op, item, id, kind)`` once per
@@ -169,8 +171,19 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
         validation and before the group becomes visible, with the lock held; if
         it raises, the whole group is undone and the caller gets the exception.
         A journal uses it to write one transaction per group.
+
+        A listener added with ``grouped=True`` follows committed changes as
+        an ordinary one does (after commit, lock released, in commit order)
+        but is called as ``fn(changes)`` once per run of them: a write group,
+        or several groups committed while another thread was publishing. It
+        is called before the ordinary listeners hear the run's first change,
+        so it suits an index that costs less applied in bulk (a vector index:
+        one graph insert and one file write per run, not per change).
         """
-        (self._before if before_commit else self._listeners).append(fn)
+        if before_commit and grouped:
+            raise ValueError("a listener is before_commit or grouped, not both")
+        registry = self._before if before_commit else self._grouped if grouped else self._listeners
+        registry.append(fn)
 
     def add_undo_listener(self, fn: BeforeCommitListener) -> None:
         """Be told when a write group the before-commit listeners saw is undone after all.
@@ -211,7 +224,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
 
     def remove_change_listener(self, fn: Callable[..., None]) -> None:
         """Stop calling ``fn``; unknown listeners are ignored."""
-        for registry in (self._listeners, self._before, self._undone):
+        for registry in (self._listeners, self._grouped, self._before, self._undone):
             if fn in registry:
                 registry.remove(fn)
 

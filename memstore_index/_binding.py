@@ -2,8 +2,9 @@
 
 The store calls a before-commit listener once per write group, under its
 lock (here: retry the backlog, then embed the group's changed texts, so an
-embedding failure fails the write), and an after-commit listener once per
-change, in commit order, without its lock (here: index what was prepared).
+embedding failure fails the write), and a grouped after-commit listener once
+per run of committed changes, in commit order, without its lock (here: index
+what was prepared, the whole run in one graph insert and one file write).
 The index lags the store until publication reaches it, so "text unchanged"
 is decided against each change's ``previous`` item, never the index.
 """
@@ -55,7 +56,7 @@ class StoreBinding(Writes):
         self._fail_writes = fail_writes
         store.add_change_listener(self._before_commit, before_commit=True)
         store.add_undo_listener(self._undone)
-        store.add_change_listener(self._after_commit)
+        store.add_change_listener(self._after_group, grouped=True)
         self.sync(store)
 
     def sync(self, store: Store) -> None:
@@ -107,26 +108,94 @@ class StoreBinding(Writes):
                     if not staged:
                         del self._staged[c.id]
 
-    def _after_commit(self, op: str, item: Item | None, id: str, kind: str) -> None:
-        prepared: StoredVector | None = None
+    def _after_group(self, changes: Sequence[Change]) -> None:
+        """Index a run of committed changes at once: each id as the run leaves it.
+
+        The store's grouped listener (one call per write group, or per run of
+        groups published together). Applying each change in turn would insert
+        into the graph and write the vector file once per item; only the
+        state each id ends the run in matters, so the run is reduced to one
+        row or one removal per id (an item updated twice ends with its last
+        vector, one added then deleted ends absent) and applied as one
+        :meth:`_apply`: one graph insert, one file transaction. Each change
+        still takes the row staged for its own item object, so a later
+        group's staging is never mistaken for this one's.
+        """
+        final: dict[str, StoredVector | Item | None] = {}  # None: remove; Item: prepare now
         with self._lock:
-            staged = self._staged.get(id)
-            if staged:
-                # Staged for this very object: use it, and drop what was staged
-                # before it (older versions, or groups that were undone).
-                for i, (obj, p) in enumerate(staged):
-                    if obj is item:
-                        prepared = p
-                        del staged[: i + 1]
-                        break
-                if not staged:
-                    del self._staged[id]
-        if op == "delete" or item is None or not embeddable(item):
+            for c in changes:
+                prepared = self._take_staged(c.id, c.item)
+                before = final.pop(c.id, None)  # re-added: ids apply in their last change's order
+                item = c.item
+                if c.op == "delete" or item is None or not embeddable(item):
+                    final[c.id] = None
+                elif prepared is None or (prepared.vector.size == 0 and isinstance(before, Item)):
+                    final[c.id] = item
+                elif (
+                    prepared.vector.size == 0
+                    and isinstance(before, StoredVector)
+                    and before.text_hash == prepared.text_hash
+                ):
+                    # Staged "text unchanged" against the change before it, which
+                    # this run holds too: that change's vector is the one to keep.
+                    final[c.id] = StoredVector(
+                        prepared.entry, -1, prepared.text_hash, prepared.text, before.vector
+                    )
+                else:
+                    final[c.id] = prepared
+        rows = list(final.items())
+        try:
+            self._apply_run(rows)
+        except Exception:
+            # An embedding failed (nothing changed yet): each id on its own, so
+            # that one failing text leaves only its own item pending.
+            for id, row in rows:
+                self._apply_one(id, row)
+
+    def _take_staged(self, id: str, item: Item | None) -> StoredVector | None:
+        """The row staged for this very ``item`` object, if any (lock held).
+
+        What was staged before it goes too: older versions, or groups that
+        were undone, which no change will take now.
+        """
+        staged = self._staged.get(id)
+        if not staged:
+            return None
+        prepared: StoredVector | None = None
+        for i, (obj, p) in enumerate(staged):
+            if obj is item:
+                prepared = p
+                del staged[: i + 1]
+                break
+        if not staged:
+            del self._staged[id]
+        return prepared
+
+    def _apply_run(self, rows: list[tuple[str, StoredVector | Item | None]]) -> None:
+        """:meth:`_after_group`'s rows as one apply (one embedding call for the unstaged)."""
+        todo = [(id, row) for id, row in rows if isinstance(row, Item)]
+        made = self.prepare([(entry_for(it), embed_text(it)) for _, it in todo]) if todo else []
+        fresh = {id: p for (id, _), p in zip(todo, made, strict=True)}
+        puts: list[StoredVector] = []
+        deletes: list[str] = []
+        for id, row in rows:
+            if row is None:
+                deletes.append(id)
+            else:
+                puts.append(fresh[id] if isinstance(row, Item) else row)
+        self._apply(puts, deletes)
+
+    def _apply_one(self, id: str, row: StoredVector | Item | None) -> None:
+        """One id's final row applied alone; an embedding failure leaves it pending."""
+        if row is None:
             self._remove(id)
             return
-        entry, text = entry_for(item), embed_text(item)
+        if isinstance(row, Item):
+            entry, text = entry_for(row), embed_text(row)
+        else:
+            entry, text = row.entry, row.text
         try:
-            self._apply([prepared] if prepared is not None else self.prepare([(entry, text)]))
+            self._apply(self.prepare([(entry, text)]) if isinstance(row, Item) else [row])
         except Exception as e:
             # Committed, not embedded: the old vector must not answer for the
             # new text. The item waits in the backlog (lexical search finds it).

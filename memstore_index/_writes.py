@@ -155,7 +155,8 @@ class Writes(Persistence):
         self._retry_backlog()
         self._apply(prepared)
 
-    def _apply(self, prepared: Sequence[StoredVector]) -> None:
+    def _apply(self, prepared: Sequence[StoredVector], deletes: Sequence[str] = ()) -> None:
+        """:meth:`apply` without the backlog retry; ``deletes`` (ids no row names) go first."""
         rows = list(prepared)
         while True:
             with self._lock:
@@ -165,7 +166,7 @@ class Writes(Persistence):
                     if p.vector.size == 0 and self._hash.get(p.entry.id) != p.text_hash
                 ]
                 if not stale:
-                    self._apply_locked(rows)
+                    self._apply_locked(rows, deletes)
                     return
             # Prepared against a state the index does not hold (any more): the
             # text is embedded after all, outside the lock, and the rows retried.
@@ -174,10 +175,21 @@ class Writes(Persistence):
                 p = rows[i]
                 rows[i] = StoredVector(p.entry, p.label, p.text_hash, p.text, v)
 
-    def _apply_locked(self, prepared: Sequence[StoredVector]) -> None:
-        """Index rows that all carry a vector or match the stored text (lock held)."""
+    def _apply_locked(self, prepared: Sequence[StoredVector], deletes: Sequence[str] = ()) -> None:
+        """Index rows that all carry a vector or match the stored text (lock held).
+
+        ``deletes`` are removed first. Whatever the count, the new vectors go
+        into the graph in one call and every row and removal into the vector
+        file in one transaction.
+        """
         puts: list[StoredVector] = []
         added: list[int] = []
+        gone: list[str] = []
+        for id in deletes:
+            self._unembedded.pop(id, None)
+            if id in self._label_of:
+                self._unplace(id)
+                gone.append(id)
         for p in prepared:
             self._unembedded.pop(p.entry.id, None)
             old = self._label_of.get(p.entry.id)
@@ -200,7 +212,7 @@ class Writes(Persistence):
         if added and self._hnsw is not None:
             # One call for the batch: hnswlib inserts it on every core.
             self._graph_add(np.array(added, np.intp))
-        self._persist(puts, [])
+        self._persist(puts, gone)
         self._maybe_graph()
 
     def upsert(self, entry: IndexEntry, text: str) -> None:
