@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore.arguments import query_vector_arg
+from memstore.catchup import catch_up
 from memstore.context_block import DEFAULT_CONTEXT_CHARS, build_context_block
 from memstore.item import ORIGIN_DERIVED, ORIGIN_HUMAN, Item
 from memstore.limits import MAX_RESULTS
@@ -77,9 +78,6 @@ __all__ = ["NO_CONTEXT", "MindLayer", "SearchStage", "memory_json"]
 
 NO_CONTEXT: Final = "(no stored memory or personality matched)"
 """What a chat's system message holds when the context block is empty."""
-CATCH_UP_SECONDS: Final = 10.0
-"""How long a delete waits for this process to apply the writes other servers sharing its
-PostgreSQL journal made before it (:meth:`MindLayer.forget`); past it, 503 ``unavailable``."""
 
 _log = logging.getLogger("memstore.mindlayer")
 JSON = dict[str, Any]
@@ -455,21 +453,17 @@ class MindLayer:
         follows the others' writes a few milliseconds late: a delete that read
         only what this one had applied missed a memory another server had
         already acknowledged (a 404 for a live memory, a scope deletion leaving
-        it behind). One query of the journal's head, then a wait only while this
-        process is behind it; a journal no other process writes has nothing to apply.
-        A caller holding the store's lock (inside its own ``store.batch()``) is not
-        made to wait: the follower could apply nothing meanwhile.
+        it behind). The engine's :func:`~memstore.catchup.catch_up` does the
+        work, as it does for the protocol's forget: one query of the journal's
+        head, then a wait only while this process is behind it; a journal no
+        other process writes has nothing to apply, and a caller holding the
+        store's lock (inside its own ``store.batch()``) is not made to wait, since
+        the follower could apply nothing meanwhile.
 
         :raises MindLayerError: 503 ``unavailable`` when this process did not get
-            there within :data:`CATCH_UP_SECONDS` (nothing is deleted).
+            there within :data:`~memstore.catchup.CATCH_UP_SECONDS` (nothing is deleted).
         """
-        journal = self.memory.journal
-        feed_status = getattr(journal, "feed_status", None)
-        if journal is None or feed_status is None or not feed_status().following:
-            return
-        if self.memory.store.holds_lock():
-            return
-        if not journal.wait_for(journal.head(), CATCH_UP_SECONDS):  # type: ignore[attr-defined]
+        if not catch_up(self.memory):
             raise MindLayerError(
                 503,
                 "unavailable",
