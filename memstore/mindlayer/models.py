@@ -37,6 +37,7 @@ from memstore.mindlayer.limits import (
     MAX_TEXT_BYTES,
 )
 from memstore.mindlayer.scope import Scope, valid_id
+from memstore.web.body import too_many_digits
 
 __all__ = [
     "ContextRequest",
@@ -249,23 +250,29 @@ def checked_count(field: str, value: int, low: int, high: int) -> int:
         raise out_of_range(e) from None
 
 
+class _NotJson(ValueError):
+    """Text ``json.loads`` would read that JSON does not allow (a repeated key, ``NaN``)."""
+
+
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"the key {key[:60]!r} appears twice")
+            raise _NotJson(f"the key {key[:60]!r} appears twice")
         out[key] = value
     return out
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _NotJson(f"{name} is not JSON")
 
 
 def parse_json(raw: bytes) -> Any:
     """The one JSON value of ``raw``.
 
-    :raises MindLayerError: 400, not UTF-8 JSON, trailing data, a repeated key, ``NaN``.
+    :raises MindLayerError: 400, not UTF-8 JSON, trailing data, a repeated key, ``NaN``,
+        an integer of more than 4300 digits (in the words of
+        :func:`~memstore.web.body.too_many_digits`, not Python's).
     """
     try:
         text = raw.decode("utf-8")
@@ -275,8 +282,10 @@ def parse_json(raw: bytes) -> Any:
         return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise invalid(f"the body is not one JSON value: {e.msg} at character {e.pos}") from None
-    except ValueError as e:
+    except _NotJson as e:
         raise invalid(f"the body is not valid JSON: {e}") from None
+    except ValueError:  # valid JSON Python will not read: an integer of too many digits
+        raise invalid(too_many_digits()) from None
 
 
 def _field_name(part: object) -> str:

@@ -28,6 +28,7 @@ engine's storage.
 from memstore.web.body import (
     DEFAULT_MAX_JSON_DEPTH,
     ClientDisconnected,
+    RepeatedKey,
     check_identity_encoding,
     check_json_media,
     check_json_text,
@@ -35,6 +36,8 @@ from memstore.web.body import (
     parse_unique_keys,
     read_body,
     replay,
+    too_many_digits,
+    unique_pairs,
 )
 from memstore.web.connections import (
     DEFAULT_BODY_TIMEOUT_SECONDS,
@@ -73,6 +76,7 @@ __all__ = [
     "ListedCors",
     "OriginPolicy",
     "Refusal",
+    "RepeatedKey",
     "SecurityHeaders",
     "TokensFile",
     "check_identity_encoding",
@@ -88,4 +92,6 @@ __all__ = [
     "replay",
     "send_refusal",
     "single_header",
+    "too_many_digits",
+    "unique_pairs",
 ]

@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
     "NOT_JSON",
     "ClientDisconnected",
+    "RepeatedKey",
     "check_identity_encoding",
     "check_json_media",
     "check_json_text",
@@ -49,6 +50,8 @@ __all__ = [
     "read_body",
     "replay",
     "replay_message",
+    "too_many_digits",
+    "unique_pairs",
 ]
 
 DEFAULT_MAX_JSON_DEPTH: Final = 64
@@ -233,21 +236,53 @@ def check_json_text(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> N
         )
 
 
-class _RepeatedKey(ValueError):
+class RepeatedKey(ValueError):
+    """An object names ``key`` twice (raised by :func:`unique_pairs`)."""
+
     def __init__(self, key: str) -> None:
-        super().__init__(key)
+        super().__init__(f"the key {key[:64]!r} is named twice in one object; send it once")
         self.key = key
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A ``json.loads`` ``object_pairs_hook`` that refuses a key named twice in one object.
+
+    Every surface that parses JSON itself (a stdio line, a body read before a
+    framework sees it) passes it, so that ``{"k": 1, "k": 100}`` is one refusal
+    everywhere, not the last value on one surface and the first on a proxy.
+
+    >>> json.loads('{"k": 1, "k": 100}', object_pairs_hook=unique_pairs)
+    Traceback (most recent call last):
+    ...
+    memstore.web.body.RepeatedKey: the key 'k' is named twice in one object; send it once
+
+    :raises RepeatedKey: naming the key.
+    """
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _RepeatedKey(key)
+                raise RepeatedKey(key)
             seen.add(key)
     return out
+
+
+def too_many_digits(what: str = "the body") -> str:
+    """The words for valid JSON holding an integer Python will not convert.
+
+    ``json.loads`` raises a plain ``ValueError`` for an integer of more than
+    ``sys.get_int_max_str_digits()`` digits (4300), whose text names Python's
+    internals (``use sys.set_int_max_str_digits()``); a client can act on this
+    instead. ``what`` names what held it (a stdio line is not a body).
+
+    >>> too_many_digits("the line").split(",")[0]
+    'the line holds a number of more than 4300 digits'
+    """
+    return (
+        f"{what} holds a number of more than {sys.get_int_max_str_digits()} digits, "
+        "which this server does not read; send it as a string"
+    )
 
 
 NOT_JSON: Final = object()
@@ -278,8 +313,8 @@ def parse_unique_keys(raw: bytes) -> Any:
         framework's 400 said only "There was an error parsing the body").
     """
     try:
-        return json.loads(raw, object_pairs_hook=_unique_pairs)
-    except _RepeatedKey as e:
+        return json.loads(raw, object_pairs_hook=unique_pairs)
+    except RepeatedKey as e:
         raise Refusal(
             400,
             INVALID_REQUEST,
@@ -289,11 +324,6 @@ def parse_unique_keys(raw: bytes) -> Any:
     except json.JSONDecodeError:
         return NOT_JSON
     except ValueError:  # valid JSON Python refuses to read: an integer of too many digits
-        raise Refusal(
-            400,
-            INVALID_REQUEST,
-            f"the body holds a number of more than {sys.get_int_max_str_digits()} digits, "
-            "which this server does not read; send it as a string",
-        ) from None
+        raise Refusal(400, INVALID_REQUEST, too_many_digits()) from None
     except RecursionError:
         return NOT_JSON

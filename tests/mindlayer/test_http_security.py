@@ -261,6 +261,19 @@ class TestHTTPRejectsInvalidInput:
             self.refused_400(r, "1 MiB")
             assert export(c, scope)["memories"] == []
 
+    def test_a_number_of_too_many_digits_is_named(self, plain: Server) -> None:
+        """Before: ``"limit": 999...9`` (5000 digits) was refused with Python's own words,
+        ``Exceeds the limit (4300 digits) ... use sys.set_int_max_str_digits()``."""
+        scope = new_scope()
+        raw = b'{"scope": %s, "query": "tea", "limit": %s}' % (
+            json.dumps(scope).encode(),
+            b"9" * 5000,
+        )
+        with plain.client() as c:
+            r = c.post("/v1/search", content=raw, headers={"Content-Type": "application/json"})
+            self.refused_400(r, "a number of more than 4300 digits")
+            assert "sys." not in r.json()["message"]
+
     def test_lone_surrogates_are_refused_by_field(self, plain: Server) -> None:
         """JSON can escape a lone surrogate (``\\ud800``); UTF-8 cannot hold it: 400, not 500."""
         scope = new_scope()
