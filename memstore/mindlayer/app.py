@@ -9,8 +9,9 @@ thread. Around them, from the outside in:
    rebinding) or a browser ``Origin`` other than the server's own is 403;
 3. :class:`OwnerGate`: for every ``/v1`` path, the owner token (401), then
    for a route that takes a body (a POST or PUT the router knows) the media
-   type, the 1 MiB body bound and the nesting check (all 400, as seed 002
-   says); any other method or path goes on to the router's 405 or 404;
+   type, a ``Content-Encoding`` other than ``identity`` (the body is read as
+   the bytes sent), the 1 MiB body bound and the nesting check (all 400, as
+   seed 002 says); any other method or path goes on to the router's 405 or 404;
 4. :class:`~memstore.web.failsafe.Failsafe`: an unexpected exception is one
    log record and a bare 500; the connection stays usable.
 
@@ -72,6 +73,7 @@ from memstore.mindlayer.service import MindLayer, QueryVector, SearchStage
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.body import (
     ClientDisconnected,
+    check_identity_encoding,
     check_json_text,
     is_json_media,
     read_body,
@@ -148,6 +150,10 @@ class OwnerGate:
         content_type = single_header(scope, b"content-type")
         if content_type is None or not is_json_media(content_type):
             raise invalid("send the body as Content-Type: application/json").refusal()
+        try:  # a gzip body read as text it is not, or "br" on plain JSON served as if unsaid
+            check_identity_encoding(single_header(scope, b"content-encoding"))
+        except Refusal as r:  # 415 in the plumbing; seed 002 answers invalid input 400
+            raise Refusal(400, "invalid_request", r.message, headers=r.headers) from None
         try:
             body = await read_body(receive, MAX_BODY_BYTES, single_header(scope, b"content-length"))
         except Refusal as r:  # 413 in the plumbing; seed 002 answers 400

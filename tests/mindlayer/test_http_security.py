@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from collections.abc import Iterator
@@ -260,6 +261,25 @@ class TestHTTPRejectsInvalidInput:
             r = c.post("/v1/memories", content=big.encode(), headers=json_type)
             self.refused_400(r, "1 MiB")
             assert export(c, scope)["memories"] == []
+
+    def test_a_coded_body_is_refused_not_read_as_text_it_is_not(self, plain: Server) -> None:
+        """Before: a gzip body was 400 "the body is not UTF-8 text" (the bytes read as
+        text), and plain JSON labelled ``Content-Encoding: br`` was stored as if the
+        label were not there. Now both are 400 naming the coding, with
+        ``Accept-Encoding: identity``; ``identity`` itself is served."""
+        scope = new_scope()
+        good = json.dumps({"scope": scope, "text": "The user likes tea."}).encode()
+        json_type = {"Content-Type": "application/json"}
+        with plain.client() as c:
+            for coding, raw in (("gzip", gzip.compress(good)), ("br", good), ("gzip, br", good)):
+                r = c.post(
+                    "/v1/memories", content=raw, headers={**json_type, "Content-Encoding": coding}
+                )
+                self.refused_400(r, f"Content-Encoding {coding!r} is not supported")
+                assert r.headers["accept-encoding"] == "identity"
+            assert export(c, scope)["memories"] == []
+            sent = {**json_type, "Content-Encoding": "identity"}
+            assert c.post("/v1/memories", content=good, headers=sent).status_code == 200
 
     def test_a_number_of_too_many_digits_is_named(self, plain: Server) -> None:
         """Before: ``"limit": 999...9`` (5000 digits) was refused with Python's own words,
