@@ -7,6 +7,7 @@ every ``remember`` acknowledged before a SIGKILL is there after a restart.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -707,3 +708,38 @@ def test_the_endpoint_with_a_trailing_slash_is_the_endpoint(tmp_path: Path) -> N
                 assert hits[0]["id"] == a["id"]
 
         anyio.run(main)
+
+
+def test_a_coded_body_and_a_repeated_key_are_refused_before_the_sdk(tmp_path: Path) -> None:
+    """The body checks MemoryProtocol makes (6a177d1, 84206b1), on ``/mcp`` too.
+
+    Before: a gzip body was a -32700 "not UTF-8 text" (the compressed bytes read as
+    text); plain JSON labelled ``Content-Encoding: br`` was served as if the label
+    were not there; ``{"query": "vault", "query": "tea"}`` in a tool call's arguments
+    was served with the last value (a proxy reading the first checked another
+    request); an id of 5000 digits was refused in Python's words
+    (``sys.set_int_max_str_digits()``).
+    """
+    with (
+        http_server(tmp_path / "data") as url,
+        httpx.Client(headers=SSE_AND_JSON, timeout=30) as http,
+    ):
+        session = {**_open_session(http, url), "Content-Type": "application/json"}
+        call = json.dumps(_call("recall", {"query": "vault"})).encode()
+        for coding, raw in (("gzip", gzip.compress(call)), ("br", call)):
+            r = http.post(url, content=raw, headers={**session, "Content-Encoding": coding})
+            assert r.status_code == 415, r.text
+            assert r.headers["accept-encoding"] == "identity"
+            assert f"Content-Encoding {coding!r} is not supported" in transport_error(r)
+        sent = {**session, "Content-Encoding": "identity"}
+        assert http.post(url, content=call, headers=sent).status_code == 200
+        twice = call.replace(b'"query": "vault"', b'"query": "vault", "query": "tea"')
+        r = http.post(url, content=twice, headers=session)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["code"] == -32700
+        assert "the key 'query' is named twice" in r.json()["error"]["message"]
+        digits = b'{"jsonrpc": "2.0", "id": ' + b"9" * 5000 + b', "method": "ping"}'
+        r = http.post(url, content=digits, headers=session)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32700, r.text
+        message = r.json()["error"]["message"]
+        assert "a number of more than 4300 digits" in message and "sys." not in message

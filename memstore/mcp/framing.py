@@ -10,8 +10,11 @@ over HTTP is answered with the made-up id ``"server-error"``. Both transports
 therefore pass every incoming message through :func:`frame` first, which
 answers as JSON-RPC says:
 
-- not UTF-8, not JSON, or nested deeper than
-  :data:`~memstore.web.body.DEFAULT_MAX_JSON_DEPTH`: -32700 (parse error);
+- not UTF-8, not JSON, nested deeper than
+  :data:`~memstore.web.body.DEFAULT_MAX_JSON_DEPTH`, an object naming a key
+  twice (``{"id": 1, "id": 2}``: parsers differ on which one counts, so a
+  proxy that checked one would pass another request), or an integer of more
+  digits than Python reads (4300): -32700 (parse error);
 - an array (a batch: MCP since 2025-06-18 has none), a value that is not an
   object, an ``id`` that is not a string or an integer, ``jsonrpc`` other
   than ``"2.0"``, a ``method`` that is not a string, ``params`` that are not
@@ -51,7 +54,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from memstore.arguments import has_lone_surrogate
-from memstore.web.body import DEFAULT_MAX_JSON_DEPTH, json_depth
+from memstore.web.body import (
+    DEFAULT_MAX_JSON_DEPTH,
+    RepeatedKey,
+    json_depth,
+    too_many_digits,
+    unique_pairs,
+)
 
 __all__ = [
     "REQUEST_METHODS",
@@ -98,8 +107,12 @@ def error_reply(code: int, message: str, request_id: str | int | None = None) ->
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+class _Constant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python reads them, JSON has none."""
+
+
 def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _Constant(f"{name} is not JSON")
 
 
 def _parse(raw: bytes | str) -> Any:
@@ -115,11 +128,13 @@ def _parse(raw: bytes | str) -> Any:
             f"arrays and objects nest {depth} levels deep; the limit is {DEFAULT_MAX_JSON_DEPTH}"
         )
     try:
-        return json.loads(raw, parse_constant=_no_constants)
+        return json.loads(raw, parse_constant=_no_constants, object_pairs_hook=unique_pairs)
     except RecursionError:  # pragma: no cover - the depth check comes first
         raise ValueError("nested too deep") from None
-    except ValueError as e:
+    except (json.JSONDecodeError, RepeatedKey, _Constant) as e:
         raise ValueError(str(e)) from None
+    except ValueError:  # valid JSON Python will not read: an integer of too many digits
+        raise ValueError(too_many_digits("the message")) from None
 
 
 def _is_id(value: Any) -> bool:

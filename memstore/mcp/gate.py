@@ -11,8 +11,11 @@ request reaches the SDK:
 1. the SDK's own Host/Origin/Content-Type checks (the same settings), their
    status kept, the body a JSON-RPC error with ``id`` ``null`` (code
    :data:`TRANSPORT_ERROR`);
-2. for a POST, the body read to at most :data:`MAX_BODY_BYTES` (413 as soon
-   as it is larger: it is never held whole);
+2. for a POST, a ``Content-Encoding`` other than ``identity`` refused (415,
+   ``Accept-Encoding: identity``: the SDK reads the body as the bytes sent,
+   so a gzip body would be a parse error and a ``br`` label on plain JSON
+   ignored), then the body read to at most :data:`MAX_BODY_BYTES` (413 as
+   soon as it is larger: it is never held whole);
 3. the body through :func:`~memstore.mcp.framing.frame`: a parse error or an
    invalid request is a 400, an unknown method or bad params a 200 carrying
    -32601 or -32602, a notification the server cannot use a 202 (dropped).
@@ -34,7 +37,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from memstore.web.body import ClientDisconnected, read_body, replay
+from memstore.web.body import ClientDisconnected, check_identity_encoding, read_body, replay
+from memstore.web.headers import single_header
 from memstore.web.refusal import Refusal
 
 from .framing import error_reply, frame
@@ -139,11 +143,13 @@ async def gate(
     if not is_post:
         return receive
     try:
+        check_identity_encoding(single_header(scope, b"content-encoding"))
         raw = await read_body(receive, MAX_BODY_BYTES, request.headers.get("content-length"))
     except ClientDisconnected:
         return None
     except Refusal as r:
-        await _answer(scope, receive, send, r.status, error_reply(TRANSPORT_ERROR, r.message))
+        body = error_reply(TRANSPORT_ERROR, r.message)
+        await _answer(scope, receive, send, r.status, body, r.headers)
         return None
     framed = frame(raw)
     if framed.error is not None:
