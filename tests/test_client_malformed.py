@@ -184,3 +184,39 @@ def test_a_body_whose_content_encoding_does_not_decode_is_a_transport_error(
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+SEPARATORS = "a\u2028b\u2029c\u0085d"
+"""Text with the three characters Python's ``splitlines`` breaks at and JSON allows raw."""
+
+
+def _separated() -> dict[str, tuple[str, str]]:
+    """A snapshot of two entries and a recall stream of one hit, all holding
+    :data:`SEPARATORS` raw in a JSON string, some lines ended by CRLF (the ``\r`` is
+    not part of the line)."""
+    entry = '{"key": "chunk:x", "value": {"text": "' + SEPARATORS + '"}}'
+    hit = HIT.replace("the zebra crossing", SEPARATORS)
+    stream = f"event: hit\r\ndata: {hit}\r\n\r\nevent: done\ndata: {{}}\n\n"
+    return {"/v1/snapshot/1.0": (NDJSON, f"{entry}\r\n{entry}\n"), "/v1/recall": (SSE, stream)}
+
+
+def test_raw_line_separators_inside_json_strings_stay_in_their_line() -> None:
+    """Before: both clients read streams with httpx's line iterators, which also break
+    at U+2028, U+2029 and U+0085; a server sending them raw inside a JSON string (not
+    today's memstore, which escapes them) cut a snapshot line or a recall ``data:``
+    line in two, and ``snapshot()``/``recall_stream()`` raised ProtocolTransportError."""
+    with serving(_separated()) as url, MemoryClient(url, token="t") as c:
+        assert [e.value["text"] for e in c.snapshot("1.0")] == [SEPARATORS] * 2
+        assert [h.text for h in c.recall_stream("zebra")] == [SEPARATORS]
+
+
+def test_raw_line_separators_stay_in_their_line_for_the_async_client() -> None:
+    """The same streams through :class:`AsyncMemoryClient` (``aiter_lines`` broke them too)."""
+
+    async def run(url: str) -> None:
+        async with AsyncMemoryClient(url, token="t") as c:
+            assert [e.value["text"] async for e in c.snapshot("1.0")] == [SEPARATORS] * 2
+            assert [h.text async for h in c.recall_stream("zebra")] == [SEPARATORS]
+
+    with serving(_separated()) as url:
+        asyncio.run(run(url))

@@ -49,6 +49,7 @@ __all__ = [
     "UNREADABLE",
     "Call",
     "ChangeStream",
+    "LineSplitter",
     "Options",
     "RecallStream",
     "RetryPolicy",
@@ -588,6 +589,44 @@ def snapshot_entries(lines: Iterable[str]) -> Iterator[SnapshotEntry]:
             except _MALFORMED as e:
                 raise _off_protocol(f"snapshot line {line[:60]!r}", e) from e
             yield entry
+
+
+class LineSplitter:
+    r"""Cuts a streamed body's text into lines at ``\n`` alone, one trailing ``\r`` dropped.
+
+    httpx's ``iter_lines`` also breaks at U+2028, U+2029 and U+0085 (Python's
+    ``str.splitlines``), which JSON allows raw inside a string: a server other
+    than today's memstore (or an older one) sending ``"a\u2028b"`` unescaped
+    would have its NDJSON line or SSE ``data:`` line cut in two, neither JSON.
+    Feed the text as it comes; :meth:`end` returns an unterminated last line.
+
+    >>> s = LineSplitter()
+    >>> s.feed('{"t": "a\u2028'), s.feed('b"}\r\n{"t"'), s.feed(': 1}'), s.end()
+    ([], ['{"t": "a\u2028b"}'], [], ['{"t": 1}'])
+    """
+
+    def __init__(self) -> None:
+        self._held: list[str] = []
+
+    def feed(self, text: str) -> list[str]:
+        """The lines ``text`` completes (with what was held before it)."""
+        if "\n" not in text:
+            if text:
+                self._held.append(text)
+            return []
+        lines = text.split("\n")
+        lines[0] = "".join(self._held) + lines[0]
+        last = lines.pop()
+        self._held = [last] if last else []
+        return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+    def end(self) -> list[str]:
+        """The last line, when the body did not end with a line break (else nothing)."""
+        rest = "".join(self._held)
+        self._held = []
+        if not rest:
+            return []
+        return [rest[:-1] if rest.endswith("\r") else rest]
 
 
 @dataclass

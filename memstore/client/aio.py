@@ -123,8 +123,12 @@ class AsyncMemoryClient:
 
     async def _stream_lines(self, call: Call) -> AsyncGenerator[str, None]:
         response = await self._open(call, stream=True)
+        lines = _wire.LineSplitter()  # "\n" only: httpx also breaks at U+2028
         try:
-            async for line in response.aiter_lines():
+            async for text in response.aiter_text():
+                for line in lines.feed(text):
+                    yield line
+            for line in lines.end():
                 yield line
         except _wire.UNREADABLE as e:
             raise _wire.broken(call, e) from e

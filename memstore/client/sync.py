@@ -126,8 +126,11 @@ class MemoryClient:
 
     def _stream_lines(self, call: Call) -> Generator[str, None, None]:
         response = self._open(call, stream=True)
+        lines = _wire.LineSplitter()  # "\n" only: httpx also breaks at U+2028
         try:
-            yield from response.iter_lines()
+            for text in response.iter_text():
+                yield from lines.feed(text)
+            yield from lines.end()
         except _wire.UNREADABLE as e:
             raise _wire.broken(call, e) from e
         finally:
