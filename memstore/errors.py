@@ -8,6 +8,7 @@ catch (``ValueError`` for bad input, ``KeyError`` for a missing id), so both
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
@@ -58,6 +59,29 @@ OUT_OF_RANGE: Final = "arguments.out_of_range"
 """The code every adapter answers a number out of its range with."""
 
 
+def _shown_number(value: int) -> str:
+    """A whole number as a message echoes it: whole up to 20 digits, else its start and length.
+
+    A ``limit`` of ``1e300`` is a whole number of 301 digits; a refusal quoting
+    all of them buries what it says (and past 4,300 digits Python will not turn
+    one into text at all), so a long one is shown as its first ten digits and
+    how many there are, as :func:`memstore.arguments.describe` cuts other values.
+
+    >>> _shown_number(-42), _shown_number(10**300), _shown_number(-(10**5000))
+    ('-42', '1000000000... (301 digits)', '-1000000000... (5001 digits)')
+    """
+    size = abs(value)
+    if size < 10**20:
+        return str(value)
+    digits = int(math.log10(size)) + 1
+    if 10 ** (digits - 1) > size:  # log10 rounded up just below a power of ten
+        digits -= 1
+    elif 10**digits <= size:
+        digits += 1
+    sign = "-" if value < 0 else ""
+    return f"{sign}{size // 10 ** (digits - 10)}... ({digits} digits)"
+
+
 class OutOfRangeError(InvalidItemError):
     """A whole number outside its bounds (an :class:`InvalidItemError`, so a ``ValueError``).
 
@@ -75,7 +99,7 @@ class OutOfRangeError(InvalidItemError):
 
     def __init__(self, name: str, value: int, low: int, high: int | None) -> None:
         allowed = f"at least {low}" if high is None else f"between {low} and {high}"
-        super().__init__(f"{name} must be {allowed}, got {value}")
+        super().__init__(f"{name} must be {allowed}, got {_shown_number(value)}")
         self.name = name
         self.value = value
         self.low = low

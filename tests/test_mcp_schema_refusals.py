@@ -195,3 +195,19 @@ def test_a_whole_number_written_with_a_point_is_an_integer(tmp_path: Path) -> No
         page = anyio.run(graph.call, "read_graph", {"offset": 0.0, "limit": 3.0}, Caller())
         assert not page.isError and page.structuredContent is not None
         assert page.structuredContent["nextOffset"] is None
+
+
+def test_a_limit_of_hundreds_of_digits_is_refused_without_echoing_them(tmp_path: Path) -> None:
+    """Before: ``limit: 1e300`` (a whole number, so an integer) was refused with all 301
+    digits of it in the message; now its first ten and its length (the engine's
+    OutOfRangeError words it, for every adapter)."""
+    with Memory(tmp_path / "m", embedder="hash") as mem:
+        native = surface(mem).toolbox
+        for tool, arguments in (("recall", {"query": "alpha"}), ("recent", {})):
+            got = anyio.run(native.call, tool, {**arguments, "limit": 1e300}, Caller())
+            assert got.isError
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert "limit must be between 1 and" in text, text
+            assert "got 1000000000... (301 digits)" in text, text
+            assert str(int(1e300))[:40] not in text
+
