@@ -211,3 +211,21 @@ def test_a_limit_of_hundreds_of_digits_is_refused_without_echoing_them(tmp_path:
             assert "got 1000000000... (301 digits)" in text, text
             assert str(int(1e300))[:40] not in text
 
+
+def test_an_empty_id_is_refused_naming_the_argument(tmp_path: Path) -> None:
+    """Before: ``forget`` and ``get_memory`` looked ``""`` up and answered, not as an error,
+    "Forgot nothing. Not found: ." and "No memories. Not found: "."""
+    with Memory(tmp_path / "m", embedder="hash") as mem:
+        mem.add("alpha note", id="alpha")
+        native = surface(mem).toolbox
+        for tool in ("forget", "get_memory"):
+            for arguments, where in (
+                ({"ids": [""]}, "ids.0"),
+                ({"ids": ["alpha", ""]}, "ids.1"),
+                ({"ids": ""}, "ids.0"),
+            ):
+                got = anyio.run(native.call, tool, arguments, Caller())
+                text = got.content[0].text  # type: ignore[union-attr]
+                assert got.isError, (tool, arguments, text)
+                assert text.startswith(f"{where}: string should have at least 1 character"), text
+        assert mem.get("alpha") is not None  # the refused forget forgot nothing

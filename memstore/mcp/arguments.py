@@ -114,10 +114,11 @@ def _listify(value: Any) -> Any:
 
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 """A memory id: 1 to :data:`~memstore.limits.MAX_ID_CHARS` characters (the schema's
-``maxLength``), so a longer one is refused naming the argument that held it."""
+``minLength`` and ``maxLength``), so an empty or longer one is refused naming the
+argument that held it (``ids.0``), never looked up ("Not found: ." for ``""``)."""
 
 Ids = Annotated[
-    list[Annotated[str, Field(max_length=MAX_ID_CHARS)]],
+    list[Id],
     BeforeValidator(_listify),
     AfterValidator(_ids_cap),
     Field(
