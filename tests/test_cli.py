@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -431,3 +432,28 @@ def test_exporting_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path
         ]
         right = memstore("export", "--partition", "ops", *output, *common, cwd=tmp_path)
         assert (right.returncode, right.stderr) == (0, "exported 1 item(s)\n")
+
+
+def test_a_server_on_a_folder_another_process_writes_is_told_what_the_command_line_offers(
+    tmp_path: Path,
+) -> None:
+    """Before: ``memstore serve`` (either API) on a folder a running writer holds exited
+    with the engine's words, "... close that one, or open this one with readonly=True":
+    a Python option, which no command takes (and ``memstore serve`` has no read-only
+    mode). Now it names the folder and what the command line offers."""
+    from memstore import Memory
+
+    with Memory(tmp_path / "data", embedder=None):  # the writer's lock, held by this process
+        for api in ("protocol", "mindlayer"):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = str(s.getsockname()[1])
+            done = memstore(
+                "serve", "--api", api, "--data", "data", "--port", port, "--embedder", "none",
+                cwd=tmp_path,
+            )  # fmt: skip
+            assert done.returncode == 1, (api, done.stderr)
+            last = done.stderr.strip().splitlines()[-1]
+            assert last.startswith("memstore: data is being written by another process"), last
+            assert "own --data folder" in last and "--journal postgresql://" in last, last
+            assert "readonly=True" not in done.stderr, done.stderr

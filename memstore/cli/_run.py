@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
@@ -11,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memstore._startup import ignore_sigint_when_done, take_back_sigint
-from memstore.errors import InvalidItemError, MemstoreError
+from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
 
 from ._common import UsageError, utf8
 from .parser import build_parser
@@ -75,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     """:func:`main`, up to the moment the command has finished."""
+    args: argparse.Namespace | None = None
     try:
         take_back_sigint()  # from here on Ctrl-C is a KeyboardInterrupt, reported below
         args = build_parser().parse_args(argv)
@@ -92,6 +94,9 @@ def _run(argv: Sequence[str] | None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except JournalLockedError as e:
+        print(f"memstore: {_locked(args, e)}", file=sys.stderr)
+        return 1
     except (UsageError, InvalidItemError) as e:
         print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 2
@@ -99,6 +104,32 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 1
     return code
+
+
+def _locked(args: argparse.Namespace | None, e: JournalLockedError) -> str:
+    """The folder is another process's to write: what the command line offers instead.
+
+    The engine's words end "open this one with readonly=True", a Python
+    option no command takes. ``memstore serve`` has no read-only mode: a
+    second server on one memory shares a PostgreSQL journal instead; a
+    command that takes ``--readonly`` is pointed to it.
+
+    >>> ns = argparse.Namespace(command="serve", data="notes")
+    >>> _locked(ns, JournalLockedError("locked")).split(";")[0]
+    'notes is being written by another process (a running memstore serve or memstore mcp?)'
+    """
+    data = getattr(args, "data", None)
+    if args is None or not data:
+        return _one_line(e)
+    held = f"{data} is being written by another process (a running memstore serve or memstore mcp?)"
+    if args.command == "serve":
+        return (
+            f"{held}; stop it, or give this server its own --data folder (servers that "
+            "share one memory share a PostgreSQL journal: --journal postgresql://...)"
+        )
+    if hasattr(args, "readonly"):
+        return f"{held}; stop it, or add --readonly to read it as it is"
+    return f"{held}; stop it, or send the change through its HTTP API"
 
 
 def _one_line(e: BaseException) -> str:

@@ -29,7 +29,7 @@ import socket
 import sys
 from typing import Final
 
-from memstore.errors import MemstoreError
+from memstore.errors import JournalLockedError, MemstoreError
 from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.mindlayer.app import create_app
@@ -134,6 +134,8 @@ def _serve_on(
     except (MemstoreError, ValueError) as e:
         if chat is not None:
             chat.close()
+        if isinstance(e, JournalLockedError):  # worded by the command line, as for every command
+            raise
         return _fail(e)
     app = None
     try:
