@@ -37,7 +37,7 @@ from memstore.mindlayer.limits import (
     MAX_TEXT_BYTES,
 )
 from memstore.mindlayer.scope import Scope, valid_id
-from memstore.web.body import too_many_digits
+from memstore.web.body import RepeatedKey, too_many_digits, unique_pairs
 
 __all__ = [
     "ContextRequest",
@@ -251,16 +251,7 @@ def checked_count(field: str, value: int, low: int, high: int) -> int:
 
 
 class _NotJson(ValueError):
-    """Text ``json.loads`` would read that JSON does not allow (a repeated key, ``NaN``)."""
-
-
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _NotJson(f"the key {key[:60]!r} appears twice")
-        out[key] = value
-    return out
+    """Text ``json.loads`` would read that JSON does not allow (``NaN``, ``Infinity``)."""
 
 
 def _no_constant(name: str) -> Any:
@@ -279,10 +270,10 @@ def parse_json(raw: bytes) -> Any:
     except UnicodeDecodeError:
         raise invalid("the body is not UTF-8 text") from None
     try:
-        return json.loads(text, object_pairs_hook=_no_repeats, parse_constant=_no_constant)
+        return json.loads(text, object_pairs_hook=unique_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as e:
         raise invalid(f"the body is not one JSON value: {e.msg} at character {e.pos}") from None
-    except _NotJson as e:
+    except (RepeatedKey, _NotJson) as e:
         raise invalid(f"the body is not valid JSON: {e}") from None
     except ValueError:  # valid JSON Python will not read: an integer of too many digits
         raise invalid(too_many_digits()) from None

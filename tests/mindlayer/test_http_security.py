@@ -247,7 +247,7 @@ class TestHTTPRejectsInvalidInput:
                 ("{", "not one JSON value"),
                 ("[1, 2]", "JSON object"),
                 ('{"scope": {"agent": "a", "user": "u"}, "text": NaN}', "NaN"),
-                (good[:-1] + ', "text": "again"}', "appears twice"),
+                (good[:-1] + ', "text": "again"}', "the key 'text' is named twice in one object"),
                 ("[" * 40 + "]" * 40, "levels deep"),
             ):
                 r = c.post("/v1/memories", content=raw.encode(), headers=json_type)
