@@ -1,4 +1,4 @@
-"""HTTP plumbing shared by memstore's HTTP surfaces (MemoryProtocol, and the ones to come).
+"""HTTP plumbing shared by memstore's HTTP surfaces (MemoryProtocol, Mind Layer, MCP over HTTP).
 
 Everything here is surface-neutral: it knows HTTP, ASGI and uvicorn, not
 what the routes mean. One concept per module:
