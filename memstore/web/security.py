@@ -2,9 +2,12 @@
 
 An API answer is data, never a page: :data:`DEFAULT_SECURITY_HEADERS` tells a
 browser not to sniff it into HTML (``nosniff``), not to frame it, not to run
-anything it might contain (a CSP allowing nothing), and not to leak the URL
-in a ``Referer``. A surface that serves pages (a browser UI) passes its own
-CSP. Headers the application set itself are left as they are.
+anything it might contain (a CSP allowing nothing), not to leak the URL
+in a ``Referer``, and not to keep it (``Cache-Control: no-store``): an answer
+holds a tenant's memory, which must not wait in a browser's disk cache or a
+proxy for the next user of the machine to read. A surface that serves pages
+(a browser UI) passes its own CSP and caching. Headers the application set
+itself are left as they are.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ DEFAULT_SECURITY_HEADERS: Final[Mapping[str, str]] = {
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
 }
 """The headers of an API that serves no pages."""
 

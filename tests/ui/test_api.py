@@ -423,3 +423,23 @@ def test_every_json_answer_of_the_api_ends_with_a_newline(client: TestClient) ->
         assert r.headers["content-type"] == "application/json", name
         assert r.content.endswith(b"}\n"), (name, r.status_code, r.content[-40:])
         json.loads(r.content)  # still one JSON value
+
+
+def test_no_answer_carrying_memory_is_kept_by_a_cache(client: TestClient) -> None:
+    # A JSON answer holds a tenant's memory: a browser's disk cache (a page of an
+    # --allow-origin app that fetches without cache: "no-store") or a proxy must not keep
+    # it, for the next user of the machine or of the proxy to read. Refusals too: a
+    # 404 names the id asked for.
+    ingest(client, "tok-a", "Cached answers leak memory.")
+    item = episode_of(client, "tok-a", "cached answers")
+    answers = []
+    for path in ("whoami", "stats", "search?q=cached", f"item?id={item}", "item?id=nope"):
+        answers.append(client.get(f"/ui/api/{path}", headers=auth("tok-a")))
+    answers.append(client.post("/ui/api/forget", params={"id": item}, headers=auth("tok-a")))
+    answers.append(client.get("/ui/api/whoami"))  # 401
+    answers.append(client.post("/v1/recall", headers=auth("tok-a"), json={"query": "cached"}))
+    for r in answers:
+        assert r.headers.get("cache-control") == "no-store", (r.request.url, r.headers)
+    # The page and its files hold only code: they may be kept, and revalidated.
+    assert client.get("/ui").headers["cache-control"] == "no-cache"
+    assert client.get("/ui/static/main.js").headers["cache-control"] == "no-cache"
