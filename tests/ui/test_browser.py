@@ -329,6 +329,40 @@ def signed_in(browser: Any, tmp_path: Path, data: Path) -> Iterator[Any]:
         assert stop_server(proc) == 0
 
 
+def test_a_bidi_control_in_one_value_cannot_reorder_the_rest_of_a_structure(
+    page: Page,
+) -> None:
+    # A field holding a structure (data, tags, links) is shown as one line of JSON: a
+    # U+202E left open in one value (here the source) would reverse every key and value
+    # after it, so "t_ref" read before "metadata". The page shows such a control escaped.
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Lee signed the lease.", source="lease\u202e.md")
+    page.sign_in(token)
+    page.search("lease")
+    results(page).filter(has=page.page.locator(".kind", has_text="episode")).locator(
+        "button.link"
+    ).click()
+    data = page.page.get_by_role("region", name="Item").locator('[data-field="data"]')
+    expect(data).to_contain_text('"t_ref"')
+    assert "\u202e" not in (data.text_content() or "")
+    xs = data.evaluate(
+        """(dd) => {
+            const text = dd.firstChild;
+            const x = (word) => {
+                const at = text.data.indexOf(word);
+                const range = document.createRange();
+                range.setStart(text, at);
+                range.setEnd(text, at + word.length);
+                return [at, range.getBoundingClientRect().x];
+            };
+            return [x('"metadata"'), x('"t_ref"')].sort((a, b) => a[0] - b[0]);
+        }"""
+    )
+    (first, first_x), (second, second_x) = xs
+    assert first >= 0 and second > first, xs
+    assert first_x < second_x, xs  # read in the order written
+
+
 def test_an_item_whose_id_is_a_dot_segment_opens(browser: Any, tmp_path: Path) -> None:
     # A URL path segment "." or ".." (even as %2e%2e) is resolved away by the browser's URL
     # parser: items/.. would ask for /ui/api/, so the page must not put ids in the path.

@@ -30,10 +30,22 @@ export function fill(el, ...children) {
   return el;
 }
 
-/** A value for display: JSON for structures, text for the rest. */
+// The invisible controls that reorder text around them: marks (ALM, LRM, RLM),
+// embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069).
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A value for display: JSON for structures, text for the rest. A structure is one
+ * line of JSON holding many memory strings: a bidi control left open in one of them
+ * (a source ending in U+202E) would reverse every key and value after it, so in JSON
+ * they are written as their escapes (\u202e), which read as the same JSON.
+ */
 export function show(value) {
   if (value === null || value === undefined) return "—";
-  if (typeof value === "object") return JSON.stringify(value);
+  if (typeof value === "object") {
+    const hex = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+    return JSON.stringify(value).replace(BIDI_CONTROLS, hex);
+  }
   return String(value);
 }
 
