@@ -311,10 +311,12 @@ def test_a_long_memory_is_listed_page_by_page(page: Page) -> None:
 
 
 @contextlib.contextmanager
-def signed_in(browser: Any, tmp_path: Path, data: Path) -> Iterator[Any]:
-    """A tab signed in to a server of its own over ``data`` (tenant ``t``, recall only)."""
+def signed_in(
+    browser: Any, tmp_path: Path, data: Path, scopes: tuple[str, ...] = ("recall",)
+) -> Iterator[Any]:
+    """A tab signed in to a server of its own over ``data`` (tenant ``t``, token ``tok-t``)."""
     tokens = tmp_path / "tokens.json"
-    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": ["recall"]}}))
+    tokens.write_text(json.dumps({"tok-t": {"tenant": "t", "scopes": list(scopes)}}))
     tokens.chmod(0o600)
     proc, url = start_server(data, tokens)
     context = browser.new_context()
@@ -675,3 +677,74 @@ def test_a_hub_item_lists_100_links_in_and_related_and_counts_the_rest(
         ).click()
         expect(item.locator('[data-field="id"]')).to_have_text("s000")
         expect(item.get_by_text("more link(s) in not shown")).to_have_count(0)
+
+
+def _hostile(n: int, spaces: bool = True) -> str:
+    """Markup that sets ``window.__pwned = n`` if any of it is ever parsed as HTML."""
+    if not spaces:  # an id or a link target: no whitespace
+        return f"<img/src=x/onerror=window.__pwned={n}></script><svg/onload=window.__pwned={n}>"
+    return (
+        f'<img src=x onerror="window.__pwned={n}"><svg onload="window.__pwned={n}"></svg>'
+        f"</script><script>window.__pwned={n}</script><style>*{{display:none}}</style>"
+        f"javascript:window.__pwned={n}//"
+    )
+
+
+def test_markup_in_every_field_stays_text_in_every_panel(browser: Any, tmp_path: Path) -> None:
+    # Hostile markup in an id, title, content, subject, tags, data, a link target, a live
+    # change and an error message: wherever the page shows it (results, the explanation,
+    # the item, its history diff, links in, the live panel, the error banner, statistics),
+    # it is text. Nothing runs (window.__pwned stays unset, no dialog), no element is made.
+    data = tmp_path / "data"
+    target = "t" + _hostile(1, spaces=False)
+    linker = "l" + _hostile(2, spaces=False)
+    with Memory(data, embedder="hash") as mem:
+        mem.add(
+            Item(
+                id=target,
+                kind="note",
+                title="Target " + _hostile(3),
+                content="zebra " + _hostile(4),
+                subject="s" + _hostile(5),
+                tags=["tag" + _hostile(6)],
+                data={"k" + _hostile(7): "v" + _hostile(8)},
+            ),
+            partition="t",
+        )
+        for n in (9, 10):  # two versions: the history shows a diff of markup
+            link = ThoughtLink(to_id=target, relation="explains")
+            text = f"zebra linker {_hostile(n)}"
+            mem.add(Item(id=linker, kind="note", content=text, links=[link]), partition="t")
+    with signed_in(browser, tmp_path, data, ("ingest", "recall")) as tab:
+        dialogs: list[str] = []
+        tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        url = tab.url.removesuffix("/ui")
+        expect(tab.get_by_text("live", exact=True)).to_be_visible()
+        body = {"source": "live" + _hostile(11) + ".md", "content": "zebra " + _hostile(12)}
+        got = httpx.post(
+            f"{url}/v1/ingest", json=body, headers={"Authorization": "Bearer tok-t"}, timeout=30
+        )
+        assert got.status_code == 200, got.text
+        changes = tab.get_by_role("list", name="Changes").first
+        expect(changes).to_contain_text("window.__pwned=12")
+        Page(tab, Server(url, {}), []).search("zebra")
+        listed = tab.get_by_role("list", name="Results")
+        expect(listed.get_by_role("listitem")).to_have_count(4)
+        for why in listed.locator("details.why summary").all():
+            why.click()
+        listed.get_by_role("button", name="Target <img", exact=False).click()
+        item = tab.get_by_role("region", name="Item")
+        expect(item.locator('[data-field="subject"]')).to_contain_text("<svg onload=")
+        expect(item.locator('[data-field="data"]')).to_contain_text("<style>")
+        item.get_by_role("list", name="Links in").get_by_role("button").click()
+        expect(item.locator('[data-field="id"]')).to_have_text(linker)
+        expect(item.get_by_role("list", name="Changes")).to_contain_text("window.__pwned=10")
+        tab.get_by_role("textbox", name="As of").fill(_hostile(13))
+        tab.get_by_role("textbox", name="As of").press("Enter")
+        expect(tab.get_by_role("alert")).to_contain_text("window.__pwned=13")
+        tab.get_by_role("button", name="Refresh statistics").click()
+        expect(tab.locator("#stats-body")).to_contain_text("note")
+        assert tab.evaluate("window.__pwned") is None
+        assert dialogs == []
+        made = "img, svg, script:not([src]), style, iframe, a, object, embed"
+        assert tab.locator(f"main :is({made}), #error :is({made})").count() == 0
