@@ -45,9 +45,15 @@ PAGE_SECURITY_HEADERS: Final = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
     "Cache-Control": "no-cache",
 }
-"""The headers of the page and its files (the API keeps the server's ``default-src 'none'``)."""
+"""The headers of the page and its files (the API keeps the server's ``default-src 'none'``).
+
+``Cross-Origin-Opener-Policy: same-origin``: a page of another site that opens
+the inspector (``window.open``) gets no handle on its tab, so it cannot later
+send a signed-in tab to a look-alike page asking for the token again.
+"""
 
 _MEDIA: Final = {
     ".html": "text/html; charset=utf-8",

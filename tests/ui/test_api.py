@@ -443,3 +443,14 @@ def test_no_answer_carrying_memory_is_kept_by_a_cache(client: TestClient) -> Non
     # The page and its files hold only code: they may be kept, and revalidated.
     assert client.get("/ui").headers["cache-control"] == "no-cache"
     assert client.get("/ui/static/main.js").headers["cache-control"] == "no-cache"
+
+
+def test_a_page_of_another_origin_that_opens_the_inspector_keeps_no_hold_on_it(
+    client: TestClient,
+) -> None:
+    # window.open("http://127.0.0.1:8080/ui") from another site's page hands that page a
+    # handle on the inspector's tab: once the user signed in there, it could send the
+    # tab to a look-alike asking for the token again (reverse tabnabbing). The page's
+    # Cross-Origin-Opener-Policy puts it in a browsing context group of its own.
+    for path in ("/ui", "/ui/static/main.js"):
+        assert client.get(path).headers["cross-origin-opener-policy"] == "same-origin", path
