@@ -454,3 +454,29 @@ def test_a_page_of_another_origin_that_opens_the_inspector_keeps_no_hold_on_it(
     # Cross-Origin-Opener-Policy puts it in a browsing context group of its own.
     for path in ("/ui", "/ui/static/main.js"):
         assert client.get(path).headers["cross-origin-opener-policy"] == "same-origin", path
+
+
+def test_forget_cannot_be_sent_by_another_site_or_another_tenant(client: TestClient) -> None:
+    # What a page of another site can make a browser send: a form POST (no preflight,
+    # no Authorization header; the token, if it knew one, in the body, the query or a
+    # cookie), or a fetch carrying its Origin. And another tenant's token, hard delete too.
+    ingest(client, "tok-a", "Words another site would like gone.")
+    ep = episode_of(client, "tok-a", "another site")
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    sent = [
+        client.post("/ui/api/forget", params={"id": ep}, content="token=tok-a", headers=form),
+        client.post("/ui/api/forget", params={"id": ep, "access_token": "tok-a"}),
+        client.post("/ui/api/forget", params={"id": ep}, headers={"Cookie": "token=tok-a"}),
+        client.post(
+            "/ui/api/forget",
+            params={"id": ep},
+            headers={**auth("tok-a"), **form, "Origin": "http://evil.example"},
+        ),
+        client.post("/ui/api/forget", params={"id": ep, "hard": "true"}, headers=auth("tok-b")),
+    ]
+    assert [r.status_code for r in sent] == [401, 401, 401, 403, 404]
+    assert "confirmation" not in sent[-1].text
+    assert (
+        client.get("/ui/api/item", params={"id": ep}, headers=auth("tok-a")).json()["deleted"]
+        is False
+    )
