@@ -748,3 +748,28 @@ def test_markup_in_every_field_stays_text_in_every_panel(browser: Any, tmp_path:
         assert dialogs == []
         made = "img, svg, script:not([src]), style, iframe, a, object, embed"
         assert tab.locator(f"main :is({made}), #error :is({made})").count() == 0
+
+
+def test_the_forget_dialog_shows_the_whole_of_a_long_id(browser: Any, tmp_path: Path) -> None:
+    # An id may be 256 characters with no space (a path-like key): the dialog that asks
+    # before forgetting names it, and must show all of it, its end included (what tells
+    # "...-v1" from "...-v2"), not let it run out of the dialog's box.
+    data = tmp_path / "data"
+    long_id = "runbooks/" + "x" * 240 + "-v2"
+    with Memory(data, embedder="hash") as mem:
+        mem.add(Item(id=long_id, kind="note", content="A runbook kept for long."), partition="t")
+    with signed_in(browser, tmp_path, data, ("recall", "forget")) as tab:
+        tab.get_by_role("list", name="Results").get_by_role("button").click()
+        tab.get_by_role("region", name="Item").get_by_role("button", name="Forget").click()
+        dialog = tab.get_by_role("dialog")
+        expect(dialog).to_contain_text("-v2")
+        inside = dialog.evaluate(
+            """(d) => {
+                const box = d.getBoundingClientRect();
+                const id = d.querySelector("bdi").getBoundingClientRect();
+                return [id.left >= box.left, id.right <= box.right, d.scrollWidth <= d.clientWidth];
+            }"""
+        )
+        assert inside == [True, True, True]
+        tab.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
