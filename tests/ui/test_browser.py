@@ -773,3 +773,29 @@ def test_the_forget_dialog_shows_the_whole_of_a_long_id(browser: Any, tmp_path: 
         assert inside == [True, True, True]
         tab.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
+
+
+def test_an_id_with_invisible_characters_is_named_with_them_shown(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The engine takes any id without whitespace: "notes\u202etxt.exe" read "notesexe.txt"
+    # in the dialog asking before a hard delete, and "report\u200b" passed for "report".
+    # The page writes such characters of an id as their escapes (the request keeps the id).
+    data = tmp_path / "data"
+    spoof, twin = "notes\u202etxt.exe", "report\u200b"
+    with Memory(data, embedder="hash") as mem:
+        mem.add(Item(id=spoof, kind="note", content="Spoofing note."), partition="t")
+        mem.add(Item(id=twin, kind="note", content="Twin note."), partition="t")
+    with signed_in(browser, tmp_path, data, ("recall", "forget")) as tab:
+        listed = tab.get_by_role("list", name="Results")
+        item = tab.get_by_role("region", name="Item")
+        listed.get_by_role("button", name="Twin note.").click()
+        expect(item.locator('[data-field="id"]')).to_have_text("report\\u200b")
+        listed.get_by_role("button", name="Spoofing note.").click()
+        expect(item.locator('[data-field="id"]')).to_have_text("notes\\u202etxt.exe")
+        item.get_by_role("button", name="Hard delete").click()
+        dialog = tab.get_by_role("dialog")
+        expect(dialog.locator("bdi")).to_have_text("notes\\u202etxt.exe")
+        dialog.get_by_role("button", name="Erase permanently").click()
+        expect(item).to_be_hidden()
+        expect(listed.get_by_role("listitem")).to_have_count(1)  # the id as it is was erased

@@ -30,22 +30,36 @@ export function fill(el, ...children) {
   return el;
 }
 
-// The invisible controls that reorder text around them: marks (ALM, LRM, RLM),
-// embeddings and overrides (U+202A-U+202E), isolates (U+2066-U+2069).
-const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+// Invisible format characters: the bidi controls that reorder text around them (ALM,
+// LRM, RLM, embeddings and overrides U+202A-U+202E, isolates U+2066-U+2069) and those
+// that show nothing at all (soft hyphen, zero-width space and joiners, word joiner,
+// BOM). An id may hold them (the engine refuses only whitespace).
+const INVISIBLE = /[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+/** Each invisible format character of text written as its escape (\u202e). */
+function escapeInvisible(text) {
+  return text.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * An id for display: its invisible characters escaped. An id names what a dialog is
+ * about to forget: "notes\u202etxt.exe" must not read "notesexe.txt", nor "report\u200b"
+ * pass for "report". Requests still carry the id as it is.
+ */
+export function showId(id) {
+  return escapeInvisible(String(id));
+}
 
 /**
  * A value for display: JSON for structures, text for the rest. A structure is one
  * line of JSON holding many memory strings: a bidi control left open in one of them
  * (a source ending in U+202E) would reverse every key and value after it, so in JSON
- * they are written as their escapes (\u202e), which read as the same JSON.
+ * the invisible characters are written as their escapes (\u202e), which read as the
+ * same JSON.
  */
 export function show(value) {
   if (value === null || value === undefined) return "—";
-  if (typeof value === "object") {
-    const hex = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-    return JSON.stringify(value).replace(BIDI_CONTROLS, hex);
-  }
+  if (typeof value === "object") return escapeInvisible(JSON.stringify(value));
   return String(value);
 }
 

@@ -1,7 +1,7 @@
 // The inspector page: sign in, search, item, time travel, live changes, forget, stats.
 
 import { ApiError, call, token } from "./api.js";
-import { fill, h } from "./dom.js";
+import { fill, h, showId } from "./dom.js";
 import { follow } from "./events.js";
 import { change, hit, itemPanel, statsPanel, withdrawnPanel } from "./views.js";
 
@@ -238,7 +238,7 @@ function confirmDialog(title, text, ok) {
 }
 
 async function forget(id) {
-  const text = ["Soft forget ", h("bdi", {}, id), ": it leaves search and listings; its history stays in the journal."];
+  const text = ["Soft forget ", h("bdi", {}, showId(id)), ": it leaves search and listings; its history stays in the journal."];
   if (!(await confirmDialog("Forget this item?", text, "Confirm forget"))) return;
   await call("forget", { id, partition: partition() }, "POST");
   await Promise.all([runSearch(), openItem(id)]);
@@ -248,7 +248,7 @@ async function erase(id) {
   const preview = await call("forget", { id, hard: true, partition: partition() }, "POST");
   const text = [
     "Hard delete ",
-    h("bdi", {}, id),
+    h("bdi", {}, showId(id)),
     `: ${preview.versions} version(s) will be erased from the journal, history included. This cannot be undone.`,
   ];
   if (!(await confirmDialog("Erase permanently?", text, "Erase permanently"))) return;

@@ -3,10 +3,10 @@
 // unicode-bidi: isolate on del/ins/.kind): a right-to-left override (U+202E) left
 // open in a stored text must not reverse the words after it.
 
-import { fill, h, num, show } from "./dom.js";
+import { fill, h, num, show, showId } from "./dom.js";
 
 function label(item) {
-  return item.title || item.content.slice(0, 120) || item.id;
+  return item.title || item.content.slice(0, 120) || showId(item.id);
 }
 
 /** The explanation of one hit: channels, ranks, fused score, each rerank multiplier. */
@@ -21,7 +21,7 @@ function explanation(ex, score) {
     ["fused score", num(ex.fused_score)],
     ["base score", num(ex.base_score)],
   ];
-  if (ex.spread_from) rows.push(["spread from", [h("bdi", {}, ex.spread_from), ` (+${num(ex.spread_score)})`]]);
+  if (ex.spread_from) rows.push(["spread from", [h("bdi", {}, showId(ex.spread_from)), ` (+${num(ex.spread_score)})`]]);
   const multipliers = Object.entries(ex.multipliers || {});
   return h(
     "details",
@@ -65,7 +65,7 @@ function fields(item) {
   return h(
     "dl",
     { class: "facts fields", "aria-label": "Fields" },
-    keys.map((k) => [h("dt", {}, k), h("dd", { "data-field": k }, show(item[k]))]),
+    keys.map((k) => [h("dt", {}, k), h("dd", { "data-field": k }, k === "id" ? showId(item.id) : show(item[k]))]),
   );
 }
 
@@ -124,7 +124,7 @@ function linkList(name, links, open) {
             h(
               "li",
               {},
-              h("button", { type: "button", class: "link", onclick: () => open(l.id) }, l.title ?? l.id),
+              h("button", { type: "button", class: "link", onclick: () => open(l.id) }, l.title ?? showId(l.id)),
               " ",
               h("bdi", {}, l.relation ?? l.kind ?? ""),
               ` ${num(l.weight ?? l.score)}`,
@@ -138,7 +138,7 @@ function linkList(name, links, open) {
 /** The item panel. actions: {open, travel, forget, erase}. */
 export function itemPanel(el, view, actions, canForget) {
   const item = view.item;
-  const title = item ? label(item) : [h("bdi", {}, view.id), " (deleted)"];
+  const title = item ? label(item) : [h("bdi", {}, showId(view.id)), " (deleted)"];
   fill(
     el,
     h("h2", { id: "item-title" }, title),
@@ -174,7 +174,7 @@ export function itemPanel(el, view, actions, canForget) {
 export function withdrawnPanel(el, id) {
   fill(
     el,
-    h("h2", { id: "item-title" }, [h("bdi", {}, id), " (no longer in this view)"]),
+    h("h2", { id: "item-title" }, [h("bdi", {}, showId(id)), " (no longer in this view)"]),
     h(
       "p",
       { class: "note" },
@@ -219,7 +219,7 @@ export function statsPanel(el, s) {
 /** One line of the Live changes panel (a withdrawn item's delete says "withdrawn"). */
 export function change(data, open) {
   const item = data.item;
-  const text = item ? label(item) : data.id;
+  const text = item ? label(item) : showId(data.id);
   const op = data.op === "delete" && data.withdrawn === true ? "withdrawn" : data.op;
   return h(
     "li",
