@@ -40,7 +40,7 @@ PAGE_SECURITY_HEADERS: Final = {
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
         "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
+        "frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
