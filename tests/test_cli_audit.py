@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.test_cli_hostile import ENV, _has_open, items, seed
+from tests.test_cli_hostile import ENV, _has_open, items, memstore, refused, seed
 
 
 def test_two_adds_at_once_both_land_the_second_waits_its_turn(tmp_path: Path) -> None:
@@ -68,3 +68,29 @@ def test_two_adds_at_once_both_land_the_second_waits_its_turn(tmp_path: Path) ->
         holder.stdout.close()
     assert holder.returncode == 0
     assert items(tmp_path / "data") == 3
+
+
+def test_a_refused_import_into_an_empty_folder_leaves_it_empty(tmp_path: Path) -> None:
+    """Before: ``mkdir restore; memstore import cut.ndjson --data restore`` was refused
+    ("nothing was imported") yet left an empty memory (journal.db) in ``restore``, which
+    then read as a memory of 0 items; into a missing folder the same import left
+    nothing. Now an empty folder is filled as a missing one is: whole, or not at all."""
+    seed(tmp_path / "data", "the deploy moved to Friday", "the on-call rota changed")
+    export = tmp_path / "all.ndjson"
+    assert memstore("export", "-o", str(export), cwd=tmp_path).returncode == 0
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text(export.read_text()[:-30])  # cut mid-line
+    (tmp_path / "restore").mkdir(mode=0o750)
+    done = memstore("import", str(cut), "--data", "restore", "--embedder", "none", cwd=tmp_path)
+    refused(done, 1, "nothing was imported")
+    assert list((tmp_path / "restore").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "all.ndjson",
+        "cut.ndjson",
+        "data",
+        "restore",
+    ]
+    whole = memstore("import", str(export), "--data", "restore", "--embedder", "none", cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    assert items(tmp_path / "restore") == 2
+    assert (tmp_path / "restore").stat().st_mode & 0o777 == 0o750  # the folder's own mode kept

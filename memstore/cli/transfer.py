@@ -235,10 +235,11 @@ def _input(name: str) -> Iterator[IO[str]]:
 
 @contextlib.contextmanager
 def _into_new_folder(data: Path) -> Iterator[Path]:
-    """Where to write ``data``: itself when it exists, else a folder renamed into place.
+    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
 
-    A memory that does not exist yet is built in a hidden folder beside the
-    first missing part of its path and renamed into place when the block ends
+    A memory that does not exist yet (a missing folder, or an empty one made
+    for it with ``mkdir``) is built in a hidden folder beside the first
+    missing part of its path and renamed into place when the block ends
     without an error, so a refused import leaves no empty memory (nor folders)
     behind, as a refused ``add`` creates nothing. When another import (or
     backup) filled the place while this one ran, that one is kept as it is
@@ -247,7 +248,9 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     top = data.absolute()
     while not top.parent.exists():
         top = top.parent
-    if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+    empty = _empty_folder(data)
+    held = data.exists() and not empty
+    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
         yield data  # there already, or cannot be made: the open says why, naming data
         return
     remove_dead_leftovers(top)  # what killed imports and backups to this place left
@@ -255,11 +258,13 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     try:
         yield staging / data.absolute().relative_to(top)
         try:
-            move_into_place(staging, top)
+            if empty:  # the folder made for it keeps its permissions
+                shutil.copymode(data, staging)
+            move_into_place(staging, top)  # a folder replaces only a missing or empty one
         except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # made since data.exists() above
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
                 raise Failure(
-                    f"another import got there first: {data} was created while this import "
+                    f"another import got there first: {data} was filled while this import "
                     "ran; it is left as it is and this import was discarded (import again "
                     "to add what it does not hold yet)"
                 ) from None
@@ -268,6 +273,17 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
             ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _empty_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:  # unreadable: not known to be empty, so opened as it is
+        return False
 
 
 class _Lines:
