@@ -94,3 +94,18 @@ def test_a_refused_import_into_an_empty_folder_leaves_it_empty(tmp_path: Path) -
     assert whole.returncode == 0, whole.stderr
     assert items(tmp_path / "restore") == 2
     assert (tmp_path / "restore").stat().st_mode & 0o777 == 0o750  # the folder's own mode kept
+
+
+def test_a_graph_line_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Before: ``memstore import --format mcp-memory`` of a file holding a line such
+    as ``[[[[...]]]]`` (100000 levels) died with a Python traceback (RecursionError),
+    where the same line in a memstore export is refused in one line. Now the graph
+    import refuses it in one line too, exit 1, creating nothing."""
+    graph = tmp_path / "memory.jsonl"
+    entity = '{"type": "entity", "name": "Ada", "entityType": "person", "observations": ["x"]}'
+    graph.write_text(entity + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = memstore(
+        "import", "--format", "mcp-memory", str(graph), "--embedder", "none", cwd=tmp_path
+    )
+    refused(done, 1, "line 2", "nested too deeply", "nothing was imported")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl"]

@@ -101,6 +101,10 @@ def _parse(
             rec = json.loads(line)
         except ValueError as e:
             raise GraphImportError(f"line {n}: not JSON ({e}); nothing was imported") from None
+        except RecursionError:  # a graph line nests two levels: deeper is no graph
+            raise GraphImportError(
+                f"line {n}: JSON nested too deeply for a graph; nothing was imported"
+            ) from None
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind == "entity":
             name, etype, obs = rec.get("name"), rec.get("entityType"), rec.get("observations")
