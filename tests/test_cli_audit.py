@@ -109,3 +109,18 @@ def test_a_graph_line_nested_too_deeply_is_refused_in_one_line(tmp_path: Path) -
     )
     refused(done, 1, "line 2", "nested too deeply", "nothing was imported")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl"]
+
+
+def test_a_data_folder_that_is_a_file_is_named_in_command_line_words(tmp_path: Path) -> None:
+    """Before: ``memstore add x --data notes.txt`` (a file) said "notes.txt is a file;
+    Memory(path) takes a folder": a Python call the command line user never made. Now
+    it names the flag and what to give, for every command that writes."""
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    export = tmp_path / "e.ndjson"
+    seed(tmp_path / "data", "kept")
+    assert memstore("export", "-o", str(export), cwd=tmp_path).returncode == 0
+    for argv in (("add", "x"), ("import", str(export)), ("forget", "some-id")):
+        done = memstore(*argv, "--data", "notes.txt", "--embedder", "none", cwd=tmp_path)
+        refused(done, 1, "--data notes.txt is a file, not a folder")
+        assert "Memory(" not in done.stderr, done.stderr
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"

@@ -70,6 +70,7 @@ def writer(args: argparse.Namespace, *, embed: bool) -> Memory:
     Held by another process, the folder is waited for up to
     :data:`LOCK_WAIT_SECONDS`, then refused with what the command line offers.
     """
+    not_a_file(args.data)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -111,8 +112,21 @@ def _wait_for_writer(lock: Path, deadline: float) -> bool:
         os.close(fd)
 
 
+def not_a_file(data: str) -> None:
+    """Refuse a ``--data`` that names a file, in the command line's words.
+
+    The engine's own refusal names ``Memory(path)``, a call nobody made here.
+    """
+    if os.path.exists(data) and not os.path.isdir(data):
+        raise Failure(
+            f"--data {data} is a file, not a folder: give the folder the memory is kept "
+            "in (a new name makes a new one)"
+        )
+
+
 def existing(data: str) -> None:
     """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
+    not_a_file(data)
     if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
             f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
