@@ -124,3 +124,18 @@ def test_a_data_folder_that_is_a_file_is_named_in_command_line_words(tmp_path: P
         refused(done, 1, "--data notes.txt is a file, not a folder")
         assert "Memory(" not in done.stderr, done.stderr
     assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+def test_a_memstore_export_given_as_a_graph_says_which_flag_to_drop(tmp_path: Path) -> None:
+    """Before: ``memstore import --format mcp-memory export.ndjson`` (a memstore export)
+    said only 'line 1: expected an object with "type": "entity" or "relation"', while
+    the mistake the other way round names ``--format mcp-memory``. Now it says the file
+    is a memstore export and to import it without the flag."""
+    seed(tmp_path / "data", "the deploy moved to Friday")
+    export = tmp_path / "e.ndjson"
+    assert memstore("export", "-o", str(export), cwd=tmp_path).returncode == 0
+    argv = ("import", "--format", "mcp-memory", str(export), "--data", "copy")
+    refused(memstore(*argv, "--embedder", "none", cwd=tmp_path), 1, "without --format mcp-memory")
+    assert not (tmp_path / "copy").exists()
+    right = memstore("import", str(export), "--data", "copy", "--embedder", "none", cwd=tmp_path)
+    assert right.returncode == 0 and items(tmp_path / "copy") == 1

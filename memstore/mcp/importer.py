@@ -129,9 +129,13 @@ def _parse(
             _unicode(n, zip(("from", "to", "relationType"), ends, strict=True))
             relations.append((n, Relation(*ends)))
         else:
+            export = isinstance(rec, dict) and str(rec.get("format", "")).startswith(
+                "memstore-journal-export/"
+            )
+            hint = " (it is a memstore export: import it without --format mcp-memory)"
             raise GraphImportError(
                 f'line {n}: expected an object with "type": "entity" or "relation"; '
-                "nothing was imported"
+                f"nothing was imported{hint if export else ''}"
             )
     for n, r in relations:
         for end in (r.source, r.target):
