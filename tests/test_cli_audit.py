@@ -139,3 +139,20 @@ def test_a_memstore_export_given_as_a_graph_says_which_flag_to_drop(tmp_path: Pa
     assert not (tmp_path / "copy").exists()
     right = memstore("import", str(export), "--data", "copy", "--embedder", "none", cwd=tmp_path)
     assert right.returncode == 0 and items(tmp_path / "copy") == 1
+
+
+def test_an_export_of_a_newer_format_is_named_as_one(tmp_path: Path) -> None:
+    """Before: an export whose first line names ``memstore-journal-export/3`` (a later
+    memstore's) was refused as "not a memstore export", sending the user to look for
+    another file. Now it is named a newer memstore's export, with what to do."""
+    seed(tmp_path / "data", "the deploy moved to Friday")
+    export = tmp_path / "e.ndjson"
+    assert memstore("export", "-o", str(export), cwd=tmp_path).returncode == 0
+    newer = tmp_path / "newer.ndjson"
+    newer.write_text(
+        export.read_text().replace("memstore-journal-export/2", "memstore-journal-export/3", 1)
+    )
+    done = memstore("import", str(newer), "--data", "copy", "--embedder", "none", cwd=tmp_path)
+    refused(done, 1, "'memstore-journal-export/3'", "newer memstore", "nothing was imported")
+    assert "not a memstore export" not in done.stderr
+    assert not (tmp_path / "copy").exists()
