@@ -7,6 +7,7 @@ writers at once both land, a refused import leaves a folder as it found it.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -156,3 +157,29 @@ def test_an_export_of_a_newer_format_is_named_as_one(tmp_path: Path) -> None:
     refused(done, 1, "'memstore-journal-export/3'", "newer memstore", "nothing was imported")
     assert "not a memstore export" not in done.stderr
     assert not (tmp_path / "copy").exists()
+
+
+def test_a_damaged_row_is_salvaged_from_the_command_line(tmp_path: Path) -> None:
+    """Before: on a journal with one damaged row every command refused, saying "to
+    salvage them, export with on_corrupt= and import into a new journal": a Python
+    call, and ``memstore export`` refused like the rest, so the shell had no way to
+    the other items. Now the refusal names ``memstore export --salvage``, which
+    exports every readable version and names the one left out."""
+    import sqlite3
+
+    seed(tmp_path / "data", "the deploy moved to Friday", "the on-call rota changed")
+    with contextlib.closing(sqlite3.connect(tmp_path / "data" / "journal.db")) as db:
+        (damaged,) = db.execute("SELECT id FROM versions ORDER BY rowid LIMIT 1").fetchone()
+        db.execute("UPDATE versions SET item = '{broken' WHERE id = ?", (damaged,))
+        db.commit()
+    stats = memstore("stats", cwd=tmp_path)
+    refused(stats, 1, "unreadable", "memstore export --salvage --data data -o FILE")
+    out = tmp_path / "rest.ndjson"
+    done = memstore("export", "--salvage", "-o", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"left out the damaged version of {damaged}" in done.stderr
+    back = memstore("import", str(out), "--data", "new", "--embedder", "none", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert items(tmp_path / "new") == 1
+    kept = memstore("search", "deploy rota", "--data", "new", "--embedder", "none", cwd=tmp_path)
+    assert damaged not in kept.stdout and kept.stdout.count("memory-") == 1, kept.stdout

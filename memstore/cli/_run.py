@@ -12,7 +12,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memstore._startup import ignore_sigint_when_done, take_back_sigint
-from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
+from memstore.errors import (
+    InvalidItemError,
+    JournalCorruptError,
+    JournalLockedError,
+    MemstoreError,
+)
 
 from ._common import UsageError, utf8
 from .parser import build_parser
@@ -101,9 +106,24 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 2
     except (MemstoreError, OSError) as e:
-        print(f"memstore: {_one_line(e)}", file=sys.stderr)
+        print(f"memstore: {_one_line(e)}{_salvage_hint(args, e)}", file=sys.stderr)
         return 1
     return code
+
+
+def _salvage_hint(args: argparse.Namespace | None, e: BaseException) -> str:
+    """A damaged journal row: the command line's way to salvage the rest.
+
+    The engine's words name ``export(on_corrupt=...)``, a Python call;
+    ``memstore export --salvage`` is the same export from the shell.
+    """
+    data = getattr(args, "data", None)
+    if not (isinstance(e, JournalCorruptError) and e.item_id and data):
+        return ""
+    return (
+        f"; from the command line: memstore export --salvage --data {data} -o FILE, "
+        "then memstore import FILE --data NEW_FOLDER"
+    )
 
 
 def _locked(args: argparse.Namespace | None, e: JournalLockedError) -> str:
