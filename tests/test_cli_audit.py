@@ -183,3 +183,21 @@ def test_a_damaged_row_is_salvaged_from_the_command_line(tmp_path: Path) -> None
     assert items(tmp_path / "new") == 1
     kept = memstore("search", "deploy rota", "--data", "new", "--embedder", "none", cwd=tmp_path)
     assert damaged not in kept.stdout and kept.stdout.count("memory-") == 1, kept.stdout
+
+
+def test_vectors_of_another_embedder_name_the_flag_that_reads_them(tmp_path: Path) -> None:
+    """Before: a folder whose vectors another embedder made (here a 64-dimension hash;
+    ``--embedder hash`` is 256) refused every command with "re-embed every stored text
+    with CellStore.reembed(...)": a Python call. Now it names the ``--embedder``
+    values, and ``--embedder none`` indeed reads the folder."""
+    code = (
+        "from memstore import Memory\n"
+        "from memstore_index import HashEmbedder\n"
+        "with Memory('data', embedder=HashEmbedder(dim=64)) as m:\n"
+        "    m.add('the deploy moved to Friday')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, check=True)
+    done = memstore("search", "deploy", "--embedder", "hash", cwd=tmp_path)
+    refused(done, 1, "hash-v1-64-0", "--embedder none")
+    words = memstore("search", "deploy", "--embedder", "none", cwd=tmp_path)
+    assert words.returncode == 0 and "the deploy moved" in words.stdout, words.stderr

@@ -106,9 +106,31 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 2
     except (MemstoreError, OSError) as e:
-        print(f"memstore: {_one_line(e)}{_salvage_hint(args, e)}", file=sys.stderr)
+        print(f"memstore: {_one_line(e)}{_hint(args, e)}", file=sys.stderr)
         return 1
     return code
+
+
+def _hint(args: argparse.Namespace | None, e: BaseException) -> str:
+    """What the command line offers where the engine's words name a Python call."""
+    return _salvage_hint(args, e) or _embedder_hint(e)
+
+
+def _embedder_hint(e: BaseException) -> str:
+    """Vectors made by another embedder: the flag that reads the folder anyway.
+
+    The engine's words name ``CellStore.reembed``; from the shell, the folder
+    opens with the embedder that made its vectors, and ``--embedder none``
+    reads and searches any folder by its words alone.
+    """
+    from memstore_index import EmbedderMismatchError  # the engine's vector index
+
+    if not isinstance(e, EmbedderMismatchError):
+        return ""
+    return (
+        "; from the command line: give the --embedder that made them (local for "
+        "all-MiniLM, hash for hash-v1-256-0), or --embedder none to use words alone"
+    )
 
 
 def _salvage_hint(args: argparse.Namespace | None, e: BaseException) -> str:
