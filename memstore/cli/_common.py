@@ -9,9 +9,15 @@ import json
 import math
 import os
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.limits import MAX_RESULTS
@@ -48,19 +54,79 @@ class Failure(MemstoreError):
     """What the command was asked to act on is not there, or cannot be done now: exit status 1."""
 
 
+LOCK_WAIT_SECONDS = 5.0
+"""How long a write command waits for another process to finish writing its folder.
+
+One process writes a folder at a time. Two ``memstore add`` run at once (a
+script's ``&``, two hooks firing together) each hold it for a moment: the
+second waits its turn instead of being refused. A folder still held after
+this long is a server's (or a long import's), and the command is refused.
+"""
+
+
 def writer(args: argparse.Namespace, *, embed: bool) -> Memory:
-    """The folder's memory opened for writing (created when missing)."""
+    """The folder's memory opened for writing (created when missing).
+
+    Held by another process, the folder is waited for up to
+    :data:`LOCK_WAIT_SECONDS`, then refused with what the command line offers.
+    """
+    not_a_file(args.data)
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            return Memory(args.data, embedder=args.embedder if embed else None)
+        except JournalLockedError:
+            if not _wait_for_writer(Path(args.data) / (JOURNAL_FILE + ".lock"), deadline):
+                break
+    raise Failure(
+        f"{args.data} is being written by another process (a running memstore serve or "
+        f"memstore mcp?), still after {LOCK_WAIT_SECONDS:g} seconds; stop it, or send the "
+        "change through its HTTP API"
+    )
+
+
+def _wait_for_writer(lock: Path, deadline: float) -> bool:
+    """Wait until the writer holding ``lock`` lets go; False when ``deadline`` passed first.
+
+    The lock is tried without being kept (the journal takes it itself next),
+    so another waiter may get there first: the caller then waits again.
+    """
+    if fcntl is None:  # pragma: no cover - no advisory locks: the journal takes none either
+        return False
     try:
-        return Memory(args.data, embedder=args.embedder if embed else None)
-    except JournalLockedError:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:  # gone (the writer removed its folder): try the open again
+        time.sleep(0.05)
+        return time.monotonic() < deadline
+    try:
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def not_a_file(data: str) -> None:
+    """Refuse a ``--data`` that names a file, in the command line's words.
+
+    The engine's own refusal names ``Memory(path)``, a call nobody made here.
+    """
+    if os.path.exists(data) and not os.path.isdir(data):
         raise Failure(
-            f"{args.data} is being written by another process (a running memstore serve?); "
-            "stop it, or send the change through its HTTP API"
-        ) from None
+            f"--data {data} is a file, not a folder: give the folder the memory is kept "
+            "in (a new name makes a new one)"
+        )
 
 
 def existing(data: str) -> None:
     """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
+    not_a_file(data)
     if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
             f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "

@@ -12,7 +12,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from memstore._startup import ignore_sigint_when_done, take_back_sigint
-from memstore.errors import InvalidItemError, JournalLockedError, MemstoreError
+from memstore.errors import (
+    InvalidItemError,
+    JournalCorruptError,
+    JournalLockedError,
+    MemstoreError,
+)
 
 from ._common import UsageError, utf8
 from .parser import build_parser
@@ -101,9 +106,46 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"memstore: {_one_line(e)}", file=sys.stderr)
         return 2
     except (MemstoreError, OSError) as e:
-        print(f"memstore: {_one_line(e)}", file=sys.stderr)
+        print(f"memstore: {_one_line(e)}{_hint(args, e)}", file=sys.stderr)
         return 1
     return code
+
+
+def _hint(args: argparse.Namespace | None, e: BaseException) -> str:
+    """What the command line offers where the engine's words name a Python call."""
+    return _salvage_hint(args, e) or _embedder_hint(e)
+
+
+def _embedder_hint(e: BaseException) -> str:
+    """Vectors made by another embedder: the flag that reads the folder anyway.
+
+    The engine's words name ``CellStore.reembed``; from the shell, the folder
+    opens with the embedder that made its vectors, and ``--embedder none``
+    reads and searches any folder by its words alone.
+    """
+    from memstore_index import EmbedderMismatchError  # the engine's vector index
+
+    if not isinstance(e, EmbedderMismatchError):
+        return ""
+    return (
+        "; from the command line: give the --embedder that made them (local for "
+        "all-MiniLM, hash for hash-v1-256-0), or --embedder none to use words alone"
+    )
+
+
+def _salvage_hint(args: argparse.Namespace | None, e: BaseException) -> str:
+    """A damaged journal row: the command line's way to salvage the rest.
+
+    The engine's words name ``export(on_corrupt=...)``, a Python call;
+    ``memstore export --salvage`` is the same export from the shell.
+    """
+    data = getattr(args, "data", None)
+    if not (isinstance(e, JournalCorruptError) and e.item_id and data):
+        return ""
+    return (
+        f"; from the command line: memstore export --salvage --data {data} -o FILE, "
+        "then memstore import FILE --data NEW_FOLDER"
+    )
 
 
 def _locked(args: argparse.Namespace | None, e: JournalLockedError) -> str:

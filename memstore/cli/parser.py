@@ -184,6 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-o", "--output", type=user_path, metavar="FILE", help="write to FILE (default: stdout)"
     )
+    p.add_argument(
+        "--salvage",
+        action="store_true",
+        help="a journal with damaged rows: export every readable version, naming each one "
+        "left out on stderr (import the file into a new folder; docs/journal.md)",
+    )
     p.set_defaults(fn=cmd_export)
 
     p = command(

@@ -17,16 +17,19 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
-from memstore.errors import InvalidItemError
+from memstore._memory_build import partition_name
+from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.journal.exportfile import is_end_line
-from memstore.memory import Memory
+from memstore.journal.sqlite import SqliteJournal
+from memstore.memory import JOURNAL_FILE, Memory
+from memstore.tags import PARTITION_ALL
 
-from ._common import Failure, UsageError, hint_unknown_partition, reader, writer
+from ._common import Failure, UsageError, existing, hint_unknown_partition, reader, writer
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -34,6 +37,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         _check_output(args.output, args.data)
     elif sys.stdout is None:
         raise UsageError("standard output is closed: give -o FILE")
+    if args.salvage:
+        return _salvage(args)
     with reader(args, embed=False) as mem:
         if args.output in (None, "-"):
             n = mem.export(sys.stdout, partition=args.partition)
@@ -68,7 +73,48 @@ def _check_output(output: str, data: str) -> None:
         )
 
 
+def _salvage(args: argparse.Namespace) -> int:
+    """``export --salvage``: every readable version of a journal with damaged rows.
+
+    The memory is not opened (opening refuses a damaged live row): its
+    journal is read as it is, read-only, and each version that cannot be read
+    is left out and named on stderr, so the export, imported into a new
+    folder, holds everything else (docs/journal.md, "A damaged row").
+    """
+    existing(args.data)
+    skipped: list[JournalCorruptError] = []
+    part = None if args.partition in (None, PARTITION_ALL) else partition_name(args.partition)
+    with SqliteJournal(Path(args.data) / JOURNAL_FILE, readonly=True) as journal:
+
+        def write(fp: IO[str]) -> int:
+            return journal.export(part, fp, on_corrupt=skipped.append)
+
+        if args.output in (None, "-"):
+            n = write(sys.stdout)
+            sys.stdout.flush()
+        else:
+            n = _write_file(write, args.output)
+    print(f"exported {n} item(s)", file=sys.stderr)
+    for e in skipped:
+        print(
+            f"memstore: left out the damaged version of {e.item_id} at {e.position}",
+            file=sys.stderr,
+        )
+    if skipped:
+        print(
+            f"memstore: {len(skipped)} damaged version(s) left out; import the export into "
+            "a new folder to go on with everything else",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
+    """Export ``mem`` into ``output`` whole or not at all (see :func:`_write_file`)."""
+    return _write_file(lambda fp: mem.export(fp, partition=partition), output)
+
+
+def _write_file(write: Callable[[IO[str]], int], output: str) -> int:
     """Export into ``output`` whole or not at all: a failed export leaves the file as it was.
 
     A regular file (or a new one) is written beside itself and renamed into
@@ -84,7 +130,7 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
         raise Failure(f"cannot write {output}: it is a folder; give a file name")
     if mode is not None and not stat.S_ISREG(mode):
         with open(output, "w", encoding="utf-8") as fp:
-            return mem.export(fp, partition=partition)
+            return write(fp)
     target = Path(os.path.realpath(output))  # through a symlink: the file it names
     remove_dead_leftovers(target)  # what killed exports to this file left
     tmp = staging_name(target)
@@ -94,7 +140,7 @@ def _export_to_file(mem: Memory, output: str, partition: str | None) -> int:
         except OSError as e:
             raise Failure(f"cannot write {output}: {e.strerror}") from None
         with fp:
-            n = mem.export(fp, partition=partition)
+            n = write(fp)
         if mode is not None:
             shutil.copymode(target, tmp)
         move_into_place(tmp, target)  # on disk before "exported" is printed
@@ -235,10 +281,11 @@ def _input(name: str) -> Iterator[IO[str]]:
 
 @contextlib.contextmanager
 def _into_new_folder(data: Path) -> Iterator[Path]:
-    """Where to write ``data``: itself when it exists, else a folder renamed into place.
+    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
 
-    A memory that does not exist yet is built in a hidden folder beside the
-    first missing part of its path and renamed into place when the block ends
+    A memory that does not exist yet (a missing folder, or an empty one made
+    for it with ``mkdir``) is built in a hidden folder beside the first
+    missing part of its path and renamed into place when the block ends
     without an error, so a refused import leaves no empty memory (nor folders)
     behind, as a refused ``add`` creates nothing. When another import (or
     backup) filled the place while this one ran, that one is kept as it is
@@ -247,7 +294,9 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     top = data.absolute()
     while not top.parent.exists():
         top = top.parent
-    if data.exists() or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+    empty = _empty_folder(data)
+    held = data.exists() and not empty
+    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
         yield data  # there already, or cannot be made: the open says why, naming data
         return
     remove_dead_leftovers(top)  # what killed imports and backups to this place left
@@ -255,11 +304,13 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
     try:
         yield staging / data.absolute().relative_to(top)
         try:
-            move_into_place(staging, top)
+            if empty:  # the folder made for it keeps its permissions
+                shutil.copymode(data, staging)
+            move_into_place(staging, top)  # a folder replaces only a missing or empty one
         except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # made since data.exists() above
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
                 raise Failure(
-                    f"another import got there first: {data} was created while this import "
+                    f"another import got there first: {data} was filled while this import "
                     "ran; it is left as it is and this import was discarded (import again "
                     "to add what it does not hold yet)"
                 ) from None
@@ -268,6 +319,17 @@ def _into_new_folder(data: Path) -> Iterator[Path]:
             ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _empty_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:  # unreadable: not known to be empty, so opened as it is
+        return False
 
 
 class _Lines:

@@ -54,6 +54,9 @@ EXPORT_FORMAT = "memstore-journal-export/2"
 LEGACY_EXPORT_FORMATS = ("memstore-journal-export/1",)
 """Older formats an import still reads: the same lines, with no end line to check."""
 
+_FAMILY = EXPORT_FORMAT.rsplit("/", 1)[0] + "/"
+"""What every version's format name starts with: ``memstore-journal-export/``."""
+
 BOM = "\ufeff"
 """The byte-order mark an editor may put first in a UTF-8 file; a reader skips it there."""
 
@@ -193,6 +196,12 @@ def _header(n: int, obj: object) -> bool:
         return False
     if fmt in LEGACY_EXPORT_FORMATS:
         return True
+    if isinstance(fmt, str) and fmt.startswith(_FAMILY):  # a version this one does not know
+        raise InvalidItemError(
+            f"line {n}: the export is format {fmt[:80]!r}, which this memstore does not read "
+            f"(it reads {EXPORT_FORMAT!r}): it was written by a newer memstore; import it "
+            "with that version (pip install -U memstore-engine)"
+        )
     raise InvalidItemError(
         f"line {n}: not a memstore export (the first line must name format {EXPORT_FORMAT!r})"
     )

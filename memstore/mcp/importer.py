@@ -101,6 +101,10 @@ def _parse(
             rec = json.loads(line)
         except ValueError as e:
             raise GraphImportError(f"line {n}: not JSON ({e}); nothing was imported") from None
+        except RecursionError:  # a graph line nests two levels: deeper is no graph
+            raise GraphImportError(
+                f"line {n}: JSON nested too deeply for a graph; nothing was imported"
+            ) from None
         kind = rec.get("type") if isinstance(rec, dict) else None
         if kind == "entity":
             name, etype, obs = rec.get("name"), rec.get("entityType"), rec.get("observations")
@@ -125,9 +129,13 @@ def _parse(
             _unicode(n, zip(("from", "to", "relationType"), ends, strict=True))
             relations.append((n, Relation(*ends)))
         else:
+            export = isinstance(rec, dict) and str(rec.get("format", "")).startswith(
+                "memstore-journal-export/"
+            )
+            hint = " (it is a memstore export: import it without --format mcp-memory)"
             raise GraphImportError(
                 f'line {n}: expected an object with "type": "entity" or "relation"; '
-                "nothing was imported"
+                f"nothing was imported{hint if export else ''}"
             )
     for n, r in relations:
         for end in (r.source, r.target):
