@@ -228,6 +228,11 @@ def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
     for flags, says in [
         (("--partition", "a,b"), "partition 'a,b' must not hold commas"),
         (("--journal-schema", "s1"), "--journal-schema needs --journal"),
+        # An empty schema: it opened the default schema, another memory's perhaps.
+        (
+            ("--journal", "postgresql://127.0.0.1/test", "--journal-schema", ""),
+            "--journal-schema must be a plain identifier",
+        ),
         # HTTP's options without --transport http: stdio started, silent, on the terminal.
         (("--port", "9000"), "--port is for --transport http"),
         (("--host", "0.0.0.0"), "--host is for --transport http"),

@@ -16,6 +16,11 @@ True
 Traceback (most recent call last):
 ...
 memstore.web.journal_option.JournalOptionError: --journal-schema needs --journal postgresql://...
+>>> try:  # an empty schema read as the default one before
+...     postgres_journal("postgresql://localhost/test", "")
+... except JournalOptionError as e:
+...     print(str(e).split(" (")[0])
+--journal-schema must be a plain identifier
 """
 
 from __future__ import annotations
@@ -23,7 +28,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from memstore.errors import MemstoreError
-from memstore.journal.dsnoptions import DSN_OPTIONS, DSN_SCHEMA, PREFIX, journal_options
+from memstore.journal.dsnoptions import (
+    DSN_OPTIONS,
+    DSN_SCHEMA,
+    PREFIX,
+    is_schema_name,
+    journal_options,
+)
 
 if TYPE_CHECKING:
     from memstore.journal.postgres import PostgresJournal
@@ -70,10 +81,16 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
     other ``memstore_`` parameters set the journal's timeouts
     (:mod:`memstore.journal.dsnoptions`).
 
-    :raises JournalOptionError: ``schema`` is given, but ``dsn`` is no PostgreSQL
-        DSN or its ``memstore_schema`` names another schema.
+    :raises JournalOptionError: ``schema`` is given but names no schema a journal
+        takes (an empty one included: it read as the default before), or ``dsn`` is
+        no PostgreSQL DSN, or its ``memstore_schema`` names another schema.
     :raises ValueError: a ``memstore_`` parameter the journal cannot take.
     """
+    if schema is not None and not is_schema_name(schema):
+        raise JournalOptionError(
+            "--journal-schema must be a plain identifier (ASCII letters, digits and _, "
+            f"1 to 63 characters, not starting with a digit), got {schema[:80]!r}"
+        )
     if not dsn or not dsn.startswith(DSN_SCHEMES):
         if schema:
             raise JournalOptionError("--journal-schema needs --journal postgresql://...")
