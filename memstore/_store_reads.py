@@ -26,7 +26,7 @@ from memstore.item import (
     Item,
     ScoredItem,
 )
-from memstore.limits import CONTEXT_REACH
+from memstore.limits import CONTEXT_REACH, SKIPPED_READS
 from memstore.text import normalize_query
 
 __all__ = ["RECENT_WINDOW", "StoreReads"]
@@ -274,6 +274,7 @@ class StoreReads(StoreBase):
         reach: int = 0,
         keep: Callable[[Item], bool] | None = None,
         limit: int = 0,
+        through: Callable[[Item], bool] | None = None,
     ) -> tuple[list[ScoredItem], bool]:
         """:meth:`traverse_scored` reaching at most ``reach`` items (``0``: every one), and
         whether that was all of them.
@@ -288,6 +289,16 @@ class StoreReads(StoreBase):
         stored item: read it, never keep or change it) drops those it is false
         of, and only the first ``limit`` kept (``0``: every one) are copied and
         answered, best first as ever. The walk is the same; the flag too.
+
+        ``through`` (it sees the stored item too) is what the walk may pass
+        through at all: a caller answering for one tenant walks that tenant's
+        items only, so what other partitions hold neither lifts a score nor
+        stops the walk (an anchor it is false of is no anchor). The answer is
+        then the walk of a store holding only those items. A neighbour it
+        refuses was still read: once more than :data:`~memstore.limits.SKIPPED_READS`
+        times ``reach`` have been refused, the walk stops there and the flag is
+        ``False`` (a hub linked from many other partitions' items costs the
+        bound, not its links).
 
         >>> from memstore.item import Item, ThoughtLink
         >>> from memstore.store import Store
@@ -306,12 +317,27 @@ class StoreReads(StoreBase):
             raise InvalidItemError(f"decay must be in (0, 1], got {decay!r}")
         reach = arg.count(reach, "reach", 0)
         limit = arg.count(limit, "limit", 0)
-        if keep is not None and not callable(keep):
-            raise InvalidItemError(f"keep must be a function or None, got {arg.describe(keep)}")
+        for name, fn in (("keep", keep), ("through", through)):
+            if fn is not None and not callable(fn):
+                raise InvalidItemError(f"{name} must be a function or None, got {arg.describe(fn)}")
         with self._locked():
             now = self._now()
-            anchors = [a for a in dict.fromkeys(anchor_ids) if self._traversable(a, now)]
             items = self._items
+            refused = 0  # neighbours read that ``through`` refused
+            budget = SKIPPED_READS * reach
+
+            def passes(id: str) -> bool:
+                """Whether the walk may step on ``id`` (traversable, and ``through`` of it)."""
+                nonlocal refused
+                if not self._traversable(id, now):
+                    return False
+                if through is None or through(items[id]):
+                    return True
+                refused += 1
+                return False
+
+            anchors = [a for a in dict.fromkeys(anchor_ids) if passes(a)]
+            refused = 0  # the caller named those: they cost no walk
             backlinks, orders = self._backlinks, self._linker_order
 
             def linkers(node: str) -> Iterable[str]:
@@ -323,15 +349,20 @@ class StoreReads(StoreBase):
 
             def neighbours(node: str) -> Iterator[tuple[str, float]]:
                 for link in items[node].links:
-                    if self._traversable(link.to_id, now):
+                    if budget and refused > budget:
+                        return
+                    if passes(link.to_id):
                         yield link.to_id, link.weight
                 for src in linkers(node):
-                    if self._traversable(src, now):
+                    if budget and refused > budget:
+                        return
+                    if passes(src):
                         for link in items[src].links:
                             if link.to_id == node:
                                 yield src, link.weight
 
             walk = spread_within(anchors, neighbours, max_depth, decay, reach)
+            complete = walk.complete and not (budget and refused > budget)
             ranked: Iterable[tuple[str, float]] = walk.ranked
             if keep is not None:
                 ranked = ((id, s) for id, s in ranked if keep(items[id]))
@@ -339,7 +370,7 @@ class StoreReads(StoreBase):
                 ranked = islice(ranked, min(limit, sys.maxsize))
             out = [ScoredItem(item=self._view(items[id], now), score=s) for id, s in ranked]
             self._out([s.item for s in out])
-            return out, walk.complete
+            return out, complete
 
     def neighbours(
         self, ids: Iterable[str], relations: Collection[str], *, reach: int = 0

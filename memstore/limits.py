@@ -41,6 +41,7 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_CHARS",
     "MAX_TITLE_CHARS",
+    "SKIPPED_READS",
     "SPREAD_REACH",
     "adapter_cap",
 ]
@@ -132,6 +133,14 @@ up to the bound, those after it along their own links alone
 Under the bound the answer is the unbounded one, on both search paths.
 Smaller than :data:`CONTEXT_REACH`: a search runs far more often than a
 graph read, and a few results have no use for ten thousand loans."""
+SKIPPED_READS: Final = 4
+"""Items a bounded graph walk may read and refuse, per item it may reach.
+
+A walk for one tenant passes only through that tenant's items
+(``Store.traverse_within``'s ``through``); the others it meets are read and
+refused. A hub linked from a hundred thousand items of other partitions would
+cost all of them: past this many times its ``reach`` refused, the walk stops
+there and says it is incomplete."""
 MAX_REASON_CHARS: Final = 1_000
 """Longest reason given to ``refute``."""
 

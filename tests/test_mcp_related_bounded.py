@@ -3,7 +3,8 @@
 It used to walk from each anchor with ``Memory.context`` (unbounded, and
 resolving the id as anchor text: a walk over every item each time) and merge
 the walks by best score. The differential test keeps that as the oracle on
-random graphs across partitions; a hub past the bound gives ``complete:
+random graphs across partitions, walking a store of the caller's items alone
+(the tool's walk passes through no other partition's items); a hub past the bound gives ``complete:
 false``, and exactly at it ``true``.
 """
 
@@ -15,7 +16,7 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore import Item, Memory, ThoughtLink
+from memstore import Item, Memory, Store, ThoughtLink
 from memstore.limits import CONTEXT_REACH
 from memstore.search import default_visible
 from tests.mcp_harness import in_process
@@ -57,10 +58,13 @@ def _build(mem: Memory, nodes: list[tuple[str, str, list[tuple[str, float]]]]) -
 
 
 def _oracle(mem: Memory, anchors: list[str], depth: int, limit: int) -> list[tuple[str, float]]:
-    """The tool's answer as it was: a context walk per anchor, merged by best score."""
+    """The tool's answer as it was: a context walk per anchor, merged by best score, over a
+    store of the caller's items alone (the walk passes through no other partition's)."""
+    theirs = Store()
+    theirs.restore([it for it in mem.store.all_items() if default_visible(it, "p")])
     best: dict[str, tuple[float, str]] = {}
     for id in anchors:
-        _, scored = mem.context(id, depth, reach=0)
+        _, scored = theirs.context(id, depth, reach=0)
         for s in scored:
             if s.item.id in anchors or not default_visible(s.item, "p"):
                 continue

@@ -251,6 +251,7 @@ class _Native:
             reach=CONTEXT_REACH,
             keep=lambda it: default_visible(it, part),
             limit=a.limit,
+            through=lambda it: default_visible(it, part),  # the caller's graph, no other's
         )
         items = [
             RelatedOut(**memory_of(s.item).model_dump(), activation=round(s.score, 6))

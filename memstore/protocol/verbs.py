@@ -361,6 +361,7 @@ class Verbs:
             reach=CONTEXT_REACH,
             keep=keep,
             limit=max(room, 1),
+            through=lambda item: owned_by(item, tenant),  # the tenant's graph, no other's
         )
         linked = [(s.item, top * s.score) for s in reached]
         stamps = self._valid_froms([item for item, _ in linked])

@@ -546,7 +546,11 @@ def item_view(
     activated = []
     if item is not None and store.get(id) is not None:
         scored, reached_all = store.traverse_within(
-            [id], RELATED_DEPTH, DEFAULT_CONTEXT_DECAY, reach=RELATED_REACH
+            [id],
+            RELATED_DEPTH,
+            DEFAULT_CONTEXT_DECAY,
+            reach=RELATED_REACH,
+            through=lambda it: owned(it, partition),  # the partition's graph, no other's
         )  # best first
         complete = complete and reached_all
         activated = [s for s in scored if owned(s.item, partition)]

@@ -2,8 +2,9 @@
 
 Under the bound the chunks it adds are those the unbounded walk
 (``Store.traverse_scored``) reaches, in its order, and every hit says
-``graph_complete: true``; past it (a chunk thousands of other items link
-to) every hit says ``false``. In mode semantic the field is ``null``.
+``graph_complete: true``; past it (a chunk thousands of the tenant's other
+items link to) every hit says ``false``; another tenant's items are never
+walked. In mode semantic the field is ``null``.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def test_a_graph_recall_past_the_bound_says_so_on_every_hit(served: tuple[Memory
                 links=[ThoughtLink(to_id=hub, relation="explains")],
             )
             for n in range(CONTEXT_REACH - near)
-        ]
+        ],
+        partition="acme",  # the tenant's own: another partition's items are never walked
     )
     # Exactly the bound's worth of items within reach: still whole.
     graph = _recall(client, query="heron wades", k=1, mode="graph")
@@ -98,7 +100,8 @@ def test_a_graph_recall_past_the_bound_says_so_on_every_hit(served: tuple[Memory
             kind="note",
             content="one more",
             links=[ThoughtLink(to_id=hub, relation="explains")],
-        )
+        ),
+        partition="acme",
     )
     assert len(memory.store.traverse_scored([hub], GRAPH_DEPTH)) == CONTEXT_REACH + 1
     graph = _recall(client, query="heron wades", k=1, mode="graph")

@@ -156,3 +156,24 @@ def test_show_more_ends_after_500_hits_each_shown_once(query: str) -> None:
             offset, more = offset + len(page["hits"]), bool(page["more"])  # type: ignore[arg-type]
             assert len(seen) <= 500
         assert len(seen) == len(set(seen)) == 500
+
+
+def test_related_items_come_from_the_tenants_own_links_only(mem: Memory) -> None:
+    """Another tenant's item linking two of acme's was a path between them in the walk:
+    acme's Related panel listed a2 under a1 (scored through beta's item), revealing
+    that beta links them. The walk now passes through acme's items alone."""
+    from memstore.item import ThoughtLink
+
+    a1 = mem.add(Item(kind="note", content="acme one"), partition="acme")
+    a2 = mem.add(Item(kind="note", content="acme two"), partition="acme")
+    bridge = [
+        ThoughtLink(to_id=a1.id, relation="explains"),
+        ThoughtLink(to_id=a2.id, relation="explains"),
+    ]
+    mem.add(Item(kind="note", content="beta bridge", links=bridge), partition="beta")
+    view = item_view(mem, "acme", a1.id)
+    assert view["related"] == [] and view["related_complete"] is True
+    # acme's own link still relates them
+    mem.add(Item(id=a2.id, kind="note", content="acme two", links=[bridge[0]]), partition="acme")
+    related = item_view(mem, "acme", a1.id)["related"]
+    assert [r["id"] for r in related] == [a2.id]  # type: ignore[attr-defined]
