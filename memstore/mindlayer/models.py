@@ -4,11 +4,20 @@ A body is JSON text with nothing after it (:func:`parse_json`: no trailing
 JSON, no repeated key, no ``NaN``); its object is validated by a pydantic
 model that refuses unknown fields and coerces nothing (``"limit": "5"`` is
 an error, not 5). Every refusal is a 400 :class:`~memstore.mindlayer.errors.MindLayerError`
-naming the field.
+naming the field. ``null`` for an optional field is read as the field left
+out (its default); ``null`` for a required one is refused like any other
+value of the wrong type.
 
 >>> req = parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "dinner"}')
 >>> req.mode, req.limit, req.scope.partition
 ('lexical', 5, 'mindlayer/a/u')
+>>> parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "x", "limit": null}'
+...            ).limit
+5
+>>> parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": null}')
+Traceback (most recent call last):
+...
+memstore.mindlayer.errors.MindLayerError: query: Input should be a valid string
 >>> parse_body(SearchRequest, b'{"scope": {"agent": "a", "user": "u"}, "query": "x", "k": 1}')
 Traceback (most recent call last):
 ...
@@ -25,7 +34,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memstore.arguments import count, describe, has_lone_surrogate, unit_interval
 from memstore.errors import InvalidItemError, OutOfRangeError
@@ -80,7 +96,27 @@ def _bytes_at_most(value: str, limit: int, *, nonempty: bool) -> str:
 
 
 class _Strict(BaseModel):
+    """Unknown fields refused, nothing coerced, and ``null`` for an optional field read as absent.
+
+    Clients commonly send ``null`` for "not given": an optional field (one
+    with a default) holding ``null`` takes its default, exactly as if it were
+    left out. A required field holding ``null`` is still refused (``text:
+    Input should be a valid string``), and so is an unknown field, ``null`` or not.
+    """
+
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or None not in data.values():
+            return data  # the common case: nothing to drop
+        fields = cls.model_fields
+        return {
+            k: v
+            for k, v in data.items()
+            if not (v is None and k in fields and not fields[k].is_required())
+        }
 
 
 class ScopeIn(_Strict):
