@@ -28,12 +28,23 @@ False
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Final
 
 from memstore.errors import MemstoreError
+from memstore.limits import MAX_NAME_CHARS
 
-__all__ = ["SEPARATOR", "PartitionNameError", "decode_labels", "encode_labels", "within"]
+__all__ = [
+    "HASHED_MARK",
+    "SEPARATOR",
+    "PartitionNameError",
+    "decode_labels",
+    "encode_labels",
+    "path_labels",
+    "path_partition",
+    "within",
+]
 
 SEPARATOR: Final = "."
 """What joins escaped labels in a partition name."""
@@ -137,3 +148,77 @@ def within(name: str, prefix: str) -> bool:
     if not prefix:
         return True
     return name == prefix or name.startswith(prefix + SEPARATOR)
+
+
+# Paths of plain labels, readable where they fit: the Mind Layer's scopes.
+
+HASHED_MARK: Final = "~"
+"""What follows ``<prefix>/`` in a :func:`path_partition` name too long to spell out."""
+
+
+def _plain(label: object) -> bool:
+    return (
+        isinstance(label, str)
+        and bool(label)
+        and not any(ch in "/~,*" or ch.isspace() or not ch.isprintable() for ch in label)
+    )
+
+
+def path_partition(prefix: str, labels: Sequence[str]) -> str:
+    """The partition name ``<prefix>/<label>/<label>...``, or a hash when that is too long.
+
+    For surfaces whose names are short paths of plain labels (a Mind Layer
+    scope ``(agent, user)`` lives in ``mindlayer/<agent>/<user>``): the name
+    reads as the path while it fits :data:`~memstore.limits.MAX_NAME_CHARS`
+    characters, and is ``<prefix>/~`` and 64 hex digits (BLAKE2b-256 of the
+    labels joined by NUL) otherwise. The prefix and every label must be
+    non-empty and hold no ``/``, ``~``, comma, ``*``, whitespace or control
+    character, so a readable name reads back (:func:`path_labels`) and is
+    never taken for a hashed one.
+
+    >>> path_partition("mindlayer", ("assistant", "synthetic-user"))
+    'mindlayer/assistant/synthetic-user'
+    >>> hashed = path_partition("mindlayer", ("a" * 128, "u" * 128))
+    >>> hashed[:11], len(hashed)
+    ('mindlayer/~', 75)
+
+    Raises :class:`PartitionNameError` for a prefix or label that is not plain,
+    or no labels.
+    """
+    if isinstance(labels, str) or not labels:
+        raise PartitionNameError(f"a path needs a non-empty sequence of labels, got {labels!r:.80}")
+    for part in (prefix, *labels):
+        if not _plain(part):
+            raise PartitionNameError(
+                f"path labels must be non-empty text without '/', '~', ',', '*', whitespace "
+                f"or control characters, got {part!r:.80}"
+            )
+    readable = "/".join((prefix, *labels))
+    if len(readable) <= MAX_NAME_CHARS:
+        return readable
+    digest = hashlib.blake2b("\0".join(labels).encode(), digest_size=32)
+    return f"{prefix}/{HASHED_MARK}{digest.hexdigest()}"
+
+
+def path_labels(name: str, prefix: str) -> tuple[str, ...]:
+    """The labels a readable :func:`path_partition` name under ``prefix`` holds.
+
+    >>> path_labels("mindlayer/assistant/synthetic-user", "mindlayer")
+    ('assistant', 'synthetic-user')
+
+    Raises :class:`PartitionNameError` for a name not under ``prefix``, one
+    :func:`path_partition` does not make, or a hashed name (its labels are not
+    in it: only its hash is).
+    """
+    head = f"{prefix}/"
+    if not isinstance(name, str) or not name.startswith(head):
+        raise PartitionNameError(f"{name!r:.80} is not a partition under {head!r}")
+    if name.startswith(head + HASHED_MARK):
+        raise PartitionNameError(f"{name!r:.80} names its path by hash; the labels are not in it")
+    labels = tuple(name[len(head) :].split("/"))
+    try:
+        if path_partition(prefix, labels) == name:
+            return labels
+    except PartitionNameError:
+        pass
+    raise PartitionNameError(f"{name!r:.80} is not a path of labels under {head!r}")

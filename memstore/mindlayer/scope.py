@@ -8,6 +8,8 @@ A partition name holds at most :data:`~memstore.limits.MAX_NAME_CHARS`
 (128) characters, and agent and user ids up to 128 each: a scope whose
 readable name would be longer is ``mindlayer/~<64 hex digits>``, a hash of
 agent and user (ids never hold ``~``, so no readable name is ever one).
+The mapping is the engine's (:func:`memstore.partitions.path_partition`), not
+this module's: one place says how a path of names becomes a partition.
 
 A memory is an item of kind :data:`KIND_MEMORY` in that partition. Its item
 id is ``ml:<scope key>:<memory id>``, where the scope key is a 24-hex-digit
@@ -40,8 +42,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from memstore.limits import MAX_NAME_CHARS
 from memstore.mindlayer.limits import ID_PATTERN
+from memstore.partitions import HASHED_MARK, PartitionNameError, path_labels, path_partition
 
 __all__ = [
     "DATA_ID",
@@ -55,7 +57,8 @@ __all__ = [
     "valid_id",
 ]
 
-PARTITION_PREFIX: Final = "mindlayer/"
+_PREFIX_LABEL: Final = "mindlayer"
+PARTITION_PREFIX: Final = f"{_PREFIX_LABEL}/"
 """What every Mind Layer partition name starts with."""
 KIND_MEMORY: Final = "memory"
 """The kind of a Mind Layer memory item."""
@@ -66,8 +69,6 @@ DATA_ID: Final = "ml_id"
 DATA_SESSION: Final = "ml_session"
 """The ``data`` key holding a memory's session label."""
 
-HASHED_MARK: Final = "~"
-"""What a hashed partition name (a scope too long to spell out) starts with after the prefix."""
 
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -105,13 +106,10 @@ class Scope:
         """The memstore partition holding the scope.
 
         ``mindlayer/<agent>/<user>`` when that fits a partition name (128
-        characters), else ``mindlayer/~`` and 64 hex digits of agent and user.
+        characters), else ``mindlayer/~`` and 64 hex digits of agent and user:
+        the engine's :func:`~memstore.partitions.path_partition`.
         """
-        readable = f"{PARTITION_PREFIX}{self.agent}/{self.user}"
-        if len(readable) <= MAX_NAME_CHARS:
-            return readable
-        digest = hashlib.blake2b(f"{self.agent}\0{self.user}".encode(), digest_size=32)
-        return f"{PARTITION_PREFIX}{HASHED_MARK}{digest.hexdigest()}"
+        return path_partition(_PREFIX_LABEL, (self.agent, self.user))
 
     @property
     def key(self) -> str:
@@ -129,16 +127,15 @@ class Scope:
 
     @classmethod
     def from_partition(cls, partition: str) -> Scope:
-        """The scope a partition name holds.
+        """The scope a partition name holds (:func:`~memstore.partitions.path_labels`).
 
         :raises ValueError: not a Mind Layer partition, or a hashed one
             (``mindlayer/~...``: the scope's ids cannot be read back from it).
         """
-        if partition.startswith(PARTITION_PREFIX + HASHED_MARK):
-            raise ValueError(f"{partition!r} names its scope by hash; the ids are not in it")
-        if not partition.startswith(PARTITION_PREFIX):
-            raise ValueError(f"{partition!r} is not a Mind Layer partition")
-        agent, sep, user = partition[len(PARTITION_PREFIX) :].partition("/")
-        if not sep:
-            raise ValueError(f"{partition!r} is not a Mind Layer partition")
-        return cls(agent, user)
+        try:
+            labels = path_labels(partition, _PREFIX_LABEL)
+        except PartitionNameError as e:
+            raise ValueError(str(e)) from None
+        if len(labels) != 2:
+            raise ValueError(f"{partition!r:.80} is not a Mind Layer partition")
+        return cls(*labels)
