@@ -215,48 +215,6 @@ def test_pages_of_search_nodes_are_slices_of_the_unpaged_answer() -> None:
     anyio.run(main)
 
 
-@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
-def test_an_entity_with_a_blank_name_works_as_in_the_reference(tmp_path: Path, blank: str) -> None:
-    """The reference takes any text as a name, "" too: every tool works on it.
-
-    Such an entity could be created with an observation but never lose its
-    last one (nor be created without one): its item had neither title nor
-    content, which the engine refuses.
-    """
-    odd, rel = _e(blank, "thing", "one"), _r("Alice", blank, "knows")
-
-    def deletion(*obs: str) -> dict[str, Any]:
-        return {"deletions": [{"entityName": blank, "observations": list(obs)}]}
-
-    async def main() -> None:
-        with Memory(tmp_path, embedder="hash") as mem:
-            async with in_process(mem, compat=KG) as c:
-                got = await c.ok("create_entities", {"entities": [odd, ALICE]})
-                assert got == {"entities": [odd, ALICE]}
-                assert (await c.ok("delete_observations", deletion("one")))["success"] is True
-                assert await c.ok("open_nodes", {"names": [blank]}) == {
-                    "entities": [_e(blank, "thing")],
-                    "relations": [],
-                }
-                assert await c.ok("create_relations", {"relations": [rel]}) == {"relations": [rel]}
-                more = {"observations": [{"entityName": blank, "contents": ["two"]}]}
-                got = await c.ok("add_observations", more)
-                assert got == {"results": [{"entityName": blank, "addedObservations": ["two"]}]}
-                await c.ok("delete_observations", deletion("two"))
-                graph = await c.ok("read_graph")
-                assert graph == {"entities": [_e(blank, "thing"), ALICE], "relations": [rel]}
-            async with in_process(mem, compat=KG) as c:  # the same graph, read again
-                assert await c.ok("read_graph") == graph
-                await c.ok("delete_entities", {"entityNames": [blank]})
-                assert await c.ok("read_graph") == {"entities": [ALICE], "relations": []}
-                got = await c.ok("create_entities", {"entities": [_e(blank, "thing")]})
-                assert got == {"entities": [_e(blank, "thing")]}
-                found = await c.ok("search_nodes", {"query": "thing"})
-                assert names(found["entities"])[0] == blank  # the substring match first
-
-    anyio.run(main)
-
-
 def test_partitions_keep_separate_graphs() -> None:
     async def main() -> None:
         with Memory(embedder="hash") as mem:

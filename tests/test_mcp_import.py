@@ -74,6 +74,27 @@ def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
             '{"type": "relation", "from": "Alice", "to": "Acme", "relationType": "\\udc00"}',
             "line 3: relationType is not valid Unicode",
         ),
+        # A blank name or relation type: the graph tools could never name it again.
+        (
+            json.dumps({"type": "entity", "name": "", "entityType": "t", "observations": ["a"]}),
+            "line 3: name must not be empty or only whitespace",
+        ),
+        (
+            json.dumps({"type": "entity", "name": " \t", "entityType": "t", "observations": []}),
+            "line 3: name must not be empty or only whitespace",
+        ),
+        (
+            json.dumps({"type": "relation", "from": " ", "to": "Acme", "relationType": "x"}),
+            "line 3: from must not be empty or only whitespace",
+        ),
+        (
+            json.dumps({"type": "relation", "from": "Alice", "to": "", "relationType": "x"}),
+            "line 3: to must not be empty or only whitespace",
+        ),
+        (
+            json.dumps({"type": "relation", "from": "Alice", "to": "Acme", "relationType": "\n"}),
+            "line 3: relationType must not be empty or only whitespace",
+        ),
     ],
 )
 def test_a_bad_line_is_named_and_nothing_is_kept(bad: str, says: str) -> None:

@@ -14,6 +14,11 @@ over :class:`~memstore.mcp.graph.KnowledgeGraph`. Two documented differences:
   reference's.
 
 Unknown argument fields are ignored, as the reference's schemas strip them.
+One difference on purpose: an entity name (``name``, ``from``, ``to``,
+``entityName``, ``entityNames``, ``names``) or a ``relationType`` that is
+empty or only whitespace is refused with a tool error naming the argument,
+and the call changes nothing (the reference takes any text); the input
+schemas say ``minLength: 1`` for each of them.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from memstore.memory import Memory
 from memstore.tags import PARTITION_ALL
 
 from .arguments import Whole
-from .graph import ENTITY_KIND, Entity, KnowledgeGraph, Relation
+from .graph import ENTITY_KIND, NOT_BLANK, Entity, KnowledgeGraph, Relation, blank
 from .toolkit import SCOPE_FORGET, SCOPE_WRITE, Caller, ToolSpec
 
 __all__ = ["GRAPH_RESOURCE", "SEARCH_EXTRAS", "SEARCH_QUERY_MAX_LENGTH", "compat_tools"]
@@ -69,12 +74,30 @@ def _unicode(text: str) -> str:
     return text
 
 
+def _named(text: str) -> str:
+    """``text``, refused when it is empty or only whitespace (:func:`~memstore.mcp.graph.blank`).
+
+    >>> _named("Alice")
+    'Alice'
+    """
+    if blank(text):
+        raise ValueError(NOT_BLANK)
+    return text
+
+
 _Text = Annotated[str, AfterValidator(_unicode)]
-"""A name, type or observation of the graph: any string of valid Unicode."""
+"""An entity type or an observation of the graph: any string of valid Unicode."""
+_Name = Annotated[
+    str, AfterValidator(_unicode), AfterValidator(_named), Field(json_schema_extra={"minLength": 1})
+]
+"""An entity name or a relation type: valid Unicode, not empty, not only whitespace.
+
+One message for ``""`` and ``" "`` alike (the validator's, not pydantic's
+``min_length``), while the schema says ``minLength: 1`` to a client."""
 
 
 class EntityIn(_In):
-    name: _Text = Field(description="The name of the entity")
+    name: _Name = Field(description="The name of the entity")
     entityType: _Text = Field(description="The type of the entity")
     observations: list[_Text] = Field(
         description="An array of observation contents associated with the entity"
@@ -82,11 +105,11 @@ class EntityIn(_In):
 
 
 class RelationIn(_In):
-    source: _Text = Field(
+    source: _Name = Field(
         alias="from", description="The name of the entity where the relation starts"
     )
-    target: _Text = Field(alias="to", description="The name of the entity where the relation ends")
-    relationType: _Text = Field(description="The type of the relation")
+    target: _Name = Field(alias="to", description="The name of the entity where the relation ends")
+    relationType: _Name = Field(description="The type of the relation")
 
 
 class EntityOut(BaseModel):
@@ -112,7 +135,7 @@ class CreateRelationsArgs(_In):
 
 
 class ObservationsIn(_In):
-    entityName: _Text = Field(description="The name of the entity to add the observations to")
+    entityName: _Name = Field(description="The name of the entity to add the observations to")
     contents: list[_Text] = Field(description="An array of observation contents to add")
 
 
@@ -121,11 +144,11 @@ class AddObservationsArgs(_In):
 
 
 class DeleteEntitiesArgs(_In):
-    entityNames: list[_Text] = Field(description="An array of entity names to delete")
+    entityNames: list[_Name] = Field(description="An array of entity names to delete")
 
 
 class DeletionIn(_In):
-    entityName: _Text = Field(description="The name of the entity containing the observations")
+    entityName: _Name = Field(description="The name of the entity containing the observations")
     observations: list[_Text] = Field(description="An array of observations to delete")
 
 
@@ -172,7 +195,7 @@ class SearchNodesArgs(_Page):
 
 
 class OpenNodesArgs(_In):
-    names: list[_Text] = Field(description="An array of entity names to retrieve")
+    names: list[_Name] = Field(description="An array of entity names to retrieve")
 
 
 class EntitiesOut(BaseModel):

@@ -3,8 +3,9 @@
 ``@modelcontextprotocol/server-memory`` keeps entities (a name, a type, a list
 of observations) and relations (``from``, ``to``, ``relationType``) in a JSONL
 file. Here an entity is one item of kind :data:`ENTITY_KIND`: its name is the
-title (a blank name quoted, as JSON shows it), its observations are the content
-(one per line, searchable) and, exactly, a JSON list in ``data``; the relations
+title (a blank name, left from before they were refused, quoted as JSON shows
+it), its observations are the content (one per line, searchable) and, exactly,
+a JSON list in ``data``; the relations
 starting at it are a JSON list in its ``data`` too, each mirrored by a link to
 the target's item so that spreading activation follows them. An entity's id is
 derived from its partition and name, so a name always finds its item without a
@@ -41,11 +42,13 @@ from memstore.tags import PARTITION_ALL
 
 __all__ = [
     "ENTITY_KIND",
+    "NOT_BLANK",
     "Entity",
     "EntityRefusedError",
     "GraphError",
     "KnowledgeGraph",
     "Relation",
+    "blank",
     "entity_id",
 ]
 
@@ -58,8 +61,34 @@ _GRAPH_RELATION: Final = "correlates_with"
 """The link relation mirroring a graph relation (the relation's own type lives in data)."""
 
 
+NOT_BLANK: Final = "must not be empty or only whitespace"
+"""What a blank entity name or relation type is told (:func:`blank`)."""
+
+
 class GraphError(MemstoreError, ValueError):
     """A graph operation the reference server refuses too (e.g. an unknown entity)."""
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` cannot name an entity or a relation type: empty or only whitespace.
+
+    The reference server takes any text; memstore refuses a blank name (in
+    every tool that names an entity, and in an import) since no client means
+    one: it is a model's slip, and an entity named ``" "`` is one no one can
+    tell from ``""`` or find by its words.
+
+    >>> blank(""), blank("   "), blank(" Alice ")
+    (True, True, False)
+    """
+    return not text.strip()
+
+
+def _named(entities: Iterable[str], types: Iterable[str] = ()) -> None:
+    """Refuse a blank entity name or relation type before a write (for a Python caller)."""
+    for what, texts in (("entity name", entities), ("relation type", types)):
+        for text in texts:
+            if blank(text):
+                raise GraphError(f"{what} {NOT_BLANK}, got {text!r:.40}")
 
 
 @dataclass(frozen=True)
@@ -201,8 +230,12 @@ class KnowledgeGraph:
             return self.mem.atomically(fn)
 
     def create_entities(self, entities: Iterable[Entity]) -> list[Entity]:
-        """Create entities whose names are new (existing and repeated names are ignored)."""
+        """Create entities whose names are new (existing and repeated names are ignored).
+
+        :raises GraphError: a blank name (:func:`blank`); nothing is created.
+        """
         wanted = list(entities)
+        _named(e.name for e in wanted)
 
         def step() -> list[Entity]:
             created: list[Entity] = []
@@ -218,8 +251,12 @@ class KnowledgeGraph:
         return self._step(step)
 
     def create_relations(self, relations: Iterable[Relation]) -> list[Relation]:
-        """Add relations not already present; both ends must exist (else nothing changes)."""
+        """Add relations not already present; both ends must exist (else nothing changes).
+
+        :raises GraphError: an unknown end, a blank name or type; nothing is added.
+        """
         wanted = list(relations)
+        _named((n for r in wanted for n in (r.source, r.target)), (r.relationType for r in wanted))
 
         def step() -> list[Relation]:
             nodes: dict[str, _Node] = {}
@@ -255,8 +292,12 @@ class KnowledgeGraph:
     def add_observations(
         self, additions: Iterable[tuple[str, Sequence[str]]]
     ) -> list[tuple[str, list[str]]]:
-        """Append observations an entity lacks; an unknown entity fails the whole call."""
+        """Append observations an entity lacks; an unknown entity fails the whole call.
+
+        :raises GraphError: an unknown entity or a blank name; nothing is added.
+        """
         wanted = [(name, list(contents)) for name, contents in additions]
+        _named(name for name, _ in wanted)
 
         def step() -> list[tuple[str, list[str]]]:
             results: list[tuple[str, list[str]]] = []
@@ -434,11 +475,13 @@ def _refused_as(entity: Entity) -> Iterator[None]:
 def _title(name: str) -> str:
     """The title of an entity's item: its name, or the name quoted if it is blank.
 
-    The reference takes any text as a name, ``""`` and ``" "`` too, and an
-    entity may have no observations (an item with no content). The engine
-    refuses an item without title and content, so a blank name is titled as
-    JSON shows it (``'""'``): the item is valid, and the quotes make no words
-    for search. The name itself is kept, exactly, in ``data``.
+    The reference takes any text as a name, ``""`` and ``" "`` too, and so
+    did memstore before it refused blank names (:func:`blank`): a graph may
+    still hold such an entity, and an entity may have no observations (an
+    item with no content). The engine refuses an item without title and
+    content, so a blank name is titled as JSON shows it (``'""'``): the item
+    is valid, and the quotes make no words for search. The name itself is
+    kept, exactly, in ``data``.
 
     >>> _title("Alice"), _title(""), _title(" ")
     ('Alice', '""', '" "')

@@ -5,8 +5,9 @@ line: ``{"type": "entity", "name", "entityType", "observations"}`` and
 ``{"type": "relation", "from", "to", "relationType"}``. The importer reads the
 whole file first and refuses it, naming the line, if any line is not one of
 those (the reference skips such lines silently; a migration must not lose
-them), if a text in it is not valid Unicode (a lone surrogate), or if a
-relation names an entity the file does not hold. Then it
+them), if a text in it is not valid Unicode (a lone surrogate), if an entity
+name or a relation type is empty or only whitespace (the graph tools refuse
+such a name), or if a relation names an entity the file does not hold. Then it
 writes everything in one transaction: all of it is kept, or nothing.
 Entities already in the graph gain the observations they lack; relations
 already there are not doubled.
@@ -36,7 +37,7 @@ from memstore.journal.exportfile import BOM
 from memstore.memory import Memory
 from memstore.transaction import transaction
 
-from .graph import Entity, KnowledgeGraph, Relation
+from .graph import NOT_BLANK, Entity, KnowledgeGraph, Relation, blank
 
 __all__ = ["GraphImport", "GraphImportError", "import_graph", "read_graph_lines"]
 
@@ -71,6 +72,17 @@ def _unicode(n: int, fields: Iterable[tuple[str, str]]) -> None:
                 f"line {n}: {field} is not valid Unicode text (it holds a lone surrogate); "
                 "nothing was imported"
             )
+
+
+def _named(n: int, fields: Iterable[tuple[str, str]]) -> None:
+    """Refuse line ``n`` if an entity name or a relation type is empty or only whitespace.
+
+    The graph tools refuse such a name (:func:`~memstore.mcp.graph.blank`), so
+    an entity imported under one could be read but never named by a tool.
+    """
+    for field, text in fields:
+        if blank(text):
+            raise GraphImportError(f"line {n}: {field} {NOT_BLANK}; nothing was imported")
 
 
 def read_graph_lines(lines: Iterable[str]) -> tuple[list[Entity], list[Relation]]:
@@ -114,6 +126,7 @@ def _parse(
                     "(a list of text); nothing was imported"
                 )
             _unicode(n, [("name", name), ("entityType", etype)])
+            _named(n, [("name", name)])
             _unicode(n, [(f"observations.{i}", o) for i, o in enumerate(obs)])
             have = entities.get(name)
             joined = list(dict.fromkeys([*(have.observations if have else ()), *obs]))
@@ -127,6 +140,7 @@ def _parse(
                     "nothing was imported"
                 )
             _unicode(n, zip(("from", "to", "relationType"), ends, strict=True))
+            _named(n, zip(("from", "to", "relationType"), ends, strict=True))
             relations.append((n, Relation(*ends)))
         else:
             export = isinstance(rec, dict) and str(rec.get("format", "")).startswith(
