@@ -5,9 +5,9 @@ of observations) and relations (``from``, ``to``, ``relationType``) in a JSONL
 file. Here an entity is one item of kind :data:`ENTITY_KIND`: its name is the
 title (a blank name, left from before they were refused, quoted as JSON shows
 it), its observations are the content (one per line, searchable) and, exactly,
-a JSON list in ``data``; the relations
-starting at it are a JSON list in its ``data`` too, each mirrored by a link to
-the target's item so that spreading activation follows them. An entity's id is
+a JSON list in ``data``; the relations starting at it are a JSON list in its
+``data`` too, each mirrored by a link to the target's item so that spreading
+activation follows them. An entity's id is
 derived from its partition and name, so a name always finds its item without a
 scan and two servers sharing one journal agree on it.
 
