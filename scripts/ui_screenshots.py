@@ -41,7 +41,7 @@ def _free_port() -> int:
 
 def _start(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     tokens = folder / "tokens.json"
-    scopes = ["ingest", "recall", "forget"]
+    scopes = ["ingest", "recall", "forget", "admin"]  # the owner: the server's figures too
     tokens.write_text(json.dumps({TOKEN: {"tenant": "acme", "scopes": scopes}}))
     tokens.chmod(0o600)
     port = _free_port()

@@ -319,7 +319,7 @@ def test_tokens_file_entries_are_checked(tmp_path: Path) -> None:
         ("not json", "tokens file is not valid JSON"),
         ("[]", "tokens file must be a JSON object"),
         ('{"t": {"tenant": "a,b", "scopes": ["recall"]}}', "entry #1: tenant 'a,b' must be 1-64"),
-        ('{"t": {"tenant": "acme", "scopes": ["admin"]}}', "entry #1 (tenant 'acme'): unknown"),
+        ('{"t": {"tenant": "acme", "scopes": ["root"]}}', "entry #1 (tenant 'acme'): unknown"),
         (
             '{"tok en": {"tenant": "acme", "scopes": ["recall"]}}',
             "entry #1 (tenant 'acme'): a token must be 1-512 of A-Z a-z 0-9",

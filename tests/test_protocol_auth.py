@@ -50,7 +50,7 @@ def _status(exc: pytest.ExceptionInfo[ProtocolError]) -> tuple[int, str]:
 def test_the_seeds_map_shape(table: TokenTable) -> None:
     assert len(table) == 4
     assert table.tenants == {"acme", "globex-2.eu_1", "idle"}
-    assert table.lookup(SECRET) == Principal("acme", frozenset(SCOPES))
+    assert table.lookup(SECRET) == Principal("acme", frozenset({"ingest", "recall", "forget"}))
     assert table.lookup("reader") == Principal("acme", frozenset({"recall"}))
     assert table.lookup("other/tenant+token==") == Principal("globex-2.eu_1", frozenset({"ingest"}))
     assert table.lookup("unknown") is None
@@ -175,7 +175,7 @@ def test_the_final_comparison_is_constant_time(
         ('{"t": {"tenant": 3, "scopes": []}}', "tenant must be a string"),
         ('{"t": {"tenant": "a"}}', "scopes must be a list of strings"),
         ('{"t": {"tenant": "a", "scopes": "recall"}}', "scopes must be a list of strings"),
-        ('{"t": {"tenant": "a", "scopes": ["recall", "admin"]}}', "unknown scopes ['admin']"),
+        ('{"t": {"tenant": "a", "scopes": ["recall", "root"]}}', "unknown scopes ['root']"),
         ('{"t": {"tenant": "*", "scopes": []}}', "tenant '*' must be"),
         ('{"t": {"tenant": "a/b", "scopes": []}}', "must be 1-64"),
         ('{"t": {"tenant": "", "scopes": []}}', "must be 1-64"),
@@ -208,7 +208,7 @@ def test_load_and_write_round_trip(tmp_path: Path) -> None:
     write_tokens_file(path, {token: Principal("local", frozenset(SCOPES))})
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text()) == {
-        token: {"tenant": "local", "scopes": ["ingest", "recall", "forget"]}
+        token: {"tenant": "local", "scopes": ["ingest", "recall", "forget", "admin"]}
     }
     assert TokenTable.load(path).authenticate(f"Bearer {token}").tenant == "local"
     assert os.listdir(tmp_path) == ["tokens.json"]  # no temporary file left behind

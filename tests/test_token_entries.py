@@ -34,7 +34,7 @@ _REFUSED = [
     ('{"t": {"tenant": "a"}}', "entry #1 (tenant 'a'): scopes must be a list of strings"),
     ('{"t": {"tenant": "a", "scopes": [["recall"]]}}', "scopes must be a list of strings"),
     ('{"ok": {"tenant": "a", "scopes": []}, "t": {"tenant": "a,b", "scopes": []}}', "entry #2:"),
-    ('{"t": {"tenant": "a", "scopes": ["admin"]}}', "unknown scopes ['admin']"),
+    ('{"t": {"tenant": "a", "scopes": ["root"]}}', "unknown scopes ['root']"),
     ('{"tok en": {"tenant": "a", "scopes": []}}', "a token must be 1-512 of"),
     ('{"": {"tenant": "a", "scopes": []}}', "a token must be 1-512 of"),
     ('{"' + "t" * 513 + '": {"tenant": "a", "scopes": []}}', "token longer than 512"),
@@ -81,3 +81,12 @@ def test_emptying_the_file_revokes_every_token_on_both_surfaces(tmp_path: Path) 
     assert served.current().lookup("tok") is None and len(served.current()) == 0
     assert mcp.current().caller("Bearer tok") is None
     assert served.failures == mcp.failures == 0  # taken, not refused (the old tokens kept)
+
+
+def test_both_surfaces_take_an_admin_token() -> None:
+    """One tokens file serves ``memstore serve`` and ``memstore mcp``: ``admin`` in both
+    (the inspector's server-wide statistics; ``memstore mcp`` grants nothing for it)."""
+    text = json.dumps({"t": {"tenant": "ops", "scopes": ["recall", "admin"]}})
+    assert TokenTable.from_json(text).authenticate("Bearer t").scopes == {"recall", "admin"}
+    caller = parse_tokens(text).caller("Bearer t")
+    assert caller is not None and caller.may("recall") and caller.may("admin")

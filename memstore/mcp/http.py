@@ -66,7 +66,7 @@ from memstore.web.bearer import bearer_token
 from memstore.web.headers import single_header
 from memstore.web.hosts import is_loopback
 from memstore.web.refusal import Refusal
-from memstore.web.tokens import TokensFile, TokensFileError, parse_token_entries
+from memstore.web.tokens import ADMIN_SCOPE, TokensFile, TokensFileError, parse_token_entries
 
 from .framing import error_reply
 from .gate import gate, null_error_ids, refusal_response, refuse
@@ -87,7 +87,8 @@ __all__ = [
 MCP_PATH: Final = "/mcp"
 CALLER_KEY: Final = "memstore.caller"
 """Where the authenticated :class:`Caller` rides in the ASGI scope."""
-_SCOPES: Final = (SCOPE_WRITE, SCOPE_READ, SCOPE_FORGET)
+_SCOPES: Final = (SCOPE_WRITE, SCOPE_READ, SCOPE_FORGET, ADMIN_SCOPE)
+"""What a token may hold: ``admin`` is taken and grants nothing here (one file, every surface)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,9 @@ def parse_tokens(text: str) -> TokenMap:
 
     Parsed as ``memstore serve`` parses its own
     (:func:`~memstore.web.tokens.parse_token_entries`), the scopes being
-    ``ingest``, ``recall`` and ``forget``. An entry with no scope
+    ``ingest``, ``recall`` and ``forget``, and ``admin``, taken and granting
+    nothing here (it shows ``memstore serve``'s inspector the server's own
+    figures), so one file serves both. An entry with no scope
     authenticates a caller whose every tool call is refused; an empty map
     (``{}``) authenticates nobody, so emptying the file revokes every token
     at once, without a restart.

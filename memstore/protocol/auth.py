@@ -40,6 +40,7 @@ from memstore.protocol.errors import forbidden, unauthorized
 from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.bearer import MAX_TOKEN_CHARS, bearer_token
 from memstore.web.tokens import (
+    ADMIN_SCOPE,
     TokenEntry,
     TokensFileError,
     check_token_entry,
@@ -59,8 +60,13 @@ __all__ = [
     "write_tokens_file",
 ]
 
-SCOPES: Final = ("ingest", "recall", "forget")
-"""Every scope a token may hold: one per write verb, ``recall`` for all reads."""
+SCOPES: Final = ("ingest", "recall", "forget", ADMIN_SCOPE)
+"""Every scope a token may hold: one per write verb, ``recall`` for all reads.
+
+``admin`` (:data:`~memstore.web.tokens.ADMIN_SCOPE`) needs no route of its
+own: it shows the server-wide figures (search counters, journal size,
+vectors: every tenant's together) in the inspector's statistics,
+``GET /ui/api/stats``. It reads no other tenant's items."""
 ROUTE_SCOPES: Final[Mapping[str, str]] = {
     "POST /v1/ingest": "ingest",
     "POST /v1/recall": "recall",

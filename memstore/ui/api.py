@@ -4,7 +4,9 @@
 calls it with the app it built, the :class:`~memstore.Memory` it serves and
 its :data:`~memstore.web.mount.Authenticate`. Every ``/ui/api`` route needs
 ``Authorization: Bearer <token>``, the server's own tokens; a token sees its
-tenant's partition (``recall`` to read, ``forget`` to forget). Errors are
+tenant's partition (``recall`` to read, ``forget`` to forget; ``admin`` adds
+the server-wide figures to the statistics:
+:data:`~memstore.web.tokens.ADMIN_SCOPE`). Errors are
 ``{"error": code, "message": ...}``, as the rest of the server answers.
 
 The page itself and its files need no token (there is nothing in them but
@@ -33,6 +35,7 @@ from memstore.web.headers import single_header
 from memstore.web.mount import Authenticate, Caller
 from memstore.web.refusal import Refusal
 from memstore.web.responses import NewlineJSONResponse
+from memstore.web.tokens import ADMIN_SCOPE
 
 __all__ = ["PAGE_SECURITY_HEADERS", "STATIC_FILES", "install"]
 
@@ -235,7 +238,7 @@ def install(app: FastAPI, memory: Memory, authenticate: Authenticate) -> None:
     async def stats(request: Request) -> Any:
         def run() -> dict[str, Any]:
             caller, _ = caller_of(request, "recall", None)
-            return views.stats(memory, caller.partitions)
+            return views.stats(memory, caller.partitions, server=caller.may(ADMIN_SCOPE))
 
         return await answer(run)
 

@@ -576,18 +576,25 @@ def item_view(
     }
 
 
-def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
-    """Counts of the caller's items, search statistics per phase, the journal.
+def stats(memory: Memory, partitions: tuple[str, ...], *, server: bool = False) -> dict[str, Any]:
+    """Counts of the caller's items and the journal's head; the server's figures for an admin.
 
     ``partitions`` and ``kinds`` count the active items (not stale, superseded
     or past their deadline); ``statuses`` counts every item held, by status.
     Private items are never counted. The counts come from the store's tally
     (:meth:`~memstore.store.Store.tally`), kept as items change: a request
     costs what the partitions' kinds cost, not a walk over the store.
+    ``journal.head`` is the log position every token is told (``whoami``,
+    ``/healthz``): the moment time travel starts from.
+
+    ``server`` (a token holding the ``admin`` scope) adds ``server``: the
+    figures of the whole server, every tenant's work in them (the search
+    counters and phases, the journal's size on disk, the number of
+    vectors). Without it ``server`` is ``None``: a tenant's token learns
+    nothing of how much the other tenants hold or search.
     """
     # From the tally per partition: Memory.stats() counts every partition and scope.
     head = memory.journal.head() if memory.journal is not None else None
-    vectors = len(memory.cells) if memory.cells is not None else 0
     by_partition: Counter[str] = Counter()
     by_kind: Counter[str] = Counter()
     by_status: Counter[str] = Counter()
@@ -597,6 +604,17 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
             if status == STATUS_ACTIVE:
                 by_partition[p] += n
                 by_kind[kind] += n
+    return {
+        "partitions": {p: by_partition.get(p, 0) for p in partitions},
+        "kinds": dict(sorted(by_kind.items())),
+        "statuses": dict(sorted(by_status.items())),
+        "journal": {"head": _moment(head)},
+        "server": _server_figures(memory) if server else None,
+    }
+
+
+def _server_figures(memory: Memory) -> dict[str, Any]:
+    """What :func:`stats` adds for an admin: every tenant's search counters, journal, vectors."""
     snap = snapshot_from_ops(dict(memory.searcher.stats.ops()))
     phases = {
         name: {"avg_ms": round(phase.avg_ms, 3), "count": phase.count}
@@ -609,9 +627,6 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
         files = [memory.path / (JOURNAL_FILE + suffix) for suffix in ("", "-wal", "-shm")]
         size = sum(f.stat().st_size for f in files if f.exists()) or None
     return {
-        "partitions": {p: by_partition.get(p, 0) for p in partitions},
-        "kinds": dict(sorted(by_kind.items())),
-        "statuses": dict(sorted(by_status.items())),
         "search": {
             "total": snap.total,
             "lexical_fast_path": snap.lexical_count,
@@ -621,8 +636,8 @@ def stats(memory: Memory, partitions: tuple[str, ...]) -> dict[str, Any]:
             "avg_fused_ms": round(snap.avg_fused_ms, 3),
             "phases": phases,
         },
-        "journal": {"head": _moment(head), "bytes": size},
-        "vectors": vectors,
+        "journal_bytes": size,
+        "vectors": len(memory.cells) if memory.cells is not None else 0,
     }
 
 

@@ -61,6 +61,7 @@ from memstore.errors import MemstoreError
 from memstore.web.bearer import B64TOKEN, MAX_TOKEN_CHARS
 
 __all__ = [
+    "ADMIN_SCOPE",
     "TENANT",
     "TokenEntry",
     "TokensFile",
@@ -140,6 +141,15 @@ class TokensFile(Generic[T]):
 
 # --- the tokens file's JSON shape, shared by every surface -------------------------------
 
+ADMIN_SCOPE: Final = "admin"
+"""A scope every surface's tokens file takes: the server's own figures, no one's items.
+
+It grants no route and no item of another tenant. The inspector
+(``GET /ui/api/stats``) shows a token holding it the figures of the whole
+server beside its tenant's (every tenant's search counters, the journal's
+size, the number of vectors); a token without it sees its own tenant's only.
+A surface with nothing of the kind (``memstore mcp``) accepts it and grants
+nothing, so one tokens file serves every surface."""
 TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A tenant name: 1-64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (a partition)."""
 _ENTRY_KEYS: Final = frozenset({"tenant", "scopes"})

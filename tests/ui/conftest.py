@@ -37,6 +37,8 @@ ALL = ["ingest", "recall", "forget"]
 class Server:
     url: str
     tokens: dict[str, str]  # tenant -> token
+    admin: str = ""
+    """The token of tenant ``ops`` (no items) with ``recall`` and ``admin``: server figures."""
     _next: Iterator[int] = field(default_factory=itertools.count)
 
     def tenant(self) -> tuple[str, str]:
@@ -74,14 +76,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("ui-server")
     tokens = {f"t{n}": f"tok-ui-{n}-{os.urandom(6).hex()}" for n in range(TENANTS)}
     tokens_file = root / "tokens.json"
-    tokens_file.write_text(
-        json.dumps({tok: {"tenant": t, "scopes": ALL} for t, tok in tokens.items()}),
-        encoding="utf-8",
-    )
+    admin = f"tok-ui-ops-{os.urandom(6).hex()}"
+    entries = {tok: {"tenant": t, "scopes": ALL} for t, tok in tokens.items()}
+    entries[admin] = {"tenant": "ops", "scopes": ["recall", "admin"]}
+    tokens_file.write_text(json.dumps(entries), encoding="utf-8")
     tokens_file.chmod(0o600)
     proc, url = start_server(root / "data", tokens_file)
     try:
-        yield Server(url, tokens)
+        yield Server(url, tokens, admin)
     finally:
         assert stop_server(proc) == 0
 

@@ -212,6 +212,7 @@ def test_a_script_in_memory_is_shown_as_text(page: Page) -> None:
 
 
 def test_statistics(page: Page) -> None:
+    """A tenant's token sees its own counts and the journal's head, not the server's figures."""
     tenant, token = page.server.tenant()
     page.server.ingest(token, "Heidi runs the statistics desk.", source="heidi.md")
     page.sign_in(token)
@@ -219,8 +220,26 @@ def test_statistics(page: Page) -> None:
     stats.get_by_role("button", name="Refresh statistics").click()
     expect(stats.get_by_role("table", name="Items by partition")).to_contain_text(tenant)
     expect(stats.get_by_role("table", name="Items by kind")).to_contain_text("episode")
-    expect(stats.get_by_role("table", name="Search phases")).to_contain_text("lexical")
     expect(stats.get_by_role("table", name="Journal")).to_contain_text("head")
+    expect(stats).to_contain_text("shown to a token with the admin scope")
+    for caption in ("Searches (all tenants)", "Search phases (all tenants)", "Storage"):
+        expect(stats.get_by_role("table", name=caption)).to_have_count(0)
+    expect(stats).not_to_contain_text("semantic calls")
+
+
+def test_statistics_of_the_server_for_an_admin_token(page: Page) -> None:
+    _, token = page.server.tenant()
+    page.server.ingest(token, "Ivo keeps the server's books.", source="ivo.md")
+    page.sign_in(page.server.admin)
+    stats = page.page.get_by_role("region", name="Statistics")
+    stats.get_by_role("button", name="Refresh statistics").click()
+    expect(stats.get_by_role("table", name="Items by partition")).to_contain_text("ops")
+    expect(stats.get_by_role("table", name="Search phases (all tenants)")).to_contain_text(
+        "lexical"
+    )
+    expect(stats.get_by_role("table", name="Searches (all tenants)")).to_contain_text("total")
+    expect(stats.get_by_role("table", name="Storage (all tenants)")).to_contain_text("vectors")
+    expect(stats).not_to_contain_text("shown to a token with the admin scope")
 
 
 def test_sign_out_leaves_nothing_for_the_next_token(page: Page) -> None:

@@ -185,7 +185,11 @@ export function withdrawnPanel(el, id) {
   el.hidden = false;
 }
 
-/** The statistics panel. */
+/**
+ * The statistics panel: the tenant's item counts and the journal's head; the server's
+ * own figures (every tenant's searches, the journal's size, the vectors) only when the
+ * answer carries them (a token with the admin scope), else a line saying so.
+ */
 export function statsPanel(el, s) {
   const table = (caption, rows) =>
     h(
@@ -194,26 +198,40 @@ export function statsPanel(el, s) {
       h("caption", {}, caption),
       h("tbody", {}, rows.map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, show(v))))),
     );
-  const phases = Object.entries(s.search.phases).map(([k, p]) => [k, `${p.count} calls, ${num(p.avg_ms)} ms`]);
-  fill(
-    el,
+  const tables = [
     table("Items by partition", Object.entries(s.partitions)),
     table("Items by kind", Object.entries(s.kinds)),
-    table("Searches", [
-      ["total", s.search.total],
-      ["lexical fast path", s.search.lexical_fast_path],
-      ["fused", s.search.fused],
-      ["semantic calls", s.search.semantic_calls],
-      ["avg lexical ms", num(s.search.avg_lexical_ms)],
-      ["avg fused ms", num(s.search.avg_fused_ms)],
-    ]),
-    table("Search phases", phases),
-    table("Journal", [
-      ["head", s.journal.head ? `${s.journal.head.lsn} (${s.journal.head.time})` : "—"],
-      ["size (bytes)", s.journal.bytes],
-      ["vectors", s.vectors],
-    ]),
-  );
+    table("Journal", [["head", s.journal.head ? `${s.journal.head.lsn} (${s.journal.head.time})` : "—"]]),
+  ];
+  const server = s.server;
+  if (server) {
+    const phases = Object.entries(server.search.phases).map(([k, p]) => [k, `${p.count} calls, ${num(p.avg_ms)} ms`]);
+    tables.push(
+      table("Searches (all tenants)", [
+        ["total", server.search.total],
+        ["lexical fast path", server.search.lexical_fast_path],
+        ["fused", server.search.fused],
+        ["semantic calls", server.search.semantic_calls],
+        ["avg lexical ms", num(server.search.avg_lexical_ms)],
+        ["avg fused ms", num(server.search.avg_fused_ms)],
+      ]),
+      table("Search phases (all tenants)", phases),
+      table("Storage (all tenants)", [
+        ["journal size (bytes)", server.journal_bytes],
+        ["vectors", server.vectors],
+      ]),
+    );
+  } else {
+    tables.push(
+      h(
+        "p",
+        { class: "note" },
+        "The server's own figures (every tenant's searches, the journal's size, the vectors) " +
+          "are shown to a token with the admin scope.",
+      ),
+    );
+  }
+  fill(el, ...tables);
 }
 
 /** One line of the Live changes panel (a withdrawn item's delete says "withdrawn"). */
