@@ -35,7 +35,7 @@ def test_loopback_without_tokens_makes_a_private_tokens_file(tmp_path: Path) -> 
         path = data / "tokens.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         (token, entry), *_ = json.loads(path.read_text()).items()
-        assert entry == {"tenant": "default", "scopes": ["ingest", "recall", "forget"]}
+        assert entry == {"tenant": "default", "scopes": ["ingest", "recall", "forget", "admin"]}
         r = httpx.post(
             f"{url}/v1/recall", json={"query": "q"}, headers={"Authorization": f"Bearer {token}"}
         )
