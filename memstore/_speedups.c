@@ -109,7 +109,7 @@ batch_entry(Batch *b, Py_ssize_t id, PyObject *word)
         }
         i = (i + 1) & b->mask;
     }
-    if (b->n == b->cap) { /* more words than counted up front: a list grew behind our back */
+    if (b->n == b->cap) { /* full: twice the room */
         if (batch_grow(b, 2 * b->cap) < 0) {
             return NULL;
         }
@@ -303,7 +303,9 @@ count_docs(PyObject *self, PyObject *args)
     /* The docs list is held as a snapshot: a __missing__ cannot pull a document away. */
     PyObject *held = PyList_GetSlice(docs, 0, ndocs);
     Batch batch = {NULL, 0, NULL, 0, 0};
-    if (held == NULL || batch_grow(&batch, total > 0 ? total : 1) < 0) {
+    /* Sized for a few hundred distinct words and doubled as needed: a batch
+     * repeats its words, and a small table stays in the cache. */
+    if (held == NULL || batch_grow(&batch, total < 512 ? total + 1 : 512) < 0) {
         goto error;
     }
     /* Each document's words numbered and logged, the batch's counted per word... */
