@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -36,9 +39,19 @@ from memstore.text import kw_tokens, normalize_query
 T = TypeVar("T")
 T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 
-needs_speedups = pytest.mark.skipif(
-    _wordbatch.speedups is None, reason="memstore._speedups is not built (or switched off)"
-)
+try:
+    from memstore import _speedups as COMPILED
+except ImportError:  # not built: the differential tests skip
+    COMPILED = None
+
+needs_speedups = pytest.mark.skipif(COMPILED is None, reason="memstore._speedups is not built")
+
+
+@pytest.fixture(autouse=True)
+def _compiled_outside_pure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled loop where it is built, even under ``MEMSTORE_PURE_PYTHON=1``."""
+    if COMPILED is not None:
+        monkeypatch.setattr(_wordbatch, "speedups", COMPILED)
 
 
 def test_the_extension_is_built_when_required() -> None:
@@ -52,6 +65,7 @@ def test_the_extension_is_built_when_required() -> None:
 
 
 def test_pure_python_switches_the_loop_and_back() -> None:
+    """:func:`pure_python` sets the pure loop inside the ``with`` and puts back what was."""
     before = _wordbatch.speedups
     with _wordbatch.pure_python():
         assert not _wordbatch.compiled()
@@ -286,3 +300,19 @@ def test_word_batch_numbers_match_postings_arrays() -> None:
     assert content.get("x").tolist() == [5, 6] and content.get("api").tolist() == [5]
     assert title.get("api").tolist() == [5] and title.get("x").tolist() == []
     assert np.array_equal(content.get("y"), [6])
+
+
+@pytest.mark.parametrize("value", ["1", "0", ""])
+def test_memstore_pure_python_at_import_selects_the_loop(value: str) -> None:
+    """``MEMSTORE_PURE_PYTHON=1`` in a fresh interpreter: the pure loop; unset or 0: the built."""
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_PURE_PYTHON"}
+    env["MEMSTORE_PURE_PYTHON"] = value
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", "import memstore._wordbatch as w; print(w.compiled())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert out == str(value != "1" and COMPILED is not None)
