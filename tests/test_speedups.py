@@ -316,3 +316,51 @@ def test_memstore_pure_python_at_import_selects_the_loop(value: str) -> None:
         check=True,
     ).stdout.strip()
     assert out == str(value != "1" and COMPILED is not None)
+
+
+@needs_speedups
+def test_reference_counts_and_memory_are_kept_on_success_and_error() -> None:
+    """Repeated calls, some failing midway: no word, number or table is leaked or freed early."""
+    import gc
+    import tracemalloc
+
+    from memstore import _speedups
+
+    words = ["".join(["w", str(i)]) for i in range(40)]  # fresh objects, not interned
+    wid = {w: i + 1000 for i, w in enumerate(words)}  # numbers above the small ints
+    twid = {w: i + 2000 for i, w in enumerate(words)}
+    df = dict.fromkeys(words, 300)
+
+    class Refuses(dict[str, int]):
+        def __missing__(self, key: str) -> int:
+            raise KeyError(key)
+
+    def refs() -> list[int]:
+        held = [*words, *wid.values(), *twid.values(), *set(df.values())]
+        return [sys.getrefcount(x) for x in held]
+
+    docs = [("d", words[:5], words * 3), ("e", [], words[10:20])]
+    bad = [("d", words[:5], [*words, "unknown"])]
+    for _ in range(3):  # warm up (interpreter caches)
+        _speedups.count_docs(docs, dict(df), wid, [], [], twid, [], [])
+    before = refs()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            counts = dict(df)
+            ids: list[int] = []
+            _speedups.count_docs(docs, counts, wid, ids, [], twid, [], [])
+            try:  # no pytest.raises here: its tracebacks are cycles the collector frees late
+                _speedups.count_docs(bad, counts, Refuses(wid), [], [], twid, [], [])
+                raised = False
+            except KeyError:
+                raised = True
+            assert raised
+            del counts, ids
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert refs() == before
+    assert grown < 64 * 1024, grown
