@@ -22,6 +22,10 @@
  *
  * Every argument's type is checked, and every word is checked to be a str,
  * before anything is changed: bad input raises TypeError and changes nothing.
+ * What can only fail midway (a word number that is no int >= 0, an error
+ * raised by a numbering __missing__, MemoryError) raises with part of the
+ * batch logged and df not yet written: such errors leave the Python loop
+ * half done too.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
