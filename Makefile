@@ -82,4 +82,4 @@ bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/http.py --smoke --out /tmp/memstore-http-smoke.json
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build memstore/_speedups.*.so
