@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml setup.py memstore/_speedups.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,langgraph,mcp,server,postgres]'
 	touch $(STAMP)
 
@@ -82,4 +82,4 @@ bench-smoke: $(STAMP)
 	$(BIN)/python benchmarks/http.py --smoke --out /tmp/memstore-http-smoke.json
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build memstore/_speedups.*.so

@@ -110,6 +110,17 @@ class Postings:
         self._log_slots.extend(range(start, start + len(docs)))
         self._log_counts.extend(map(len, docs))
 
+    def log_lists(self) -> tuple[dict[str, int], list[int], list[int]]:
+        """The word numbers and the log's word-number and word-count lists, for a writer
+        that logs documents itself (:func:`memstore._wordbatch.count_docs`'s compiled
+        loop); it then calls :meth:`logged`. A word missing from the numbers is numbered
+        by subscripting them (``numbers[word]``)."""
+        return self._wid, self._log_ids, self._log_counts
+
+    def logged(self, start: int, n: int) -> None:
+        """The slots of ``n`` documents logged through :meth:`log_lists`, from ``start``."""
+        self._log_slots.extend(range(start, start + n))
+
     @classmethod
     def from_csr(cls, words: list[str], offsets: npt.NDArray[np.int64], slots: Slots) -> Postings:
         """Postings whose word ``words[i]`` holds ``slots[offsets[i]:offsets[i + 1]]``.

@@ -43,10 +43,10 @@ reaches) when the match is in the title.
 from __future__ import annotations
 
 import threading
-from collections import Counter, _count_elements  # type: ignore[attr-defined]
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, islice, repeat
+from itertools import chain, compress, repeat
 from operator import contains
 
 import numpy as np
@@ -76,6 +76,7 @@ from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
 from memstore._vocabindex import VocabIndex, unique_counts
 from memstore._vocablog import VocabLog
+from memstore._wordbatch import count_docs
 from memstore._writelog import WriteLog, extend_match
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
@@ -233,9 +234,11 @@ class Lexicon:
 
         The same index as those calls one by one, built in a few passes over
         the batch: the documents replaced are taken out first, the new ones
-        take consecutive slots, their vocabulary is counted in one C loop over
-        every word, and the postings log takes the batch in one extend. Ids
-        repeated within ``docs`` are indexed one by one.
+        take consecutive slots, and their words are counted into the
+        vocabulary and numbered into the postings logs in one loop over the
+        batch (:func:`~memstore._wordbatch.count_docs`, compiled where the
+        optional extension is built). Ids repeated within ``docs`` are indexed
+        one by one.
         """
         with self._lock:
             ids = [d[0] for d in docs]
@@ -259,28 +262,18 @@ class Lexicon:
             self._ids.extend(ids)
             # After a compaction: it made a new map.
             self._slot_of.update(zip(ids, range(start, end), strict=True))
-            title_words = [d[1] for d in docs]
-            titles = list(map(set, title_words))
-            uniqs = list(map(set.union, titles, [d[2] for d in docs]))
             self._doc_text.extend(map(_padded, docs))
-            self._doc_ntitle.extend(map(len, title_words))
-            df = self._df
-            known = len(df)
-            # Counter.update's C loop, without its type checks, over the whole batch.
-            _count_elements(df, chain.from_iterable(uniqs))
-            if len(df) != known:  # the words new to the vocabulary are the last keys counted
-                new = list(islice(reversed(df), len(df) - known))
+            self._doc_ntitle.extend([len(d[1]) for d in docs])
+            new = count_docs(docs, start, self._df, self._postings, self._title_postings)
+            if new:
                 self._vocab.add_many(new)
                 self._vlog.record(new)
-            self._postings.add_docs(start, uniqs)
-            self._title_postings.add_docs(start, titles)
             self._gen += len(docs)
             if len(docs) > self._wlog.bound:  # a bulk load: no cached match is worth checking
                 self._wlog.forget(self._gen)
             else:
                 added = None if replaced else range(start, end)
-                # One document's word set as it is (nothing else keeps or changes it).
-                words = uniqs[0] if len(uniqs) == 1 and not touched else touched.union(*uniqs)
+                words = touched.union(*chain.from_iterable(d[1:] for d in docs))
                 self._wlog.record(self._gen, words, added)
 
     def remove(self, id: str) -> None:

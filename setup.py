@@ -1,0 +1,20 @@
+"""Build script for the optional C extension; the project's metadata is in pyproject.toml.
+
+``memstore._speedups`` (``memstore/_speedups.c``) compiles the lexicon's
+hottest write loop. It is optional: where no C compiler or no Python headers
+are at hand, the build prints a warning and the install goes on without it,
+and memstore runs its pure Python loop (``memstore/_wordbatch.py``), which is
+the oracle the compiled one is tested against.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "memstore._speedups",
+            sources=["memstore/_speedups.c"],
+            optional=True,
+        )
+    ]
+)

@@ -1,0 +1,366 @@
+"""The optional compiled write loop (``memstore._speedups``) against the pure one, its oracle.
+
+:func:`memstore._wordbatch.count_docs` counts a batch's words into the
+vocabulary and numbers them into the postings logs, in Python or in C. The
+same writes (puts, updates that move a document to a new slot, removes,
+compactions; text in several scripts, repeated words, empty titles) go
+through a lexical index on each path, and the two must hold the same index
+(documents, slots, vocabulary, postings, vocabulary tables) and answer every
+query with the same hits and scores. The numbering order of words new to a
+batch is the one thing allowed to differ (set order against first
+occurrence), so postings are compared word by word.
+
+``MEMSTORE_REQUIRE_SPEEDUPS=1`` (set by ``.ci/run``) turns "the extension is
+not built" from a skip into a failure, so CI proves it builds; without the
+extension the differential tests skip and the pure loop serves alone.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memstore import Item, Store, _wordbatch
+from memstore._lexindex import LexicalIndex
+from memstore._postings import Postings
+from memstore.text import kw_tokens, normalize_query
+
+T = TypeVar("T")
+T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
+
+try:
+    from memstore import _speedups as COMPILED
+except ImportError:  # not built: the differential tests skip
+    COMPILED = None
+
+needs_speedups = pytest.mark.skipif(COMPILED is None, reason="memstore._speedups is not built")
+
+
+@pytest.fixture(autouse=True)
+def _compiled_outside_pure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled loop where it is built, even under ``MEMSTORE_PURE_PYTHON=1``."""
+    if COMPILED is not None:
+        monkeypatch.setattr(_wordbatch, "speedups", COMPILED)
+
+
+def test_the_extension_is_built_when_required() -> None:
+    """With ``MEMSTORE_REQUIRE_SPEEDUPS=1`` the compiled module imports and is in use."""
+    if os.environ.get("MEMSTORE_REQUIRE_SPEEDUPS", "") in ("", "0"):
+        pytest.skip("MEMSTORE_REQUIRE_SPEEDUPS is not set")
+    import memstore._speedups as compiled
+
+    assert callable(compiled.count_docs)
+    assert _wordbatch.compiled(), "built, but switched off (MEMSTORE_PURE_PYTHON?)"
+
+
+def test_pure_python_switches_the_loop_and_back() -> None:
+    """:func:`pure_python` sets the pure loop inside the ``with`` and puts back what was."""
+    before = _wordbatch.speedups
+    with _wordbatch.pure_python():
+        assert not _wordbatch.compiled()
+    assert _wordbatch.speedups is before
+
+
+# Words that share grams, stems and one-edit neighbours, in several scripts,
+# with digits and emoji; CamelCase and punctuation for the splitter.
+WORDS = [
+    "payment", "payments", "paying", "api", "API", "timeout", "Timeouts",
+    "café", "Cafe", "naïve", "straße", "STRASSE", "привет", "мир", "東京都",
+    "機械学習", "서울에서", "🚀", "v1.2.3", "9:30", "٣٤", "HTTPServer", "fooBar",
+    "a", "ab", "abd", "bade", "bading", "0.3s", "x",
+]  # fmt: skip
+text = st.lists(st.sampled_from(WORDS) | st.text(max_size=5), max_size=8).map(" ".join)
+IDS = [f"d{i}" for i in range(8)]
+
+
+@st.composite
+def items(draw: st.DrawFn) -> Item:
+    return Item(
+        id=draw(st.sampled_from(IDS)),
+        kind=draw(st.sampled_from(["note", "fact"])),
+        title=draw(text),
+        content=draw(text),
+        updated_at=T0 + _dt.timedelta(hours=draw(st.sampled_from([1, 2, 3]))),
+        event_date=draw(st.sampled_from(["", "2023-06-27"])),
+    )
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["put", "put", "put", "remove", "read"]), items()),
+    min_size=1,
+    max_size=40,
+)
+
+
+def pure(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with the pure loop (every queued write it applies goes that way)."""
+    with _wordbatch.pure_python():
+        return fn(*args, **kwargs)
+
+
+def index_state(index: LexicalIndex) -> dict[str, Any]:
+    """Everything the lexicon holds, in a form independent of word numbering order."""
+    lex = index._lexicon
+    lex._check()
+    return {
+        "slots": dict(lex._slot_of),
+        "ids": list(lex._ids),
+        "text": list(lex._doc_text),
+        "ntitle": list(lex._doc_ntitle),
+        "df": dict(lex._df),
+        "postings": {w: a.tolist() for w, a in lex._postings.items()},
+        "title": {w: a.tolist() for w, a in lex._title_postings.items()},
+        "vocab": sorted(lex._vocab.live_words()),
+        "generation": lex.generation,
+    }
+
+
+def ranking(index: LexicalIndex, query: str) -> list[tuple[str, float, int, bool]]:
+    tokens = kw_tokens(normalize_query(query))
+    if not tokens:
+        return []
+    plan = index.plan(tokens)
+    hits = index.rank(plan, kind="", subject="", hidden_kinds=(), now_ts=0.0, limit=None)
+    return [(h.id, h.score, h.covered, h.fuzzy) for h in hits]
+
+
+@needs_speedups
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
+def test_compiled_and_pure_indexes_agree(ops: list[tuple[str, Item]], query: str) -> None:
+    """The same writes on both paths: the same index state and the same rankings."""
+    fast = LexicalIndex(compact_min=2, overlay_max=3)  # compactions and vocabulary segments
+    slow = LexicalIndex(compact_min=2, overlay_max=3)
+    for op, item in ops:
+        if op == "put":
+            fast.put(item, item.kind == "fact")
+            pure(slow.put, item, item.kind == "fact")
+        elif op == "remove":
+            fast.remove(item.id)
+            pure(slow.remove, item.id)
+        else:  # a read applies what is queued: batches of every size
+            assert ranking(fast, query) == pure(ranking, slow, query)
+    fast.flush()
+    pure(slow.flush)
+    assert index_state(fast) == pure(index_state, slow)
+    for q in (query, *WORDS[:12]):
+        assert ranking(fast, q) == pure(ranking, slow, q)
+
+
+@needs_speedups
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS[:20]), max_size=6), max_size=20),
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(WORDS), max_size=4),
+            st.lists(st.sampled_from(WORDS) | st.text(max_size=3), max_size=12),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 600),
+)
+def test_count_docs_agrees_word_for_word(
+    before: list[list[str]], batch: list[tuple[list[str], list[str]]], common: int
+) -> None:
+    """The kernel alone, on postings holding words already and counts above the small ints."""
+
+    def setup() -> tuple[Counter[str], Postings, Postings]:
+        df: Counter[str] = Counter({w: common + 1 for ws in before for w in ws})
+        content, title = Postings(), Postings()
+        content.add_docs(0, [set(ws) for ws in before])
+        title.add_docs(0, [set(ws[:1]) for ws in before])
+        return df, content, title
+
+    docs = [(f"d{i}", t, c) for i, (t, c) in enumerate(batch)]
+    start = len(before)
+    df_f, content_f, title_f = setup()
+    new_f = _wordbatch.count_docs(docs, start, df_f, content_f, title_f)
+    df_p, content_p, title_p = setup()
+    new_p = pure(_wordbatch.count_docs, docs, start, df_p, content_p, title_p)
+    assert sorted(new_f) == sorted(new_p) and len(set(new_f)) == len(new_f)
+    assert list(df_f)[len(df_f) - len(new_f) :] == new_f  # the last keys, in order
+    assert df_f == df_p
+    for fast, slow in ((content_f, content_p), (title_f, title_p)):
+        assert fast.pending == slow.pending and fast.numbered == slow.numbered
+        got = {w: a.tolist() for w, a in fast.items()}
+        assert got == {w: a.tolist() for w, a in slow.items()}
+
+
+@needs_speedups
+def test_a_store_searches_the_same_on_both_paths() -> None:
+    """A store written on each path: the same hits, in order, with the same scores."""
+    fast, slow = Store(), pure(Store)
+    for i in range(300):
+        words = [WORDS[(i * 7 + k) % len(WORDS)] for k in range(1 + i % 9)]
+        it = Item(id=f"n{i}", kind="note", title=" ".join(words[:2]), content=" ".join(words))
+        fast.upsert(it)
+        pure(slow.upsert, it)
+        if i % 11 == 0:
+            fast.delete(f"n{i // 2}")
+            pure(slow.delete, f"n{i // 2}")
+    for q in ("payment api", "café", "привет мир", "東京", "🚀 timeout", "fooBar 9:30"):
+        a = fast.keyword_search_scored(q, limit=50)
+        b = pure(slow.keyword_search_scored, q, limit=50)
+        assert [x.id for x in a[0]] == [x.id for x in b[0]] and a[1] == b[1]
+        assert ranking(fast._lex, q) == pure(ranking, slow._lex, q)
+
+
+@needs_speedups
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("not a list",),
+        ([("d", ["a"], "not a list")],),
+        ([("d", ["a"], [1])],),
+        ([["d", ["a"], ["b"]]],),  # a list, not a tuple
+        ([("d", ["a"])],),
+        ([("d", ["a"], ["b"])], "not a dict"),
+        ([("d", ["a"], ["b"])], {}, {}, "not a list"),
+    ],
+)
+def test_wrong_types_raise_type_error_and_change_nothing(args: tuple[Any, ...]) -> None:
+    from memstore import _speedups
+
+    full: list[Any] = [[("d", [], [])], Counter(), {}, [], [], {}, [], []]
+    full[: len(args)] = args
+    df = Counter({"a": 3})
+    if isinstance(full[1], dict):
+        full[1] = df
+    with pytest.raises(TypeError):
+        _speedups.count_docs(*full)
+    assert df == Counter({"a": 3}) and all(
+        x in ({}, []) for x in full[2:] if not isinstance(x, str)
+    )
+
+
+@needs_speedups
+def test_a_word_number_that_is_no_int_is_a_type_error() -> None:
+    from memstore import _speedups
+
+    with pytest.raises(TypeError, match="word number"):
+        _speedups.count_docs([("d", [], ["a"])], {}, {"a": "zero"}, [], [], {}, [], [])
+    with pytest.raises(TypeError):
+        _speedups.count_docs([("d", [], ["a"])], {}, {"a": -1}, [], [], {}, [], [])
+
+
+@needs_speedups
+def test_an_error_from_numbering_propagates() -> None:
+    """A ``__missing__`` that raises: the error comes through, nothing is leaked or crashed."""
+    from memstore import _speedups
+
+    class Refuses(dict[str, int]):
+        def __missing__(self, key: str) -> int:
+            raise KeyError(key)
+
+    with pytest.raises(KeyError):
+        _speedups.count_docs([("d", ["a"], ["b"])], {}, Refuses(), [], [], {}, [], [])
+
+
+@needs_speedups
+def test_a_list_grown_while_counted_is_counted_whole() -> None:
+    """A ``__missing__`` that appends to the word list being read: no overrun, every word in."""
+    from memstore import _speedups
+
+    words = ["w0"]
+
+    class Grows(dict[str, int]):
+        def __missing__(self, key: str) -> int:
+            n = self[key] = len(self)
+            if len(words) < 100:
+                words.append(f"w{len(words)}")
+            return n
+
+    df: dict[str, int] = {}
+    ids: list[int] = []
+    counts: list[int] = []
+    _speedups.count_docs([("d", [], words)], df, Grows(), ids, counts, {}, [], [])
+    assert len(words) == 100 and df == dict.fromkeys(words, 1)
+    assert ids == list(range(100)) and counts == [100]
+
+
+def test_word_batch_numbers_match_postings_arrays() -> None:
+    """Either path (whichever is in use): a flushed batch's arrays are the documents' slots."""
+    df: Counter[str] = Counter()
+    content, title = Postings(), Postings()
+    docs = [("a", ["api", "api"], ["api", "x"]), ("b", [], ["x", "y", "x"]), ("c", [], [])]
+    new = _wordbatch.count_docs(docs, 5, df, content, title)
+    assert sorted(new) == ["api", "x", "y"] and df == Counter({"x": 2, "api": 1, "y": 1})
+    assert content.get("x").tolist() == [5, 6] and content.get("api").tolist() == [5]
+    assert title.get("api").tolist() == [5] and title.get("x").tolist() == []
+    assert np.array_equal(content.get("y"), [6])
+
+
+@pytest.mark.parametrize("value", ["1", "0", ""])
+def test_memstore_pure_python_at_import_selects_the_loop(value: str) -> None:
+    """``MEMSTORE_PURE_PYTHON=1`` in a fresh interpreter: the pure loop; unset or 0: the built."""
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_PURE_PYTHON"}
+    env["MEMSTORE_PURE_PYTHON"] = value
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", "import memstore._wordbatch as w; print(w.compiled())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert out == str(value != "1" and COMPILED is not None)
+
+
+@needs_speedups
+def test_reference_counts_and_memory_are_kept_on_success_and_error() -> None:
+    """Repeated calls, some failing midway: no word, number or table is leaked or freed early."""
+    import gc
+    import tracemalloc
+
+    from memstore import _speedups
+
+    words = ["".join(["w", str(i)]) for i in range(40)]  # fresh objects, not interned
+    wid = {w: i + 1000 for i, w in enumerate(words)}  # numbers above the small ints
+    twid = {w: i + 2000 for i, w in enumerate(words)}
+    df = dict.fromkeys(words, 300)
+
+    class Refuses(dict[str, int]):
+        def __missing__(self, key: str) -> int:
+            raise KeyError(key)
+
+    def refs() -> list[int]:
+        held = [*words, *wid.values(), *twid.values(), *set(df.values())]
+        return [sys.getrefcount(x) for x in held]
+
+    docs = [("d", words[:5], words * 3), ("e", [], words[10:20])]
+    bad = [("d", words[:5], [*words, "unknown"])]
+    for _ in range(3):  # warm up (interpreter caches)
+        _speedups.count_docs(docs, dict(df), wid, [], [], twid, [], [])
+    before = refs()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            counts = dict(df)
+            ids: list[int] = []
+            _speedups.count_docs(docs, counts, wid, ids, [], twid, [], [])
+            try:  # no pytest.raises here: its tracebacks are cycles the collector frees late
+                _speedups.count_docs(bad, counts, Refuses(wid), [], [], twid, [], [])
+                raised = False
+            except KeyError:
+                raised = True
+            assert raised
+            del counts, ids
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert refs() == before
+    assert grown < 64 * 1024, grown
