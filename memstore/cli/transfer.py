@@ -226,8 +226,13 @@ def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
 
 
 def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
-    """``import --format mcp-memory``: the reference server's graph, all or nothing."""
-    from memstore.mcp.importer import import_graph
+    """``import --format mcp-memory``: the reference server's graph, all or nothing.
+
+    Every refusal reads as an export's does: ``refused FILE: REASON; nothing
+    was imported``, whatever refused it (the file's text, a line that is no
+    graph, or a write the engine refuses).
+    """
+    from memstore.mcp.importer import GraphImportError, import_graph
 
     with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
         try:
@@ -236,6 +241,8 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
             raise Failure(
                 f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
             ) from None
+        except GraphImportError as e:  # a line that is no graph: its message names the line
+            raise Failure(f"refused {args.file}: {_nothing_imported(str(e))}") from None
         except InvalidItemError as e:  # an entity a write refuses (an observation too long)
             raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
     if args.json:
@@ -247,6 +254,21 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+_NOTHING_IMPORTED = "; nothing was imported"
+
+
+def _nothing_imported(reason: str) -> str:
+    """``reason`` saying once that nothing was imported, any hint it ends with kept last.
+
+    >>> _nothing_imported("line 2: not JSON; nothing was imported (a hint)")
+    'line 2: not JSON; nothing was imported (a hint)'
+    >>> _nothing_imported("line 2: not JSON")
+    'line 2: not JSON; nothing was imported'
+    """
+    head, said, tail = reason.partition(_NOTHING_IMPORTED)
+    return f"{head}{_NOTHING_IMPORTED}{tail}" if said else reason + _NOTHING_IMPORTED
 
 
 @contextlib.contextmanager
