@@ -426,9 +426,10 @@ Copy the data folder DIR into the new folder DEST while DIR stays in use.
 
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
-a process writes to DIR. DEST must not exist (or be empty) and must be outside
-DIR; a failed or interrupted backup leaves nothing there, and a finished one
-is on disk (flushed) before the command returns. The server's tokens.json, if
+a process writes to DIR. DEST must not exist, or be an empty folder (used as
+it is, never removed), and must be outside DIR; a failed or interrupted backup
+leaves DEST as it was, and a finished one is on disk (flushed) before the
+command returns. The server's tokens.json, if
 DIR holds one, is copied too, readable by its owner only (mode 0600): a server
 restored from DEST accepts the same tokens, and DEST holds that secret.
 
