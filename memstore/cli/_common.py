@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import difflib
+import errno
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,6 +23,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.limits import MAX_RESULTS
 from memstore.memory import JOURNAL_FILE, Memory
@@ -267,3 +272,76 @@ def hint_unknown_partition(mem: Memory, partition: str) -> None:
         f"partitions here: {names}{more}",
         file=sys.stderr,
     )
+
+
+def at_folder(args: argparse.Namespace, data: Path) -> argparse.Namespace:
+    """``args`` with the data folder ``data``."""
+    return argparse.Namespace(**{**vars(args), "data": str(data)})
+
+
+@contextlib.contextmanager
+def writing(args: argparse.Namespace, *, embed: bool, what: str) -> Iterator[Memory]:
+    """:func:`writer` for a write that may be refused: a new memory appears only once done.
+
+    Into a folder that holds no memory yet, the memory is made in a hidden
+    folder and moved into place when the block ends without an error
+    (:func:`into_new_folder`), so a refused ``add`` or ``import`` leaves no
+    empty memory (nor folder) behind. ``what`` names the command in the
+    refusal of a race (another process filled the folder meanwhile).
+    """
+    with (
+        into_new_folder(Path(args.data), what) as data,
+        writer(at_folder(args, data), embed=embed) as mem,
+    ):
+        yield mem
+
+
+@contextlib.contextmanager
+def into_new_folder(data: Path, what: str = "import") -> Iterator[Path]:
+    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
+
+    A memory that does not exist yet (a missing folder, or an empty one made
+    for it with ``mkdir``) is built in a hidden folder beside the first
+    missing part of its path and renamed into place when the block ends
+    without an error, so a refused import (or ``add``) leaves no empty memory
+    (nor folders) behind. When another import (or
+    backup) filled the place while this one ran, that one is kept as it is
+    and this one is discarded with a :class:`Failure` saying so.
+    """
+    top = data.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    empty = empty_folder(data)
+    held = data.exists() and not empty
+    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+        yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    remove_dead_leftovers(top)  # what killed imports and backups to this place left
+    staging = staging_name(top)
+    try:
+        yield staging / data.absolute().relative_to(top)
+        try:
+            if empty:  # the folder made for it keeps its permissions
+                shutil.copymode(data, staging)
+            move_into_place(staging, top)  # a folder replaces only a missing or empty one
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
+                raise Failure(
+                    f"another {what} got there first: {data} was filled while this {what} "
+                    f"ran; it is left as it is and this {what} was discarded ({what} again "
+                    "to add what it does not hold yet)"
+                ) from None
+            raise Failure(f"cannot move the new memory into {data}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def empty_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:  # unreadable: not known to be empty, so opened as it is
+        return False

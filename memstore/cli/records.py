@@ -59,6 +59,11 @@ def cmd_add(args: argparse.Namespace) -> int:
         if value:
             fields[name] = value
     _check_kind(args)
+    if not (Path(args.data) / JOURNAL_FILE).is_file():
+        # A new memory: the item is tried in memory first, so a refused add makes no
+        # folder (two adds racing to make one still both land: the second waits its turn).
+        with Memory(embedder=None) as trial:
+            trial.add(args.text, partition=args.partition, **fields)
     with writer(args, embed=True) as mem:
         item = mem.add(args.text, partition=args.partition, **fields)
         print_item(item, args.json)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import errno
 import json
 import os
 import shutil
@@ -29,7 +28,14 @@ from memstore.journal.sqlite import SqliteJournal
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.tags import PARTITION_ALL
 
-from ._common import Failure, UsageError, existing, hint_unknown_partition, reader, writer
+from ._common import (
+    Failure,
+    UsageError,
+    existing,
+    hint_unknown_partition,
+    reader,
+    writing,
+)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -164,7 +170,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
             return _import_graph(args, fp)
         lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
-        with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+        with writing(args, embed=True, what="import") as mem:
             try:
                 changed = mem.import_(lines, check_rules=args.check_rules)  # type: ignore[arg-type]
             except InvalidItemError as e:
@@ -220,11 +226,6 @@ def _size(fp: IO[str]) -> int:
         return 0
 
 
-def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
-    """``args`` with the data folder ``data``."""
-    return argparse.Namespace(**{**vars(args), "data": str(data)})
-
-
 def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
     """``import --format mcp-memory``: the reference server's graph, all or nothing.
 
@@ -234,7 +235,7 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
     """
     from memstore.mcp.importer import GraphImportError, import_graph
 
-    with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+    with writing(args, embed=True, what="import") as mem:
         try:
             report = import_graph(mem, fp, args.partition)
         except UnicodeDecodeError as e:
@@ -299,59 +300,6 @@ def _input(name: str) -> Iterator[IO[str]]:
         if stat.S_ISCHR(mode) and not fp.isatty():
             raise Failure(f"cannot read {shown}: it is a device, not a file; give the export file")
         yield fp
-
-
-@contextlib.contextmanager
-def _into_new_folder(data: Path) -> Iterator[Path]:
-    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
-
-    A memory that does not exist yet (a missing folder, or an empty one made
-    for it with ``mkdir``) is built in a hidden folder beside the first
-    missing part of its path and renamed into place when the block ends
-    without an error, so a refused import leaves no empty memory (nor folders)
-    behind, as a refused ``add`` creates nothing. When another import (or
-    backup) filled the place while this one ran, that one is kept as it is
-    and this one is discarded with a :class:`Failure` saying so.
-    """
-    top = data.absolute()
-    while not top.parent.exists():
-        top = top.parent
-    empty = _empty_folder(data)
-    held = data.exists() and not empty
-    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
-        yield data  # there already, or cannot be made: the open says why, naming data
-        return
-    remove_dead_leftovers(top)  # what killed imports and backups to this place left
-    staging = staging_name(top)
-    try:
-        yield staging / data.absolute().relative_to(top)
-        try:
-            if empty:  # the folder made for it keeps its permissions
-                shutil.copymode(data, staging)
-            move_into_place(staging, top)  # a folder replaces only a missing or empty one
-        except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
-                raise Failure(
-                    f"another import got there first: {data} was filled while this import "
-                    "ran; it is left as it is and this import was discarded (import again "
-                    "to add what it does not hold yet)"
-                ) from None
-            raise Failure(
-                f"cannot move the imported memory into {data}: {e.strerror or e}"
-            ) from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _empty_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
-    if path.is_symlink() or not path.is_dir():
-        return False
-    try:
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-    except OSError:  # unreadable: not known to be empty, so opened as it is
-        return False
 
 
 class _Lines:
