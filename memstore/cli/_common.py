@@ -28,6 +28,9 @@ from memstore.errors import JournalLockedError, MemstoreError
 from memstore.limits import MAX_RESULTS
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.tags import partition_from_tags
+from memstore.web.journal_option import JournalOptionError
+
+from ._journal import kept_elsewhere, shared_memory
 
 DEFAULT_DATA = "data"
 
@@ -75,7 +78,10 @@ def writer(args: argparse.Namespace, *, embed: bool) -> Memory:
     Held by another process, the folder is waited for up to
     :data:`LOCK_WAIT_SECONDS`, then refused with what the command line offers.
     """
+    if getattr(args, "journal", None):
+        return shared(args, embed=embed)
     not_a_file(args.data)
+    in_its_journal(args.data)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -129,9 +135,38 @@ def not_a_file(data: str) -> None:
         )
 
 
+def in_its_journal(data: str) -> None:
+    """Refuse a folder kept in another journal (a server's on PostgreSQL) without ``--journal``.
+
+    Opened as it is, it would hold no memory, and a write would start a new one
+    in SQLite beside the one its server serves (:mod:`memstore.cli._journal`).
+    """
+    why = kept_elsewhere(data)
+    if why:
+        raise UsageError(why)
+
+
+def place(args: argparse.Namespace) -> str:
+    """Where the command's memory is, for a message: ``DIR/``, or ``--journal``'s schema."""
+    if getattr(args, "journal", None):
+        return "the --journal memory"
+    return f"{args.data}/"
+
+
+def shared(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The memory of ``--journal``, its options refused as a usage error (exit status 2)."""
+    try:
+        return shared_memory(args, embed=embed)
+    except JournalOptionError as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # a memstore_ parameter of the DSN the journal cannot take
+        raise UsageError(f"--journal: {e}") from None
+
+
 def existing(data: str) -> None:
     """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
     not_a_file(data)
+    in_its_journal(data)
     if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
             f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
@@ -140,7 +175,13 @@ def existing(data: str) -> None:
 
 
 def reader(args: argparse.Namespace, *, embed: bool) -> Memory:
-    """The folder's memory for reading: never created; read-only beside a running writer."""
+    """The folder's memory for reading: never created; read-only beside a running writer.
+
+    With ``--journal``: that journal's memory, as its servers read it (``--readonly``
+    changes nothing there: a read command writes nothing).
+    """
+    if getattr(args, "journal", None):
+        return shared(args, embed=embed)
     existing(args.data)
     embedder = args.embedder if embed else None
     if args.readonly:
@@ -289,6 +330,10 @@ def writing(args: argparse.Namespace, *, embed: bool, what: str) -> Iterator[Mem
     empty memory (nor folder) behind. ``what`` names the command in the
     refusal of a race (another process filled the folder meanwhile).
     """
+    if getattr(args, "journal", None):  # no folder is made: the journal is the server's
+        with writer(args, embed=embed) as mem:
+            yield mem
+        return
     with (
         into_new_folder(Path(args.data), what) as data,
         writer(at_folder(args, data), embed=embed) as mem,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
+from memstore._journal_record import read_journal_record
 from memstore._memory_build import partition_name
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.journal.exportfile import is_end_line
@@ -44,6 +45,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     elif sys.stdout is None:
         raise UsageError("standard output is closed: give -o FILE")
     if args.salvage:
+        if args.journal:
+            raise UsageError(
+                "--salvage reads a folder's damaged journal.db; a PostgreSQL journal "
+                "(--journal) has no damaged rows to leave out: export it without --salvage"
+            )
         return _salvage(args)
     with reader(args, embed=False) as mem:
         if args.output in (None, "-"):
@@ -351,6 +357,15 @@ def cmd_backup(args: argparse.Namespace) -> int:
             f"cannot back up into {args.dest}: it is inside the folder backed up, {args.dir}/, "
             "and would go with it; back up into a folder outside it"
         )
+    if (record := read_journal_record(args.dir)) is not None and not (
+        Path(args.dir) / JOURNAL_FILE
+    ).is_file():
+        raise Failure(
+            f"cannot back up {args.dir}: its memory is kept in a "
+            f"{_JOURNAL_NAMES.get(record.get('journal', ''), record.get('journal'))} "
+            "journal, not in a journal.db of its own (a server opened it with --journal); "
+            "back that journal up where it is (PostgreSQL: pg_dump --schema SCHEMA)"
+        )
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
@@ -368,6 +383,9 @@ def cmd_backup(args: argparse.Namespace) -> int:
         )
     return 0
 
+
+_JOURNAL_NAMES = {"postgresql": "PostgreSQL"}
+"""How a folder's journal record (``journal.json``) names a journal, as a message says it."""
 
 BACKUP_HELP = """\
 Copy the data folder DIR into the new folder DEST while DIR stays in use.
