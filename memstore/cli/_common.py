@@ -343,40 +343,89 @@ def writing(args: argparse.Namespace, *, embed: bool, what: str) -> Iterator[Mem
 
 @contextlib.contextmanager
 def into_new_folder(data: Path, what: str = "import") -> Iterator[Path]:
-    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
+    """Where to write ``data``: itself when it holds files, else a folder that appears when done.
 
-    A memory that does not exist yet (a missing folder, or an empty one made
-    for it with ``mkdir``) is built in a hidden folder beside the first
-    missing part of its path and renamed into place when the block ends
-    without an error, so a refused import (or ``add``) leaves no empty memory
-    (nor folders) behind. When another import (or
-    backup) filled the place while this one ran, that one is kept as it is
-    and this one is discarded with a :class:`Failure` saying so.
+    A memory that does not exist yet is built in a hidden folder and put in
+    place when the block ends without an error, so a refused import leaves no
+    empty memory (nor folders) behind. A missing folder is built beside the
+    first missing part of its path and renamed into place. An empty folder
+    that exists (one made for it with ``mkdir``, a mount point) is the
+    user's: it is never removed or replaced; the memory is built in a hidden
+    folder inside it and its files moved in at the end
+    (:func:`_fill_in_place`). When another import (or backup) filled the place
+    while this one ran, that one is kept as it is and this one is discarded
+    with a :class:`Failure` saying so.
     """
     top = data.absolute()
     while not top.parent.exists():
         top = top.parent
+    if data.is_dir() and not data.is_symlink():  # what a killed import left inside it
+        remove_dead_leftovers(data / _STAGED)
     empty = empty_folder(data)
     held = data.exists() and not empty
     if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
         yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    if empty:
+        with _fill_in_place(data, what) as staging:
+            yield staging
         return
     remove_dead_leftovers(top)  # what killed imports and backups to this place left
     staging = staging_name(top)
     try:
         yield staging / data.absolute().relative_to(top)
         try:
-            if empty:  # the folder made for it keeps its permissions
-                shutil.copymode(data, staging)
             move_into_place(staging, top)  # a folder replaces only a missing or empty one
         except OSError as e:
             if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
-                raise Failure(
-                    f"another {what} got there first: {data} was filled while this {what} "
-                    f"ran; it is left as it is and this {what} was discarded ({what} again "
-                    "to add what it does not hold yet)"
-                ) from None
+                raise _raced(data, what) from None
             raise Failure(f"cannot move the new memory into {data}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _raced(data: Path, what: str) -> Failure:
+    return Failure(
+        f"another {what} got there first: {data} was filled while this {what} ran; it is "
+        f"left as it is and this {what} was discarded ({what} again to add what it does "
+        "not hold yet)"
+    )
+
+
+_STAGED = "memory"
+"""What the hidden folder an import into an existing empty folder is built in is named after."""
+
+
+@contextlib.contextmanager
+def _fill_in_place(data: Path, what: str) -> Iterator[Path]:
+    """A hidden folder inside the empty folder ``data``, whose files move into it at the end.
+
+    Each file is flushed and moved in under a name that must still be free
+    (anything that appeared in ``data`` meanwhile is another process's: this
+    one is discarded); a failure takes out what this one moved in, so
+    ``data`` is left as it was. ``data`` itself is never removed.
+    """
+    staging = staging_name(data / _STAGED)
+    staging.mkdir()
+    moved: list[Path] = []
+    try:
+        yield staging
+        if {p.name for p in data.iterdir()} != {staging.name}:
+            raise _raced(data, what)
+        for entry in sorted(staging.iterdir()):
+            target = data / entry.name
+            if target.exists():
+                raise _raced(data, what)
+            move_into_place(entry, target)
+            moved.append(target)
+        staging.rmdir()
+    except BaseException:
+        for target in moved:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
