@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from memstore import arguments as arg
+from memstore._journal_record import forget_journal_record, journal_record, record_journal
 from memstore.config import Change
 from memstore.errors import JournalError, MemstoreError, ReadOnlyError
 from memstore.journal import Journal, SqliteJournal
@@ -60,10 +61,17 @@ def open_journal(
             raise JournalError(
                 f"cannot create the memory folder {str(path)!r}: {e.strerror or e}"
             ) from None
-        journal = SqliteJournal(path / JOURNAL_FILE)
+        journal = own = SqliteJournal(path / JOURNAL_FILE)
+    else:
+        own = None
     if journal is not None:
         closers.append(journal.close)
         journal.attach(store)  # restore before the vectors catch up
+        if path is not None:  # the folder says which journal it is kept in (docs/cli)
+            if journal is own:
+                forget_journal_record(path)
+            else:
+                record_journal(path, journal_record(journal))
     return journal
 
 

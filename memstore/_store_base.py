@@ -45,7 +45,7 @@ from memstore.limits import MAX_SUBJECT_CHARS
 from memstore.neardup import DedupTokens
 from memstore.tags import private_owner, service_tag_value
 from memstore.text import normalize_query
-from memstore.validate import id_rejection
+from memstore.validate import new_id_rejection
 from memstore.vocabulary import Vocabulary
 
 __all__ = ["StoreBase"]
@@ -75,7 +75,7 @@ class StoreBase:
         self._config = config if config is not None else Config()
         prefix: object = self._config.id_prefix
         # What a minted id looks like: the prefix and a ULID.
-        why = id_rejection(prefix + "0" * 26) if isinstance(prefix, str) else "it is not text"
+        why = new_id_rejection(prefix + "0" * 26) if isinstance(prefix, str) else "it is not text"
         if why:
             raise MemstoreError(f"Config.id_prefix {prefix!r:.80} mints no usable id: {why}")
         subject: object = self._config.subject  # every private item written without one gets it

@@ -47,8 +47,8 @@ from memstore.tags import private_owner, restored_origin
 from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
-    id_rejection,
     item_fields,
+    new_id_rejection,
     record_copy,
     stamp_knowledge_retention,
     validate_base,
@@ -66,8 +66,13 @@ class StoreWrites(StoreBase):
     """Adding and updating items: validation, stamping, dedup, the write itself."""
 
     def validate_base(self, item: Item) -> str:
-        """Why ``item`` breaks the rules every item obeys, or ``""`` (see :func:`validate_base`)."""
-        return validate_base(self._vocab, _check_item(item, "validate_base"))
+        """Why ``item`` breaks the rules every item obeys, or ``""`` (see :func:`validate_base`).
+
+        As a write of it would: the item stored under its id, if any, keeps its
+        id and tags from the rules only new names obey.
+        """
+        _check_item(item, "validate_base")
+        return validate_base(self._vocab, item, self._items.get(item.id) if item.id else None)
 
     def _mint_id(self) -> str:
         """A fresh id (the lock held): prefix + ULID, or the host's ``new_id``, checked.
@@ -81,7 +86,7 @@ class StoreWrites(StoreBase):
             id = self._minted = self._config.id_prefix + new_ulid()
             return id
         id = new_id()
-        why = id_rejection(id)
+        why = new_id_rejection(id)
         if why:
             raise MemstoreError(f"Config.new_id gave no usable id: {why}")
         if id in self._items:
@@ -109,7 +114,8 @@ class StoreWrites(StoreBase):
         had_deadline = it.stale_after is not None
         if not had_deadline and it.kind in RETAINED_KINDS:  # the clock only when it is used
             stamp_knowledge_retention(it, self._config.retention, self._now())
-        why = validate_base(self._vocab, it)
+        # The stored item it replaces keeps its id and tags (see validate_base).
+        why = validate_base(self._vocab, it, self._items.get(it.id) if it.id else None)
         if not why and self._config.validate is not None:
             why = self._config.validate(it)
         if why:
@@ -261,7 +267,7 @@ class StoreWrites(StoreBase):
             )
         if not well_typed(it):  # a field assigned in the hook: pydantic did not check it
             it = record_copy(it, "Config.before made the item unstorable")
-        why = validate_base(self._vocab, it)
+        why = validate_base(self._vocab, it, self._items.get(id))
         if why:
             raise InvalidItemError(f"Config.before made the item break a rule: {why}")
         return it
@@ -317,7 +323,7 @@ class StoreWrites(StoreBase):
                 else:
                     merged.__dict__["stale_after"] = target.stale_after
             # Each side was valid; together they may not be (tags past MAX_TAGS).
-            why = validate_base(self._vocab, merged)
+            why = validate_base(self._vocab, merged, target)
             if why:
                 raise InvalidItemError(
                     f"this restates {target.id}, and the merged cell would break a rule: {why}"

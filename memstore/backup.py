@@ -36,7 +36,12 @@ import shutil
 from pathlib import Path
 from typing import Final
 
-from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
+from memstore._durable import (
+    fsync_path,
+    move_into_place,
+    remove_dead_leftovers,
+    staging_name,
+)
 from memstore.errors import JournalCorruptError, MemstoreError
 from memstore.journal.sqlite import backup_file
 from memstore.memory import JOURNAL_FILE
@@ -54,12 +59,16 @@ _log = logging.getLogger(__name__)
 def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list[Path]:
     """Copy the Memory folder ``source`` into the new folder ``dest``; the files written.
 
-    ``dest`` must not exist (or be an empty folder), and must lie outside
+    ``dest`` must not exist, or be an empty folder, and must lie outside
     ``source``: a backup inside the folder it copies is lost with it, and
-    cannot be moved into its place. The copy is made in a hidden folder
-    beside ``dest``, flushed to disk and renamed into place at the end, so a
-    failed backup leaves no half-written ``dest`` and a finished one
-    survives a power cut. What a killed backup or import left beside ``dest``
+    cannot be moved into its place. A new ``dest`` is made in a hidden folder
+    beside it, flushed to disk and renamed into place at the end; an empty
+    folder that exists (one made for it, a mount point) is used as it is,
+    never removed or replaced: the copy is staged in a hidden folder inside
+    it and its files are moved in at the end. Either way a failed backup
+    leaves ``dest`` as it was (missing, or the same empty folder) and a
+    finished one survives a power cut; a non-empty ``dest`` is refused. What
+    a killed backup or import left beside ``dest`` (or inside the empty one)
     is removed first, when its process no longer runs. A damaged vector file
     is left out (with a logged warning; it is not among the files returned):
     the vectors are a cache of the journal, and opening the copy embeds its
@@ -79,9 +88,13 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
         raise MemstoreError(
             f"{str(src)!r} holds no {JOURNAL_FILE}: give the folder a Memory keeps its data in"
         )
-    _check_dest(src, dst)
     if dst.is_symlink():  # a link to an empty folder: the copy goes into that folder
         dst = Path(os.path.realpath(dst))
+    if dst.is_dir():  # what a killed backup into this folder left there
+        remove_dead_leftovers(dst / _STAGED)
+    _check_dest(src, dst)
+    if dst.is_dir():
+        return _backup_into(src, dst)
     top = _first_missing(dst)  # made whole at the end, with the folders above dst it needs
     remove_dead_leftovers(top)  # what killed backups and imports to this place left
     partial = staging_name(top)
@@ -93,34 +106,97 @@ def backup(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> list
             f"cannot create the backup folder {str(dst)!r}: {e.strerror or e}"
         ) from None
     try:
-        written: list[Path] = []
-        for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
-            if not (src / name).is_file():
-                continue
-            try:
-                backup_file(src / name, inside / name)
-            except JournalCorruptError as e:
-                if name == JOURNAL_FILE:
-                    raise
-                # The vectors are a cache of the journal: a damaged file must
-                # not stop the record's backup (opening the copy embeds again).
-                (inside / name).unlink(missing_ok=True)
-                _log.warning("memstore: %s left out of the backup: %s", name, e)
-                continue
-            written.append(dst / name)
-        if (src / TOKENS_FILE).is_file() and _copy_secret(src / TOKENS_FILE, inside / TOKENS_FILE):
-            written.append(dst / TOKENS_FILE)
+        written = _copy(src, inside, dst)
         try:
-            if top.exists():  # dst itself, an empty folder
-                top.rmdir()
             move_into_place(partial, top)  # its files on disk, then the name
         except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since _check_dest
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # made since _check_dest
                 raise BackupRaceError(dst) from None
             raise MemstoreError(f"cannot move the backup into {str(dst)!r}: {e}") from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
+    return written
+
+
+_STAGED: Final = "backup"
+"""What the hidden folder a backup into an existing folder is staged in is named after."""
+
+
+def _backup_into(src: Path, dst: Path) -> list[Path]:
+    """:func:`backup` into ``dst``, an empty folder that exists: it is filled, never replaced.
+
+    The folder is the user's (a mount point, a folder with its own owner and
+    permissions): it is neither removed nor renamed over. The copy is staged
+    in a hidden folder inside it (so on its file system), each file flushed
+    and moved into it, the journal first, then the hidden folder removed.
+    Anything else appearing there meanwhile stops the backup as a race
+    (:class:`BackupRaceError`); a failure takes out what this backup moved in,
+    leaving the folder as it was.
+    """
+    partial = staging_name(dst / _STAGED)
+    try:
+        partial.mkdir()
+    except OSError as e:
+        raise MemstoreError(
+            f"cannot write the backup into {str(dst)!r}: {e.strerror or e}"
+        ) from None
+    moved: list[Path] = []
+    try:
+        written = _copy(src, partial, dst)
+        if {p.name for p in dst.iterdir()} != {partial.name}:  # filled since _check_dest
+            raise BackupRaceError(dst)
+        for path in written:
+            fsync_path(partial / path.name)
+            _move_new(partial / path.name, path, dst)
+            moved.append(path)
+        partial.rmdir()
+        fsync_path(dst)
+    except BaseException:
+        for path in moved:
+            path.unlink(missing_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return written
+
+
+def _move_new(staged: Path, target: Path, dst: Path) -> None:
+    """Rename ``staged`` to ``target``, which must not exist: one there is a race's.
+
+    A hard link refuses an existing name atomically; a file system without
+    them (FAT, some network file systems) is checked, then renamed.
+    """
+    try:
+        os.link(staged, target)
+    except FileExistsError:
+        raise BackupRaceError(dst) from None
+    except OSError:  # no hard links here
+        if target.exists():
+            raise BackupRaceError(dst) from None
+        os.replace(staged, target)
+        return
+    staged.unlink()
+
+
+def _copy(src: Path, into: Path, dst: Path) -> list[Path]:
+    """Copy the journal, vectors and tokens of ``src`` into ``into``; their paths in ``dst``."""
+    written: list[Path] = []
+    for name in (JOURNAL_FILE, VECTORS_FILE):  # the record first
+        if not (src / name).is_file():
+            continue
+        try:
+            backup_file(src / name, into / name)
+        except JournalCorruptError as e:
+            if name == JOURNAL_FILE:
+                raise
+            # The vectors are a cache of the journal: a damaged file must
+            # not stop the record's backup (opening the copy embeds again).
+            (into / name).unlink(missing_ok=True)
+            _log.warning("memstore: %s left out of the backup: %s", name, e)
+            continue
+        written.append(dst / name)
+    if (src / TOKENS_FILE).is_file() and _copy_secret(src / TOKENS_FILE, into / TOKENS_FILE):
+        written.append(dst / TOKENS_FILE)
     return written
 
 

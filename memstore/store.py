@@ -565,7 +565,7 @@ class Store(StoreWrites, StoreReads, StoreSearch, StoreLifecycle):
                 work.id = id
                 if not well_typed(work):  # fn assigned a field: pydantic did not check it
                     work = validated(item_fields(work))
-                why = validate_base(self._vocab, work)
+                why = validate_base(self._vocab, work, item)
                 if not why and self._config.validate is not None:
                     why = self._config.validate(work)
                 if why:

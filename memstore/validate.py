@@ -19,6 +19,7 @@ from typing import Any
 
 import regex
 
+from memstore._namerule import FORMAT_RULE, format_character, format_named
 from memstore.arguments import describe, has_lone_surrogate
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.eventdate import valid_event_date
@@ -69,12 +70,14 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TAGS",
     "MAX_TITLE_CHARS",
+    "format_character",
     "id_rejection",
     "intake_rejection",
     "kind_rejection",
     "link_shape_rejection",
     "model_error",
     "naive_datetime_rejection",
+    "new_id_rejection",
     "record_copy",
     "record_kind_rejection",
     "record_rejection",
@@ -306,7 +309,7 @@ def model_error(error: ValueError) -> str:
     return text + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
 
 
-def validate_base(vocabulary: Vocabulary, item: Item) -> str:
+def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = None) -> str:
     """Why ``item`` breaks the rules every item obeys, or ``""`` when it is valid.
 
     The host's own rules (``Config.validate``, the vocabulary's writable list)
@@ -315,11 +318,26 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
     deadline on hypotheses and unknowns, an event date on events (and a valid
     one wherever set), an owner tag on private items, one partition tag at
     most (its name at most :data:`~memstore.limits.MAX_NAME_CHARS`, the
-    longest a read's ``partition=`` takes), well-formed tags, links and data.
+    longest a read's ``partition=`` takes, and not padded with whitespace),
+    well-formed tags, links and data.
+
+    The names a reader compares by eye, the id and the tags (the partition's
+    among them), hold no Unicode format character (:func:`format_character`:
+    a bidi control or a zero-width character would make two names that look
+    the same name two items, or two partitions), and a partition name is not
+    padded (``" x"`` would be another partition than ``"x"``). These rules
+    came after items were stored: ``previous``, the stored item this write
+    replaces (the same id), keeps its id and the tags it holds, so an item
+    written before them can still be updated. Reading, deleting, exporting
+    and importing such an item never asks them (:func:`record_rejection`).
     """
     id, kind, title, content = item.id, item.kind, item.title, item.content
     if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
         return _id_shape_rejection(id)
+    if id and previous is None and not id.isascii():
+        why = new_id_rejection(id)
+        if why:
+            return why
     if not kind:
         return "kind is required"
     if not _valid_kind(kind):
@@ -359,10 +377,18 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         return f"{len(item.tags)} tags; at most {MAX_TAGS}"
     partitions = 0
     for tag in item.tags:
+        if tag.startswith(PARTITION_TAG_PREFIX):  # first: a padded name is said as a partition
+            why = _padded_partition(tag, previous)
+            if why:
+                return why
         if not tag or tag != tag.strip() or "," in tag or "\n" in tag or "\r" in tag:
             return f"tag {tag[:80]!r} is empty, padded, or holds a comma or newline"
         if "\x00" in tag:  # a partition column cannot hold it (PostgreSQL text refuses NUL)
             return f"tag {tag[:80]!r} holds a NUL character"
+        if not tag.isascii() and (previous is None or tag not in previous.tags):
+            found = format_character(tag)
+            if found:
+                return f"tag {tag[:80]!r} holds {format_named(found)}: {FORMAT_RULE} in a tag"
         if tag.startswith(PARTITION_TAG_PREFIX):
             partitions += 1
             if tag in _NO_PARTITION_TAGS:
@@ -385,6 +411,22 @@ def validate_base(vocabulary: Vocabulary, item: Item) -> str:
         if not key:
             return "data keys must be non-empty"
     return ""
+
+
+def _padded_partition(tag: str, previous: Item | None) -> str:
+    """Why the partition tag ``tag`` names a padded partition a write may not make, or ``""``.
+
+    ``" x"`` and ``"x"`` are two partitions that read the same: a name padded
+    with whitespace is refused, unless ``previous`` (the stored item being
+    updated) is in that partition already.
+    """
+    name = tag[len(PARTITION_TAG_PREFIX) :]
+    if name == name.strip() or (previous is not None and tag in previous.tags):
+        return ""
+    return (
+        f"partition {name[:80]!r} is padded with whitespace: it would be another partition "
+        f"than {name.strip()[:80]!r}, which reads the same; name it without the padding"
+    )
 
 
 _NO_PARTITION_TAGS = frozenset({PARTITION_TAG_PREFIX, PARTITION_TAG_PREFIX + PARTITION_ALL})
@@ -418,6 +460,31 @@ def id_rejection(id: object) -> str:
         return _id_shape_rejection(id)
     if has_lone_surrogate(id):
         return "id is not valid Unicode text (it holds a lone surrogate)"
+    return ""
+
+
+def new_id_rejection(id: object) -> str:
+    """Why ``id`` cannot be the id of a new item, or ``""``: :func:`id_rejection` and more.
+
+    A new id holds no Unicode format character either (:func:`format_character`):
+    ``"inv\\u200b-42"`` (with a zero-width space) reads as ``"inv-42"``, and a bidi
+    control reorders what is shown around it, so two ids that look the same
+    would name two items. Only the writes that make an item ask it
+    (:func:`validate_base`, ``Config.new_id``, ``Config.id_prefix``): an id
+    already stored (written before this rule) is still read, looked up,
+    updated, linked to, deleted, exported and imported as it is.
+
+    >>> print(new_id_rejection("inv\\u200b-42"))  # doctest: +ELLIPSIS
+    id 'inv\\u200b-42' holds a format character (U+200B ZERO WIDTH SPACE), which is invisible: ...
+    >>> new_id_rejection("team-\\U0001f469\\u200d\\U0001f4bb")  # a ZWJ inside an emoji
+    ''
+    """
+    why = id_rejection(id)
+    if why or not isinstance(id, str) or id.isascii():
+        return why
+    found = format_character(id)
+    if found:
+        return f"id {id[:80]!r} holds {format_named(found)}: {_ID_RULE}, {FORMAT_RULE}"
     return ""
 
 

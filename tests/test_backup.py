@@ -297,3 +297,94 @@ def test_two_memstore_backup_processes_to_one_place_one_wins_the_other_says_so(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
     with Memory(tmp_path / "copy", embedder=None) as copy:
         assert len(copy.store.all_items()) == 40
+
+
+def test_a_backup_into_an_empty_folder_fills_that_folder_and_keeps_it(tmp_path: Path) -> None:
+    # The empty folder DEST (one the user made: a mount point, a folder with its own
+    # permissions) was removed and the staged copy renamed into its place: another
+    # folder under the same name, with the staging folder's mode, and a moment with
+    # no folder there at all. Now the copy's files are moved into it; it stays.
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    with Memory(source, embedder="hash") as mem:
+        mem.add("kept across the backup", id="kept")
+    dest.mkdir()
+    dest.chmod(0o710)
+    before = dest.stat()
+    written = backup(source, dest)
+    after = dest.stat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert sorted(p.name for p in written) == [JOURNAL_FILE, VECTORS_FILE]
+    assert sorted(p.name for p in dest.iterdir()) == [JOURNAL_FILE, VECTORS_FILE]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    with Memory(dest, embedder="hash") as restored:
+        assert restored.get("kept") is not None
+
+
+def test_a_failed_backup_into_an_empty_folder_leaves_it_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    source.mkdir()
+    (source / JOURNAL_FILE).write_bytes(b"not a database, just bytes" * 40)  # a damaged journal
+    dest.mkdir()
+    dest.chmod(0o710)
+    before = dest.stat()
+    assert main(["backup", str(source), str(dest)]) == 1
+    assert "memstore: " in capsys.readouterr().err
+    after = dest.stat()
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert list(dest.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
+
+
+def test_a_file_put_into_the_empty_folder_while_the_backup_runs_is_kept(tmp_path: Path) -> None:
+    # DEST was empty when the backup looked; while it copied, something else wrote
+    # there. The folder was not empty any more when the copy was to go in: it is
+    # refused as another backup's race, and what is there now is left as it is.
+    with Memory(tmp_path / "data", embedder=None) as mem:
+        mem.add_many([f"note {i} on the ledger" for i in range(20)])
+    dest = tmp_path / "copy"
+    dest.mkdir()
+    lock = sqlite3.connect(tmp_path / "data" / JOURNAL_FILE, isolation_level=None)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(backup(tmp_path / "data", dest))
+        except BaseException as e:  # reported below, whatever it is
+            outcome.append(e)
+
+    thread = threading.Thread(target=run)
+    try:
+        thread.start()
+        while not any(p.name.startswith(".") for p in [*dest.iterdir(), *tmp_path.iterdir()]):
+            assert thread.is_alive(), outcome
+            time.sleep(0.01)
+        (dest / JOURNAL_FILE).write_text("the user's own file")
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+        thread.join()
+    assert len(outcome) == 1 and isinstance(outcome[0], BackupRaceError), outcome
+    assert sorted(p.name for p in dest.iterdir()) == [JOURNAL_FILE]
+    assert (dest / JOURNAL_FILE).read_text() == "the user's own file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy", "data"]
+
+
+def test_what_a_killed_backup_left_inside_the_empty_folder_is_swept(tmp_path: Path) -> None:
+    """A backup killed mid-copy leaves its hidden folder inside DEST: the next one clears it."""
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    dead = int(child.stdout)
+    source, dest = tmp_path / "data", tmp_path / "copy"
+    with Memory(source, embedder=None) as mem:
+        mem.add("kept across the backup", id="kept")
+    dest.mkdir()
+    left = dest / f".backup.partial-{dead}"  # a killed run's (its process is gone)
+    left.mkdir()
+    (left / JOURNAL_FILE).write_bytes(b"half a copy")
+    assert [p.name for p in backup(source, dest)] == [JOURNAL_FILE]
+    assert sorted(p.name for p in dest.iterdir()) == [JOURNAL_FILE]

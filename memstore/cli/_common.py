@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import difflib
+import errno
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,10 +23,14 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
 from memstore.errors import JournalLockedError, MemstoreError
 from memstore.limits import MAX_RESULTS
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.tags import partition_from_tags
+from memstore.web.journal_option import JournalOptionError
+
+from ._journal import kept_elsewhere, shared_memory
 
 DEFAULT_DATA = "data"
 
@@ -70,7 +78,10 @@ def writer(args: argparse.Namespace, *, embed: bool) -> Memory:
     Held by another process, the folder is waited for up to
     :data:`LOCK_WAIT_SECONDS`, then refused with what the command line offers.
     """
+    if getattr(args, "journal", None):
+        return shared(args, embed=embed)
     not_a_file(args.data)
+    in_its_journal(args.data)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -124,9 +135,38 @@ def not_a_file(data: str) -> None:
         )
 
 
+def in_its_journal(data: str) -> None:
+    """Refuse a folder kept in another journal (a server's on PostgreSQL) without ``--journal``.
+
+    Opened as it is, it would hold no memory, and a write would start a new one
+    in SQLite beside the one its server serves (:mod:`memstore.cli._journal`).
+    """
+    why = kept_elsewhere(data)
+    if why:
+        raise UsageError(why)
+
+
+def place(args: argparse.Namespace) -> str:
+    """Where the command's memory is, for a message: ``DIR/``, or ``--journal``'s schema."""
+    if getattr(args, "journal", None):
+        return "the --journal memory"
+    return f"{args.data}/"
+
+
+def shared(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The memory of ``--journal``, its options refused as a usage error (exit status 2)."""
+    try:
+        return shared_memory(args, embed=embed)
+    except JournalOptionError as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # a memstore_ parameter of the DSN the journal cannot take
+        raise UsageError(f"--journal: {e}") from None
+
+
 def existing(data: str) -> None:
     """Refuse a data folder that holds no memory (a typo in ``--data``), creating nothing."""
     not_a_file(data)
+    in_its_journal(data)
     if not (Path(data) / JOURNAL_FILE).is_file():
         raise Failure(
             f"no memory in {data}/ (it has no {JOURNAL_FILE}): give the folder with "
@@ -135,7 +175,13 @@ def existing(data: str) -> None:
 
 
 def reader(args: argparse.Namespace, *, embed: bool) -> Memory:
-    """The folder's memory for reading: never created; read-only beside a running writer."""
+    """The folder's memory for reading: never created; read-only beside a running writer.
+
+    With ``--journal``: that journal's memory, as its servers read it (``--readonly``
+    changes nothing there: a read command writes nothing).
+    """
+    if getattr(args, "journal", None):
+        return shared(args, embed=embed)
     existing(args.data)
     embedder = args.embedder if embed else None
     if args.readonly:
@@ -267,3 +313,129 @@ def hint_unknown_partition(mem: Memory, partition: str) -> None:
         f"partitions here: {names}{more}",
         file=sys.stderr,
     )
+
+
+def at_folder(args: argparse.Namespace, data: Path) -> argparse.Namespace:
+    """``args`` with the data folder ``data``."""
+    return argparse.Namespace(**{**vars(args), "data": str(data)})
+
+
+@contextlib.contextmanager
+def writing(args: argparse.Namespace, *, embed: bool, what: str) -> Iterator[Memory]:
+    """:func:`writer` for a write that may be refused: a new memory appears only once done.
+
+    Into a folder that holds no memory yet, the memory is made in a hidden
+    folder and moved into place when the block ends without an error
+    (:func:`into_new_folder`), so a refused ``add`` or ``import`` leaves no
+    empty memory (nor folder) behind. ``what`` names the command in the
+    refusal of a race (another process filled the folder meanwhile).
+    """
+    if getattr(args, "journal", None):  # no folder is made: the journal is the server's
+        with writer(args, embed=embed) as mem:
+            yield mem
+        return
+    with (
+        into_new_folder(Path(args.data), what) as data,
+        writer(at_folder(args, data), embed=embed) as mem,
+    ):
+        yield mem
+
+
+@contextlib.contextmanager
+def into_new_folder(data: Path, what: str = "import") -> Iterator[Path]:
+    """Where to write ``data``: itself when it holds files, else a folder that appears when done.
+
+    A memory that does not exist yet is built in a hidden folder and put in
+    place when the block ends without an error, so a refused import leaves no
+    empty memory (nor folders) behind. A missing folder is built beside the
+    first missing part of its path and renamed into place. An empty folder
+    that exists (one made for it with ``mkdir``, a mount point) is the
+    user's: it is never removed or replaced; the memory is built in a hidden
+    folder inside it and its files moved in at the end
+    (:func:`_fill_in_place`). When another import (or backup) filled the place
+    while this one ran, that one is kept as it is and this one is discarded
+    with a :class:`Failure` saying so.
+    """
+    top = data.absolute()
+    while not top.parent.exists():
+        top = top.parent
+    if data.is_dir() and not data.is_symlink():  # what a killed import left inside it
+        remove_dead_leftovers(data / _STAGED)
+    empty = empty_folder(data)
+    held = data.exists() and not empty
+    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
+        yield data  # there already, or cannot be made: the open says why, naming data
+        return
+    if empty:
+        with _fill_in_place(data, what) as staging:
+            yield staging
+        return
+    remove_dead_leftovers(top)  # what killed imports and backups to this place left
+    staging = staging_name(top)
+    try:
+        yield staging / data.absolute().relative_to(top)
+        try:
+            move_into_place(staging, top)  # a folder replaces only a missing or empty one
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
+                raise _raced(data, what) from None
+            raise Failure(f"cannot move the new memory into {data}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _raced(data: Path, what: str) -> Failure:
+    return Failure(
+        f"another {what} got there first: {data} was filled while this {what} ran; it is "
+        f"left as it is and this {what} was discarded ({what} again to add what it does "
+        "not hold yet)"
+    )
+
+
+_STAGED = "memory"
+"""What the hidden folder an import into an existing empty folder is built in is named after."""
+
+
+@contextlib.contextmanager
+def _fill_in_place(data: Path, what: str) -> Iterator[Path]:
+    """A hidden folder inside the empty folder ``data``, whose files move into it at the end.
+
+    Each file is flushed and moved in under a name that must still be free
+    (anything that appeared in ``data`` meanwhile is another process's: this
+    one is discarded); a failure takes out what this one moved in, so
+    ``data`` is left as it was. ``data`` itself is never removed.
+    """
+    staging = staging_name(data / _STAGED)
+    staging.mkdir()
+    moved: list[Path] = []
+    try:
+        yield staging
+        if {p.name for p in data.iterdir()} != {staging.name}:
+            raise _raced(data, what)
+        for entry in sorted(staging.iterdir()):
+            target = data / entry.name
+            if target.exists():
+                raise _raced(data, what)
+            move_into_place(entry, target)
+            moved.append(target)
+        staging.rmdir()
+    except BaseException:
+        for target in moved:
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def empty_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:  # unreadable: not known to be empty, so opened as it is
+        return False

@@ -73,8 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         *,
         reads: bool = False,
         json_help: str | None = "print JSON instead of text",
+        journal: bool = True,
     ) -> argparse.ArgumentParser:
-        """A command with the common flags; ``json_help``: what --json does (None: no --json)."""
+        """A command with the common flags; ``json_help``: what --json does (None: no --json).
+
+        ``journal``: the command takes ``--journal`` and ``--journal-schema`` as
+        the servers do, to work on the memory a server keeps in PostgreSQL.
+        """
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "--data",
@@ -94,6 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.set_defaults(json=False)
         else:
             p.add_argument("--json", action="store_true", help=json_help)
+        if journal:
+            p.add_argument(
+                "--journal",
+                type=journal_dsn,
+                help="the PostgreSQL journal a server of --data was given (--journal "
+                "postgresql://...): work on that memory, not on the folder's own journal.db",
+            )
+            p.add_argument(
+                "--journal-schema",
+                help="the PostgreSQL schema of --journal (default memstore, or the DSN's "
+                "memstore_schema), as the server had it",
+            )
         if reads:
             p.add_argument(
                 "--readonly",
@@ -229,7 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_backup, embedder=None)
 
     p = command(
-        "serve", "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer", json_help=None
+        "serve",
+        "run the HTTP server: MemoryProtocol 0.1, or --api mindlayer",
+        json_help=None,
+        journal=False,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument(
@@ -357,7 +377,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=cmd_serve)
 
-    p = command("mcp", "run the MCP server (memory for MCP clients; extra mcp)", json_help=None)
+    p = command(
+        "mcp",
+        "run the MCP server (memory for MCP clients; extra mcp)",
+        json_help=None,
+        journal=False,
+    )
     p.add_argument(
         "--transport",
         choices=("stdio", "http"),

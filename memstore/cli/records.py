@@ -19,6 +19,9 @@ from ._common import (
     UsageError,
     existing,
     hint_unknown_partition,
+    in_its_journal,
+    not_a_file,
+    place,
     print_item,
     reader,
     shown,
@@ -39,7 +42,7 @@ def _check_kind(args: argparse.Namespace) -> None:
     known = {*ENGINE_KINDS, DEFAULT_KIND}
     if kind in known:
         return
-    if (Path(args.data) / JOURNAL_FILE).is_file():
+    if args.journal or (Path(args.data) / JOURNAL_FILE).is_file():
         with reader(argparse.Namespace(**{**vars(args), "readonly": True}), embed=False) as mem:
             known |= {it.kind for it in mem.store.all_items()}
         if kind in known:
@@ -58,7 +61,15 @@ def cmd_add(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value:
             fields[name] = value
+    if not args.journal:
+        not_a_file(args.data)
+        in_its_journal(args.data)  # a server's folder on PostgreSQL: say what to pass first
     _check_kind(args)
+    if not args.journal and not (Path(args.data) / JOURNAL_FILE).is_file():
+        # A new memory: the item is tried in memory first, so a refused add makes no
+        # folder (two adds racing to make one still both land: the second waits its turn).
+        with Memory(embedder=None) as trial:
+            trial.add(args.text, partition=args.partition, **fields)
     with writer(args, embed=True) as mem:
         item = mem.add(args.text, partition=args.partition, **fields)
         print_item(item, args.json)
@@ -112,20 +123,21 @@ def cmd_get(args: argparse.Namespace) -> int:
     with reader(args, embed=False) as mem:
         item = mem.get(args.id)
         if item is None:
-            raise Failure(f"no item {args.id!r} in {args.data}/")
+            raise Failure(f"no item {args.id!r} in {place(args)}")
         print(json.dumps(item.model_dump(mode="json"), indent=None if args.json else 2))
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    existing(args.data)  # nothing to forget in a folder that is not there: create none
+    if not args.journal:
+        existing(args.data)  # nothing to forget in a folder that is not there: create none
     with writer(args, embed=False) as mem:
         if args.hard:
             if mem.get(args.id) is None and not mem.history(args.id):
-                raise Failure(f"no item {args.id!r} in {args.data}/")
+                raise Failure(f"no item {args.id!r} in {place(args)}")
             mem.purge([args.id])
         elif not mem.delete(args.id):
-            raise Failure(f"no item {args.id!r} in {args.data}/")
+            raise Failure(f"no item {args.id!r} in {place(args)}")
     if args.json:
         print(json.dumps({"deleted": args.id, "hard": args.hard}))
     elif args.hard:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import errno
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from memstore._durable import move_into_place, remove_dead_leftovers, staging_name
+from memstore._journal_record import read_journal_record
 from memstore._memory_build import partition_name
 from memstore.errors import InvalidItemError, JournalCorruptError
 from memstore.journal.exportfile import is_end_line
@@ -29,7 +29,14 @@ from memstore.journal.sqlite import SqliteJournal
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.tags import PARTITION_ALL
 
-from ._common import Failure, UsageError, existing, hint_unknown_partition, reader, writer
+from ._common import (
+    Failure,
+    UsageError,
+    existing,
+    hint_unknown_partition,
+    reader,
+    writing,
+)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -38,6 +45,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     elif sys.stdout is None:
         raise UsageError("standard output is closed: give -o FILE")
     if args.salvage:
+        if args.journal:
+            raise UsageError(
+                "--salvage reads a folder's damaged journal.db; a PostgreSQL journal "
+                "(--journal) has no damaged rows to leave out: export it without --salvage"
+            )
         return _salvage(args)
     with reader(args, embed=False) as mem:
         if args.output in (None, "-"):
@@ -164,7 +176,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if args.format == "mcp-memory":  # the reference MCP memory server's memory.jsonl
             return _import_graph(args, fp)
         lines = _Lines(fp, _size(fp), progress=sys.stderr.isatty(), first_line_limit=HEADER_LIMIT)
-        with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+        with writing(args, embed=True, what="import") as mem:
             try:
                 changed = mem.import_(lines, check_rules=args.check_rules)  # type: ignore[arg-type]
             except InvalidItemError as e:
@@ -220,22 +232,24 @@ def _size(fp: IO[str]) -> int:
         return 0
 
 
-def _at(args: argparse.Namespace, data: Path) -> argparse.Namespace:
-    """``args`` with the data folder ``data``."""
-    return argparse.Namespace(**{**vars(args), "data": str(data)})
-
-
 def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
-    """``import --format mcp-memory``: the reference server's graph, all or nothing."""
-    from memstore.mcp.importer import import_graph
+    """``import --format mcp-memory``: the reference server's graph, all or nothing.
 
-    with _into_new_folder(Path(args.data)) as data, writer(_at(args, data), embed=True) as mem:
+    Every refusal reads as an export's does: ``refused FILE: REASON; nothing
+    was imported``, whatever refused it (the file's text, a line that is no
+    graph, or a write the engine refuses).
+    """
+    from memstore.mcp.importer import GraphImportError, import_graph
+
+    with writing(args, embed=True, what="import") as mem:
         try:
             report = import_graph(mem, fp, args.partition)
         except UnicodeDecodeError as e:
             raise Failure(
                 f"refused {args.file}: it is not UTF-8 text ({e.reason}); nothing was imported"
             ) from None
+        except GraphImportError as e:  # a line that is no graph: its message names the line
+            raise Failure(f"refused {args.file}: {_nothing_imported(str(e))}") from None
         except InvalidItemError as e:  # an entity a write refuses (an observation too long)
             raise Failure(f"refused {args.file}: {e.reason}; nothing was imported") from None
     if args.json:
@@ -247,6 +261,21 @@ def _import_graph(args: argparse.Namespace, fp: IO[str]) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+_NOTHING_IMPORTED = "; nothing was imported"
+
+
+def _nothing_imported(reason: str) -> str:
+    """``reason`` saying once that nothing was imported, any hint it ends with kept last.
+
+    >>> _nothing_imported("line 2: not JSON; nothing was imported (a hint)")
+    'line 2: not JSON; nothing was imported (a hint)'
+    >>> _nothing_imported("line 2: not JSON")
+    'line 2: not JSON; nothing was imported'
+    """
+    head, said, tail = reason.partition(_NOTHING_IMPORTED)
+    return f"{head}{_NOTHING_IMPORTED}{tail}" if said else reason + _NOTHING_IMPORTED
 
 
 @contextlib.contextmanager
@@ -277,59 +306,6 @@ def _input(name: str) -> Iterator[IO[str]]:
         if stat.S_ISCHR(mode) and not fp.isatty():
             raise Failure(f"cannot read {shown}: it is a device, not a file; give the export file")
         yield fp
-
-
-@contextlib.contextmanager
-def _into_new_folder(data: Path) -> Iterator[Path]:
-    """Where to write ``data``: itself when it holds files, else a folder renamed into place.
-
-    A memory that does not exist yet (a missing folder, or an empty one made
-    for it with ``mkdir``) is built in a hidden folder beside the first
-    missing part of its path and renamed into place when the block ends
-    without an error, so a refused import leaves no empty memory (nor folders)
-    behind, as a refused ``add`` creates nothing. When another import (or
-    backup) filled the place while this one ran, that one is kept as it is
-    and this one is discarded with a :class:`Failure` saying so.
-    """
-    top = data.absolute()
-    while not top.parent.exists():
-        top = top.parent
-    empty = _empty_folder(data)
-    held = data.exists() and not empty
-    if held or not top.parent.is_dir() or not os.access(top.parent, os.W_OK):
-        yield data  # there already, or cannot be made: the open says why, naming data
-        return
-    remove_dead_leftovers(top)  # what killed imports and backups to this place left
-    staging = staging_name(top)
-    try:
-        yield staging / data.absolute().relative_to(top)
-        try:
-            if empty:  # the folder made for it keeps its permissions
-                shutil.copymode(data, staging)
-            move_into_place(staging, top)  # a folder replaces only a missing or empty one
-        except OSError as e:
-            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):  # filled since it was looked at
-                raise Failure(
-                    f"another import got there first: {data} was filled while this import "
-                    "ran; it is left as it is and this import was discarded (import again "
-                    "to add what it does not hold yet)"
-                ) from None
-            raise Failure(
-                f"cannot move the imported memory into {data}: {e.strerror or e}"
-            ) from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _empty_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder (not a link to one) with nothing in it."""
-    if path.is_symlink() or not path.is_dir():
-        return False
-    try:
-        with os.scandir(path) as entries:
-            return next(entries, None) is None
-    except OSError:  # unreadable: not known to be empty, so opened as it is
-        return False
 
 
 class _Lines:
@@ -381,6 +357,15 @@ def cmd_backup(args: argparse.Namespace) -> int:
             f"cannot back up into {args.dest}: it is inside the folder backed up, {args.dir}/, "
             "and would go with it; back up into a folder outside it"
         )
+    if (record := read_journal_record(args.dir)) is not None and not (
+        Path(args.dir) / JOURNAL_FILE
+    ).is_file():
+        raise Failure(
+            f"cannot back up {args.dir}: its memory is kept in a "
+            f"{_JOURNAL_NAMES.get(record.get('journal', ''), record.get('journal'))} "
+            "journal, not in a journal.db of its own (a server opened it with --journal); "
+            "back that journal up where it is (PostgreSQL: pg_dump --schema SCHEMA)"
+        )
     written = backup(args.dir, args.dest)
     sizes = ", ".join(f"{p.name} ({p.stat().st_size} bytes)" for p in written)
     print(f"backed up {sizes} to {args.dest}", file=sys.stderr)
@@ -399,14 +384,18 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return 0
 
 
+_JOURNAL_NAMES = {"postgresql": "PostgreSQL"}
+"""How a folder's journal record (``journal.json``) names a journal, as a message says it."""
+
 BACKUP_HELP = """\
 Copy the data folder DIR into the new folder DEST while DIR stays in use.
 
 The journal (journal.db) and the vectors (vectors.sqlite3) are copied with
 SQLite's online backup API: each file as of one commit, consistent even while
-a process writes to DIR. DEST must not exist (or be empty) and must be outside
-DIR; a failed or interrupted backup leaves nothing there, and a finished one
-is on disk (flushed) before the command returns. The server's tokens.json, if
+a process writes to DIR. DEST must not exist, or be an empty folder (used as
+it is, never removed), and must be outside DIR; a failed or interrupted backup
+leaves DEST as it was, and a finished one is on disk (flushed) before the
+command returns. The server's tokens.json, if
 DIR holds one, is copied too, readable by its owner only (mode 0600): a server
 restored from DEST accepts the same tokens, and DEST holds that secret.
 

@@ -153,14 +153,16 @@ def test_the_forget_dialog_shows_the_whole_of_a_long_id(browser: Any, tmp_path: 
 def test_an_id_with_invisible_characters_is_named_with_them_shown(
     browser: Any, tmp_path: Path
 ) -> None:
-    # The engine takes any id without whitespace: "notes\u202etxt.exe" read "notesexe.txt"
+    # The engine took any id without whitespace: "notes\u202etxt.exe" read "notesexe.txt"
     # in the dialog asking before a hard delete, and "report\u200b" passed for "report".
-    # The page writes such characters of an id as their escapes (the request keeps the id).
+    # A write now refuses such an id, but a journal written before holds them (put here
+    # with Store.put, which takes a record as it is). The page writes such characters of
+    # an id as their escapes (the request keeps the id).
     data = tmp_path / "data"
     spoof, twin = "notes\u202etxt.exe", "report\u200b"
     with Memory(data, embedder="hash") as mem:
-        mem.add(Item(id=spoof, kind="note", content="Spoofing note."), partition="t")
-        mem.add(Item(id=twin, kind="note", content="Twin note."), partition="t")
+        mem.store.put(Item(id=spoof, kind="note", content="Spoofing note.", tags=["tenant/t"]))
+        mem.store.put(Item(id=twin, kind="note", content="Twin note.", tags=["tenant/t"]))
     with signed_in(browser, tmp_path, data, ("recall", "forget")) as tab:
         listed = tab.get_by_role("list", name="Results")
         item = tab.get_by_role("region", name="Item")

@@ -1,0 +1,90 @@
+"""The journal a command works on: the ``--data`` folder's own, or ``--journal``'s.
+
+A folder a server serves on PostgreSQL (``memstore serve --data DIR --journal
+postgresql://...``) holds the server's files (vectors, tokens) and no
+``journal.db``; the engine records that in ``DIR/journal.json``
+(:mod:`memstore._journal_record`). ``memstore add --data DIR`` found no
+memory there and quietly made a new SQLite one beside it: writes the server
+never saw, reads of an empty memory. Now such a folder is refused without
+``--journal``, in words that say what to pass (:func:`kept_elsewhere`), and
+with ``--journal`` every data command works on that journal as the server
+does (:func:`shared_memory`), leaving the folder's files to the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from memstore._journal_record import read_journal_record
+from memstore.backup import TOKENS_FILE, VECTORS_FILE
+from memstore.memory import JOURNAL_FILE, Memory
+
+__all__ = ["kept_elsewhere", "shared_memory"]
+
+_SERVER_FILES = (VECTORS_FILE, TOKENS_FILE)
+"""What a server keeps in its folder beside a journal of another place."""
+
+
+def kept_elsewhere(data: str) -> str:
+    """Why the folder ``data`` cannot be used without ``--journal``, or ``""``.
+
+    The folder records another journal (``journal.json``), or, written before
+    it did, holds a server's files but no ``journal.db``.
+
+    >>> import tempfile, json, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> kept_elsewhere(str(folder))
+    ''
+    >>> _ = (folder / "journal.json").write_text(json.dumps(
+    ...     {"journal": "postgresql", "where": "app@db:5432/memory", "schema": "agents"}))
+    >>> print(kept_elsewhere(str(folder)))  # doctest: +ELLIPSIS
+    /.../ is kept in a PostgreSQL journal (app@db:5432/memory, schema agents), not in a ...
+    """
+    folder = Path(data)
+    if not folder.is_dir():  # missing (a new memory), or a file (refused as one)
+        return ""
+    record = read_journal_record(folder)
+    if record is None:
+        if (folder / JOURNAL_FILE).is_file():
+            return ""
+        files = [name for name in _SERVER_FILES if (folder / name).is_file()]
+        if not files:
+            return ""
+        return (
+            f"{data}/ holds a server's files ({', '.join(files)}) but no {JOURNAL_FILE}: its "
+            "memory is kept in another journal (a server run with --journal postgresql://...); "
+            "give that journal as the server had it, --journal postgresql://USER@HOST/DB "
+            "--journal-schema SCHEMA, or another --data folder"
+        )
+    if record.get("journal") != "postgresql":
+        kind = record.get("journal", "unknown")
+        return (
+            f"{data}/ is kept in a journal of its host's own ({kind}), not in a {JOURNAL_FILE}: "
+            "the command line cannot open it; use the program that serves it, or another "
+            "--data folder"
+        )
+    schema = record.get("schema", "memstore")
+    where = record.get("where")
+    dsn = f"postgresql://{where}" if where else "postgresql://USER@HOST/DB"
+    shown = f"{where}, schema {schema}" if where else f"schema {schema}"
+    return (
+        f"{data}/ is kept in a PostgreSQL journal ({shown}), not in a {JOURNAL_FILE} of "
+        f"its own (a server opened it with --journal): give that journal, --journal {dsn} "
+        f"--journal-schema {schema} (with its password if it needs one)"
+    )
+
+
+def shared_memory(args: argparse.Namespace, *, embed: bool) -> Memory:
+    """The memory ``--journal`` (and ``--journal-schema``) name, as a server opens it.
+
+    No folder is opened: the vectors the journal keeps are loaded (or made)
+    in this process, so the files of a server's ``--data`` folder stay its
+    own. Raises :class:`ValueError` for a schema the journal cannot take.
+    """
+    from memstore.web.journal_option import postgres_journal
+
+    journal = postgres_journal(args.journal, getattr(args, "journal_schema", None))
+    if journal is None:  # pragma: no cover - the parser takes only a postgresql:// DSN
+        raise ValueError("--journal takes a postgresql:// DSN")
+    return Memory(embedder=args.embedder if embed else None, journal=journal)
