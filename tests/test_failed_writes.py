@@ -219,8 +219,6 @@ def test_a_write_while_another_process_holds_the_commit_lock_changes_nothing(
     UPDATE``), as a process stuck mid-commit would; each write gives up after
     ``lock_timeout``. Nothing changes in the memory, in its hub or on record.
     """
-    import psycopg
-
     journal_class = postgres_module().PostgresJournal
 
     def journal() -> Journal:
@@ -233,11 +231,8 @@ def test_a_write_while_another_process_holds_the_commit_lock_changes_nothing(
         fill(mem)
         before = snapshot(mem)  # after every change of fill() was published
         sub = mem.subscribe(topics=["change"])
-        with psycopg.connect(pg_place.dsn) as other:
-            other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
-            with pytest.raises(JournalError, match="commit lock"):
-                OPS[name](mem)
-            other.rollback()
+        with pg_place.commit_lock_held(), pytest.raises(JournalError, match="commit lock"):
+            OPS[name](mem)
         assert snapshot(mem) == before
         assert sub.get_nowait() is None, "a subscriber saw a change that never committed"
     finally:
