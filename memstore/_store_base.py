@@ -11,6 +11,7 @@ import datetime as _dt
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Literal
 
@@ -366,6 +367,26 @@ class StoreBase:
             finally:
                 with self._locked():
                     self._publishing = False
+
+    def _settled(self, timeout: float = 10.0) -> bool:
+        """Publish what is committed, and wait out another thread's publication (for tests).
+
+        A write returns once its group is committed and this thread drained:
+        when another thread was publishing, that thread tells the listeners
+        (:meth:`_drain`), maybe after the write returned. Whatever follows the
+        store by its listeners (a vector index, a hub) agrees with the items
+        only once that ended. ``False``: still publishing after ``timeout`` s.
+        """
+        end = time.monotonic() + timeout
+        while True:
+            self._drain()
+            with self._locked():
+                queue = self._unpublished
+                if not self._publishing and (not queue or builtins_id(queue[0]) in self._held):
+                    return True
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
 
     # ------------------------------------------------------ the primitive
 

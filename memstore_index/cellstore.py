@@ -167,11 +167,13 @@ class CellStore(StoreBinding, Searching):
     def _check(self, store: Store | None = None, *, vectors: bool = False) -> None:
         """Assert labels, ids, groups, vectors and the graph agree (for tests).
 
-        With ``store`` (its writes all published), also that the index holds
-        exactly the store's embeddable items (less the pending ones), each with
-        the content hash and entry of the item's current text; ``vectors=True``
-        re-embeds every text and compares the vectors too. With a file and no
-        unsaved backlog, the file's rows must equal the index.
+        With ``store`` (once it has published every write it committed: a
+        publication under way in another thread is waited for), also that the
+        index holds exactly the store's embeddable items (less the pending
+        ones), each with the content hash and entry of the item's current
+        text; ``vectors=True`` re-embeds every text and compares the vectors
+        too. With a file and no unsaved backlog, the file's rows must equal
+        the index.
         """
         if store is not None:
             self._check_store(store, vectors)
@@ -222,6 +224,9 @@ class CellStore(StoreBinding, Searching):
                 assert self._hnsw.get_current_count() == len(ids)
 
     def _check_store(self, store: Store, vectors: bool) -> None:
+        # The index follows the store by publication: a write may return while
+        # another thread still publishes its group (Store._drain).
+        assert store._settled(), "the store's publication did not end"
         store.lock.acquire()
         try:
             items = {it.id: it for it in store.items_locked() if embeddable(it)}

@@ -10,12 +10,13 @@ or ``MEMSTORE_REQUIRE_PG=1``: then they fail.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +87,19 @@ class PgPlace:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             cur = conn.execute(statement.replace("{s}", f'"{self.schema}"'), params or None)
             return cur.fetchall() if cur.description else []
+
+    @contextlib.contextmanager
+    def commit_lock_held(self) -> Iterator[None]:
+        """Another session holds the commit lock (the ``head`` row, ``FOR UPDATE``) for the
+        block, as a process stuck mid-commit would; it lets go when the block ends."""
+        import psycopg
+
+        with psycopg.connect(self.dsn) as other:
+            other.execute(f'SELECT seq FROM "{self.schema}".head FOR UPDATE')
+            try:
+                yield
+            finally:
+                other.rollback()
 
 
 class Schemas:

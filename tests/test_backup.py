@@ -205,6 +205,15 @@ def test_a_damaged_vector_file_does_not_stop_the_backup_of_the_journal(
         assert restored.search("note 3 about the ledger pool", limit=1)[0].item.id == "n3"
 
 
+def _hold_exclusive(journal: Path) -> sqlite3.Connection:
+    """A connection holding ``journal`` exclusively (readers wait) until it rolls back."""
+    lock = sqlite3.connect(journal, isolation_level=None)
+    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
+    lock.execute("BEGIN EXCLUSIVE")
+    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return lock
+
+
 def test_two_threads_backing_up_to_one_place_at_once_keep_their_work_apart(
     tmp_path: Path,
 ) -> None:
@@ -216,10 +225,7 @@ def test_two_threads_backing_up_to_one_place_at_once_keep_their_work_apart(
         mem.add_many([f"note {i} on the ledger" for i in range(50)])
     # Hold the journal with an exclusive lock: each backup waits (busy timeout) mid-copy,
     # its hidden folder made, until the lock goes.
-    lock = sqlite3.connect(tmp_path / "data" / JOURNAL_FILE, isolation_level=None)
-    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
-    lock.execute("BEGIN EXCLUSIVE")
-    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    lock = _hold_exclusive(tmp_path / "data" / JOURNAL_FILE)
     outcome: dict[str, object] = {}
 
     def run(name: str) -> None:
@@ -267,10 +273,7 @@ def test_two_memstore_backup_processes_to_one_place_one_wins_the_other_says_so(
     with Memory(tmp_path / "data", embedder=None) as mem:
         mem.add_many([f"note {i} on the ledger" for i in range(40)])
     # Both processes stage their copy and wait mid-copy on this lock: both found DEST free.
-    lock = sqlite3.connect(tmp_path / "data" / JOURNAL_FILE, isolation_level=None)
-    lock.execute("PRAGMA locking_mode=EXCLUSIVE")
-    lock.execute("BEGIN EXCLUSIVE")
-    lock.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    lock = _hold_exclusive(tmp_path / "data" / JOURNAL_FILE)
     command = [sys.executable, "-m", "memstore", "backup", str(tmp_path / "data")]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     runs: list[subprocess.Popen[str]] = []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import socket
 import sqlite3
@@ -13,21 +12,7 @@ import sys
 from pathlib import Path
 
 from memstore.cli import build_parser
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def memstore(
-    *args: str, cwd: Path, module: str = "memstore.cli", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``python -m <module> ARGS`` in ``cwd``, this checkout's code first (``env`` added)."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )
+from tests.cli_harness import ENV, holding, memstore
 
 
 def test_add_search_get_forget_export_import(tmp_path: Path) -> None:
@@ -175,18 +160,17 @@ def test_search_says_when_partitioned_items_exist(tmp_path: Path) -> None:
 
 
 def test_export_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code = (
         "from memstore import Memory\n"
         "with Memory('data', embedder=None) as m:\n"
         "    m.add_many([f'note {i} ' + 'padding ' * 20 for i in range(3000)])\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, check=True)
     done = subprocess.run(
         f"{sys.executable} -m memstore.cli export | head -1",
         shell=True,
         cwd=tmp_path,
-        env=env,
+        env=ENV,
         capture_output=True,
         text=True,
     )
@@ -195,7 +179,6 @@ def test_export_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
 
 
 def test_a_failed_export_leaves_the_file_it_was_to_replace_as_it_was(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code = (
         "from memstore import Memory\n"
         "with Memory('data', embedder=None) as m:\n"
@@ -203,7 +186,7 @@ def test_a_failed_export_leaves_the_file_it_was_to_replace_as_it_was(tmp_path: P
         "    m.update('rota', content='the on-call rota changed again')\n"
         "    m.add_many([f'note {i}' for i in range(50)])\n"
     )
-    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=ENV, check=True)
     out = tmp_path / "backup.ndjson"
     assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
     good = out.read_bytes()
@@ -261,26 +244,7 @@ def test_an_export_cut_short_is_refused_by_import(tmp_path: Path) -> None:
 
 
 def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys\n"
-            "from memstore import Memory\n"
-            "m = Memory('data', embedder=None)\n"
-            "m.add('the vault code is 1234')\n"
-            "print('ready', flush=True)\n"
-            "sys.stdin.read()\n",
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    with holding(tmp_path, before="m.add('the vault code is 1234')\n"):
         found = memstore("search", "vault", "--embedder", "none", cwd=tmp_path)
         assert found.returncode == 0 and "the vault code" in found.stdout
         assert "read-only" in found.stderr
@@ -289,32 +253,19 @@ def test_a_folder_held_by_a_writer_is_read_read_only(tmp_path: Path) -> None:
         assert "read-only" not in quiet.stderr, "asked for on purpose: nothing to say"
         write = memstore("add", "blocked", "--embedder", "none", cwd=tmp_path)
         assert write.returncode == 1 and "being written by another process" in write.stderr
-    finally:
-        assert holder.stdin is not None and holder.stdout is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
 
 
 def test_a_port_outside_1_to_65535_is_a_usage_error_before_anything_opens(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for command in (["serve"], ["mcp", "--transport", "http"]):
         for port in ("99999", "-5", "0", "http"):
-            done = subprocess.run(
-                [sys.executable, "-m", "memstore.cli", *command, "--port", port],
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=30,  # a hang guard: 99999 used to be served (as port 34463) until killed
-            )
+            # timeout: a hang guard, 99999 used to be served (as port 34463) until killed
+            done = memstore(*command, "--port", port, cwd=tmp_path, timeout=30)
             assert done.returncode == 2, (command, port, done.stderr)
             assert "--port" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "data").exists(), "a refused serve opens no folder"
 
 
 def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bad = [
         ("--rate-per-second", "0"),
         ("--rate-per-second", "-1"),
@@ -325,14 +276,8 @@ def test_serve_refuses_rates_and_keepalives_that_cannot_work(tmp_path: Path) -> 
         ("--sse-keepalive", "inf"),
     ]
     for flag, value in bad:
-        done = subprocess.run(
-            [sys.executable, "-m", "memstore.cli", "serve", "--embedder", "hash", flag, value],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=30,  # a hang guard: --sse-keepalive 0 used to be served
-        )
+        # timeout: a hang guard, --sse-keepalive 0 used to be served
+        done = memstore("serve", "--embedder", "hash", flag, value, cwd=tmp_path, timeout=30)
         assert done.returncode == 2, (flag, value, done.stderr)
         assert flag in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "data").exists(), "a refused serve creates no folder and no token"

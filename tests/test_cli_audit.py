@@ -1,7 +1,7 @@
 """The command line's promises about data, held against real processes racing and failing.
 
 Each test drives ``python -m memstore.cli`` as separate processes (the
-helpers of :mod:`tests.test_cli_hostile`) and names the promise it holds: two
+helpers of :mod:`tests.cli_harness`) and names the promise it holds: two
 writers at once both land, a refused import leaves a folder as it found it.
 """
 
@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.test_cli_hostile import ENV, _has_open, items, memstore, refused, seed
+from tests.cli_harness import ENV, holding, items, memstore, refused, seed, spawn, wait_until_open
 
 
 def test_two_adds_at_once_both_land_the_second_waits_its_turn(tmp_path: Path) -> None:
@@ -22,51 +21,18 @@ def test_two_adds_at_once_both_land_the_second_waits_its_turn(tmp_path: Path) ->
     adds a script ran together (``add A & add B``) one was lost. Now the second waits
     for the first to finish (up to a few seconds) and lands too."""
     seed(tmp_path / "data", "the deploy moved to Friday")
-    holder = subprocess.Popen(  # the first writer, holding the folder until told to stop
-        [
-            sys.executable,
-            "-c",
-            "import sys\n"
-            "from memstore import Memory\n"
-            "m = Memory('data', embedder=None)\n"
-            "print('ready', flush=True)\n"
-            "sys.stdin.read()\n"
-            "m.add('written by the first')\n"
-            "m.close()\n",
-        ],
-        cwd=tmp_path,
-        env=ENV,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdin is not None and holder.stdout is not None
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        argv = [sys.executable, "-m", "memstore.cli", "add", "written by the second"]
-        with subprocess.Popen(
-            [*argv, "--embedder", "none"],
-            cwd=tmp_path,
-            env=ENV,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as second:
+    # the first writer, holding the folder until told to stop
+    with holding(tmp_path, after="m.add('written by the first')\nm.close()\n") as holder:
+        argv = ("add", "written by the second", "--embedder", "none")
+        with spawn(*argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as second:
             # The second has met the lock once it holds the lock file open (waiting on it);
             # unchanged, it opened it only to be refused, and exited.
-            deadline = time.monotonic() + 120  # a hang guard, not a measurement
-            while second.poll() is None and not _has_open(second.pid, "journal.db.lock"):
-                assert time.monotonic() < deadline, "the second add never reached the folder"
-                time.sleep(0.01)
+            wait_until_open(second, "journal.db.lock")
+            assert holder.stdin is not None
             holder.stdin.close()  # the first finishes its write and lets go
             out, err = second.communicate(timeout=120)
         assert second.returncode == 0, err
         assert "written by the second" in out and err == ""
-    finally:
-        if not holder.stdin.closed:
-            holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
     assert holder.returncode == 0
     assert items(tmp_path / "data") == 3
 

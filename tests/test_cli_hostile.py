@@ -7,53 +7,13 @@ never shows a Python traceback.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-def memstore(*args: str | bytes, cwd: Path, **kw: object) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m memstore.cli ARGS`` in ``cwd``; text output, never a hang."""
-    argv = [os.fsencode(sys.executable), b"-m", b"memstore.cli", *map(os.fsencode, args)]
-    options: dict[str, object] = {"capture_output": True, "text": True, "env": ENV}
-    options.update(kw)
-    return subprocess.run(argv, cwd=cwd, timeout=300, **options)  # type: ignore[call-overload,no-any-return]
-
-
-def refused(done: subprocess.CompletedProcess[str], code: int, *words: str) -> None:
-    """``done`` exited ``code`` with one line on stderr holding ``words``, and no traceback."""
-    assert done.returncode == code, (done.returncode, done.stderr)
-    assert "Traceback" not in done.stderr, done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    for word in words:
-        assert word in done.stderr, (word, done.stderr)
-
-
-def seed(folder: Path, *texts: str) -> None:
-    """A memory in ``folder`` holding ``texts``, written by its own process."""
-    code = (
-        "import sys\n"
-        "from memstore import Memory\n"
-        "with Memory(sys.argv[1], embedder=None) as m:\n"
-        "    m.add_many(sys.argv[2:])\n"
-    )
-    subprocess.run([sys.executable, "-c", code, str(folder), *texts], env=ENV, check=True)
-
-
-def items(folder: Path) -> int:
-    done = memstore("stats", "--json", "--data", str(folder), cwd=folder.parent)
-    assert done.returncode == 0, done.stderr
-    count: int = json.loads(done.stdout)["items"]
-    return count
-
+from tests.cli_harness import ENV, items, memstore, refused, seed, spawn, wait_until_open
 
 # ------------------------------------------------------------ export and backup targets
 
@@ -113,43 +73,20 @@ def test_a_missing_extra_is_a_failure_not_a_usage_error(tmp_path: Path) -> None:
 
 def _stopped_import(tmp_path: Path, data: str, sig: signal.Signals) -> tuple[int, str]:
     """``memstore import - --data DATA`` stopped by ``sig`` half-way: its status and stderr."""
-    argv = [sys.executable, "-m", "memstore.cli", "import", "-", "--data", data]
-    with subprocess.Popen(
-        [*argv, "--embedder", "none"],
-        cwd=tmp_path,
-        env=ENV,
-        stdin=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
+    argv = ("import", "-", "--data", data, "--embedder", "none")
+    with spawn(*argv, cwd=tmp_path, stdin=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         try:
             assert proc.stdin is not None and proc.stderr is not None
             proc.stdin.write(
                 '{"format": "memstore-journal-export/1", "partition": null, "head": null}\n'
             )
             proc.stdin.flush()  # the import now waits for the rest of its input
-            deadline = time.monotonic() + 120  # a hang guard, not a measurement
-            while not _has_open(proc.pid, "journal.db"):
-                assert proc.poll() is None and time.monotonic() < deadline, "it never opened"
-                time.sleep(0.05)
+            wait_until_open(proc, "journal.db")
             proc.send_signal(sig)
             return proc.wait(timeout=120), proc.stderr.read()
         finally:
             if proc.poll() is None:
                 proc.kill()
-
-
-def _has_open(pid: int, name: str) -> bool:
-    """Whether process ``pid`` has a file called ``name`` open (Linux's /proc)."""
-    try:
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):  # closed since it was listed
-            if os.readlink(fd).endswith(os.sep + name):
-                return True
-    return False
 
 
 def test_an_import_stopped_half_way_leaves_everything_as_it_was(tmp_path: Path) -> None:
@@ -166,7 +103,7 @@ def test_an_import_stopped_half_way_leaves_everything_as_it_was(tmp_path: Path) 
 
 def test_text_the_terminal_cannot_encode_is_printed_escaped(tmp_path: Path) -> None:
     seed(tmp_path / "data", "the café opens at 08:00 ☕")
-    env = {**ENV, "PYTHONIOENCODING": "ascii"}
+    env = {"PYTHONIOENCODING": "ascii"}
     text = memstore("search", "café", "--embedder", "none", cwd=tmp_path, env=env)
     assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
     assert "caf\\xe9 opens at 08:00 \\u2615" in text.stdout

@@ -61,9 +61,17 @@ def items(store: Store) -> dict[str, dict[str, Any]]:
 
 
 def snapshot(mem: Memory) -> dict[str, Any]:
-    """What a caller can observe, and the indexes checked against the items."""
+    """What a caller can observe, and the indexes checked against the items.
+
+    First every committed write is published: a write returns once its group
+    is committed, and when another thread (a PostgreSQL journal's follower)
+    was publishing at the time, that thread tells the vector index and the
+    hub, maybe after the write returned. A snapshot taken meanwhile would
+    hold vectors that are still on their way.
+    """
     store, cells = mem.store, mem.cells
     assert cells is not None
+    assert store._settled()
     store._check()
     cells._check(store)
     stats = mem.stats()
@@ -170,8 +178,8 @@ def run_failing(folder: Path, op: Op, failure: Callable[[Memory, Path], Any]) ->
     mem = Memory(folder, embedder="hash", hub=True)
     try:
         fill(mem)
+        before = snapshot(mem)  # after every change of fill() was published
         sub = mem.subscribe(topics=["change"])
-        before = snapshot(mem)
         failing = failure(mem, folder)
         try:
             with pytest.raises(JournalError):
@@ -211,8 +219,6 @@ def test_a_write_while_another_process_holds_the_commit_lock_changes_nothing(
     UPDATE``), as a process stuck mid-commit would; each write gives up after
     ``lock_timeout``. Nothing changes in the memory, in its hub or on record.
     """
-    import psycopg
-
     journal_class = postgres_module().PostgresJournal
 
     def journal() -> Journal:
@@ -223,13 +229,10 @@ def test_a_write_while_another_process_holds_the_commit_lock_changes_nothing(
     mem = Memory(journal=journal(), embedder="hash", hub=True)
     try:
         fill(mem)
+        before = snapshot(mem)  # after every change of fill() was published
         sub = mem.subscribe(topics=["change"])
-        before = snapshot(mem)
-        with psycopg.connect(pg_place.dsn) as other:
-            other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
-            with pytest.raises(JournalError, match="commit lock"):
-                OPS[name](mem)
-            other.rollback()
+        with pg_place.commit_lock_held(), pytest.raises(JournalError, match="commit lock"):
+            OPS[name](mem)
         assert snapshot(mem) == before
         assert sub.get_nowait() is None, "a subscriber saw a change that never committed"
     finally:
@@ -278,8 +281,8 @@ def test_a_journal_file_gone_from_under_the_memory_refuses_writes(
     """
     mem = Memory(folder, embedder="hash", hub=True)
     fill(mem)
+    before = snapshot(mem)  # after every change of fill() was published
     sub = mem.subscribe(topics=["change"])
-    before = snapshot(mem)
     swap(folder)
     with pytest.raises(JournalError, match="deleted, moved or replaced"):
         mem.add("written after the file went", id="late")

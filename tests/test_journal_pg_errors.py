@@ -152,10 +152,9 @@ def test_a_write_past_statement_timeout_says_postgresql_refused_it(pg_place: PgP
     journal.attach(store)
     try:
         head = journal.head()
-        with psycopg.connect(pg_place.dsn) as holder:  # a transaction, holding the row lock
-            holder.execute(f'SELECT seq FROM "{pg_place.schema}".head FOR UPDATE')
-            with pytest.raises(JournalError) as caught:
-                store.upsert(Item(id="a", kind="note", title="held up"))
+        # a transaction, holding the row lock
+        with pg_place.commit_lock_held(), pytest.raises(JournalError) as caught:
+            store.upsert(Item(id="a", kind="note", title="held up"))
         assert str(caught.value).endswith(
             "nothing was changed: PostgreSQL refused the write: "
             "canceling statement due to statement timeout"

@@ -729,13 +729,10 @@ def test_lock_timeout_is_whole_milliseconds_never_zero(
 
 
 def test_a_sub_millisecond_lock_timeout_still_gives_up(pg_place: PgPlace) -> None:
-    import psycopg
-
     journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=0.0005)
     store = Store()
     journal.attach(store)
-    with psycopg.connect(pg_place.dsn) as other:  # another writer, stuck mid-commit
-        other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
+    with pg_place.commit_lock_held():  # another writer, stuck mid-commit
         failed: list[BaseException] = []
 
         def write() -> None:
@@ -748,7 +745,6 @@ def test_a_sub_millisecond_lock_timeout_still_gives_up(pg_place: PgPlace) -> Non
         writer.start()
         writer.join(WAIT_S)
         stuck = writer.is_alive()
-        other.rollback()
     writer.join(WAIT_S)
     assert not stuck, "the write waited for the lock with no timeout"
     assert len(failed) == 1 and "commit lock" in str(failed[0])
@@ -829,16 +825,12 @@ def test_a_read_whose_connection_dies_midway_fails_rather_than_mix_snapshots(
 
 
 def test_a_held_commit_lock_fails_the_write_after_lock_timeout(pg_place: PgPlace) -> None:
-    import psycopg
-
     journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, lock_timeout=0.2)
     store = Store()
     journal.attach(store)
-    with psycopg.connect(pg_place.dsn) as other:  # another writer, stuck mid-commit
-        other.execute(f'SELECT * FROM "{pg_place.schema}".head FOR UPDATE')
-        with pytest.raises(JournalError, match="commit lock"):
-            store.upsert(Item(kind="note", title="waits, then gives up"))
-        other.rollback()
+    # another writer, stuck mid-commit
+    with pg_place.commit_lock_held(), pytest.raises(JournalError, match="commit lock"):
+        store.upsert(Item(kind="note", title="waits, then gives up"))
     assert len(store) == 0
     store.upsert(Item(kind="note", title="then goes through"))
     assert len(store) == 1

@@ -28,6 +28,17 @@ def _jsonl(records: list[object]) -> str:
     return "".join(json.dumps(r) + "\n" for r in records)
 
 
+def _refused(text: str, says: str, error: type[Exception] = InvalidItemError) -> str:
+    """Importing ``text`` raises ``error`` matching ``says`` (a regex) and leaves the
+    memory empty; the error's message."""
+    with Memory(embedder="hash") as mem:
+        with pytest.raises(error, match=says) as err:
+            import_graph(mem, io.StringIO(text))
+        assert KnowledgeGraph(mem).read() == ([], [])
+        assert mem.stats().items == 0
+    return str(err.value)
+
+
 def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
     path = tmp_path / "memory.jsonl"
     path.write_text(_jsonl(GOOD) + "\n", encoding="utf-8")  # a trailing blank line is fine
@@ -99,59 +110,8 @@ def test_every_entity_observation_and_relation_arrives(tmp_path: Path) -> None:
 )
 def test_a_bad_line_is_named_and_nothing_is_kept(bad: str, says: str) -> None:
     text = _jsonl(GOOD[:2]) + bad + "\n" + _jsonl(GOOD[2:])
-    with Memory(embedder="hash") as mem:
-        with pytest.raises(GraphImportError, match=says.replace("(", r"\(")) as err:
-            import_graph(mem, io.StringIO(text))
-        assert "nothing was imported" in str(err.value)
-        assert KnowledgeGraph(mem).read() == ([], [])
-        assert mem.stats().items == 0
-
-
-def test_cli_reports_the_bad_line_and_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "memory.jsonl"
-    path.write_text(_jsonl(GOOD[:2]) + "oops\n", encoding="utf-8")
-    data = tmp_path / "data"
-    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
-                   "--embedder", "hash")  # fmt: skip
-    assert done.returncode == 1  # a refused file is a failure; 2 is for usage errors
-    assert "line 3: not JSON" in done.stderr
-    with Memory(data, embedder=None) as mem:
-        assert mem.stats().items == 0
-
-
-def test_cli_refuses_a_lone_surrogate_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
-    """It printed a Python traceback (UnicodeEncodeError from the entity's id)."""
-    path = tmp_path / "memory.jsonl"
-    path.write_text(
-        _jsonl(GOOD[:2]) + '{"type": "entity", "name": "\\ud800", "entityType": "t", '
-        '"observations": []}\n',
-        encoding="utf-8",
-    )
-    data = tmp_path / "data"
-    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
-                   "--embedder", "none")  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    assert done.stderr.strip().count("\n") == 0, done.stderr
-    assert "line 3: name is not valid Unicode text" in done.stderr
-    with Memory(data, embedder=None) as mem:
-        assert mem.stats().items == 0
-
-
-def test_cli_refuses_an_entity_a_write_refuses_as_a_failure_and_writes_nothing(
-    tmp_path: Path,
-) -> None:
-    """It exited 2 (a usage error) with the engine's words alone, not naming the file."""
-    path = tmp_path / "memory.jsonl"
-    huge = {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["x" * 200_000]}
-    path.write_text(_jsonl([*GOOD[:2], huge]), encoding="utf-8")
-    data = tmp_path / "data"
-    done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
-                   "--embedder", "none")  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    # It said only "content is 200000 characters": not which of the file's entities.
-    assert f"refused {path}: line 3: entity 'Ada': content is 200000 characters" in done.stderr
-    assert "nothing was imported" in done.stderr
-    assert not data.exists()
+    message = _refused(text, says.replace("(", r"\("), GraphImportError)
+    assert "nothing was imported" in message
 
 
 def test_importing_into_an_existing_graph_merges() -> None:
@@ -192,33 +152,15 @@ def test_an_entity_a_write_refuses_is_named_with_its_lines_and_nothing_is_kept()
         {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["short"]},
         {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["x" * 200_000]},
     ]
-    with Memory(embedder="hash") as mem:
-        with pytest.raises(
-            InvalidItemError, match=r"^line 6 \(joined with lines 7\): entity 'Ada': content is"
-        ):
-            import_graph(mem, io.StringIO(_jsonl(records)))
-        named = [{"type": "entity", "name": long, "entityType": "p", "observations": []}]
-        with pytest.raises(
-            InvalidItemError, match=r"^line 1: entity 'N{60}'\.\.\. \(5000 characters\): "
-        ):
-            import_graph(mem, io.StringIO(_jsonl(named)))
-        assert KnowledgeGraph(mem).read() == ([], [])
-        assert mem.stats().items == 0
-
-
-def _refused_relation(text: str, says: str) -> None:
-    """Importing ``text`` is refused with ``says`` (a regex) and leaves the memory empty."""
-    with Memory(embedder="hash") as mem:
-        with pytest.raises(InvalidItemError, match=says):
-            import_graph(mem, io.StringIO(text))
-        assert KnowledgeGraph(mem).read() == ([], [])
-        assert mem.stats().items == 0
+    _refused(_jsonl(records), r"^line 6 \(joined with lines 7\): entity 'Ada': content is")
+    named = [{"type": "entity", "name": long, "entityType": "p", "observations": []}]
+    _refused(_jsonl(named), r"^line 1: entity 'N{60}'\.\.\. \(5000 characters\): ")
 
 
 def test_a_relation_a_write_refuses_is_named_with_its_line_and_nothing_is_kept() -> None:
     """It said only ``data holds 100122 characters``: not which line, nor which relation."""
     huge = {"type": "relation", "from": "Alice", "to": "Acme", "relationType": "t" * 100_000}
-    _refused_relation(
+    _refused(
         _jsonl([*GOOD, huge]),
         r"^line 6: relation 'Alice' -> 'Acme' \('t{60}'\.\.\. \(100000 characters\)\): "
         r"data holds \d+ characters; at most 100000$",
@@ -239,20 +181,55 @@ def test_the_relation_that_outgrows_its_source_is_the_one_named() -> None:
         {"type": "relation", "from": "Bob", "to": "Alice", "relationType": kinds[3]},  # line 12
         {"type": "relation", "from": "Bob", "to": "Acme", "relationType": kinds[3]},
     ]
-    _refused_relation(_jsonl(rows), r"^line 12: relation 'Bob' -> 'Alice' \('dkkk")
+    _refused(_jsonl(rows), r"^line 12: relation 'Bob' -> 'Alice' \('dkkk")
 
 
-def test_cli_refuses_a_relation_a_write_refuses_as_a_failure_and_writes_nothing(
-    tmp_path: Path,
+HUGE_ENTITY = {"type": "entity", "name": "Ada", "entityType": "p", "observations": ["x" * 200_000]}
+HUGE_RELATION = {"type": "relation", "from": "Bob", "to": "Alice", "relationType": "t" * 100_000}
+SURROGATE = '{"type": "entity", "name": "\\ud800", "entityType": "t", "observations": []}'
+
+
+@pytest.mark.parametrize(
+    ("text", "embedder", "says"),
+    [
+        pytest.param(_jsonl(GOOD[:2]) + "oops\n", "hash", ["line 3: not JSON"], id="not JSON"),
+        # It printed a Python traceback (UnicodeEncodeError from the entity's id).
+        pytest.param(
+            _jsonl(GOOD[:2]) + SURROGATE + "\n",
+            "none",
+            ["line 3: name is not valid Unicode text"],
+            id="a lone surrogate",
+        ),
+        # It exited 2 (a usage error) with the engine's words alone, not naming the
+        # file: only "content is 200000 characters", not which of the file's entities.
+        pytest.param(
+            _jsonl([*GOOD[:2], HUGE_ENTITY]),
+            "none",
+            ["refused {path}: line 3: entity 'Ada': content is 200000 characters"],
+            id="an entity a write refuses",
+        ),
+        pytest.param(
+            _jsonl([*GOOD, HUGE_RELATION]),
+            "none",
+            [
+                "refused {path}: line 6: relation 'Bob' -> 'Alice' ('ttt",
+                "(100000 characters)): data holds",
+            ],
+            id="a relation a write refuses",
+        ),
+    ],
+)
+def test_cli_refuses_a_file_in_one_line_as_a_failure_and_writes_nothing(
+    tmp_path: Path, text: str, embedder: str, says: list[str]
 ) -> None:
     path = tmp_path / "memory.jsonl"
-    huge = {"type": "relation", "from": "Bob", "to": "Alice", "relationType": "t" * 100_000}
-    path.write_text(_jsonl([*GOOD, huge]), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     data = tmp_path / "data"
     done = run_cli("import", "--format", "mcp-memory", str(path), "--data", str(data),
-                   "--embedder", "none")  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    assert f"refused {path}: line 6: relation 'Bob' -> 'Alice' ('ttt" in done.stderr
-    assert "(100000 characters)): data holds" in done.stderr
+                   "--embedder", embedder)  # fmt: skip
+    assert done.returncode == 1, done.stderr  # a refused file is a failure; 2 is for usage errors
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    for words in says:
+        assert words.format(path=path) in done.stderr, done.stderr
     assert done.stderr.rstrip().endswith("nothing was imported"), done.stderr
     assert not data.exists()

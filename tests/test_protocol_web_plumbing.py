@@ -308,19 +308,7 @@ def test_web_imports_no_surface_and_no_framework_at_import() -> None:
             for name in names:
                 assert not name.startswith("memstore.protocol"), (path.name, name)
                 assert not name.startswith(("memstore.memory", "memstore.store")), (path.name, name)
-    code = (
-        "import sys, memstore.web; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('fastapi', 'starlette', 'uvicorn', 'memstore_index')))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    ).stdout
-    assert out.strip() == "[]"
+    assert _loaded("memstore.web", "fastapi", "starlette", "uvicorn", "memstore_index") == "[]"
 
 
 def test_the_connection_cap_fits_the_descriptor_limit() -> None:
@@ -331,28 +319,27 @@ def test_the_connection_cap_fits_the_descriptor_limit() -> None:
         "f = fit_to_descriptors(ConnectionLimits()); "
         "print(f.max_connections, f.max_connections_per_client)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    done = _python(code)
     assert done.stdout.split() == ["172", "128"]  # 300 - 64 headroom - 64 lingering
     assert "ulimit -n 300" in done.stderr
 
 
 def test_the_engine_and_the_cli_import_no_web_framework() -> None:
+    frameworks = ("fastapi", "starlette", "uvicorn", "httptools", "prometheus_client")
+    assert _loaded("memstore, memstore.cli", *frameworks) == "[]"
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh interpreter with this checkout first; it must succeed."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+
+
+def _loaded(modules: str, *packages: str) -> str:
+    """The modules of ``packages`` loaded after ``import modules`` alone, as printed."""
     code = (
-        "import sys, memstore, memstore.cli; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('fastapi', 'starlette', 'uvicorn', 'httptools', 'prometheus_client')))"
+        f"import sys, {modules}; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {packages!r}))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    ).stdout
-    assert out.strip() == "[]"
+    return _python(code).stdout.strip()

@@ -349,16 +349,21 @@ def test_non_searchable_kinds_only_answer_an_explicit_kind_filter(clock: FakeClo
         assert ids(search("ledger failover", "episodic")) == ["ep"]
 
 
-@pytest.mark.parametrize("unreadable", ["non_searchable_kind", "expired"])
-def test_semantic_pool_is_not_starved_by_hits_the_caller_cannot_read(
-    clock: FakeClock, unreadable: str
-) -> None:
+@pytest.fixture(params=["non_searchable_kind", "expired"])
+def unreadable(clock: FakeClock, request: pytest.FixtureRequest) -> Env:
+    """An Env holding ``x``, an item a plain search cannot return (its kind is left
+    out of search, or it expired)."""
     env = Env(clock, vocabulary=Vocabulary(non_searchable=("episodic",)))
-    if unreadable == "non_searchable_kind":
+    if request.param == "non_searchable_kind":
         env.add("x", "raw transcript", kind="episodic")
     else:
         env.add("x", "old reminder", stale_after=clock.now + dt.timedelta(hours=1))
         clock.advance(dt.timedelta(hours=2))
+    return env
+
+
+def test_semantic_pool_is_not_starved_by_hits_the_caller_cannot_read(unreadable: Env) -> None:
+    env = unreadable
     env.add("n1", "quarterly tax filing")
     env.pin("quokka", {"x": 1.0, "n1": 0.6})
     # The unreadable entry takes the only slot of the semantic pool, the
@@ -366,16 +371,8 @@ def test_semantic_pool_is_not_starved_by_hits_the_caller_cannot_read(
     assert ids(env.searcher().hybrid_search("quokka", limit=1)) == ["n1"]
 
 
-@pytest.mark.parametrize("unreadable", ["non_searchable_kind", "expired"])
-def test_semantic_gap_is_measured_against_a_hit_the_caller_can_read(
-    clock: FakeClock, unreadable: str
-) -> None:
-    env = Env(clock, vocabulary=Vocabulary(non_searchable=("episodic",)))
-    if unreadable == "non_searchable_kind":
-        env.add("x", "raw transcript", kind="episodic")
-    else:
-        env.add("x", "old reminder", stale_after=clock.now + dt.timedelta(hours=1))
-        clock.advance(dt.timedelta(hours=2))
+def test_semantic_gap_is_measured_against_a_hit_the_caller_can_read(unreadable: Env) -> None:
+    env = unreadable
     env.add("n1", "quarterly tax filing")
     env.add("n2", "garden irrigation schedule")
     env.pin("quokka", {"x": 1.0, "n1": 0.6, "n2": 0.55})

@@ -580,6 +580,39 @@ def test_a_writer_holding_the_store_lock_does_not_deadlock_with_a_publisher(
     assert {"slow", "a"} <= {it.id for it in store.items()}
 
 
+def test_a_write_another_thread_publishes_is_settled_once_that_thread_is_done() -> None:
+    """A write may return before its listeners heard it; ``_settled`` waits for that.
+
+    Thread C is delivering a change to a slow listener when the main thread
+    writes: its write commits and returns, and C (the thread publishing)
+    delivers it after its own. A check of an index that follows the store by
+    its listeners (``CellStore._check(store)``) must wait for C first; the
+    writer itself must not (a writer holding the store lock would deadlock
+    with a publisher, see the test above).
+    """
+    store = Store()
+    heard: list[str] = []
+    in_listener, release = threading.Event(), threading.Event()
+
+    def slow_listener(op: str, item: Item | None, id: str, kind: str) -> None:
+        if id == "slow":
+            in_listener.set()
+            release.wait(5.0)
+        heard.append(id)
+
+    store.add_change_listener(slow_listener)
+    c = threading.Thread(target=store.upsert, args=(Item(id="slow", kind="note", title="x"),))
+    c.start()
+    assert in_listener.wait(5.0)
+    store.upsert(Item(id="mine", kind="note", title="written while C publishes"))
+    assert heard == [] and store.get("mine") is not None  # committed, not yet heard
+    assert not store._settled(timeout=0.05)  # C is still in the listener
+    release.set()
+    assert store._settled()
+    assert heard == ["slow", "mine"]
+    c.join(5.0)
+
+
 def test_forgotten_deletes_reach_listeners_in_commit_order() -> None:
     """A follower replaying the deliveries ends where the store is, ``forget_locked`` included.
 

@@ -77,11 +77,76 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, timeout: float 
     raise RuntimeError(f"{url} did not become healthy")
 
 
+PORT_TRIES = 5
+"""How many free ports :func:`start_server` tries when the one it picked was taken."""
+_LOGS: dict[int, tuple[Path, int]] = {}
+"""Each started server's log, by its process id (:func:`stop_server` shows it)."""
+
+
 def start_server(
     data: Path, tokens_file: Path | None, *extra: str, port: int | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Start ``memstore serve`` on ``data``; the process and its base URL, once healthy."""
-    port = port or free_port()
+    """Start ``memstore serve`` on ``data``; the process and its base URL, once healthy.
+
+    Its output goes to ``data.parent / f"serve-{port}.log"``. Without ``port`` a
+    free one is picked, and it stays free only until the server binds it,
+    seconds later (its imports come first): meanwhile any process may take it
+    (a parallel test's server on port 0, an outgoing connection), and the
+    server exits 1, "address already in use", having made nothing. Then it is
+    started again on another free port. A server that does not become healthy
+    otherwise fails the test with its log.
+    """
+    for attempt in range(1, PORT_TRIES + 1):
+        chosen = port or free_port()
+        proc, url, log, start = _start(data, tokens_file, extra, chosen)
+        try:
+            _wait_serving(url, proc, log, start)
+        except RuntimeError as e:
+            proc.kill()
+            proc.wait()
+            said = _said(log, start)
+            if port is None and attempt < PORT_TRIES and "address already in use" in said:
+                continue  # taken between free_port() and the server's bind
+            raise RuntimeError(f"{e}; its log ({log}):\n{said}") from None
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        _LOGS[proc.pid] = (log, start)
+        return proc, url
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+def _said(log: Path, start: int) -> str:
+    """What the server wrote to ``log`` (from byte ``start``: a log may be appended to)."""
+    with open(log, "rb") as f:
+        f.seek(start)
+        return f.read().decode(errors="replace")
+
+
+def _wait_serving(url: str, proc: subprocess.Popen[bytes], log: Path, start: int) -> None:
+    """:func:`wait_healthy`, and the answer is this server's own.
+
+    Another server that took the port answers ``/healthz`` too (the
+    conformance suite's, a parallel test's): the answer counts only once this
+    server has said in its log that it serves, which it does after it bound the
+    port, so nobody else holds it then.
+    """
+    deadline = time.monotonic() + 60.0
+    while "memstore: serving" not in _said(log, start):
+        if proc.poll() is not None:
+            raise RuntimeError(f"memstore serve exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{url} did not start serving")
+        time.sleep(0.05)
+    wait_healthy(url, proc)
+
+
+def _start(
+    data: Path, tokens_file: Path | None, extra: tuple[str, ...], port: int
+) -> tuple[subprocess.Popen[bytes], str, Path, int]:
+    """``memstore serve`` on ``data`` at ``port``, started: the process, its URL, its log
+    and where in the log its output begins."""
     cmd = [
         sys.executable,
         "-m",
@@ -101,21 +166,22 @@ def start_server(
         cmd += ["--tokens-file", str(tokens_file)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     data.mkdir(parents=True, exist_ok=True)
-    with open(data.parent / f"serve-{port}.log", "ab") as log:  # not a pipe: it could fill up
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc, url
+    log = data.parent / f"serve-{port}.log"
+    with open(log, "ab") as out:  # not a pipe: it could fill up
+        start = out.tell()
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return proc, f"http://127.0.0.1:{port}", log, start
 
 
 def stop_server(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
+    """Stop a server with ``sig``; its exit status (its log on stderr when not 0)."""
     proc.send_signal(sig)
-    return proc.wait(timeout=30)
+    code = proc.wait(timeout=30)
+    logged = _LOGS.pop(proc.pid, None)
+    if code != 0 and logged is not None:  # pytest shows it beside the failed assertion
+        print(f"memstore serve exited {code}; its log ({logged[0]}):", file=sys.stderr)
+        print(_said(*logged), file=sys.stderr)
+    return code
 
 
 def applied(url: str) -> Lsn:
