@@ -218,8 +218,12 @@ def _freeze_fields(model: BaseModel) -> None:
         _set_fields_set(model, shared)
 
 
-_last_fields: list[_FieldsSet] = [_FieldsSet()]
-"""The shared fields set :func:`_shared_fields` gave last (one slot, replaced whole)."""
+_last_fields: list[_FieldsSet] = [_FIELDS_SETS.setdefault(frozenset(), _FieldsSet())]
+"""The shared fields set :func:`_shared_fields` gave last (one slot, replaced whole).
+
+It starts as the registered empty one, so that every set it gives is the
+registered set of its names (below the cap).
+"""
 
 
 def _shared_fields(fields: set[str]) -> _FieldsSet | None:
