@@ -21,7 +21,17 @@ from typing import Any, Final
 
 from memstore import arguments as arg
 from memstore.errors import InvalidItemError
-from memstore.item import SCOPE_PRIVATE, Item, well_typed
+from memstore.item import (
+    SCOPE_PRIVATE,
+    Item,
+    _copy_link,
+    _new_item,
+    _set_attr,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+    well_typed,
+)
 from memstore.limits import MAX_TAG_CHARS, MAX_TAGS
 from memstore.tags import (
     PARTITION_ALL,
@@ -62,12 +72,7 @@ def build_item(
     if isinstance(text_or_item, Item) and not fields and well_typed(text_or_item):
         # Every field already holds what the model declares: a copy is what
         # re-validating a dump of it would give, without the round trip.
-        item = text_or_item.clone(cell_originated=False)
-        object.__setattr__(item, "__pydantic_fields_set__", set(_BUILT_FIELDS))
-        item.__dict__["tags"] = placed_tags(item.tags, partition, private_to)
-        if private_to is not None:
-            item.__dict__["scope"] = SCOPE_PRIVATE
-        return item
+        return _placed_copy(text_or_item, partition, private_to)
     if isinstance(text_or_item, str) and not fields:
         if not text_or_item.strip():
             raise InvalidItemError("a note needs text (or a title)")
@@ -98,6 +103,31 @@ def build_item(
     return validated(data)
 
 
+def _placed_copy(source: Item, partition: str | None, private_to: str | None) -> Item:
+    """A new plain ``Item`` with ``source``'s fields, placed (a well-typed ``source``).
+
+    What ``source.clone(cell_originated=False)`` with the built fields set and
+    :func:`placed_tags` laid over it gives, built once: the clone's copies of
+    the tags and the fields set, each replaced at once, are not made.
+    """
+    d = source.__dict__.copy()
+    d["tags"] = placed_tags(d["tags"], partition, private_to)  # a new list, checked
+    links = d["links"]
+    d["links"] = [_copy_link(link) for link in links] if links else []
+    d["supersedes"] = list(d["supersedes"])
+    d["evidence_refs"] = list(d["evidence_refs"])
+    d["data"] = dict(d["data"])
+    d["cell_originated"] = False
+    if private_to is not None:
+        d["scope"] = SCOPE_PRIVATE
+    item = _new_item(Item)
+    _set_attr(item, "__dict__", d)
+    _set_fields_set(item, set(_BUILT_FIELDS))
+    _set_extra(item, None)
+    _set_private(item, None)
+    return item
+
+
 def build_entries(
     items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
 ) -> list[Item]:
@@ -109,7 +139,7 @@ def build_entries(
     built: list[Item] = []
     for n, entry in enumerate(arg.entries(items)):
         try:
-            if isinstance(entry, Mapping):
+            if type(entry) is not Item and isinstance(entry, Mapping):  # an ABC check
                 fields = dict(entry)
                 text = fields.pop("text", None)
                 part = fields.pop("partition", partition)

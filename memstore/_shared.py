@@ -185,6 +185,10 @@ def stored_copy(item: Item) -> Item:
     the copy point at ``item``'s other containers until then. The two share
     nothing after it: the write's item can go back to its writer as the item
     stored (equal to a clone of the stored one), one copy a write fewer.
+
+    The copy gets its frozen fields set here (the one
+    :func:`share_containers` would point it at): no plain copy of the set is
+    made only to be replaced.
     """
     d = item.__dict__.copy()
     links = d["links"]
@@ -192,7 +196,9 @@ def stored_copy(item: Item) -> Item:
         d["links"] = [_copy_link(link) for link in links]
     new = _new_item(Item)
     _set_attr(new, "__dict__", d)
-    _set_fields_set(new, set(item.__pydantic_fields_set__))
+    fields = item.__pydantic_fields_set__
+    shared = _shared_fields(fields)
+    _set_fields_set(new, set(fields) if shared is None else shared)
     _set_extra(new, None)
     _set_private(new, None)
     return new
@@ -207,14 +213,38 @@ def _freeze_fields(model: BaseModel) -> None:
     fields = model.__pydantic_fields_set__
     if type(fields) is _FieldsSet:
         return
+    shared = _shared_fields(fields)
+    if shared is not None:
+        _set_fields_set(model, shared)
+
+
+_last_fields: list[_FieldsSet] = [_FIELDS_SETS.setdefault(frozenset(), _FieldsSet())]
+"""The shared fields set :func:`_shared_fields` gave last (one slot, replaced whole).
+
+It starts as the registered empty one, so that every set it gives is the
+registered set of its names (below the cap).
+"""
+
+
+def _shared_fields(fields: set[str]) -> _FieldsSet | None:
+    """The frozen fields set equal to ``fields``: the shared one (past the cap, a new one).
+
+    ``None`` when ``fields`` holds something unhashable (an item stored
+    unvalidated): it keeps its own. Writes in a row mostly name the same
+    fields, so the set given last is tried first: comparing two sets of about
+    twenty names costs about a third of building the ``frozenset`` key.
+    """
+    last = _last_fields[0]
+    if len(fields) == len(last) and fields == last:
+        return last
     try:
         key_fields = frozenset(fields)
     except TypeError:
-        return
+        return None
     shared = _FIELDS_SETS.get(key_fields)
     if shared is None:
-        if len(_FIELDS_SETS) < _MAX_FIELDS_SETS:
-            shared = _FIELDS_SETS.setdefault(key_fields, _FieldsSet(key_fields))
-        else:
-            shared = _FieldsSet(key_fields)
-    _set_fields_set(model, shared)
+        if len(_FIELDS_SETS) >= _MAX_FIELDS_SETS:
+            return _FieldsSet(key_fields)  # not shared, so not remembered as the last
+        shared = _FIELDS_SETS.setdefault(key_fields, _FieldsSet(key_fields))
+    _last_fields[0] = shared
+    return shared
