@@ -25,6 +25,7 @@ import datetime as _dt
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +34,21 @@ from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.tags import SHARED_TAG, partition_from_tags
 
 __all__ = ["NEVER_US", "LinkGraph", "SearchSnapshot", "micros"]
+
+_Rows = slice | npt.NDArray[np.intp]
+_ReadableKey = tuple[str, tuple[str, ...], str | None]
+_ALL = slice(None)
+_GROWN = (
+    "kind",
+    "partition",
+    "live",
+    "shared",
+    "deadline_us",
+    "updated_us",
+    "has_update",
+    "id_rank",
+)
+"""The per-slot columns a derived snapshot extends (:class:`_Column`)."""
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _MICRO = _dt.timedelta(microseconds=1)
@@ -119,6 +135,41 @@ class LinkGraph:
         return src, self.other[at], self.weight[at]
 
 
+class _Column:
+    """One per-slot array shared along a chain of derived snapshots, with room to grow.
+
+    Rows below ``end`` are written; each snapshot reads a view of its own
+    first rows. :meth:`extended` writes a derived snapshot's new rows in
+    place when this snapshot's rows are the column's end and there is room
+    (the rows a reader of an earlier snapshot sees never change), else into
+    a copy with twice the room: appending costs its new rows, amortised.
+    """
+
+    __slots__ = ("data", "end")
+
+    def __init__(self, data: npt.NDArray[Any], end: int) -> None:
+        self.data = data
+        self.end = end
+
+    def extended(
+        self, n: int, tail: npt.NDArray[Any], at: npt.NDArray[np.intp], at_values: npt.NDArray[Any]
+    ) -> tuple[_Column, npt.NDArray[Any]]:
+        """The first ``n`` rows, then ``tail``, with ``at`` set to ``at_values``: column and view.
+
+        Setting a row below ``n`` always copies (an earlier snapshot reads it).
+        """
+        end = n + tail.size
+        col = self
+        if at.size or self.end != n or end > self.data.size:
+            data = np.empty(max(2 * end, 16), self.data.dtype)
+            data[:n] = self.data[:n]
+            col = _Column(data, n)
+        col.data[n:end] = tail
+        col.data[at] = at_values
+        col.end = end
+        return col, col.data[:end]
+
+
 class _Facts:
     """The per-slot columns of some items, in order: what a build and a derivation both read.
 
@@ -189,6 +240,7 @@ class SearchSnapshot:
         """The largest id held (``""`` when none): a new id above it takes the next rank."""
         self.first_deadline_us = int(self.deadline_us.min()) if n else int(NEVER_US)
         """The earliest deadline: before it, no item is past its own."""
+        self._columns = {name: _Column(getattr(self, name), n) for name in _GROWN}
         self._graphs: dict[frozenset[str], LinkGraph] = {}
         self._linkers: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         self.of_graph: dict[frozenset[str], object] = {}
@@ -196,7 +248,9 @@ class SearchSnapshot:
         set (the searcher's inbound edges): carried to a derived snapshot with the
         graph, which differs from this one's by empty rows at most."""
         self._partition_masks: dict[str, npt.NDArray[np.bool_]] = {}
-        self._readable: dict[tuple[str, tuple[str, ...], str | None], npt.NDArray[np.bool_]] = {}
+        self._readable: dict[_ReadableKey, npt.NDArray[np.bool_]] = {}
+        self._mask_columns: dict[object, _Column] = {}
+        """The cached masks' columns (keyed by partition, or by readable key), to grow."""
 
     def derive(
         self, generation: int, changed: Sequence[Item], linked: Callable[[str], bool]
@@ -267,17 +321,24 @@ class SearchSnapshot:
         out.ids, out.slot, out.items = ids, slot, items
         out.kind_code, out.partition_code = kind_code, partition_code
         at = np.fromiter((s for s, _ in replaced), np.intp, len(replaced))
-        for name in _Facts.__slots__:
-            col = np.concatenate((getattr(self, name), getattr(new, name)))
-            col[at] = getattr(upd, name)
-            setattr(out, name, col)
-        out.has_update = out.updated_us != _NO_UPDATE_US
         rank_of = {id: r for r, id in enumerate(fresh, n)}
-        out.id_rank = np.concatenate(
-            (self.id_rank, np.fromiter((rank_of[it.id] for it in added), np.intp, len(added)))
-        )
+        tails: dict[str, npt.NDArray[Any]] = {name: getattr(new, name) for name in _Facts.__slots__}
+        tails["has_update"] = new.updated_us != _NO_UPDATE_US
+        tails["id_rank"] = np.fromiter((rank_of[it.id] for it in added), np.intp, len(added))
+        sets: dict[str, npt.NDArray[Any]] = {name: getattr(upd, name) for name in _Facts.__slots__}
+        sets["has_update"] = upd.updated_us != _NO_UPDATE_US
+        sets["id_rank"] = self.id_rank[at]
+        out._columns = {}
+        for name in _GROWN:
+            out._columns[name], view = self._columns[name].extended(n, tails[name], at, sets[name])
+            setattr(out, name, view)
         out.max_id = fresh[-1] if fresh else self.max_id
-        out.first_deadline_us = int(out.deadline_us.min()) if out._n else int(NEVER_US)
+        if replaced:
+            out.first_deadline_us = int(out.deadline_us.min())
+        else:
+            out.first_deadline_us = min(
+                self.first_deadline_us, int(new.deadline_us.min(initial=NEVER_US))
+            )
         out._graphs, out._linkers, out.of_graph = {}, None, {}
         if same_links:  # the new slots have no edges: each row set gains empty rows
             grow = len(added)
@@ -286,7 +347,8 @@ class SearchSnapshot:
             if self._linkers is not None:
                 start, ranks = self._linkers
                 out._linkers = np.concatenate((start, np.full(grow, start[-1], np.intp))), ranks
-        out._partition_masks, out._readable = {}, {}
+        out._partition_masks, out._readable, out._mask_columns = {}, {}, {}
+        out._carry_masks(self, at)
         return out
 
     def slot_of(self, id: str) -> int:
@@ -332,8 +394,13 @@ class SearchSnapshot:
 
     def kinds_mask(self, names: Collection[str]) -> npt.NDArray[np.bool_]:
         """Slots whose kind is one of ``names``."""
-        codes = [c for k, c in self.kind_code.items() if k in names]
-        return np.isin(self.kind, codes)
+        return self._kinds_rows(names, _ALL)
+
+    def _kinds_rows(self, names: Collection[str], rows: _Rows) -> npt.NDArray[np.bool_]:
+        table = np.zeros(len(self.kind_code), np.bool_)  # per kind code: one of ``names``
+        table[[c for k, c in self.kind_code.items() if k in names]] = True
+        mask: npt.NDArray[np.bool_] = table[self.kind[rows]]
+        return mask
 
     def readable_mask(
         self, kind: str, hidden: tuple[str, ...], partition: str | None
@@ -341,19 +408,25 @@ class SearchSnapshot:
         """Live slots of ``kind`` (or of no ``hidden`` kind) that ``partition`` may see.
 
         ``None``: every partition. Deadlines are the caller's to apply. Cached
-        per argument triple for the snapshot's lifetime.
+        per argument triple for the snapshot's lifetime (and carried to a
+        derived snapshot, worked out for its written slots alone).
         """
         key = (kind, hidden, partition)
         mask = self._readable.get(key)
         if mask is None:
-            mask = self.live
-            if kind:
-                mask = mask & self.kinds_mask((kind,))
-            elif hidden:
-                mask = mask & ~self.kinds_mask(hidden)
-            if partition is not None:
-                mask = mask & self.partition_mask(partition)
-            self._readable[key] = mask
+            mask = self._readable[key] = self._readable_rows(key, _ALL)
+        return mask
+
+    def _readable_rows(self, key: _ReadableKey, rows: _Rows) -> npt.NDArray[np.bool_]:
+        """:meth:`readable_mask` of ``rows`` alone (``_ALL``: every slot)."""
+        kind, hidden, partition = key
+        mask = self.live[rows].copy()  # its own array: a carried mask grows in place
+        if kind:
+            mask = mask & self._kinds_rows((kind,), rows)
+        elif hidden:
+            mask = mask & ~self._kinds_rows(hidden, rows)
+        if partition is not None:
+            mask = mask & self._partition_rows(partition, rows)
         return mask
 
     def partition_mask(self, partition: str) -> npt.NDArray[np.bool_]:
@@ -363,7 +436,31 @@ class SearchSnapshot:
         """
         mask = self._partition_masks.get(partition)
         if mask is None:
-            code = self.partition_code.get(partition, -1)
-            mask = (self.partition == code) | (self.partition == 0) | self.shared
-            self._partition_masks[partition] = mask
+            mask = self._partition_masks[partition] = self._partition_rows(partition, _ALL)
         return mask
+
+    def _partition_rows(self, partition: str, rows: _Rows) -> npt.NDArray[np.bool_]:
+        code = self.partition_code.get(partition, -1)
+        part = self.partition[rows]
+        mask: npt.NDArray[np.bool_] = (part == code) | (part == 0) | self.shared[rows]
+        return mask
+
+    def _carry_masks(self, parent: SearchSnapshot, at: npt.NDArray[np.intp]) -> None:
+        """``parent``'s cached masks, extended over the new slots and redone at ``at``."""
+        tail = slice(len(parent), self._n)
+        for part, mask in parent._partition_masks.items():
+            col = parent._mask_column(part, mask)
+            self._mask_columns[part], self._partition_masks[part] = col.extended(
+                len(parent), self._partition_rows(part, tail), at, self._partition_rows(part, at)
+            )
+        for key, mask in parent._readable.items():
+            col = parent._mask_column(key, mask)
+            self._mask_columns[key], self._readable[key] = col.extended(
+                len(parent), self._readable_rows(key, tail), at, self._readable_rows(key, at)
+            )
+
+    def _mask_column(self, key: object, mask: npt.NDArray[np.bool_]) -> _Column:
+        col = self._mask_columns.get(key)
+        if col is None:  # built here, not carried: a column of its own (no room yet)
+            col = self._mask_columns[key] = _Column(mask, self._n)
+        return col

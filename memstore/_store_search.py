@@ -108,6 +108,11 @@ class StoreSearch(StoreBase):
             self._lex.lexicon.clear_caches()
             self._plans = None
 
+    def _drop_search_snapshot(self) -> None:
+        """Forget the snapshot and its write log: the next one is built (a test's oracle)."""
+        with self._locked():
+            self._search_snap = self._snap_log = None
+
     def search_snapshot(self) -> SearchSnapshot | None:
         """The arrays the searcher's lean path reads, or ``None`` while not worth building.
 
