@@ -40,16 +40,17 @@ POOL = ["k3", "k5", "k7", "m1"]
 """Ids written out of order: below the ids the counter hands out, or between them."""
 RELATIONS = ["precedes", "correlates_with"]
 CONFIGS: list[dict[str, Any]] = [
-    {},
     {"spread_relations": ("precedes",)},
     {"fusion": "rrf", "spread_relations": ("precedes", "correlates_with")},
-    {"always_fuse": True, "lexical_weight": 0.3},
-    {"no_shaping": True, "spread_relations": ("correlates_with",)},
+    {"always_fuse": True, "lexical_weight": 0.3, "spread_relations": ("precedes",)},
+    {"no_shaping": True, "spread_relations": ("correlates_with", "precedes")},
+    {},
 ]
+"""Spreading in most: a link graph carried across a write is what a search would read wrong."""
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 link = st.tuples(
-    st.sampled_from([*POOL, "k0", "k1", "k2", "gone"]),  # "gone": never written
+    st.sampled_from([*POOL, "k1", "k2", "k4", "k10", "gone"]),  # "gone": never written
     st.sampled_from(RELATIONS),
     st.sampled_from([1.0, 0.5]),
 )
@@ -86,6 +87,7 @@ OPS: dict[str, st.SearchStrategy[tuple[Any, ...]]] = {
     "search": search_op,
 }
 WEIGHTS = ["search", "new", "search", "new", "rewrite", "search", "put", "link", "new", "search"]
+WEIGHTS += ["link", "search"]
 WEIGHTS += ["supersede", "advance", "delete"]
 """Op names, drawn uniformly: a search or a new id most often (an agent's turn), a deletion
 seldom (it makes the next snapshot a build)."""
