@@ -152,11 +152,16 @@ class _Column:
         self.end = end
 
     def extended(
-        self, n: int, tail: npt.NDArray[Any], at: npt.NDArray[np.intp], at_values: npt.NDArray[Any]
+        self,
+        n: int,
+        tail: npt.NDArray[Any],
+        at: npt.NDArray[np.intp],
+        at_values: npt.NDArray[Any] | None,
     ) -> tuple[_Column, npt.NDArray[Any]]:
         """The first ``n`` rows, then ``tail``, with ``at`` set to ``at_values``: column and view.
 
-        Setting a row below ``n`` always copies (an earlier snapshot reads it).
+        Setting a row below ``n`` always copies (an earlier snapshot reads it);
+        ``at_values`` is ``None`` when ``at`` is empty.
         """
         end = n + tail.size
         col = self
@@ -165,7 +170,8 @@ class _Column:
             data[:n] = self.data[:n]
             col = _Column(data, n)
         col.data[n:end] = tail
-        col.data[at] = at_values
+        if at_values is not None:
+            col.data[at] = at_values
         col.end = end
         return col, col.data[:end]
 
@@ -296,7 +302,11 @@ class SearchSnapshot:
             partition_code = dict(partition_code)
         try:
             new = _Facts.of(added, kind_code, partition_code)
-            upd = _Facts.of([it for _, it in replaced], kind_code, partition_code)
+            upd = (
+                _Facts.of([it for _, it in replaced], kind_code, partition_code)
+                if replaced
+                else None
+            )
         except TypeError:  # a naive datetime
             return None
         same_links = not any(it.links or linked(it.id) for it in added) and all(
@@ -325,9 +335,11 @@ class SearchSnapshot:
         tails: dict[str, npt.NDArray[Any]] = {name: getattr(new, name) for name in _Facts.__slots__}
         tails["has_update"] = new.updated_us != _NO_UPDATE_US
         tails["id_rank"] = np.fromiter((rank_of[it.id] for it in added), np.intp, len(added))
-        sets: dict[str, npt.NDArray[Any]] = {name: getattr(upd, name) for name in _Facts.__slots__}
-        sets["has_update"] = upd.updated_us != _NO_UPDATE_US
-        sets["id_rank"] = self.id_rank[at]
+        sets: dict[str, npt.NDArray[Any] | None] = dict.fromkeys(_GROWN)
+        if upd is not None:
+            sets.update((name, getattr(upd, name)) for name in _Facts.__slots__)
+            sets["has_update"] = upd.updated_us != _NO_UPDATE_US
+            sets["id_rank"] = self.id_rank[at]
         out._columns = {}
         for name in _GROWN:
             out._columns[name], view = self._columns[name].extended(n, tails[name], at, sets[name])
@@ -447,16 +459,22 @@ class SearchSnapshot:
 
     def _carry_masks(self, parent: SearchSnapshot, at: npt.NDArray[np.intp]) -> None:
         """``parent``'s cached masks, extended over the new slots and redone at ``at``."""
-        tail = slice(len(parent), self._n)
+        tail, redo = slice(len(parent), self._n), at.size > 0
         for part, mask in parent._partition_masks.items():
             col = parent._mask_column(part, mask)
             self._mask_columns[part], self._partition_masks[part] = col.extended(
-                len(parent), self._partition_rows(part, tail), at, self._partition_rows(part, at)
+                len(parent),
+                self._partition_rows(part, tail),
+                at,
+                self._partition_rows(part, at) if redo else None,
             )
         for key, mask in parent._readable.items():
             col = parent._mask_column(key, mask)
             self._mask_columns[key], self._readable[key] = col.extended(
-                len(parent), self._readable_rows(key, tail), at, self._readable_rows(key, at)
+                len(parent),
+                self._readable_rows(key, tail),
+                at,
+                self._readable_rows(key, at) if redo else None,
             )
 
     def _mask_column(self, key: object, mask: npt.NDArray[np.bool_]) -> _Column:
