@@ -318,3 +318,22 @@ def test_a_new_item_with_a_link_is_spread_to_after_a_write(clock: FakeClock) -> 
     got, want = (t.searchers[0].hybrid_search("ledger") for t in (warm, cold))
     assert ("k2", 0.6) in [(r.item.id, r.score) for r in got]
     assert _view(got) == _view(want)
+
+
+def test_a_new_item_past_its_deadline_takes_no_loan(clock: FakeClock) -> None:
+    """A derived snapshot's earliest deadline counts the new items': one past it is not read."""
+    warm, cold = Twin(clock), Twin(clock)
+    linked = {"to_id": "k9", "relation": "precedes"}
+    for twin in (warm, cold):
+        twin.store.upsert(
+            Item.model_validate({"id": "k1", "kind": "note", "title": "ledger", "links": [linked]})
+        )
+    warm.searchers[0].hybrid_search("ledger")  # builds the snapshot: no deadline in it
+    for twin in (warm, cold):
+        deadline = clock() + dt.timedelta(hours=1)
+        twin.store.upsert(Item(id="k9", kind="note", title="kitten", stale_after=deadline))
+    clock.advance(dt.timedelta(hours=2))
+    cold.cold()
+    got, want = (t.searchers[0].hybrid_search("ledger") for t in (warm, cold))
+    assert "k9" not in [r.item.id for r in got]
+    assert _view(got) == _view(want)
