@@ -4,14 +4,17 @@ Two caches serve repeated work between writes, both keyed by the store's
 *search generation* (a counter every committed or rolled-back change bumps):
 the lexical plan of a query's tokens (the Lexicon's token matching, the
 costly part of a short query), and the :class:`~memstore._search_snapshot.SearchSnapshot`
-the hybrid searcher's lean path scores candidates on.
+the hybrid searcher's lean path scores candidates on. The snapshot is carried
+across writes that only add new ids or replace held ones: the store logs the
+ids written since it was made, and the next ask derives the new generation's
+from it (:meth:`~memstore._search_snapshot.SearchSnapshot.derive`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from memstore import arguments as arg
 from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
@@ -26,7 +29,13 @@ from memstore.lexical import is_confident, score_document
 from memstore.tags import in_partition
 from memstore.text import event_date_words, kw_tokens, normalize_query, words
 
-__all__ = ["DEFAULT_SEARCH_LIMIT", "PLAN_CACHE_SIZE", "SNAPSHOT_AMORTISE", "StoreSearch"]
+__all__ = [
+    "DEFAULT_SEARCH_LIMIT",
+    "PLAN_CACHE_SIZE",
+    "SNAPSHOT_AMORTISE",
+    "SNAPSHOT_LOG",
+    "StoreSearch",
+]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -44,8 +53,12 @@ about as much as a pass over this many. So after a write the snapshot is
 rebuilt only once ``searches x SNAPSHOT_AMORTISE`` reaches the store's size:
 at once for a small store, after a few searches for a large one, and never
 for a store written between every two searches (which would pay the pass each
-time and gain nothing).
+time and gain nothing). A snapshot derived from the last one (see
+:data:`SNAPSHOT_LOG`) costs the items written, not a pass: it is made at once.
 """
+SNAPSHOT_LOG = 4096
+"""Writes the store logs for deriving its last snapshot: past them (and at a deletion,
+which moves slots) the snapshot is dropped, and the next one is built."""
 
 
 class StoreSearch(StoreBase):
@@ -55,6 +68,8 @@ class StoreSearch(StoreBase):
     _search_asks = 0
     _search_asked_at = -1
     _search_snap: SearchSnapshot | None = None
+    _snap_log: list[str] | None = None
+    """The ids written since ``_search_snap``'s generation, one entry per write."""
     _plans: dict[tuple[str, ...], QueryPlan] | None = None
     _plans_generation = -1
     _token_cache: dict[str, tuple[str, ...]] | None = None
@@ -65,6 +80,12 @@ class StoreSearch(StoreBase):
         """Every change of stored state passes here: it starts a new search generation."""
         super()._set(id, new)
         self._search_generation += 1
+        log = self._snap_log
+        if log is not None:
+            if new is not None and len(log) < SNAPSHOT_LOG:
+                log.append(id)
+            else:  # a deletion moves every later slot: the next snapshot is built
+                self._search_snap = self._snap_log = None
 
     def _fill_empty(
         self, loaded: list[Item], indexed: list[tuple[Item, bool]], *, lexed: bool
@@ -72,6 +93,7 @@ class StoreSearch(StoreBase):
         """A restore's bulk fill changes the stored state too: a new search generation."""
         super()._fill_empty(loaded, indexed, lexed=lexed)
         self._search_generation += len(loaded) + 1
+        self._search_snap = self._snap_log = None
 
     # ------------------------------------------------------- search caches
 
@@ -86,18 +108,30 @@ class StoreSearch(StoreBase):
             self._lex.lexicon.clear_caches()
             self._plans = None
 
+    def _drop_search_snapshot(self) -> None:
+        """Forget the snapshot and its write log: the next one is built (a test's oracle)."""
+        with self._locked():
+            self._search_snap = self._snap_log = None
+
     def search_snapshot(self) -> SearchSnapshot | None:
         """The arrays the searcher's lean path reads, or ``None`` while not worth building.
 
-        One snapshot per generation, built at the first ask that
-        :data:`SNAPSHOT_AMORTISE` allows; ``None`` also when an item holds a
-        naive ``datetime`` (the snapshot compares exact microseconds).
+        One snapshot per generation: derived from the last one when the writes
+        since allow it (see :meth:`_derive_snapshot`), else built at the first
+        ask that :data:`SNAPSHOT_AMORTISE` allows; ``None`` also when an item
+        holds a naive ``datetime`` (the snapshot compares exact microseconds).
         """
         with self._locked():
             gen = self._search_generation
             snap = self._search_snap
-            if snap is not None and snap.generation == gen:
-                return snap
+            if snap is not None:
+                if snap.generation == gen:
+                    return snap
+                derived = self._derive_snapshot(snap, gen)
+                if derived is not None:
+                    self._search_snap, self._snap_log = derived, []
+                    return derived
+                self._search_snap = self._snap_log = None
             if self._search_asked_at != gen:
                 self._search_asked_at, self._search_asks = gen, 0
             self._search_asks += 1
@@ -107,8 +141,23 @@ class StoreSearch(StoreBase):
                 snap = SearchSnapshot(gen, self._items.values())
             except TypeError:  # a naive datetime: the general path compares datetimes
                 return None
-            self._search_snap = snap
+            self._search_snap, self._snap_log = snap, []
             return snap
+
+    def _derive_snapshot(self, snap: SearchSnapshot, gen: int) -> SearchSnapshot | None:
+        """Generation ``gen``'s snapshot made from ``snap`` and the log, or ``None`` (lock held).
+
+        Only when the log holds every write since ``snap`` (one entry per
+        generation, none a deletion): then the items those ids name now are
+        all that changed, and the snapshot's own rules decide the rest.
+        """
+        log, items, backlinks = self._snap_log, self._items, self._backlinks
+        if log is None or len(log) != gen - snap.generation:
+            return None
+        changed = [items.get(id) for id in dict.fromkeys(log)]  # first-write order, once each
+        if None in changed:
+            return None
+        return snap.derive(gen, cast("list[Item]", changed), lambda id: bool(backlinks.get(id)))
 
     def search_read(self, ids: Sequence[str]) -> list[Item]:
         """Copies of the items ``ids`` names (those still stored), as :meth:`get` returns them."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -109,20 +108,18 @@ class _Inbound:
         return cls(src, other, decay_weight, starts, other[starts], graph.own[order])
 
 
-_INBOUND: weakref.WeakKeyDictionary[SearchSnapshot, dict[frozenset[str], _Inbound]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _inbound(snap: SearchSnapshot, relations: Collection[str]) -> _Inbound:
-    """The snapshot's graph along ``relations`` grouped by target, built on first use."""
-    per = _INBOUND.get(snap)
-    if per is None:
-        per = _INBOUND[snap] = {}
+    """The snapshot's graph along ``relations`` grouped by target, built on first use.
+
+    Kept in the snapshot's :attr:`~memstore._search_snapshot.SearchSnapshot.of_graph`:
+    it holds the graph's edges alone, so a snapshot derived with the same
+    edges (new slots without any) carries it over.
+    """
     key = frozenset(relations)
-    got = per.get(key)
-    if got is None:
-        got = per[key] = _Inbound.of(snap.graph(key))
+    got = snap.of_graph.get(key)
+    if not isinstance(got, _Inbound):
+        got = _Inbound.of(snap.graph(key))
+        snap.of_graph[key] = got
     return got
 
 
@@ -202,13 +199,16 @@ class LeanFusion:
     def _slots(self, ids: Sequence[str]) -> tuple[npt.NDArray[np.intp], bool]:
         """Each id's slot, -1 for an id the store does not hold (never readable), and
         whether it holds them all (then no slot needs masking)."""
-        slot, n = self._snap.slot, len(ids)
-        if n > 1:  # every id held, the common case: one lookup pass in C
+        snap = self._snap
+        slot, n, size = snap.slot, len(ids), len(snap)
+        if n > 1 and len(slot) == size:  # every id held, the common case: one pass in C
             try:
                 return np.fromiter(itemgetter(*ids)(slot), np.intp, n), True
             except KeyError:
                 pass
         out = np.fromiter(map(slot.get, ids, repeat(-1, n)), np.intp, n)
+        if len(slot) != size:  # ``slot`` also holds a later snapshot's ids: not this one's
+            out[out >= size] = -1
         return out, n == 0 or bool(out.min() >= 0)
 
     def observe_hydrate(self) -> None:
@@ -381,8 +381,8 @@ class LeanFusion:
         fused: list[float] = self._final[ordered].tolist() if ordered else []
         if full:
             exact = query.strip()
-            hit = snap.slot.get(exact) if exact else None
-            if hit is not None and self._readable[hit]:
+            hit = snap.slot_of(exact) if exact else -1
+            if hit >= 0 and self._readable[hit]:
                 pairs = [(s, f) for s, f in zip(ordered, fused, strict=True) if s != hit]
                 ordered = [hit, *(s for s, _ in pairs)]
                 fused = [EXACT_ID_MATCH_SCORE, *(f for _, f in pairs)]
