@@ -128,9 +128,15 @@ def test_a_backup_into_an_existing_empty_folder_is_flushed_too(
     _memory(tmp_path / "data", 5)
     dest = tmp_path / "empty"
     dest.mkdir()
+    folder = _inode(dest)
     events = _record(monkeypatch)
     assert main(["backup", str(tmp_path / "data"), str(dest)]) == 0
-    _assert_durable(events, dest, [dest / "journal.db", dest / "vectors.sqlite3"])
+    # The user's folder is filled, never replaced: each file is flushed before
+    # the folder that now names it.
+    assert _inode(dest) == folder
+    names = _last(events, "fsync", folder)
+    for f in (dest / "journal.db", dest / "vectors.sqlite3"):
+        assert _last(events, "fsync", _inode(f)) < names, f"{f} not flushed before its folder"
 
 
 def test_a_tokens_file_is_flushed_then_renamed_then_its_folder_flushed(
