@@ -1,13 +1,18 @@
-"""The rule on format characters in names: what :mod:`memstore.validate` holds new ids and tags to.
+"""The rules on invisible characters in names, which :mod:`memstore.validate` holds new names to.
 
-Kept apart from the other writing rules: it is the one rule on what a name
-*looks* like rather than what it holds, and the one a store grandfathers
-(names written before it are kept, see :func:`memstore.validate.validate_base`).
+Kept apart from the other writing rules: they are the rules on what a name
+*looks* like rather than what it holds, and the ones a store grandfathers
+(names written before them are kept, see :func:`memstore.validate.validate_base`).
+An id refuses every control character anyway (it holds no whitespace); a tag
+may hold a space, but no control character (:func:`control_character`) and
+no format character (:func:`format_character`).
 
 >>> format_character("report\\u200b")
 '\\u200b'
 >>> format_named("\\u200b")
 'a format character (U+200B ZERO WIDTH SPACE), which is invisible'
+>>> control_named(control_character("deploy\\x1b[31m"))
+"a control character (U+001B '\\\\x1b'), which is not printable"
 """
 
 from __future__ import annotations
@@ -17,13 +22,22 @@ from typing import Final
 
 import regex
 
-__all__ = ["FORMAT_RULE", "format_character", "format_named"]
+__all__ = [
+    "CONTROL_RULE",
+    "FORMAT_RULE",
+    "control_character",
+    "control_named",
+    "format_character",
+    "format_named",
+]
 
 _FORMAT: Final = regex.compile(r"\p{Cf}")
 _EMOJI_ZWJ: Final = regex.compile(
     r"(?<=\p{Extended_Pictographic}[\p{Emoji_Modifier}\uFE0F]*)\u200D(?=\p{Extended_Pictographic})"
 )
 FORMAT_RULE: Final = "no format character (a zero-width joiner only inside an emoji)"
+_CONTROL: Final = regex.compile(r"\p{Cc}")
+CONTROL_RULE: Final = "no control character"
 
 
 def format_character(text: str) -> str:
@@ -57,3 +71,30 @@ def format_named(ch: str) -> str:
     """``a format character (U+200B ZERO WIDTH SPACE), which is invisible``."""
     name = unicodedata.name(ch, "")
     return f"a format character (U+{ord(ch):04X}{' ' + name if name else ''}), which is invisible"
+
+
+def control_character(text: str) -> str:
+    """The first control character (category Cc) in ``text``, or ``""``.
+
+    The C0 controls (U+0000-U+001F: the tab, the escape that starts a
+    terminal's colour and cursor sequences...), DELETE (U+007F) and the C1
+    controls (U+0080-U+009F). None shows as itself: ``"ops\\x1b[8m"`` hides
+    what a terminal prints after it, and ``"a\\tb"`` reads as ``"a b"``.
+    Printable text (nearly every name) is answered without the pattern.
+
+    >>> control_character("on call"), control_character("on\\x7fcall")
+    ('', '\\x7f')
+    """
+    if text.isprintable():  # a control character is never printable
+        return ""
+    found = _CONTROL.search(text)
+    return found.group() if found else ""
+
+
+def control_named(ch: str) -> str:
+    """``a control character (U+0009 '\\t'), which is not printable``.
+
+    Control characters have no name in the Unicode database; the code point
+    and the escape a reader can type name it.
+    """
+    return f"a control character (U+{ord(ch):04X} {ch!r}), which is not printable"

@@ -162,19 +162,23 @@ def stamp_author_tag(item: Item, author: str) -> None:
     item.tags = [*strip_author_tags(item.tags), AUTHOR_TAG_PREFIX + sanitize_tag_value(author)]
 
 
-_TAG_UNSAFE = regex.compile(r"[,\r\n]+")
+_TAG_UNSAFE = regex.compile(r"[,\p{Cc}]+")
 _SPACES = regex.compile(r"\s+")
 
 
 def sanitize_tag_value(v: str) -> str:
     """Make ``v`` safe as the value segment of a tag.
 
-    Trims whitespace and turns commas (tag lists are split on them) and
-    newlines into single spaces, so a value cannot be re-split into several
-    tags on a later round trip or break a one-line render.
+    Trims whitespace and turns commas (tag lists are split on them),
+    newlines and the other control characters (no new tag may hold one, see
+    :func:`memstore.validate.validate_base`) into single spaces, so a value
+    cannot be re-split into several tags on a later round trip, break a
+    one-line render or make a write refused.
 
     >>> sanitize_tag_value("  auth,\\nbilling ")
     'auth billing'
+    >>> sanitize_tag_value("ana\\x1b[2J")
+    'ana [2J'
     """
     return _SPACES.sub(" ", _TAG_UNSAFE.sub(" ", v)).strip()
 

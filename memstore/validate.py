@@ -19,7 +19,14 @@ from typing import Any
 
 import regex
 
-from memstore._namerule import FORMAT_RULE, format_character, format_named
+from memstore._namerule import (
+    CONTROL_RULE,
+    FORMAT_RULE,
+    control_character,
+    control_named,
+    format_character,
+    format_named,
+)
 from memstore.arguments import describe, has_lone_surrogate
 from memstore.errors import InvalidItemError, MemstoreError
 from memstore.eventdate import valid_event_date
@@ -324,7 +331,9 @@ def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = No
     The names a reader compares by eye, the id and the tags (the partition's
     among them), hold no Unicode format character (:func:`format_character`:
     a bidi control or a zero-width character would make two names that look
-    the same name two items, or two partitions), and a partition name is not
+    the same name two items, or two partitions) and no control character
+    (:func:`~memstore._namerule.control_character`: a tab reads as a space, an
+    escape rewrites a terminal's screen), and a partition name is not
     padded (``" x"`` would be another partition than ``"x"``). These rules
     came after items were stored: ``previous``, the stored item this write
     replaces (the same id), keeps its id and the tags it holds, so an item
@@ -385,7 +394,10 @@ def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = No
             return f"tag {tag[:80]!r} is empty, padded, or holds a comma or newline"
         if "\x00" in tag:  # a partition column cannot hold it (PostgreSQL text refuses NUL)
             return f"tag {tag[:80]!r} holds a NUL character"
-        if not tag.isascii() and (previous is None or tag not in previous.tags):
+        if not tag.isprintable() and (previous is None or tag not in previous.tags):
+            found = control_character(tag)
+            if found:
+                return f"tag {tag[:80]!r} holds {control_named(found)}: {CONTROL_RULE} in a tag"
             found = format_character(tag)
             if found:
                 return f"tag {tag[:80]!r} holds {format_named(found)}: {FORMAT_RULE} in a tag"
