@@ -42,8 +42,10 @@ __all__ = [
     "JOURNAL_RECORD_FILE",
     "forget_journal_record",
     "journal_record",
+    "postgres_record",
     "read_journal_record",
     "record_journal",
+    "same_journal",
 ]
 
 JOURNAL_RECORD_FILE: Final = "journal.json"
@@ -64,12 +66,49 @@ def journal_record(journal: Journal) -> dict[str, str]:
         return {"journal": type(journal).__name__}
     if not isinstance(journal, PostgresJournal):
         return {"journal": type(journal).__name__}
+    return postgres_record(journal.dsn, journal.schema)
+
+
+def postgres_record(dsn: str, schema: str) -> dict[str, str]:
+    """What a folder records of the PostgreSQL journal at ``dsn`` (libpq's), in ``schema``."""
+    from memstore.journal._pgconn import describe, dsn_fields  # psycopg: an optional extra
+
+    record = {"journal": "postgresql", "schema": schema}
+    if dsn_fields(dsn) is not None:
+        record["where"] = describe(dsn)
+    return record
+
+
+def same_journal(recorded: dict[str, str], dsn: str, schema: str) -> bool:
+    """Whether the PostgreSQL journal at ``dsn`` (libpq's), ``schema``, is the one ``recorded``.
+
+    The same journal is the same tables: a PostgreSQL record, the same
+    schema, host, port and database. The user is not part of it (a server
+    may write as ``app`` and an operator read as ``admin``), nor is the
+    password or any other connection setting. Host and database are compared
+    as libpq reads them from the DSN (no host is ``localhost``, no port
+    5432), never resolved: ``127.0.0.1`` and ``localhost`` are two names,
+    told apart. When either side cannot be shown without its password (a
+    record without ``where``), the schema alone is compared.
+
+    >>> served = {"journal": "postgresql", "schema": "agents", "where": "app@db:5432/memory"}
+    >>> same_journal(served, "postgresql://admin:pw@db/memory", "agents")
+    True
+    >>> same_journal(served, "postgresql://app@db/memory", "memstore")
+    False
+    >>> same_journal(served, "postgresql://app@db:5433/memory", "agents")
+    False
+    """
+    if recorded.get("journal") != "postgresql" or recorded.get("schema") != schema:
+        return False
     from memstore.journal._pgconn import describe, dsn_fields
 
-    record = {"journal": "postgresql", "schema": journal.schema}
-    if dsn_fields(journal.dsn) is not None:
-        record["where"] = describe(journal.dsn)
-    return record
+    fields, here = dsn_fields(dsn), recorded.get("where")
+    if fields is None or here is None:
+        return True
+    user = fields.get("user", "")
+    place = describe(dsn)[len(user) + 1 if user else 0 :]  # host:port/dbname
+    return here == place or here.endswith("@" + place)
 
 
 def record_journal(folder: Path, record: dict[str, str]) -> None:

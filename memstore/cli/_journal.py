@@ -8,7 +8,9 @@ memory there and quietly made a new SQLite one beside it: writes the server
 never saw, reads of an empty memory. Now such a folder is refused without
 ``--journal``, in words that say what to pass (:func:`kept_elsewhere`), and
 with ``--journal`` every data command works on that journal as the server
-does (:func:`shared_memory`), leaving the folder's files to the server.
+does (:func:`shared_memory`), leaving the folder's files to the server. A
+``--journal`` naming another journal than the folder records is refused
+too, naming both (:func:`another_journal`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from memstore._journal_record import read_journal_record
+from memstore._journal_record import postgres_record, read_journal_record, same_journal
 from memstore.backup import TOKENS_FILE, VECTORS_FILE
 from memstore.memory import JOURNAL_FILE, Memory
+from memstore.web.journal_option import JournalOptionError
 
-__all__ = ["kept_elsewhere", "shared_memory"]
+__all__ = ["another_journal", "kept_elsewhere", "shared_memory"]
 
 _SERVER_FILES = (VECTORS_FILE, TOKENS_FILE)
 """What a server keeps in its folder beside a journal of another place."""
@@ -82,9 +85,47 @@ def shared_memory(args: argparse.Namespace, *, embed: bool) -> Memory:
     in this process, so the files of a server's ``--data`` folder stay its
     own. Raises :class:`ValueError` for a schema the journal cannot take.
     """
-    from memstore.web.journal_option import postgres_journal
+    from memstore.journal.postgres import PostgresJournal
+    from memstore.web.journal_option import postgres_settings
 
-    journal = postgres_journal(args.journal, getattr(args, "journal_schema", None))
-    if journal is None:  # pragma: no cover - the parser takes only a postgresql:// DSN
+    settings = postgres_settings(args.journal, getattr(args, "journal_schema", None))
+    if settings is None:  # pragma: no cover - the parser takes only a postgresql:// DSN
         raise ValueError("--journal takes a postgresql:// DSN")
+    dsn, options = settings
+    why = another_journal(args.data, dsn, options["schema"])
+    if why:  # refused before connecting: opening a journal makes its schema when missing
+        raise JournalOptionError(why)
+    journal = PostgresJournal(dsn, **options)
     return Memory(embedder=args.embedder if embed else None, journal=journal)
+
+
+def another_journal(data: str, dsn: str, schema: str) -> str:
+    """Why ``--journal`` (``dsn`` as libpq reads it, in ``schema``) is not ``data``'s, or ``""``.
+
+    A folder a server serves records the journal it was given
+    (``journal.json``); a ``--journal`` naming another would read, or write,
+    a memory the folder's server never sees (and opening it makes its schema
+    when missing). It is the same journal when :func:`same_journal` says so:
+    the same schema, host, port and database, whoever connects. A folder that
+    records no PostgreSQL journal (none, its own ``journal.db``, or a record
+    that cannot be read) is not asked: ``--journal`` alone names the memory.
+    """
+    record = read_journal_record(data) if Path(data).is_dir() else None
+    if record is None or record.get("journal") == "unknown" or same_journal(record, dsn, schema):
+        return ""
+    named = postgres_record(dsn, schema)
+    given = f"{named['where']}, schema {schema}" if "where" in named else f"schema {schema}"
+    if record.get("journal") != "postgresql":
+        return (
+            f"--journal names a PostgreSQL journal ({given}), but {data}/ is kept in a journal "
+            f"of its host's own ({record.get('journal')}): use the program that serves it, or "
+            "another --data folder"
+        )
+    where = record.get("where")
+    kept = f"{where}, schema {record.get('schema')}" if where else f"schema {record.get('schema')}"
+    return (
+        f"--journal names another journal ({given}) than the one {data}/ is kept in ({kept}), "
+        f"which its server was given: give that journal, --journal postgresql://"
+        f"{where or 'USER@HOST/DB'} --journal-schema {record.get('schema')}, or another "
+        "--data folder"
+    )

@@ -32,6 +32,7 @@ from memstore.journal.dsnoptions import (
     DSN_OPTIONS,
     DSN_SCHEMA,
     PREFIX,
+    JournalOptions,
     is_schema_name,
     journal_options,
 )
@@ -39,7 +40,13 @@ from memstore.journal.dsnoptions import (
 if TYPE_CHECKING:
     from memstore.journal.postgres import PostgresJournal
 
-__all__ = ["DSN_SCHEMES", "JOURNAL_HELP", "JournalOptionError", "postgres_journal"]
+__all__ = [
+    "DSN_SCHEMES",
+    "JOURNAL_HELP",
+    "JournalOptionError",
+    "postgres_journal",
+    "postgres_settings",
+]
 
 DSN_SCHEMES: Final = ("postgresql://", "postgres://")
 """How a PostgreSQL DSN starts: a ``--journal`` that does not is not one."""
@@ -86,6 +93,23 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
         no PostgreSQL DSN, or its ``memstore_schema`` names another schema.
     :raises ValueError: a ``memstore_`` parameter the journal cannot take.
     """
+    settings = postgres_settings(dsn, schema)
+    if settings is None:
+        return None
+    from memstore.journal.postgres import PostgresJournal  # needs psycopg
+
+    libpq_dsn, options = settings
+    return PostgresJournal(libpq_dsn, **options)
+
+
+def postgres_settings(dsn: str | None, schema: str | None) -> tuple[str, JournalOptions] | None:
+    """What :func:`postgres_journal` opens, without opening it: the DSN for libpq and the
+    journal's keywords (``schema`` always among them), or ``None`` for no PostgreSQL DSN.
+
+    Opening a journal connects and makes its schema when missing; a caller
+    that must first check which journal is meant (the command line, against
+    the folder's record) asks this. Raises as :func:`postgres_journal` does.
+    """
     if schema is not None and not is_schema_name(schema):
         raise JournalOptionError(
             "--journal-schema must be a plain identifier (ASCII letters, digits and _, "
@@ -102,7 +126,7 @@ def postgres_journal(dsn: str | None, schema: str | None) -> PostgresJournal | N
             f"--journal-schema {schema} and the DSN's {PREFIX}{DSN_SCHEMA}={named} "
             "name two schemas: give one"
         )
-    from memstore.journal.postgres import DEFAULT_SCHEMA, PostgresJournal  # needs psycopg
+    from memstore.journal.postgres import DEFAULT_SCHEMA  # needs psycopg
 
     options["schema"] = schema or named or DEFAULT_SCHEMA
-    return PostgresJournal(dsn, **options)
+    return dsn, options
