@@ -13,10 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,8 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from memstore.mcp.server import build_server, surface
 from memstore.mcp.toolkit import Caller
 from memstore.memory import Memory
+from tests.ports import free_port as free_port  # the tests starting a server of their own
+from tests.ports import on_free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,42 +113,47 @@ async def in_process(
         yield Client(session)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def http_server(data: Path | str, *flags: str, port: int | None = None) -> Iterator[str]:
-    """``memstore mcp --transport http`` on a loopback port; yields its ``/mcp`` URL."""
-    port = port or free_port()
-    cmd = mcp_command(data, "--transport", "http", "--port", str(port), *flags)
-    proc = subprocess.Popen(
-        cmd, env=_env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    """``memstore mcp --transport http`` on a loopback port; yields its ``/mcp`` URL.
+
+    Without ``port`` a free one, started again on another when it was taken
+    before the server bound it (:func:`tests.ports.on_free_port`).
+    """
+
+    def start(chosen: int) -> tuple[subprocess.Popen[bytes], int]:
+        cmd = mcp_command(data, "--transport", "http", "--port", str(chosen), *flags)
+        proc = subprocess.Popen(
+            cmd, env=_env(), cwd=str(ROOT), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            wait_listening(proc, chosen, lambda: _stderr(proc))
+        except BaseException:
+            _stop(proc)
+            raise
+        return proc, chosen
+
+    proc, port = on_free_port(start, port)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise AssertionError(f"memstore mcp exited {proc.returncode}: {err}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError("memstore mcp --transport http did not start")
-            time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        _stop(proc)
+
+
+def _stderr(proc: subprocess.Popen[bytes]) -> str:
+    """What an exited server wrote on its stderr (a pipe: read once it is done)."""
+    return proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stderr:
+        proc.stderr.close()
 
 
 @contextlib.asynccontextmanager

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,18 +30,12 @@ import httpx
 import pytest
 
 from tests.fake_provider import FakeProvider, _default_chat
+from tests.ports import PortTaken, free_port, on_free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-fake-provider-key-0123456789"
 """The API key the provided server sends to the fake provider (must never leak)."""
 _PROVIDER_VARS = ("MEMSTORE_PROVIDER_", "MIND_LAYER_")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def new_scope() -> dict[str, str]:
@@ -117,31 +110,52 @@ def start(
     host: str = "127.0.0.1",
     embedder: str | None = "none",
 ) -> Server:
-    """Start a server on ``data`` and wait until ``/healthz`` answers."""
-    port = free_port()
+    """Start a server on ``data`` and wait until ``/healthz`` answers.
+
+    On a free port, started again on another when it was taken before the
+    server bound it (:func:`tests.ports.on_free_port`).
+    """
     data.mkdir(parents=True, exist_ok=True)
-    log = data.parent / f"{data.name}-{port}.log"
     flags = ["--embedder", embedder] if embedder else []
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            command(data, port, *flags, *extra, host=host),
-            env=clean_env(env),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = Server(proc, f"http://127.0.0.1:{port}", data, log)
+
+    def on(port: int) -> Server:
+        log = data.parent / f"{data.name}-{port}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                command(data, port, *flags, *extra, host=host),
+                env=clean_env(env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        server = Server(proc, f"http://127.0.0.1:{port}", data, log)
+        try:
+            wait_listening(proc, port, server.log_text)
+            _wait_healthy(server)
+        except PortTaken:
+            raise
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        return server
+
+    return on_free_port(on)
+
+
+def _wait_healthy(server: Server) -> None:
+    """Poll ``/healthz`` until it answers; the server listens already (a hang guard only)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}: {server.log_text()}")
+        if server.proc.poll() is not None:
+            raise RuntimeError(
+                f"the server exited with {server.proc.returncode}: {server.log_text()}"
+            )
         try:
             if httpx.get(f"{server.url}/healthz", timeout=1.0).status_code == 200:
-                return server
+                return
         except httpx.TransportError:
             pass
         time.sleep(0.05)
-    proc.kill()
-    proc.wait()
     raise RuntimeError(f"{server.url} did not become healthy")
 
 

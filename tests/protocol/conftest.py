@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ import pytest
 
 from memstore.journal import Lsn
 from tests.pgtest import Schemas, require_pg
+from tests.ports import PortTaken, on_free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE_PER_SECOND = 5
@@ -53,13 +53,6 @@ REPLICAS_ENV = "MEMSTORE_PROTOCOL_REPLICAS"
 WAIT_S = 30.0
 """The longest a replica may take to apply a write (a hang guard, not a threshold)."""
 _WRITES = frozenset({"/v1/ingest", "/v1/forget"})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, timeout: float = 60.0) -> None:
@@ -77,8 +70,6 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None, timeout: float 
     raise RuntimeError(f"{url} did not become healthy")
 
 
-PORT_TRIES = 5
-"""How many free ports :func:`start_server` tries when the one it picked was taken."""
 _LOGS: dict[int, tuple[Path, int]] = {}
 """Each started server's log, by its process id (:func:`stop_server` shows it)."""
 
@@ -89,32 +80,30 @@ def start_server(
     """Start ``memstore serve`` on ``data``; the process and its base URL, once healthy.
 
     Its output goes to ``data.parent / f"serve-{port}.log"``. Without ``port`` a
-    free one is picked, and it stays free only until the server binds it,
-    seconds later (its imports come first): meanwhile any process may take it
-    (a parallel test's server on port 0, an outgoing connection), and the
-    server exits 1, "address already in use", having made nothing. Then it is
-    started again on another free port. A server that does not become healthy
-    otherwise fails the test with its log.
+    free one is picked, and started again on another when it was taken before
+    the server bound it (:func:`tests.ports.on_free_port`). A server that does
+    not become healthy otherwise fails the test with its log.
     """
-    for attempt in range(1, PORT_TRIES + 1):
-        chosen = port or free_port()
-        proc, url, log, start = _start(data, tokens_file, extra, chosen)
+
+    def start(chosen: int) -> tuple[subprocess.Popen[bytes], str]:
+        proc, url, log, begin = _start(data, tokens_file, extra, chosen)
         try:
-            _wait_serving(url, proc, log, start)
+            wait_listening(proc, chosen, lambda: _said(log, begin))
+            wait_healthy(url, proc)
+        except PortTaken:
+            raise
         except RuntimeError as e:
             proc.kill()
             proc.wait()
-            said = _said(log, start)
-            if port is None and attempt < PORT_TRIES and "address already in use" in said:
-                continue  # taken between free_port() and the server's bind
-            raise RuntimeError(f"{e}; its log ({log}):\n{said}") from None
+            raise RuntimeError(f"{e}; its log ({log}):\n{_said(log, begin)}") from None
         except BaseException:
             proc.kill()
             proc.wait()
             raise
-        _LOGS[proc.pid] = (log, start)
+        _LOGS[proc.pid] = (log, begin)
         return proc, url
-    raise AssertionError("unreachable: the last try returns or raises")
+
+    return on_free_port(start, port)
 
 
 def _said(log: Path, start: int) -> str:
@@ -122,24 +111,6 @@ def _said(log: Path, start: int) -> str:
     with open(log, "rb") as f:
         f.seek(start)
         return f.read().decode(errors="replace")
-
-
-def _wait_serving(url: str, proc: subprocess.Popen[bytes], log: Path, start: int) -> None:
-    """:func:`wait_healthy`, and the answer is this server's own.
-
-    Another server that took the port answers ``/healthz`` too (the
-    conformance suite's, a parallel test's): the answer counts only once this
-    server has said in its log that it serves, which it does after it bound the
-    port, so nobody else holds it then.
-    """
-    deadline = time.monotonic() + 60.0
-    while "memstore: serving" not in _said(log, start):
-        if proc.poll() is not None:
-            raise RuntimeError(f"memstore serve exited with {proc.returncode}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not start serving")
-        time.sleep(0.05)
-    wait_healthy(url, proc)
 
 
 def _start(

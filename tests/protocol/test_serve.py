@@ -20,8 +20,9 @@ import pytest
 from ulid import ULID
 
 from tests.pgtest import PgPlace
+from tests.ports import free_port
 
-from .conftest import ROOT, free_port, make_tokens, start_server, stop_server, wait_healthy
+from .conftest import ROOT, make_tokens, start_server, stop_server, wait_healthy
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("MEMSTORE_PROTOCOL_URL")), reason="starts servers of its own"
