@@ -25,7 +25,12 @@ data: second
 
 Serving it is a matter of handing the generator to your web framework, e.g.
 with Starlette: ``StreamingResponse(astream(hub, last_event_id=request.headers.get(
-"last-event-id"), partition=tenant), media_type=CONTENT_TYPE)``.
+"last-event-id"), partition=tenant), media_type=CONTENT_TYPE)``. The generator
+subscribes at its first step, which a ``StreamingResponse`` takes only after
+it sent the headers: a client that takes the headers for "following now" and
+then makes a change may not be sent it. Take the first frame before answering
+(``first = await anext(frames)``) and send it ahead of the rest, as
+``memstore serve``'s ``/v1/events`` does.
 """
 
 from __future__ import annotations

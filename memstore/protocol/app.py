@@ -440,9 +440,13 @@ def create_app(
             shared=False,  # a tenant owns only its own items: recall's rule (owned_by)
             keepalive=keepalive_seconds,
         )
+        # Subscribed now, before the answer's headers go out (the generator subscribes at its
+        # first step, which a StreamingResponse takes only after sending them): a client
+        # that has the headers, and shows itself live, is sent every change made after.
+        first = await anext(frames)
         authorization = request.headers.get("authorization")
         still_allowed = _still_allowed(current, authorization, principal_of(request.scope["state"]))
-        return StreamingResponse(_while(still_allowed, frames), media_type=SSE)
+        return StreamingResponse(_while(still_allowed, frames, first), media_type=SSE)
 
     authenticate = _authenticator(current, limiter)
     for mount in mounts:
@@ -497,14 +501,18 @@ def _still_allowed(
 
 
 async def _while(
-    allowed: Callable[[], bool], frames: AsyncGenerator[str, None]
+    allowed: Callable[[], bool], frames: AsyncGenerator[str, None], first: str
 ) -> AsyncIterator[str]:
-    """``frames`` while ``allowed()`` holds, checked before each (keep-alives too); then the end.
+    """``first``, then ``frames``, while ``allowed()`` holds, checked before each (keep-alives
+    too); then the end.
 
     Each frame is made :func:`~memstore.web.lines.line_safe`: an item's text with a
     U+2028 in it must not split a ``data:`` line for a reader that breaks lines there.
     """
     try:
+        if not allowed():
+            return
+        yield line_safe(first)
         async for frame in frames:
             if not allowed():
                 return
