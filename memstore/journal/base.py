@@ -774,13 +774,18 @@ def _holding(store: Store) -> Iterator[None]:
     the lock held, but its change listeners and hooks run only after the
     lock is released, in commit order with every other write, as those of
     an ordinary write do: a listener that reads the store, or takes its
-    time, never holds up (or deadlocks) the store's writers.
+    time, never holds up (or deadlocks) the store's writers. And as an
+    ordinary write does, the block returns once they heard it (whichever
+    thread told them): a follower moves its position (what ``wait_for``
+    waits for) only once the vector index and the hub have other
+    processes' changes too.
     """
     try:
         with store._locked():
             yield
     finally:
         store._drain()
+        store._await_published()
 
 
 def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:
