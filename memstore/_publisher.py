@@ -28,8 +28,8 @@ when its group committed. It does not wait where that could deadlock:
   and the write returns (committed: its listeners hear it once the listener
   in the way returns).
 
-Lock order: the store's lock, then ``_delivery``'s own; a thread waiting on
-``_delivery`` holds nothing else of the store's.
+Lock order: the store's lock, then ``_delivered_lock`` (``_delivery``'s); a
+thread waiting on ``_delivery`` holds nothing else of the store's.
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ class Publisher:
         # follows them.
         self._held: set[int] = set()
         self._queued = 0  # changes ever queued (the store's lock)
-        self._delivered = 0  # changes whose publication ended (``_delivery``'s lock)
-        self._delivery = threading.Condition(threading.Lock())
+        self._delivered = 0  # changes whose publication ended (``_delivered_lock``)
+        self._delivered_lock = threading.Lock()
+        self._delivery = threading.Condition(self._delivered_lock)
+        self._waiting = 0  # writers waiting on ``_delivery`` (``_delivered_lock``)
         self._publish_wait = PUBLISH_WAIT_S
 
     def _publish(self, changes: Iterable[Change]) -> None:
@@ -167,9 +169,10 @@ class Publisher:
                     # Counted before the turn is given back (a listener that
                     # raised through, KeyboardInterrupt, counts too): whoever
                     # finds the turn free finds every change it took counted.
-                    with self._delivery:
+                    with self._delivered_lock:  # the bare lock: cheaper than the condition's
                         self._delivered += n
-                        self._delivery.notify_all()
+                        if self._waiting:
+                            self._delivery.notify_all()
                     self._publishing = False
                 finally:
                     lock.release()
@@ -195,17 +198,21 @@ class Publisher:
         while True:
             self._drain()  # nobody publishing: this thread takes the turn
             with delivery:
-                while self._delivered < owed and self._publishing:
-                    left = end - time.monotonic()
-                    if left <= 0:
-                        self._log.warning(
-                            "memstore: a write returns before its after-commit listeners "
-                            "heard it: the thread publishing has been busy for %.0f s "
-                            "(a listener that blocks?); they will hear it once it is done",
-                            self._publish_wait,
-                        )
-                        return
-                    delivery.wait(left)
+                self._waiting += 1
+                try:
+                    while self._delivered < owed and self._publishing:
+                        left = end - time.monotonic()
+                        if left <= 0:
+                            self._log.warning(
+                                "memstore: a write returns before its after-commit listeners "
+                                "heard it: the thread publishing has been busy for %.0f s "
+                                "(a listener that blocks?); they will hear it once it is done",
+                                self._publish_wait,
+                            )
+                            return
+                        delivery.wait(left)
+                finally:
+                    self._waiting -= 1
                 if self._delivered >= owed:
                     return
 

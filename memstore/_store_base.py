@@ -599,7 +599,10 @@ class _Scope:
         if self._write and not failed:
             if store._unpublished:  # else _drain has nothing to do
                 store._drain()
-            if self._outer:  # read your writes: its listeners heard it (_publisher.py)
+            # Read your writes: its listeners heard it (_publisher.py). Nothing
+            # to wait for when every change queued was delivered (an unlocked
+            # peek: both counts only grow, and ours is among the queued).
+            if self._outer and store._queued != store._delivered:
                 store._await_published()
 
 
