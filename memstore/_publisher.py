@@ -23,6 +23,10 @@ when its group committed. It does not wait where that could deadlock:
 - behind a ``forget_locked`` whose deletes still wait for
   ``publish_removed``: those hold back every later change, and the thread
   that would release them may be the writer's own;
+- on a PostgreSQL journal's follower thread (it applies other processes'
+  changes with ``settle=False``): a listener may be waiting for the
+  follower (``atomically`` after a conflict); ``wait_for`` waits instead
+  (:meth:`Publisher._await_all_published`);
 - for ever: a listener that blocks holds up every write behind it, so the
   wait ends after :data:`PUBLISH_WAIT_S` seconds with a warning in the log
   and the write returns (committed: its listeners hear it once the listener
@@ -182,19 +186,58 @@ class Publisher:
 
         Called where a write ends (the outermost group, its lock released).
         Waits for the thread publishing, or publishes itself when nobody is;
-        does not wait where that could deadlock (see the module's docstring).
+        does not wait where that could deadlock (see the module's docstring),
+        nor past :data:`PUBLISH_WAIT_S` (then it logs a warning).
         """
         d = self._tls.__dict__
         if d.get("depth", 0) > 0:
             return  # inside a scope: the outermost one waits
         owed = d.pop("owed", 0)
-        if owed <= self._delivered or d.get("publishing"):
-            return  # an unlocked peek: the count only grows
+        if owed > self._delivered and not self._await(owed, self._publish_wait):
+            self._log.warning(
+                "memstore: a write returns before its after-commit listeners heard it: "
+                "the thread publishing has been busy for %.0f s (a listener that blocks?); "
+                "they will hear it once it is done",
+                self._publish_wait,
+            )
+
+    def _await_all_published(self, timeout: float | None) -> bool:
+        """Wait until every change queued so far was told to every listener; whether it was.
+
+        What a journal's ``wait_for`` adds once the store holds another
+        process's changes: its follower applied them, and the thread
+        publishing tells the vector index and the hub. At most ``timeout``
+        seconds (``None``: :data:`PUBLISH_WAIT_S`, then a warning and
+        ``True``: the store has them). Returns ``True`` at once where a write
+        would not wait (a listener, the store's lock held).
+        """
+        if self._tls.__dict__.get("depth", 0) > 0 or self._queued <= self._delivered:
+            return True
+        bound = self._publish_wait if timeout is None else min(timeout, self._publish_wait)
+        if self._await(self._queued, bound):
+            return True
+        if timeout is not None and timeout < self._publish_wait:
+            return False  # the caller's own timeout ran out
+        self._log.warning(
+            "memstore: wait_for returns before the after-commit listeners heard every "
+            "change: the thread publishing has been busy for %.0f s (a listener that blocks?)",
+            self._publish_wait,
+        )
+        return True
+
+    def _await(self, owed: int, timeout: float) -> bool:
+        """Wait until ``_delivered`` reaches ``owed``, at most ``timeout`` s; ``False``: it ran out.
+
+        ``True`` at once where waiting could deadlock: on the publishing
+        thread, or holding the store's lock (or unable to tell).
+        """
+        if self._tls.__dict__.get("publishing"):
+            return True  # a listener's write: this thread delivers it once it returns
         owned = getattr(self._lock, "_is_owned", None)
         if not callable(owned) or owned():
-            return  # the thread holds the lock (or cannot tell): never wait under it
+            return True  # the thread holds the lock (or cannot tell): never wait under it
         delivery = self._delivery
-        end = time.monotonic() + self._publish_wait
+        end = time.monotonic() + timeout
         while True:
             self._drain()  # nobody publishing: this thread takes the turn
             with delivery:
@@ -203,18 +246,12 @@ class Publisher:
                     while self._delivered < owed and self._publishing:
                         left = end - time.monotonic()
                         if left <= 0:
-                            self._log.warning(
-                                "memstore: a write returns before its after-commit listeners "
-                                "heard it: the thread publishing has been busy for %.0f s "
-                                "(a listener that blocks?); they will hear it once it is done",
-                                self._publish_wait,
-                            )
-                            return
+                            return False
                         delivery.wait(left)
                 finally:
                     self._waiting -= 1
                 if self._delivered >= owed:
-                    return
+                    return True
 
     def _settled(self, timeout: float = 10.0) -> bool:
         """Publish what is committed, and wait out another thread's publication (for tests).

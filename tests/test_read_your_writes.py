@@ -196,14 +196,15 @@ def test_a_write_the_postgres_follower_publishes_returns_once_its_listener_heard
         assert writer.heard_on_return == ["theirs", "mine"]
 
 
-def test_the_follower_moves_its_position_once_the_listeners_heard_the_changes(
+def test_wait_for_returns_once_the_listeners_heard_the_other_processs_write(
     pg_place: PgPlace,
 ) -> None:
     """``wait_for`` another process's write: the listeners (vector index, hub) have it too.
 
     A local writer is held publishing, so the follower's apply is that
-    writer's to deliver: the follower waits for it before its position
-    (what ``wait_for`` waits for) moves past the apply.
+    writer's thread to deliver: the store holds the write at once, but
+    ``wait_for`` answers only once the listener heard it (the follower
+    itself does not wait: it applies on).
     """
     from memstore.journal import PostgresJournal
 
@@ -215,15 +216,20 @@ def test_the_follower_moves_its_position_once_the_listeners_heard_the_changes(
         store, other = Store(), Store()
         ours.attach(store)
         theirs.attach(other)
+        store._publish_wait = 2 * WAIT_S  # no bound runs out while this test looks
         listener = Blocking("slow")
         store.add_change_listener(listener)
+        applied = Committed("later")
+        store.add_change_listener(applied, before_commit=True)
         first = hold_publication(store, listener)
         other.upsert(note("theirs"))
-        lsn = theirs.last_lsn()
-        assert not ours.wait_for(lsn, STILL_S), "position moved before the listener heard it"
+        assert not ours.wait_for(theirs.last_lsn(), STILL_S), "answered before it was heard"
+        other.upsert(note("later"))
+        assert applied.seen.wait(WAIT_S), "the follower waited for the listener"
+        assert store.get("theirs") is not None and store.get("later") is not None
         listener.release.set()
-        assert ours.wait_for(lsn, WAIT_S)
-        assert listener.heard[:2] == ["slow", "theirs"]
+        assert ours.wait_for(theirs.last_lsn(), WAIT_S)
+        assert listener.heard[:3] == ["slow", "theirs", "later"]
         first.join(WAIT_S)
 
 

@@ -767,7 +767,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
 
 
 @contextlib.contextmanager
-def _holding(store: Store) -> Iterator[None]:
+def _holding(store: Store, *, settle: bool = True) -> Iterator[None]:
     """Hold ``store``'s lock as its own calls do; tell its listeners once it is released.
 
     What an import, a purge or a follower's apply writes inside commits with
@@ -776,16 +776,17 @@ def _holding(store: Store) -> Iterator[None]:
     an ordinary write do: a listener that reads the store, or takes its
     time, never holds up (or deadlocks) the store's writers. And as an
     ordinary write does, the block returns once they heard it (whichever
-    thread told them): a follower moves its position (what ``wait_for``
-    waits for) only once the vector index and the hub have other
-    processes' changes too.
+    thread told them), unless ``settle`` is false: a follower's apply does
+    not wait (a listener waiting for the follower, say a conflicted write in
+    ``atomically``, would wait for it in turn); ``wait_for`` waits instead.
     """
     try:
         with store._locked():
             yield
     finally:
         store._drain()
-        store._await_published()
+        if settle:
+            store._await_published()
 
 
 def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:
