@@ -15,6 +15,7 @@ anything took.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import logging
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from memstore import Item, Memory, Store
+from memstore import AsyncMemory, Item, Memory, Store
 from memstore.config import Change
 from memstore.journal import Journal, SqliteJournal
 from memstore_index import HashEmbedder, embed_text
@@ -431,3 +432,29 @@ def test_memory_add_then_a_semantic_search_finds_it_while_another_thread_writes(
 
 
 ROUNDS = 300
+
+
+def test_an_async_add_returns_once_the_vector_index_has_it() -> None:
+    """``await amem.add(...)``: the worker thread waits, so the coroutine resumes after it.
+
+    Another thread holds the publishing turn (a listener blocks), so the
+    add's vector is that thread's to index: the add is not done before the
+    listener is released, and once done its vector is in the index.
+    """
+
+    async def run() -> None:
+        async with AsyncMemory(embedder=HashEmbedder(dim=32)) as amem:
+            store, cells = amem.memory.store, amem.memory.cells
+            assert cells is not None
+            listener = Blocking("slow")
+            store.add_change_listener(listener)
+            first = await asyncio.to_thread(hold_publication, store, listener)
+            add = asyncio.ensure_future(amem.add("the ledger pool ran dry", id="mine"))
+            done, _ = await asyncio.wait([add], timeout=STILL_S)
+            assert not done, "the add returned before its vector was indexed"
+            listener.release.set()
+            item = await asyncio.wait_for(add, WAIT_S)
+            assert item.id in cells and "mine" in listener.heard
+            await asyncio.to_thread(first.join, WAIT_S)
+
+    asyncio.run(run())
