@@ -68,14 +68,17 @@ def postgres(tmp_path: Path, pg_place: Callable[[], PgPlace]) -> Iterator[Store]
 
 
 Opener = Callable[[Path, Callable[[], PgPlace]], contextlib.AbstractContextManager[Store]]
-STORES = [pytest.param(plain, id="plain"), pytest.param(sqlite, id="sqlite")]
-STORES.append(pytest.param(postgres, id="postgres"))
+STORES = [
+    pytest.param(plain, id="plain"),
+    pytest.param(sqlite, id="sqlite"),
+    pytest.param(postgres, id="postgres"),
+]
 
 
 @pytest.fixture
 def places(request: pytest.FixtureRequest) -> Callable[[], PgPlace]:
     """A fresh PostgreSQL schema, asked for only by the tests that use one."""
-    return lambda: request.getfixturevalue("pg_place")  # type: ignore[no-any-return]
+    return lambda: request.getfixturevalue("pg_place")
 
 
 def note(id: str, title: str = "") -> Item:
@@ -178,10 +181,9 @@ def test_a_write_the_postgres_follower_publishes_returns_once_its_listener_heard
     from memstore.journal import PostgresJournal
 
     opts: dict[str, Any] = {"durability": "off", "poll_interval": 0.05}
-    with (
-        PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts) as ours,
-        PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts) as theirs,
-    ):
+    ours = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    theirs = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    with ours, theirs:
         store, other = Store(), Store()
         ours.attach(store)
         theirs.attach(other)
@@ -210,10 +212,9 @@ def test_wait_for_returns_once_the_listeners_heard_the_other_processs_write(
     from memstore.journal import PostgresJournal
 
     opts: dict[str, Any] = {"durability": "off", "poll_interval": 0.05}
-    with (
-        PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts) as ours,
-        PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts) as theirs,
-    ):
+    ours = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    theirs = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    with ours, theirs:
         store, other = Store(), Store()
         ours.attach(store)
         theirs.attach(other)
@@ -224,12 +225,15 @@ def test_wait_for_returns_once_the_listeners_heard_the_other_processs_write(
         store.add_change_listener(applied, before_commit=True)
         first = hold_publication(store, listener)
         other.upsert(note("theirs"))
-        assert not ours.wait_for(theirs.last_lsn(), STILL_S), "answered before it was heard"
+        lsn = theirs.last_lsn()
+        assert lsn is not None
+        assert not ours.wait_for(lsn, STILL_S), "answered before it was heard"
         other.upsert(note("later"))
         assert applied.seen.wait(WAIT_S), "the follower waited for the listener"
         assert store.get("theirs") is not None and store.get("later") is not None
         listener.release.set()
-        assert ours.wait_for(theirs.last_lsn(), WAIT_S)
+        lsn = theirs.last_lsn()
+        assert lsn is not None and ours.wait_for(lsn, WAIT_S)
         assert listener.heard[:3] == ["slow", "theirs", "later"]
         first.join(WAIT_S)
 
@@ -287,7 +291,11 @@ def test_a_write_inside_a_batch_waits_when_the_batch_ends(
     with open_store(tmp_path, places) as store:
         listener = Blocking("slow")
         store.add_change_listener(listener)
-        store.add_change_listener(lambda op, item, id, kind: store.get(id))  # reads the store
+
+        def reader(op: str, item: Item | None, id: str, kind: str) -> None:
+            store.get(id)  # a listener that reads the store (takes its lock)
+
+        store.add_change_listener(reader)
         first = hold_publication(store, listener)
         inside = threading.Event()
 
