@@ -1,8 +1,9 @@
-"""The store's state and machinery: the lock, write groups, publication, the indexes.
+"""The store's state and machinery: the lock, write groups, the indexes.
 
 :class:`StoreBase` holds everything the :class:`~memstore.store.Store` keeps and
 the one primitive that changes it (``_set``), so that every index is updated
-in one place. Reads and searches live in mixins beside it; writes in ``store.py``.
+in one place. Reads and searches live in mixins beside it; writes in ``store.py``;
+telling the after-commit listeners, in ``_publisher.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import datetime as _dt
 import logging
 import re
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Literal
 
@@ -23,6 +23,7 @@ from memstore._lexindex import LexicalIndex
 from memstore._lineage import claimant, lineage_rejection
 from memstore._linkers import Orders, orders_of, unlink
 from memstore._linkers import link as add_linker
+from memstore._publisher import Publisher
 from memstore._shared import share_containers
 from memstore._tally import Tally
 from memstore._updatekey import PARSED_EPOCH, PARSED_UTC, SECOND, by_update_of, update_key
@@ -67,7 +68,7 @@ class _Txn:
         self.hook = hook  # the commit hook (a journal) when the group opened
 
 
-class StoreBase:
+class StoreBase(Publisher):
     """State, lock and write-group machinery shared by the Store's parts."""
 
     def __init__(self, config: Config | None = None, *, lock: Locker | None = None) -> None:
@@ -125,12 +126,7 @@ class StoreBase:
         self._anchors: Anchors | None = None  # likewise, at the first anchor lookup
         self._txn: _Txn | None = None
         self._tls = threading.local()
-        self._unpublished: list[Change] = []
-        self._publishing = False
-        # Committed changes whose publication waits for publish_removed (by
-        # identity): they keep their place in commit order and hold back what
-        # follows them.
-        self._held: set[int] = set()
+        self._init_publication()  # the queue, the publishing turn, the waits
         self._change_hook: ChangeListener | None = None
         self._record_hook: Callable[[Change], None] | None = None
         self._hit_hook: HitHook | None = None
@@ -181,6 +177,9 @@ class StoreBase:
             or self._record_hook is not None
         ):
             self._unpublished.extend(txn.changes)
+            self._queued += n
+            if n and not self._held:  # else delivered when publish_removed releases those
+                self._tls.__dict__["owed"] = self._queued  # what the write waits for
         elif self._held:  # nobody to tell: nothing to hold either
             self._drop_changes(txn, 0)
         cfg = self._config
@@ -275,55 +274,6 @@ class StoreBase:
         """The active item other than ``besides`` whose ``supersedes`` lists ``id``, if any."""
         return claimant(self._items, self._claims, id, besides, self._now())
 
-    def _publish(self, changes: Iterable[Change]) -> None:
-        """Fire the grouped listeners, the change hook and the after-commit listeners (unlocked).
-
-        The changes are committed: a hook or listener that raises is logged and
-        the others still run, rather than failing a write that succeeded.
-        Grouped listeners get the whole run at once, before the first change
-        is told one at a time: whoever hears change ``c`` finds an index that
-        follows by group already holding it.
-        """
-        cfg = self._config
-        hook = self._change_hook
-        record = self._record_hook
-        listeners = list(self._listeners)
-        if self._grouped:
-            changes = list(changes)
-            for group_fn in list(self._grouped) if changes else ():
-                try:
-                    group_fn(changes)
-                except Exception:
-                    self._log.exception("memstore: grouped change listener %r raised", group_fn)
-        for c in changes:
-            if (
-                (hook is not None or record is not None)
-                and (c.published or _withdraws(c))
-                and not (cfg.quiet and cfg.quiet(c.id))
-            ):
-                if hook is not None:  # a published item made private leaves what it showed
-                    self._call(hook, c, withdrawn=not c.published)
-                if record is not None:
-                    try:
-                        record(c)
-                    except Exception:
-                        self._log.exception("memstore: change record hook raised on %s", c.id)
-                if cfg.published is not None and c.published:
-                    try:
-                        cfg.published()
-                    except Exception:
-                        self._log.exception("memstore: the published seam raised")
-            for fn in listeners:
-                self._call(fn, c)
-
-    def _call(self, fn: ChangeListener, c: Change, *, withdrawn: bool = False) -> None:
-        """``fn`` told of ``c``; ``withdrawn``: as the delete it is to those who saw it shared."""
-        op, item = ("delete", None) if withdrawn else (c.op, c.item)
-        try:
-            fn(op, item, c.id, c.kind)
-        except Exception:
-            self._log.exception("memstore: change listener %r raised on %s %s", fn, c.op, c.id)
-
     def _release_held(self, removed: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
         """Release held deletes matching ``(id, kind)``; return the ones not found."""
         missing: list[tuple[str, str]] = []
@@ -338,55 +288,13 @@ class StoreBase:
         return missing
 
     def _writing(self) -> _Scope:
-        """Lock, open (or join) a group, and publish what it committed once unlocked."""
+        """Lock, open (or join) a group; once unlocked, publish what it committed.
+
+        The outermost group's write returns once every after-commit listener
+        heard its changes, whichever thread told them
+        (:meth:`~memstore._publisher.Publisher._await_published`).
+        """
         return _Scope(self, write=True)
-
-    def _drain(self) -> None:
-        """Publish committed changes, in commit order, once this thread left the store.
-
-        One thread publishes at a time and takes whatever others committed
-        meanwhile, so deliveries keep commit order without holding the store's
-        lock (a listener may write to the store; a host may hold the lock).
-        """
-        if not self._unpublished or self._tls.__dict__.get("depth", 0) > 0:
-            return  # an unlocked peek: a change committed meanwhile is its writer's to drain
-        while True:
-            with self._locked():
-                queue = self._unpublished
-                if self._publishing or not queue:
-                    return
-                n = len(queue)
-                if self._held:  # publish up to the first held change, no further
-                    n = next((i for i, c in enumerate(queue) if id(c) in self._held), n)
-                    if n == 0:
-                        return
-                self._publishing = True
-                pending, self._unpublished = queue[:n], queue[n:]
-            try:
-                self._publish(pending)
-            finally:
-                with self._locked():
-                    self._publishing = False
-
-    def _settled(self, timeout: float = 10.0) -> bool:
-        """Publish what is committed, and wait out another thread's publication (for tests).
-
-        A write returns once its group is committed and this thread drained:
-        when another thread was publishing, that thread tells the listeners
-        (:meth:`_drain`), maybe after the write returned. Whatever follows the
-        store by its listeners (a vector index, a hub) agrees with the items
-        only once that ended. ``False``: still publishing after ``timeout`` s.
-        """
-        end = time.monotonic() + timeout
-        while True:
-            self._drain()
-            with self._locked():
-                queue = self._unpublished
-                if not self._publishing and (not queue or builtins_id(queue[0]) in self._held):
-                    return True
-            if time.monotonic() > end:
-                return False
-            time.sleep(0.001)
 
     # ------------------------------------------------------ the primitive
 
@@ -688,8 +596,14 @@ class _Scope:
         finally:
             store._tls.__dict__["depth"] -= 1
             store._lock.release()
-        if self._write and not failed and store._unpublished:  # else _drain has nothing to do
-            store._drain()
+        if self._write and not failed:
+            if store._unpublished:  # else _drain has nothing to do
+                store._drain()
+            # Read your writes: its listeners heard it (_publisher.py). Nothing
+            # to wait for when every change queued was delivered (an unlocked
+            # peek: both counts only grow, and ours is among the queued).
+            if self._outer and store._queued != store._delivered:
+                store._await_published()
 
 
 _new_change = Change.__new__
@@ -725,21 +639,6 @@ def _change(
     set_published(c, published)
     set_previous(c, previous)
     return c
-
-
-def _withdraws(c: Change) -> bool:
-    """Whether ``c`` makes a published item private: the record hook hears of it.
-
-    The change itself is not published (the item is private now), but a
-    change stream that showed the item must withdraw it from its subscribers.
-    """
-    return (
-        c.op == "upsert"
-        and c.item is not None
-        and c.item.scope == SCOPE_PRIVATE
-        and c.previous is not None
-        and c.previous.scope != SCOPE_PRIVATE
-    )
 
 
 def _refuse_unrecorded(changes: tuple[Change, ...]) -> None:

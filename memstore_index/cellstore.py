@@ -224,8 +224,9 @@ class CellStore(StoreBinding, Searching):
                 assert self._hnsw.get_current_count() == len(ids)
 
     def _check_store(self, store: Store, vectors: bool) -> None:
-        # The index follows the store by publication: a write may return while
-        # another thread still publishes its group (Store._drain).
+        # The index follows the store by publication. A write returns once it
+        # was published, but not a write under the store's lock or inside a
+        # listener (memstore/_publisher.py): wait for those first.
         assert store._settled(), "the store's publication did not end"
         store.lock.acquire()
         try:

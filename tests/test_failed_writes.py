@@ -63,15 +63,11 @@ def items(store: Store) -> dict[str, dict[str, Any]]:
 def snapshot(mem: Memory) -> dict[str, Any]:
     """What a caller can observe, and the indexes checked against the items.
 
-    First every committed write is published: a write returns once its group
-    is committed, and when another thread (a PostgreSQL journal's follower)
-    was publishing at the time, that thread tells the vector index and the
-    hub, maybe after the write returned. A snapshot taken meanwhile would
-    hold vectors that are still on their way.
+    Taken right after a write returned: the vector index and the hub have
+    heard it by then, whichever thread told them (read your writes).
     """
     store, cells = mem.store, mem.cells
     assert cells is not None
-    assert store._settled()
     store._check()
     cells._check(store)
     stats = mem.stats()

@@ -580,15 +580,15 @@ def test_a_writer_holding_the_store_lock_does_not_deadlock_with_a_publisher(
     assert {"slow", "a"} <= {it.id for it in store.items()}
 
 
-def test_a_write_another_thread_publishes_is_settled_once_that_thread_is_done() -> None:
-    """A write may return before its listeners heard it; ``_settled`` waits for that.
+def test_a_write_under_a_host_held_lock_returns_and_is_settled_once_published() -> None:
+    """Under ``with store.lock:`` a write cannot wait for its listeners; ``_settled`` can.
 
-    Thread C is delivering a change to a slow listener when the main thread
-    writes: its write commits and returns, and C (the thread publishing)
+    Thread C is delivering a change to a slow listener when the main thread,
+    holding the store's lock, writes: its write commits and returns (a write
+    waits for its listeners, but never under the store's lock: a listener
+    that reads the store would wait for it, see the test above), and C
     delivers it after its own. A check of an index that follows the store by
-    its listeners (``CellStore._check(store)``) must wait for C first; the
-    writer itself must not (a writer holding the store lock would deadlock
-    with a publisher, see the test above).
+    its listeners (``CellStore._check(store)``) waits for C first.
     """
     store = Store()
     heard: list[str] = []
@@ -604,7 +604,8 @@ def test_a_write_another_thread_publishes_is_settled_once_that_thread_is_done() 
     c = threading.Thread(target=store.upsert, args=(Item(id="slow", kind="note", title="x"),))
     c.start()
     assert in_listener.wait(5.0)
-    store.upsert(Item(id="mine", kind="note", title="written while C publishes"))
+    with store.lock:  # type: ignore[attr-defined]
+        store.upsert(Item(id="mine", kind="note", title="written while C publishes"))
     assert heard == [] and store.get("mine") is not None  # committed, not yet heard
     assert not store._settled(timeout=0.05)  # C is still in the listener
     release.set()

@@ -310,7 +310,8 @@ class PostgresJournal(JournalBase):
             except WriteConflictError as e:
                 if attempt >= CONFLICT_ATTEMPTS or store.holds_lock():
                     raise  # holding the store's lock, the follower could never catch up
-                if not self.wait_for(e.position, CONFLICT_WAIT_S):
+                # The store caught up: its listeners need not have (this may be one).
+                if not self._position.wait_for(e.position.packed(), CONFLICT_WAIT_S):
                     raise
             finally:
                 self._tls.checked = False
@@ -673,7 +674,7 @@ class PostgresJournal(JournalBase):
         store = self._store
         if store is None:
             return False
-        with _holding(store), bulk_load(collect=False):
+        with _holding(store, settle=False), bulk_load(collect=False):
             if self._store is not store:
                 return False
             # An id this process wrote after the snapshot already holds the
@@ -729,7 +730,12 @@ class PostgresJournal(JournalBase):
         )
 
     def wait_for(self, lsn: Lsn | Hlc | str, timeout: float | None = None) -> bool:
-        """Wait until every commit up to ``lsn`` is in the store; whether it got there.
+        """Wait until every commit up to ``lsn`` is in the store and heard; whether it got there.
+
+        Heard: the store's after-commit listeners (its vector index, its
+        change hub) were told of it, so a search right after finds it (as a
+        write of this process's is heard before it returns; see
+        ``docs/store.md``, read your writes).
 
         ``lsn`` is typically another process's :meth:`last_lsn` (read your
         writes across processes) or :meth:`head` (everything written so far):
@@ -748,7 +754,13 @@ class PostgresJournal(JournalBase):
             raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
         if timeout is not None and timeout > _FOREVER_S:  # the clock's range; inf included
             timeout = None
-        return self._position.wait_for(to_lsn(lsn, "lsn").packed(), timeout)
+        end = None if timeout is None else time.monotonic() + timeout
+        if not self._position.wait_for(to_lsn(lsn, "lsn").packed(), timeout):
+            return False
+        # In the store: now told to its listeners (vector index, hub) too.
+        store = self._store
+        left = None if end is None else max(0.0, end - time.monotonic())
+        return store is None or store._await_all_published(left)
 
     # ------------------------------------------------------------------ close
 

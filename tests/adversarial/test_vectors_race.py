@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memstore import Item, Memory, Store
+from memstore import Change, Item, Memory, Store
 from memstore.journal import SqliteJournal
 from memstore_index import CellStore, HashEmbedder, embed_text, entry_for
 
@@ -61,16 +61,29 @@ class Gate:
 def run_race(store: Store, cells: CellStore, gate: Gate) -> None:
     """A: x -> "T1 bananas" (held before the index); B: x -> "T0 apples" meanwhile."""
     store.upsert(note("x", "T0 apples"))
+    reverted = threading.Event()
+
+    def watch(changes: Sequence[Change]) -> None:  # before commit, the lock held
+        if gate.entered.is_set() and any(c.item and "apples" in c.item.content for c in changes):
+            reverted.set()
+
+    store.add_change_listener(watch, before_commit=True)
     a = threading.Thread(target=lambda: store.upsert(note("x", "T1 bananas")))
+    b = threading.Thread(target=lambda: store.upsert(note("x", "T0 apples")))
     a.start()
     try:
         assert gate.entered.wait(WAIT), "A never committed"
         # B commits while A's change is committed but unpublished: B's own
-        # publication queues behind A's (commit order), so B returns at once.
-        store.upsert(note("x", "T0 apples"))
+        # publication queues behind A's (commit order), and B returns once
+        # A's thread has told the index of both (read your writes).
+        b.start()
+        assert reverted.wait(WAIT), "B never committed"
     finally:
         gate.release.set()
         a.join()
+        if b.ident is not None:  # started
+            b.join()
+    store.remove_change_listener(watch)
 
 
 def test_a_revert_racing_an_unpublished_update_leaves_the_reverted_vector(
