@@ -26,6 +26,7 @@ import numpy.typing as npt
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
+from memstore._wordbatch import TextDoc
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
@@ -244,29 +245,20 @@ def _date_words(event_date: str) -> tuple[str, ...]:
     return tuple(event_date_words(event_date))
 
 
-def _documents(puts: Sequence[Queued]) -> list[tuple[str, list[str], list[str]]]:
-    """The queued puts as :meth:`Lexicon.index_many` documents: each id and its words.
-
-    Titles, contents and ids not split yet are split together
-    (:func:`words_many`); the content's words gain the event date's (read
-    once per distinct date) and, with ``index_id``, the id's own, in a new
-    list: a writer's split is never changed.
-    """
-    todo = [q.item for q in puts if q.words is None]
-    titles = words_many([it.title for it in todo])
-    split = iter(zip(titles, words_many([it.content for it in todo]), strict=True))
+def _documents(puts: Sequence[Queued]) -> list[TextDoc]:
+    """The queued puts as :meth:`Lexicon.index_texts` documents: each id, title and content
+    (the writer's words when it had them, else the texts), and the content's extra words:
+    the event date's (read once per distinct date) and, with ``index_id``, the id's own."""
     id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
-    docs = []
+    docs: list[TextDoc] = []
     for q in puts:
         item = q.item
-        title, content = q.words if q.words is not None else next(split)
-        extra: Sequence[str] = ()
+        title, content = q.words if q.words is not None else (item.title, item.content)
         when = item.event_date
-        if when:
-            extra = _date_words(when)
+        extra: Sequence[str] = _date_words(when) if when else ()
         if q.index_id:
             extra = [*extra, *next(id_words)]
-        docs.append((item.id, title, [*content, *extra] if extra else content))
+        docs.append((item.id, title, content, extra))
     return docs
 
 
@@ -493,7 +485,7 @@ class LexicalIndex:
                 return
             fresh = [q for q in puts if q.reindex]
             if fresh:
-                lex.index_many(_documents(fresh))
+                lex.index_texts(_documents(fresh))
             items = [q.item for q in puts]
             ids = [it.id for it in items]
             text.update(zip(ids, items, strict=True))
