@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -105,6 +106,11 @@ class _Codes:
             c = self._code[s] = len(self._code)
         return c
 
+    def codes(self, names: list[str]) -> list[int]:
+        """:meth:`code` of each of ``names``, by C-level lookups while every name is known."""
+        got = list(map(self._code.get, names))
+        return [self.code(s) for s in names] if None in got else cast("list[int]", got)
+
     def lookup(self, s: str) -> int:
         return self._code.get(s, -1)
 
@@ -125,6 +131,10 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
     """An update time as a timestamp; none is -inf (the oldest), as the store orders it."""
     return dt.timestamp() if dt is not None else -_INF
 
+
+_KIND, _SUBJECT, _TAGS = itemgetter("kind"), itemgetter("subject"), itemgetter("tags")
+_UPDATED, _STALE = itemgetter("updated_at"), itemgetter("stale_after")
+"""Getters of an item's fields from its ``__dict__`` (:meth:`LexicalIndex._set_columns`)."""
 
 _CODE_TABLES = ("_kinds", "_subjects", "_partitions")
 """The :class:`_Codes` a snapshot saves with the filter columns."""
@@ -499,13 +509,19 @@ class LexicalIndex:
             self._writes += len(puts)
 
     def _set_columns(self, slots: list[int], items: list[Item]) -> None:
-        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column."""
+        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column.
+
+        The fields are read from the items' ``__dict__`` by C-level getters (an
+        attribute read on a pydantic model passes its ``__getattr__`` hook), and
+        coded by dictionary lookups (a Python step only for a name new to a table).
+        """
         self._grow(max(slots) + 1)
         at = np.array(slots, np.intp)
-        code = self._subjects.code
-        self._kind[at] = list(map(self._kinds.code, [it.kind for it in items]))
-        self._subject[at] = list(map(code, [it.subject for it in items]))
-        if any(it.tags for it in items):
+        fields = [it.__dict__ for it in items]
+        self._kind[at] = self._kinds.codes(list(map(_KIND, fields)))
+        self._subject[at] = self._subjects.codes(list(map(_SUBJECT, fields)))
+        if any(map(_TAGS, fields)):
+            code = self._subjects.code
             part = self._partitions.code
             # No tags: no service, no partition (code 0 is ""), not shared.
             self._service[at] = [
@@ -517,8 +533,8 @@ class LexicalIndex:
             self._service[at] = 0
             self._partition[at] = 0
             self._shared[at] = False
-        self._updated[at] = [_updated_ts(it.updated_at) for it in items]
-        self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
+        self._updated[at] = [-_INF if t is None else t.timestamp() for t in map(_UPDATED, fields)]
+        self._stale[at] = [_INF if t is None else t.timestamp() for t in map(_STALE, fields)]
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
