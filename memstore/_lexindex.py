@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy.typing as npt
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
+from memstore._wordbatch import TextDoc
 from memstore.item import Item
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
@@ -104,6 +106,11 @@ class _Codes:
             c = self._code[s] = len(self._code)
         return c
 
+    def codes(self, names: list[str]) -> list[int]:
+        """:meth:`code` of each of ``names``, by C-level lookups while every name is known."""
+        got = list(map(self._code.get, names))
+        return [self.code(s) for s in names] if None in got else cast("list[int]", got)
+
     def lookup(self, s: str) -> int:
         return self._code.get(s, -1)
 
@@ -124,6 +131,10 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
     """An update time as a timestamp; none is -inf (the oldest), as the store orders it."""
     return dt.timestamp() if dt is not None else -_INF
 
+
+_KIND, _SUBJECT, _TAGS = itemgetter("kind"), itemgetter("subject"), itemgetter("tags")
+_UPDATED, _STALE = itemgetter("updated_at"), itemgetter("stale_after")
+"""Getters of an item's fields from its ``__dict__`` (:meth:`LexicalIndex._set_columns`)."""
 
 _CODE_TABLES = ("_kinds", "_subjects", "_partitions")
 """The :class:`_Codes` a snapshot saves with the filter columns."""
@@ -244,29 +255,20 @@ def _date_words(event_date: str) -> tuple[str, ...]:
     return tuple(event_date_words(event_date))
 
 
-def _documents(puts: Sequence[Queued]) -> list[tuple[str, list[str], list[str]]]:
-    """The queued puts as :meth:`Lexicon.index_many` documents: each id and its words.
-
-    Titles, contents and ids not split yet are split together
-    (:func:`words_many`); the content's words gain the event date's (read
-    once per distinct date) and, with ``index_id``, the id's own, in a new
-    list: a writer's split is never changed.
-    """
-    todo = [q.item for q in puts if q.words is None]
-    titles = words_many([it.title for it in todo])
-    split = iter(zip(titles, words_many([it.content for it in todo]), strict=True))
+def _documents(puts: Sequence[Queued]) -> list[TextDoc]:
+    """The queued puts as :meth:`Lexicon.index_texts` documents: each id, title and content
+    (the writer's words when it had them, else the texts), and the content's extra words:
+    the event date's (read once per distinct date) and, with ``index_id``, the id's own."""
     id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
-    docs = []
+    docs: list[TextDoc] = []
     for q in puts:
         item = q.item
-        title, content = q.words if q.words is not None else next(split)
-        extra: Sequence[str] = ()
+        title, content = q.words if q.words is not None else (item.title, item.content)
         when = item.event_date
-        if when:
-            extra = _date_words(when)
+        extra: Sequence[str] = _date_words(when) if when else ()
         if q.index_id:
             extra = [*extra, *next(id_words)]
-        docs.append((item.id, title, [*content, *extra] if extra else content))
+        docs.append((item.id, title, content, extra))
     return docs
 
 
@@ -493,7 +495,7 @@ class LexicalIndex:
                 return
             fresh = [q for q in puts if q.reindex]
             if fresh:
-                lex.index_many(_documents(fresh))
+                lex.index_texts(_documents(fresh))
             items = [q.item for q in puts]
             ids = [it.id for it in items]
             text.update(zip(ids, items, strict=True))
@@ -507,13 +509,19 @@ class LexicalIndex:
             self._writes += len(puts)
 
     def _set_columns(self, slots: list[int], items: list[Item]) -> None:
-        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column."""
+        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column.
+
+        The fields are read from the items' ``__dict__`` by C-level getters (an
+        attribute read on a pydantic model passes its ``__getattr__`` hook), and
+        coded by dictionary lookups (a Python step only for a name new to a table).
+        """
         self._grow(max(slots) + 1)
         at = np.array(slots, np.intp)
-        code = self._subjects.code
-        self._kind[at] = list(map(self._kinds.code, [it.kind for it in items]))
-        self._subject[at] = list(map(code, [it.subject for it in items]))
-        if any(it.tags for it in items):
+        fields = [it.__dict__ for it in items]
+        self._kind[at] = self._kinds.codes(list(map(_KIND, fields)))
+        self._subject[at] = self._subjects.codes(list(map(_SUBJECT, fields)))
+        if any(map(_TAGS, fields)):
+            code = self._subjects.code
             part = self._partitions.code
             # No tags: no service, no partition (code 0 is ""), not shared.
             self._service[at] = [
@@ -525,8 +533,8 @@ class LexicalIndex:
             self._service[at] = 0
             self._partition[at] = 0
             self._shared[at] = False
-        self._updated[at] = [_updated_ts(it.updated_at) for it in items]
-        self._stale[at] = [_deadline_ts(it.stale_after) for it in items]
+        self._updated[at] = [-_INF if t is None else t.timestamp() for t in map(_UPDATED, fields)]
+        self._stale[at] = [_INF if t is None else t.timestamp() for t in map(_STALE, fields)]
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.

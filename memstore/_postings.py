@@ -162,13 +162,19 @@ class Postings:
         """Move the pending log into the arrays (a no-op when it is empty)."""
         if not self._log_ids:
             return
-        word_ids = np.array(self._log_ids, np.int64)
-        slots = np.repeat(np.array(self._log_slots, np.int32), np.array(self._log_counts, np.int64))
+        ids, counts = self._log_ids, self._log_counts
+        word_ids = np.fromiter(ids, np.int64, len(ids))
+        slots = np.repeat(
+            np.fromiter(self._log_slots, np.int64, len(self._log_slots)),
+            np.fromiter(counts, np.int64, len(counts)),
+        )
         self._log_ids, self._log_slots, self._log_counts = [], [], []
-        # Stable: within a word the slots keep their (increasing) log order.
-        order = np.argsort(word_ids, kind="stable")
-        word_ids = word_ids[order]
-        slots = slots[order]
+        # One sort of (word, slot) keys groups the log by word, each word's slots
+        # increasing (a document logs a word once, and slots only grow): what a
+        # stable argsort and two gathers by it gave, for a fraction of the work.
+        keys = np.sort((word_ids << 32) | slots)
+        word_ids = keys >> 32
+        slots = (keys & 0xFFFFFFFF).astype(np.int32)
         cuts = np.flatnonzero(word_ids[1:] != word_ids[:-1]) + 1
         starts = [0, *cuts.tolist()]
         ends = [*cuts.tolist(), int(word_ids.size)]

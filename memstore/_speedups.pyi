@@ -1,5 +1,7 @@
 """Types of the optional compiled module ``memstore._speedups`` (see ``_speedups.c``)."""
 
+from collections.abc import Callable, Sequence
+
 def count_docs(
     docs: list[tuple[str, list[str], list[str]]],
     df: dict[str, int],
@@ -11,3 +13,16 @@ def count_docs(
     title_counts: list[int],
     /,
 ) -> list[str]: ...
+def index_texts(
+    docs: list[tuple[str, str | list[str], str | list[str], Sequence[str]]],
+    split: Callable[[str], list[str]],
+    df: dict[str, int],
+    content_wid: dict[str, int],
+    content_ids: list[int],
+    content_counts: list[int],
+    title_wid: dict[str, int],
+    title_ids: list[int],
+    title_counts: list[int],
+    /,
+) -> tuple[list[str], list[str], list[int], list[str]]: ...
+def split_ascii(text: str, /) -> list[str]: ...

@@ -22,6 +22,7 @@ lexicon's answers do not depend on it.
 
 >>> from collections import Counter
 >>> from memstore._postings import Postings
+from memstore.text import words, words_many
 >>> df, content, title = Counter(), Postings(), Postings()
 >>> new = count_docs([("a", ["api"], ["api", "timeout", "api"])], 0, df, content, title)
 >>> sorted(new), dict(df), content.pending, title.pending
@@ -32,16 +33,20 @@ from __future__ import annotations
 
 import os
 from collections import Counter, _count_elements  # type: ignore[attr-defined]
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, islice
 from types import ModuleType
 
 from memstore._postings import Postings
+from memstore.text import words, words_many
 
-__all__ = ["compiled", "count_docs", "pure_python", "speedups"]
+__all__ = ["TextDoc", "compiled", "count_docs", "count_texts", "padded", "pure_python", "speedups"]
 
 Doc = tuple[str, list[str], list[str]]
+TextDoc = tuple[str, str | list[str], str | list[str], Sequence[str]]
+"""A document of :func:`count_texts`: its id, its title and its content (each a text or
+its words, :func:`~memstore.text.words`), and words added to the content's."""
 
 
 def _load() -> ModuleType | None:
@@ -100,3 +105,59 @@ def count_docs(
     content.logged(start, len(docs))
     title.logged(start, len(docs))
     return new
+
+
+def padded(doc: Doc) -> str:
+    """A document's words as the lexicon keeps them: one space-padded string, title first."""
+    _, title, content = doc
+    if title and content:
+        return f" {' '.join(title)} {' '.join(content)} "
+    return f" {' '.join(title or content)} " if title or content else ""
+
+
+def split_docs(docs: Sequence[TextDoc]) -> list[Doc]:
+    """``docs`` as :func:`count_docs` documents: texts split (together, :func:`words_many`),
+    the extra words after the content's (in a new list: a writer's split is never changed)."""
+    split = iter(words_many([p for d in docs for p in (d[1], d[2]) if isinstance(p, str)]))
+    out: list[Doc] = []
+    for id, title, content, extra in docs:
+        tw = next(split) if isinstance(title, str) else title
+        cw = next(split) if isinstance(content, str) else content
+        out.append((id, tw, [*cw, *extra] if extra else cw))
+    return out
+
+
+def count_texts(
+    docs: list[TextDoc],
+    start: int,
+    df: Counter[str],
+    content: Postings,
+    title: Postings,
+    *,
+    want_words: bool,
+) -> tuple[list[str], list[str], list[int], Collection[str]]:
+    """:func:`count_docs` of ``docs`` with texts not split yet: split here, on either path.
+
+    Returns the words new to ``df``, each document's padded text (:func:`padded`)
+    and title word count, and (``want_words``; else maybe empty) the batch's
+    distinct words. The compiled loop (``index_texts``) splits an ASCII text
+    itself, in the same pass that counts its words, so a word is made a
+    string once a batch rather than once an occurrence, and its numbers are
+    looked up once a batch too; other texts it hands to :func:`words`.
+    """
+    native = speedups
+    if native is None:
+        wdocs = split_docs(docs)
+        texts = list(map(padded, wdocs))
+        ntitles = [len(d[1]) for d in wdocs]
+        new = count_docs(wdocs, start, df, content, title)
+        batch: Collection[str] = ()
+        if want_words:
+            batch = set(chain.from_iterable(chain.from_iterable(d[1:] for d in wdocs)))
+        return new, texts, ntitles, batch
+    out: tuple[list[str], list[str], list[int], list[str]] = native.index_texts(
+        docs, words, df, *content.log_lists(), *title.log_lists()
+    )
+    content.logged(start, len(docs))
+    title.logged(start, len(docs))
+    return out

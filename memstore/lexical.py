@@ -76,7 +76,7 @@ from memstore._postings import Postings, intersect_sorted
 from memstore._tokenmatch import TokenMatch, best_levels
 from memstore._vocabindex import VocabIndex, unique_counts
 from memstore._vocablog import VocabLog
-from memstore._wordbatch import count_docs
+from memstore._wordbatch import TextDoc, count_texts
 from memstore._writelog import WriteLog, extend_match
 from memstore.text import kw_tokens, normalize_query, stem, trigrams, words
 
@@ -151,14 +151,6 @@ def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
     return list(compress(slots, map(contains, map(texts.__getitem__, slots), repeat(pair))))
 
 
-def _padded(doc: tuple[str, list[str], list[str]]) -> str:
-    """A document's words as the Lexicon keeps them: one space-padded string, title first."""
-    _, title, content = doc
-    if title and content:
-        return f" {' '.join(title)} {' '.join(content)} "
-    return f" {' '.join(title or content)} " if title or content else ""
-
-
 class Lexicon:
     """A corpus-wide inverted index that answers "which documents could match".
 
@@ -230,21 +222,26 @@ class Lexicon:
             return self._slot_of[id]
 
     def index_many(self, docs: Sequence[tuple[str, list[str], list[str]]]) -> None:
-        """Index each ``(id, title_words, content_words)`` as :meth:`index_words` would, in order.
+        """Index each ``(id, title_words, content_words)`` as :meth:`index_words` would."""
+        self.index_texts([(id, title, content, ()) for id, title, content in docs])
 
-        The same index as those calls one by one, built in a few passes over
-        the batch: the documents replaced are taken out first, the new ones
-        take consecutive slots, and their words are counted into the
-        vocabulary and numbered into the postings logs in one loop over the
-        batch (:func:`~memstore._wordbatch.count_docs`, compiled where the
-        optional extension is built). Ids repeated within ``docs`` are indexed
-        one by one.
+    def index_texts(self, docs: Sequence[TextDoc]) -> None:
+        """Index each ``(id, title, content, extra)`` in order, as :meth:`index_words` would
+        with the title's words and the content's followed by ``extra``.
+
+        A title or content is a text or its words (:func:`~memstore.text.words`).
+        The same index as calls one by one, built in a few passes over the
+        batch: the documents replaced are taken out first, the new ones take
+        consecutive slots, and their texts are split and their words counted
+        into the vocabulary and numbered into the postings logs in one loop
+        (:func:`~memstore._wordbatch.count_texts`, compiled where the optional
+        extension is built). Ids repeated within ``docs`` are indexed one by one.
         """
         with self._lock:
             ids = [d[0] for d in docs]
             if len(set(ids)) != len(ids):
                 for doc in docs:
-                    self.index_many([doc])
+                    self.index_texts([doc])
                 return
             replaced = [slot for slot in map(self._slot_of.get, ids) if slot is not None]
             touched: set[str] = set()
@@ -254,6 +251,15 @@ class Lexicon:
                 self._maybe_compact()
             start = len(self._ids)
             end = start + len(docs)
+            small = len(docs) <= self._wlog.bound
+            new, texts, ntitles, batch = count_texts(
+                docs if isinstance(docs, list) else list(docs),
+                start,
+                self._df,
+                self._postings,
+                self._title_postings,
+                want_words=small,
+            )
             if end > self._alive.size:
                 grown = np.zeros(max(2 * self._alive.size, end), np.bool_)
                 grown[:start] = self._alive[:start]
@@ -262,19 +268,17 @@ class Lexicon:
             self._ids.extend(ids)
             # After a compaction: it made a new map.
             self._slot_of.update(zip(ids, range(start, end), strict=True))
-            self._doc_text.extend(map(_padded, docs))
-            self._doc_ntitle.extend([len(d[1]) for d in docs])
-            new = count_docs(docs, start, self._df, self._postings, self._title_postings)
+            self._doc_text.extend(texts)
+            self._doc_ntitle.extend(ntitles)
             if new:
                 self._vocab.add_many(new)
                 self._vlog.record(new)
             self._gen += len(docs)
-            if len(docs) > self._wlog.bound:  # a bulk load: no cached match is worth checking
+            if not small:  # a bulk load: no cached match is worth checking
                 self._wlog.forget(self._gen)
             else:
                 added = None if replaced else range(start, end)
-                words = touched.union(*chain.from_iterable(d[1:] for d in docs))
-                self._wlog.record(self._gen, words, added)
+                self._wlog.record(self._gen, touched.union(batch), added)
 
     def remove(self, id: str) -> None:
         """Drop everything ``id`` contributed. An unknown id is a no-op."""

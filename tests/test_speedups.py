@@ -364,3 +364,218 @@ def test_reference_counts_and_memory_are_kept_on_success_and_error() -> None:
         tracemalloc.stop()
     assert refs() == before
     assert grown < 64 * 1024, grown
+
+
+# ---------------------------------------------------------------- index_texts
+
+ASCII_CHARS = "abqxyzABQXYZ0129.:.: -_'\0\t\n/#"
+ascii_text = st.text(alphabet=st.sampled_from(ASCII_CHARS), max_size=30) | st.sampled_from(
+    [
+        "v1.2.3",
+        "9:30",
+        "0.3s",
+        "HTTPServer",
+        "fooBar",
+        "q3Plan",
+        "3Am",
+        "don't",
+        "a.b:c",
+        "1..2",
+        "",
+    ]
+)
+
+
+@needs_speedups
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(ascii_text, max_size=6).map(" ".join)
+    | st.text(alphabet=st.characters(max_codepoint=127))
+)
+def test_the_compiled_ascii_split_is_words(text: str) -> None:
+    """``split_ascii`` splits any ASCII text as :func:`memstore.text.words` does."""
+    from memstore import _speedups
+    from memstore.text import words
+
+    assert _speedups.split_ascii(text) == words(text)
+
+
+LONG = "a" * 300 + "B" + "9" * 200
+any_text = st.lists(
+    st.sampled_from([*WORDS, LONG, "don't", "ǅemal", "🇯🇵", "x" * 70, "1.2.3.4.5"]) | ascii_text,
+    max_size=8,
+).map(" ".join) | st.text(max_size=12)
+part = any_text | st.lists(st.sampled_from(WORDS[:10]).map(str.lower), max_size=5)
+extra = st.sampled_from([(), ("june", "2023"), ["d3", "café"], ["🚀"]])
+
+
+def counted(docs: list[Any], before: list[list[str]], *, want: bool) -> dict[str, Any]:
+    """:func:`count_texts` of ``docs`` over postings holding ``before``, in a comparable form."""
+    df: Counter[str] = Counter({w: 3 for ws in before for w in ws})
+    content, title = Postings(), Postings()
+    content.add_docs(0, [set(ws) for ws in before])
+    title.add_docs(0, [set(ws[:1]) for ws in before])
+    new, texts, ntitles, batch = _wordbatch.count_texts(
+        docs, len(before), df, content, title, want_words=want
+    )
+    assert len(set(new)) == len(new) and set(list(df)[len(df) - len(new) :]) == set(new)
+    return {
+        "new": sorted(new),
+        "texts": texts,
+        "ntitles": ntitles,
+        "batch": sorted(batch) if want else None,
+        "df": dict(df),
+        "pending": (content.pending, title.pending, content.numbered, title.numbered),
+        "content": {w: a.tolist() for w, a in content.items()},
+        "title": {w: a.tolist() for w, a in title.items()},
+    }
+
+
+@needs_speedups
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["api", "payment", "café", "2023", "🚀"]), max_size=4), max_size=5
+    ),
+    st.lists(st.tuples(part, part, extra), max_size=25),
+    st.booleans(),
+)
+def test_index_texts_agrees_with_the_pure_split_and_count(
+    before: list[list[str]], batch: list[tuple[Any, Any, Any]], want: bool
+) -> None:
+    """Texts (ASCII or not), pre-split words and extra words: the same counts, logs and texts."""
+    docs = [(f"d{i}", t, c, e) for i, (t, c, e) in enumerate(batch)]
+    fast = counted(docs, before, want=want)
+    assert fast == pure(counted, docs, before, want=want)
+
+
+@needs_speedups
+def test_index_texts_builds_the_padded_texts() -> None:
+    """Title first, one space around every word, ``""`` for a document with none."""
+    from memstore import _speedups
+
+    df: dict[str, int] = {}
+    content, title = Postings(), Postings()
+    docs = [
+        ("a", "Payment-API", "timeout at 9:30, v1.2", ("june", "2023")),
+        ("b", "", "", ()),
+        ("c", "Café", ["api", "api"], ["x"]),
+        ("d", [], "HTTPServer", []),
+    ]
+    _, texts, ntitles, words = _speedups.index_texts(
+        docs, lambda s: [s.lower()], df, *content.log_lists(), *title.log_lists()
+    )
+    assert texts == [
+        " payment api timeout at 9:30 v 1.2 june 2023 ",
+        "",
+        " café api api x ",
+        " http server ",
+    ]
+    assert ntitles == [2, 0, 1, 0]
+    assert df["api"] == 2 and df["payment"] == 1 and sorted(words) == sorted(df)
+
+
+@needs_speedups
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("not a list",),
+        ([("d", "a", "b")],),  # three parts, not four
+        ([["d", "a", "b", ()]],),  # a list, not a tuple
+        ([("d", 1, "b", ())],),
+        ([("d", "a", ["b", 2], ())],),
+        ([("d", "a", "b", "not words")],),
+        ([("d", "a", "b", (3,))],),
+        ([("d", "a", "b", ()), ("e", "a", None, ())],),  # the second document: nothing of the first
+        ([("d", "a", "b", ())], "not callable"),
+        ([("d", "a", "café", ())], lambda s: "not a list"),
+        ([("d", "a", "café", ())], lambda s: [1]),
+        ([("d", "a", "b", ())], None.__class__, "not a dict"),
+    ],
+)
+def test_index_texts_wrong_types_raise_type_error_and_change_nothing(
+    args: tuple[Any, ...],
+) -> None:
+    from memstore import _speedups
+    from memstore.text import words
+
+    full: list[Any] = [[("d", "a", "b", ())], words, Counter(), {}, [], [], {}, [], []]
+    full[: len(args)] = args
+    if full[1] is type(None):
+        full[1] = words
+    df = Counter({"a": 3})
+    if isinstance(full[2], dict):
+        full[2] = df
+    with pytest.raises(TypeError):
+        _speedups.index_texts(*full)
+    assert df == Counter({"a": 3})
+    assert all(x in ({}, []) for x in full[3:] if not isinstance(x, str))
+
+
+@needs_speedups
+def test_index_texts_reference_counts_and_memory_are_kept() -> None:
+    """Many calls, some failing midway: no word, number, text or table leaked or freed early."""
+    import gc
+    import tracemalloc
+
+    from memstore import _speedups
+    from memstore.text import words as split
+
+    vocab = ["".join(["w", str(i)]) for i in range(40)]  # fresh objects, not interned
+    wid = {
+        w: i + 1000 for i, w in enumerate([*vocab, "cafe", "привет"])
+    }  # numbers above the small ints
+    twid = {w: i + 2000 for i, w in enumerate(vocab)}
+    df = dict.fromkeys([*vocab, "cafe", "привет"], 300)
+    title = " ".join(vocab[:5])
+    content = " ".join(vocab * 3)
+    extra = ("w1", "w2")
+    listed = vocab[10:20]
+
+    class Refuses(dict[str, int]):
+        def __missing__(self, key: str) -> int:
+            raise KeyError(key)
+
+    def refs() -> list[int]:
+        held = [*vocab, *wid.values(), *twid.values(), *set(df.values())]
+        return [sys.getrefcount(x) for x in [*held, title, content, extra, listed, split]]
+
+    docs = [
+        ("d", title, content, extra),
+        ("e", listed, "Café привет w3 w4", ["w5"]),  # not ASCII: joined
+        ("f", "", "", ()),
+    ]
+    bad = [("d", title, f"{content} unknown", ())]
+
+    def once() -> None:
+        counts = dict(df)
+        _speedups.index_texts(docs, split, counts, wid, [], [], twid, [], [])
+        try:  # no pytest.raises here: its tracebacks are cycles the collector frees late
+            _speedups.index_texts(bad, split, counts, Refuses(wid), [], [], twid, [], [])
+            raised = False
+        except KeyError:
+            raised = True
+        assert raised
+        try:  # refused before anything changes
+            _speedups.index_texts(
+                [*docs, ("g", 1, "", ())], split, counts, wid, [], [], twid, [], []
+            )
+            refused = False
+        except TypeError:
+            refused = True
+        assert refused
+
+    for _ in range(3):  # warm up (interpreter caches)
+        once()
+    before = refs()
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            once()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert refs() == before
+    assert grown < 64 * 1024, grown
