@@ -202,10 +202,13 @@ class HeldModel:
     def __init__(self, fail_on: str | None = None) -> None:
         self.calls: list[list[str]] = []
         self.running, self.release = threading.Event(), threading.Event()
+        self.second = threading.Event()  # the second call has begun
         self.fail_on = fail_on
 
     def __call__(self, texts: Sequence[str]) -> list[int]:
         self.calls.append(list(texts))
+        if len(self.calls) == 2:
+            self.second.set()
         if len(self.calls) == 1:
             self.running.set()
             assert self.release.wait(30), "the test never released the model"
@@ -293,6 +296,39 @@ def test_a_search_that_needs_no_model_run_is_answered_while_the_model_runs() -> 
     batcher.close()
     assert outcomes == ["held:None", "c:None", "ab:2", "abc:3"]
     assert answered_meanwhile
+
+
+def test_the_next_call_is_made_before_the_last_ones_searches_finish() -> None:
+    """When a call returns, the texts that came meanwhile go to the model before the
+    worker finishes the returned call's searches: the model works meanwhile. Here the
+    first call's search finishes only once the second call has begun."""
+    model = HeldModel()
+    batcher: QueryBatcher[int] = QueryBatcher(model)
+    log: list[str] = []
+    overlapped: list[bool] = []
+
+    class WaitsForTheNextCall(Staged):
+        def finish(self, vec: int | None) -> str:
+            overlapped.append(model.second.wait(5))
+            return super().finish(vec)
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(
+            batcher.run_staged("first", WaitsForTheNextCall("first", True, log))
+        )
+        await asyncio.to_thread(model.running.wait, 30)
+        later = asyncio.ensure_future(batcher.run_staged("later", Staged("later", True, log)))
+        for _ in range(10_000):
+            if "start later" in log:
+                break
+            await asyncio.sleep(0.001)
+        model.release.set()
+        return list(await asyncio.gather(first, later))
+
+    assert asyncio.run(main()) == ["first:5", "later:5"]
+    batcher.close()
+    assert model.calls == [["first"], ["later"]]
+    assert overlapped == [True]
 
 
 def test_max_batch_caps_a_call() -> None:

@@ -22,7 +22,8 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    call at a time: as soon as it is free it is given every text waiting
    (each distinct text once, at most ``max_batch``), and each search of that
    call finishes with its row as soon as the call returns (the worker looks
-   before each search it starts). The worker never waits for the model
+   before each search it starts), once the next call is made: the model
+   works while the worker finishes. The worker never waits for the model
    while a request is queued: it goes on starting the requests that come,
    so a search that needs no model run waits for none, and one whose text
    goes to the model waits at most for the call running when its lexical
@@ -315,19 +316,32 @@ class QueryBatcher(Generic[V]):
         embedder: Executor,
         waiting: list[tuple[_Job[V], Stage[V, Any]]],
     ) -> _Turn[V] | None:
-        """Finish ``turn`` if its vectors are ready, then make the next call if the model is
-        free and searches wait for it; the call running after that, if any."""
-        if turn is not None and turn.vectors.done():
-            self._finish_turn(turn)
-            turn = None
-        if turn is not None or not waiting:
+        """If the model is free: the next call (the searches ``waiting``), then the searches
+        of ``turn``, the call that returned, finished. The call running after that, if any.
+
+        The next call is made first, so that the model works while the worker
+        finishes the searches of the last one (an idle model is the throughput
+        lost when queries rarely repeat).
+        """
+        if turn is not None and not turn.vectors.done():
             return turn
-        if self._embed is None:  # no model: each search gets None
+        following = self._call(embedder, waiting) if waiting else None
+        if turn is not None:
+            self._finish_turn(turn)
+        return following
+
+    def _call(
+        self, embedder: Executor, waiting: list[tuple[_Job[V], Stage[V, Any]]]
+    ) -> _Turn[V] | None:
+        """An embedding call for the first searches of ``waiting`` (taken from it): at most
+        ``max_batch`` distinct texts, in the order asked. Without a model each search
+        finishes with ``None`` instead (and there is no call)."""
+        if self._embed is None:
             for job, stage in waiting:
                 self._finish(job, stage, None)
             waiting.clear()
             return None
-        texts: dict[str, None] = {}  # at most max_batch distinct texts, in the order asked
+        texts: dict[str, None] = {}
         taken = 0
         for job, _ in waiting:
             if job.text is not None and job.text not in texts:
