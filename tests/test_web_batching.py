@@ -77,26 +77,6 @@ def echo(tag: str) -> Callable[[int | None], str]:
     return lambda vec: f"{tag}:{vec}"
 
 
-def test_requests_taken_together_are_embedded_in_one_call() -> None:
-    """The requests queued while the worker was busy are started, then their texts go
-    to the (idle) model in one call: not the first text alone as soon as its search
-    starts, which with a fast embedder made a call, and a thread hand-off, a text."""
-    emb = Embedder()
-    batcher: QueryBatcher[int] = QueryBatcher(emb)
-    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
-        ("ab", echo("a")),
-        ("abcd", echo("b")),
-        ("ab", echo("c")),  # the same text: embedded once
-        (None, echo("d")),  # needs no vector
-    ]
-    first, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
-    batcher.close()
-    assert first == "held:None"
-    assert outcomes == ["a:2", "b:4", "c:2", "d:None"]
-    assert emb.calls == [["ab", "abcd"]]
-    assert (batcher.batches, batcher.embedded) == (1, 2)
-
-
 def test_a_failing_search_fails_its_own_request_only() -> None:
     batcher: QueryBatcher[int] = QueryBatcher(Embedder())
 

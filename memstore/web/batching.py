@@ -19,14 +19,11 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    finished and answered at once, in the order the requests came. The texts
    of the rest wait for the model;
 3. the model runs on a second thread (a model run releases the GIL), one
-   call at a time: when it is free and the worker has started the requests
-   it took, it is given every text waiting (each distinct text once, at
-   most ``max_batch``; a call made in the middle of them would hold a text
-   or two, and a fast embedder would then pay a thread hand-off for each).
-   Each search of a call finishes with its row as soon as the call returns
-   (the worker looks before each search it starts), and the next call is
-   made before those searches finish when the worker is between requests:
-   the model works while the worker finishes. The worker never waits for the model
+   call at a time: as soon as it is free it is given every text waiting
+   (each distinct text once, at most ``max_batch``), and each search of that
+   call finishes with its row as soon as the call returns (the worker looks
+   before each search it starts), once the next call is made: the model
+   works while the worker finishes. The worker never waits for the model
    while a request is queued: it goes on starting the requests that come,
    so a search that needs no model run waits for none, and one whose text
    goes to the model waits at most for the call running when its lexical
@@ -270,10 +267,9 @@ class QueryBatcher(Generic[V]):
         The embedding runs on a second thread (a model run releases the GIL).
         The worker never waits for it while a request is queued: it starts the
         requests queued meanwhile, answers at once those that need no model run,
-        and adds the texts of the others to the next call, made when the model
-        is free once the requests taken are started. A search whose text goes
-        to the model waits at most for the call running when its lexical pass
-        ended and then its own; a search
+        and adds the texts of the others to the next call, made as soon as the
+        model is free. A search whose text goes to the model waits at most for
+        the call running when its lexical pass ended and then its own; a search
         that needs no model run waits for none. With nothing else to do, the
         worker waits for whichever comes first: a request or the model.
         """
@@ -294,13 +290,12 @@ class QueryBatcher(Generic[V]):
 
         Finished at once: a search that wants no vector, and one whose vector is
         at hand (``known``). The others join ``waiting``, the searches of the
-        next embedding call, made once the batch is started if the model is
-        free. ``turn``, the call running, is finished as soon as its vectors are
-        ready (checked before each start). Returns the call running after the
-        batch, if any.
+        next embedding call. ``turn``, the call running, is finished as soon as
+        its vectors are ready (checked before each start), and the next call
+        made at once. Returns the call running after the batch, if any.
         """
         for job in batch:
-            turn = self._advance(turn, embedder, [])  # the call's searches finish; no new call
+            turn = self._advance(turn, embedder, waiting)
             if job.future.cancelled():  # the client left before its turn
                 continue
             started, stage = self._attempt(job, job.start)
