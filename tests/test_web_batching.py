@@ -51,7 +51,7 @@ async def queue_behind_held_search(
 ) -> tuple[Any, list[Any]]:
     """Run a held search, queue ``jobs`` while it holds the worker, release; all outcomes."""
     started, release, search = held()
-    first = asyncio.ensure_future(batcher.run("first", search))
+    first = asyncio.ensure_future(batcher.run(None, search))
     await asyncio.to_thread(started.wait, 30)
     rest = [asyncio.ensure_future(batcher.run(text, job)) for text, job in jobs]
     await asyncio.sleep(0)  # every job is queued (run appends before its first await)
@@ -65,7 +65,7 @@ async def stage_behind_held_search(
 ) -> tuple[Any, list[Any]]:
     """:func:`queue_behind_held_search` for staged searches (``run_staged``)."""
     started, release, search = held()
-    first = asyncio.ensure_future(batcher.run("first", search))
+    first = asyncio.ensure_future(batcher.run(None, search))
     await asyncio.to_thread(started.wait, 30)
     rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
     await asyncio.sleep(0)
@@ -75,35 +75,6 @@ async def stage_behind_held_search(
 
 def echo(tag: str) -> Callable[[int | None], str]:
     return lambda vec: f"{tag}:{vec}"
-
-
-def test_requests_queued_while_busy_are_embedded_in_one_call() -> None:
-    emb = Embedder()
-    batcher: QueryBatcher[int] = QueryBatcher(emb)
-    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
-        ("ab", echo("a")),
-        ("abcd", echo("b")),
-        ("ab", echo("c")),  # the same text: embedded once
-        (None, echo("d")),  # needs no vector
-    ]
-    first, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
-    batcher.close()
-    assert first == "held:None"  # alone in its turn: its search embeds for itself
-    assert outcomes == ["a:2", "b:4", "c:2", "d:None"]
-    assert emb.calls == [["ab", "abcd"]]
-    assert (batcher.batches, batcher.embedded) == (1, 2)
-
-
-def test_max_batch_splits_a_long_queue() -> None:
-    emb = Embedder()
-    batcher: QueryBatcher[int] = QueryBatcher(emb, max_batch=2)
-    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
-        ("x" * n, echo(str(n))) for n in range(1, 6)
-    ]
-    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
-    batcher.close()
-    assert outcomes == [f"{n}:{n}" for n in range(1, 5)] + ["5:None"]  # the last one alone
-    assert emb.calls == [["x", "xx"], ["xxx", "xxxx"]]
 
 
 def test_a_failing_search_fails_its_own_request_only() -> None:
@@ -123,27 +94,13 @@ def test_a_failing_search_fails_its_own_request_only() -> None:
     assert isinstance(outcomes[1], KeyError)
 
 
-def test_a_failing_batch_embedding_leaves_each_search_to_embed_its_own() -> None:
-    emb = Embedder(fail_on="poison")
-    batcher: QueryBatcher[int] = QueryBatcher(emb)
-    jobs: list[tuple[str | None, Callable[[int | None], Any]]] = [
-        ("ok", echo("a")),
-        ("poison", echo("b")),
-    ]
-    _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
-    batcher.close()
-    # No vector for anyone: each search falls back to embedding its own query.
-    assert outcomes == ["a:None", "b:None"]
-    assert emb.calls[-1] == ["ok", "poison"]
-
-
 def test_a_cancelled_request_is_skipped() -> None:
     ran: list[str] = []
     batcher: QueryBatcher[int] = QueryBatcher(Embedder())
 
     async def main() -> list[Any]:
         started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
+        first = asyncio.ensure_future(batcher.run(None, search))
         await asyncio.to_thread(started.wait, 30)
         gone = asyncio.ensure_future(batcher.run("gone", lambda v: ran.append("gone")))
         kept = asyncio.ensure_future(batcher.run("kept", lambda v: ran.append("kept")))
@@ -164,7 +121,7 @@ def test_close_finishes_queued_requests_then_refuses_new_ones() -> None:
 
     async def main() -> tuple[list[Any], bool]:
         started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
+        first = asyncio.ensure_future(batcher.run(None, search))
         await asyncio.to_thread(started.wait, 30)
         queued = [asyncio.ensure_future(batcher.run(t, echo(t))) for t in ("a", "bb", "ccc")]
         await asyncio.sleep(0)
@@ -235,14 +192,60 @@ class Staged:
         return f"{self.tag}:{vec}"
 
 
-def test_staged_searches_embed_only_the_texts_that_still_want_a_vector() -> None:
-    """Every staged search of a turn starts first; those wanting no vector finish at
-    once with None; the rest have their texts embedded in one call; a failure in
-    either step fails its own request only."""
-    emb = Embedder()
-    batcher: QueryBatcher[int] = QueryBatcher(emb)
+class HeldModel:
+    """Texts to their lengths, recording each call; the first call waits to be released.
+
+    What the worker starts while the model runs is then decided by the test, not
+    by timing. ``fail_on``: a text whose call raises.
+    """
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.running, self.release = threading.Event(), threading.Event()
+        self.second = threading.Event()  # the second call has begun
+        self.fail_on = fail_on
+
+    def __call__(self, texts: Sequence[str]) -> list[int]:
+        self.calls.append(list(texts))
+        if len(self.calls) == 2:
+            self.second.set()
+        if len(self.calls) == 1:
+            self.running.set()
+            assert self.release.wait(30), "the test never released the model"
+        if self.fail_on is not None and self.fail_on in texts:
+            raise RuntimeError(f"cannot embed {self.fail_on!r}")
+        return [len(t) for t in texts]
+
+
+async def start_while_the_model_runs(
+    batcher: QueryBatcher[int],
+    model: HeldModel,
+    stages: Sequence[tuple[str | None, Callable[[], Any]]],
+    log: list[str],
+) -> tuple[Any, list[Any]]:
+    """Hold the model on a first text, let the worker start every one of ``stages``
+    (each logs its start), release the model; the first answer and the stages' outcomes."""
+    first = asyncio.ensure_future(batcher.run("first", echo("first")))
+    await asyncio.to_thread(model.running.wait, 30)
+    rest = [asyncio.ensure_future(batcher.run_staged(t, s)) for t, s in stages]
+    for _ in range(10_000):  # the worker is free: it starts them all while the model runs
+        if sum(e.startswith("start") for e in log) == len(stages):
+            break
+        await asyncio.sleep(0.001)
+    assert not model.release.is_set()
+    model.release.set()
+    return await first, list(await asyncio.gather(*rest, return_exceptions=True))
+
+
+def test_searches_started_while_the_model_runs_are_embedded_together_in_its_next_call() -> None:
+    """Every search started while the model runs joins the next call: the texts of those
+    that still want a vector (each distinct text once), as soon as the model is free;
+    those that want none finish at once with None; a failure in either step fails its
+    own request only."""
+    model = HeldModel()
+    batcher: QueryBatcher[int] = QueryBatcher(model)
     log: list[str] = []
-    stages = [
+    stages: list[tuple[str | None, Callable[[], Any]]] = [
         ("confident", Staged("a", False, log)),
         ("fused", Staged("b", True, log)),
         ("also fused", Staged("c", True, log)),
@@ -251,73 +254,116 @@ def test_staged_searches_embed_only_the_texts_that_still_want_a_vector() -> None
         ("bad finish", Staged("f", True, log, fail="finish")),
         (None, Staged("g", True, log)),  # no text: nothing to embed
     ]
-
-    first, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
+    first, outcomes = asyncio.run(start_while_the_model_runs(batcher, model, stages, log))
     batcher.close()
-    assert first == "held:None"
+    assert first == "first:5"
     assert outcomes[:4] == ["a:None", "b:5", "c:10", "d:5"] and outcomes[6] == "g:None"
     assert isinstance(outcomes[4], KeyError) and isinstance(outcomes[5], KeyError)
-    assert emb.calls == [["fused", "also fused", "bad finish"]]
-    first_wanting = log.index("finish b")  # after the batch's one embedding call
-    starts = [e for e in log if e.startswith("start")]
-    assert len(starts) == len(stages) and all(log.index(e) < first_wanting for e in starts)
-    assert log.index("finish a") < first_wanting  # answered without waiting for it
+    assert model.calls == [["first"], ["fused", "also fused", "bad finish"]]
+    assert (batcher.batches, batcher.embedded) == (2, 4)
+    first_wanting = log.index("finish b")  # after the second call
+    assert all(log.index(e) < first_wanting for e in log if e.startswith("start"))
+    assert log.index("finish a") < first_wanting and log.index("finish g") < first_wanting
     assert "finish e" not in log
 
 
-def test_a_lone_staged_search_that_wants_a_vector_embeds_its_own() -> None:
-    emb = Embedder()
-    batcher: QueryBatcher[int] = QueryBatcher(emb)
+def test_a_search_that_needs_no_model_run_is_answered_while_the_model_runs() -> None:
+    """A request that arrives while the model embeds other queries, and needs no model
+    run (a confident lexical answer), is answered at once: the worker does not wait
+    for the model while a request is queued."""
+    model = HeldModel()
+    batcher: QueryBatcher[int] = QueryBatcher(model)
     log: list[str] = []
-    stages = [("fused", Staged("b", True, log)), ("confident", Staged("a", False, log))]
 
-    assert asyncio.run(stage_behind_held_search(batcher, stages))[1] == ["b:None", "a:None"]
+    async def main() -> tuple[bool, list[Any]]:
+        started, release, search = held()
+        first = asyncio.ensure_future(batcher.run(None, search))
+        await asyncio.to_thread(started.wait, 30)
+        fused = [  # two texts: every worker sends them to the model thread
+            asyncio.ensure_future(batcher.run_staged(t, Staged(t, True, log)))
+            for t in ("ab", "abc")
+        ]
+        await asyncio.sleep(0)
+        release.set()
+        await asyncio.to_thread(model.running.wait, 30)
+        confident = asyncio.ensure_future(batcher.run_staged("c", Staged("c", False, log)))
+        done, _ = await asyncio.wait([confident], timeout=5)
+        answered_meanwhile = confident in done and not model.release.is_set()
+        model.release.set()
+        return answered_meanwhile, list(await asyncio.gather(first, confident, *fused))
+
+    answered_meanwhile, outcomes = asyncio.run(main())
     batcher.close()
-    assert emb.calls == []  # one text wanted: its search embeds it itself
+    assert outcomes == ["held:None", "c:None", "ab:2", "abc:3"]
+    assert answered_meanwhile
 
 
-def test_a_turns_embedding_overlaps_the_next_turns_starts() -> None:
-    """While one turn's texts are embedded (on the embedding thread), the searches
-    queued behind it start: the embedding of turn A waits until a search of turn B
-    has started, which only a pipelined worker can reach (a worker that waited for
-    A's vectors before taking B would never start B, and A would get no vectors)."""
-    b_started = threading.Event()
-    calls: list[list[str]] = []
+def test_the_next_call_is_made_before_the_last_ones_searches_finish() -> None:
+    """When a call returns, the texts that came meanwhile go to the model before the
+    worker finishes the returned call's searches: the model works meanwhile. Here the
+    first call's search finishes only once the second call has begun."""
+    model = HeldModel()
+    batcher: QueryBatcher[int] = QueryBatcher(model)
+    log: list[str] = []
+    overlapped: list[bool] = []
 
-    def embed(texts: Sequence[str]) -> list[int]:
-        calls.append(list(texts))
-        if texts[0].startswith("a") and not b_started.wait(10):
-            raise RuntimeError("turn B never started while turn A was embedded")
-        return [len(t) for t in texts]
+    class WaitsForTheNextCall(Staged):
+        def finish(self, vec: int | None) -> str:
+            overlapped.append(model.second.wait(5))
+            return super().finish(vec)
 
-    class StartsB(Staged):
-        def __call__(self) -> Staged:
-            b_started.set()
-            return super().__call__()
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(
+            batcher.run_staged("first", WaitsForTheNextCall("first", True, log))
+        )
+        await asyncio.to_thread(model.running.wait, 30)
+        later = asyncio.ensure_future(batcher.run_staged("later", Staged("later", True, log)))
+        for _ in range(10_000):
+            if "start later" in log:
+                break
+            await asyncio.sleep(0.001)
+        model.release.set()
+        return list(await asyncio.gather(first, later))
 
-    batcher: QueryBatcher[int] = QueryBatcher(embed, max_batch=2)
+    assert asyncio.run(main()) == ["first:5", "later:5"]
+    batcher.close()
+    assert model.calls == [["first"], ["later"]]
+    assert overlapped == [True]
+
+
+def test_max_batch_caps_a_call() -> None:
+    model = HeldModel()
+    batcher: QueryBatcher[int] = QueryBatcher(model, max_batch=2)
     log: list[str] = []
     stages: list[tuple[str | None, Callable[[], Any]]] = [
-        ("a1", Staged("a1", True, log)),
-        ("a22", Staged("a2", True, log)),
-        ("b333", StartsB("b1", True, log)),
-        ("b4444", Staged("b2", True, log)),
+        ("x" * n, Staged(str(n), True, log)) for n in range(1, 6)
     ]
-
-    _, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
-    assert outcomes == ["a1:2", "a2:3", "b1:4", "b2:5"]
+    _, outcomes = asyncio.run(start_while_the_model_runs(batcher, model, stages, log))
     batcher.close()
-    assert calls == [["a1", "a22"], ["b333", "b4444"]]
-    # B started before A finished, and each turn still finished in order.
-    assert log.index("start b1") < log.index("finish a1")
-    assert log.index("finish a2") < log.index("finish b1")
+    assert outcomes == [f"{n}:{n}" for n in range(1, 6)]
+    assert model.calls == [["first"], ["x", "xx"], ["xxx", "xxxx"], ["xxxxx"]]
+
+
+def test_a_failing_call_leaves_each_search_to_embed_its_own() -> None:
+    model = HeldModel(fail_on="poison")
+    batcher: QueryBatcher[int] = QueryBatcher(model)
+    log: list[str] = []
+    stages: list[tuple[str | None, Callable[[], Any]]] = [
+        ("ok", Staged("a", True, log)),
+        ("poison", Staged("b", True, log)),
+    ]
+    _, outcomes = asyncio.run(start_while_the_model_runs(batcher, model, stages, log))
+    batcher.close()
+    # No vector for anyone: each search falls back to embedding its own query.
+    assert outcomes == ["a:None", "b:None"]
+    assert model.calls[-1] == ["ok", "poison"]
 
 
 def test_searches_whose_vectors_are_at_hand_finish_in_order_without_a_model_run() -> None:
     """A search whose query's vector ``known`` gives finishes as soon as it starts,
-    before the next search of its turn starts; only the texts with no vector at
-    hand go to the model, in one call, and their searches finish after."""
-    emb = Embedder()
+    before the next search starts; only the texts with no vector at hand go to the
+    model, and their searches finish after."""
+    model = HeldModel()
     cached = {"ab": 102, "cd": 104}
     looked_up: list[list[str]] = []
 
@@ -325,7 +371,7 @@ def test_searches_whose_vectors_are_at_hand_finish_in_order_without_a_model_run(
         looked_up.append(list(texts))
         return [cached.get(t) for t in texts]
 
-    batcher: QueryBatcher[int] = QueryBatcher(emb, known=known)
+    batcher: QueryBatcher[int] = QueryBatcher(model, known=known)
     log: list[str] = []
     stages: list[tuple[str | None, Callable[[], Any]]] = [
         ("ab", Staged("a", True, log)),
@@ -334,10 +380,10 @@ def test_searches_whose_vectors_are_at_hand_finish_in_order_without_a_model_run(
         ("confident", Staged("d", False, log)),
         ("newer", Staged("e", True, log)),
     ]
-    _, outcomes = asyncio.run(stage_behind_held_search(batcher, stages))
+    _, outcomes = asyncio.run(start_while_the_model_runs(batcher, model, stages, log))
     batcher.close()
     assert outcomes == ["a:102", "b:3", "c:104", "d:None", "e:5"]
-    assert emb.calls == [["new", "newer"]]
+    assert model.calls == [["first"], ["new", "newer"]]
     assert ["confident"] not in looked_up  # a search that wants no vector looks up nothing
     assert log[:6] == ["start a", "finish a", "start b", "start c", "finish c", "start d"]
     assert log.index("finish d") < log.index("start e") < log.index("finish b")
@@ -376,12 +422,13 @@ def test_a_failing_lookup_leaves_the_texts_to_the_model() -> None:
     ]
     _, outcomes = asyncio.run(queue_behind_held_search(batcher, jobs))
     batcher.close()
-    assert outcomes == ["a:2", "b:3"] and emb.calls == [["ab", "abc"]]
+    assert outcomes == ["a:2", "b:3"]
+    assert sorted(t for call in emb.calls for t in call) == ["ab", "abc"]
 
 
-def test_a_pending_turn_finishes_as_soon_as_its_vectors_are_ready() -> None:
-    """The next turn's starts do not hold back searches whose rows are ready: a
-    pending turn whose embedding is done finishes before the next search starts."""
+def test_a_turn_finishes_as_soon_as_its_vectors_are_ready() -> None:
+    """The next searches' starts do not hold back searches whose rows are ready: a
+    turn whose embedding is done finishes before the next search starts."""
     batcher: QueryBatcher[int] = QueryBatcher(Embedder())
     log: list[str] = []
 
@@ -394,19 +441,19 @@ def test_a_pending_turn_finishes_as_soon_as_its_vectors_are_ready() -> None:
         a1, a2 = job("a1", "x"), job("a2", "yy")
         done: Future[dict[str, int]] = Future()
         done.set_result({"x": 1, "yy": 2})
-        pending = _Turn([(a1, a1.start()), (a2, a2.start())], done)
+        turn: _Turn[int] | None = _Turn([(a1, a1.start()), (a2, a2.start())], done)
         b1, b2 = job("b1", "zzz"), job("b2", "wwww")
+        waiting: list[Any] = []
         with ThreadPoolExecutor(1) as embedder:
-            left, turn = batcher._start([b1, b2], embedder, pending)
-            assert left is None and turn is not None
-            batcher._finish_turn(turn)
+            turn = batcher._start([b1, b2], embedder, turn, waiting)
+            while turn is not None:  # what the worker does until nothing waits
+                turn.vectors.result()
+                turn = batcher._advance(turn, embedder, waiting)
         return list(await asyncio.gather(a1.future, a2.future, b1.future, b2.future))
 
     assert asyncio.run(main()) == ["a1:1", "a2:2", "b1:3", "b2:4"]
-    assert log == [
-        "start a1", "start a2", "finish a1", "finish a2",
-        "start b1", "start b2", "finish b1", "finish b2",
-    ]  # fmt: skip
+    assert log[:5] == ["start a1", "start a2", "finish a1", "finish a2", "start b1"]
+    assert log.index("finish b1") < log.index("finish b2")
     batcher.close()
 
 
@@ -417,7 +464,7 @@ def test_close_finishes_a_started_turn() -> None:
 
     async def main() -> list[Any]:
         started, release, search = held()
-        first = asyncio.ensure_future(batcher.run("first", search))
+        first = asyncio.ensure_future(batcher.run(None, search))
         await asyncio.to_thread(started.wait, 30)
         rest = [
             asyncio.ensure_future(batcher.run_staged(t, Staged(t, True, log)))
@@ -432,7 +479,7 @@ def test_close_finishes_a_started_turn() -> None:
         return list(await asyncio.gather(*rest))
 
     assert asyncio.run(main()) == ["xx:2", "yyy:3"]
-    assert emb.calls == [["xx", "yyy"]]
+    assert sorted(t for call in emb.calls for t in call) == ["xx", "yyy"]
 
 
 # ------------------------------------------------------------------ any mix, any timing

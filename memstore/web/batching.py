@@ -12,33 +12,27 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    *starts* its search and returns a :class:`Stage`: the search's first step
    done (a hybrid search's lexical pass), whether the rest wants the vector,
    and how to finish it;
-2. the worker takes **everything queued** when it is free. It starts each
-   staged search; one that wants no vector (a confident lexical answer) is
-   finished and answered at once. The texts of the rest of the batch (each
-   distinct text once) are embedded in one call, then each search runs (or
-   finishes) with its row, and each answer goes back to its request as soon
-   as its search returns. A turn with one text to embed only embeds nothing:
-   its search gets ``None`` and embeds its query itself, if at all.
-3. the turns are pipelined: a turn's texts are embedded on a second thread
-   (a model run releases the GIL), and meanwhile the worker takes the
-   requests queued since and starts their searches (the lexical passes);
-   as soon as the vectors are ready (it looks after each search it starts)
-   it finishes the turn they belong to. Under load the model
-   and the searches' Python work run on two cores instead of one after the
-   other; with nothing queued a turn finishes at once, as before.
-4. a search that needs no model run is finished as soon as it is started,
-   in the order the requests came: one that wants no vector, one whose
-   query's vector is at hand (``known``, such as a query cache: a server is
-   asked the same questions again and again), and, when a turn leaves one
-   text to embed, its search (it embeds its own query). Only the searches
-   whose texts go to the model wait: for the model, and for the search
-   being started when it is done. Holding back
-   the others too would overlap nothing and would answer them out of order:
-   the first ones sooner, the last ones later, a longer tail at the same rate.
+2. the worker takes what is queued (up to ``max_batch`` at a time) and
+   starts each search. One that wants no vector (a confident lexical
+   answer), or whose query's vector is at hand (``known``, such as a query
+   cache: a server is asked the same questions again and again), is
+   finished and answered at once, in the order the requests came. The texts
+   of the rest wait for the model;
+3. the model runs on a second thread (a model run releases the GIL), one
+   call at a time: as soon as it is free it is given every text waiting
+   (each distinct text once, at most ``max_batch``), and each search of that
+   call finishes with its row as soon as the call returns (the worker looks
+   before each search it starts), once the next call is made: the model
+   works while the worker finishes. The worker never waits for the model
+   while a request is queued: it goes on starting the requests that come,
+   so a search that needs no model run waits for none, and one whose text
+   goes to the model waits at most for the call running when its lexical
+   pass ended, then its own. Under load the model and the searches' Python
+   work run on two cores instead of one after the other, and each call
+   holds what came during the one before (the batch grows with the load);
+   a request that comes to an idle server is embedded at once, alone.
 
-No timer: an idle worker starts on the first request at once (no added
-latency), and under load the requests that arrived while it was busy form
-the next batch, so the batch grows with the load (up to ``max_batch``). The
+No timer: nothing waits for a batch to fill (no added latency). The
 event loop only parses, routes and answers.
 
 Failures stay with their request. If the batch's embedding call fails, each
@@ -92,7 +86,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BATCH: Final = 64
-"""Most requests one worker turn takes (one embedding call of at most as many texts)."""
+"""Most requests the worker takes from the queue at a time, and most texts one embedding call
+holds (the rest wait for the next call)."""
 
 _log = logging.getLogger("memstore.web")
 
@@ -164,8 +159,8 @@ class QueryBatcher(Generic[V]):
     that are at hand without a model run, ``None`` for the others, in order
     (such as :meth:`~memstore_index.CellStore.remembered_queries`, the query
     cache); it runs on the worker and must be quick. ``max_batch``: the most
-    requests one turn takes. The worker thread starts with the first request
-    (a daemon thread named ``name``).
+    requests taken at a time, and texts embedded in one call. The worker thread
+    starts with the first request (a daemon thread named ``name``).
     """
 
     def __init__(
@@ -245,57 +240,62 @@ class QueryBatcher(Generic[V]):
 
     # ------------------------------------------------------------ the worker
 
-    def _take(self, wait: bool) -> list[_Job[V]] | None:
-        """The next turn's requests, or ``None``: closed and drained.
+    def _take(self, turn: _Turn[V] | None) -> list[_Job[V]] | None:
+        """The next requests to start (at most ``max_batch``), or ``None``: closed and drained.
 
-        ``wait``: block until there is one; otherwise an empty list when none is queued.
+        Blocks until a request is queued or the embedding of ``turn`` (the turn
+        being embedded, if any) is done; an empty list for the latter.
         """
         with self._wake:
             while not self._queue:
-                if self._closed:
-                    return None
-                if not wait:
+                if turn is not None and turn.vectors.done():
                     return []
+                if turn is None and self._closed:
+                    return None
                 self._wake.wait()
             n = min(len(self._queue), self._max_batch)
             return [self._queue.popleft() for _ in range(n)]
 
-    def _work(self) -> None:
-        """Turns, pipelined: a turn's texts embed while the next turn's searches start.
+    def _nudge(self, _: object = None) -> None:
+        """Wake the worker (an embedding is done)."""
+        with self._wake:
+            self._wake.notify()
 
-        The embedding runs on a second thread (a model run releases the GIL), so
-        it overlaps the Python work of starting the searches queued meanwhile;
-        the turn's searches finish with their rows as soon as the embedding is
-        done (checked after each search started). With nothing queued, a turn
-        finishes at once, as it would without the pipeline.
+    def _work(self) -> None:
+        """Start the requests as they come; embed, one call at a time, every text waiting.
+
+        The embedding runs on a second thread (a model run releases the GIL).
+        The worker never waits for it while a request is queued: it starts the
+        requests queued meanwhile, answers at once those that need no model run,
+        and adds the texts of the others to the next call, made as soon as the
+        model is free. A search whose text goes to the model waits at most for
+        the call running when its lexical pass ended and then its own; a search
+        that needs no model run waits for none. With nothing else to do, the
+        worker waits for whichever comes first: a request or the model.
         """
         with ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-embed") as embedder:
-            pending: _Turn[V] | None = None
-            while (batch := self._take(wait=pending is None)) is not None:
-                pending, turn = self._start(batch, embedder, pending)
-                if pending is not None:
-                    self._finish_turn(pending)
-                pending = turn
-            if pending is not None:
-                self._finish_turn(pending)
+            turn: _Turn[V] | None = None  # the texts being embedded, and their searches
+            waiting: list[tuple[_Job[V], Stage[V, Any]]] = []  # for the next call
+            while (batch := self._take(turn)) is not None:
+                turn = self._start(batch, embedder, turn, waiting)
 
     def _start(
-        self, batch: list[_Job[V]], embedder: Executor, pending: _Turn[V] | None
-    ) -> tuple[_Turn[V] | None, _Turn[V] | None]:
-        """Start each search of ``batch``, finishing at once those that need no model run,
-        and the embedding of the texts the rest want.
+        self,
+        batch: list[_Job[V]],
+        embedder: Executor,
+        turn: _Turn[V] | None,
+        waiting: list[tuple[_Job[V], Stage[V, Any]]],
+    ) -> _Turn[V] | None:
+        """Start each search of ``batch``; finish at once those that need no model run.
 
-        Finished at once: a search that wants no vector, one whose vector is at
-        hand (``known``), and, when only one search is left, that one (it embeds
-        its own query). The earlier turn ``pending`` is finished as soon as its
-        vectors are ready. Returns ``pending`` if it is still to finish, and the
-        new turn (``None``: nothing of it waits for the model).
+        Finished at once: a search that wants no vector, and one whose vector is
+        at hand (``known``). The others join ``waiting``, the searches of the
+        next embedding call. ``turn``, the call running, is finished as soon as
+        its vectors are ready (checked before each start), and the next call
+        made at once. Returns the call running after the batch, if any.
         """
-        wanting: list[tuple[_Job[V], Stage[V, Any]]] = []
         for job in batch:
-            if pending is not None and pending.vectors.done():
-                self._finish_turn(pending)
-                pending = None
+            turn = self._advance(turn, embedder, waiting)
             if job.future.cancelled():  # the client left before its turn
                 continue
             started, stage = self._attempt(job, job.start)
@@ -305,20 +305,55 @@ class QueryBatcher(Generic[V]):
             if stage.wants_vector and job.text is not None:
                 vec = self._at_hand(job.text)
                 if vec is None:
-                    wanting.append((job, stage))
+                    waiting.append((job, stage))
                     continue
             self._finish(job, stage, vec)  # answered without a model run: at once
-        texts = list(dict.fromkeys(job.text for job, _ in wanting if job.text is not None))
-        if self._embed is None or len(texts) < 2:
-            # Alone, a search embeds its own query if it needs it (the model
-            # gains nothing from a batch of one, and nothing else waits for it).
-            if pending is not None:  # the older turn first
-                self._finish_turn(pending)
-                pending = None
-            for job, stage in wanting:
+        return self._advance(turn, embedder, waiting)
+
+    def _advance(
+        self,
+        turn: _Turn[V] | None,
+        embedder: Executor,
+        waiting: list[tuple[_Job[V], Stage[V, Any]]],
+    ) -> _Turn[V] | None:
+        """If the model is free: the next call (the searches ``waiting``), then the searches
+        of ``turn``, the call that returned, finished. The call running after that, if any.
+
+        The next call is made first, so that the model works while the worker
+        finishes the searches of the last one (an idle model is the throughput
+        lost when queries rarely repeat).
+        """
+        if turn is not None and not turn.vectors.done():
+            return turn
+        following = self._call(embedder, waiting) if waiting else None
+        if turn is not None:
+            self._finish_turn(turn)
+        return following
+
+    def _call(
+        self, embedder: Executor, waiting: list[tuple[_Job[V], Stage[V, Any]]]
+    ) -> _Turn[V] | None:
+        """An embedding call for the first searches of ``waiting`` (taken from it): at most
+        ``max_batch`` distinct texts, in the order asked. Without a model each search
+        finishes with ``None`` instead (and there is no call)."""
+        if self._embed is None:
+            for job, stage in waiting:
                 self._finish(job, stage, None)
-            return None, None
-        return pending, _Turn(wanting, embedder.submit(self._vectors, texts))
+            waiting.clear()
+            return None
+        texts: dict[str, None] = {}
+        taken = 0
+        for job, _ in waiting:
+            if job.text is not None and job.text not in texts:
+                if len(texts) == self._max_batch:
+                    break
+                texts[job.text] = None
+            taken += 1
+        wanting = waiting[:taken]
+        del waiting[:taken]
+        turn = _Turn(wanting, embedder.submit(self._vectors, list(texts)))
+        turn.vectors.add_done_callback(self._nudge)
+        return turn
 
     def _finish_turn(self, turn: _Turn[V]) -> None:
         """Finish each search of ``turn`` with its row (once the embedding is done)."""
