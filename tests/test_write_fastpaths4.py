@@ -10,6 +10,10 @@
   strings (``NULL`` written in the statement for the open row's ``to_lsn``
   and ``to_node``): the same values, of the same SQLite types, land in the
   table as through the statement that binds every column.
+* The update-time list takes a write's item, the newest, at its end without
+  a search (``add_by_update``): the same list, layout and positional index
+  included, as ``SortedKeyList.add`` builds, for any run of stamps (older,
+  equal, newer, other zones, none) and positional reads between them.
 * A write clocks a stable fact's or a pattern's retention only when the host
   gave one, and stamps an untagged item's origin without looking for an
   author tag: the same items stored.
@@ -25,11 +29,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sortedcontainers import SortedKeyList
 from test_validate_fast import _ODD, _maybe_odd
 from test_validate_fast import items as odd_items
 
 from memstore import Config, Item, Store, ThoughtLink
 from memstore import validate as v
+from memstore._updatekey import add_by_update, update_key
 from memstore.item import (
     CONFIDENCE_RANK,
     ORIGIN_DERIVED,
@@ -377,3 +383,38 @@ def test_a_write_stamps_what_it_stamped(
     # The clock was read for the stamp, and for the deadline only when one can come of it.
     deadline = kind in ("hypothesis", "unknown") or (days is not None and kind in v.RETAINED_KINDS)
     assert clock.calls == 1 + deadline + 1  # the write's stamp, the deadline, this test's own
+
+
+_T0 = _dt.datetime(2026, 1, 2, tzinfo=_dt.UTC)
+_steps = st.tuples(
+    st.integers(-3, 40),  # seconds after the last stamp (now and then before it)
+    st.sampled_from(["utc", "utc", "utc", "east", "none"]),
+    st.booleans(),  # a positional read after it (builds the list's index)
+)
+
+
+def _layout(order: SortedKeyList[Item, tuple[float, str]]) -> tuple[object, ...]:
+    parts = ("_lists", "_keys", "_maxes", "_index", "_len", "_offset")
+    return tuple(repr(getattr(order, name)) for name in parts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_steps, max_size=120), st.sampled_from([4, 1000]))
+def test_the_update_order_takes_the_newest_as_add_does(
+    steps: list[tuple[int, str, bool]], load: int
+) -> None:
+    fast: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=update_key)
+    slow: SortedKeyList[Item, tuple[float, str]] = SortedKeyList(key=update_key)
+    fast._reset(load)  # type: ignore[attr-defined]  # small sublists: splits happen
+    slow._reset(load)  # type: ignore[attr-defined]
+    at = _T0
+    for n, (seconds, zone, read) in enumerate(steps):
+        at = at + _dt.timedelta(seconds=seconds)
+        stamp = {"utc": at, "east": at.astimezone(_EAST), "none": None}[zone]
+        item = Item(id=f"i{n % 7}{n}", kind="note", title="t", updated_at=stamp)
+        add_by_update(fast, item)
+        slow.add(item)
+        if read:
+            assert fast[len(fast) // 2] is slow[len(slow) // 2]
+        assert _layout(fast) == _layout(slow)
+    fast._check()  # type: ignore[attr-defined]
