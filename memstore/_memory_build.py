@@ -26,7 +26,7 @@ from memstore.item import (
     Item,
     _copy_link,
     _new_item,
-    _set_attr,
+    _set_dict,
     _set_extra,
     _set_fields_set,
     _set_private,
@@ -121,7 +121,7 @@ def _placed_copy(source: Item, partition: str | None, private_to: str | None) ->
     if private_to is not None:
         d["scope"] = SCOPE_PRIVATE
     item = _new_item(Item)
-    _set_attr(item, "__dict__", d)
+    _set_dict(item, d)
     _set_fields_set(item, set(_BUILT_FIELDS))
     _set_extra(item, None)
     _set_private(item, None)

@@ -54,7 +54,7 @@ from memstore.item import (
     Item,
     _copy_link,
     _new_item,
-    _set_attr,
+    _set_dict,
     _set_extra,
     _set_fields_set,
     _set_private,
@@ -195,7 +195,7 @@ def stored_copy(item: Item) -> Item:
     if links:
         d["links"] = [_copy_link(link) for link in links]
     new = _new_item(Item)
-    _set_attr(new, "__dict__", d)
+    _set_dict(new, d)
     fields = item.__pydantic_fields_set__
     shared = _shared_fields(fields)
     _set_fields_set(new, set(fields) if shared is None else shared)

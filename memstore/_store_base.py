@@ -26,7 +26,14 @@ from memstore._linkers import link as add_linker
 from memstore._publisher import Publisher
 from memstore._shared import share_containers
 from memstore._tally import Tally
-from memstore._updatekey import PARSED_EPOCH, PARSED_UTC, SECOND, by_update_of, update_key
+from memstore._updatekey import (
+    PARSED_EPOCH,
+    PARSED_UTC,
+    SECOND,
+    add_by_update,
+    by_update_of,
+    update_key,
+)
 from memstore.arguments import has_lone_surrogate
 from memstore.config import (
     BeforeCommitListener,
@@ -362,7 +369,7 @@ class StoreBase(Publisher):
             self._index_id.pop(id, None)
             return
         self._items[id] = new
-        self._by_update.add(new)
+        add_by_update(self._by_update, new)
         if new.scope == SCOPE_PRIVATE:
             self._private.setdefault(private_owner(new), set()).add(id)
         for link in new.links:

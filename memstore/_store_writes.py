@@ -37,7 +37,9 @@ from memstore.item import (
     KIND_HYPOTHESIS,
     KIND_OPERATIONAL_PATTERN,
     KIND_STABLE_FACT,
+    KIND_UNKNOWN,
     KIND_WATCH_ITEM,
+    ORIGIN_DERIVED,
     SCOPE_PRIVATE,
     Item,
     well_typed,
@@ -55,6 +57,9 @@ from memstore.validate import (
 )
 
 __all__ = ["DEDUP_ELIGIBLE_KINDS", "StoreWrites"]
+
+_DEFAULT_DEADLINE_KINDS = frozenset({KIND_HYPOTHESIS, KIND_UNKNOWN})
+"""The retained kinds :func:`stamp_knowledge_retention` gives a deadline without a retention."""
 
 DEDUP_ELIGIBLE_KINDS = frozenset(
     {KIND_STABLE_FACT, KIND_OPERATIONAL_PATTERN, KIND_WATCH_ITEM, KIND_HYPOTHESIS}
@@ -112,8 +117,12 @@ class StoreWrites(StoreBase):
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
         had_deadline = it.stale_after is not None
-        if not had_deadline and it.kind in RETAINED_KINDS:  # the clock only when it is used
-            stamp_knowledge_retention(it, self._config.retention, self._now())
+        if not had_deadline and it.kind in RETAINED_KINDS:
+            # The clock only when it is used: a stable fact or a pattern gets a
+            # deadline from the host's retention alone, so none without it.
+            retention = self._config.retention
+            if retention is not None or it.kind in _DEFAULT_DEADLINE_KINDS:
+                stamp_knowledge_retention(it, retention, self._now())
         # The stored item it replaces keeps its id and tags (see validate_base).
         why = validate_base(self._vocab, it, self._items.get(it.id) if it.id else None)
         if not why and self._config.validate is not None:
@@ -146,8 +155,8 @@ class StoreWrites(StoreBase):
             f["cell_originated"] = existing.cell_originated
         elif it.created_at is None:
             f["created_at"] = now
-        if not it.origin:
-            f["origin"] = restored_origin(it)
+        if not it.origin:  # with no tags there is no author tag: derived (restored_origin)
+            f["origin"] = restored_origin(it) if f["tags"] else ORIGIN_DERIVED
         if it.scope == SCOPE_PRIVATE and not it.subject:
             f["subject"] = cfg.subject
         ttl = cfg.default_ttl

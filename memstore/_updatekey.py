@@ -15,7 +15,15 @@ from sortedcontainers import SortedKeyList
 
 from memstore.item import Item
 
-__all__ = ["PARSED_EPOCH", "PARSED_UTC", "SECOND", "by_update_of", "ts", "update_key"]
+__all__ = [
+    "PARSED_EPOCH",
+    "PARSED_UTC",
+    "SECOND",
+    "add_by_update",
+    "by_update_of",
+    "ts",
+    "update_key",
+]
 
 
 def update_key(item: Item) -> tuple[float, str]:
@@ -96,3 +104,37 @@ def by_update_of(
     out._maxes.extend(sub[-1] for sub in out._keys)  # type: ignore[attr-defined]
     out._len = len(values)  # type: ignore[attr-defined]
     return out
+
+
+def add_by_update(order: SortedKeyList[Item, tuple[float, str]], item: Item) -> None:
+    """``order.add(item)`` (``order`` keyed by :func:`update_key`), the newest item's way cheaper.
+
+    A write stamps its item with the clock, so its key is nearly always the
+    largest: ``SortedKeyList.add`` then appends it to the last sublist (its
+    own branch for a key at or past the last one), and splits that sublist
+    or updates the positional index only when it is due (``_expand``). This
+    takes that branch directly, with the key computed here from the item's
+    ``__dict__`` (a stdlib UTC stamp, as the default clock gives, the way
+    :func:`update_key` computes it), and calls ``_expand`` only when it has
+    something to do; any other item goes through ``add``. The list ends the
+    same either way: its documented layout (``_lists``, ``_keys``,
+    ``_maxes``, ``_len``, ``_index``), as :func:`by_update_of` fills it.
+    """
+    d = item.__dict__
+    at = d["updated_at"]
+    if at is None or at.tzinfo is not _UTC:
+        order.add(item)
+        return
+    key = ((at - _EPOCH) / SECOND, d["id"])
+    maxes: list[tuple[float, str]] = order._maxes  # type: ignore[attr-defined]
+    if not maxes or key < maxes[-1]:
+        order.add(item)
+        return
+    pos = len(maxes) - 1
+    keys: list[tuple[float, str]] = order._keys[pos]  # type: ignore[attr-defined]
+    order._lists[pos].append(item)  # type: ignore[attr-defined]
+    keys.append(key)
+    maxes[pos] = key
+    if len(keys) > order._load << 1 or order._index:  # type: ignore[attr-defined]
+        order._expand(pos)  # type: ignore[attr-defined]
+    order._len += 1  # type: ignore[attr-defined]

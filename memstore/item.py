@@ -270,7 +270,7 @@ class Item(MemoryCellSpec):
         if update:
             d.update(update)
         new = _new_item(Item)
-        _set_attr(new, "__dict__", d)
+        _set_dict(new, d)
         _set_fields_set(new, set(self.__pydantic_fields_set__))
         _set_extra(new, None)
         _set_private(new, None)
@@ -297,14 +297,10 @@ class Item(MemoryCellSpec):
         return self.title + event_time_annotation(self.event_date)
 
 
-_LIST_FIELDS = ("tags", "supersedes", "evidence_refs")
-_CHOICES = (
-    ("scope", frozenset({SCOPE_PUBLIC, SCOPE_PRIVATE})),
-    ("status", frozenset({STATUS_ACTIVE, STATUS_STALE, STATUS_SUPERSEDED})),
-    ("confidence", frozenset(CONFIDENCE_RANK)),
-    ("origin", frozenset({ORIGIN_OBSERVED, ORIGIN_DERIVED, ORIGIN_HUMAN, ORIGIN_VERIFIED, ""})),
-)
-_TIMES = ("stale_after", "created_at", "updated_at")
+_SCOPES = frozenset({SCOPE_PUBLIC, SCOPE_PRIVATE})
+_STATUSES = frozenset({STATUS_ACTIVE, STATUS_STALE, STATUS_SUPERSEDED})
+_CONFIDENCES = frozenset(CONFIDENCE_RANK)
+_ORIGINS = frozenset({ORIGIN_OBSERVED, ORIGIN_DERIVED, ORIGIN_HUMAN, ORIGIN_VERIFIED, ""})
 
 
 def well_typed(item: Item) -> bool:
@@ -326,6 +322,8 @@ def well_typed(item: Item) -> bool:
     False
     """
     d = item.__dict__
+    # Unrolled, and the containers' elements only walked when there are any:
+    # every write of an item asks this, and the common one holds empty lists.
     if not (
         type(d["id"]) is str
         and type(d["kind"]) is str
@@ -335,17 +333,26 @@ def well_typed(item: Item) -> bool:
         and type(d["event_date"]) is str
     ):
         return False
-    for name, allowed in _CHOICES:
-        value = d[name]
-        if type(value) is not str or value not in allowed:
-            return False
-    for name in _LIST_FIELDS:
-        values = d[name]
-        if type(values) is not list:
-            return False
-        for v in values:
-            if type(v) is not str:
-                return False
+    scope, status, confidence, origin = d["scope"], d["status"], d["confidence"], d["origin"]
+    if not (
+        type(scope) is str
+        and scope in _SCOPES
+        and type(status) is str
+        and status in _STATUSES
+        and type(confidence) is str
+        and confidence in _CONFIDENCES
+        and type(origin) is str
+        and origin in _ORIGINS
+    ):
+        return False
+    tags, supersedes, refs = d["tags"], d["supersedes"], d["evidence_refs"]
+    if not (type(tags) is list and type(supersedes) is list and type(refs) is list):
+        return False
+    if tags or supersedes or refs:
+        for values in (tags, supersedes, refs):
+            for v in values:
+                if type(v) is not str:
+                    return False
     links = d["links"]
     if type(links) is not list:
         return False
@@ -361,13 +368,15 @@ def well_typed(item: Item) -> bool:
     data = d["data"]
     if type(data) is not dict:
         return False
-    for k, v in data.items():
-        if type(k) is not str or type(v) is not str:
-            return False
-    for name in _TIMES:
-        value = d[name]
-        if value is not None and (type(value) is not _dt.datetime or value.utcoffset() is None):
-            return False
+    if data:
+        for k, v in data.items():
+            if type(k) is not str or type(v) is not str:
+                return False
+    stale_after, created_at, updated_at = d["stale_after"], d["created_at"], d["updated_at"]
+    if not (stale_after is None and created_at is None and updated_at is None):
+        for value in (stale_after, created_at, updated_at):
+            if value is not None and (type(value) is not _dt.datetime or value.utcoffset() is None):
+                return False
     return type(d["no_embed"]) is bool and type(d["links_set"]) is bool
 
 
@@ -376,6 +385,9 @@ _set_attr = object.__setattr__  # pydantic's own __setattr__ would validate and 
 # BaseModel's slots, set through their descriptors: what object.__setattr__ does
 # for them, without its lookup of the name on the class.
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+"""A model's ``__dict__`` set through its descriptor: ``object.__setattr__(m, "__dict__", d)``
+without the name's lookup on the class and the check of the class's own ``__setattr__``."""
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 

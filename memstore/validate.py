@@ -340,7 +340,10 @@ def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = No
     written before them can still be updated. Reading, deleting, exporting
     and importing such an item never asks them (:func:`record_rejection`).
     """
-    id, kind, title, content = item.id, item.kind, item.title, item.content
+    # Fields read from the item's __dict__, where the model keeps them: every
+    # write asks this, and an attribute of a model costs more than a key.
+    d = item.__dict__
+    id, kind, title, content = d["id"], d["kind"], d["title"], d["content"]
     if id and (len(id) > MAX_ID_CHARS or _bad_id(id)):
         return _id_shape_rejection(id)
     if id and previous is None and not id.isascii():
@@ -353,39 +356,41 @@ def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = No
         return _KIND_RULE.format(kind=kind[:80])
     if (not title or title.isspace()) and (not content or content.isspace()):
         return "title and content are both empty"
-    if len(item.title) > MAX_TITLE_CHARS:
-        return f"title is {len(item.title)} characters; at most {MAX_TITLE_CHARS}"
-    if len(item.content) > MAX_CONTENT_CHARS:
-        return f"content is {len(item.content)} characters; at most {MAX_CONTENT_CHARS}"
+    if len(title) > MAX_TITLE_CHARS:
+        return f"title is {len(title)} characters; at most {MAX_TITLE_CHARS}"
+    if len(content) > MAX_CONTENT_CHARS:
+        return f"content is {len(content)} characters; at most {MAX_CONTENT_CHARS}"
     why = _size_rejection(item)
     if why:
         return why
+    stale_after, event_date = d["stale_after"], d["event_date"]
     if kind in _KINDS_WITH_RULES:
         if (
             kind == KIND_STABLE_FACT
-            and item.confidence != "high"
+            and d["confidence"] != "high"
             and not vocabulary.fact_confidence_optional
         ):
-            return f"kind {kind!r} needs confidence 'high', got {item.confidence!r}"
-        if kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and item.stale_after is None:
+            return f"kind {kind!r} needs confidence 'high', got {d['confidence']!r}"
+        if kind in (KIND_HYPOTHESIS, KIND_UNKNOWN) and stale_after is None:
             return f"kind {kind!r} needs a deadline (stale_after)"
-        if kind == KIND_EVENT and not item.event_date:
+        if kind == KIND_EVENT and not event_date:
             return "kind 'event' needs an event_date (YYYY-MM-DD or RFC 3339)"
-    if item.stale_after is not None or item.created_at is not None or item.updated_at is not None:
+    if stale_after is not None or d["created_at"] is not None or d["updated_at"] is not None:
         why = naive_datetime_rejection(item)
         if why:
             return why
-    if item.event_date and not _valid_event_date(item.event_date):
+    if event_date and not _valid_event_date(event_date):
         return (
-            f"event_date {item.event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339 "
+            f"event_date {event_date[:80]!r} is neither YYYY-MM-DD nor RFC 3339 "
             "(in UTC, within the years 1-9999)"
         )
-    if item.scope == SCOPE_PRIVATE and not private_owner(item):
+    tags = d["tags"]
+    if d["scope"] == SCOPE_PRIVATE and not private_owner(item):
         return "a private item needs its owner's tag (user:<hash>)"
-    if len(item.tags) > MAX_TAGS:
-        return f"{len(item.tags)} tags; at most {MAX_TAGS}"
+    if len(tags) > MAX_TAGS:
+        return f"{len(tags)} tags; at most {MAX_TAGS}"
     partitions = 0
-    for tag in item.tags:
+    for tag in tags:
         if tag.startswith(PARTITION_TAG_PREFIX):  # first: a padded name is said as a partition
             why = _padded_partition(tag, previous)
             if why:
@@ -415,11 +420,11 @@ def validate_base(vocabulary: Vocabulary, item: Item, previous: Item | None = No
                 )
     if partitions > 1:
         return f"at most one partition tag ({PARTITION_TAG_PREFIX}...), got {partitions}"
-    for link in item.links:
-        why = thought_link_rejection(item.id, link)
+    for link in d["links"]:
+        why = thought_link_rejection(id, link)
         if why:
             return why
-    for key in item.data:
+    for key in d["data"]:
         if not key:
             return "data keys must be non-empty"
     return ""
