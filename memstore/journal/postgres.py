@@ -732,10 +732,8 @@ class PostgresJournal(JournalBase):
     def wait_for(self, lsn: Lsn | Hlc | str, timeout: float | None = None) -> bool:
         """Wait until every commit up to ``lsn`` is in the store and heard; whether it got there.
 
-        Heard: the store's after-commit listeners (its vector index, its
-        change hub) were told of it, so a search right after finds it (as a
-        write of this process's is heard before it returns; see
-        ``docs/store.md``, read your writes).
+        Heard: the store's after-commit listeners (vector index, change hub)
+        were told of it, as a write of this process's is before it returns.
 
         ``lsn`` is typically another process's :meth:`last_lsn` (read your
         writes across processes) or :meth:`head` (everything written so far):
@@ -757,8 +755,7 @@ class PostgresJournal(JournalBase):
         end = None if timeout is None else time.monotonic() + timeout
         if not self._position.wait_for(to_lsn(lsn, "lsn").packed(), timeout):
             return False
-        # In the store: now told to its listeners (vector index, hub) too.
-        store = self._store
+        store = self._store  # in the store: now heard by its listeners too
         left = None if end is None else max(0.0, end - time.monotonic())
         return store is None or store._await_all_published(left)
 
