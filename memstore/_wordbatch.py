@@ -22,7 +22,6 @@ lexicon's answers do not depend on it.
 
 >>> from collections import Counter
 >>> from memstore._postings import Postings
-from memstore.text import words, words_many
 >>> df, content, title = Counter(), Postings(), Postings()
 >>> new = count_docs([("a", ["api"], ["api", "timeout", "api"])], 0, df, content, title)
 >>> sorted(new), dict(df), content.pending, title.pending
