@@ -424,11 +424,11 @@ def table(pools: Sequence[Pool], rows: dict[str, list[tuple[float, float, float]
     for name, m in rows.items():
         arr = np.array(m)
         cells = [f"{v:.3f}" for v in arr.mean(axis=0)]
-        for c in cats:
-            sel = [i for i, p in enumerate(pools) if p.question.category == c]
+        for cat in cats:
+            sel = [i for i, p in enumerate(pools) if p.question.category == cat]
             cells.append(f"{arr[sel, 1].mean():.3f}")
-        for c in convs:
-            sel = [i for i, p in enumerate(pools) if p.question.conv == c]
+        for conv in convs:
+            sel = [i for i, p in enumerate(pools) if p.question.conv == conv]
             cells.append(f"{arr[sel, 1].mean():.3f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
