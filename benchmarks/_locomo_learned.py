@@ -505,6 +505,62 @@ def ablation_row(
     return row, text
 
 
+def _widened(pools: Sequence[Pool], extra: Callable[[Pool], npt.NDArray[np.float64]]) -> list[Pool]:
+    """The pools with columns ``extra(pool)`` appended to each feature row."""
+    return [Pool(p.question, p.fused, p.ids, np.hstack([p.x, extra(p)])) for p in pools]
+
+
+def probe(pools: Sequence[Pool], engine: list[tuple[float, float, float]]) -> None:
+    """The probes run after the rule's figures (docs/benchmarks.md lists them as such)."""
+    global BOUNDARY
+    from memstore.timeexpr import asks_when
+
+    def fused(p: Pool) -> bool:
+        return p.fused
+
+    for depth in GRID_DEPTHS:
+        for l2 in GRID_L2:
+            m = np.array(loo(pools, fused, ALL, l2, depth)).mean(axis=0)
+            print(f"  depth {depth:3d} L2 {l2:6.1f}: R@5 {m[0]:.3f} R@10 {m[1]:.3f}", end="")
+            print(f" MRR {m[2]:.3f}")
+    rows: dict[str, list[tuple[float, float, float]]] = {"engine (fused order)": engine}
+    for name, which, cols in VARIANTS[:2]:
+        got, picks = nested(pools, which, cols)
+        rows[f"{name}, nested LOO"] = got
+        print(f"{name}: picks per held conversation {picks}")
+    BOUNDARY = True
+    try:
+        for depth in (20, 30, 50):
+            for l2 in (1.0, 10.0):
+                rows[f"pairs across the 10th place, depth {depth}, L2 {l2:g}"] = loo(
+                    pools, fused, ALL, l2, depth
+                )
+    finally:
+        BOUNDARY = False
+    groups = {
+        "length": ("log_words",),
+        "channel scores": ("lex_norm", "sem_norm"),
+        "ranks": ("log_lex_rank", "log_sem_rank", "log_fused_rank"),
+        "neighbours": ("prev_lex", "prev_sem", "next_lex", "next_sem"),
+        "word statistics": ("coverage", "idf_cov", "tf"),
+        "signal hits": ("date_hit", "when_hit", "subject_hit"),
+    }
+    for name, group in groups.items():
+        rows[f"fused + {name}"] = loo(pools, fused, _columns(("fused", *group)))
+    upper = np.triu_indices(len(FEATURES))
+    quad = _widened(pools, lambda p: (p.x[:, :, None] * p.x[:, None, :])[:, upper[0], upper[1]])
+    for l2 in (1.0, 10.0, 100.0):
+        rows[f"features and their products, L2 {l2:g}"] = loo(
+            quad, fused, tuple(range(quad[0].x.shape[1])), l2
+        )
+    when = _widened(pools, lambda p: p.x * float(asks_when(p.question.text)))
+    for l2 in (1.0, 10.0):
+        rows[f"features and a 'when' copy, L2 {l2:g}"] = loo(
+            when, fused, tuple(range(when[0].x.shape[1])), l2
+        )
+    print(table(pools, rows))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from _locomo_data import load
     from _locomo_embed import CachingEmbedder, make_embedder
@@ -527,19 +583,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows[f"{name}, LOO"] = loo(pools, which, cols)
     print(table(pools, rows))
     if args.probe:
-        grid = {}
-        for depth in GRID_DEPTHS:
-            for l2 in GRID_L2:
-                m = np.array(loo(pools, lambda p: p.fused, ALL, l2, depth)).mean(axis=0)
-                grid[(depth, l2)] = m
-                print(f"  depth {depth:3d} L2 {l2:6.1f}: R@5 {m[0]:.3f} R@10 {m[1]:.3f}", end="")
-                print(f" MRR {m[2]:.3f}")
-        probe = {}
-        for name, which, cols in VARIANTS[:2]:
-            got, picks = nested(pools, which, cols)
-            probe[f"{name}, nested LOO"] = got
-            print(f"{name}: picks per held conversation {picks}")
-        print(table(pools, {**{"engine (fused order)": rows["engine (fused order)"]}, **probe}))
+        probe(pools, rows["engine (fused order)"])
     model = fit([p for p in pools if p.fused], ALL)
     print("\nweights fitted on all five (fused path, standardised features):")
     for name, w, m, s in zip(FEATURES, model.weights, model.mean, model.scale, strict=True):
