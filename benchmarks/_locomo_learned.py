@@ -1,8 +1,12 @@
 """A learned rerank of the hybrid search's fused candidates, scored leave-one-conversation-out.
 
-Part of ``benchmarks/locomo.py`` (``--learned``, and a row of ``--ablation``);
-also runnable alone (``python benchmarks/_locomo_learned.py --data ...``), which
-prints the per-conversation table of docs/benchmarks.md ("A learned fusion").
+Part of ``benchmarks/locomo.py`` (the ``with learned_rerank (LOO)`` row of
+``--ablation``); also runnable alone (``python benchmarks/_locomo_learned.py
+--data ... [--probe]``), which prints the tables of docs/benchmarks.md ("A
+learned fusion"). It reads the Searcher's lean path by wrapping private
+methods (``LeanFusion.ordered``/``add_lexical``/``add_semantic``,
+``Searcher._lexical``) for the duration of :func:`collect`: a benchmark's
+liberty, to be revisited if those move.
 
 What it does, per question: ask the default Searcher (``hybrid_search``), and
 while it runs read what its lean path computed for every candidate (the
