@@ -60,7 +60,11 @@ turned on by ``--feedback-round``.
 (and with all of them off), and once with each opt-in lever on, and prints a
 table: recall@5/@10 and MRR per variant, each lever's gain per conversation,
 and its leave-one-conversation-out recall@10 (the lever kept on for a
-conversation only if it helped the other four).
+conversation only if it helped the other four). Its last row, ``with
+learned_rerank (LOO)``, is not a ``SearchConfig`` lever: the fused candidates
+reordered by a linear model fitted on the other four conversations
+(``_locomo_learned``, docs/benchmarks.md "A learned fusion"), with its
+per-conversation table after the ablation's.
 
 The script is the command line; the work lives beside it: ``_locomo_data``
 (the file, turns as items), ``_locomo_embed`` (embedders and their cache),
@@ -90,6 +94,7 @@ from _locomo_data import (
     load,
 )
 from _locomo_embed import EMBED_BATCH, EMBEDDERS, CachingEmbedder, make_embedder
+from _locomo_learned import ablation_row
 from _locomo_metrics import ModeResult, run_mode
 from _locomo_modes import (
     LEVERS,
@@ -289,7 +294,10 @@ def run_ablation(
                 loo = leave_one_out(questions, on_, off_, metric)
                 row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
     make_searchers(convs, built, mode, config)  # the configured searchers back
-
+    log(f"ablation: {mode} with learned_rerank (leave-one-conversation-out)")
+    configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
+    learned, text = ablation_row(convs, built.searchers[mode], questions, whole, configured_off)
+    rows.append(learned | {"table": text})
     return rows
 
 
@@ -307,9 +315,10 @@ def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
     ]
     for r in rows:
         cat = " | ".join(f"{r['by_category_recall@10'][c]:.3f}" for c in cats)
+        p50 = "n/a" if r["p50_ms"] is None else f"{r['p50_ms']:.3f}"
         lines.append(
             f"| {r['variant']} | {r['recall@5']:.3f} | {r['recall@10']:.3f} | {r['mrr']:.3f} "
-            f"| {cat} | {r['p50_ms']:.3f} |"
+            f"| {cat} | {p50} |"
         )
     lines += [
         "",
@@ -343,6 +352,11 @@ def ablation_markdown(rows: Sequence[dict[str, Any]]) -> str:
             f"| {r['lever_loo_recall@5']:.3f} | {r['lever_loo_recall@10']:.3f} "
             f"| {r['lever_loo_mrr']:.3f} |"
         )
+    for r in rows:
+        if "table" in r:
+            what = "R@5, R@10 and MRR, R@10 per category and conversation"
+            lines += ["", f"{r['variant']}: {what}", ""]
+            lines.append(r["table"])
     return "\n".join(lines)
 
 

@@ -207,12 +207,21 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "without subject_signal",
         "no levers",
         "with feedback_round",
+        "with learned_rerank (LOO)",  # not a SearchConfig lever: the harness's rerank
     ]
     # A lever turned off on the command line stays off in every variant.
     assert all("when_signal" in r["off"] for r in rows.values())
     # An opt-in lever (off in SearchConfig) is on in its own row only.
-    assert [name for name, r in rows.items() if r["on"]] == ["with feedback_round"]
+    assert [name for name, r in rows.items() if r["on"]] == [
+        "with feedback_round",
+        "with learned_rerank (LOO)",
+    ]
     assert rows["with feedback_round"]["on"] == ["feedback_round"]
+    # The learned rerank is scored leave-one-conversation-out, with its own table.
+    learned = rows["with learned_rerank (LOO)"]
+    assert learned["p50_ms"] is None
+    assert 0.0 <= learned["lever_loo_recall@10"] <= 1.0
+    assert "learned, fused path (primary), LOO" in learned["table"]
     assert 0.0 <= rows["with feedback_round"]["lever_loo_recall@10"] <= 1.0
     for r in rows.values():
         assert 0.0 <= r["recall@5"] <= r["recall@10"] <= 1.0
