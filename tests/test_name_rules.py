@@ -319,9 +319,9 @@ def test_reads_name_such_a_partition_or_subject_as_it_is(tmp_path: Path) -> None
         assert [h.item.id for h in found if h.item.id == "rota-2"] == ["rota-2"]
         found = mem.search("pager rota", subject="pay\tments")
         assert [h.item.id for h in found] == ["pay-1"]
-        assert [it.id for it in mem.as_of(mem.stats().head, partition=LEGACY_PARTITION)] == [
-            "rota-2"
-        ]
+        head = mem.stats().head
+        assert head is not None
+        assert [it.id for it in mem.as_of(head, partition=LEGACY_PARTITION)] == ["rota-2"]
         with pytest.raises(InvalidItemError, match="U\\+001B"):
             mem.add("a new rota", partition=LEGACY_PARTITION)
 
