@@ -4,7 +4,7 @@ The stream's generator subscribed to the hub at its first step, which a
 ``StreamingResponse`` takes only after sending the headers. A client that
 took the headers for "following now" (the inspector shows "live" then) and
 made, or saw made, a change in that moment was never sent it: the listing of
-``tests/ui/test_browser.py::test_an_item_changed_out_of_the_listings_filter_leaves_it``
+``tests/ui/test_live_listing.py::test_an_item_changed_out_of_the_listings_filter_leaves_it``
 kept an item that had left its filter, now and then, under load. Here the
 client acts at the exact moment, inside the ASGI ``send`` of the headers:
 one change then, another once the stream's first frame came; both must

@@ -16,21 +16,24 @@ anything took.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memstore import AsyncMemory, Item, Memory, Store
 from memstore.config import Change
-from memstore.journal import Journal, SqliteJournal
+from memstore.journal import Journal
 from memstore_index import HashEmbedder, embed_text
+from tests.journals import open_journal
 from tests.pgtest import PgPlace
+
+if TYPE_CHECKING:
+    from memstore.journal import PostgresJournal
 
 WAIT_S = 30.0
 """Long enough for anything that is going to happen (never a measure of speed)."""
@@ -43,42 +46,47 @@ LATE = "returns before its after-commit listeners heard it"
 # ------------------------------------------------------------------ stores
 
 
-@contextlib.contextmanager
-def plain(tmp_path: Path, pg_place: Callable[[], PgPlace]) -> Iterator[Store]:
-    yield Store()
-
-
-@contextlib.contextmanager
-def sqlite(tmp_path: Path, pg_place: Callable[[], PgPlace]) -> Iterator[Store]:
-    store = Store()
-    with SqliteJournal(str(tmp_path / "journal.db"), durability="off") as journal:
-        journal.attach(store)
-        yield store
-
-
-@contextlib.contextmanager
-def postgres(tmp_path: Path, pg_place: Callable[[], PgPlace]) -> Iterator[Store]:
-    from memstore.journal import PostgresJournal
-
-    place = pg_place()
-    store = Store()
-    with PostgresJournal(place.dsn, schema=place.schema, durability="off") as journal:
-        journal.attach(store)
-        yield store
-
-
-Opener = Callable[[Path, Callable[[], PgPlace]], contextlib.AbstractContextManager[Store]]
-STORES = [
-    pytest.param(plain, id="plain"),
-    pytest.param(sqlite, id="sqlite"),
-    pytest.param(postgres, id="postgres"),
-]
+@pytest.fixture(params=["plain", "sqlite", "postgres"])
+def journal(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Journal | None]:
+    """The journal of each kind of store, durability off: none (a plain store), an
+    SQLite file, a PostgreSQL schema of the test's own."""
+    if request.param == "plain":
+        yield None
+        return
+    place = (
+        tmp_path / "journal.db"
+        if request.param == "sqlite"
+        else request.getfixturevalue("pg_place")
+    )
+    with open_journal(place, durability="off") as opened:
+        yield opened
 
 
 @pytest.fixture
-def places(request: pytest.FixtureRequest) -> Callable[[], PgPlace]:
-    """A fresh PostgreSQL schema, asked for only by the tests that use one."""
-    return lambda: request.getfixturevalue("pg_place")
+def store(journal: Journal | None) -> Store:
+    """A store restored from (and writing to) :func:`journal`."""
+    store = Store()
+    if journal is not None:
+        journal.attach(store)
+    return store
+
+
+@pytest.fixture
+def follower(
+    pg_place: PgPlace,
+) -> Iterator[tuple[Store, PostgresJournal, Store, PostgresJournal]]:
+    """Two processes' stores on one PostgreSQL journal: ours, and the other one whose
+    writes our journal's follower applies (and then tells our listeners of)."""
+    from memstore.journal import PostgresJournal  # psycopg: only where PostgreSQL is
+
+    opts: dict[str, Any] = {"durability": "off", "poll_interval": 0.05}
+    ours = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    theirs = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
+    with ours, theirs:
+        store, other = Store(), Store()
+        ours.attach(store)
+        theirs.attach(other)
+        yield store, ours, other, theirs
 
 
 def note(id: str, title: str = "") -> Item:
@@ -153,54 +161,42 @@ def hold_publication(store: Store, listener: Blocking) -> threading.Thread:
 # ------------------------------------------------------------------- tests
 
 
-@pytest.mark.parametrize("open_store", STORES)
-def test_a_write_another_thread_publishes_returns_once_its_listener_heard_it(
-    open_store: Opener, tmp_path: Path, places: Callable[[], PgPlace]
-) -> None:
-    with open_store(tmp_path, places) as store:
-        listener = Blocking("slow")
-        store.add_change_listener(listener)
-        committed = Committed("mine")
-        store.add_change_listener(committed, before_commit=True)
-        first = hold_publication(store, listener)
-        writer = Writer(lambda: store.upsert(note("mine")), listener)
-        writer.start()
-        assert committed.seen.wait(WAIT_S)
-        assert store.get("mine") is not None  # committed, and readable at once
-        assert not writer.returned.wait(STILL_S), "returned before its listener heard it"
-        listener.release.set()
-        assert writer.returned.wait(WAIT_S) and writer.error is None
-        assert writer.heard_on_return == ["slow", "mine"]
-        first.join(WAIT_S)
+def test_a_write_another_thread_publishes_returns_once_its_listener_heard_it(store: Store) -> None:
+    listener = Blocking("slow")
+    store.add_change_listener(listener)
+    committed = Committed("mine")
+    store.add_change_listener(committed, before_commit=True)
+    first = hold_publication(store, listener)
+    writer = Writer(lambda: store.upsert(note("mine")), listener)
+    writer.start()
+    assert committed.seen.wait(WAIT_S)
+    assert store.get("mine") is not None  # committed, and readable at once
+    assert not writer.returned.wait(STILL_S), "returned before its listener heard it"
+    listener.release.set()
+    assert writer.returned.wait(WAIT_S) and writer.error is None
+    assert writer.heard_on_return == ["slow", "mine"]
+    first.join(WAIT_S)
 
 
 def test_a_write_the_postgres_follower_publishes_returns_once_its_listener_heard_it(
-    pg_place: PgPlace,
+    follower: tuple[Store, PostgresJournal, Store, PostgresJournal],
 ) -> None:
     """The thread holding the turn is the follower, telling of another process's write."""
-    from memstore.journal import PostgresJournal
-
-    opts: dict[str, Any] = {"durability": "off", "poll_interval": 0.05}
-    ours = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
-    theirs = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
-    with ours, theirs:
-        store, other = Store(), Store()
-        ours.attach(store)
-        theirs.attach(other)
-        listener = Blocking("theirs")
-        store.add_change_listener(listener)
-        other.upsert(note("theirs"))  # our follower applies it, and is held telling of it
-        assert listener.entered.wait(WAIT_S)
-        writer = Writer(lambda: store.upsert(note("mine")), listener)
-        writer.start()
-        assert not writer.returned.wait(STILL_S), "returned before its listener heard it"
-        listener.release.set()
-        assert writer.returned.wait(WAIT_S) and writer.error is None
-        assert writer.heard_on_return == ["theirs", "mine"]
+    store, _, other, _ = follower
+    listener = Blocking("theirs")
+    store.add_change_listener(listener)
+    other.upsert(note("theirs"))  # our follower applies it, and is held telling of it
+    assert listener.entered.wait(WAIT_S)
+    writer = Writer(lambda: store.upsert(note("mine")), listener)
+    writer.start()
+    assert not writer.returned.wait(STILL_S), "returned before its listener heard it"
+    listener.release.set()
+    assert writer.returned.wait(WAIT_S) and writer.error is None
+    assert writer.heard_on_return == ["theirs", "mine"]
 
 
 def test_wait_for_returns_once_the_listeners_heard_the_other_processs_write(
-    pg_place: PgPlace,
+    follower: tuple[Store, PostgresJournal, Store, PostgresJournal],
 ) -> None:
     """``wait_for`` another process's write: the listeners (vector index, hub) have it too.
 
@@ -209,41 +205,29 @@ def test_wait_for_returns_once_the_listeners_heard_the_other_processs_write(
     ``wait_for`` answers only once the listener heard it (the follower
     itself does not wait: it applies on).
     """
-    from memstore.journal import PostgresJournal
-
-    opts: dict[str, Any] = {"durability": "off", "poll_interval": 0.05}
-    ours = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
-    theirs = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **opts)
-    with ours, theirs:
-        store, other = Store(), Store()
-        ours.attach(store)
-        theirs.attach(other)
-        store._publish_wait = 2 * WAIT_S  # no bound runs out while this test looks
-        listener = Blocking("slow")
-        store.add_change_listener(listener)
-        applied = Committed("later")
-        store.add_change_listener(applied, before_commit=True)
-        first = hold_publication(store, listener)
-        other.upsert(note("theirs"))
-        lsn = theirs.last_lsn()
-        assert lsn is not None
-        assert not ours.wait_for(lsn, STILL_S), "answered before it was heard"
-        other.upsert(note("later"))
-        assert applied.seen.wait(WAIT_S), "the follower waited for the listener"
-        assert store.get("theirs") is not None and store.get("later") is not None
-        listener.release.set()
-        lsn = theirs.last_lsn()
-        assert lsn is not None and ours.wait_for(lsn, WAIT_S)
-        assert listener.heard[:3] == ["slow", "theirs", "later"]
-        first.join(WAIT_S)
+    store, ours, other, theirs = follower
+    store._publish_wait = 2 * WAIT_S  # no bound runs out while this test looks
+    listener = Blocking("slow")
+    store.add_change_listener(listener)
+    applied = Committed("later")
+    store.add_change_listener(applied, before_commit=True)
+    first = hold_publication(store, listener)
+    other.upsert(note("theirs"))
+    lsn = theirs.last_lsn()
+    assert lsn is not None
+    assert not ours.wait_for(lsn, STILL_S), "answered before it was heard"
+    other.upsert(note("later"))
+    assert applied.seen.wait(WAIT_S), "the follower waited for the listener"
+    assert store.get("theirs") is not None and store.get("later") is not None
+    listener.release.set()
+    lsn = theirs.last_lsn()
+    assert lsn is not None and ours.wait_for(lsn, WAIT_S)
+    assert listener.heard[:3] == ["slow", "theirs", "later"]
+    first.join(WAIT_S)
 
 
-@pytest.mark.parametrize("open_store", STORES)
 def test_a_listener_that_writes_does_not_wait_for_itself(
-    open_store: Opener,
-    tmp_path: Path,
-    places: Callable[[], PgPlace],
-    caplog: pytest.LogCaptureFixture,
+    store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Its write is told by its own thread, after it returns: it must not wait for that.
 
@@ -251,36 +235,32 @@ def test_a_listener_that_writes_does_not_wait_for_itself(
     runs the listener that writes ``a-echo``: that write returns at once
     (waiting, it would hold up every writer for the bound, and log it).
     """
-    with open_store(tmp_path, places) as store:
-        store._publish_wait = WAIT_S
-        listener = Blocking("slow")
-        store.add_change_listener(listener)
+    store._publish_wait = WAIT_S
+    listener = Blocking("slow")
+    store.add_change_listener(listener)
 
-        def echo(op: str, item: Item | None, id: str, kind: str) -> None:
-            if id in {"a", "b"}:
-                store.upsert(note(f"{id}-echo"))
+    def echo(op: str, item: Item | None, id: str, kind: str) -> None:
+        if id in {"a", "b"}:
+            store.upsert(note(f"{id}-echo"))
 
-        store.add_change_listener(echo)
-        first = hold_publication(store, listener)
-        writer = Writer(lambda: store.upsert(note("a")), listener)
-        writer.start()
-        assert not writer.returned.wait(STILL_S)
-        with caplog.at_level(logging.WARNING, logger="memstore"):
-            listener.release.set()
-            assert writer.returned.wait(WAIT_S) and writer.error is None
-            assert writer.heard_on_return is not None and "a" in writer.heard_on_return
-            first.join(WAIT_S)
-            assert not first.is_alive()
-            store.upsert(note("b"))  # this thread publishes, and its listener writes
-            assert listener.heard[-2:] == ["b", "b-echo"]
-        assert LATE not in caplog.text
-        assert set(listener.heard) == {"slow", "a", "a-echo", "b", "b-echo"}
+    store.add_change_listener(echo)
+    first = hold_publication(store, listener)
+    writer = Writer(lambda: store.upsert(note("a")), listener)
+    writer.start()
+    assert not writer.returned.wait(STILL_S)
+    with caplog.at_level(logging.WARNING, logger="memstore"):
+        listener.release.set()
+        assert writer.returned.wait(WAIT_S) and writer.error is None
+        assert writer.heard_on_return is not None and "a" in writer.heard_on_return
+        first.join(WAIT_S)
+        assert not first.is_alive()
+        store.upsert(note("b"))  # this thread publishes, and its listener writes
+        assert listener.heard[-2:] == ["b", "b-echo"]
+    assert LATE not in caplog.text
+    assert set(listener.heard) == {"slow", "a", "a-echo", "b", "b-echo"}
 
 
-@pytest.mark.parametrize("open_store", STORES)
-def test_a_write_inside_a_batch_waits_when_the_batch_ends(
-    open_store: Opener, tmp_path: Path, places: Callable[[], PgPlace]
-) -> None:
+def test_a_write_inside_a_batch_waits_when_the_batch_ends(store: Store) -> None:
     """Inside ``batch()`` the thread holds the store's lock: the outermost group waits, once.
 
     A write inside the batch cannot wait (its group commits at the end, and
@@ -288,31 +268,30 @@ def test_a_write_inside_a_batch_waits_when_the_batch_ends(
     it returns while the other thread still publishes; the batch's end
     returns only once both of its writes were heard.
     """
-    with open_store(tmp_path, places) as store:
-        listener = Blocking("slow")
-        store.add_change_listener(listener)
+    listener = Blocking("slow")
+    store.add_change_listener(listener)
 
-        def reader(op: str, item: Item | None, id: str, kind: str) -> None:
-            store.get(id)  # a listener that reads the store (takes its lock)
+    def reader(op: str, item: Item | None, id: str, kind: str) -> None:
+        store.get(id)  # a listener that reads the store (takes its lock)
 
-        store.add_change_listener(reader)
-        first = hold_publication(store, listener)
-        inside = threading.Event()
+    store.add_change_listener(reader)
+    first = hold_publication(store, listener)
+    inside = threading.Event()
 
-        def batch() -> None:
-            with store.batch():
-                store.upsert(note("x"))
-                store.upsert(note("y"))
-                inside.set()
+    def batch() -> None:
+        with store.batch():
+            store.upsert(note("x"))
+            store.upsert(note("y"))
+            inside.set()
 
-        writer = Writer(batch, listener)
-        writer.start()
-        assert inside.wait(WAIT_S), "a write inside the batch waited under the store's lock"
-        assert not writer.returned.wait(STILL_S), "the batch returned before it was heard"
-        listener.release.set()
-        assert writer.returned.wait(WAIT_S) and writer.error is None
-        assert writer.heard_on_return == ["slow", "x", "y"]
-        first.join(WAIT_S)
+    writer = Writer(batch, listener)
+    writer.start()
+    assert inside.wait(WAIT_S), "a write inside the batch waited under the store's lock"
+    assert not writer.returned.wait(STILL_S), "the batch returned before it was heard"
+    listener.release.set()
+    assert writer.returned.wait(WAIT_S) and writer.error is None
+    assert writer.heard_on_return == ["slow", "x", "y"]
+    first.join(WAIT_S)
 
 
 def test_a_listener_that_blocks_holds_a_write_up_to_the_bound_then_it_returns(
@@ -384,20 +363,8 @@ def test_a_grouped_listener_hears_the_write_before_it_returns() -> None:
 # ------------------------------------------------- Memory, with its vectors
 
 
-def _memory(kind: str, tmp_path: Path, places: Callable[[], PgPlace]) -> Memory:
-    if kind == "sqlite":
-        journal: Journal = SqliteJournal(str(tmp_path / "journal.db"), durability="off")
-        return Memory(journal=journal, embedder=HashEmbedder(dim=32))
-    from memstore.journal import PostgresJournal  # psycopg: only where PostgreSQL is
-
-    place = places()
-    journal = PostgresJournal(place.dsn, schema=place.schema, durability="off")
-    return Memory(journal=journal, embedder=HashEmbedder(dim=32))
-
-
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_memory_add_then_a_semantic_search_finds_it_while_another_thread_writes(
-    kind: str, tmp_path: Path, places: Callable[[], PgPlace]
+    journal: Journal | None,
 ) -> None:
     """Every round: add, then at once look the item up by its vector.
 
@@ -405,7 +372,7 @@ def test_memory_add_then_a_semantic_search_finds_it_while_another_thread_writes(
     its own when this thread's add commits: its thread then indexes this
     add's vector. The add must not return before that.
     """
-    with _memory(kind, tmp_path, places) as mem:
+    with Memory(journal=journal, embedder=HashEmbedder(dim=32)) as mem:
         cells = mem.cells
         assert cells is not None
         stop = threading.Event()

@@ -30,7 +30,7 @@ from memstore.memory import JOURNAL_FILE, Memory
 from memstore.tags import partition_from_tags
 from memstore.web.journal_option import JournalOptionError
 
-from ._journal import kept_elsewhere, shared_memory
+from ._journal import journal_refusal, shared_memory
 
 DEFAULT_DATA = "data"
 
@@ -141,7 +141,7 @@ def in_its_journal(data: str) -> None:
     Opened as it is, it would hold no memory, and a write would start a new one
     in SQLite beside the one its server serves (:mod:`memstore.cli._journal`).
     """
-    why = kept_elsewhere(data)
+    why = journal_refusal(data, None, None)
     if why:
         raise UsageError(why)
 

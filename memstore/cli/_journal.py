@@ -11,6 +11,13 @@ with ``--journal`` every data command works on that journal as the server
 does (:func:`shared_memory`), leaving the folder's files to the server. A
 ``--journal`` naming another journal than the folder records is refused
 too, naming both (:func:`another_journal`).
+
+The servers (``memstore serve``, ``serve --api mindlayer``, ``mcp``) open a
+folder with a ``--journal`` too: a wrong one rewrote the folder's record and
+served (and made) another schema, and none at all served a new SQLite memory
+beside the recorded one. Every command that takes ``--data`` and
+``--journal`` asks :func:`journal_refusal`, the one check, before it opens
+anything.
 """
 
 from __future__ import annotations
@@ -21,19 +28,53 @@ from pathlib import Path
 from memstore._journal_record import postgres_record, read_journal_record, same_journal
 from memstore.backup import TOKENS_FILE, VECTORS_FILE
 from memstore.memory import JOURNAL_FILE, Memory
-from memstore.web.journal_option import JournalOptionError
+from memstore.web.journal_option import JournalOptionError, postgres_settings
 
-__all__ = ["another_journal", "kept_elsewhere", "shared_memory"]
+__all__ = ["another_journal", "journal_refusal", "kept_elsewhere", "shared_memory"]
 
 _SERVER_FILES = (VECTORS_FILE, TOKENS_FILE)
 """What a server keeps in its folder beside a journal of another place."""
 
 
-def kept_elsewhere(data: str) -> str:
+def journal_refusal(
+    data: str, journal: str | None, schema: str | None, *, unrecorded: bool = True
+) -> str:
+    """Why the folder ``data`` must not be opened with ``--journal`` ``journal`` and
+    ``--journal-schema`` ``schema``, or ``""``: the check of every command that takes both.
+
+    Without ``journal`` (the folder's own ``journal.db``), :func:`kept_elsewhere`
+    answers; with one, :func:`another_journal`, before anything is opened (opening
+    a journal makes its schema when missing). ``unrecorded=False`` leaves out
+    :func:`kept_elsewhere`'s guess about a folder written before folders recorded
+    their journal: a server makes its ``tokens.json`` before its journal, so a
+    first start that failed half-way leaves such a folder, its own.
+
+    >>> import tempfile, json, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "journal.json").write_text(json.dumps({"journal": "HostJournal"}))
+    >>> print(journal_refusal(str(folder), "postgresql://app@db/memory", None))
+    ... # doctest: +ELLIPSIS
+    --journal names a PostgreSQL journal (app@db:5432/memory, schema memstore), but /.../ is ...
+
+    :raises JournalOptionError: ``schema`` cannot go with ``journal`` (see
+        :func:`~memstore.web.journal_option.postgres_settings`).
+    :raises ValueError: a ``memstore_`` parameter of the DSN the journal cannot take.
+    """
+    if not journal:
+        return kept_elsewhere(data, unrecorded=unrecorded)
+    settings = postgres_settings(journal, schema)
+    if settings is None:  # no PostgreSQL DSN: the parsers refuse it, Memory too
+        return ""
+    dsn, options = settings
+    return another_journal(data, dsn, options["schema"])
+
+
+def kept_elsewhere(data: str, *, unrecorded: bool = True) -> str:
     """Why the folder ``data`` cannot be used without ``--journal``, or ``""``.
 
     The folder records another journal (``journal.json``), or, written before
-    it did, holds a server's files but no ``journal.db``.
+    it did, holds a server's files but no ``journal.db`` (asked only with
+    ``unrecorded``).
 
     >>> import tempfile, json, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -49,7 +90,7 @@ def kept_elsewhere(data: str) -> str:
         return ""
     record = read_journal_record(folder)
     if record is None:
-        if (folder / JOURNAL_FILE).is_file():
+        if not unrecorded or (folder / JOURNAL_FILE).is_file():
             return ""
         files = [name for name in _SERVER_FILES if (folder / name).is_file()]
         if not files:
@@ -86,15 +127,15 @@ def shared_memory(args: argparse.Namespace, *, embed: bool) -> Memory:
     own. Raises :class:`ValueError` for a schema the journal cannot take.
     """
     from memstore.journal.postgres import PostgresJournal
-    from memstore.web.journal_option import postgres_settings
 
-    settings = postgres_settings(args.journal, getattr(args, "journal_schema", None))
+    schema = getattr(args, "journal_schema", None)
+    why = journal_refusal(args.data, args.journal, schema)
+    if why:  # refused before connecting: opening a journal makes its schema when missing
+        raise JournalOptionError(why)
+    settings = postgres_settings(args.journal, schema)
     if settings is None:  # pragma: no cover - the parser takes only a postgresql:// DSN
         raise ValueError("--journal takes a postgresql:// DSN")
     dsn, options = settings
-    why = another_journal(args.data, dsn, options["schema"])
-    if why:  # refused before connecting: opening a journal makes its schema when missing
-        raise JournalOptionError(why)
     journal = PostgresJournal(dsn, **options)
     return Memory(embedder=args.embedder if embed else None, journal=journal)
 

@@ -1,7 +1,9 @@
 """The commands that run a server: ``serve`` (MemoryProtocol or Mind Layer) and ``mcp``.
 
 Each imports its server only when run, so the other commands need none of
-the optional extras.
+the optional extras. Each checks ``--journal`` against the journal the
+``--data`` folder records (:func:`~memstore.cli._journal.journal_refusal`, as
+every data command does) before its server opens or makes anything.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import argparse
 import importlib
 import sys
 from types import ModuleType
+
+from ._journal import journal_refusal
 
 _PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
 """``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has not."""
@@ -21,6 +25,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "memstore: --owner-token-file is for --api mindlayer (this takes --tokens-file)",
             file=sys.stderr,
         )
+        return 2
+    if _journal_refused(args):
         return 2
     module = "memstore.mindlayer.server" if args.api == "mindlayer" else "memstore.protocol.server"
     server = _extra(module, "serve", "server")
@@ -44,6 +50,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         mounts.append(importlib.import_module("memstore.ui").install)
     code = server.serve(args, mounts=mounts)
     return code
+
+
+def _journal_refused(args: argparse.Namespace) -> bool:
+    """Whether ``--journal`` is not the ``--data`` folder's (said on stderr, as the data
+    commands say it): a server given another would serve, and record, another memory.
+
+    A ``--journal`` or ``--journal-schema`` that names no journal at all is left to
+    the server, which refuses it in its own words before opening anything.
+    """
+    try:
+        why = journal_refusal(
+            args.data, args.journal, getattr(args, "journal_schema", None), unrecorded=False
+        )
+    except (ValueError, ImportError):  # JournalOptionError is a ValueError; psycopg missing
+        return False
+    if why:
+        print(f"memstore: {why}", file=sys.stderr)
+    return bool(why)
 
 
 def _changed(
@@ -73,6 +97,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    if _journal_refused(args):
+        return 2
     run = _extra("memstore.mcp.run", "mcp", "mcp")
     if run is None:
         return 1

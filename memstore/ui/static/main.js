@@ -7,8 +7,9 @@ import { change, hit, itemPanel, statsPanel, withdrawnPanel } from "./views.js";
 
 const $ = (id) => document.getElementById(id);
 // query, kind, subject: those of the listing shown (not what is typed in the boxes since);
-// offset: how many of its hits the server has answered so far (its next page starts there).
-const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, live: null, searches: 0, opens: 0, session: 0 };
+// offset: how many of its hits the server has answered so far (its next page starts there);
+// changes: how many live changes were applied to what is shown (see asked()).
+const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, live: null, searches: 0, opens: 0, session: 0, changes: 0 };
 
 function showError(error) {
   const box = $("error");
@@ -111,10 +112,29 @@ async function runSearch() {
   await list($("q").value, $("kind").value.trim(), $("subject").value.trim());
 }
 
+// How many times a page of a listing is asked again when live changes came while it was
+// on its way (a memory that never stops changing gets the last answer shown).
+const ASK_AGAIN = 3;
+
+/**
+ * A page of a listing, asked until no live change came while it was on its way: such a
+ * change may be one the answer was read before (an item that has since left the
+ * listing's filters, or been deleted), and was applied to what is shown now, which the
+ * answer replaces or extends; a next page asked from a start that change moved would
+ * skip an item. `params()` is read at each asking (the start, `state.offset`, moves).
+ */
+async function asked(params) {
+  for (let n = 0; ; n++) {
+    const changes = state.changes;
+    const answer = await call("search", params());
+    if (changes === state.changes || n >= ASK_AGAIN) return answer;
+  }
+}
+
 /** Show the first page of a listing (a search, or the newest items when query is blank). */
 async function list(query, kind, subject) {
   const mine = ++state.searches; // only the newest search's answer is shown
-  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf });
+  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf }));
   if (mine !== state.searches) return;
   Object.assign(state, { query, kind, subject, offset: 0 });
   banner(answer.as_of);
@@ -126,7 +146,7 @@ async function list(query, kind, subject) {
 async function moreResults() {
   const mine = state.searches; // a new search meanwhile makes this page moot
   const { query, kind, subject } = state;
-  const answer = await call("search", { q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset });
+  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset }));
   if (mine === state.searches) showPage(answer);
 }
 
@@ -291,6 +311,7 @@ function startLive() {
 
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
+  state.changes++; // a page of the listing on its way may predate it: asked() asks again
   const newest = !state.query.trim(); // a listing of the newest items, not a search
   // A delete marked withdrawn: the item lives on, out of this tenant's sight (moved to
   // another partition or tenant, unshared, made private). Not deleted: say so.
