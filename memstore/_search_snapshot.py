@@ -7,7 +7,8 @@ each in Python; the same tests over integer slots are one numpy expression
 for the whole pool. :class:`SearchSnapshot` holds what those tests read, per
 slot: the item's kind, partition, ``shared`` tag, whether it is active and
 public, its deadline and update time as integer microseconds (exactly the
-``datetime`` comparisons, no float rounding), and, built on first use per
+``datetime`` comparisons, no float rounding), its word count (for the
+searcher's information prior, :func:`item_words`), and, built on first use per
 relation set, the link graph as compressed rows (:class:`LinkGraph`).
 
 The store builds a snapshot lazily (:meth:`~memstore.store.Store.search_snapshot`);
@@ -33,7 +34,7 @@ import numpy.typing as npt
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.tags import SHARED_TAG, partition_from_tags
 
-__all__ = ["NEVER_US", "LinkGraph", "SearchSnapshot", "micros"]
+__all__ = ["NEVER_US", "LinkGraph", "SearchSnapshot", "item_words", "micros"]
 
 _Rows = slice | npt.NDArray[np.intp]
 _ReadableKey = tuple[str, tuple[str, ...], str | None]
@@ -47,6 +48,7 @@ _GROWN = (
     "updated_us",
     "has_update",
     "id_rank",
+    "words",
 )
 """The per-slot columns a derived snapshot extends (:class:`_Column`)."""
 
@@ -68,6 +70,19 @@ def micros(dt: _dt.datetime) -> int:
     1000005
     """
     return (dt - _EPOCH) // _MICRO
+
+
+def item_words(item: Item) -> int:
+    """The number of whitespace-separated words in ``item``'s title and content.
+
+    How much an item says, as the searcher's information prior reads it
+    (:mod:`memstore.search._prior`): counted once per item, when a snapshot
+    is built or derived.
+
+    >>> item_words(Item(kind="event", title="Trip", content="Later, take care!"))
+    4
+    """
+    return len(item.title.split()) + len(item.content.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +198,7 @@ class _Facts:
     the names first seen here. A naive ``datetime`` raises ``TypeError``.
     """
 
-    __slots__ = ("deadline_us", "kind", "live", "partition", "shared", "updated_us")
+    __slots__ = ("deadline_us", "kind", "live", "partition", "shared", "updated_us", "words")
 
     def __init__(self, n: int) -> None:
         self.kind = np.zeros(n, np.int32)
@@ -192,6 +207,7 @@ class _Facts:
         self.shared = np.zeros(n, np.bool_)
         self.deadline_us = np.full(n, NEVER_US, np.int64)
         self.updated_us = np.full(n, _NO_UPDATE_US, np.int64)
+        self.words = np.zeros(n, np.int64)
 
     @classmethod
     def of(
@@ -199,6 +215,7 @@ class _Facts:
     ) -> _Facts:
         out = cls(len(items))
         kind, part, live, shared = out.kind, out.partition, out.live, out.shared
+        out.words[:] = [item_words(it) for it in items]
         for s, it in enumerate(items):
             kind[s] = kind_code.setdefault(it.kind, len(kind_code))
             part[s] = partition_code.setdefault(partition_from_tags(it.tags), len(partition_code))
@@ -237,6 +254,8 @@ class SearchSnapshot:
         self.live, self.shared = cols.live, cols.shared
         """``live``: active and not private (the deadline is the search's to test)."""
         self.deadline_us, self.updated_us = cols.deadline_us, cols.updated_us
+        self.words = cols.words
+        """Each item's word count (:func:`item_words`)."""
         self.has_update = self.updated_us != _NO_UPDATE_US
         order = np.argsort(np.array(self.ids, dtype=object), kind="stable")
         self.id_rank = np.empty(n, np.intp)

@@ -221,7 +221,7 @@ def _decoded(snap: SearchSnapshot) -> dict[str, Any]:
         "partition": [parts[int(c)] for c in snap.partition],
         "first_deadline_us": snap.first_deadline_us,
     }
-    for name in ("live", "shared", "deadline_us", "updated_us", "has_update", "id_rank"):
+    for name in ("live", "shared", "deadline_us", "updated_us", "has_update", "id_rank", "words"):
         out[name] = getattr(snap, name).tolist()
     for rels in (("precedes",), tuple(RELATIONS)):
         g = snap.graph(rels)
