@@ -34,6 +34,7 @@ array([0.9, 0.9, 1. ])
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import numpy as np
@@ -63,6 +64,9 @@ INFO_PRIOR_FUSED: Final = "fused"
 INFO_PRIORS: Final = (INFO_PRIOR_OFF, INFO_PRIOR_SEMANTIC, INFO_PRIOR_FUSED)
 """Every value ``SearchConfig.info_prior`` accepts."""
 
+_ENTRY = itemgetter(0)
+_SIM = itemgetter(1)
+
 PRIOR_WEIGHT: Final = 0.05
 """Cosine credit per unit of ``ln(1 + words)``: a 30-word item gains about 0.10
 over a 3-word one (the constant of a dense-only probe on LoCoMo dev, taken over)."""
@@ -83,10 +87,13 @@ def semantic_prior(
     """
     if not hits:
         return []
-    sims = np.fromiter((s for _, s in hits), np.float64, len(hits))
-    scored: list[float] = (sims + PRIOR_WEIGHT * np.log1p(words.astype(np.float64))).tolist()
-    order: list[int] = np.argsort([-s for s in scored], kind="stable").tolist()
-    return [(hits[i][0], scored[i]) for i in order]
+    sims = np.fromiter(map(_SIM, hits), np.float64, len(hits))
+    scored = sims + PRIOR_WEIGHT * np.log1p(words.astype(np.float64))
+    order = np.argsort(-scored, kind="stable")  # negation is exact: best first, ties kept
+    entries = itemgetter(*order.tolist())(list(map(_ENTRY, hits)))
+    if len(hits) == 1:
+        entries = (entries,)
+    return list(zip(entries, scored[order].tolist(), strict=True))
 
 
 def short_factors(words: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
