@@ -12,6 +12,7 @@ The snapshot's word column is each item's title and content word count.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -165,3 +166,39 @@ def test_on_any_store_the_lean_and_general_paths_agree_and_off_changes_nothing(
         assert got[2:] == want[2:]
     if prior == "off":
         assert lean == search(False), "off is exactly the searcher without the option"
+
+
+@pytest.mark.parametrize("prior", ["off", "fused"])
+def test_the_signals_still_reach_a_candidate_the_handicap_brings_within_reach(
+    prior: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The lean path works out signal bonuses only for candidates that could place
+    # (within the largest bonus of the need-th best). The handicap lowers the
+    # need-th best after the bonus, so the cut must be lowered with it: here 30
+    # short items score 1.0 (0.9 with the prior) and one long item 0.7, whose
+    # bonus of 0.25 lifts it to 0.95, first with the prior, last without it.
+    import memstore.search._lean as lean
+
+    store = Store(Config(clock=FakeClock(T0)))
+    for i in range(30):
+        store.upsert(Item(id=f"s{i:02d}", kind="note", content="ok thanks"))
+    store.upsert(Item(id="long", kind="note", content=" ".join(["word"] * 20)))
+    snap = store.search_snapshot()
+    assert snap is not None
+    long_slot = snap.slot_of("long")
+    monkeypatch.setattr(lean, "max_bonus", lambda sig: 0.25)
+    monkeypatch.setattr(
+        lean, "slot_bonus", lambda sig, snap, slots: np.where(slots == long_slot, 0.25, 0.0)
+    )
+    searcher = Searcher(SearchConfig(store=store, info_prior=prior))
+    fusion = lean.LeanFusion(searcher, snap, 0, "", "", True)
+    fusion._base[:] = 1.0
+    fusion._base[long_slot] = 0.7
+    fusion._scored[:] = True
+    fusion._semantic = True
+    fusion.signal(SimpleNamespace())  # type: ignore[arg-type]
+    got = fusion.ids(fusion.ordered(20))
+    if prior == "fused":
+        assert got[0] == "long"
+    else:
+        assert "long" not in got
