@@ -7,8 +7,8 @@ each in Python; the same tests over integer slots are one numpy expression
 for the whole pool. :class:`SearchSnapshot` holds what those tests read, per
 slot: the item's kind, partition, ``shared`` tag, whether it is active and
 public, its deadline and update time as integer microseconds (exactly the
-``datetime`` comparisons, no float rounding), its word count (for the
-searcher's information prior, :func:`item_words`), and, built on first use per
+``datetime`` comparisons, no float rounding), and, built on first use, its
+word count (for the searcher's information prior, :func:`item_words`) and per
 relation set, the link graph as compressed rows (:class:`LinkGraph`).
 
 The store builds a snapshot lazily (:meth:`~memstore.store.Store.search_snapshot`);
@@ -48,7 +48,6 @@ _GROWN = (
     "updated_us",
     "has_update",
     "id_rank",
-    "words",
 )
 """The per-slot columns a derived snapshot extends (:class:`_Column`)."""
 
@@ -150,6 +149,11 @@ class LinkGraph:
         return src, self.other[at], self.weight[at]
 
 
+def _counts(items: Sequence[Item]) -> npt.NDArray[np.int64]:
+    """:func:`item_words` of each of ``items``, as an array."""
+    return np.fromiter(map(item_words, items), np.int64, len(items))
+
+
 class _Column:
     """One per-slot array shared along a chain of derived snapshots, with room to grow.
 
@@ -198,7 +202,7 @@ class _Facts:
     the names first seen here. A naive ``datetime`` raises ``TypeError``.
     """
 
-    __slots__ = ("deadline_us", "kind", "live", "partition", "shared", "updated_us", "words")
+    __slots__ = ("deadline_us", "kind", "live", "partition", "shared", "updated_us")
 
     def __init__(self, n: int) -> None:
         self.kind = np.zeros(n, np.int32)
@@ -207,7 +211,6 @@ class _Facts:
         self.shared = np.zeros(n, np.bool_)
         self.deadline_us = np.full(n, NEVER_US, np.int64)
         self.updated_us = np.full(n, _NO_UPDATE_US, np.int64)
-        self.words = np.zeros(n, np.int64)
 
     @classmethod
     def of(
@@ -215,7 +218,6 @@ class _Facts:
     ) -> _Facts:
         out = cls(len(items))
         kind, part, live, shared = out.kind, out.partition, out.live, out.shared
-        out.words[:] = [item_words(it) for it in items]
         for s, it in enumerate(items):
             kind[s] = kind_code.setdefault(it.kind, len(kind_code))
             part[s] = partition_code.setdefault(partition_from_tags(it.tags), len(partition_code))
@@ -254,8 +256,6 @@ class SearchSnapshot:
         self.live, self.shared = cols.live, cols.shared
         """``live``: active and not private (the deadline is the search's to test)."""
         self.deadline_us, self.updated_us = cols.deadline_us, cols.updated_us
-        self.words = cols.words
-        """Each item's word count (:func:`item_words`)."""
         self.has_update = self.updated_us != _NO_UPDATE_US
         order = np.argsort(np.array(self.ids, dtype=object), kind="stable")
         self.id_rank = np.empty(n, np.intp)
@@ -266,6 +266,7 @@ class SearchSnapshot:
         self.first_deadline_us = int(self.deadline_us.min()) if n else int(NEVER_US)
         """The earliest deadline: before it, no item is past its own."""
         self._columns = {name: _Column(getattr(self, name), n) for name in _GROWN}
+        self._words: _Column | None = None
         self._graphs: dict[frozenset[str], LinkGraph] = {}
         self._linkers: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         self.of_graph: dict[frozenset[str], object] = {}
@@ -370,6 +371,14 @@ class SearchSnapshot:
             out.first_deadline_us = min(
                 self.first_deadline_us, int(new.deadline_us.min(initial=NEVER_US))
             )
+        out._words = None
+        if self._words is not None:  # counted here: the new and replaced items' counts only
+            out._words, _ = self._words.extended(
+                n,
+                _counts(added),
+                at,
+                _counts([it for _, it in replaced]) if replaced else None,
+            )
         out._graphs, out._linkers, out.of_graph = {}, None, {}
         if same_links:  # the new slots have no edges: each row set gains empty rows
             grow = len(added)
@@ -389,6 +398,21 @@ class SearchSnapshot:
 
     def __len__(self) -> int:
         return self._n
+
+    @property
+    def words(self) -> npt.NDArray[np.int64]:
+        """Each slot's word count (:func:`item_words`), counted on first use.
+
+        Only a search with the information prior on reads it, so a store that
+        never uses the prior never pays for it; a snapshot derived from one
+        that counted them counts only the items written since.
+        """
+        col = self._words
+        if col is None:
+            items = self.items if len(self.items) == self._n else self.items[: self._n]
+            col = self._words = _Column(_counts(items), self._n)
+        out: npt.NDArray[np.int64] = col.data[: self._n]
+        return out
 
     def graph(self, relations: Collection[str]) -> LinkGraph:
         """The link graph along ``relations``, built on first use."""

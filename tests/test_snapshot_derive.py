@@ -253,6 +253,7 @@ def _warm_up(snap: SearchSnapshot) -> None:
     snap.partition_mask("a")
     snap.readable_mask("", ("system_configuration",), "a")
     snap.readable_mask("note", (), None)
+    snap.words  # noqa: B018 (the word counts, counted on first use, carried once counted)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
