@@ -115,6 +115,7 @@ from _locomo_modes import (
     per_conversation,
     searcher_api,
 )
+from _locomo_prior import PRIOR_VARIANTS, prior_rows
 from _locomo_relevance import abstention
 from _locomo_report import dumps, machine_info, markdown, plot, show_misses
 from _locomo_tiebreak import TIEBREAKS
@@ -209,6 +210,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
     p.add_argument(
+        "--info-prior",
+        choices=("off", *PRIOR_VARIANTS),
+        default="off",
+        help="SearchConfig.info_prior of the Searcher modes: a handicap for items of few words "
+        "(default: off; --ablation runs each variant as a row either way)",
+    )
+    p.add_argument(
         "--ablation",
         action="store_true",
         help="also run the default Searcher mode with each lever off; print the ablation table",
@@ -293,9 +301,16 @@ def run_ablation(
             for metric in ("recall@5", "recall@10", "rr"):
                 loo = leave_one_out(questions, on_, off_, metric)
                 row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
+
+    def with_prior(variant: str) -> ModeResult:
+        log(f"ablation: {mode} with info_prior={variant}")
+        make_searchers(convs, built, mode, config | {"info_prior": variant})
+        return run_mode(mode, make_search(mode, built, emb), questions, ks)[0]
+
+    configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
+    rows += prior_rows(questions, whole, with_prior, configured_off)
     make_searchers(convs, built, mode, config)  # the configured searchers back
     log(f"ablation: {mode} with learned_rerank (leave-one-conversation-out)")
-    configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
     learned, text = ablation_row(convs, built.searchers[mode], questions, whole, configured_off)
     rows.append(learned | {"table": text})
     return rows
@@ -432,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spread = () if args.no_links else (TURN_RELATION,)
     off = [lever for lever in LEVERS if getattr(args, f"no_{lever}")]
     on = [lever for lever in OPT_IN_LEVERS if getattr(args, lever)]
-    config = {"spread_relations": spread, "fusion": args.fusion}
+    config = {"spread_relations": spread, "fusion": args.fusion, "info_prior": args.info_prior}
     config |= lever_kwargs(off, args.signal_weight, on)
     for mode in searcher_modes:
         make_searchers(convs, built, mode, config)
@@ -500,6 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "fusion": args.fusion,
                 "levers_off": off,
                 "levers_on": on,
+                "info_prior": args.info_prior,
                 "signal_weight": args.signal_weight,
                 "defaults": "every other SearchConfig field",
             },

@@ -7,7 +7,8 @@ each in Python; the same tests over integer slots are one numpy expression
 for the whole pool. :class:`SearchSnapshot` holds what those tests read, per
 slot: the item's kind, partition, ``shared`` tag, whether it is active and
 public, its deadline and update time as integer microseconds (exactly the
-``datetime`` comparisons, no float rounding), and, built on first use per
+``datetime`` comparisons, no float rounding), and, built on first use, its
+word count (for the searcher's information prior, :func:`item_words`) and per
 relation set, the link graph as compressed rows (:class:`LinkGraph`).
 
 The store builds a snapshot lazily (:meth:`~memstore.store.Store.search_snapshot`);
@@ -33,7 +34,7 @@ import numpy.typing as npt
 from memstore.item import SCOPE_PRIVATE, STATUS_ACTIVE, Item
 from memstore.tags import SHARED_TAG, partition_from_tags
 
-__all__ = ["NEVER_US", "LinkGraph", "SearchSnapshot", "micros"]
+__all__ = ["NEVER_US", "LinkGraph", "SearchSnapshot", "item_words", "micros"]
 
 _Rows = slice | npt.NDArray[np.intp]
 _ReadableKey = tuple[str, tuple[str, ...], str | None]
@@ -68,6 +69,19 @@ def micros(dt: _dt.datetime) -> int:
     1000005
     """
     return (dt - _EPOCH) // _MICRO
+
+
+def item_words(item: Item) -> int:
+    """The number of whitespace-separated words in ``item``'s title and content.
+
+    How much an item says, as the searcher's information prior reads it
+    (:mod:`memstore.search._prior`): counted once per item, when a snapshot
+    is built or derived.
+
+    >>> item_words(Item(kind="event", title="Trip", content="Later, take care!"))
+    4
+    """
+    return len(item.title.split()) + len(item.content.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +147,11 @@ class LinkGraph:
         first = np.repeat(np.cumsum(lens) - lens, lens)
         at = np.arange(total, dtype=np.intp) - first + np.repeat(lo, lens)
         return src, self.other[at], self.weight[at]
+
+
+def _counts(items: Sequence[Item]) -> npt.NDArray[np.int64]:
+    """:func:`item_words` of each of ``items``, as an array."""
+    return np.fromiter(map(item_words, items), np.int64, len(items))
 
 
 class _Column:
@@ -247,6 +266,7 @@ class SearchSnapshot:
         self.first_deadline_us = int(self.deadline_us.min()) if n else int(NEVER_US)
         """The earliest deadline: before it, no item is past its own."""
         self._columns = {name: _Column(getattr(self, name), n) for name in _GROWN}
+        self._words: _Column | None = None
         self._graphs: dict[frozenset[str], LinkGraph] = {}
         self._linkers: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         self.of_graph: dict[frozenset[str], object] = {}
@@ -351,6 +371,14 @@ class SearchSnapshot:
             out.first_deadline_us = min(
                 self.first_deadline_us, int(new.deadline_us.min(initial=NEVER_US))
             )
+        out._words = None
+        if self._words is not None:  # counted here: the new and replaced items' counts only
+            out._words, _ = self._words.extended(
+                n,
+                _counts(added),
+                at,
+                _counts([it for _, it in replaced]) if replaced else None,
+            )
         out._graphs, out._linkers, out.of_graph = {}, None, {}
         if same_links:  # the new slots have no edges: each row set gains empty rows
             grow = len(added)
@@ -370,6 +398,21 @@ class SearchSnapshot:
 
     def __len__(self) -> int:
         return self._n
+
+    @property
+    def words(self) -> npt.NDArray[np.int64]:
+        """Each slot's word count (:func:`item_words`), counted on first use.
+
+        Only a search with the information prior on reads it, so a store that
+        never uses the prior never pays for it; a snapshot derived from one
+        that counted them counts only the items written since.
+        """
+        col = self._words
+        if col is None:
+            items = self.items if len(self.items) == self._n else self.items[: self._n]
+            col = self._words = _Column(_counts(items), self._n)
+        out: npt.NDArray[np.int64] = col.data[: self._n]
+        return out
 
     def graph(self, relations: Collection[str]) -> LinkGraph:
         """The link graph along ``relations``, built on first use."""

@@ -207,6 +207,9 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "without subject_signal",
         "no levers",
         "with feedback_round",
+        "with info_prior=semantic",
+        "with info_prior=fused",
+        "with info_prior (LOO choice)",  # the pre-registered choice between the two
         "with learned_rerank (LOO)",  # not a SearchConfig lever: the harness's rerank
     ]
     # A lever turned off on the command line stays off in every variant.
@@ -214,8 +217,18 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
     # An opt-in lever (off in SearchConfig) is on in its own row only.
     assert [name for name, r in rows.items() if r["on"]] == [
         "with feedback_round",
+        "with info_prior=semantic",
+        "with info_prior=fused",
+        "with info_prior (LOO choice)",
         "with learned_rerank (LOO)",
     ]
+    assert data["config"]["searcher"]["info_prior"] == "off"
+    # The information prior: a row per variant, then the choice made leave-one-out.
+    choice = rows["with info_prior (LOO choice)"]
+    assert set(choice["picks"]) == {"conv-a", "conv-b"}
+    assert set(choice["picks"].values()) <= {"semantic", "fused"}
+    assert "LOO choice (the rule's row)" in choice["table"]
+    assert rows["with info_prior=fused"]["p50_ms"] is not None
     assert rows["with feedback_round"]["on"] == ["feedback_round"]
     # The learned rerank is scored leave-one-conversation-out, with its own table.
     learned = rows["with learned_rerank (LOO)"]

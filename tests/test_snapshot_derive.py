@@ -221,7 +221,7 @@ def _decoded(snap: SearchSnapshot) -> dict[str, Any]:
         "partition": [parts[int(c)] for c in snap.partition],
         "first_deadline_us": snap.first_deadline_us,
     }
-    for name in ("live", "shared", "deadline_us", "updated_us", "has_update", "id_rank"):
+    for name in ("live", "shared", "deadline_us", "updated_us", "has_update", "id_rank", "words"):
         out[name] = getattr(snap, name).tolist()
     for rels in (("precedes",), tuple(RELATIONS)):
         g = snap.graph(rels)
@@ -253,6 +253,7 @@ def _warm_up(snap: SearchSnapshot) -> None:
     snap.partition_mask("a")
     snap.readable_mask("", ("system_configuration",), "a")
     snap.readable_mask("note", (), None)
+    snap.words  # noqa: B018 (the word counts, counted on first use, carried once counted)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,10 +14,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
+
 from memstore import limits
 from memstore._lexindex import LexicalHit
+from memstore._search_snapshot import item_words
 from memstore.item import Item
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
+from memstore.search._prior import INFO_PRIOR_FUSED, short_factors
 from memstore.search._signals import QuerySignals, item_bonus, max_bonus
 from memstore.search._types import Explanation
 
@@ -70,6 +75,31 @@ class Fusion:
         self._semantic = False
         self._spread: dict[str, tuple[float, str]] = {}
         self._signals: QuerySignals | None = None
+        self._short_prior = searcher.config.info_prior == INFO_PRIOR_FUSED
+
+    def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Each id's word count (the information prior's), 0 for an id no one holds.
+
+        Read from the stored item (or the host's ``hydrate``) whether or not
+        the caller may see it, as the lean path reads the snapshot's column:
+        an unreadable hit still takes part in normalising its channel.
+        """
+        store, hydrate = self._searcher.store(), self._searcher.config.hydrate
+        out = np.zeros(len(ids), np.int64)
+        for i, id in enumerate(ids):
+            item = store.get(id)
+            if item is None and hydrate is not None:
+                item = hydrate(id)
+            if item is not None:
+                out[i] = item_words(item)
+        return out
+
+    def _factors(self, scores: dict[str, float]) -> dict[str, float]:
+        """Each candidate's information-prior multiplier (``info_prior="fused"``), or none."""
+        if not (self._short_prior and self._semantic and scores):
+            return {}
+        ids = list(scores)
+        return dict(zip(ids, short_factors(self.words(ids)).tolist(), strict=True))
 
     def observe_hydrate(self) -> None:
         """Report the time spent reading items as the ``hydrate`` phase, once per search.
@@ -196,18 +226,22 @@ class Fusion:
         """The query's signals, added to every readable candidate's score by :meth:`ordered`."""
         self._signals = signals
 
-    def _signal_scores(self, scores: dict[str, float], need: int) -> dict[str, float]:
+    def _signal_scores(
+        self, scores: dict[str, float], need: int, factors: dict[str, float]
+    ) -> dict[str, float]:
         """``scores`` with each readable candidate's signal bonus, for those that can still place.
 
         The bonus is the item's, so candidates are read in score order; once a
         candidate could not reach the best ``need`` even with the largest bonus
         (:func:`~memstore.search._signals.max_bonus`), neither can any after it,
         and they keep their scores unread (they are never returned).
+        ``factors``: the information prior's multipliers (at most 1, applied
+        after the bonus; empty: none), which keep that bound.
         """
         sig = self._signals
         assert sig is not None
         most = max_bonus(sig)
-        out = dict(scores)
+        out = {id: s * factors[id] for id, s in scores.items()} if factors else dict(scores)
         best: list[float] = []  # the top ``need`` readable scores with their bonus, a min-heap
         for id in sorted(scores, key=lambda i: (-scores[i], i)):
             if len(best) >= need and scores[id] + most < best[0]:
@@ -217,6 +251,8 @@ class Fusion:
                 continue
             bonus = item_bonus(sig, item)
             out[id] = scores[id] + bonus
+            if factors:
+                out[id] *= factors[id]
             if len(best) < need:
                 heapq.heappush(best, out[id])
             elif out[id] > best[0]:
@@ -234,8 +270,11 @@ class Fusion:
         scores = dict(self._scores)
         for id, (add, _) in self._spread.items():
             scores[id] = scores.get(id, 0.0) + add
+        factors = self._factors(scores)
         if self._signals is not None:
-            scores = self._signal_scores(scores, need)
+            scores = self._signal_scores(scores, need, factors)
+        elif factors:
+            scores = {id: s * factors[id] for id, s in scores.items()}
         out: list[Candidate] = []
         for id in sorted(scores, key=lambda i: (-scores[i], i)):
             item = self._read(id)

@@ -44,6 +44,7 @@ from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
 from memstore.rerank import rerank_base_score
 from memstore.search._collapse import Collapse
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, tie_ranks
+from memstore.search._prior import INFO_PRIOR_FUSED, SHORT_FACTOR, SHORT_WORDS
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
 from memstore.search._signals import QuerySignals, max_bonus, slot_bonus
 from memstore.search._types import SearchResult
@@ -172,6 +173,7 @@ class LeanFusion:
         self._now_us = now_us
         self._by_score = by_score
         self._lexical_weight = searcher.config.lexical_weight
+        self._short_prior = searcher.config.info_prior == INFO_PRIOR_FUSED
         n = len(snap)
         self._base = np.zeros(n, np.float64)
         self._scored = np.zeros(n, np.bool_)
@@ -257,6 +259,14 @@ class LeanFusion:
         self._base[slots] += vals
         self._scored[slots] = True
 
+    def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Each id's word count, from the snapshot's column (0 for an id it does not hold)."""
+        slots, every = self._slots(ids)
+        if every:
+            out: npt.NDArray[np.int64] = self._snap.words[slots]
+            return out
+        return np.where(slots >= 0, self._snap.words[np.maximum(slots, 0)], 0)
+
     def ids(self, ordered: Sequence[int]) -> list[str]:
         """The ids of the slots :meth:`ordered` returned."""
         names = self._snap.ids
@@ -337,9 +347,13 @@ class LeanFusion:
         cand = self._scored.copy()
         cand[self._loan_to] = True
         slots = np.flatnonzero(cand & self._readable)
+        short = self._short_prior and self._semantic
         if self._signals is not None:
-            near = self._may_place(slots, need)
+            near = self._may_place(slots, need, SHORT_FACTOR if short else 1.0)
             final[near] += slot_bonus(self._signals, self._snap, near)
+        if short:  # the information prior, after the bonus: (score + bonus) x factor
+            few = slots[self._snap.words[slots] <= SHORT_WORDS]
+            final[few] *= SHORT_FACTOR
         scores = final[slots]
         if slots.size > 2 * need > 0:
             # Only a candidate scoring at least the need-th best score can place: sort those.
@@ -351,7 +365,9 @@ class LeanFusion:
         out: list[int] = slots[order].tolist()
         return out
 
-    def _may_place(self, slots: npt.NDArray[np.intp], need: int) -> npt.NDArray[np.intp]:
+    def _may_place(
+        self, slots: npt.NDArray[np.intp], need: int, factor: float
+    ) -> npt.NDArray[np.intp]:
         """The candidates among ``slots`` that the signals' bonus could lift into the best ``need``.
 
         A bonus only adds, at most :func:`~memstore.search._signals.max_bonus`, so
@@ -360,12 +376,16 @@ class LeanFusion:
         a "when" question) would only be thrown away. A query of common words
         has thousands of candidates for a pool of a few dozen. The margin keeps
         the cut safely below the bound through the float additions.
+
+        ``factor``: the smallest multiplier the information prior applies after
+        the bonus (1.0: none). Scores are not negative, so the ``need``-th best
+        after it is at least ``factor`` x the one before: the floor is lowered so.
         """
         assert self._signals is not None
         if not 0 < need < slots.size:
             return slots
         scores = self._final[slots]
-        kth = float(np.partition(scores, slots.size - need)[slots.size - need])
+        kth = factor * float(np.partition(scores, slots.size - need)[slots.size - need])
         reach = max_bonus(self._signals)
         floor = kth - reach - 1e-9 * (abs(kth) + reach + 1.0)
         near: npt.NDArray[np.intp] = slots[scores >= floor]

@@ -47,6 +47,7 @@ from memstore.search._fusion_rules import (
     cut,
 )
 from memstore.search._lean import LeanFusion
+from memstore.search._prior import INFO_PRIOR_SEMANTIC, semantic_prior
 from memstore.search._relevance import assign_relevance
 from memstore.search._signals import QuerySignals, analyse
 from memstore.search._staged import SearchSteps, StagedSearch
@@ -95,6 +96,7 @@ class _Channels(Protocol[_T]):
     def observe_hydrate(self) -> None: ...
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None: ...
     def ids(self, ordered: Sequence[_T]) -> list[str]: ...
+    def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]: ...
 
 
 class Searcher:
@@ -467,7 +469,7 @@ class Searcher:
             try:
                 vec = given if given is not None else self._embed(semantic, query)
                 sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
-                fusion.add_semantic(sem, "semantic")
+                fusion.add_semantic(self._prior(fusion, sem), "semantic")
             except Exception:  # the lexical answer still stands
                 _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
                 stats.add(STAT_SEMANTIC_FALLBACKS)
@@ -486,7 +488,7 @@ class Searcher:
                 if vec is None:
                     vec = given if given is not None else self._embed(cells, query)
                 hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
-                fusion.add_semantic(hits, "exhaustive")
+                fusion.add_semantic(self._prior(fusion, hits), "exhaustive")
                 fusion.spread(cfg.spread_relations)
                 ordered = fusion.ordered(need)
                 if ordered:
@@ -495,6 +497,14 @@ class Searcher:
                 _log.warning("memstore: exhaustive fallback failed", exc_info=True)
         fusion.observe_hydrate()
         return ordered, vec
+
+    def _prior(
+        self, fusion: _Channels[_T], hits: list[tuple[Any, float]]
+    ) -> list[tuple[Any, float]]:
+        """The semantic hits with the information prior added (``info_prior="semantic"``)."""
+        if self._cfg.info_prior != INFO_PRIOR_SEMANTIC or not hits:
+            return hits
+        return semantic_prior(hits, fusion.words([e.id for e, _ in hits]))
 
     def _shape(
         self, ordered: list[Candidate], partition: str, limit: int, explain: bool

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from memstore.item import Item
 from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT, SIGNAL_WEIGHT
+from memstore.search._prior import INFO_PRIOR_OFF, INFO_PRIORS
 from memstore.stats import StatsSink
 from memstore.store import Store
 
@@ -169,6 +170,15 @@ class SearchConfig:
     """A second lexical round seeded by the first, for questions the lexical answer is not
     confident about: the query plus the distinctive words the first round's best
     candidates share, fused in below the first round (see :mod:`memstore.search._feedback`)."""
+    info_prior: str = INFO_PRIOR_OFF
+    """A handicap for candidates whose text says little (few words), so that a generic
+    turn ("Later, take care!") cannot take a top place on vector similarity alone.
+
+    ``"off"`` (the default): none. ``"semantic"``: each semantic hit's
+    similarity plus ``0.05 * ln(1 + words)``. ``"fused"``: when the semantic
+    channel ran, the fused score of a candidate of at most 8 words times 0.9.
+    Words are those of the title and content (see :mod:`memstore.search._prior`).
+    """
 
 
 _FLAGS: Final = (
@@ -214,6 +224,11 @@ def check_config(cfg: SearchConfig) -> None:
     for name in ("signal_weight", "lexical_weight"):
         if not _is_number(getattr(cfg, name)):
             raise ValueError(f"SearchConfig.{name} {getattr(cfg, name)!r} is not in [0, 1]")
+    if cfg.info_prior not in INFO_PRIORS:
+        raise ValueError(
+            f"SearchConfig.info_prior {cfg.info_prior!r} is unknown; use one of "
+            + ", ".join(map(repr, INFO_PRIORS))
+        )
     if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
         raise ValueError(
             f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"

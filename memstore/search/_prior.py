@@ -1,0 +1,102 @@
+"""The information prior (``SearchConfig.info_prior``): few words, a small handicap.
+
+A store of agent memory holds turns like "Later, take care!" or "Sounds
+good!": they carry almost no information, and an embedding model puts such
+generic text close to many queries (a *hub*), so on vector similarity alone
+it can take a top place from an item that actually answers. The prior
+handicaps a candidate by how little its text says, measured by its word
+count (:func:`~memstore._search_snapshot.item_words`: the words of its
+title and content, counted once per item: a column of the store's
+search snapshot, :attr:`~memstore._search_snapshot.SearchSnapshot.words`),
+so applying it is one array operation per query. Two forms:
+
+* :data:`INFO_PRIOR_SEMANTIC`: each semantic hit's similarity ``s`` becomes
+  ``s + PRIOR_WEIGHT * ln(1 + words)`` before the channel is normalised (and,
+  in a rank fusion, ranked). The lexical channel is left alone: a short item
+  that matches the query's words earned its place.
+* :data:`INFO_PRIOR_FUSED`: when the semantic channel ran, a candidate of at
+  most :data:`SHORT_WORDS` words has its final fused score (after spreading
+  and the query signals) multiplied by :data:`SHORT_FACTOR`. It still lends
+  its full score to its linked neighbours (a short question often sits just
+  before its answer).
+
+:data:`INFO_PRIOR_OFF` (the default) leaves every score as it was. The
+constants were fixed before measuring; see docs/benchmarks.md, "An
+information prior", for the figures and the decision on the default.
+
+>>> from memstore import Item
+>>> item_words(Item(kind="event", title="Trip", content="Later, take care!"))
+4
+>>> short_factors(np.array([3, 8, 9]))
+array([0.9, 0.9, 1. ])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore._search_snapshot import item_words
+
+__all__ = [
+    "INFO_PRIORS",
+    "INFO_PRIOR_FUSED",
+    "INFO_PRIOR_OFF",
+    "INFO_PRIOR_SEMANTIC",
+    "PRIOR_WEIGHT",
+    "SHORT_FACTOR",
+    "SHORT_WORDS",
+    "item_words",
+    "semantic_prior",
+    "short_factors",
+]
+
+INFO_PRIOR_OFF: Final = "off"
+"""No prior: scores as the channels give them (the default)."""
+INFO_PRIOR_SEMANTIC: Final = "semantic"
+"""The semantic channel's similarity plus ``PRIOR_WEIGHT * ln(1 + words)``."""
+INFO_PRIOR_FUSED: Final = "fused"
+"""The fused score of a candidate of at most ``SHORT_WORDS`` words times ``SHORT_FACTOR``."""
+INFO_PRIORS: Final = (INFO_PRIOR_OFF, INFO_PRIOR_SEMANTIC, INFO_PRIOR_FUSED)
+"""Every value ``SearchConfig.info_prior`` accepts."""
+
+_ENTRY = itemgetter(0)
+_SIM = itemgetter(1)
+
+PRIOR_WEIGHT: Final = 0.05
+"""Cosine credit per unit of ``ln(1 + words)``: a 30-word item gains about 0.10
+over a 3-word one (the constant of a dense-only probe on LoCoMo dev, taken over)."""
+SHORT_WORDS: Final = 8
+"""Items of at most this many words are "short" for :data:`INFO_PRIOR_FUSED`."""
+SHORT_FACTOR: Final = 0.9
+"""What a short item's fused score is multiplied by (:data:`INFO_PRIOR_FUSED`)."""
+
+
+def semantic_prior(
+    hits: Sequence[tuple[Any, float]], words: npt.NDArray[np.int64]
+) -> list[tuple[Any, float]]:
+    """``hits`` (``(entry, similarity)``, best first) with the prior added, best first again.
+
+    ``words[i]`` is hit ``i``'s word count. The sort is stable, so hits whose
+    scores tie keep the index's order. Both search paths call this one
+    function, so they see the same floats.
+    """
+    if not hits:
+        return []
+    sims = np.fromiter(map(_SIM, hits), np.float64, len(hits))
+    scored = sims + PRIOR_WEIGHT * np.log1p(words.astype(np.float64))
+    order = np.argsort(-scored, kind="stable")  # negation is exact: best first, ties kept
+    entries = itemgetter(*order.tolist())(list(map(_ENTRY, hits)))
+    if len(hits) == 1:
+        entries = (entries,)
+    return list(zip(entries, scored[order].tolist(), strict=True))
+
+
+def short_factors(words: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Each candidate's multiplier under :data:`INFO_PRIOR_FUSED`: ``SHORT_FACTOR`` or 1.0."""
+    out: npt.NDArray[np.float64] = np.where(words <= SHORT_WORDS, SHORT_FACTOR, 1.0)
+    return out
