@@ -46,13 +46,14 @@ def row(i: int, vec: np.ndarray, partition: str, shared: bool = False) -> Stored
     )
 
 
-def test_a_partition_sets_labels_are_gathered_once_until_the_next_write(
+def test_a_partition_sets_labels_are_not_copied_for_every_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Searches of one tenant between two writes gather its labels once (each gathering
-    copies the whole set); the first search after a write gathers them again."""
+    """Searches of one tenant copy no label set when the tenant's partition holds them
+    all; with shared entries too, the union is gathered once between two writes (each
+    gathering copies the whole set), and again by the first search after a write."""
     monkeypatch.setattr(tune, "EXACT_THRESHOLD", 50)
-    vecs = unit_rows(300, seed=1)
+    vecs = unit_rows(302, seed=1)
     cells = CellStore(HashEmbedder(dim=DIM))
     cells.apply([row(i, v, f"p{i % 2}") for i, v in enumerate(vecs[:299])])
     gathered = []
@@ -60,12 +61,20 @@ def test_a_partition_sets_labels_are_gathered_once_until_the_next_write(
     monkeypatch.setattr(cells, "_members", lambda ps: gathered.append(ps) or members(ps))
     rule = ReadableAt(NOW, "chunk")
     queries = unit_rows(5, seed=2)
+
+    def search(q: np.ndarray, k: int = 10) -> list[str]:
+        return [e.id for e, _ in cells.search_vector(q, k, visible=rule, partitions=("", "p0"))]
+
     for q in queries:
-        cells.search_vector(q, 10, visible=rule, partitions=("", "p0"))
+        search(q)
+    assert gathered == []
+    cells.apply([row(299, vecs[299], "p2", shared=True)])
+    for q in queries:
+        search(q)
     assert len(gathered) == 1
-    cells.apply([row(299, vecs[299], "p0")])
-    hits = cells.search_vector(vecs[299], 1, visible=rule, partitions=("", "p0"))
-    assert len(gathered) == 2 and hits[0][0].id == "v299"
+    cells.apply([row(300, vecs[300], "p0")])
+    assert search(vecs[300], 1) == ["v300"] and search(vecs[299], 1) == ["v299"]
+    assert len(gathered) == 2
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
