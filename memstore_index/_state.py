@@ -110,6 +110,7 @@ class CellState:
         self._offered: dict[tuple[str, str], Vector] = {}
         self._subsets: dict[tuple[str, ...], Subset] = {}
         self._readables: dict[tuple[str, ...], Readable] = {}
+        self._member_sets: dict[tuple[str, ...], tuple[int, set[int]]] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None
         self._generation = 0

@@ -135,3 +135,48 @@ def test_what_the_fast_path_leaves_or_refuses_is_answered_as_by_the_route(
         )
         assert fast.status_code == status
         assert (fast.content, fast.headers) == (routed.content, routed.headers)
+
+
+@given(
+    raw=st.binary(min_size=16, max_size=16),
+    path=st.one_of(
+        st.lists(st.text(max_size=8), max_size=4).map(lambda p: json.dumps(p, ensure_ascii=False)),
+        st.sampled_from(['{"a": 1}', '"x"', "[1, 2]", '[["a"]]', "null", "[]"]),
+    ),
+)
+def test_a_hit_reads_its_id_and_headings_once_and_hands_out_new_lists(
+    raw: bytes, path: str
+) -> None:
+    """A server answers the same chunks again and again: the second hit of a chunk does
+    not read its ULID or its heading path again, and is equal to the first; each hit
+    gets lists of its own (a caller changing one changes no other), and a heading path
+    that is not a list of headings is read as it is, each time."""
+    from memstore import Item
+    from memstore.protocol import mapping
+
+    ulid = str(ULID(raw))
+    item = Item(id=f"ch:acme:{ulid}", kind="chunk", content="x", data={"heading_path": path})
+
+    def hit() -> dict[str, Any]:
+        return mapping.hit_body(
+            item, 1.0, valid_from=None, rerank_applied=True, source_op="Reranked"
+        )
+
+    first = hit()
+    assert first["id"] == list(raw) and first["heading_path"] == json.loads(path)
+    reads: list[object] = []
+    loads = json.loads
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mapping.json, "loads", lambda s: reads.append(s) or loads(s))
+        patch.setattr(mapping, "ulid_bytes", lambda u: reads.append(u) or ulid_bytes(u))
+        second = hit()
+    assert second == first
+    is_headings = isinstance(first["heading_path"], list) and all(
+        isinstance(h, str) for h in first["heading_path"]
+    )
+    assert reads == ([] if is_headings else [path])
+    for key in ("id", "heading_path"):
+        if isinstance(second[key], list):
+            assert second[key] is not first[key]
+            second[key].append("changed")
+            assert hit()[key] == first[key]

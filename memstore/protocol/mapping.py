@@ -133,6 +133,40 @@ def ulid_bytes(ulid: str) -> list[int]:
     return list(ULID.from_str(ulid).bytes)
 
 
+_READ_CACHE_SIZE: Final = 65_536
+"""How many ULIDs and heading paths :func:`hit_body` keeps read (then it starts afresh)."""
+_ulid_lists: dict[str, tuple[int, ...]] = {}
+_heading_paths: dict[str, tuple[str, ...]] = {}
+
+
+def _hit_id(ulid: str) -> list[int]:
+    """:func:`ulid_bytes` of ``ulid``, remembered: a server answers the same chunks again
+    and again, and reading a ULID costs more than a look-up. A new list each call."""
+    got = _ulid_lists.get(ulid)
+    if got is None:
+        if len(_ulid_lists) >= _READ_CACHE_SIZE:
+            _ulid_lists.clear()
+        got = _ulid_lists[ulid] = tuple(ulid_bytes(ulid))
+    return list(got)
+
+
+def _heading_path(raw: str) -> Any:
+    """A chunk's stored ``heading_path`` (JSON text) read, a list of headings remembered.
+
+    A new list each call. Text that is not a JSON list of strings (a folder another
+    program wrote) is read each time, as it was, and not kept.
+    """
+    got = _heading_paths.get(raw)
+    if got is not None:
+        return list(got)
+    value = json.loads(raw)
+    if type(value) is list and all(type(h) is str for h in value):
+        if len(_heading_paths) >= _READ_CACHE_SIZE:
+            _heading_paths.clear()
+        _heading_paths[raw] = tuple(value)
+    return value
+
+
 def owned_by(item: Item, tenant: str) -> bool:
     """Whether ``item`` belongs to ``tenant``: its partition tag, never a shared or private one."""
     return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == tenant
@@ -250,11 +284,11 @@ def hit_body(
     to whether its walk over the links reached everything within reach.
     """
     return {
-        "id": ulid_bytes(ulid_of(item.id)),
+        "id": _hit_id(ulid_of(item.id)),
         "score": score,
         "text": item.content,
         "source": item.data.get("source", ""),
-        "heading_path": json.loads(item.data.get("heading_path", "[]")),
+        "heading_path": _heading_path(item.data.get("heading_path", "[]")),
         "valid_from": valid_from.to_json() if valid_from is not None else None,
         "valid_to": valid_to.to_json() if valid_to is not None else None,
         "degraded": False,
