@@ -211,10 +211,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
     p.add_argument(
         "--info-prior",
-        choices=("off", *PRIOR_VARIANTS),
+        choices=("off", *PRIOR_VARIANTS, "length"),
         default="off",
         help="SearchConfig.info_prior of the Searcher modes: a handicap for items of few words "
         "(default: off; --ablation runs each variant as a row either way)",
+    )
+    p.add_argument(
+        "--length-weight",
+        type=float,
+        help="SearchConfig.length_weight, the c of --info-prior length (default: LENGTH_WEIGHT)",
     )
     p.add_argument(
         "--ablation",
@@ -302,9 +307,9 @@ def run_ablation(
                 loo = leave_one_out(questions, on_, off_, metric)
                 row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
 
-    def with_prior(variant: str) -> ModeResult:
-        log(f"ablation: {mode} with info_prior={variant}")
-        make_searchers(convs, built, mode, config | {"info_prior": variant})
+    def with_prior(fields: dict[str, Any]) -> ModeResult:
+        log(f"ablation: {mode} with " + ", ".join(f"{k}={v}" for k, v in fields.items()))
+        make_searchers(convs, built, mode, config | fields)
         return run_mode(mode, make_search(mode, built, emb), questions, ks)[0]
 
     configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
@@ -448,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     off = [lever for lever in LEVERS if getattr(args, f"no_{lever}")]
     on = [lever for lever in OPT_IN_LEVERS if getattr(args, lever)]
     config = {"spread_relations": spread, "fusion": args.fusion, "info_prior": args.info_prior}
+    if args.length_weight is not None:
+        config["length_weight"] = args.length_weight
     config |= lever_kwargs(off, args.signal_weight, on)
     for mode in searcher_modes:
         make_searchers(convs, built, mode, config)
@@ -516,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "levers_off": off,
                 "levers_on": on,
                 "info_prior": args.info_prior,
+                "length_weight": args.length_weight,
                 "signal_weight": args.signal_weight,
                 "defaults": "every other SearchConfig field",
             },
