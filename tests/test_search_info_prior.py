@@ -108,7 +108,7 @@ def test_an_unknown_prior_is_refused_when_the_searcher_is_built(bad: object) -> 
         Searcher(SearchConfig(store=Store(), info_prior=bad))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("bad", [-0.01, float("nan"), float("inf"), True, "0.01", None])
+@pytest.mark.parametrize("bad", [-0.01, 1.5, 100, float("nan"), float("inf"), True, "0.01", None])
 def test_a_bad_length_weight_is_refused_when_the_searcher_is_built(bad: object) -> None:
     with pytest.raises(ValueError, match="length_weight"):
         Searcher(SearchConfig(store=Store(), info_prior="length", length_weight=bad))  # type: ignore[arg-type]

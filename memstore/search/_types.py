@@ -183,7 +183,9 @@ class SearchConfig:
     """
     length_weight: float = LENGTH_WEIGHT
     """The ``c`` of ``info_prior="length"``: fused-score credit per unit of
-    ``ln(1 + words)``, a finite number >= 0 (read only by that prior)."""
+    ``ln(1 + words)``, in [0, 1] (read only by that prior). Fused scores are a
+    few weights, so the credit stays far below the score that marks an exact
+    id match (``EXACT_ID_MATCH_SCORE``)."""
 
 
 _FLAGS: Final = (
@@ -234,8 +236,8 @@ def check_config(cfg: SearchConfig) -> None:
             f"SearchConfig.info_prior {cfg.info_prior!r} is unknown; use one of "
             + ", ".join(map(repr, INFO_PRIORS))
         )
-    if not _is_number(cfg.length_weight) or cfg.length_weight < 0:
-        raise ValueError(f"SearchConfig.length_weight {cfg.length_weight!r} is not a number >= 0")
+    if not _is_number(cfg.length_weight) or not 0.0 <= cfg.length_weight <= 1.0:
+        raise ValueError(f"SearchConfig.length_weight {cfg.length_weight!r} is not in [0, 1]")
     if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
         raise ValueError(
             f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
