@@ -60,7 +60,11 @@ turned on by ``--feedback-round``.
 (and with all of them off), and once with each opt-in lever on, and prints a
 table: recall@5/@10 and MRR per variant, each lever's gain per conversation,
 and its leave-one-conversation-out recall@10 (the lever kept on for a
-conversation only if it helped the other four). Its last row, ``with
+conversation only if it helped the other four). The information prior's rows
+(``_locomo_prior``) include ``with info_prior=length (LOO fit)``: the mode run
+once per weight of a fixed grid, each conversation scored with the weight
+fitted on the others (docs/benchmarks.md "A length prior fitted
+leave-one-out"). Its last row, ``with
 learned_rerank (LOO)``, is not a ``SearchConfig`` lever: the fused candidates
 reordered by a linear model fitted on the other four conversations
 (``_locomo_learned``, docs/benchmarks.md "A learned fusion"), with its
@@ -214,6 +218,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("off", *PRIOR_VARIANTS, "length"),
         default="off",
         help="SearchConfig.info_prior of the Searcher modes: a handicap for items of few words "
+        "(semantic, fused) or a credit for longer ones (length) "
         "(default: off; --ablation runs each variant as a row either way)",
     )
     p.add_argument(
