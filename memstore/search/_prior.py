@@ -1,4 +1,5 @@
-"""The information prior (``SearchConfig.info_prior``): few words, a small handicap.
+"""The information prior (``SearchConfig.info_prior``): few words, a small handicap;
+or, in its third form, more words, a small credit.
 
 A store of agent memory holds turns like "Later, take care!" or "Sounds
 good!": they carry almost no information, and an embedding model puts such
@@ -8,7 +9,7 @@ handicaps a candidate by how little its text says, measured by its word
 count (:func:`~memstore._search_snapshot.item_words`: the words of its
 title and content, counted once per item: a column of the store's
 search snapshot, :attr:`~memstore._search_snapshot.SearchSnapshot.words`),
-so applying it is one array operation per query. Two forms:
+so applying it is one array operation per query. Three forms:
 
 * :data:`INFO_PRIOR_SEMANTIC`: each semantic hit's similarity ``s`` becomes
   ``s + PRIOR_WEIGHT * ln(1 + words)`` before the channel is normalised (and,
@@ -28,8 +29,10 @@ so applying it is one array operation per query. Two forms:
   after spreading, so neighbours borrow the score without it.
 
 :data:`INFO_PRIOR_OFF` (the default) leaves every score as it was. The
-constants were fixed before measuring; see docs/benchmarks.md, "An
-information prior", for the figures and the decision on the default.
+constants were fixed before measuring (:data:`LENGTH_WEIGHT`: fitted on a
+grid fixed before measuring); see docs/benchmarks.md, "An information prior"
+and "A length prior fitted leave-one-out", for the figures and the decisions
+on the default.
 
 >>> from memstore import Item
 >>> item_words(Item(kind="event", title="Trip", content="Later, take care!"))
