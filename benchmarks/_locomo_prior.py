@@ -9,6 +9,13 @@ higher recall@5 summed over the other conversations (ties: the higher MRR,
 then the first variant). :func:`prior_rows` returns a row per variant and one
 for that choice, in the format of the other ablation rows, and the tables the
 rule reads (per conversation and per category, against the engine's run).
+
+The length prior (``info_prior="length"``, docs/benchmarks.md "A length
+prior fitted leave-one-out") has one constant, ``SearchConfig.length_weight``,
+fitted on a grid fixed before measuring (:data:`LENGTH_GRID`) by the same
+leave-one-out choice (ties: the smaller weight): :func:`length_rows` runs the
+mode once per weight and returns its row and tables;
+``benchmarks/fit_length_prior.py`` runs it alone.
 """
 
 from __future__ import annotations
@@ -23,7 +30,13 @@ from _locomo_modes import leave_one_out, per_conversation, per_question_values
 PRIOR_VARIANTS = ("semantic", "fused")
 """``SearchConfig.info_prior`` values measured (pre-registered; the first wins ties)."""
 
+LENGTH_GRID = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08)
+"""``SearchConfig.length_weight`` values the length prior is fitted over (pre-registered;
+0 is the engine without the prior, and the smaller weight wins a tie)."""
+
 Record = dict[str, list[Any]]
+Run = Callable[[dict[str, Any]], ModeResult]
+"""Runs the default Searcher mode with these ``SearchConfig`` fields on top of its own."""
 
 
 def loo_choice(
@@ -113,41 +126,24 @@ def prior_table(
 def prior_rows(
     questions: Sequence[Question],
     whole: Record,
-    run: Callable[[str], ModeResult],
+    run: Run,
     off: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """A "with info_prior=<variant>" row per variant (``run(variant)`` runs the default
-    Searcher mode with it), then the leave-one-out choice's row with the rule's tables.
+    """A "with info_prior=<variant>" row per variant (``run({"info_prior": variant})``),
+    then the leave-one-out choice's row with the rule's tables, then the length
+    prior's row (:func:`length_rows`).
 
     ``whole``: the engine's per-question record (the "all levers" row), the
     baseline of every change and of each row's own leave-one-out.
     """
-    cats = sorted({q.category for q in questions})
     rows: list[dict[str, Any]] = []
     runs: dict[str, Record] = {}
 
     def row(name: str, rec: Record, p50: float | None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "variant": name,
-            "off": list(off),
-            "on": [name.removeprefix("with ")],
-            "opt_in": True,
-            "recall@5": _mean(per_question_values(rec, "recall@5")),
-            "recall@10": _mean(per_question_values(rec, "recall@10")),
-            "mrr": _mean(per_question_values(rec, "rr")),
-            "p50_ms": p50,
-            "by_category_recall@10": {
-                str(c): _figures(questions, rec, "category", c)[1] for c in cats
-            },
-            "by_conversation_recall@10": per_conversation(questions, rec, 10),
-        }
-        for metric in ("recall@5", "recall@10", "rr"):
-            key = f"lever_loo_{'mrr' if metric == 'rr' else metric}"
-            out[key] = leave_one_out(questions, rec, whole, metric)
-        return out
+        return _row(questions, whole, off, name, rec, p50)
 
     for variant in PRIOR_VARIANTS:
-        res = run(variant)
+        res = run({"info_prior": variant})
         assert res.overall is not None and res.latency is not None
         runs[variant] = res.per_question
         rows.append(row(f"with info_prior={variant}", res.per_question, res.latency.p50_ms))
@@ -156,4 +152,93 @@ def prior_rows(
     last["picks"] = picks
     last["table"] = prior_table(questions, whole, runs, choice, picks)
     rows.append(last)
+    rows.append(length_rows(questions, whole, run, off)[0])
     return rows
+
+
+def _row(
+    questions: Sequence[Question],
+    whole: Record,
+    off: Sequence[str],
+    name: str,
+    rec: Record,
+    p50: float | None,
+) -> dict[str, Any]:
+    """An ablation row for ``rec``, with its own leave-one-out against ``whole``."""
+    cats = sorted({q.category for q in questions})
+    out: dict[str, Any] = {
+        "variant": name,
+        "off": list(off),
+        "on": [name.removeprefix("with ")],
+        "opt_in": True,
+        "recall@5": _mean(per_question_values(rec, "recall@5")),
+        "recall@10": _mean(per_question_values(rec, "recall@10")),
+        "mrr": _mean(per_question_values(rec, "rr")),
+        "p50_ms": p50,
+        "by_category_recall@10": {str(c): _figures(questions, rec, "category", c)[1] for c in cats},
+        "by_conversation_recall@10": per_conversation(questions, rec, 10),
+    }
+    for metric in ("recall@5", "recall@10", "rr"):
+        key = f"lever_loo_{'mrr' if metric == 'rr' else metric}"
+        out[key] = leave_one_out(questions, rec, whole, metric)
+    return out
+
+
+def weight_name(weight: float) -> str:
+    """A grid weight as the fit's tables name it (``c=0.005``)."""
+    return f"c={weight:g}"
+
+
+def length_fit(
+    questions: Sequence[Question], whole: Record, run: Run
+) -> tuple[Record, dict[str, str], str, dict[str, Record]]:
+    """The length prior fitted leave-one-out over :data:`LENGTH_GRID`.
+
+    Returns the LOO record (each conversation scored with the weight picked on
+    the others), the picks per conversation, the weight the same rule picks on
+    all conversations, and each weight's record (``c=0`` is ``whole``, the
+    engine: the prior adds nothing at weight 0).
+    """
+    runs: dict[str, Record] = {}
+    for weight in LENGTH_GRID:
+        if weight == 0.0:
+            runs[weight_name(weight)] = whole
+        else:
+            res = run({"info_prior": "length", "length_weight": weight})
+            runs[weight_name(weight)] = res.per_question
+    choice, picks = loo_choice(questions, runs)
+    r5 = {v: sum(per_question_values(rec, "recall@5")) for v, rec in runs.items()}
+    rr = {v: sum(per_question_values(rec, "rr")) for v, rec in runs.items()}
+    every = max(runs, key=lambda v: (r5[v], rr[v]))  # max keeps the first (smaller) of equals
+    return choice, picks, every, runs
+
+
+def length_table(
+    questions: Sequence[Question],
+    whole: Record,
+    choice: Record,
+    picks: dict[str, str],
+    every: str,
+    runs: dict[str, Record],
+) -> str:
+    """The length prior's tables: each weight on all conversations, then the rule's."""
+    lines = ["| length_weight (all conversations) | R@5 | R@10 | MRR |", "|---|---:|---:|---:|"]
+    for name, rec in runs.items():
+        r5, r10, mrr = _figures(questions, rec)
+        lines.append(f"| {name} | {r5:.4f} | {r10:.4f} | {mrr:.4f} |")
+    lines += ["", f"picked on all conversations: {every}", ""]
+    lines.append(prior_table(questions, whole, {}, choice, picks))
+    return "\n".join(lines)
+
+
+def length_rows(
+    questions: Sequence[Question], whole: Record, run: Run, off: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The "with info_prior=length (LOO fit)" row: the weight fitted leave-one-out, with
+    the picks, the weight fitted on all conversations and the rule's tables."""
+    choice, picks, every, runs = length_fit(questions, whole, run)
+    out = _row(questions, whole, off, "with info_prior=length (LOO fit)", choice, None)
+    out["picks"] = picks
+    out["fitted_on_all"] = every
+    out["table"] = length_table(questions, whole, choice, picks, every, runs)
+    return [out]

@@ -60,7 +60,11 @@ turned on by ``--feedback-round``.
 (and with all of them off), and once with each opt-in lever on, and prints a
 table: recall@5/@10 and MRR per variant, each lever's gain per conversation,
 and its leave-one-conversation-out recall@10 (the lever kept on for a
-conversation only if it helped the other four). Its last row, ``with
+conversation only if it helped the other four). The information prior's rows
+(``_locomo_prior``) include ``with info_prior=length (LOO fit)``: the mode run
+once per weight of a fixed grid, each conversation scored with the weight
+fitted on the others (docs/benchmarks.md "A length prior fitted
+leave-one-out"). Its last row, ``with
 learned_rerank (LOO)``, is not a ``SearchConfig`` lever: the fused candidates
 reordered by a linear model fitted on the other four conversations
 (``_locomo_learned``, docs/benchmarks.md "A learned fusion"), with its
@@ -211,10 +215,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
     p.add_argument(
         "--info-prior",
-        choices=("off", *PRIOR_VARIANTS),
+        choices=("off", *PRIOR_VARIANTS, "length"),
         default="off",
         help="SearchConfig.info_prior of the Searcher modes: a handicap for items of few words "
+        "(semantic, fused) or a credit for longer ones (length) "
         "(default: off; --ablation runs each variant as a row either way)",
+    )
+    p.add_argument(
+        "--length-weight",
+        type=float,
+        help="SearchConfig.length_weight, the c of --info-prior length (default: LENGTH_WEIGHT)",
     )
     p.add_argument(
         "--ablation",
@@ -302,9 +312,9 @@ def run_ablation(
                 loo = leave_one_out(questions, on_, off_, metric)
                 row[f"lever_loo_{'mrr' if metric == 'rr' else metric}"] = loo
 
-    def with_prior(variant: str) -> ModeResult:
-        log(f"ablation: {mode} with info_prior={variant}")
-        make_searchers(convs, built, mode, config | {"info_prior": variant})
+    def with_prior(fields: dict[str, Any]) -> ModeResult:
+        log(f"ablation: {mode} with " + ", ".join(f"{k}={v}" for k, v in fields.items()))
+        make_searchers(convs, built, mode, config | fields)
         return run_mode(mode, make_search(mode, built, emb), questions, ks)[0]
 
     configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
@@ -448,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     off = [lever for lever in LEVERS if getattr(args, f"no_{lever}")]
     on = [lever for lever in OPT_IN_LEVERS if getattr(args, lever)]
     config = {"spread_relations": spread, "fusion": args.fusion, "info_prior": args.info_prior}
+    if args.length_weight is not None:
+        config["length_weight"] = args.length_weight
     config |= lever_kwargs(off, args.signal_weight, on)
     for mode in searcher_modes:
         make_searchers(convs, built, mode, config)
@@ -516,6 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "levers_off": off,
                 "levers_on": on,
                 "info_prior": args.info_prior,
+                "length_weight": args.length_weight,
                 "signal_weight": args.signal_weight,
                 "defaults": "every other SearchConfig field",
             },

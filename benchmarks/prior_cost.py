@@ -3,9 +3,10 @@
 Builds the LoCoMo benchmark's stores and CellStore (``benchmarks/locomo.py``'s
 ``hybrid`` mode: spreading along ``precedes``, centred cosine), then, in one
 process, asks every question of categories 1-4 (``limit=10``) in alternating
-rounds with ``info_prior`` ``off``, ``semantic`` and ``fused`` (the order
-rotated each round), and prints each setting's p50 and mean per call. The
-query vector is a cache hit (a dictionary lookup, the same for all three).
+rounds with each ``info_prior`` setting (``off``, ``semantic``, ``fused`` and
+``length``, or those ``--priors`` names; the order rotated each round), and
+prints each setting's p50 and mean per call. The
+query vector is a cache hit (a dictionary lookup, the same for every setting).
 
 Alternating rounds in one process share the machine's state, so the
 differences are the prior's cost even on a busy machine; the absolute figures
@@ -15,7 +16,8 @@ times the word count a snapshot build adds (one ``split`` per item).
 Usage::
 
     python benchmarks/prior_cost.py --data ../shared/datasets/locomo/dev.json \\
-        [--cache-dir /tmp/locomo-cache] [--embedder local|hash] [--rounds 5]
+        [--cache-dir /tmp/locomo-cache] [--embedder local|hash] [--rounds 5] \\
+        [--priors off,length]
 """
 
 from __future__ import annotations
@@ -42,7 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--cache-dir", type=Path)
     p.add_argument("--embedder", choices=("local", "hash"), default="local")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--priors", default=",".join(INFO_PRIORS), help="comma-separated settings")
     args = p.parse_args(argv)
+    priors = tuple(args.priors.split(","))
+    unknown = set(priors) - set(INFO_PRIORS)
+    if unknown:
+        p.error(f"unknown --priors {sorted(unknown)}; known: {', '.join(INFO_PRIORS)}")
     convs, _ = load(args.data, None)
     built = Built()
     build_stores(convs, "transcript", built)
@@ -62,14 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             for c in convs
         }
-        for prior in INFO_PRIORS
+        for prior in priors
     }
     questions = [q for c in convs for q in c.questions]
-    for q in questions:  # warm: snapshots, plans, the vector cache
-        searchers["off"][q.conv].hybrid_search(q.text, partition=q.conv, limit=10)
-    calls: dict[str, list[float]] = {prior: [] for prior in INFO_PRIORS}
+    for prior in priors:  # warm: snapshots (and their word column), plans, the vector cache
+        for q in questions:
+            searchers[prior][q.conv].hybrid_search(q.text, partition=q.conv, limit=10)
+    calls: dict[str, list[float]] = {prior: [] for prior in priors}
     for r in range(args.rounds):
-        order = INFO_PRIORS[r % 3 :] + INFO_PRIORS[: r % 3]
+        order = priors[r % len(priors) :] + priors[: r % len(priors)]
         for prior in order:
             for q in questions:
                 t0 = time.perf_counter()

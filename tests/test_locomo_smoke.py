@@ -210,6 +210,7 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "with info_prior=semantic",
         "with info_prior=fused",
         "with info_prior (LOO choice)",  # the pre-registered choice between the two
+        "with info_prior=length (LOO fit)",  # its weight fitted leave-one-out on a grid
         "with learned_rerank (LOO)",  # not a SearchConfig lever: the harness's rerank
     ]
     # A lever turned off on the command line stays off in every variant.
@@ -220,6 +221,7 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "with info_prior=semantic",
         "with info_prior=fused",
         "with info_prior (LOO choice)",
+        "with info_prior=length (LOO fit)",
         "with learned_rerank (LOO)",
     ]
     assert data["config"]["searcher"]["info_prior"] == "off"
@@ -229,6 +231,12 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
     assert set(choice["picks"].values()) <= {"semantic", "fused"}
     assert "LOO choice (the rule's row)" in choice["table"]
     assert rows["with info_prior=fused"]["p50_ms"] is not None
+    # The length prior: its weight picked per conversation on the others, from the grid.
+    length = rows["with info_prior=length (LOO fit)"]
+    assert set(length["picks"]) == {"conv-a", "conv-b"}
+    grid = {f"c={w:g}" for w in (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08)}
+    assert set(length["picks"].values()) <= grid and length["fitted_on_all"] in grid
+    assert "LOO choice (the rule's row)" in length["table"]
     assert rows["with feedback_round"]["on"] == ["feedback_round"]
     # The learned rerank is scored leave-one-conversation-out, with its own table.
     learned = rows["with learned_rerank (LOO)"]

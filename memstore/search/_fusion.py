@@ -22,7 +22,12 @@ from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import item_words
 from memstore.item import Item
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
-from memstore.search._prior import INFO_PRIOR_FUSED, short_factors
+from memstore.search._prior import (
+    INFO_PRIOR_FUSED,
+    INFO_PRIOR_LENGTH,
+    length_credit,
+    short_factors,
+)
 from memstore.search._signals import QuerySignals, item_bonus, max_bonus
 from memstore.search._types import Explanation
 
@@ -76,6 +81,8 @@ class Fusion:
         self._spread: dict[str, tuple[float, str]] = {}
         self._signals: QuerySignals | None = None
         self._short_prior = searcher.config.info_prior == INFO_PRIOR_FUSED
+        self._length_prior = searcher.config.info_prior == INFO_PRIOR_LENGTH
+        self._length_weight = searcher.config.length_weight
 
     def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]:
         """Each id's word count (the information prior's), 0 for an id no one holds.
@@ -100,6 +107,14 @@ class Fusion:
             return {}
         ids = list(scores)
         return dict(zip(ids, short_factors(self.words(ids)).tolist(), strict=True))
+
+    def _credits(self, scores: dict[str, float]) -> dict[str, float]:
+        """Each candidate's length-prior addition (``info_prior="length"``), or none."""
+        if not (self._length_prior and self._semantic and scores):
+            return {}
+        ids = list(scores)
+        adds = length_credit(self.words(ids), self._length_weight)
+        return dict(zip(ids, adds.tolist(), strict=True))
 
     def observe_hydrate(self) -> None:
         """Report the time spent reading items as the ``hydrate`` phase, once per search.
@@ -227,7 +242,11 @@ class Fusion:
         self._signals = signals
 
     def _signal_scores(
-        self, scores: dict[str, float], need: int, factors: dict[str, float]
+        self,
+        scores: dict[str, float],
+        need: int,
+        factors: dict[str, float],
+        credits: dict[str, float],
     ) -> dict[str, float]:
         """``scores`` with each readable candidate's signal bonus, for those that can still place.
 
@@ -236,15 +255,19 @@ class Fusion:
         (:func:`~memstore.search._signals.max_bonus`), neither can any after it,
         and they keep their scores unread (they are never returned).
         ``factors``: the information prior's multipliers (at most 1, applied
-        after the bonus; empty: none), which keep that bound.
+        after the bonus; empty: none), which keep that bound. ``credits``: the
+        length prior's additions (at least 0, added after the bonus; empty:
+        none): candidates are then visited in order of score plus credit, the
+        bound applied to that sum.
         """
         sig = self._signals
         assert sig is not None
         most = max_bonus(sig)
-        out = {id: s * factors[id] for id, s in scores.items()} if factors else dict(scores)
+        pre = {id: s + credits[id] for id, s in scores.items()} if credits else scores
+        out = {id: s * factors[id] for id, s in scores.items()} if factors else dict(pre)
         best: list[float] = []  # the top ``need`` readable scores with their bonus, a min-heap
-        for id in sorted(scores, key=lambda i: (-scores[i], i)):
-            if len(best) >= need and scores[id] + most < best[0]:
+        for id in sorted(pre, key=lambda i: (-pre[i], i)):
+            if len(best) >= need and pre[id] + most < best[0]:
                 break
             item = self._read(id)
             if item is None:
@@ -253,6 +276,8 @@ class Fusion:
             out[id] = scores[id] + bonus
             if factors:
                 out[id] *= factors[id]
+            if credits:
+                out[id] += credits[id]
             if len(best) < need:
                 heapq.heappush(best, out[id])
             elif out[id] > best[0]:
@@ -270,11 +295,13 @@ class Fusion:
         scores = dict(self._scores)
         for id, (add, _) in self._spread.items():
             scores[id] = scores.get(id, 0.0) + add
-        factors = self._factors(scores)
+        factors, credits = self._factors(scores), self._credits(scores)
         if self._signals is not None:
-            scores = self._signal_scores(scores, need, factors)
+            scores = self._signal_scores(scores, need, factors, credits)
         elif factors:
             scores = {id: s * factors[id] for id, s in scores.items()}
+        elif credits:
+            scores = {id: s + credits[id] for id, s in scores.items()}
         out: list[Candidate] = []
         for id in sorted(scores, key=lambda i: (-scores[i], i)):
             item = self._read(id)

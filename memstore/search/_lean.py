@@ -44,7 +44,13 @@ from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
 from memstore.rerank import rerank_base_score
 from memstore.search._collapse import Collapse
 from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, tie_ranks
-from memstore.search._prior import INFO_PRIOR_FUSED, SHORT_FACTOR, SHORT_WORDS
+from memstore.search._prior import (
+    INFO_PRIOR_FUSED,
+    INFO_PRIOR_LENGTH,
+    SHORT_FACTOR,
+    SHORT_WORDS,
+    length_credit,
+)
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
 from memstore.search._signals import QuerySignals, max_bonus, slot_bonus
 from memstore.search._types import SearchResult
@@ -174,6 +180,8 @@ class LeanFusion:
         self._by_score = by_score
         self._lexical_weight = searcher.config.lexical_weight
         self._short_prior = searcher.config.info_prior == INFO_PRIOR_FUSED
+        self._length_prior = searcher.config.info_prior == INFO_PRIOR_LENGTH
+        self._length_weight = searcher.config.length_weight
         n = len(snap)
         self._base = np.zeros(n, np.float64)
         self._scored = np.zeros(n, np.bool_)
@@ -348,12 +356,17 @@ class LeanFusion:
         cand[self._loan_to] = True
         slots = np.flatnonzero(cand & self._readable)
         short = self._short_prior and self._semantic
+        credit = None
+        if self._length_prior and self._semantic:
+            credit = length_credit(self._snap.words[slots], self._length_weight)
         if self._signals is not None:
-            near = self._may_place(slots, need, SHORT_FACTOR if short else 1.0)
+            near = self._may_place(slots, need, SHORT_FACTOR if short else 1.0, credit)
             final[near] += slot_bonus(self._signals, self._snap, near)
         if short:  # the information prior, after the bonus: (score + bonus) x factor
             few = slots[self._snap.words[slots] <= SHORT_WORDS]
             final[few] *= SHORT_FACTOR
+        elif credit is not None:  # the length prior, after the bonus: score + bonus + credit
+            final[slots] += credit
         scores = final[slots]
         if slots.size > 2 * need > 0:
             # Only a candidate scoring at least the need-th best score can place: sort those.
@@ -366,7 +379,11 @@ class LeanFusion:
         return out
 
     def _may_place(
-        self, slots: npt.NDArray[np.intp], need: int, factor: float
+        self,
+        slots: npt.NDArray[np.intp],
+        need: int,
+        factor: float,
+        credit: npt.NDArray[np.float64] | None = None,
     ) -> npt.NDArray[np.intp]:
         """The candidates among ``slots`` that the signals' bonus could lift into the best ``need``.
 
@@ -380,11 +397,15 @@ class LeanFusion:
         ``factor``: the smallest multiplier the information prior applies after
         the bonus (1.0: none). Scores are not negative, so the ``need``-th best
         after it is at least ``factor`` x the one before: the floor is lowered so.
+        ``credit``: the length prior's addition per slot (at least 0, added after
+        the bonus; ``None``: none): the bound is then on score plus credit.
         """
         assert self._signals is not None
         if not 0 < need < slots.size:
             return slots
         scores = self._final[slots]
+        if credit is not None:
+            scores = scores + credit
         kth = factor * float(np.partition(scores, slots.size - need)[slots.size - need])
         reach = max_bonus(self._signals)
         floor = kth - reach - 1e-9 * (abs(kth) + reach + 1.0)

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from memstore.item import Item
 from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT, SIGNAL_WEIGHT
-from memstore.search._prior import INFO_PRIOR_OFF, INFO_PRIORS
+from memstore.search._prior import INFO_PRIOR_OFF, INFO_PRIORS, LENGTH_WEIGHT
 from memstore.stats import StatsSink
 from memstore.store import Store
 
@@ -177,8 +177,15 @@ class SearchConfig:
     ``"off"`` (the default): none. ``"semantic"``: each semantic hit's
     similarity plus ``0.05 * ln(1 + words)``. ``"fused"``: when the semantic
     channel ran, the fused score of a candidate of at most 8 words times 0.9.
-    Words are those of the title and content (see :mod:`memstore.search._prior`).
+    ``"length"``: when the semantic channel ran, every fused score plus
+    ``length_weight * ln(1 + words)``. Words are those of the title and
+    content (see :mod:`memstore.search._prior`).
     """
+    length_weight: float = LENGTH_WEIGHT
+    """The ``c`` of ``info_prior="length"``: fused-score credit per unit of
+    ``ln(1 + words)``, in [0, 1] (read only by that prior). Fused scores are a
+    few weights, so the credit stays far below the score that marks an exact
+    id match (``EXACT_ID_MATCH_SCORE``)."""
 
 
 _FLAGS: Final = (
@@ -229,6 +236,8 @@ def check_config(cfg: SearchConfig) -> None:
             f"SearchConfig.info_prior {cfg.info_prior!r} is unknown; use one of "
             + ", ".join(map(repr, INFO_PRIORS))
         )
+    if not _is_number(cfg.length_weight) or not 0.0 <= cfg.length_weight <= 1.0:
+        raise ValueError(f"SearchConfig.length_weight {cfg.length_weight!r} is not in [0, 1]")
     if cfg.fusion not in (FUSION_SCORE, FUSION_RRF):
         raise ValueError(
             f"SearchConfig.fusion {cfg.fusion!r} is unknown; use {FUSION_SCORE!r} or {FUSION_RRF!r}"
