@@ -1,9 +1,10 @@
 """The store's lexical index: a Lexicon plus per-document arrays for filters.
 
 The :class:`~memstore.lexical.Lexicon` finds candidate documents per token;
-this module accumulates their scores with numpy over integer slots and applies
-the kind, subject and deadline filters as vectorised masks, so a query costs
-O(candidates) in C-level set and array operations, never a loop over all items.
+this module scores them with numpy over integer slots (the sums and the cut:
+:mod:`memstore._lexscore`) and applies the kind, subject and deadline filters
+as vectorised masks, so a query costs O(candidates) in C-level set and array
+operations, never a loop over all items.
 Writes wait in a queue (:mod:`memstore._lexqueue`) and every read applies them
 first, in one batch: texts split together, the vocabulary counted in one pass,
 the filter columns written a column at a time.
@@ -16,7 +17,6 @@ import functools
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
@@ -26,10 +26,11 @@ import numpy.typing as npt
 
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
+from memstore._lexscore import QueryPlan, _accumulate, _kth_largest
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore._wordbatch import TextDoc
 from memstore.item import Item
-from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
+from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
 from memstore.text import event_date_words, words, words_many
 
@@ -80,20 +81,6 @@ def _no_hits() -> LexicalHits:
     return LexicalHits((), (), _NO_HITS_SCORES)
 
 
-@dataclass(frozen=True, slots=True)
-class QueryPlan:
-    """A query's tokens with what each matched and its weight, computed once."""
-
-    tokens: tuple[str, ...]
-    matches: tuple[TokenMatch, ...]
-    weights: tuple[float, ...]
-    fuzzy_ok: tuple[bool, ...]
-
-    @property
-    def total_weight(self) -> float:
-        return sum(self.weights)
-
-
 class _Codes:
     """Interns strings to small ints ("" is 0) for vectorised equality tests."""
 
@@ -138,115 +125,6 @@ _UPDATED, _STALE = itemgetter("updated_at"), itemgetter("stale_after")
 
 _CODE_TABLES = ("_kinds", "_subjects", "_partitions")
 """The :class:`_Codes` a snapshot saves with the filter columns."""
-
-_SPARSE = 8
-"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
-_DENSE_CAP = 16_384
-"""...unless the capacity is at most this: arrays that small cost less than the sort."""
-_PARTITION_MAX = 2048
-"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call, about
-as cheap as one step of its walk at that size)."""
-
-
-_Ix = npt.NDArray[np.intp]
-_F64 = npt.NDArray[np.float64]
-_Bool = npt.NDArray[np.bool_]
-_Sums = tuple[_Ix, _F64, _F64, _Ix, _Bool]
-
-
-def _fsum(x: _Ix, w: _F64 | None, n: int) -> _F64:
-    """``np.bincount`` with weights, typed (it sums in input order)."""
-    return np.asarray(np.bincount(x, w, n), np.float64)
-
-
-def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
-    """Every matched slot with its score sums: ``(slots, acc, title, covered, fuzzy)``.
-
-    ``acc`` sums weight * level over the tokens, ``title`` the same for title
-    matches, ``covered`` counts the tokens matched by the exact rule and
-    ``fuzzy`` tells whether one came from the fuzzy channel. ``None``: no match.
-    """
-    ms = [(m, w) for m, w in zip(plan.matches, plan.weights, strict=True) if m.slots.size]
-    if not ms:
-        return None
-    slots: _Ix
-    levels: _F64
-    vals: _F64
-    if len(ms) == 1:
-        slots, levels, vals = ms[0][0].slots, ms[0][0].levels, ms[0][1] * ms[0][0].levels
-    else:
-        slots = np.concatenate([m.slots for m, _ in ms])
-        levels = np.concatenate([m.levels for m, _ in ms])
-        vals = np.concatenate([w * m.levels for m, w in ms])
-    tms = [(m, w) for m, w in ms if m.title_slots.size]
-    tslots: _Ix | None = np.concatenate([m.title_slots for m, _ in tms]) if tms else None
-    tvals: _F64 | None = np.concatenate([w * m.title_levels for m, w in tms]) if tms else None
-    exact: _Bool = levels >= LEVEL_SUBSTRING
-    cand: _Ix
-    title: _F64
-    if len(ms) == 1:
-        # One token: its slots are distinct and sorted already.
-        cand = slots
-        title = np.zeros(cand.size, np.float64)
-        if tslots is not None and tvals is not None:
-            title[np.searchsorted(cand, tslots)] = tvals
-        return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
-    if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
-        cand, inv = np.unique(slots, return_inverse=True)
-        n = int(cand.size)
-        title = (
-            _fsum(np.searchsorted(cand, tslots), tvals, n)
-            if tslots is not None
-            else np.zeros(n, np.float64)
-        )
-        return _nonzero(
-            cand,
-            _fsum(inv, vals, n),
-            title,
-            np.bincount(inv[exact], minlength=n),
-            np.bincount(inv[~exact], minlength=n) > 0,
-        )
-    dense = _fsum(slots, vals, cap)
-    cand = np.flatnonzero(dense != 0.0)  # a bool test: numpy's nonzero is slow on floats
-    covered: _Ix = np.bincount(slots[exact], minlength=cap)[cand]
-    fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
-    title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
-    return cand, dense[cand], title, covered, fuzzy
-
-
-_KTH_STEPS = 4
-"""Distinct top scores :func:`_kth_largest` walks before it partitions."""
-
-
-def _kth_largest(scores: _F64, k: int) -> float:
-    """The ``k``-th largest of ``scores`` (``k <= scores.size``), ties counted.
-
-    Lexical scores take few distinct values at the top (a handful of levels
-    times the token weights), so walking down the distinct maxima finds it in
-    a pass or two of C loops; a partition is the fallback, and the way for a
-    few candidates.
-    """
-    if scores.size <= _PARTITION_MAX:
-        return float(np.partition(scores, scores.size - k)[scores.size - k])
-    top = float(scores.max())
-    seen = int(np.count_nonzero(scores >= top))
-    for _ in range(_KTH_STEPS):
-        if seen >= k:
-            return top
-        below = scores[scores < top]
-        top = float(below.max())
-        seen += int(np.count_nonzero(below >= top))
-    if seen >= k:
-        return top
-    return float(np.partition(scores, scores.size - k)[scores.size - k])
-
-
-def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
-    """The candidates whose sum is not zero (a plan may carry a zero weight)."""
-    nz = acc != 0.0
-    if nz.all():
-        return cand, acc, title, covered, fuzzy
-    return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
 
 
 @functools.lru_cache(maxsize=4096)
