@@ -17,8 +17,8 @@ import functools
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -121,33 +121,53 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
 
 _KIND, _SUBJECT, _TAGS = itemgetter("kind"), itemgetter("subject"), itemgetter("tags")
 _UPDATED, _STALE = itemgetter("updated_at"), itemgetter("stale_after")
+_ID, _TEXT = itemgetter("id"), itemgetter("id", "title", "content", "event_date")
 """Getters of an item's fields from its ``__dict__`` (:meth:`LexicalIndex._set_columns`)."""
+
+_DICT = attrgetter("__dict__")
+_ITEM, _INDEX_ID, _REINDEX, _WORDS = (itemgetter(i) for i in range(4))
+"""Getters of an item's ``__dict__`` and of a :class:`~memstore._lexqueue.Queued`'s fields,
+for C-level maps over a batch (a pydantic model's attribute read passes its ``__getattr__``
+hook, and a named tuple's field read is a bytecode step)."""
 
 _CODE_TABLES = ("_kinds", "_subjects", "_partitions")
 """The :class:`_Codes` a snapshot saves with the filter columns."""
 
 
 @functools.lru_cache(maxsize=4096)
-def _date_words(event_date: str) -> tuple[str, ...]:
-    """:func:`~memstore.text.event_date_words`, remembered: dates recur across items and batches."""
-    return tuple(event_date_words(event_date))
+def _date_words(event_date: str | None) -> tuple[str, ...]:
+    """:func:`~memstore.text.event_date_words`, remembered: dates recur across items and batches.
+
+    No date (``None`` or ``""``) has no words: every item's date is looked up
+    here, in one C-level map over a batch.
+    """
+    return tuple(event_date_words(event_date)) if event_date else ()
 
 
-def _documents(puts: Sequence[Queued]) -> list[TextDoc]:
+def _documents(puts: Sequence[Queued], fields: Sequence[dict[str, Any]]) -> list[TextDoc]:
     """The queued puts as :meth:`Lexicon.index_texts` documents: each id, title and content
     (the writer's words when it had them, else the texts), and the content's extra words:
-    the event date's (read once per distinct date) and, with ``index_id``, the id's own."""
-    id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
-    docs: list[TextDoc] = []
-    for q in puts:
-        item = q.item
-        title, content = q.words if q.words is not None else (item.title, item.content)
-        when = item.event_date
-        extra: Sequence[str] = _date_words(when) if when else ()
-        if q.index_id:
-            extra = [*extra, *next(id_words)]
-        docs.append((item.id, title, content, extra))
-    return docs
+    the event date's (read once per distinct date) and, with ``index_id``, the id's own.
+
+    ``fields``: each put's item's ``__dict__``. Built a column at a time, by C-level maps
+    and ``zip``: no Python step per document unless a put carries its words or its id's.
+    """
+    if not puts:
+        return []
+    ids, titles, contents, whens = zip(*map(_TEXT, fields), strict=True)
+    extras: list[Sequence[str]] = list(map(_date_words, whens))
+    flags = list(map(_INDEX_ID, puts))
+    if any(flags):
+        id_words = iter(words_many(list(compress(ids, flags))))
+        extras = [
+            [*extra, *next(id_words)] if flag else extra
+            for extra, flag in zip(extras, flags, strict=True)
+        ]
+    if any(map(_WORDS, puts)):  # a writer's words (a pair, never empty) replace the texts
+        split = list(map(_WORDS, puts))
+        titles = tuple(t if w is None else w[0] for t, w in zip(titles, split, strict=True))
+        contents = tuple(c if w is None else w[1] for c, w in zip(contents, split, strict=True))
+    return list(zip(ids, titles, contents, extras, strict=True))
 
 
 class LexicalIndex:
@@ -319,14 +339,14 @@ class LexicalIndex:
         if kept is not None and kept[0] is item.title and kept[1] is item.content:
             split = kept[2]
         with self._lock:
-            self._queue.put(
+            waiting = self._queue.put(
                 item,
                 index_id,
                 indexed=self._text.get(id),
                 indexed_flag=id in self._with_id,
                 words=split,
             )
-            if len(self._queue) >= QUEUE_MAX:
+            if waiting >= QUEUE_MAX:
                 self.flush()
 
     def remove(self, id: str) -> None:
@@ -362,40 +382,48 @@ class LexicalIndex:
                 return
             lex = self._lexicon
             text, with_id = self._text, self._with_id
-            puts: list[Queued] = []
-            for id, queued in self._queue.take().items():
-                if queued is not None:
-                    puts.append(queued)
-                elif text.pop(id, None) is not None:
-                    with_id.discard(id)
-                    lex.remove(id)
+            taken = self._queue.take()
+            # The puts (a Queued is a non-empty tuple, a remove None), by C-level
+            # maps: each step below is a column of the batch, not a loop over it.
+            puts: list[Queued] = list(filter(None, taken.values()))
+            if len(puts) != len(taken):
+                for id, queued in taken.items():
+                    if queued is None and text.pop(id, None) is not None:
+                        with_id.discard(id)
+                        lex.remove(id)
             if not puts:
                 return
-            fresh = [q for q in puts if q.reindex]
-            if fresh:
-                lex.index_texts(_documents(fresh))
-            items = [q.item for q in puts]
-            ids = [it.id for it in items]
+            items: list[Item] = list(map(_ITEM, puts))
+            fields: list[dict[str, Any]] = list(map(_DICT, items))
+            reindex = list(map(_REINDEX, puts))
+            if all(reindex):
+                lex.index_texts(_documents(puts, fields))
+            elif any(reindex):
+                lex.index_texts(
+                    _documents(list(compress(puts, reindex)), list(compress(fields, reindex)))
+                )
+            ids: list[str] = list(map(_ID, fields))
             text.update(zip(ids, items, strict=True))
-            for q in puts:
-                if q.index_id:
-                    with_id.add(q.item.id)
-                else:
-                    with_id.discard(q.item.id)
+            # Each id is put once a batch: with its id's words exactly when its flag says.
+            with_id.difference_update(ids)
+            with_id.update(compress(ids, map(_INDEX_ID, puts)))
             # Read after every document is in: a compaction may have renumbered slots.
-            self._set_columns(lex.slots_of(ids), items)
+            self._set_columns(lex.slots_of(ids), items, fields)
             self._writes += len(puts)
 
-    def _set_columns(self, slots: list[int], items: list[Item]) -> None:
+    def _set_columns(
+        self, slots: list[int], items: list[Item], fields: list[dict[str, Any]]
+    ) -> None:
         """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column.
 
-        The fields are read from the items' ``__dict__`` by C-level getters (an
-        attribute read on a pydantic model passes its ``__getattr__`` hook), and
-        coded by dictionary lookups (a Python step only for a name new to a table).
+        The fields are read from the items' ``__dict__`` (``fields``) by C-level
+        getters (an attribute read on a pydantic model passes its ``__getattr__``
+        hook), and coded by dictionary lookups (a Python step only for a name new
+        to a table). A column every item leaves empty (no tags, no deadline) is
+        one scalar assignment.
         """
         self._grow(max(slots) + 1)
         at = np.array(slots, np.intp)
-        fields = [it.__dict__ for it in items]
         self._kind[at] = self._kinds.codes(list(map(_KIND, fields)))
         self._subject[at] = self._subjects.codes(list(map(_SUBJECT, fields)))
         if any(map(_TAGS, fields)):
@@ -412,7 +440,11 @@ class LexicalIndex:
             self._partition[at] = 0
             self._shared[at] = False
         self._updated[at] = [-_INF if t is None else t.timestamp() for t in map(_UPDATED, fields)]
-        self._stale[at] = [_INF if t is None else t.timestamp() for t in map(_STALE, fields)]
+        stale = list(map(_STALE, fields))
+        if any(stale):  # a datetime is always true
+            self._stale[at] = [_INF if t is None else t.timestamp() for t in stale]
+        else:
+            self._stale[at] = _INF
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.
