@@ -31,7 +31,7 @@ from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexic
 from memstore._wordbatch import TextDoc
 from memstore.item import Item
 from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
-from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
+from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
 from memstore.text import event_date_words, words, words_many
 
 __all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
@@ -408,13 +408,11 @@ class LexicalIndex:
             with_id.difference_update(ids)
             with_id.update(compress(ids, map(_INDEX_ID, puts)))
             # Read after every document is in: a compaction may have renumbered slots.
-            self._set_columns(lex.slots_of(ids), items, fields)
+            self._set_columns(lex.slots_of(ids), fields)
             self._writes += len(puts)
 
-    def _set_columns(
-        self, slots: list[int], items: list[Item], fields: list[dict[str, Any]]
-    ) -> None:
-        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column.
+    def _set_columns(self, slots: list[int], fields: list[dict[str, Any]]) -> None:
+        """Write the per-slot filter columns of items at ``slots``, one assignment a column.
 
         The fields are read from the items' ``__dict__`` (``fields``) by C-level
         getters (an attribute read on a pydantic model passes its ``__getattr__``
@@ -426,15 +424,26 @@ class LexicalIndex:
         at = np.array(slots, np.intp)
         self._kind[at] = self._kinds.codes(list(map(_KIND, fields)))
         self._subject[at] = self._subjects.codes(list(map(_SUBJECT, fields)))
-        if any(map(_TAGS, fields)):
+        tags = list(map(_TAGS, fields))
+        if any(tags):
             code = self._subjects.code
             part = self._partitions.code
-            # No tags: no service, no partition (code 0 is ""), not shared.
-            self._service[at] = [
-                code(service_tag_value(it) or "") if it.tags else 0 for it in items
-            ]
-            self._partition[at] = [part(partition_from_tags(it.tags)) for it in items]
-            self._shared[at] = [SHARED_TAG in it.tags for it in items]
+            # What a list of tags places an item by (service code, partition code,
+            # shared), worked out once per distinct list of the batch (a tenant's
+            # items share theirs); codes enter their tables in the items' order.
+            placed: dict[tuple[str, ...], tuple[int, int, bool]] = {}
+            rows: list[tuple[int, int, bool]] = []
+            for key in map(tuple, tags):
+                got = placed.get(key)
+                if got is None:
+                    # No tags: no service, no partition (code 0 is ""), not shared.
+                    service = code(service_from_tags(key) or "") if key else 0
+                    got = placed[key] = (service, part(partition_from_tags(key)), SHARED_TAG in key)
+                rows.append(got)
+            services, partitions, shared = zip(*rows, strict=True)
+            self._service[at] = services
+            self._partition[at] = partitions
+            self._shared[at] = shared
         else:
             self._service[at] = 0
             self._partition[at] = 0

@@ -7,9 +7,11 @@
   mix of event dates, ``index_id`` flags and writers' words.
 * :meth:`LexicalIndex.flush` takes the puts by ``filter``, the id flags by
   set updates, and the filter columns from the ``__dict__`` s read once (a
-  column nobody sets written as one scalar): the same index (lexicon, texts,
-  id flags, every column) as the old apply, for any run of puts, re-puts and
-  removes read now and then.
+  column nobody sets written as one scalar, what a list of tags places an
+  item by worked out once per distinct list of a batch): the same index
+  (lexicon, texts, id flags, every column, the code tables in the same
+  order) as the old apply, for any run of puts, re-puts and removes read now
+  and then.
 * :func:`memstore.text.event_date_words` reads a bare ASCII day with
   ``date.fromisoformat`` alone (no import, no pattern, no datetime): the
   same words as through :func:`~memstore.eventdate.parse_event_date`, for
@@ -134,7 +136,14 @@ T0 = _dt.datetime(2026, 1, 1, tzinfo=_dt.UTC)
 _IDS = ["n0", "n1", "n2", "Api-Gateway_7", "deploy.2026"]
 _TEXTS = ["payment timeout", "deploy retry queue", "", "Café naïve", "v2.3.1 at 10:30", "api"]
 _DATES = ["", "2026-03-01", "2023-06-27T13:56:00Z", "not a date", "May 2024"]
-_TAGS = [[], ["t:acme"], ["shared"], ["service:billing", "t:beta"], ["x"]]
+_TAGS = [
+    [],
+    ["tenant/acme"],
+    ["shared"],
+    ["service/billing", "tenant/beta"],
+    ["x", "tenant/acme", "tenant/beta"],
+    ["service/acme", "shared", "service/deploy"],
+]
 _WHEN = [None, T0, T0 + _dt.timedelta(days=3), _dt.datetime(2025, 5, 5, 12, tzinfo=_dt.UTC)]
 
 items = st.builds(
