@@ -16,6 +16,12 @@
   ``date.fromisoformat`` alone (no import, no pattern, no datetime): the
   same words as through :func:`~memstore.eventdate.parse_event_date`, for
   any day, real or not, and any other text.
+* The store's ``_set`` reads a new item's fields from its ``__dict__`` once
+  (and decides whether it is indexable from them, as ``_indexable`` does):
+  the same indexes (items, private owners, backlinks, citations, claims,
+  the update order, the lexicon and its id flags) as before, for any run of
+  writes and deletes of public, private, stale and data items with links,
+  references and supersedes.
 * :meth:`WriteQueue.put` answers how many writes wait, which the index's put
   asked of a second call before, and builds its record without the named
   tuple's Python ``__new__``.
@@ -33,15 +39,24 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstore import Item
+from memstore import Config, Item, Store, ThoughtLink
 from memstore import _lexindex as lx
 from memstore._gc import bulk_load
 from memstore._lexindex import LexicalIndex
 from memstore._lexqueue import Queued, WriteQueue
+from memstore._linkers import link as add_linker
+from memstore._linkers import unlink
+from memstore._shared import share_containers
+from memstore._store_base import _cited_id, _discard, _same_exact_keys
+from memstore._updatekey import add_by_update
 from memstore._wordbatch import TextDoc
+from memstore.errors import MemstoreError
 from memstore.eventdate import parse_event_date
-from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
+from memstore.item import SCOPE_PRIVATE
+from memstore.tags import SHARED_TAG, partition_from_tags, private_owner, service_tag_value
 from memstore.text import _MONTHS, event_date_words, words, words_many
+from memstore.vocabulary import Vocabulary
+from tests.conftest import FakeClock
 
 _INF = float("inf")
 
@@ -277,3 +292,138 @@ _times = st.builds(
 @given(st.one_of(_days, _near_days, _times, st.text(max_size=12)))
 def test_event_date_words_are_the_parsed_date_s(event_date: str) -> None:
     assert event_date_words(event_date) == old_event_date_words(event_date)
+
+
+class OldSetStore(Store):
+    """A :class:`Store` whose ``_set`` is the code before this change."""
+
+    def _set(self, id: str, new: Item | None) -> None:  # the code before, as it was
+        """Make ``new`` the stored state of ``id`` (``None`` deletes) in every index."""
+        if new is not None:
+            share_containers(new)  # first: it never raises, and nothing has changed yet
+        old = self._items.get(id)
+        if self._tally is not None:
+            if old is not None:
+                self._tally.remove(old)
+            if new is not None:
+                self._tally.add(new)
+        if self._anchors is not None:
+            if old is not None:
+                self._anchors.remove(old)
+            if new is not None:
+                self._anchors.add(new)
+        if old is not None:
+            self._by_update.remove(old)
+            if old.scope == SCOPE_PRIVATE:
+                _discard(self._private, private_owner(old), id)
+            if old.links:
+                for link in old.links:
+                    unlink(self._backlinks, self._linker_order, link.to_id, id)
+            if old.evidence_refs:
+                for ref in old.evidence_refs:
+                    _discard(self._citations, _cited_id(ref), id)
+            if old.supersedes:
+                for ref in old.supersedes:
+                    _discard(self._claims, ref, id)
+            if id in self._index_id and (new is None or not _same_exact_keys(old, new)):
+                self._unexact(id, old)
+        if new is None:
+            self._dedup_cache.forget(id)
+            self._items.pop(id, None)
+            self._lex.remove(id)
+            self._index_id.pop(id, None)
+            return
+        self._items[id] = new
+        add_by_update(self._by_update, new)
+        if new.scope == SCOPE_PRIVATE:
+            self._private.setdefault(private_owner(new), set()).add(id)
+        for link in new.links:
+            add_linker(self._backlinks, self._linker_order, link.to_id, id)
+        for ref in new.evidence_refs:
+            self._citations.setdefault(_cited_id(ref), set()).add(id)
+        for ref in new.supersedes:
+            self._claims.setdefault(ref, set()).add(id)
+        if self._indexable(new):
+            known = self._index_id.get(id)  # a function of the id alone: derived once
+            was_indexed = known is not None
+            index_id = self._index_id_text(id) if known is None else known
+            self._lex.put(new, index_id)
+            self._index_id[id] = index_id
+            if not was_indexed or old is None or not _same_exact_keys(old, new):
+                self._exact_todo.add(id)
+        else:
+            if id in self._index_id and old is not None and _same_exact_keys(old, new):
+                self._unexact(id, old)  # kept above while it stayed indexed
+            self._lex.remove(id)
+            self._index_id.pop(id, None)
+
+
+_SET_IDS = ["a", "b", "c"]
+_set_op = st.one_of(
+    st.tuples(
+        st.just("put"),
+        st.sampled_from(_SET_IDS),
+        st.sampled_from(["note", "fact", "record"]),
+        st.sampled_from(["public", "private"]),
+        st.sampled_from(["active", "stale"]),
+        st.lists(st.sampled_from(_SET_IDS), max_size=2, unique=True),
+        st.lists(st.sampled_from(["a", "b#1", "doc:x"]), max_size=2, unique=True),
+        st.sampled_from(["payment timeout", "deploy", ""]),
+        st.sampled_from([[], ["service/billing"], ["author/ann"], ["user:ab12"], ["user:cd34"]]),
+    ),
+    st.tuples(st.just("delete"), st.sampled_from(_SET_IDS)),
+)
+
+
+def _store_state(store: Store) -> dict[str, Any]:
+    return {
+        "items": {id: it.model_dump() for id, it in store._items.items()},
+        "private": {k: set(v) for k, v in store._private.items() if v},
+        "backlinks": {k: v for k, v in store._backlinks.items() if v},
+        "citations": {k: set(v) for k, v in store._citations.items() if v},
+        "claims": {k: set(v) for k, v in store._claims.items() if v},
+        "by_update": [it.id for it in store._by_update],
+        "index_id": dict(store._index_id),
+        "exact_todo": set(store._exact_todo),
+        "lex": sorted(store._lex._text),
+        "with_id": set(store._lex._with_id),
+    }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_set_op, max_size=25))
+def test_set_leaves_the_indexes_the_old_set_left(ops: list[tuple[Any, ...]]) -> None:
+    def make(cls: type[Store]) -> tuple[Store, FakeClock]:
+        clock = FakeClock()
+        vocab = Vocabulary(data_kinds=lambda kind: kind == "record")
+        return cls(Config(clock=clock, vocabulary=vocab, subject="me")), clock
+
+    (new, new_clock), (old, old_clock) = make(Store), make(OldSetStore)
+    for op in ops:
+        outcomes = []
+        for store, clock in ((new, new_clock), (old, old_clock)):
+            clock.advance(_dt.timedelta(seconds=1))
+            if op[0] == "delete":
+                outcomes.append(store.delete(op[1]))
+                continue
+            _, id, kind, scope, status, links, refs, title, tags = op
+            others = [to for to in links if to != id]
+            item = Item(
+                id=id,
+                kind=kind,
+                scope=scope,
+                status=status,
+                title=title or "t",
+                content=title,
+                links=[ThoughtLink(to_id=to, relation="supports") for to in others],
+                evidence_refs=refs,
+                supersedes=others[:1],
+                tags=tags,
+            )
+            try:
+                store.upsert(item)
+                outcomes.append(None)
+            except MemstoreError as e:  # a refused write: the same refusal on both sides
+                outcomes.append(type(e).__name__)
+        assert outcomes[0] == outcomes[1]
+    assert _store_state(new) == _store_state(old)
