@@ -1,9 +1,10 @@
 """The store's lexical index: a Lexicon plus per-document arrays for filters.
 
 The :class:`~memstore.lexical.Lexicon` finds candidate documents per token;
-this module accumulates their scores with numpy over integer slots and applies
-the kind, subject and deadline filters as vectorised masks, so a query costs
-O(candidates) in C-level set and array operations, never a loop over all items.
+this module scores them with numpy over integer slots (the sums and the cut:
+:mod:`memstore._lexscore`) and applies the kind, subject and deadline filters
+as vectorised masks, so a query costs O(candidates) in C-level set and array
+operations, never a loop over all items.
 Writes wait in a queue (:mod:`memstore._lexqueue`) and every read applies them
 first, in one batch: texts split together, the vocabulary counted in one pass,
 the filter columns written a column at a time.
@@ -16,9 +17,8 @@ import functools
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple, cast
 
 import numpy as np
@@ -26,11 +26,12 @@ import numpy.typing as npt
 
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
+from memstore._lexscore import QueryPlan, _accumulate, _kth_largest
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore._wordbatch import TextDoc
 from memstore.item import Item
-from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, Lexicon, TokenMatch, token_weight
-from memstore.tags import SHARED_TAG, partition_from_tags, service_tag_value
+from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
+from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
 from memstore.text import event_date_words, words, words_many
 
 __all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
@@ -80,20 +81,6 @@ def _no_hits() -> LexicalHits:
     return LexicalHits((), (), _NO_HITS_SCORES)
 
 
-@dataclass(frozen=True, slots=True)
-class QueryPlan:
-    """A query's tokens with what each matched and its weight, computed once."""
-
-    tokens: tuple[str, ...]
-    matches: tuple[TokenMatch, ...]
-    weights: tuple[float, ...]
-    fuzzy_ok: tuple[bool, ...]
-
-    @property
-    def total_weight(self) -> float:
-        return sum(self.weights)
-
-
 class _Codes:
     """Interns strings to small ints ("" is 0) for vectorised equality tests."""
 
@@ -134,142 +121,53 @@ def _updated_ts(dt: _dt.datetime | None) -> float:
 
 _KIND, _SUBJECT, _TAGS = itemgetter("kind"), itemgetter("subject"), itemgetter("tags")
 _UPDATED, _STALE = itemgetter("updated_at"), itemgetter("stale_after")
+_ID, _TEXT = itemgetter("id"), itemgetter("id", "title", "content", "event_date")
 """Getters of an item's fields from its ``__dict__`` (:meth:`LexicalIndex._set_columns`)."""
+
+_DICT = attrgetter("__dict__")
+_ITEM, _INDEX_ID, _REINDEX, _WORDS = (itemgetter(i) for i in range(4))
+"""Getters of an item's ``__dict__`` and of a :class:`~memstore._lexqueue.Queued`'s fields,
+for C-level maps over a batch (a pydantic model's attribute read passes its ``__getattr__``
+hook, and a named tuple's field read is a bytecode step)."""
 
 _CODE_TABLES = ("_kinds", "_subjects", "_partitions")
 """The :class:`_Codes` a snapshot saves with the filter columns."""
 
-_SPARSE = 8
-"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
-_DENSE_CAP = 16_384
-"""...unless the capacity is at most this: arrays that small cost less than the sort."""
-_PARTITION_MAX = 2048
-"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call, about
-as cheap as one step of its walk at that size)."""
-
-
-_Ix = npt.NDArray[np.intp]
-_F64 = npt.NDArray[np.float64]
-_Bool = npt.NDArray[np.bool_]
-_Sums = tuple[_Ix, _F64, _F64, _Ix, _Bool]
-
-
-def _fsum(x: _Ix, w: _F64 | None, n: int) -> _F64:
-    """``np.bincount`` with weights, typed (it sums in input order)."""
-    return np.asarray(np.bincount(x, w, n), np.float64)
-
-
-def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
-    """Every matched slot with its score sums: ``(slots, acc, title, covered, fuzzy)``.
-
-    ``acc`` sums weight * level over the tokens, ``title`` the same for title
-    matches, ``covered`` counts the tokens matched by the exact rule and
-    ``fuzzy`` tells whether one came from the fuzzy channel. ``None``: no match.
-    """
-    ms = [(m, w) for m, w in zip(plan.matches, plan.weights, strict=True) if m.slots.size]
-    if not ms:
-        return None
-    slots: _Ix
-    levels: _F64
-    vals: _F64
-    if len(ms) == 1:
-        slots, levels, vals = ms[0][0].slots, ms[0][0].levels, ms[0][1] * ms[0][0].levels
-    else:
-        slots = np.concatenate([m.slots for m, _ in ms])
-        levels = np.concatenate([m.levels for m, _ in ms])
-        vals = np.concatenate([w * m.levels for m, w in ms])
-    tms = [(m, w) for m, w in ms if m.title_slots.size]
-    tslots: _Ix | None = np.concatenate([m.title_slots for m, _ in tms]) if tms else None
-    tvals: _F64 | None = np.concatenate([w * m.title_levels for m, w in tms]) if tms else None
-    exact: _Bool = levels >= LEVEL_SUBSTRING
-    cand: _Ix
-    title: _F64
-    if len(ms) == 1:
-        # One token: its slots are distinct and sorted already.
-        cand = slots
-        title = np.zeros(cand.size, np.float64)
-        if tslots is not None and tvals is not None:
-            title[np.searchsorted(cand, tslots)] = tvals
-        return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
-    if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
-        cand, inv = np.unique(slots, return_inverse=True)
-        n = int(cand.size)
-        title = (
-            _fsum(np.searchsorted(cand, tslots), tvals, n)
-            if tslots is not None
-            else np.zeros(n, np.float64)
-        )
-        return _nonzero(
-            cand,
-            _fsum(inv, vals, n),
-            title,
-            np.bincount(inv[exact], minlength=n),
-            np.bincount(inv[~exact], minlength=n) > 0,
-        )
-    dense = _fsum(slots, vals, cap)
-    cand = np.flatnonzero(dense != 0.0)  # a bool test: numpy's nonzero is slow on floats
-    covered: _Ix = np.bincount(slots[exact], minlength=cap)[cand]
-    fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
-    title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
-    return cand, dense[cand], title, covered, fuzzy
-
-
-_KTH_STEPS = 4
-"""Distinct top scores :func:`_kth_largest` walks before it partitions."""
-
-
-def _kth_largest(scores: _F64, k: int) -> float:
-    """The ``k``-th largest of ``scores`` (``k <= scores.size``), ties counted.
-
-    Lexical scores take few distinct values at the top (a handful of levels
-    times the token weights), so walking down the distinct maxima finds it in
-    a pass or two of C loops; a partition is the fallback, and the way for a
-    few candidates.
-    """
-    if scores.size <= _PARTITION_MAX:
-        return float(np.partition(scores, scores.size - k)[scores.size - k])
-    top = float(scores.max())
-    seen = int(np.count_nonzero(scores >= top))
-    for _ in range(_KTH_STEPS):
-        if seen >= k:
-            return top
-        below = scores[scores < top]
-        top = float(below.max())
-        seen += int(np.count_nonzero(below >= top))
-    if seen >= k:
-        return top
-    return float(np.partition(scores, scores.size - k)[scores.size - k])
-
-
-def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
-    """The candidates whose sum is not zero (a plan may carry a zero weight)."""
-    nz = acc != 0.0
-    if nz.all():
-        return cand, acc, title, covered, fuzzy
-    return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
-
 
 @functools.lru_cache(maxsize=4096)
-def _date_words(event_date: str) -> tuple[str, ...]:
-    """:func:`~memstore.text.event_date_words`, remembered: dates recur across items and batches."""
-    return tuple(event_date_words(event_date))
+def _date_words(event_date: str | None) -> tuple[str, ...]:
+    """:func:`~memstore.text.event_date_words`, remembered: dates recur across items and batches.
+
+    No date (``None`` or ``""``) has no words: every item's date is looked up
+    here, in one C-level map over a batch.
+    """
+    return tuple(event_date_words(event_date)) if event_date else ()
 
 
-def _documents(puts: Sequence[Queued]) -> list[TextDoc]:
+def _documents(puts: Sequence[Queued], fields: Sequence[dict[str, Any]]) -> list[TextDoc]:
     """The queued puts as :meth:`Lexicon.index_texts` documents: each id, title and content
     (the writer's words when it had them, else the texts), and the content's extra words:
-    the event date's (read once per distinct date) and, with ``index_id``, the id's own."""
-    id_words = iter(words_many([q.item.id for q in puts if q.index_id]))
-    docs: list[TextDoc] = []
-    for q in puts:
-        item = q.item
-        title, content = q.words if q.words is not None else (item.title, item.content)
-        when = item.event_date
-        extra: Sequence[str] = _date_words(when) if when else ()
-        if q.index_id:
-            extra = [*extra, *next(id_words)]
-        docs.append((item.id, title, content, extra))
-    return docs
+    the event date's (read once per distinct date) and, with ``index_id``, the id's own.
+
+    ``fields``: each put's item's ``__dict__``. Built a column at a time, by C-level maps
+    and ``zip``: no Python step per document unless a put carries its words or its id's.
+    """
+    if not puts:
+        return []
+    ids, titles, contents, whens = zip(*map(_TEXT, fields), strict=True)
+    extras: list[Sequence[str]] = list(map(_date_words, whens))
+    flags = list(map(_INDEX_ID, puts))
+    if any(flags):
+        id_words = iter(words_many(list(compress(ids, flags))))
+        extras = [
+            [*extra, *next(id_words)] if flag else extra
+            for extra, flag in zip(extras, flags, strict=True)
+        ]
+    if any(map(_WORDS, puts)):  # a writer's words (a pair, never empty) replace the texts
+        split = list(map(_WORDS, puts))
+        titles = tuple(t if w is None else w[0] for t, w in zip(titles, split, strict=True))
+        contents = tuple(c if w is None else w[1] for c, w in zip(contents, split, strict=True))
+    return list(zip(ids, titles, contents, extras, strict=True))
 
 
 class LexicalIndex:
@@ -441,14 +339,14 @@ class LexicalIndex:
         if kept is not None and kept[0] is item.title and kept[1] is item.content:
             split = kept[2]
         with self._lock:
-            self._queue.put(
+            waiting = self._queue.put(
                 item,
                 index_id,
                 indexed=self._text.get(id),
                 indexed_flag=id in self._with_id,
                 words=split,
             )
-            if len(self._queue) >= QUEUE_MAX:
+            if waiting >= QUEUE_MAX:
                 self.flush()
 
     def remove(self, id: str) -> None:
@@ -484,57 +382,78 @@ class LexicalIndex:
                 return
             lex = self._lexicon
             text, with_id = self._text, self._with_id
-            puts: list[Queued] = []
-            for id, queued in self._queue.take().items():
-                if queued is not None:
-                    puts.append(queued)
-                elif text.pop(id, None) is not None:
-                    with_id.discard(id)
-                    lex.remove(id)
+            taken = self._queue.take()
+            # The puts (a Queued is a non-empty tuple, a remove None), by C-level
+            # maps: each step below is a column of the batch, not a loop over it.
+            puts: list[Queued] = list(filter(None, taken.values()))
+            if len(puts) != len(taken):
+                for id, queued in taken.items():
+                    if queued is None and text.pop(id, None) is not None:
+                        with_id.discard(id)
+                        lex.remove(id)
             if not puts:
                 return
-            fresh = [q for q in puts if q.reindex]
-            if fresh:
-                lex.index_texts(_documents(fresh))
-            items = [q.item for q in puts]
-            ids = [it.id for it in items]
+            items: list[Item] = list(map(_ITEM, puts))
+            fields: list[dict[str, Any]] = list(map(_DICT, items))
+            reindex = list(map(_REINDEX, puts))
+            if all(reindex):
+                lex.index_texts(_documents(puts, fields))
+            elif any(reindex):
+                lex.index_texts(
+                    _documents(list(compress(puts, reindex)), list(compress(fields, reindex)))
+                )
+            ids: list[str] = list(map(_ID, fields))
             text.update(zip(ids, items, strict=True))
-            for q in puts:
-                if q.index_id:
-                    with_id.add(q.item.id)
-                else:
-                    with_id.discard(q.item.id)
+            # Each id is put once a batch: with its id's words exactly when its flag says.
+            with_id.difference_update(ids)
+            with_id.update(compress(ids, map(_INDEX_ID, puts)))
             # Read after every document is in: a compaction may have renumbered slots.
-            self._set_columns(lex.slots_of(ids), items)
+            self._set_columns(lex.slots_of(ids), fields)
             self._writes += len(puts)
 
-    def _set_columns(self, slots: list[int], items: list[Item]) -> None:
-        """Write the per-slot filter columns of ``items`` at ``slots``, one assignment a column.
+    def _set_columns(self, slots: list[int], fields: list[dict[str, Any]]) -> None:
+        """Write the per-slot filter columns of items at ``slots``, one assignment a column.
 
-        The fields are read from the items' ``__dict__`` by C-level getters (an
-        attribute read on a pydantic model passes its ``__getattr__`` hook), and
-        coded by dictionary lookups (a Python step only for a name new to a table).
+        The fields are read from the items' ``__dict__`` (``fields``) by C-level
+        getters (an attribute read on a pydantic model passes its ``__getattr__``
+        hook), and coded by dictionary lookups (a Python step only for a name new
+        to a table). A column every item leaves empty (no tags, no deadline) is
+        one scalar assignment.
         """
         self._grow(max(slots) + 1)
         at = np.array(slots, np.intp)
-        fields = [it.__dict__ for it in items]
         self._kind[at] = self._kinds.codes(list(map(_KIND, fields)))
         self._subject[at] = self._subjects.codes(list(map(_SUBJECT, fields)))
-        if any(map(_TAGS, fields)):
+        tags = list(map(_TAGS, fields))
+        if any(tags):
             code = self._subjects.code
             part = self._partitions.code
-            # No tags: no service, no partition (code 0 is ""), not shared.
-            self._service[at] = [
-                code(service_tag_value(it) or "") if it.tags else 0 for it in items
-            ]
-            self._partition[at] = [part(partition_from_tags(it.tags)) for it in items]
-            self._shared[at] = [SHARED_TAG in it.tags for it in items]
+            # What a list of tags places an item by (service code, partition code,
+            # shared), worked out once per distinct list of the batch (a tenant's
+            # items share theirs); codes enter their tables in the items' order.
+            placed: dict[tuple[str, ...], tuple[int, int, bool]] = {}
+            rows: list[tuple[int, int, bool]] = []
+            for key in map(tuple, tags):
+                got = placed.get(key)
+                if got is None:
+                    # No tags: no service, no partition (code 0 is ""), not shared.
+                    service = code(service_from_tags(key) or "") if key else 0
+                    got = placed[key] = (service, part(partition_from_tags(key)), SHARED_TAG in key)
+                rows.append(got)
+            services, partitions, shared = zip(*rows, strict=True)
+            self._service[at] = services
+            self._partition[at] = partitions
+            self._shared[at] = shared
         else:
             self._service[at] = 0
             self._partition[at] = 0
             self._shared[at] = False
         self._updated[at] = [-_INF if t is None else t.timestamp() for t in map(_UPDATED, fields)]
-        self._stale[at] = [_INF if t is None else t.timestamp() for t in map(_STALE, fields)]
+        stale = list(map(_STALE, fields))
+        if any(stale):  # a datetime is always true
+            self._stale[at] = [_INF if t is None else t.timestamp() for t in stale]
+        else:
+            self._stale[at] = _INF
 
     def save_snapshot(self, path: str | os.PathLike[str], *, generation: int) -> None:
         """Write the index to ``path`` (see :mod:`memstore._lexsnapshot`) at ``generation``.

@@ -23,8 +23,11 @@ of the queue (the eager index would have given it the highest slot so far).
 >>> q = WriteQueue()
 >>> a, b = Item(id="a", kind="note", title="one"), Item(id="b", kind="note", title="two")
 >>> q.put(a, False, indexed=None, indexed_flag=False)
+1
 >>> q.put(b, False, indexed=None, indexed_flag=False)
+2
 >>> q.put(a.clone(title="three"), False, indexed=None, indexed_flag=False)
+2
 >>> [(id, e.item.title, e.reindex) for id, e in q.take().items() if e]  # a moved behind b
 [('b', 'two', True), ('a', 'three', True)]
 """
@@ -89,32 +92,36 @@ class WriteQueue:
         indexed: Item | None,
         indexed_flag: bool,
         words: tuple[list[str], list[str]] | None = None,
-    ) -> None:
+    ) -> int:
         """Queue ``item``; ``indexed`` and ``indexed_flag``: what the index holds for its id now.
 
         Putting the very item (and flag) that the index would hold after the
-        queue is a no-op, as it is for the index itself.
+        queue is a no-op, as it is for the index itself. Returns how many
+        writes wait now (what ``len()`` of the queue says, without a second
+        call: the index's put asks it of every write).
         """
         id = item.id
         queue = self._queue
         if id not in queue:
             if indexed is None:
-                queue[id] = Queued(item, index_id, True, words)
+                # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
+                queue[id] = tuple.__new__(Queued, (item, index_id, True, words))
             elif indexed is not item or indexed_flag != index_id:
                 reindex = indexed_flag != index_id or not same_text(indexed, item)
-                queue[id] = Queued(item, index_id, reindex, words)
-            return
+                queue[id] = tuple.__new__(Queued, (item, index_id, reindex, words))
+            return len(queue)
         queued = queue[id]
         if queued is None:  # removed since the last apply: a new slot
             del queue[id]
             queue[id] = Queued(item, index_id, True, words)
-            return
+            return len(queue)
         if queued.index_id == index_id and same_text(queued.item, item):
             if queued.item is not item:  # the same words: the entry keeps its place
                 queue[id] = Queued(item, index_id, queued.reindex, queued.words or words)
-            return
+            return len(queue)
         del queue[id]  # new words: a new slot, after every slot given so far
         queue[id] = Queued(item, index_id, True, words)
+        return len(queue)
 
     def remove(self, id: str, *, indexed: bool) -> None:
         """Queue the removal of ``id``; ``indexed``: whether the index holds it now."""

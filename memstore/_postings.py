@@ -68,7 +68,13 @@ class _WordNumbers(dict[str, int]):
         self._owner = owner
 
     def __missing__(self, word: str) -> int:
-        return self._owner._number(word)
+        # The next number, the word listed, no array yet: in one frame, as every word
+        # new to a batch passes here.
+        owner = self._owner
+        i = self[word] = len(owner._words)
+        owner._words.append(word)
+        owner._arrays.append(EMPTY)
+        return i
 
 
 class Postings:
@@ -141,12 +147,6 @@ class Postings:
             off = self._base_offsets
             a = self._arrays[i] = self._base[int(off[i]) : int(off[i + 1])]
         return a
-
-    def _number(self, word: str) -> int:
-        i = self._wid[word] = len(self._words)
-        self._words.append(word)
-        self._arrays.append(EMPTY)
-        return i
 
     @property
     def numbered(self) -> int:

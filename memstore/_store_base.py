@@ -370,15 +370,20 @@ class StoreBase(Publisher):
             return
         self._items[id] = new
         add_by_update(self._by_update, new)
-        if new.scope == SCOPE_PRIVATE:
+        # The fields read from the item's __dict__ once: an attribute read on a
+        # pydantic model passes its __getattr__ hook, and every write comes here.
+        f = new.__dict__
+        private = f["scope"] == SCOPE_PRIVATE
+        if private:
             self._private.setdefault(private_owner(new), set()).add(id)
-        for link in new.links:
+        for link in f["links"]:
             add_linker(self._backlinks, self._linker_order, link.to_id, id)
-        for ref in new.evidence_refs:
+        for ref in f["evidence_refs"]:
             self._citations.setdefault(_cited_id(ref), set()).add(id)
-        for ref in new.supersedes:
+        for ref in f["supersedes"]:
             self._claims.setdefault(ref, set()).add(id)
-        if self._indexable(new):
+        # _indexable(new), from the fields read above.
+        if f["status"] == STATUS_ACTIVE and not private and not self._vocab.is_data(f["kind"]):
             known = self._index_id.get(id)  # a function of the id alone: derived once
             was_indexed = known is not None
             index_id = self._index_id_text(id) if known is None else known

@@ -21,6 +21,7 @@ accents, CJK, Cyrillic and emoji tokenise sensibly:
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import regex
+
+from memstore.eventdate import parse_event_date
 
 if TYPE_CHECKING:
     from memstore.item import Item
@@ -472,9 +475,25 @@ def event_date_words(event_date: str) -> list[str]:
 
     >>> event_date_words("2023-06-27T13:56:00Z"), event_date_words("not a date")
     (['june', '2023'], [])
-    """
-    from memstore.eventdate import parse_event_date
 
+    A bare day in ASCII digits (``YYYY-MM-DD``, the common form) is read by
+    ``date.fromisoformat`` alone: what :func:`~memstore.eventdate.parse_event_date`
+    does with it after its pattern test, at midnight UTC, so the same month and
+    year (a lexicon splits every dated item's date, most of them distinct days).
+    """
+    if (
+        len(event_date) == 10
+        and event_date[4] == "-" == event_date[7]
+        and event_date.isascii()
+        and event_date[:4].isdigit()
+        and event_date[5:7].isdigit()
+        and event_date[8:].isdigit()
+    ):
+        try:
+            day = _dt.date.fromisoformat(event_date)
+        except ValueError:  # no such day (2024-02-30): no date
+            return []
+        return [_MONTHS[day.month - 1], str(day.year)]
     when = parse_event_date(event_date)
     if when is None:
         return []

@@ -26,12 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memstore._lexindex import (
-    _PARTITION_MAX,
-    LexicalIndex,
-    QueryPlan,
-    _kth_largest,
-)
+from memstore._lexindex import LexicalIndex, QueryPlan
+from memstore._lexscore import _PARTITION_MAX, _kth_largest
 from memstore.item import Item
 from memstore.text import kw_tokens, normalize_query
 from tests.lexical_oracle import OracleLexicalIndex

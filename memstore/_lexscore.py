@@ -1,0 +1,145 @@
+"""Scoring a query's candidates over integer slots: the lexical index's ranking math.
+
+A :class:`QueryPlan` holds each query token's matches (slots and levels, from
+the :class:`~memstore.lexical.Lexicon`) and weight. :func:`_accumulate` sums
+every token's contribution per slot in one ``np.bincount`` over the
+concatenated matches (or a sort, when few slots match in a large index), and
+:func:`_kth_largest` finds the score at a result limit's cut, so
+:class:`~memstore._lexindex.LexicalIndex` ranks in C-level array operations
+and builds Python objects only for the hits it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from memstore.lexical import LEVEL_SUBSTRING, TokenMatch
+
+__all__ = ["QueryPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """A query's tokens with what each matched and its weight, computed once."""
+
+    tokens: tuple[str, ...]
+    matches: tuple[TokenMatch, ...]
+    weights: tuple[float, ...]
+    fuzzy_ok: tuple[bool, ...]
+
+    @property
+    def total_weight(self) -> float:
+        return sum(self.weights)
+
+
+_SPARSE = 8
+"""Below ``capacity / _SPARSE`` matched entries a query is scored by a sort, not densely..."""
+_DENSE_CAP = 16_384
+"""...unless the capacity is at most this: arrays that small cost less than the sort."""
+_PARTITION_MAX = 2048
+"""Up to this many candidates :func:`_kth_largest` partitions at once (one C call, about
+as cheap as one step of its walk at that size)."""
+
+
+_Ix = npt.NDArray[np.intp]
+_F64 = npt.NDArray[np.float64]
+_Bool = npt.NDArray[np.bool_]
+_Sums = tuple[_Ix, _F64, _F64, _Ix, _Bool]
+
+
+def _fsum(x: _Ix, w: _F64 | None, n: int) -> _F64:
+    """``np.bincount`` with weights, typed (it sums in input order)."""
+    return np.asarray(np.bincount(x, w, n), np.float64)
+
+
+def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
+    """Every matched slot with its score sums: ``(slots, acc, title, covered, fuzzy)``.
+
+    ``acc`` sums weight * level over the tokens, ``title`` the same for title
+    matches, ``covered`` counts the tokens matched by the exact rule and
+    ``fuzzy`` tells whether one came from the fuzzy channel. ``None``: no match.
+    """
+    ms = [(m, w) for m, w in zip(plan.matches, plan.weights, strict=True) if m.slots.size]
+    if not ms:
+        return None
+    slots: _Ix
+    levels: _F64
+    vals: _F64
+    if len(ms) == 1:
+        slots, levels, vals = ms[0][0].slots, ms[0][0].levels, ms[0][1] * ms[0][0].levels
+    else:
+        slots = np.concatenate([m.slots for m, _ in ms])
+        levels = np.concatenate([m.levels for m, _ in ms])
+        vals = np.concatenate([w * m.levels for m, w in ms])
+    tms = [(m, w) for m, w in ms if m.title_slots.size]
+    tslots: _Ix | None = np.concatenate([m.title_slots for m, _ in tms]) if tms else None
+    tvals: _F64 | None = np.concatenate([w * m.title_levels for m, w in tms]) if tms else None
+    exact: _Bool = levels >= LEVEL_SUBSTRING
+    cand: _Ix
+    title: _F64
+    if len(ms) == 1:
+        # One token: its slots are distinct and sorted already.
+        cand = slots
+        title = np.zeros(cand.size, np.float64)
+        if tslots is not None and tvals is not None:
+            title[np.searchsorted(cand, tslots)] = tvals
+        return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
+    if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
+        cand, inv = np.unique(slots, return_inverse=True)
+        n = int(cand.size)
+        title = (
+            _fsum(np.searchsorted(cand, tslots), tvals, n)
+            if tslots is not None
+            else np.zeros(n, np.float64)
+        )
+        return _nonzero(
+            cand,
+            _fsum(inv, vals, n),
+            title,
+            np.bincount(inv[exact], minlength=n),
+            np.bincount(inv[~exact], minlength=n) > 0,
+        )
+    dense = _fsum(slots, vals, cap)
+    cand = np.flatnonzero(dense != 0.0)  # a bool test: numpy's nonzero is slow on floats
+    covered: _Ix = np.bincount(slots[exact], minlength=cap)[cand]
+    fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
+    title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
+    return cand, dense[cand], title, covered, fuzzy
+
+
+_KTH_STEPS = 4
+"""Distinct top scores :func:`_kth_largest` walks before it partitions."""
+
+
+def _kth_largest(scores: _F64, k: int) -> float:
+    """The ``k``-th largest of ``scores`` (``k <= scores.size``), ties counted.
+
+    Lexical scores take few distinct values at the top (a handful of levels
+    times the token weights), so walking down the distinct maxima finds it in
+    a pass or two of C loops; a partition is the fallback, and the way for a
+    few candidates.
+    """
+    if scores.size <= _PARTITION_MAX:
+        return float(np.partition(scores, scores.size - k)[scores.size - k])
+    top = float(scores.max())
+    seen = int(np.count_nonzero(scores >= top))
+    for _ in range(_KTH_STEPS):
+        if seen >= k:
+            return top
+        below = scores[scores < top]
+        top = float(below.max())
+        seen += int(np.count_nonzero(below >= top))
+    if seen >= k:
+        return top
+    return float(np.partition(scores, scores.size - k)[scores.size - k])
+
+
+def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:
+    """The candidates whose sum is not zero (a plan may carry a zero weight)."""
+    nz = acc != 0.0
+    if nz.all():
+        return cand, acc, title, covered, fuzzy
+    return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
