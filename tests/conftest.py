@@ -5,6 +5,11 @@ timestamps and lazy staleness are deterministic. ``make_store`` builds a
 :class:`~memstore.Store` on that clock with every observer seam (change hook,
 after- and before-commit listeners, ``dirty``, ``signal``, ``published``)
 recording into ``recorder``.
+
+Hypothesis runs without its per-example deadline (a wall-clock threshold:
+on a loaded two-core machine an example that takes 200 ms says nothing about
+the code, and a test that fails for it cannot be trusted). A test that sets
+its own ``@settings`` inherits this from the profile loaded here.
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from hypothesis import settings
 
 from memstore import Change, Config, Item, Store
 from tests.journals import Place
 from tests.pgtest import PgPlace, Schemas, require_pg
+
+settings.register_profile("memstore", deadline=None)
+settings.load_profile("memstore")
 
 T0 = dt.datetime(2025, 1, 6, 9, 0, tzinfo=dt.UTC)
 """Where every fake clock starts."""
