@@ -379,6 +379,24 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         self._ensure_clock()
         return self._head
 
+    def store_position(self) -> Lsn | None:
+        """The position whose record the attached store holds, exactly; call it under its lock.
+
+        Every change recorded at or before it is in the store, none after it
+        is: what a reader saw of the store while holding its lock
+        (``store.lock``) is the record's state at this position, and a change
+        stream (which hears of a write once the lock is released) is
+        comparable with it change by change. Here the head: this journal's
+        process is its only writer, and records each write under the lock.
+        ``None`` when no one position names the store's state (a shared
+        journal's store holding an own write ahead of its follower, say:
+        :meth:`PostgresJournal.store_position
+        <memstore.journal.postgres.PostgresJournal.store_position>`).
+        """
+        self._check_open()
+        self._ensure_clock()
+        return self._head  # this process's last write (not a backend's own reading of its head)
+
     def last_lsn(self) -> Lsn | None:
         """The position of the last write group this thread got acknowledged.
 

@@ -662,15 +662,19 @@ class PostgresJournal(JournalBase):
 
         Ids go in groups of :data:`APPLY_CHUNK`, each one store group under
         the store's lock, so the process's own writers wait for one chunk at
-        most; the position moves once the whole batch is in.
+        most; the position moves once the whole batch is in, under the same
+        hold of the lock as its last chunk (a batch of own commits alone, no
+        ids to apply: a hold of its own). A reader holding the lock sees the
+        store and the position agree (:meth:`store_position`), and a change
+        stream hears of the batch only after both moved.
         """
         ids = list(batch.items)
-        for start in range(0, len(ids), APPLY_CHUNK):
-            if not self._apply_chunk(batch, ids[start : start + APPLY_CHUNK]):
+        chunks = [ids[start : start + APPLY_CHUNK] for start in range(0, len(ids), APPLY_CHUNK)]
+        for n, chunk in enumerate(chunks or [[]]):
+            if not self._apply_chunk(batch, chunk, last=n >= len(chunks) - 1):
                 return  # detached meanwhile
-        self._advance(batch)
 
-    def _apply_chunk(self, batch: FeedBatch, ids: list[str]) -> bool:
+    def _apply_chunk(self, batch: FeedBatch, ids: list[str], *, last: bool) -> bool:
         store = self._store
         if store is None:
             return False
@@ -680,22 +684,28 @@ class PostgresJournal(JournalBase):
             # An id this process wrote after the snapshot already holds the
             # newer state: the snapshot must not roll it back.
             todo = self._position.not_overtaken(ids, batch.top)
-            if not todo:
-                return True
-            state = {id: followed_item(id, batch.items[id]) for id in todo}
-            cells = self._cells
-            offer = (
-                cells.offered(batch.vectors)
-                if cells is not None and batch.vectors
-                else contextlib.nullcontext()
-            )
-            with offer:
-                self._run_special(
-                    store,
-                    functools.partial(self._remember_applied, batch),
-                    lambda: [store._reflect_owned(i, state[i]) for i in todo],
-                )
+            if todo:
+                self._apply_state(store, batch, todo)
+            if last:
+                self._advance(batch)
+            else:
+                self._position.partly_applied()
         return True
+
+    def _apply_state(self, store: Store, batch: FeedBatch, todo: list[str]) -> None:
+        state = {id: followed_item(id, batch.items[id]) for id in todo}
+        cells = self._cells
+        offer = (
+            cells.offered(batch.vectors)
+            if cells is not None and batch.vectors
+            else contextlib.nullcontext()
+        )
+        with offer:
+            self._run_special(
+                store,
+                functools.partial(self._remember_applied, batch),
+                lambda: [store._reflect_owned(i, state[i]) for i in todo],
+            )
 
     def _remember_applied(self, batch: FeedBatch, changes: Sequence[Change]) -> None:
         """The record of a group that mirrors the record: nothing to write.
@@ -715,6 +725,23 @@ class PostgresJournal(JournalBase):
         last = batch.last
         self._position.advance(last.seq, last.lsn)
         self._ensure_clock().observe(Lsn.unpack(last.lsn))
+
+    def store_position(self) -> Lsn | None:
+        """The position whose record the store holds, exactly; call it under the store's lock.
+
+        The follower's position (it applies a batch and advances past it in
+        one hold of the lock), unless the store holds an own commit the
+        follower has not passed yet (another process's commit before it may
+        be missing) or part of a batch: then ``None`` (:meth:`wait_for` the
+        :meth:`head`, and ask again). Without ``replicate`` the store holds
+        only this process's writes on top of its restore: the last of them,
+        as :meth:`JournalBase.store_position`.
+        """
+        if not self._replicate:
+            return super().store_position()
+        self._check_open()
+        packed = self._position.prefix()
+        return None if packed is None else Lsn.unpack(packed)
 
     def feed_status(self) -> FeedStatus:
         """Where the follower stands: position, connections made, batches applied."""
