@@ -53,3 +53,20 @@ def test_a_followers_store_is_at_the_commits_it_applied(pg_place: PgPlace) -> No
     finally:
         a.close()
         b.close()
+
+
+def test_no_position_names_a_part_applied_batch_or_an_own_commit_ahead() -> None:
+    from memstore.journal._pgposition import FeedPosition
+
+    position = FeedPosition()
+    position.track(True)
+    position.start_at(3, 30)
+    assert position.prefix() == 30
+    position.partly_applied()  # a batch's first chunk is in the store, the rest to come
+    assert position.prefix() is None
+    position.advance(5, 50)
+    assert position.prefix() == 50
+    position.acknowledge(7, ["own"])  # in the store; commit 6 (another's) may not be
+    assert position.prefix() is None
+    position.advance(7, 70)
+    assert position.prefix() == 70
