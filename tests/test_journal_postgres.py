@@ -400,11 +400,11 @@ def test_a_new_process_starts_from_the_record_and_follows(nodes: Any) -> None:
 
 def test_catch_up_in_small_batches_and_chunks(nodes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny batch and chunk sizes: a commit larger than a batch, batches split by ids."""
-    from memstore.journal import _pgfeed, postgres
+    from memstore.journal import _pgapply, _pgfeed
 
     monkeypatch.setattr(_pgfeed, "BATCH_COMMITS", 3)
     monkeypatch.setattr(_pgfeed, "BATCH_IDS", 4)
-    monkeypatch.setattr(postgres, "APPLY_CHUNK", 2)
+    monkeypatch.setattr(_pgapply, "APPLY_CHUNK", 2)
     a, b = nodes(), nodes()
     with b.store.lock:  # type: ignore[attr-defined]  # b's follower waits: commits pile up
         with a.store.batch():  # one commit of 7 ids: more than a batch, applied in 4 chunks

@@ -31,6 +31,7 @@ class FeedPosition:
         self._acked: collections.deque[tuple[int, tuple[str, ...]]] = collections.deque()
         self._acked_seqs: set[int] = set()
         self._own_latest: dict[str, int] = {}
+        self._partial = False
 
     def track(self, on: bool) -> None:
         """Start (or stop, forgetting them) remembering own commits."""
@@ -97,10 +98,32 @@ class FeedPosition:
                 if id in wanted and seq > own.get(id, 0)
             }
 
+    def partly_applied(self) -> None:
+        """Part of a batch is in the store, the rest (and :meth:`advance`) to come.
+
+        Call it with the store's lock held, as the part is applied.
+        """
+        with self._cond:
+            self._partial = True
+
+    def prefix(self) -> int | None:
+        """The packed stamp the store's state is the record's state at, or ``None``.
+
+        The store holds exactly the commits up to the position (call it with
+        the store's lock held, under which the follower applies a batch and
+        advances past it) unless an own commit is in it ahead of the
+        follower, or the follower is part-way through a batch: then no one
+        position names its state, and the answer is ``None`` (wait for the
+        follower to pass the head, and ask again).
+        """
+        with self._cond:
+            return None if self._acked or self._partial else self._lsn
+
     def advance(self, seq: int, lsn: int) -> None:
         """Commits up to ``seq`` are applied; forget the own commits among them."""
         with self._cond:
             self._seq, self._lsn = seq, max(self._lsn, lsn)
+            self._partial = False
             while self._acked and self._acked[0][0] <= seq:
                 done, ids = self._acked.popleft()
                 self._acked_seqs.discard(done)

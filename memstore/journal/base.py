@@ -34,6 +34,7 @@ from memstore.errors import (
     MemstoreError,
 )
 from memstore.item import Item
+from memstore.journal._holding import _holding
 from memstore.journal._stamps import CurrentStamps
 from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
@@ -378,6 +379,18 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         self._check_open()
         self._ensure_clock()
         return self._head
+
+    def store_position(self) -> Lsn | None:
+        """The position whose record the attached store holds, exactly; call it under its lock.
+
+        Every change at or before it is in the store, none after it: what a
+        reader saw holding ``store.lock`` is the record's state there. Here
+        the head (this process, the only writer, records each write under
+        the lock); a shared journal's may be ``None`` (no one position).
+        """
+        self._check_open()
+        self._ensure_clock()
+        return self._head  # this process's last write (not a backend's own reading of its head)
 
     def last_lsn(self) -> Lsn | None:
         """The position of the last write group this thread got acknowledged.
@@ -764,29 +777,6 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@contextlib.contextmanager
-def _holding(store: Store, *, settle: bool = True) -> Iterator[None]:
-    """Hold ``store``'s lock as its own calls do; tell its listeners once it is released.
-
-    What an import, a purge or a follower's apply writes inside commits with
-    the lock held, but its change listeners and hooks run only after the
-    lock is released, in commit order with every other write, as those of
-    an ordinary write do: a listener that reads the store, or takes its
-    time, never holds up (or deadlocks) the store's writers. And as an
-    ordinary write does, the block returns once they heard it (whichever
-    thread told them), unless ``settle`` is false: a follower's apply does
-    not wait (a listener waiting for the follower, say a conflicted write in
-    ``atomically``, would wait for it in turn); ``wait_for`` waits instead.
-    """
-    try:
-        with store._locked():
-            yield
-    finally:
-        store._drain()
-        if settle:
-            store._await_published()
 
 
 def iter_rows(rows: Iterable[Row]) -> Iterator[Row]:

@@ -41,8 +41,6 @@ How it stays consistent (details in ``docs/postgres.md``):
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 import random
 import threading
@@ -59,13 +57,14 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised without the ext
     ) from None
 from psycopg import sql
 
-from memstore._gc import bulk_load
 from memstore.config import Change
 from memstore.errors import WriteConflictError
 from memstore.item import Item
+from memstore.journal._holding import _holding
+from memstore.journal._pgapply import FeedApplier
 from memstore.journal._pgconn import SYNCHRONOUS, Conn, Connections, translate, write_error
 from memstore.journal._pgdeadline import NoAnswer
-from memstore.journal._pgfeed import FeedBatch, Follower, followed_item
+from memstore.journal._pgfeed import Follower
 from memstore.journal._pgposition import FeedPosition
 from memstore.journal._pgreads import newest_stamps, tail_rows
 from memstore.journal._pgschema import SCHEMA_VERSION, allocate_node, open_schema
@@ -73,7 +72,6 @@ from memstore.journal._pgsql import Queries, ids_json, rows_json_chunks, vectors
 from memstore.journal._pgvectors import GroupVectors, read_vectors, vector_bytes, vectors_for
 from memstore.journal._stamps import NewestStamp
 from memstore.journal._tail import TailRows
-from memstore.journal.base import JournalBase, _holding
 from memstore.journal.dsnoptions import is_schema_name
 from memstore.journal.hlc import Hlc, HybridClock, InvalidLsnError, Lsn, to_lsn
 from memstore.journal.version import Row
@@ -104,8 +102,6 @@ DEFAULT_LOCK_TIMEOUT_S: Final = 30.0
 """How long a commit waits for the commit lock before it fails."""
 MAX_LOCK_TIMEOUT_S: Final = 2_147_483.647
 """The longest ``lock_timeout`` PostgreSQL takes (its setting is an int of milliseconds)."""
-APPLY_CHUNK: Final = 1000
-"""Ids a follower applies to the store per hold of its lock."""
 CONFLICT_ATTEMPTS: Final = 16
 """How many times :meth:`PostgresJournal.atomically` runs an operation that keeps conflicting."""
 CONFLICT_WAIT_S: Final = 10.0
@@ -142,7 +138,7 @@ class FeedStatus:
     """Seconds it spent applying batches to the store and the vector index."""
 
 
-class PostgresJournal(JournalBase):
+class PostgresJournal(FeedApplier):
     """A journal in a PostgreSQL schema, shared by every process attached to it.
 
     ``dsn``: a libpq connection string or ``postgresql://`` URI. ``schema``:
@@ -645,76 +641,22 @@ class PostgresJournal(JournalBase):
             except psycopg.Error as e:
                 raise write_error(e, False, "storing vectors failed") from e
 
-    # FeedSink: what the follower thread calls.
+    def store_position(self) -> Lsn | None:
+        """The position whose record the store holds, exactly; call it under the store's lock.
 
-    def feed_position(self) -> int:
-        return self._position.seq
-
-    def feed_acked(self, seq: int) -> bool:
-        return self._position.is_acked(seq)
-
-    def feed_model(self) -> tuple[str, int] | None:
-        cells = self._cells
-        return None if cells is None else (str(cells.embedder.model_id), cells.dim)
-
-    def feed_apply(self, batch: FeedBatch) -> None:
-        """Bring the store up to date with a batch of the feed (the follower thread).
-
-        Ids go in groups of :data:`APPLY_CHUNK`, each one store group under
-        the store's lock, so the process's own writers wait for one chunk at
-        most; the position moves once the whole batch is in.
+        The follower's position (it applies a batch and advances past it in
+        one hold of the lock), unless the store holds an own commit the
+        follower has not passed yet (another process's commit before it may
+        be missing) or part of a batch: then ``None`` (:meth:`wait_for` the
+        :meth:`head`, and ask again). Without ``replicate`` the store holds
+        only this process's writes on top of its restore: the last of them,
+        as :meth:`JournalBase.store_position`.
         """
-        ids = list(batch.items)
-        for start in range(0, len(ids), APPLY_CHUNK):
-            if not self._apply_chunk(batch, ids[start : start + APPLY_CHUNK]):
-                return  # detached meanwhile
-        self._advance(batch)
-
-    def _apply_chunk(self, batch: FeedBatch, ids: list[str]) -> bool:
-        store = self._store
-        if store is None:
-            return False
-        with _holding(store, settle=False), bulk_load(collect=False):
-            if self._store is not store:
-                return False
-            # An id this process wrote after the snapshot already holds the
-            # newer state: the snapshot must not roll it back.
-            todo = self._position.not_overtaken(ids, batch.top)
-            if not todo:
-                return True
-            state = {id: followed_item(id, batch.items[id]) for id in todo}
-            cells = self._cells
-            offer = (
-                cells.offered(batch.vectors)
-                if cells is not None and batch.vectors
-                else contextlib.nullcontext()
-            )
-            with offer:
-                self._run_special(
-                    store,
-                    functools.partial(self._remember_applied, batch),
-                    lambda: [store._reflect_owned(i, state[i]) for i in todo],
-                )
-        return True
-
-    def _remember_applied(self, batch: FeedBatch, changes: Sequence[Change]) -> None:
-        """The record of a group that mirrors the record: nothing to write.
-
-        Each change is remembered for :meth:`lsn_of` at the stamp of the newest
-        commit in ``batch`` that touched its id (the commit's last stamp: the
-        Lsn its writer acknowledged, at or after the version's own), so change
-        streams carry a position for other processes' writes too.
-        """
-        lsn_of_id: dict[str, int] = {}
-        for commit in batch.commits:
-            for i in commit.ids:
-                lsn_of_id[i] = commit.lsn
-        self._remember([(c, Lsn.unpack(lsn_of_id.get(c.id, batch.last.lsn))) for c in changes])
-
-    def _advance(self, batch: FeedBatch) -> None:
-        last = batch.last
-        self._position.advance(last.seq, last.lsn)
-        self._ensure_clock().observe(Lsn.unpack(last.lsn))
+        if not self._replicate:
+            return super().store_position()
+        self._check_open()
+        packed = self._position.prefix()
+        return None if packed is None else Lsn.unpack(packed)
 
     def feed_status(self) -> FeedStatus:
         """Where the follower stands: position, connections made, batches applied."""

@@ -9,6 +9,11 @@ the server-wide figures to the statistics:
 :data:`~memstore.web.tokens.ADMIN_SCOPE`). Errors are
 ``{"error": code, "message": ...}``, as the rest of the server answers.
 
+A listing's answer (``/ui/api/search``) carries ``read_at``, the journal
+position it was read at: a change of the change stream (``GET /v1/events``,
+each with its ``lsn``) at or before it is already in the answer, one after it
+is not (:func:`memstore.ui.positions.read_at`).
+
 The page itself and its files need no token (there is nothing in them but
 code). They carry a strict Content-Security-Policy: scripts, styles and
 connections from this origin only, no inline script, no framing.

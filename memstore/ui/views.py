@@ -48,6 +48,7 @@ from memstore.stats import snapshot_from_ops
 from memstore.store import Store
 from memstore.tags import partition_from_tags
 from memstore.ui.neighbourhood import HOPS, owned, past_neighbourhood
+from memstore.ui.positions import read_at
 from memstore.ui.tails import GROWTH, MAX_TAIL, tail
 
 __all__ = [
@@ -240,6 +241,13 @@ def search(
     ``offset`` 0..:data:`MAX_OFFSET`; no page reaches past the first
     :data:`MAX_REACH` hits, so paging by ``more`` ends there, each hit shown once.
 
+    ``read_at``: the journal position the answer was read at (``{"lsn",
+    "time"}``, as ``as_of``), exactly: every change recorded at or before it
+    is in the answer, none after it is (:func:`~memstore.ui.positions.read_at`),
+    so a change stream's change (which carries its ``lsn``) can be told
+    already in it, or to apply on top of it. ``None`` without a journal, or
+    when the memory kept changing through every read; in the past, the moment.
+
     :raises InvalidItemError: ``limit`` or ``offset`` is out of its range (the
         message names the range; nothing is cut down to fit), or ``query``,
         ``kind`` or ``subject`` is too long.
@@ -255,7 +263,7 @@ def search(
         if not query.strip():
             shown = [it for it in past if _matches(it, kind, subject)]
             shown.sort(key=lambda it: it.updated_at or it.created_at or _EPOCH, reverse=True)
-            return page.answer(when, shown, _listed)
+            return page.answer(when, shown, _listed, when)
         store = Store()
         store.restore(past)
 
@@ -264,28 +272,36 @@ def search(
 
         searcher = memory.searcher.with_(over_the_past)
         results = searcher.hybrid_search(query, kind, subject, partition, _RANKED, explain=True)
-        return page.answer(when, results, _hit)
+        return page.answer(when, results, _hit, when)
     if not query.strip():  # every status: a stale or superseded item is what one debugs
-        newest = memory.store.filtered(
-            kind=kind,
-            limit=page.reach,
-            skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
+        newest, at = read_at(
+            memory,
+            lambda: memory.store.filtered(
+                kind=kind,
+                limit=page.reach,
+                skip=lambda it: not (owned(it, partition) and _matches(it, kind, subject)),
+            ),
         )
-        return page.answer(None, newest, _listed)
+        return page.answer(None, newest, _listed, at)
     searcher = memory.searcher.with_(_own_items_only)
-    results = searcher.hybrid_search(query, kind, subject, partition, _RANKED, explain=True)
+    results, at = read_at(
+        memory,
+        lambda: searcher.hybrid_search(query, kind, subject, partition, _RANKED, explain=True),
+    )
     on_page = results[offset : page.end]
     if memory.hub is not None and on_page:  # the hub's hit stream, as Memory.search feeds it
         memory.store.notify_hit([r.item.id for r in on_page], query, kind)
-    return page.answer(None, results, _hit)
+    return page.answer(None, results, _hit, at)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Page:
     """One page of hits: ``limit`` of them after the first ``offset``.
 
-    >>> _Page(2, 2).answer(None, list(range(5)), lambda n: {"n": n})
-    {'as_of': None, 'hits': [{'n': 2}, {'n': 3}], 'offset': 2, 'more': True}
+    >>> _Page(2, 2).answer(None, list(range(5)), lambda n: {"n": n}, Lsn(1700000000000, 4))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'as_of': None, 'hits': [{'n': 2}, {'n': 3}], 'offset': 2, 'more': True,
+     'read_at': {'lsn': '1700000000000.4', 'time': '2023-11-14T22:13:20Z'}}
     """
 
     offset: int
@@ -306,13 +322,19 @@ class _Page:
         return self.end + 1
 
     def answer(
-        self, when: Lsn | None, found: Sequence[_T], shape: Callable[[_T], dict[str, Any]]
+        self,
+        when: Lsn | None,
+        found: Sequence[_T],
+        shape: Callable[[_T], dict[str, Any]],
+        at: Lsn | None,
     ) -> dict[str, Any]:
-        """The answer of a search that found ``found``, best (or newest) first.
+        """The answer of a search that found ``found``, best (or newest) first, read at ``at``.
 
         Only this page's hits are shaped (``shape``: to their JSON form).
+        ``read_at``: the journal position ``found`` is the state at
+        (:func:`read_at`; the moment itself in the past), or ``None``.
 
-        >>> last = _Page(480, 20).answer(None, list(range(600)), lambda n: {"n": n})
+        >>> last = _Page(480, 20).answer(None, list(range(600)), lambda n: {"n": n}, None)
         >>> [h["n"] for h in last["hits"]][-1], last["more"]
         (499, False)
         """
@@ -321,6 +343,7 @@ class _Page:
             "hits": [shape(x) for x in found[self.offset : self.end]],
             "offset": self.offset,
             "more": len(found) > self.end and self.end < MAX_REACH,
+            "read_at": _moment(at),
         }
 
 

@@ -8,8 +8,11 @@ import { change, hit, itemPanel, statsPanel, withdrawnPanel } from "./views.js";
 const $ = (id) => document.getElementById(id);
 // query, kind, subject: those of the listing shown (not what is typed in the boxes since);
 // offset: how many of its hits the server has answered so far (its next page starts there);
-// changes: how many live changes were applied to what is shown (see asked()).
-const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, live: null, searches: 0, opens: 0, session: 0, changes: 0 };
+// at: the journal position the last page of it was read at (its read_at: the server's order
+// the offset counts in), and page: where that page started; changed: how many live changes
+// were applied to what is shown, changes: the last of them, each with its number n, its
+// position and how far it moved the offset (see asked()).
+const state = { me: null, asOf: null, item: null, query: "", kind: "", subject: "", offset: 0, at: null, page: 0, live: null, searches: 0, opens: 0, session: 0, changed: 0, changes: [] };
 
 function showError(error) {
   const box = $("error");
@@ -96,6 +99,7 @@ function forgetShown() {
   state.item = null;
   state.query = state.kind = state.subject = "";
   state.offset = 0;
+  state.at = null;
   $("more").hidden = true;
   for (const id of ["results", "item", "live-list", "stats-body"]) fill($(id));
   for (const id of ["results-note", "who-text"]) $(id).textContent = "";
@@ -115,26 +119,56 @@ async function runSearch() {
 // How many times a page of a listing is asked again when live changes came while it was
 // on its way (a memory that never stops changing gets the last answer shown).
 const ASK_AGAIN = 3;
+// How many of the last live changes are remembered for a page on its way (asked()).
+const REMEMBERED = 200;
 
 /**
- * A page of a listing, asked until no live change came while it was on its way: such a
- * change may be one the answer was read before (an item that has since left the
- * listing's filters, or been deleted), and was applied to what is shown now, which the
- * answer replaces or extends; a next page asked from a start that change moved would
- * skip an item. `params()` is read at each asking (the start, `state.offset`, moves).
+ * A journal position as [wall_ms, counter], or null: a live change's `lsn` is one already;
+ * an answer's `read_at.lsn` (and an entry's `data-at`) is its text "wall_ms.counter".
  */
-async function asked(params) {
+function position(value) {
+  if (Array.isArray(value) && value.length === 2) return value.map(Number);
+  if (typeof value !== "string" || !/^\d+\.\d+$/.test(value)) return null;
+  return value.split(".").map(Number);
+}
+
+/** Whether position a is at or before position b (both known). */
+function atOrBefore(a, b) {
+  return a[0] < b[0] || (a[0] === b[0] && a[1] <= b[1]);
+}
+
+/** Whether a change at `lsn` is in what was read at `read` (null when either is unknown). */
+function holds(read, lsn) {
+  const r = position(read);
+  const l = position(lsn);
+  return r && l ? atOrBefore(l, r) : null;
+}
+
+/**
+ * A page of a listing, asked again while a live change that came on its way makes the
+ * answer wrong. The answer says the journal position it was read at (`read_at`), and each
+ * change its own: a change after it (or of unknown position) is not in the answer, which
+ * replaces or extends what it was applied to; a change at or before it is in the answer,
+ * and harms only a next page (`paged`) whose start it moved (the page was asked from the
+ * start before it: it skipped a hit). `params()` is read at each asking (the start,
+ * `state.offset`, moves). A change that comes after the answer is placed by applyChange.
+ */
+async function asked(params, paged) {
   for (let n = 0; ; n++) {
-    const changes = state.changes;
+    const seen = state.changed;
     const answer = await call("search", params());
-    if (changes === state.changes || n >= ASK_AGAIN) return answer;
+    const read = answer.read_at?.lsn;
+    const came = state.changes.filter((c) => c.n > seen);
+    const harms = (c) => holds(read, c.lsn) !== true || (paged && c.moved !== 0);
+    const forgotten = came.length < state.changed - seen; // more came than are remembered
+    if (!(forgotten || came.some(harms)) || n >= ASK_AGAIN) return answer;
   }
 }
 
 /** Show the first page of a listing (a search, or the newest items when query is blank). */
 async function list(query, kind, subject) {
   const mine = ++state.searches; // only the newest search's answer is shown
-  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf }));
+  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf }), false);
   if (mine !== state.searches) return;
   Object.assign(state, { query, kind, subject, offset: 0 });
   banner(answer.as_of);
@@ -146,14 +180,29 @@ async function list(query, kind, subject) {
 async function moreResults() {
   const mine = state.searches; // a new search meanwhile makes this page moot
   const { query, kind, subject } = state;
-  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset }));
+  const answer = await asked(() => ({ q: query, kind, subject, partition: partition(), as_of: state.asOf, offset: state.offset }), true);
   if (mine === state.searches) showPage(answer);
+}
+
+/**
+ * The last page shown was asked from a start that a change it holds (one read before the
+ * page, whose live change came after it) moved back by `moved`: it skipped as many hits.
+ * Ask for it again from the start as it is in the order the page was read in.
+ */
+async function repage(moved) {
+  const start = state.page;
+  for (const li of [...$("results").children]) if (li.dataset.page === String(start)) li.remove();
+  state.offset = Math.max(0, start + moved);
+  await moreResults();
 }
 
 function showPage(answer) {
   const listed = new Set([...$("results").children].map((li) => li.dataset.id));
   const fresh = answer.hits.filter((r) => !listed.has(r.item.id)); // live changes may have listed one
-  $("results").append(...fresh.map(entry));
+  const at = answer.read_at?.lsn ?? "";
+  $("results").append(...fresh.map((r) => entry(r, at, answer.offset)));
+  state.at = at || null;
+  state.page = answer.offset;
   state.offset = answer.offset + answer.hits.length;
   $("more").hidden = !answer.more;
   const n = $("results").children.length;
@@ -165,10 +214,16 @@ function showPage(answer) {
 // What each entry of Results was made from (its search's score and explanation).
 const shownHits = new WeakMap();
 
-/** An entry of Results for one hit (or one listed item: no score). */
-function entry(result) {
+/**
+ * An entry of Results for one hit (or one listed item: no score), as of journal position
+ * `at` (`data-at`: a live change at or before it is already in it), on the page that
+ * started at `page` (none for an item a live change listed).
+ */
+function entry(result, at, page) {
   const li = hit(result, actions.open);
   shownHits.set(li, result);
+  if (at) li.dataset.at = at;
+  if (page !== undefined && page !== "") li.dataset.page = String(page);
   return li;
 }
 
@@ -309,9 +364,16 @@ function startLive() {
   );
 }
 
+/** A live change's position as an entry's `data-at` ("wall_ms.counter"), or "". */
+function atText(lsn) {
+  const p = position(lsn);
+  return p ? `${p[0]}.${p[1]}` : "";
+}
+
 function applyChange(data) {
   if (state.asOf) return; // the past does not change
-  state.changes++; // a page of the listing on its way may predate it: asked() asks again
+  // How far the change moves the next page's start (state.offset) in the server's order.
+  let moved = 0;
   const newest = !state.query.trim(); // a listing of the newest items, not a search
   // A delete marked withdrawn: the item lives on, out of this tenant's sight (moved to
   // another partition or tenant, unshared, made private). Not deleted: say so.
@@ -320,10 +382,11 @@ function applyChange(data) {
   const admitted = (item) => (!state.kind || item.kind === state.kind) && (!state.subject || item.subject === state.subject);
   for (const li of $("results").querySelectorAll("li.hit")) {
     if (li.dataset.id !== data.id) continue;
+    if (holds(li.dataset.at, data.lsn)) continue; // read after the change: already shows it
     const left = li.classList.contains("deleted") || li.classList.contains("withdrawn");
     if (data.op === "upsert" && data.item && !admitted(data.item)) {
       // Changed out of the listing's filters: it left the server's order too.
-      if (!left) state.offset = Math.max(0, state.offset - 1);
+      if (!left) moved--;
       li.remove();
       continue;
     }
@@ -333,8 +396,8 @@ function applyChange(data) {
     // the start left alone, the item moving up into it would never be listed); one
     // undeleted rejoins a listing of the newest at its top. A search may rank it anywhere:
     // left alone, the next page can at worst repeat a hit, which showPage drops.
-    if (gone && !left) state.offset = Math.max(0, state.offset - 1);
-    if (!gone && left && newest) state.offset++;
+    if (gone && !left) moved--;
+    if (!gone && left && newest) moved++;
     li.classList.toggle("deleted", gone && !withdrawn);
     li.classList.toggle("withdrawn", withdrawn);
     li.querySelector(".gone")?.remove();
@@ -350,7 +413,8 @@ function applyChange(data) {
       // Changed elsewhere: show it as it is now. A search's score and explanation are
       // those of the text it had (and say so); the newest listing puts it at its top.
       const old = shownHits.get(li);
-      const fresh = entry({ ...old, item: data.item });
+      // At the top of the newest, it is no longer on the page it was listed on.
+      const fresh = entry({ ...old, item: data.item }, atText(data.lsn), newest ? undefined : li.dataset.page);
       if (!newest && old?.score !== null) {
         fresh.querySelector(".meta").append(h("span", { class: "gone" }, "changed since this search"));
       }
@@ -361,8 +425,19 @@ function applyChange(data) {
   const listed = [...$("results").children].some((li) => li.dataset.id === data.id);
   // A new item joins a listing of the newest items if the listing's filters admit it.
   if (data.op === "upsert" && newest && !listed && data.item && admitted(data.item)) {
-    $("results").prepend(entry({ item: data.item, score: null, explanation: null }));
-    state.offset++; // it came first in the server's order, before the next page's start
+    $("results").prepend(entry({ item: data.item, score: null, explanation: null }, atText(data.lsn)));
+    moved++; // it came first in the server's order, before the next page's start
+  }
+  state.changes.push({ n: ++state.changed, lsn: data.lsn, moved }); // for a page on its way
+  if (state.changes.length > REMEMBERED) state.changes.shift();
+  if (holds(state.at, data.lsn)) {
+    // Already in the order the last page was read in, which the offset counts in: the
+    // change moved the start that page was asked from (its live change came after the
+    // page). Moved forward, the page's first hits were ones shown (showPage dropped
+    // them); moved back, the page skipped hits: ask for it again.
+    if (moved < 0) guarded(() => repage(moved));
+  } else {
+    state.offset = Math.max(0, state.offset + moved);
   }
   if (state.item !== data.id) return;
   if (withdrawn) {
