@@ -70,3 +70,20 @@ def test_no_position_names_a_part_applied_batch_or_an_own_commit_ahead() -> None
     assert position.prefix() is None
     position.advance(7, 70)
     assert position.prefix() == 70
+
+
+def test_an_own_write_is_waited_for_while_holding_the_stores_lock(pg_place: PgPlace) -> None:
+    """The follower passes this process's own commits without the store's lock (they are in
+    the store already): a writer that holds the lock and waits for its own write gets it."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+    store = Store()
+    journal.attach(store)
+    try:
+        store.upsert(Item(kind="note", title="mine"))
+        own = journal.last_lsn()
+        assert own is not None
+        with store.lock:  # type: ignore[attr-defined]
+            assert journal.wait_for(own, WAIT_S)
+            assert journal.store_position() == own
+    finally:
+        journal.close()

@@ -55,14 +55,22 @@ class FeedApplier(JournalBase):
         Ids go in groups of :data:`APPLY_CHUNK`, each one store group under
         the store's lock, so the process's own writers wait for one chunk at
         most; the position moves once the whole batch is in, under the same
-        hold of the lock as its last chunk (a batch of own commits alone, no
-        ids to apply: a hold of its own). A reader holding the lock sees the
+        hold of the lock as its last chunk. A reader holding the lock sees the
         store and the position agree (:meth:`store_position`), and a change
         stream hears of the batch only after both moved.
+
+        A batch with no ids to apply (this process's own commits, already in
+        the store) moves the position without the lock: the store does not
+        change, so any reader's position still names its state, and a thread
+        that holds the store's lock while it waits for its own write
+        (:meth:`wait_for`) is not left waiting for a lock it holds.
         """
         ids = list(batch.items)
+        if not ids:
+            self._advance(batch)
+            return
         chunks = [ids[start : start + APPLY_CHUNK] for start in range(0, len(ids), APPLY_CHUNK)]
-        for n, chunk in enumerate(chunks or [[]]):
+        for n, chunk in enumerate(chunks):
             if not self._apply_chunk(batch, chunk, last=n >= len(chunks) - 1):
                 return  # detached meanwhile
 
