@@ -39,7 +39,7 @@ from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
 from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
 from memstore.journal.importrules import import_rules
-from memstore.journal.version import TABLE, Row, Version
+from memstore.journal.version import TABLE, Row, Version, group_rows
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
 
@@ -362,14 +362,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         for c in changes:
             first.setdefault(c.id, c)
             last[c.id] = c
-        hlc = self._ensure_clock().tick()
-        rows: list[Row] = []
-        for id, c in last.items():
-            if c.op == "upsert":
-                rows.append(Row.of(id, hlc, "upsert", c.kind, c.item, c.item))
-            elif first[id].previous is not None:  # else born and gone within the group
-                rows.append(Row.of(id, hlc, "delete", c.kind, None, c.previous))
-        return rows
+        return group_rows(first, last, self._ensure_clock().tick())
 
     # ------------------------------------------------------------- reads
 
