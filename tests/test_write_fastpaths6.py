@@ -15,7 +15,10 @@ ones the reference builds from the stored items.
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections import OrderedDict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings
@@ -23,6 +26,8 @@ from hypothesis import strategies as st
 
 from memstore import Item, Store
 from memstore.config import Change
+from memstore.journal import base
+from memstore.journal.base import JournalBase
 from memstore.journal.hlc import Hlc, Lsn
 from memstore.journal.sqlite import SqliteJournal
 from memstore.journal.version import Row, group_rows
@@ -127,3 +132,46 @@ def test_the_rows_on_disk_are_the_reference_s(tmp_path: Path) -> None:
             want.item,
         )
     assert dead == [("",)]  # n2 (i % 3 == 2) was untagged
+
+
+def _remember_before(recent: OrderedDict[int, Any], recorded: list[tuple[Change, Lsn]]) -> None:
+    """``JournalBase._remember`` as it was (its lock aside): a pair made per change."""
+    for c, lsn in recorded:
+        recent[id(c)] = (c, lsn)
+    while len(recent) > base._RECENT:
+        recent.popitem(last=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 50)), max_size=8), max_size=8))
+def test_the_recent_changes_are_remembered_as_before(groups: list[list[tuple[int, int]]]) -> None:
+    changes = [Change("upsert", None, f"c{i}", "note") for i in range(10)]
+    old: OrderedDict[int, Any] = OrderedDict()
+    new = SimpleNamespace(_recent=OrderedDict(), _recent_lock=threading.Lock())
+    saved = base._RECENT
+    base._RECENT = 6  # overflow often: the oldest entries dropped, as before
+    try:
+        for group in groups:
+            recorded = [(changes[i], Lsn(wall, 0)) for i, wall in group]
+            _remember_before(old, recorded)
+            JournalBase._remember(new, recorded)  # type: ignore[arg-type]
+    finally:
+        base._RECENT = saved
+    assert [(k, v[0], v[1]) for k, v in new._recent.items()] == [
+        (k, v[0], v[1]) for k, v in old.items()
+    ]
+    assert all(v[0] is changes[int(v[0].id[1:])] for v in new._recent.values())
+
+
+def test_a_commit_remembers_each_change_s_position(tmp_path: Path) -> None:
+    store = Store()
+    journal = SqliteJournal(tmp_path / "j.db")
+    journal.attach(store)
+    with store.batch():
+        for i in range(5):
+            store.upsert(Item(id=f"n{i}", kind="note", title=f"t {i}"))
+    kept = list(journal._recent.values())
+    assert [c.id for c, _ in kept] == [f"n{i}" for i in range(5)]
+    assert all(journal.lsn_of(c) == at == journal.head() for c, at in kept)
+    assert list(journal._recent) == [id(c) for c, _ in kept]
+    journal.close()

@@ -21,6 +21,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from memstore import arguments as arg
@@ -55,6 +57,7 @@ LEXICON_SNAPSHOT_MIN_ITEMS = 20_000
 
 _RECENT = 4096
 """How many committed changes :meth:`JournalBase.lsn_of` remembers."""
+_change_of = itemgetter(0)
 
 PurgeMatch = Callable[[Item], bool] | Collection[str]
 """What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
@@ -328,15 +331,14 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         # first); every row of a group shares its one stamp either way.
         at = self._commit_rows(rows)
         self._recorded(at)
-        self._remember([(c, at) for c in changes])
+        self._remember(list(zip(changes, repeat(at))))
 
     def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
         """Keep where recent changes were recorded, for :meth:`lsn_of`."""
-        with self._recent_lock:
+        with self._recent_lock:  # keyed by id(change), each pair kept as given
             recent = self._recent
-            for c, lsn in recorded:
-                recent[id(c)] = (c, lsn)
-            while len(recent) > _RECENT:
+            recent.update(zip(map(id, map(_change_of, recorded)), recorded, strict=True))
+            for _ in range(len(recent) - _RECENT):
                 recent.popitem(last=False)
 
     def lsn_of(self, change: Change) -> Lsn | None:
@@ -502,7 +504,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
                 rows = self._rows_for(kept) if kept else []
                 at = self._commit_rows(rows, purge=ids)
                 self._recorded(at)
-                self._remember([(c, at) for c in changes])  # erasures in effect from ``at``
+                self._remember(list(zip(changes, repeat(at))))  # erasures in effect from ``at``
                 done = True
 
             def writes() -> None:
@@ -653,7 +655,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
             self._recorded(at := self._import_rows(rows))
-            self._remember([(c, at) for c in changes])  # all in effect from ``at``
+            self._remember(list(zip(changes, repeat(at))))  # all in effect from ``at``
             done = True
 
         with _holding(store):
