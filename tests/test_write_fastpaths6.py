@@ -25,6 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstore import Item, Store
+from memstore._lexindex import LexicalIndex
+from memstore._lexqueue import QUEUE_MAX
 from memstore.config import Change
 from memstore.journal import base
 from memstore.journal.base import JournalBase
@@ -175,3 +177,68 @@ def test_a_commit_remembers_each_change_s_position(tmp_path: Path) -> None:
     assert all(journal.lsn_of(c) == at == journal.head() for c, at in kept)
     assert list(journal._recent) == [id(c) for c, _ in kept]
     journal.close()
+
+
+def _lex_put_before(index: LexicalIndex, item: Item, index_id: bool) -> None:
+    """``LexicalIndex.put`` as it was: every write through the queue's ``put``."""
+    id = item.id
+    kept, index._split = index._split, None
+    split = None
+    if kept is not None and kept[0] is item.title and kept[1] is item.content:
+        split = kept[2]
+    with index._lock:
+        waiting = index._queue.put(
+            item,
+            index_id,
+            indexed=index._text.get(id),
+            indexed_flag=id in index._with_id,
+            words=split,
+        )
+        if waiting >= QUEUE_MAX:
+            index.flush()
+
+
+_lex_steps = st.one_of(
+    st.tuples(
+        st.just("put"),
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.sampled_from(["alpha beta", "beta gamma", "delta"]),
+        st.booleans(),
+        st.booleans(),  # the same item object put again
+    ),
+    st.tuples(st.just("remove"), st.sampled_from(["a", "b", "c", "d"])),
+    st.tuples(st.just("flush")),
+)
+
+
+def _queue_state(index: LexicalIndex) -> list[tuple[object, ...]]:
+    return [
+        (key, None if q is None else (id(q.item), q.index_id, q.reindex, q.words))
+        for key, q in index._queue.pending.items()
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_lex_steps, max_size=40))
+def test_the_index_queues_what_the_queue_s_put_queued(steps: list[tuple[Any, ...]]) -> None:
+    new, old = LexicalIndex(), LexicalIndex()
+    last: dict[str, Item] = {}
+    for step in steps:
+        if step[0] == "put":
+            _, id, text, index_id, again = step
+            item = last[id] if again and id in last else Item(id=id, kind="note", title=text)
+            last[id] = item
+            new.put(item, index_id)
+            _lex_put_before(old, item, index_id)
+        elif step[0] == "remove":
+            new.remove(step[1])
+            old.remove(step[1])
+        else:
+            new.flush()
+            old.flush()
+        assert _queue_state(new) == _queue_state(old)
+    new.flush()
+    old.flush()
+    assert new._text == old._text and new._with_id == old._with_id
+    for word in ("alpha", "beta", "gamma", "delta", "a", "b"):
+        assert new.ids_with_words([word], "note") == old.ids_with_words([word], "note")
