@@ -339,13 +339,17 @@ class LexicalIndex:
         if kept is not None and kept[0] is item.title and kept[1] is item.content:
             split = kept[2]
         with self._lock:
-            waiting = self._queue.put(
-                item,
-                index_id,
-                indexed=self._text.get(id),
-                indexed_flag=id in self._with_id,
-                words=split,
-            )
+            indexed = self._text.get(id)
+            pending = self._queue.pending
+            if indexed is None and id not in pending:
+                # What the queue's put does with a document new to the index and the
+                # queue, without its frame: a write's common case.
+                pending[id] = tuple.__new__(Queued, (item, index_id, True, split))
+                waiting = len(pending)
+            else:
+                waiting = self._queue.put(
+                    item, index_id, indexed=indexed, indexed_flag=id in self._with_id, words=split
+                )
             if waiting >= QUEUE_MAX:
                 self.flush()
 

@@ -73,16 +73,23 @@ class WriteQueue:
     Not thread-safe on its own: the index calls it under its lock.
     """
 
-    __slots__ = ("_queue",)
+    __slots__ = ("pending",)
 
     def __init__(self) -> None:
-        self._queue: dict[str, Queued | None] = {}
+        self.pending: dict[str, Queued | None] = {}
+        """The queue, id -> entry in apply order; a new dictionary after each :meth:`take`.
+
+        Public for :meth:`LexicalIndex.put <memstore._lexindex.LexicalIndex.put>`,
+        which adds a document new to the index and to the queue here itself, as
+        :meth:`put` would (one frame fewer a write); everything else goes through
+        :meth:`put`.
+        """
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self.pending)
 
     def __bool__(self) -> bool:
-        return bool(self._queue)
+        return bool(self.pending)
 
     def put(
         self,
@@ -101,7 +108,7 @@ class WriteQueue:
         call: the index's put asks it of every write).
         """
         id = item.id
-        queue = self._queue
+        queue = self.pending
         if id not in queue:
             if indexed is None:
                 # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
@@ -125,16 +132,16 @@ class WriteQueue:
 
     def remove(self, id: str, *, indexed: bool) -> None:
         """Queue the removal of ``id``; ``indexed``: whether the index holds it now."""
-        self._queue.pop(id, None)
+        self.pending.pop(id, None)
         if indexed:
-            self._queue[id] = None
+            self.pending[id] = None
 
     def holds(self, id: str, indexed: bool) -> bool:
         """Whether ``id`` is indexed once the queue is applied (``indexed``: it is now)."""
-        queued = self._queue.get(id, ...)
+        queued = self.pending.get(id, ...)
         return indexed if queued is ... else queued is not None
 
     def take(self) -> dict[str, Queued | None]:
         """Every queued write, in apply order; the queue is left empty."""
-        queue, self._queue = self._queue, {}
+        queue, self.pending = self.pending, {}
         return queue

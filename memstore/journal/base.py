@@ -21,6 +21,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from memstore import arguments as arg
@@ -40,7 +42,7 @@ from memstore.journal._tail import HistoryTails
 from memstore.journal.exportfile import EXPORT_FORMAT, read_export, write_export
 from memstore.journal.hlc import MAX_NODE_ID, AsOf, HybridClock, Lsn, to_lsn
 from memstore.journal.importrules import import_rules
-from memstore.journal.version import TABLE, Row, Version
+from memstore.journal.version import TABLE, Row, Version, group_rows
 from memstore.limits import MAX_NAME_CHARS
 from memstore.tags import PARTITION_ALL
 
@@ -56,6 +58,7 @@ LEXICON_SNAPSHOT_MIN_ITEMS = 20_000
 
 _RECENT = 4096
 """How many committed changes :meth:`JournalBase.lsn_of` remembers."""
+_change_of = itemgetter(0)
 
 PurgeMatch = Callable[[Item], bool] | Collection[str]
 """What :meth:`Journal.purge` erases: item ids, or a predicate over each id's last state."""
@@ -329,15 +332,14 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         # first); every row of a group shares its one stamp either way.
         at = self._commit_rows(rows)
         self._recorded(at)
-        self._remember([(c, at) for c in changes])
+        self._remember(list(zip(changes, repeat(at))))
 
     def _remember(self, recorded: Sequence[tuple[Change, Lsn]]) -> None:
         """Keep where recent changes were recorded, for :meth:`lsn_of`."""
-        with self._recent_lock:
+        with self._recent_lock:  # keyed by id(change), each pair kept as given
             recent = self._recent
-            for c, lsn in recorded:
-                recent[id(c)] = (c, lsn)
-            while len(recent) > _RECENT:
+            recent.update(zip(map(id, map(_change_of, recorded)), recorded, strict=True))
+            for _ in range(len(recent) - _RECENT):
                 recent.popitem(last=False)
 
     def lsn_of(self, change: Change) -> Lsn | None:
@@ -363,14 +365,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         for c in changes:
             first.setdefault(c.id, c)
             last[c.id] = c
-        hlc = self._ensure_clock().tick()
-        rows: list[Row] = []
-        for id, c in last.items():
-            if c.op == "upsert":
-                rows.append(Row.of(id, hlc, "upsert", c.kind, c.item, c.item))
-            elif first[id].previous is not None:  # else born and gone within the group
-                rows.append(Row.of(id, hlc, "delete", c.kind, None, c.previous))
-        return rows
+        return group_rows(first, last, self._ensure_clock().tick())
 
     # ------------------------------------------------------------- reads
 
@@ -522,7 +517,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
                 rows = self._rows_for(kept) if kept else []
                 at = self._commit_rows(rows, purge=ids)
                 self._recorded(at)
-                self._remember([(c, at) for c in changes])  # erasures in effect from ``at``
+                self._remember(list(zip(changes, repeat(at))))  # erasures in effect from ``at``
                 done = True
 
             def writes() -> None:
@@ -673,7 +668,7 @@ class JournalBase(HistoryTails, CurrentStamps, ABC):
         def special(changes: Sequence[Change]) -> None:
             nonlocal done
             self._recorded(at := self._import_rows(rows))
-            self._remember([(c, at) for c in changes])  # all in effect from ``at``
+            self._remember(list(zip(changes, repeat(at))))  # all in effect from ``at``
             done = True
 
         with _holding(store):
