@@ -10,6 +10,8 @@ that commit.
 
 from __future__ import annotations
 
+import pytest
+
 from memstore import Item, Memory, Store
 from memstore.journal import Lsn
 from tests.pgtest import PgPlace, postgres_module
@@ -72,6 +74,51 @@ def test_no_position_names_a_part_applied_batch_or_an_own_commit_ahead() -> None
     assert position.prefix() == 70
 
 
+def test_a_retracted_own_commit_frees_its_number_and_its_ids() -> None:
+    """An own commit acknowledged before its COMMIT that then failed is forgotten: its
+    number may be another process's next commit, and its ids are owned as before it."""
+    from memstore.journal._pgposition import FeedPosition
+
+    position = FeedPosition()
+    position.track(True)
+    position.start_at(1, 10)
+    position.acknowledge(2, ["a", "b"])
+    position.acknowledge(3, ["b", "c"])
+    position.retract(3)
+    assert position.is_acked(2) and not position.is_acked(3)
+    assert position.not_overtaken(["a", "b", "c"], top=1) == ["c"]  # a and b: still commit 2's
+    position.retract(2)
+    position.retract(2)  # twice, or a number never acknowledged: nothing happens
+    assert position.not_overtaken(["a", "b", "c"], top=1) == ["a", "b", "c"]
+    assert position.prefix() == 10  # no own commit ahead of the follower any more
+    assert position.unseen([(3, ["c"])], ["c"]) == {"c"}  # number 3 is another's now
+
+
+def test_an_own_commit_is_own_before_the_follower_can_read_it(pg_place: PgPlace) -> None:
+    """The follower reads a commit the moment it is on record. Were it not yet known as this
+    process's own, the follower would wait for the store's lock to apply it, and a writer
+    holding that lock while it waits for its own write would wait out its timeout."""
+    journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
+    store = Store()
+    journal.attach(store)
+    position = journal._position
+    acknowledge = position.acknowledge
+    on_record_at_ack: list[int] = []
+
+    def spy(seq: int, ids: object) -> None:
+        rows = pg_place.sql("SELECT count(*) FROM {s}.commits WHERE seq = %s", seq)
+        on_record_at_ack.append(rows[0][0])
+        acknowledge(seq, ids)  # type: ignore[arg-type]
+
+    position.acknowledge = spy
+    try:
+        for n in range(5):
+            store.upsert(Item(kind="note", title=f"mine {n}"))
+        assert on_record_at_ack == [0] * 5
+    finally:
+        journal.close()
+
+
 def test_an_own_write_is_waited_for_while_holding_the_stores_lock(pg_place: PgPlace) -> None:
     """The follower passes this process's own commits without the store's lock (they are in
     the store already): a writer that holds the lock and waits for its own write gets it."""
@@ -87,3 +134,38 @@ def test_an_own_write_is_waited_for_while_holding_the_stores_lock(pg_place: PgPl
             assert journal.store_position() == own
     finally:
         journal.close()
+
+
+def test_a_commit_that_fails_at_commit_time_leaves_its_number_to_another(
+    pg_place: PgPlace,
+) -> None:
+    """A write refused at COMMIT (after it was acknowledged as own) is retracted: the next
+    process to commit takes the same number, and this process follows that commit."""
+    from memstore.errors import JournalError
+
+    options = {"durability": "off", "poll_interval": 0.5}
+    a = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
+    b = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
+    store_a, store_b = Store(), Store()
+    a.attach(store_a)
+    b.attach(store_b)
+    try:
+        pg_place.sql(
+            "CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$"
+        )
+        pg_place.sql(
+            "CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON {s}.commits "
+            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
+        )
+        with pytest.raises(JournalError, match="refused at commit"):
+            store_a.upsert(Item(kind="note", title="refused"))
+        assert len(store_a) == 0
+        pg_place.sql("DROP TRIGGER refuse ON {s}.commits")
+        x = store_b.upsert(Item(kind="note", title="written by b"))
+        written = b.last_lsn()
+        assert written is not None and a.wait_for(written, WAIT_S)
+        assert store_a.get(x.id) is not None
+    finally:
+        a.close()
+        b.close()

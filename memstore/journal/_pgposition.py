@@ -69,6 +69,27 @@ class FeedPosition:
             for id in ids:
                 self._own_latest[id] = seq
 
+    def retract(self, seq: int) -> None:
+        """Own commit ``seq``, acknowledged before its COMMIT, did not land: forget it.
+
+        Call it with the store's lock held, as :meth:`acknowledge`. The
+        number is free again (another process's next commit may take it),
+        and each id it touched is owned by its previous own commit, if any.
+        """
+        with self._cond:
+            if seq not in self._acked_seqs:
+                return
+            self._acked_seqs.discard(seq)
+            ids = set(next(touched for s, touched in self._acked if s == seq))
+            self._acked = collections.deque((s, t) for s, t in self._acked if s != seq)
+            for id in ids:
+                if self._own_latest.get(id) == seq:
+                    del self._own_latest[id]
+            for s, touched in self._acked:
+                for id in touched:
+                    if id in ids and s > self._own_latest.get(id, 0):
+                        self._own_latest[id] = s
+
     def is_acked(self, seq: int) -> bool:
         """Whether commit ``seq`` is an own commit not yet passed."""
         with self._cond:

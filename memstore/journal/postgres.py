@@ -362,9 +362,20 @@ class PostgresJournal(FeedApplier):
             else:
                 self._stage(conn, chunks)
                 conn.execute(self._q.write_staged, params)
+            # Own before the COMMIT: the follower may read the commit the
+            # moment it is on record, and must not take it for another
+            # process's (it would wait for the store's lock to apply it,
+            # which a writer waiting for this very commit may hold).
+            acked.append(seq)
+            self._position.acknowledge(seq, ids)
 
-        seq = self._locked_write("the journal write failed", write)
-        self._position.acknowledge(seq, ids)
+        acked: list[int] = []
+        try:
+            self._locked_write("the journal write failed", write)
+        except BaseException:
+            for seq in acked:  # not on record: the number may go to another's commit
+                self._position.retract(seq)
+            raise
         return Lsn.unpack(last)  # the commit's own stamp, in the feed: others wait_for it
 
     def _locked_write(self, what: str, body: Callable[[Conn, int, int], None]) -> int:
