@@ -224,3 +224,63 @@ def test_a_servers_folder_with_its_tokens_but_no_journal_yet_is_served(tmp_path:
     done = _server(["mcp"], data, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (data / "journal.db").is_file()
+
+
+@pytest.mark.parametrize("command", SERVERS, ids=" ".join)
+def test_a_server_given_a_journal_on_a_folder_with_a_memory_of_its_own_is_refused(
+    pg_place: PgPlace, tmp_path: Path, command: list[str]
+) -> None:
+    """Served from the journal, the folder would record it and hide its own memory from every
+    command run on it: refused, the folder and the journal left as they were."""
+    data = tmp_path / "data"
+    with Memory(data, embedder=None) as m:
+        m.add("the nightly backup runs at 02:00", id="nightly")
+    before = _state(data)
+    done = _server(
+        command, data, "--journal", pg_place.dsn, "--journal-schema", pg_place.schema,
+        cwd=tmp_path,
+    )  # fmt: skip
+    refused(done, 2)
+    assert done.stderr == (
+        f"memstore: {data}/ holds a memory of its own (journal.db): served from --journal, the "
+        "folder would be recorded as that journal's and its own memory hidden from every "
+        "command run on it. Give the server another --data folder (it keeps only its vectors "
+        f"and tokens there), or copy this memory into the journal first: memstore export "
+        f"--data {data} | memstore import - --data NEWDIR --journal postgresql://{WHERE} "
+        f"--journal-schema {pg_place.schema}\n"
+    )
+    assert _state(data) == before
+    assert _schemas(pg_place, pg_place.schema) == []
+
+
+def test_the_way_the_refusal_gives_brings_the_folders_memory_into_the_journal(
+    pg_place: PgPlace, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with Memory(data, embedder=None) as m:
+        m.add("the nightly backup runs at 02:00", id="nightly")
+    journal = ["--journal", pg_place.dsn, "--journal-schema", pg_place.schema]
+    dump = memstore("export", "--data", str(data), cwd=tmp_path)
+    assert dump.returncode == 0, dump.stderr
+    done = memstore(
+        "import", "-", "--data", str(tmp_path / "new"), *journal, cwd=tmp_path, input=dump.stdout
+    )
+    assert done.returncode == 0, done.stderr
+    got = memstore("get", "nightly", "--data", str(tmp_path / "new"), "--json", *journal,
+                   cwd=tmp_path)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["content"] == "the nightly backup runs at 02:00"
+
+
+def test_a_server_given_a_journal_on_a_folder_whose_journal_holds_no_write_serves_it(
+    pg_place: PgPlace, tmp_path: Path
+) -> None:
+    """A ``journal.db`` with no write in it (a start that stopped at once) hides nothing."""
+    data = tmp_path / "data"
+    Memory(data, embedder=None).close()
+    done = _server(
+        ["mcp"], data, "--journal", pg_place.dsn, "--journal-schema", pg_place.schema,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads((data / JOURNAL_RECORD_FILE).read_text())["schema"] == pg_place.schema

@@ -18,11 +18,19 @@ served (and made) another schema, and none at all served a new SQLite memory
 beside the recorded one. Every command that takes ``--data`` and
 ``--journal`` asks :func:`journal_refusal`, the one check, before it opens
 anything.
+
+A server given ``--journal`` on a folder that holds a SQLite memory of its own
+recorded the folder as that journal's: the folder's memory was then hidden
+from every command run on it (each refuses it without ``--journal``, and with
+it works on the other memory), and the server's vectors took its vectors'
+place. The servers ask :func:`kept_here` too, and refuse such a folder,
+saying how to bring its memory into the journal.
 """
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 from pathlib import Path
 
 from memstore._journal_record import postgres_record, read_journal_record, same_journal
@@ -30,24 +38,34 @@ from memstore.backup import TOKENS_FILE, VECTORS_FILE
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.web.journal_option import JournalOptionError, postgres_settings
 
-__all__ = ["another_journal", "journal_refusal", "kept_elsewhere", "shared_memory"]
+__all__ = [
+    "another_journal",
+    "journal_refusal",
+    "kept_elsewhere",
+    "kept_here",
+    "shared_memory",
+]
 
 _SERVER_FILES = (VECTORS_FILE, TOKENS_FILE)
 """What a server keeps in its folder beside a journal of another place."""
 
 
 def journal_refusal(
-    data: str, journal: str | None, schema: str | None, *, unrecorded: bool = True
+    data: str, journal: str | None, schema: str | None, *, server: bool = False
 ) -> str:
     """Why the folder ``data`` must not be opened with ``--journal`` ``journal`` and
     ``--journal-schema`` ``schema``, or ``""``: the check of every command that takes both.
 
     Without ``journal`` (the folder's own ``journal.db``), :func:`kept_elsewhere`
     answers; with one, :func:`another_journal`, before anything is opened (opening
-    a journal makes its schema when missing). ``unrecorded=False`` leaves out
-    :func:`kept_elsewhere`'s guess about a folder written before folders recorded
-    their journal: a server makes its ``tokens.json`` before its journal, so a
-    first start that failed half-way leaves such a folder, its own.
+    a journal makes its schema when missing).
+
+    ``server``: the command serves the folder (``serve``, ``mcp``), which leaves
+    out :func:`kept_elsewhere`'s guess about a folder written before folders
+    recorded their journal (a server makes its ``tokens.json`` before its
+    journal, so a first start that failed half-way leaves such a folder, its
+    own), and asks :func:`kept_here` too: a server records the journal it is
+    given in the folder, a data command with ``--journal`` leaves it alone.
 
     >>> import tempfile, json, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -61,12 +79,13 @@ def journal_refusal(
     :raises ValueError: a ``memstore_`` parameter of the DSN the journal cannot take.
     """
     if not journal:
-        return kept_elsewhere(data, unrecorded=unrecorded)
+        return kept_elsewhere(data, unrecorded=not server)
     settings = postgres_settings(journal, schema)
     if settings is None:  # no PostgreSQL DSN: the parsers refuse it, Memory too
         return ""
     dsn, options = settings
-    return another_journal(data, dsn, options["schema"])
+    named: str = options["schema"]
+    return another_journal(data, dsn, named) or (kept_here(data, dsn, named) if server else "")
 
 
 def kept_elsewhere(data: str, *, unrecorded: bool = True) -> str:
@@ -170,3 +189,53 @@ def another_journal(data: str, dsn: str, schema: str) -> str:
         f"{where or 'USER@HOST/DB'} --journal-schema {record.get('schema')}, or another "
         "--data folder"
     )
+
+
+def kept_here(data: str, dsn: str, schema: str) -> str:
+    """Why a server must not serve the folder ``data`` from the journal at ``dsn``
+    (libpq's), in ``schema``, or ``""``: the folder holds a memory of its own.
+
+    Served from the journal, the folder would record it (``journal.json``)
+    and hide its own ``journal.db`` from every command run on it. A folder
+    that records a journal already is :func:`another_journal`'s to judge, and
+    a ``journal.db`` that holds no write (a start that stopped at once) hides
+    nothing.
+    """
+    folder = Path(data)
+    own = folder / JOURNAL_FILE
+    if not own.is_file() or read_journal_record(folder) is not None or not _holds_writes(own):
+        return ""
+    named = postgres_record(dsn, schema)
+    given = f"postgresql://{named['where']}" if "where" in named else "postgresql://..."
+    return (
+        f"{data}/ holds a memory of its own ({JOURNAL_FILE}): served from --journal, the "
+        "folder would be recorded as that journal's and its own memory hidden from every "
+        "command run on it. Give the server another --data folder (it keeps only its "
+        "vectors and tokens there), or copy this memory into the journal first: memstore "
+        f"export --data {data} | memstore import - --data NEWDIR --journal {given} "
+        f"--journal-schema {schema}"
+    )
+
+
+def _holds_writes(journal_db: Path) -> bool:
+    """Whether the SQLite journal ``journal_db`` holds any write.
+
+    Read as an immutable file, which leaves no trace beside it (a read-only
+    connection to a journal in WAL mode would leave its ``-shm`` and ``-wal``
+    files); writes still in a write-ahead log count as writes, and a journal
+    that cannot be read is taken to hold some: refusing is the side that
+    loses nothing.
+    """
+    wal = journal_db.with_name(journal_db.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        return True
+    try:
+        conn = sqlite3.connect(f"{journal_db.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return True
+    try:
+        return conn.execute("SELECT 1 FROM versions LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return True
+    finally:
+        conn.close()

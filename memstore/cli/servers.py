@@ -61,7 +61,7 @@ def _journal_refused(args: argparse.Namespace) -> bool:
     """
     try:
         why = journal_refusal(
-            args.data, args.journal, getattr(args, "journal_schema", None), unrecorded=False
+            args.data, args.journal, getattr(args, "journal_schema", None), server=True
         )
     except (ValueError, ImportError):  # JournalOptionError is a ValueError; psycopg missing
         return False
