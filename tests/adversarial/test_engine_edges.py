@@ -373,11 +373,13 @@ def test_a_cancelled_async_open_leaves_the_folder_free(tmp_path: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await opening
         release.set()
-        for _ in range(400):  # the abandoned open finishes, then closes what it opened
-            if slow._closed:
+        # The abandoned open finishes, then closes what it opened; the lock goes
+        # last (``_closed`` is set as the close starts, before the file is let go).
+        for _ in range(400):
+            if slow._closed and slow._lockfile is None:
                 break
             await asyncio.sleep(0.025)
-        assert slow._closed
+        assert slow._closed and slow._lockfile is None
         again = await AsyncMemory.open(journal=SqliteJournal(path), embedder=None)
         await again.add("the folder is free")
         await again.close()
