@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 import numpy.typing as npt
 
@@ -338,12 +339,16 @@ class Searching(ExactScan):
             return self._scan(q, k, allowed, visible, mu)
         found = labels[0]
         sims = 1.0 - dists[0] if mu is None else similarities(self._vecs[found], q, mu)
-        # ``tolist`` gives Python floats already: no float() per row.
-        out = [
-            (e, sim)
-            for e, sim in zip(map(entries.__getitem__, found.tolist()), sims.tolist(), strict=True)
-            if e is not None
-        ]
+        # ``tolist`` gives Python floats already: no float() per row. The pairs are made
+        # in C; only a walk that met a deleted label (``None``: an entry is never false)
+        # filters them in Python.
+        met = list(map(entries.__getitem__, found.tolist()))
+        pairs = list(zip(met, sims.tolist(), strict=True))
+        out = (
+            cast("list[tuple[IndexEntry, float]]", pairs)
+            if all(met)
+            else [(e, sim) for e, sim in pairs if e is not None]
+        )
         if len(out) < fetch:
             return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
         # The graph gives its hits nearest first: strictly decreasing similarities are
