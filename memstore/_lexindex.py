@@ -521,6 +521,14 @@ class LexicalIndex:
             # Indexed with another choice of which ids' words count (the
             # store's id_prefix or skip_id_text changed): re-index.
             raise LexiconSnapshotError("the snapshot indexed other ids' words than asked")
+        # The items' own id strings in place of the file's equal copies: a hit's id then
+        # finds its entry in the store's dictionaries (and the search snapshot's) by
+        # identity, where an equal copy costs a comparison of its characters, a cache
+        # miss each in a deep pool.
+        held = lex._ids
+        for id, slot in zip(ids, cast("list[int]", slots), strict=True):
+            held[slot] = id
+        lex._slot_of = {cast("str", held[slot]): slot for slot in lex._slot_of.values()}
         index = cls(compact_min=compact_min)
         index._lexicon = lex
         lex.on_renumber(index._renumber)
@@ -603,17 +611,16 @@ class LexicalIndex:
         keep = self._filter_mask(
             cand, self._stale[cand] > now_ts, kind, subject, hidden_kinds, partition
         )
+        # Each candidate's score (the same arithmetic whether or not it passes), then the
+        # ones that pass by position: two gathers, where masking every column took five.
+        # ``covered`` and ``fuzzy`` are read at the hits' positions alone.
+        scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
+        passed: npt.NDArray[np.intp] | None = None
         if keep is not None:
-            cand, acc, title, covered, fuzzy = (
-                cand[keep],
-                acc[keep],
-                title[keep],
-                covered[keep],
-                fuzzy[keep],
-            )
+            passed = np.flatnonzero(keep)
+            cand, scores = cand[passed], scores[passed]
         if cand.size == 0:
             return _no_hits()
-        scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
         pos: npt.NDArray[np.intp] = np.arange(cand.size)
         if limit is not None and cand.size > limit:
             # Keep everything tied with the limit-th score, so the tie-breaks
@@ -629,8 +636,13 @@ class LexicalIndex:
             hit_ids = tuple(i or "" for i in held)
         hit_scores = scores[at]
         hit_scores.flags.writeable = False
+        found_at = at if passed is None else passed[at]
         fields = zip(
-            hit_ids, hit_scores.tolist(), covered[at].tolist(), fuzzy[at].tolist(), strict=True
+            hit_ids,
+            hit_scores.tolist(),
+            covered[found_at].tolist(),
+            fuzzy[found_at].tolist(),
+            strict=True,
         )
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
         hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)

@@ -88,7 +88,7 @@ def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
             title[np.searchsorted(cand, tslots)] = tvals
         return _nonzero(cand, vals, title, exact.astype(np.intp), ~exact)
     if slots.size * _SPARSE < cap and cap > _DENSE_CAP:
-        cand, inv = np.unique(slots, return_inverse=True)
+        cand, inv = _distinct(slots)
         n = int(cand.size)
         title = (
             _fsum(np.searchsorted(cand, tslots), tvals, n)
@@ -108,6 +108,20 @@ def _accumulate(plan: QueryPlan, cap: int) -> _Sums | None:
     fuzzy: _Bool = (np.bincount(slots[~exact], minlength=cap) > 0)[cand]
     title = _fsum(tslots, tvals, cap)[cand] if tslots is not None else np.zeros(cand.size)
     return cand, dense[cand], title, covered, fuzzy
+
+
+def _distinct(slots: _Ix) -> tuple[_Ix, _Ix]:
+    """``np.unique(slots, return_inverse=True)``: the distinct slots, ascending, and where
+    each of ``slots`` is among them, by the same sort, without ``np.unique``'s layers of
+    Python (on a query's 650 slots: 9 us, where ``np.unique`` took 15)."""
+    order = np.argsort(slots)
+    ordered = slots[order]
+    first = np.empty(ordered.size, np.bool_)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inv = np.empty(ordered.size, np.intp)
+    inv[order] = np.cumsum(first) - 1
+    return ordered[first], inv
 
 
 _KTH_STEPS = 4

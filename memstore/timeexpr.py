@@ -178,8 +178,11 @@ _GATE_WORDS |= {"last", "this", "past", "previous"}
 _ASCII_RUNS = re.compile(r"[a-z]+|[0-9]{4,}")
 
 
+@lru_cache(maxsize=4096)
 def _may_name_a_date(text: str) -> bool:
     """Whether ``text`` may hold a date expression: :data:`_TRIGGER` or more, never less.
+
+    Cached per text: a server is asked the same queries again and again.
 
     For ASCII text the lower-cased letter runs are looked up in a set and the
     digit runs searched for a year, several times cheaper than the pattern's
@@ -496,8 +499,11 @@ def span_match(span: DateSpan, when: _dt.datetime) -> float:
     return 0.0
 
 
+@lru_cache(maxsize=4096)
 def asks_when(query: str) -> bool:
     """Whether ``query`` asks for a time: "when ...", "what year ...", "how long ago ...".
+
+    Cached per query, as :func:`_may_name_a_date` is.
 
     >>> asks_when("In which month did John score?"), asks_when("What did John eat?")
     (True, False)

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy.typing as npt
 
@@ -23,7 +24,7 @@ from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
 from memstore_index._centring import Vector, similarities
 from memstore_index._exact import ExactScan
-from memstore_index._state import Visible
+from memstore_index._state import Distances, Labels, Visible, Walks
 from memstore_index.embedder import unit_rows
 from memstore_index.entry import IndexEntry
 
@@ -329,21 +330,28 @@ class Searching(ExactScan):
         # walk); a truly filtered or a centred one takes the full ef_search (a
         # filter thins the beam; centring rescores it).
         ef = self._ef_plain if keep is None and mu is None else self._ef
-        self._hnsw.set_ef(max(ef, fetch))
         try:
-            labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)
+            if keep is None:
+                labels, dists = self._walk(q, fetch, max(ef, fetch))
+            else:
+                self._hnsw.set_ef(max(ef, fetch))
+                labels, dists = self._hnsw.knn_query(q[None, :], k=fetch, filter=keep)
         except RuntimeError:
             # Fewer than ``fetch`` entries pass the filter within reach of the
             # graph: the exact scan finds every one that exists.
             return self._scan(q, k, allowed, visible, mu)
         found = labels[0]
         sims = 1.0 - dists[0] if mu is None else similarities(self._vecs[found], q, mu)
-        # ``tolist`` gives Python floats already: no float() per row.
-        out = [
-            (e, sim)
-            for e, sim in zip(map(entries.__getitem__, found.tolist()), sims.tolist(), strict=True)
-            if e is not None
-        ]
+        # ``tolist`` gives Python floats already: no float() per row. The pairs are made
+        # in C; only a walk that met a deleted label (``None``: an entry is never false)
+        # filters them in Python.
+        met = list(map(entries.__getitem__, found.tolist()))
+        pairs = list(zip(met, sims.tolist(), strict=True))
+        out = (
+            cast("list[tuple[IndexEntry, float]]", pairs)
+            if all(met)
+            else [(e, sim) for e, sim in pairs if e is not None]
+        )
         if len(out) < fetch:
             return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
         # The graph gives its hits nearest first: strictly decreasing similarities are
@@ -352,3 +360,34 @@ class Searching(ExactScan):
         if sims.size > 1 and not bool((sims[1:] < sims[:-1]).all()):
             out.sort(key=lambda p: (-p[1], p[0].id))
         return out[:want]
+
+    def _walk(self, q: Vector, fetch: int, ef: int) -> tuple[Labels, Distances]:
+        """The graph's ``fetch`` nearest labels to ``q`` and their distances, unfiltered,
+        with beam ``ef``: walked, or remembered from a walk of this generation (lock held).
+
+        An unfiltered walk is a function of the graph, the query and the beam
+        alone: hnswlib's search has no randomness, so walking the same graph
+        again gives the same labels in the same order. A server is asked the same
+        questions again and again (its query cache hands their vectors over
+        unchanged), so the walks of the current generation are kept, at most
+        :data:`~memstore_index._tuning.WALK_CACHE_SIZE` of them (the oldest
+        dropped first); every write to the index starts a new generation, and a
+        rebuilt graph (a compaction, a loaded file) is another graph, so a kept
+        walk is never one the graph would not give now. The arrays are read-only:
+        every caller shares them.
+        """
+        graph: Any = self._hnsw  # hnswlib is untyped
+        assert graph is not None  # _knn walks only when there is a graph
+        walks = self._walks
+        if walks.generation != self._generation or walks.graph is not graph:
+            walks = self._walks = Walks(self._generation, graph)
+        key = (q.tobytes(), fetch, ef)
+        got = walks.found.get(key)
+        if got is None:
+            graph.set_ef(ef)
+            labels, dists = graph.knn_query(q[None, :], k=fetch)
+            labels.flags.writeable = dists.flags.writeable = False
+            if len(walks.found) >= tune.WALK_CACHE_SIZE:
+                walks.found.pop(next(iter(walks.found)))
+            got = walks.found[key] = (labels, dists)
+        return got

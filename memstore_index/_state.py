@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import hnswlib  # type: ignore[import-untyped]
 import numpy as np
+import numpy.typing as npt
 
 from memstore.arguments import describe
 from memstore.errors import InvalidItemError, MemstoreError
@@ -34,9 +36,37 @@ if TYPE_CHECKING:
     from memstore_index._exact import Subset
     from memstore_index._search import Readable
 
-__all__ = ["CellState", "EmbedderMismatchError", "Vector", "Visible"]
+__all__ = [
+    "CellState",
+    "Distances",
+    "EmbedderMismatchError",
+    "Labels",
+    "Vector",
+    "Visible",
+    "Walks",
+]
 
 Visible = Callable[[IndexEntry], bool]
+
+
+Labels = npt.NDArray[np.uint64]
+"""The labels a graph walk returns (one row per query)."""
+Distances = npt.NDArray[np.float32]
+"""Their distances (``1 - inner product``), nearest first."""
+
+
+@dataclass(slots=True)
+class Walks:
+    """The unfiltered graph walks of one index generation over one graph, by query.
+
+    ``found`` maps ``(query bytes, k, beam)`` to what the walk returned:
+    :meth:`~memstore_index._search.Searching._walk` keeps them while the generation and
+    the graph last (``graph`` ``None``: none kept yet).
+    """
+
+    generation: int
+    graph: object
+    found: dict[tuple[bytes, int, int], tuple[Labels, Distances]] = field(default_factory=dict)
 
 
 class EmbedderMismatchError(MemstoreError, ValueError):
@@ -110,6 +140,7 @@ class CellState:
         self._offered: dict[tuple[str, str], Vector] = {}
         self._subsets: dict[tuple[str, ...], Subset] = {}
         self._readables: dict[tuple[str, ...], Readable] = {}
+        self._walks = Walks(-1, None)
         self._member_sets: dict[tuple[str, ...], tuple[int, set[int]]] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None

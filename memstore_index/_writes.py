@@ -202,6 +202,12 @@ class Writes(Persistence):
                     self._entries[old] = p.entry
                     self._group(p.entry, old, add=True)
                     puts.append(StoredVector(p.entry, old, p.text_hash, p.text, self._vecs[old]))
+                else:
+                    # The same entry, held as the caller's: a store syncing its items
+                    # passes their own id strings, and a hit's id then finds the store's
+                    # dictionary entries by identity (an equal copy, read from the
+                    # vector file, costs a comparison of its characters each time).
+                    self._entries[old] = p.entry
                 continue
             if old is not None:
                 self._unplace(p.entry.id)
