@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -379,8 +380,8 @@ class Searching(ExactScan):
         graph: Any = self._hnsw  # hnswlib is untyped
         assert graph is not None  # _knn walks only when there is a graph
         walks = self._walks
-        if walks.generation != self._generation or walks.graph is not graph:
-            walks = self._walks = Walks(self._generation, graph)
+        if not walks.of(self._generation, graph):
+            walks = self._walks = Walks(self._generation, weakref.ref(graph))
         key = (q.tobytes(), fetch, ef)
         got = walks.found.get(key)
         if got is None:

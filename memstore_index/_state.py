@@ -12,6 +12,7 @@ binding) are mixins over this state.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,12 +62,18 @@ class Walks:
 
     ``found`` maps ``(query bytes, k, beam)`` to what the walk returned:
     :meth:`~memstore_index._search.Searching._walk` keeps them while the generation and
-    the graph last (``graph`` ``None``: none kept yet).
+    the graph last. ``graph`` is a weak reference (``None``: none kept yet), so
+    the walks of a graph since replaced never keep that graph, and its memory,
+    alive.
     """
 
     generation: int
-    graph: object
+    graph: weakref.ref[object] | None
     found: dict[tuple[bytes, int, int], tuple[Labels, Distances]] = field(default_factory=dict)
+
+    def of(self, generation: int, graph: object) -> bool:
+        """Whether these are the walks of ``graph`` at ``generation``."""
+        return self.generation == generation and self.graph is not None and self.graph() is graph
 
 
 class EmbedderMismatchError(MemstoreError, ValueError):

@@ -9,6 +9,9 @@ is walked again, and a beam or pool of another size is its own walk.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -77,6 +80,19 @@ def test_a_rebuilt_graph_is_walked_again(monkeypatch: pytest.MonkeyPatch) -> Non
     cells._rebuild_graph()  # what a compaction does
     again = _hits(cells, q, 10)
     assert cells._walks is not kept and again == _fresh(cells, q, 10)
+
+
+def test_kept_walks_do_not_keep_a_replaced_graph_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graph can be hundreds of megabytes: once rebuilt, the old one is freed at once,
+    not when the next search happens to start the walks over."""
+    cells = _cells(300, monkeypatch)
+    q = _unit(np.random.default_rng(13).standard_normal((1, DIM)))[0]
+    _hits(cells, q, 10)
+    old = weakref.ref(cells._hnsw)
+    cells._rebuild_graph()
+    gc.collect()
+    assert old() is None
+    assert _hits(cells, q, 10) == _fresh(cells, q, 10)
 
 
 def test_the_oldest_walk_makes_room(monkeypatch: pytest.MonkeyPatch) -> None:
