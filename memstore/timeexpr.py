@@ -178,7 +178,7 @@ _GATE_WORDS |= {"last", "this", "past", "previous"}
 _ASCII_RUNS = re.compile(r"[a-z]+|[0-9]{4,}")
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _may_name_a_date(text: str) -> bool:
     """Whether ``text`` may hold a date expression: :data:`_TRIGGER` or more, never less.
 
@@ -499,7 +499,7 @@ def span_match(span: DateSpan, when: _dt.datetime) -> float:
     return 0.0
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def asks_when(query: str) -> bool:
     """Whether ``query`` asks for a time: "when ...", "what year ...", "how long ago ...".
 
