@@ -51,7 +51,8 @@ DEFAULT_SIZES = (1_000, 2_048, 10_000, 50_000)
 SMOKE_SIZES = (500, 3_000)
 BUSY = "while True: pass"
 PAUSE_S = 0.5
-"""Pause between cases (OpenBLAS's idle workers spin for a while, then sleep)."""
+"""Pause between cases (OpenBLAS's idle workers spin for a while, then sleep); none in
+``--smoke``, whose figures are never read as measurements."""
 
 
 def _child(args: argparse.Namespace) -> None:
@@ -97,7 +98,7 @@ def _child(args: argparse.Namespace) -> None:
         out[f"exact_top_k {len(cal_q)}q x {sizes[-1]}"] = _stats(wall, cpu)
         # A threaded product leaves the pool's workers spinning for a while:
         # let them sleep, so that their CPU is not counted against the scans.
-        time.sleep(PAUSE_S)
+        time.sleep(args.pause)
         for n, p in zip(sizes, parts, strict=True):
             cells.search_vector(queries[0], TOP_K, partitions=[p])  # lays the set out
             wall = []
@@ -109,7 +110,7 @@ def _child(args: argparse.Namespace) -> None:
                     wall.append((time.perf_counter() - t0) * 1e3)
             cpu = (time.process_time() - c0) * 1e3 / len(wall)
             out[f"scan {n}"] = _stats(wall, cpu)
-            time.sleep(PAUSE_S)
+            time.sleep(args.pause)
         return out
 
     phase()  # warm-up: first calls, page faults, the thread pool's start
@@ -144,6 +145,7 @@ def _run(src: str, threads: str, args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--child", "--src", src, "--sizes", args.sizes]
     cmd += ["--load", str(args.load), "--queries", str(args.queries)]
     cmd += ["--repeats", str(args.repeats), "--cal-repeats", str(args.cal_repeats)]
+    cmd += ["--pause", str(args.pause)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"child failed ({src}, threads {threads}):\n{proc.stderr}")
@@ -165,13 +167,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--cal-repeats", type=int, default=5)
     ap.add_argument("--threads", default="default,1", help="OPENBLAS_NUM_THREADS settings")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes, one round")
+    ap.add_argument("--pause", type=float, default=PAUSE_S, help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, one round, no pauses")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.smoke:
         args.sizes = ",".join(map(str, SMOKE_SIZES))
         args.rounds, args.queries, args.repeats, args.cal_repeats = 1, 20, 1, 1
+        args.pause = 0.0
     if args.child:
         _child(args)
         return

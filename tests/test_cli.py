@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from memstore.cli import build_parser
-from tests.cli_harness import ENV, holding, memstore
+from tests.cli_harness import ENV, holding, memstore, seed
 
 
 def test_add_search_get_forget_export_import(tmp_path: Path) -> None:
@@ -203,8 +203,7 @@ def test_a_failed_export_leaves_the_file_it_was_to_replace_as_it_was(tmp_path: P
 
 
 def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: Path) -> None:
-    memstore("add", "one", "--embedder", "none", cwd=tmp_path)
-    memstore("add", "two", "--embedder", "none", cwd=tmp_path)
+    seed(tmp_path / "data", "one", "two")  # one process, not an add each
     out = tmp_path / "e.ndjson"
     assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
     fresh = memstore("import", str(out), "--data", "b", "--embedder", "none", cwd=tmp_path)
@@ -231,8 +230,7 @@ def test_import_reports_what_changed_and_draws_no_bar_off_a_terminal(tmp_path: P
 
 def test_an_export_cut_short_is_refused_by_import(tmp_path: Path) -> None:
     """A copy that stopped at a line boundary imported what it had, and the rest was lost."""
-    for text in ("one", "two", "three"):
-        memstore("add", text, "--embedder", "none", cwd=tmp_path)
+    seed(tmp_path / "data", "one", "two", "three")  # one process, not an add each
     out = tmp_path / "e.ndjson"
     assert memstore("export", "-o", str(out), cwd=tmp_path).returncode == 0
     cut = tmp_path / "cut.ndjson"

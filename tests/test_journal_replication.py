@@ -29,7 +29,8 @@ KILLS = 3
 class Worker:
     """One worker process and its line protocol."""
 
-    def __init__(self, place: PgPlace, seed: int, *, acks: bool = False) -> None:
+    def __init__(self, place: PgPlace, seed: int, *, acks: bool = False, wait: bool = True) -> None:
+        """Start the worker; with ``wait``, wait for its ``ready`` (else :meth:`ready` does)."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         args = [sys.executable, "-m", "tests.replica_worker", place.dsn, place.schema, str(seed)]
         self.proc = subprocess.Popen(
@@ -41,6 +42,11 @@ class Worker:
             env=env,
             cwd=ROOT,
         )
+        if wait:
+            self.ready()
+
+    def ready(self) -> None:
+        """Wait until the worker has opened its memory and starts writing."""
         self.expect("ready")
 
     def line(self) -> str:
@@ -85,8 +91,11 @@ def test_concurrent_writers_and_a_killed_replica_converge(
     rng = random.Random(20261201)
     workers: list[Worker] = []
     try:
-        workers = [Worker(pg_place, seed) for seed in (1, 2, 3)]
-        victim = Worker(pg_place, 4, acks=True)
+        # All four start at once (their imports and restores overlap), then write together.
+        workers = [Worker(pg_place, seed, wait=False) for seed in (1, 2, 3)]
+        victim = Worker(pg_place, 4, acks=True, wait=False)
+        for w in [*workers, victim]:
+            w.ready()
         for kill in range(KILLS):
             target = rng.randrange(20, 120)
             while int(victim.expect("ack ").split()[1]) < target:

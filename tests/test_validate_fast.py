@@ -55,69 +55,95 @@ _FIELDS = ["id", "kind", "title", "content", "subject", "event_date", "tags"]
 _FIELDS += ["supersedes", "evidence_refs", "links", "data"]
 
 
+# The strategies are built once, here, not on every draw: building one costs
+# more than drawing from it (Hypothesis validates each new strategy), and the
+# same strategies draw the same items.
+_COMMON_ID = st.text(_ASCII, max_size=4)
+_COMMON_TITLE = st.text(_ASCII, max_size=5)
+_COMMON_SUBJECT = _ascii_text(MAX_SUBJECT_CHARS)
+_COMMON_EVENT_DATE = _ascii_text(MAX_EVENT_DATE_CHARS)
+_TAG_CHARS = st.sampled_from(["a", ",", "\0", "a", ",", "é", "\ud800"])
+
+
+def _common_tags(count: int) -> st.SearchStrategy[list[tuple[str, int]]]:
+    """``count`` tags near the bound, or whose lengths add up to near it."""
+    bound = MAX_TAG_CHARS // max(count, 1)
+    sizes = st.sampled_from([0, 1, bound - 1, bound, bound + 1])
+    return st.lists(st.tuples(_TAG_CHARS, sizes), min_size=count, max_size=count)
+
+
+_COMMON_TAGS = {count: _common_tags(count) for count in range(5)}
+_OFF_FIELD = st.sampled_from([None, None, None, None, None, None, *_FIELDS])
+_OFF_VALUE = st.one_of(_ODD, st.sampled_from(["\ud800", "é", ["\ud800"], ["é"]]))
+
+
 @st.composite
 def common_items(draw: st.DrawFn) -> Item:
     """Items the fast path may take: ASCII text of the declared types, lengths at the bounds."""
     it = Item(kind="note", title="t")
     d = it.__dict__
-    d["id"] = draw(st.text(_ASCII, max_size=4))
-    d["title"] = draw(st.text(_ASCII, max_size=5))
-    d["content"] = draw(st.text(_ASCII, max_size=5))
-    d["subject"] = draw(_ascii_text(MAX_SUBJECT_CHARS))
-    d["event_date"] = draw(_ascii_text(MAX_EVENT_DATE_CHARS))
+    d["id"] = draw(_COMMON_ID)
+    d["title"] = draw(_COMMON_TITLE)
+    d["content"] = draw(_COMMON_TITLE)
+    d["subject"] = draw(_COMMON_SUBJECT)
+    d["event_date"] = draw(_COMMON_EVENT_DATE)
     # One tag near the bound, or a few whose lengths add up to near it.
     count = draw(st.integers(0, 4))
-    bound = MAX_TAG_CHARS // max(count, 1)
-    sizes = st.sampled_from([0, 1, bound - 1, bound, bound + 1])
-    chars = st.sampled_from(["a", ",", "\0", "a", ",", "é", "\ud800"])
-    d["tags"] = [
-        c * n for c, n in draw(st.lists(st.tuples(chars, sizes), min_size=count, max_size=count))
-    ]
+    d["tags"] = [c * n for c, n in draw(_COMMON_TAGS[count])]
     # Now and then one field steps off the fast path's ground.
-    field = draw(st.sampled_from([None, None, None, None, None, None, *_FIELDS]))
+    field = draw(_OFF_FIELD)
     if field is not None:
-        d[field] = draw(st.one_of(_ODD, st.sampled_from(["\ud800", "é", ["\ud800"], ["é"]])))
+        d[field] = draw(_OFF_VALUE)
     return it
+
+
+_COMMON = common_items()
+_ID = _maybe_odd(st.text(_CHARS, max_size=4))
+_KIND = _maybe_odd(st.sampled_from(["note", "nøte", "k\ud800"]))
+_TITLE = _maybe_odd(st.text(_CHARS, max_size=5))
+_SUBJECT = _maybe_odd(_text(MAX_SUBJECT_CHARS))
+_EVENT_DATE = _maybe_odd(_text(MAX_EVENT_DATE_CHARS))
+_TAGS = _maybe_odd(
+    st.one_of(
+        st.lists(
+            st.one_of(_text(MAX_TAG_CHARS), _text(MAX_TAG_CHARS // 2), _text(MAX_TAG_CHARS // 4)),
+            max_size=5,
+        ),
+        st.lists(_maybe_odd(st.just("t")), max_size=3),
+    )
+)
+_REFS = _maybe_odd(st.lists(st.text(_CHARS, max_size=3), max_size=2))
+_LINKS = _maybe_odd(
+    st.lists(
+        st.builds(
+            lambda t: ThoughtLink(to_id=t, relation="explains"),
+            st.text(_CHARS, min_size=1, max_size=3),
+        ),
+        max_size=2,
+    )
+)
+_DATA = _maybe_odd(
+    st.dictionaries(st.text(_CHARS, max_size=3), st.text(_CHARS, max_size=3), max_size=2)
+)
 
 
 @st.composite
 def items(draw: st.DrawFn) -> Item:
     if draw(st.booleans()):
-        return draw(common_items())
+        return draw(_COMMON)
     it = Item(kind="note", title="t")
     d = it.__dict__
-    d["id"] = draw(_maybe_odd(st.text(_CHARS, max_size=4)))
-    d["kind"] = draw(_maybe_odd(st.sampled_from(["note", "nøte", "k\ud800"])))
-    d["title"] = draw(_maybe_odd(st.text(_CHARS, max_size=5)))
-    d["content"] = draw(_maybe_odd(st.text(_CHARS, max_size=5)))
-    d["subject"] = draw(_maybe_odd(_text(MAX_SUBJECT_CHARS)))
-    d["event_date"] = draw(_maybe_odd(_text(MAX_EVENT_DATE_CHARS)))
-    tag_lists = st.lists(
-        st.one_of(_text(MAX_TAG_CHARS), _text(MAX_TAG_CHARS // 2), _text(MAX_TAG_CHARS // 4)),
-        max_size=5,
-    )
-    d["tags"] = draw(
-        _maybe_odd(st.one_of(tag_lists, st.lists(_maybe_odd(st.just("t")), max_size=3)))
-    )
-    refs = st.lists(st.text(_CHARS, max_size=3), max_size=2)
-    d["supersedes"] = draw(_maybe_odd(refs))
-    d["evidence_refs"] = draw(_maybe_odd(refs))
-    d["links"] = draw(
-        _maybe_odd(
-            st.lists(
-                st.builds(
-                    lambda t: ThoughtLink(to_id=t, relation="explains"),
-                    st.text(_CHARS, min_size=1, max_size=3),
-                ),
-                max_size=2,
-            )
-        )
-    )
-    d["data"] = draw(
-        _maybe_odd(
-            st.dictionaries(st.text(_CHARS, max_size=3), st.text(_CHARS, max_size=3), max_size=2)
-        )
-    )
+    d["id"] = draw(_ID)
+    d["kind"] = draw(_KIND)
+    d["title"] = draw(_TITLE)
+    d["content"] = draw(_TITLE)
+    d["subject"] = draw(_SUBJECT)
+    d["event_date"] = draw(_EVENT_DATE)
+    d["tags"] = draw(_TAGS)
+    d["supersedes"] = draw(_REFS)
+    d["evidence_refs"] = draw(_REFS)
+    d["links"] = draw(_LINKS)
+    d["data"] = draw(_DATA)
     return it
 
 

@@ -84,7 +84,7 @@ def test_a_graph_recall_past_the_bound_says_so_on_every_hit(served: tuple[Memory
             Item(
                 id=f"spoke-{n:05d}",
                 kind="note",
-                content="a note on the heron",
+                content=f"a note on the heron, number {n}",
                 links=[ThoughtLink(to_id=hub, relation="explains")],
             )
             for n in range(CONTEXT_REACH - near)

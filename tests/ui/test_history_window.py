@@ -115,18 +115,39 @@ def at_moment(mem: Memory, partition: str, id: str, when: Lsn) -> dict[str, Any]
     return {"history": h["versions"], "history_older": h["older"], "history_newer": h["newer"]}
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def long_history(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Memory, list[Lsn]]]:
+    """600 versions of "long" (a delete and a revival among them), and the head after each.
+
+    Written once a backend and then only read, by every ``back`` below (the
+    same 600 versions each test used to write again into a memory of its own).
+    """
+    if request.param == "sqlite":
+        m = Memory(tmp_path_factory.mktemp("long"), embedder=None)
+    else:
+        place: PgPlace = request.getfixturevalue("pg_schemas").new("long")
+        m = Memory(journal=open_journal(place), embedder=None)
+    with m:
+        assert m.journal is not None
+        moments = []
+        for i in range(600):
+            if i == 300:
+                m.delete("long")
+            m.add(Item(id="long", kind="note", content=f"long {i}"), partition="acme")
+            moments.append(m.journal.head())
+        yield m, moments
+
+
 @pytest.mark.parametrize("back", [0, 1, 30, 49, 50, 51, 52, 53, 120, 300, 520, 599])
-def test_the_view_of_a_moment_reads_back_only_as_far_as_it_shows(mem: Memory, back: int) -> None:
+def test_the_view_of_a_moment_reads_back_only_as_far_as_it_shows(
+    long_history: tuple[Memory, list[Lsn]], back: int
+) -> None:
     # 600 versions (a delete and a revival among them); the view of the moment ``back``
     # versions before the newest lists what the whole history gives, and reads only
     # the versions since it (and a window's worth before) when the item never changed hands.
-    assert mem.journal is not None
-    moments = []
-    for i in range(600):
-        if i == 300:
-            mem.delete("long")
-        mem.add(Item(id="long", kind="note", content=f"long {i}"), partition="acme")
-        moments.append(mem.journal.head())
+    mem, moments = long_history
     when = moments[-1 - back]
     view = item_view(mem, "acme", "long", when=when)
     assert shown(view) == at_moment(mem, "acme", "long", when)
