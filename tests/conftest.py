@@ -24,6 +24,7 @@ import pytest
 from hypothesis import settings
 
 from memstore import Change, Config, Item, Store
+from tests.forker import Forker, forked_writers
 from tests.journals import Place
 from tests.pgtest import PgPlace, Schemas, require_pg
 
@@ -213,3 +214,11 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Path | PgPlace:
         return tmp_path / "journal.db"
     pg: PgPlace = request.getfixturevalue("pg_place")
     return pg
+
+
+@pytest.fixture
+def forker(tmp_path: Path) -> Iterator[Forker]:
+    """A process that imported memstore once, forking the crash tests' writers
+    (:func:`tests.forker.kill_writer`)."""
+    with forked_writers(tmp_path) as f:
+        yield f

@@ -15,9 +15,9 @@ import time
 from memstore import Memory
 from memstore.journal import PostgresJournal
 from memstore.journal.hlc import Lsn
+from tests.forker import Forker, kill_writer
 from tests.pg_batch_writer import BATCH
 from tests.pgtest import PgPlace
-from tests.test_journal_crash import kill_writer
 
 KILLS = 3
 
@@ -64,15 +64,19 @@ def _settled(journal: PostgresJournal) -> Lsn:
         head = now
 
 
-def test_a_batch_killed_midway_is_seen_whole_or_not_at_all(pg_place: PgPlace) -> None:
+def test_a_batch_killed_midway_is_seen_whole_or_not_at_all(
+    pg_place: PgPlace, forker: Forker
+) -> None:
     rng = random.Random(20261203)
-    args = [pg_place.dsn, pg_place.schema]
+    args: list[object] = [pg_place.dsn, pg_place.schema]
     journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema)
     with Memory(journal=journal, embedder=None) as follower:
         held = 0
         for _ in range(KILLS):
             target = held + rng.randrange(2, 12)
-            acked = kill_writer("pg_batch_writer", args, lambda _, n, t=target: n >= t, 0.05, rng)
+            acked = kill_writer(
+                forker, "pg_batch_writer", args, lambda _, n, t=target: n >= t, 0.05, rng
+            )
             assert journal.wait_for(_settled(journal), 30)
             held = _check(follower, acked)  # the follower, attached all along
             with Memory(
