@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore import arguments as arg
-from memstore._gc import bulk_load
+from memstore._gc import write_batch
 from memstore._memory_build import (
     DEFAULT_KIND,
     build_entries,
@@ -241,9 +241,9 @@ class Memory:
         as given (:meth:`consolidate` retires restatements afterwards).
         """
         progress = arg.flag(progress, "progress")
-        # What a batch builds lives on in the store: the cyclic collector would
-        # only walk it again and again meanwhile (it runs as usual afterwards).
-        with bulk_load(collect=False):
+        # What a batch builds lives on: the cyclic collector would only walk it
+        # again and again, during and after (see memstore._gc.write_batch).
+        with write_batch():
             built = build_entries(items, partition)
             self._check_open()
             if not progress:
