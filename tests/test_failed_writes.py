@@ -355,12 +355,17 @@ def test_threads_writing_through_a_flickering_lock_keep_every_promise(folder: Pa
     surprises: list[BaseException] = []
     stop = threading.Event()
 
+    held = threading.Event()
+
     def flicker() -> None:
         other = sqlite3.connect(folder / "journal.db", isolation_level=None, timeout=5)
         rng = random.Random(1)
+        hold = 0.05  # the first hold meets the writers' first writes, however fast they are
         while not stop.is_set():
             other.execute("BEGIN EXCLUSIVE")
-            time.sleep(rng.uniform(0.001, 0.004))
+            held.set()
+            time.sleep(hold)
+            hold = rng.uniform(0.001, 0.004)
             other.execute("ROLLBACK")
             time.sleep(rng.uniform(0.001, 0.008))
         other.close()
@@ -409,6 +414,7 @@ def test_threads_writing_through_a_flickering_lock_keep_every_promise(folder: Pa
 
     flickering = threading.Thread(target=flicker)
     flickering.start()
+    assert held.wait(10)
     writers = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
     for w in writers:
         w.start()
