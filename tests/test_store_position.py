@@ -10,6 +10,10 @@ that commit.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from memstore import Item, Memory, Store
@@ -33,14 +37,25 @@ def test_a_single_writers_store_is_at_its_head(tmp_path: object) -> None:
         assert position_of(mem.store, mem.journal) == mem.journal.head()
 
 
-def test_a_followers_store_is_at_the_commits_it_applied(pg_place: PgPlace) -> None:
+@contextlib.contextmanager
+def two_processes(place: PgPlace) -> Iterator[tuple[Any, Store, Any, Store]]:
+    """Two journals on one PostgreSQL schema, as two processes have them, each attached
+    to a store of its own: ``(a, store_a, b, store_b)``; both closed at the end."""
     options = {"durability": "off", "poll_interval": 0.5}
-    a = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
-    b = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
+    a = PostgresJournal(place.dsn, schema=place.schema, **options)
+    b = PostgresJournal(place.dsn, schema=place.schema, **options)
     store_a, store_b = Store(), Store()
     a.attach(store_a)
     b.attach(store_b)
     try:
+        yield a, store_a, b, store_b
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_followers_store_is_at_the_commits_it_applied(pg_place: PgPlace) -> None:
+    with two_processes(pg_place) as (a, store_a, b, store_b):
         x = store_a.upsert(Item(kind="note", title="written by a"))
         written = a.last_lsn()
         assert written is not None and b.wait_for(written, WAIT_S)
@@ -52,9 +67,6 @@ def test_a_followers_store_is_at_the_commits_it_applied(pg_place: PgPlace) -> No
         assert at is None or at >= own
         assert b.wait_for(b.head(), WAIT_S)
         assert position_of(store_b, b) == b.head()
-    finally:
-        a.close()
-        b.close()
 
 
 def test_no_position_names_a_part_applied_batch_or_an_own_commit_ahead() -> None:
@@ -143,13 +155,7 @@ def test_a_commit_that_fails_at_commit_time_leaves_its_number_to_another(
     process to commit takes the same number, and this process follows that commit."""
     from memstore.errors import JournalError
 
-    options = {"durability": "off", "poll_interval": 0.5}
-    a = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
-    b = PostgresJournal(pg_place.dsn, schema=pg_place.schema, **options)
-    store_a, store_b = Store(), Store()
-    a.attach(store_a)
-    b.attach(store_b)
-    try:
+    with two_processes(pg_place) as (a, store_a, b, store_b):
         pg_place.sql(
             "CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS "
             "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$"
@@ -166,6 +172,3 @@ def test_a_commit_that_fails_at_commit_time_leaves_its_number_to_another(
         written = b.last_lsn()
         assert written is not None and a.wait_for(written, WAIT_S)
         assert store_a.get(x.id) is not None
-    finally:
-        a.close()
-        b.close()
