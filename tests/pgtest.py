@@ -89,6 +89,21 @@ class PgPlace:
             return cur.fetchall() if cur.description else []
 
     @contextlib.contextmanager
+    def at_commit(self, name: str, table: str, body: str) -> Iterator[None]:
+        """For the block, every COMMIT that inserted into ``{s}.TABLE`` runs the PL/pgSQL
+        ``body`` first (a deferred constraint trigger ``name``): ``RAISE EXCEPTION`` refuses
+        the commit, ``pg_terminate_backend`` loses its connection mid-commit."""
+        self.sql(f"CREATE FUNCTION {{s}}.{name}() RETURNS trigger LANGUAGE plpgsql AS $$ {body} $$")
+        self.sql(
+            f"CREATE CONSTRAINT TRIGGER {name} AFTER INSERT ON {{s}}.{table} "
+            f"DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {{s}}.{name}()"
+        )
+        try:
+            yield
+        finally:
+            self.sql(f"DROP TRIGGER {name} ON {{s}}.{table}")
+
+    @contextlib.contextmanager
     def commit_lock_held(self) -> Iterator[None]:
         """Another session holds the commit lock (the ``head`` row, ``FOR UPDATE``) for the
         block, as a process stuck mid-commit would; it lets go when the block ends."""

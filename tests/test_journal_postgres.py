@@ -648,18 +648,13 @@ def test_connection_lost_while_committing_says_the_outcome_is_unknown(pg_place: 
     journal = PostgresJournal(pg_place.dsn, schema=pg_place.schema, durability="off")
     store = Store()
     journal.attach(store)
-    pg_place.sql(
-        "CREATE FUNCTION {s}.die() RETURNS trigger LANGUAGE plpgsql AS "
-        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END $$"
-    )
-    pg_place.sql(  # a deferred trigger fires inside COMMIT
-        "CREATE CONSTRAINT TRIGGER die AFTER INSERT ON {s}.versions "
-        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.die()"
-    )
-    with pytest.raises(JournalError, match="may or may not be on record"):
+    die = "BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); RETURN NULL; END"
+    with (
+        pg_place.at_commit("die", "versions", die),
+        pytest.raises(JournalError, match="may or may not be on record"),
+    ):
         store.upsert(Item(kind="note", title="in doubt"))
     assert len(store) == 0
-    pg_place.sql("DROP TRIGGER die ON {s}.versions")
     # PostgreSQL ended it before the commit finished: not on record, and the two agree
     assert record(journal) == {} == _state_of(store)
     journal.close()

@@ -156,18 +156,13 @@ def test_a_commit_that_fails_at_commit_time_leaves_its_number_to_another(
     from memstore.errors import JournalError
 
     with two_processes(pg_place) as (a, store_a, b, store_b):
-        pg_place.sql(
-            "CREATE FUNCTION {s}.refuse() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN RAISE EXCEPTION 'refused at commit'; END $$"
-        )
-        pg_place.sql(
-            "CREATE CONSTRAINT TRIGGER refuse AFTER INSERT ON {s}.commits "
-            "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.refuse()"
-        )
-        with pytest.raises(JournalError, match="refused at commit"):
+        refuse = "BEGIN RAISE EXCEPTION 'refused at commit'; END"
+        with (
+            pg_place.at_commit("refuse", "commits", refuse),
+            pytest.raises(JournalError, match="refused at commit"),
+        ):
             store_a.upsert(Item(kind="note", title="refused"))
         assert len(store_a) == 0
-        pg_place.sql("DROP TRIGGER refuse ON {s}.commits")
         x = store_b.upsert(Item(kind="note", title="written by b"))
         written = b.last_lsn()
         assert written is not None and a.wait_for(written, WAIT_S)
