@@ -8,16 +8,9 @@ from typing import Any, get_args
 from memstore import __version__
 from memstore.item import Origin
 from memstore.limits import MAX_RESULTS
-from memstore.protocol.limits import MAX_BODY_BYTES
-from memstore.web.connections import (
-    DEFAULT_BODY_TIMEOUT_SECONDS,
-    DEFAULT_HEADER_TIMEOUT_SECONDS,
-    DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
-    DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-)
+from memstore.mcp.limits import MAX_BODY_BYTES as MCP_MAX_BODY_BYTES
+from memstore.protocol.limits import MAX_BODY_BYTES as PROTOCOL_MAX_BODY_BYTES
 from memstore.web.journal_option import JOURNAL_HELP
-from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
 
 from ._common import (
     DEFAULT_DATA,
@@ -25,10 +18,10 @@ from ._common import (
     hit_count,
     journal_dsn,
     port_number,
-    positive_int,
     positive_number,
     user_path,
 )
+from ._http import add_http_defences
 from .records import cmd_add, cmd_forget, cmd_get, cmd_search, cmd_stats
 from .servers import cmd_mcp, cmd_serve
 from .transfer import BACKUP_HELP, cmd_backup, cmd_export, cmd_import
@@ -277,10 +270,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a secret (16+ bytes) keying hard-delete confirmations; default: the tokens file",
     )
     p.add_argument(
-        "--rate-per-second", type=positive_number, default=60.0, help="per tenant (default 60)"
-    )
-    p.add_argument("--rate-burst", type=positive_int, default=120, help="per tenant (default 120)")
-    p.add_argument(
         "--metrics-disabled",
         action="store_true",
         help="answer GET /metrics with 404 (it needs no token and names the tenants)",
@@ -291,70 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=15.0,
         help="idle seconds before an SSE keep-alive comment (default 15)",
     )
-    web = p.add_argument_group("HTTP defences")
-    web.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME[:PORT]",
-        help="a Host the server answers besides 127.0.0.1, localhost and [::1] (repeatable; "
-        "'*' for any). Default: none on a loopback bind, any host on a public bind",
-    )
-    web.add_argument(
-        "--allow-origin",
-        action="append",
-        metavar="URL",
-        help="a web origin (https://app.example) whose pages may call the server, with CORS "
-        "(repeatable; '*' for any). Default: only the server's own origin, no CORS",
-    )
-    web.add_argument(
-        "--header-timeout",
-        type=float,
-        default=DEFAULT_HEADER_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help="time to send a request's headers, else 408 and the connection closes "
-        f"(default {DEFAULT_HEADER_TIMEOUT_SECONDS:g})",
-    )
-    web.add_argument(
-        "--body-timeout",
-        type=float,
-        default=DEFAULT_BODY_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help="time to send a whole body after the headers, else the connection closes "
-        f"(default {DEFAULT_BODY_TIMEOUT_SECONDS:g})",
-    )
-    web.add_argument(
-        "--keepalive-timeout",
-        type=float,
-        default=DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
-        metavar="SECONDS",
-        help="idle time before a keep-alive connection is closed "
-        f"(default {DEFAULT_KEEPALIVE_TIMEOUT_SECONDS:g})",
-    )
-    web.add_argument(
-        "--max-connections",
-        type=int,
-        default=DEFAULT_MAX_CONNECTIONS,
-        metavar="N",
-        help="open connections in all; more are answered 503 and closed "
-        f"(default {DEFAULT_MAX_CONNECTIONS}, lowered to fit ulimit -n)",
-    )
-    web.add_argument(
-        "--max-connections-per-client",
-        type=int,
-        default=DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
-        metavar="N",
-        help="open connections per client IP address "
-        f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
-    )
-    _shutdown_grace(web, "")
-    web.add_argument(
-        "--max-body",
-        type=positive_int,
-        default=MAX_BODY_BYTES,
-        metavar="BYTES",
-        help=f"largest request body; larger is 413 (default {MAX_BODY_BYTES}, 256 KiB). "
-        "An episode's content is capped at 16 KiB and a recall query at 4096 characters "
-        "whatever this says (docs/protocol.md, Limits)",
+    add_http_defences(
+        p,
+        title="HTTP defences",
+        max_body=PROTOCOL_MAX_BODY_BYTES,
+        max_body_note="An episode's content is capped at 16 KiB and a recall query at 4096 "
+        "characters whatever this says (docs/protocol.md, Limits)",
     )
     mindlayer = p.add_argument_group("Mind Layer API (--api mindlayer; see docs/mindlayer.md)")
     mindlayer.add_argument(
@@ -408,19 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=user_path,
         help="bearer tokens (needed off loopback, --transport http)",
     )
-    _shutdown_grace(p, "--transport http: ")
+    add_http_defences(
+        p,
+        title="HTTP defences (--transport http only; the same as memstore serve's)",
+        max_body=MCP_MAX_BODY_BYTES,
+    )
     p.set_defaults(fn=cmd_mcp)
     return parser
-
-
-def _shutdown_grace(group: argparse._ActionsContainer, applies: str) -> None:
-    """``--shutdown-grace``, the same for every HTTP server (read by
-    :func:`memstore.web.runner.shutdown_grace`)."""
-    group.add_argument(
-        "--shutdown-grace",
-        type=positive_number,
-        metavar="SECONDS",
-        help=f"{applies}on SIGTERM or SIGINT, how long requests in flight may still run; "
-        "those still running then are answered 503 unavailable with Retry-After "
-        f"(default {DEFAULT_GRACEFUL_SHUTDOWN_SECONDS:g})",
-    )

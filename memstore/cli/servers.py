@@ -13,6 +13,8 @@ import importlib
 import sys
 from types import ModuleType
 
+from memstore.web.settings import HTTP_OPTIONS
+
 from ._journal import journal_refusal
 
 _PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
@@ -80,9 +82,11 @@ def _changed(
     return None
 
 
-_HTTP_ONLY = ("host", "port", "tokens_file", "shutdown_grace")
-"""``memstore mcp`` options only its HTTP transport uses (stdio ends when its client does:
-it has no requests in flight to give ``--shutdown-grace`` to)."""
+_HTTP_ONLY = ("host", "port", "tokens_file", *HTTP_OPTIONS)
+"""``memstore mcp`` options only its HTTP transport uses: the address, the tokens and every
+HTTP defence (stdio has no connections to cap or time out, no Host, no bodies beyond its
+client's lines, and it ends when its client does: no requests in flight to give
+``--shutdown-grace`` to). Given with stdio, they are refused rather than ignored."""
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

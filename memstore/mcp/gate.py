@@ -8,14 +8,16 @@ gives its own errors the made-up id ``"server-error"``. :func:`gate` answers
 all of these as the MCP specification and JSON-RPC 2.0 ask, before the
 request reaches the SDK:
 
-1. the SDK's own Host/Origin/Content-Type checks (the same settings), their
-   status kept, the body a JSON-RPC error with ``id`` ``null`` (code
-   :data:`TRANSPORT_ERROR`);
+1. the SDK's own checks (the same settings: its Content-Type check, the
+   Host and Origin being :class:`~memstore.web.guard.HostOriginGuard`'s in
+   front of the endpoint), their status kept, the body a JSON-RPC error with
+   ``id`` ``null`` (code :data:`TRANSPORT_ERROR`);
 2. for a POST, a ``Content-Encoding`` other than ``identity`` refused (415,
    ``Accept-Encoding: identity``: the SDK reads the body as the bytes sent,
    so a gzip body would be a parse error and a ``br`` label on plain JSON
-   ignored), then the body read to at most :data:`MAX_BODY_BYTES` (413 as
-   soon as it is larger: it is never held whole);
+   ignored), then the body read to at most ``max_body_bytes``
+   (``--max-body``, default :data:`MAX_BODY_BYTES`; 413 as soon as it is
+   larger: it is never held whole);
 3. the body through :func:`~memstore.mcp.framing.frame`: a parse error or an
    invalid request is a 400, an unknown method or bad params a 200 carrying
    -32601 or -32602, a notification the server cannot use a 202 (dropped).
@@ -42,6 +44,7 @@ from memstore.web.headers import single_header
 from memstore.web.refusal import Refusal
 
 from .framing import error_reply, frame
+from .limits import MAX_BODY_BYTES
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -53,8 +56,6 @@ __all__ = [
     "render_refusal",
 ]
 
-MAX_BODY_BYTES: Final = 4 * 1024 * 1024
-"""The largest POST body read (the SDK's own default limit)."""
 TRANSPORT_ERROR: Final = -32000
 """The JSON-RPC code of a refusal by the transport (headers, size), as the TypeScript SDK's."""
 _SDK_PLACEHOLDER_ID: Final = "server-error"
@@ -129,9 +130,16 @@ def render_refusal(refusal: Refusal) -> bytes:
 
 
 async def gate(
-    scope: Scope, receive: Receive, send: Send, security: TransportSecuritySettings
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    security: TransportSecuritySettings,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Receive | None:
-    """Check one ``/mcp`` request; the ``receive`` to hand the SDK, or ``None`` once answered."""
+    """Check one ``/mcp`` request; the ``receive`` to hand the SDK, or ``None`` once answered.
+
+    ``max_body_bytes``: the largest POST body (``--max-body``); a larger one is 413.
+    """
     request = Request(scope, receive)
     is_post = request.method == "POST"
     refused = await TransportSecurityMiddleware(security).validate_request(request, is_post)
@@ -144,7 +152,7 @@ async def gate(
         return receive
     try:
         check_identity_encoding(single_header(scope, b"content-encoding"))
-        raw = await read_body(receive, MAX_BODY_BYTES, request.headers.get("content-length"))
+        raw = await read_body(receive, max_body_bytes, request.headers.get("content-length"))
     except ClientDisconnected:
         return None
     except Refusal as r:

@@ -1,8 +1,7 @@
 """The streamable HTTP transport at ``/mcp``: loopback by default, bearer tokens otherwise.
 
 On a loopback address the endpoint needs no token (as a stdio server needs
-none) and the SDK's Host and Origin checks refuse DNS-rebinding requests from
-web pages. A server reachable from the network must be given a tokens file
+none). A server reachable from the network must be given a tokens file
 (``--tokens-file``, the JSON shape of ``memstore serve``'s: a map from token to
 ``{"tenant": ..., "scopes": [...]}``): every request then needs
 ``Authorization: Bearer <token>``, the token's tenant is the partition its
@@ -26,6 +25,21 @@ and a DELETE without it (400: there is no session to end). A request to any
 other path is 404, in the same shape (Starlette's own was plain text); ``/mcp/``
 is not another path but the endpoint itself, as a client configured with the
 slash expects (Starlette answered it with a 307 to ``/mcp``).
+
+In front of the endpoint sit the HTTP defences every memstore server shares
+(:mod:`memstore.web`, configured by the same flags as ``memstore serve``'s,
+read by :func:`memstore.web.settings.http_settings`): security headers on
+every answer; :class:`~memstore.web.guard.HostOriginGuard` (403 for a
+``Host`` the server does not answer, which defeats DNS rebinding on a
+loopback bind, and for a foreign ``Origin``; ``--allow-host``,
+``--allow-origin``); :class:`~memstore.web.guard.ListedCors` for the listed
+origins (the MCP request headers allowed, ``Mcp-Session-Id`` exposed); then,
+once a request is authenticated, its tenant's token bucket
+(``--rate-per-second``, ``--rate-burst``: 429 with ``Retry-After``; without
+a tokens file every request is the one tenant's) and the body limit
+(``--max-body``, 413). Read timeouts and connection caps are
+:func:`memstore.web.runner.serve_app`'s, around every connection. Every
+refusal is a JSON-RPC error with ``id`` ``null``.
 
 The SDK runs stateful: ``initialize`` opens a session whose id the answer
 carries in ``Mcp-Session-Id``. A GET with that id opens the session's stream
@@ -56,6 +70,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -63,13 +78,17 @@ from starlette.types import Message, Receive, Scope, Send
 
 from memstore.errors import MemstoreError
 from memstore.web.bearer import bearer_token
+from memstore.web.guard import CORS_HEADERS, HostOriginGuard, ListedCors
 from memstore.web.headers import single_header
 from memstore.web.hosts import is_loopback
+from memstore.web.ratelimit import RateLimiter, retry_after_seconds
 from memstore.web.refusal import Refusal
+from memstore.web.security import SecurityHeaders
+from memstore.web.settings import HttpSettings
 from memstore.web.tokens import ADMIN_SCOPE, TokensFile, TokensFileError, parse_token_entries
 
 from .framing import error_reply
-from .gate import gate, null_error_ids, refusal_response, refuse
+from .gate import gate, null_error_ids, refusal_response, refuse, render_refusal
 from .toolkit import SCOPE_FORGET, SCOPE_READ, SCOPE_WRITE, Caller
 
 __all__ = [
@@ -160,32 +179,51 @@ def parse_tokens(text: str) -> TokenMap:
 def http_app(
     server: Server[Any, Any],
     *,
-    host: str,
-    port: int,
+    settings: HttpSettings,
     partition: str | None,
     tokens: TokensFile[TokenMap] | None,
 ) -> Starlette:
     """The ASGI app serving ``server`` at :data:`MCP_PATH`, and at ``/mcp/`` alike.
 
-    Both paths are one endpoint (its tokens, its sessions, its Host and Origin
-    checks): a session opened at one is used, and ended, at the other.
+    Both paths are one endpoint (its tokens, its sessions, its checks): a
+    session opened at one is used, and ended, at the other. ``settings``:
+    the HTTP defences (the module documentation says which applies where);
+    its connection limits and shutdown grace are the server runner's.
     """
+    # The SDK checks a POST's Content-Type only: Host and Origin are the guard's below,
+    # as memstore serve's are (the SDK's own check knew no --allow-host, and on a public
+    # bind none ran at all).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if is_loopback(host):
-        names = ["127.0.0.1", "localhost", "[::1]"]
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{n}:{port}" for n in names] + names,
-            allowed_origins=[f"http://{n}:{port}" for n in names],
-        )
     manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    endpoint = _Endpoint(manager, Caller(partition=partition), tokens, security)
+    endpoint = _Endpoint(
+        manager,
+        Caller(partition=partition),
+        tokens,
+        security,
+        limiter=settings.rate_limiter(),
+        max_body_bytes=settings.max_body_bytes,
+    )
     # Every method: _Endpoint answers a 405. ``/mcp/`` is the same endpoint, not a 307 to
     # ``/mcp`` (Starlette's answer): a client that follows a redirect of its POST may drop
     # the body or the Authorization header. One _Endpoint: one table of sessions and owners.
     routes = [Route(path, endpoint=endpoint) for path in (MCP_PATH, MCP_PATH + "/")]
+    middleware = [  # the first runs first
+        Middleware(SecurityHeaders),
+        Middleware(
+            HostOriginGuard, hosts=settings.hosts, origins=settings.origins, render=render_refusal
+        ),
+        Middleware(
+            ListedCors,
+            origins=settings.origins,
+            methods=_METHODS,
+            headers=_CORS_HEADERS,
+            expose=_CORS_EXPOSED,
+            render=render_refusal,
+        ),
+    ]
     return Starlette(
         routes=routes,
+        middleware=middleware,
         exception_handlers={404: _not_found},
         lifespan=lambda app: manager.run(),
     )
@@ -240,6 +278,10 @@ def quiet_hangups() -> None:
 _METHODS: Final = ("GET", "POST", "DELETE")
 _ALLOW: Final = ", ".join(_METHODS)
 """The ``Allow`` of a 405: what the streamable HTTP transport defines (as the SDK's)."""
+_CORS_HEADERS: Final = (*CORS_HEADERS, "Mcp-Session-Id", "Mcp-Protocol-Version")
+"""What a listed origin's page may send: the transport's own headers besides the usual."""
+_CORS_EXPOSED: Final = ("Mcp-Session-Id", "WWW-Authenticate", "Retry-After")
+"""What it may read of an answer: the session id above all (without it, no session)."""
 _SESSION_HEADER: Final = b"mcp-session-id"
 _JSON: Final = "application/json"
 _GET_WITHOUT_SESSION: Final = (
@@ -306,7 +348,7 @@ def _token_digest(authorization: str | None) -> bytes:
 
 
 class _Endpoint:
-    """The ``/mcp`` ASGI endpoint: authenticate, then hand the request to the SDK.
+    """The ``/mcp`` ASGI endpoint: authenticate, rate-limit, gate, then hand over to the SDK.
 
     With tokens, ``owners`` maps each open session's id to the digest of the
     token that opened it, filled from the answer that carries a new id, and
@@ -321,9 +363,13 @@ class _Endpoint:
         fixed: Caller,
         tokens: TokensFile[TokenMap] | None,
         security: TransportSecuritySettings,
+        *,
+        limiter: RateLimiter,
+        max_body_bytes: int,
     ) -> None:
         self.manager, self.fixed, self.tokens = manager, fixed, tokens
         self.security = security
+        self.limiter, self.max_body_bytes = limiter, max_body_bytes
         self.owners: dict[bytes, bytes] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -332,7 +378,7 @@ class _Endpoint:
             message = f"Method Not Allowed: {MCP_PATH} takes {_ALLOW}"
             await refuse(scope, receive, send, 405, message, {"Allow": _ALLOW})
             return
-        caller: Caller | None = self.fixed
+        caller = self.fixed
         authorization: str | None = None
         if self.tokens is not None:
             try:
@@ -340,12 +386,19 @@ class _Endpoint:
             except Refusal as r:  # the header twice: which one would a proxy have read?
                 await refuse(scope, receive, send, r.status, r.message, r.headers)
                 return
-            caller = self.tokens.current().caller(authorization)
-            if caller is None:
+            found = self.tokens.current().caller(authorization)
+            if found is None:
                 message, challenge = _unauthorized(authorization)
                 await refuse(scope, receive, send, 401, message, {"WWW-Authenticate": challenge})
                 return
-        passed = await gate(scope, receive, send, self.security)
+            caller = found
+        wait = self.limiter.acquire(caller.partition or "")  # the tenant's bucket, as serve's
+        if wait > 0.0:
+            seconds = retry_after_seconds(wait)
+            message = f"Too Many Requests: over this tenant's rate; retry after {seconds} s"
+            await refuse(scope, receive, send, 429, message, {"Retry-After": str(seconds)})
+            return
+        passed = await gate(scope, receive, send, self.security, self.max_body_bytes)
         if passed is None:  # refused (a JSON-RPC error), or a notification dropped
             return
         if scope["method"] in ("GET", "DELETE") and not _session_id(scope):

@@ -18,9 +18,11 @@ import anyio
 from memstore.errors import MemstoreError
 from memstore.memory import Memory
 from memstore.web.listen import ListenError, base_url, listening
+from memstore.web.settings import HttpSettings, http_settings
 
 from .gate import render_refusal
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens, quiet_hangups
+from .limits import MAX_BODY_BYTES
 from .opening import open_memory
 from .server import build_server, surface
 from .stdio import stdio_transport
@@ -33,6 +35,11 @@ def serve(args: argparse.Namespace) -> int:
     """Run the server ``args`` describes; the exit status."""
     http = args.transport == "http"
     tokens = None
+    try:  # the HTTP defences: a value they cannot take is refused before anything opens
+        settings = http_settings(args, max_body_bytes=MAX_BODY_BYTES) if http else None
+    except ValueError as e:
+        print(f"memstore mcp: {e}", file=sys.stderr)
+        return 2
     try:
         if http and args.tokens_file:
             tokens = load_tokens(args.tokens_file)
@@ -51,19 +58,25 @@ def serve(args: argparse.Namespace) -> int:
     except MemstoreError as e:
         print(f"memstore mcp: {e}", file=sys.stderr)
         return 2
-    if not http:
-        return _serve_on(args, tokens, [])
+    if settings is None:
+        return _serve_on(args, tokens, [], None)
     try:  # a port in use is refused before the folder opens
         with listening(args.host, args.port) as sockets:
-            return _serve_on(args, tokens, sockets)
+            return _serve_on(args, tokens, sockets, settings)
     except ListenError as e:
         print(f"memstore mcp: {e}; choose another --port or --host", file=sys.stderr)
         return 1
 
 
-def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket]) -> int:
-    """:func:`serve` once an HTTP server's address is bound: open the memory and serve it."""
-    http = args.transport == "http"
+def _serve_on(
+    args: argparse.Namespace,
+    tokens: Any,
+    sockets: list[socket.socket],
+    settings: HttpSettings | None,
+) -> int:
+    """:func:`serve` once an HTTP server's address is bound (``settings``: its defences;
+    ``None`` on stdio): open the memory and serve it."""
+    http = settings is not None
     try:
         opened = open_memory(
             args.data,
@@ -89,17 +102,16 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
 
         server = build_server(s, caller_of)
         holder.append(server)
-        if not http:
+        if settings is None:
             anyio.run(_stdio, server)
             return 0
-        from memstore.web.runner import ServeConfig, serve_app, shutdown_grace  # uvicorn
+        from memstore.web.runner import ServeConfig, serve_app  # uvicorn
 
         quiet_hangups()  # a client ending its session is not an error
-        app = http_app(
-            server, host=args.host, port=args.port, partition=args.partition, tokens=tokens
-        )
+        app = http_app(server, settings=settings, partition=args.partition, tokens=tokens)
         print(
-            f"memstore mcp: serving MCP (streamable HTTP) on {base_url(args.host, args.port)}/mcp",
+            f"memstore mcp: serving MCP (streamable HTTP) on {base_url(args.host, args.port)}/mcp "
+            f"({settings.hosts})",
             file=sys.stderr,
         )
         # memstore serve's runner: read timeouts, connection caps, SIGTERM and
@@ -108,10 +120,11 @@ def _serve_on(args: argparse.Namespace, tokens: Any, sockets: list[socket.socket
             host=args.host,
             port=args.port,
             sockets=sockets,
+            limits=settings.limits,
             lifespan=True,
             on_hangup=(tokens.reload,) if tokens is not None else (),
             render=render_refusal,  # a 503 at shutdown, a 408: JSON-RPC errors too
-            graceful_shutdown_seconds=shutdown_grace(args),
+            graceful_shutdown_seconds=settings.shutdown_grace,
         )
         serve_app(app, config)
         return 0

@@ -34,28 +34,20 @@ from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.mindlayer.app import create_app
 from memstore.mindlayer.auth import OwnerTokenError, load_owner_token
+from memstore.mindlayer.limits import MAX_BODY_BYTES
 from memstore.mindlayer.provider import ProviderConfig, ProviderConfigError
 from memstore.mindlayer.service import MindLayer
 from memstore.web.batching import close_batcher
-from memstore.web.connections import ConnectionLimits
-from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.runner import ServeConfig, serve_app, shutdown_grace
+from memstore.web.settings import HttpSettings, http_settings
 from memstore.web.tokens import TokensFile
 
 __all__ = ["SEED_TOKEN_VARIABLE", "serve"]
 
 SEED_TOKEN_VARIABLE: Final = "MIND_LAYER_TOKEN"
 """Seed 002's owner-token variable: set without ``--owner-token-file``, start-up is refused."""
-
-_LIMITS = (
-    "header_timeout",
-    "body_timeout",
-    "keepalive_timeout",
-    "max_connections",
-    "max_connections_per_client",
-)
 
 
 def _fail(message: object) -> int:
@@ -91,16 +83,15 @@ def serve(args: argparse.Namespace) -> int:
             args.host,
             variable=(SEED_TOKEN_VARIABLE, seed_token) if seed_token else None,
         )
-        hosts = HostPolicy.for_bind(args.host, getattr(args, "allow_host", None) or ())
-        origins = OriginPolicy(getattr(args, "allow_origin", None) or ())
-        limits = ConnectionLimits(
-            **{n: getattr(args, n) for n in _LIMITS if getattr(args, n, None) is not None}
-        )
+        # The shared flags, read as every server reads them; of these the Mind Layer
+        # applies the Host and Origin policies, the connection limits and the grace
+        # (memstore serve refuses its --max-body and rates: its own limits apply).
+        settings = http_settings(args, max_body_bytes=MAX_BODY_BYTES)
     except (ProviderConfigError, OwnerTokenError, ValueError) as e:
         return _fail(e)
     try:  # a port in use is refused before anything opens
         with listening(args.host, args.port) as sockets:
-            return _serve_on(args, sockets, provider, token, hosts, origins, limits)
+            return _serve_on(args, sockets, provider, token, settings)
     except ListenError as e:
         print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
         return 1
@@ -111,9 +102,7 @@ def _serve_on(
     sockets: list[socket.socket],
     provider: ProviderConfig | None,
     token: TokensFile[str] | str | None,
-    hosts: HostPolicy,
-    origins: OriginPolicy,
-    limits: ConnectionLimits,
+    settings: HttpSettings,
 ) -> int:
     """:func:`serve` once its address is bound: open, serve, close."""
     try:
@@ -139,14 +128,17 @@ def _serve_on(
         return _fail(e)
     app = None
     try:
-        app = create_app(MindLayer(memory, chat=chat), token=token, hosts=hosts, origins=origins)
+        hosts = settings.hosts
+        app = create_app(
+            MindLayer(memory, chat=chat), token=token, hosts=hosts, origins=settings.origins
+        )
         config = ServeConfig(
             host=args.host,
             port=args.port,
             sockets=sockets,
-            limits=limits,
+            limits=settings.limits,
             on_hangup=(token.reload,) if isinstance(token, TokensFile) else (),
-            graceful_shutdown_seconds=shutdown_grace(args),
+            graceful_shutdown_seconds=settings.shutdown_grace,
         )
         model = memory.cells.embedder.model_id if memory.cells is not None else "none"
         print(

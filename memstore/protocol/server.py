@@ -62,10 +62,8 @@ from memstore.protocol.auth import (
 from memstore.protocol.confirm import Confirmations
 from memstore.protocol.errors import render_refusal
 from memstore.protocol.limits import MAX_BODY_BYTES, SSE_KEEPALIVE_SECONDS
-from memstore.protocol.ratelimit import RateLimiter
 from memstore.web.batching import close_batcher
-from memstore.web.connections import ConnectionLimits
-from memstore.web.hosts import HostPolicy, OriginPolicy, is_loopback
+from memstore.web.hosts import is_loopback
 from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.mount import Mount
@@ -75,6 +73,7 @@ from memstore.web.runner import (
     serve_app,
     shutdown_grace,
 )
+from memstore.web.settings import HttpSettings, http_settings
 from memstore.web.tokens import TokensFile
 
 __all__ = [
@@ -202,33 +201,9 @@ def _tokens(args: argparse.Namespace) -> TokensFile[TokenTable] | None:
     return _load(path)
 
 
-def _policies(args: argparse.Namespace) -> tuple[HostPolicy, OriginPolicy]:
-    """``--allow-host`` and ``--allow-origin`` for the bind address.
-
-    :raises ValueError: an entry that is not a host name or an origin.
-    """
-    hosts = HostPolicy.for_bind(args.host, getattr(args, "allow_host", None) or ())
-    return hosts, OriginPolicy(getattr(args, "allow_origin", None) or ())
-
-
-def _limits(args: argparse.Namespace) -> ConnectionLimits:
-    """The read timeouts and connection caps given on the command line (defaults otherwise)."""
-    given = {
-        name: getattr(args, name)
-        for name in (
-            "header_timeout",
-            "body_timeout",
-            "keepalive_timeout",
-            "max_connections",
-            "max_connections_per_client",
-        )
-        if getattr(args, name, None) is not None
-    }
-    return ConnectionLimits(**given)
-
-
-def _check_rates(args: argparse.Namespace) -> None:
-    """Refuse a ``--rate-per-second``, ``--rate-burst`` or ``--sse-keepalive`` the app cannot take.
+def _check_keepalive(args: argparse.Namespace) -> None:
+    """Refuse a ``--sse-keepalive`` the app cannot take (the rates are
+    :func:`~memstore.web.settings.http_settings`'s to check).
 
     Checked before anything is opened or written, so a bad flag is a one-line
     error and exit status 2 (a keep-alive of 0 s would otherwise send comments
@@ -236,7 +211,6 @@ def _check_rates(args: argparse.Namespace) -> None:
 
     :raises ValueError: naming the flag and the value.
     """
-    RateLimiter(args.rate_per_second, args.rate_burst)  # its own checks and messages
     keepalive = getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS)
     if not (math.isfinite(keepalive) and keepalive > 0):
         raise ValueError(f"sse_keepalive must be a positive number, got {keepalive}")
@@ -246,17 +220,15 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
     """Run the server until SIGTERM or SIGINT; the exit status (2 when it cannot start).
 
     ``args``: ``data``, ``embedder``, ``host``, ``port``, ``tokens_file``,
-    ``journal``, ``rate_per_second``, ``rate_burst``, ``metrics_disabled`` and
-    optionally ``journal_schema``, ``confirm_key_file``, ``sse_keepalive``,
-    ``allow_host``, ``allow_origin``, ``header_timeout``, ``body_timeout``,
-    ``keepalive_timeout``, ``max_connections`` and ``max_connections_per_client``
-    (as ``memstore serve`` parses them). ``mounts``: other surfaces added to
-    the app (see :func:`~memstore.protocol.app.create_app`).
+    ``journal``, ``metrics_disabled`` and optionally ``journal_schema``,
+    ``confirm_key_file``, ``sse_keepalive`` and the HTTP defences
+    (:data:`~memstore.web.settings.HTTP_OPTIONS`: ``allow_host``,
+    ``rate_per_second``, ``max_body``, ...), as ``memstore serve`` parses them.
+    ``mounts``: other surfaces added to the app (see :func:`~memstore.protocol.app.create_app`).
     """
     try:
-        hosts, origins = _policies(args)
-        limits = _limits(args)
-        _check_rates(args)
+        settings = http_settings(args, max_body_bytes=MAX_BODY_BYTES)
+        _check_keepalive(args)
         if Path(args.data).exists() and not Path(args.data).is_dir():
             raise ValueError(f"{args.data} is a file; --data takes a folder")
     except ValueError as e:
@@ -267,7 +239,7 @@ def serve(args: argparse.Namespace, *, mounts: Sequence[Mount] = ()) -> int:
         return 2
     try:  # a port in use is refused before anything is made
         with listening(args.host, args.port) as sockets:
-            return _serve_on(args, sockets, mounts, hosts, origins, limits)
+            return _serve_on(args, sockets, mounts, settings)
     except ListenError as e:
         print(f"memstore: {e}; choose another --port or --host", file=sys.stderr)
         return 1
@@ -277,9 +249,7 @@ def _serve_on(
     args: argparse.Namespace,
     sockets: list[socket.socket],
     mounts: Sequence[Mount],
-    hosts: HostPolicy,
-    origins: OriginPolicy,
-    limits: ConnectionLimits,
+    settings: HttpSettings,
 ) -> int:
     """:func:`serve` once its address is bound: open, authenticate, serve, close."""
     try:
@@ -316,22 +286,22 @@ def _serve_on(
         app = create_app(
             memory,
             tokens=tokens,
-            rate_per_second=args.rate_per_second,
-            burst=args.rate_burst,
+            rate_per_second=settings.rate_per_second,
+            burst=settings.rate_burst,
             metrics_enabled=not args.metrics_disabled,
             confirmations=confirmations,
             keepalive_seconds=getattr(args, "sse_keepalive", SSE_KEEPALIVE_SECONDS),
-            hosts=hosts,
-            origins=origins,
-            max_body_bytes=getattr(args, "max_body", MAX_BODY_BYTES),
+            hosts=settings.hosts,
+            origins=settings.origins,
+            max_body_bytes=settings.max_body_bytes,
             mounts=mounts,
         )
         config = ServeConfig(
             host=args.host,
             port=args.port,
             sockets=sockets,
-            limits=limits,
-            graceful_shutdown_seconds=shutdown_grace(args),
+            limits=settings.limits,
+            graceful_shutdown_seconds=settings.shutdown_grace,
             on_hangup=(tokens.reload,),
             # The change feeds (/v1/events) end at once: a client on one would
             # otherwise hold the shutdown for the whole grace period.
@@ -340,7 +310,7 @@ def _serve_on(
         )
         print(
             f"memstore: serving MemoryProtocol 0.1 on {_base_url(args)} "
-            f"(data {args.data}, {len(tokens.current())} token(s), {hosts})",
+            f"(data {args.data}, {len(tokens.current())} token(s), {settings.hosts})",
             file=sys.stderr,
             flush=True,
         )

@@ -17,6 +17,8 @@ what the routes mean. One concept per module:
 | :mod:`memstore.web.connections` | read timeouts and connection caps around uvicorn's protocol |
 | :mod:`memstore.web.listen` | the listening address, bound before a server opens anything |
 | :mod:`memstore.web.runner` | ``serve_app``: uvicorn start-up, signals, shutdown |
+| :mod:`memstore.web.ratelimit` | token buckets per tenant (``--rate-per-second``) |
+| :mod:`memstore.web.settings` | every server's HTTP defence flags, read into these settings |
 | :mod:`memstore.web.batching` | concurrent searches' query embeddings in one call, off the loop |
 
 Importing this package imports no web framework; :mod:`memstore.web.runner`

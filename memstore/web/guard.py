@@ -31,7 +31,7 @@ from memstore.web.refusal import (
     send_refusal,
 )
 
-__all__ = ["CORS_HEADERS", "CORS_MAX_AGE_SECONDS", "HostOriginGuard", "ListedCors"]
+__all__ = ["CORS_EXPOSED", "CORS_HEADERS", "CORS_MAX_AGE_SECONDS", "HostOriginGuard", "ListedCors"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -41,6 +41,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 CORS_HEADERS: Final = ("Authorization", "Content-Type", "Accept", "Last-Event-ID")
 """Request headers a listed origin's page may send (a preflight allows these)."""
+CORS_EXPOSED: Final = ("Retry-After",)
+"""Answer headers a listed origin's page may read (by default)."""
 CORS_MAX_AGE_SECONDS: Final = 600
 """How long a browser may cache a preflight answer."""
 
@@ -113,7 +115,8 @@ class ListedCors:
 
     Starlette's CORS middleware does the work: preflights (``OPTIONS`` with
     ``Access-Control-Request-Method``) are answered for ``methods`` and
-    :data:`CORS_HEADERS`; ``Retry-After`` is exposed to the page. A preflight
+    ``headers`` (default :data:`CORS_HEADERS`); ``expose`` (default
+    ``Retry-After``) are the answer headers a page may read. A preflight
     asking for another method or header is 400 ``invalid_request`` in the
     surface's error body (``render``), not Starlette's plain text. With no
     listed origin this is a pass-through: no CORS at all.
@@ -125,11 +128,13 @@ class ListedCors:
         *,
         origins: OriginPolicy,
         methods: tuple[str, ...],
+        headers: tuple[str, ...] = CORS_HEADERS,
+        expose: tuple[str, ...] = CORS_EXPOSED,
         render: RenderRefusal = refusal_body,
     ) -> None:
         self.app = app
         if origins.listed:
-            self.app = _cors(app, origins, methods, render)
+            self.app = _cors(app, origins, methods, headers, expose, render)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
@@ -140,14 +145,19 @@ _ASKED = {"origin": "an origin", "method": "a method", "headers": "headers"}
 
 
 def _cors(
-    app: ASGIApp, origins: OriginPolicy, methods: tuple[str, ...], render: RenderRefusal
+    app: ASGIApp,
+    origins: OriginPolicy,
+    methods: tuple[str, ...],
+    headers: tuple[str, ...],
+    expose: tuple[str, ...],
+    render: RenderRefusal,
 ) -> ASGIApp:
     """Starlette's CORS middleware over ``app``, its refused preflights answered as JSON."""
     from starlette.datastructures import Headers
     from starlette.middleware.cors import CORSMiddleware
     from starlette.responses import Response
 
-    allowed = f"methods {', '.join(methods)}; headers {', '.join(CORS_HEADERS)}"
+    allowed = f"methods {', '.join(methods)}; headers {', '.join(headers)}"
 
     class JsonCors(CORSMiddleware):
         def preflight_response(self, request_headers: Headers) -> Response:
@@ -175,7 +185,7 @@ def _cors(
         app,
         allow_origins=["*"] if origins.any_origin else sorted(origins.origins),
         allow_methods=list(methods),
-        allow_headers=list(CORS_HEADERS),
-        expose_headers=["Retry-After"],
+        allow_headers=list(headers),
+        expose_headers=list(expose),
         max_age=CORS_MAX_AGE_SECONDS,
     )
