@@ -26,7 +26,7 @@ from hypothesis import settings
 from memstore import Change, Config, Item, Store
 from tests.forker import Forker, forked_writers
 from tests.journals import Place
-from tests.pgtest import PgPlace, Schemas, require_pg
+from tests.pgtest import PgPlace, Schemas, check_closed, require_pg
 
 settings.register_profile("memstore", deadline=None)
 settings.load_profile("memstore")
@@ -180,9 +180,12 @@ def pg_schemas() -> Iterator[Schemas]:
 
 
 @pytest.fixture
-def pg_place(pg_schemas: Schemas) -> PgPlace:
-    """A schema of its own for one test."""
-    return pg_schemas.new()
+def pg_place(pg_schemas: Schemas) -> Iterator[PgPlace]:
+    """A schema of its own for one test, which must close every journal it opens there
+    (:func:`tests.pgtest.check_closed`: the run drops the schema later)."""
+    place = pg_schemas.new()
+    yield place
+    check_closed(place)
 
 
 Places = Callable[[str], Place]
@@ -190,17 +193,21 @@ Places = Callable[[str], Place]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def places(request: pytest.FixtureRequest, tmp_path: Path) -> Places:
+def places(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Places]:
     """Named places of one backend: the same name is the same journal.
 
     A test taking ``places`` runs once on each backend and may open several
-    journals (an export's source and an import's target) by name.
+    journals (an export's source and an import's target) by name; on PostgreSQL
+    it closes each before it ends (:func:`tests.pgtest.check_closed`).
     """
     if request.param == "sqlite":
-        return lambda name: tmp_path / f"{name}.db"
+        yield lambda name: tmp_path / f"{name}.db"
+        return
     schemas: Schemas = request.getfixturevalue("pg_schemas")
-    made: dict[str, Place] = {}
-    return lambda name: made.setdefault(name, schemas.new(name))
+    made: dict[str, PgPlace] = {}
+    yield lambda name: made.setdefault(name, schemas.new(name))
+    for place in made.values():
+        check_closed(place)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

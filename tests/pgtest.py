@@ -117,8 +117,38 @@ class PgPlace:
                 other.rollback()
 
 
+def followers_of(schema: str) -> list[str]:
+    """The journal followers (threads) of this process still following ``schema``.
+
+    A journal on PostgreSQL follows its schema in a thread until it is closed
+    (``Memory.close``, ``PostgresJournal.close``). One still running when the
+    schema is dropped reports, as it must in production, that it lost its
+    connection (``relation ... does not exist``): a test leaves none running.
+    """
+    prefix = f"memstore-follow-{schema}-"  # the follower's thread name, with its node id
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.name.startswith(prefix) and t.name[len(prefix) :].isdigit() and t.is_alive()
+    ]
+
+
+def check_closed(place: PgPlace) -> None:
+    """Fail when a journal on ``place`` is still open in this process (its follower runs):
+    the schema is about to be dropped under it."""
+    running = followers_of(place.schema)
+    assert not running, (
+        f"a journal on schema {place.schema} is still open ({', '.join(running)}): close the "
+        "Memory or journal the test opened before its schema is dropped"
+    )
+
+
 class Schemas:
-    """Hands out fresh schema names for this run, and drops them all at the end."""
+    """Hands out fresh schema names for this run, and drops them all at the end.
+
+    Before dropping, :meth:`drop_all` checks that no journal of this process
+    still follows one of them (:func:`check_closed`); it drops them all either way.
+    """
 
     def __init__(self) -> None:
         self._n = 0
@@ -141,8 +171,13 @@ class Schemas:
                     (RUN_PREFIX + "%",),
                 )
             ]
+            still_open = [f for name in names for f in followers_of(name)]
             for name in names:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        assert not still_open, (
+            f"journals still open when their schemas were dropped ({', '.join(still_open)}): "
+            "close every Memory or journal a test opens"
+        )
 
 
 def run_together(target: Callable[..., None], argss: Sequence[tuple[Any, ...]]) -> list[Any]:

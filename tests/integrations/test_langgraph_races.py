@@ -10,10 +10,12 @@ processes (``spawn``), in lockstep at a barrier, round after round.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import multiprocessing
 import multiprocessing.queues
 import multiprocessing.synchronize
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,8 +28,16 @@ ROUNDS = 8
 NS = ("users", "alice")
 
 
-def _store(dsn: str, schema: str, behind: _dt.timedelta = _dt.timedelta(0)) -> Any:
-    """A store on the shared journal whose clock runs ``behind`` the real one."""
+@contextlib.contextmanager
+def _store(dsn: str, schema: str, behind: _dt.timedelta = _dt.timedelta(0)) -> Iterator[Any]:
+    """A store on the shared journal whose clock runs ``behind`` the real one; its memory
+    closed after.
+
+    The store is given its memory, so it does not close it; before, nothing did, and the
+    seeding store's journal follower ran on until the run dropped the schema under it
+    (a teardown warning: ``journal follower lost its connection (relation ... does not
+    exist)``).
+    """
     from memstore import Config, Memory
     from memstore.integrations.langgraph import MemstoreStore
     from memstore.journal import PostgresJournal
@@ -36,7 +46,11 @@ def _store(dsn: str, schema: str, behind: _dt.timedelta = _dt.timedelta(0)) -> A
         return _dt.datetime.now(_dt.UTC) - behind
 
     journal = PostgresJournal(dsn, schema=schema, durability="off")
-    return MemstoreStore(Memory(journal=journal, embedder=None, config=Config(clock=clock)))
+    with (
+        Memory(journal=journal, embedder=None, config=Config(clock=clock)) as memory,
+        MemstoreStore(memory) as store,
+    ):
+        yield store
 
 
 def _refresh_rounds(store: Any, me: str, wait: Any) -> None:
