@@ -680,18 +680,12 @@ class LexicalIndex:
         )
         cols: tuple[npt.NDArray[Any], ...] = (self._stale, self._updated, self._kind)
         cols += (self._subject, self._service, self._partition, self._shared)
-        ids = self._lexicon._ids
-        got = native_rank(native, plan, cols, codes, hidden, now_ts, limit, ids)
+        got = native_rank(
+            native, plan, cols, codes, hidden, now_ts, limit, self._lexicon._ids, LexicalHit
+        )
         if got is None:
             return _no_hits()
-        slots, hit_scores, covered, fuzzy = got
-        held: tuple[str | None, ...] = tuple(map(ids.__getitem__, slots))
-        hit_ids = cast("tuple[str, ...]", held)
-        if None in held:  # pragma: no cover - a candidate is a live slot
-            hit_ids = tuple(i or "" for i in held)
-        fields = zip(hit_ids, hit_scores.tolist(), covered, fuzzy, strict=True)
-        hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
-        return LexicalHits(hits, hit_ids, hit_scores)
+        return LexicalHits(*got)
 
     def _filter_mask(
         self,

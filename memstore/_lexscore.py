@@ -19,9 +19,9 @@ scores bit for bit (sums in token order, as ``np.bincount`` adds them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -172,8 +172,9 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
 _WIDE = np.dtype(np.intp).itemsize == 8
 """The compiled rank reads 8-byte slots (a 32-bit build ranks with numpy)."""
 
-NativeRanked = tuple[list[int], _F64, list[int], list[bool]]
-"""The hits' slots, scores (read-only), tokens covered and fuzzy flags, best first."""
+NativeRanked = tuple[list[Any], tuple[str, ...], _F64]
+"""The hits (``hit_type`` tuples: id, score, tokens covered, fuzzy), best first; their ids;
+their scores (read-only)."""
 
 
 class Unranked(Exception):
@@ -183,20 +184,23 @@ class Unranked(Exception):
 def native_rank(
     native: ModuleType,
     plan: QueryPlan,
-    cols: tuple[npt.NDArray[np.generic], ...],
+    cols: tuple[npt.NDArray[Any], ...],
     codes: tuple[int | None, int | None, int | None],
     hidden: tuple[int, ...],
     now_ts: float,
     limit: int | None,
-    ids: Sequence[str | None],
+    ids: list[str | None],
+    hit_type: type[tuple[Any, ...]],
 ) -> NativeRanked | None:
     """The plan's hits ranked by the compiled ``lex_rank``; ``None``: no candidate passes.
 
     ``cols``: the index's per-slot columns (stale, updated, kind, subject,
     service, partition, shared); ``codes``: the kind, subject and partition
     codes to keep (``None``: no such filter; ``hidden`` applies without a
-    kind); ``ids``: each slot's id, which breaks ties on score and update
-    time, as :meth:`~memstore._lexindex.LexicalIndex._order` does.
+    kind); ``ids``: each slot's id (``None``: a dead slot), which breaks ties on
+    score and update time, as :meth:`~memstore._lexindex.LexicalIndex._order`
+    does; ``hit_type``: the tuple type of a hit
+    (:class:`~memstore._lexindex.LexicalHit`), built in C.
 
     :raises Unranked: the compiled rank cannot take this plan (a match's
         slots not increasing, not 8-byte integers, or not contiguous): rank it with numpy.
@@ -223,6 +227,8 @@ def native_rank(
             hidden,
             now_ts,
             -1 if limit is None else limit,
+            ids,
+            hit_type,
         )
     except (TypeError, ValueError, BufferError) as e:  # an array it does not read as it is
         raise Unranked(str(e)) from None
@@ -230,17 +236,5 @@ def native_rank(
         raise Unranked("a match's slots are not increasing")
     if got is None:
         return None
-    slots, raw, covered, fuzzy, runs, need = got
-    scores: _F64 = np.frombuffer(raw, np.float64)  # read-only: a view of bytes
-    if runs is not None:
-        # Runs tied on score and update time, in slot order: by id, then the cut.
-        at = list(range(len(slots)))
-        for a, b in runs:
-            at[a:b] = sorted(at[a:b], key=lambda p: ids[slots[p]] or "")
-        at = at[:need]
-        slots = [slots[p] for p in at]
-        covered = [covered[p] for p in at]
-        fuzzy = [fuzzy[p] for p in at]
-        scores = scores[at]
-        scores.flags.writeable = False
-    return slots, scores, covered, fuzzy
+    hits, hit_ids, raw = got
+    return hits, hit_ids, np.frombuffer(raw, np.float64)  # read-only: a view of bytes

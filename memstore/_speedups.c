@@ -981,8 +981,8 @@ done:
 
 /* ------------------------------------------------------------------ lexical rank
  *
- * lex_rank(tokens, denom, title_weight, exact_level, cols, filters, now_ts, limit)
- *     -> None | NotImplemented | (slots, scores, covered, fuzzy, runs)
+ * lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden,
+ *          now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)
  *
  * memstore/_lexscore.py's rank_native documents it; the numpy path of
  * memstore._lexindex.LexicalIndex.rank is the oracle (tests/test_lexical_differential.py).
@@ -1240,12 +1240,18 @@ static PyObject *
 lex_rank(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o;
+    PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o, *ids_o;
+    PyTypeObject *hit_type;
     RankArgs a;
     memset(&a, 0, sizeof a);
-    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dn:lex_rank", &PyTuple_Type, &tokens, &a.denom,
+    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O!:lex_rank", &PyTuple_Type, &tokens, &a.denom,
                           &a.title_weight, &a.exact_level, &PyTuple_Type, &cols, &kind_o,
-                          &subject_o, &part_o, &PyTuple_Type, &hidden_o, &a.now_ts, &a.limit)) {
+                          &subject_o, &part_o, &PyTuple_Type, &hidden_o, &a.now_ts, &a.limit,
+                          &PyList_Type, &ids_o, &PyType_Type, &hit_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(hit_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "lex_rank: the hit type must be a tuple type");
         return NULL;
     }
     if (PyTuple_GET_SIZE(cols) != 7) {
@@ -1343,51 +1349,99 @@ lex_rank(PyObject *self, PyObject *args)
         result = Py_NewRef(Py_None);
         goto done;
     }
-    Py_ssize_t out_n = tied ? m : need;
-    PyObject *slots = PyList_New(out_n), *covered = PyList_New(out_n), *fuzzy = PyList_New(out_n);
-    PyObject *scores = PyBytes_FromStringAndSize(NULL, out_n * (Py_ssize_t)sizeof(double));
-    PyObject *runs = tied ? PyList_New(0) : Py_NewRef(Py_None);
-    if (slots == NULL || covered == NULL || fuzzy == NULL || scores == NULL || runs == NULL) {
+    /* perm: the candidates' order once the runs tied on (score, update) that start within
+     * the cut are sorted by id, as LexicalIndex._order sorts them. */
+    Py_ssize_t *perm = PyMem_Malloc((size_t)m * sizeof(Py_ssize_t));
+    PyObject **names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    PyObject *hits = NULL, *hit_ids = NULL, *scores = NULL;
+    if (perm == NULL || names == NULL) {
+        PyErr_NoMemory();
+        goto built;
+    }
+    Py_ssize_t nids = PyList_GET_SIZE(ids_o);
+    Py_ssize_t named = tied ? m : need; /* the ids read */
+    for (Py_ssize_t i = 0; i < m; i++) {
+        perm[i] = i;
+    }
+    for (Py_ssize_t i = 0; i < named; i++) {
+        if (cand[i].slot >= nids) {
+            PyErr_SetString(PyExc_IndexError, "lex_rank: a slot past the ids");
+            goto built;
+        }
+        PyObject *id = PyList_GET_ITEM(ids_o, cand[i].slot);
+        names[i] = id == Py_None ? PyUnicode_FromStringAndSize("", 0) : Py_NewRef(id);
+        if (names[i] == NULL) {
+            goto built;
+        }
+    }
+    for (Py_ssize_t i = 0; tied && i < need;) {
+        Py_ssize_t j = i + 1;
+        while (j < m && cand[j].score == cand[i].score && cand[j].upd == cand[i].upd) {
+            j++;
+        }
+        if (j - i > 1) {
+            PyObject *run = PyList_New(j - i);
+            if (run == NULL) {
+                goto built;
+            }
+            for (Py_ssize_t r = i; r < j; r++) {
+                PyObject *pair = Py_BuildValue("(On)", names[r], r);
+                if (pair == NULL) {
+                    Py_DECREF(run);
+                    goto built;
+                }
+                PyList_SET_ITEM(run, r - i, pair);
+            }
+            if (PyList_Sort(run) < 0) { /* ids are distinct: the position never decides */
+                Py_DECREF(run);
+                goto built;
+            }
+            for (Py_ssize_t r = i; r < j; r++) {
+                perm[r] = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(run, r - i), 1));
+            }
+            Py_DECREF(run);
+        }
+        i = j;
+    }
+    hits = PyList_New(need);
+    hit_ids = PyTuple_New(need);
+    scores = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(double));
+    if (hits == NULL || hit_ids == NULL || scores == NULL) {
         goto built;
     }
     double *sc = (double *)PyBytes_AS_STRING(scores);
-    for (Py_ssize_t i = 0; i < out_n; i++) {
-        PyObject *s = PyLong_FromLongLong(cand[i].slot);
-        PyObject *c = PyLong_FromLong(cand[i].covered);
-        if (s == NULL || c == NULL) {
-            Py_XDECREF(s);
-            Py_XDECREF(c);
+    for (Py_ssize_t i = 0; i < need; i++) {
+        RankCand *c = &cand[perm[i]];
+        PyObject *id = names[perm[i]];
+        PyObject *hit = hit_type->tp_alloc(hit_type, 4);
+        PyObject *score = PyFloat_FromDouble(c->score);
+        PyObject *covered = PyLong_FromLong(c->covered);
+        if (hit == NULL || score == NULL || covered == NULL) {
+            Py_XDECREF(hit);
+            Py_XDECREF(score);
+            Py_XDECREF(covered);
             goto built;
         }
-        PyList_SET_ITEM(slots, i, s);
-        PyList_SET_ITEM(covered, i, c);
-        PyList_SET_ITEM(fuzzy, i, Py_NewRef(cand[i].fuzzy ? Py_True : Py_False));
-        sc[i] = cand[i].score;
+        PyTuple_SET_ITEM(hit, 0, Py_NewRef(id));
+        PyTuple_SET_ITEM(hit, 1, score);
+        PyTuple_SET_ITEM(hit, 2, covered);
+        PyTuple_SET_ITEM(hit, 3, Py_NewRef(c->fuzzy ? Py_True : Py_False));
+        PyList_SET_ITEM(hits, i, hit);
+        PyTuple_SET_ITEM(hit_ids, i, Py_NewRef(id));
+        sc[i] = c->score;
     }
-    if (tied) { /* the runs tied on (score, update) that start within the cut: (start, end) */
-        for (Py_ssize_t i = 0; i < need;) {
-            Py_ssize_t j = i + 1;
-            while (j < m && cand[j].score == cand[i].score && cand[j].upd == cand[i].upd) {
-                j++;
-            }
-            if (j - i > 1) {
-                PyObject *run = Py_BuildValue("(nn)", i, j);
-                if (run == NULL || PyList_Append(runs, run) < 0) {
-                    Py_XDECREF(run);
-                    goto built;
-                }
-                Py_DECREF(run);
-            }
-            i = j;
+    result = PyTuple_Pack(3, hits, hit_ids, scores);
+built:
+    Py_XDECREF(hits);
+    Py_XDECREF(hit_ids);
+    Py_XDECREF(scores);
+    if (names != NULL) {
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_XDECREF(names[i]);
         }
     }
-    result = Py_BuildValue("(OOOOOn)", slots, scores, covered, fuzzy, runs, need);
-built:
-    Py_XDECREF(slots);
-    Py_XDECREF(covered);
-    Py_XDECREF(fuzzy);
-    Py_XDECREF(scores);
-    Py_XDECREF(runs);
+    PyMem_Free(names);
+    PyMem_Free(perm);
 done:
     free(cand);
     for (Py_ssize_t i = 0; i < held; i++) {
@@ -1410,7 +1464,7 @@ static PyMethodDef methods[] = {
      "Split each document's texts and count their words in one pass (see memstore/_wordbatch.py)."},
     {"lex_rank", lex_rank, METH_VARARGS,
      "lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden, "
-     "now_ts, limit) -> None | NotImplemented | (slots, scores, covered, fuzzy, runs, need)\n\n"
+     "now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)\n\n"
      "A lexical query's sums, filters, scores, cut and order (see memstore/_lexscore.py)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
