@@ -1453,6 +1453,104 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ joined words
+ *
+ * holding(texts, slots, pair) -> list[int] | NotImplemented
+ *
+ * Those of slots whose text (texts[slot], a str) holds pair: memstore/lexical.py's _holding,
+ * the oracle. The substring tests run without the GIL over ASCII texts (each held by a
+ * reference for the call); NotImplemented when pair or a text is not ASCII (the caller
+ * tests those in Python).
+ */
+
+static int
+holds(const char *text, Py_ssize_t n, const char *pat, Py_ssize_t m)
+{
+    if (m == 0) {
+        return 1;
+    }
+    const char *end = text + n - m;
+    for (const char *p = text; p <= end;) {
+        p = memchr(p, pat[0], (size_t)(end - p + 1));
+        if (p == NULL) {
+            return 0;
+        }
+        if (memcmp(p + 1, pat + 1, (size_t)(m - 1)) == 0) {
+            return 1;
+        }
+        p++;
+    }
+    return 0;
+}
+
+static PyObject *
+holding(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *texts, *slots, *pair;
+    if (!PyArg_ParseTuple(args, "O!O!U:holding", &PyList_Type, &texts, &PyList_Type, &slots,
+                          &pair)) {
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(pair)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(slots), ntexts = PyList_GET_SIZE(texts);
+    PyObject **held = PyMem_Calloc((size_t)(n + 1), sizeof(PyObject *));
+    char *found = PyMem_Calloc((size_t)(n + 1), 1);
+    PyObject *out = NULL;
+    Py_ssize_t got = 0;
+    if (held == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(slots, i));
+        if (s == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (s < 0 || s >= ntexts) {
+            PyErr_SetString(PyExc_IndexError, "holding: a slot past the texts");
+            goto done;
+        }
+        PyObject *t = PyList_GET_ITEM(texts, s);
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "holding: texts must be str");
+            goto done;
+        }
+        if (!PyUnicode_IS_ASCII(t)) {
+            out = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        held[i] = Py_NewRef(t);
+    }
+    const char *pat = (const char *)PyUnicode_1BYTE_DATA(pair);
+    Py_ssize_t m = PyUnicode_GET_LENGTH(pair);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        found[i] = (char)holds((const char *)PyUnicode_1BYTE_DATA(held[i]),
+                               PyUnicode_GET_LENGTH(held[i]), pat, m);
+        got += found[i];
+    }
+    Py_END_ALLOW_THREADS
+    out = PyList_New(got);
+    for (Py_ssize_t i = 0, k = 0; out != NULL && i < n; i++) {
+        if (found[i]) {
+            PyList_SET_ITEM(out, k++, Py_NewRef(PyList_GET_ITEM(slots, i)));
+        }
+    }
+done:
+    if (held != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_XDECREF(held[i]);
+        }
+    }
+    PyMem_Free(held);
+    PyMem_Free(found);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -1466,6 +1564,9 @@ static PyMethodDef methods[] = {
      "lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden, "
      "now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)\n\n"
      "A lexical query's sums, filters, scores, cut and order (see memstore/_lexscore.py)."},
+    {"holding", holding, METH_VARARGS,
+     "holding(texts, slots, pair) -> list[int] | NotImplemented\n\n"
+     "Those of slots whose text holds pair (see memstore/lexical.py's _holding)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},

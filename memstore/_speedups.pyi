@@ -42,3 +42,6 @@ def lex_rank(
 ) -> object:
     """``None`` (no candidate), ``NotImplemented`` (rank with numpy), or the hits:
     ``(slots, scores as float64 bytes, covered, fuzzy, tied runs or None, cut)``."""
+
+def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
+    """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""
