@@ -11,7 +11,8 @@ and builds Python objects only for the hits it returns.
 Where the optional C extension is built (``memstore._speedups``, switched off by
 ``MEMSTORE_PURE_PYTHON=1`` or :func:`memstore._wordbatch.pure_python`),
 :func:`native_rank` does all of it (sums, filters, scores, cut and order) in one
-compiled pass that releases the GIL: a server's other threads run meanwhile. The
+compiled pass that releases the GIL (for a query matching a few thousand postings or
+more; less work keeps it): a server's other threads run meanwhile. The
 numpy path stays, as the fallback and the oracle it is tested against
 (``tests/test_lexical_differential.py``): the same hits in the same order, the same
 scores bit for bit (sums in token order, as ``np.bincount`` adds them).

@@ -986,9 +986,14 @@ done:
  *
  * memstore/_lexscore.py's rank_native documents it; the numpy path of
  * memstore._lexindex.LexicalIndex.rank is the oracle (tests/test_lexical_differential.py).
- * The sums, the filters, the scores, the cut and the order run without the GIL, on
- * buffers held for the call.
+ * The sums, the filters, the scores, the cut and the order run without the GIL (when the
+ * matches are many enough: NOGIL_MATCHES), on buffers held for the call.
  */
+
+/* Below these sizes a call keeps the GIL: handing it to another thread and taking it back
+ * (two thread switches when that thread wants it) would cost about what the work does. */
+#define NOGIL_MATCHES 2048 /* lex_rank: matched entries over the query's tokens */
+#define NOGIL_BYTES 32768  /* holding: characters of the texts tested */
 
 typedef struct {
     const int64_t *slots;
@@ -1332,11 +1337,19 @@ lex_rank(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    Py_ssize_t m, need = 0;
+    Py_ssize_t m, need = 0, total = 0;
     int tied = 0;
-    Py_BEGIN_ALLOW_THREADS
-    m = rank_run(tok, k, &a, &cand, &need, &tied);
-    Py_END_ALLOW_THREADS
+    for (Py_ssize_t t = 0; t < k; t++) {
+        total += tok[t].n;
+    }
+    if (total >= NOGIL_MATCHES) {
+        Py_BEGIN_ALLOW_THREADS
+        m = rank_run(tok, k, &a, &cand, &need, &tied);
+        Py_END_ALLOW_THREADS
+    }
+    else { /* too little work to hand the GIL over and take it back */
+        m = rank_run(tok, k, &a, &cand, &need, &tied);
+    }
     if (m == -1) {
         PyErr_NoMemory();
         goto done;
@@ -1460,7 +1473,7 @@ done:
  *
  * Those of slots whose text (texts[slot], a str) holds pair: memstore/lexical.py's _holding,
  * the oracle. The substring tests run without the GIL over ASCII texts (each held by a
- * reference for the call); NotImplemented when pair or a text is not ASCII (the caller
+ * reference for the call; when they are long enough: NOGIL_BYTES); NotImplemented when pair or a text is not ASCII (the caller
  * tests those in Python).
  */
 
@@ -1527,13 +1540,19 @@ holding(PyObject *self, PyObject *args)
     }
     const char *pat = (const char *)PyUnicode_1BYTE_DATA(pair);
     Py_ssize_t m = PyUnicode_GET_LENGTH(pair);
-    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        bytes += PyUnicode_GET_LENGTH(held[i]);
+    }
+    PyThreadState *released = bytes >= NOGIL_BYTES ? PyEval_SaveThread() : NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         found[i] = (char)holds((const char *)PyUnicode_1BYTE_DATA(held[i]),
                                PyUnicode_GET_LENGTH(held[i]), pat, m);
         got += found[i];
     }
-    Py_END_ALLOW_THREADS
+    if (released != NULL) {
+        PyEval_RestoreThread(released);
+    }
     out = PyList_New(got);
     for (Py_ssize_t i = 0, k = 0; out != NULL && i < n; i++) {
         if (found[i]) {

@@ -147,9 +147,10 @@ def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
     """Those of ``slots`` whose text holds ``pair``: ``[s for s in slots if pair in texts[s]]``.
 
     Compiled where :mod:`memstore._speedups` is built: the substring tests run
-    without the GIL (ASCII texts; others are tested here). Here, by C-level
-    iterators (``compress`` over ``map``), no bytecode per slot: a joined-word
-    check tests a few dozen to a few thousand texts.
+    without the GIL (ASCII texts, a few dozen kilobytes of them or more; texts
+    that are not ASCII are tested here). Here, by C-level iterators (``compress``
+    over ``map``), no bytecode per slot: a joined-word check tests a few dozen to
+    a few thousand texts.
     """
     native = _wordbatch.speedups
     if native is not None and len(slots) > 1:
