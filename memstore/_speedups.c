@@ -1483,18 +1483,28 @@ holds(const char *text, Py_ssize_t n, const char *pat, Py_ssize_t m)
     if (m == 0) {
         return 1;
     }
-    const char *end = text + n - m;
-    for (const char *p = text; p <= end;) {
-        p = memchr(p, pat[0], (size_t)(end - p + 1));
+    if (n < m) {
+        return 0;
+    }
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+    return memmem(text, (size_t)n, pat, (size_t)m) != NULL;
+#else
+    /* Anchored on the pattern's second character: a joined pair starts with a space,
+     * which every word boundary of a text holds. */
+    Py_ssize_t at = m > 1 ? 1 : 0;
+    const char *end = text + n - m + at; /* the last place the anchor can be */
+    for (const char *p = text + at; p <= end;) {
+        p = memchr(p, pat[at], (size_t)(end - p + 1));
         if (p == NULL) {
             return 0;
         }
-        if (memcmp(p + 1, pat + 1, (size_t)(m - 1)) == 0) {
+        if (memcmp(p - at, pat, (size_t)m) == 0) {
             return 1;
         }
         p++;
     }
     return 0;
+#endif
 }
 
 static PyObject *
