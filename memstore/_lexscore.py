@@ -208,6 +208,8 @@ def native_rank(
     """
     if not _WIDE:
         raise Unranked("slots are not 8-byte integers here")
+    if limit is not None and limit < 1:  # no search asks it: numpy answers as it always did
+        raise Unranked(f"limit {limit}")
     tokens = tuple(
         (m.slots, m.levels, m.title_slots, m.title_levels, w)
         for m, w in zip(plan.matches, plan.weights, strict=True)

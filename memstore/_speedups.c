@@ -990,6 +990,18 @@ done:
  * matches are many enough: NOGIL_MATCHES), on buffers held for the call.
  */
 
+/* The scores must be numpy's bit for bit: w * level rounded, then added (numpy makes the
+ * products an array first). A fused multiply-add (GCC fuses across statements by default
+ * where the target has one, clang within an expression) would round once instead. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#define NO_FP_CONTRACT
+#elif defined(__GNUC__)
+#define NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define NO_FP_CONTRACT /* MSVC contracts only under /fp:fast or /fp:contract */
+#endif
+
 /* Below these sizes a call keeps the GIL: handing it to another thread and taking it back
  * (two thread switches when that thread wants it) would cost about what the work does. */
 #define NOGIL_MATCHES 2048 /* lex_rank: matched entries over the query's tokens */
@@ -1088,7 +1100,7 @@ typedef struct {
 /* The work without the GIL. Returns the number of ordered candidates in *out (malloc'd),
  * *need the cut, *tied whether a tie on (score, update) reaches into the cut;
  * -1: out of memory; -2: a token's slots are not increasing or out of range. */
-__attribute__((optimize("fp-contract=off")))
+NO_FP_CONTRACT
 static Py_ssize_t
 rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssize_t *need,
          int *tied)
