@@ -24,9 +24,10 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from memstore import _wordbatch
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
-from memstore._lexscore import QueryPlan, _accumulate, _kth_largest
+from memstore._lexscore import QueryPlan, Unranked, _accumulate, _kth_largest, native_rank
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore._wordbatch import TextDoc
 from memstore.item import Item
@@ -604,6 +605,14 @@ class LexicalIndex:
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
             return _no_hits()
+        native = _wordbatch.speedups
+        if native is not None:
+            try:
+                return self._rank_native(
+                    native, plan, kind, subject, hidden_kinds, now_ts, limit, partition
+                )
+            except Unranked:
+                pass
         found = _accumulate(plan, cap)
         if found is None:
             return _no_hits()
@@ -647,6 +656,36 @@ class LexicalIndex:
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
         hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
         return LexicalHits(hits, hit_ids, hit_scores)
+
+    def _rank_native(
+        self,
+        native: Any,
+        plan: QueryPlan,
+        kind: str,
+        subject: str,
+        hidden_kinds: Sequence[str],
+        now_ts: float,
+        limit: int | None,
+        partition: str | None,
+    ) -> LexicalHits:
+        """:meth:`rank` by the compiled kernel (:func:`~memstore._lexscore.native_rank`).
+
+        :raises Unranked: it cannot take the plan; the caller ranks with numpy.
+        """
+        hidden = () if kind else tuple(c for k in hidden_kinds if (c := self._kinds.lookup(k)) >= 0)
+        codes = (
+            self._kinds.lookup(kind) if kind else None,
+            self._subjects.lookup(subject) if subject else None,
+            self._partitions.lookup(partition) if partition is not None else None,
+        )
+        cols: tuple[npt.NDArray[Any], ...] = (self._stale, self._updated, self._kind)
+        cols += (self._subject, self._service, self._partition, self._shared)
+        got = native_rank(
+            native, plan, cols, codes, hidden, now_ts, limit, self._lexicon._ids, LexicalHit
+        )
+        if got is None:
+            return _no_hits()
+        return LexicalHits(*got)
 
     def _filter_mask(
         self,

@@ -7,18 +7,29 @@ concatenated matches (or a sort, when few slots match in a large index), and
 :func:`_kth_largest` finds the score at a result limit's cut, so
 :class:`~memstore._lexindex.LexicalIndex` ranks in C-level array operations
 and builds Python objects only for the hits it returns.
+
+Where the optional C extension is built (``memstore._speedups``, switched off by
+``MEMSTORE_PURE_PYTHON=1`` or :func:`memstore._wordbatch.pure_python`),
+:func:`native_rank` does all of it (sums, filters, scores, cut and order) in one
+compiled pass that releases the GIL (for a query matching a few thousand postings or
+more; less work keeps it): a server's other threads run meanwhile. The
+numpy path stays, as the fallback and the oracle it is tested against
+(``tests/test_lexical_differential.py``): the same hits in the same order, the same
+scores bit for bit (sums in token order, as ``np.bincount`` adds them).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memstore.lexical import LEVEL_SUBSTRING, TokenMatch
+from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, TokenMatch
 
-__all__ = ["QueryPlan"]
+__all__ = ["NativeRanked", "QueryPlan", "Unranked", "native_rank"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +168,76 @@ def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _
     if nz.all():
         return cand, acc, title, covered, fuzzy
     return cand[nz], acc[nz], title[nz], covered[nz], fuzzy[nz]
+
+
+_WIDE = np.dtype(np.intp).itemsize == 8
+"""The compiled rank reads 8-byte slots (a 32-bit build ranks with numpy)."""
+
+NativeRanked = tuple[list[Any], tuple[str, ...], _F64]
+"""The hits (``hit_type`` tuples: id, score, tokens covered, fuzzy), best first; their ids;
+their scores (read-only)."""
+
+
+class Unranked(Exception):
+    """:func:`native_rank` cannot rank this plan (a column it does not read): use numpy."""
+
+
+def native_rank(
+    native: ModuleType,
+    plan: QueryPlan,
+    cols: tuple[npt.NDArray[Any], ...],
+    codes: tuple[int | None, int | None, int | None],
+    hidden: tuple[int, ...],
+    now_ts: float,
+    limit: int | None,
+    ids: list[str | None],
+    hit_type: type[tuple[Any, ...]],
+) -> NativeRanked | None:
+    """The plan's hits ranked by the compiled ``lex_rank``; ``None``: no candidate passes.
+
+    ``cols``: the index's per-slot columns (stale, updated, kind, subject,
+    service, partition, shared); ``codes``: the kind, subject and partition
+    codes to keep (``None``: no such filter; ``hidden`` applies without a
+    kind); ``ids``: each slot's id (``None``: a dead slot), which breaks ties on
+    score and update time, as :meth:`~memstore._lexindex.LexicalIndex._order`
+    does; ``hit_type``: the tuple type of a hit
+    (:class:`~memstore._lexindex.LexicalHit`), built in C.
+
+    :raises Unranked: the compiled rank cannot take this plan (a match's
+        slots not increasing, not 8-byte integers, or not contiguous): rank it with numpy.
+    """
+    if not _WIDE:
+        raise Unranked("slots are not 8-byte integers here")
+    if limit is not None and limit < 1:  # no search asks it: numpy answers as it always did
+        raise Unranked(f"limit {limit}")
+    tokens = tuple(
+        (m.slots, m.levels, m.title_slots, m.title_levels, w)
+        for m, w in zip(plan.matches, plan.weights, strict=True)
+        if m.slots.size
+    )
+    denom = (1.0 + TITLE_WEIGHT) * plan.total_weight
+    kind, subject, partition = codes
+    try:
+        got = native.lex_rank(
+            tokens,
+            denom,
+            TITLE_WEIGHT,
+            LEVEL_SUBSTRING,
+            cols,
+            kind,
+            subject,
+            partition,
+            hidden,
+            now_ts,
+            -1 if limit is None else limit,
+            ids,
+            hit_type,
+        )
+    except (TypeError, ValueError, BufferError) as e:  # an array it does not read as it is
+        raise Unranked(str(e)) from None
+    if got is NotImplemented:
+        raise Unranked("a match's slots are not increasing")
+    if got is None:
+        return None
+    hits, hit_ids, raw = got
+    return hits, hit_ids, np.frombuffer(raw, np.float64)  # read-only: a view of bytes

@@ -1,8 +1,9 @@
-/* memstore._speedups: the lexicon's hottest write loop, compiled.
+/* memstore._speedups: the lexicon's hottest write loop, and a lexical query's rank, compiled.
  *
  * Optional: memstore/_wordbatch.py runs the same loop in Python when this
  * module is not built (or MEMSTORE_PURE_PYTHON=1), and that Python loop is
- * the oracle a differential test holds this one to.
+ * the oracle a differential test holds this one to; memstore/_lexscore.py's
+ * numpy rank is lex_rank's (at the end of this file).
  *
  * count_docs(docs, df, content_wid, content_ids, content_counts,
  *            title_wid, title_ids, title_counts) -> list[str]
@@ -977,6 +978,620 @@ done:
     return out;
 }
 
+
+/* ------------------------------------------------------------------ lexical rank
+ *
+ * lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden,
+ *          now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)
+ *
+ * memstore/_lexscore.py's rank_native documents it; the numpy path of
+ * memstore._lexindex.LexicalIndex.rank is the oracle (tests/test_lexical_differential.py).
+ * The sums, the filters, the scores, the cut and the order run without the GIL (when the
+ * matches are many enough: NOGIL_MATCHES), on buffers held for the call.
+ */
+
+/* The scores must be numpy's bit for bit: w * level rounded, then added (numpy makes the
+ * products an array first). A fused multiply-add (GCC fuses across statements by default
+ * where the target has one, clang within an expression) would round once instead. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#define NO_FP_CONTRACT
+#elif defined(__GNUC__)
+#define NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define NO_FP_CONTRACT /* MSVC contracts only under /fp:fast or /fp:contract */
+#endif
+
+/* Below these sizes a call keeps the GIL: handing it to another thread and taking it back
+ * (two thread switches when that thread wants it) would cost about what the work does. */
+#define NOGIL_MATCHES 2048 /* lex_rank: matched entries over the query's tokens */
+#define NOGIL_BYTES 32768  /* holding: characters of the texts tested */
+
+typedef struct {
+    const int64_t *slots;
+    const double *levels;
+    const int64_t *tslots;
+    const double *tlevels;
+    Py_ssize_t n, tn, at, tat;
+    double w;
+} RankToken;
+
+typedef struct {
+    int64_t slot;
+    double score, upd;
+    int32_t covered;
+    uint8_t fuzzy;
+} RankCand;
+
+/* Order: score descending, update time descending, slot ascending (numpy's stable
+ * lexsort over candidates in slot order). */
+static int
+cand_cmp(const void *pa, const void *pb)
+{
+    const RankCand *a = pa, *b = pb;
+    if (a->score != b->score) {
+        return a->score > b->score ? -1 : 1;
+    }
+    if (a->upd != b->upd) {
+        return a->upd > b->upd ? -1 : 1;
+    }
+    return a->slot < b->slot ? -1 : (a->slot > b->slot ? 1 : 0);
+}
+
+/* The k-th largest (k >= 1) of v[0..n) (reordered), ties counted: np.partition's value. */
+static double
+kth_largest(double *v, Py_ssize_t n, Py_ssize_t k)
+{
+    Py_ssize_t want = n - k, lo = 0, hi = n - 1; /* the want-th smallest */
+    while (hi > lo) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        double a = v[lo], b = v[mid], c = v[hi], pivot;
+        if (a < b) {
+            pivot = b < c ? b : (a < c ? c : a);
+        }
+        else {
+            pivot = a < c ? a : (b < c ? c : b);
+        }
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) {
+                i++;
+            }
+            while (v[j] > pivot) {
+                j--;
+            }
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (want <= j) {
+            hi = j;
+        }
+        else if (want >= i) {
+            lo = i;
+        }
+        else {
+            return v[want];
+        }
+    }
+    return v[want];
+}
+
+typedef struct {
+    /* columns, one entry per slot (at least cap) */
+    const double *stale, *updated;
+    const int32_t *kind, *subject, *service, *part;
+    const uint8_t *shared;
+    Py_ssize_t cap;
+    /* filters: a code, or INT64_MIN for none */
+    int64_t kind_code, subject_code, part_code;
+    const int64_t *hidden;
+    Py_ssize_t nhidden;
+    double now_ts, denom, title_weight, exact_level;
+    Py_ssize_t limit; /* -1: every candidate */
+} RankArgs;
+
+#define RANK_NONE INT64_MIN
+
+/* The work without the GIL. Returns the number of ordered candidates in *out (malloc'd),
+ * *need the cut, *tied whether a tie on (score, update) reaches into the cut;
+ * -1: out of memory; -2: a token's slots are not increasing or out of range. */
+NO_FP_CONTRACT
+static Py_ssize_t
+rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssize_t *need,
+         int *tied)
+{
+    Py_ssize_t total = 0;
+    for (Py_ssize_t t = 0; t < k; t++) {
+        total += tok[t].n;
+    }
+    RankCand *cand = malloc((size_t)(total ? total : 1) * sizeof(RankCand));
+    if (cand == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    int64_t last = -1;
+    for (;;) {
+        /* the smallest head slot over the tokens */
+        int64_t s = INT64_MAX;
+        for (Py_ssize_t t = 0; t < k; t++) {
+            if (tok[t].at < tok[t].n && tok[t].slots[tok[t].at] < s) {
+                s = tok[t].slots[tok[t].at];
+            }
+        }
+        if (s == INT64_MAX) {
+            break;
+        }
+        if (s <= last || s < 0 || s >= a->cap) {
+            free(cand);
+            return -2;
+        }
+        last = s;
+        double acc = 0.0, title = 0.0;
+        int32_t covered = 0;
+        uint8_t fuzzy = 0;
+        for (Py_ssize_t t = 0; t < k; t++) { /* summed in token order, as np.bincount does */
+            RankToken *r = &tok[t];
+            if (r->at < r->n && r->slots[r->at] == s) {
+                double lv = r->levels[r->at++];
+                acc += r->w * lv;
+                if (lv >= a->exact_level) {
+                    covered++;
+                }
+                else {
+                    fuzzy = 1;
+                }
+                while (r->tat < r->tn && r->tslots[r->tat] < s) {
+                    r->tat++;
+                }
+                if (r->tat < r->tn && r->tslots[r->tat] == s) {
+                    title += r->w * r->tlevels[r->tat++];
+                }
+            }
+        }
+        if (acc == 0.0) { /* a zero weight: no candidate */
+            continue;
+        }
+        if (!(a->stale[s] > a->now_ts)) {
+            continue;
+        }
+        if (a->kind_code != RANK_NONE) {
+            if (a->kind[s] != a->kind_code) {
+                continue;
+            }
+        }
+        else {
+            int hidden = 0;
+            for (Py_ssize_t h = 0; h < a->nhidden; h++) {
+                hidden |= a->kind[s] == a->hidden[h];
+            }
+            if (hidden) {
+                continue;
+            }
+        }
+        if (a->subject_code != RANK_NONE && a->subject[s] != a->subject_code &&
+            a->service[s] != a->subject_code) {
+            continue;
+        }
+        if (a->part_code != RANK_NONE && a->part[s] != a->part_code && a->part[s] != 0 &&
+            !a->shared[s]) {
+            continue;
+        }
+        double tw = a->title_weight * title;
+        RankCand *c = &cand[n++];
+        c->slot = s;
+        c->score = (acc + tw) / a->denom;
+        c->upd = a->updated[s];
+        c->covered = covered;
+        c->fuzzy = fuzzy;
+    }
+    Py_ssize_t m = n;
+    if (a->limit >= 0 && n > a->limit && a->limit > 0) {
+        double *v = malloc((size_t)n * sizeof(double));
+        if (v == NULL) {
+            free(cand);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            v[i] = cand[i].score;
+        }
+        double kth = kth_largest(v, n, a->limit);
+        free(v);
+        m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (cand[i].score >= kth) {
+                cand[m++] = cand[i];
+            }
+        }
+    }
+    qsort(cand, (size_t)m, sizeof(RankCand), cand_cmp);
+    Py_ssize_t cut = a->limit < 0 || a->limit > m ? m : a->limit;
+    *tied = 0;
+    for (Py_ssize_t i = 0; i + 1 < m && i < cut; i++) {
+        if (cand[i].score == cand[i + 1].score && cand[i].upd == cand[i + 1].upd) {
+            *tied = 1;
+            break;
+        }
+    }
+    *need = cut;
+    *out = cand;
+    return m;
+}
+
+/* Hold obj's buffer (C-contiguous, items of itemsize bytes) in *view: 0, or -1 with TypeError. */
+static int
+hold(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    if (view->itemsize != itemsize || view->ndim != 1) {
+        PyErr_Format(PyExc_TypeError, "lex_rank: %s must be a 1-d array of %zd-byte items", what,
+                     itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+code_arg(PyObject *o, int64_t *out)
+{
+    if (o == Py_None) {
+        *out = RANK_NONE;
+        return 0;
+    }
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static PyObject *
+lex_rank(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o, *ids_o;
+    PyTypeObject *hit_type;
+    RankArgs a;
+    memset(&a, 0, sizeof a);
+    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O!:lex_rank", &PyTuple_Type, &tokens, &a.denom,
+                          &a.title_weight, &a.exact_level, &PyTuple_Type, &cols, &kind_o,
+                          &subject_o, &part_o, &PyTuple_Type, &hidden_o, &a.now_ts, &a.limit,
+                          &PyList_Type, &ids_o, &PyType_Type, &hit_type)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype(hit_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "lex_rank: the hit type must be a tuple type");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(cols) != 7) {
+        PyErr_SetString(PyExc_TypeError, "lex_rank: cols must hold 7 columns");
+        return NULL;
+    }
+    if (code_arg(kind_o, &a.kind_code) < 0 || code_arg(subject_o, &a.subject_code) < 0 ||
+        code_arg(part_o, &a.part_code) < 0) {
+        return NULL;
+    }
+    Py_ssize_t nhidden = PyTuple_GET_SIZE(hidden_o);
+    Py_ssize_t k = PyTuple_GET_SIZE(tokens);
+    int64_t *hidden = PyMem_Malloc((size_t)(nhidden + 1) * sizeof(int64_t));
+    RankToken *tok = PyMem_Calloc((size_t)(k + 1), sizeof(RankToken));
+    Py_buffer *views = PyMem_Calloc((size_t)(4 * k + 7), sizeof(Py_buffer));
+    Py_ssize_t held = 0;
+    PyObject *result = NULL;
+    RankCand *cand = NULL;
+    if (hidden == NULL || tok == NULL || views == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t h = 0; h < nhidden; h++) {
+        if (code_arg(PyTuple_GET_ITEM(hidden_o, h), &hidden[h]) < 0) {
+            goto done;
+        }
+    }
+    a.hidden = hidden;
+    a.nhidden = nhidden;
+    static const Py_ssize_t col_size[7] = {8, 8, 4, 4, 4, 4, 1};
+    static const char *col_name[7] = {"stale", "updated", "kind", "subject", "service",
+                                      "partition", "shared"};
+    Py_ssize_t cap = PY_SSIZE_T_MAX;
+    for (int c = 0; c < 7; c++) {
+        if (hold(PyTuple_GET_ITEM(cols, c), &views[held], col_size[c], col_name[c]) < 0) {
+            goto done;
+        }
+        Py_ssize_t len = views[held].len / col_size[c];
+        cap = len < cap ? len : cap;
+        held++;
+    }
+    a.stale = views[0].buf;
+    a.updated = views[1].buf;
+    a.kind = views[2].buf;
+    a.subject = views[3].buf;
+    a.service = views[4].buf;
+    a.part = views[5].buf;
+    a.shared = views[6].buf;
+    a.cap = cap;
+    for (Py_ssize_t t = 0; t < k; t++) {
+        PyObject *row = PyTuple_GET_ITEM(tokens, t);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 5) {
+            PyErr_SetString(PyExc_TypeError,
+                            "lex_rank: a token is (slots, levels, title_slots, title_levels, weight)");
+            goto done;
+        }
+        static const Py_ssize_t size[4] = {8, 8, 8, 8};
+        static const char *name[4] = {"slots", "levels", "title_slots", "title_levels"};
+        for (int c = 0; c < 4; c++) {
+            if (hold(PyTuple_GET_ITEM(row, c), &views[held], size[c], name[c]) < 0) {
+                goto done;
+            }
+            held++;
+        }
+        Py_buffer *v = &views[held - 4];
+        tok[t].slots = v[0].buf;
+        tok[t].levels = v[1].buf;
+        tok[t].tslots = v[2].buf;
+        tok[t].tlevels = v[3].buf;
+        tok[t].n = v[0].len / 8;
+        tok[t].tn = v[2].len / 8;
+        if (v[1].len != v[0].len || v[3].len != v[2].len) {
+            PyErr_SetString(PyExc_ValueError, "lex_rank: slots and levels differ in length");
+            goto done;
+        }
+        tok[t].w = PyFloat_AsDouble(PyTuple_GET_ITEM(row, 4));
+        if (tok[t].w == -1.0 && PyErr_Occurred()) {
+            goto done;
+        }
+    }
+    Py_ssize_t m, need = 0, total = 0;
+    int tied = 0;
+    for (Py_ssize_t t = 0; t < k; t++) {
+        total += tok[t].n;
+    }
+    if (total >= NOGIL_MATCHES) {
+        Py_BEGIN_ALLOW_THREADS
+        m = rank_run(tok, k, &a, &cand, &need, &tied);
+        Py_END_ALLOW_THREADS
+    }
+    else { /* too little work to hand the GIL over and take it back */
+        m = rank_run(tok, k, &a, &cand, &need, &tied);
+    }
+    if (m == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (m == -2) { /* not sorted, or a slot past the columns: the numpy path */
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    if (m == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* perm: the candidates' order once the runs tied on (score, update) that start within
+     * the cut are sorted by id, as LexicalIndex._order sorts them. */
+    Py_ssize_t *perm = PyMem_Malloc((size_t)m * sizeof(Py_ssize_t));
+    PyObject **names = PyMem_Calloc((size_t)m, sizeof(PyObject *));
+    PyObject *hits = NULL, *hit_ids = NULL, *scores = NULL;
+    if (perm == NULL || names == NULL) {
+        PyErr_NoMemory();
+        goto built;
+    }
+    Py_ssize_t nids = PyList_GET_SIZE(ids_o);
+    Py_ssize_t named = tied ? m : need; /* the ids read */
+    for (Py_ssize_t i = 0; i < m; i++) {
+        perm[i] = i;
+    }
+    for (Py_ssize_t i = 0; i < named; i++) {
+        if (cand[i].slot >= nids) {
+            PyErr_SetString(PyExc_IndexError, "lex_rank: a slot past the ids");
+            goto built;
+        }
+        PyObject *id = PyList_GET_ITEM(ids_o, cand[i].slot);
+        names[i] = id == Py_None ? PyUnicode_FromStringAndSize("", 0) : Py_NewRef(id);
+        if (names[i] == NULL) {
+            goto built;
+        }
+    }
+    for (Py_ssize_t i = 0; tied && i < need;) {
+        Py_ssize_t j = i + 1;
+        while (j < m && cand[j].score == cand[i].score && cand[j].upd == cand[i].upd) {
+            j++;
+        }
+        if (j - i > 1) {
+            PyObject *run = PyList_New(j - i);
+            if (run == NULL) {
+                goto built;
+            }
+            for (Py_ssize_t r = i; r < j; r++) {
+                PyObject *pair = Py_BuildValue("(On)", names[r], r);
+                if (pair == NULL) {
+                    Py_DECREF(run);
+                    goto built;
+                }
+                PyList_SET_ITEM(run, r - i, pair);
+            }
+            if (PyList_Sort(run) < 0) { /* ids are distinct: the position never decides */
+                Py_DECREF(run);
+                goto built;
+            }
+            for (Py_ssize_t r = i; r < j; r++) {
+                perm[r] = PyLong_AsSsize_t(PyTuple_GET_ITEM(PyList_GET_ITEM(run, r - i), 1));
+            }
+            Py_DECREF(run);
+        }
+        i = j;
+    }
+    hits = PyList_New(need);
+    hit_ids = PyTuple_New(need);
+    scores = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(double));
+    if (hits == NULL || hit_ids == NULL || scores == NULL) {
+        goto built;
+    }
+    double *sc = (double *)PyBytes_AS_STRING(scores);
+    for (Py_ssize_t i = 0; i < need; i++) {
+        RankCand *c = &cand[perm[i]];
+        PyObject *id = names[perm[i]];
+        PyObject *hit = hit_type->tp_alloc(hit_type, 4);
+        PyObject *score = PyFloat_FromDouble(c->score);
+        PyObject *covered = PyLong_FromLong(c->covered);
+        if (hit == NULL || score == NULL || covered == NULL) {
+            Py_XDECREF(hit);
+            Py_XDECREF(score);
+            Py_XDECREF(covered);
+            goto built;
+        }
+        PyTuple_SET_ITEM(hit, 0, Py_NewRef(id));
+        PyTuple_SET_ITEM(hit, 1, score);
+        PyTuple_SET_ITEM(hit, 2, covered);
+        PyTuple_SET_ITEM(hit, 3, Py_NewRef(c->fuzzy ? Py_True : Py_False));
+        PyList_SET_ITEM(hits, i, hit);
+        PyTuple_SET_ITEM(hit_ids, i, Py_NewRef(id));
+        sc[i] = c->score;
+    }
+    result = PyTuple_Pack(3, hits, hit_ids, scores);
+built:
+    Py_XDECREF(hits);
+    Py_XDECREF(hit_ids);
+    Py_XDECREF(scores);
+    if (names != NULL) {
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_XDECREF(names[i]);
+        }
+    }
+    PyMem_Free(names);
+    PyMem_Free(perm);
+done:
+    free(cand);
+    for (Py_ssize_t i = 0; i < held; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    PyMem_Free(views);
+    PyMem_Free(tok);
+    PyMem_Free(hidden);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------ joined words
+ *
+ * holding(texts, slots, pair) -> list[int] | NotImplemented
+ *
+ * Those of slots whose text (texts[slot], a str) holds pair: memstore/lexical.py's _holding,
+ * the oracle. The substring tests run without the GIL over ASCII texts (each held by a
+ * reference for the call; when they are long enough: NOGIL_BYTES); NotImplemented when pair or a text is not ASCII (the caller
+ * tests those in Python).
+ */
+
+static int
+holds(const char *text, Py_ssize_t n, const char *pat, Py_ssize_t m)
+{
+    if (m == 0) {
+        return 1;
+    }
+    if (n < m) {
+        return 0;
+    }
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+    return memmem(text, (size_t)n, pat, (size_t)m) != NULL;
+#else
+    /* Anchored on the pattern's second character: a joined pair starts with a space,
+     * which every word boundary of a text holds. */
+    Py_ssize_t at = m > 1 ? 1 : 0;
+    const char *end = text + n - m + at; /* the last place the anchor can be */
+    for (const char *p = text + at; p <= end;) {
+        p = memchr(p, pat[at], (size_t)(end - p + 1));
+        if (p == NULL) {
+            return 0;
+        }
+        if (memcmp(p - at, pat, (size_t)m) == 0) {
+            return 1;
+        }
+        p++;
+    }
+    return 0;
+#endif
+}
+
+static PyObject *
+holding(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *texts, *slots, *pair;
+    if (!PyArg_ParseTuple(args, "O!O!U:holding", &PyList_Type, &texts, &PyList_Type, &slots,
+                          &pair)) {
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(pair)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(slots), ntexts = PyList_GET_SIZE(texts);
+    PyObject **held = PyMem_Calloc((size_t)(n + 1), sizeof(PyObject *));
+    char *found = PyMem_Calloc((size_t)(n + 1), 1);
+    PyObject *out = NULL;
+    Py_ssize_t got = 0;
+    if (held == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(slots, i));
+        if (s == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (s < 0 || s >= ntexts) {
+            PyErr_SetString(PyExc_IndexError, "holding: a slot past the texts");
+            goto done;
+        }
+        PyObject *t = PyList_GET_ITEM(texts, s);
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "holding: texts must be str");
+            goto done;
+        }
+        if (!PyUnicode_IS_ASCII(t)) {
+            out = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        held[i] = Py_NewRef(t);
+    }
+    const char *pat = (const char *)PyUnicode_1BYTE_DATA(pair);
+    Py_ssize_t m = PyUnicode_GET_LENGTH(pair);
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        bytes += PyUnicode_GET_LENGTH(held[i]);
+    }
+    PyThreadState *released = bytes >= NOGIL_BYTES ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        found[i] = (char)holds((const char *)PyUnicode_1BYTE_DATA(held[i]),
+                               PyUnicode_GET_LENGTH(held[i]), pat, m);
+        got += found[i];
+    }
+    if (released != NULL) {
+        PyEval_RestoreThread(released);
+    }
+    out = PyList_New(got);
+    for (Py_ssize_t i = 0, k = 0; out != NULL && i < n; i++) {
+        if (found[i]) {
+            PyList_SET_ITEM(out, k++, Py_NewRef(PyList_GET_ITEM(slots, i)));
+        }
+    }
+done:
+    if (held != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_XDECREF(held[i]);
+        }
+    }
+    PyMem_Free(held);
+    PyMem_Free(found);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -986,6 +1601,13 @@ static PyMethodDef methods[] = {
      "index_texts(docs, split, df, content_wid, content_ids, content_counts, title_wid, "
      "title_ids, title_counts) -> (fresh, texts, ntitles, words)\n\n"
      "Split each document's texts and count their words in one pass (see memstore/_wordbatch.py)."},
+    {"lex_rank", lex_rank, METH_VARARGS,
+     "lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden, "
+     "now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)\n\n"
+     "A lexical query's sums, filters, scores, cut and order (see memstore/_lexscore.py)."},
+    {"holding", holding, METH_VARARGS,
+     "holding(texts, slots, pair) -> list[int] | NotImplemented\n\n"
+     "Those of slots whose text holds pair (see memstore/lexical.py's _holding)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},
@@ -993,7 +1615,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "memstore._speedups",
-    "The lexicon's hottest write loop, compiled (optional; see memstore/_wordbatch.py).", -1,
+    "The lexicon's hottest write loop and the lexical rank, compiled (optional; see "
+    "memstore/_wordbatch.py and memstore/_lexscore.py).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

@@ -26,3 +26,22 @@ def index_texts(
     /,
 ) -> tuple[list[str], list[str], list[int], list[str]]: ...
 def split_ascii(text: str, /) -> list[str]: ...
+def lex_rank(
+    tokens: tuple[tuple[object, object, object, object, float], ...],
+    denom: float,
+    title_weight: float,
+    exact_level: float,
+    cols: tuple[object, ...],
+    kind: int | None,
+    subject: int | None,
+    partition: int | None,
+    hidden: tuple[int, ...],
+    now_ts: float,
+    limit: int,
+    /,
+) -> object:
+    """``None`` (no candidate), ``NotImplemented`` (rank with numpy), or the hits:
+    ``(slots, scores as float64 bytes, covered, fuzzy, tied runs or None, cut)``."""
+
+def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
+    """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""

@@ -53,6 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from memstore import _wordbatch
 from memstore._lexcheck import check_lexicon
 from memstore._matchrule import (
     FUZZY_MAX,
@@ -145,9 +146,17 @@ class _Expansion:
 def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
     """Those of ``slots`` whose text holds ``pair``: ``[s for s in slots if pair in texts[s]]``.
 
-    Run by C-level iterators (``compress`` over ``map``), no bytecode per
-    slot: a joined-word check tests a few dozen to a few thousand texts.
+    Compiled where :mod:`memstore._speedups` is built: the substring tests run
+    without the GIL (ASCII texts, a few dozen kilobytes of them or more; texts
+    that are not ASCII are tested here). Here, by C-level iterators (``compress``
+    over ``map``), no bytecode per slot: a joined-word check tests a few dozen to
+    a few thousand texts.
     """
+    native = _wordbatch.speedups
+    if native is not None and len(slots) > 1:
+        got: list[int] | object = native.holding(texts, slots, pair)
+        if got is not NotImplemented:
+            return got  # type: ignore[return-value]
     return list(compress(slots, map(contains, map(texts.__getitem__, slots), repeat(pair))))
 
 

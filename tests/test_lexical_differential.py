@@ -26,9 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from memstore import _wordbatch
 from memstore._lexindex import LexicalIndex, QueryPlan
-from memstore._lexscore import _PARTITION_MAX, _kth_largest
+from memstore._lexscore import _PARTITION_MAX, Unranked, _kth_largest
 from memstore.item import Item
+from memstore.lexical import TokenMatch
 from memstore.text import kw_tokens, normalize_query
 from tests.lexical_oracle import OracleLexicalIndex
 
@@ -115,6 +117,11 @@ def assert_same_ranking(
     for g, w in zip(got, want, strict=True):
         assert abs(g.score - w.score) <= 1e-9
         assert (g.covered, g.fuzzy) == (w.covered, w.fuzzy)
+    # The compiled rank (when built) and the numpy one: the same hits, bit for bit.
+    with _wordbatch.pure_python():
+        pure = new.rank(p_new, **args)  # type: ignore[arg-type]
+    assert list(got) == list(pure) and got.ids == pure.ids, (tokens, args)
+    assert got.scores.tobytes() == pure.scores.tobytes()
 
 
 def slot_order(index: LexicalIndex) -> list[str | None]:
@@ -348,6 +355,82 @@ def test_kth_largest_is_the_partition_value(values: list[float], data: st.DataOb
     many = np.tile(scores, _PARTITION_MAX // scores.size + 1)
     k = data.draw(st.integers(1, many.size))
     assert _kth_largest(many, k) == np.partition(many, many.size - k)[many.size - k]
+
+
+needs_speedups = pytest.mark.skipif(
+    _wordbatch.speedups is None, reason="memstore._speedups is not built (or switched off)"
+)
+
+
+@needs_speedups
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(st.tuples(text, text, st.sampled_from([0, 1, 1, 2])), min_size=1, max_size=300),
+    query=st.lists(word, min_size=1, max_size=4).map(" ".join),
+    limit=st.sampled_from([None, 1, 2, 7, 50, 200]),
+    dead=st.integers(0, 3),
+)
+def test_the_compiled_rank_is_the_numpy_one_on_large_ties(
+    docs: list[tuple[str, str, int]], query: str, limit: int | None, dead: int
+) -> None:
+    """Hundreds of documents over a tiny vocabulary (scores and update times tie at the cut,
+    the cut partitions many candidates), some replaced or removed: the compiled rank and
+    the numpy one agree bit for bit."""
+    index = LexicalIndex(compact_min=8)
+    for i, (title, content, hour) in enumerate(docs):
+        it = Item(id=f"d{i:03d}", kind=KINDS[i % 3], title=title, content=content)
+        index.put(it.model_copy(update={"updated_at": T0 + _dt.timedelta(hours=hour)}), False)
+    for i in range(0, len(docs), 1 + dead):
+        if dead:
+            index.remove(f"d{i:03d}")
+    tokens = kw_tokens(normalize_query(query))
+    if not tokens:
+        return
+    plan = index.plan(tokens)
+    for kind, hidden in (("", ()), ("", ("note",)), ("event", ())):
+        args = {"kind": kind, "subject": "", "hidden_kinds": hidden, "now_ts": NOW.timestamp()}
+        got = index.rank(plan, limit=limit, **args)  # type: ignore[arg-type]
+        with _wordbatch.pure_python():
+            want = index.rank(plan, limit=limit, **args)  # type: ignore[arg-type]
+        assert list(got) == list(want) and got.scores.tobytes() == want.scores.tobytes()
+
+
+@needs_speedups
+def test_the_compiled_rank_runs_and_hands_back_what_it_cannot_take(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search ranks through ``lex_rank`` where it is built; a plan it cannot take (a
+    match's slots out of order, not 8-byte integers, or not contiguous) is ranked by numpy."""
+    index = LexicalIndex()
+    for i in range(6):
+        index.put(Item(id=f"i{i}", kind="fact", content=f"alpha beta{i % 2}"), False)
+    native = _wordbatch.speedups
+    calls: list[object] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:  # the write loop, as built
+            return getattr(native, name)
+
+        def lex_rank(self, *args: object) -> object:
+            calls.append(args)
+            return native.lex_rank(*args)  # type: ignore[union-attr]
+
+    monkeypatch.setattr(_wordbatch, "speedups", Counting())
+    args = {"kind": "", "subject": "", "hidden_kinds": (), "now_ts": NOW.timestamp(), "limit": 4}
+    plan = index.plan(["alpha", "beta1"])
+    got = index.rank(plan, **args)  # type: ignore[arg-type]
+    assert len(calls) == 1 and [h.id for h in got] == ["i1", "i3", "i5", "i0"]
+    m = plan.matches[0]
+    odd = [
+        TokenMatch(m.slots[::-1].copy(), m.levels[::-1].copy(), m.title_slots, m.title_levels),
+        TokenMatch(m.slots[::-1], m.levels[::-1], m.title_slots, m.title_levels),
+        TokenMatch(m.slots.astype(np.int32), m.levels, m.title_slots, m.title_levels),
+    ]
+    for bad in odd:
+        skewed = QueryPlan(plan.tokens, (bad, *plan.matches[1:]), plan.weights, plan.fuzzy_ok)
+        with pytest.raises(Unranked):
+            index._rank_native(native, skewed, "", "", (), NOW.timestamp(), 4, None)
+        assert list(index.rank(skewed, **args)) == list(got)  # type: ignore[arg-type]
 
 
 def test_a_kept_plan_follows_a_metadata_write() -> None:

@@ -579,3 +579,38 @@ def test_index_texts_reference_counts_and_memory_are_kept() -> None:
         tracemalloc.stop()
     assert refs() == before
     assert grown < 64 * 1024, grown
+
+
+@needs_speedups
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab é", max_size=12), min_size=1, max_size=12),
+    st.data(),
+    st.text(alphabet="ab é", max_size=4),
+)
+def test_holding_is_the_substring_test(texts: list[str], data: st.DataObject, pair: str) -> None:
+    """The compiled joined-word test finds the slots whose text holds the pair, in order, as
+    ``pair in text`` does (ASCII; NotImplemented as soon as the pair or a text tested is not),
+    and ``_holding`` answers the same whichever path it takes."""
+    from memstore.lexical import _holding
+
+    slots = data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=20))
+    want = [s for s in slots if pair in texts[s]]
+    got = COMPILED.holding(texts, slots, pair)
+    if pair.isascii() and all(texts[s].isascii() for s in slots):
+        assert got == want
+    else:
+        assert got is NotImplemented
+    assert _holding(texts, slots, pair) == want
+    with _wordbatch.pure_python():
+        assert _holding(texts, slots, pair) == want
+
+
+@needs_speedups
+def test_holding_refuses_bad_input() -> None:
+    with pytest.raises(IndexError):
+        COMPILED.holding(["a"], [1], "a")
+    with pytest.raises(TypeError):
+        COMPILED.holding([b"a"], [0], "a")
+    with pytest.raises(TypeError):
+        COMPILED.holding(("a",), [0], "a")
