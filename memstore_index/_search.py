@@ -9,7 +9,6 @@ filter applies visibility *during* the walk. A graph answer short of ``k``
 
 from __future__ import annotations
 
-import heapq
 import sys
 import time
 import weakref
@@ -417,19 +416,29 @@ class Searching(ExactScan):
         for rep, s in zip(found[order].tolist(), sims[order].tolist(), strict=True):
             if len(out) >= want and s < last:
                 break
-            if entries[rep] is None:
+            e = entries[rep]
+            if e is None:
                 return None
             group = group_of.get(rep)
-            for lab in (rep,) if group is None else (rep, *group.twins):
-                if keep is None or keep(lab):
-                    e = entries[lab]
-                    assert e is not None
+            if group is None:
+                if keep is None or keep(rep):
                     out.append((e, s))
                     last = s
+                continue
+            if group.by_id is None:
+                # Laid out once until the group changes: a search then takes its
+                # first ``want`` passing labels, however many copies it holds.
+                group.by_id = sorted((rep, *group.twins), key=lambda lab: entries[lab].id)  # type: ignore[union-attr]
+            taken = 0
+            for lab in group.by_id:
+                if keep is None or keep(lab):
+                    out.append((entries[lab], s))  # type: ignore[arg-type]
+                    last = s
+                    taken += 1
+                    if taken == want:  # the rest tie with these and come after them by id
+                        break
         if len(out) < want:
             return None
-        if len(out) > 4 * want:  # a large group of twins: select, do not sort them all
-            return heapq.nsmallest(want, out, key=by_score_then_id)
         out.sort(key=by_score_then_id)
         return out[:want]
 

@@ -39,6 +39,9 @@ class Group:
 
     rep: int
     twins: set[int] = field(default_factory=set)
+    by_id: list[int] | None = None
+    """Every label of the group in the order of its entry's id, as a search last laid
+    it out (``None``: changed since; see ``Searching._with_twins``)."""
 
 
 class Twins:
@@ -79,6 +82,7 @@ class Twins:
         if group is None:
             group = self._by_key[key] = self.group_of[rep] = Group(rep)
         group.twins.add(label)
+        group.by_id = None
         self.group_of[label] = group
         self.count += 1
         return True
@@ -96,6 +100,7 @@ class Twins:
             if self._by_key.get(key) == label:
                 del self._by_key[key]
             return None
+        group.by_id = None
         if group.rep != label:
             group.twins.remove(label)
             self.count -= 1
