@@ -19,8 +19,9 @@ Corpora (unit vectors of ``--dim`` 256, the hash embedder's size):
 * ``near``: one vector plus noise of 1e-4 per coordinate (raw vectors only:
   no two texts embed that close with the hash embedder).
 
-It also times a search (``k`` 10, median of 200) whose query is the most
-repeated vector, in the ``cells`` layer. The script imports ``memstore``
+In the ``cells`` layer it also times a search (``k`` 10, median of 200)
+whose query is the most repeated vector, and the same search just after one
+more copy of that vector was written (median of 30). The script imports ``memstore``
 from ``PYTHONPATH`` first, so one copy of it can time another checkout::
 
     PYTHONPATH=/path/to/checkout python benchmarks/duplicates.py --out /tmp/d.json
@@ -102,8 +103,19 @@ def time_cells(v: np.ndarray) -> dict[str, Any]:
         cells.search_vector(q, 10)
         times.append(time.perf_counter() - t0)
     graph = int(cells._hnsw.get_current_count()) if cells._hnsw is not None else 0
+    after = []
+    for j in range(30):  # one more copy of the query's vector, then the search
+        cells.apply([StoredVector(IndexEntry(f"w{j:04d}"), -1, f"w{j}", "", q)])
+        t0 = time.perf_counter()
+        cells.search_vector(q, 10)
+        after.append(time.perf_counter() - t0)
     cells.close()
-    return {"cpu_s": cpu, "search_us": 1e6 * statistics.median(times), "graph_nodes": graph}
+    return {
+        "cpu_s": cpu,
+        "search_us": 1e6 * statistics.median(times),
+        "search_after_write_us": 1e6 * statistics.median(after),
+        "graph_nodes": graph,
+    }
 
 
 def time_memory(texts: list[str]) -> dict[str, Any]:
@@ -144,6 +156,11 @@ def main() -> None:
                 print(
                     f"{corpus:9s} n={n:6d} {layer:8s} cpu={got['cpu_s']:7.2f}s"
                     + (f" search={got['search_us']:7.0f}us" if "search_us" in got else "")
+                    + (
+                        f" after a write={got['search_after_write_us']:7.0f}us"
+                        if "search_after_write_us" in got
+                        else ""
+                    )
                     + (f" graph={got['graph_nodes']}" if "graph_nodes" in got else ""),
                     flush=True,
                 )

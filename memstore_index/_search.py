@@ -425,12 +425,8 @@ class Searching(ExactScan):
                     out.append((e, s))
                     last = s
                 continue
-            if group.by_id is None:
-                # Laid out once until the group changes: a search then takes its
-                # first ``want`` passing labels, however many copies it holds.
-                group.by_id = sorted((rep, *group.twins), key=lambda lab: entries[lab].id)  # type: ignore[union-attr]
             taken = 0
-            for lab in group.by_id:
+            for _, lab in group.by_id:  # kept in id order: the first ``want`` that pass
                 if keep is None or keep(lab):
                     out.append((entries[lab], s))  # type: ignore[arg-type]
                     last = s

@@ -232,7 +232,7 @@ class CellState:
         self._label_of[entry.id] = label
         self._hash[entry.id] = h
         self._group(entry, label, add=True)
-        twin = self._twins.add(label, self._vecs)
+        twin = self._twins.add(label, self._vecs, self._entries)
         self._vid[label] = self._vid[self._twins.group_of[label].rep] if twin else label
         if graph and not twin and self._hnsw is not None:
             self._hnsw.add_items(vec[None, :], np.array([label]))
@@ -262,6 +262,7 @@ class CellState:
         label = self._label_of.pop(id)
         entry = self._entries[label]
         assert entry is not None
+        promoted = self._twins.remove(label, self._vecs, self._entries)
         self._group(entry, label, add=False)
         self._entries[label] = None
         self._alive[label] = False
@@ -271,7 +272,6 @@ class CellState:
             assert self._hnsw is not None
             self._hnsw.mark_deleted(label)
             self._in_graph[label] = False
-        promoted = self._twins.remove(label, self._vecs)
         if promoted is not None and self._hnsw is not None:
             self._promoted.append(promoted)  # the caller inserts it (see _graph_due)
 

@@ -18,17 +18,20 @@ Groups are found by a hash of the vector's bytes, checked by comparing the
 vectors (a hash collision keeps the second vector out of the table, in the
 graph as its own representative: deduplication is only ever a saving). A
 vector alone keeps a single integer in the table; a group object is made
-only when a second copy arrives. Deleting a twin touches nothing else;
+only when a second copy arrives, and keeps its labels sorted by entry id so
+that a search takes the first ``k`` of however many copies. Deleting a twin touches nothing else;
 deleting a representative promotes one of its twins, which the caller then
 inserts into the graph in its place (one insertion, what any write costs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from bisect import bisect_left, insort
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 
 from memstore_index._centring import Vector
+from memstore_index.entry import IndexEntry
 
 __all__ = ["Group", "Twins"]
 
@@ -39,9 +42,9 @@ class Group:
 
     rep: int
     twins: set[int] = field(default_factory=set)
-    by_id: list[int] | None = None
-    """Every label of the group in the order of its entry's id, as a search last laid
-    it out (``None``: changed since; see ``Searching._with_twins``)."""
+    by_id: list[tuple[str, int]] = field(default_factory=list)
+    """``(entry id, label)`` of every label of the group, sorted: a search takes the
+    first ``k`` that pass, however many copies the group holds."""
 
 
 class Twins:
@@ -63,8 +66,8 @@ class Twins:
         self.count = 0
         """Labels that are twins: held here, not in the graph."""
 
-    def add(self, label: int, vecs: Vector) -> bool:
-        """Register ``label`` (its vector already at ``vecs[label]``); ``True``: it is a twin.
+    def add(self, label: int, vecs: Vector, entries: Sequence[IndexEntry | None]) -> bool:
+        """Register ``label`` (its vector and entry already placed); ``True``: it is a twin.
 
         A twin stays out of the graph. Otherwise ``label`` is a representative
         (the first of its vector, or a hash collision's second vector).
@@ -81,14 +84,15 @@ class Twins:
             return False  # a hash collision: kept out of the table, in the graph
         if group is None:
             group = self._by_key[key] = self.group_of[rep] = Group(rep)
+            group.by_id.append((_id(entries, rep), rep))
         group.twins.add(label)
-        group.by_id = None
+        insort(group.by_id, (_id(entries, label), label))  # a bisection, a move in C
         self.group_of[label] = group
         self.count += 1
         return True
 
-    def remove(self, label: int, vecs: Vector) -> int | None:
-        """Unregister ``label`` (its vector still at ``vecs[label]``).
+    def remove(self, label: int, vecs: Vector, entries: Sequence[IndexEntry | None]) -> int | None:
+        """Unregister ``label`` (its vector and entry still in place).
 
         Returns the twin promoted to representative in its place, which the
         caller must insert into the graph; ``None`` when nothing was (``label``
@@ -100,7 +104,7 @@ class Twins:
             if self._by_key.get(key) == label:
                 del self._by_key[key]
             return None
-        group.by_id = None
+        del group.by_id[bisect_left(group.by_id, (_id(entries, label), label))]
         if group.rep != label:
             group.twins.remove(label)
             self.count -= 1
@@ -163,3 +167,9 @@ class Twins:
     def is_twin(self, label: int) -> bool:
         group = self.group_of.get(label)
         return group is not None and group.rep != label
+
+
+def _id(entries: Sequence[IndexEntry | None], label: int) -> str:
+    entry = entries[label]
+    assert entry is not None
+    return entry.id

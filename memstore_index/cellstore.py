@@ -242,6 +242,8 @@ class CellStore(StoreBinding, Searching):
                 assert np.array_equal(self._vecs[lab], self._vecs[g.rep]), lab
                 assert self._vid[lab] == self._vid[g.rep], lab
                 members[lab] = g.rep
+            want = sorted((self._entries[lab].id, lab) for lab in (g.rep, *g.twins))  # type: ignore[union-attr]
+            assert g.by_id == want, "a group's labels out of id order"
         assert set(self._twins.group_of) == set(members), "group_of names other labels"
         vids = {int(self._vid[lab]): members.get(lab, lab) for lab in live}
         assert len(vids) == len(live) - self._twins.count, "two vectors share a number"
