@@ -29,7 +29,7 @@ from memstore_index._centring import Centred, Vector, centred_rows, similarities
 from memstore_index._state import CellState, Visible
 from memstore_index.entry import IndexEntry
 
-__all__ = ["ExactScan", "Subset"]
+__all__ = ["ExactScan", "Subset", "by_score_then_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +49,12 @@ class Subset:
     """Rows whose entry is not private (:class:`~memstore._entry_rule.ReadableAt`'s mask)."""
     deadlines: tuple[tuple[int, _dt.datetime], ...]
     """``(row, stale_after)`` of the public rows that have a deadline."""
+    inverse: npt.NDArray[np.intp] | None = None
+    """With twins in the set, ``matrix`` holds each distinct vector once and label
+    ``labels[i]`` scores as its row ``inverse[i]`` (``None``: a row per label)."""
 
 
-def _by_score_then_id(pair: tuple[IndexEntry, float]) -> tuple[float, str]:
+def by_score_then_id(pair: tuple[IndexEntry, float]) -> tuple[float, str]:
     return -pair[1], pair[0].id
 
 
@@ -93,7 +96,8 @@ class ExactScan(CellState):
             return None
         labels = np.fromiter(allowed, np.intp, len(allowed))
         labels.sort()
-        matrix = np.ascontiguousarray(self._vecs[labels])
+        distinct, inverse = self._distinct(labels)
+        matrix = np.ascontiguousarray(self._vecs[distinct])
         rows = [self._entries[lab] for lab in labels.tolist()]
         public = np.array([e is not None and e.scope != SCOPE_PRIVATE for e in rows], np.bool_)
         deadlines = tuple(
@@ -109,6 +113,7 @@ class ExactScan(CellState):
             None if mu is None else centred_rows(matrix, mu),
             public,
             deadlines,
+            inverse,
         )
         if len(self._subsets) >= tune.SUBSET_CACHE_SIZE:
             self._subsets.pop(next(iter(self._subsets)))
@@ -120,6 +125,8 @@ class ExactScan(CellState):
     ) -> list[tuple[IndexEntry, float]]:
         """The best ``k`` entries of a cached partition set that pass ``visible``."""
         scores = similarities(sub.matrix, q, sub.mu, sub.centred)
+        if sub.inverse is not None:
+            scores = scores[sub.inverse]
         labels = sub.labels
         if isinstance(visible, ReadableAt) and not visible.kind:
             keep = _readable(sub, visible.now)
@@ -141,8 +148,29 @@ class ExactScan(CellState):
             labels = np.fromiter(allowed, np.intp, len(allowed))
         if labels.size == 0:
             return []
-        scores = similarities(self._vecs[labels], q, mu)
+        rows, inverse = self._distinct(labels)
+        scores = similarities(self._vecs[rows], q, mu)
+        if inverse is not None:
+            scores = scores[inverse]
         return self._best(k, labels, scores, visible)
+
+    def _distinct(
+        self, labels: npt.NDArray[np.intp]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None]:
+        """One label per distinct vector of ``labels`` and, when there are twins among
+        them, where each label's vector is in that list (``None``: they are all distinct).
+
+        Scoring each vector once makes twins score the very same float, so they
+        tie and order by id as any tie does (a BLAS product over the rows can
+        round two identical rows apart, by their position), and a set of many
+        copies costs a product of its distinct vectors only.
+        """
+        if not self._twins.count:
+            return labels, None
+        _, first, inverse = np.unique(self._vid[labels], return_index=True, return_inverse=True)
+        if first.size == labels.size:
+            return labels, None
+        return labels[first], inverse.reshape(-1)
 
     def _best(
         self,
@@ -171,7 +199,7 @@ class ExactScan(CellState):
             if any(map(is_, found, repeat(None))):
                 pairs = [p for p in pairs if p[0] is not None]
             if walked.size > 1 and bool(np.any(walked[1:] == walked[:-1])):
-                pairs.sort(key=_by_score_then_id)  # type: ignore[arg-type]
+                pairs.sort(key=by_score_then_id)  # type: ignore[arg-type]
             return pairs[:k]  # type: ignore[return-value]
         out: list[tuple[IndexEntry, float]] = []
         last = 0.0
@@ -186,5 +214,5 @@ class ExactScan(CellState):
             out.append((e, s))
             last = s
         if n > 1 and bool(np.any(walked[1:n] == walked[: n - 1])):
-            out.sort(key=_by_score_then_id)
+            out.sort(key=by_score_then_id)
         return out[:k]

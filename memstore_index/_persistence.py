@@ -29,6 +29,7 @@ from memstore_index import _calibrate as cal
 from memstore_index import _tuning as tune
 from memstore_index._centring import Sums, normalise
 from memstore_index._state import CellState, EmbedderMismatchError
+from memstore_index._twins import Twins
 from memstore_index._vectorfile import (
     VECTOR_FILE,
     GraphFile,
@@ -140,11 +141,45 @@ class Persistence(CellState):
             except (RuntimeError, ValueError, OSError):
                 _log.warning("memstore: the saved HNSW graph did not load; rebuilding it")
             else:
-                if set(np.flatnonzero(self._alive).tolist()) <= set(index.get_ids_list()):
+                ids = set(index.get_ids_list())
+                if self._holds_one_of_each(ids):
                     self._hnsw = index
+                    self._in_graph[self._graph_labels()] = True
+                    self._skip_past(ids)
                     self._restore_calibration(graph)
                     return
         self._rebuild_graph()
+
+    def _skip_past(self, ids: set[int]) -> None:
+        """Never give a new vector a label the loaded graph holds (deleted).
+
+        Labels freed at the top of the range before the close are in no row,
+        so the labels would restart below them; the graph still holds them,
+        and would take a new vector at one for the old one's update.
+        """
+        top = max(ids, default=-1) + 1
+        if top > len(self._entries):
+            self._deleted += top - len(self._entries)
+            self._entries.extend([None] * (top - len(self._entries)))
+            self._grow(top)
+
+    def _holds_one_of_each(self, ids: set[int]) -> bool:
+        """Whether a loaded graph's labels hold exactly one label of each distinct vector.
+
+        Each group of twins names the one the graph holds its representative
+        (:meth:`Twins.adopt`: which twin a removal promoted is not recorded).
+        A graph holding two labels of one vector was saved before twins were
+        kept out of it: rebuilt, once, at the cost of the distinct vectors.
+        """
+        singles = set(np.flatnonzero(self._alive).tolist())
+        for group in self._twins.groups():
+            held = [lab for lab in (group.rep, *group.twins) if lab in ids]
+            if len(held) != 1:
+                return False
+            self._twins.adopt(held[0])
+            singles.discard(group.rep)
+            singles.difference_update(group.twins)
+        return singles <= ids
 
     def _restore_calibration(self, graph: GraphFile) -> None:
         """Take the beam measured for this very graph, if it was measured for this target.
@@ -340,6 +375,9 @@ class Persistence(CellState):
             hashes = dict(self._hash)
             self._vecs = np.zeros((max(1024, len(order) * 2), self._dim), np.float32)
             self._alive = np.zeros(len(self._vecs), np.bool_)
+            self._in_graph = np.zeros(len(self._vecs), np.bool_)
+            self._vid = np.zeros(len(self._vecs), np.int64)
+            self._twins, self._promoted = Twins(), []
             self._entries, self._label_of, self._hash = [], {}, {}
             self._by_partition, self._by_subject, self._shared = {}, {}, set()
             self._sums = Sums(self._dim)
@@ -359,8 +397,10 @@ class Persistence(CellState):
         )
         index.set_ef(self._ef)
         self._hnsw = index
+        self._in_graph[:] = False
+        self._promoted = []
         self._ef_plain, self._calibrated_n, self._probe = self._ef, 0, None
-        labels = np.flatnonzero(self._alive)
+        labels = self._graph_labels()  # one label per distinct vector
         if labels.size:
             self._graph_add(labels)
 
@@ -376,20 +416,22 @@ class Persistence(CellState):
         """
         index = self._hnsw
         assert index is not None
-        live = len(self._label_of)
+        live = self._graph_live
         due = self._target is not None and live >= cal.RECALIBRATE_GROWTH * self._calibrated_n
         if not due or labels.size < cal.CALIBRATION_MIN:
             if due:
                 self._probe_small_batch(index, labels)
             else:
                 index.add_items(self._vecs[labels], labels)
+                self._in_graph[labels] = True
             return
         self._probe = None  # this batch holds a whole sample out
         sample = cal.held_out(labels, cal.CALIBRATION_SAMPLE, seed=live)
         rest = np.setdiff1d(labels, sample)
         if rest.size:
             index.add_items(self._vecs[rest], rest)
-        in_graph = np.setdiff1d(np.flatnonzero(self._alive), sample)
+            self._in_graph[rest] = True
+        in_graph = np.flatnonzero(self._in_graph)
         if in_graph.size >= cal.CALIBRATION_K:
             assert self._target is not None
             queries = np.ascontiguousarray(self._vecs[sample])
@@ -407,6 +449,7 @@ class Persistence(CellState):
             self._ef_plain, self._calibrated_n = ef, live
             self.calibration = (ef, recall)
         index.add_items(self._vecs[sample], sample)
+        self._in_graph[sample] = True
 
     def _probe_small_batch(self, index: hnswlib.Index, labels: npt.NDArray[np.intp]) -> None:
         """Insert a small batch while a calibration is due: probed first, as fresh queries."""
@@ -416,14 +459,16 @@ class Persistence(CellState):
             hint = self.calibration[0] if self.calibration else None
             probe = self._probe = cal.FreshProbe(cal.ladder(cal.CALIBRATION_K, self._ef, hint))
         need = cal.CALIBRATION_SAMPLE - len(probe)
-        if need > 0 and len(self._label_of) - labels.size > tune.EXACT_THRESHOLD:
-            # Labels are appended: the graph holds the live labels below the batch's first.
+        if need > 0 and self._graph_live - labels.size > tune.EXACT_THRESHOLD:
+            # Labels are appended: the graph holds the live labels below the batch's
+            # first (less the twins; a promoted twin below it is missed: conservative).
             probe.probe(index, self._vecs[labels[:need]], int(labels.min()))
         index.add_items(self._vecs[labels], labels)
+        self._in_graph[labels] = True
         index.set_ef(self._ef)
-        live = len(self._label_of)
+        live = self._graph_live
         if len(probe) >= cal.CALIBRATION_SAMPLE:
-            ef, recall = probe.finish(self._vecs, self._alive, self._target)
+            ef, recall = probe.finish(self._vecs, self._in_graph, self._target)
             self._ef_plain, self._calibrated_n, self._probe = ef, live, None
             self.calibration = (ef, recall)
         elif live >= 2 * self._calibrated_n:

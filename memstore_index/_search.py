@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
@@ -24,7 +25,7 @@ from memstore.errors import InvalidItemError
 from memstore.item import SCOPE_PRIVATE
 from memstore_index import _tuning as tune
 from memstore_index._centring import Vector, similarities
-from memstore_index._exact import ExactScan
+from memstore_index._exact import ExactScan, by_score_then_id
 from memstore_index._state import Distances, Labels, Visible, Walks
 from memstore_index.embedder import unit_rows
 from memstore_index.entry import IndexEntry
@@ -166,8 +167,24 @@ class Searching(ExactScan):
                 # Centred on the whole set searched, so the scores compare.
                 for e, s in self._knn(q, k, routed, visible, exact, mu):
                     merged.setdefault(id(e), (e, s))
-                hits = sorted(merged.values(), key=lambda p: (-p[1], p[0].id))[:k]
+                pairs = list(merged.values())
+                if self._twins.count:
+                    pairs = self._one_score_a_vector(pairs)
+                hits = sorted(pairs, key=lambda p: (-p[1], p[0].id))[:k]
             return hits
+
+    def _one_score_a_vector(
+        self, pairs: list[tuple[IndexEntry, float]]
+    ) -> list[tuple[IndexEntry, float]]:
+        """``pairs`` with every twin scored as the first of its vector met.
+
+        The two routes of a subject search score a vector by different
+        products (the graph's, a scan's), which may round it apart by an ulp:
+        twins found by each would then order by that, not by id.
+        """
+        first: dict[int, float] = {}
+        vid, label_of = self._vid, self._label_of
+        return [(e, first.setdefault(int(vid[label_of[e.id]]), s)) for e, s in pairs]
 
     def exact_search(
         self,
@@ -326,6 +343,16 @@ class Searching(ExactScan):
         # Centred, the graph (built for plain cosine) proposes its whole beam
         # and the centred score reorders it.
         fetch = want if mu is None else min(max(k, self._ef), candidates)
+        twins = self._twins.group_of
+        hits_keep = keep
+        if twins:
+            # The graph holds one label per distinct vector (memstore_index._twins):
+            # it can give no more than that, and its filter passes a vector when any
+            # label holding it passes (the hits are filtered label by label below).
+            fetch = min(fetch, self._graph_live)
+            if keep is not None:
+                pool = readable if readable is not None else allowed if visible is None else None
+                keep = self._twins.walk_filter(keep, pool)
         # A plain search takes the calibrated beam, and so does a filtered one
         # whose filter passes every live label (``keep`` is None: the very same
         # walk); a truly filtered or a centred one takes the full ef_search (a
@@ -343,6 +370,9 @@ class Searching(ExactScan):
             return self._scan(q, k, allowed, visible, mu)
         found = labels[0]
         sims = 1.0 - dists[0] if mu is None else similarities(self._vecs[found], q, mu)
+        if twins and not twins.keys().isdisjoint(found.tolist()):
+            expanded = self._with_twins(found, sims, want, hits_keep)
+            return self._scan(q, k, allowed, visible, mu) if expanded is None else expanded
         # ``tolist`` gives Python floats already: no float() per row. The pairs are made
         # in C; only a walk that met a deleted label (``None``: an entry is never false)
         # filters them in Python.
@@ -353,13 +383,59 @@ class Searching(ExactScan):
             if all(met)
             else [(e, sim) for e, sim in pairs if e is not None]
         )
-        if len(out) < fetch:
+        if len(out) < fetch or fetch < want:
             return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
         # The graph gives its hits nearest first: strictly decreasing similarities are
         # already the order below (ties by id), and checking that in C costs less than
         # sorting 200 rows by a Python key. Ties, or a centred score, are sorted.
         if sims.size > 1 and not bool((sims[1:] < sims[:-1]).all()):
             out.sort(key=lambda p: (-p[1], p[0].id))
+        return out[:want]
+
+    def _with_twins(
+        self,
+        found: Labels,
+        sims: npt.NDArray[np.float32],
+        want: int,
+        keep: Callable[[int], bool] | None,
+    ) -> list[tuple[IndexEntry, float]] | None:
+        """The best ``want`` hits of a walk that met representatives of twins, each
+        expanded into every label of its vector at its score (``None``: the graph
+        gave a deleted label or too few, and the caller scans exactly instead).
+
+        ``keep`` filters the labels one by one (the walk's filter let a vector
+        through when any of its labels passed). Representatives are taken best
+        first until ``want`` hits are held and the next scores less than the
+        last one taken: everything tied with it is kept, so ties order by id.
+        """
+        entries = self._entries
+        group_of = self._twins.group_of
+        order = np.argsort(-sims, kind="stable")  # a centred score comes unordered
+        out: list[tuple[IndexEntry, float]] = []
+        last = 0.0
+        for rep, s in zip(found[order].tolist(), sims[order].tolist(), strict=True):
+            if len(out) >= want and s < last:
+                break
+            e = entries[rep]
+            if e is None:
+                return None
+            group = group_of.get(rep)
+            if group is None:
+                if keep is None or keep(rep):
+                    out.append((e, s))
+                    last = s
+                continue
+            taken = 0
+            for _, lab in group.by_id:  # kept in id order: the first ``want`` that pass
+                if keep is None or keep(lab):
+                    out.append((entries[lab], s))  # type: ignore[arg-type]
+                    last = s
+                    taken += 1
+                    if taken == want:  # the rest tie with these and come after them by id
+                        break
+        if len(out) < want:
+            return None
+        out.sort(key=by_score_then_id)
         return out[:want]
 
     def _walk(self, q: Vector, fetch: int, ef: int) -> tuple[Labels, Distances]:

@@ -29,6 +29,7 @@ from memstore_index import _tuning as tune
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._querycache import DEFAULT_QUERY_CACHE, QueryCache
+from memstore_index._twins import Twins
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, EmbedderInputError, check_dim, check_texts
 from memstore_index.entry import IndexEntry
@@ -133,6 +134,19 @@ class CellState:
         cap = 1024
         self._vecs: Vector = np.zeros((cap, self._dim), np.float32)
         self._alive = np.zeros(cap, np.bool_)
+        # Duplicate vectors (memstore_index._twins): only one label of each
+        # distinct vector is in the graph. ``_in_graph`` marks the labels live in
+        # it; between a batch's placements and its insertion (and promotions) it
+        # lags, otherwise it equals ``_alive`` less the twins.
+        self._twins = Twins()
+        self._in_graph = np.zeros(cap, np.bool_)
+        # A vector's number: the label it was first placed at, shared by its
+        # twins and never changed (a removal promotes another label in the
+        # graph, not here). An exact scan scores each number once, so twins
+        # score the very same float (a BLAS product may round identical rows
+        # apart by their position in the matrix).
+        self._vid = np.zeros(cap, np.int64)
+        self._promoted: list[int] = []
         self._entries: list[IndexEntry | None] = []
         self._label_of: dict[str, int] = {}
         self._hash: dict[str, str] = {}
@@ -193,14 +207,22 @@ class CellState:
         vecs[:cap] = self._vecs
         alive = np.zeros(new, np.bool_)
         alive[:cap] = self._alive
-        self._vecs, self._alive = vecs, alive
+        in_graph = np.zeros(new, np.bool_)
+        in_graph[:cap] = self._in_graph
+        vid = np.zeros(new, np.int64)
+        vid[:cap] = self._vid
+        self._vecs, self._alive, self._in_graph, self._vid = vecs, alive, in_graph, vid
         if self._hnsw is not None:
             self._hnsw.resize_index(new)
 
     def _place(
         self, entry: IndexEntry, label: int, vec: Vector, h: str, *, graph: bool = True
     ) -> None:
-        """Put a vector at ``label`` in memory (and in the graph, unless the caller batches)."""
+        """Put a vector at ``label`` in memory (and in the graph, unless the caller batches).
+
+        A twin of a vector already held (:mod:`memstore_index._twins`) never
+        enters the graph: its representative stands for it there.
+        """
         while len(self._entries) <= label:
             self._entries.append(None)
         self._grow(label + 1)
@@ -210,8 +232,11 @@ class CellState:
         self._label_of[entry.id] = label
         self._hash[entry.id] = h
         self._group(entry, label, add=True)
-        if graph and self._hnsw is not None:
+        twin = self._twins.add(label, self._vecs, self._entries)
+        self._vid[label] = self._vid[self._twins.group_of[label].rep] if twin else label
+        if graph and not twin and self._hnsw is not None:
             self._hnsw.add_items(vec[None, :], np.array([label]))
+            self._in_graph[label] = True
 
     def _group(self, entry: IndexEntry, label: int, *, add: bool) -> None:
         self._sums.change(entry, self._vecs[label], 1.0 if add else -1.0)
@@ -237,13 +262,44 @@ class CellState:
         label = self._label_of.pop(id)
         entry = self._entries[label]
         assert entry is not None
+        promoted = self._twins.remove(label, self._vecs, self._entries)
         self._group(entry, label, add=False)
         self._entries[label] = None
         self._alive[label] = False
         self._hash.pop(id, None)
         self._deleted += 1
-        if self._hnsw is not None:
+        if self._in_graph[label]:
+            assert self._hnsw is not None
             self._hnsw.mark_deleted(label)
+            self._in_graph[label] = False
+        if promoted is not None and self._hnsw is not None:
+            self._promoted.append(promoted)  # the caller inserts it (see _graph_due)
+
+    def _graph_due(self, placed: Sequence[int] = ()) -> npt.NDArray[np.intp]:
+        """The labels to insert into the graph now: those of ``placed`` and of the
+        twins promoted since the last call that are alive, not twins, and not in it yet."""
+        promoted, self._promoted = self._promoted, []
+        if not placed and not promoted:
+            return np.zeros(0, np.intp)
+        labels = np.unique(np.array([*placed, *promoted], np.intp))
+        twins = self._twins.group_of
+        keep = self._alive[labels] & ~self._in_graph[labels]
+        if twins:
+            keep &= np.array([not self._twins.is_twin(lab) for lab in labels.tolist()], np.bool_)
+        return labels[keep]
+
+    def _graph_labels(self) -> npt.NDArray[np.intp]:
+        """Every label a complete graph holds: the live ones less the twins, ascending."""
+        labels = np.flatnonzero(self._alive)
+        if self._twins.count:
+            is_twin = self._twins.is_twin
+            labels = labels[np.array([not is_twin(lab) for lab in labels.tolist()], np.bool_)]
+        return labels
+
+    @property
+    def _graph_live(self) -> int:
+        """How many labels a complete graph holds live: one per distinct vector."""
+        return len(self._label_of) - self._twins.count
 
     def _embed(self, texts: Sequence[str]) -> Vector:
         """One unit row per text, or :class:`~memstore_index.embedder.EmbeddingError`.

@@ -215,9 +215,12 @@ class Writes(Persistence):
             self._place(p.entry, label, p.vector, p.text_hash, graph=False)
             added.append(label)
             puts.append(StoredVector(p.entry, label, p.text_hash, p.text, p.vector))
-        if added and self._hnsw is not None:
-            # One call for the batch: hnswlib inserts it on every core.
-            self._graph_add(np.array(added, np.intp))
+        if self._hnsw is not None:
+            # One call for the batch: hnswlib inserts it on every core. Twins
+            # stay out; a twin promoted by a removal above goes in.
+            due = self._graph_due(added)
+            if due.size:
+                self._graph_add(due)
         self._persist(puts, gone)
         self._maybe_graph()
 
@@ -242,6 +245,9 @@ class Writes(Persistence):
             if id not in self._label_of:
                 return False
             self._unplace(id)
+            due = self._graph_due()  # a twin promoted in its place
+            if due.size:
+                self._graph_add(due)
             self._persist([], [id])
             self._maybe_compact()
             return True

@@ -218,10 +218,36 @@ class CellStore(StoreBinding, Searching):
                     zero = np.zeros(self._dim)
                     assert np.allclose(want.get(key, zero), got.get(key, zero), atol=1e-6), key
             assert self._deleted == len(self._entries) - len(live)
+            self._check_twins(live)
             if self._hnsw is not None:
                 ids = set(self._hnsw.get_ids_list())
-                assert live <= ids <= set(range(len(self._entries))), "graph labels disagree"
+                in_graph = set(np.flatnonzero(self._in_graph).tolist())
+                twins = {lab for lab in live if self._twins.is_twin(lab)}
+                assert in_graph == live - twins, "the graph holds other than one label a vector"
+                assert in_graph <= ids <= set(range(len(self._entries))), "graph labels disagree"
                 assert self._hnsw.get_current_count() == len(ids)
+            else:
+                assert not self._in_graph.any()
+            assert not self._promoted, "a promoted twin was left out of the graph"
+
+    def _check_twins(self, live: set[int]) -> None:
+        """Every group of twins: live labels holding its representative's very vector."""
+        groups = self._twins.groups()
+        members: dict[int, int] = {}
+        for g in groups:
+            assert g.twins and g.rep not in g.twins, g
+            for lab in (g.rep, *g.twins):
+                assert lab in live and lab not in members, lab
+                assert self._twins.group_of[lab] is g, lab
+                assert np.array_equal(self._vecs[lab], self._vecs[g.rep]), lab
+                assert self._vid[lab] == self._vid[g.rep], lab
+                members[lab] = g.rep
+            want = sorted((self._entries[lab].id, lab) for lab in (g.rep, *g.twins))  # type: ignore[union-attr]
+            assert g.by_id == want, "a group's labels out of id order"
+        assert set(self._twins.group_of) == set(members), "group_of names other labels"
+        vids = {int(self._vid[lab]): members.get(lab, lab) for lab in live}
+        assert len(vids) == len(live) - self._twins.count, "two vectors share a number"
+        assert self._twins.count == sum(len(g.twins) for g in groups)
 
     def _check_store(self, store: Store, vectors: bool) -> None:
         # The index follows the store by publication. A write returns once it
