@@ -14,9 +14,10 @@ b'{"error":"forbidden_host","message":"Host \\'evil.example\\' is not served her
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Final
+
+from memstore.web.jsonbytes import json_bytes
 
 __all__ = [
     "FORBIDDEN_HOST",
@@ -99,18 +100,6 @@ class Refusal(Exception):
 
 RenderRefusal = Callable[[Refusal], bytes]
 """How a surface turns a refusal into a JSON response body."""
-
-
-def json_bytes(content: object) -> bytes:
-    """``content`` as compact UTF-8 JSON and a closing newline: every JSON answer's bytes.
-
-    The newline lets a ``curl`` session read cleanly; parsers ignore it.
-
-    >>> json_bytes({"a": "é", "n": 1})
-    b'{"a":"\\xc3\\xa9","n":1}\\n'
-    """
-    text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.encode("utf-8") + b"\n"
 
 
 def refusal_body(refusal: Refusal) -> bytes:
