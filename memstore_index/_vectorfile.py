@@ -245,6 +245,8 @@ class VectorFile:
             if deletes:
                 db.executemany("DELETE FROM vectors WHERE id = ?", [(d,) for d in deletes])
             if puts:
+                # One row an id: a batch that writes an id twice keeps its last row.
+                puts = list({p.entry.id: p for p in puts}.values())
                 # Delete first: an update may move an id to a new label.
                 db.executemany("DELETE FROM vectors WHERE id = ?", [(p.entry.id,) for p in puts])
                 db.executemany(

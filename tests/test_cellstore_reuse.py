@@ -10,6 +10,7 @@ some similarities tie.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,3 +137,22 @@ def test_tied_graph_hits_are_ordered_by_id() -> None:
             assert [i for i, _ in graph] == [i for i, _ in exact]
     finally:
         tune.EXACT_THRESHOLD = old
+
+
+def test_an_id_written_twice_in_one_batch_is_saved_once_with_its_last_text(
+    tmp_path: Path,
+) -> None:
+    """The vector file keeps one row an id: the batch's last, saved at once, not left pending."""
+    cells = CellStore(HashEmbedder(dim=64), path=tmp_path / "cells")
+    cells.upsert_many(
+        [(IndexEntry("a", kind="note"), "the first text"), (IndexEntry("a", kind="note"), "kept")]
+    )
+    assert cells.pending == 0
+    cells.close()
+    again = CellStore(HashEmbedder(dim=64), path=tmp_path / "cells")
+    try:
+        [(entry, score)] = again.search("kept", 5)
+        assert entry.id == "a" and score == pytest.approx(1.0)
+        assert again.pending == 0 and len(again) == 1
+    finally:
+        again.close()
