@@ -307,9 +307,16 @@ class CellState:
         The embedder's answer is checked (:func:`~memstore_index._centring.normalise`):
         one row per text, ``dim`` finite values, none all zeros. It is called
         before anything changes, so a bad answer refuses the write it was for.
+        A text the batch holds more than once is embedded once (the same text
+        embeds to the same row: repeated notes cost the model nothing more).
         """
         batch = list(texts)
-        return normalise(self._embedder.embed(batch), self._dim, len(batch))
+        unique = list(dict.fromkeys(batch))
+        rows = normalise(self._embedder.embed(unique), self._dim, len(unique))
+        if len(unique) == len(batch):
+            return rows
+        at = {text: i for i, text in enumerate(unique)}
+        return rows[[at[text] for text in batch]]
 
     def __len__(self) -> int:
         return len(self._label_of)

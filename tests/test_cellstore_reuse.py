@@ -10,9 +10,11 @@ some similarities tie.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -156,3 +158,22 @@ def test_an_id_written_twice_in_one_batch_is_saved_once_with_its_last_text(
         assert again.pending == 0 and len(again) == 1
     finally:
         again.close()
+
+
+def test_a_text_repeated_in_a_batch_is_embedded_once() -> None:
+    """The model sees each distinct text of a batch once; every entry still gets its row."""
+    seen: list[str] = []
+
+    class Recording(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            seen.extend(texts)
+            return super().embed(texts)
+
+    cells = CellStore(Recording(dim=64))
+    texts = ["ok", "thanks", "ok", "a longer note", "ok", "thanks"]
+    cells.upsert_many([(IndexEntry(f"e{i}", kind="note"), t) for i, t in enumerate(texts)])
+    assert sorted(seen) == ["a longer note", "ok", "thanks"]
+    assert len(cells) == len(texts)
+    for text in set(texts):
+        got = {e.id for e, score in cells.search(text, 10) if score == pytest.approx(1.0)}
+        assert got == {f"e{i}" for i, t in enumerate(texts) if t == text}
