@@ -22,9 +22,7 @@ from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase
 from memstore._updatekey import ts
 from memstore.errors import InvalidItemError
-from memstore.item import (
-    Item,
-)
+from memstore.item import STATUS_ACTIVE, Item
 from memstore.lexical import is_confident, score_document
 from memstore.tags import in_partition
 from memstore.text import event_date_words, kw_tokens, normalize_query, words
@@ -169,6 +167,31 @@ class StoreSearch(StoreBase):
             now = self._now()
             items = self._items
             return self._out([self._view(items[id], now) for id in ids if id in items])
+
+    def _search_borrow(self, ids: Sequence[str]) -> list[Item]:
+        """:meth:`search_read` without the copies, for a caller that only reads the items at once.
+
+        A stored item is never changed in place (its setters refuse, and a
+        write stores a new item), so the stored one itself is what a copy
+        would hold, as long as nobody mutates its lists or dicts: the server's
+        recall renders its hits to JSON at once, and :class:`Item.clone` of
+        each (a copy of every field and container, ~10% of a cold recall's
+        CPU) bought it nothing. An item past its deadline is still copied (it
+        reads as stale), and a store with a ``read`` hook (which may amend
+        what it is given) copies them all. Never handed to a public caller:
+        :func:`memstore.search._lean.borrowed_results` is its only way in.
+        """
+        if self._config.read is not None:
+            return self.search_read(ids)
+        with self._locked():
+            now = self._now()
+            view, items = self._view, self._items
+            got = [items.get(id) for id in ids]
+            return [
+                it if it.status != STATUS_ACTIVE or not it.is_expired(now) else view(it, now)
+                for it in got
+                if it is not None
+            ]
 
     def _tokens(self, query: str) -> list[str]:
         """The query's lexical tokens; a repeated query is tokenised once (any generation)."""

@@ -2,9 +2,9 @@
 
 A token matches documents at several levels (exact, prefix, stem, one edit,
 substring, fuzzy; :mod:`memstore._matchrule`), each level through many
-vocabulary words. :func:`best_levels` merges those per-word slot arrays into
-one sorted column of documents with the best level each reaches, and
-:class:`TokenMatch` carries the result (content and title) for the ranking.
+vocabulary words (the token's :class:`Expansion`). :func:`best_levels` merges
+those per-word slot arrays into one sorted column of documents with the best
+level each reaches, and :class:`TokenMatch` carries the result (content and title) for the ranking.
 
 >>> slots, levels = best_levels([(0.6, [np.array([3, 1])]), (1.0, [np.array([1])])], 8, None)
 >>> slots.tolist(), levels.tolist()
@@ -22,7 +22,40 @@ import numpy.typing as npt
 
 from memstore._matchrule import LEVEL_SUBSTRING
 
-__all__ = ["TokenMatch", "best_levels"]
+__all__ = ["Expansion", "TokenMatch", "best_levels"]
+
+
+@dataclass(slots=True)
+class Expansion:
+    """A token's matches in the vocabulary (no documents), as a Lexicon caches them.
+
+    Valid until a word relevant to the token comes or goes (:mod:`memstore._vocablog`).
+    """
+
+    levels: dict[str, float]
+    """Every word the exact rule admits, with its level."""
+    by_level: list[tuple[float, list[str]]]
+    """``levels`` grouped, increasing level."""
+    strong: list[str]
+    """The words at :data:`LEVEL_EDIT` or better."""
+    pairs: list[tuple[str, str]]
+    """Adjacent-word pairs the token is one edit from, neither word strong."""
+    fuzzy_ok: bool
+    stamp: int
+    """The vocabulary log's stamp it is known exact at (checked from there on)."""
+    fuzzy: list[tuple[float, list[str]]] | None = None
+    """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
+    content_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the content postings' word numbers, once computed."""
+    title_ids: list[tuple[float, list[int]]] | None = None
+    """``by_level`` as the title postings' word numbers, once computed."""
+    title_numbered: int = -1
+    """The title postings' :attr:`~memstore._postings.Postings.numbered` when
+    ``title_ids`` was computed: a vocabulary word may reach a title later."""
+    fuzzy_ids: list[tuple[float, list[int]]] | None = None
+    """``fuzzy`` as the content postings' word numbers, once computed."""
+    others: frozenset[str] | None = None
+    """The words of ``pairs`` and ``fuzzy`` (with ``levels``: what a match of it is made of)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -43,9 +43,8 @@ reaches) when the match is in the title.
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import contains
 
@@ -74,6 +73,7 @@ from memstore._matchrule import (
 )
 from memstore._matchrule import trigram_dice as _dice
 from memstore._postings import Postings, intersect_sorted
+from memstore._tokenmatch import Expansion as _Expansion
 from memstore._tokenmatch import TokenMatch, best_levels
 from memstore._vocabindex import VocabIndex, unique_counts
 from memstore._vocablog import VocabLog
@@ -108,39 +108,6 @@ _DIGITS = frozenset(_DIGIT_CHARS)
 
 _VERIFY_MAX = 32
 """Candidates (words, documents) few enough to check by a substring test instead of intersecting."""
-
-
-@dataclass(slots=True)
-class _Expansion:
-    """A token's matches in the vocabulary (no documents).
-
-    Valid until a word relevant to the token comes or goes (:mod:`memstore._vocablog`).
-    """
-
-    levels: dict[str, float]
-    """Every word the exact rule admits, with its level."""
-    by_level: list[tuple[float, list[str]]]
-    """``levels`` grouped, increasing level."""
-    strong: list[str]
-    """The words at :data:`LEVEL_EDIT` or better."""
-    pairs: list[tuple[str, str]]
-    """Adjacent-word pairs the token is one edit from, neither word strong."""
-    fuzzy_ok: bool
-    stamp: int
-    """The vocabulary log's stamp it is known exact at (checked from there on)."""
-    fuzzy: list[tuple[float, list[str]]] | None = None
-    """Fuzzy words by level, once computed (``fuzzy_ok`` tokens of four or more characters)."""
-    content_ids: list[tuple[float, list[int]]] | None = None
-    """``by_level`` as the content postings' word numbers, once computed."""
-    title_ids: list[tuple[float, list[int]]] | None = None
-    """``by_level`` as the title postings' word numbers, once computed."""
-    title_numbered: int = -1
-    """The title postings' :attr:`~memstore._postings.Postings.numbered` when
-    ``title_ids`` was computed: a vocabulary word may reach a title later."""
-    fuzzy_ids: list[tuple[float, list[int]]] | None = None
-    """``fuzzy`` as the content postings' word numbers, once computed."""
-    others: frozenset[str] | None = None
-    """The words of ``pairs`` and ``fuzzy`` (with ``levels``: what a match of it is made of)."""
 
 
 def _holding(texts: list[str], slots: list[int], pair: str) -> list[int]:
@@ -208,9 +175,12 @@ class Lexicon:
         # The words that entered or left the vocabulary lately: which expansions they touch.
         self._vlog = VocabLog()
         self._cache_entries = cache_entries
-        self._expansions: dict[str, _Expansion] = {}
+        # Both caches least recently used out: many distinct queries keep the common tokens.
+        self._expansions: OrderedDict[str, _Expansion] = OrderedDict()
         # A match with the generation it is known exact at, and the expansion it was made of.
-        self._matches: dict[tuple[str, bool], tuple[TokenMatch, int, _Expansion]] = {}
+        self._matches: OrderedDict[tuple[str, bool], tuple[TokenMatch, int, _Expansion]] = (
+            OrderedDict()
+        )
         self._wlog = WriteLog()  # the words of the documents the last writes touched
 
     # ----------------------------------------------------------------- writes
@@ -621,6 +591,7 @@ class Lexicon:
         if ex is not None:
             if ex.stamp == now or log.unaffected(tok, ex.stamp):
                 ex.stamp = now
+                self._expansions.move_to_end(tok)
                 return ex
             del self._expansions[tok]
         vocab = self._df
@@ -656,8 +627,8 @@ class Lexicon:
             fuzzy_ok=not strong,
             stamp=now,
         )
-        if len(self._expansions) >= self._cache_entries:
-            self._expansions.clear()
+        if self._expansions and len(self._expansions) >= self._cache_entries:
+            self._expansions.popitem(last=False)
         self._expansions[tok] = ex
         return ex
 
@@ -723,6 +694,9 @@ class Lexicon:
             if hit is not None:
                 m, gen, ex = hit
                 if gen == self._gen:
+                    self._matches.move_to_end(key)
+                    if tok in self._expansions:  # used too: the two stay (or go) together
+                        self._expansions.move_to_end(tok)
                     return m
                 if self._expand(tok) is ex:
                     added = self._wlog.changed_since(gen, ex.levels.keys(), self._others(ex))
@@ -736,11 +710,13 @@ class Lexicon:
                                 m, added, texts, ntitles, ex.levels, fz, ex.pairs, LEVEL_EDIT
                             )
                         self._matches[key] = (m, self._gen, ex)
+                        self._matches.move_to_end(key)
                         return m
             m, ex = self._resolve(tok, fuzzy)
-            if hit is None and len(self._matches) >= self._cache_entries:
-                self._matches.clear()
+            if hit is None and self._matches and len(self._matches) >= self._cache_entries:
+                self._matches.popitem(last=False)
             self._matches[key] = (m, self._gen, ex)
+            self._matches.move_to_end(key)
             return m
 
     @staticmethod

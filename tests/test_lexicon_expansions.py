@@ -174,3 +174,49 @@ def test_a_write_holding_a_joined_pair_or_a_fuzzy_word_renews_the_match() -> Non
     assert lex.match_token("deploying").slots.tolist() == [0]
     lex.index("d", "", "deployment")
     assert lex.match_token("deploying").slots.tolist() == [0, 3]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op, max_size=40), st.integers(1, 3))
+def test_small_caches_evict_and_still_match_as_fresh(
+    ops: list[tuple[Any, ...]], compact_min: int
+) -> None:
+    """With room for three tokens, the caches evict all the time: matches stay exact.
+
+    An evicted expansion under a kept match (or the reverse) must be
+    recomputed, never paired with a stale one.
+    """
+    cached = Lexicon(compact_min=compact_min, overlay_max=4, cache_entries=3)
+    fresh = Lexicon(compact_min=compact_min, overlay_max=4)
+    seen: dict[tuple[str, bool], None] = {}
+    for o in ops:
+        if o[0] == "match":
+            seen[o[1], o[2]] = None
+        elif o[0] == "index":
+            cached.index_many(o[1])
+            fresh.index_many(o[1])
+        elif o[0] == "remove":
+            cached.remove(o[1])
+            fresh.remove(o[1])
+        else:
+            cached.compact()
+            fresh.compact()
+        for tok, fuzzy in seen:
+            fresh.clear_caches()
+            got, want = cached.match_token(tok, fuzzy=fuzzy), fresh.match_token(tok, fuzzy=fuzzy)
+            assert _same(got, want), (tok, fuzzy, got, want)
+            assert len(cached._expansions) <= 3 and len(cached._matches) <= 3
+    cached._check()
+
+
+def test_a_full_cache_drops_the_least_recently_used_token() -> None:
+    """Not everything at once: a token matched again stays, the one unused longest goes."""
+    lex = Lexicon(cache_entries=2)
+    lex.index("a", "", "camping trip payment deploy")
+    lex.match_token("camp")
+    lex.match_token("pay")
+    kept = lex._expansions["camp"]
+    lex.match_token("camp")  # used again: now the most recent
+    lex.match_token("deploy")  # the cache is full: "pay" goes
+    assert list(lex._expansions) == ["camp", "deploy"] and lex._expansions["camp"] is kept
+    assert list(lex._matches) == [("camp", True), ("deploy", True)]

@@ -73,6 +73,7 @@ from memstore.protocol.models import (
     ScopeTarget,
 )
 from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search._lean import borrowed_results
 from memstore.store import Store
 from memstore.web.lines import line_safe
 
@@ -310,7 +311,8 @@ class Verbs:
         )
 
         def finish(vec: QueryVector | None) -> list[dict[str, Any]]:
-            results = staged.finish(vec)
+            with borrowed_results():  # rendered below at once: no copies of the hits
+                results = staged.finish(vec)
             return self._hits(tenant, req, visible, filtered, searcher, results)
 
         return RecallStage(staged.wants_vector, finish)

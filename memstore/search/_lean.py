@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import repeat
@@ -59,13 +61,35 @@ from memstore.tags import PARTITION_ALL
 if TYPE_CHECKING:
     from memstore.search._searcher import Searcher
 
-__all__ = ["LeanFusion"]
+__all__ = ["LeanFusion", "borrowed_results"]
 
 _HIT = itemgetter(0)
 _ID = attrgetter("id")
 _SIM = itemgetter(1)
 _SCORE = attrgetter("score")
 _RECENT_US = RECENT_WINDOW // _dt.timedelta(microseconds=1)
+
+
+_BORROW: ContextVar[bool] = ContextVar("memstore_borrow_results", default=False)
+
+
+@contextmanager
+def borrowed_results() -> Iterator[None]:
+    """Within it, this thread's lean searches return the stored items themselves, not copies.
+
+    For a caller that reads its results at once and hands none of them on
+    (the server's recall: :class:`memstore.protocol.verbs.Verbs` renders
+    each hit to JSON): the copies :meth:`~memstore.store.Store.search_read`
+    makes cost about a tenth of a cold recall's CPU and protect nothing
+    there. A stored item refuses attribute changes, but its lists and dicts
+    are the store's own: whoever enters this must not change them. Public
+    searches (outside it) always get copies, as documented.
+    """
+    token = _BORROW.set(True)
+    try:
+        yield
+    finally:
+        _BORROW.reset(token)
 
 
 @lru_cache(maxsize=64)
@@ -481,7 +505,9 @@ class LeanFusion:
         self, slots: Sequence[int], scores: Sequence[float], collapsed: Sequence[int]
     ) -> list[SearchResult]:
         ids = [self._snap.ids[s] for s in slots]
-        got = {it.id: it for it in self._searcher.store().search_read(ids)}
+        store = self._searcher.store()
+        read = store._search_borrow if _BORROW.get() else store.search_read
+        got = {it.id: it for it in read(ids)}
         return [
             SearchResult(got[id], score, n)
             for id, score, n in zip(ids, scores, collapsed, strict=True)
