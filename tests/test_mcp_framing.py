@@ -208,7 +208,7 @@ def test_http_answers_each_malformed_body(
     [
         ({"Content-Type": "text/plain"}, 400),
         ({"Origin": "http://evil.example"}, 403),
-        ({"Host": "evil.example"}, 421),
+        ({"Host": "evil.example"}, 403),  # as `memstore serve` answers it
         ({"mcp-session-id": "not-a-session"}, 404),
         ({"Accept": "text/plain"}, 406),
     ],
