@@ -3,8 +3,10 @@
 Timings on a machine shared with other work swing by more than a change of a
 tenth; instruction counts do not. For each part asked, this runs a child
 process twice under ``valgrind --tool=cachegrind --cache-sim=no``
-(``PYTHONHASHSEED=0`` unless set), side by side: once writing ``--notes``
-items after a warm-up of ``--warmup``, once doing only the warm-up (the
+(``PYTHONHASHSEED=0`` and ``OPENBLAS_NUM_THREADS=1`` unless set: OpenBLAS's
+idle worker threads spin, and cachegrind counts every thread's
+instructions), side by side: once writing ``--notes`` items after a warm-up
+of ``--warmup``, once doing only the warm-up (the
 interpreter's start, the imports, the items built, the warm-up writes), and
 prints the difference per item. The child exits without closing anything (no
 index saved at close). Two runs of one tree agree within about 1k an item
@@ -152,7 +154,13 @@ def child(root: str, part: str, warmup: int, n: int, total: int) -> None:
 
 def counts(root: Path, part: str, warmup: int, ns: list[int], keep: Path | None) -> list[int]:
     """Instructions of one child run under cachegrind for each of ``ns`` (run side by side)."""
-    env = dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+    # One BLAS thread: OpenBLAS's idle workers spin, and cachegrind counts
+    # their spinning (about 1k instructions an item that varied run to run).
+    env = dict(
+        os.environ,
+        PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"),
+        OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS", "1"),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         runs = []
         for n in ns:
