@@ -29,6 +29,10 @@ The parts (the notes are :mod:`corpus`'s, the in-memory benchmark's):
   embedder, on the SQLite journal (``Memory``'s default).
 * ``add_many_journal``: the same with ``benchmarks/_common.memory_item``, the
   items ``journal.py``'s ``add_many`` row writes (ids given, a tenant tag).
+* ``upsert_many``: ``Store.upsert_many`` of those items, 1,000 a call, on a
+  ``SqliteJournal`` (durability ``"full"``).
+* ``batch``: ``Store.upsert`` of each of them inside ``with store.batch():``,
+  1,000 a block, on the same journal: ``journal.py``'s batched writes.
 
 Usage (needs ``valgrind``, Debian's package)::
 
@@ -52,7 +56,16 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("upsert", "upsert-loop", "lexicon", "replace", "add_many", "add_many_journal")
+PARTS = (
+    "upsert",
+    "upsert-loop",
+    "lexicon",
+    "replace",
+    "add_many",
+    "add_many_journal",
+    "upsert_many",
+    "batch",
+)
 BATCH = 1000
 """Items an ``add_many`` call writes."""
 
@@ -134,6 +147,28 @@ def child(root: str, part: str, warmup: int, n: int, total: int) -> None:
             store.keyword_search("payment timeout")
         else:  # the queue applied, the postings' log left for the first search
             store._lex.flush()
+    elif part in ("upsert_many", "batch"):
+        from _common import memory_item
+
+        from memstore import Item, Store
+        from memstore.journal import SqliteJournal
+
+        items: list[Item] = [memory_item(i) for i in range(warmup + total)]
+        store = Store()
+        SqliteJournal(Path.cwd() / f"journal-{n}.db", durability="full").attach(store)
+
+        def write(chunk: list[Item]) -> None:
+            if part == "upsert_many":
+                store.upsert_many(chunk)
+                return
+            with store.batch():
+                for it in chunk:
+                    store.upsert(it)
+
+        for start in range(0, warmup, BATCH):
+            write(items[start : min(start + BATCH, warmup)])
+        for start in range(warmup, warmup + n, BATCH):
+            write(items[start : min(start + BATCH, warmup + n)])
     else:
         from memstore import Memory
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from memstore import arguments as arg
-from memstore._gc import bulk_load
+from memstore._gc import bulk_load, write_batch
 from memstore._memory_build import validated
 from memstore._shared import stored_copy
 from memstore._store_base import StoreBase, _unfolded
@@ -207,7 +207,9 @@ class StoreWrites(StoreBase):
         """
         if isinstance(items, str | bytes | Item) or not isinstance(items, Iterable):
             raise InvalidItemError(f"items must be a list of Items, got {arg.describe(items)}")
-        return self._upsert_many(list(items), owned=False)
+        # What the group builds lives on in the store (see memstore._gc.write_batch).
+        with write_batch():
+            return self._upsert_many(list(items), owned=False)
 
     def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
         """:meth:`upsert_many`; ``owned``: the caller built the items and drops them."""
