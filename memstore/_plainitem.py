@@ -20,10 +20,19 @@ and the write checks it the way it always did: this only skips checks, it
 never decides a refusal, so no message changes.
 ``tests/test_plain_item.py`` holds it to the three checks it stands for.
 
+A kind counts once a write has found it valid (the rules' own cache):
+
 >>> from memstore.item import Item
->>> plain_item(Item(kind="note", title="Deploy moved", tags=["tenant/ops"]).__dict__)
+>>> from memstore.validate import validate_base
+>>> from memstore.vocabulary import Vocabulary
+>>> note = Item(kind="plain_doc_note", title="Deploy moved", tags=["tenant/ops"])
+>>> plain_item(note.__dict__)  # its kind not seen yet: checked the long way
+False
+>>> validate_base(Vocabulary(), note)
+''
+>>> plain_item(note.__dict__)
 True
->>> plain_item(Item(kind="note", title="Café").__dict__)  # not ASCII: checked the long way
+>>> plain_item(Item(kind="plain_doc_note", title="Café").__dict__)  # not ASCII
 False
 """
 
