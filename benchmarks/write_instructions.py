@@ -3,8 +3,10 @@
 Timings on a machine shared with other work swing by more than a change of a
 tenth; instruction counts do not. For each part asked, this runs a child
 process twice under ``valgrind --tool=cachegrind --cache-sim=no``
-(``PYTHONHASHSEED=0`` unless set), side by side: once writing ``--notes``
-items after a warm-up of ``--warmup``, once doing only the warm-up (the
+(``PYTHONHASHSEED=0`` and ``OPENBLAS_NUM_THREADS=1`` unless set: OpenBLAS's
+idle worker threads spin, and cachegrind counts every thread's
+instructions), side by side: once writing ``--notes`` items after a warm-up
+of ``--warmup``, once doing only the warm-up (the
 interpreter's start, the imports, the items built, the warm-up writes), and
 prints the difference per item. The child exits without closing anything (no
 index saved at close). Two runs of one tree agree within about 1k an item
@@ -27,6 +29,10 @@ The parts (the notes are :mod:`corpus`'s, the in-memory benchmark's):
   embedder, on the SQLite journal (``Memory``'s default).
 * ``add_many_journal``: the same with ``benchmarks/_common.memory_item``, the
   items ``journal.py``'s ``add_many`` row writes (ids given, a tenant tag).
+* ``upsert_many``: ``Store.upsert_many`` of those items, 1,000 a call, on a
+  ``SqliteJournal`` (durability ``"full"``).
+* ``batch``: ``Store.upsert`` of each of them inside ``with store.batch():``,
+  1,000 a block, on the same journal: ``journal.py``'s batched writes.
 
 Usage (needs ``valgrind``, Debian's package)::
 
@@ -50,7 +56,16 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("upsert", "upsert-loop", "lexicon", "replace", "add_many", "add_many_journal")
+PARTS = (
+    "upsert",
+    "upsert-loop",
+    "lexicon",
+    "replace",
+    "add_many",
+    "add_many_journal",
+    "upsert_many",
+    "batch",
+)
 BATCH = 1000
 """Items an ``add_many`` call writes."""
 
@@ -132,6 +147,28 @@ def child(root: str, part: str, warmup: int, n: int, total: int) -> None:
             store.keyword_search("payment timeout")
         else:  # the queue applied, the postings' log left for the first search
             store._lex.flush()
+    elif part in ("upsert_many", "batch"):
+        from _common import memory_item
+
+        from memstore import Item, Store
+        from memstore.journal import SqliteJournal
+
+        items: list[Item] = [memory_item(i) for i in range(warmup + total)]
+        store = Store()
+        SqliteJournal(Path.cwd() / f"journal-{n}.db", durability="full").attach(store)
+
+        def write(chunk: list[Item]) -> None:
+            if part == "upsert_many":
+                store.upsert_many(chunk)
+                return
+            with store.batch():
+                for it in chunk:
+                    store.upsert(it)
+
+        for start in range(0, warmup, BATCH):
+            write(items[start : min(start + BATCH, warmup)])
+        for start in range(warmup, warmup + n, BATCH):
+            write(items[start : min(start + BATCH, warmup + n)])
     else:
         from memstore import Memory
 
@@ -152,7 +189,13 @@ def child(root: str, part: str, warmup: int, n: int, total: int) -> None:
 
 def counts(root: Path, part: str, warmup: int, ns: list[int], keep: Path | None) -> list[int]:
     """Instructions of one child run under cachegrind for each of ``ns`` (run side by side)."""
-    env = dict(os.environ, PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
+    # One BLAS thread: OpenBLAS's idle workers spin, and cachegrind counts
+    # their spinning (about 1k instructions an item that varied run to run).
+    env = dict(
+        os.environ,
+        PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"),
+        OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS", "1"),
+    )
     with tempfile.TemporaryDirectory() as tmp:
         runs = []
         for n in ns:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from memstore import arguments as arg
+from memstore._plainitem import plain_item
 from memstore.errors import InvalidItemError
 from memstore.item import (
     SCOPE_PRIVATE,
@@ -59,6 +60,8 @@ def build_item(
     partition: str | None,
     private_to: str | None,
     fields: dict[str, Any],
+    *,
+    plain: bool | None = None,
 ) -> Item:
     """A new ``Item`` from text or an item, ``fields`` laid over it, placed and owned.
 
@@ -67,12 +70,18 @@ def build_item(
     plain text with no fields is a copy of a template note. Anything else is
     dumped, merged and validated by the model
     (:class:`~memstore.errors.InvalidItemError` naming every problem).
+    ``plain``: whether an ``Item`` given is :func:`~memstore._plainitem.plain_item`,
+    when the caller knows (``None``: asked here).
     """
     check_fields(fields)
-    if isinstance(text_or_item, Item) and not fields and well_typed(text_or_item):
+    if isinstance(text_or_item, Item) and not fields:
         # Every field already holds what the model declares: a copy is what
-        # re-validating a dump of it would give, without the round trip.
-        return _placed_copy(text_or_item, partition, private_to)
+        # re-validating a dump of it would give, without the round trip. The
+        # common item is recognised at once, its tags taken as they are.
+        if plain if plain is not None else plain_item(text_or_item.__dict__):
+            return _placed_copy(text_or_item, partition, private_to, plain=True)
+        if well_typed(text_or_item):
+            return _placed_copy(text_or_item, partition, private_to)
     if isinstance(text_or_item, str) and not fields:
         if not text_or_item.strip():
             raise InvalidItemError("a note needs text (or a title)")
@@ -103,15 +112,22 @@ def build_item(
     return validated(data)
 
 
-def _placed_copy(source: Item, partition: str | None, private_to: str | None) -> Item:
+def _placed_copy(
+    source: Item, partition: str | None, private_to: str | None, *, plain: bool = False
+) -> Item:
     """A new plain ``Item`` with ``source``'s fields, placed (a well-typed ``source``).
 
     What ``source.clone(cell_originated=False)`` with the built fields set and
     :func:`placed_tags` laid over it gives, built once: the clone's copies of
     the tags and the fields set, each replaced at once, are not made.
+    ``plain``: ``source`` is :func:`~memstore._plainitem.plain_item`, whose
+    tags :func:`placed_tags` takes as they are.
     """
     d = source.__dict__.copy()
-    d["tags"] = placed_tags(d["tags"], partition, private_to)  # a new list, checked
+    if plain and partition is None and private_to is None:
+        d["tags"] = list(d["tags"])  # what placed_tags returns for them
+    else:
+        d["tags"] = placed_tags(d["tags"], partition, private_to)  # a new list, checked
     links = d["links"]
     d["links"] = [_copy_link(link) for link in links] if links else []
     d["supersedes"] = list(d["supersedes"])
@@ -129,28 +145,53 @@ def _placed_copy(source: Item, partition: str | None, private_to: str | None) ->
 
 
 def build_entries(
-    items: Iterable[str | Item | Mapping[str, Any]], partition: str | None
+    items: Iterable[str | Item | Mapping[str, Any]],
+    partition: str | None,
+    plain: list[bool] | None = None,
 ) -> list[Item]:
     """Every entry of an ``add_many`` built, or the first bad one named by its position.
 
     A mapping may carry ``text``, ``partition`` and ``private_to`` beside the
-    ``Item`` fields; its ``partition`` overrides the call's.
+    ``Item`` fields; its ``partition`` overrides the call's. ``plain``, when
+    given, gets for each entry whether the item built of it is
+    :func:`~memstore._plainitem.plain_item` (known here for an ``Item``
+    entry copied as it is: the store need not look again).
     """
     built: list[Item] = []
+    if plain is not None and partition is None:
+        for n, entry in enumerate(arg.entries(items)):
+            if type(entry) is Item and plain_item(entry.__dict__):
+                built.append(_placed_copy(entry, None, None, plain=True))
+                plain.append(True)
+                continue
+            try:
+                built.append(_built_entry(entry, partition, plain=False))
+            except InvalidItemError as e:
+                raise InvalidItemError(f"entry {n}: {e.reason}") from None
+            plain.append(False)
+        return built
     for n, entry in enumerate(arg.entries(items)):
         try:
-            if type(entry) is not Item and isinstance(entry, Mapping):  # an ABC check
-                fields = dict(entry)
-                text = fields.pop("text", None)
-                part = fields.pop("partition", partition)
-                owner = fields.pop("private_to", None)
-                base = text if text is not None else Item(kind=DEFAULT_KIND)
-                built.append(build_item(base, part, owner, fields))
-            else:
-                built.append(build_item(entry, partition, None, {}))
+            built.append(_built_entry(entry, partition))
         except InvalidItemError as e:
             raise InvalidItemError(f"entry {n}: {e.reason}") from None
+    if plain is not None:
+        plain.extend([False] * len(built))
     return built
+
+
+def _built_entry(
+    entry: str | Item | Mapping[str, Any], partition: str | None, *, plain: bool | None = None
+) -> Item:
+    """One entry of :func:`build_entries`, built (``plain`` as for :func:`build_item`)."""
+    if type(entry) is not Item and isinstance(entry, Mapping):  # an ABC check
+        fields = dict(entry)
+        text = fields.pop("text", None)
+        part = fields.pop("partition", partition)
+        owner = fields.pop("private_to", None)
+        base = text if text is not None else Item(kind=DEFAULT_KIND)
+        return build_item(base, part, owner, fields)
+    return build_item(entry, partition, None, {}, plain=plain)
 
 
 def placed_tags(raw: object, partition: str | None, private_to: str | None) -> list[str]:

@@ -58,7 +58,10 @@ class _WordNumbers(dict[str, int]):
     """word -> number; looking up (``[]``) a word not numbered yet numbers it.
 
     So :meth:`Postings.add_doc` numbers a document's words in one C-level
-    map, new words included, without a second pass to find them.
+    map, new words included, without a second pass to find them. The
+    compiled batch loop (``memstore._speedups``) numbers a new word itself,
+    as :meth:`__missing__` does, from :attr:`_numbering` (read once a batch):
+    a Python frame a new word fewer.
     """
 
     __slots__ = ("_owner",)
@@ -75,6 +78,13 @@ class _WordNumbers(dict[str, int]):
         owner._words.append(word)
         owner._arrays.append(EMPTY)
         return i
+
+    @property
+    def _numbering(self) -> tuple[list[str], list[Slots | None], Slots]:
+        """What :meth:`__missing__` numbers a word with: the next number is the length
+        of the first list, the word is appended to it and the third item to the second."""
+        owner = self._owner
+        return owner._words, owner._arrays, EMPTY
 
 
 class Postings:
@@ -120,7 +130,8 @@ class Postings:
         """The word numbers and the log's word-number and word-count lists, for a writer
         that logs documents itself (:func:`memstore._wordbatch.count_docs`'s compiled
         loop); it then calls :meth:`logged`. A word missing from the numbers is numbered
-        by subscripting them (``numbers[word]``)."""
+        by subscripting them (``numbers[word]``), or as that would, from their
+        ``_numbering`` (:class:`_WordNumbers`)."""
         return self._wid, self._log_ids, self._log_counts
 
     def logged(self, start: int, n: int) -> None:

@@ -11,7 +11,8 @@
  * For each document (id, title_words, content_words) of ``docs``, in order:
  * its distinct words (title first) are counted into ``df`` (word -> documents),
  * numbered through ``content_wid`` (a dict whose missing keys a subscript
- * numbers: memstore._postings._WordNumbers), their numbers appended to
+ * numbers: memstore._postings._WordNumbers, whose numbering this loop does
+ * itself, without the __missing__ frame: see Numbering), their numbers appended to
  * ``content_ids`` and their count to ``content_counts``; the distinct title
  * words go the same way through ``title_wid`` into ``title_ids`` and
  * ``title_counts``. Returns the words new to ``df``, in the order they were
@@ -130,10 +131,61 @@ batch_entry(Batch *b, Py_ssize_t id, PyObject *word)
     return e;
 }
 
-/* The number wid gives word (numbering it if new): a new reference, *out its value; NULL on error. */
-static PyObject *
-word_number(PyObject *wid, PyObject *word, Py_ssize_t *out)
+/* A word-number dictionary, and how a word missing from it is numbered. The dict may
+ * number a missing word itself (a subscript runs its __missing__); one whose
+ * ``_numbering`` attribute is a (words, arrays, fill) tuple of two lists and an object
+ * (memstore._postings._WordNumbers) is numbered here as its __missing__ would: the
+ * next number is len(words), the word is appended to words and fill to arrays. The
+ * attribute is read at the first missing word of a call (state 0: not read yet). */
+typedef struct {
+    PyObject *wid;    /* borrowed: the caller's argument */
+    PyObject *words;  /* strong, with state 1 */
+    PyObject *arrays; /* strong, with state 1 */
+    PyObject *fill;   /* strong, with state 1 */
+    int state;        /* 0 unknown, 1 numbered here, -1 by subscript */
+} Numbering;
+
+static void
+numbering_clear(Numbering *nb)
 {
+    Py_CLEAR(nb->words);
+    Py_CLEAR(nb->arrays);
+    Py_CLEAR(nb->fill);
+}
+
+/* Read nb->wid's _numbering once. 0, or -1 with an exception. */
+static int
+numbering_read(Numbering *nb)
+{
+    nb->state = -1;
+    if (PyDict_CheckExact(nb->wid)) {
+        return 0;
+    }
+    PyObject *how = PyObject_GetAttrString(nb->wid, "_numbering");
+    if (how == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 0;
+    }
+    if (PyTuple_Check(how) && PyTuple_GET_SIZE(how) == 3 &&
+        PyList_CheckExact(PyTuple_GET_ITEM(how, 0)) &&
+        PyList_CheckExact(PyTuple_GET_ITEM(how, 1))) {
+        nb->words = Py_NewRef(PyTuple_GET_ITEM(how, 0));
+        nb->arrays = Py_NewRef(PyTuple_GET_ITEM(how, 1));
+        nb->fill = Py_NewRef(PyTuple_GET_ITEM(how, 2));
+        nb->state = 1;
+    }
+    Py_DECREF(how);
+    return 0;
+}
+
+/* The number nb gives word (numbering it if new): a new reference, *out its value; NULL on error. */
+static PyObject *
+word_number(Numbering *nb, PyObject *word, Py_ssize_t *out)
+{
+    PyObject *wid = nb->wid;
     PyObject *num = PyDict_GetItemWithError(wid, word); /* borrowed */
     if (num != NULL) {
         Py_INCREF(num);
@@ -142,9 +194,22 @@ word_number(PyObject *wid, PyObject *word, Py_ssize_t *out)
         return NULL;
     }
     else {
-        num = PyObject_GetItem(wid, word); /* the dict's __missing__ numbers it */
-        if (num == NULL) {
+        if (nb->state == 0 && numbering_read(nb) < 0) {
             return NULL;
+        }
+        if (nb->state == 1) { /* _WordNumbers.__missing__, without its frame */
+            num = PyLong_FromSsize_t(PyList_GET_SIZE(nb->words));
+            if (num == NULL || PyDict_SetItem(wid, word, num) < 0 ||
+                PyList_Append(nb->words, word) < 0 || PyList_Append(nb->arrays, nb->fill) < 0) {
+                Py_XDECREF(num);
+                return NULL;
+            }
+        }
+        else {
+            num = PyObject_GetItem(wid, word); /* the dict's __missing__ numbers it */
+            if (num == NULL) {
+                return NULL;
+            }
         }
     }
     Py_ssize_t n = PyLong_Check(num) ? PyLong_AsSsize_t(num) : -1;
@@ -161,7 +226,7 @@ word_number(PyObject *wid, PyObject *word, Py_ssize_t *out)
 
 /* word's number appended to ids. 0 or -1. */
 static int
-log_word(PyObject *wid, PyObject *word, PyObject *ids)
+log_word(Numbering *wid, PyObject *word, PyObject *ids)
 {
     Py_ssize_t n;
     PyObject *num = word_number(wid, word, &n);
@@ -243,8 +308,8 @@ check_doc(PyObject *doc, Py_ssize_t i)
 
 /* One part (title or content words) of document doc; see count_docs. 0 or -1. */
 static int
-count_part(PyObject *ws, int is_title, Py_ssize_t doc, Batch *batch, PyObject *cwid,
-           PyObject *cids, PyObject *twid, PyObject *tids, Py_ssize_t *ccount,
+count_part(PyObject *ws, int is_title, Py_ssize_t doc, Batch *batch, Numbering *cwid,
+           PyObject *cids, Numbering *twid, PyObject *tids, Py_ssize_t *ccount,
            Py_ssize_t *tcount)
 {
     /* The size is read again each turn: a __missing__ may (perversely) change the list. */
@@ -308,6 +373,7 @@ count_docs(PyObject *self, PyObject *args)
     /* The docs list is held as a snapshot: a __missing__ cannot pull a document away. */
     PyObject *held = PyList_GetSlice(docs, 0, ndocs);
     Batch batch = {NULL, 0, NULL, 0, 0};
+    Numbering cnb = {cwid, NULL, NULL, NULL, 0}, tnb = {twid, NULL, NULL, NULL, 0};
     /* Sized for a few hundred distinct words and doubled as needed: a batch
      * repeats its words, and a small table stays in the cache. */
     if (held == NULL || batch_grow(&batch, total < 512 ? total + 1 : 512) < 0) {
@@ -317,9 +383,9 @@ count_docs(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < ndocs; i++) {
         PyObject *doc = PyList_GET_ITEM(held, i);
         Py_ssize_t ccount = 0, tcount = 0;
-        if (count_part(PyTuple_GET_ITEM(doc, 1), 1, i, &batch, cwid, cids, twid, tids, &ccount,
+        if (count_part(PyTuple_GET_ITEM(doc, 1), 1, i, &batch, &cnb, cids, &tnb, tids, &ccount,
                        &tcount) < 0 ||
-            count_part(PyTuple_GET_ITEM(doc, 2), 0, i, &batch, cwid, cids, twid, tids, &ccount,
+            count_part(PyTuple_GET_ITEM(doc, 2), 0, i, &batch, &cnb, cids, &tnb, tids, &ccount,
                        &tcount) < 0 ||
             append_count(ccounts, ccount) < 0 || append_count(tcounts, tcount) < 0) {
             goto error;
@@ -332,10 +398,14 @@ count_docs(PyObject *self, PyObject *args)
         }
     }
     batch_free(&batch);
+    numbering_clear(&cnb);
+    numbering_clear(&tnb);
     Py_DECREF(held);
     return fresh;
 error:
     batch_free(&batch);
+    numbering_clear(&cnb);
+    numbering_clear(&tnb);
     Py_XDECREF(held);
     Py_DECREF(fresh);
     return NULL;
@@ -577,7 +647,8 @@ words_free(Words *w)
 /* What one call works with. */
 typedef struct {
     Words words;
-    PyObject *cwid, *cids, *twid, *tids;
+    Numbering cwid, twid;
+    PyObject *cids, *tids;
     Py_ssize_t doc;          /* the document being counted */
     Py_ssize_t ccount, tcount; /* its distinct words, its distinct title words */
 } Tally;
@@ -625,7 +696,7 @@ count_word_chars(Tally *c, int is_title, int kind, const void *data, Py_ssize_t 
             memcpy(PyUnicode_1BYTE_DATA(str), data, (size_t)nbytes);
         }
         Py_ssize_t n;
-        PyObject *num = word_number(c->cwid, str, &n);
+        PyObject *num = word_number(&c->cwid, str, &n);
         if (num == NULL) {
             Py_DECREF(str);
             return -1;
@@ -656,7 +727,7 @@ count_word_chars(Tally *c, int is_title, int kind, const void *data, Py_ssize_t 
             Py_ssize_t n;
             PyObject *word = en->word;
             Py_INCREF(word);
-            PyObject *tnum = word_number(c->twid, word, &n);
+            PyObject *tnum = word_number(&c->twid, word, &n);
             Py_DECREF(word);
             if (tnum == NULL) {
                 return -1;
@@ -832,7 +903,8 @@ index_texts(PyObject *self, PyObject *args)
     Py_ssize_t ndocs = PyList_GET_SIZE(docs);
     PyObject *resolved = PyList_New(0); /* per document: (title, content, extra, ascii) */
     PyObject *fresh = NULL, *texts = NULL, *ntitles = NULL, *words = NULL, *result = NULL;
-    Tally c = {{NULL, 0, NULL, 0, 0}, cwid, cids, twid, tids, 0, 0, 0};
+    Tally c = {{NULL, 0, NULL, 0, 0}, {cwid, NULL, NULL, NULL, 0}, {twid, NULL, NULL, NULL, 0},
+               cids, tids, 0, 0, 0};
     Buf fold = {NULL, 0, 0}, spans = {NULL, 0, 0}, text = {NULL, 0, 0};
     if (resolved == NULL) {
         return NULL;
@@ -930,6 +1002,8 @@ index_texts(PyObject *self, PyObject *args)
     result = PyTuple_Pack(4, fresh, texts, ntitles, words);
 error:
     words_free(&c.words);
+    numbering_clear(&c.cwid);
+    numbering_clear(&c.twid);
     PyMem_Free(fold.p);
     PyMem_Free(spans.p);
     PyMem_Free(text.p);

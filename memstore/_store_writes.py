@@ -24,9 +24,10 @@ merged into that cell instead of stored beside it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 from memstore import arguments as arg
-from memstore._gc import bulk_load
+from memstore._gc import bulk_load, write_batch
 from memstore._memory_build import validated
 from memstore._shared import stored_copy
 from memstore._store_base import StoreBase, _unfolded
@@ -101,11 +102,16 @@ class StoreWrites(StoreBase):
             )
         return id
 
-    def _prepare(self, item: Item, *, owned: bool = False) -> tuple[Item, bool]:
+    def _prepare(
+        self, item: Item, *, owned: bool = False, plain: bool = False
+    ) -> tuple[Item, bool]:
         """Copy, coerce, stamp and validate an incoming item (no lock held).
 
         ``owned``: the caller built ``item`` for this write and keeps no
         reference to it, so it is worked on without the defensive copy.
+        ``plain``: the caller found the owned ``item``
+        :func:`~memstore._plainitem.plain_item` (valid by every base rule), so
+        the base rules are not asked again unless something here changed it.
         """
         _check_item(item)
         if owned:
@@ -124,7 +130,11 @@ class StoreWrites(StoreBase):
             if retention is not None or it.kind in _DEFAULT_DEADLINE_KINDS:
                 stamp_knowledge_retention(it, retention, self._now())
         # The stored item it replaces keeps its id and tags (see validate_base).
-        why = validate_base(self._vocab, it, self._items.get(it.id) if it.id else None)
+        # (The plain item passes them whatever it replaces, unless changed here.)
+        if plain and owned and self._vocab.coerce is None and it.__dict__["stale_after"] is None:
+            why = ""
+        else:
+            why = validate_base(self._vocab, it, self._items.get(it.id) if it.id else None)
         if not why and self._config.validate is not None:
             why = self._config.validate(it)
         if why:
@@ -207,14 +217,23 @@ class StoreWrites(StoreBase):
         """
         if isinstance(items, str | bytes | Item) or not isinstance(items, Iterable):
             raise InvalidItemError(f"items must be a list of Items, got {arg.describe(items)}")
-        return self._upsert_many(list(items), owned=False)
+        # What the group builds lives on in the store (see memstore._gc.write_batch).
+        with write_batch():
+            return self._upsert_many(list(items), owned=False)
 
-    def _upsert_many(self, items: Sequence[Item], *, owned: bool) -> list[Item]:
-        """:meth:`upsert_many`; ``owned``: the caller built the items and drops them."""
+    def _upsert_many(
+        self, items: Sequence[Item], *, owned: bool, plain: Sequence[bool] = ()
+    ) -> list[Item]:
+        """:meth:`upsert_many`; ``owned``: the caller built the items and drops them.
+
+        ``plain``: for each owned item, whether the caller found it
+        :func:`~memstore._plainitem.plain_item` (see :meth:`_prepare`).
+        """
         prepared: list[tuple[Item, bool]] = []
-        for n, item in enumerate(items):
+        flags: Iterable[bool] = plain if len(plain) == len(items) else repeat(False)
+        for n, (item, flag) in enumerate(zip(items, flags, strict=False)):
             try:
-                prepared.append(self._prepare(item, owned=owned))
+                prepared.append(self._prepare(item, owned=owned, plain=flag))
             except InvalidItemError as e:
                 raise InvalidItemError(f"entry {n}: {e.reason}") from None
         out: list[Item] = []

@@ -457,21 +457,24 @@ class VocabIndex:
 
     def add_many(self, words: Iterable[str]) -> None:
         """Enter each of ``words``: numbered and queued, indexed at the next read."""
-        wid, live = self._wid, self._live
+        wid, live, known = self._wid, self._live, self._words
+        first = len(known)  # the words new here are numbered from it on
         for w in words:
             i = wid.get(w)
             if i is None:
-                i = wid[w] = len(self._words)
-                self._words.append(w)
+                wid[w] = len(known)
+                known.append(w)
                 self._pending.append(w)
-                if i >= live.size:
-                    grown = np.zeros(2 * live.size, np.bool_)
-                    grown[: live.size] = live
-                    live = self._live = grown
-                live[i] = True
-            elif not live[i]:
+            elif i < first and not live[i]:  # (a word new here, repeated: live below)
                 live[i] = True
                 self._dead -= 1
+        end = len(known)
+        if end > first:  # the new words made live in one assignment, not one by one
+            if end > live.size:
+                grown = np.zeros(max(2 * live.size, end), np.bool_)
+                grown[: live.size] = live
+                live = self._live = grown
+            live[first:end] = True
 
     def remove(self, word: str) -> None:
         """Take ``word`` out of the vocabulary (it must be live)."""

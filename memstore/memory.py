@@ -244,12 +244,14 @@ class Memory:
         # What a batch builds lives on: the cyclic collector would only walk it
         # again and again, during and after (see memstore._gc.write_batch).
         with write_batch():
-            built = build_entries(items, partition)
+            plain: list[bool] = []
+            built = build_entries(items, partition, plain)
             self._check_open()
             if not progress:
                 # The entries were built here, for this write: the store takes them
-                # as they are (no defensive copy), validated all before any is written.
-                return self.store._upsert_many(built, owned=True)
+                # as they are (no defensive copy), validated all before any is written
+                # (the plain ones were, as they were built).
+                return self.store._upsert_many(built, owned=True, plain=plain)
             return self._add_with_progress(built)
 
     def _add_with_progress(self, built: list[Item]) -> list[Item]:

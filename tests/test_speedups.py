@@ -290,6 +290,43 @@ def test_a_list_grown_while_counted_is_counted_whole() -> None:
     assert ids == list(range(100)) and counts == [100]
 
 
+@needs_speedups
+@pytest.mark.parametrize("entry", ["count_docs", "index_texts"])
+def test_new_words_are_numbered_in_c_as_missing_would(
+    entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postings' numbers: a new word gets the next number, listed with no array yet, and
+    the Python ``__missing__`` does not run (the loop numbers it from ``_numbering``)."""
+    from memstore import _postings, _speedups
+
+    def refused(self: object, word: str) -> int:
+        raise AssertionError(f"__missing__ ran for {word!r}")
+
+    content, title = Postings(), Postings()
+    content.add_doc(0, ["old"])  # numbered before the batch: 0
+    monkeypatch.setattr(_postings._WordNumbers, "__missing__", refused)
+    df: dict[str, int] = {"old": 1}
+    if entry == "count_docs":
+        docs: list[Any] = [("a", ["api"], ["old", "x", "api"]), ("b", [], ["x", "y"])]
+        new = _speedups.count_docs(docs, df, *content.log_lists(), *title.log_lists())
+    else:
+        docs = [("a", "api", "old x api", ()), ("b", "", "x y", ())]
+        new = _speedups.index_texts(
+            docs, lambda s: s.split(), df, *content.log_lists(), *title.log_lists()
+        )[0]
+    assert sorted(new) == ["api", "x", "y"]
+    assert content._words == ["old", "api", "x", "y"] and dict(content._wid) == {
+        w: i for i, w in enumerate(content._words)
+    }
+    assert all(a is _postings.EMPTY for a in content._arrays[1:]) and len(content._arrays) == 4
+    assert title._words == ["api"] and title._arrays[0] is _postings.EMPTY
+    assert content._log_ids == [0, 1, 0, 2, 2, 3] and title._log_ids == [0]
+    content.logged(1, 2)
+    title.logged(1, 2)
+    assert content.get("x").tolist() == [1, 2] and content.get("api").tolist() == [1]
+    assert title.get("api").tolist() == [1] and content.get("old").tolist() == [0, 1]
+
+
 def test_word_batch_numbers_match_postings_arrays() -> None:
     """Either path (whichever is in use): a flushed batch's arrays are the documents' slots."""
     df: Counter[str] = Counter()

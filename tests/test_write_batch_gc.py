@@ -1,4 +1,5 @@
-"""The cyclic collector around ``Memory.add_many`` (``memstore._gc.write_batch``).
+"""The cyclic collector around ``Memory.add_many`` and ``Store.upsert_many``
+(``memstore._gc.write_batch``).
 
 A large batch is moved to the oldest generation unwalked; these tests hold
 that nothing the caller or the batch drops is kept from collection by it, and
@@ -65,15 +66,18 @@ def fresh_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_gc, "_batches", 0)
 
 
+@pytest.mark.parametrize("write", ["add_many", "upsert_many"])
 def test_a_cycle_dropped_between_batches_is_collected_by_the_next(
-    tmp_path: Path, collections: list[int]
+    tmp_path: Path, collections: list[int], write: str
 ) -> None:
+    """``Memory.add_many`` and ``Store.upsert_many`` (which it shares its batch with)."""
     with Memory(tmp_path / "m", embedder=None) as mem:
+        call = mem.add_many if write == "add_many" else mem.store.upsert_many
         watched = dropped_cycle()
         for n in range(1, 12):
             batch = notes(n * BATCH)
             collections.clear()
-            mem.add_many(batch)
+            call(batch)
             assert watched() is None, f"call {n} left the caller's dropped cycle alive"
             if n % _gc.WALK_EVERY:  # the batch itself was not walked: one collection, on entry
                 assert collections == [1]

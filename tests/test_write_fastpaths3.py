@@ -35,8 +35,11 @@ partitions = st.one_of(st.none(), st.sampled_from(["ops", "billing", "", "*", "a
 owners = st.one_of(st.none(), st.sampled_from(["alice", "bob", "", "a\nb"]))
 
 
-def _placed_copy_before(source: Item, partition: str | None, private_to: str | None) -> Item:
-    """``build_item``'s ``Item`` path as it was: a clone, then its tags and fields set replaced."""
+def _placed_copy_before(
+    source: Item, partition: str | None, private_to: str | None, *, plain: bool = False
+) -> Item:
+    """``build_item``'s ``Item`` path as it was: a clone, then its tags and fields set replaced
+    (``plain``, which lets the new one skip checks, changes nothing here)."""
     item = source.clone(cell_originated=False)
     object.__setattr__(item, "__pydantic_fields_set__", set(_BUILT_FIELDS))
     item.__dict__["tags"] = placed_tags(item.tags, partition, private_to)

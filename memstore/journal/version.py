@@ -193,7 +193,15 @@ def group_rows(first: Mapping[str, Change], last: Mapping[str, Change], hlc: Hlc
             if got is None:
                 got = placed[id(tags)] = (tags, partition_from_tags(tags), SHARED_TAG in tags)
             _, partition, shared = got
-            text = (_FIELDS_TO_JSON(d) if _plain_stamps(d) else _ITEM_TO_JSON(item)).decode()
+            at = d["updated_at"]
+            # A new item's stamps: one UTC datetime for both, no deadline (plain at once).
+            plain = (
+                d["created_at"] is at
+                and d["stale_after"] is None
+                and type(at) is _DATETIME
+                and at.tzinfo is _UTC
+            ) or _plain_stamps(d)
+            text = (_FIELDS_TO_JSON(d) if plain else _ITEM_TO_JSON(item)).decode()
             if d["no_embed"]:
                 text = text[:-1] + ',"no_embed":true}'
             append(Row(key, lsn, node, None, None, "upsert", c.kind, partition, shared, text))
@@ -268,6 +276,7 @@ def _plain_stamps(fields: dict[str, Any]) -> bool:
 
 
 _UTC = _dt.UTC
+_DATETIME = _dt.datetime
 
 
 def _item_json(item: Item) -> dict[str, Any]:

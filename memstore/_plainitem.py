@@ -1,0 +1,159 @@
+"""The common new item, recognised in one pass: typed and valid by every write rule.
+
+A write checks its item three times over: :func:`~memstore.item.well_typed`
+(every field exactly its declared type, before the item is copied),
+:func:`~memstore.arguments.text_list` (its tags, as they are placed) and
+:func:`~memstore.validate.validate_base` (every rule an item obeys, with
+:func:`~memstore.validate._size_rejection`'s bounds). Each reads the fields
+one by one, a few hundred interpreter steps an item between them, and most
+items a batch writes are the same plain shape: ASCII text, no links,
+references or data, no datetimes yet, public, a kind without rules of its
+own, and a tag or two.
+
+:func:`plain_item` recognises that shape in one pass over the fields (read
+from the item's ``__dict__``; its tags read as one comma-joined string),
+and answers ``True`` only when every one of those checks would pass, for
+any stored item it replaces (the rules that look at the replaced item only
+relax a rule for non-ASCII ids and for tags that are padded or hold control
+characters, which this shape has none of). Anything else answers ``False``,
+and the write checks it the way it always did: this only skips checks, it
+never decides a refusal, so no message changes.
+``tests/test_plain_item.py`` holds it to the three checks it stands for.
+
+A kind counts once a write has found it valid (the rules' own cache):
+
+>>> from memstore.item import Item
+>>> from memstore.validate import validate_base
+>>> from memstore.vocabulary import Vocabulary
+>>> note = Item(kind="plain_doc_note", title="Deploy moved", tags=["tenant/ops"])
+>>> plain_item(note.__dict__)  # its kind not seen yet: checked the long way
+False
+>>> validate_base(Vocabulary(), note)
+''
+>>> plain_item(note.__dict__)
+True
+>>> plain_item(Item(kind="plain_doc_note", title="Café").__dict__)  # not ASCII
+False
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from memstore.item import _CONFIDENCES, _ORIGINS, _STATUSES, SCOPE_PUBLIC
+from memstore.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_EVENT_DATE_CHARS,
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
+    MAX_SUBJECT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TITLE_CHARS,
+)
+from memstore.tags import PARTITION_TAG_PREFIX
+from memstore.validate import _KINDS_SEEN, _KINDS_WITH_RULES, _NO_PARTITION_TAGS, _valid_event_date
+
+__all__ = ["plain_item"]
+
+_PARTITION_START: Final = "," + PARTITION_TAG_PREFIX
+
+
+def plain_item(d: dict[str, Any]) -> bool:
+    """Whether the item whose ``__dict__`` is ``d`` is of the common shape (see above).
+
+    ``True`` promises: :func:`~memstore.item.well_typed` is true,
+    ``validate_base`` finds nothing (whatever stored item it replaces), and
+    ``text_list`` takes its tags as they are. ``False`` promises nothing.
+    Written as plain comparisons: CPython specialises ``type(x) is str`` and
+    a ``__dict__`` subscript into a few machine steps each, cheaper than any
+    C-level ``map`` over the fields.
+    """
+    id, kind, title, content = d["id"], d["kind"], d["title"], d["content"]
+    subject, event_date, tags = d["subject"], d["event_date"], d["tags"]
+    scope, status, confidence, origin = d["scope"], d["status"], d["confidence"], d["origin"]
+    links, supersedes, refs, data = d["links"], d["supersedes"], d["evidence_refs"], d["data"]
+    if not (
+        type(kind) is str
+        and kind not in _KINDS_WITH_RULES  # first: the kinds with rules of their own are common
+        and d["stale_after"] is None
+        and type(id) is str
+        and type(title) is str
+        and type(content) is str
+        and type(subject) is str
+        and type(event_date) is str
+        and type(scope) is str
+        and type(status) is str
+        and type(confidence) is str
+        and type(origin) is str
+        and type(tags) is list
+        and type(links) is list
+        and type(supersedes) is list
+        and type(refs) is list
+        and type(data) is dict
+        and type(d["no_embed"]) is bool
+        and type(d["links_set"]) is bool
+        and d["created_at"] is None
+        and d["updated_at"] is None
+        and not (links or supersedes or refs or data)
+        and scope == SCOPE_PUBLIC
+        and status in _STATUSES
+        and confidence in _CONFIDENCES
+        and origin in _ORIGINS
+        and _KINDS_SEEN.get(kind) is True  # a kind validate_base has found valid before
+        and len(id) <= MAX_ID_CHARS
+        and len(title) <= MAX_TITLE_CHARS
+        and len(content) <= MAX_CONTENT_CHARS
+        and len(subject) <= MAX_SUBJECT_CHARS
+        and len(event_date) <= MAX_EVENT_DATE_CHARS
+        and id.isascii()
+        and title.isascii()
+        and content.isascii()
+        and subject.isascii()
+        and event_date.isascii()
+        and id.isprintable()
+        and " " not in id
+        and ((title and not title.isspace()) or (content and not content.isspace()))
+        and (not event_date or _valid_event_date(event_date))
+    ):
+        return False
+    return not tags or _plain_tags(tags)
+
+
+def _plain_tags(tags: list[Any]) -> bool:
+    """Whether a non-empty tags list passes every tag rule, read as one joined string.
+
+    The tags joined by ``,`` (which no tag may hold) and wrapped in it: one
+    comma more than there are tags means none inside a tag; printable ASCII
+    means no control character (newlines, NUL), and leaves the space as the
+    only whitespace, so a tag is empty or padded exactly when two commas, or
+    a comma and a space, meet. The whole is within one tag's bound (as
+    ``_size_rejection``'s fast path asks), and one partition tag at most, naming one.
+    """
+    if len(tags) > MAX_TAGS:
+        return False
+    for tag in tags:
+        if type(tag) is not str:
+            return False
+    joined = ",".join(tags)
+    wrapped = "," + joined + ","
+    if not (
+        len(joined) <= MAX_TAG_CHARS
+        and joined.isascii()
+        and joined.isprintable()
+        and wrapped.count(",") == len(tags) + 1
+        and ",," not in wrapped
+        and ", " not in wrapped
+        and " ," not in wrapped
+    ):
+        return False
+    partitions = wrapped.count(_PARTITION_START)
+    if partitions != 1:
+        return partitions == 0
+    start = wrapped.find(_PARTITION_START) + 1
+    tag = wrapped[start : wrapped.find(",", start)]
+    return (
+        tag not in _NO_PARTITION_TAGS
+        and len(tag) - len(PARTITION_TAG_PREFIX) <= MAX_NAME_CHARS
+        and tag[len(PARTITION_TAG_PREFIX)] != " "
+    )
