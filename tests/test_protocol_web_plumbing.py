@@ -86,6 +86,15 @@ async def _serve(http: str) -> tuple[asyncio.Server, int, Any]:
     return server, port, protocol
 
 
+async def _until_no_connection(protocol: Any) -> None:
+    """Wait (10 s at most) until the server counts no open connection."""
+    for _ in range(1000):
+        if protocol.counter.open == 0:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{protocol.counter.open} connection(s) still open after 10 s")
+
+
 async def _read_all(reader: asyncio.StreamReader) -> bytes:
     return await asyncio.wait_for(reader.read(), timeout=10)  # until EOF; a hang guard
 
@@ -128,7 +137,10 @@ def test_the_guard_over_each_parser(http: str) -> None:
             )
             w.close()
             await w.wait_closed()
-            # Caps: two from this address, the third refused at once with 503.
+            # Caps: two from this address, the third refused at once with 503. The
+            # server must first have seen the connections above close (a client's
+            # wait_closed does not wait for that): one still counted would take a slot.
+            await _until_no_connection(protocol)
             held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
             r, w = await asyncio.open_connection("127.0.0.1", port)
             assert (await _read_all(r)).startswith(b"HTTP/1.1 503 ")
