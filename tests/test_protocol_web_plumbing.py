@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,8 @@ LIMITS = ConnectionLimits(
 )
 
 
-async def _serve(http: str) -> tuple[asyncio.Server, int, Any]:
-    protocol = guarded_protocol(_inner_protocol(http), LIMITS)
+async def _serve(http: str, limits: ConnectionLimits = LIMITS) -> tuple[asyncio.Server, int, Any]:
+    protocol = guarded_protocol(_inner_protocol(http), limits)
     config = uvicorn.Config(
         _echo, http=protocol, ws="none", lifespan="off", log_level="error", timeout_keep_alive=5
     )
@@ -137,28 +138,33 @@ def test_the_guard_over_each_parser(http: str) -> None:
             )
             w.close()
             await w.wait_closed()
-            # Caps: two from this address, the third refused at once with 503. The
-            # server must first have seen the connections above close (a client's
-            # wait_closed does not wait for that): one still counted would take a slot.
-            await _until_no_connection(protocol)
-            held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
-            r, w = await asyncio.open_connection("127.0.0.1", port)
-            assert (await _read_all(r)).startswith(b"HTTP/1.1 503 ")
-            w.close()
-            await w.wait_closed()
-            assert protocol.counter.refused == 1
-            for _, hw in held:
-                hw.close()
-                await hw.wait_closed()
-            await asyncio.sleep(0.1)
+            # Caps: two from this address, the third refused at once with 503. On a
+            # server of its own, whose header timeout outlasts a loaded machine's pauses
+            # (at 0.3 s a held connection could be cut, freeing its slot, before the
+            # third arrived).
+            patient = replace(LIMITS, header_timeout=10.0, body_timeout=10.0)
+            caps, caps_port, caps_protocol = await _serve(http, patient)
+            try:
+                held = [await asyncio.open_connection("127.0.0.1", caps_port) for _ in range(2)]
+                r, w = await asyncio.open_connection("127.0.0.1", caps_port)
+                assert (await _read_all(r)).startswith(b"HTTP/1.1 503 ")
+                w.close()
+                await w.wait_closed()
+                assert caps_protocol.counter.refused == 1
+                for _, hw in held:
+                    hw.close()
+                    await hw.wait_closed()
+                await _until_no_connection(caps_protocol)
+            finally:
+                caps.close()
+                await caps.wait_closed()
             # Oversized headers: 431.
             r, w = await asyncio.open_connection("127.0.0.1", port)
             w.write(b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 5000 + b"\r\n")
             assert (await _read_all(r)).startswith(b"HTTP/1.1 431 ")
             w.close()
             await w.wait_closed()
-            await asyncio.sleep(0.1)
-            assert protocol.counter.open == 0
+            await _until_no_connection(protocol)  # every connection's slot given back
         finally:
             server.close()
             await server.wait_closed()
