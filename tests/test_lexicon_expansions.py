@@ -77,6 +77,17 @@ def _arrives(tok: str, word: str, before: str = "x") -> list[tuple[Any, ...]]:
     ]
 
 
+def _write(o: tuple[Any, ...], *lexicons: Lexicon) -> None:
+    """Apply one write op (``index``, ``remove`` or ``compact``) to each of ``lexicons``."""
+    for lex in lexicons:
+        if o[0] == "index":
+            lex.index_many([(i, t, c) for i, t, c in o[1]])
+        elif o[0] == "remove":
+            lex.remove(o[1])
+        else:
+            lex.compact()
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(_arrives("ca", "campaigning"), 256, 1)  # a substring, no other channel
 @example(_arrives("try", "tries"), 256, 1)  # the same stem, no other channel
@@ -107,16 +118,7 @@ def test_cached_expansions_match_a_fresh_lexicon(
             seen[tok, fuzzy] = None
             _check_match(cached, fresh, tok, fuzzy)
             continue
-        if o[0] == "index":
-            docs = [(i, t, c) for i, t, c in o[1]]
-            cached.index_many(docs)
-            fresh.index_many(docs)
-        elif o[0] == "remove":
-            cached.remove(o[1])
-            fresh.remove(o[1])
-        else:
-            cached.compact()
-            fresh.compact()
+        _write(o, cached, fresh)
         for tok, fuzzy in seen:
             _check_match(cached, fresh, tok, fuzzy)
     cached._check()
@@ -192,15 +194,8 @@ def test_small_caches_evict_and_still_match_as_fresh(
     for o in ops:
         if o[0] == "match":
             seen[o[1], o[2]] = None
-        elif o[0] == "index":
-            cached.index_many(o[1])
-            fresh.index_many(o[1])
-        elif o[0] == "remove":
-            cached.remove(o[1])
-            fresh.remove(o[1])
         else:
-            cached.compact()
-            fresh.compact()
+            _write(o, cached, fresh)
         for tok, fuzzy in seen:
             fresh.clear_caches()
             got, want = cached.match_token(tok, fuzzy=fuzzy), fresh.match_token(tok, fuzzy=fuzzy)
