@@ -326,15 +326,20 @@ def _actions(command: str) -> dict[str, argparse.Action]:
 
 def test_serve_and_mcp_take_the_same_defence_flags() -> None:
     """One definition: the same names, defaults and help (``--max-body``'s default is each
-    surface's own: MemoryProtocol's 256 KiB, MCP's 4 MiB, the SDK's)."""
+    surface's own: MemoryProtocol's 256 KiB, MCP's 4 MiB, the SDK's; serve's rate help adds
+    what the Mind Layer API does with it)."""
     serve, mcp = _actions("serve"), _actions("mcp")
     for dest in HTTP_OPTIONS:
         a, b = serve[dest], mcp[dest]
         assert a.option_strings == b.option_strings, dest
-        assert (a.type, a.metavar, a.nargs) == (b.type, b.metavar, b.nargs), dest
-        if dest != "max_body":
-            assert (a.default, a.help) == (b.default, b.help), dest
-    assert (serve["max_body"].default, mcp["max_body"].default) == (256 * 1024, 4 * 1024 * 1024)
+        assert (a.type, a.metavar, a.nargs, a.default) == (b.type, b.metavar, b.nargs, b.default)
+        if dest == "rate_per_second":
+            assert str(a.help).startswith(str(b.help)), dest
+        elif dest != "max_body":
+            assert a.help == b.help, dest
+    # Not given is None; the server applies its surface's default, which the help says.
+    assert "(default 262144, 256 KiB)" in str(serve["max_body"].help)
+    assert "(default 4194304, 4 MiB)" in str(mcp["max_body"].help)
 
 
 @pytest.mark.parametrize(
