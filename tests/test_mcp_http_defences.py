@@ -32,11 +32,13 @@ HEADER_TIMEOUT = 0.5
 MAX_BODY = 4096
 PER_CLIENT = 4
 MAX_CONNECTIONS = 6
+MAX_HEADER_BYTES = 2048
 FLAGS = (
     "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", "0.5",
     "--keepalive-timeout", "0.5", "--max-body", str(MAX_BODY),
     "--max-connections", str(MAX_CONNECTIONS),
     "--max-connections-per-client", str(PER_CLIENT),
+    "--max-header-bytes", str(MAX_HEADER_BYTES),
     "--allow-host", "memory.internal", "--allow-origin", "https://app.example",
 )  # fmt: skip
 
@@ -177,6 +179,17 @@ def test_an_oversized_body_is_refused_413_and_nothing_is_stored(url: str) -> Non
         assert small.status_code == 200, small.text
         contents = recent_contents(http, url, session)
     assert contents == ["a small one"], contents
+
+
+def test_headers_over_max_header_bytes_are_431(url: str) -> None:
+    """Before: 64 KiB, fixed; now ``--max-header-bytes``, a JSON-RPC error as every refusal."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
+        padded = http.post(url, json=ping, headers={"X-Pad": "p" * 1000})
+        assert padded.status_code != 431, padded.text
+        refused = http.post(url, json=ping, headers={"X-Pad": "p" * 3000})
+    assert refused.status_code == 431, refused.text
+    assert rpc_error(refused.content) == f"the request's headers exceed {MAX_HEADER_BYTES} bytes"
 
 
 # -------------------------------------------------------------- Host, Origin

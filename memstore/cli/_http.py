@@ -24,6 +24,7 @@ from memstore.web.connections import (
     DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    DEFAULT_MAX_HEADER_BYTES,
 )
 from memstore.web.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND
 from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
@@ -102,6 +103,14 @@ def add_http_defences(
         metavar="N",
         help="open connections per client IP address "
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
+    )
+    web.add_argument(
+        "--max-header-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        metavar="BYTES",
+        help="largest request line and headers; larger is 431 and the connection closes "
+        f"(default {DEFAULT_MAX_HEADER_BYTES}, {_size(DEFAULT_MAX_HEADER_BYTES)})",
     )
     web.add_argument(
         "--max-body",

@@ -46,9 +46,18 @@ def stored_texts(data: Path, scope: dict[str, str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server whose body bound is 4 KiB and whose headers must arrive within 0.5 s."""
+    """A server whose body bound is 4 KiB, whose headers must arrive within 0.5 s and hold
+    at most 2 KiB."""
     folder = tmp_path_factory.mktemp("small-body")
-    server = start(folder / "data", "--max-body", str(MAX_BODY), "--header-timeout", "0.5")
+    server = start(
+        folder / "data",
+        "--max-body",
+        str(MAX_BODY),
+        "--header-timeout",
+        "0.5",
+        "--max-header-bytes",
+        "2048",
+    )
     yield server
     assert server.stop() == 0, server.log_text()
 
@@ -151,6 +160,19 @@ def test_a_header_sent_slowly_is_cut_at_the_header_timeout(small: Server) -> Non
         "error": "request_timeout",
         "message": "the request's headers did not arrive within 0.5 s",
     }
+
+
+def test_headers_over_max_header_bytes_are_431(small: Server) -> None:
+    """Before: 64 KiB, fixed, on every server; now ``--max-header-bytes``."""
+    scope = new_scope()
+    with small.client() as c:
+        assert c.get("/v1/export", params=scope, headers={"X-Pad": "p" * 1000}).status_code == 200
+        r = c.get("/v1/export", params=scope, headers={"X-Pad": "p" * 3000})
+        assert r.status_code == 431, r.text
+        assert r.json() == {
+            "error": "headers_too_large",
+            "message": "the request's headers exceed 2048 bytes",
+        }
 
 
 @pytest.mark.parametrize(
