@@ -32,11 +32,13 @@ HEADER_TIMEOUT = 0.5
 MAX_BODY = 4096
 PER_CLIENT = 4
 MAX_CONNECTIONS = 6
+MAX_HEADER_BYTES = 2048
 FLAGS = (
     "--header-timeout", str(HEADER_TIMEOUT), "--body-timeout", "0.5",
     "--keepalive-timeout", "0.5", "--max-body", str(MAX_BODY),
     "--max-connections", str(MAX_CONNECTIONS),
     "--max-connections-per-client", str(PER_CLIENT),
+    "--max-header-bytes", str(MAX_HEADER_BYTES),
     "--allow-host", "memory.internal", "--allow-origin", "https://app.example",
 )  # fmt: skip
 
@@ -177,6 +179,17 @@ def test_an_oversized_body_is_refused_413_and_nothing_is_stored(url: str) -> Non
         assert small.status_code == 200, small.text
         contents = recent_contents(http, url, session)
     assert contents == ["a small one"], contents
+
+
+def test_headers_over_max_header_bytes_are_431(url: str) -> None:
+    """Before: 64 KiB, fixed; now ``--max-header-bytes``, a JSON-RPC error as every refusal."""
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with httpx.Client(headers=SSE_AND_JSON, timeout=30) as http:
+        padded = http.post(url, json=ping, headers={"X-Pad": "p" * 1000})
+        assert padded.status_code != 431, padded.text
+        refused = http.post(url, json=ping, headers={"X-Pad": "p" * 3000})
+    assert refused.status_code == 431, refused.text
+    assert rpc_error(refused.content) == f"the request's headers exceed {MAX_HEADER_BYTES} bytes"
 
 
 # -------------------------------------------------------------- Host, Origin
@@ -326,15 +339,20 @@ def _actions(command: str) -> dict[str, argparse.Action]:
 
 def test_serve_and_mcp_take_the_same_defence_flags() -> None:
     """One definition: the same names, defaults and help (``--max-body``'s default is each
-    surface's own: MemoryProtocol's 256 KiB, MCP's 4 MiB, the SDK's)."""
+    surface's own: MemoryProtocol's 256 KiB, MCP's 4 MiB, the SDK's; serve's rate help adds
+    what the Mind Layer API does with it)."""
     serve, mcp = _actions("serve"), _actions("mcp")
     for dest in HTTP_OPTIONS:
         a, b = serve[dest], mcp[dest]
         assert a.option_strings == b.option_strings, dest
-        assert (a.type, a.metavar, a.nargs) == (b.type, b.metavar, b.nargs), dest
-        if dest != "max_body":
-            assert (a.default, a.help) == (b.default, b.help), dest
-    assert (serve["max_body"].default, mcp["max_body"].default) == (256 * 1024, 4 * 1024 * 1024)
+        assert (a.type, a.metavar, a.nargs, a.default) == (b.type, b.metavar, b.nargs, b.default)
+        if dest == "rate_per_second":
+            assert str(a.help).startswith(str(b.help)), dest
+        elif dest != "max_body":
+            assert a.help == b.help, dest
+    # Not given is None; the server applies its surface's default, which the help says.
+    assert "(default 262144, 256 KiB)" in str(serve["max_body"].help)
+    assert "(default 4194304, 4 MiB)" in str(mcp["max_body"].help)
 
 
 @pytest.mark.parametrize(

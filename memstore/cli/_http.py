@@ -4,8 +4,14 @@
 server reads the flags back with :func:`memstore.web.settings.http_settings`.
 The names, the defaults and the help are the same for both; only
 ``--max-body``'s default is each surface's own (MemoryProtocol's 256 KiB, MCP's
-4 MiB), given by the caller. :data:`~memstore.web.settings.HTTP_OPTIONS` lists
-what this adds.
+4 MiB, the Mind Layer API's 1 MiB), given by the caller for the help and applied
+by the server. :data:`~memstore.web.settings.HTTP_OPTIONS` lists what this adds.
+
+``--max-body``, ``--rate-per-second`` and ``--rate-burst`` are stored as ``None``
+when not given, so that a server can tell "not given" from "given the default":
+:func:`~memstore.web.settings.http_settings` fills in the surface's default, and
+the Mind Layer API, which limits no rate unless asked, applies one only when a
+rate flag is given (``memstore.mindlayer.server``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from memstore.web.connections import (
     DEFAULT_KEEPALIVE_TIMEOUT_SECONDS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+    DEFAULT_MAX_HEADER_BYTES,
 )
 from memstore.web.ratelimit import DEFAULT_BURST, DEFAULT_RATE_PER_SECOND
 from memstore.web.shutdown import DEFAULT_GRACEFUL_SHUTDOWN_SECONDS
@@ -28,12 +35,19 @@ __all__ = ["add_http_defences"]
 
 
 def add_http_defences(
-    parser: argparse.ArgumentParser, *, title: str, max_body: int, max_body_note: str = ""
+    parser: argparse.ArgumentParser,
+    *,
+    title: str,
+    max_body: int,
+    max_body_note: str = "",
+    rate_note: str = "",
 ) -> argparse._ArgumentGroup:
     """Add the HTTP defence flags to ``parser``, in a group headed ``title``; the group.
 
-    ``max_body``: the surface's default for ``--max-body``; ``max_body_note``: a
-    sentence after its help (what bounds its surface keeps whatever it says).
+    ``max_body``: the surface's default for ``--max-body`` (said in the help; the
+    server applies it when the flag is not given); ``max_body_note``: a sentence
+    after its help (what bounds its surface keeps whatever it says, another API's
+    default); ``rate_note``: a sentence after ``--rate-per-second``'s help.
     """
     web = parser.add_argument_group(title)
     web.add_argument(
@@ -91,9 +105,16 @@ def add_http_defences(
         f"(default {DEFAULT_MAX_CONNECTIONS_PER_CLIENT})",
     )
     web.add_argument(
+        "--max-header-bytes",
+        type=positive_int,
+        default=DEFAULT_MAX_HEADER_BYTES,
+        metavar="BYTES",
+        help="largest request line and headers; larger is 431 and the connection closes "
+        f"(default {DEFAULT_MAX_HEADER_BYTES}, {_size(DEFAULT_MAX_HEADER_BYTES)})",
+    )
+    web.add_argument(
         "--max-body",
         type=positive_int,
-        default=max_body,
         metavar="BYTES",
         help=f"largest request body; larger is 413 (default {max_body}, {_size(max_body)})"
         + (f". {max_body_note}" if max_body_note else ""),
@@ -101,15 +122,14 @@ def add_http_defences(
     web.add_argument(
         "--rate-per-second",
         type=positive_number,
-        default=DEFAULT_RATE_PER_SECOND,
         metavar="N",
         help="requests a second each tenant (a token's tenant) may send once its --rate-burst "
-        f"is spent; more are 429 with Retry-After (default {DEFAULT_RATE_PER_SECOND:g})",
+        f"is spent; more are 429 with Retry-After (default {DEFAULT_RATE_PER_SECOND:g})"
+        + (f". {rate_note}" if rate_note else ""),
     )
     web.add_argument(
         "--rate-burst",
         type=positive_int,
-        default=DEFAULT_BURST,
         metavar="N",
         help=f"requests a tenant may send at once (default {DEFAULT_BURST})",
     )

@@ -284,8 +284,14 @@ def build_parser() -> argparse.ArgumentParser:
         p,
         title="HTTP defences",
         max_body=PROTOCOL_MAX_BODY_BYTES,
+        # The Mind Layer's numbers are typed here, not imported: importing its package
+        # costs every command's start-up; tests/mindlayer/test_http_defences.py checks them.
         max_body_note="An episode's content is capped at 16 KiB and a recall query at 4096 "
-        "characters whatever this says (docs/protocol.md, Limits)",
+        "characters whatever this says (docs/protocol.md, Limits). With --api mindlayer "
+        "the default is 1 MiB (seed 002's bound) and a larger body is 413 too",
+        rate_note="With --api mindlayer no rate is limited unless --rate-per-second or "
+        "--rate-burst is given; then every request that passes the owner token takes from "
+        "one bucket, the owner's (docs/mindlayer.md, Security)",
     )
     mindlayer = p.add_argument_group("Mind Layer API (--api mindlayer; see docs/mindlayer.md)")
     mindlayer.add_argument(

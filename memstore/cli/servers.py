@@ -17,8 +17,13 @@ from memstore.web.settings import HTTP_OPTIONS
 
 from ._journal import journal_refusal
 
-_PROTOCOL_ONLY = ("rate_per_second", "rate_burst", "max_body", "sse_keepalive", "confirm_key_file")
-"""``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has not."""
+_PROTOCOL_ONLY = {
+    "sse_keepalive": "the Mind Layer API streams no answer (it has no SSE to keep alive)",
+    "confirm_key_file": "the Mind Layer API has no hard delete to confirm (it deletes logically)",
+}
+"""``memstore serve`` options the MemoryProtocol server applies and the Mind Layer one has
+no use for, each with the reason said when it is given: refused rather than ignored. (The
+HTTP defences, ``--max-body`` and the rates included, apply to both.)"""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -37,11 +42,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.api == "mindlayer":  # its own API and auth; the inspector rides on the protocol's
         from .parser import build_parser  # the parser names these commands: imported here
 
-        flag = _changed(args, build_parser().parse_args(["serve"]), _PROTOCOL_ONLY)
-        if flag:  # a limit asked for that would not apply: refused
+        flag = _changed(args, build_parser().parse_args(["serve"]), tuple(_PROTOCOL_ONLY))
+        if flag:  # an option asked for that would not apply: refused
+            why = _PROTOCOL_ONLY[flag.removeprefix("--").replace("-", "_")]
             print(
-                f"memstore: {flag} is MemoryProtocol's; the Mind Layer API has its own "
-                "limits (docs/mindlayer.md)",
+                f"memstore: {flag} is MemoryProtocol's, not for --api mindlayer: {why} "
+                "(docs/mindlayer.md)",
                 file=sys.stderr,
             )
             return 2

@@ -8,10 +8,14 @@ thread. Around them, from the outside in:
 2. :class:`~memstore.web.guard.HostOriginGuard`: a foreign ``Host`` (DNS
    rebinding) or a browser ``Origin`` other than the server's own is 403;
 3. :class:`OwnerGate`: for every ``/v1`` path, the owner token (401), then
-   for a route that takes a body (a POST or PUT the router knows) the media
-   type, a ``Content-Encoding`` other than ``identity`` (the body is read as
-   the bytes sent), the 1 MiB body bound and the nesting check (all 400, as
-   seed 002 says); any other method or path goes on to the router's 405 or 404;
+   the owner's rate (``--rate-per-second``, ``--rate-burst``: 429 with
+   ``Retry-After``; no limit unless given), then for a route that takes a body
+   (a POST or PUT the router knows) the media type and a ``Content-Encoding``
+   other than ``identity`` (the body is read as the bytes sent; both 400, as
+   seed 002 answers invalid input), the body bound (``--max-body``, 1 MiB by
+   default: 413 as soon as the body passes it, never held whole) and the
+   nesting check (400); any other method or path goes on to the router's 405
+   or 404;
 4. :class:`~memstore.web.failsafe.Failsafe`: an unexpected exception is one
    log record and a bare 500; the connection stays usable.
 
@@ -48,6 +52,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from memstore import __version__
+from memstore.arguments import count
 from memstore.errors import InvalidItemError, MemstoreError, OutOfRangeError
 from memstore.mindlayer.auth import check_bearer
 from memstore.mindlayer.errors import (
@@ -56,6 +61,8 @@ from memstore.mindlayer.errors import (
     invalid,
     not_found,
     out_of_range,
+    payload_too_large,
+    rate_limited,
     unauthorized,
 )
 from memstore.mindlayer.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
@@ -83,11 +90,12 @@ from memstore.web.failsafe import Failsafe
 from memstore.web.guard import HostOriginGuard
 from memstore.web.headers import single_header
 from memstore.web.hosts import HostPolicy, OriginPolicy
+from memstore.web.ratelimit import RateLimiter
 from memstore.web.refusal import Refusal, send_refusal
 from memstore.web.security import SecurityHeaders
 from memstore.web.tokens import TokensFile
 
-__all__ = ["OwnerGate", "create_app"]
+__all__ = ["OWNER_BUCKET", "OwnerGate", "create_app"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -98,16 +106,25 @@ Handler = Callable[[Request], Awaitable[Any]]
 
 _log = logging.getLogger("memstore.mindlayer")
 _BODY_METHODS: Final = frozenset({"POST", "PUT"})
+OWNER_BUCKET: Final = "owner"
+"""The rate limiter's one key: every request that passes the owner token is the owner's."""
 
 
 class OwnerGate:
-    """ASGI middleware in front of the ``/v1`` routes: owner token, then body bounds.
+    """ASGI middleware in front of the ``/v1`` routes: owner token, rate, then body bounds.
 
     ``token``: the token required (a :class:`~memstore.web.tokens.TokensFile`
     is asked for its current value on every request), or None: no token.
     ``body_routes``: the ``(method, path)`` pairs whose body is checked; a
     request for anything else (a wrong method, an unknown path) is left to the
-    router, so it is a 405 or 404 whatever its body.
+    router, so it is a 405 or 404 whatever its body. ``limiter``: the token
+    buckets a request takes one token from once its owner token passed (one
+    key, :data:`OWNER_BUCKET`), or None: no rate limit. ``max_body_bytes``: the
+    largest body read.
+
+    The rate is checked after the token, so a caller without it (a 401) takes
+    nothing from the owner's bucket and cannot starve the owner; and before the
+    body, so a request over the rate costs no read.
     """
 
     def __init__(
@@ -116,10 +133,14 @@ class OwnerGate:
         *,
         token: Callable[[], str | None],
         body_routes: frozenset[tuple[str, str]],
+        limiter: RateLimiter | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.app = app
         self.token = token
         self.body_routes = body_routes
+        self.limiter = limiter
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not str(scope["path"]).startswith("/v1/"):
@@ -136,6 +157,10 @@ class OwnerGate:
                     denied.message,
                     headers={"WWW-Authenticate": "Bearer"},
                 )
+            if self.limiter is not None:
+                wait = self.limiter.acquire(OWNER_BUCKET)
+                if wait > 0.0:
+                    raise rate_limited(wait).refusal()
             if (scope["method"], scope["path"]) in self.body_routes:
                 receive = await self._body(scope, receive)
         except Refusal as r:
@@ -145,8 +170,7 @@ class OwnerGate:
             return
         await self.app(scope, receive, send)
 
-    @staticmethod
-    async def _body(scope: Scope, receive: Receive) -> Receive:
+    async def _body(self, scope: Scope, receive: Receive) -> Receive:
         content_type = single_header(scope, b"content-type")
         if content_type is None or not is_json_media(content_type):
             raise invalid("send the body as Content-Type: application/json").refusal()
@@ -154,10 +178,13 @@ class OwnerGate:
             check_identity_encoding(single_header(scope, b"content-encoding"))
         except Refusal as r:  # 415 in the plumbing; seed 002 answers invalid input 400
             raise Refusal(400, "invalid_request", r.message, headers=r.headers) from None
+        limit = self.max_body_bytes
         try:
-            body = await read_body(receive, MAX_BODY_BYTES, single_header(scope, b"content-length"))
-        except Refusal as r:  # 413 in the plumbing; seed 002 answers 400
-            raise invalid(f"{r.message} (1 MiB)").refusal() from None
+            body = await read_body(receive, limit, single_header(scope, b"content-length"))
+        except Refusal as r:  # 413, as every memstore server answers it; in our words
+            size = r.details.get("size")
+            sent = size if isinstance(size, int) else limit + 1
+            raise payload_too_large(sent, limit).refusal() from None
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
         return replay(body, receive)
 
@@ -173,7 +200,7 @@ def _body_routes(routes: list[Route]) -> frozenset[tuple[str, str]]:
 
 
 def _answer(error: MindLayerError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
 
 
 def _endpoint(run: Handler) -> Callable[[Request], Awaitable[Response]]:
@@ -202,6 +229,8 @@ def create_app(
     token: str | TokensFile[str] | None = None,
     hosts: HostPolicy | None = None,
     origins: OriginPolicy | None = None,
+    limiter: RateLimiter | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
     """The ASGI app serving ``service``.
 
@@ -209,8 +238,15 @@ def create_app(
     None: no token (a loopback-only server). ``hosts``: the ``Host`` values
     answered (None: any; the server always gives a policy). ``origins``: web
     origins besides the server's own allowed to call it (None: none, so
-    browser pages of other sites are refused).
+    browser pages of other sites are refused). ``limiter``: the owner's token
+    bucket (``--rate-per-second``, ``--rate-burst``; None: no rate limit, the
+    default). ``max_body_bytes``: the largest request body (``--max-body``);
+    a larger one is 413.
+
+    :raises OutOfRangeError: ``max_body_bytes`` below 1 (a ``ValueError``).
+    :raises InvalidItemError: ``max_body_bytes`` not a whole number.
     """
+    max_body_bytes = count(max_body_bytes, "max_body_bytes", 1)
 
     def current() -> str | None:
         return token.current() if isinstance(token, TokensFile) else token
@@ -366,7 +402,13 @@ def create_app(
                 hosts=hosts or HostPolicy(any_host=True),
                 origins=origins or OriginPolicy(),
             ),
-            Middleware(OwnerGate, token=current, body_routes=_body_routes(routes)),
+            Middleware(
+                OwnerGate,
+                token=current,
+                body_routes=_body_routes(routes),
+                limiter=limiter,
+                max_body_bytes=max_body_bytes,
+            ),
             Middleware(Failsafe, error=failure, logger=_log),
         ],
         exception_handlers={404: http_error, 405: http_error},

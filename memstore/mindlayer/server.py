@@ -16,9 +16,13 @@ saying what to fix) rather than serving something unsafe:
 
 The embedder is the provider's embedding model when one is configured, else
 ``--embedder`` (``none``: lexical only; ``local``: the offline MiniLM model).
-HTTP plumbing (read timeouts, connection caps, Host and Origin checks,
-SIGTERM/SIGINT shutdown, SIGHUP re-reading the token file) is
-:mod:`memstore.web`'s, with the same flags as the protocol server.
+HTTP plumbing (read timeouts, connection caps, Host and Origin checks, the
+body bound, the rate limit, SIGTERM/SIGINT shutdown, SIGHUP re-reading the
+token file) is :mod:`memstore.web`'s, with the same flags as the protocol
+server, read by :func:`~memstore.web.settings.http_settings`. Two defaults are
+the API's own: ``--max-body`` is 1 MiB (seed 002's bound), and no rate is
+limited unless ``--rate-per-second`` or ``--rate-burst`` is given
+(:func:`owner_rate_limiter`).
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ from memstore.mindlayer.service import MindLayer
 from memstore.web.batching import close_batcher
 from memstore.web.journal_option import postgres_journal
 from memstore.web.listen import ListenError, base_url, listening
+from memstore.web.ratelimit import RateLimiter
 from memstore.web.runner import ServeConfig, serve_app, shutdown_grace
 from memstore.web.settings import HttpSettings, http_settings
 from memstore.web.tokens import TokensFile
 
-__all__ = ["SEED_TOKEN_VARIABLE", "serve"]
+__all__ = ["SEED_TOKEN_VARIABLE", "owner_rate_limiter", "serve"]
 
 SEED_TOKEN_VARIABLE: Final = "MIND_LAYER_TOKEN"
 """Seed 002's owner-token variable: set without ``--owner-token-file``, start-up is refused."""
@@ -64,12 +69,42 @@ def _journal(args: argparse.Namespace) -> Journal | str | None:
     return pg if pg is not None else args.journal or None  # None: the folder's SQLite
 
 
+def owner_rate_limiter(args: argparse.Namespace, settings: HttpSettings) -> RateLimiter | None:
+    """The owner's token bucket, or None (no rate limit) when ``args`` asks for no rate.
+
+    Off unless ``--rate-per-second`` or ``--rate-burst`` is given (the other then
+    takes its default, 60 a second or a burst of 120): the Mind Layer API had no
+    rate limit, and a default one would throttle an application already serving
+    more than 60 requests a second. Given, it is one bucket for the server, not
+    one per scope or per client: seed 002 has one caller, the owner (one token
+    granting every scope; agent and user ids are namespaces the caller names,
+    not identities, so a bucket per scope would be a limit a caller steps
+    around by naming another), and without a token the server binds loopback
+    only, its callers the local machine's.
+
+    >>> import argparse
+    >>> from memstore.web.settings import http_settings
+    >>> off = argparse.Namespace(host="127.0.0.1", rate_per_second=None, rate_burst=None)
+    >>> owner_rate_limiter(off, http_settings(off, max_body_bytes=1024)) is None
+    True
+    >>> on = argparse.Namespace(host="127.0.0.1", rate_per_second=None, rate_burst=3)
+    >>> limiter = owner_rate_limiter(on, http_settings(on, max_body_bytes=1024))
+    >>> limiter.rate_per_second, limiter.burst
+    (60.0, 3)
+    """
+    given = (getattr(args, name, None) for name in ("rate_per_second", "rate_burst"))
+    if all(value is None for value in given):
+        return None
+    return settings.rate_limiter()
+
+
 def serve(args: argparse.Namespace) -> int:
     """Run the Mind Layer server until SIGTERM or SIGINT; the exit status (2: not started).
 
     ``args`` as ``memstore serve`` parses them: ``data``, ``embedder``,
     ``host``, ``port``, ``journal``, ``owner_token_file`` and optionally
-    ``journal_schema``, ``allow_host``, ``allow_origin`` and the connection limits.
+    ``journal_schema`` and the HTTP defences (``allow_host``, ``max_body``,
+    ``rate_per_second``, ...: :data:`~memstore.web.settings.HTTP_OPTIONS`).
     """
     if getattr(args, "tokens_file", None):
         return _fail(
@@ -83,9 +118,8 @@ def serve(args: argparse.Namespace) -> int:
             args.host,
             variable=(SEED_TOKEN_VARIABLE, seed_token) if seed_token else None,
         )
-        # The shared flags, read as every server reads them; of these the Mind Layer
-        # applies the Host and Origin policies, the connection limits and the grace
-        # (memstore serve refuses its --max-body and rates: its own limits apply).
+        # The shared flags, read as every server reads them; the body bound's default
+        # is seed 002's 1 MiB, and the rate is limited only when asked for.
         settings = http_settings(args, max_body_bytes=MAX_BODY_BYTES)
     except (ProviderConfigError, OwnerTokenError, ValueError) as e:
         return _fail(e)
@@ -129,8 +163,14 @@ def _serve_on(
     app = None
     try:
         hosts = settings.hosts
+        limiter = owner_rate_limiter(args, settings)
         app = create_app(
-            MindLayer(memory, chat=chat), token=token, hosts=hosts, origins=settings.origins
+            MindLayer(memory, chat=chat),
+            token=token,
+            hosts=hosts,
+            origins=settings.origins,
+            limiter=limiter,
+            max_body_bytes=settings.max_body_bytes,
         )
         config = ServeConfig(
             host=args.host,
@@ -144,7 +184,8 @@ def _serve_on(
         print(
             f"memstore: serving the Mind Layer API on {base_url(args.host, args.port)} "
             f"(data {args.data}, owner token {'required' if token else 'not required'}, "
-            f"embeddings {model}, chat {provider.chat_model if provider else None}, {hosts})",
+            f"embeddings {model}, chat {provider.chat_model if provider else None}, "
+            f"body at most {settings.max_body_bytes} bytes, {_rate_words(limiter)}, {hosts})",
             file=sys.stderr,
             flush=True,
         )
@@ -162,3 +203,14 @@ def _serve_on(
         if app is not None:  # searches still queued finish before the storage closes
             close_batcher(app, shutdown_grace(args))
         memory.close()
+
+
+def _rate_words(limiter: RateLimiter | None) -> str:
+    """The start-up line's words for the rate limit.
+
+    >>> _rate_words(None), _rate_words(RateLimiter(0.5, 3))
+    ('no rate limit', 'rate 0.5/s, burst 3')
+    """
+    if limiter is None:
+        return "no rate limit"
+    return f"rate {limiter.rate_per_second:g}/s, burst {limiter.burst}"

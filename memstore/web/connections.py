@@ -259,6 +259,14 @@ class GuardedProtocol(asyncio.Protocol):
         if inner is None:
             return
         before = self._phase
+        if before == _BUSY and self._phase_now() == _HEADERS:
+            # The answer went out since the last bytes: these begin the next request of a
+            # kept-alive connection. Its headers are measured as a new connection's, before
+            # the parser sees them (a whole header block in one read would start it).
+            before = self._phase = _HEADERS
+            self._header_bytes = 0
+            self._header_tail = b""
+            self._arm(self.limits.header_timeout)
         if before == _HEADERS and self._header_bytes >= 0 and self._headers_over(data):
             self._refuse(self._headers_too_large())
             return

@@ -61,6 +61,7 @@ __all__ = [
     "fit_to_descriptors",
     "serve_app",
     "shutdown_grace",
+    "uvicorn_config",
 ]
 
 _log = logging.getLogger("memstore.web")
@@ -189,15 +190,21 @@ class _Server(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProtocol]:
-    """Serve ``app`` until SIGTERM or SIGINT; the protocol class used (its ``counter`` counts).
+def uvicorn_config(
+    app: Callable[..., Any],
+    config: ServeConfig,
+    limits: ConnectionLimits,
+    protocol: type[GuardedProtocol],
+) -> uvicorn.Config:
+    """uvicorn's configuration for :func:`serve_app`: ``app`` behind ``protocol``.
 
-    :raises SystemExit: uvicorn's, when the address cannot be bound (bind it first with
-        :func:`~memstore.web.listen.listen` and pass ``sockets`` to refuse that up front).
+    h11 (the parser when httptools is not installed, as with the ``mcp`` extra
+    alone) refuses a header block still incomplete past its own cap (16 KiB by
+    default) with a plain-text 400; it is given ``max_header_bytes``, so that the
+    guard, which refuses anything larger first, answers every header block that
+    is too large (431, in the surface's error body) and serves every smaller one.
     """
-    limits = fit_to_descriptors(config.limits)
-    protocol = guarded_protocol(_inner_protocol(config.http), limits, render=config.render)
-    uv = uvicorn.Config(
+    return uvicorn.Config(
         ShutdownAnswer(app, render=config.render),
         host=config.host,
         port=config.port,
@@ -208,7 +215,19 @@ def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProto
         access_log=False,
         timeout_keep_alive=math.ceil(limits.keepalive_timeout),
         timeout_graceful_shutdown=math.ceil(config.graceful_shutdown_seconds),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
     )
+
+
+def serve_app(app: Callable[..., Any], config: ServeConfig) -> type[GuardedProtocol]:
+    """Serve ``app`` until SIGTERM or SIGINT; the protocol class used (its ``counter`` counts).
+
+    :raises SystemExit: uvicorn's, when the address cannot be bound (bind it first with
+        :func:`~memstore.web.listen.listen` and pass ``sockets`` to refuse that up front).
+    """
+    limits = fit_to_descriptors(config.limits)
+    protocol = guarded_protocol(_inner_protocol(config.http), limits, render=config.render)
+    uv = uvicorn_config(app, config, limits, protocol)
     with frozen_heap():  # no full-heap collection pauses in the answers: see there
         server = _Server(uv, config.on_hangup, config.on_shutdown)
         server.run(sockets=list(config.sockets) or None)

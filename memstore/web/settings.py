@@ -9,7 +9,7 @@ read back here into the settings this package applies:
   :attr:`HttpSettings.origins`, which :class:`~memstore.web.guard.HostOriginGuard`
   and :class:`~memstore.web.guard.ListedCors` apply;
 - ``--header-timeout``, ``--body-timeout``, ``--keepalive-timeout``,
-  ``--max-connections`` and ``--max-connections-per-client``:
+  ``--max-connections``, ``--max-connections-per-client`` and ``--max-header-bytes``:
   :attr:`HttpSettings.limits`, which :func:`~memstore.web.runner.serve_app` applies
   around every connection, as it applies :attr:`HttpSettings.shutdown_grace`
   (``--shutdown-grace``);
@@ -49,6 +49,7 @@ CONNECTION_OPTIONS: Final = (
     "keepalive_timeout",
     "max_connections",
     "max_connections_per_client",
+    "max_header_bytes",
 )
 """The flags that become :class:`~memstore.web.connections.ConnectionLimits`, as stored."""
 HTTP_OPTIONS: Final = (

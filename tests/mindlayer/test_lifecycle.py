@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.fake_provider import FakeProvider
 from tests.mindlayer.conftest import export, new_scope, provider_env, refused, search, start, store
@@ -149,25 +148,6 @@ class TestPostgresJournal:
     def test_a_schema_without_a_postgres_journal_is_refused(self, tmp_path: Path) -> None:
         code, out = refused(tmp_path / "data", "--journal-schema", "agents")
         assert code == 2 and "--journal-schema needs --journal postgresql://" in out
-
-    @pytest.mark.parametrize(
-        "flag",
-        [
-            ("--rate-per-second", "5"),
-            ("--rate-burst", "5"),
-            ("--max-body", "1024"),
-            ("--sse-keepalive", "5"),
-            ("--confirm-key-file", "key"),
-        ],
-    )
-    def test_memory_protocol_flags_are_refused_not_ignored(
-        self, tmp_path: Path, flag: tuple[str, str]
-    ) -> None:
-        # A limit the operator asked for and the server would not apply: refused
-        # at start, with nothing created.
-        code, out = refused(tmp_path / "data", *flag)
-        assert code == 2 and f"{flag[0]} is MemoryProtocol's" in out, out
-        assert not (tmp_path / "data").exists()
 
 
 class TestModelMismatchFailsClosed:

@@ -1,5 +1,5 @@
 """Answers a person reads in a terminal: newline-ended JSON, JSON errors that say where,
-and a body limit set with ``--max-body``."""
+and a body limit set with ``--max-body`` (a header limit with ``--max-header-bytes``)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,23 @@ def test_max_body_sets_the_request_body_limit(tmp_path: Path) -> None:
             f"{url}/v1/ingest", json={"source": "s", "content": "x" * 3000}, headers=headers
         )
         assert big.status_code == 413 and big.json()["details"]["limit"] == 2000
+    finally:
+        assert stop_server(proc) == 0
+
+
+def test_max_header_bytes_sets_the_request_header_limit(tmp_path: Path) -> None:
+    """Before: 64 KiB, fixed (``MAX_HEADER_BYTES``); now ``--max-header-bytes``."""
+    make_tokens(tmp_path / "tokens.json")
+    flags = ("--max-header-bytes", "2048")
+    proc, url = start_server(tmp_path / "data", tmp_path / "tokens.json", *flags)
+    try:
+        assert httpx.get(f"{url}/healthz", headers={"X-Pad": "p" * 1000}).status_code == 200
+        big = httpx.get(f"{url}/healthz", headers={"X-Pad": "p" * 3000})
+        assert big.status_code == 431, big.text
+        assert big.json() == {
+            "error": "headers_too_large",
+            "message": "the request's headers exceed 2048 bytes",
+        }
     finally:
         assert stop_server(proc) == 0
 
