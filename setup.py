@@ -14,7 +14,7 @@ setup(
     ext_modules=[
         Extension(
             "memstore._speedups",
-            sources=["memstore/_speedups.c"],
+            sources=["memstore/_speedups.c", "memstore/_editnear.c"],
             optional=True,
         )
     ]

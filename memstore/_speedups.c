@@ -1666,6 +1666,10 @@ done:
     return out;
 }
 
+/* A query token's one-edit vocabulary neighbours: memstore/_editnear.c. */
+PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
+PyObject *memstore_edits(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -1682,6 +1686,12 @@ static PyMethodDef methods[] = {
     {"holding", holding, METH_VARARGS,
      "holding(texts, slots, pair) -> list[int] | NotImplemented\n\n"
      "Those of slots whose text holds pair (see memstore/lexical.py's _holding)."},
+    {"neighbour_sets", memstore_neighbour_sets, METH_VARARGS,
+     "neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]\n\n"
+     "The vocabulary words within one edit of each span of tok (see memstore/_editnear.py)."},
+    {"edits", memstore_edits, METH_VARARGS,
+     "edits(tok, levels, level_edit, vocab, words, live, tables, overlay) -> (near, pairs)\n\n"
+     "A token's one-edit neighbours and joined pairs (see memstore/_editnear.py)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},
