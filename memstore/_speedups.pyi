@@ -45,3 +45,28 @@ def lex_rank(
 
 def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
     """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""
+
+def neighbour_sets(
+    tok: str,
+    spans: list[tuple[int, int]],
+    vocab: dict[str, int],
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[set[str]]:
+    """For each span ``(a, b)``, the words of ``vocab`` within one edit of ``tok[a:b]``."""
+
+def edits(
+    tok: str,
+    levels: dict[str, float],
+    level_edit: float,
+    vocab: dict[str, int],
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> tuple[set[str], list[tuple[str, str]]]:
+    """``tok``'s one-edit neighbours and the joined pairs it is one edit from, neither strong."""
