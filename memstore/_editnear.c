@@ -4,6 +4,9 @@
  * _speedups.c). The oracle is memstore/_editnear.py's pure_neighbour_sets, which a
  * differential test holds this one to.
  *
+ * Also here: edits (the splits of a token into joined words, below) and substring_words
+ * (a token's substring matches, at the end).
+ *
  * neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]
  *
  * For each span (a, b) of tok, the vocabulary words within one edit (insertion,
@@ -139,7 +142,7 @@ typedef struct {
     const uint8_t *live; /* NULL: every word live */
     Py_ssize_t nlive;
     PyObject *words; /* a list */
-    PyObject *vocab; /* a dict */
+    PyObject *vocab; /* a dict (NULL for substring_words, which looks nothing up) */
 } Probe;
 
 /* Append the word numbers under key (every segment, then the overlay) to ids. */
@@ -737,5 +740,116 @@ done:
     PyMem_Free(sets);
     Py_XDECREF(strong);
     Py_XDECREF(pairs);
+    return out;
+}
+
+/* ------------------------------------------------------------------ substrings
+ *
+ * substring_words(tok, words, live, tables, overlay) -> list[str]
+ *
+ * memstore/lexical.py's Lexicon._substring_words for a token of two characters or more,
+ * or one kept alone as a gram (the oracle): the live vocabulary words holding tok, in
+ * word-number order. tables and overlay are the gram table's (memstore/_vocabindex.py:
+ * a gram's key is its code points packed, exact). A token of one to three characters is
+ * a gram itself: its words. A longer one is in a word only if each of its trigrams is:
+ * the words of its rarest trigram are tested for tok (Python intersects the trigrams'
+ * words first, then tests; the words left are the same).
+ */
+
+#define GRAM_BI (UINT64_C(1) << 63)
+#define GRAM_UNI ((UINT64_C(1) << 63) | (UINT64_C(1) << 62))
+
+/* Keep the live ones of ids (their numbers checked against words). */
+static int
+live_only(const Probe *p, Ids *ids)
+{
+    Py_ssize_t nwords = PyList_GET_SIZE(p->words), kept = 0;
+    for (Py_ssize_t k = 0; k < ids->n; k++) {
+        int32_t id = ids->v[k];
+        if (id < 0 || id >= nwords || (p->live != NULL && id >= p->nlive)) {
+            PyErr_SetString(PyExc_IndexError, "substring_words: a word number past the words");
+            return -1;
+        }
+        if (p->live == NULL || p->live[id]) {
+            ids->v[kept++] = id;
+        }
+    }
+    ids->n = kept;
+    return 0;
+}
+
+PyObject *
+memstore_substring_words(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tok, *words, *live, *tables, *overlay;
+    if (!PyArg_ParseTuple(args, "UO!OO!O!:substring_words", &tok, &PyList_Type, &words, &live,
+                          &PyTuple_Type, &tables, &PyDict_Type, &overlay)) {
+        return NULL;
+    }
+    Call c;
+    Ids best = {NULL, 0, 0};
+    PyObject *out = NULL;
+    if (call_open(&c, tok, NULL, words, live, tables, overlay) < 0) { /* no vocab: no lookups */
+        goto done;
+    }
+    Py_ssize_t n = c.n;
+    const Py_UCS4 *cp = c.cps;
+    int verify = n > 3, found_best = 0;
+    if (n == 0) {
+        out = PyList_New(0);
+        goto done;
+    }
+    Py_ssize_t nkeys = n <= 3 ? 1 : n - 2;
+    for (Py_ssize_t k = 0; k < nkeys; k++) {
+        uint64_t key;
+        if (n == 1) {
+            key = GRAM_UNI | cp[0];
+        }
+        else if (n == 2) {
+            key = GRAM_BI | ((uint64_t)cp[0] << 21) | cp[1];
+        }
+        else {
+            key = ((uint64_t)cp[k] << 42) | ((uint64_t)cp[k + 1] << 21) | cp[k + 2];
+        }
+        c.ids.n = 0;
+        if (probe_key(&c.p, key, &c.ids) < 0 || live_only(&c.p, &c.ids) < 0) {
+            goto done;
+        }
+        if (!found_best || c.ids.n < best.n) { /* the rarest trigram so far: keep its words */
+            Ids t = best;
+            best = c.ids;
+            c.ids = t;
+            found_best = 1;
+        }
+        if (best.n == 0) {
+            break; /* a trigram in no word: nor is tok */
+        }
+    }
+    if (best.n > 1) {
+        qsort(best.v, (size_t)best.n, sizeof(int32_t), cmp_i32);
+    }
+    out = PyList_New(0);
+    for (Py_ssize_t k = 0; out != NULL && k < best.n; k++) {
+        if (k && best.v[k] == best.v[k - 1]) {
+            continue;
+        }
+        PyObject *w = PyList_GET_ITEM(words, best.v[k]);
+        int has = 1;
+        if (verify) {
+            if (!PyUnicode_Check(w)) {
+                PyErr_SetString(PyExc_TypeError, "substring_words: words must be str");
+                Py_CLEAR(out);
+                break;
+            }
+            has = PyUnicode_Contains(w, tok);
+        }
+        if (has < 0 || (has && PyList_Append(out, w) < 0)) {
+            Py_CLEAR(out);
+        }
+    }
+done:
+    call_close(&c);
+    PyMem_Free(best.v);
     return out;
 }

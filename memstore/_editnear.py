@@ -83,7 +83,7 @@ def edits(
     """
     native = _wordbatch.speedups
     if native is not None and isinstance(vocab, dict):
-        tables, overlay, live, words = index.deletion_view()
+        tables, overlay, live, words = index.probe_view("dels")
         got: tuple[set[str], list[Pair]] = native.edits(
             tok, levels, LEVEL_EDIT, vocab, words, live, tables, overlay
         )
@@ -140,7 +140,7 @@ def neighbour_sets(
     """
     native = _wordbatch.speedups
     if native is not None and isinstance(vocab, dict):
-        tables, overlay, live, words = index.deletion_view()
+        tables, overlay, live, words = index.probe_view("dels")
         got: list[set[str]] = native.neighbour_sets(
             tok, list(spans), vocab, words, live, tables, overlay
         )

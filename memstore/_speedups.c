@@ -1669,6 +1669,7 @@ done:
 /* A query token's one-edit vocabulary neighbours: memstore/_editnear.c. */
 PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
 PyObject *memstore_edits(PyObject *self, PyObject *args);
+PyObject *memstore_substring_words(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
@@ -1692,6 +1693,9 @@ static PyMethodDef methods[] = {
     {"edits", memstore_edits, METH_VARARGS,
      "edits(tok, levels, level_edit, vocab, words, live, tables, overlay) -> (near, pairs)\n\n"
      "A token's one-edit neighbours and joined pairs (see memstore/_editnear.py)."},
+    {"substring_words", memstore_substring_words, METH_VARARGS,
+     "substring_words(tok, words, live, tables, overlay) -> list[str]\n\n"
+     "The live vocabulary words holding tok (see memstore/lexical.py's _substring_words)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},

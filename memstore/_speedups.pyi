@@ -70,3 +70,13 @@ def edits(
     /,
 ) -> tuple[set[str], list[tuple[str, str]]]:
     """``tok``'s one-edit neighbours and the joined pairs it is one edit from, neither strong."""
+
+def substring_words(
+    tok: str,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[str]:
+    """The live vocabulary words holding ``tok`` (a gram, or two characters or more)."""

@@ -655,19 +655,21 @@ class VocabIndex:
         """
         return self._deletion_groups(span_edit_hashes(s, spans))
 
-    def deletion_view(
-        self,
+    def probe_view(
+        self, table: str
     ) -> tuple[tuple[tuple[_U64, _I64, _I32], ...], dict[int, list[int]], _Bool | None, list[str]]:
-        """The deletion table as the compiled probe reads it (flushed first; nothing copied).
+        """One table (``"grams"``, ``"dels"``, ``"stems"``) as a compiled probe reads it.
 
         ``(tables, overlay, live, words)``: each segment's ``(keys, offsets,
         vals)``, the overlay's key -> word numbers, the live mask (``None``
-        when every word is live) and the words by number. Valid until the
-        next write to the index.
+        when every word is live) and the words by number. Flushed first;
+        nothing is copied. Valid until the next write to the index.
         """
         self.flush()
-        tables = tuple((s.dels.keys, s.dels.offsets, s.dels.vals) for s in self._segments)
-        return tables, self._overlay["dels"], self._live if self._dead else None, self._words
+        tables = tuple(
+            (t.keys, t.offsets, t.vals) for t in (getattr(s, table) for s in self._segments)
+        )
+        return tables, self._overlay[table], self._live if self._dead else None, self._words
 
     def _deletion_groups(self, groups: list[list[int]]) -> list[list[str]]:
         """For each group of deletion-table keys, the distinct live words under them, in order.

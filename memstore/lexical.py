@@ -439,11 +439,25 @@ class Lexicon:
     # -------------------------------------------------------------- matching
 
     def _substring_words(self, tok: str) -> Iterable[str]:
+        """The vocabulary words holding ``tok``, in word-number order.
+
+        A token of one to three characters is a gram: its words. A longer
+        one is in a word only if each of its trigrams is: here the trigrams'
+        words are intersected, rarest first, and the few left tested for
+        ``tok``; compiled (``substring_words`` in ``memstore/_editnear.c``),
+        the rarest trigram's words are tested at once: the same words.
+        """
         n = len(tok)
         if n == 0:
             return ()
         vocab = self._vocab
-        if n <= 3 and (n > 1 or _KEEP_CHAR.match(tok)):
+        gram = n > 1 or _KEEP_CHAR.match(tok)
+        native = _wordbatch.speedups
+        if gram and native is not None:  # the same words, found in C: rarest trigram, then `in`
+            tables, overlay, live, words = vocab.probe_view("grams")
+            held: list[str] = native.substring_words(tok, words, live, tables, overlay)
+            return held
+        if n <= 3 and gram:
             return vocab.gram_words(tok)  # the gram is the token: exact
         if n == 1:  # a lone letter (a query of only filler): rare, scan the vocabulary
             return [w for w in self._df if tok in w]

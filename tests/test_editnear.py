@@ -1,4 +1,4 @@
-"""The compiled one-edit search (``memstore/_editnear.c``) against the pure one, its oracle.
+"""The compiled vocabulary search of a cold token (``memstore/_editnear.c``) against its oracle.
 
 :func:`memstore._editnear.edits` (a token's one-edit neighbours and joined
 pairs) and :func:`~memstore._editnear.neighbour_sets` (the neighbours of each
@@ -6,7 +6,9 @@ span of a token) run in C where :mod:`memstore._speedups` is built. Random
 vocabularies go through adds and removals (so the deletion table has
 segments, an overlay and dead words) and every token, of letters, digits,
 accented, CJK and emoji characters, short and long, must get the same sets
-from both paths, and the neighbours a scan of every word finds.
+from both paths, and the neighbours a scan of every word finds. So must the
+words :meth:`~memstore.lexical.Lexicon._substring_words` finds (in C, the
+rarest trigram's words tested; in Python, the trigrams' words intersected).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from memstore import _editnear, _wordbatch
 from memstore._matchrule import LEVEL_EDIT, LEVEL_EXACT, LEVEL_STEM, within_one_edit
 from memstore._vocabindex import VocabIndex
+from memstore.lexical import Lexicon
 
 COMPILED: ModuleType | None
 try:
@@ -157,7 +160,7 @@ def test_bad_arguments_raise_and_name_the_culprit() -> None:
     vocab = {"pay": 1}
     index = VocabIndex()
     index.add_many(vocab)
-    tables, overlay, live, words = index.deletion_view()
+    tables, overlay, live, words = index.probe_view("dels")
     with pytest.raises(ValueError, match="outside the token"):
         COMPILED.neighbour_sets("pay", [(2, 9)], vocab, words, live, tables, overlay)
     short = ((np.zeros(2, np.uint64), np.zeros(2, np.int64), np.zeros(2, np.int32)),)
@@ -167,3 +170,28 @@ def test_bad_arguments_raise_and_name_the_culprit() -> None:
         COMPILED.neighbour_sets("pay", [(0, 3)], vocab, words, live, ((b"x", b"", b""),), overlay)
     with pytest.raises(TypeError, match="spans"):
         COMPILED.neighbour_sets("pay", [[0, 3]], vocab, words, live, tables, overlay)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.booleans(), st.lists(word, min_size=1, max_size=3)), max_size=25),
+    st.lists(token, min_size=1, max_size=6),
+    st.sampled_from([(1, 1), (3, 4), (4096, 4096)]),
+)
+def test_substring_words_agree_with_pure_and_brute_force(
+    ops: list[tuple[bool, list[str]]], toks: list[str], sizes: tuple[int, int]
+) -> None:
+    """The compiled substring search finds the words the pure one does, in the same order."""
+    lex = Lexicon(compact_min=sizes[0], overlay_max=sizes[1])
+    for n, (remove, ws) in enumerate(ops):
+        if remove and n:
+            lex.remove(f"d{n // 2}")
+        lex.index(f"d{n}", "", " ".join(ws))
+    vocab = set(lex._df)
+    for tok in [*toks, *(w[1:4] for w in vocab), *(w[:2] for w in vocab)]:
+        with compiled():
+            got = list(lex._substring_words(tok))
+        with _wordbatch.pure_python():
+            want = list(lex._substring_words(tok))
+        assert got == want, tok
+        assert set(got) == {w for w in vocab if tok and tok in w}, tok
