@@ -448,6 +448,8 @@ class VocabIndex:
         self._overlay_words: list[str] = []
         self._overlay: dict[str, dict[int, list[int]]] = {t: {} for t in _TABLES}
         self._segments: list[Segment] = []
+        # Per table, the segments' arrays as probe_view gives them, and the segments they are of.
+        self._views: dict[str, tuple[list[Segment], tuple[tuple[_U64, _I64, _I32], ...]]] = {}
 
     # ----------------------------------------------------------------- writes
 
@@ -666,10 +668,14 @@ class VocabIndex:
         nothing is copied. Valid until the next write to the index.
         """
         self.flush()
-        tables = tuple(
-            (t.keys, t.offsets, t.vals) for t in (getattr(s, table) for s in self._segments)
-        )
-        return tables, self._overlay[table], self._live if self._dead else None, self._words
+        segs = self._segments
+        held = self._views.get(table)
+        # The segments compare by identity (eq=False), and the cache holds them: a
+        # merged-away segment's id cannot come back to fool it.
+        if held is None or held[0] != segs:
+            tables = tuple((t.keys, t.offsets, t.vals) for t in (getattr(s, table) for s in segs))
+            held = self._views[table] = (list(segs), tables)
+        return held[1], self._overlay[table], self._live if self._dead else None, self._words
 
     def _deletion_groups(self, groups: list[list[int]]) -> list[list[str]]:
         """For each group of deletion-table keys, the distinct live words under them, in order.
