@@ -14,7 +14,7 @@ setup(
     ext_modules=[
         Extension(
             "memstore._speedups",
-            sources=["memstore/_speedups.c", "memstore/_editnear.c"],
+            sources=["memstore/_speedups.c", "memstore/_editnear.c", "memstore/_joined.c"],
             optional=True,
         )
     ]

@@ -1670,6 +1670,8 @@ done:
 PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
 PyObject *memstore_edits(PyObject *self, PyObject *args);
 PyObject *memstore_substring_words(PyObject *self, PyObject *args);
+/* The documents holding a token's joined pairs: memstore/_joined.c. */
+PyObject *memstore_joined_slots(PyObject *self, PyObject *args);
 
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
@@ -1696,6 +1698,9 @@ static PyMethodDef methods[] = {
     {"substring_words", memstore_substring_words, METH_VARARGS,
      "substring_words(tok, words, live, tables, overlay) -> list[str]\n\n"
      "The live vocabulary words holding tok (see memstore/lexical.py's _substring_words)."},
+    {"joined_slots", memstore_joined_slots, METH_VARARGS,
+     "joined_slots(pairs, texts, strong, capacity) -> list[int]\n\n"
+     "The slots holding a joined pair, none strong (see memstore/lexical.py's _joined_slots)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},

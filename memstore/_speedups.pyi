@@ -80,3 +80,12 @@ def substring_words(
     /,
 ) -> list[str]:
     """The live vocabulary words holding ``tok`` (a gram, or two characters or more)."""
+
+def joined_slots(
+    pairs: list[tuple[object, object, str]],
+    texts: list[str],
+    strong: list[object],
+    capacity: int,
+    /,
+) -> list[int]:
+    """The slots holding some pair's pattern (``" w1 w2 "``) and both its words, none strong."""

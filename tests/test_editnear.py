@@ -195,3 +195,46 @@ def test_substring_words_agree_with_pure_and_brute_force(
             want = list(lex._substring_words(tok))
         assert got == want, tok
         assert set(got) == {w for w in vocab if tok and tok in w}, tok
+
+
+def _match(lex: Lexicon, tok: str) -> tuple[list[int], list[float], list[int], list[float], bool]:
+    lex.clear_caches()
+    m = lex.match_token(tok)
+    return (
+        m.slots.tolist(),
+        m.levels.tolist(),
+        m.title_slots.tolist(),
+        m.title_levels.tolist(),
+        m.fuzzy_ok,
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.booleans(), st.lists(word, min_size=1, max_size=4)), max_size=20),
+    st.lists(token, max_size=4),
+    st.data(),
+)
+def test_cold_matches_agree_with_pure(
+    ops: list[tuple[bool, list[str]]], toks: list[str], data: st.DataObject
+) -> None:
+    """A cold token's whole match (edits, substrings, joined pairs in C) equals the pure one's."""
+    lex = Lexicon(compact_min=2)
+    docs: list[list[str]] = []
+    for n, (remove, ws) in enumerate(ops):
+        if remove and n:
+            lex.remove(f"d{n // 2}")
+        lex.index(f"d{n}", ws[0], " ".join(ws[1:]))
+        docs.append(ws)
+    # Two adjacent words of a document joined, an edit or none inside: joined-pair matches.
+    for ws in docs:
+        if len(ws) > 1:
+            j = ws[0] + ws[1]
+            i = data.draw(st.integers(0, len(j)))
+            toks.append(data.draw(st.sampled_from([j, j[:i] + j[i + 1 :], j[:i] + "a" + j[i:]])))
+    for tok in toks:
+        with compiled():
+            got = _match(lex, tok)
+        with _wordbatch.pure_python():
+            want = _match(lex, tok)
+        assert got == want, tok

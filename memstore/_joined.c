@@ -1,0 +1,154 @@
+/* memstore._speedups.joined_slots: the documents holding a joined pair of words, compiled.
+ *
+ * Part of the optional memstore._speedups module (setup.py compiles this file with
+ * _speedups.c). The oracle is the pure path of memstore/lexical.py's
+ * Lexicon._joined_slots, which a differential test holds this one to.
+ *
+ * joined_slots(pairs, texts, strong, capacity) -> list[int]
+ *
+ * A token one edit from two adjacent words joined (w1 w2) matches the documents
+ * holding them adjacently. pairs is a list of (a, b, pattern): a and b the postings of
+ * w1 and w2 (sorted int32 arrays of slots) and pattern " w1 w2 "; texts[slot] is a
+ * document's words as one space-padded str; strong is a list of int32 arrays of slots
+ * matched at the edit level or better already (left out: they gain nothing). Returns
+ * each slot below capacity that holds some pair's pattern, is in both its postings and
+ * in no strong array, once, pair by pair. Python tests the few documents of the rarer
+ * word directly and intersects larger postings with numpy first, a few array calls a
+ * pair; here both are one loop: each slot of the smaller postings binary-searched in
+ * the larger, then its text searched for the pattern.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Hold obj's buffer of int32 slots (C-contiguous, 1-d). */
+static int
+hold_slots(PyObject *obj, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    if (view->itemsize != 4 || view->ndim != 1) {
+        PyErr_SetString(PyExc_TypeError, "joined_slots: slots must be 1-d int32 arrays");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether sorted big[0:n] holds x. */
+static int
+has_slot(const int32_t *big, Py_ssize_t n, int32_t x)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (big[mid] < x) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo < n && big[lo] == x;
+}
+
+/* Test the slots of the smaller of a and b that the larger holds too: append those not
+ * excluded whose text holds pattern to out, and exclude them. 0, or -1 with an error. */
+static int
+test_pair(const Py_buffer *a, const Py_buffer *b, PyObject *pattern, PyObject *texts,
+          uint8_t *excluded, Py_ssize_t capacity, PyObject *out)
+{
+    const Py_buffer *few = a->shape[0] <= b->shape[0] ? a : b, *many = few == a ? b : a;
+    const int32_t *fs = few->buf, *ms = many->buf;
+    Py_ssize_t nf = few->shape[0], nm = many->shape[0], ntexts = PyList_GET_SIZE(texts);
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        int32_t s = fs[i];
+        if (s < 0 || s >= capacity || s >= ntexts) {
+            PyErr_SetString(PyExc_IndexError, "joined_slots: a slot past the texts");
+            return -1;
+        }
+        if (excluded[s] || !has_slot(ms, nm, s)) {
+            continue;
+        }
+        PyObject *text = PyList_GET_ITEM(texts, s);
+        int has = PyUnicode_Contains(text, pattern);
+        if (has < 0) {
+            return -1;
+        }
+        if (has) {
+            excluded[s] = 1;
+            PyObject *slot = PyLong_FromLong(s);
+            int rc = slot == NULL ? -1 : PyList_Append(out, slot);
+            Py_XDECREF(slot);
+            if (rc < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+PyObject *
+memstore_joined_slots(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *pairs, *texts, *strong;
+    Py_ssize_t capacity;
+    if (!PyArg_ParseTuple(args, "O!O!O!n:joined_slots", &PyList_Type, &pairs, &PyList_Type,
+                          &texts, &PyList_Type, &strong, &capacity)) {
+        return NULL;
+    }
+    if (capacity < 0) {
+        PyErr_SetString(PyExc_ValueError, "joined_slots: capacity must be >= 0");
+        return NULL;
+    }
+    uint8_t *excluded = PyMem_Calloc((size_t)capacity + 1, 1);
+    PyObject *out = NULL;
+    if (excluded == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(strong); k++) {
+        Py_buffer v;
+        if (hold_slots(PyList_GET_ITEM(strong, k), &v) < 0) {
+            goto done;
+        }
+        const int32_t *s = v.buf;
+        for (Py_ssize_t i = 0; i < v.shape[0]; i++) {
+            if (s[i] >= 0 && s[i] < capacity) {
+                excluded[s[i]] = 1;
+            }
+        }
+        PyBuffer_Release(&v);
+    }
+    out = PyList_New(0);
+    for (Py_ssize_t k = 0; out != NULL && k < PyList_GET_SIZE(pairs); k++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, k);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 3 ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(pair, 2))) {
+            PyErr_SetString(PyExc_TypeError, "joined_slots: pairs hold (a, b, pattern)");
+            Py_CLEAR(out);
+            break;
+        }
+        Py_buffer a, b;
+        if (hold_slots(PyTuple_GET_ITEM(pair, 0), &a) < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (hold_slots(PyTuple_GET_ITEM(pair, 1), &b) < 0) {
+            PyBuffer_Release(&a);
+            Py_CLEAR(out);
+            break;
+        }
+        int rc = test_pair(&a, &b, PyTuple_GET_ITEM(pair, 2), texts, excluded, capacity, out);
+        PyBuffer_Release(&a);
+        PyBuffer_Release(&b);
+        if (rc < 0) {
+            Py_CLEAR(out);
+        }
+    }
+done:
+    PyMem_Free(excluded);
+    return out;
+}
