@@ -15,7 +15,8 @@
  * in no strong array, once, pair by pair. Python tests the few documents of the rarer
  * word directly and intersects larger postings with numpy first, a few array calls a
  * pair; here both are one loop: each slot of the smaller postings binary-searched in
- * the larger, then its text searched for the pattern.
+ * the larger, then the texts of those left searched for the pattern (by memmem, and
+ * without the GIL when they are ASCII and long, as holding() in _speedups.c does).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -54,15 +55,46 @@ has_slot(const int32_t *big, Py_ssize_t n, int32_t x)
     return lo < n && big[lo] == x;
 }
 
-/* Test the slots of the smaller of a and b that the larger holds too: append those not
- * excluded whose text holds pattern to out, and exclude them. 0, or -1 with an error. */
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+#define HAVE_MEMMEM 1
+#else
+#define HAVE_MEMMEM 0
+#endif
+
+/* Characters of ASCII texts above which one pair's tests run without the GIL (as
+ * memstore/_speedups.c's holding does: other threads run while a long run of texts is
+ * searched). */
+#define JOINED_NOGIL_CHARS 32768
+
+/* The candidates of one pair: their slots and texts (strong references). */
+typedef struct {
+    int32_t *slot;
+    PyObject **text;
+    char *hit;
+    Py_ssize_t n;
+} Cands;
+
+static void
+cands_clear(Cands *c)
+{
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        Py_DECREF(c->text[i]);
+    }
+    c->n = 0;
+}
+
+/* Test the slots of the smaller of a and b that the larger holds too and none excludes:
+ * append those whose text holds pattern to out, and exclude them. c has room for the
+ * smaller's size. 0, or -1 with an error. */
 static int
 test_pair(const Py_buffer *a, const Py_buffer *b, PyObject *pattern, PyObject *texts,
-          uint8_t *excluded, Py_ssize_t capacity, PyObject *out)
+          uint8_t *excluded, Py_ssize_t capacity, Cands *c, PyObject *out)
 {
     const Py_buffer *few = a->shape[0] <= b->shape[0] ? a : b, *many = few == a ? b : a;
     const int32_t *fs = few->buf, *ms = many->buf;
     Py_ssize_t nf = few->shape[0], nm = many->shape[0], ntexts = PyList_GET_SIZE(texts);
+    int ascii = HAVE_MEMMEM && PyUnicode_IS_ASCII(pattern);
+    Py_ssize_t chars = 0;
     for (Py_ssize_t i = 0; i < nf; i++) {
         int32_t s = fs[i];
         if (s < 0 || s >= capacity || s >= ntexts) {
@@ -73,13 +105,42 @@ test_pair(const Py_buffer *a, const Py_buffer *b, PyObject *pattern, PyObject *t
             continue;
         }
         PyObject *text = PyList_GET_ITEM(texts, s);
-        int has = PyUnicode_Contains(text, pattern);
-        if (has < 0) {
+        if (!PyUnicode_Check(text)) {
+            PyErr_SetString(PyExc_TypeError, "joined_slots: texts must be str");
             return -1;
         }
-        if (has) {
-            excluded[s] = 1;
-            PyObject *slot = PyLong_FromLong(s);
+        ascii = ascii && PyUnicode_IS_ASCII(text);
+        chars += PyUnicode_GET_LENGTH(text);
+        c->slot[c->n] = s;
+        c->text[c->n++] = Py_NewRef(text);
+    }
+    if (ascii) {
+#if HAVE_MEMMEM
+        const char *pat = (const char *)PyUnicode_1BYTE_DATA(pattern);
+        size_t m = (size_t)PyUnicode_GET_LENGTH(pattern);
+        PyThreadState *released = chars >= JOINED_NOGIL_CHARS ? PyEval_SaveThread() : NULL;
+        for (Py_ssize_t i = 0; i < c->n; i++) {
+            const char *t = (const char *)PyUnicode_1BYTE_DATA(c->text[i]);
+            c->hit[i] = memmem(t, (size_t)PyUnicode_GET_LENGTH(c->text[i]), pat, m) != NULL;
+        }
+        if (released != NULL) {
+            PyEval_RestoreThread(released);
+        }
+#endif
+    }
+    else {
+        for (Py_ssize_t i = 0; i < c->n; i++) {
+            int has = PyUnicode_Contains(c->text[i], pattern);
+            if (has < 0) {
+                return -1;
+            }
+            c->hit[i] = (char)has;
+        }
+    }
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        if (c->hit[i]) {
+            excluded[c->slot[i]] = 1;
+            PyObject *slot = PyLong_FromLong(c->slot[i]);
             int rc = slot == NULL ? -1 : PyList_Append(out, slot);
             Py_XDECREF(slot);
             if (rc < 0) {
@@ -106,6 +167,8 @@ memstore_joined_slots(PyObject *self, PyObject *args)
     }
     uint8_t *excluded = PyMem_Calloc((size_t)capacity + 1, 1);
     PyObject *out = NULL;
+    Cands c = {NULL, NULL, NULL, 0};
+    Py_ssize_t room = 0;
     if (excluded == NULL) {
         return PyErr_NoMemory();
     }
@@ -141,7 +204,26 @@ memstore_joined_slots(PyObject *self, PyObject *args)
             Py_CLEAR(out);
             break;
         }
-        int rc = test_pair(&a, &b, PyTuple_GET_ITEM(pair, 2), texts, excluded, capacity, out);
+        Py_ssize_t few = a.shape[0] <= b.shape[0] ? a.shape[0] : b.shape[0];
+        int rc = 0;
+        if (few > room) { /* room for the rarer word's slots */
+            PyMem_Free(c.slot);
+            PyMem_Free(c.text);
+            PyMem_Free(c.hit);
+            c.slot = PyMem_Malloc((size_t)few * sizeof(int32_t));
+            c.text = PyMem_Malloc((size_t)few * sizeof(PyObject *));
+            c.hit = PyMem_Malloc((size_t)few);
+            room = few;
+            if (c.slot == NULL || c.text == NULL || c.hit == NULL) {
+                PyErr_NoMemory();
+                room = 0;
+                rc = -1;
+            }
+        }
+        if (rc == 0) {
+            rc = test_pair(&a, &b, PyTuple_GET_ITEM(pair, 2), texts, excluded, capacity, &c, out);
+        }
+        cands_clear(&c);
         PyBuffer_Release(&a);
         PyBuffer_Release(&b);
         if (rc < 0) {
@@ -150,5 +232,8 @@ memstore_joined_slots(PyObject *self, PyObject *args)
     }
 done:
     PyMem_Free(excluded);
+    PyMem_Free(c.slot);
+    PyMem_Free(c.text);
+    PyMem_Free(c.hit);
     return out;
 }

@@ -238,3 +238,21 @@ def test_cold_matches_agree_with_pure(
         with _wordbatch.pure_python():
             want = _match(lex, tok)
         assert got == want, tok
+
+
+def test_joined_pairs_in_long_texts_agree_with_pure() -> None:
+    """Texts long enough that the compiled pair test runs without the GIL find the same slots."""
+    lex = Lexicon()
+    filler = " ".join(f"w{i}" for i in range(6000))  # about 40,000 characters a text
+    for n in range(12):
+        tail = "pay ment" if n % 3 else "ment pay"
+        lex.index(f"d{n}", "", f"{filler} {tail} x{n}")
+    lex.index("short", "", "pay ment")
+    for tok in ("payment", "paymnt", "paymentx"):
+        with compiled():
+            got = _match(lex, tok)
+        with _wordbatch.pure_python():
+            want = _match(lex, tok)
+        assert got == want, tok
+    joined = [lv for lv in _match(lex, "payment")[1] if lv == LEVEL_EDIT]
+    assert len(joined) == 9  # the eight long texts with "pay ment" and the short one
