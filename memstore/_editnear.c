@@ -4,8 +4,8 @@
  * _speedups.c). The oracle is memstore/_editnear.py's pure_neighbour_sets, which a
  * differential test holds this one to.
  *
- * Also here: edits (the splits of a token into joined words, below) and substring_words
- * (a token's substring matches, at the end).
+ * Also here: edits (the splits of a token into joined words, below), substring_words
+ * (a token's substring matches) and key_words (the words under one key: a stem's).
  *
  * neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]
  *
@@ -851,5 +851,47 @@ memstore_substring_words(PyObject *self, PyObject *args)
 done:
     call_close(&c);
     PyMem_Free(best.v);
+    return out;
+}
+
+/* ------------------------------------------------------------------ one key
+ *
+ * key_words(key, words, live, tables, overlay) -> list[str]
+ *
+ * The live words under one key of a table (the stem table: memstore/_vocabindex.py's
+ * VocabIndex.stem_words, whose numpy lookup is the oracle), in word-number order: one
+ * binary search a segment instead of a few numpy calls.
+ */
+PyObject *
+memstore_key_words(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long key;
+    PyObject *words, *live, *tables, *overlay;
+    if (!PyArg_ParseTuple(args, "KO!OO!O!:key_words", &key, &PyList_Type, &words, &live,
+                          &PyTuple_Type, &tables, &PyDict_Type, &overlay)) {
+        return NULL;
+    }
+    Call c;
+    PyObject *out = NULL, *empty = PyUnicode_New(0, 0);
+    if (empty == NULL || call_open(&c, empty, NULL, words, live, tables, overlay) < 0 ||
+        probe_key(&c.p, (uint64_t)key, &c.ids) < 0 || live_only(&c.p, &c.ids) < 0) {
+        goto done;
+    }
+    if (c.ids.n > 1) {
+        qsort(c.ids.v, (size_t)c.ids.n, sizeof(int32_t), cmp_i32);
+    }
+    out = PyList_New(0);
+    for (Py_ssize_t k = 0; out != NULL && k < c.ids.n; k++) {
+        if ((k == 0 || c.ids.v[k] != c.ids.v[k - 1]) &&
+            PyList_Append(out, PyList_GET_ITEM(words, c.ids.v[k])) < 0) {
+            Py_CLEAR(out);
+        }
+    }
+done:
+    if (empty != NULL) {
+        call_close(&c);
+        Py_DECREF(empty);
+    }
     return out;
 }

@@ -1670,6 +1670,7 @@ done:
 PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
 PyObject *memstore_edits(PyObject *self, PyObject *args);
 PyObject *memstore_substring_words(PyObject *self, PyObject *args);
+PyObject *memstore_key_words(PyObject *self, PyObject *args);
 /* The documents holding a token's joined pairs: memstore/_joined.c. */
 PyObject *memstore_joined_slots(PyObject *self, PyObject *args);
 
@@ -1698,6 +1699,9 @@ static PyMethodDef methods[] = {
     {"substring_words", memstore_substring_words, METH_VARARGS,
      "substring_words(tok, words, live, tables, overlay) -> list[str]\n\n"
      "The live vocabulary words holding tok (see memstore/lexical.py's _substring_words)."},
+    {"key_words", memstore_key_words, METH_VARARGS,
+     "key_words(key, words, live, tables, overlay) -> list[str]\n\n"
+     "The live words under one key of a vocabulary table (see memstore/_vocabindex.py)."},
     {"joined_slots", memstore_joined_slots, METH_VARARGS,
      "joined_slots(pairs, texts, strong, capacity) -> list[int]\n\n"
      "The slots holding a joined pair, none strong (see memstore/lexical.py's _joined_slots)."},

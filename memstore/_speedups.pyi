@@ -89,3 +89,13 @@ def joined_slots(
     /,
 ) -> list[int]:
     """The slots holding some pair's pattern (``" w1 w2 "``) and both its words, none strong."""
+
+def key_words(
+    key: int,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[str]:
+    """The live words under ``key`` of one vocabulary table, in word-number order."""

@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from memstore import _wordbatch
 from memstore.text import stem
 
 __all__ = [
@@ -696,9 +697,20 @@ class VocabIndex:
         return [[words[i] for i in sorted(got)] for got in per]
 
     def stem_words(self, key: str) -> list[str]:
-        """The live words whose light stem is ``key`` (verified)."""
-        (ids,) = self._lookup("stems", [hash_string(key)])
-        return [w for w in self.words_of(ids) if stem(w) == key]
+        """The live words whose light stem is ``key`` (verified), in word-number order.
+
+        The stem table's key is a hash: the words under it are checked by
+        stemming them. Compiled where :mod:`memstore._speedups` is built (a
+        binary search a segment instead of a few numpy calls).
+        """
+        native = _wordbatch.speedups
+        if native is not None:
+            tables, overlay, live, words = self.probe_view("stems")
+            found: list[str] = native.key_words(hash_string(key), words, live, tables, overlay)
+        else:
+            (ids,) = self._lookup("stems", [hash_string(key)])
+            found = self.words_of(ids)
+        return [w for w in found if stem(w) == key]
 
     # --------------------------------------------------------------- snapshot
 

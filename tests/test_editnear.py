@@ -8,7 +8,8 @@ segments, an overlay and dead words) and every token, of letters, digits,
 accented, CJK and emoji characters, short and long, must get the same sets
 from both paths, and the neighbours a scan of every word finds. So must the
 words :meth:`~memstore.lexical.Lexicon._substring_words` finds (in C, the
-rarest trigram's words tested; in Python, the trigrams' words intersected).
+rarest trigram's words tested; in Python, the trigrams' words intersected),
+and the words a stem's key finds.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memstore import _editnear, _wordbatch
 from memstore._matchrule import LEVEL_EDIT, LEVEL_EXACT, LEVEL_STEM, within_one_edit
 from memstore._vocabindex import VocabIndex
 from memstore.lexical import Lexicon
+from memstore.text import stem
 
 COMPILED: ModuleType | None
 try:
@@ -43,6 +45,8 @@ word = st.one_of(
     st.text(alphabet="0123456789", min_size=1, max_size=5),  # digit words: no deletion keys
     st.text(alphabet="ab", min_size=20, max_size=40),  # long words
 )
+# Word forms that share a light stem (memstore.text.stem).
+STEMMED = ["camp", "camping", "camped", "camps", "bake", "baked", "baking", "tries", "try"]
 token = st.one_of(
     st.text(alphabet=ALPHABET, max_size=9),
     st.text(alphabet="0123456789x", max_size=6),
@@ -256,3 +260,23 @@ def test_joined_pairs_in_long_texts_agree_with_pure() -> None:
         assert got == want, tok
     joined = [lv for lv in _match(lex, "payment")[1] if lv == LEVEL_EDIT]
     assert len(joined) == 9  # the eight long texts with "pay ment" and the short one
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.booleans(), word | st.sampled_from(STEMMED)), min_size=1, max_size=40),
+    st.lists(token | st.sampled_from(STEMMED), min_size=1, max_size=5),
+    st.sampled_from([(1, 1), (3, 4), (4096, 4096)]),
+)
+def test_stem_words_agree_with_pure(
+    ops: list[tuple[bool, str]], toks: list[str], sizes: tuple[int, int]
+) -> None:
+    """The compiled stem-table lookup finds the words the numpy one does, in the same order."""
+    vocab, index = _build(ops, sizes)
+    for key in {stem(t) for t in [*toks, *vocab]}:
+        with compiled():
+            got = index.stem_words(key)
+        with _wordbatch.pure_python():
+            want = index.stem_words(key)
+        assert got == want, key
+        assert set(got) == {w for w in vocab if stem(w) == key}, key
