@@ -5,7 +5,8 @@
  * differential test holds this one to.
  *
  * Also here: edits (the splits of a token into joined words, below), substring_words
- * (a token's substring matches) and key_words (the words under one key: a stem's).
+ * (a token's substring matches), key_words (the words under one key: a stem's) and
+ * fuzzy_words (the trigram Dice channel).
  *
  * neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]
  *
@@ -893,5 +894,148 @@ done:
         call_close(&c);
         Py_DECREF(empty);
     }
+    return out;
+}
+
+/* ------------------------------------------------------------------ fuzzy
+ *
+ * fuzzy_words(tok, words, live, tables, overlay, min_dice, fuzzy_max) -> dict[str, float]
+ *
+ * memstore/lexical.py's Lexicon._fuzzy_words for a token of three characters or more
+ * (the oracle): each live word sharing at least a third of tok's distinct trigrams (the
+ * gram table, as for substring_words), whose trigram Dice coefficient with tok
+ * (memstore/_matchrule.py's trigram_dice: 2 * shared / (tok's + the word's distinct
+ * trigrams), the same double arithmetic) reaches min_dice, mapped to fuzzy_max * dice, in
+ * word-number order. Trigrams are compared as their packed codes (exact), the word's
+ * sorted and merged with the token's, instead of a frozenset of strings a word.
+ */
+
+static int
+cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The distinct trigram codes of the run, sorted, into out (room for len - 2): how many. */
+static Py_ssize_t
+trigram_codes(const Run *r, uint64_t *out)
+{
+    Py_ssize_t n = r->len - 2;
+    if (n <= 0) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = ((uint64_t)run_at(r, i) << 42) | ((uint64_t)run_at(r, i + 1) << 21) |
+                 run_at(r, i + 2);
+    }
+    qsort(out, (size_t)n, sizeof(uint64_t), cmp_u64);
+    Py_ssize_t k = 1;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (out[i] != out[k - 1]) {
+            out[k++] = out[i];
+        }
+    }
+    return k;
+}
+
+PyObject *
+memstore_fuzzy_words(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *tok, *words, *live, *tables, *overlay;
+    double min_dice, fuzzy_max;
+    if (!PyArg_ParseTuple(args, "UO!OO!O!dd:fuzzy_words", &tok, &PyList_Type, &words, &live,
+                          &PyTuple_Type, &tables, &PyDict_Type, &overlay, &min_dice,
+                          &fuzzy_max)) {
+        return NULL;
+    }
+    if (PyUnicode_GET_LENGTH(tok) < 3) {
+        Py_RETURN_NOTIMPLEMENTED; /* a short token is its own gram: the Python path */
+    }
+    Call c;
+    PyObject *out = NULL;
+    uint64_t *tg = NULL, *wg = NULL;
+    Py_ssize_t wg_room = 0;
+    if (call_open(&c, tok, NULL, words, live, tables, overlay) < 0) {
+        goto done;
+    }
+    Run tr = {PyUnicode_KIND(tok), PyUnicode_DATA(tok), 0, c.n};
+    tg = PyMem_Malloc((size_t)c.n * sizeof(uint64_t));
+    if (tg == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t ntg = trigram_codes(&tr, tg);
+    for (Py_ssize_t k = 0; k < ntg; k++) {
+        if (probe_key(&c.p, tg[k], &c.ids) < 0) {
+            goto done;
+        }
+    }
+    if (live_only(&c.p, &c.ids) < 0) {
+        goto done;
+    }
+    if (c.ids.n > 1) {
+        qsort(c.ids.v, (size_t)c.ids.n, sizeof(int32_t), cmp_i32);
+    }
+    double need = (double)ntg / 3.0; /* dice >= 0.5 needs shared >= |tok's| / 3 */
+    out = PyDict_New();
+    for (Py_ssize_t k = 0; out != NULL && k < c.ids.n;) {
+        int32_t id = c.ids.v[k];
+        Py_ssize_t count = 0;
+        while (k < c.ids.n && c.ids.v[k] == id) {
+            count++;
+            k++;
+        }
+        if (!((double)count >= need)) {
+            continue;
+        }
+        PyObject *w = PyList_GET_ITEM(words, id);
+        if (!PyUnicode_Check(w)) {
+            PyErr_SetString(PyExc_TypeError, "fuzzy_words: words must be str");
+            Py_CLEAR(out);
+            break;
+        }
+        Run wr = {PyUnicode_KIND(w), PyUnicode_DATA(w), 0, PyUnicode_GET_LENGTH(w)};
+        Py_ssize_t nwg = 1, shared = 0; /* a word under three characters is its own gram */
+        if (wr.len >= 3) {
+            if (wr.len > wg_room) {
+                PyMem_Free(wg);
+                wg_room = wr.len;
+                wg = PyMem_Malloc((size_t)wg_room * sizeof(uint64_t));
+                if (wg == NULL) {
+                    PyErr_NoMemory();
+                    Py_CLEAR(out);
+                    break;
+                }
+            }
+            nwg = trigram_codes(&wr, wg);
+            for (Py_ssize_t i = 0, j = 0; i < ntg && j < nwg;) {
+                if (tg[i] < wg[j]) {
+                    i++;
+                }
+                else if (tg[i] > wg[j]) {
+                    j++;
+                }
+                else {
+                    shared++;
+                    i++;
+                    j++;
+                }
+            }
+        }
+        double dice = 2.0 * (double)shared / (double)(ntg + nwg);
+        if (dice >= min_dice) {
+            PyObject *lv = PyFloat_FromDouble(fuzzy_max * dice);
+            if (lv == NULL || PyDict_SetItem(out, w, lv) < 0) {
+                Py_CLEAR(out);
+            }
+            Py_XDECREF(lv);
+        }
+    }
+done:
+    call_close(&c);
+    PyMem_Free(tg);
+    PyMem_Free(wg);
     return out;
 }

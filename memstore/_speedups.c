@@ -1671,6 +1671,7 @@ PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
 PyObject *memstore_edits(PyObject *self, PyObject *args);
 PyObject *memstore_substring_words(PyObject *self, PyObject *args);
 PyObject *memstore_key_words(PyObject *self, PyObject *args);
+PyObject *memstore_fuzzy_words(PyObject *self, PyObject *args);
 /* The documents holding a token's joined pairs: memstore/_joined.c. */
 PyObject *memstore_joined_slots(PyObject *self, PyObject *args);
 
@@ -1702,6 +1703,9 @@ static PyMethodDef methods[] = {
     {"key_words", memstore_key_words, METH_VARARGS,
      "key_words(key, words, live, tables, overlay) -> list[str]\n\n"
      "The live words under one key of a vocabulary table (see memstore/_vocabindex.py)."},
+    {"fuzzy_words", memstore_fuzzy_words, METH_VARARGS,
+     "fuzzy_words(tok, words, live, tables, overlay, min_dice, fuzzy_max) -> dict[str, float]\n\n"
+     "A token's fuzzy words and levels (see memstore/lexical.py's _fuzzy_words)."},
     {"joined_slots", memstore_joined_slots, METH_VARARGS,
      "joined_slots(pairs, texts, strong, capacity) -> list[int]\n\n"
      "The slots holding a joined pair, none strong (see memstore/lexical.py's _joined_slots)."},

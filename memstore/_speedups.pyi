@@ -99,3 +99,15 @@ def key_words(
     /,
 ) -> list[str]:
     """The live words under ``key`` of one vocabulary table, in word-number order."""
+
+def fuzzy_words(
+    tok: str,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    min_dice: float,
+    fuzzy_max: float,
+    /,
+) -> dict[str, float]:
+    """The words whose trigram Dice with ``tok`` reaches ``min_dice``, to ``fuzzy_max * dice``."""

@@ -486,6 +486,20 @@ class Lexicon:
             return neighbour_sets(s, [(0, len(s))], self._df, self._vocab)[0]
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
+        """The words of the fuzzy channel and their levels, in word-number order.
+
+        A word sharing at least a third of ``tok``'s trigrams may reach the
+        Dice threshold; those are scored. Compiled where the extension is
+        built (``fuzzy_words`` in ``memstore/_editnear.c``: trigram codes
+        merged instead of a set of strings a word), the same words and levels.
+        """
+        native = _wordbatch.speedups
+        if native is not None and len(tok) >= 3:
+            tables, overlay, live, words = self._vocab.probe_view("grams")
+            got: dict[str, float] = native.fuzzy_words(
+                tok, words, live, tables, overlay, FUZZY_MIN_DICE, FUZZY_MAX
+            )
+            return got
         tg = trigrams(tok)
         buckets = [b for b in self._vocab.gram_ids(sorted(tg)) if b.size]
         if not buckets:

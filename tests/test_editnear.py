@@ -9,7 +9,7 @@ accented, CJK and emoji characters, short and long, must get the same sets
 from both paths, and the neighbours a scan of every word finds. So must the
 words :meth:`~memstore.lexical.Lexicon._substring_words` finds (in C, the
 rarest trigram's words tested; in Python, the trigrams' words intersected),
-and the words a stem's key finds.
+the fuzzy channel's words and levels, and the words a stem's key finds.
 """
 
 from __future__ import annotations
@@ -182,10 +182,10 @@ def test_bad_arguments_raise_and_name_the_culprit() -> None:
     st.lists(token, min_size=1, max_size=6),
     st.sampled_from([(1, 1), (3, 4), (4096, 4096)]),
 )
-def test_substring_words_agree_with_pure_and_brute_force(
+def test_substring_and_fuzzy_words_agree_with_pure(
     ops: list[tuple[bool, list[str]]], toks: list[str], sizes: tuple[int, int]
 ) -> None:
-    """The compiled substring search finds the words the pure one does, in the same order."""
+    """The compiled substring and fuzzy searches find the words the pure ones do, in order."""
     lex = Lexicon(compact_min=sizes[0], overlay_max=sizes[1])
     for n, (remove, ws) in enumerate(ops):
         if remove and n:
@@ -199,6 +199,14 @@ def test_substring_words_agree_with_pure_and_brute_force(
             want = list(lex._substring_words(tok))
         assert got == want, tok
         assert set(got) == {w for w in vocab if tok and tok in w}, tok
+    # The fuzzy channel: words sharing trigrams with a token, a near miss of each word too.
+    for tok in [*toks, *(w + "x" for w in vocab), *(w[:-1] + "é" for w in vocab)]:
+        if len(tok) < 3:
+            continue
+        with compiled():
+            fuzzy = list(lex._fuzzy_words(tok).items())
+        with _wordbatch.pure_python():
+            assert fuzzy == list(lex._fuzzy_words(tok).items()), tok
 
 
 def _match(lex: Lexicon, tok: str) -> tuple[list[int], list[float], list[int], list[float], bool]:
