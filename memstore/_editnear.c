@@ -1,12 +1,12 @@
-/* memstore._speedups.neighbour_sets: a query token's one-edit vocabulary neighbours, compiled.
+/* A cold query token's vocabulary search, compiled: memstore._speedups.neighbour_sets,
+ * edits, substring_words, key_words and fuzzy_words.
  *
  * Part of the optional memstore._speedups module (setup.py compiles this file with
- * _speedups.c). The oracle is memstore/_editnear.py's pure_neighbour_sets, which a
- * differential test holds this one to.
- *
- * Also here: edits (the splits of a token into joined words, below), substring_words
- * (a token's substring matches), key_words (the words under one key: a stem's) and
- * fuzzy_words (the trigram Dice channel).
+ * _speedups.c). Each function's oracle is named above it (memstore/_editnear.py,
+ * memstore/lexical.py, memstore/_vocabindex.py): tests/test_editnear.py holds the two to
+ * the same answers. Here: neighbour_sets, a token's one-edit neighbours; below, edits (the
+ * splits of a token into joined words), substring_words (its substring matches), key_words
+ * (the words under one key: a stem's) and fuzzy_words (the trigram Dice channel).
  *
  * neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]
  *
@@ -30,7 +30,7 @@
  * live, a bool array over the word numbers, or None when every word is live.
  *
  * Python's version builds every probe in a generator and a set per span; here the
- * hashes come from two prefix sums in a stack of uint64 (arithmetic modulo 2**64 is
+ * hashes come from two prefix sums in arrays of uint64 (arithmetic modulo 2**64 is
  * the machine's), each probe is a binary search, and only the strings looked up in
  * vocab are made.
  */
@@ -299,7 +299,6 @@ span_near(const Probe *p, PyObject *tok, const Py_UCS4 *all, Py_ssize_t a, Py_ss
     for (Py_ssize_t i = 1; i <= m; i++) {
         suf[i] = acc - suf[i];
     }
-    /* Now suf[i] (i >= 1) = sum over j >= i of cps[j] * B**(j - 1). */
     ids->n = 0;
     if (probe_key(p, pre[m] + (uint64_t)m * EDIT_LEN, ids) < 0) {
         return -1;
