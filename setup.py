@@ -1,11 +1,13 @@
 """Build script for the optional C extension; the project's metadata is in pyproject.toml.
 
-``memstore._speedups`` (``memstore/_speedups.c``) compiles the lexicon's
-hottest write loop and the lexical rank. It is optional: where no C compiler or
+``memstore._speedups`` (``memstore/_speedups.c``, with ``_editnear.c`` and
+``_joined.c``) compiles the lexicon's hottest write loop, the lexical rank and
+a cold query token's vocabulary search. It is optional: where no C compiler or
 no Python headers are at hand, the build prints a warning and the install goes
-on without it, and memstore runs its pure Python loop (``memstore/_wordbatch.py``)
-and numpy rank (``memstore/_lexscore.py``), the oracles the compiled ones are
-tested against.
+on without it, and memstore runs its pure Python loop (``memstore/_wordbatch.py``),
+its numpy rank (``memstore/_lexscore.py``) and token expansion
+(``memstore/_editnear.py``, ``memstore/lexical.py``), the oracles the compiled
+ones are tested against.
 """
 
 from setuptools import Extension, setup
@@ -14,7 +16,7 @@ setup(
     ext_modules=[
         Extension(
             "memstore._speedups",
-            sources=["memstore/_speedups.c"],
+            sources=["memstore/_speedups.c", "memstore/_editnear.c", "memstore/_joined.c"],
             optional=True,
         )
     ]

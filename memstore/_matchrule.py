@@ -104,7 +104,7 @@ def indexed_deletions(w: str) -> set[str]:
 
     None for a word of ASCII digits alone (ids, counts, builds: most of a large
     vocabulary): its one-edit neighbours are generated at query time over the
-    ten digits instead (:meth:`~memstore.lexical.Lexicon._digit_words_near`),
+    ten digits instead (:func:`~memstore._editnear.digit_words_near`),
     which finds the same words and keeps indexing (and restore) cheaper.
     """
     if w.isascii() and w.isdigit():

@@ -1666,6 +1666,15 @@ done:
     return out;
 }
 
+/* A query token's one-edit vocabulary neighbours: memstore/_editnear.c. */
+PyObject *memstore_neighbour_sets(PyObject *self, PyObject *args);
+PyObject *memstore_edits(PyObject *self, PyObject *args);
+PyObject *memstore_substring_words(PyObject *self, PyObject *args);
+PyObject *memstore_key_words(PyObject *self, PyObject *args);
+PyObject *memstore_fuzzy_words(PyObject *self, PyObject *args);
+/* The documents holding a token's joined pairs: memstore/_joined.c. */
+PyObject *memstore_joined_slots(PyObject *self, PyObject *args);
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -1682,6 +1691,24 @@ static PyMethodDef methods[] = {
     {"holding", holding, METH_VARARGS,
      "holding(texts, slots, pair) -> list[int] | NotImplemented\n\n"
      "Those of slots whose text holds pair (see memstore/lexical.py's _holding)."},
+    {"neighbour_sets", memstore_neighbour_sets, METH_VARARGS,
+     "neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]\n\n"
+     "The vocabulary words within one edit of each span of tok (see memstore/_editnear.py)."},
+    {"edits", memstore_edits, METH_VARARGS,
+     "edits(tok, levels, level_edit, vocab, words, live, tables, overlay) -> (near, pairs)\n\n"
+     "A token's one-edit neighbours and joined pairs (see memstore/_editnear.py)."},
+    {"substring_words", memstore_substring_words, METH_VARARGS,
+     "substring_words(tok, words, live, tables, overlay) -> list[str]\n\n"
+     "The live vocabulary words holding tok (see memstore/lexical.py's _substring_words)."},
+    {"key_words", memstore_key_words, METH_VARARGS,
+     "key_words(key, words, live, tables, overlay) -> list[str]\n\n"
+     "The live words under one key of a vocabulary table (see memstore/_vocabindex.py)."},
+    {"fuzzy_words", memstore_fuzzy_words, METH_VARARGS,
+     "fuzzy_words(tok, words, live, tables, overlay, min_dice, fuzzy_max) -> dict[str, float]\n\n"
+     "A token's fuzzy words and levels (see memstore/lexical.py's _fuzzy_words)."},
+    {"joined_slots", memstore_joined_slots, METH_VARARGS,
+     "joined_slots(pairs, texts, strong, capacity) -> list[int]\n\n"
+     "The slots holding a joined pair, none strong (see memstore/lexical.py's _joined_slots)."},
     {"split_ascii", split_ascii, METH_O,
      "split_ascii(text) -> list[str]\n\nThe words of an ASCII text, as memstore.text.words splits it."},
     {NULL, NULL, 0, NULL},

@@ -45,3 +45,69 @@ def lex_rank(
 
 def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
     """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""
+
+def neighbour_sets(
+    tok: str,
+    spans: list[tuple[int, int]],
+    vocab: dict[str, int],
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[set[str]]:
+    """For each span ``(a, b)``, the words of ``vocab`` within one edit of ``tok[a:b]``."""
+
+def edits(
+    tok: str,
+    levels: dict[str, float],
+    level_edit: float,
+    vocab: dict[str, int],
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> tuple[set[str], list[tuple[str, str]]]:
+    """``tok``'s one-edit neighbours and the joined pairs it is one edit from, neither strong."""
+
+def substring_words(
+    tok: str,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[str]:
+    """The live vocabulary words holding ``tok`` (a gram, or two characters or more)."""
+
+def joined_slots(
+    pairs: list[tuple[object, object, str]],
+    texts: list[str],
+    strong: list[object],
+    capacity: int,
+    /,
+) -> list[int]:
+    """The slots holding some pair's pattern (``" w1 w2 "``) and both its words, none strong."""
+
+def key_words(
+    key: int,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    /,
+) -> list[str]:
+    """The live words under ``key`` of one vocabulary table, in word-number order."""
+
+def fuzzy_words(
+    tok: str,
+    words: list[str],
+    live: object,
+    tables: tuple[tuple[object, object, object], ...],
+    overlay: dict[int, list[int]],
+    min_dice: float,
+    fuzzy_max: float,
+    /,
+) -> dict[str, float]:
+    """The words whose trigram Dice with ``tok`` reaches ``min_dice``, to ``fuzzy_max * dice``."""

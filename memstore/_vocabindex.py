@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from memstore import _wordbatch
 from memstore.text import stem
 
 __all__ = [
@@ -448,6 +449,8 @@ class VocabIndex:
         self._overlay_words: list[str] = []
         self._overlay: dict[str, dict[int, list[int]]] = {t: {} for t in _TABLES}
         self._segments: list[Segment] = []
+        # Per table, the segments' arrays as probe_view gives them, and the segments they are of.
+        self._views: dict[str, tuple[list[Segment], tuple[tuple[_U64, _I64, _I32], ...]]] = {}
 
     # ----------------------------------------------------------------- writes
 
@@ -655,6 +658,26 @@ class VocabIndex:
         """
         return self._deletion_groups(span_edit_hashes(s, spans))
 
+    def probe_view(
+        self, table: str
+    ) -> tuple[tuple[tuple[_U64, _I64, _I32], ...], dict[int, list[int]], _Bool | None, list[str]]:
+        """One table (``"grams"``, ``"dels"``, ``"stems"``) as a compiled probe reads it.
+
+        ``(tables, overlay, live, words)``: each segment's ``(keys, offsets,
+        vals)``, the overlay's key -> word numbers, the live mask (``None``
+        when every word is live) and the words by number. Flushed first;
+        nothing is copied. Valid until the next write to the index.
+        """
+        self.flush()
+        segs = self._segments
+        held = self._views.get(table)
+        # The segments compare by identity (eq=False), and the cache holds them: a
+        # merged-away segment's id cannot come back to fool it.
+        if held is None or held[0] != segs:
+            tables = tuple((t.keys, t.offsets, t.vals) for t in (getattr(s, table) for s in segs))
+            held = self._views[table] = (list(segs), tables)
+        return held[1], self._overlay[table], self._live if self._dead else None, self._words
+
     def _deletion_groups(self, groups: list[list[int]]) -> list[list[str]]:
         """For each group of deletion-table keys, the distinct live words under them, in order.
 
@@ -674,9 +697,20 @@ class VocabIndex:
         return [[words[i] for i in sorted(got)] for got in per]
 
     def stem_words(self, key: str) -> list[str]:
-        """The live words whose light stem is ``key`` (verified)."""
-        (ids,) = self._lookup("stems", [hash_string(key)])
-        return [w for w in self.words_of(ids) if stem(w) == key]
+        """The live words whose light stem is ``key`` (verified), in word-number order.
+
+        The stem table's key is a hash: the words under it are checked by
+        stemming them. Compiled where :mod:`memstore._speedups` is built (a
+        binary search a segment instead of a few numpy calls).
+        """
+        native = _wordbatch.speedups
+        if native is not None:
+            tables, overlay, live, words = self.probe_view("stems")
+            found: list[str] = native.key_words(hash_string(key), words, live, tables, overlay)
+        else:
+            (ids,) = self._lookup("stems", [hash_string(key)])
+            found = self.words_of(ids)
+        return [w for w in found if stem(w) == key]
 
     # --------------------------------------------------------------- snapshot
 

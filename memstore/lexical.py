@@ -53,6 +53,7 @@ import numpy.typing as npt
 import regex
 
 from memstore import _wordbatch
+from memstore._editnear import edits, neighbour_sets
 from memstore._lexcheck import check_lexicon
 from memstore._matchrule import (
     FUZZY_MAX,
@@ -102,8 +103,7 @@ __all__ = [
 ]
 
 _KEEP_CHAR = regex.compile(r"[\p{N}\p{Han}\p{Hiragana}\p{Katakana}\p{Extended_Pictographic}]")
-_DIGIT_CHARS = "0123456789"
-_DIGITS = frozenset(_DIGIT_CHARS)
+_DIGITS = frozenset("0123456789")
 
 
 _VERIFY_MAX = 32
@@ -439,11 +439,25 @@ class Lexicon:
     # -------------------------------------------------------------- matching
 
     def _substring_words(self, tok: str) -> Iterable[str]:
+        """The vocabulary words holding ``tok``, in word-number order.
+
+        A token of one to three characters is a gram: its words. A longer
+        one is in a word only if each of its trigrams is: here the trigrams'
+        words are intersected, rarest first, and the few left tested for
+        ``tok``; compiled (``substring_words`` in ``memstore/_editnear.c``),
+        the rarest trigram's words are tested at once: the same words.
+        """
         n = len(tok)
         if n == 0:
             return ()
         vocab = self._vocab
-        if n <= 3 and (n > 1 or _KEEP_CHAR.match(tok)):
+        gram = n > 1 or _KEEP_CHAR.match(tok)
+        native = _wordbatch.speedups
+        if gram and native is not None:  # the same words, found in C: rarest trigram, then `in`
+            tables, overlay, live, words = vocab.probe_view("grams")
+            held: list[str] = native.substring_words(tok, words, live, tables, overlay)
+            return held
+        if n <= 3 and gram:
             return vocab.gram_words(tok)  # the gram is the token: exact
         if n == 1:  # a lone letter (a query of only filler): rare, scan the vocabulary
             return [w for w in self._df if tok in w]
@@ -469,101 +483,23 @@ class Lexicon:
         only asks it of tokens of at most :data:`MAX_EDIT_CHARS` characters.
         """
         with self._lock:  # a probe may key the vocabulary's pending words
-            return self._edit_neighbours(s)
-
-    def _edit_neighbours(self, s: str) -> set[str]:
-        return self._neighbour_sets(s, [(0, len(s))])[0]
-
-    def _neighbour_sets(self, tok: str, spans: Sequence[tuple[int, int]]) -> list[set[str]]:
-        """:meth:`edit_neighbours` of each span ``tok[a:b]``, the deletion index probed once."""
-        vocab = self._df
-        # A word with one extra character (a deletion of it is s), or a
-        # substitution or transposition (a deletion of both agrees).
-        found = self._vocab.edit_candidates(tok, spans)
-        out: list[set[str]] = []
-        for (a, b), cands in zip(spans, found, strict=True):
-            s = tok[a:b]
-            near = {w for w in cands if within_one_edit(s, w)}
-            if s in vocab:
-                near.add(s)
-            for i in range(len(s)):  # a word missing one character
-                d = s[:i] + s[i + 1 :]
-                if d in vocab:
-                    near.add(d)
-            near.update(self._digit_words_near(s))  # generated edits: within one already
-            out.append(near)
-        return out
-
-    def _digit_words_near(self, s: str) -> list[str]:
-        """Words of ASCII digits alone one insertion, substitution or transposition from ``s``.
-
-        Such words have no deletion-index keys (:func:`_indexed_deletions`);
-        the edits are generated over the ten digits and probed (a deletion from
-        ``s`` is probed by :meth:`edit_neighbours` already). A word of digits
-        alone is that far from ``s`` only when ``s`` holds at most one other
-        character: then only substituting it can reach one.
-        """
-        if len(s) > 1 and s.isalpha():  # two letters or more: two characters no digit
-            return []
-        vocab = self._df
-        odd = [i for i, c in enumerate(s) if c not in _DIGITS]
-        if len(odd) > 1:
-            return []
-        if odd:
-            head, tail = s[: odd[0]], s[odd[0] + 1 :]
-            return [w for w in (head + d + tail for d in _DIGIT_CHARS) if w in vocab]
-        found = [s[:i] + d + s[i:] for i in range(len(s) + 1) for d in _DIGIT_CHARS]
-        found += [s[:i] + d + s[i + 1 :] for i in range(len(s)) for d in _DIGIT_CHARS]
-        found += [s[: i - 1] + s[i] + s[i - 1] + s[i + 1 :] for i in range(1, len(s))]
-        return [w for w in found if w in vocab]
-
-    def _edits(self, tok: str, levels: dict[str, float]) -> tuple[set[str], list[tuple[str, str]]]:
-        """``tok``'s edit neighbours, and the joined pairs it is one edit from, neither word strong.
-
-        ``levels`` holds the token's exact, substring and stem matches. A
-        word is *strong* when it ends at :data:`LEVEL_EDIT` or better (a
-        level of ``levels`` that high, or one edit from ``tok``); a pair
-        holding one cannot add a document (every document holding the word
-        matches that well already), so it is dropped, and a split whose
-        vocabulary half is strong is not probed at all.
-
-        ``tok`` is within one edit of ``w1 + w2`` iff, split at some ``k``,
-        one half equals its word and the other is within one edit of the
-        other word, or the edit is a transposition straddling the split.
-        The neighbours of ``tok`` and of every half to probe come from one
-        :meth:`_neighbour_sets` call.
-        """
-        vocab = self._df
-
-        def weak(w: str) -> bool:  # w in vocab: not strong in the end
-            return levels.get(w, 0.0) < LEVEL_EDIT and not within_one_edit(tok, w)
-
-        n = len(tok)
-        # (vocabulary half, the other half's span, the vocabulary half is the left)
-        splits: list[tuple[str, tuple[int, int], bool]] = []
-        for k in range(n + 1):
-            left, right = tok[:k], tok[k:]
-            if left in vocab and weak(left):
-                splits.append((left, (k, n), True))
-            if right in vocab and weak(right):
-                splits.append((right, (0, k), False))
-        spans = list(dict.fromkeys([(0, n), *(span for _, span, _ in splits)]))
-        near_of = dict(zip(spans, self._neighbour_sets(tok, spans), strict=True))
-        near = near_of[0, n]
-        strong = near.union(w for w, lv in levels.items() if lv >= LEVEL_EDIT)
-        pairs: set[tuple[str, str]] = set()
-        for word, span, is_left in splits:
-            for w in near_of[span]:
-                if w not in strong:
-                    pairs.add((word, w) if is_left else (w, word))
-        for k in range(1, len(tok)):
-            swapped = tok[: k - 1] + tok[k] + tok[k - 1] + tok[k + 1 :]
-            left, right = swapped[:k], swapped[k:]
-            if left in vocab and right in vocab and left not in strong and right not in strong:
-                pairs.add((left, right))
-        return near, list(pairs)
+            return neighbour_sets(s, [(0, len(s))], self._df, self._vocab)[0]
 
     def _fuzzy_words(self, tok: str) -> dict[str, float]:
+        """The words of the fuzzy channel and their levels, in word-number order.
+
+        A word sharing at least a third of ``tok``'s trigrams may reach the
+        Dice threshold; those are scored. Compiled where the extension is
+        built (``fuzzy_words`` in ``memstore/_editnear.c``: trigram codes
+        merged instead of a set of strings a word), the same words and levels.
+        """
+        native = _wordbatch.speedups
+        if native is not None and len(tok) >= 3:
+            tables, overlay, live, words = self._vocab.probe_view("grams")
+            got: dict[str, float] = native.fuzzy_words(
+                tok, words, live, tables, overlay, FUZZY_MIN_DICE, FUZZY_MAX
+            )
+            return got
         tg = trigrams(tok)
         buckets = [b for b in self._vocab.gram_ids(sorted(tg)) if b.size]
         if not buckets:
@@ -608,7 +544,7 @@ class Lexicon:
                 if levels.get(w, 0.0) < LEVEL_STEM:
                     levels[w] = LEVEL_STEM
             if len(tok) <= MAX_EDIT_CHARS:  # the edits cost O(len(tok) ** 2): bounded
-                near, pairs = self._edits(tok, levels)
+                near, pairs = edits(tok, levels, self._df, self._vocab)
                 for w in near:
                     if levels.get(w, 0.0) < LEVEL_EDIT:
                         levels[w] = LEVEL_EDIT
@@ -649,6 +585,12 @@ class Lexicon:
         post, text = self._postings, self._doc_text
         words = {w for pair in ex.pairs for w in pair}
         postings = dict(zip(words, map(post.get, words), strict=True))
+        native = _wordbatch.speedups
+        if native is not None:  # the same slots, one C loop (memstore/_joined.c)
+            todo = [(postings[a], postings[b], f" {a} {b} ") for a, b in ex.pairs]
+            todo = [t for t in todo if t[0].size and t[1].size]
+            got: list[int] = native.joined_slots(todo, text, list(strong), len(self._ids))
+            return np.array(got, np.int32)
         exclude: npt.NDArray[np.bool_] | None = None
         found: list[int] = []
         for w1, w2 in ex.pairs:
