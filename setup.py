@@ -1,11 +1,12 @@
 """Build script for the optional C extension; the project's metadata is in pyproject.toml.
 
 ``memstore._speedups`` (``memstore/_speedups.c``) compiles the lexicon's
-hottest write loop and the lexical rank. It is optional: where no C compiler or
-no Python headers are at hand, the build prints a warning and the install goes
-on without it, and memstore runs its pure Python loop (``memstore/_wordbatch.py``)
-and numpy rank (``memstore/_lexscore.py``), the oracles the compiled ones are
-tested against.
+hottest write loop and the lexical rank, and a durable write's per-item check
+and journal row. It is optional: where no C compiler or no Python headers are
+at hand, the build prints a warning and the install goes on without it, and
+memstore runs its pure Python loop (``memstore/_wordbatch.py``), numpy rank
+(``memstore/_lexscore.py``), recogniser (``memstore/_plainitem.py``) and
+pydantic-core's row serializer, the oracles the compiled ones are tested against.
 """
 
 from setuptools import Extension, setup

@@ -45,3 +45,11 @@ def lex_rank(
 
 def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
     """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""
+
+def plain_item(rules: tuple[object, ...], d: dict[str, object], /) -> bool:
+    """``memstore._plainitem.plain_item(d)``, given ``_plainitem._RULES``."""
+
+def row_json(
+    fields: tuple[tuple[str, int], ...], utcs: tuple[object, ...], d: dict[str, object], /
+) -> str | None:
+    """The journal row's JSON of an item's fields, or ``None`` (see ``journal/version.py``)."""
