@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from memstore import arguments as arg
-from memstore._plainitem import plain_item
+from memstore._plainitem import plain_check, plain_item
 from memstore.errors import InvalidItemError
 from memstore.item import (
     SCOPE_PRIVATE,
@@ -159,8 +159,9 @@ def build_entries(
     """
     built: list[Item] = []
     if plain is not None and partition is None:
+        is_plain = plain_check()  # compiled where built
         for n, entry in enumerate(arg.entries(items)):
-            if type(entry) is Item and plain_item(entry.__dict__):
+            if type(entry) is Item and is_plain(entry.__dict__):
                 built.append(_placed_copy(entry, None, None, plain=True))
                 plain.append(True)
                 continue

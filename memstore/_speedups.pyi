@@ -111,3 +111,11 @@ def fuzzy_words(
     /,
 ) -> dict[str, float]:
     """The words whose trigram Dice with ``tok`` reaches ``min_dice``, to ``fuzzy_max * dice``."""
+
+def plain_item(rules: tuple[object, ...], d: dict[str, object], /) -> bool:
+    """``memstore._plainitem.plain_item(d)``, given ``_plainitem._RULES``."""
+
+def row_json(
+    fields: tuple[tuple[str, int], ...], utcs: tuple[object, ...], d: dict[str, object], /
+) -> str | None:
+    """The journal row's JSON of an item's fields, or ``None`` (see ``journal/version.py``)."""

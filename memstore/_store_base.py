@@ -260,8 +260,10 @@ class StoreBase(Publisher):
                 raise InvalidItemError(why)
         txn.undo.append((id, old))
         self._set(id, new)
-        kind = new.kind if new is not None else old.kind  # type: ignore[union-attr]
-        private = (new or old).scope == SCOPE_PRIVATE  # type: ignore[union-attr]
+        # From the __dict__, not by attribute: each read would pass pydantic's hook.
+        f = (new if new is not None else old).__dict__
+        kind = f["kind"]
+        private = f["scope"] == SCOPE_PRIVATE
         # The stored object itself: stored items are never mutated in place
         # (every change stores a new object), so listeners may keep it.
         change = _change(

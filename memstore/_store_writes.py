@@ -41,12 +41,13 @@ from memstore.item import (
     KIND_UNKNOWN,
     KIND_WATCH_ITEM,
     ORIGIN_DERIVED,
+    ORIGIN_HUMAN,
     SCOPE_PRIVATE,
     Item,
     well_typed,
 )
 from memstore.neardup import Incoming, near_duplicate_tokens
-from memstore.tags import private_owner, restored_origin
+from memstore.tags import AUTHOR_TAG_PREFIX, private_owner, restored_origin
 from memstore.text import word_dedup_tokens
 from memstore.validate import (
     RETAINED_KINDS,
@@ -122,8 +123,12 @@ class StoreWrites(StoreBase):
             it = validated(item_fields(item))
         if self._vocab.coerce is not None:
             self._vocab.coerce(it)
-        had_deadline = it.stale_after is not None
-        if not had_deadline and it.kind in RETAINED_KINDS:
+        # Fields are read from the item's __dict__ here and below: an attribute
+        # read on a pydantic model passes its __getattr__ hook (a few hundred
+        # machine steps each), and every write of a batch comes this way.
+        f = it.__dict__
+        had_deadline = f["stale_after"] is not None
+        if not had_deadline and f["kind"] in RETAINED_KINDS:
             # The clock only when it is used: a stable fact or a pattern gets a
             # deadline from the host's retention alone, so none without it.
             retention = self._config.retention
@@ -131,7 +136,7 @@ class StoreWrites(StoreBase):
                 stamp_knowledge_retention(it, retention, self._now())
         # The stored item it replaces keeps its id and tags (see validate_base).
         # (The plain item passes them whatever it replaces, unless changed here.)
-        if plain and owned and self._vocab.coerce is None and it.__dict__["stale_after"] is None:
+        if plain and owned and self._vocab.coerce is None and f["stale_after"] is None:
             why = ""
         else:
             why = validate_base(self._vocab, it, self._items.get(it.id) if it.id else None)
@@ -151,29 +156,36 @@ class StoreWrites(StoreBase):
         """
         cfg = self._config
         now = self._now()
-        f = it.__dict__  # internal writes skip pydantic's per-field setattr
-        if not it.id:
+        # Read and written in the item's __dict__: pydantic's per-field setattr
+        # and its attribute hook are skipped (see _prepare).
+        f = it.__dict__
+        if not f["id"]:
             f["id"] = self._mint_id()
         f["updated_at"] = now
         if existing is not None:
             f["created_at"] = existing.created_at
-            if not it.links_set and not it.links:
+            if not f["links_set"] and not f["links"]:
                 f["links"] = [link.model_copy() for link in existing.links]
-            if not it.supersedes and not whole:
+            if not f["supersedes"] and not whole:
                 f["supersedes"] = list(existing.supersedes)
-            f["origin"] = it.origin or existing.origin
+            f["origin"] = f["origin"] or existing.origin
             f["cell_originated"] = existing.cell_originated
-        elif it.created_at is None:
+        elif f["created_at"] is None:
             f["created_at"] = now
-        if not it.origin:  # with no tags there is no author tag: derived (restored_origin)
-            f["origin"] = restored_origin(it) if f["tags"] else ORIGIN_DERIVED
-        if it.scope == SCOPE_PRIVATE and not it.subject:
+        if not f["origin"]:  # restored_origin's answer: human if an author tag, else derived
+            origin = ORIGIN_DERIVED
+            for tag in f["tags"]:
+                if tag.startswith(AUTHOR_TAG_PREFIX):
+                    origin = ORIGIN_HUMAN
+                    break
+            f["origin"] = origin
+        if f["scope"] == SCOPE_PRIVATE and not f["subject"]:
             f["subject"] = cfg.subject
         ttl = cfg.default_ttl
         if ttl is not None and not had_deadline:
             if existing is not None and existing.stale_after is not None:
                 f["stale_after"] = existing.stale_after
-            elif existing is None and it.kind in ttl:
+            elif existing is None and f["kind"] in ttl:
                 f["stale_after"] = now + ttl[it.kind]
         f["links_set"] = False
 
@@ -242,7 +254,8 @@ class StoreWrites(StoreBase):
         with bulk_load(collect=False), self._writing():
             items_now = self._items
             for it, had_deadline in prepared:
-                existing = items_now.get(it.id) if it.id else None
+                id = it.__dict__["id"]  # not it.id: see _prepare
+                existing = items_now.get(id) if id else None
                 out.append(self._upsert_locked(it, existing, had_deadline))
         return out
 
@@ -264,7 +277,7 @@ class StoreWrites(StoreBase):
         """
         cfg = self._config
         if cfg.before is None and cfg.validate is None and self._vocab.coerce is None:
-            self._write(it.id, stored_copy(it))
+            self._write(it.__dict__["id"], stored_copy(it))
             return it
         if cfg.before is not None:
             it = self._amended(it)

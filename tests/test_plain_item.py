@@ -139,7 +139,8 @@ def near_plain(draw: st.DrawFn, bends: int = 2) -> Item:
             name = draw(st.sampled_from(["id", "title", "content", "subject"]))
             d[name] = f"{d[name]}{draw(BAD)}"
         elif bend == 2:
-            d["tags"] = [*d["tags"], draw(TAGS.filter(bool))[0]]
+            kept = d["tags"] if type(d["tags"]) is list else []  # bend 0 may have replaced it
+            d["tags"] = [*kept, draw(TAGS.filter(bool))[0]]
         elif bend == 3:
             d["tags"] = draw(st.one_of(TAGS, st.sampled_from(EDGE_TAGS)))
         elif bend == 4:
