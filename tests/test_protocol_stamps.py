@@ -41,7 +41,7 @@ QUERIES = ["heron", "the heron wades", "nest"]
 class PerHit(Verbs):
     """The path before: each hit's whole history, its last version, nothing remembered."""
 
-    def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
+    def _valid_froms(self, tenant: str, items: list[Item]) -> list[Hlc | None]:
         out: list[Hlc | None] = []
         for item in items:
             history = self.journal.history(item.id)
@@ -55,7 +55,7 @@ class Counting(Verbs):
 
     reads = 0
 
-    def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
+    def _valid_froms(self, tenant: str, items: list[Item]) -> list[Hlc | None]:
         journal = self.journal
         assert isinstance(journal, JournalBase)
         before = journal.current_stamps
@@ -66,7 +66,7 @@ class Counting(Verbs):
 
         journal.current_stamps = counted  # type: ignore[method-assign]
         try:
-            return super()._valid_froms(items)
+            return super()._valid_froms(tenant, items)
         finally:
             del journal.current_stamps
 
