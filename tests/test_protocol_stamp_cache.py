@@ -89,9 +89,9 @@ def current(mem: Memory, ids: Sequence[str]) -> list[Hlc | None]:
 def test_a_cold_recall_warms_the_tenants_chunks_and_the_next_ones_read_nothing(
     mem: Memory,
 ) -> None:
-    verbs = Verbs(mem)
-    ingest(verbs, "t1", 3)
-    ingest(verbs, "t2", 2)
+    ingest(Verbs(mem), "t1", 3)
+    ingest(Verbs(mem), "t2", 2)
+    verbs = Verbs(mem)  # a server started over a folder: no stamp held
     assert isinstance(mem.journal, JournalBase)
     reads = reads_of(mem.journal)
     first = verbs.recall("t1", RecallRequest(query="heron", k=2))
@@ -212,3 +212,43 @@ def test_recalls_racing_writes_keep_only_current_stamps(mem: Memory) -> None:
         assert verbs.recall("t1", req) == PerHit(mem).recall("t1", req)
     verbs._stamps._check()
     assert {it.kind for it in mem.store.items() if it.id in verbs._stamps._held} == {KIND_CHUNK}
+
+
+def test_a_committed_write_hands_its_chunks_stamps_over_without_a_read(mem: Memory) -> None:
+    verbs = Verbs(mem)
+    ingest(verbs, "t1", 2)
+    ids = chunks(mem, "t1")
+    assert sorted(verbs._stamps._held) == ids  # the ingest's own stamps, none read
+    assert isinstance(mem.journal, JournalBase)
+    reads = reads_of(mem.journal)
+    held = verbs._stamps.stamps("t1", ids)
+    assert reads[0] == 0 and held == current(mem, ids)
+    mem.update(ids[0], content="the heron has gone")
+    held = verbs._stamps.stamps("t1", ids[:1])
+    assert reads[0] == 1 and held == current(mem, ids[:1])  # one read: current's own
+    with mem.store.batch():  # written, then deleted, in one group: no stamp to hand over
+        mem.update(ids[1], content="briefly")
+        mem.delete(ids[1])
+    assert ids[1] not in verbs._stamps._held
+    assert verbs._stamps.stamps("t1", ids[1:2]) == [None] and reads[0] == 3  # asked, warmed
+    mem.delete(ids[2])
+    assert ids[2] not in verbs._stamps._held and not verbs._stamps._written
+    verbs._stamps._check()
+
+
+def test_a_group_undone_hands_nothing_over(mem: Memory) -> None:
+    verbs = Verbs(mem)
+    ingest(verbs, "t1", 1)
+    target = chunks(mem, "t1")[0]
+    before = verbs._stamps.stamps("t1", [target])
+
+    def refuse(changes: Sequence[Change]) -> None:
+        raise RuntimeError("refused")
+
+    mem.store.add_change_listener(refuse, before_commit=True)
+    with pytest.raises(RuntimeError):
+        mem.update(target, content="never written")
+    mem.store.remove_change_listener(refuse)
+    assert not verbs._stamps._written and target not in verbs._stamps._held
+    assert verbs._stamps.stamps("t1", [target]) == before == current(mem, [target])
+    verbs._stamps._check()

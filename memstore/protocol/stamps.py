@@ -4,7 +4,10 @@ A recall answers each hit with the stamp of its chunk's current version, which
 the store does not hold: the journal does (one index seek per id,
 :meth:`~memstore.journal.JournalBase.current_stamps`, about 5 us each plus
 the statement's own cost). :class:`StampCache` remembers the stamps it read,
-by id, until the next write of the id, so a hit reads its stamp once.
+by id, until the next write of the id, so a hit reads its stamp once; and a
+chunk written through this store gets its new stamp handed over once its
+write group committed (:meth:`~memstore.journal.JournalBase.stamp_of`), so
+a chunk just ingested is read never.
 
 When queries rarely repeat, most hits are items no recall returned before.
 So the first recalls of a tenant also read, in the same journal call, the
@@ -21,7 +24,9 @@ A stamp remembered is always the current version's:
   The lock matters: a group drops its stamps and writes its journal rows
   in one hold of the lock, so at the moment the count is noted no group is
   between the two (one would be, without the lock: its stamps dropped, its
-  rows not yet in the journal, and the read that saw the old rows kept them).
+  rows not yet in the journal, and the read that saw the old rows kept them);
+* a committed group's stamps are handed over only when no group counted
+  itself since this one (a later version of the id may be on its way).
 
 >>> import tempfile
 >>> from memstore import Memory
@@ -46,7 +51,7 @@ from typing import Final
 
 from memstore.config import Change
 from memstore.journal import Hlc, Journal, JournalBase, Version
-from memstore.protocol.mapping import chunk_id
+from memstore.protocol.mapping import KIND_CHUNK, chunk_id
 from memstore.store import Store
 
 __all__ = ["STAMP_CACHE_SIZE", "WARM_STEP", "StampCache"]
@@ -55,6 +60,8 @@ STAMP_CACHE_SIZE: Final = 100_000
 """How many chunks' version stamps are remembered (the least recently answered go first)."""
 WARM_STEP: Final = 1_000
 """How many of a tenant's other chunks a recall that reads the journal reads too (~5 ms)."""
+_MAX_WRITTEN: Final = 100_000
+"""How many written chunks' changes may wait for their commit to be handed over."""
 
 
 class StampCache:
@@ -80,7 +87,13 @@ class StampCache:
         self._lock = threading.Lock()
         self._writes = 0  # write groups seen: a stamp read across one is not kept
         self._warm: dict[str, list[str]] = {}  # tenant -> its chunk ids not warmed yet
-        store.add_change_listener(_forgetter(self), before_commit=True)
+        # id(change) -> (change, the write count its group set): what _committed hands over.
+        self._written: dict[int, tuple[Change, int]] = {}
+        self._hand_over = isinstance(journal, JournalBase)
+        store.add_change_listener(_weakly(self, StampCache._forget), before_commit=True)
+        if self._hand_over:
+            store.add_change_listener(_weakly(self, StampCache._committed), grouped=True)
+            store.add_undo_listener(_weakly(self, StampCache._undone))
 
     def __len__(self) -> int:
         return len(self._held)
@@ -176,28 +189,66 @@ class StampCache:
             raise AssertionError(f"stamps held that are not current (held, current): {stale}")
 
     def _forget(self, changes: Sequence[Change]) -> None:
+        """Before a write group commits (store lock held): drop its ids' stamps, count it,
+        and note its chunks' changes for :meth:`_committed`."""
         with self._lock:
             self._writes += 1
+            writes, written = self._writes, self._written
             for change in changes:
                 self._held.pop(change.id, None)
+                if self._hand_over and change.kind == KIND_CHUNK:
+                    written[id(change)] = (change, writes)
+            if len(written) > _MAX_WRITTEN:  # never handed over (it only saves reads)
+                written.clear()
+
+    def _committed(self, changes: Sequence[Change]) -> None:
+        """After write groups committed: remember the stamps their chunks were written with.
+
+        Only when no group was counted since the change's own (then no later
+        version can exist): a group still on its way makes the next read ask
+        the journal, as before. An id's last change in the run decides.
+        """
+        journal = self._journal
+        assert isinstance(journal, JournalBase)  # registered only then
+        fresh: dict[str, Hlc | None] = {}
+        with self._lock:
+            for change in changes:
+                noted = self._written.pop(id(change), None)
+                if noted is None or noted[0] is not change:
+                    continue
+                current = noted[1] == self._writes
+                fresh[change.id] = journal.stamp_of(change) if current else None
+            held = self._held
+            for key, stamp in fresh.items():
+                if stamp is not None:
+                    held[key] = stamp
+                    held.move_to_end(key)
+            while len(held) > self._size:
+                held.popitem(last=False)
+
+    def _undone(self, changes: Sequence[Change]) -> None:
+        """A group the forgetting saw was undone: nothing of it will be handed over."""
+        with self._lock:
+            for change in changes:
+                self._written.pop(id(change), None)
 
 
-def _forgetter(cache: StampCache) -> Callable[[Sequence[Change]], None]:
-    """A before-commit listener dropping the remembered stamps of a write group's ids.
-
-    It holds ``cache`` weakly and leaves the store once ``cache`` is gone.
-    """
+def _weakly(
+    cache: StampCache, method: Callable[[StampCache, Sequence[Change]], None]
+) -> Callable[[Sequence[Change]], None]:
+    """A store listener calling ``method`` of ``cache``, held weakly: it leaves the
+    store once ``cache`` is gone."""
     ref = weakref.ref(cache)
     store = cache._store
 
-    def forget(changes: Sequence[Change]) -> None:
+    def listener(changes: Sequence[Change]) -> None:
         held = ref()
         if held is None:
-            store.remove_change_listener(forget)
+            store.remove_change_listener(listener)
             return
-        held._forget(changes)
+        method(held, changes)
 
-    return forget
+    return listener
 
 
 def _current_stamp(history: list[Version]) -> Hlc | None:
