@@ -17,10 +17,11 @@ the fallback here reads every row of the ids.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Final
 
 from memstore import arguments as arg
+from memstore.config import Change
 from memstore.journal.hlc import Hlc, Lsn
 from memstore.journal.version import Row
 
@@ -36,8 +37,27 @@ NewestStamp = tuple[str, int, int, str]
 class CurrentStamps:
     """:meth:`current_stamps` for a journal: a mixin of :class:`~memstore.journal.JournalBase`."""
 
+    _node_id: int
+    lsn_of: Callable[[Change], Lsn | None]  # JournalBase.lsn_of
+
     @abstractmethod
     def _check_open(self) -> None: ...
+
+    def stamp_of(self, change: Change) -> Hlc | None:
+        """The stamp of the version a recently committed upsert ``change`` wrote.
+
+        What :meth:`current_stamps` reads for the change's id right after its
+        write group committed, with no read: the group's position
+        (:meth:`lsn_of`) and this journal's node. ``None`` for a delete, a
+        mirrored change (another writer's version, recorded there), or a
+        change this journal did not record lately. Every change of a group
+        shares its stamp: for an id the group wrote twice, its last change
+        says whether the id ends live.
+        """
+        if change.op != "upsert" or change.mirrored:
+            return None
+        at = self.lsn_of(change)
+        return None if at is None else Hlc(at.wall_ms, at.counter, self._node_id)
 
     @abstractmethod
     def _rows_of(self, ids: Collection[str] | None, partition: str | None) -> Iterator[Row]: ...

@@ -15,10 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
-import threading
-import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -27,10 +24,9 @@ import numpy.typing as npt
 from ulid import ULID
 
 from memstore.catchup import CATCH_UP_SECONDS, catch_up
-from memstore.config import Change
 from memstore.errors import InvalidItemError
 from memstore.item import Item
-from memstore.journal import Hlc, Journal, JournalBase, Lsn, Version
+from memstore.journal import Hlc, Journal, Lsn, Version
 from memstore.journal.hlc import LAST_LSN, MAX_COUNTER, MAX_NODE_ID, wall_clock_ms
 from memstore.limits import CONTEXT_REACH
 from memstore.memory import Memory
@@ -72,6 +68,7 @@ from memstore.protocol.models import (
     RecallRequest,
     ScopeTarget,
 )
+from memstore.protocol.stamps import StampCache
 from memstore.search import SearchConfig, Searcher, SearchResult
 from memstore.search._lean import borrowed_results
 from memstore.store import Store
@@ -104,8 +101,6 @@ _RFC3339: Final = re.compile(
 _LSN_FORM: Final = re.compile(r"([0-9]{1,20})\.([0-9]{1,10})(?:\.([0-9]{1,5}))?")
 GRAPH_DEPTH: Final = 2
 """How many links a graph recall follows from its anchors."""
-STAMP_CACHE_SIZE: Final = 100_000
-"""How many chunks' version stamps recall remembers (a hit reads its stamp once)."""
 
 
 QueryVector: TypeAlias = npt.NDArray[np.float32]
@@ -190,10 +185,7 @@ class Verbs:
         self.store: Store = memory.store
         self.confirmations = confirmations if confirmations is not None else Confirmations()
         self._wall_ms = wall_ms
-        self._stamps: OrderedDict[str, Hlc] = OrderedDict()
-        self._stamps_lock = threading.Lock()
-        self._stamp_writes = 0  # write groups seen: a stamp read across one is not kept
-        self.store.add_change_listener(_stamp_forgetter(self), before_commit=True)
+        self._stamps = StampCache(self.store, self.journal)
 
     # ------------------------------------------------------------------ ingest
 
@@ -330,7 +322,7 @@ class Verbs:
         if not filtered:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
-        stamps = self._valid_froms([r.item for r in results])
+        stamps = self._valid_froms(tenant, [r.item for r in results])
         hits = [
             self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, stamp, r.relevance)
             for r, stamp in zip(results, stamps, strict=True)
@@ -366,7 +358,7 @@ class Verbs:
             through=lambda item: owned_by(item, tenant),  # the tenant's graph, no other's
         )
         linked = [(s.item, top * s.score) for s in reached]
-        stamps = self._valid_froms([item for item, _ in linked])
+        stamps = self._valid_froms(tenant, [item for item, _ in linked])
         for (item, score), stamp in zip(linked, stamps, strict=True):
             hits.append(self._hit(item, score, False, SOURCE_OP_GRAPH, stamp))
         return hits[:k], complete
@@ -389,46 +381,10 @@ class Verbs:
             relevance=relevance,
         )
 
-    def _valid_froms(self, items: list[Item]) -> list[Hlc | None]:
-        """The stamp of each item's current version: remembered, or read in one call.
-
-        Remembered by id until a write of the item: every write group the
-        store commits (a ``put``, ``mirror`` or import that keeps the caller's
-        ``updated_at`` too) drops its ids' stamps before it becomes visible,
-        and stamps read while a group was committed are not kept, so a
-        remembered stamp is always the current version's. (Keyed by
-        ``updated_at`` it was not: a delete and a ``put`` of the same item
-        gave its old stamp.) The ones not remembered are read together
-        (:meth:`~memstore.journal.JournalBase.current_stamps`: one index
-        entry per id, whatever its history's length).
-        """
-        keys = [item.id for item in items]
-        stamps: list[Hlc | None] = []
-        with self._stamps_lock:
-            writes = self._stamp_writes
-            for key in keys:
-                stamp = self._stamps.get(key)
-                if stamp is not None:
-                    self._stamps.move_to_end(key)
-                stamps.append(stamp)
-        missing = [key for key, stamp in zip(keys, stamps, strict=True) if stamp is None]
-        if not missing:
-            return stamps
-        journal = self.journal
-        if isinstance(journal, JournalBase):
-            read = journal.current_stamps(missing)
-        else:  # a journal of the host's own (the Journal protocol): its histories, one by one
-            read = {id: _current_stamp(journal.history(id)) for id in missing}
-        with self._stamps_lock:
-            keep = writes == self._stamp_writes
-            for n, key in enumerate(keys):
-                if stamps[n] is None and (stamp := read[key]) is not None:
-                    stamps[n] = stamp
-                    if keep:
-                        self._stamps[key] = stamp
-            while len(self._stamps) > STAMP_CACHE_SIZE:
-                self._stamps.popitem(last=False)
-        return stamps
+    def _valid_froms(self, tenant: str, items: list[Item]) -> list[Hlc | None]:
+        """The stamp of each item's current version: remembered, or read in one call
+        (:class:`~memstore.protocol.stamps.StampCache`)."""
+        return self._stamps.stamps(tenant, [item.id for item in items])
 
     def _recall_as_of(
         self, tenant: str, req: RecallRequest, at: Lsn, visible: Callable[[Item, str], bool]
@@ -706,31 +662,3 @@ def _receipt(
         "audit_lsn": lsn.to_json(),
         "preview": preview,
     }
-
-
-def _stamp_forgetter(verbs: Verbs) -> Callable[[Sequence[Change]], None]:
-    """A before-commit listener dropping the remembered stamps of a write group's ids.
-
-    It holds ``verbs`` weakly and leaves the store once ``verbs`` is gone.
-    """
-    ref = weakref.ref(verbs)
-    store = verbs.store
-
-    def forget(changes: Sequence[Change]) -> None:
-        held = ref()
-        if held is None:
-            store.remove_change_listener(forget)
-            return
-        with held._stamps_lock:
-            held._stamp_writes += 1
-            for change in changes:
-                held._stamps.pop(change.id, None)
-
-    return forget
-
-
-def _current_stamp(history: list[Version]) -> Hlc | None:
-    """The stamp of the current version in ``history``, ``None`` when it ends deleted."""
-    if not history or history[-1].op != "upsert":
-        return None
-    return history[-1].valid_from
