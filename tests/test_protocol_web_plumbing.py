@@ -12,6 +12,7 @@ import ast
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -70,7 +71,10 @@ LIMITS = ConnectionLimits(
 )
 
 
-async def _serve(http: str, limits: ConnectionLimits = LIMITS) -> tuple[asyncio.Server, int, Any]:
+async def _serve(
+    http: str, limits: ConnectionLimits = LIMITS, made: list[Any] | None = None
+) -> tuple[asyncio.Server, int, Any]:
+    """A server of ``_echo`` behind the guard; ``made``: gets each connection's protocol."""
     protocol = guarded_protocol(_inner_protocol(http), limits)
     config = uvicorn.Config(
         _echo, http=protocol, ws="none", lifespan="off", log_level="error", timeout_keep_alive=5
@@ -78,11 +82,14 @@ async def _serve(http: str, limits: ConnectionLimits = LIMITS) -> tuple[asyncio.
     config.load()
     state = ServerState()
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: protocol(config=config, server_state=state, app_state={}, _loop=loop),
-        "127.0.0.1",
-        0,
-    )
+
+    def connection() -> Any:
+        one = protocol(config=config, server_state=state, app_state={}, _loop=loop)
+        if made is not None:
+            made.append(one)
+        return one
+
+    server = await loop.create_server(connection, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     return server, port, protocol
 
@@ -203,6 +210,47 @@ def test_headers_over_the_cap_are_431_however_they_arrive(http: str) -> None:
         finally:
             server.close()
             await server.wait_closed()
+
+    asyncio.run(scenario())
+
+
+def _data_segments_sent(sock: Any) -> int | None:
+    """The TCP segments holding data that ``sock`` sent, as Linux counts them, or None.
+
+    ``tcp_info.tcpi_data_segs_out`` (Linux 4.6 and later), at byte 156 of the struct.
+    """
+    tcp_info = getattr(socket, "TCP_INFO", None)
+    if tcp_info is None:
+        return None
+    info = sock.getsockopt(socket.IPPROTO_TCP, tcp_info, 256)
+    if len(info) < 160:
+        return None
+    return int.from_bytes(info[156:160], sys.byteorder)
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_each_answer_leaves_in_one_segment(http: str) -> None:
+    """uvicorn writes a head, then a body: sent as one write, the kernel counts one segment
+    per answer (it counted two, and the client woke up for the head alone)."""
+
+    async def scenario() -> None:
+        made: list[Any] = []
+        server, port, _ = await _serve(http, made=made)
+        try:
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(5):
+                w.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+                answer = await asyncio.wait_for(r.readuntil(b"\r\n\r\n3"), 10)
+                assert answer.startswith(b"HTTP/1.1 200 ")
+            segments = _data_segments_sent(made[0]._transport.get_extra_info("socket"))
+            w.close()
+            await w.wait_closed()
+        finally:
+            server.close()
+            await server.wait_closed()
+        if segments is None:
+            pytest.skip("this kernel does not count the data segments a socket sent")
+        assert segments == 5
 
     asyncio.run(scenario())
 
