@@ -28,10 +28,19 @@ from uvicorn.server import ServerState
 
 from memstore.protocol.errors import ERROR_KINDS
 from memstore.web import REFUSAL_CODES, HostPolicy, OriginPolicy, TokensFile
-from memstore.web.body import check_json_text, json_depth
+from memstore.web.body import (
+    NOT_JSON,
+    RepeatedKey,
+    check_json_text,
+    json_depth,
+    parse_unique_keys,
+    unique_pairs,
+)
 from memstore.web.connections import ConnectionLimits, guarded_protocol
+from memstore.web.guard import HostOriginGuard
 from memstore.web.refusal import Refusal
 from memstore.web.runner import _inner_protocol
+from memstore.web.security import DEFAULT_SECURITY_HEADERS, SecurityHeaders
 
 ROOT = Path(__file__).resolve().parent.parent
 Scope = MutableMapping[str, Any]
@@ -291,6 +300,65 @@ def test_origins() -> None:
         OriginPolicy(["app.example"])
 
 
+def test_the_guard_answers_a_host_the_same_each_time() -> None:
+    """The Host values it allowed are remembered: the verdicts stay those of the policies."""
+    guard = HostOriginGuard(
+        _echo, hosts=HostPolicy(["mem.example"]), origins=OriginPolicy(["https://app.example"])
+    )
+
+    def verdict(*headers: tuple[bytes, bytes]) -> str | None:
+        refusal = guard.check({"headers": list(headers)})
+        return None if refusal is None else f"{refusal.code}: {refusal.message}"
+
+    host = (b"host", b"mem.example")
+    cases = [
+        [host],
+        [(b"Host", b"MEM.example:80")],
+        [(b"host", b"evil.example")],
+        [host, (b"origin", b"https://evil.example")],
+        [host, (b"origin", b"https://app.example")],
+        [host, (b"origin", b"https://app.example"), (b"Origin", b"https://app.example")],
+        [host, host],
+        [],
+        [(b"host", b"localhost:8080"), (b"x-other", b"1")],
+    ]
+    first = [verdict(*case) for case in cases]
+    assert [verdict(*case) for case in cases] == first
+    assert [v is None for v in first] == [True, True, False, False, True, False, False, False, True]
+    assert first[3] == (
+        "forbidden_origin: Origin 'https://evil.example' may not call this server "
+        "(only its own origin and the allowed origins)"
+    )
+    # Any host: more names than it remembers are all answered, a malformed one never.
+    anyone = HostOriginGuard(_echo, hosts=HostPolicy(["*"]), origins=OriginPolicy())
+    for n in range(200):
+        assert anyone.check({"headers": [(b"host", b"h%d.example" % n)]}) is None
+    assert anyone.check({"headers": [(b"host", b"a b")]}) is not None
+
+
+def test_security_headers_are_added_after_the_answers_own() -> None:
+    """Each missing one, in the policy's order, after the headers the application set."""
+
+    async def answer(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        async def app(scope: Scope, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await SecurityHeaders(app)({"type": "http"}, _echo, send)
+        return list(sent[0]["headers"])
+
+    own = [(b"content-type", b"text/html")]
+    policy = [(k.lower().encode(), v.encode()) for k, v in DEFAULT_SECURITY_HEADERS.items()]
+    assert asyncio.run(answer(own)) == own + policy
+    theirs = [(b"Cache-Control", b"max-age=60")]  # set by the application: kept, not added
+    assert asyncio.run(answer(theirs)) == theirs + [h for h in policy if h[0] != b"cache-control"]
+
+
 def test_every_refusal_code_is_in_the_protocol_table() -> None:
     for code, status in REFUSAL_CODES.items():
         assert ERROR_KINDS[code].status == status, code
@@ -322,6 +390,49 @@ def _depth(value: Any) -> int:
 @given(_json)
 def test_json_depth_is_the_parsed_depth(value: Any) -> None:
     assert json_depth(json.dumps(value).encode()) == _depth(value)
+
+
+def _loads_unique(raw: bytes) -> Any:
+    """The oracle of :func:`parse_unique_keys`: the standard library's own call."""
+    try:
+        return json.loads(raw, object_pairs_hook=unique_pairs)
+    except RepeatedKey as e:
+        return ("repeated", e.key[:64])
+    except json.JSONDecodeError:
+        return NOT_JSON
+    except ValueError:
+        return ("refused",)
+    except RecursionError:
+        return NOT_JSON
+
+
+def _parsed_unique(raw: bytes) -> Any:
+    try:
+        return parse_unique_keys(raw)
+    except Refusal as r:
+        return ("repeated", r.details["key"]) if r.details else ("refused",)
+
+
+_texts = st.one_of(
+    _json.map(json.dumps),
+    st.text(alphabet='ab"\\[]{}:,\ufeff 1', max_size=20),  # mostly broken JSON
+    st.just('{"k": 1, "\\u006b": 2}'),
+)
+_encodings = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32-be"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts, _encodings)
+def test_parse_unique_keys_reads_as_json_loads_does(text: str, encoding: str) -> None:
+    """The decoder made once reads every body as ``json.loads`` with the hook does: values,
+    repeated keys, encodings (BOMs too), broken text."""
+    raw = text.encode(encoding, "surrogatepass")
+    assert _parsed_unique(raw) == _loads_unique(raw)
+
+
+@given(st.binary(max_size=24))
+def test_parse_unique_keys_reads_any_bytes_as_json_loads_does(raw: bytes) -> None:
+    assert _parsed_unique(raw) == _loads_unique(raw)
 
 
 def test_check_json_text_refuses_only_depth_and_encoding() -> None:
