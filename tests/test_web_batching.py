@@ -167,35 +167,6 @@ def test_searches_run_off_the_event_loop_thread() -> None:
     assert worker != loop_thread
 
 
-def test_answers_finished_while_the_loop_is_busy_go_over_in_one_wake_up() -> None:
-    """The loop thread is held (as the GIL holds it under load) while the worker finishes
-    eight searches: their answers reach it in one wake-up (two if the last one comes just
-    as the loop takes the first), not one each; every request still gets its own."""
-    batcher: QueryBatcher[int] = QueryBatcher(None)
-    last_done = threading.Event()
-
-    def last(vec: int | None) -> str:
-        last_done.set()
-        return "7:None"
-
-    async def main() -> tuple[Any, list[Any]]:
-        started, release, search = held()
-        first = asyncio.ensure_future(batcher.run(None, search))
-        await asyncio.to_thread(started.wait, 30)
-        jobs = [echo(str(n)) for n in range(7)] + [last]
-        rest = [asyncio.ensure_future(batcher.run(None, job)) for job in jobs]
-        await asyncio.sleep(0)  # every job is queued
-        release.set()
-        assert last_done.wait(30)  # the loop thread busy until the last search has run
-        return await first, list(await asyncio.gather(*rest))
-
-    first, answers = asyncio.run(main())
-    batcher.close()
-    assert first == "held:None"
-    assert answers == [f"{n}:None" for n in range(8)]
-    assert 1 <= batcher.wakeups <= 2
-
-
 @pytest.mark.parametrize("bad", [0, -1, True, 2.0])
 def test_max_batch_must_be_a_positive_whole_number(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_batch"):

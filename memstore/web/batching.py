@@ -66,6 +66,7 @@ the engine's side is :meth:`memstore.memory.Memory.embed_queries` and the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import weakref
@@ -186,12 +187,6 @@ class QueryBatcher(Generic[V]):
         """Texts embedded so far (distinct within their batch)."""
         self.at_hand = 0
         """Texts whose vector ``known`` gave (no model run)."""
-        self.wakeups = 0
-        """Event-loop wake-ups that handed answers over (one carries every answer that
-        finished while the loop was busy)."""
-        # Answers on their way to each event loop, taken by the wake-up already sent.
-        self._outboxes: dict[asyncio.AbstractEventLoop, list[tuple[Any, bool, Any]]] = {}
-        self._outbox_lock = threading.Lock()
 
     @property
     def closed(self) -> bool:
@@ -415,35 +410,10 @@ class QueryBatcher(Generic[V]):
         self.embedded += len(texts)
         return dict(zip(texts, rows, strict=True))
 
-    def _deliver(self, job: _Job[V], ok: bool, value: Any) -> None:
-        """Hand an answer to its request's event loop.
-
-        One wake-up carries every answer that finishes before the loop takes
-        the last batch: a wake-up (``call_soon_threadsafe``) costs the worker
-        a handle and a system call with the GIL held, and under load the loop
-        waits for the GIL while the worker finishes several searches.
-        """
-        loop = job.loop
-        with self._outbox_lock:
-            box = self._outboxes.get(loop)
-            if box is not None and not loop.is_closed():  # a wake-up is on its way
-                box.append((job.future, ok, value))  # and takes this one too
-                return
-            self._outboxes[loop] = [(job.future, ok, value)]
-        try:
-            loop.call_soon_threadsafe(self._hand_over, loop)
-        except RuntimeError:  # a closed loop: nobody is waiting any more
-            with self._outbox_lock:
-                self._outboxes.pop(loop, None)
-            return
-        self.wakeups += 1
-
-    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        """On ``loop``: settle every answer its outbox holds (in the order they finished)."""
-        with self._outbox_lock:
-            box = self._outboxes.pop(loop, ())
-        for future, ok, value in box:
-            _settle(future, ok, value)
+    @staticmethod
+    def _deliver(job: _Job[V], ok: bool, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            job.loop.call_soon_threadsafe(_settle, job.future, ok, value)
 
 
 def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
