@@ -12,6 +12,7 @@ import ast
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -27,10 +28,19 @@ from uvicorn.server import ServerState
 
 from memstore.protocol.errors import ERROR_KINDS
 from memstore.web import REFUSAL_CODES, HostPolicy, OriginPolicy, TokensFile
-from memstore.web.body import check_json_text, json_depth
+from memstore.web.body import (
+    NOT_JSON,
+    RepeatedKey,
+    check_json_text,
+    json_depth,
+    parse_unique_keys,
+    unique_pairs,
+)
 from memstore.web.connections import ConnectionLimits, guarded_protocol
+from memstore.web.guard import HostOriginGuard
 from memstore.web.refusal import Refusal
 from memstore.web.runner import ServeConfig, _inner_protocol, uvicorn_config
+from memstore.web.security import DEFAULT_SECURITY_HEADERS, SecurityHeaders
 
 ROOT = Path(__file__).resolve().parent.parent
 Scope = MutableMapping[str, Any]
@@ -70,7 +80,10 @@ LIMITS = ConnectionLimits(
 )
 
 
-async def _serve(http: str, limits: ConnectionLimits = LIMITS) -> tuple[asyncio.Server, int, Any]:
+async def _serve(
+    http: str, limits: ConnectionLimits = LIMITS, made: list[Any] | None = None
+) -> tuple[asyncio.Server, int, Any]:
+    """A server of ``_echo`` behind the guard; ``made``: gets each connection's protocol."""
     protocol = guarded_protocol(_inner_protocol(http), limits)
     config = uvicorn.Config(
         _echo, http=protocol, ws="none", lifespan="off", log_level="error", timeout_keep_alive=5
@@ -78,11 +91,14 @@ async def _serve(http: str, limits: ConnectionLimits = LIMITS) -> tuple[asyncio.
     config.load()
     state = ServerState()
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: protocol(config=config, server_state=state, app_state={}, _loop=loop),
-        "127.0.0.1",
-        0,
-    )
+
+    def connection() -> Any:
+        one = protocol(config=config, server_state=state, app_state={}, _loop=loop)
+        if made is not None:
+            made.append(one)
+        return one
+
+    server = await loop.create_server(connection, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     return server, port, protocol
 
@@ -256,6 +272,47 @@ def test_h11_serves_every_header_block_the_cap_allows() -> None:
     asyncio.run(scenario())
 
 
+def _data_segments_sent(sock: Any) -> int | None:
+    """The TCP segments holding data that ``sock`` sent, as Linux counts them, or None.
+
+    ``tcp_info.tcpi_data_segs_out`` (Linux 4.6 and later), at byte 156 of the struct.
+    """
+    tcp_info = getattr(socket, "TCP_INFO", None)
+    if tcp_info is None:
+        return None
+    info = sock.getsockopt(socket.IPPROTO_TCP, tcp_info, 256)
+    if len(info) < 160:
+        return None
+    return int.from_bytes(info[156:160], sys.byteorder)
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_each_answer_leaves_in_one_segment(http: str) -> None:
+    """uvicorn writes a head, then a body: sent as one write, the kernel counts one segment
+    per answer (it counted two, and the client woke up for the head alone)."""
+
+    async def scenario() -> None:
+        made: list[Any] = []
+        server, port, _ = await _serve(http, made=made)
+        try:
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            for _ in range(5):
+                w.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+                answer = await asyncio.wait_for(r.readuntil(b"\r\n\r\n3"), 10)
+                assert answer.startswith(b"HTTP/1.1 200 ")
+            segments = _data_segments_sent(made[0]._transport.get_extra_info("socket"))
+            w.close()
+            await w.wait_closed()
+        finally:
+            server.close()
+            await server.wait_closed()
+        if segments is None:
+            pytest.skip("this kernel does not count the data segments a socket sent")
+        assert segments == 5
+
+    asyncio.run(scenario())
+
+
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="header_timeout"):
         ConnectionLimits(header_timeout=0)
@@ -292,6 +349,65 @@ def test_origins() -> None:
         OriginPolicy(["app.example"])
 
 
+def test_the_guard_answers_a_host_the_same_each_time() -> None:
+    """The Host values it allowed are remembered: the verdicts stay those of the policies."""
+    guard = HostOriginGuard(
+        _echo, hosts=HostPolicy(["mem.example"]), origins=OriginPolicy(["https://app.example"])
+    )
+
+    def verdict(*headers: tuple[bytes, bytes]) -> str | None:
+        refusal = guard.check({"headers": list(headers)})
+        return None if refusal is None else f"{refusal.code}: {refusal.message}"
+
+    host = (b"host", b"mem.example")
+    cases = [
+        [host],
+        [(b"Host", b"MEM.example:80")],
+        [(b"host", b"evil.example")],
+        [host, (b"origin", b"https://evil.example")],
+        [host, (b"origin", b"https://app.example")],
+        [host, (b"origin", b"https://app.example"), (b"Origin", b"https://app.example")],
+        [host, host],
+        [],
+        [(b"host", b"localhost:8080"), (b"x-other", b"1")],
+    ]
+    first = [verdict(*case) for case in cases]
+    assert [verdict(*case) for case in cases] == first
+    assert [v is None for v in first] == [True, True, False, False, True, False, False, False, True]
+    assert first[3] == (
+        "forbidden_origin: Origin 'https://evil.example' may not call this server "
+        "(only its own origin and the allowed origins)"
+    )
+    # Any host: more names than it remembers are all answered, a malformed one never.
+    anyone = HostOriginGuard(_echo, hosts=HostPolicy(["*"]), origins=OriginPolicy())
+    for n in range(200):
+        assert anyone.check({"headers": [(b"host", b"h%d.example" % n)]}) is None
+    assert anyone.check({"headers": [(b"host", b"a b")]}) is not None
+
+
+def test_security_headers_are_added_after_the_answers_own() -> None:
+    """Each missing one, in the policy's order, after the headers the application set."""
+
+    async def answer(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        async def app(scope: Scope, receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await SecurityHeaders(app)({"type": "http"}, _echo, send)
+        return list(sent[0]["headers"])
+
+    own = [(b"content-type", b"text/html")]
+    policy = [(k.lower().encode(), v.encode()) for k, v in DEFAULT_SECURITY_HEADERS.items()]
+    assert asyncio.run(answer(own)) == own + policy
+    theirs = [(b"Cache-Control", b"max-age=60")]  # set by the application: kept, not added
+    assert asyncio.run(answer(theirs)) == theirs + [h for h in policy if h[0] != b"cache-control"]
+
+
 def test_every_refusal_code_is_in_the_protocol_table() -> None:
     for code, status in REFUSAL_CODES.items():
         assert ERROR_KINDS[code].status == status, code
@@ -323,6 +439,49 @@ def _depth(value: Any) -> int:
 @given(_json)
 def test_json_depth_is_the_parsed_depth(value: Any) -> None:
     assert json_depth(json.dumps(value).encode()) == _depth(value)
+
+
+def _loads_unique(raw: bytes) -> Any:
+    """The oracle of :func:`parse_unique_keys`: the standard library's own call."""
+    try:
+        return json.loads(raw, object_pairs_hook=unique_pairs)
+    except RepeatedKey as e:
+        return ("repeated", e.key[:64])
+    except json.JSONDecodeError:
+        return NOT_JSON
+    except ValueError:
+        return ("refused",)
+    except RecursionError:
+        return NOT_JSON
+
+
+def _parsed_unique(raw: bytes) -> Any:
+    try:
+        return parse_unique_keys(raw)
+    except Refusal as r:
+        return ("repeated", r.details["key"]) if r.details else ("refused",)
+
+
+_texts = st.one_of(
+    _json.map(json.dumps),
+    st.text(alphabet='ab"\\[]{}:,\ufeff 1', max_size=20),  # mostly broken JSON
+    st.just('{"k": 1, "\\u006b": 2}'),
+)
+_encodings = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32-be"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts, _encodings)
+def test_parse_unique_keys_reads_as_json_loads_does(text: str, encoding: str) -> None:
+    """The decoder made once reads every body as ``json.loads`` with the hook does: values,
+    repeated keys, encodings (BOMs too), broken text."""
+    raw = text.encode(encoding, "surrogatepass")
+    assert _parsed_unique(raw) == _loads_unique(raw)
+
+
+@given(st.binary(max_size=24))
+def test_parse_unique_keys_reads_any_bytes_as_json_loads_does(raw: bytes) -> None:
+    assert _parsed_unique(raw) == _loads_unique(raw)
 
 
 def test_check_json_text_refuses_only_depth_and_encoding() -> None:

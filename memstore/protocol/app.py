@@ -268,7 +268,7 @@ def create_app(
 
     def counted_hits(tenant: str, hits: list[dict[str, Any]]) -> None:
         if metrics is not None:
-            metrics.recall_hits.labels(metrics.tenant_label(tenant)).inc(len(hits))
+            metrics.recalled(tenant, len(hits))
 
     # add_middleware wraps: the last one added runs first. The first, innermost:
     # plain recalls answered without the router, behind the failsafe and the gate.
@@ -572,7 +572,7 @@ def _counting(
 
     def counted() -> list[dict[str, Any]]:
         hits = run()
-        metrics.recall_hits.labels(metrics.tenant_label(tenant)).inc(len(hits))
+        metrics.recalled(tenant, len(hits))
         return hits
 
     return counted

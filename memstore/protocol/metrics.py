@@ -16,7 +16,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -78,6 +78,9 @@ class Metrics:
             ["tenant", "mode"],
             registry=self.registry,
         )
+        # The series of the label sets seen so far, looked up without labels().
+        self._request_series: dict[tuple[str, str, int, str | None], tuple[Any, Any]] = {}
+        self._hits_series: dict[str, Any] = {}
 
     def tenant_label(self, tenant: str | None) -> str:
         """``tenant`` if the tokens file names it, else :data:`NO_TENANT`."""
@@ -86,10 +89,37 @@ class Metrics:
     def observe(
         self, route: str, method: str, status: int, tenant: str | None, seconds: float
     ) -> None:
-        """Count one answered request."""
+        """Count one answered request.
+
+        Every request calls this: the series it counts in are looked up once
+        per label set and kept (``labels()`` takes a lock and builds the key
+        each time; the tenant check reads the tokens file's state). A tenant
+        is checked against the tokens file the first time it is seen here.
+        """
         method = method if method in _METHODS else OTHER
-        self.requests.labels(route, method, str(status), self.tenant_label(tenant)).inc()
-        self.latency.labels(route).observe(seconds)
+        key = (route, method, status, tenant)
+        series = self._request_series.get(key)
+        if series is None:
+            label = self.tenant_label(tenant)
+            series = (
+                self.requests.labels(route, method, str(status), label),
+                self.latency.labels(route),
+            )
+            if label == tenant or tenant is None:  # a tenant not named (yet) is asked again
+                self._request_series[key] = series
+        series[0].inc()
+        series[1].observe(seconds)
+
+    def recalled(self, tenant: str, hits: int) -> None:
+        """Count ``hits`` returned by a recall to ``tenant`` (its series kept, as :meth:`observe`
+        keeps its own)."""
+        counter = self._hits_series.get(tenant)
+        if counter is None:
+            label = self.tenant_label(tenant)
+            counter = self.recall_hits.labels(label)
+            if label == tenant:
+                self._hits_series[tenant] = counter
+        counter.inc(hits)
 
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""

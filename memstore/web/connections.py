@@ -32,6 +32,10 @@ one per connection and forwards every event to it) and adds:
   ``keepalive_timeout`` seconds is closed (uvicorn's own timer, given the
   same value by :func:`~memstore.web.runner.serve_app`).
 
+uvicorn's protocol writes through a
+:class:`~memstore.web.onewrite.OneWriteTransport`: each answer's head and
+body leave in one socket write, not two.
+
 While a request is being answered no read timeout runs: the application's
 time is its own (streams run for as long as they need).
 
@@ -53,6 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, cast
 
+from memstore.web.onewrite import OneWriteTransport
 from memstore.web.refusal import (
     HEADERS_TOO_LARGE,
     REQUEST_TIMEOUT,
@@ -249,6 +254,9 @@ class GuardedProtocol(asyncio.Protocol):
             transport.write(canned_response(refusal, self.render[0]))
             self._linger(transport)
             return
+        # Each answer's head and body in one write (see memstore.web.onewrite); the
+        # refusals written here go through it too, so nothing overtakes a held head.
+        transport = cast(asyncio.Transport, OneWriteTransport(transport, self._loop))
         self._transport, self._client = transport, client
         self._inner = self.inner_class(**self._kwargs)
         self._inner.connection_made(transport)

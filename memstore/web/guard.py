@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-from memstore.web.headers import header_values
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.refusal import (
     FORBIDDEN_HOST,
@@ -47,6 +46,10 @@ CORS_MAX_AGE_SECONDS: Final = 600
 """How long a browser may cache a preflight answer."""
 
 
+_HOSTS_KEPT: Final = 64
+"""Most allowed ``Host`` values a guard remembers (any host policy: clients choose them)."""
+
+
 def _printable(raw: bytes) -> str:
     return raw.decode("latin-1")[:100]
 
@@ -69,6 +72,8 @@ class HostOriginGuard:
         self.hosts = hosts
         self.origins = origins
         self.render = render
+        self._hosts_seen: dict[bytes, str] = {}
+        """``Host`` values the policy allowed, decoded (the policies never change); a few."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -84,20 +89,34 @@ class HostOriginGuard:
         await self.app(scope, receive, send)
 
     def check(self, scope: Scope) -> Refusal | None:
-        """Why the request of ``scope`` is refused, or None when it may go on."""
-        hosts = header_values(scope, b"host")
+        """Why the request of ``scope`` is refused, or None when it may go on.
+
+        One pass over the headers; a ``Host`` value allowed once is not parsed
+        again (every request of a server names one of a few hosts).
+        """
+        hosts: list[bytes] = []
+        origins: list[bytes] = []
+        for name, value in scope["headers"]:
+            name = name.lower()
+            if name == b"host":
+                hosts.append(value)
+            elif name == b"origin":
+                origins.append(value)
         if len(hosts) != 1:
             said = "no Host header" if not hosts else f"{len(hosts)} Host headers"
             return Refusal(403, FORBIDDEN_HOST, f"{said}; send exactly one")
-        host = hosts[0].decode("latin-1")
-        if not self.hosts.allows(host):
-            return Refusal(
-                403,
-                FORBIDDEN_HOST,
-                f"Host {_printable(hosts[0])!r} is not a name this server answers to "
-                "(a loopback name or an allowed host)",
-            )
-        origins = header_values(scope, b"origin")
+        host = self._hosts_seen.get(hosts[0])
+        if host is None:
+            host = hosts[0].decode("latin-1")
+            if not self.hosts.allows(host):
+                return Refusal(
+                    403,
+                    FORBIDDEN_HOST,
+                    f"Host {_printable(hosts[0])!r} is not a name this server answers to "
+                    "(a loopback name or an allowed host)",
+                )
+            if len(self._hosts_seen) < _HOSTS_KEPT:
+                self._hosts_seen[hosts[0]] = host
         if len(origins) > 1:
             return Refusal(403, FORBIDDEN_ORIGIN, f"{len(origins)} Origin headers; send one")
         if origins and not self.origins.allows(origins[0].decode("latin-1"), host):

@@ -41,18 +41,22 @@ class SecurityHeaders:
         self._headers = [
             (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
         ]
+        self._names = frozenset(k for k, _ in self._headers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = self._headers
+        extra, names = self._headers, self._names
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {k.lower() for k, _ in headers}
-                headers += [(k, v) for k, v in extra if k not in present]
+                if present.isdisjoint(names):  # the usual answer: every one is added
+                    headers += extra
+                else:
+                    headers += [(k, v) for k, v in extra if k not in present]
                 message["headers"] = headers
             await send(message)
 
