@@ -23,13 +23,13 @@ from ulid import ULID
 
 from memstore import Memory
 from memstore.config import Change
-from memstore.item import Item
 from memstore.journal import Hlc, JournalBase
 from memstore.protocol.mapping import KIND_CHUNK, chunk_id
 from memstore.protocol.models import IngestRequest, RecallRequest
 from memstore.protocol.stamps import StampCache
 from memstore.protocol.verbs import Verbs
 from tests.journals import open_journal
+from tests.test_protocol_stamps import PerHit  # the oracle: each hit's whole history
 
 TEXT = "# a\nthe heron wades\n\n# b\nthe heron flies off\n\n# c\nherons nest\n\n# d\nreeds sway"
 
@@ -43,18 +43,6 @@ def mem(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
         place = request.getfixturevalue("pg_schemas").new("stampcache")
         with Memory(journal=open_journal(place), embedder=None) as memory:
             yield memory
-
-
-class PerHit(Verbs):
-    """The oracle: each hit's whole history, its last version, nothing remembered."""
-
-    def _valid_froms(self, tenant: str, items: list[Item]) -> list[Hlc | None]:
-        out: list[Hlc | None] = []
-        for item in items:
-            history = self.journal.history(item.id)
-            ok = history and history[-1].op == "upsert"
-            out.append(history[-1].valid_from if ok else None)
-        return out
 
 
 def reads_of(journal: JournalBase) -> list[int]:
