@@ -82,13 +82,17 @@ def compiled() -> Iterator[None]:
         _wordbatch.speedups = saved
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+vocabulary_and_tokens = given(
     st.lists(st.tuples(st.booleans(), word), min_size=1, max_size=40),
     st.lists(token, min_size=1, max_size=5),
     st.sampled_from([(1, 1), (3, 4), (4096, 4096)]),
     st.data(),
 )
+"""A vocabulary built by adds and removes, tokens to look up in it, the index's sizes."""
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@vocabulary_and_tokens
 def test_neighbour_sets_agree_with_pure_and_brute_force(
     ops: list[tuple[bool, str]],
     toks: list[str],
@@ -114,12 +118,7 @@ def test_neighbour_sets_agree_with_pure_and_brute_force(
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(st.tuples(st.booleans(), word), min_size=1, max_size=40),
-    st.lists(token, min_size=1, max_size=5),
-    st.sampled_from([(1, 1), (3, 4), (4096, 4096)]),
-    st.data(),
-)
+@vocabulary_and_tokens
 def test_edits_agree_with_pure(
     ops: list[tuple[bool, str]],
     toks: list[str],
