@@ -25,9 +25,18 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore import _wordbatch
+from memstore._bm25 import bm25 as bm25_score
+from memstore._bm25 import idf as bm25_idf
 from memstore._gc import bulk_load
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
-from memstore._lexscore import QueryPlan, Unranked, _accumulate, _kth_largest, native_rank
+from memstore._lexscore import (
+    QueryPlan,
+    Unranked,
+    _accumulate,
+    _kth_largest,
+    native_rank,
+    order_hits,
+)
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore._wordbatch import TextDoc
 from memstore.item import Item
@@ -35,7 +44,7 @@ from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
 from memstore.text import event_date_words, words, words_many
 
-__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
+__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan", "Ranked"]
 
 _INF = float("inf")
 
@@ -76,6 +85,30 @@ class LexicalHits(list[LexicalHit]):
 
 _NO_HITS_SCORES = np.zeros(0, np.float64)
 _NO_HITS_SCORES.flags.writeable = False
+
+
+class Ranked(NamedTuple):
+    """A ranking as columns, best first: ids, scores (read-only) and query tokens covered.
+
+    What a caller that works on arrays takes (the searcher's BM25 channel):
+    no tuple is built per hit. :meth:`hits` makes the :class:`LexicalHit` list.
+    """
+
+    ids: tuple[str, ...]
+    scores: npt.NDArray[np.float64]
+    covered: npt.NDArray[np.intp]
+
+    def hits(self) -> LexicalHits:
+        """The ranking as :class:`LexicalHit` tuples (never fuzzy)."""
+        n = len(self.ids)
+        fields = zip(
+            self.ids, self.scores.tolist(), self.covered.tolist(), repeat(False, n), strict=True
+        )
+        return LexicalHits(map(tuple.__new__, repeat(LexicalHit, n), fields), self.ids, self.scores)
+
+
+_NOTHING = Ranked((), np.zeros(0, np.float64), np.zeros(0, np.intp))
+_NOTHING.scores.flags.writeable = False
 
 
 def _no_hits() -> LexicalHits:
@@ -635,27 +668,78 @@ class LexicalIndex:
             # Keep everything tied with the limit-th score, so the tie-breaks
             # below see the whole tie.
             pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
-        at = self._order(cand, scores, pos, limit)
-        # One conversion per column (the same Python numbers as per-element casts),
-        # the ids in one C pass (a live candidate's slot always holds its id).
-        slots: list[int] = cand[at].tolist()
-        held: tuple[str | None, ...] = tuple(map(self._lexicon._ids.__getitem__, slots))
-        hit_ids = cast("tuple[str, ...]", held)
-        if None in held:  # pragma: no cover - a candidate is a live slot
-            hit_ids = tuple(i or "" for i in held)
-        hit_scores = scores[at]
-        hit_scores.flags.writeable = False
+        at = order_hits(cand, scores, pos, limit, self._updated, self._lexicon._ids)
         found_at = at if passed is None else passed[at]
-        fields = zip(
-            hit_ids,
-            hit_scores.tolist(),
-            covered[found_at].tolist(),
-            fuzzy[found_at].tolist(),
-            strict=True,
-        )
+        return self._hits(cand[at], scores[at], covered[found_at], fuzzy[found_at])
+
+    def _hits(
+        self,
+        slots: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float64],
+        covered: npt.NDArray[np.intp],
+        fuzzy: npt.NDArray[np.bool_],
+    ) -> LexicalHits:
+        """The hits at live ``slots``, in order, with their columns (``scores`` is kept)."""
+        hit_ids = self._ids_at(slots)
+        scores.flags.writeable = False
+        fields = zip(hit_ids, scores.tolist(), covered.tolist(), fuzzy.tolist(), strict=True)
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
         hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
-        return LexicalHits(hits, hit_ids, hit_scores)
+        return LexicalHits(hits, hit_ids, scores)
+
+    def _ids_at(self, slots: npt.NDArray[np.intp]) -> tuple[str, ...]:
+        """The ids at live ``slots``: one conversion, the ids in one C pass."""
+        held: tuple[str | None, ...] = tuple(map(self._lexicon._ids.__getitem__, slots.tolist()))
+        if None in held:  # pragma: no cover - a candidate is a live slot
+            return tuple(i or "" for i in held)
+        return cast("tuple[str, ...]", held)
+
+    def bm25(
+        self,
+        tokens: Sequence[str],
+        *,
+        kind: str,
+        subject: str,
+        hidden_kinds: Sequence[str],
+        now_ts: float,
+        limit: int,
+        partition: str | None = None,
+        ordered: bool = True,
+    ) -> Ranked:
+        """The best ``limit`` documents by BM25 of the tokens' words (:mod:`memstore._bm25`).
+
+        The same filters and the same order on equal scores as :meth:`rank`
+        (the most recently updated, then id), as columns; ``covered`` counts
+        the tokens a document holds. ``N``, ``df`` and ``avgdl`` are the whole
+        index's live documents', as the lexicon's token weights are.
+        ``ordered=False``: the same documents, in no particular order (for a
+        fusion, which needs the set and the scores, not the order).
+        """
+        lex = self.lexicon
+        n = len(lex)
+        df = lex._df
+        held = [w for w in dict.fromkeys(tokens) if w in df]
+        if not held or limit < 1:
+            return _NOTHING
+        idfs = [bm25_idf(n, df[w]) for w in held]
+        lengths, avgdl = lex.doc_lengths()
+        cand, scores, covered = bm25_score(lex.word_postings(held), idfs, lengths, avgdl)
+        keep = lex.alive_slots()[cand] & (self._stale[cand] > now_ts)
+        passed = self._filter_mask(cand, keep, kind, subject, hidden_kinds, partition)
+        if passed is not None:
+            at = np.flatnonzero(passed)
+            cand, scores, covered = cand[at], scores[at], covered[at]
+        if cand.size == 0:
+            return _NOTHING
+        pos: npt.NDArray[np.intp] = np.arange(cand.size)
+        if cand.size > limit:
+            pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
+        at = pos
+        if ordered or pos.size > limit:  # unordered, only a tie across the cut is settled
+            at = order_hits(cand, scores, pos, limit, self._updated, self._lexicon._ids)
+        top = scores[at]
+        top.flags.writeable = False
+        return Ranked(self._ids_at(cand[at]), top, covered[at])
 
     def _rank_native(
         self,
@@ -714,42 +798,6 @@ class LexicalIndex:
             part = self._partition[cand]
             keep &= (part == code) | (part == 0) | self._shared[cand]
         return None if keep.all() else keep
-
-    def _order(
-        self,
-        cand: npt.NDArray[np.intp],
-        scores: npt.NDArray[np.float64],
-        pos: npt.NDArray[np.intp],
-        limit: int | None,
-    ) -> npt.NDArray[np.intp]:
-        """The first ``limit`` of ``pos`` by score desc, then most recently updated, then id.
-
-        A vectorised sort on (score, update time); only runs tied on both are
-        ordered by id in Python, and only those that reach into the cut.
-        """
-        s = scores[pos]
-        u = self._updated[cand[pos]]
-        order = np.lexsort((-u, -s))
-        pos, s, u = pos[order], s[order], u[order]
-        n = int(pos.size)
-        need = n if limit is None else min(limit, n)
-        if n <= 1:
-            return pos[:need]
-        tied = (s[1:] == s[:-1]) & (u[1:] == u[:-1])
-        if not tied[:need].any():
-            return pos[:need]
-        starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
-        ends = [*starts[1:], n]
-        ids = self._lexicon._ids
-        out: list[int] = []
-        for a, b in zip(starts, ends, strict=True):
-            if a >= need:
-                break
-            run = pos[a:b].tolist()
-            if b - a > 1:
-                run.sort(key=lambda p: ids[cand[p]] or "")
-            out.extend(run)
-        return np.array(out[:need], np.intp)
 
     def _check(self, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
         """Assert the index holds exactly ``expected`` with matching metadata."""

@@ -20,6 +20,7 @@ scores bit for bit (sums in token order, as ``np.bincount`` adds them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -29,7 +30,7 @@ import numpy.typing as npt
 
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, TokenMatch
 
-__all__ = ["NativeRanked", "QueryPlan", "Unranked", "native_rank"]
+__all__ = ["NativeRanked", "QueryPlan", "Unranked", "native_rank", "order_hits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +161,45 @@ def _kth_largest(scores: _F64, k: int) -> float:
     if seen >= k:
         return top
     return float(np.partition(scores, scores.size - k)[scores.size - k])
+
+
+def order_hits(
+    cand: _Ix,
+    scores: _F64,
+    pos: _Ix,
+    limit: int | None,
+    updated: _F64,
+    ids: Sequence[str | None],
+) -> _Ix:
+    """The first ``limit`` of ``pos`` by score desc, then most recently updated, then id.
+
+    ``cand``: the candidates' slots; ``scores``: theirs; ``updated``: each
+    slot's update time; ``ids``: each slot's id. A vectorised sort on (score,
+    update time); only runs tied on both are ordered by id in Python, and only
+    those that reach into the cut.
+    """
+    s = scores[pos]
+    u = updated[cand[pos]]
+    order = np.lexsort((-u, -s))
+    pos, s, u = pos[order], s[order], u[order]
+    n = int(pos.size)
+    need = n if limit is None else min(limit, n)
+    if n <= 1:
+        return pos[:need]
+    tied = (s[1:] == s[:-1]) & (u[1:] == u[:-1])
+    if not tied[:need].any():
+        return pos[:need]
+    starts = np.flatnonzero(np.concatenate(([True], ~tied))).tolist()
+    ends = [*starts[1:], n]
+    out: list[int] = []
+    for a, b in zip(starts, ends, strict=True):
+        if a >= need:
+            break
+        run = pos[a:b].tolist()
+        if b - a > 1:
+            run.sort(key=lambda p: ids[int(cand[p])] or "")
+        out.extend(run)
+    return np.array(out[:need], np.intp)
 
 
 def _nonzero(cand: _Ix, acc: _F64, title: _F64, covered: _Ix, fuzzy: _Bool) -> _Sums:

@@ -53,6 +53,7 @@ import numpy.typing as npt
 import regex
 
 from memstore import _wordbatch
+from memstore._bm25 import DocLengths
 from memstore._editnear import edits, neighbour_sets
 from memstore._lexcheck import check_lexicon
 from memstore._matchrule import (
@@ -182,6 +183,7 @@ class Lexicon:
             OrderedDict()
         )
         self._wlog = WriteLog()  # the words of the documents the last writes touched
+        self._lengths = DocLengths()  # BM25's document lengths, counted when first asked for
 
     # ----------------------------------------------------------------- writes
 
@@ -315,6 +317,7 @@ class Lexicon:
             self._alive = alive
             self._dead = 0
             self._gen += 1
+            self._lengths.reset()
             # The postings' word numbers changed: every expansion holds some.
             self._expansions.clear()
             self._vlog.forget()
@@ -380,6 +383,19 @@ class Lexicon:
     def generation(self) -> int:
         """A number that changes whenever the index does (every write)."""
         return self._gen
+
+    def doc_lengths(self) -> tuple[npt.NDArray[np.int32], float]:
+        """Each slot's word count (title, content and extra words; read-only, dead slots
+        included) and the mean over the live documents: BM25's ``|d|`` and ``avgdl``
+        (:mod:`memstore._bm25`)."""
+        with self._lock:
+            return self._lengths.of(self._doc_text, self._alive, self._gen)
+
+    def word_postings(self, words: Sequence[str]) -> list[npt.NDArray[np.int32]]:
+        """Each word's documents as a whole word: sorted slots, dead ones included."""
+        with self._lock:
+            self._postings.flush()
+            return [self._postings.get(w) for w in words]
 
     def doc_words(self, id: str) -> tuple[str, ...]:
         """The words indexed for ``id`` (title first), ``()`` when unknown."""

@@ -163,8 +163,14 @@ def _counters(ops: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in ops.items() if not k.endswith(".ns")}
 
 
-NO_SIGNALS: dict[str, Any] = {"date_signal": False, "when_signal": False, "subject_signal": False}
-"""The query signals postdate the old Searcher: it is compared with them off."""
+NO_SIGNALS: dict[str, Any] = {
+    "date_signal": False,
+    "when_signal": False,
+    "subject_signal": False,
+    "bm25_weight": 0.0,
+}
+"""The query signals and the BM25 channel postdate the old Searcher: it is compared with them
+off."""
 
 
 def _pair(store: Store, cells: CellStore | None, **cfg: Any) -> tuple[Searcher, oracle.Searcher]:

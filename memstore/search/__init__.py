@@ -34,6 +34,7 @@ results over arrays, reading only the items returned), and
 from __future__ import annotations
 
 from memstore.search._fusion_rules import (
+    BM25_WEIGHT,
     DEFAULT_FANOUT,
     FUSION_DEPTH,
     FUSION_POOL,
@@ -60,6 +61,7 @@ from memstore.search._visibility import default_visible
 
 __all__ = [
     "ANCHOR_BOOST",
+    "BM25_WEIGHT",
     "DEFAULT_FANOUT",
     "FUSION_DEPTH",
     "FUSION_POOL",

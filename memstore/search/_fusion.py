@@ -21,7 +21,7 @@ from memstore import limits
 from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import item_words
 from memstore.item import Item
-from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax
+from memstore.search._fusion_rules import RRF_K, SPREAD_DECAY, minmax, tie_ranks
 from memstore.search._prior import (
     INFO_PRIOR_FUSED,
     INFO_PRIOR_LENGTH,
@@ -165,19 +165,39 @@ class Fusion:
         the normalised score), times ``weight``, and added to what a candidate
         holds already. Items are read only if they reach the results.
         """
-        norms = minmax([h.score for h in hits]) if self._by_score else []
-        share = weight * self._lexical_weight
-        rank = 0
-        for i, h in enumerate(hits):
-            if i and h.score < hits[i - 1].score:
-                rank = i
-            add = share * norms[i] if self._by_score else weight / (RRF_K + rank + 1)
-            self._scores[h.id] = self._scores.get(h.id, 0.0) + add
+        ids, scores = [h.id for h in hits], np.array([h.score for h in hits], np.float64)
+        self.add_channel(ids, scores, weight * self._lexical_weight, weight, "feedback")
+
+    def add_channel(
+        self,
+        ids: Sequence[str],
+        scores: npt.NDArray[np.float64],
+        share: float,
+        rank_weight: float,
+        channel: str,
+    ) -> None:
+        """Another ranking (ids and scores, best first), added to what each candidate holds.
+
+        A score fusion adds ``share`` x the hit's normalised score (the first
+        lexical channel and the semantic one have ``lexical_weight`` and the
+        rest); a rank fusion ``rank_weight / (RRF_K + rank + 1)``, equal scores
+        sharing the best rank of their tie. Items are read only if they reach
+        the results; an explanation lists ``channel``.
+        """
+        raw: list[float] = scores.tolist()
+        norms = minmax(raw) if self._by_score else []
+        ranks = tie_ranks(raw)
+        for i, id in enumerate(ids):
+            add = share * norms[i] if self._by_score else rank_weight / (RRF_K + ranks[i] + 1)
+            self._scores[id] = self._scores.get(id, 0.0) + add
             if self._explain:
-                exp = self._explanations.get(h.id)
+                exp = self._explanations.get(id)
                 if exp is None:
-                    exp = self._explanations[h.id] = Explanation()
-                exp.channels.append("feedback")
+                    exp = self._explanations[id] = Explanation()
+                exp.channels.append(channel)
+                if channel == "bm25":
+                    exp.bm25_score = raw[i]
+                    exp.bm25_norm = norms[i] if self._by_score else None
 
     def ids(self, ordered: Sequence[Candidate]) -> list[str]:
         """The ids of candidates :meth:`ordered` returned."""

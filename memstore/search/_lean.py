@@ -280,10 +280,23 @@ class LeanFusion:
             raw, ids = hits.scores, hits.ids
         else:
             raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
+        self.add_channel(ids, raw, weight * self._lexical_weight, weight, "feedback")
+
+    def add_channel(
+        self,
+        ids: Sequence[str],
+        scores: npt.NDArray[np.float64],
+        share: float,
+        rank_weight: float,
+        channel: str,
+    ) -> None:
+        """Another ranking, best first, added to what each candidate holds
+        (:meth:`memstore.search._fusion.Fusion.add_channel`, the same arithmetic)."""
+        del channel  # only an explanation names it, and this path explains nothing
         if self._by_score:
-            vals = (weight * self._lexical_weight) * _minmax(raw)
+            vals = share * _minmax(scores)
         else:
-            vals = weight / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
+            vals = rank_weight / (RRF_K + np.array(tie_ranks(scores.tolist()), np.intp) + 1)
         slots, every = self._slots(ids)
         if not every:
             known = slots >= 0

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
-from memstore._lexindex import LexicalHit
+from memstore._lexindex import LexicalHit, Ranked
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import describe, query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
@@ -95,6 +95,14 @@ class _Channels(Protocol[_T]):
     def ordered(self, need: int) -> list[_T]: ...
     def observe_hydrate(self) -> None: ...
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None: ...
+    def add_channel(
+        self,
+        ids: Sequence[str],
+        scores: npt.NDArray[np.float64],
+        share: float,
+        rank_weight: float,
+        channel: str,
+    ) -> None: ...
     def ids(self, ordered: Sequence[_T]) -> list[str]: ...
     def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]: ...
 
@@ -473,6 +481,10 @@ class Searcher:
             except Exception:  # the lexical answer still stands
                 _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
                 stats.add(STAT_SEMANTIC_FALLBACKS)
+            else:  # fused: the query's words scored a second way, by BM25
+                if cfg.bm25_weight > 0.0 and cfg.fusion == FUSION_SCORE:
+                    bm25 = self._bm25(query, kind, subject, partition, depth)
+                    fusion.add_channel(bm25.ids, bm25.scores, cfg.bm25_weight, 0.0, "bm25")
         fusion.spread(cfg.spread_relations)
         ordered = fusion.ordered(need)
         if feedback is not None and ordered:
@@ -647,6 +659,21 @@ class Searcher:
             return []
         hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
         return hits
+
+    def _bm25(self, query: str, kind: str, subject: str, partition: str, depth: int) -> Ranked:
+        """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.bm25_ranked`).
+
+        Partitioned by the index under the default visibility rule, as the
+        lexical channel is; a host ``visible`` predicate is applied when a
+        hit's item is read (only those that reach the results are).
+        """
+        store = self._cfg.store
+        index_partition = None if partition == PARTITION_ALL else partition
+        if self._cfg.visible is not None:
+            index_partition = None
+        return store.bm25_ranked(
+            query, kind, subject, depth, partition=index_partition, ordered=False
+        )
 
     def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()

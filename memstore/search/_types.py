@@ -17,7 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore.item import Item
-from memstore.search._fusion_rules import FUSION_RRF, FUSION_SCORE, LEXICAL_WEIGHT, SIGNAL_WEIGHT
+from memstore.search._fusion_rules import (
+    BM25_WEIGHT,
+    FUSION_RRF,
+    FUSION_SCORE,
+    LEXICAL_WEIGHT,
+    SIGNAL_WEIGHT,
+)
 from memstore.search._prior import INFO_PRIOR_OFF, INFO_PRIORS, LENGTH_WEIGHT
 from memstore.stats import StatsSink
 from memstore.store import Store
@@ -47,8 +53,8 @@ class Explanation:
     """Why a result ranked where it did (``hybrid_search(..., explain=True)``)."""
 
     channels: list[str] = field(default_factory=list)
-    """How it was found: ``lexical``, ``semantic``, ``exhaustive``, ``spread``, ``live``,
-    ``exact_id``, ``link``, ``source``."""
+    """How it was found: ``lexical``, ``semantic``, ``exhaustive``, ``bm25``, ``feedback``,
+    ``spread``, ``live``, ``exact_id``, ``link``, ``source``."""
     lexical_rank: int | None = None
     lexical_score: float | None = None
     semantic_rank: int | None = None
@@ -57,6 +63,10 @@ class Explanation:
     """The lexical score normalised over the lexical pool (score fusion only)."""
     semantic_norm: float | None = None
     """The similarity normalised over the semantic pool (score fusion only)."""
+    bm25_score: float | None = None
+    """The BM25 channel's score (``SearchConfig.bm25_weight``; score fusion only)."""
+    bm25_norm: float | None = None
+    """That score normalised over the BM25 pool; ``bm25_weight`` times it is what it added."""
     spread_from: str | None = None
     """The candidate whose link lent this result part of its score (``spread_relations``)."""
     spread_score: float | None = None
@@ -148,6 +158,17 @@ class SearchConfig:
     """:data:`FUSION_SCORE` (fuse normalised scores, the default) or :data:`FUSION_RRF`."""
     lexical_weight: float = LEXICAL_WEIGHT
     """The lexical channel's share of a score fusion, in [0, 1]."""
+    bm25_weight: float = BM25_WEIGHT
+    """The BM25 channel's share of a score fusion, added to the lexical and semantic
+    channels' (which sum to 1), in [0, 1]; 0 turns the channel off.
+
+    When the semantic channel runs, the query's words are also scored by BM25
+    (:mod:`memstore._bm25`: exact words, document-length normalised), a
+    second opinion on the same words that the lexical channel's match levels
+    do not give; its best hits are normalised like the other channels' and
+    added at this share. A rank fusion (``fusion="rrf"``, the seed's two
+    channels) and the lexical fast path (a confident keyword answer) never
+    run it."""
     spread_relations: tuple[str, ...] = ()
     """Link relations along which a candidate lends part of its fused score to its neighbours.
 
@@ -228,7 +249,7 @@ def check_config(cfg: SearchConfig) -> None:
         raise ValueError(
             f"SearchConfig.spread_relations {spread!r} is not a tuple of relation names"
         )
-    for name in ("signal_weight", "lexical_weight"):
+    for name in ("signal_weight", "lexical_weight", "bm25_weight"):
         if not _is_number(getattr(cfg, name)):
             raise ValueError(f"SearchConfig.{name} {getattr(cfg, name)!r} is not in [0, 1]")
     if cfg.info_prior not in INFO_PRIORS:
@@ -246,3 +267,5 @@ def check_config(cfg: SearchConfig) -> None:
         raise ValueError(f"SearchConfig.signal_weight {cfg.signal_weight!r} is not in [0, 1]")
     if not 0.0 <= cfg.lexical_weight <= 1.0:
         raise ValueError(f"SearchConfig.lexical_weight {cfg.lexical_weight!r} is not in [0, 1]")
+    if not 0.0 <= cfg.bm25_weight <= 1.0:
+        raise ValueError(f"SearchConfig.bm25_weight {cfg.bm25_weight!r} is not in [0, 1]")
