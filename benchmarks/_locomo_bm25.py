@@ -22,32 +22,47 @@ indexes (the transcript lines, one index per conversation):
 
 * ``tokens``: bm25s's tokens with or without its stop words, or memstore's
   (:func:`memstore.text.words` of the item's title and content, plus the
-  event date's words, as the lexicon indexes them; the query's tokens as the
-  lexicon plans them, ``kw_tokens(normalize_query(q))``);
+  event date's words; ``lexicon``: the words the store's lexicon holds for
+  the item, which adds the id's; the query's tokens as the lexicon plans
+  them, ``kw_tokens(normalize_query(q))``);
 * ``tf``: the term's count in the document, or 1 for every word present;
 * ``k1``, ``b``; ``idf``: Lucene's ``log(1 + (N - df + 0.5)/(df + 0.5))``,
-  Robertson's (clipped at 0) or ``log(N/df)``;
+  Robertson's (clipped at 0), ``log(N/df)``, or the lexical plan's own token
+  weights (Lucene's over the documents a token matches at any level);
 * ``length``: a document's length counts the words indexed, only the ones
   that are not stop words, or the whitespace-separated words of title and
   content (the search snapshot's ``words`` column, ``item_words``);
 * ``stems``: every word (and query token) replaced by its light stem
-  (:func:`memstore.text.stem`), so a word matches its stem class.
+  (:func:`memstore.text.stem`), so a word matches its stem class;
+* ``depth``: how many of the best hits are fused (min-max over them).
+
+Two controls are no BM25 (:data:`CONTROLS`): the lexical channel's own hits
+fused a second time at the share, and ``SearchConfig.lexical_weight`` raised
+instead of a third channel.
 
 Each variant runs the hybrid mode once per share of :data:`SHARES` (and the
 engine once with no channel); the share is also chosen leave-one-conversation-
 out: each conversation gets the share of the grid (0 excluded) with the best
 sum of the metric over the other four (ties: the smaller share), separately
-for recall@5, recall@10 and MRR. It prints, per variant, the figures per
-share, the LOO figures, recall@10 per conversation and per category, and the
-channel's own cost per query (tokenising the query, scoring, the top
-:data:`DEPTH`, building the hits: Python and numpy). ``--out`` keeps every
-run's per-question record; a rerun with the same file skips the runs it holds.
+for recall@5, recall@10 and MRR. It prints a summary line per variant (the
+LOO figures, the questions they moved, conditions 1-4 of the adoption rule
+of docs/benchmarks.md "An information prior": :func:`rule`), then per
+variant the figures per share, recall@10 and recall@5 per conversation,
+recall@10 per category, and the channel's own cost per query (tokenising the
+query, scoring, the top :data:`DEPTH`, building the hits: Python and numpy).
+``--out`` keeps every run's per-question record; a rerun with the same file
+skips the runs it holds, and ``--report-only`` prints from it.
+``--time-scale 10000,100000`` only times the channel over synthetic notes.
 
 Usage::
 
     python benchmarks/_locomo_bm25.py --data ../shared/datasets/locomo/dev.json \\
-        --cache-dir /tmp/locomo-cache [--variants control,binary,...] [--shares 0.05,0.1] \\
-        [--out FILE] [--embedder local|hash]
+        --cache-dir /tmp/locomo-cache [--variants all|control,binary,...] \\
+        [--shares 0.05,0.1] [--out FILE] [--report-only] [--embedder local|hash] \\
+        [--time-scale N,...]
+
+The figures and what they say: docs/benchmarks.md, "A BM25 channel of the
+query's words".
 """
 
 from __future__ import annotations
@@ -101,18 +116,30 @@ class Spec:
 
     tokens: str = "bm25s"
     """``bm25s`` (stop words removed), ``bm25s-all`` (kept), ``memstore``, or
-    ``memstore-nodates`` (title and content words, no event-date words)."""
+    ``memstore-nodates`` (title and content words, no event-date words), ``lexicon`` (the
+    words the store's lexicon holds for the item: ``memstore``'s and the id's); or one of the
+    :data:`CONTROLS`, which are no BM25."""
     tf: str = "true"
     """``true`` (the count) or ``binary`` (1 for every word present)."""
     k1: float = 1.5
     b: float = 0.75
     idf: str = "lucene"
-    """``lucene``, ``robertson`` (clipped at 0) or ``atire`` (``log(N/df)``)."""
+    """``lucene``, ``robertson`` (clipped at 0) or ``atire`` (``log(N/df)``), or ``plan``: the
+    lexicon's own token weight (Lucene's idf of the documents the token matches at any level,
+    ``LexicalIndex.plan(tokens).weights``), for memstore's tokens."""
     length: str = "indexed"
     """``indexed`` (the words indexed), ``nonstop`` (those not stop words) or ``ws``
     (whitespace-separated words of title and content, ``item_words``)."""
     stems: bool = False
+    depth: int = DEPTH
+    """The hits fused: the best this many with a positive score (minmax over them)."""
 
+
+CONTROLS = ("engine-lexical", "lexical-weight")
+"""Two controls that are no BM25: the lexical channel's own hits fused in a second time at
+the share (``engine-lexical``), and no third channel but ``SearchConfig.lexical_weight`` raised
+to ``(1 + share) / 2``, the lexical side's share if the third channel were lexical
+(``lexical-weight``)."""
 
 CONTROL = Spec()
 MEMSTORE = Spec(tokens="memstore")
@@ -132,10 +159,22 @@ VARIANTS: dict[str, Spec] = {
     "memstore-binary-len-ws": replace(MEM_BINARY, length="ws"),
     "memstore-binary-idf-robertson": replace(MEM_BINARY, idf="robertson"),
     "memstore-binary-idf-atire": replace(MEM_BINARY, idf="atire"),
+    "memstore-binary-idf-plan": replace(MEM_BINARY, idf="plan", length="ws"),
+    "memstore-binary-b=0-idf-plan": replace(MEM_BINARY, idf="plan", b=0.0),
     "memstore-len-nonstop": replace(MEMSTORE, length="nonstop"),
+    "lexicon-binary": replace(MEM_BINARY, tokens="lexicon"),
+    "lexicon-binary-len-ws": replace(MEM_BINARY, tokens="lexicon", length="ws"),
+    "lexicon-binary-b=0": replace(MEM_BINARY, tokens="lexicon", b=0.0),
     # 5. stems
     "memstore-stems": replace(MEMSTORE, stems=True),
     "memstore-binary-stems": replace(MEM_BINARY, stems=True),
+    # the depth fused (minmax over the hits kept), for the recommended build
+    "memstore-binary-len-ws-depth=50": replace(MEM_BINARY, length="ws", depth=50),
+    "memstore-binary-len-ws-depth=100": replace(MEM_BINARY, length="ws", depth=100),
+    "memstore-binary-len-ws-depth=all": replace(MEM_BINARY, length="ws", depth=1_000_000),
+    # controls: is it BM25, or more weight on the query's words?
+    "engine-lexical": Spec(tokens="engine-lexical"),
+    "lexical-weight": Spec(tokens="lexical-weight"),
 }
 for _k1 in (0.9, 1.2, 1.5):  # 3. robustness in k1 and b, on the two candidate builds
     for _b in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -200,6 +239,9 @@ def conversation_docs(c: Conversation, built: Built, spec: Spec) -> Docs:
         toks, stop = bm25_tokenize(lines), frozenset()
     elif spec.tokens == "bm25s-all":
         toks, stop = bm25s_all(lines), bm25s_stop()
+    elif spec.tokens == "lexicon":  # the words the store's lexicon holds, the id's too
+        lex = store._lex.lexicon
+        toks, stop = [list(lex.doc_words(t.id)) for t in c.turns], STOP_WORDS
     elif spec.tokens in ("memstore", "memstore-nodates"):
         dates = spec.tokens == "memstore"
         toks = [
@@ -246,7 +288,7 @@ def query_tokens(text: str, spec: Spec) -> list[str]:
 
 def idf(df: int, n: int, rule: str) -> float:
     """A term's idf under ``rule``."""
-    if rule == "lucene":
+    if rule in ("lucene", "plan"):  # plan: lucene where the plan's weight is not given
         return math.log1p((n - df + 0.5) / (df + 0.5))
     if rule == "robertson":
         return math.log(max(1.0, (n - df + 0.5) / (df + 0.5)))
@@ -282,21 +324,25 @@ class Bm25:
         }
         self.idf = {w: idf(len(p[0]), n, spec.idf) for w, p in self.postings.items()}
 
-    def scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Every document's score for ``terms``."""
+    def scores(
+        self, terms: Sequence[str], weights: dict[str, float] | None = None
+    ) -> npt.NDArray[np.float64]:
+        """Every document's score for ``terms`` (``weights``: each term's idf instead)."""
         out = np.zeros(self.n, np.float64)
-        post, norm = self.postings, self.norm
+        post, norm, idf = self.postings, self.norm, weights or self.idf
         for w in terms:
             p = post.get(w)
             if p is None:
                 continue
             docs, tf = p
-            out[docs] += self.idf[w] * tf / (tf + norm[docs])
+            out[docs] += idf[w] * tf / (tf + norm[docs])
         return out
 
-    def top(self, terms: Sequence[str], depth: int = DEPTH) -> list[LexicalHit]:
+    def top(
+        self, terms: Sequence[str], depth: int = DEPTH, weights: dict[str, float] | None = None
+    ) -> list[LexicalHit]:
         """The best ``depth`` documents with a positive score, best first, as lexical hits."""
-        s = self.scores(terms)
+        s = self.scores(terms, weights)
         pos = np.flatnonzero(s > 0.0)
         if pos.size > depth:  # argpartition: the top depth of many, then a sort of those
             pos = pos[np.argpartition(-s[pos], depth - 1)[:depth]]
@@ -331,8 +377,11 @@ def check_control(convs: Sequence[Conversation], built: Built) -> str:
 
 # --------------------------------------------------------------------------- injection
 
-_NOW: dict[str, Any] = {"hits": None, "weight": 0.0}
-"""The current question's BM25 hits and feedback weight, read by the wrapped fusions."""
+_NOW: dict[str, Any] = {"hits": None, "weight": 0.0, "lexical": None}
+"""The current question's BM25 hits and feedback weight, read by the wrapped fusions, and
+the lexical channel's hits of the current search (for the ``engine-lexical`` control)."""
+AGAIN = "again"
+"""A question's hits that stand for the lexical channel's own (fused in a second time)."""
 
 
 @contextmanager
@@ -340,37 +389,62 @@ def injected() -> Iterator[None]:
     """``add_semantic`` of both fusions wrapped to add the current BM25 hits after it."""
     from memstore.search import _fusion, _lean
 
-    saved = {cls: cls.add_semantic for cls in (_lean.LeanFusion, _fusion.Fusion)}
+    classes = (_lean.LeanFusion, _fusion.Fusion)
+    saved = {cls: (cls.add_semantic, cls.add_lexical) for cls in classes}
 
     def wrap(orig: Callable[..., None]) -> Callable[..., None]:
         def add_semantic(self: Any, hits: Sequence[tuple[Any, float]], channel: str) -> None:
             orig(self, hits, channel)
             extra = _NOW["hits"]
+            if extra is AGAIN:
+                extra = _NOW["lexical"]
             if extra and channel == "semantic" and _NOW["weight"] > 0.0:
                 self.add_feedback(extra, _NOW["weight"])
 
         return add_semantic
 
+    def keep(orig: Callable[..., None]) -> Callable[..., None]:
+        def add_lexical(self: Any, hits: Sequence[LexicalHit], items: Any) -> None:
+            _NOW["lexical"] = hits
+            orig(self, hits, items)
+
+        return add_lexical
+
     try:
-        for cls, orig in saved.items():
-            cls.add_semantic = wrap(orig)  # type: ignore[method-assign]
+        for cls, (sem, lex) in saved.items():
+            cls.add_semantic = wrap(sem)  # type: ignore[method-assign]
+            cls.add_lexical = keep(lex)  # type: ignore[method-assign]
         yield
     finally:
-        for cls, orig in saved.items():
-            cls.add_semantic = orig  # type: ignore[method-assign]
+        for cls, (sem, lex) in saved.items():
+            cls.add_semantic = sem  # type: ignore[method-assign]
+            cls.add_lexical = lex  # type: ignore[method-assign]
 
 
 def channel_hits(
     convs: Sequence[Conversation], built: Built, spec: Spec
 ) -> tuple[dict[tuple[str, int], list[LexicalHit]], list[float]]:
-    """Per question ``(conv, index)``, the variant's hits; and each query's cost in ms."""
-    out: dict[tuple[str, int], list[LexicalHit]] = {}
+    """Per question ``(conv, index)``, the variant's hits; and each query's cost in ms.
+
+    The two controls have none: ``engine-lexical`` stands for the lexical channel's own hits
+    (:data:`AGAIN`), ``lexical-weight`` adds no channel.
+    """
+    out: dict[tuple[str, int], Any] = {}
     ms: list[float] = []
+    if spec.tokens in CONTROLS:
+        mark = AGAIN if spec.tokens == "engine-lexical" else None
+        return {(q.conv, q.index): mark for c in convs for q in c.questions}, [0.0]
     for c in convs:
         index = Bm25(conversation_docs(c, built, spec), spec)
+        lex = built.stores[c.sample_id]._lex  # the plan's weights (idf="plan")
         for q in c.questions:
             t0 = time.perf_counter()
-            out[(q.conv, q.index)] = index.top(query_tokens(q.text, spec))
+            terms = query_tokens(q.text, spec)
+            weights = None
+            if spec.idf == "plan" and terms:
+                plan = lex.plan(terms)
+                weights = dict(zip(plan.tokens, plan.weights, strict=True))
+            out[(q.conv, q.index)] = index.top(terms, spec.depth, weights)
             ms.append((time.perf_counter() - t0) * 1e3)
     return out, ms
 
@@ -379,7 +453,7 @@ def run_share(
     questions: Sequence[Question],
     built: Built,
     emb: CachingEmbedder,
-    hits: dict[tuple[str, int], list[LexicalHit]],
+    hits: dict[tuple[str, int], Any],
     share: float,
 ) -> tuple[Record, dict[str, float], float]:
     """The hybrid mode with the channel at ``share``: per-question record, R@10 per category,
@@ -391,7 +465,7 @@ def run_share(
         try:
             return search(q, k)
         finally:
-            _NOW["hits"], _NOW["weight"] = None, 0.0
+            _NOW["hits"], _NOW["weight"], _NOW["lexical"] = None, 0.0, None
 
     with injected():
         res, _ = run_mode("hybrid", with_channel, questions, KS)
@@ -413,7 +487,7 @@ def time_at_scale(n: int, spec: Spec, queries: int = 200) -> dict[str, float]:
     ms: list[float] = []
     for q in make_queries(notes, queries):
         t0 = time.perf_counter()
-        index.top(query_tokens(q.text, spec))
+        index.top(query_tokens(q.text, spec), spec.depth)
         ms.append((time.perf_counter() - t0) * 1e3)
     return {"notes": n, "p50_ms": statistics.median(ms), "p95_ms": float(np.percentile(ms, 95))}
 
@@ -531,17 +605,51 @@ def variant_report(
             + " |"
         )
     summary["by_category_r10"] = by_cat
+    summary["rule"] = rule(questions, b, loo_vals, by_cat)
     return "\n".join(lines), summary
+
+
+def rule(
+    questions: Sequence[Question],
+    engine: Record,
+    chosen: dict[str, list[float]],
+    by_cat: dict[str, dict[str, float]],
+) -> str:
+    """Conditions 1-4 of the information prior's adoption rule (docs/benchmarks.md, "An
+    information prior") on the LOO figures: ``y``/``n`` each, and the worst category.
+
+    1. R@5 up by at least 0.005 and MRR up; 2. R@5 up on at least 4 of the conversations;
+    3. R@10 down by no more than 0.002; 4. no category's R@10 down by more than 0.01.
+    (Condition 5, the hybrid p50, needs the channel built into the engine.)
+    """
+    e = figures(questions, engine, lambda q: True)
+    got = {m: mean(chosen[m]) for m in METRICS}
+    eng5 = per_question_values(engine, "recall@5")
+    up = 0
+    for c in sorted({q.conv for q in questions}):
+        idx = [i for i, q in enumerate(questions) if q.conv == c]
+        up += mean([chosen["recall@5"][i] for i in idx]) > mean([eng5[i] for i in idx])
+    worst = min(by_cat, key=lambda c: by_cat[c]["loo"] - by_cat[c]["engine"])
+    drop = by_cat[worst]["loo"] - by_cat[worst]["engine"]
+    ok = [
+        got["recall@5"] - e["recall@5"] >= 0.005 and got["rr"] > e["rr"],
+        up >= 4,
+        got["recall@10"] - e["recall@10"] >= -0.002,
+        drop >= -0.01,
+    ]
+    return " ".join(f"{i}{'y' if x else 'n'}" for i, x in enumerate(ok, 1)) + (
+        f" (cat {worst} {drop:+.3f})"
+    )
 
 
 def summary_table(rows: Sequence[dict[str, Any]], base: dict[str, float]) -> str:
     """One line per variant: LOO figures and their change from the engine."""
     lines = [
         "| variant | LOO R@5 | LOO R@10 | LOO MRR | convs up (R@10) | questions +/- R@5 "
-        "| questions +/- R@10 | channel p50 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| questions +/- R@10 | rule 1-4 (worst category R@10) | channel p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|",
         f"| engine (no channel) | {base['recall@5']:.3f} | {base['recall@10']:.3f} "
-        f"| {base['rr']:.3f} | | | | |",
+        f"| {base['rr']:.3f} | | | | | |",
     ]
     for r in rows:
         up = sum(g > 0 for g in r["loo_gain_r10_by_conv"].values())
@@ -553,7 +661,8 @@ def summary_table(rows: Sequence[dict[str, Any]], base: dict[str, float]) -> str
         lines.append(
             f"| {r['name']} | " + " | ".join(cells) + f" | {up} up, {down} down "
             f"| +{r['moved_recall@5'][0]}/-{r['moved_recall@5'][1]} "
-            f"| +{r['moved_recall@10'][0]}/-{r['moved_recall@10'][1]} | {r['ms_p50']:.3f} |"
+            f"| +{r['moved_recall@10'][0]}/-{r['moved_recall@10'][1]} | {r['rule']} "
+            f"| {r['ms_p50']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -620,10 +729,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             hits, ms = channel_hits(convs, built, spec)
             got["ms_p50"] = statistics.median(ms)
             got["ms_p95"] = float(np.percentile(ms, 95))
-            got["mean_hits"] = mean([len(h) for h in hits.values()])
+            got["mean_hits"] = mean([len(h) if isinstance(h, list) else 0 for h in hits.values()])
             for s in todo:
                 print(f"{name} share {s}", file=sys.stderr, flush=True)
+                if spec.tokens == "lexical-weight":
+                    make_searchers(convs, built, "hybrid", config | {"lexical_weight": (1 + s) / 2})
                 rec, cats, p50 = run_share(questions, built, emb, hits, s)
+                make_searchers(convs, built, "hybrid", config)
                 got["shares"][str(s)] = {"record": rec, "by_category_r10": cats, "p50_ms": p50}
                 save()
     base = store["base"]
