@@ -711,7 +711,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         emb = CachingEmbedder(make_embedder(args.embedder), args.cache_dir)
         build_cells(convs, emb, built)
         emb.save()
-        config = {"spread_relations": (TURN_RELATION,), "fusion": "score"}
+        # The engine's own BM25 channel off: the harness injects its variants in its place.
+        config = {"spread_relations": (TURN_RELATION,), "fusion": "score", "bm25_weight": 0.0}
         make_searchers(convs, built, "hybrid", config)
         store["check"] = check_control(convs, built)
         print(store["check"], file=sys.stderr, flush=True)

@@ -298,6 +298,7 @@ LEVERS = {
     "date_signal": "dates the question names boost turns of those dates",
     "when_signal": "a 'when' question boosts turns that mention a time",
     "subject_signal": "the speaker the question names boosts that speaker's turns",
+    "bm25_weight": "BM25 of the question's exact words, a third channel fused at 0.1",
 }
 """The retrieval levers the Searcher modes turn on (``SearchConfig`` fields), each with
 a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
@@ -310,6 +311,21 @@ OPT_IN_LEVERS = {
 default), each with a ``--<field>`` flag and a "with" row of the ablation."""
 
 
+OFF_VALUES: dict[str, Any] = {"bm25_weight": 0.0}
+"""The value that turns a lever off, where it is not ``False`` (a weight)."""
+
+
+def off_value(lever: str) -> Any:
+    """The ``SearchConfig`` value that turns ``lever`` off."""
+    return OFF_VALUES.get(lever, False)
+
+
+def is_off(config: dict[str, Any], lever: str) -> bool:
+    """Whether ``config`` turns ``lever`` off."""
+    value = config.get(lever)
+    return value is not None and type(value) is type(off_value(lever)) and value == off_value(lever)
+
+
 def lever_kwargs(
     off: Sequence[str], signal_weight: float | None, on: Sequence[str] = ()
 ) -> dict[str, Any]:
@@ -319,7 +335,7 @@ def lever_kwargs(
     if unknown:
         known = ", ".join([*LEVERS, *OPT_IN_LEVERS])
         raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {known}")
-    out: dict[str, Any] = {name: False for name in off}
+    out: dict[str, Any] = {name: off_value(name) for name in off}
     out |= {name: True for name in on}
     if signal_weight is not None:
         out["signal_weight"] = signal_weight

@@ -44,7 +44,8 @@ Usage::
         [--embed-context own|prev-text|mix-prev|mix-both|max-prev-text] [--context-weight A] \\
         [--lexical-tiebreak engine|bm25|idf-mass] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
-        [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--signal-weight W] \\
+        [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--no-bm25-weight] \\
+        [--signal-weight W] \\
         [--feedback-round] [--ablation]
 
 The Searcher modes run with ``spread_relations=("precedes",)`` over items that
@@ -112,10 +113,12 @@ from _locomo_modes import (
     build_dense,
     build_stores,
     build_tiebreak,
+    is_off,
     leave_one_out,
     lever_kwargs,
     make_search,
     make_searchers,
+    off_value,
     per_conversation,
     searcher_api,
 )
@@ -203,7 +206,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             f"--no-{lever.replace('_', '-')}",
             dest=f"no_{lever}",
             action="store_true",
-            help=f"SearchConfig.{lever}=False ({what})",
+            help=f"SearchConfig.{lever}={off_value(lever)} ({what})",
         )
     for lever, what in OPT_IN_LEVERS.items():
         p.add_argument(
@@ -275,7 +278,7 @@ def run_ablation(
     rows: list[dict[str, Any]] = []
     ran: dict[str, ModeResult] = {}
     for name, off, on in variants:
-        off = sorted(set(off) | {lv for lv in LEVERS if config.get(lv) is False})
+        off = sorted(set(off) | {lv for lv in LEVERS if is_off(config, lv)})
         on = on or ([] if name == "no levers" else configured)
         if not off and on == configured and full is not None:
             res = full
@@ -317,7 +320,7 @@ def run_ablation(
         make_searchers(convs, built, mode, config | fields)
         return run_mode(mode, make_search(mode, built, emb), questions, ks)[0]
 
-    configured_off = sorted(lv for lv in LEVERS if config.get(lv) is False)
+    configured_off = sorted(lv for lv in LEVERS if is_off(config, lv))
     rows += prior_rows(questions, whole, with_prior, configured_off)
     make_searchers(convs, built, mode, config)  # the configured searchers back
     log(f"ablation: {mode} with learned_rerank (leave-one-conversation-out)")

@@ -26,11 +26,13 @@ semantic channel: see :meth:`memstore.search.Searcher.hybrid_search`.
 >>> import numpy as np
 >>> lengths = DocLengths()
 >>> texts = [" red fox ", " red fox jumps over the lazy dog ", ""]
->>> dl, avgdl = lengths.of(texts, np.array([True, True, False]), generation=1)
+>>> alive = np.array([True, True, False])
+>>> dl, avgdl = lengths.of(texts, alive, generation=1)
 >>> dl.tolist(), avgdl
 ([2, 7, 0], 4.5)
->>> red = np.array([0, 1], np.int32)
->>> cand, scores, covered = bm25([red], [1.0], dl, avgdl)
+>>> red = np.array([0, 1, 2], np.int32)  # slot 2 is dead
+>>> words = live_tokens([red], [1.0], alive, lengths.factors(texts, alive, generation=1))
+>>> cand, scores, covered = bm25(words, cap=3)
 >>> cand.tolist(), [round(s, 3) for s in scores.tolist()], covered.tolist()
 ([0, 1], [1.294, 0.815], [1, 1])
 """
@@ -44,7 +46,7 @@ from itertools import repeat
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["K1", "B", "DocLengths", "bm25", "idf"]
+__all__ = ["K1", "B", "DocLengths", "Token", "bm25", "idf", "live_tokens"]
 
 K1 = 1.2
 """BM25's saturation constant: with term frequency 1, how much a short document is
@@ -73,7 +75,8 @@ def idf(n: int, df: int) -> float:
 
 
 class DocLengths:
-    """The words of each slot's document, counted when first asked for.
+    """The words of each slot's document, counted when first asked for, and BM25's
+    length factor of each.
 
     Counted from the lexicon's per-slot texts (``" w1 w2 ... "``, see
     :class:`~memstore.lexical.Lexicon`), so writes pay nothing: slots only grow,
@@ -82,18 +85,20 @@ class DocLengths:
     Not thread-safe on its own: the lexicon calls it under its lock.
     """
 
-    __slots__ = ("_lengths", "_mean", "_upto")
+    __slots__ = ("_factors", "_lengths", "_mean", "_upto")
 
     def __init__(self) -> None:
         self._lengths: _I32 = np.zeros(0, np.int32)
         self._upto = 0
         self._mean: tuple[int, float] = (-1, 0.0)
+        self._factors: tuple[int, _F64] = (-1, np.zeros(0, np.float64))
 
     def reset(self) -> None:
         """Forget every count (slots were renumbered)."""
         self._lengths = np.zeros(0, np.int32)
         self._upto = 0
         self._mean = (-1, 0.0)
+        self._factors = (-1, np.zeros(0, np.float64))
 
     def of(
         self, texts: Sequence[str], alive: npt.NDArray[np.bool_], generation: int
@@ -122,29 +127,49 @@ class DocLengths:
         view.flags.writeable = False
         return view, self._mean[1]
 
+    def factors(self, texts: Sequence[str], alive: npt.NDArray[np.bool_], generation: int) -> _F64:
+        """Each slot's length factor ``(k1 + 1) / (1 + k1 * (1 - b + b * |d| / avgdl))``
+        (read-only), kept until the generation changes."""
+        if self._factors[0] != generation:
+            lengths, avgdl = self.of(texts, alive, generation)
+            ratio = lengths * (B / avgdl) if avgdl > 0 else np.full(lengths.size, B)
+            out = np.asarray((K1 + 1.0) / (1.0 + K1 * ((1.0 - B) + ratio)), np.float64)
+            out.flags.writeable = False
+            self._factors = (generation, out)
+        return self._factors[1]
 
-def bm25(
-    postings: Sequence[_I32],
-    idfs: Sequence[float],
-    lengths: _I32,
-    avgdl: float,
-    *,
-    k1: float = K1,
-    b: float = B,
-) -> tuple[_Ix, _F64, _Ix]:
+
+Token = tuple[_Ix, _F64, float]
+"""A query word for scoring: its live documents' slots (increasing), each one's length
+factor, and the word's idf."""
+
+
+def live_tokens(
+    postings: Sequence[_I32], idfs: Sequence[float], alive: npt.NDArray[np.bool_], factors: _F64
+) -> list[Token]:
+    """Each word's live slots (8-byte, as the compiled rank reads them) with their length
+    factors, and its idf; words no live document holds are left out."""
+    out: list[Token] = []
+    for p, w in zip(postings, idfs, strict=True):
+        live = p[alive[p]].astype(np.intp)
+        if live.size:
+            out.append((live, factors[live], w))
+    return out
+
+
+def bm25(tokens: Sequence[Token], cap: int) -> tuple[_Ix, _F64, _Ix]:
     """Every slot holding a query word, its BM25 score, and how many query words it holds.
 
-    ``postings``: each distinct query word's slots (sorted, distinct; dead
-    slots included, for the caller to mask); ``idfs``: each word's
-    :func:`idf`; ``lengths``/``avgdl``: from :meth:`DocLengths.of`. The slots
-    come back ascending. Term frequency is taken as 1 (see the module docstring).
+    ``tokens``: from :func:`live_tokens`; ``cap``: the slots' range. A slot's
+    score sums ``idf x factor`` over its words in token order, as the compiled
+    rank sums ``weight x level`` (the same floating-point result, bit for bit).
+    The slots come back ascending. Term frequency is taken as 1 (see the
+    module docstring).
     """
-    parts = [(p, w) for p, w in zip(postings, idfs, strict=True) if p.size]
-    if not parts:
+    if not tokens:
         return np.zeros(0, np.intp), np.zeros(0, np.float64), np.zeros(0, np.intp)
-    slots = np.concatenate([p for p, _ in parts]).astype(np.intp, copy=False)
-    weights = np.repeat(np.array([w for _, w in parts]), [p.size for p, _ in parts])
-    cap = lengths.size
+    slots = np.concatenate([s for s, _, _ in tokens])
+    vals = np.concatenate([w * f for _, f, w in tokens])
     if slots.size * _SPARSE < cap and cap > _DENSE_CAP:  # few postings in a large index
         order = np.argsort(slots, kind="stable")
         ordered = slots[order]
@@ -153,13 +178,11 @@ def bm25(
         np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
         group = np.cumsum(first) - 1
         cand = ordered[first]
-        mass = np.bincount(group, weights[order], cand.size)
-        covered = np.bincount(group, minlength=cand.size).astype(np.intp)
+        scores = np.bincount(group, vals[order], cand.size)
+        covered = np.bincount(group, minlength=cand.size)
     else:  # one pass over the slots' range
         counts = np.bincount(slots, minlength=cap)
         cand = np.flatnonzero(counts)
-        mass = np.bincount(slots, weights, cap)[cand]
+        scores = np.bincount(slots, vals, cap)[cand]
         covered = counts[cand]
-    ratio = lengths[cand] * (b / avgdl) if avgdl > 0 else b
-    scores = mass * ((k1 + 1.0) / (1.0 + k1 * ((1.0 - b) + ratio)))
     return cand, np.asarray(scores, np.float64), np.asarray(covered, np.intp)

@@ -1,4 +1,4 @@
-"""The Lexicon's invariant checker: every internal index against a rebuild from the documents.
+"""The lexical invariant checkers: every internal index against a rebuild from the documents.
 
 Tests call :meth:`memstore.lexical.Lexicon._check` after their steps (the
 project's rule: an invariant checker on every index); it runs this under
@@ -16,9 +16,11 @@ from memstore._vocabindex import gram_code, string_hashes
 from memstore.text import stem
 
 if TYPE_CHECKING:
+    from memstore._lexindex import LexicalIndex
+    from memstore.item import Item
     from memstore.lexical import Lexicon
 
-__all__ = ["check_lexicon"]
+__all__ = ["check_index", "check_lexicon"]
 
 
 def check_lexicon(lex: Lexicon) -> None:
@@ -70,3 +72,29 @@ def check_lexicon(lex: Lexicon) -> None:
     assert grams == lex._vocab.table_view("grams"), "gram index disagrees with vocabulary"
     assert dels == lex._vocab.table_view("dels"), "deletion index disagrees"
     assert stems == lex._vocab.table_view("stems"), "stem index disagrees"
+
+
+def check_index(index: LexicalIndex, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
+    """Assert ``index`` holds exactly ``expected`` (with their ``index_id`` flags) and that
+    its per-slot filter columns match each item's fields."""
+    from memstore._lexindex import _deadline_ts, _updated_ts  # that module imports this one
+    from memstore._lexqueue import same_text
+    from memstore.tags import SHARED_TAG, partition_from_tags
+
+    index.lexicon._check()
+    assert set(index._text) == set(expected), (
+        sorted(set(index._text) ^ set(expected))[:10],
+        "indexed ids disagree with indexable items",
+    )
+    assert len(index._lexicon) == len(expected)
+    for id, item in expected.items():
+        slot = index._lexicon.slot(id)
+        assert slot is not None
+        held = index._text[id]
+        assert same_text(held, item) and (id in index._with_id) == index_id[id]
+        assert index._kind[slot] == index._kinds.lookup(item.kind)
+        assert index._subject[slot] == index._subjects.lookup(item.subject)
+        assert index._updated[slot] == _updated_ts(item.updated_at)
+        assert index._stale[slot] == _deadline_ts(item.stale_after)
+        assert index._partition[slot] == index._partitions.lookup(partition_from_tags(item.tags))
+        assert index._shared[slot] == (SHARED_TAG in item.tags)

@@ -27,15 +27,20 @@ import numpy.typing as npt
 from memstore import _wordbatch
 from memstore._bm25 import bm25 as bm25_score
 from memstore._bm25 import idf as bm25_idf
+from memstore._bm25 import live_tokens
 from memstore._gc import bulk_load
-from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue, same_text
+from memstore._lexcheck import check_index
+from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue
 from memstore._lexscore import (
+    NativeToken,
     QueryPlan,
+    Scoring,
     Unranked,
     _accumulate,
     _kth_largest,
     native_rank,
     order_hits,
+    plan_tokens,
 )
 from memstore._lexsnapshot import LexiconSnapshotError, read_lexicon, save_lexicon
 from memstore._wordbatch import TextDoc
@@ -44,7 +49,7 @@ from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
 from memstore.text import event_date_words, words, words_many
 
-__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan", "Ranked"]
+__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
 
 _INF = float("inf")
 
@@ -87,28 +92,13 @@ _NO_HITS_SCORES = np.zeros(0, np.float64)
 _NO_HITS_SCORES.flags.writeable = False
 
 
-class Ranked(NamedTuple):
-    """A ranking as columns, best first: ids, scores (read-only) and query tokens covered.
-
-    What a caller that works on arrays takes (the searcher's BM25 channel):
-    no tuple is built per hit. :meth:`hits` makes the :class:`LexicalHit` list.
-    """
-
-    ids: tuple[str, ...]
-    scores: npt.NDArray[np.float64]
-    covered: npt.NDArray[np.intp]
-
-    def hits(self) -> LexicalHits:
-        """The ranking as :class:`LexicalHit` tuples (never fuzzy)."""
-        n = len(self.ids)
-        fields = zip(
-            self.ids, self.scores.tolist(), self.covered.tolist(), repeat(False, n), strict=True
-        )
-        return LexicalHits(map(tuple.__new__, repeat(LexicalHit, n), fields), self.ids, self.scores)
-
-
-_NOTHING = Ranked((), np.zeros(0, np.float64), np.zeros(0, np.intp))
-_NOTHING.scores.flags.writeable = False
+_NO_SLOTS = np.zeros(0, np.intp)
+_NO_LEVELS = np.zeros(0, np.float64)
+_BM25: Scoring = (1.0, 0.0, 0.0)
+"""BM25 in the compiled rank: the sum of weight (idf) x level (length factor) as is, no
+title bonus, every match covered."""
+_Filters = tuple[str, str, Sequence[str], str | None]
+"""A ranking's filters: kind, subject, hidden kinds, partition (see :meth:`LexicalIndex.rank`)."""
 
 
 def _no_hits() -> LexicalHits:
@@ -638,25 +628,37 @@ class LexicalIndex:
         cap = self.lexicon.capacity
         if total_w <= 0.0 or cap == 0:
             return _no_hits()
+        filters = (kind, subject, hidden_kinds, partition)
         native = _wordbatch.speedups
         if native is not None:
             try:
-                return self._rank_native(
-                    native, plan, kind, subject, hidden_kinds, now_ts, limit, partition
-                )
+                return self._rank_native(native, *plan_tokens(plan), filters, now_ts, limit)
             except Unranked:
                 pass
         found = _accumulate(plan, cap)
         if found is None:
             return _no_hits()
         cand, acc, title, covered, fuzzy = found
-        keep = self._filter_mask(
-            cand, self._stale[cand] > now_ts, kind, subject, hidden_kinds, partition
-        )
-        # Each candidate's score (the same arithmetic whether or not it passes), then the
-        # ones that pass by position: two gathers, where masking every column took five.
-        # ``covered`` and ``fuzzy`` are read at the hits' positions alone.
         scores = (acc + TITLE_WEIGHT * title) / ((1.0 + TITLE_WEIGHT) * total_w)
+        return self._cut(cand, scores, covered, fuzzy, now_ts, limit, filters)
+
+    def _cut(
+        self,
+        cand: npt.NDArray[np.intp],
+        scores: npt.NDArray[np.float64],
+        covered: npt.NDArray[np.intp],
+        fuzzy: npt.NDArray[np.bool_],
+        now_ts: float,
+        limit: int | None,
+        filters: _Filters,
+    ) -> LexicalHits:
+        """The scored candidates that pass the filters, the best ``limit`` of them in order.
+
+        The ones that pass are taken by position: two gathers, where masking
+        every column took five; ``covered`` and ``fuzzy`` are read at the
+        hits' positions alone.
+        """
+        keep = self._filter_mask(cand, self._stale[cand] > now_ts, *filters)
         passed: npt.NDArray[np.intp] | None = None
         if keep is not None:
             passed = np.flatnonzero(keep)
@@ -704,58 +706,52 @@ class LexicalIndex:
         now_ts: float,
         limit: int,
         partition: str | None = None,
-        ordered: bool = True,
-    ) -> Ranked:
+    ) -> LexicalHits:
         """The best ``limit`` documents by BM25 of the tokens' words (:mod:`memstore._bm25`).
 
         The same filters and the same order on equal scores as :meth:`rank`
-        (the most recently updated, then id), as columns; ``covered`` counts
-        the tokens a document holds. ``N``, ``df`` and ``avgdl`` are the whole
-        index's live documents', as the lexicon's token weights are.
-        ``ordered=False``: the same documents, in no particular order (for a
-        fusion, which needs the set and the scores, not the order).
+        (the most recently updated, then id); a hit's ``covered`` counts the
+        tokens it holds, and no hit is fuzzy. ``N``, ``df`` and ``avgdl`` are
+        the whole index's live documents', as the lexicon's token weights are.
+        Ranked by the compiled ``lex_rank`` where it is built (each word's
+        documents at their length factor, as levels), else with numpy.
         """
         lex = self.lexicon
-        n = len(lex)
         df = lex._df
         held = [w for w in dict.fromkeys(tokens) if w in df]
         if not held or limit < 1:
-            return _NOTHING
+            return _no_hits()
+        n = len(lex)
         idfs = [bm25_idf(n, df[w]) for w in held]
-        lengths, avgdl = lex.doc_lengths()
-        cand, scores, covered = bm25_score(lex.word_postings(held), idfs, lengths, avgdl)
-        keep = lex.alive_slots()[cand] & (self._stale[cand] > now_ts)
-        passed = self._filter_mask(cand, keep, kind, subject, hidden_kinds, partition)
-        if passed is not None:
-            at = np.flatnonzero(passed)
-            cand, scores, covered = cand[at], scores[at], covered[at]
-        if cand.size == 0:
-            return _NOTHING
-        pos: npt.NDArray[np.intp] = np.arange(cand.size)
-        if cand.size > limit:
-            pos = np.flatnonzero(scores >= _kth_largest(scores, limit))
-        at = pos
-        if ordered or pos.size > limit:  # unordered, only a tie across the cut is settled
-            at = order_hits(cand, scores, pos, limit, self._updated, self._lexicon._ids)
-        top = scores[at]
-        top.flags.writeable = False
-        return Ranked(self._ids_at(cand[at]), top, covered[at])
+        alive = lex.alive_slots()
+        words = live_tokens(lex.word_postings(held), idfs, alive, lex.length_factors())
+        filters = (kind, subject, hidden_kinds, partition)
+        native = _wordbatch.speedups
+        if native is not None:
+            empty = (_NO_SLOTS, _NO_LEVELS)
+            native_tokens = tuple((s, f, *empty, w) for s, f, w in words)
+            try:  # each word's documents at their length factor, as levels; all covered
+                return self._rank_native(native, native_tokens, _BM25, filters, now_ts, limit)
+            except Unranked:
+                pass
+        cand, scores, covered = bm25_score(words, lex.capacity)
+        fuzzy = np.zeros(cand.size, np.bool_)
+        return self._cut(cand, scores, covered, fuzzy, now_ts, limit, filters)
 
     def _rank_native(
         self,
         native: Any,
-        plan: QueryPlan,
-        kind: str,
-        subject: str,
-        hidden_kinds: Sequence[str],
+        tokens: tuple[NativeToken, ...],
+        scoring: Scoring,
+        filters: _Filters,
         now_ts: float,
         limit: int | None,
-        partition: str | None,
     ) -> LexicalHits:
-        """:meth:`rank` by the compiled kernel (:func:`~memstore._lexscore.native_rank`).
+        """The tokens ranked by the compiled kernel (:func:`~memstore._lexscore.native_rank`).
 
-        :raises Unranked: it cannot take the plan; the caller ranks with numpy.
+        :raises Unranked: it cannot take them; the caller ranks with numpy.
         """
+        kind, subject, hidden_kinds, partition = filters
         hidden = () if kind else tuple(c for k in hidden_kinds if (c := self._kinds.lookup(k)) >= 0)
         codes = (
             self._kinds.lookup(kind) if kind else None,
@@ -764,12 +760,11 @@ class LexicalIndex:
         )
         cols: tuple[npt.NDArray[Any], ...] = (self._stale, self._updated, self._kind)
         cols += (self._subject, self._service, self._partition, self._shared)
+        ids = self._lexicon._ids
         got = native_rank(
-            native, plan, cols, codes, hidden, now_ts, limit, self._lexicon._ids, LexicalHit
+            native, tokens, scoring, cols, codes, hidden, now_ts, limit, ids, LexicalHit
         )
-        if got is None:
-            return _no_hits()
-        return LexicalHits(*got)
+        return _no_hits() if got is None else LexicalHits(*got)
 
     def _filter_mask(
         self,
@@ -801,20 +796,4 @@ class LexicalIndex:
 
     def _check(self, expected: dict[str, Item], index_id: dict[str, bool]) -> None:
         """Assert the index holds exactly ``expected`` with matching metadata."""
-        self.lexicon._check()
-        assert set(self._text) == set(expected), (
-            sorted(set(self._text) ^ set(expected))[:10],
-            "indexed ids disagree with indexable items",
-        )
-        assert len(self._lexicon) == len(expected)
-        for id, item in expected.items():
-            slot = self._lexicon.slot(id)
-            assert slot is not None
-            held = self._text[id]
-            assert same_text(held, item) and (id in self._with_id) == index_id[id]
-            assert self._kind[slot] == self._kinds.lookup(item.kind)
-            assert self._subject[slot] == self._subjects.lookup(item.subject)
-            assert self._updated[slot] == _updated_ts(item.updated_at)
-            assert self._stale[slot] == _deadline_ts(item.stale_after)
-            assert self._partition[slot] == self._partitions.lookup(partition_from_tags(item.tags))
-            assert self._shared[slot] == (SHARED_TAG in item.tags)
+        check_index(self, expected, index_id)

@@ -30,7 +30,16 @@ import numpy.typing as npt
 
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, TokenMatch
 
-__all__ = ["NativeRanked", "QueryPlan", "Unranked", "native_rank", "order_hits"]
+__all__ = [
+    "NativeRanked",
+    "NativeToken",
+    "QueryPlan",
+    "Scoring",
+    "Unranked",
+    "native_rank",
+    "order_hits",
+    "plan_tokens",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,9 +231,27 @@ class Unranked(Exception):
     """:func:`native_rank` cannot rank this plan (a column it does not read): use numpy."""
 
 
+NativeToken = tuple[_Ix, _F64, _Ix, _F64, float]
+"""One token for ``lex_rank``: slots (increasing, live), the level at each, the same two for
+title matches, and the token's weight."""
+Scoring = tuple[float, float, float]
+"""How ``lex_rank`` scores a slot: ``(denom, title_weight, exact_level)`` (:func:`native_rank`)."""
+
+
+def plan_tokens(plan: QueryPlan) -> tuple[tuple[NativeToken, ...], Scoring]:
+    """The plan's matches as ``lex_rank`` tokens, and the lexical channel's scoring."""
+    tokens = tuple(
+        (m.slots, m.levels, m.title_slots, m.title_levels, w)
+        for m, w in zip(plan.matches, plan.weights, strict=True)
+        if m.slots.size
+    )
+    return tokens, ((1.0 + TITLE_WEIGHT) * plan.total_weight, TITLE_WEIGHT, LEVEL_SUBSTRING)
+
+
 def native_rank(
     native: ModuleType,
-    plan: QueryPlan,
+    tokens: tuple[NativeToken, ...],
+    scoring: Scoring,
     cols: tuple[npt.NDArray[Any], ...],
     codes: tuple[int | None, int | None, int | None],
     hidden: tuple[int, ...],
@@ -233,36 +260,36 @@ def native_rank(
     ids: list[str | None],
     hit_type: type[tuple[Any, ...]],
 ) -> NativeRanked | None:
-    """The plan's hits ranked by the compiled ``lex_rank``; ``None``: no candidate passes.
+    """The tokens' hits ranked by the compiled ``lex_rank``; ``None``: no candidate passes.
 
+    A slot's score is ``(sum of weight x level + title_weight x the same over
+    title matches) / denom`` (``scoring``), summed in token order as numpy
+    sums; a token counts as covered where its level is at least
+    ``exact_level``, else the hit is fuzzy. The lexical channel's scoring is
+    :func:`plan_tokens`'; the BM25 channel passes each word's documents at
+    their length factor (:meth:`~memstore._lexindex.LexicalIndex.bm25`).
     ``cols``: the index's per-slot columns (stale, updated, kind, subject,
     service, partition, shared); ``codes``: the kind, subject and partition
     codes to keep (``None``: no such filter; ``hidden`` applies without a
     kind); ``ids``: each slot's id (``None``: a dead slot), which breaks ties on
-    score and update time, as :meth:`~memstore._lexindex.LexicalIndex._order`
-    does; ``hit_type``: the tuple type of a hit
-    (:class:`~memstore._lexindex.LexicalHit`), built in C.
+    score and update time, as :func:`order_hits` does; ``hit_type``: the tuple
+    type of a hit (:class:`~memstore._lexindex.LexicalHit`), built in C.
 
-    :raises Unranked: the compiled rank cannot take this plan (a match's
-        slots not increasing, not 8-byte integers, or not contiguous): rank it with numpy.
+    :raises Unranked: the compiled rank cannot take these tokens (slots not
+        increasing, not 8-byte integers, or not contiguous): rank them with numpy.
     """
     if not _WIDE:
         raise Unranked("slots are not 8-byte integers here")
     if limit is not None and limit < 1:  # no search asks it: numpy answers as it always did
         raise Unranked(f"limit {limit}")
-    tokens = tuple(
-        (m.slots, m.levels, m.title_slots, m.title_levels, w)
-        for m, w in zip(plan.matches, plan.weights, strict=True)
-        if m.slots.size
-    )
-    denom = (1.0 + TITLE_WEIGHT) * plan.total_weight
+    denom, title_weight, exact_level = scoring
     kind, subject, partition = codes
     try:
         got = native.lex_rank(
             tokens,
             denom,
-            TITLE_WEIGHT,
-            LEVEL_SUBSTRING,
+            title_weight,
+            exact_level,
             cols,
             kind,
             subject,

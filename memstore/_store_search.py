@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar, cast
 
 from memstore import arguments as arg
-from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan, Ranked
+from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase
 from memstore._updatekey import ts
@@ -294,28 +294,15 @@ class StoreSearch(StoreBase):
         limit: int = DEFAULT_SEARCH_LIMIT,
         *,
         partition: str | None = None,
-    ) -> list[LexicalHit]:
+    ) -> LexicalHits:
         """The best ``limit`` shared items by BM25 of the query's words (:mod:`memstore._bm25`).
 
         :meth:`keyword_ranked`'s tokens, filters and order on equal scores,
         scored by BM25 over exact words instead of the lexicon's match levels
-        (no hit is ``fuzzy``). Ids and scores only, nothing read.
+        (no hit is ``fuzzy``): the hybrid search's third channel. Ids and
+        scores only, nothing read; the hits carry them as columns too
+        (``hits.ids``, ``hits.scores``).
         """
-        return self.bm25_ranked(query, kind, subject, limit, partition=partition).hits()
-
-    def bm25_ranked(
-        self,
-        query: str,
-        kind: str = "",
-        subject: str = "",
-        limit: int = DEFAULT_SEARCH_LIMIT,
-        *,
-        partition: str | None = None,
-        ordered: bool = True,
-    ) -> Ranked:
-        """:meth:`keyword_bm25` as columns (ids, scores, tokens covered): the hybrid
-        search's BM25 channel, which fuses a deep pool and builds no tuple per hit.
-        ``ordered=False``: the same hits in no particular order (a fusion's need)."""
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         tokens = self._tokens(query)
@@ -328,7 +315,6 @@ class StoreSearch(StoreBase):
                 now_ts=self._now().timestamp(),
                 limit=limit,
                 partition=partition,
-                ordered=ordered,
             )
 
     def named_subjects(self, query: str) -> frozenset[str]:

@@ -391,6 +391,11 @@ class Lexicon:
         with self._lock:
             return self._lengths.of(self._doc_text, self._alive, self._gen)
 
+    def length_factors(self) -> npt.NDArray[np.float64]:
+        """Each slot's BM25 length factor (:meth:`memstore._bm25.DocLengths.factors`)."""
+        with self._lock:
+            return self._lengths.factors(self._doc_text, self._alive, self._gen)
+
     def word_postings(self, words: Sequence[str]) -> list[npt.NDArray[np.int32]]:
         """Each word's documents as a whole word: sorted slots, dead ones included."""
         with self._lock:

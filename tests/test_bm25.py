@@ -19,13 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from memstore import Config, Item, Memory, MemstoreError, Store
-from memstore._bm25 import K1, B
+from memstore import Config, Item, Memory, MemstoreError, Store, _wordbatch
+from memstore._bm25 import K1, B, bm25, live_tokens
 from memstore._lexindex import LexicalIndex
 from memstore.search import BM25_WEIGHT, SearchConfig, Searcher
 from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
@@ -149,18 +150,18 @@ class BM25Machine(RuleBasedStateMachine):
         tokens = kw_tokens(normalize_query(query))
         now = T0 + _dt.timedelta(hours=hour)
         filters: dict[str, Any] = {"kind": kind, "subject": subject, "partition": partition}
-        got = self.index.bm25(
-            tokens, hidden_kinds=hidden, now_ts=now.timestamp(), limit=limit, **filters
-        )
+        args: dict[str, Any] = {"hidden_kinds": hidden, "now_ts": now.timestamp(), "limit": limit}
+        got = self.index.bm25(tokens, **args, **filters)
         want = brute_force(self.live, tokens, hidden=hidden, now=now, limit=limit, **filters)
-        assert list(got.ids) == [id for id, _, _ in want]
-        assert got.covered.tolist() == [c for _, _, c in want]
-        assert got.scores.tolist() == pytest.approx([s for _, s, _ in want], rel=1e-9)
-        hits = got.hits()
-        assert [(h.id, h.score, h.covered, h.fuzzy) for h in hits] == [
-            (id, s, c, False)
-            for id, s, c in zip(got.ids, got.scores.tolist(), got.covered.tolist(), strict=True)
-        ]
+        assert [h.id for h in got] == [id for id, _, _ in want]
+        assert [h.covered for h in got] == [c for _, _, c in want]
+        assert [h.score for h in got] == pytest.approx([s for _, s, _ in want], rel=1e-9)
+        assert not any(h.fuzzy for h in got)
+        assert list(got.ids) == [h.id for h in got]
+        assert got.scores.tolist() == [h.score for h in got]
+        # The numpy path ranks exactly as the compiled one: the same hits, bit for bit.
+        with _wordbatch.pure_python():
+            assert self.index.bm25(tokens, **args, **filters) == got
 
 
 TestBM25 = BM25Machine.TestCase
@@ -180,16 +181,16 @@ def test_a_short_document_beats_a_long_one_holding_the_same_words() -> None:
     got = index.bm25(
         ["pottery"], kind="", subject="", hidden_kinds=(), now_ts=T0.timestamp(), limit=5
     )
-    assert got.ids == ("short", "long")
-    assert got.scores[0] > got.scores[1] > 0.0
+    assert [h.id for h in got] == ["short", "long"]
+    assert got[0].score > got[1].score > 0.0
 
 
 def test_a_word_only_stems_or_typos_reach_is_no_bm25_hit() -> None:
     index = LexicalIndex()
     index.put(Item(id="a", kind="note", content="camping trip"), False)
     args: dict[str, Any] = {"kind": "", "subject": "", "hidden_kinds": (), "now_ts": 0.0}
-    assert index.bm25(["camped"], limit=5, **args).ids == ()
-    assert index.bm25(["camping"], limit=5, **args).ids == ("a",)
+    assert index.bm25(["camped"], limit=5, **args) == []
+    assert [h.id for h in index.bm25(["camping"], limit=5, **args)] == ["a"]
 
 
 def test_a_snapshot_loads_with_the_same_bm25_ranking(tmp_path: Path) -> None:
@@ -202,10 +203,10 @@ def test_a_snapshot_loads_with_the_same_bm25_ranking(tmp_path: Path) -> None:
     index.remove("n3")
     pairs = [p for p in pairs if p[0].id != "n3"]
     args: dict[str, Any] = {"kind": "", "subject": "", "hidden_kinds": (), "now_ts": 0.0}
-    before = index.bm25(["ledger", "w"], limit=10, **args).hits()
+    before = index.bm25(["ledger", "w"], limit=10, **args)
     index.save_snapshot(tmp_path / "lex", generation=1)
     loaded = LexicalIndex.from_snapshot(tmp_path / "lex", pairs, expect_generation=1)
-    assert loaded.bm25(["ledger", "w"], limit=10, **args).hits() == before
+    assert loaded.bm25(["ledger", "w"], limit=10, **args) == before
 
 
 def _searcher(clock: FakeClock, **cfg: Any) -> tuple[Store, Searcher]:
@@ -273,3 +274,28 @@ def test_the_lean_and_the_general_path_fuse_the_channel_alike(
     got = lean.hybrid_search(q, partition=partition, limit=limit)
     slow = general.hybrid_search(q, partition=partition, limit=limit, explain=True)
     assert [(r.item.id, r.relevance) for r in got] == [(r.item.id, r.relevance) for r in slow]
+
+
+@pytest.mark.skipif(_wordbatch.speedups is None, reason="memstore._speedups is not built")
+def test_the_compiled_rank_takes_the_bm25_tokens_as_they_are() -> None:
+    # The index ranks BM25 with lex_rank where it is built; were the tokens not in a form
+    # it reads, it would fall back to numpy silently and the state machine above would
+    # compare numpy with numpy. Called directly, it must answer, and as numpy does.
+    index = LexicalIndex(compact_min=2)
+    for i in range(40):
+        words = ["ab"] * (i % 5) + ["x"] * i
+        index.put(Item(id=f"n{i:02d}", kind="note", content=" ".join(words)), False)
+    index.remove("n07")
+    lex = index.lexicon
+    held = ["ab", "x"]
+    idfs = [1.5, 0.25]
+    words = live_tokens(lex.word_postings(held), idfs, lex.alive_slots(), lex.length_factors())
+    native_tokens = tuple(
+        (s, f, np.zeros(0, np.intp), np.zeros(0, np.float64), w) for s, f, w in words
+    )
+    filters = ("", "", (), None)
+    got = index._rank_native(_wordbatch.speedups, native_tokens, (1.0, 0.0, 0.0), filters, 0.0, 10)
+    cand, scores, _ = bm25(words, lex.capacity)
+    best = np.lexsort((cand, -scores))[:10]  # no ties on update time here: all unset
+    assert [h.id for h in got] == [lex.id_at(int(s)) for s in cand[best]]
+    assert [h.score for h in got] == scores[best].tolist()

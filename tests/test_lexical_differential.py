@@ -28,7 +28,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from memstore import _wordbatch
 from memstore._lexindex import LexicalIndex, QueryPlan
-from memstore._lexscore import _PARTITION_MAX, Unranked, _kth_largest
+from memstore._lexscore import _PARTITION_MAX, Unranked, _kth_largest, plan_tokens
 from memstore.item import Item
 from memstore.lexical import TokenMatch
 from memstore.text import kw_tokens, normalize_query
@@ -429,7 +429,8 @@ def test_the_compiled_rank_runs_and_hands_back_what_it_cannot_take(
     for bad in odd:
         skewed = QueryPlan(plan.tokens, (bad, *plan.matches[1:]), plan.weights, plan.fuzzy_ok)
         with pytest.raises(Unranked):
-            index._rank_native(native, skewed, "", "", (), NOW.timestamp(), 4, None)
+            tokens, scoring = plan_tokens(skewed)
+            index._rank_native(native, tokens, scoring, ("", "", (), None), NOW.timestamp(), 4)
         assert list(index.rank(skewed, **args)) == list(got)  # type: ignore[arg-type]
 
 

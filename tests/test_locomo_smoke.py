@@ -205,6 +205,7 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "without date_signal",
         "without when_signal",
         "without subject_signal",
+        "without bm25_weight",  # a weight: "off" is 0, not False
         "no levers",
         "with feedback_round",
         "with info_prior=semantic",

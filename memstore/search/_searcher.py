@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
-from memstore._lexindex import LexicalHit, Ranked
+from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import describe, query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
@@ -660,8 +660,8 @@ class Searcher:
         hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
         return hits
 
-    def _bm25(self, query: str, kind: str, subject: str, partition: str, depth: int) -> Ranked:
-        """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.bm25_ranked`).
+    def _bm25(self, query: str, kind: str, subject: str, partition: str, depth: int) -> LexicalHits:
+        """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.keyword_bm25`).
 
         Partitioned by the index under the default visibility rule, as the
         lexical channel is; a host ``visible`` predicate is applied when a
@@ -671,9 +671,7 @@ class Searcher:
         index_partition = None if partition == PARTITION_ALL else partition
         if self._cfg.visible is not None:
             index_partition = None
-        return store.bm25_ranked(
-            query, kind, subject, depth, partition=index_partition, ordered=False
-        )
+        return store.keyword_bm25(query, kind, subject, depth, partition=index_partition)
 
     def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()
