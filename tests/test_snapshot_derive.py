@@ -20,6 +20,7 @@ import datetime as dt
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,7 @@ from memstore import Config, Item, Store
 from memstore._search_snapshot import SearchSnapshot
 from memstore.errors import MemstoreError
 from memstore.item import ThoughtLink
-from memstore.search import SearchConfig, Searcher, SearchResult
+from memstore.search import SPREAD_DECAY, SearchConfig, Searcher, SearchResult
 from memstore.vocabulary import Vocabulary
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
@@ -317,7 +318,8 @@ def test_a_new_item_with_a_link_is_spread_to_after_a_write(clock: FakeClock) -> 
         )
     cold.cold()
     got, want = (t.searchers[0].hybrid_search("ledger") for t in (warm, cold))
-    assert ("k2", 0.6) in [(r.item.id, r.score) for r in got]
+    scores = {r.item.id: r.score for r in got}  # unshaped: the fused scores
+    assert scores["k2"] == pytest.approx(SPREAD_DECAY * scores["k3"]), "k3's loan to k2"
     assert _view(got) == _view(want)
 
 
