@@ -9,6 +9,7 @@ filter applies visibility *during* the walk. A graph answer short of ``k``
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import weakref
@@ -61,6 +62,27 @@ class Readable:
     """Searches of this generation that asked for the set before it was laid out."""
     built: bool = True
     """``False``: not laid out yet (``labels`` and ``deadlines`` are empty), only counted."""
+
+
+def _unit_query(vec: object, dim: int) -> Vector | None:
+    """``vec`` at unit length as :func:`~memstore_index.embedder.unit_rows` makes it, bit
+    for bit, when it is a 1-D float32 array of ``dim`` finite values, not all zero (what
+    a searcher hands over: an embedder's row, checked once already); else ``None``.
+
+    The same arithmetic (scaled by the power of two that brings its largest magnitude
+    into [0.5, 1), the same pairwise sum of squares), without the checks and the copy
+    :func:`~memstore.arguments.query_vector_arg` makes: one reduction finds the largest
+    magnitude and, by it, a NaN, an infinity or a zero vector (left to the full path).
+    ``tests/test_slot_hits.py`` holds it to the full path.
+    """
+    if type(vec) is not np.ndarray or vec.dtype != np.float32 or vec.shape != (dim,):
+        return None
+    top = float(np.abs(vec).max())
+    if not 0.0 < top < math.inf:  # NaN compares false too
+        return None
+    scaled = np.ldexp(vec, np.int32(-math.frexp(top)[1]))
+    out: Vector = (scaled / np.sqrt(np.add.reduce(scaled * scaled))).astype(np.float32)
+    return out
 
 
 class Searching(ExactScan):
@@ -187,7 +209,9 @@ class Searching(ExactScan):
         exact: bool,
     ) -> tuple[Vector, int, bool]:
         """A search's arguments checked: the unit query vector, ``k`` and ``exact``."""
-        q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
+        q = _unit_query(vec, self._dim)
+        if q is None:  # not a plain finite float32 row: checked (and refused) in full
+            q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
         if type(k) is not int or k < 0 or type(exact) is not bool:  # the rare wrong call
             k = count(k, "k", 0, sys.maxsize)
             exact = flag(exact, "exact")

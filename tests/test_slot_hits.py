@@ -8,6 +8,8 @@ scan), the dictionary (ids missing, values past a snapshot's length) and the
 writes between searches (new ids the dictionary learns, deletions, a
 compaction), so the label table kept between searches is checked as it ages.
 The lean fusion must then score a :class:`SlotHits` as it scores the pairs.
+And the index's shortcut for a plain float32 query vector (``_unit_query``)
+must give the full check-and-normalise path's vector, bit for bit.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from hypothesis import strategies as st
 
 from memstore import Config, Item, Store
 from memstore._search_snapshot import micros
+from memstore.arguments import query_vector_arg
 from memstore.search import SearchConfig, Searcher
 from memstore.search._lean import LeanFusion
 from memstore.search._slothits import SlotHits
 from memstore_index import _tuning as tune
+from memstore_index._search import _unit_query
 from memstore_index.cellstore import CellStore
+from memstore_index.embedder import unit_rows
 from memstore_index.entry import IndexEntry
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import T0, FakeClock
@@ -174,3 +179,26 @@ def test_a_subclass_search_vector_is_what_search_slots_answers() -> None:
     got = cells.search_slots(vec, 2, {"b": 7})
     assert got.sims.tolist() == [s for _, s in pairs] and list(got) == pairs
     assert got.slots.tolist() == [7 if e.id == "b" else -1 for e, _ in pairs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.floats(width=32, allow_nan=True, allow_infinity=True)
+        | st.sampled_from([0.0, -0.0, 1e-45, 3e38, -3e38, 1e-38]),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_unit_query_shortcut_is_the_full_paths_vector_bit_for_bit(values: list[float]) -> None:
+    """``_unit_query`` gives exactly the vector ``query_vector_arg`` + ``unit_rows`` give,
+    or ``None`` (NaN, infinity, all zeros: the full path then refuses it)."""
+    vec = np.array(values, np.float32)
+    got = _unit_query(vec, vec.size)
+    finite, nonzero = bool(np.isfinite(vec).all()), bool(vec.any())
+    assert (got is None) == (not finite or not nonzero)
+    if got is not None:
+        want = unit_rows(query_vector_arg(vec, vec.size)[None, :], "q")[0]
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert _unit_query(vec.astype(np.float64), vec.size) is None  # other types: the full path
+    assert _unit_query(vec, vec.size + 1) is None
