@@ -15,6 +15,7 @@ table is kept for the last pair searched with and starts afresh for another.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -66,12 +67,12 @@ class SlotTable:
         out: npt.NDArray[np.intp] = table[labels]
         unknown = np.flatnonzero(out == UNKNOWN)
         if unknown.size:
-            entries, slot = self.entries, self.slot
-            for i, label in zip(unknown.tolist(), labels[unknown].tolist(), strict=True):
-                entry = entries[label]
-                assert entry is not None  # a hit's label is live
-                s = slot.get(entry.id, -1)
-                out[i] = s
-                if s >= 0:  # an id not held yet may be held by a later snapshot of the chain
-                    table[label] = s
+            new = labels[unknown]
+            met = map(self.entries.__getitem__, new.tolist())  # live labels: never None
+            ids = [e.id for e in met if e is not None]
+            assert len(ids) == new.size
+            found = np.fromiter(map(self.slot.get, ids, repeat(-1)), np.intp, new.size)
+            out[unknown] = found
+            held = found >= 0  # an id not held yet may be held by a later snapshot of the chain
+            table[new[held]] = found[held]
         return out
