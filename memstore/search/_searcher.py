@@ -100,11 +100,6 @@ class _Channels(Protocol[_T]):
     def words(self, ids: Sequence[str]) -> npt.NDArray[np.int64]: ...
 
 
-def _slot_of(fusion: object) -> dict[str, int] | None:
-    """The lean fusion's ``id -> slot`` dictionary (its semantic hits may come as slots)."""
-    return fusion.slot if isinstance(fusion, LeanFusion) else None
-
-
 class Searcher:
     """Hybrid search over a Store: lexical first, semantic fused in when needed, reranked."""
 
@@ -468,6 +463,7 @@ class Searcher:
         best ids, or ``None``: no second round.
         """
         cfg, stats = self._cfg, self._stats
+        slot = fusion.slot if isinstance(fusion, LeanFusion) else None  # hits as its slots
         fusion.signal(signals)
         fusion.add_lexical(lexical, read)
         vec: npt.NDArray[np.float32] | None = None
@@ -475,7 +471,7 @@ class Searcher:
             try:
                 vec = given if given is not None else self._embed(semantic, query)
                 sem = self._semantic_hits(
-                    semantic, vec, kind, subject, partition, depth, False, _slot_of(fusion)
+                    semantic, vec, kind, subject, partition, depth, False, slot
                 )
                 fusion.add_semantic(self._prior(fusion, sem), "semantic")
             except Exception:  # the lexical answer still stands
@@ -495,9 +491,7 @@ class Searcher:
                 # embedding per search, even when the exact scan has to step in.
                 if vec is None:
                     vec = given if given is not None else self._embed(cells, query)
-                hits = self._semantic_hits(
-                    cells, vec, kind, subject, partition, depth, True, _slot_of(fusion)
-                )
+                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True, slot)
                 fusion.add_semantic(self._prior(fusion, hits), "exhaustive")
                 fusion.spread(cfg.spread_relations)
                 ordered = fusion.ordered(need)
