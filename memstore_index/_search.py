@@ -9,6 +9,7 @@ filter applies visibility *during* the walk. A graph answer short of ``k``
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import weakref
@@ -23,14 +24,19 @@ from memstore._entry_rule import ReadableAt
 from memstore.arguments import count, describe, flag, query_vector_arg
 from memstore.errors import InvalidItemError
 from memstore.item import SCOPE_PRIVATE
+from memstore.search._slothits import SlotHits
 from memstore_index import _tuning as tune
 from memstore_index._centring import Vector, similarities
 from memstore_index._exact import ExactScan, by_score_then_id
+from memstore_index._slots import SlotTable
 from memstore_index._state import Distances, Labels, Visible, Walks
 from memstore_index.embedder import unit_rows
 from memstore_index.entry import IndexEntry
 
 __all__ = ["Readable", "SearchTiming", "Searching"]
+
+Found = list[tuple[IndexEntry, float]] | tuple[Labels, npt.NDArray[np.floating[Any]]]
+"""A search's answer under the lock: pairs, or a graph walk's labels and similarities."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,27 @@ class Readable:
     """Searches of this generation that asked for the set before it was laid out."""
     built: bool = True
     """``False``: not laid out yet (``labels`` and ``deadlines`` are empty), only counted."""
+
+
+def _unit_query(vec: object, dim: int) -> Vector | None:
+    """``vec`` at unit length as :func:`~memstore_index.embedder.unit_rows` makes it, bit
+    for bit, when it is a 1-D float32 array of ``dim`` finite values, not all zero (what
+    a searcher hands over: an embedder's row, checked once already); else ``None``.
+
+    The same arithmetic (scaled by the power of two that brings its largest magnitude
+    into [0.5, 1), the same pairwise sum of squares), without the checks and the copy
+    :func:`~memstore.arguments.query_vector_arg` makes: one reduction finds the largest
+    magnitude and, by it, a NaN, an infinity or a zero vector (left to the full path).
+    ``tests/test_slot_hits.py`` holds it to the full path.
+    """
+    if type(vec) is not np.ndarray or vec.dtype != np.float32 or vec.shape != (dim,):
+        return None
+    top = float(np.abs(vec).max())
+    if not 0.0 < top < math.inf:  # NaN compares false too
+        return None
+    scaled = np.ldexp(vec, np.int32(-math.frexp(top)[1]))
+    out: Vector = (scaled / np.sqrt(np.add.reduce(scaled * scaled))).astype(np.float32)
+    return out
 
 
 class Searching(ExactScan):
@@ -115,7 +142,76 @@ class Searching(ExactScan):
         :raises InvalidItemError: ``vec`` is not such a vector
             (:func:`~memstore.arguments.query_vector_arg`).
         """
-        q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
+        q, k, exact = self._query(vec, k, visible, subject, partitions, exact)
+        if k == 0:
+            return []
+        with self._lock:
+            found = self._found(q, k, visible, subject, partitions, exact)
+            return found if isinstance(found, list) else self._pairs(*found)
+
+    def search_slots(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        slot: Mapping[str, int],
+        *,
+        visible: Visible | None = None,
+        subject: str | None = None,
+        partitions: Collection[str] | None = None,
+        exact: bool = False,
+    ) -> SlotHits:
+        """:meth:`search_vector`'s hits as columns: each one's value in ``slot`` (an
+        ``id -> slot`` dictionary; -1 for an id it does not hold) and its similarity.
+
+        For a caller that wants the hits as its own integer slots (the lean
+        fusion, :mod:`memstore.search._slothits`): a graph walk's labels are
+        mapped by a table learnt as searches meet them (:class:`SlotTable`),
+        without a tuple or an entry read per hit. ``slot`` must never change the
+        value of an id it holds (it may gain ids). The same hits, in the same
+        order, as :meth:`search_vector` (a subclass's own, when it has one); its
+        pairs are made only if read.
+        """
+        if type(self).search_vector is not Searching.search_vector:  # a subclass's own answer
+            theirs = self.search_vector(
+                vec, k, visible=visible, subject=subject, partitions=partitions, exact=exact
+            )
+            slots = np.fromiter((slot.get(e.id, -1) for e, _ in theirs), np.intp, len(theirs))
+            sims = np.fromiter((sim for _, sim in theirs), np.float64, len(theirs))
+            return SlotHits(slots, sims, lambda: theirs)
+        q, k, exact = self._query(vec, k, visible, subject, partitions, exact)
+        with self._lock:
+            found = [] if k == 0 else self._found(q, k, visible, subject, partitions, exact)
+            labels: npt.NDArray[Any]
+            if isinstance(found, list):
+                label_of = self._label_of
+                labels = np.fromiter((label_of[e.id] for e, _ in found), np.intp, len(found))
+                sims = np.fromiter((sim for _, sim in found), np.float64, len(found))
+            else:
+                labels, sims = found[0], found[1].astype(np.float64)
+            table = self._slot_table
+            if table is None or not table.holds(slot, self._entries):
+                table = self._slot_table = SlotTable(slot, self._entries)
+            slots = table.slots(labels)
+
+        def made() -> list[tuple[Any, float]]:
+            with self._lock:  # the entries as they stand now (made only if read)
+                return self._pairs(labels, sims)
+
+        return SlotHits(slots, sims, made)
+
+    def _query(
+        self,
+        vec: npt.ArrayLike,
+        k: int,
+        visible: Visible | None,
+        subject: str | None,
+        partitions: Collection[str] | None,
+        exact: bool,
+    ) -> tuple[Vector, int, bool]:
+        """A search's arguments checked: the unit query vector, ``k`` and ``exact``."""
+        q = _unit_query(vec, self._dim)
+        if q is None:  # not a plain finite float32 row: checked (and refused) in full
+            q = unit_rows(query_vector_arg(vec, self._dim)[None, :], "the query vector")[0]
         if type(k) is not int or k < 0 or type(exact) is not bool:  # the rare wrong call
             k = count(k, "k", 0, sys.maxsize)
             exact = flag(exact, "exact")
@@ -134,44 +230,67 @@ class Searching(ExactScan):
             raise InvalidItemError(f"subject must be text or None, got {describe(subject)}")
         if visible is not None and not callable(visible):
             raise InvalidItemError(f"visible must be a function or None, got {describe(visible)}")
-        if k == 0:
-            return []
-        with self._lock:
-            allowed: set[int] | None = None
-            sub = None
-            key: tuple[str, ...] | None = None
-            if partitions is not None:
-                key = tuple(sorted(set(partitions)))
-                sub = self._subset_hit(key)
-                if sub is None:
-                    allowed = members = self._members_of(key, partitions)
-                    if visible is None or len(members) <= tune.EXACT_THRESHOLD:
-                        sub = self._subset(key, members, self._mean(partitions, members))
-                # A visibility filter over a large set walks the graph instead.
-                if sub is not None and visible is not None:
-                    sub = sub if sub.labels.size <= tune.EXACT_THRESHOLD else None
-            if sub is not None:
-                mu = sub.mu
-                hits = self._scan_subset(q, k, sub, visible)
-            else:
-                if allowed is None:
-                    allowed = self._allowed(partitions)
-                mu = self._mean(partitions, allowed)
-                hits = self._knn(q, k, allowed, visible, exact, mu, key)
-            if subject is not None:
-                if allowed is None:
-                    allowed = self._allowed(partitions)
-                labels = self._by_subject.get(subject, set())
-                routed = labels if allowed is None else labels & allowed
-                merged = {id(e): (e, s) for e, s in hits}
-                # Centred on the whole set searched, so the scores compare.
-                for e, s in self._knn(q, k, routed, visible, exact, mu):
-                    merged.setdefault(id(e), (e, s))
-                pairs = list(merged.values())
-                if self._twins.count:
-                    pairs = self._one_score_a_vector(pairs)
-                hits = sorted(pairs, key=lambda p: (-p[1], p[0].id))[:k]
-            return hits
+        return q, k, exact
+
+    def _found(
+        self,
+        q: Vector,
+        k: int,
+        visible: Visible | None,
+        subject: str | None,
+        partitions: Collection[str] | None,
+        exact: bool,
+    ) -> Found:
+        """The search itself (lock held): the hits as pairs, or a graph walk's as columns."""
+        allowed: set[int] | None = None
+        sub = None
+        key: tuple[str, ...] | None = None
+        hits: Found
+        if partitions is not None:
+            key = tuple(sorted(set(partitions)))
+            sub = self._subset_hit(key)
+            if sub is None:
+                allowed = members = self._members_of(key, partitions)
+                if visible is None or len(members) <= tune.EXACT_THRESHOLD:
+                    sub = self._subset(key, members, self._mean(partitions, members))
+            # A visibility filter over a large set walks the graph instead.
+            if sub is not None and visible is not None:
+                sub = sub if sub.labels.size <= tune.EXACT_THRESHOLD else None
+        if sub is not None:
+            mu = sub.mu
+            hits = self._scan_subset(q, k, sub, visible)
+        else:
+            if allowed is None:
+                allowed = self._allowed(partitions)
+            mu = self._mean(partitions, allowed)
+            hits = self._knn(q, k, allowed, visible, exact, mu, key)
+        if subject is not None:
+            if allowed is None:
+                allowed = self._allowed(partitions)
+            labels = self._by_subject.get(subject, set())
+            routed = labels if allowed is None else labels & allowed
+            merged = {id(e): (e, s) for e, s in self._as_pairs(hits)}
+            # Centred on the whole set searched, so the scores compare.
+            for e, s in self._as_pairs(self._knn(q, k, routed, visible, exact, mu)):
+                merged.setdefault(id(e), (e, s))
+            pairs = list(merged.values())
+            if self._twins.count:
+                pairs = self._one_score_a_vector(pairs)
+            hits = sorted(pairs, key=lambda p: (-p[1], p[0].id))[:k]
+        return hits
+
+    def _as_pairs(self, found: Found) -> list[tuple[IndexEntry, float]]:
+        return found if isinstance(found, list) else self._pairs(*found)
+
+    def _pairs(
+        self, labels: npt.NDArray[Any], sims: npt.NDArray[Any]
+    ) -> list[tuple[IndexEntry, float]]:
+        """Live labels and their similarities as ``(entry, similarity)`` pairs (lock held).
+
+        ``tolist`` gives Python floats already: no float() per row; the pairs are made in C.
+        """
+        met = list(map(self._entries.__getitem__, labels.tolist()))
+        return cast("list[tuple[IndexEntry, float]]", list(zip(met, sims.tolist(), strict=True)))
 
     def _one_score_a_vector(
         self, pairs: list[tuple[IndexEntry, float]]
@@ -311,7 +430,9 @@ class Searching(ExactScan):
         exact: bool,
         mu: Vector | None,
         key: tuple[str, ...] | None = None,
-    ) -> list[tuple[IndexEntry, float]]:
+    ) -> Found:
+        """The ``k`` best of ``allowed`` that ``visible`` passes: a graph walk's as columns
+        (labels, similarities; strictly decreasing), any other answer as pairs."""
         candidates = len(self._label_of) if allowed is None else len(allowed)
         if candidates == 0:
             return []
@@ -373,24 +494,18 @@ class Searching(ExactScan):
         if twins and not twins.keys().isdisjoint(found.tolist()):
             expanded = self._with_twins(found, sims, want, hits_keep)
             return self._scan(q, k, allowed, visible, mu) if expanded is None else expanded
-        # ``tolist`` gives Python floats already: no float() per row. The pairs are made
-        # in C; only a walk that met a deleted label (``None``: an entry is never false)
-        # filters them in Python.
-        met = list(map(entries.__getitem__, found.tolist()))
-        pairs = list(zip(met, sims.tolist(), strict=True))
-        out = (
-            cast("list[tuple[IndexEntry, float]]", pairs)
-            if all(met)
-            else [(e, sim) for e, sim in pairs if e is not None]
-        )
-        if len(out) < fetch or fetch < want:
+        # A walk that met a deleted label (not alive: its entry is None) gave fewer.
+        alive = self._alive[found]
+        if found.size < fetch or fetch < want or not alive.all():
             return self._scan(q, k, allowed, visible, mu)  # the graph lost some: be exact
         # The graph gives its hits nearest first: strictly decreasing similarities are
         # already the order below (ties by id), and checking that in C costs less than
         # sorting 200 rows by a Python key. Ties, or a centred score, are sorted.
         if sims.size > 1 and not bool((sims[1:] < sims[:-1]).all()):
+            out = self._pairs(found, sims)
             out.sort(key=lambda p: (-p[1], p[0].id))
-        return out[:want]
+            return out[:want]
+        return found[:want], sims[:want]
 
     def _with_twins(
         self,

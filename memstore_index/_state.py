@@ -29,6 +29,7 @@ from memstore_index import _tuning as tune
 from memstore_index._calibrate import DEFAULT_TARGET_RECALL, FreshProbe
 from memstore_index._centring import Sums, Vector, normalise
 from memstore_index._querycache import DEFAULT_QUERY_CACHE, QueryCache
+from memstore_index._slots import SlotTable
 from memstore_index._twins import Twins
 from memstore_index._vectorfile import GraphFile, StoredVector, VectorFile
 from memstore_index.embedder import Embedder, EmbedderInputError, check_dim, check_texts
@@ -162,6 +163,8 @@ class CellState:
         self._subsets: dict[tuple[str, ...], Subset] = {}
         self._readables: dict[tuple[str, ...], Readable] = {}
         self._walks = Walks(-1, None)
+        self._slot_table: SlotTable | None = None
+        """Labels' slots in the last ``id -> slot`` dictionary searched with (``search_slots``)."""
         self._member_sets: dict[tuple[str, ...], tuple[int, set[int]]] = {}
         self._file: VectorFile | None = None
         self._graph: GraphFile | None = None

@@ -19,11 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ulid import ULID
 
-from memstore import Memory
+from memstore import Item, Memory
 from memstore.protocol import TokenTable
 from memstore.protocol.app import create_app
 from memstore.protocol.fastpath import RecallFastPath
-from memstore.protocol.mapping import ulid_bytes
+from memstore.protocol.mapping import chunk_id, hit_body, ulid_bytes, ulid_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import Verbs
 from memstore.web.refusal import json_bytes
@@ -180,3 +180,66 @@ def test_a_hit_reads_its_id_and_headings_once_and_hands_out_new_lists(
             assert second[key] is not first[key]
             second[key].append("changed")
             assert hit()[key] == first[key]
+
+
+def _hit_body_as_it_was(item: Item, score: float, relevance: float | None) -> dict[str, Any]:
+    """:func:`hit_body` before its parts were remembered per item: everything read each time."""
+    return {
+        "id": ulid_bytes(ulid_of(item.id)),
+        "score": score,
+        "text": item.content,
+        "source": item.data.get("source", ""),
+        "heading_path": json.loads(item.data.get("heading_path", "[]")),
+        "valid_from": None,
+        "valid_to": None,
+        "degraded": False,
+        "rerank_applied": True,
+        "source_op": "reranked",
+        "episode": item.data.get("episode") or None,
+        "relevance": relevance,
+        "graph_complete": None,
+    }
+
+
+_HEADINGS = st.one_of(
+    st.lists(st.text(max_size=5), max_size=3).map(json.dumps),
+    st.sampled_from(['"not a list"', "[1, 2]", '{"a": 1}', "null"]),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([str(ULID(bytes([n] * 16))) for n in range(3)]),
+            st.text(max_size=8),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "source": st.text(max_size=5),
+                    "heading_path": _HEADINGS,
+                    "episode": st.sampled_from(["", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]),
+                },
+            ),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_hit_body_answers_as_it_did_when_it_read_everything_each_time(
+    writes: list[tuple[str, str, dict[str, str]]], again: bool
+) -> None:
+    """Items of a few ids, each a new version (object) after another, answered once or
+    twice each: what is remembered of an earlier version never leaks into a later one."""
+    for ulid, content, data in writes:
+        item = Item(id=chunk_id("acme", ulid), kind="chunk", content=content or "x", data=data)
+        for _ in range(2 if again else 1):
+            got = hit_body(
+                item,
+                0.5,
+                valid_from=None,
+                rerank_applied=True,
+                source_op="reranked",
+                relevance=0.25,
+            )
+            assert got == _hit_body_as_it_was(item, 0.5, 0.25)

@@ -12,7 +12,7 @@ embedding.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from memstore.search import (
     Searcher,
     SearchResult,
 )
+from memstore.search._slothits import SlotHits
 from memstore.vocabulary import Vocabulary
 from memstore_index._vectorfile import StoredVector
 from memstore_index.cellstore import CellStore
@@ -679,7 +680,15 @@ def test_subject_routing_passes_the_subject_to_the_vector_index(env: Env) -> Non
             vec, k, visible=visible, subject=subject, partitions=partitions, exact=exact
         )
 
+    def slot_spy(
+        vec: npt.ArrayLike, k: int, slot: Mapping[str, int], **kw: Any
+    ) -> SlotHits:  # the lean path's way in (memstore.search._slothits)
+        seen.append(kw.get("subject"))
+        return original_slots(vec, k, slot, **kw)
+
+    original_slots = env.cells.search_slots
     env.cells.search_vector = spy  # type: ignore[method-assign]
+    env.cells.search_slots = slot_spy  # type: ignore[method-assign]
     env.searcher(subject_routing=True).hybrid_search_full("refresh quokka", subject="auth")
     env.searcher(subject_routing=True).hybrid_search_full("refresh quokka")
     env.searcher().hybrid_search_full("refresh quokka", subject="auth")

@@ -167,6 +167,32 @@ def _heading_path(raw: str) -> Any:
     return value
 
 
+_Parts = tuple[Item, tuple[int, ...], str, str, str | None]
+_parts: dict[str, _Parts] = {}
+
+
+def _chunk_parts(item: Item) -> _Parts:
+    """What :func:`hit_body` reads of ``item`` that only a new version changes, remembered
+    by id while the store holds that very object (``item``, its ULID's bytes, ``source``,
+    the raw ``heading_path``, ``episode``): a recall's hits are the store's own items
+    (:func:`~memstore.search._lean.borrowed_results`), so a hit answered before costs one
+    look-up of an id whose hash is kept, not a split, two look-ups and three reads."""
+    got = _parts.get(item.id)
+    if got is not None and got[0] is item:
+        return got
+    if len(_parts) >= _READ_CACHE_SIZE:
+        _parts.clear()
+    data = item.data
+    got = _parts[item.id] = (
+        item,
+        tuple(_hit_id(ulid_of(item.id))),
+        data.get("source", ""),
+        data.get("heading_path", "[]"),
+        data.get("episode") or None,
+    )
+    return got
+
+
 def owned_by(item: Item, tenant: str) -> bool:
     """Whether ``item`` belongs to ``tenant``: its partition tag, never a shared or private one."""
     return item.scope != SCOPE_PRIVATE and partition_from_tags(item.tags) == tenant
@@ -283,18 +309,19 @@ def hit_body(
     is ``None`` here: a recall in mode ``graph`` sets it on each of its hits
     to whether its walk over the links reached everything within reach.
     """
+    _, ulid, source, heading, episode = _chunk_parts(item)
     return {
-        "id": _hit_id(ulid_of(item.id)),
+        "id": list(ulid),
         "score": score,
         "text": item.content,
-        "source": item.data.get("source", ""),
-        "heading_path": _heading_path(item.data.get("heading_path", "[]")),
+        "source": source,
+        "heading_path": _heading_path(heading),
         "valid_from": valid_from.to_json() if valid_from is not None else None,
         "valid_to": valid_to.to_json() if valid_to is not None else None,
         "degraded": False,
         "rerank_applied": rerank_applied,
         "source_op": source_op,
-        "episode": item.data.get("episode") or None,
+        "episode": episode,
         "relevance": relevance,
         "graph_complete": None,
     }

@@ -323,9 +323,17 @@ class Verbs:
             results = [r for r in results if owned_by(r.item, tenant)]
         shaped = not searcher.config.no_shaping
         stamps = self._valid_froms(tenant, [r.item for r in results])
+        op = SOURCE_OP_RERANKED
         hits = [
-            self._hit(r.item, r.score, shaped, SOURCE_OP_RERANKED, stamp, r.relevance)
-            for r, stamp in zip(results, stamps, strict=True)
+            hit_body(
+                r.item,
+                r.score,
+                valid_from=at,
+                rerank_applied=shaped,
+                source_op=op,
+                relevance=r.relevance,
+            )
+            for r, at in zip(results, stamps, strict=True)
         ]
         if req.mode == "graph":
             hits, complete = self._graph(tenant, results, hits, req.k, visible)

@@ -55,6 +55,7 @@ from memstore.search._prior import (
 )
 from memstore.search._shaping import RECENT_BOOST, RECENT_WINDOW, WATCH_BOOST
 from memstore.search._signals import QuerySignals, max_bonus, slot_bonus
+from memstore.search._slothits import SlotHits
 from memstore.search._types import SearchResult
 from memstore.tags import PARTITION_ALL
 
@@ -245,6 +246,15 @@ class LeanFusion:
             out[out >= size] = -1
         return out, n == 0 or bool(out.min() >= 0)
 
+    def _held(self, slots: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.intp], bool]:
+        """:meth:`_slots` of values already looked up in :attr:`slot` (-1: not held)."""
+        size = len(self._snap)
+        if slots.size == 0:
+            return slots, True
+        if int(slots.max()) >= size:  # a later snapshot's ids: not this one's
+            slots = np.where(slots >= size, -1, slots)
+        return slots, bool(slots.min() >= 0)
+
     def observe_hydrate(self) -> None:
         """The ``hydrate`` phase, as the general path reports it (semantic searches only)."""
         if self._semantic:
@@ -327,16 +337,26 @@ class LeanFusion:
         raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
 
+    @property
+    def slot(self) -> dict[str, int]:
+        """The snapshot's ``id -> slot`` dictionary, for an index that hands over slots
+        (:class:`~memstore.search._slothits.SlotHits`): read, never changed."""
+        return self._snap.slot
+
     def add_semantic(self, hits: Sequence[tuple[Any, float]], channel: str) -> None:
-        """The vector index's hits, best first: ``(entry, similarity)``."""
+        """The vector index's hits, best first: ``(entry, similarity)``, or as
+        :class:`~memstore.search._slothits.SlotHits` over :attr:`slot` (no pair read)."""
         del channel  # named in explanations only, which this path does not build
         t0 = time.perf_counter()
         self._semantic = True
-        slots, every = self._slots(list(map(_ID, map(_HIT, hits))))
+        if isinstance(hits, SlotHits):
+            slots, every = self._held(hits.slots)
+            sims = hits.sims
+        else:
+            slots, every = self._slots(list(map(_ID, map(_HIT, hits))))
+            sims = np.fromiter(map(_SIM, hits), np.float64, len(hits))
         if self._by_score:
-            adds = (1.0 - self._lexical_weight) * _minmax(
-                np.fromiter(map(_SIM, hits), np.float64, len(hits))
-            )
+            adds = (1.0 - self._lexical_weight) * _minmax(sims)
             if not every:
                 known = slots >= 0
                 slots, adds = slots[known], adds[known]

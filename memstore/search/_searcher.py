@@ -50,6 +50,7 @@ from memstore.search._lean import LeanFusion
 from memstore.search._prior import INFO_PRIOR_SEMANTIC, semantic_prior
 from memstore.search._relevance import assign_relevance
 from memstore.search._signals import QuerySignals, analyse
+from memstore.search._slothits import SlotHits
 from memstore.search._staged import SearchSteps, StagedSearch
 from memstore.search._types import (
     Explanation,
@@ -470,13 +471,16 @@ class Searcher:
         best ids, or ``None``: no second round.
         """
         cfg, stats = self._cfg, self._stats
+        slot = fusion.slot if isinstance(fusion, LeanFusion) else None  # hits as its slots
         fusion.signal(signals)
         fusion.add_lexical(lexical, read)
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
             try:
                 vec = given if given is not None else self._embed(semantic, query)
-                sem = self._semantic_hits(semantic, vec, kind, subject, partition, depth, False)
+                sem = self._semantic_hits(
+                    semantic, vec, kind, subject, partition, depth, False, slot
+                )
                 fusion.add_semantic(self._prior(fusion, sem), "semantic")
             except Exception:  # the lexical answer still stands
                 _log.warning("memstore: semantic search failed; lexical only", exc_info=True)
@@ -499,7 +503,7 @@ class Searcher:
                 # embedding per search, even when the exact scan has to step in.
                 if vec is None:
                     vec = given if given is not None else self._embed(cells, query)
-                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True)
+                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True, slot)
                 fusion.add_semantic(self._prior(fusion, hits), "exhaustive")
                 fusion.spread(cfg.spread_relations)
                 ordered = fusion.ordered(need)
@@ -511,12 +515,13 @@ class Searcher:
         return ordered, vec
 
     def _prior(
-        self, fusion: _Channels[_T], hits: list[tuple[Any, float]]
-    ) -> list[tuple[Any, float]]:
+        self, fusion: _Channels[_T], hits: Sequence[tuple[Any, float]]
+    ) -> Sequence[tuple[Any, float]]:
         """The semantic hits with the information prior added (``info_prior="semantic"``)."""
         if self._cfg.info_prior != INFO_PRIOR_SEMANTIC or not hits:
             return hits
-        return semantic_prior(hits, fusion.words([e.id for e, _ in hits]))
+        pairs = list(hits)
+        return semantic_prior(pairs, fusion.words([e.id for e, _ in pairs]))
 
     def _shape(
         self, ordered: list[Candidate], partition: str, limit: int, explain: bool
@@ -616,7 +621,10 @@ class Searcher:
         partition: str,
         pool: int,
         exact: bool,
-    ) -> list[tuple[Any, float]]:
+        slot: dict[str, int] | None = None,
+    ) -> Sequence[tuple[Any, float]]:
+        """The index's hits after the cut-offs; as :class:`SlotHits` over ``slot`` (the lean
+        fusion's) when the index can and no cut-off or prior reads them one by one."""
         cfg = self._cfg
         partitions = None
         if cfg.doc_visible is None and partition != PARTITION_ALL:
@@ -626,16 +634,20 @@ class Searcher:
         if strict:
             visible = _about(subject, visible)
 
+        # A strict subject also routes: its own entries are scanned, so
+        # the filter never starves the walk of the few entries it keeps.
+        route = subject if (cfg.subject_routing or strict) and subject else None
         t0 = time.perf_counter()
+        by_slot = getattr(cells, "search_slots", None) if slot is not None else None
+        plain = cfg.semantic_gap <= 0 and not cfg.semantic_cliff
+        if by_slot is not None and plain and cfg.info_prior != INFO_PRIOR_SEMANTIC:
+            got: SlotHits = by_slot(
+                vec, pool, slot, visible=visible, subject=route, partitions=partitions, exact=exact
+            )
+            self._stats.observe("search.phase.index", time.perf_counter() - t0)
+            return got
         hits = cells.search_vector(
-            vec,
-            pool,
-            visible=visible,
-            # A strict subject also routes: its own entries are scanned, so
-            # the filter never starves the walk of the few entries it keeps.
-            subject=subject if (cfg.subject_routing or strict) and subject else None,
-            partitions=partitions,
-            exact=exact,
+            vec, pool, visible=visible, subject=route, partitions=partitions, exact=exact
         )
         self._stats.observe("search.phase.index", time.perf_counter() - t0)
         return cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
