@@ -30,6 +30,7 @@ from _locomo_embed import CachingEmbedder, Vec  # noqa: E402
 from _locomo_tiebreak import DEPTH, TieBreak  # noqa: E402
 
 from memstore import Store  # noqa: E402
+from memstore.search import BM25_WEIGHT  # noqa: E402
 from memstore_index import text_hash  # noqa: E402
 from memstore_index.cellstore import CellStore  # noqa: E402
 from memstore_index.entry import embed_text, entry_for  # noqa: E402
@@ -298,7 +299,6 @@ LEVERS = {
     "date_signal": "dates the question names boost turns of those dates",
     "when_signal": "a 'when' question boosts turns that mention a time",
     "subject_signal": "the speaker the question names boosts that speaker's turns",
-    "bm25_weight": "BM25 of the question's exact words, a third channel fused at 0.1",
 }
 """The retrieval levers the Searcher modes turn on (``SearchConfig`` fields), each with
 a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
@@ -306,13 +306,20 @@ a ``--no-<field>`` flag (dashes for underscores) and a row of the ablation."""
 OPT_IN_LEVERS = {
     "feedback_round": "a second lexical round: the query plus the rare words of the first "
     "round's top three turns, fused in at half the lexical weight",
+    "bm25_weight": "BM25 of the question's exact words, a third channel fused at 0.1",
 }
 """The levers ``SearchConfig`` leaves off (they did not pass the rule for being on by
 default), each with a ``--<field>`` flag and a "with" row of the ablation."""
 
-
+ON_VALUES: dict[str, Any] = {"bm25_weight": BM25_WEIGHT}
+"""The value that turns an opt-in lever on, where it is not ``True`` (a weight)."""
 OFF_VALUES: dict[str, Any] = {"bm25_weight": 0.0}
-"""The value that turns a lever off, where it is not ``False`` (a weight)."""
+"""The value that turns a lever off, where it is not ``False``."""
+
+
+def on_value(lever: str) -> Any:
+    """The ``SearchConfig`` value that turns ``lever`` on."""
+    return ON_VALUES.get(lever, True)
 
 
 def off_value(lever: str) -> Any:
@@ -320,10 +327,19 @@ def off_value(lever: str) -> Any:
     return OFF_VALUES.get(lever, False)
 
 
+def _holds(config: dict[str, Any], lever: str, value: Any) -> bool:
+    held = config.get(lever)
+    return held is not None and type(held) is type(value) and held == value
+
+
+def is_on(config: dict[str, Any], lever: str) -> bool:
+    """Whether ``config`` turns ``lever`` on."""
+    return _holds(config, lever, on_value(lever))
+
+
 def is_off(config: dict[str, Any], lever: str) -> bool:
     """Whether ``config`` turns ``lever`` off."""
-    value = config.get(lever)
-    return value is not None and type(value) is type(off_value(lever)) and value == off_value(lever)
+    return _holds(config, lever, off_value(lever))
 
 
 def lever_kwargs(
@@ -336,7 +352,7 @@ def lever_kwargs(
         known = ", ".join([*LEVERS, *OPT_IN_LEVERS])
         raise ValueError(f"unknown lever(s) {sorted(unknown)}; known: {known}")
     out: dict[str, Any] = {name: off_value(name) for name in off}
-    out |= {name: True for name in on}
+    out |= {name: on_value(name) for name in on}
     if signal_weight is not None:
         out["signal_weight"] = signal_weight
     return out

@@ -44,9 +44,8 @@ Usage::
         [--embed-context own|prev-text|mix-prev|mix-both|max-prev-text] [--context-weight A] \\
         [--lexical-tiebreak engine|bm25|idf-mass] \\
         [--cache-dir DIR] [--fusion score|rrf] [--no-links] [--no-center] \\
-        [--no-date-signal] [--no-when-signal] [--no-subject-signal] [--no-bm25-weight] \\
-        [--signal-weight W] \\
-        [--feedback-round] [--ablation]
+        [--no-date-signal] [--no-when-signal] [--no-subject-signal] \\
+        [--signal-weight W] [--feedback-round] [--bm25-weight] [--ablation]
 
 The Searcher modes run with ``spread_relations=("precedes",)`` over items that
 link each turn to the next one of its session, and the CellStore centres on
@@ -114,11 +113,13 @@ from _locomo_modes import (
     build_stores,
     build_tiebreak,
     is_off,
+    is_on,
     leave_one_out,
     lever_kwargs,
     make_search,
     make_searchers,
     off_value,
+    on_value,
     per_conversation,
     searcher_api,
 )
@@ -213,7 +214,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             f"--{lever.replace('_', '-')}",
             dest=lever,
             action="store_true",
-            help=f"SearchConfig.{lever}=True ({what}; off by default)",
+            help=f"SearchConfig.{lever}={on_value(lever)} ({what}; off by default)",
         )
     p.add_argument("--signal-weight", type=float, help="SearchConfig.signal_weight (default 0.25)")
     p.add_argument(
@@ -274,7 +275,7 @@ def run_ablation(
     variants += [(f"without {lever}", [lever], []) for lever in LEVERS]
     variants.append(("no levers", list(LEVERS), []))
     variants += [(f"with {lever}", [], [lever]) for lever in OPT_IN_LEVERS]
-    configured = [lv for lv in OPT_IN_LEVERS if config.get(lv) is True]
+    configured = [lv for lv in OPT_IN_LEVERS if is_on(config, lv)]
     rows: list[dict[str, Any]] = []
     ran: dict[str, ModeResult] = {}
     for name, off, on in variants:
@@ -284,7 +285,7 @@ def run_ablation(
             res = full
         else:
             log(f"ablation: {mode} {name}")
-            opts = {lv: False for lv in OPT_IN_LEVERS}
+            opts = {lv: off_value(lv) for lv in OPT_IN_LEVERS}
             opts |= lever_kwargs(off, args.signal_weight, on)
             make_searchers(convs, built, mode, config | opts)
             res, _ = run_mode(mode, make_search(mode, built, emb), questions, ks)

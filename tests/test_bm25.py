@@ -217,6 +217,7 @@ def _searcher(clock: FakeClock, **cfg: Any) -> tuple[Store, Searcher]:
         ["ledger pool size", "ledger", "pool party on friday with the ledger team and more", "tax"]
     ):
         store.upsert(Item(id=f"i{i}", kind="note", content=text))
+    cfg = {"bm25_weight": BM25_WEIGHT} | cfg  # the channel on (it is off by default)
     return store, Searcher(SearchConfig(store=store, cells=lambda: cells, **cfg))
 
 
@@ -229,6 +230,22 @@ def test_the_channel_runs_only_when_the_semantic_one_does(clock: FakeClock) -> N
     fused = searcher.hybrid_search("ledger pool", explain=True)
     by_id = {r.item.id: r.explanation for r in fused}
     assert {id for id, e in by_id.items() if e and "bm25" in e.channels} == {"i0", "i1", "i2"}
+
+
+def test_the_channel_is_off_by_default_and_a_memory_turns_it_on(tmp_path: Path) -> None:
+    for weight, channels in (
+        (None, ["lexical", "semantic"]),
+        (0.1, ["bm25", "lexical", "semantic"]),
+    ):
+        search: dict[str, Any] = {"always_fuse": True}
+        if weight is not None:
+            search["bm25_weight"] = weight
+        with Memory(tmp_path / str(weight), embedder=HashEmbedder(dim=32), search=search) as mem:
+            mem.add("the ledger pool is exhausted", partition="p")
+            mem.add("a kitten in the pool", partition="p")
+            got = mem.search("ledger pool", partition="p", explain=True)
+            assert got and got[0].explanation is not None
+            assert sorted(got[0].explanation.channels) == channels
 
 
 def test_a_weight_of_zero_fuses_as_without_the_channel(clock: FakeClock) -> None:
@@ -267,7 +284,7 @@ def test_the_lean_and_the_general_path_fuse_the_channel_alike(
     limit: int,
 ) -> None:
     store, cells, _ = env
-    cfg = {"always_fuse": True} | config
+    cfg = {"always_fuse": True, "bm25_weight": BM25_WEIGHT} | config
     lean = Searcher(SearchConfig(store=store, cells=lambda: cells, **cfg))
     general = Searcher(SearchConfig(store=store, cells=lambda: cells, **cfg))
     q = " ".join(query) or "ledger"

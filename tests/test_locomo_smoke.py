@@ -205,9 +205,9 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
         "without date_signal",
         "without when_signal",
         "without subject_signal",
-        "without bm25_weight",  # a weight: "off" is 0, not False
         "no levers",
         "with feedback_round",
+        "with bm25_weight",  # a weight: "on" is BM25_WEIGHT, not True
         "with info_prior=semantic",
         "with info_prior=fused",
         "with info_prior (LOO choice)",  # the pre-registered choice between the two
@@ -219,6 +219,7 @@ def test_ablation_runs_each_lever_off_and_reports_its_gain(tmp_path: Path) -> No
     # An opt-in lever (off in SearchConfig) is on in its own row only.
     assert [name for name, r in rows.items() if r["on"]] == [
         "with feedback_round",
+        "with bm25_weight",
         "with info_prior=semantic",
         "with info_prior=fused",
         "with info_prior (LOO choice)",

@@ -23,7 +23,6 @@ from conftest import FakeClock
 from memstore import EXACT_ID_MATCH_SCORE, Config, Item, Store, ThoughtLink, rerank_base_score
 from memstore.search import (
     ANCHOR_BOOST,
-    BM25_WEIGHT,
     FUSION_POOL,
     FUSION_RRF,
     LEXICAL_WEIGHT,
@@ -214,12 +213,8 @@ def test_fusion_by_default_weighs_normalised_scores_not_ranks(env: Env) -> None:
     assert norm["weak"] == pytest.approx((0.0, 0.0), abs=1e-5)
     for e in exp.values():
         assert e is not None and e.fused_score is not None
-        lex, sem, bm25 = e.lexical_norm or 0.0, e.semantic_norm or 0.0, e.bm25_norm or 0.0
-        fused = LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem + BM25_WEIGHT * bm25
-        assert e.fused_score == pytest.approx(fused)
-    # BM25 scored the query's words beside the lexical channel: what holds one, it found.
-    assert {k for k, e in exp.items() if e and "bm25" in e.channels} == {"top", "near", "weak"}
-    assert exp["top"] and exp["top"].bm25_norm == pytest.approx(1.0)
+        lex, sem = e.lexical_norm or 0.0, e.semantic_norm or 0.0
+        assert e.fused_score == pytest.approx(LEXICAL_WEIGHT * lex + (1 - LEXICAL_WEIGHT) * sem)
     # A rank fusion sees only the order: weak (tied second lexically, last
     # semantically) outranks para (second semantically, absent lexically).
     by_rank = env.searcher(always_fuse=True, fusion=FUSION_RRF).hybrid_search("ledger quokka")

@@ -70,12 +70,14 @@ LEXICAL_WEIGHT = 0.5
 Equal shares: neither channel is trusted over the other a priori.
 """
 BM25_WEIGHT = 0.1
-"""The BM25 channel's share of a score fusion, on top of the two channels' 1.
+"""The BM25 channel's share of a score fusion when it is on (``SearchConfig.bm25_weight``,
+off by default), on top of the two channels' 1.
 
 Small: BM25 scores the same words the lexical channel matched, so it is a
 second opinion that reorders near-ties (a short turn holding the query's
 rarest word over a long one holding it too), not a third vote of equal
-weight. (See docs/benchmarks.md for what it buys on conversational data.)
+weight. See docs/benchmarks.md for what it buys on conversational data and
+what it costs.
 """
 SIGNAL_WEIGHT = 0.25
 """What one query signal (a named date, a "when" question, a named subject) adds to a fused score.
