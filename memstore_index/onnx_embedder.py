@@ -155,8 +155,9 @@ class OnnxMiniLMEmbedder:
 
     Building one loads and verifies the model (about half a second); after
     that it is safe to share between threads. Texts are tokenised, sorted by
-    length and run ``batch_size`` at a time, so little time goes on padding;
-    a text gets the same vector (to 1e-5) whatever it is batched with.
+    length and cut into runs of at most ``batch_size`` (:func:`runs`), so little
+    time goes on padding; a text gets the same vector (to 1e-5) whatever it is
+    batched with.
 
     An empty string embeds to the model's vector for ``[CLS] [SEP]``, a valid
     unit vector like any other. Only the first :data:`MAX_TOKENS` word pieces
@@ -167,7 +168,7 @@ class OnnxMiniLMEmbedder:
     >>> v.shape, float(v[0] @ v[1]) > 0.5  # doctest: +SKIP
     ((2, 384), True)
 
-    :param batch_size: texts per onnxruntime call.
+    :param batch_size: most texts per onnxruntime call.
     :param threads: onnxruntime intra-op threads; None lets it use every core.
     :raises ImportError: the ``embed`` extra is not installed (the message has the
         ``pip install`` line).
@@ -224,7 +225,8 @@ class OnnxMiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit-length float32 row per text, shape ``(len(texts), 384)``.
 
-        Cost: one model run per ``batch_size`` texts.
+        Cost: a model run per run of like-length texts (:func:`runs`), of at most
+        ``batch_size``.
 
         :raises EmbedderInputError: ``texts`` is not a sequence (a bare string,
             ``None``), holds a non-string, or holds a text with no UTF-8 form
