@@ -15,9 +15,14 @@ For each embedder (``hash``, and ``local`` when the model is installed):
    ``--seconds``, ``recall`` from one connection for half as long (the
    latency of an unloaded server), then ``ingest`` requests (two-chunk
    episodes) for ``--seconds``. Reported: completed requests/s, p50/p99 latency (time from
-   sending a request to its whole answer), errors (any status but 200), and the
+   sending a request to its whole answer), errors (any status but 200), the
    server process's CPU time per request (all threads: steadier than req/s when
-   other programs share the machine).
+   other programs share the machine), and this process's (the load generator's)
+   CPU time per request: the share of the machine the client takes from the
+   server when both run on it. The latency includes the client's own event loop
+   (the time an answer waits in the socket for its coroutine): per-request
+   timestamps taken in the server put that at 1-2 ms on average and a few ms for
+   the slowest requests, with 32 connections at ~0.15 ms of client CPU a request.
 
 Then one **rate-limit** check with the server's default limits (60 rps, burst
 120): ``--concurrency`` connections over 4 tenants send as fast as they can;
@@ -243,6 +248,8 @@ class Phase:
     server_cpu_ms: float | None = None
     """CPU time the server process spent per request (all its threads, user + system):
     what a request costs, much less sensitive than req/s to other loads on a shared machine."""
+    client_cpu_ms: float | None = None
+    """CPU time the load generator (this process) spent per request."""
 
 
 def cpu_seconds(pid: int) -> float:
@@ -287,6 +294,7 @@ async def load(
             statuses[str(status)] = statuses.get(str(status), 0) + 1
 
     cpu0 = cpu_seconds(server_pid) if server_pid is not None else 0.0
+    client0 = time.process_time()
     t0 = time.perf_counter()
     # Each phase draws its own sequences: the unloaded phase would otherwise
     # repeat the first loaded connection's queries, which the query cache holds.
@@ -294,6 +302,7 @@ async def load(
     await asyncio.gather(*(worker(c, base + n) for n, c in enumerate(conns)))
     elapsed = time.perf_counter() - t0
     cpu = cpu_seconds(server_pid) - cpu0 if server_pid is not None else None
+    client = time.process_time() - client0
     for c in conns:
         c.close()
     done = len(latencies)
@@ -308,6 +317,7 @@ async def load(
         percentile(latencies, 99),
         statuses,
         round(cpu * 1000 / done, 3) if cpu is not None and done else None,
+        round(client * 1000 / done, 3) if done else None,
     )
 
 
@@ -468,8 +478,9 @@ def targets(runs: list[dict[str, Any]], rl: dict[str, Any]) -> list[TargetResult
 
 def report(data: dict[str, Any]) -> str:
     lines = [
-        "| embedder | phase | req/s | p50 ms | p99 ms | server CPU ms/req | requests | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| embedder | phase | req/s | p50 ms | p99 ms | server CPU ms/req | client CPU ms/req "
+        "| requests | errors |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for run in data["runs"]:
         for verb in ("recall", "recall_c1", "ingest"):
@@ -477,7 +488,8 @@ def report(data: dict[str, Any]) -> str:
             lines.append(
                 f"| {run['embedder']} | {p['name']} | {_fmt(p['per_s'], 1)} | "
                 f"{_fmt(p['p50_ms'], 2)} | {_fmt(p['p99_ms'], 2)} | "
-                f"{_fmt(p.get('server_cpu_ms'), 2)} | {p['requests']} | "
+                f"{_fmt(p.get('server_cpu_ms'), 2)} | {_fmt(p.get('client_cpu_ms'), 2)} | "
+                f"{p['requests']} | "
                 f"{p['errors']} |"
             )
     rl = data["rate_limit"]

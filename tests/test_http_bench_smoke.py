@@ -22,6 +22,7 @@ def test_smoke_run_writes_results(tmp_path: Path) -> None:
         assert phase["requests"] == sum(phase["statuses"].values()) > 0
         assert phase["errors"] == phase["requests"] - phase["statuses"].get("200", 0)
         assert phase["per_s"] > 0 and 0 < phase["p50_ms"] <= phase["p99_ms"]
+        assert phase["server_cpu_ms"] > 0 and phase["client_cpu_ms"] > 0  # both sides measured
     rl = data["rate_limit"]
     assert rl["other_statuses"] == 0
     assert all(a <= rl["bound_per_tenant"] for a in rl["admitted"])
