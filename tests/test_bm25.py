@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from memstore import Config, Item, Memory, MemstoreError, Store, _wordbatch
+from memstore import Config, InvalidItemError, Item, Memory, MemstoreError, Store, _wordbatch
 from memstore._bm25 import K1, B, bm25, live_tokens
 from memstore._lexindex import LexicalIndex
 from memstore.search import BM25_WEIGHT, SearchConfig, Searcher
@@ -316,3 +316,27 @@ def test_the_compiled_rank_takes_the_bm25_tokens_as_they_are() -> None:
     best = np.lexsort((cand, -scores))[:10]  # no ties on update time here: all unset
     assert [h.id for h in got] == [lex.id_at(int(s)) for s in cand[best]]
     assert [h.score for h in got] == scores[best].tolist()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((None,), "query"),
+        (("ledger", 3), "kind"),
+        (("ledger", "", None), "subject"),
+        (("ledger", "", "", "5"), "limit"),
+        (("ledger", "", "", True), "limit"),
+        (("ledger\ud800",), "lone surrogate"),
+    ],
+)
+def test_keyword_bm25_refuses_bad_arguments_as_keyword_ranked_does(
+    clock: FakeClock, args: tuple[Any, ...], message: str
+) -> None:
+    store, _ = _searcher(clock)
+    before = store.keyword_bm25("ledger pool")
+    with pytest.raises(InvalidItemError, match=message):
+        store.keyword_bm25(*args)
+    with pytest.raises(InvalidItemError, match=message):
+        store.keyword_ranked(*args)
+    assert store.keyword_bm25("ledger pool") == before
+    assert [h.id for h in before] == ["i0", "i2", "i1"]  # both words in 10 beat one in 1
