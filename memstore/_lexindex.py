@@ -682,19 +682,17 @@ class LexicalIndex:
         fuzzy: npt.NDArray[np.bool_],
     ) -> LexicalHits:
         """The hits at live ``slots``, in order, with their columns (``scores`` is kept)."""
-        hit_ids = self._ids_at(slots)
+        # One conversion per column (the same Python numbers as per-element casts),
+        # the ids in one C pass (a live candidate's slot always holds its id).
+        held: tuple[str | None, ...] = tuple(map(self._lexicon._ids.__getitem__, slots.tolist()))
+        hit_ids = cast("tuple[str, ...]", held)
+        if None in held:  # pragma: no cover - a candidate is a live slot
+            hit_ids = tuple(i or "" for i in held)
         scores.flags.writeable = False
         fields = zip(hit_ids, scores.tolist(), covered.tolist(), fuzzy.tolist(), strict=True)
         # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
         hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
         return LexicalHits(hits, hit_ids, scores)
-
-    def _ids_at(self, slots: npt.NDArray[np.intp]) -> tuple[str, ...]:
-        """The ids at live ``slots``: one conversion, the ids in one C pass."""
-        held: tuple[str | None, ...] = tuple(map(self._lexicon._ids.__getitem__, slots.tolist()))
-        if None in held:  # pragma: no cover - a candidate is a live slot
-            return tuple(i or "" for i in held)
-        return cast("tuple[str, ...]", held)
 
     def bm25(
         self,

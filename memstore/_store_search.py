@@ -311,7 +311,7 @@ class StoreSearch(StoreBase):
                 tokens,
                 kind=kind,
                 subject=subject,
-                hidden_kinds=() if kind else self._vocab.non_searchable,
+                hidden_kinds=self._hidden_kinds(kind),
                 now_ts=self._now().timestamp(),
                 limit=limit,
                 partition=partition,
@@ -364,6 +364,10 @@ class StoreSearch(StoreBase):
             df = {w: lex.doc_freq(w) for doc in docs for w in doc}
             return docs, df, len(lex)
 
+    def _hidden_kinds(self, kind: str) -> Sequence[str]:
+        """The kinds a ranking leaves out: the non-searchable ones, unless it asks for a kind."""
+        return () if kind else self._vocab.non_searchable
+
     def _rank_locked(
         self,
         plan: QueryPlan,
@@ -378,7 +382,7 @@ class StoreSearch(StoreBase):
             plan,
             kind=kind,
             subject=subject,
-            hidden_kinds=() if kind else self._vocab.non_searchable,
+            hidden_kinds=self._hidden_kinds(kind),
             now_ts=now.timestamp(),
             limit=limit,
             partition=partition,
