@@ -69,7 +69,7 @@ class StoreSearch(StoreBase):
     _snap_log: list[str] | None = None
     """The ids written since ``_search_snap``'s generation, one entry per write."""
     _plans: dict[tuple[str, ...], QueryPlan] | None = None
-    _plans_generation = -1
+    _plans_generation: tuple[int, int] = (-1, -1)
     _token_cache: dict[str, tuple[str, ...]] | None = None
     _named: dict[str, frozenset[str]] | None = None
     _named_generation = -1
@@ -205,8 +205,13 @@ class StoreSearch(StoreBase):
             return list(tokens)
 
     def _plan(self, tokens: Sequence[str]) -> QueryPlan:
-        """The lexical plan of ``tokens``, cached while the store is unchanged (lock held)."""
-        gen = self._search_generation
+        """The lexical plan of ``tokens``, cached while the store is unchanged (lock held).
+
+        A plan holds the lexicon's slots, so it is kept per lexicon generation
+        too: a compaction renumbers them without a write (:meth:`save_lexicon`
+        compacts first), and a plan from before it would rank other documents.
+        """
+        gen = (self._search_generation, self._lex.lexicon.generation)
         plans = self._plans
         if plans is None or self._plans_generation != gen:
             plans = self._plans = {}

@@ -407,3 +407,23 @@ def test_an_array_header_cut_short_is_refused_not_raised(tmp_path: Path) -> None
         warnings.simplefilter("ignore")  # numpy says it tried the older format
         with pytest.raises(LexiconSnapshotError, match="unreadable"):
             load_lexicon(bad)
+
+
+def test_a_search_after_a_save_finds_the_same_items(tmp_path: Path) -> None:
+    """Saving compacts the lexicon (its slots move) without a write: a query searched
+    just before it, whose plan the store keeps, still finds its own items after it."""
+    from memstore import Store
+
+    store = Store()
+    for i in range(4):
+        store.upsert(Item(id=f"x{i}", kind="note", content=f"filler {i}"))
+    store.upsert(Item(id="a", kind="note", content="ledger pool"))
+    store.upsert(Item(id="z", kind="note", content="kitten bowl"))
+    store.keyword_search("filler")
+    store.delete("x0")
+    store.delete("x1")  # two dead slots before the others: a compaction moves them all
+    before = [it.id for it in store.keyword_search("filler")]
+    kitten = [it.id for it in store.keyword_search("kitten")]
+    store.save_lexicon(tmp_path / "lex.npz", generation=1)
+    assert [it.id for it in store.keyword_search("filler")] == before == ["x3", "x2"]
+    assert [it.id for it in store.keyword_search("kitten")] == kitten == ["z"]
