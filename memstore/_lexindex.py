@@ -74,7 +74,8 @@ class LexicalHits(list[LexicalHit]):
     ``ids`` (a tuple) and ``scores`` (a read-only float64 array) hold each
     hit's ``id`` and ``score`` in order, as the ranking made them: a caller
     that works on arrays (the searcher's lean path) takes them whole instead
-    of reading a deep pool's tuples field by field. A copy (a slice,
+    of reading a deep pool's tuples field by field. Best first: ``scores``
+    never increase (the lean path reads their range at the two ends). A copy (a slice,
     ``list(...)``) is a plain list; the hits must not be changed in place.
     """
 

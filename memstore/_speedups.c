@@ -2216,6 +2216,74 @@ row_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 
+/* ------------------------------------------------------------------ slots of ids
+ *
+ * slots_of(ids, slot, size) -> (bytes, bool)
+ *
+ * Each of ids' value in slot (a dict, id -> int) as a native 8-byte integer, -1 where slot
+ * does not hold the id or holds it at size or past (a later snapshot's slot); and whether
+ * none is -1. memstore/search/_lean.py's _slots_of is the oracle: the same numbers as its
+ * itemgetter over the dict and its conversion to an array, without the tuple and the
+ * Python ints in between (the lean fusion turns a channel's couple of hundred hit ids into
+ * its snapshot's slots so; a hit's id is the store's own string, found by identity).
+ */
+
+static PyObject *
+slots_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "slots_of(ids, slot, size): slot must be a dict");
+        return NULL;
+    }
+    Py_ssize_t size = PyLong_AsSsize_t(args[2]);
+    if (size == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[0], "slots_of: ids must be a sequence");
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    int64_t *o = (int64_t *)PyBytes_AS_STRING(out);
+    int every = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyDict_GetItemWithError(args[1], items[i]); /* borrowed */
+        if (v == NULL) {
+            if (PyErr_Occurred()) {
+                goto fail;
+            }
+            o[i] = -1;
+            every = 0;
+            continue;
+        }
+        Py_ssize_t s = PyLong_AsSsize_t(v);
+        if (s == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        if (s < 0 || s >= size) {
+            o[i] = -1;
+            every = 0;
+        }
+        else {
+            o[i] = s;
+        }
+    }
+    Py_DECREF(seq);
+    return Py_BuildValue("(NO)", out, every ? Py_True : Py_False);
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(out);
+    return NULL;
+}
+
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -2258,6 +2326,10 @@ static PyMethodDef methods[] = {
     {"row_json", (PyCFunction)(void (*)(void))row_json, METH_FASTCALL,
      "row_json(fields, utcs, d) -> str | None\n\n"
      "An item's persisted fields as the journal row's JSON (see memstore/journal/version.py)."},
+    {"slots_of", (PyCFunction)(void (*)(void))slots_of, METH_FASTCALL,
+     "slots_of(ids, slot, size) -> (bytes, bool)\n\n"
+     "Each id's slot below size as int64 (-1: not held), and whether all are held (see "
+     "memstore/search/_lean.py)."},
     {NULL, NULL, 0, NULL},
 };
 
