@@ -1056,7 +1056,12 @@ done:
 /* ------------------------------------------------------------------ lexical rank
  *
  * lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden,
- *          now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)
+ *          now_ts, limit, ids, hit_type[, how]) -> None | NotImplemented | (hits, ids, scores)
+ *
+ * how (RANK_AUTO, RANK_MERGE, RANK_DENSE: 0, 1, 2) picks how the matches are summed: by a
+ * k-way merge of the tokens' slots, or in one accumulator per slot (what the lexicon's
+ * small dense slots make cheap); 0, the default, picks by the slots' span. Both give the
+ * same answer (tests/test_lexrank_compiled.py runs each against numpy).
  *
  * memstore/_lexscore.py's rank_native documents it; the numpy path of
  * memstore._lexindex.LexicalIndex.rank is the oracle (tests/test_lexical_differential.py).
@@ -1097,19 +1102,64 @@ typedef struct {
     uint8_t fuzzy;
 } RankCand;
 
-/* Order: score descending, update time descending, slot ascending (numpy's stable
- * lexsort over candidates in slot order). */
-static int
-cand_cmp(const void *pa, const void *pb)
+/* Whether candidate a comes before b: score descending, update time descending, slot
+ * ascending (numpy's stable lexsort over candidates in slot order). The slots are
+ * distinct, so this is a total order: every sort of the candidates gives the one order. */
+static inline int
+cand_before(const RankCand *a, const RankCand *b)
 {
-    const RankCand *a = pa, *b = pb;
     if (a->score != b->score) {
-        return a->score > b->score ? -1 : 1;
+        return a->score > b->score;
     }
     if (a->upd != b->upd) {
-        return a->upd > b->upd ? -1 : 1;
+        return a->upd > b->upd;
     }
-    return a->slot < b->slot ? -1 : (a->slot > b->slot ? 1 : 0);
+    return a->slot < b->slot;
+}
+
+#define SORT_RUN 16 /* cand_sort: runs this long are sorted by insertion, then merged */
+
+/* Sort v[0..n) by cand_before, through tmp (n entries): runs of SORT_RUN by insertion,
+ * then merged bottom up. qsort did it with a call through a pointer per comparison and a
+ * memcpy per move: that was most of a query's rank on LoCoMo's questions. */
+static void
+cand_sort(RankCand *v, Py_ssize_t n, RankCand *tmp)
+{
+    for (Py_ssize_t lo = 0; lo < n; lo += SORT_RUN) {
+        Py_ssize_t hi = n - lo > SORT_RUN ? lo + SORT_RUN : n;
+        for (Py_ssize_t i = lo + 1; i < hi; i++) {
+            RankCand x = v[i];
+            Py_ssize_t j = i;
+            while (j > lo && cand_before(&x, &v[j - 1])) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = x;
+        }
+    }
+    RankCand *src = v, *dst = tmp;
+    for (Py_ssize_t w = SORT_RUN; w < n; w *= 2) {
+        for (Py_ssize_t lo = 0; lo < n; lo += 2 * w) {
+            Py_ssize_t mid = n - lo > w ? lo + w : n;
+            Py_ssize_t hi = n - mid > w ? mid + w : n;
+            Py_ssize_t i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) {
+                dst[o++] = cand_before(&src[j], &src[i]) ? src[j++] : src[i++];
+            }
+            while (i < mid) {
+                dst[o++] = src[i++];
+            }
+            while (j < hi) {
+                dst[o++] = src[j++];
+            }
+        }
+        RankCand *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) {
+        memcpy(v, src, (size_t)n * sizeof *v);
+    }
 }
 
 /* The k-th largest (k >= 1) of v[0..n) (reordered), ties counted: np.partition's value. */
@@ -1171,22 +1221,69 @@ typedef struct {
 
 #define RANK_NONE INT64_MIN
 
-/* The work without the GIL. Returns the number of ordered candidates in *out (malloc'd),
- * *need the cut, *tied whether a tie on (score, update) reaches into the cut;
- * -1: out of memory; -2: a token's slots are not increasing or out of range. */
+/* How rank_run sums the tokens' matches (lex_rank's last argument; the tests run both). */
+#define RANK_AUTO 0  /* RANK_DENSE when the slots are dense enough (DENSE_SPAN), else merge */
+#define RANK_MERGE 1 /* a k-way merge of the tokens' sorted slots: O(slots x tokens) */
+#define RANK_DENSE 2 /* an accumulator per slot up to the highest matched: O(matches) */
+#define DENSE_SPAN 16       /* RANK_AUTO: dense when the slots span at most this many per match, */
+#define DENSE_MIN_SPAN 4096 /* or at most this many (its byte per slot is cleared, not touched) */
+
+/* Whether slot s passes the filters: deadline, kind (or the hidden kinds), subject, partition. */
+static inline int
+rank_keeps(const RankArgs *a, int64_t s)
+{
+    if (!(a->stale[s] > a->now_ts)) {
+        return 0;
+    }
+    if (a->kind_code != RANK_NONE) {
+        if (a->kind[s] != a->kind_code) {
+            return 0;
+        }
+    }
+    else {
+        int hidden = 0;
+        for (Py_ssize_t h = 0; h < a->nhidden; h++) {
+            hidden |= a->kind[s] == a->hidden[h];
+        }
+        if (hidden) {
+            return 0;
+        }
+    }
+    if (a->subject_code != RANK_NONE && a->subject[s] != a->subject_code &&
+        a->service[s] != a->subject_code) {
+        return 0;
+    }
+    if (a->part_code != RANK_NONE && a->part[s] != a->part_code && a->part[s] != 0 &&
+        !a->shared[s]) {
+        return 0;
+    }
+    return 1;
+}
+
+/* Slot s's sums as cand[(*n)++], unless its sum is zero (a zero weight) or a filter drops it. */
+NO_FP_CONTRACT
+static inline void
+rank_emit(const RankArgs *a, RankCand *cand, Py_ssize_t *n, int64_t s, double acc, double title,
+          int32_t covered, uint8_t fuzzy)
+{
+    if (acc == 0.0 || !rank_keeps(a, s)) {
+        return;
+    }
+    double tw = a->title_weight * title;
+    RankCand *c = &cand[(*n)++];
+    c->slot = s;
+    c->score = (acc + tw) / a->denom;
+    c->upd = a->updated[s];
+    c->covered = covered;
+    c->fuzzy = fuzzy;
+}
+
+/* RANK_MERGE: the candidates, in slot order, into cand; their number, or -2 (a token's
+ * slots not increasing, or out of range). */
 NO_FP_CONTRACT
 static Py_ssize_t
-rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssize_t *need,
-         int *tied)
+rank_merge(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand *cand)
 {
-    Py_ssize_t total = 0;
-    for (Py_ssize_t t = 0; t < k; t++) {
-        total += tok[t].n;
-    }
-    RankCand *cand = malloc((size_t)(total ? total : 1) * sizeof(RankCand));
-    if (cand == NULL) {
-        return -1;
-    }
     Py_ssize_t n = 0;
     int64_t last = -1;
     for (;;) {
@@ -1201,7 +1298,6 @@ rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssi
             break;
         }
         if (s <= last || s < 0 || s >= a->cap) {
-            free(cand);
             return -2;
         }
         last = s;
@@ -1227,41 +1323,112 @@ rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssi
                 }
             }
         }
-        if (acc == 0.0) { /* a zero weight: no candidate */
-            continue;
-        }
-        if (!(a->stale[s] > a->now_ts)) {
-            continue;
-        }
-        if (a->kind_code != RANK_NONE) {
-            if (a->kind[s] != a->kind_code) {
-                continue;
+        rank_emit(a, cand, &n, s, acc, title, covered, fuzzy);
+    }
+    return n;
+}
+
+typedef struct {
+    double acc, title;
+    int32_t covered;
+    uint8_t fuzzy;
+} RankSum;
+
+/* RANK_DENSE: rank_merge's candidates (in the order first matched, not by slot: the order
+ * the caller sorts them in is total), from one pass over each token's matches into a sum
+ * per slot below hi. Each slot's sums take the tokens' terms in token order, as the merge
+ * adds them, so they are the same bit for bit; a token's title matches count where the
+ * token matches, found by the merge's own walk. The number of candidates, -1 (out of
+ * memory) or -2 (a token's slots not increasing, or not below hi). */
+NO_FP_CONTRACT
+static Py_ssize_t
+rank_dense(const RankToken *tok, Py_ssize_t k, const RankArgs *a, Py_ssize_t hi, RankCand *cand)
+{
+    RankSum *sum = malloc((size_t)hi * sizeof *sum); /* read only where seen */
+    uint8_t *seen = calloc((size_t)hi, 1);
+    if (sum == NULL || seen == NULL) {
+        free(sum);
+        free(seen);
+        return -1;
+    }
+    Py_ssize_t found = 0; /* the slots first seen go to cand[..].slot, in order */
+    for (Py_ssize_t t = 0; t < k; t++) {
+        const RankToken *r = &tok[t];
+        const double w = r->w;
+        Py_ssize_t tat = 0;
+        int64_t prev = -1;
+        for (Py_ssize_t i = 0; i < r->n; i++) {
+            int64_t s = r->slots[i];
+            if (s <= prev || s >= hi) {
+                free(sum);
+                free(seen);
+                return -2;
+            }
+            prev = s;
+            RankSum *x = &sum[s];
+            if (!seen[s]) {
+                seen[s] = 1;
+                x->acc = 0.0;
+                x->title = 0.0;
+                x->covered = 0;
+                x->fuzzy = 0;
+                cand[found++].slot = s;
+            }
+            double lv = r->levels[i];
+            x->acc += w * lv;
+            if (lv >= a->exact_level) {
+                x->covered++;
+            }
+            else {
+                x->fuzzy = 1;
+            }
+            while (tat < r->tn && r->tslots[tat] < s) {
+                tat++;
+            }
+            if (tat < r->tn && r->tslots[tat] == s) {
+                x->title += w * r->tlevels[tat++];
             }
         }
-        else {
-            int hidden = 0;
-            for (Py_ssize_t h = 0; h < a->nhidden; h++) {
-                hidden |= a->kind[s] == a->hidden[h];
-            }
-            if (hidden) {
-                continue;
-            }
+    }
+    Py_ssize_t n = 0; /* n <= i: each candidate is written over a slot already read */
+    for (Py_ssize_t i = 0; i < found; i++) {
+        int64_t s = cand[i].slot;
+        const RankSum *x = &sum[s];
+        rank_emit(a, cand, &n, s, x->acc, x->title, x->covered, x->fuzzy);
+    }
+    free(sum);
+    free(seen);
+    return n;
+}
+
+/* The work without the GIL. Returns the number of ordered candidates in *out (malloc'd),
+ * *need the cut, *tied whether a tie on (score, update) reaches into the cut;
+ * -1: out of memory; -2: a token's slots are not increasing or out of range. */
+static Py_ssize_t
+rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, int how, RankCand **out,
+         Py_ssize_t *need, int *tied)
+{
+    Py_ssize_t total = 0, hi = 0;
+    for (Py_ssize_t t = 0; t < k; t++) {
+        total += tok[t].n;
+        if (tok[t].n) { /* the last slot is the highest, if they increase (else -2 below) */
+            int64_t last = tok[t].slots[tok[t].n - 1];
+            Py_ssize_t end = last < 0 ? 0 : (last >= a->cap ? a->cap : (Py_ssize_t)last + 1);
+            hi = end > hi ? end : hi;
         }
-        if (a->subject_code != RANK_NONE && a->subject[s] != a->subject_code &&
-            a->service[s] != a->subject_code) {
-            continue;
-        }
-        if (a->part_code != RANK_NONE && a->part[s] != a->part_code && a->part[s] != 0 &&
-            !a->shared[s]) {
-            continue;
-        }
-        double tw = a->title_weight * title;
-        RankCand *c = &cand[n++];
-        c->slot = s;
-        c->score = (acc + tw) / a->denom;
-        c->upd = a->updated[s];
-        c->covered = covered;
-        c->fuzzy = fuzzy;
+    }
+    RankCand *cand = malloc((size_t)(total ? total : 1) * sizeof(RankCand));
+    if (cand == NULL) {
+        return -1;
+    }
+    if (how == RANK_AUTO) {
+        how = k > 1 && (hi <= DENSE_MIN_SPAN || hi / DENSE_SPAN <= total) ? RANK_DENSE : RANK_MERGE;
+    }
+    Py_ssize_t n = how == RANK_DENSE ? rank_dense(tok, k, a, hi ? hi : 1, cand)
+                                     : rank_merge(tok, k, a, cand);
+    if (n < 0) {
+        free(cand);
+        return n;
     }
     Py_ssize_t m = n;
     if (a->limit >= 0 && n > a->limit && a->limit > 0) {
@@ -1274,15 +1441,37 @@ rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, RankCand **out, Py_ssi
             v[i] = cand[i].score;
         }
         double kth = kth_largest(v, n, a->limit);
+        /* Every candidate scored above kth is in, and of those at kth, the ones updated
+         * at least as recently as the one the cut falls on (the (limit - above)-th most
+         * recent of them, ties counted): the others come after all of these in the order,
+         * so they are no hit and break no tie the cut reaches. */
+        Py_ssize_t above = 0, at = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (cand[i].score > kth) {
+                above++;
+            }
+            else if (cand[i].score == kth) {
+                v[at++] = cand[i].upd;
+            }
+        }
+        int by_upd = above + at > a->limit;
+        double upd_cut = by_upd ? kth_largest(v, at, a->limit - above) : 0.0;
         free(v);
         m = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
-            if (cand[i].score >= kth) {
+            double sc = cand[i].score;
+            if (sc > kth || (sc == kth && (!by_upd || cand[i].upd >= upd_cut))) {
                 cand[m++] = cand[i];
             }
         }
     }
-    qsort(cand, (size_t)m, sizeof(RankCand), cand_cmp);
+    RankCand *tmp = malloc((size_t)(m ? m : 1) * sizeof(RankCand));
+    if (tmp == NULL) {
+        free(cand);
+        return -1;
+    }
+    cand_sort(cand, m, tmp);
+    free(tmp);
     Py_ssize_t cut = a->limit < 0 || a->limit > m ? m : a->limit;
     *tied = 0;
     for (Py_ssize_t i = 0; i + 1 < m && i < cut; i++) {
@@ -1334,11 +1523,16 @@ lex_rank(PyObject *self, PyObject *args)
     PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o, *ids_o;
     PyTypeObject *hit_type;
     RankArgs a;
+    int how = RANK_AUTO;
     memset(&a, 0, sizeof a);
-    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O!:lex_rank", &PyTuple_Type, &tokens, &a.denom,
+    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O!|i:lex_rank", &PyTuple_Type, &tokens, &a.denom,
                           &a.title_weight, &a.exact_level, &PyTuple_Type, &cols, &kind_o,
                           &subject_o, &part_o, &PyTuple_Type, &hidden_o, &a.now_ts, &a.limit,
-                          &PyList_Type, &ids_o, &PyType_Type, &hit_type)) {
+                          &PyList_Type, &ids_o, &PyType_Type, &hit_type, &how)) {
+        return NULL;
+    }
+    if (how != RANK_AUTO && how != RANK_MERGE && how != RANK_DENSE) {
+        PyErr_Format(PyExc_ValueError, "lex_rank: how must be 0 (either), 1 (merge) or 2 (dense), not %d", how);
         return NULL;
     }
     if (!PyType_IsSubtype(hit_type, &PyTuple_Type)) {
@@ -1430,11 +1624,11 @@ lex_rank(PyObject *self, PyObject *args)
     }
     if (total >= NOGIL_MATCHES) {
         Py_BEGIN_ALLOW_THREADS
-        m = rank_run(tok, k, &a, &cand, &need, &tied);
+        m = rank_run(tok, k, &a, how, &cand, &need, &tied);
         Py_END_ALLOW_THREADS
     }
     else { /* too little work to hand the GIL over and take it back */
-        m = rank_run(tok, k, &a, &cand, &need, &tied);
+        m = rank_run(tok, k, &a, how, &cand, &need, &tied);
     }
     if (m == -1) {
         PyErr_NoMemory();
