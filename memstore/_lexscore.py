@@ -21,7 +21,7 @@ scores bit for bit (sums in token order, as ``np.bincount`` adds them).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -44,16 +44,26 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
-    """A query's tokens with what each matched and its weight, computed once."""
+    """A query's tokens with what each matched and its weight, computed once.
+
+    A store keeps a query's plan while nothing is written, so what every
+    ranking of it needs is worked out once, on the plan: its total weight
+    and its tokens as the compiled rank takes them (:func:`plan_tokens`).
+    """
 
     tokens: tuple[str, ...]
     matches: tuple[TokenMatch, ...]
     weights: tuple[float, ...]
     fuzzy_ok: tuple[bool, ...]
+    total_weight: float = field(init=False, repr=False, compare=False)
+    """The sum of the weights: the best score's denominator."""
+    native: tuple[tuple[NativeToken, ...], Scoring] | None = field(
+        init=False, repr=False, compare=False, default=None
+    )
+    """:func:`plan_tokens`' answer, once asked (``None`` before)."""
 
-    @property
-    def total_weight(self) -> float:
-        return sum(self.weights)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "total_weight", sum(self.weights))
 
 
 _SPARSE = 8
@@ -239,13 +249,22 @@ Scoring = tuple[float, float, float]
 
 
 def plan_tokens(plan: QueryPlan) -> tuple[tuple[NativeToken, ...], Scoring]:
-    """The plan's matches as ``lex_rank`` tokens, and the lexical channel's scoring."""
-    tokens = tuple(
-        (m.slots, m.levels, m.title_slots, m.title_levels, w)
-        for m, w in zip(plan.matches, plan.weights, strict=True)
-        if m.slots.size
-    )
-    return tokens, ((1.0 + TITLE_WEIGHT) * plan.total_weight, TITLE_WEIGHT, LEVEL_SUBSTRING)
+    """The plan's matches as ``lex_rank`` tokens, and the lexical channel's scoring.
+
+    Made once a plan and kept on it (:attr:`QueryPlan.native`): a store ranks
+    a kept plan again for every search of the same tokens until a write.
+    """
+    got = plan.native
+    if got is None:
+        tokens = tuple(
+            (m.slots, m.levels, m.title_slots, m.title_levels, w)
+            for m, w in zip(plan.matches, plan.weights, strict=True)
+            if m.slots.size
+        )
+        scoring = ((1.0 + TITLE_WEIGHT) * plan.total_weight, TITLE_WEIGHT, LEVEL_SUBSTRING)
+        got = (tokens, scoring)
+        object.__setattr__(plan, "native", got)  # frozen: set once, as a cache
+    return got
 
 
 def native_rank(

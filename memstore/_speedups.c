@@ -1489,7 +1489,9 @@ rank_run(RankToken *tok, Py_ssize_t k, const RankArgs *a, int how, RankCand **ou
 static int
 hold(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    /* No PyBUF_FORMAT: only the item size is checked, and numpy builds the format string
+     * anew for every buffer asked with it (27 of them a query of five tokens). */
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
         return -1;
     }
     if (view->itemsize != itemsize || view->ndim != 1) {
