@@ -197,6 +197,17 @@ def _linker_cap(
     return cap
 
 
+def _hit_columns(
+    hits: Sequence[LexicalHit],
+) -> tuple[npt.NDArray[np.float64], Sequence[str], bool]:
+    """Lexical hits' scores and ids as columns, and whether they are the index's own
+    (:class:`~memstore._lexindex.LexicalHits`: read as they are, best first) rather than
+    built here from the hits one by one."""
+    if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):
+        return hits.scores, hits.ids, True
+    return np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits)), False
+
+
 def slots_of(
     ids: Sequence[str], slot: dict[str, int], size: int
 ) -> tuple[npt.NDArray[np.intp], bool]:
@@ -301,12 +312,7 @@ class LeanFusion:
     def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
         """The lexical channel's hits, best first (``items`` is ``None``: none is read here)."""
         del items
-        ids: Sequence[str]
-        ranked = False
-        if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):  # the index's columns
-            raw, ids, ranked = hits.scores, hits.ids, True  # best first
-        else:
-            raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
+        raw, ids, ranked = _hit_columns(hits)
         if self._by_score:
             vals = self._lexical_weight * _minmax(raw, ranked)
         else:
@@ -324,11 +330,7 @@ class LeanFusion:
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
         """A second lexical round's hits, fused in at ``weight`` x the first's share
         (:meth:`memstore.search._fusion.Fusion.add_feedback`, the same arithmetic)."""
-        ids: Sequence[str]
-        if isinstance(hits, LexicalHits) and len(hits.ids) == len(hits):
-            raw, ids = hits.scores, hits.ids
-        else:
-            raw, ids = np.fromiter(map(_SCORE, hits), np.float64, len(hits)), list(map(_ID, hits))
+        raw, ids, _ = _hit_columns(hits)
         self.add_channel(ids, raw, weight * self._lexical_weight, weight, "feedback")
 
     def add_channel(
