@@ -43,12 +43,48 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import regex
 
 __all__ = ["DateSpan", "asks_when", "mentions_time", "query_dates", "span_match"]
+
+
+class _Lazy:
+    """A ``regex`` pattern compiled on its first use, not at import.
+
+    The date patterns below take tens of milliseconds to compile (the longest,
+    with its case folding, over a hundred on a slow machine): every process that
+    imports memstore paid that at start, a command line's ``--help`` included,
+    though most never read a date. Two threads that race on the first use both
+    compile it; the second's copy replaces the first's, which is harmless.
+    """
+
+    __slots__ = ("_compiled", "_flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._flags = flags
+        self._compiled: regex.Pattern[str] | None = None
+
+    def compiled(self) -> regex.Pattern[str]:
+        """The compiled pattern."""
+        got = self._compiled
+        if got is None:
+            got = self._compiled = regex.compile(self.pattern, self._flags)
+        return got
+
+    def search(self, text: str, pos: int = 0) -> regex.Match[str] | None:
+        return self.compiled().search(text, pos)
+
+    def fullmatch(self, text: str) -> regex.Match[str] | None:
+        return self.compiled().fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[regex.Match[str]]:
+        return self.compiled().finditer(text)
+
 
 _MONTH_NAMES = (
     "january february march april may june july august september october november december"
@@ -85,15 +121,15 @@ _MON = (
 )
 _DAYN = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_BOUND = regex.compile(r"\b(?P<bound>before|after|since|until|till|by)\s+(?:the\s+)?$", regex.I)
+_BOUND = _Lazy(r"\b(?P<bound>before|after|since|until|till|by)\s+(?:the\s+)?$", regex.I)
 """A bound word right before a date ("before May 2023"), matched on the text up to the date."""
 _ABSOLUTE = [
-    regex.compile(rf"\b(?P<iso>{_YEAR}-(?P<m>\d\d)-(?P<d>\d\d))\b", regex.I),
-    regex.compile(rf"\b{_DAYN}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"\b{_MON}\.?\s+{_DAYN},?\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b", regex.I),
-    regex.compile(rf"\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
-    regex.compile(rf"\b{_YEAR}\b", regex.I),
+    _Lazy(rf"\b(?P<iso>{_YEAR}-(?P<m>\d\d)-(?P<d>\d\d))\b", regex.I),
+    _Lazy(rf"\b{_DAYN}\s+(?:of\s+)?{_MON}\.?,?\s+{_YEAR}\b", regex.I),
+    _Lazy(rf"\b{_MON}\.?\s+{_DAYN},?\s+{_YEAR}\b", regex.I),
+    _Lazy(rf"\b{_MON}\.?,?\s+(?:of\s+)?{_YEAR}\b", regex.I),
+    _Lazy(rf"\b(?:in|during|of|year)\s+{_YEAR}\b", regex.I),
+    _Lazy(rf"\b{_YEAR}\b", regex.I),
 ]
 _MON_ANY = _MON.replace("(?P<mon>", "(?:")
 _YEAR_ANY = r"(?:19|20)\d\d"
@@ -106,7 +142,7 @@ _DATE = (
 )
 """One absolute date (a day, a month or a year) whose year may be left out, for the
 two sides of a range and the anchor of an anchored expression; read by :func:`_date_of`."""
-_RANGE = regex.compile(
+_RANGE = _Lazy(
     rf"\b(?:between|from)\s+(?:the\s+)?(?P<a>{_DATE})\s*"
     rf"(?:and|to|until|till|through|-|–)\s*(?:the\s+)?(?P<b>{_DATE})",
     regex.I,
@@ -116,44 +152,44 @@ _OFFSET_NUMBER = (
     r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
     r"(?:a\s+)?(?:couple|few)(?:\s+of)?|several"
 )
-_ANCHORED = regex.compile(
+_ANCHORED = _Lazy(
     rf"\b(?:(?:the|that|last|previous|past)\s+|(?P<n>{_OFFSET_NUMBER})\s+)?"
     rf"(?P<unit>day|week|weekend|month|year)s?\s+"
     rf"(?P<dir>before|after|prior\s+to|following)\s+(?:the\s+)?(?P<d>{_DATE})",
     regex.I,
 )
 """A span measured from a date, not from now: "the week before 16 November 2023"."""
-_BARE_MONTH = regex.compile(
+_BARE_MONTH = _Lazy(
     r"\b(?P<mon>january|february|march|april|may|june|july|august|september|october|"
     r"november|december)\b",
     regex.I,
 )
-_MONTH_PREFIX = regex.compile(
+_MONTH_PREFIX = _Lazy(
     r"\b(?:in|during|of|early|late|mid|last|this)\s+(?:the\s+month\s+of\s+)?$", regex.I
 )
 _UNITS = r"(?P<unit>day|week|weekend|month|year)s?"
 _RELATIVE = [
-    regex.compile(r"\b(?P<word>yesterday|today|tonight|last\s+night)\b", regex.I),
-    regex.compile(rf"\b(?P<which>last|this|past|previous)\s+{_UNITS}\b", regex.I),
-    regex.compile(
+    _Lazy(r"\b(?P<word>yesterday|today|tonight|last\s+night)\b", regex.I),
+    _Lazy(rf"\b(?P<which>last|this|past|previous)\s+{_UNITS}\b", regex.I),
+    _Lazy(
         rf"\b(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
         rf"(?:a\s+)?(?:couple|few)(?:\s+of)?|several)\s+{_UNITS}\s+ago\b",
         regex.I,
     ),
-    regex.compile(
+    _Lazy(
         r"\b(?:last|this|past)\s+(?P<weekday>monday|tuesday|wednesday|thursday|friday|"
         r"saturday|sunday)\b",
         regex.I,
     ),
 ]
-_WHEN = regex.compile(
+_WHEN = _Lazy(
     r"^\W*when\b|\bwhen\s+(?:did|was|were|is|does|do|has|had|will)\b|"
     r"\b(?:what|which)\s+(?:year|month|day|date|time|week|season)\b|"
     r"\bhow\s+long\s+ago\b|\bsince\s+when\b|\bin\s+which\s+(?:year|month)\b|"
     r"\bhow\s+long\s+(?:has|have|had|did|was)\b",
     regex.I,
 )
-_TIME_WORDS = regex.compile(
+_TIME_WORDS = _Lazy(
     r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|"
     r"(?:last|next|this|past|coming|previous)\s+(?:week|weekend|month|year|night|summer|"
     r"winter|spring|fall|autumn|time|few|couple|monday|tuesday|wednesday|thursday|friday|"
@@ -165,7 +201,7 @@ _TIME_WORDS = regex.compile(
     r"(?:in|since|during|until|by|of|early|late|mid|last|this|next)\s+may)\b",
     regex.I,
 )
-_TRIGGER = regex.compile(
+_TRIGGER = _Lazy(
     rf"{_YEAR_ANY}|\b{_MON_ANY}\b|\b(?:yesterday|today|tonight|ago)\b|"
     r"\b(?:last|this|past|previous)\s+(?:night|day|week|month|year|monday|tuesday|wednesday|"
     r"thursday|friday|saturday|sunday)",
@@ -197,15 +233,22 @@ def _may_name_a_date(text: str) -> bool:
     return False
 
 
-_CAPITAL_MAY = regex.compile(r"(?<![.!?]\s)(?<!^)\bMay\b")
+_CAPITAL_MAY = _Lazy(r"(?<![.!?]\s)(?<!^)\bMay\b")
+
+
 # The same words for an ASCII text, matched against its lower-cased copy by the
 # standard library's engine, about three times faster than ``regex`` with its
 # case folding (every candidate of a "when" question is read with it). On ASCII
 # the two agree: lower-casing is the case folding, ``\w``, ``\d`` and ``\b`` are
 # the same, and ``\s`` is spelled out, since ``re`` also counts the separators
 # \x1c-\x1f as space and ``regex`` does not.
-_TIME_WORDS_ASCII = re.compile(_TIME_WORDS.pattern.replace(r"\s", r"[\t\n\x0b\x0c\r ]"))
-_YEAR_IN = regex.compile(rf"\b{_YEAR_ANY}\b")
+@cache
+def _time_words_ascii() -> re.Pattern[str]:
+    """:data:`_TIME_WORDS` for the standard library's engine, compiled on first use."""
+    return re.compile(_TIME_WORDS.pattern.replace(r"\s", r"[\t\n\x0b\x0c\r ]"))
+
+
+_YEAR_IN = _Lazy(rf"\b{_YEAR_ANY}\b")
 _DAY = _dt.timedelta(days=1)
 _GRACE_MAX = _dt.timedelta(days=31)
 
@@ -521,5 +564,5 @@ def mentions_time(text: str) -> bool:
     >>> mentions_time("We may go"), mentions_time("see you in May"), mentions_time("two weeks ago")
     (False, True, True)
     """
-    words = _TIME_WORDS_ASCII.search(text.lower()) if text.isascii() else _TIME_WORDS.search(text)
+    words = _time_words_ascii().search(text.lower()) if text.isascii() else _TIME_WORDS.search(text)
     return words is not None or _CAPITAL_MAY.search(text) is not None
