@@ -196,13 +196,17 @@ class StoreSearch(StoreBase):
     def _tokens(self, query: str) -> list[str]:
         """The query's lexical tokens; a repeated query is tokenised once (any generation)."""
         with self._locked():
-            cache = self._token_cache
-            if cache is None:
-                cache = self._token_cache = {}
-            tokens = cache.get(query)
-            if tokens is None:
-                tokens = _remember(cache, query, tuple(kw_tokens(normalize_query(query))))
-            return list(tokens)
+            return list(self._tokens_locked(query))
+
+    def _tokens_locked(self, query: str) -> tuple[str, ...]:
+        """:meth:`_tokens` with the lock held (a search takes it once, not twice)."""
+        cache = self._token_cache
+        if cache is None:
+            cache = self._token_cache = {}
+        tokens = cache.get(query)
+        if tokens is None:
+            tokens = _remember(cache, query, tuple(kw_tokens(normalize_query(query))))
+        return tokens
 
     def _plan(self, tokens: Sequence[str]) -> QueryPlan:
         """The lexical plan of ``tokens``, cached while the store is unchanged (lock held).
@@ -249,10 +253,10 @@ class StoreSearch(StoreBase):
             raise InvalidItemError(f"user_hash must be text, got {arg.describe(user_hash)}")
         arg.flag(own_only, "own_only")
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
-        if not tokens:
-            return [], 0
         with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
             now = self._now()
             plan = self._plan(tokens)
             hits: list[LexicalHit] = []
@@ -283,13 +287,36 @@ class StoreSearch(StoreBase):
         """
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
-        if not tokens:
-            return [], 0
         with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
             now = self._now()
             plan = self._plan(tokens)
             return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
+
+    def _keyword_columns(
+        self, query: str, kind: str, subject: str, limit: int, partition: str | None
+    ) -> tuple[Sequence[LexicalHit], int]:
+        """:meth:`keyword_ranked`'s hits, as :class:`~memstore._lexhits.LexicalColumns` where
+        the compiled rank makes them (the searcher's lean path reads them so), else as tuples."""
+        _check_search(query, kind, subject, limit, partition)
+        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
+        with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
+            hits = self._lex.rank(
+                self._plan(tokens),
+                kind=kind,
+                subject=subject,
+                hidden_kinds=self._hidden_kinds(kind),
+                now_ts=self._now().timestamp(),
+                limit=limit,
+                partition=partition,
+                columns=True,
+            )
+            return hits, len(tokens)
 
     def keyword_bm25(
         self,
@@ -310,10 +337,9 @@ class StoreSearch(StoreBase):
         """
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
         with self._locked():
             return self._lex.bm25(
-                tokens,
+                self._tokens_locked(query),
                 kind=kind,
                 subject=subject,
                 hidden_kinds=self._hidden_kinds(kind),
@@ -383,7 +409,7 @@ class StoreSearch(StoreBase):
         partition: str | None,
     ) -> LexicalHits:
         """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
-        return self._lex.rank(
+        ranked = self._lex.rank(
             plan,
             kind=kind,
             subject=subject,
@@ -392,6 +418,7 @@ class StoreSearch(StoreBase):
             limit=limit,
             partition=partition,
         )
+        return cast("LexicalHits", ranked)  # tuples: ``columns`` was not asked
 
     def _merge_private(
         self,
