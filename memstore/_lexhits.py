@@ -18,7 +18,6 @@ other reader, the same tuples the ranking would have built (made when read):
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import NamedTuple, overload
@@ -102,39 +101,48 @@ class SlotMap:
         lexicon_ids: list[str | None],
         slot: dict[str, int],
         lex_slots: npt.NDArray[np.intp],
-        ids: Sequence[str],
-    ) -> npt.NDArray[np.intp]:
-        """``slot``'s value for each hit (-1: it holds no such id), from the hits' lexicon
-        slots and, where the map has no answer yet, their ``ids`` (read only there)."""
+        ids: tuple[str, ...],
+        size: int,
+    ) -> tuple[npt.NDArray[np.intp], bool]:
+        """Each hit's slot in ``slot`` below ``size`` (-1: none), from the hits' lexicon slots
+        and, where the map has no answer yet, their ``ids``; and whether every hit has one
+        (``slots_of``'s answer: :func:`memstore.search._lean.slots_of`)."""
         state = self._state
         if state is None or state[0] is not lexicon_ids or state[1] is not slot:
             known = np.full(len(lexicon_ids), -1, np.intp)
         else:
             known = state[2]
-        n = int(lex_slots.size)
-        if n and int(lex_slots.max()) >= known.size:  # the lexicon grew since
-            grown = np.full(max(len(lexicon_ids), 2 * known.size), -1, np.intp)
-            grown[: known.size] = known
-            known = grown
-        got = known[lex_slots]
-        missing = np.flatnonzero(got < 0)
-        if missing.size:
-            names = ids if missing.size == n else [ids[i] for i in missing.tolist()]
-            found = _values(names, slot)
-            got[missing] = found
-            held = found >= 0
-            known[lex_slots[missing[held]]] = found[held]
+            if known.size < len(lexicon_ids):  # the lexicon grew since
+                grown = np.full(max(len(lexicon_ids), 2 * known.size), -1, np.intp)
+                grown[: known.size] = known
+                known = grown
         self._state = (lexicon_ids, slot, known)  # one assignment: another thread sees either
-        return got
+        native = _wordbatch.speedups
+        if native is not None and _WIDE:
+            raw, every = native.slot_map(known, lex_slots, ids, slot, size)
+            return np.frombuffer(raw, np.intp), every
+        return _slot_map(known, lex_slots, ids, slot, size)
 
 
-def _values(ids: Sequence[str], slot: dict[str, int]) -> npt.NDArray[np.intp]:
-    """``slot``'s value of each of ``ids``, -1 where it holds none (any value: not masked)."""
-    native = _wordbatch.speedups
-    if native is not None and _WIDE:
-        raw, _ = native.slots_of(ids, slot, sys.maxsize)
-        return np.frombuffer(raw, np.intp)
-    return np.fromiter(map(slot.get, ids, repeat(-1, len(ids))), np.intp, len(ids))
+def _slot_map(
+    known: npt.NDArray[np.intp],
+    lex_slots: npt.NDArray[np.intp],
+    ids: Sequence[str],
+    slot: dict[str, int],
+    size: int,
+) -> tuple[npt.NDArray[np.intp], bool]:
+    """:meth:`SlotMap.slots` in numpy, the oracle of the compiled ``slot_map``: ``known``
+    read at the hits' lexicon slots, the rest looked up in ``slot`` (and remembered)."""
+    got = known[lex_slots]
+    missing = np.flatnonzero(got < 0)
+    if missing.size:
+        found = np.fromiter((slot.get(ids[i], -1) for i in missing.tolist()), np.intp, missing.size)
+        got[missing] = found
+        held = found >= 0
+        known[lex_slots[missing[held]]] = found[held]
+    if got.size and int(got.max()) >= size:  # a later snapshot's ids: not this one's
+        got[got >= size] = -1
+    return got, got.size == 0 or bool(got.min() >= 0)
 
 
 class LexicalColumns(Sequence[LexicalHit]):
@@ -174,10 +182,10 @@ class LexicalColumns(Sequence[LexicalHit]):
         self._map = slot_map
         self._hits: list[LexicalHit] | None = None
 
-    def snapshot_slots(self, slot: dict[str, int]) -> npt.NDArray[np.intp]:
-        """Each hit's value in a snapshot's ``id -> slot`` dictionary (-1: none), by the
-        index's :class:`SlotMap` (a later snapshot's slots included: the reader masks them)."""
-        return self._map.slots(self._lexicon_ids, slot, self.lex_slots, self.ids)
+    def snapshot_slots(self, slot: dict[str, int], size: int) -> tuple[npt.NDArray[np.intp], bool]:
+        """Each hit's slot in a snapshot (its ``id -> slot`` dictionary, its length): -1 where
+        it holds none; and whether it holds them all. By the index's :class:`SlotMap`."""
+        return self._map.slots(self._lexicon_ids, slot, self.lex_slots, self.ids, size)
 
     def any_fuzzy(self) -> bool:
         """Whether a hit used the fuzzy channel."""

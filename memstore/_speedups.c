@@ -1799,6 +1799,89 @@ rank_columns(const RankCand *cand, const Py_ssize_t *perm, PyObject **names, Py_
 }
 
 
+/* ------------------------------------------------------------------ lexical slot map
+ *
+ * slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)
+ *
+ * The snapshot slot of each of a ranking's hits, handed over as columns (rank_columns):
+ * known (a writable int64 array) holds, per lexicon slot, the snapshot dictionary's value of
+ * its id (-1: not known yet); a hit it does not know is looked up in slot (a dict, ids[i] its
+ * key) and, when found, remembered. Each value below size is written out, any other (or none)
+ * as -1; the bool: whether none was. memstore/_lexhits.py's SlotMap._slots is the oracle
+ * (tests/test_lexcols.py).
+ */
+static PyObject *
+slot_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5 || !PyTuple_Check(args[2]) || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "slot_map(known, lex_slots, ids, slot, size): ids a tuple, slot a dict");
+        return NULL;
+    }
+    Py_ssize_t size = PyLong_AsSsize_t(args[4]);
+    if (size == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer kv, sv;
+    if (PyObject_GetBuffer(args[0], &kv, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &sv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&kv);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    Py_ssize_t n = sv.len / 8, nknown = kv.len / 8;
+    if (kv.itemsize != 8 || sv.itemsize != 8 || PyTuple_GET_SIZE(args[2]) != n) {
+        PyErr_SetString(PyExc_TypeError, "slot_map: 8-byte slots, one id per slot");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL) {
+        goto done;
+    }
+    int64_t *known = kv.buf, *o = (int64_t *)PyBytes_AS_STRING(out);
+    const int64_t *lex = sv.buf;
+    int every = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = lex[i];
+        int64_t v = at >= 0 && at < nknown ? known[at] : -1;
+        if (v < 0) {
+            PyObject *got = PyDict_GetItemWithError(args[3], PyTuple_GET_ITEM(args[2], i));
+            if (got == NULL && PyErr_Occurred()) {
+                Py_CLEAR(out);
+                goto done;
+            }
+            if (got != NULL) {
+                Py_ssize_t s = PyLong_AsSsize_t(got);
+                if (s == -1 && PyErr_Occurred()) {
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                v = s < 0 ? -1 : s;
+                if (v >= 0 && at >= 0 && at < nknown) {
+                    known[at] = v;
+                }
+            }
+        }
+        if (v < 0 || v >= size) {
+            o[i] = -1;
+            every = 0;
+        }
+        else {
+            o[i] = v;
+        }
+    }
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&kv);
+    if (out == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(NO)", out, every ? Py_True : Py_False);
+}
+
 /* ------------------------------------------------------------------ joined words
  *
  * holding(texts, slots, pair) -> list[int] | NotImplemented
@@ -2572,6 +2655,9 @@ static PyMethodDef methods[] = {
     {"row_json", (PyCFunction)(void (*)(void))row_json, METH_FASTCALL,
      "row_json(fields, utcs, d) -> str | None\n\n"
      "An item's persisted fields as the journal row's JSON (see memstore/journal/version.py)."},
+    {"slot_map", (PyCFunction)(void (*)(void))slot_map, METH_FASTCALL,
+     "slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)\n\n"
+     "Ranked hits' snapshot slots by their lexicon slots (see memstore/_lexhits.py's SlotMap)."},
     {"slots_of", (PyCFunction)(void (*)(void))slots_of, METH_FASTCALL,
      "slots_of(ids, slot, size) -> (bytes, bool)\n\n"
      "Each id's slot below size as int64 (-1: not held), and whether all are held (see "

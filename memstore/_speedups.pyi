@@ -48,6 +48,12 @@ def lex_rank(
     ``None``, the same hits as columns: ``(lexicon slots as int64 bytes, ids, scores as
     float64 bytes, covered as int32 bytes, fuzzy as uint8 bytes)``."""
 
+def slot_map(
+    known: object, lex_slots: object, ids: tuple[str, ...], slot: dict[str, int], size: int, /
+) -> tuple[bytes, bool]:
+    """Ranked hits' snapshot slots (int64 bytes, -1: none below ``size``) by their lexicon
+    slots, ``known`` (writable int64) remembering them; and whether every hit has one."""
+
 def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
     """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""
 

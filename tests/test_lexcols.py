@@ -169,13 +169,15 @@ def _check(
     assert snap is not None
     for s in (snap, old):
         if s is not None and isinstance(cols, LexicalColumns):
-            want = [s.slot.get(h.id, -1) for h in tuples]
-            assert cols.snapshot_slots(s.slot).tolist() == want
+            want = [s.slot_of(h.id) for h in tuples]
+            got, every = cols.snapshot_slots(s.slot, len(s))
+            assert got.tolist() == want and every == (-1 not in want)
     _fusions(store, snap, by_score, [cols, tuples, list(tuples)])
 
 
-def _placed(cols: LexicalColumns, slot: dict[str, int]) -> dict[str, int]:
-    return dict(zip(cols.ids, cols.snapshot_slots(slot).tolist(), strict=True))
+def _placed(cols: LexicalColumns, snap: SearchSnapshot) -> dict[str, int]:
+    slots, _ = cols.snapshot_slots(snap.slot, len(snap))
+    return dict(zip(cols.ids, slots.tolist(), strict=True))
 
 
 def test_the_map_learns_an_id_a_later_snapshot_adds() -> None:
@@ -188,10 +190,10 @@ def test_the_map_learns_an_id_a_later_snapshot_adds() -> None:
     store.upsert(Item(id="b", kind="note", content="ledger"))  # sorts above "a": derived
     cols, _ = store._keyword_columns("ledger", "", "", 10, None)
     assert isinstance(cols, LexicalColumns) and sorted(cols.ids) == ["a", "b"]
-    assert _placed(cols, first.slot) == {"a": 0, "b": -1}
+    assert _placed(cols, first) == {"a": 0, "b": -1}
     second = store.search_snapshot()
     assert second is not None and second.slot is first.slot  # shared, grown
-    assert _placed(cols, second.slot) == {"a": 0, "b": 1}
+    assert _placed(cols, second) == {"a": 0, "b": 1}
 
 
 def test_a_save_between_two_searches_moves_no_hit() -> None:
@@ -208,27 +210,69 @@ def test_a_save_between_two_searches_moves_no_hit() -> None:
     assert snap is not None
     before, _ = store._keyword_columns("filler", "", "", 10, None)
     assert isinstance(before, LexicalColumns)
-    assert before.snapshot_slots(snap.slot).tolist() == [snap.slot[id] for id in before.ids]
+    assert _placed(before, snap) == {id: snap.slot[id] for id in before.ids}
     with tempfile.TemporaryDirectory() as tmp:
         store.save_lexicon(os.path.join(tmp, "lex.npz"), generation=1)
     assert store.search_snapshot() is snap  # no write: the same snapshot
     after, _ = store._keyword_columns("filler", "", "", 10, None)
     assert isinstance(after, LexicalColumns) and after.ids == before.ids
     assert after.lex_slots.tolist() != before.lex_slots.tolist()  # moved
-    assert after.snapshot_slots(snap.slot).tolist() == [snap.slot[id] for id in after.ids]
+    assert _placed(after, snap) == {id: snap.slot[id] for id in after.ids}
 
 
 def test_the_map_starts_again_for_another_lexicon_list_or_dictionary() -> None:
     ids: list[str | None] = ["a", "b", "c"]
-    slots = np.array([2, 0], np.intp)
     m = SlotMap()
-    assert m.slots(ids, {"a": 5, "c": 7}, slots, ["c", "a"]).tolist() == [7, 5]
-    assert m.slots(ids, {"a": 5, "c": 7}, slots, ["c", "a"]).tolist() == [7, 5]
-    assert m.slots(ids, {"a": 1, "c": 0}, slots, ["c", "a"]).tolist() == [0, 1]  # a new dict
-    slot = {"a": 1, "c": 0}
-    assert m.slots(ids, slot, slots, ["c", "a"]).tolist() == [0, 1]
+
+    def placed(lexicon: list[str | None], slot: dict[str, int], at: list[int]) -> list[int]:
+        got, _ = m.slots(
+            lexicon, slot, np.array(at, np.intp), tuple(lexicon[i] or "" for i in at), 9
+        )
+        return got.tolist()
+
+    assert placed(ids, {"a": 5, "c": 7}, [2, 0]) == [7, 5]
+    assert placed(ids, {"a": 5, "c": 7}, [2, 0]) == [7, 5]
+    slot = {"a": 1, "c": 0}  # a new dictionary
+    assert placed(ids, slot, [2, 0]) == [0, 1]
     moved: list[str | None] = ["c", "a"]  # a compaction: a new list, the same dictionary
-    assert m.slots(moved, slot, np.array([1, 0]), ["a", "c"]).tolist() == [1, 0]
+    assert placed(moved, slot, [1, 0]) == [1, 0]
+
+
+@st.composite
+def _lookups(draw: st.DrawFn) -> list[tuple[Any, ...]]:
+    """Calls of one map: over two ids lists and two dictionaries (values past ``size`` too),
+    the lists growing, the dictionaries gaining ids, in any order."""
+    names = [f"n{i}" for i in range(30)]
+    lists: list[list[str | None]] = [[], []]
+    dicts: list[dict[str, int]] = [{}, {}]
+    calls = []
+    for _ in range(draw(st.integers(1, 12))):
+        which, d = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+        lexicon = lists[which]
+        lexicon.extend(draw(st.lists(st.sampled_from([*names, None]), max_size=8)))
+        for name in draw(st.lists(st.sampled_from(names), max_size=6)):
+            dicts[d].setdefault(name, len(dicts[d]))
+        live = [i for i, id in enumerate(lexicon) if id is not None]
+        at = draw(st.lists(st.sampled_from(live), unique=True)) if live else []
+        size = draw(st.integers(0, 32))
+        calls.append((lexicon, dicts[d], at, tuple(lexicon[i] or "" for i in at), size))
+    return calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(_lookups())
+def test_the_compiled_map_is_the_numpy_one(calls: list[tuple[Any, ...]]) -> None:
+    native, oracle = SlotMap(), SlotMap()
+    for lexicon, slot, at, ids, size in calls:
+        lex_slots = np.array(at, np.intp)
+        got = native.slots(lexicon, slot, lex_slots, ids, size)
+        with _wordbatch.pure_python():
+            want = oracle.slots(lexicon, slot, lex_slots, ids, size)
+        assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
+        held = [slot.get(id, -1) for id in ids]
+        assert got[0].tolist() == [v if v < size else -1 for v in held]
+        assert native._state is not None and oracle._state is not None
+        assert native._state[2].tolist() == oracle._state[2].tolist()
 
 
 def _results(results: list[SearchResult]) -> list[tuple[Any, ...]]:

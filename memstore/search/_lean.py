@@ -317,7 +317,7 @@ class LeanFusion:
         (:class:`~memstore._lexhits.LexicalColumns`) are placed by their lexicon slots, no id read
         for a hit the index's :class:`~memstore._lexhits.SlotMap` has placed before."""
         if isinstance(hits, LexicalColumns):
-            slots, every = self._held(hits.snapshot_slots(self._snap.slot))
+            slots, every = hits.snapshot_slots(self._snap.slot, len(self._snap))
             return hits.scores, slots, every, True
         raw, ids, ranked = _hit_columns(hits)
         slots, every = self._slots(ids)
