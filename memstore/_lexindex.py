@@ -674,7 +674,8 @@ class LexicalIndex:
         now_ts: float,
         limit: int,
         partition: str | None = None,
-    ) -> LexicalHits:
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
         """The best ``limit`` documents by BM25 of the tokens' words (:mod:`memstore._bm25`).
 
         The same filters and the same order on equal scores as :meth:`rank`
@@ -682,7 +683,8 @@ class LexicalIndex:
         tokens it holds, and no hit is fuzzy. ``N``, ``df`` and ``avgdl`` are
         the whole index's live documents', as the lexicon's token weights are.
         Ranked by the compiled ``lex_rank`` where it is built (each word's
-        documents at their length factor, as levels), else with numpy.
+        documents at their length factor, as levels; ``columns``: as :meth:`rank`'s), else
+        with numpy.
         """
         lex = self.lexicon
         df = lex._df
@@ -699,8 +701,9 @@ class LexicalIndex:
             empty = (_NO_SLOTS, _NO_LEVELS)
             native_tokens = tuple((s, f, *empty, w) for s, f, w in words)
             try:  # each word's documents at their length factor, as levels; all covered
-                got = self._rank_native(native, native_tokens, _BM25, filters, now_ts, limit)
-                return cast("LexicalHits", got)
+                return self._rank_native(
+                    native, native_tokens, _BM25, filters, now_ts, limit, columns
+                )
             except Unranked:
                 pass
         cand, scores, covered = bm25_score(words, lex.capacity)

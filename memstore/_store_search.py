@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar, cast
 
 from memstore import arguments as arg
-from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
+from memstore._lexindex import LexicalColumns, LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase
 from memstore._updatekey import ts
@@ -335,6 +335,19 @@ class StoreSearch(StoreBase):
         scores only, nothing read; the hits carry them as columns too
         (``hits.ids``, ``hits.scores``).
         """
+        return cast("LexicalHits", self._bm25_ranked(query, kind, subject, limit, partition))
+
+    def _bm25_ranked(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        limit: int,
+        partition: str | None,
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
+        """:meth:`keyword_bm25`, or its hits as :class:`~memstore._lexhits.LexicalColumns`
+        where the compiled rank makes them (``columns``: the searcher's BM25 channel)."""
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
         with self._locked():
@@ -346,6 +359,7 @@ class StoreSearch(StoreBase):
                 now_ts=self._now().timestamp(),
                 limit=limit,
                 partition=partition,
+                columns=columns,
             )
 
     def named_subjects(self, query: str) -> frozenset[str]:

@@ -11,7 +11,8 @@ write: a map keyed by the write generation alone would place moved slots),
 and after each step:
 
 * the columns read as a sequence are the tuple path's hits, field for field
-  and type for type, and the numpy path's (``MEMSTORE_PURE_PYTHON``'s, the oracle);
+  and type for type, and the numpy path's (``MEMSTORE_PURE_PYTHON``'s, the oracle),
+  the lexical channel's and the BM25 channel's alike;
 * the map places each hit where the snapshot's ``id -> slot`` dictionary does,
   the current snapshot's and an older one's alike;
 * the lean fusion left by the columns is the one left by the tuples;
@@ -173,6 +174,14 @@ def _check(
             got, every = cols.snapshot_slots(s.slot, len(s))
             assert got.tolist() == want and every == (-1 not in want)
     _fusions(store, snap, by_score, [cols, tuples, list(tuples)])
+    # The BM25 channel: the same columns of its own ranking.
+    bm25 = store._bm25_ranked(query, kind, "", limit, part, columns=True)
+    bm25_tuples = store.keyword_bm25(query, kind, limit=limit, partition=part)
+    with _wordbatch.pure_python():
+        bm25_oracle = store.keyword_bm25(query, kind, limit=limit, partition=part)
+    assert _typed(bm25_tuples) == _typed(bm25_oracle)
+    assert not bm25_tuples or isinstance(bm25, LexicalColumns)
+    _same_hits(bm25, bm25_tuples)
 
 
 def _placed(cols: LexicalColumns, snap: SearchSnapshot) -> dict[str, int]:
@@ -284,9 +293,10 @@ def _results(results: list[SearchResult]) -> list[tuple[Any, ...]]:
     ops=st.lists(_ops, min_size=1, max_size=30),
     fusion=st.sampled_from(["score", "rrf"]),
     always_fuse=st.booleans(),
+    bm25_weight=st.sampled_from([0.0, 0.1]),
 )
 def test_a_search_on_the_columns_is_the_pure_python_search(
-    ops: list[tuple[Any, ...]], fusion: str, always_fuse: bool
+    ops: list[tuple[Any, ...]], fusion: str, always_fuse: bool, bm25_weight: float
 ) -> None:
     clock = FakeClock(T0)
     store = Store(Config(clock=clock))
@@ -297,6 +307,7 @@ def test_a_search_on_the_columns_is_the_pure_python_search(
         cells=lambda: cells,
         fusion=fusion,
         always_fuse=always_fuse,
+        bm25_weight=bm25_weight,
         spread_relations=("precedes",),
     )
     searcher = Searcher(cfg)

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
-from memstore._lexhits import any_fuzzy
+from memstore._lexhits import LexicalColumns, any_fuzzy
 from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import describe, query_vector_arg, unit_interval
@@ -672,7 +672,9 @@ class Searcher:
         hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
         return hits
 
-    def _bm25(self, query: str, kind: str, subject: str, partition: str, depth: int) -> LexicalHits:
+    def _bm25(
+        self, query: str, kind: str, subject: str, partition: str, depth: int
+    ) -> LexicalHits | LexicalColumns:
         """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.keyword_bm25`).
 
         Partitioned by the index under the default visibility rule, as the
@@ -683,7 +685,7 @@ class Searcher:
         index_partition = None if partition == PARTITION_ALL else partition
         if self._cfg.visible is not None:
             index_partition = None
-        return store.keyword_bm25(query, kind, subject, depth, partition=index_partition)
+        return store._bm25_ranked(query, kind, subject, depth, index_partition, columns=True)
 
     def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()
