@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
+from operator import attrgetter
 from typing import NamedTuple, overload
 
 import numpy as np
@@ -29,8 +30,9 @@ from memstore import _wordbatch
 
 __all__ = ["LexicalColumns", "LexicalHit", "LexicalHits", "SlotMap", "any_fuzzy"]
 
+_FUZZY = attrgetter("fuzzy")
 _WIDE = np.dtype(np.intp).itemsize == 8
-"""The compiled ``slots_of`` writes 8-byte slots: numpy's ``intp`` here."""
+"""The compiled ``slot_map`` reads and writes 8-byte slots: numpy's ``intp`` here."""
 
 
 class LexicalHit(NamedTuple):
@@ -88,7 +90,8 @@ class SlotMap:
     So the map is keyed by both objects (held, so neither can be freed and its
     address reused) and starts again when either changes. An id the dictionary
     did not hold (``-1``) is looked up again next time: a later snapshot
-    sharing the dictionary may add it.
+    sharing the dictionary may add it. One per index; it holds the last list and
+    dictionary (an 8-byte entry per lexicon slot) until a search brings others.
     """
 
     __slots__ = ("_state",)
@@ -222,4 +225,4 @@ def any_fuzzy(hits: Sequence[LexicalHit]) -> bool:
     """Whether one of ``hits`` used the fuzzy channel (columns read as a column)."""
     if isinstance(hits, LexicalColumns):
         return hits.any_fuzzy()
-    return any(hit.fuzzy for hit in hits)
+    return any(map(_FUZZY, hits))
