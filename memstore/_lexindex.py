@@ -17,9 +17,9 @@ import functools
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from itertools import compress, repeat
+from itertools import compress
 from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ from memstore._bm25 import idf as bm25_idf
 from memstore._bm25 import live_tokens
 from memstore._gc import bulk_load
 from memstore._lexcheck import check_index
+from memstore._lexhits import LexicalColumns, LexicalHit, LexicalHits, SlotMap, tuple_hits
 from memstore._lexqueue import QUEUE_MAX, Queued, WriteQueue
 from memstore._lexscore import (
     NativeToken,
@@ -49,44 +50,9 @@ from memstore.lexical import TITLE_WEIGHT, Lexicon, token_weight
 from memstore.tags import SHARED_TAG, partition_from_tags, service_from_tags
 from memstore.text import event_date_words, words, words_many
 
-__all__ = ["LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
+__all__ = ["LexicalColumns", "LexicalHit", "LexicalHits", "LexicalIndex", "QueryPlan"]
 
 _INF = float("inf")
-
-
-class LexicalHit(NamedTuple):
-    """One ranked lexical hit: the id, its score in [0, 1], tokens covered, fuzzy use.
-
-    A named tuple (immutable, hashable): a hybrid search builds one per hit of
-    a deep pool, and a tuple is built several times faster than a frozen
-    dataclass.
-    """
-
-    id: str
-    score: float
-    covered: int
-    fuzzy: bool
-
-
-class LexicalHits(list[LexicalHit]):
-    """:meth:`LexicalIndex.rank`'s hits, best first, with their ids and scores as columns too.
-
-    ``ids`` (a tuple) and ``scores`` (a read-only float64 array) hold each
-    hit's ``id`` and ``score`` in order, as the ranking made them: a caller
-    that works on arrays (the searcher's lean path) takes them whole instead
-    of reading a deep pool's tuples field by field. Best first: ``scores``
-    never increase (the lean path reads their range at the two ends). A copy (a slice,
-    ``list(...)``) is a plain list; the hits must not be changed in place.
-    """
-
-    __slots__ = ("ids", "scores")
-
-    def __init__(
-        self, hits: Iterable[LexicalHit], ids: tuple[str, ...], scores: npt.NDArray[np.float64]
-    ) -> None:
-        super().__init__(hits)
-        self.ids = ids
-        self.scores = scores
 
 
 _NO_HITS_SCORES = np.zeros(0, np.float64)
@@ -231,6 +197,7 @@ class LexicalIndex:
         self._queue = WriteQueue()
         self._lock = threading.RLock()
         self._lexicon.on_renumber(self._renumber)
+        self._slot_map = SlotMap()  # for the hits handed over as columns (rank's columns)
 
     def named_subjects(self, query_words: Iterable[str]) -> frozenset[str]:
         """The live items' subjects (and ``service/`` values) whose every word is a query word.
@@ -613,12 +580,15 @@ class LexicalIndex:
         now_ts: float,
         limit: int | None,
         partition: str | None = None,
-    ) -> LexicalHits:
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
         """Score the plan's candidates, filter them, and return the best ``limit``.
 
         Order: score descending, then the most recently updated, then id.
         ``limit=None`` returns every match. ``partition`` keeps the items tagged
         for it, the untagged ones and the ``shared`` ones (``None``: no filter).
+        ``columns``: the compiled rank may return the same hits as
+        :class:`~memstore._lexhits.LexicalColumns` (the searcher's lean path).
 
         One accumulation over the concatenated matches of every token
         (``np.bincount``, summing in token order as a per-token loop would),
@@ -633,7 +603,8 @@ class LexicalIndex:
         native = _wordbatch.speedups
         if native is not None:
             try:
-                return self._rank_native(native, *plan_tokens(plan), filters, now_ts, limit)
+                tokens, scoring = plan_tokens(plan)
+                return self._rank_native(native, tokens, scoring, filters, now_ts, limit, columns)
             except Unranked:
                 pass
         found = _accumulate(plan, cap)
@@ -690,9 +661,7 @@ class LexicalIndex:
         if None in held:  # pragma: no cover - a candidate is a live slot
             hit_ids = tuple(i or "" for i in held)
         scores.flags.writeable = False
-        fields = zip(hit_ids, scores.tolist(), covered.tolist(), fuzzy.tolist(), strict=True)
-        # tuple.__new__ straight from C: the named tuple's own __new__ is a Python frame.
-        hits = map(tuple.__new__, repeat(LexicalHit, len(hit_ids)), fields)
+        hits = tuple_hits(hit_ids, scores.tolist(), covered.tolist(), fuzzy.tolist())
         return LexicalHits(hits, hit_ids, scores)
 
     def bm25(
@@ -705,7 +674,8 @@ class LexicalIndex:
         now_ts: float,
         limit: int,
         partition: str | None = None,
-    ) -> LexicalHits:
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
         """The best ``limit`` documents by BM25 of the tokens' words (:mod:`memstore._bm25`).
 
         The same filters and the same order on equal scores as :meth:`rank`
@@ -713,7 +683,8 @@ class LexicalIndex:
         tokens it holds, and no hit is fuzzy. ``N``, ``df`` and ``avgdl`` are
         the whole index's live documents', as the lexicon's token weights are.
         Ranked by the compiled ``lex_rank`` where it is built (each word's
-        documents at their length factor, as levels), else with numpy.
+        documents at their length factor, as levels; ``columns``: as :meth:`rank`'s), else
+        with numpy.
         """
         lex = self.lexicon
         df = lex._df
@@ -730,7 +701,9 @@ class LexicalIndex:
             empty = (_NO_SLOTS, _NO_LEVELS)
             native_tokens = tuple((s, f, *empty, w) for s, f, w in words)
             try:  # each word's documents at their length factor, as levels; all covered
-                return self._rank_native(native, native_tokens, _BM25, filters, now_ts, limit)
+                return self._rank_native(
+                    native, native_tokens, _BM25, filters, now_ts, limit, columns
+                )
             except Unranked:
                 pass
         cand, scores, covered = bm25_score(words, lex.capacity)
@@ -745,8 +718,10 @@ class LexicalIndex:
         filters: _Filters,
         now_ts: float,
         limit: int | None,
-    ) -> LexicalHits:
-        """The tokens ranked by the compiled kernel (:func:`~memstore._lexscore.native_rank`).
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
+        """The tokens ranked by the compiled kernel (:func:`~memstore._lexscore.native_rank`),
+        as tuples, or as columns (``columns``).
 
         :raises Unranked: it cannot take them; the caller ranks with numpy.
         """
@@ -760,9 +735,11 @@ class LexicalIndex:
         cols: tuple[npt.NDArray[Any], ...] = (self._stale, self._updated, self._kind)
         cols += (self._subject, self._service, self._partition, self._shared)
         ids = self._lexicon._ids
-        got = native_rank(
-            native, tokens, scoring, cols, codes, hidden, now_ts, limit, ids, LexicalHit
-        )
+        run = (native, tokens, scoring, cols, codes, hidden, now_ts, limit, ids)
+        if columns:
+            raw = native_rank(*run, None)
+            return _no_hits() if raw is None else LexicalColumns(raw, ids, self._slot_map)
+        got = native_rank(*run, LexicalHit)
         return _no_hits() if got is None else LexicalHits(*got)
 
     def _filter_mask(

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,7 @@ import numpy.typing as npt
 from memstore.lexical import LEVEL_SUBSTRING, TITLE_WEIGHT, TokenMatch
 
 __all__ = [
+    "NativeColumns",
     "NativeRanked",
     "NativeToken",
     "QueryPlan",
@@ -235,6 +236,9 @@ _WIDE = np.dtype(np.intp).itemsize == 8
 NativeRanked = tuple[list[Any], tuple[str, ...], _F64]
 """The hits (``hit_type`` tuples: id, score, tokens covered, fuzzy), best first; their ids;
 their scores (read-only)."""
+NativeColumns = tuple[bytes, tuple[str, ...], bytes, bytes, bytes]
+"""The same hits as columns (``hit_type`` ``None``): lexicon slots (int64), ids, scores
+(float64), covered (int32) and fuzzy (uint8), as bytes."""
 
 
 class Unranked(Exception):
@@ -267,6 +271,7 @@ def plan_tokens(plan: QueryPlan) -> tuple[tuple[NativeToken, ...], Scoring]:
     return got
 
 
+@overload
 def native_rank(
     native: ModuleType,
     tokens: tuple[NativeToken, ...],
@@ -278,7 +283,32 @@ def native_rank(
     limit: int | None,
     ids: list[str | None],
     hit_type: type[tuple[Any, ...]],
-) -> NativeRanked | None:
+) -> NativeRanked | None: ...
+@overload
+def native_rank(
+    native: ModuleType,
+    tokens: tuple[NativeToken, ...],
+    scoring: Scoring,
+    cols: tuple[npt.NDArray[Any], ...],
+    codes: tuple[int | None, int | None, int | None],
+    hidden: tuple[int, ...],
+    now_ts: float,
+    limit: int | None,
+    ids: list[str | None],
+    hit_type: None,
+) -> NativeColumns | None: ...
+def native_rank(
+    native: ModuleType,
+    tokens: tuple[NativeToken, ...],
+    scoring: Scoring,
+    cols: tuple[npt.NDArray[Any], ...],
+    codes: tuple[int | None, int | None, int | None],
+    hidden: tuple[int, ...],
+    now_ts: float,
+    limit: int | None,
+    ids: list[str | None],
+    hit_type: type[tuple[Any, ...]] | None,
+) -> NativeRanked | NativeColumns | None:
     """The tokens' hits ranked by the compiled ``lex_rank``; ``None``: no candidate passes.
 
     A slot's score is ``(sum of weight x level + title_weight x the same over
@@ -292,7 +322,8 @@ def native_rank(
     codes to keep (``None``: no such filter; ``hidden`` applies without a
     kind); ``ids``: each slot's id (``None``: a dead slot), which breaks ties on
     score and update time, as :func:`order_hits` does; ``hit_type``: the tuple
-    type of a hit (:class:`~memstore._lexindex.LexicalHit`), built in C.
+    type of a hit (:class:`~memstore._lexindex.LexicalHit`), built in C; ``None``: the hits as
+    columns (:data:`NativeColumns`, no tuple built; else :data:`NativeRanked`).
 
     :raises Unranked: the compiled rank cannot take these tokens (slots not
         increasing, not 8-byte integers, or not contiguous): rank them with numpy.
@@ -323,7 +354,7 @@ def native_rank(
         raise Unranked(str(e)) from None
     if got is NotImplemented:
         raise Unranked("a match's slots are not increasing")
-    if got is None:
-        return None
+    if got is None or hit_type is None:
+        return cast("NativeColumns | None", got)
     hits, hit_ids, raw = got
     return hits, hit_ids, np.frombuffer(raw, np.float64)  # read-only: a view of bytes

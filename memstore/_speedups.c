@@ -1058,6 +1058,8 @@ done:
  * lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden,
  *          now_ts, limit, ids, hit_type[, how]) -> None | NotImplemented | (hits, ids, scores)
  *
+ * hit_type None: the hits as columns instead (rank_columns, after this function).
+ *
  * how (RANK_AUTO, RANK_MERGE, RANK_DENSE: 0, 1, 2) picks how the matches are summed: by a
  * k-way merge of the tokens' slots, or in one accumulator per slot (what the lexicon's
  * small dense slots make cheap); 0, the default, picks by the slots' span. Both give the
@@ -1518,28 +1520,34 @@ code_arg(PyObject *o, int64_t *out)
     return 0;
 }
 
+static PyObject *rank_columns(const RankCand *cand, const Py_ssize_t *perm, PyObject **names,
+                              Py_ssize_t need);
+
 static PyObject *
 lex_rank(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o, *ids_o;
-    PyTypeObject *hit_type;
+    PyObject *tokens, *cols, *kind_o, *subject_o, *part_o, *hidden_o, *ids_o, *hit_o;
+    PyTypeObject *hit_type = NULL; /* NULL: the hits as columns (rank_columns) */
     RankArgs a;
     int how = RANK_AUTO;
     memset(&a, 0, sizeof a);
-    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O!|i:lex_rank", &PyTuple_Type, &tokens, &a.denom,
+    if (!PyArg_ParseTuple(args, "O!dddO!OOOO!dnO!O|i:lex_rank", &PyTuple_Type, &tokens, &a.denom,
                           &a.title_weight, &a.exact_level, &PyTuple_Type, &cols, &kind_o,
                           &subject_o, &part_o, &PyTuple_Type, &hidden_o, &a.now_ts, &a.limit,
-                          &PyList_Type, &ids_o, &PyType_Type, &hit_type, &how)) {
+                          &PyList_Type, &ids_o, &hit_o, &how)) {
         return NULL;
     }
     if (how != RANK_AUTO && how != RANK_MERGE && how != RANK_DENSE) {
         PyErr_Format(PyExc_ValueError, "lex_rank: how must be 0 (either), 1 (merge) or 2 (dense), not %d", how);
         return NULL;
     }
-    if (!PyType_IsSubtype(hit_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "lex_rank: the hit type must be a tuple type");
-        return NULL;
+    if (hit_o != Py_None) {
+        if (!PyType_Check(hit_o) || !PyType_IsSubtype((PyTypeObject *)hit_o, &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "lex_rank: the hit type must be a tuple type or None");
+            return NULL;
+        }
+        hit_type = (PyTypeObject *)hit_o;
     }
     if (PyTuple_GET_SIZE(cols) != 7) {
         PyErr_SetString(PyExc_TypeError, "lex_rank: cols must hold 7 columns");
@@ -1698,6 +1706,10 @@ lex_rank(PyObject *self, PyObject *args)
         }
         i = j;
     }
+    if (hit_type == NULL) {
+        result = rank_columns(cand, perm, names, need);
+        goto built;
+    }
     hits = PyList_New(need);
     hit_ids = PyTuple_New(need);
     scores = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(double));
@@ -1748,6 +1760,127 @@ done:
     return result;
 }
 
+/* lex_rank with hit_type None: the hits as columns, not tuples, for a caller that works on
+ * arrays (memstore/search/_lean.py) and reads a hit's fields only for the few it returns:
+ * (slots as int64 bytes, ids tuple, scores as float64 bytes, covered as int32 bytes, fuzzy as
+ * uint8 bytes), each in the order of the hits lex_rank builds (memstore/_lexhits.py's
+ * LexicalColumns holds them; tests/test_lexcols.py compares the two). No float, int or hit
+ * tuple per candidate: the ids tuple holds the lexicon's own strings. */
+static PyObject *
+rank_columns(const RankCand *cand, const Py_ssize_t *perm, PyObject **names, Py_ssize_t need)
+{
+    PyObject *slots = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(int64_t));
+    PyObject *hit_ids = PyTuple_New(need);
+    PyObject *scores = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(double));
+    PyObject *covered = PyBytes_FromStringAndSize(NULL, need * (Py_ssize_t)sizeof(int32_t));
+    PyObject *fuzzy = PyBytes_FromStringAndSize(NULL, need);
+    PyObject *result = NULL;
+    if (slots != NULL && hit_ids != NULL && scores != NULL && covered != NULL && fuzzy != NULL) {
+        int64_t *sl = (int64_t *)PyBytes_AS_STRING(slots);
+        double *sc = (double *)PyBytes_AS_STRING(scores);
+        int32_t *cv = (int32_t *)PyBytes_AS_STRING(covered);
+        uint8_t *fz = (uint8_t *)PyBytes_AS_STRING(fuzzy);
+        for (Py_ssize_t i = 0; i < need; i++) {
+            const RankCand *c = &cand[perm[i]];
+            PyTuple_SET_ITEM(hit_ids, i, Py_NewRef(names[perm[i]]));
+            sl[i] = c->slot;
+            sc[i] = c->score;
+            cv[i] = c->covered;
+            fz[i] = c->fuzzy ? 1 : 0;
+        }
+        result = PyTuple_Pack(5, slots, hit_ids, scores, covered, fuzzy);
+    }
+    Py_XDECREF(slots);
+    Py_XDECREF(hit_ids);
+    Py_XDECREF(scores);
+    Py_XDECREF(covered);
+    Py_XDECREF(fuzzy);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------ lexical slot map
+ *
+ * slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)
+ *
+ * The snapshot slot of each of a ranking's hits, handed over as columns (rank_columns):
+ * known (a writable int64 array) holds, per lexicon slot, the snapshot dictionary's value of
+ * its id (-1: not known yet); a hit it does not know is looked up in slot (a dict, ids[i] its
+ * key) and, when found, remembered. Each value below size is written out, any other (or none)
+ * as -1; the bool: whether none was. memstore/_lexhits.py's SlotMap._slots is the oracle
+ * (tests/test_lexcols.py).
+ */
+static PyObject *
+slot_map(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5 || !PyTuple_Check(args[2]) || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "slot_map(known, lex_slots, ids, slot, size): ids a tuple, slot a dict");
+        return NULL;
+    }
+    Py_ssize_t size = PyLong_AsSsize_t(args[4]);
+    if (size == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer kv, sv;
+    if (PyObject_GetBuffer(args[0], &kv, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &sv, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&kv);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    Py_ssize_t n = sv.len / 8, nknown = kv.len / 8;
+    if (kv.itemsize != 8 || sv.itemsize != 8 || PyTuple_GET_SIZE(args[2]) != n) {
+        PyErr_SetString(PyExc_TypeError, "slot_map: 8-byte slots, one id per slot");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+    if (out == NULL) {
+        goto done;
+    }
+    int64_t *known = kv.buf, *o = (int64_t *)PyBytes_AS_STRING(out);
+    const int64_t *lex = sv.buf;
+    int every = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = lex[i];
+        int64_t v = at >= 0 && at < nknown ? known[at] : -1;
+        if (v < 0) {
+            PyObject *got = PyDict_GetItemWithError(args[3], PyTuple_GET_ITEM(args[2], i));
+            if (got == NULL && PyErr_Occurred()) {
+                Py_CLEAR(out);
+                goto done;
+            }
+            if (got != NULL) {
+                Py_ssize_t s = PyLong_AsSsize_t(got);
+                if (s == -1 && PyErr_Occurred()) {
+                    Py_CLEAR(out);
+                    goto done;
+                }
+                v = s < 0 ? -1 : s;
+                if (v >= 0 && at >= 0 && at < nknown) {
+                    known[at] = v;
+                }
+            }
+        }
+        if (v < 0 || v >= size) {
+            o[i] = -1;
+            every = 0;
+        }
+        else {
+            o[i] = v;
+        }
+    }
+done:
+    PyBuffer_Release(&sv);
+    PyBuffer_Release(&kv);
+    if (out == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(NO)", out, every ? Py_True : Py_False);
+}
 
 /* ------------------------------------------------------------------ joined words
  *
@@ -2491,7 +2624,7 @@ static PyMethodDef methods[] = {
      "Split each document's texts and count their words in one pass (see memstore/_wordbatch.py)."},
     {"lex_rank", lex_rank, METH_VARARGS,
      "lex_rank(tokens, denom, title_weight, exact_level, cols, kind, subject, partition, hidden, "
-     "now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores)\n\n"
+     "now_ts, limit, ids, hit_type) -> None | NotImplemented | (hits, ids, scores) | columns\n\n"
      "A lexical query's sums, filters, scores, cut and order (see memstore/_lexscore.py)."},
     {"holding", holding, METH_VARARGS,
      "holding(texts, slots, pair) -> list[int] | NotImplemented\n\n"
@@ -2522,6 +2655,9 @@ static PyMethodDef methods[] = {
     {"row_json", (PyCFunction)(void (*)(void))row_json, METH_FASTCALL,
      "row_json(fields, utcs, d) -> str | None\n\n"
      "An item's persisted fields as the journal row's JSON (see memstore/journal/version.py)."},
+    {"slot_map", (PyCFunction)(void (*)(void))slot_map, METH_FASTCALL,
+     "slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)\n\n"
+     "Ranked hits' snapshot slots by their lexicon slots (see memstore/_lexhits.py's SlotMap)."},
     {"slots_of", (PyCFunction)(void (*)(void))slots_of, METH_FASTCALL,
      "slots_of(ids, slot, size) -> (bytes, bool)\n\n"
      "Each id's slot below size as int64 (-1: not held), and whether all are held (see "

@@ -38,10 +38,21 @@ def lex_rank(
     hidden: tuple[int, ...],
     now_ts: float,
     limit: int,
+    ids: list[str | None],
+    hit_type: type[tuple[object, ...]] | None,
+    how: int = 0,
     /,
 ) -> object:
     """``None`` (no candidate), ``NotImplemented`` (rank with numpy), or the hits:
-    ``(slots, scores as float64 bytes, covered, fuzzy, tied runs or None, cut)``."""
+    ``(hits as hit_type tuples, their ids, scores as float64 bytes)``; with ``hit_type``
+    ``None``, the same hits as columns: ``(lexicon slots as int64 bytes, ids, scores as
+    float64 bytes, covered as int32 bytes, fuzzy as uint8 bytes)``."""
+
+def slot_map(
+    known: object, lex_slots: object, ids: tuple[str, ...], slot: dict[str, int], size: int, /
+) -> tuple[bytes, bool]:
+    """Ranked hits' snapshot slots (int64 bytes, -1: none below ``size``) by their lexicon
+    slots, ``known`` (writable int64) remembering them; and whether every hit has one."""
 
 def holding(texts: list[str], slots: list[int], pair: str, /) -> object:
     """Those of ``slots`` whose text holds ``pair``, or ``NotImplemented`` (not ASCII)."""

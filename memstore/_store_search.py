@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar, cast
 
 from memstore import arguments as arg
-from memstore._lexindex import LexicalHit, LexicalHits, QueryPlan
+from memstore._lexindex import LexicalColumns, LexicalHit, LexicalHits, QueryPlan
 from memstore._search_snapshot import SearchSnapshot
 from memstore._store_base import StoreBase
 from memstore._updatekey import ts
@@ -196,13 +196,17 @@ class StoreSearch(StoreBase):
     def _tokens(self, query: str) -> list[str]:
         """The query's lexical tokens; a repeated query is tokenised once (any generation)."""
         with self._locked():
-            cache = self._token_cache
-            if cache is None:
-                cache = self._token_cache = {}
-            tokens = cache.get(query)
-            if tokens is None:
-                tokens = _remember(cache, query, tuple(kw_tokens(normalize_query(query))))
-            return list(tokens)
+            return list(self._tokens_locked(query))
+
+    def _tokens_locked(self, query: str) -> tuple[str, ...]:
+        """:meth:`_tokens` with the lock held (a search takes it once, not twice)."""
+        cache = self._token_cache
+        if cache is None:
+            cache = self._token_cache = {}
+        tokens = cache.get(query)
+        if tokens is None:
+            tokens = _remember(cache, query, tuple(kw_tokens(normalize_query(query))))
+        return tokens
 
     def _plan(self, tokens: Sequence[str]) -> QueryPlan:
         """The lexical plan of ``tokens``, cached while the store is unchanged (lock held).
@@ -249,10 +253,10 @@ class StoreSearch(StoreBase):
             raise InvalidItemError(f"user_hash must be text, got {arg.describe(user_hash)}")
         arg.flag(own_only, "own_only")
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
-        if not tokens:
-            return [], 0
         with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
             now = self._now()
             plan = self._plan(tokens)
             hits: list[LexicalHit] = []
@@ -283,13 +287,36 @@ class StoreSearch(StoreBase):
         """
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
-        if not tokens:
-            return [], 0
         with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
             now = self._now()
             plan = self._plan(tokens)
             return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
+
+    def _keyword_columns(
+        self, query: str, kind: str, subject: str, limit: int, partition: str | None
+    ) -> tuple[Sequence[LexicalHit], int]:
+        """:meth:`keyword_ranked`'s hits, as :class:`~memstore._lexhits.LexicalColumns` where
+        the compiled rank makes them (the searcher's lean path reads them so), else as tuples."""
+        _check_search(query, kind, subject, limit, partition)
+        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
+        with self._locked():
+            tokens = self._tokens_locked(query)
+            if not tokens:
+                return [], 0
+            hits = self._lex.rank(
+                self._plan(tokens),
+                kind=kind,
+                subject=subject,
+                hidden_kinds=self._hidden_kinds(kind),
+                now_ts=self._now().timestamp(),
+                limit=limit,
+                partition=partition,
+                columns=True,
+            )
+            return hits, len(tokens)
 
     def keyword_bm25(
         self,
@@ -308,18 +335,31 @@ class StoreSearch(StoreBase):
         scores only, nothing read; the hits carry them as columns too
         (``hits.ids``, ``hits.scores``).
         """
+        return cast("LexicalHits", self._bm25_ranked(query, kind, subject, limit, partition))
+
+    def _bm25_ranked(
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        limit: int,
+        partition: str | None,
+        columns: bool = False,
+    ) -> LexicalHits | LexicalColumns:
+        """:meth:`keyword_bm25`, or its hits as :class:`~memstore._lexhits.LexicalColumns`
+        where the compiled rank makes them (``columns``: the searcher's BM25 channel)."""
         _check_search(query, kind, subject, limit, partition)
         limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        tokens = self._tokens(query)
         with self._locked():
             return self._lex.bm25(
-                tokens,
+                self._tokens_locked(query),
                 kind=kind,
                 subject=subject,
                 hidden_kinds=self._hidden_kinds(kind),
                 now_ts=self._now().timestamp(),
                 limit=limit,
                 partition=partition,
+                columns=columns,
             )
 
     def named_subjects(self, query: str) -> frozenset[str]:
@@ -383,7 +423,7 @@ class StoreSearch(StoreBase):
         partition: str | None,
     ) -> LexicalHits:
         """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
-        return self._lex.rank(
+        ranked = self._lex.rank(
             plan,
             kind=kind,
             subject=subject,
@@ -392,6 +432,7 @@ class StoreSearch(StoreBase):
             limit=limit,
             partition=partition,
         )
+        return cast("LexicalHits", ranked)  # tuples: ``columns`` was not asked
 
     def _merge_private(
         self,

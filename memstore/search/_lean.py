@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore import _wordbatch, limits
-from memstore._lexindex import LexicalHit, LexicalHits
+from memstore._lexhits import LexicalColumns, LexicalHit, LexicalHits
 from memstore._search_snapshot import LinkGraph, SearchSnapshot
 from memstore.consolidate import CONSOLIDATION_KINDS
 from memstore.item import EXACT_ID_MATCH_SCORE, KIND_WATCH_ITEM, Item
@@ -309,15 +309,28 @@ class LeanFusion:
         if self._semantic:
             self._searcher.stats.observe("search.phase.hydrate", self._read_s)
 
+    def _hit_slots(
+        self, hits: Sequence[LexicalHit]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp], bool, bool]:
+        """Lexical hits' scores and slots (:meth:`_slots`), and whether the scores are the
+        index's own ranking (best first: :func:`_hit_columns`). Hits handed over as columns
+        (:class:`~memstore._lexhits.LexicalColumns`) are placed by their lexicon slots, no id read
+        for a hit the index's :class:`~memstore._lexhits.SlotMap` has placed before."""
+        if isinstance(hits, LexicalColumns):
+            slots, every = hits.snapshot_slots(self._snap.slot, len(self._snap))
+            return hits.scores, slots, every, True
+        raw, ids, ranked = _hit_columns(hits)
+        slots, every = self._slots(ids)
+        return raw, slots, every, ranked
+
     def add_lexical(self, hits: Sequence[LexicalHit], items: Sequence[Item | None] | None) -> None:
         """The lexical channel's hits, best first (``items`` is ``None``: none is read here)."""
         del items
-        raw, ids, ranked = _hit_columns(hits)
+        raw, slots, every, ranked = self._hit_slots(hits)
         if self._by_score:
             vals = self._lexical_weight * _minmax(raw, ranked)
         else:
             vals = 1.0 / (RRF_K + np.array(tie_ranks(raw.tolist()), np.intp) + 1)
-        slots, every = self._slots(ids)
         if not every:
             known = slots >= 0
             slots, vals, raw = slots[known], vals[known], raw[known]
@@ -330,8 +343,8 @@ class LeanFusion:
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
         """A second lexical round's hits, fused in at ``weight`` x the first's share
         (:meth:`memstore.search._fusion.Fusion.add_feedback`, the same arithmetic)."""
-        raw, ids, _ = _hit_columns(hits)
-        self.add_channel(ids, raw, weight * self._lexical_weight, weight, "feedback")
+        raw, slots, every, _ = self._hit_slots(hits)
+        self._add_slots(slots, every, raw, weight * self._lexical_weight, weight)
 
     def add_channel(
         self,
@@ -345,11 +358,21 @@ class LeanFusion:
         candidate holds (:meth:`memstore.search._fusion.Fusion.add_channel`, the same
         arithmetic)."""
         del channel  # only an explanation names it, and this path explains nothing
+        self._add_slots(*self._slots(ids), scores, share, rank_weight)
+
+    def _add_slots(
+        self,
+        slots: npt.NDArray[np.intp],
+        every: bool,
+        scores: npt.NDArray[np.float64],
+        share: float,
+        rank_weight: float,
+    ) -> None:
+        """:meth:`add_channel` of the hits' slots (:meth:`_slots`)."""
         if self._by_score:
             vals = share * _minmax(scores, True)
         else:
             vals = rank_weight / (RRF_K + np.array(tie_ranks(scores.tolist()), np.intp) + 1)
-        slots, every = self._slots(ids)
         if not every:
             known = slots >= 0
             slots, vals = slots[known], vals[known]

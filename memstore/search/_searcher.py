@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore._entry_rule import ReadableAt
+from memstore._lexhits import LexicalColumns, any_fuzzy
 from memstore._lexindex import LexicalHit, LexicalHits
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import describe, query_vector_arg, unit_interval
@@ -80,7 +81,6 @@ __all__ = ["Searcher"]
 
 _log = logging.getLogger("memstore")
 _T = TypeVar("_T")
-_FUZZY = attrgetter("fuzzy")
 _ID_SCORE = attrgetter("id", "score")
 
 
@@ -327,7 +327,7 @@ class Searcher:
         lexical, read, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
-        if any(map(_FUZZY, lexical)):
+        if any_fuzzy(lexical):
             stats.add(STAT_KW_TRIGRAM_HITS)
         # Confident: the top hit covers the query (the store's rule), all of it
         # for a long question (which shares words with almost anything), and
@@ -672,7 +672,9 @@ class Searcher:
         hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
         return hits
 
-    def _bm25(self, query: str, kind: str, subject: str, partition: str, depth: int) -> LexicalHits:
+    def _bm25(
+        self, query: str, kind: str, subject: str, partition: str, depth: int
+    ) -> LexicalHits | LexicalColumns:
         """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.keyword_bm25`).
 
         Partitioned by the index under the default visibility rule, as the
@@ -683,7 +685,7 @@ class Searcher:
         index_partition = None if partition == PARTITION_ALL else partition
         if self._cfg.visible is not None:
             index_partition = None
-        return store.keyword_bm25(query, kind, subject, depth, partition=index_partition)
+        return store._bm25_ranked(query, kind, subject, depth, index_partition, columns=True)
 
     def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
         t0 = time.perf_counter()
@@ -693,7 +695,7 @@ class Searcher:
 
     def _lexical(
         self, query: str, kind: str, subject: str, partition: str, pool: int, depth: int
-    ) -> tuple[list[LexicalHit], list[Item | None] | None, int]:
+    ) -> tuple[Sequence[LexicalHit], list[Item | None] | None, int]:
         """The lexical channel's best hits the caller may see, their items when read, and
         the number of query tokens.
 
@@ -708,7 +710,8 @@ class Searcher:
         cfg, store = self._cfg, self._cfg.store
         if cfg.visible is None:
             index_partition = None if partition == PARTITION_ALL else partition
-            hits, n = store.keyword_ranked(query, kind, subject, depth, partition=index_partition)
+            # As columns where the compiled rank makes them: the lean path reads no tuple.
+            hits, n = store._keyword_columns(query, kind, subject, depth, index_partition)
             return hits, None, n
         head = 4 * pool
         wide, n = store.keyword_ranked(query, kind, subject, max(head, depth))
