@@ -285,18 +285,17 @@ class StoreSearch(StoreBase):
         nothing is read), for a caller that needs a deep pool of scores but
         reads only its best few items (the searcher's score fusion).
         """
-        _check_search(query, kind, subject, limit, partition)
-        limit = limit if limit > 0 else DEFAULT_SEARCH_LIMIT
-        with self._locked():
-            tokens = self._tokens_locked(query)
-            if not tokens:
-                return [], 0
-            now = self._now()
-            plan = self._plan(tokens)
-            return self._rank_locked(plan, kind, subject, now, limit, partition), len(tokens)
+        hits, n = self._keyword_columns(query, kind, subject, limit, partition, columns=False)
+        return cast("list[LexicalHit]", hits), n  # tuples: ``columns`` was not asked
 
     def _keyword_columns(
-        self, query: str, kind: str, subject: str, limit: int, partition: str | None
+        self,
+        query: str,
+        kind: str,
+        subject: str,
+        limit: int,
+        partition: str | None,
+        columns: bool = True,
     ) -> tuple[Sequence[LexicalHit], int]:
         """:meth:`keyword_ranked`'s hits, as :class:`~memstore._lexhits.LexicalColumns` where
         the compiled rank makes them (the searcher's lean path reads them so), else as tuples."""
@@ -306,17 +305,10 @@ class StoreSearch(StoreBase):
             tokens = self._tokens_locked(query)
             if not tokens:
                 return [], 0
-            hits = self._lex.rank(
-                self._plan(tokens),
-                kind=kind,
-                subject=subject,
-                hidden_kinds=self._hidden_kinds(kind),
-                now_ts=self._now().timestamp(),
-                limit=limit,
-                partition=partition,
-                columns=True,
-            )
-            return hits, len(tokens)
+            plan = self._plan(tokens)
+            return self._rank_locked(
+                plan, kind, subject, self._now(), limit, partition, columns
+            ), len(tokens)
 
     def keyword_bm25(
         self,
@@ -421,8 +413,14 @@ class StoreSearch(StoreBase):
         now: _dt.datetime,
         limit: int | None,
         partition: str | None,
+        columns: bool = False,
     ) -> LexicalHits:
-        """Rank the index's matches; an unfiltered search hides non-searchable kinds."""
+        """Rank the index's matches; an unfiltered search hides non-searchable kinds.
+
+        ``columns``: the hits as :class:`~memstore._lexhits.LexicalColumns` where the
+        compiled rank makes them (a sequence of the same hits; the return type names
+        the tuples every other caller gets).
+        """
         ranked = self._lex.rank(
             plan,
             kind=kind,
@@ -431,8 +429,9 @@ class StoreSearch(StoreBase):
             now_ts=now.timestamp(),
             limit=limit,
             partition=partition,
+            columns=columns,
         )
-        return cast("LexicalHits", ranked)  # tuples: ``columns`` was not asked
+        return cast("LexicalHits", ranked)
 
     def _merge_private(
         self,
