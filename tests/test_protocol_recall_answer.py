@@ -243,3 +243,86 @@ def test_hit_body_answers_as_it_did_when_it_read_everything_each_time(
                 relevance=0.25,
             )
             assert got == _hit_body_as_it_was(item, 0.5, 0.25)
+
+
+_OWNERS = st.sampled_from(
+    [["tenant/acme"], ["tenant/other"], [], ["shared"], ["x", "tenant/acme", "tenant/other"]]
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([str(ULID(bytes([n] * 16))) for n in range(3)]),
+            _OWNERS,
+            st.sampled_from(["public", "private"]),
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "source": st.text(max_size=5),
+                    "heading_path": _HEADINGS,
+                    "episode": st.sampled_from(["", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]),
+                },
+            ),
+            st.floats(allow_nan=False),
+            st.one_of(st.none(), st.tuples(st.integers(0, 2**48), st.integers(0, 9))),
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_recall_hits_are_the_owned_results_through_hit_body(
+    rows: list[tuple[str, list[str], str, dict[str, str], float, tuple[int, int] | None]],
+    owned_only: bool,
+    again: bool,
+) -> None:
+    """:func:`recall_hits` (one loop, parts and owner remembered per item) against what
+    ``Verbs._hits`` did before: the results :func:`owned_by` the tenant (when asked),
+    their stamps asked once for those items, then :func:`hit_body` of each."""
+    from memstore.journal import Hlc
+    from memstore.protocol.mapping import owned_by, recall_hits
+    from memstore.search import SearchResult
+
+    results = []
+    stamp_of: dict[str, Hlc | None] = {}
+    for ulid, tags, scope, data, score, stamp in rows:
+        item = Item(
+            id=chunk_id("acme", ulid), kind="chunk", content="x", tags=tags, scope=scope, data=data
+        )
+        results.append(SearchResult(item, score, relevance=abs(score) % 1.0))
+        stamp_of[item.id] = Hlc(*stamp) if stamp is not None else None
+    asked: list[list[str]] = []
+
+    def stamps(items: list[Item]) -> list[Hlc | None]:
+        asked.append([it.id for it in items])
+        return [stamp_of[it.id] for it in items]
+
+    kept = [r for r in results if not owned_only or owned_by(r.item, "acme")]
+    want = [
+        hit_body(
+            r.item,
+            r.score,
+            valid_from=stamp_of[r.item.id],
+            rerank_applied=False,
+            source_op="Reranked",
+            relevance=r.relevance,
+        )
+        for r in kept
+    ]
+    for _ in range(2 if again else 1):
+        asked.clear()
+        got_kept, got = recall_hits(
+            results,
+            "acme",
+            stamps,
+            owned_only=owned_only,
+            rerank_applied=False,
+            source_op="Reranked",
+        )
+        assert got_kept == kept and got == want
+        assert asked == [[r.item.id for r in kept]]
+        for hit in got:  # lists of its own: a caller changing one changes nothing kept
+            hit["id"].append(0)
+            if isinstance(hit["heading_path"], list):
+                hit["heading_path"].append("changed")

@@ -45,7 +45,7 @@ from memstore.web.body import (
     read_body,
     replay,
 )
-from memstore.web.headers import single_header
+from memstore.web.headers import headers_named, one_header
 from memstore.web.refusal import Refusal, json_bytes, send_json
 
 __all__ = ["JSON_BODY", "Gate", "route_of"]
@@ -65,6 +65,10 @@ _ROUTES: Final = (
     ("GET", re.compile(r"/v1/events"), "GET /v1/events"),
 )
 _OPEN: Final = frozenset({"/healthz", "/metrics", "/openapi.json", "/docs"})
+_READ_HEADERS: Final = frozenset(
+    {b"authorization", b"content-type", b"content-encoding", b"content-length"}
+)
+"""The headers the gate reads (each must come at most once), found in one pass."""
 JSON_BODY: Final = "json_body"
 """The key of ``request.state`` holding a POST body the gate parsed (absent if not JSON)."""
 
@@ -147,14 +151,15 @@ class Gate:
                 await self.app(scope, receive, counted)
                 return
             try:
-                authorization = single_header(scope, b"authorization")
+                found = headers_named(scope, _READ_HEADERS)
+                authorization = one_header(found.get(b"authorization"), b"authorization")
                 principal = self.tokens().authenticate(authorization)
                 seen["tenant"] = principal.tenant
                 self.limiter.check(principal.tenant)
                 principal.require(ROUTE_SCOPES[route])
                 _no_query(route, scope.get("query_string", b""))
                 if method == "POST":
-                    receive = await self._read_body(scope, receive)
+                    receive = await self._read_body(scope, receive, found)
             except Refusal as r:
                 await _answer(from_refusal(r), counted)
                 return
@@ -172,18 +177,20 @@ class Gate:
                 elapsed = time.perf_counter() - start
                 self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> Receive:
+    async def _read_body(
+        self, scope: Scope, receive: Receive, found: dict[bytes, list[bytes]]
+    ) -> Receive:
         """Read a POST body whole, refusing a wrong media type or a compressed, oversized or
-        non-JSON text body, or one that repeats a key.
+        non-JSON text body, or one that repeats a key. ``found``: the request's headers of
+        :data:`_READ_HEADERS` (:func:`~memstore.web.headers.headers_named`).
 
         :raises Refusal: 415, 413 or 400.
         :raises ClientDisconnected: the client went away first.
         """
-        check_json_media(single_header(scope, b"content-type"))
-        check_identity_encoding(single_header(scope, b"content-encoding"))
-        body = await read_body(
-            receive, self.max_body_bytes, single_header(scope, b"content-length")
-        )
+        check_json_media(one_header(found.get(b"content-type"), b"content-type"))
+        check_identity_encoding(one_header(found.get(b"content-encoding"), b"content-encoding"))
+        length = one_header(found.get(b"content-length"), b"content-length")
+        body = await read_body(receive, self.max_body_bytes, length)
         check_json_text(body, max_depth=MAX_JSON_DEPTH)
         parsed = parse_unique_keys(body)  # 400 for {"k": 1, "k": 100}
         if parsed is not NOT_JSON:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ulid import ULID
@@ -44,6 +44,7 @@ from memstore.journal import Hlc, Version
 from memstore.protocol.chunk import chunk_markdown
 from memstore.protocol.filter import FilterRecord
 from memstore.protocol.limits import MAX_CHUNK_CHARS
+from memstore.search._types import SearchResult
 from memstore.tags import PARTITION_TAG_PREFIX, partition_from_tags
 from memstore.validate import MAX_TITLE_CHARS
 
@@ -62,6 +63,7 @@ __all__ = [
     "hit_body",
     "owned_by",
     "parse_ulid",
+    "recall_hits",
     "snapshot_record",
     "ulid_bytes",
 ]
@@ -150,31 +152,32 @@ def _hit_id(ulid: str) -> list[int]:
     return list(got)
 
 
-def _heading_path(raw: str) -> Any:
-    """A chunk's stored ``heading_path`` (JSON text) read, a list of headings remembered.
-
-    A new list each call. Text that is not a JSON list of strings (a folder another
-    program wrote) is read each time, as it was, and not kept.
-    """
+def _headings(raw: str) -> tuple[str, ...] | None:
+    """A chunk's stored ``heading_path`` (JSON text) read, remembered: its headings, or
+    ``None`` when it is not a JSON list of strings (a folder another program wrote; such
+    text is read again for each hit, as it was)."""
     got = _heading_paths.get(raw)
     if got is not None:
-        return list(got)
+        return got
     value = json.loads(raw)
-    if type(value) is list and all(type(h) is str for h in value):
-        if len(_heading_paths) >= _READ_CACHE_SIZE:
-            _heading_paths.clear()
-        _heading_paths[raw] = tuple(value)
-    return value
+    if type(value) is not list or not all(type(h) is str for h in value):
+        return None
+    if len(_heading_paths) >= _READ_CACHE_SIZE:
+        _heading_paths.clear()
+    got = _heading_paths[raw] = tuple(value)
+    return got
 
 
-_Parts = tuple[Item, tuple[int, ...], str, str, str | None]
+_Parts = tuple[Item, tuple[int, ...], str, str, str | None, str | None, tuple[str, ...] | None]
 _parts: dict[str, _Parts] = {}
 
 
 def _chunk_parts(item: Item) -> _Parts:
     """What :func:`hit_body` reads of ``item`` that only a new version changes, remembered
     by id while the store holds that very object (``item``, its ULID's bytes, ``source``,
-    the raw ``heading_path``, ``episode``): a recall's hits are the store's own items
+    the raw ``heading_path``, ``episode``, the tenant owning it (``None`` for a private
+    item: :func:`owned_by`), and the headings read, ``None`` when the raw text is not a
+    JSON list of strings): a recall's hits are the store's own items
     (:func:`~memstore.search._lean.borrowed_results`), so a hit answered before costs one
     look-up of an id whose hash is kept, not a split, two look-ups and three reads."""
     got = _parts.get(item.id)
@@ -183,12 +186,15 @@ def _chunk_parts(item: Item) -> _Parts:
     if len(_parts) >= _READ_CACHE_SIZE:
         _parts.clear()
     data = item.data
+    heading = data.get("heading_path", "[]")
     got = _parts[item.id] = (
         item,
         tuple(_hit_id(ulid_of(item.id))),
         data.get("source", ""),
-        data.get("heading_path", "[]"),
+        heading,
         data.get("episode") or None,
+        partition_from_tags(item.tags) if item.scope != SCOPE_PRIVATE else None,
+        _headings(heading),
     )
     return got
 
@@ -309,13 +315,13 @@ def hit_body(
     is ``None`` here: a recall in mode ``graph`` sets it on each of its hits
     to whether its walk over the links reached everything within reach.
     """
-    _, ulid, source, heading, episode = _chunk_parts(item)
+    _, ulid, source, heading, episode, _, headings = _chunk_parts(item)
     return {
         "id": list(ulid),
         "score": score,
         "text": item.content,
         "source": source,
-        "heading_path": _heading_path(heading),
+        "heading_path": list(headings) if headings is not None else json.loads(heading),
         "valid_from": valid_from.to_json() if valid_from is not None else None,
         "valid_to": valid_to.to_json() if valid_to is not None else None,
         "degraded": False,
@@ -325,6 +331,58 @@ def hit_body(
         "relevance": relevance,
         "graph_complete": None,
     }
+
+
+def recall_hits(
+    results: Sequence[SearchResult],
+    tenant: str,
+    stamps: Callable[[list[Item]], Sequence[Hlc | None]],
+    *,
+    owned_only: bool,
+    rerank_applied: bool,
+    source_op: str,
+) -> tuple[list[SearchResult], list[dict[str, Any]]]:
+    """A search's results as recall hits: :func:`hit_body` of each, in one loop.
+
+    ``owned_only``: results not :func:`owned_by` ``tenant`` are left out first.
+    ``stamps``: each kept result's ``valid_from``, given their items (one call).
+    Returns the results kept and their hits, each hit what :func:`hit_body`
+    gives (``valid_to`` ``None``); an item seen before costs one look-up
+    (:func:`_chunk_parts`), and its owner is read from there too.
+    """
+    parts = _parts
+    kept: list[SearchResult] = []
+    read: list[_Parts] = []
+    for r in results:
+        item = r.item
+        got = parts.get(item.id)
+        if got is None or got[0] is not item:
+            if owned_only and not owned_by(item, tenant):
+                continue
+            got = _chunk_parts(item)
+        elif owned_only and got[5] != tenant:
+            continue
+        kept.append(r)
+        read.append(got)
+    hits = [
+        {
+            "id": list(got[1]),
+            "score": r.score,
+            "text": got[0].content,
+            "source": got[2],
+            "heading_path": list(got[6]) if got[6] is not None else json.loads(got[3]),
+            "valid_from": at.to_json() if at is not None else None,
+            "valid_to": None,
+            "degraded": False,
+            "rerank_applied": rerank_applied,
+            "source_op": source_op,
+            "episode": got[4],
+            "relevance": r.relevance,
+            "graph_complete": None,
+        }
+        for r, got, at in zip(kept, read, stamps([r.item for r in kept]), strict=True)
+    ]
+    return kept, hits
 
 
 def _bt(version: Version) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from memstore.protocol.mapping import (
     hit_body,
     owned_by,
     parse_ulid,
+    recall_hits,
     snapshot_record,
 )
 from memstore.protocol.models import (
@@ -319,22 +320,14 @@ class Verbs:
         results: list[SearchResult],
     ) -> list[dict[str, Any]]:
         """A search's results as the recall's hits (and, in mode graph, what links reach)."""
-        if not filtered:
-            results = [r for r in results if owned_by(r.item, tenant)]
-        shaped = not searcher.config.no_shaping
-        stamps = self._valid_froms(tenant, [r.item for r in results])
-        op = SOURCE_OP_RERANKED
-        hits = [
-            hit_body(
-                r.item,
-                r.score,
-                valid_from=at,
-                rerank_applied=shaped,
-                source_op=op,
-                relevance=r.relevance,
-            )
-            for r, at in zip(results, stamps, strict=True)
-        ]
+        results, hits = recall_hits(
+            results,
+            tenant,
+            lambda items: self._valid_froms(tenant, items),
+            owned_only=not filtered,
+            rerank_applied=not searcher.config.no_shaping,
+            source_op=SOURCE_OP_RERANKED,
+        )
         if req.mode == "graph":
             hits, complete = self._graph(tenant, results, hits, req.k, visible)
             for hit in hits:

@@ -20,12 +20,12 @@ memstore.web.refusal.Refusal: the authorization header appears 2 times; send it 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from memstore.web.refusal import INVALID_REQUEST, Refusal
 
-__all__ = ["accepts", "header_values", "single_header"]
+__all__ = ["accepts", "header_values", "headers_named", "one_header", "single_header"]
 
 _Q_ZERO: Final = re.compile(r"\s*q\s*=\s*0(\.0{0,3})?\s*", re.IGNORECASE)
 
@@ -33,6 +33,25 @@ _Q_ZERO: Final = re.compile(r"\s*q\s*=\s*0(\.0{0,3})?\s*", re.IGNORECASE)
 def header_values(scope: Mapping[str, Any], name: bytes) -> list[bytes]:
     """Every value of header ``name`` (lower-case bytes), in the order received."""
     return [value for key, value in scope["headers"] if key.lower() == name]
+
+
+def headers_named(scope: Mapping[str, Any], names: Collection[bytes]) -> dict[bytes, list[bytes]]:
+    """Every value of each header of ``names`` (lower-case bytes) the request carries, in
+    the order received, read in one pass (for :func:`one_header`).
+
+    >>> headers_named({"headers": [(b"Host", b"x"), (b"a", b"1"), (b"A", b"2")]}, {b"a", b"b"})
+    {b'a': [b'1', b'2']}
+    """
+    found: dict[bytes, list[bytes]] = {}
+    for key, value in scope["headers"]:
+        key = key.lower()
+        if key in names:
+            got = found.get(key)
+            if got is None:
+                found[key] = [value]
+            else:
+                got.append(value)
+    return found
 
 
 def single_header(
@@ -43,7 +62,17 @@ def single_header(
     :raises Refusal: ``status``/``code`` (400 ``invalid_request`` by default)
         when the header appears more than once.
     """
-    values = header_values(scope, name)
+    return one_header(header_values(scope, name), name, status=status, code=code)
+
+
+def one_header(
+    values: list[bytes] | None, name: bytes, *, status: int = 400, code: str = INVALID_REQUEST
+) -> str | None:
+    """:func:`single_header` of the ``values`` of header ``name`` read already
+    (:func:`headers_named`; ``None``: absent).
+
+    :raises Refusal: as :func:`single_header`.
+    """
     if not values:
         return None
     if len(values) > 1:
