@@ -482,7 +482,8 @@ class LeanFusion:
         self._final = final
         cand = self._scored.copy()
         cand[self._loan_to] = True
-        slots = np.flatnonzero(cand & self._readable)
+        cand &= self._readable
+        slots = np.flatnonzero(cand)
         short = self._short_prior and self._semantic
         credit = None
         if self._length_prior and self._semantic:

@@ -209,6 +209,8 @@ def _cosines(
         cos: list[float] = (dots / norms).tolist()
     else:
         cos = np.where(norms > 0, dots / np.maximum(norms, 1e-30), 0.0).tolist()
+    if len(at) == len(out):  # every result has its vector: the cosines in order
+        return [*cos]
     for i, c in zip(at, cos, strict=True):
         out[i] = float(c)
     return out
