@@ -21,8 +21,15 @@ from hypothesis import strategies as st
 
 from memstore import Config, Item, Memory, Store
 from memstore.errors import InvalidItemError
+from memstore.item import EXACT_ID_MATCH_SCORE
 from memstore.search import SearchConfig, Searcher, SearchResult
-from memstore.search._relevance import RELEVANCE_MODEL, _cosines, relevance
+from memstore.search._relevance import (
+    RELEVANCE_MODEL,
+    _cosines,
+    assign_relevance,
+    relevance,
+    signals,
+)
 from memstore_index.cellstore import CellStore
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import FakeClock
@@ -293,3 +300,54 @@ def test_cosines_are_the_guarded_computation(
     got = _cosines(results, q, vectors.get)
     want = _cosines_reference(results, q, vectors)
     assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["", "ann", "bob", "cy"]),  # subject
+            st.one_of(st.none(), st.floats(0.0, 1.0)),  # lexical score (None: not found)
+            st.one_of(st.none(), st.lists(_COMPONENT, min_size=3, max_size=3)),  # vector
+            st.sampled_from([0.0, 0.5, 0.99, 1.0]),  # relevance already given (a live match)
+            st.booleans(),  # an exact id match
+        ),
+        max_size=8,
+    ),
+    st.lists(_COMPONENT, min_size=3, max_size=3) | st.none(),
+    st.floats(0.0, 1.0),
+    st.sets(st.sampled_from(["ann", "bob", "zed"])),
+)
+def test_relevance_inlined_is_signals_then_relevance(
+    hits: list[tuple[str, float | None, list[float] | None, float, bool]],
+    query: list[float] | None,
+    beyond: float,
+    named: set[str],
+) -> None:
+    """``assign_relevance`` (the model inlined, one loop) sets the very floats that
+    ``signals`` then ``relevance`` per hit, kept at least as high as the given one, do."""
+    results = [
+        SearchResult(
+            Item(id=f"r{i}", kind="note", content="x", subject=subject),
+            EXACT_ID_MATCH_SCORE if exact else 1.0 / (i + 1),
+            relevance=given_rel,
+        )
+        for i, (subject, _, _, given_rel, exact) in enumerate(hits)
+    ]
+    lexical = {f"r{i}": lex for i, (_, lex, _, _, _) in enumerate(hits) if lex is not None}
+    vectors = {
+        f"r{i}": None if v is None else np.array(v, np.float32)
+        for i, (*_, v, _, _) in enumerate(hits)
+    }
+    q = None if query is None else np.array(query, np.float32)
+    names = frozenset(named)
+    want = [
+        1.0
+        if r.score >= EXACT_ID_MATCH_SCORE
+        else max(r.relevance, relevance(s.lexical, s.cosine, s.other_subject))
+        for r, s in zip(
+            results, signals(results, lexical, beyond, q, vectors.get, names), strict=True
+        )
+    ]
+    assign_relevance(results, lexical, beyond, q, vectors.get, names)
+    assert [r.relevance for r in results] == want

@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import repeat
-from operator import attrgetter, itemgetter
+from itertools import islice, repeat
+from operator import attrgetter, gt, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -277,6 +277,8 @@ class LeanFusion:
         """Each slot's raw lexical score, NaN where the channel did not find it."""
         self._semantic = False
         self._read_s = 0.0
+        self._read_slots: tuple[list[SearchResult], list[int]] | None = None
+        """The last :meth:`results` list and its slots (for :meth:`lexical_scores`)."""
         # What the general path's item reads decide, once for the whole pool.
         alive = snap.live
         hidden = () if kind else tuple(searcher.store().vocabulary().non_searchable)
@@ -397,7 +399,11 @@ class LeanFusion:
         if self._lexical_raw is None or not results:
             return {}
         ids = [r.item.id for r in results]
-        slots, every = self._slots(ids)
+        last = self._read_slots
+        if last is not None and last[0] is results and len(last[1]) == len(results):
+            slots, every = np.array(last[1], np.intp), True  # :meth:`_read` knew them
+        else:
+            slots, every = self._slots(ids)
         found = self._lexical_raw[slots]
         raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
@@ -476,7 +482,8 @@ class LeanFusion:
         self._final = final
         cand = self._scored.copy()
         cand[self._loan_to] = True
-        slots = np.flatnonzero(cand & self._readable)
+        cand &= self._readable
+        slots = np.flatnonzero(cand)
         short = self._short_prior and self._semantic
         credit = None
         if self._length_prior and self._semantic:
@@ -557,27 +564,39 @@ class LeanFusion:
         # the general path's base x watch x recent, in that order.
         at = np.array(ordered, np.intp)
         kinds_at: list[int] = snap.kind[at].tolist()
-        dated: list[bool] = snap.has_update[at].tolist()
-        updated: list[int] = snap.updated_us[at].tolist()
-        ranks: list[int] = snap.id_rank[at].tolist()
-        watch = snap.kind_code.get(KIND_WATCH_ITEM, -1)  # readable: active
-        since = self._now_us - _RECENT_US
-        scores = [
-            base
-            * (WATCH_BOOST if k == watch else 1.0)
-            * (RECENT_BOOST if d and u >= since else 1.0)
-            for base, k, d, u in zip(_base_scores(len(at)), kinds_at, dated, updated, strict=True)
-        ]
+        kc = snap.kind_code
+        knowledge = {kc[k] for k in CONSOLIDATION_KINDS if k in kc}
+        plain = knowledge.isdisjoint(kinds_at)  # no knowledge cell: no watch item, no collapse
+        dated = snap.has_update[at]
+        base = _base_scores(len(at))
+        scores: list[float]
+        if plain and not dated.any():  # no multiplier applies: the base scores as they are
+            scores = list(base)
+        else:
+            updated: list[int] = snap.updated_us[at].tolist()
+            watch = kc.get(KIND_WATCH_ITEM, -1)  # readable: active
+            since = self._now_us - _RECENT_US
+            scores = [
+                b
+                * (WATCH_BOOST if k == watch else 1.0)
+                * (RECENT_BOOST if d and u >= since else 1.0)
+                for b, k, d, u in zip(base, kinds_at, dated.tolist(), updated, strict=True)
+            ]
         if full:  # only an exact id hit scores that high (fused scores are a few weights)
             scores = [
                 EXACT_ID_MATCH_SCORE if f >= EXACT_ID_MATCH_SCORE else x
                 for x, f in zip(scores, fused, strict=True)
             ]
+        top = max(limit, 0)
+        if plain and all(map(gt, scores, islice(scores, 1, None))):
+            # Strictly decreasing: the order by (-score, id rank) is the order given, and
+            # nothing collapses. The common case: no sort, no per-candidate lists.
+            return self._read(ordered[:top], scores[:top], [0] * min(top, len(scores)))
+        ranks: list[int] = snap.id_rank[at].tolist()
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], ranks[i]))
         # The near-duplicate collapse: knowledge cells against earlier survivors of their kind.
-        kinds = {c for k, c in snap.kind_code.items() if k in CONSOLIDATION_KINDS}
         counts: dict[int, int] = {}
-        if kinds.isdisjoint(kinds_at):
+        if plain:
             survivors = order  # no knowledge cell among them: nothing collapses
         else:
             items = snap.items
@@ -594,20 +613,29 @@ class LeanFusion:
                         continue
                     kept.append(i)
                 survivors.append(i)
-        top = survivors[: max(limit, 0)]
+        picked = survivors[:top]
         return self._read(
-            [ordered[i] for i in top], [scores[i] for i in top], [counts.get(i, 0) for i in top]
+            [ordered[i] for i in picked],
+            [scores[i] for i in picked],
+            [counts.get(i, 0) for i in picked],
         )
 
     def _read(
-        self, slots: Sequence[int], scores: Sequence[float], collapsed: Sequence[int]
+        self, slots: list[int], scores: list[float], collapsed: list[int]
     ) -> list[SearchResult]:
-        ids = [self._snap.ids[s] for s in slots]
+        names = self._snap.ids
+        ids = [names[s] for s in slots]
         store = self._searcher.store()
-        read = store._search_borrow if _BORROW.get() else store.search_read
-        got = {it.id: it for it in read(ids)}
-        return [
-            SearchResult(got[id], score, n)
-            for id, score, n in zip(ids, scores, collapsed, strict=True)
-            if id in got
-        ]
+        got = (store._search_borrow if _BORROW.get() else store.search_read)(ids)
+        if len(got) != len(ids):  # some were deleted since the snapshot: match by id
+            by_id = {it.id: it for it in got}
+            keep = [i for i, id in enumerate(ids) if id in by_id]
+            got = [by_id[ids[i]] for i in keep]
+            slots = [slots[i] for i in keep]
+            scores = [scores[i] for i in keep]
+            collapsed = [collapsed[i] for i in keep]
+        # Otherwise the reads are ``ids``' items in order (a read hook, which might
+        # replace them, keeps a search off this path).
+        out = list(map(SearchResult, got, scores, collapsed))
+        self._read_slots = (out, slots)
+        return out

@@ -193,7 +193,8 @@ def _cosines(
     q = np.asarray(query_vector, np.float32).ravel()
     # Scaled by the power of two that brings its largest value into [0.5, 1) (exact): a
     # direction of any size (a caller's query_vector * 1e20) then has a float32 norm.
-    q = np.ldexp(q, -np.frexp(np.abs(q).max(initial=0.0))[1])
+    # (``math.frexp`` of the float32 maximum: its exponent, as ``np.frexp``'s, one call less.)
+    q = np.ldexp(q, -math.frexp(float(np.abs(q).max(initial=0.0)))[1])
     qn = float(q @ q) ** 0.5
     vecs = [vector_of(r.item.id) for r in results]
     at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]
@@ -208,6 +209,8 @@ def _cosines(
         cos: list[float] = (dots / norms).tolist()
     else:
         cos = np.where(norms > 0, dots / np.maximum(norms, 1e-30), 0.0).tolist()
+    if len(at) == len(out):  # every result has its vector: the cosines in order
+        return [*cos]
     for i, c in zip(at, cos, strict=True):
         out[i] = float(c)
     return out
@@ -222,12 +225,31 @@ def assign_relevance(
     named_subjects: frozenset[str],
 ) -> None:
     """Set every result's ``relevance`` in place (arguments as for :func:`signals`)."""
-    # signals() without a Signals object per hit: the same three values, straight in.
+    # signals() and relevance() inlined, without a Signals object or a call per hit: the
+    # same operations in the same order (``test_relevance_inlined`` holds them to it).
     cosines = _cosines(results, query_vector, vector_of)
+    m = RELEVANCE_MODEL
+    b0, b_lex, b_cos, b_other = m.intercept, m.lexical, m.cosine, m.other_subject
+    a0, a_lex, a_other = m.lexical_only_intercept, m.lexical_only, m.lexical_only_other_subject
+    get, exp = lexical.get, math.exp
     for r, cos in zip(results, cosines, strict=True):
         if r.score >= EXACT_ID_MATCH_SCORE:
             r.relevance = 1.0
             continue
         item = r.item
-        other = _other_subject(item.subject, named_subjects)
-        r.relevance = max(r.relevance, relevance(lexical.get(item.id, beyond), cos, other))
+        subject = item.subject
+        other = bool(named_subjects) and bool(subject) and subject not in named_subjects
+        lex = get(item.id, beyond)
+        if cos is None:
+            z = a0 + a_lex * lex
+            z += a_other if other else 0.0
+        else:
+            z = b0 + b_lex * lex + b_cos * cos
+            z += b_other if other else 0.0
+        if z >= 0:
+            p = 1.0 / (1.0 + exp(-z))
+        else:
+            e = exp(z)
+            p = e / (1.0 + e)
+        if p > r.relevance:  # max(r.relevance, p)
+            r.relevance = p
