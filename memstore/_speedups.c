@@ -2613,6 +2613,186 @@ fail:
 }
 
 
+
+/* ------------------------------------------------------------------ lean top
+ *
+ * lean_top(base, scored, readable, loan_to, loan_add, id_rank, need) -> (list, list) | None
+ *
+ * The lean fusion's best `need` readable candidates (memstore/search/_lean.py's
+ * LeanFusion.ordered without query signals or priors): a slot is a candidate when scored
+ * or lent to (loan_to) and readable; its score is base[s], plus loan_add[j] when lent to
+ * (base[s] + the last loan to s, as numpy's final[loan_to] += loan_add gives); the best
+ * `need` by score descending, then id_rank ascending (then slot: a stable sort's order).
+ * Returns their slots and scores as lists, or None when a score is NaN (the numpy path
+ * decides then). _lean.py's _top_slots is the oracle, which a hypothesis test holds this
+ * to. The numpy path costs a dozen array calls over the whole snapshot (a copy of its
+ * scores, masks, a nonzero, a partition, a lexsort: ~55 us a search over 20,000 slots,
+ * all of it holding the GIL); here it is one scan of the masks eight bytes at a time and
+ * a sort of the few hundred candidates.
+ *
+ * base, loan_add: float64; scored, readable: bool (1 byte); loan_to, id_rank: intp (8
+ * bytes); base, scored, readable and id_rank of one length.
+ */
+
+typedef struct {
+    double score;
+    int64_t rank;
+    Py_ssize_t slot;
+} TopCand;
+
+static int
+top_cmp(const void *pa, const void *pb)
+{
+    const TopCand *a = pa, *b = pb;
+    if (a->score != b->score) {
+        return a->score > b->score ? -1 : 1;
+    }
+    if (a->rank != b->rank) {
+        return a->rank < b->rank ? -1 : 1;
+    }
+    return a->slot < b->slot ? -1 : (a->slot > b->slot);
+}
+
+static int
+top_hold(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    if (view->itemsize != itemsize || view->ndim != 1) {
+        PyErr_Format(PyExc_TypeError, "lean_top: %s must be a 1-d array of %zd-byte items", what,
+                     itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const Py_ssize_t size[6] = {8, 1, 1, 8, 8, 8};
+    static const char *name[6] = {"base", "scored", "readable", "loan_to", "loan_add", "id_rank"};
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "lean_top(base, scored, readable, loan_to, loan_add, id_rank, need)");
+        return NULL;
+    }
+    Py_ssize_t need = PyLong_AsSsize_t(args[6]);
+    if (need == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer v[6];
+    int held = 0;
+    PyObject *result = NULL;
+    uint8_t *lent = NULL;
+    double *loan = NULL;
+    TopCand *cand = NULL;
+    for (; held < 6; held++) {
+        if (top_hold(args[held], &v[held], size[held], name[held]) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t n = v[0].shape[0], nl = v[3].shape[0];
+    if (v[1].shape[0] != n || v[2].shape[0] != n || v[5].shape[0] != n || v[4].shape[0] != nl) {
+        PyErr_SetString(PyExc_ValueError, "lean_top: the columns differ in length");
+        goto done;
+    }
+    if (need < 0) {
+        PyErr_SetString(PyExc_ValueError, "lean_top: need must be >= 0");
+        goto done;
+    }
+    const double *base = v[0].buf, *loan_add = v[4].buf;
+    const uint8_t *scored = v[1].buf, *readable = v[2].buf;
+    const int64_t *loan_to = v[3].buf, *id_rank = v[5].buf;
+    /* The loans by slot (the last one to a slot wins, as numpy's fancy += assigns). */
+    lent = PyMem_Calloc((size_t)n + 8, 1);
+    loan = nl ? PyMem_Malloc((size_t)n * sizeof(double)) : NULL;
+    if (lent == NULL || (nl && loan == NULL)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < nl; j++) {
+        int64_t t = loan_to[j];
+        if (t < 0) {
+            t += n; /* numpy's negative index */
+        }
+        if (t < 0 || t >= n) {
+            PyErr_SetString(PyExc_IndexError, "lean_top: a loan past the slots");
+            goto done;
+        }
+        lent[t] = 1;
+        loan[t] = loan_add[j];
+    }
+    Py_ssize_t m = 0, room = 0;
+    /* Eight mask bytes at a time: a search scores a few hundred of tens of thousands. */
+    for (Py_ssize_t s0 = 0; s0 < n; s0 += 8) {
+        uint64_t a = 0, b = 0;
+        Py_ssize_t w = n - s0 < 8 ? n - s0 : 8;
+        memcpy(&a, scored + s0, (size_t)w);
+        memcpy(&b, lent + s0, (size_t)w);
+        if ((a | b) == 0) {
+            continue;
+        }
+        for (Py_ssize_t s = s0; s < s0 + w; s++) {
+            if (!(scored[s] || lent[s]) || !readable[s]) {
+                continue;
+            }
+            double x = lent[s] ? base[s] + loan[s] : base[s];
+            if (x != x) { /* NaN: the numpy path orders it */
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            if (m == room) {
+                room = room ? 2 * room : 256;
+                TopCand *grown = PyMem_Realloc(cand, (size_t)room * sizeof(TopCand));
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                cand = grown;
+            }
+            cand[m].score = x;
+            cand[m].rank = id_rank[s];
+            cand[m].slot = s;
+            m++;
+        }
+    }
+    if (m > 1) {
+        qsort(cand, (size_t)m, sizeof(TopCand), top_cmp);
+    }
+    Py_ssize_t k = need < m ? need : m;
+    PyObject *slots = PyList_New(k), *scores = PyList_New(k);
+    if (slots == NULL || scores == NULL) {
+        Py_XDECREF(slots);
+        Py_XDECREF(scores);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *s = PyLong_FromSsize_t(cand[i].slot), *x = PyFloat_FromDouble(cand[i].score);
+        if (s == NULL || x == NULL) {
+            Py_XDECREF(s);
+            Py_XDECREF(x);
+            Py_DECREF(slots);
+            Py_DECREF(scores);
+            goto done;
+        }
+        PyList_SET_ITEM(slots, i, s);
+        PyList_SET_ITEM(scores, i, x);
+    }
+    result = Py_BuildValue("(NN)", slots, scores);
+done:
+    for (int i = 0; i < held; i++) {
+        PyBuffer_Release(&v[i]);
+    }
+    PyMem_Free(lent);
+    PyMem_Free(loan);
+    PyMem_Free(cand);
+    return result;
+}
+
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -2658,6 +2838,9 @@ static PyMethodDef methods[] = {
     {"slot_map", (PyCFunction)(void (*)(void))slot_map, METH_FASTCALL,
      "slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)\n\n"
      "Ranked hits' snapshot slots by their lexicon slots (see memstore/_lexhits.py's SlotMap)."},
+    {"lean_top", (PyCFunction)(void (*)(void))lean_top, METH_FASTCALL,
+     "lean_top(base, scored, readable, loan_to, loan_add, id_rank, need) -> (slots, scores) | None\n\n"
+     "The lean fusion's best need readable candidates (see memstore/search/_lean.py)."},
     {"slots_of", (PyCFunction)(void (*)(void))slots_of, METH_FASTCALL,
      "slots_of(ids, slot, size) -> (bytes, bool)\n\n"
      "Each id's slot below size as int64 (-1: not held), and whether all are held (see "
