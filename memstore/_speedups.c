@@ -2627,8 +2627,8 @@ fail:
  * decides then). _lean.py's _top_slots is the oracle, which a hypothesis test holds this
  * to. The numpy path costs a dozen array calls over the whole snapshot (a copy of its
  * scores, masks, a nonzero, a partition, a lexsort: ~55 us a search over 20,000 slots,
- * all of it holding the GIL); here it is one scan of the masks eight bytes at a time and
- * a sort of the few hundred candidates.
+ * all of it holding the GIL); here it is one scan of the masks eight bytes at a time, each
+ * candidate offered to a heap of the best `need`, and a sort of those.
  *
  * base, loan_add: float64; scored, readable: bool (1 byte); loan_to, id_rank: intp (8
  * bytes); base, scored, readable and id_rank of one length.
@@ -2640,17 +2640,66 @@ typedef struct {
     Py_ssize_t slot;
 } TopCand;
 
+/* Whether a goes before b: a higher score, then a lower id rank, then a lower slot. */
+static inline int
+top_before(const TopCand *a, const TopCand *b)
+{
+    if (a->score != b->score) {
+        return a->score > b->score;
+    }
+    if (a->rank != b->rank) {
+        return a->rank < b->rank;
+    }
+    return a->slot < b->slot;
+}
+
+/* heap[0:k] keeps the k best met so far, the last of them (the one every other goes
+ * before) at its root; x is pushed (k < cap) or replaces the root when it goes before it. */
+static void
+top_offer(TopCand *heap, Py_ssize_t *k, Py_ssize_t cap, const TopCand *x)
+{
+    Py_ssize_t i;
+    if (cap == 0) {
+        return;
+    }
+    if (*k < cap) { /* sift up */
+        i = (*k)++;
+        while (i > 0) {
+            Py_ssize_t up = (i - 1) / 2;
+            if (!top_before(&heap[up], x)) {
+                break;
+            }
+            heap[i] = heap[up];
+            i = up;
+        }
+        heap[i] = *x;
+        return;
+    }
+    if (!top_before(x, &heap[0])) {
+        return;
+    }
+    i = 0; /* sift down from the root */
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= *k) {
+            break;
+        }
+        if (c + 1 < *k && top_before(&heap[c], &heap[c + 1])) {
+            c++; /* the later child */
+        }
+        if (!top_before(x, &heap[c])) {
+            break;
+        }
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = *x;
+}
+
 static int
 top_cmp(const void *pa, const void *pb)
 {
-    const TopCand *a = pa, *b = pb;
-    if (a->score != b->score) {
-        return a->score > b->score ? -1 : 1;
-    }
-    if (a->rank != b->rank) {
-        return a->rank < b->rank ? -1 : 1;
-    }
-    return a->slot < b->slot ? -1 : (a->slot > b->slot);
+    return top_before(pa, pb) ? -1 : (top_before(pb, pa) ? 1 : 0);
 }
 
 static int
@@ -2707,11 +2756,13 @@ lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const uint8_t *scored = v[1].buf, *readable = v[2].buf;
     const int64_t *loan_to = v[3].buf, *id_rank = v[5].buf;
     /* The loans by slot (the last one to a slot wins, as numpy's fancy += assigns). */
-    lent = PyMem_Calloc((size_t)n + 8, 1);
-    loan = nl ? PyMem_Malloc((size_t)n * sizeof(double)) : NULL;
-    if (lent == NULL || (nl && loan == NULL)) {
-        PyErr_NoMemory();
-        goto done;
+    if (nl) {
+        lent = PyMem_Calloc((size_t)n + 8, 1);
+        loan = PyMem_Malloc((size_t)n * sizeof(double));
+        if (lent == NULL || loan == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     for (Py_ssize_t j = 0; j < nl; j++) {
         int64_t t = loan_to[j];
@@ -2725,44 +2776,49 @@ lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         lent[t] = 1;
         loan[t] = loan_add[j];
     }
-    Py_ssize_t m = 0, room = 0;
-    /* Eight mask bytes at a time: a search scores a few hundred of tens of thousands. */
+    /* The best need candidates met, as a heap (a sort of them all cost more than the scan). */
+    cand = PyMem_Malloc((size_t)(need ? need : 1) * sizeof(TopCand));
+    if (cand == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    /* Eight mask bytes at a time (a fixed-size memcpy: one load): a search scores a few
+     * hundred slots of tens of thousands. The last few slots one by one. */
+    Py_ssize_t full = n - n % 8;
     for (Py_ssize_t s0 = 0; s0 < n; s0 += 8) {
-        uint64_t a = 0, b = 0;
-        Py_ssize_t w = n - s0 < 8 ? n - s0 : 8;
-        memcpy(&a, scored + s0, (size_t)w);
-        memcpy(&b, lent + s0, (size_t)w);
-        if ((a | b) == 0) {
-            continue;
-        }
-        for (Py_ssize_t s = s0; s < s0 + w; s++) {
-            if (!(scored[s] || lent[s]) || !readable[s]) {
+        Py_ssize_t end = s0 + 8;
+        if (s0 < full) {
+            uint64_t a, b = 0;
+            memcpy(&a, scored + s0, 8);
+            if (lent != NULL) {
+                memcpy(&b, lent + s0, 8);
+            }
+            if ((a | b) == 0) {
                 continue;
             }
-            double x = lent[s] ? base[s] + loan[s] : base[s];
-            if (x != x) { /* NaN: the numpy path orders it */
+        }
+        else {
+            end = n;
+        }
+        for (Py_ssize_t s = s0; s < end; s++) {
+            int is_lent = lent != NULL && lent[s];
+            if (!(scored[s] || is_lent) || !readable[s]) {
+                continue;
+            }
+            double x_score = is_lent ? base[s] + loan[s] : base[s];
+            if (x_score != x_score) { /* NaN: the numpy path orders it */
                 result = Py_NewRef(Py_None);
                 goto done;
             }
-            if (m == room) {
-                room = room ? 2 * room : 256;
-                TopCand *grown = PyMem_Realloc(cand, (size_t)room * sizeof(TopCand));
-                if (grown == NULL) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                cand = grown;
-            }
-            cand[m].score = x;
-            cand[m].rank = id_rank[s];
-            cand[m].slot = s;
-            m++;
+            TopCand x = {x_score, id_rank[s], s};
+            top_offer(cand, &m, need, &x);
         }
     }
-    if (m > 1) {
+    if (m > 1) { /* the heap's best, in order */
         qsort(cand, (size_t)m, sizeof(TopCand), top_cmp);
     }
-    Py_ssize_t k = need < m ? need : m;
+    Py_ssize_t k = m;
     PyObject *slots = PyList_New(k), *scores = PyList_New(k);
     if (slots == NULL || scores == NULL) {
         Py_XDECREF(slots);

@@ -125,6 +125,7 @@ def test_compiled_top_refuses_bad_columns() -> None:
         COMPILED.lean_top(base, mask, mask, np.array([3], np.intp), np.ones(1), rank, 2)
     with pytest.raises(ValueError, match="need"):
         COMPILED.lean_top(base, mask, mask, none_to, none_add, rank, -1)
+    assert COMPILED.lean_top(base, mask, mask, none_to, none_add, rank, 0) == ([], [])
 
 
 WORDS = ["ledger", "pool", "deploy", "friday", "tax", "kitten", "pottery", "bowl", "api"]
