@@ -143,3 +143,9 @@ def lean_top(
 ) -> tuple[list[int], list[float]] | None:
     """The lean fusion's best ``need`` readable candidates and their scores, or ``None``
     (a NaN score: see ``memstore/search/_lean.py``'s ``top_slots``)."""
+
+def best_levels(
+    parts: list[tuple[float, object]], capacity: int, alive: object, /
+) -> tuple[bytes, bytes] | object:
+    """A token's matched slots (int64 bytes, ascending) and their best levels (float64
+    bytes), or ``NotImplemented`` (see ``memstore/_tokenmatch.py``'s ``best_levels``)."""
