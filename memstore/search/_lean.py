@@ -347,7 +347,9 @@ class LeanFusion:
         """The compiled pass's last answer: its slots and their fused scores."""
         self._signals: QuerySignals | None = None
         self._lexical_raw: npt.NDArray[np.float64] | None = None
-        """Each slot's raw lexical score, NaN where the channel did not find it."""
+        """Each slot's raw lexical score where :attr:`_lexical_found` (else unset memory)."""
+        self._lexical_found: npt.NDArray[np.bool_] | None = None
+        """Whether the lexical channel found each slot."""
         self._semantic = False
         self._read_s = 0.0
         self._read_slots: tuple[list[SearchResult], list[int]] | None = None
@@ -411,9 +413,13 @@ class LeanFusion:
             slots, vals, raw = slots[known], vals[known], raw[known]
         self._base[slots] = vals
         self._scored[slots] = True
-        lexical_raw = np.full(len(self._snap), np.nan)
+        # Not filled: only the slots marked found are ever read (a fill of the whole
+        # snapshot's floats cost more than the rest of this step).
+        lexical_raw = np.empty(len(self._snap), np.float64)
         lexical_raw[slots] = raw
-        self._lexical_raw = lexical_raw
+        found = np.zeros(len(self._snap), np.bool_)
+        found[slots] = True
+        self._lexical_raw, self._lexical_found = lexical_raw, found
 
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
         """A second lexical round's hits, fused in at ``weight`` x the first's share
@@ -469,7 +475,7 @@ class LeanFusion:
 
     def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
         """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
-        if self._lexical_raw is None or not results:
+        if self._lexical_raw is None or self._lexical_found is None or not results:
             return {}
         ids = [r.item.id for r in results]
         last = self._read_slots
@@ -477,9 +483,18 @@ class LeanFusion:
             slots, every = np.array(last[1], np.intp), True  # :meth:`_read` knew them
         else:
             slots, every = self._slots(ids)
-        found = self._lexical_raw[slots]
-        raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
+        found = self._lexical_found[slots]
+        if not every:
+            found &= slots >= 0
+        raw: list[float] = np.where(found, self._lexical_raw[slots], np.nan).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
+
+    def lexical_column(self) -> npt.NDArray[np.float64] | None:
+        """Each slot's raw lexical score, NaN where the channel did not find it (``None``:
+        no lexical channel yet); made on request, for checks: a search reads ten of them."""
+        if self._lexical_raw is None or self._lexical_found is None:
+            return None
+        return np.where(self._lexical_found, self._lexical_raw, np.nan)
 
     @property
     def slot(self) -> dict[str, int]:
