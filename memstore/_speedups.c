@@ -2613,6 +2613,483 @@ fail:
 }
 
 
+
+/* ------------------------------------------------------------------ lean top
+ *
+ * lean_top(base, scored, readable, loan_to, loan_add, id_rank, need) -> (list, list) | None
+ *
+ * The lean fusion's best `need` readable candidates (memstore/search/_lean.py's
+ * LeanFusion.ordered without query signals or priors): a slot is a candidate when scored
+ * or lent to (loan_to) and readable; its score is base[s], plus loan_add[j] when lent to
+ * (base[s] + the last loan to s, as numpy's final[loan_to] += loan_add gives); the best
+ * `need` by score descending, then id_rank ascending (then slot: a stable sort's order).
+ * Returns their slots and scores as lists, or None when a score is NaN (the numpy path
+ * decides then). _lean.py's _top_slots is the oracle, which a hypothesis test holds this
+ * to. The numpy path costs a dozen array calls over the whole snapshot (a copy of its
+ * scores, masks, a nonzero, a partition, a lexsort: ~55 us a search over 20,000 slots,
+ * all of it holding the GIL); here it is one scan of the masks eight bytes at a time, each
+ * candidate offered to a heap of the best `need`, and a sort of those.
+ *
+ * base, loan_add: float64; scored, readable: bool (1 byte); loan_to, id_rank: intp (8
+ * bytes); base, scored, readable and id_rank of one length.
+ */
+
+typedef struct {
+    double score;
+    int64_t rank;
+    Py_ssize_t slot;
+} TopCand;
+
+/* Whether a goes before b: a higher score, then a lower id rank, then a lower slot. */
+static inline int
+top_before(const TopCand *a, const TopCand *b)
+{
+    if (a->score != b->score) {
+        return a->score > b->score;
+    }
+    if (a->rank != b->rank) {
+        return a->rank < b->rank;
+    }
+    return a->slot < b->slot;
+}
+
+/* heap[0:k] keeps the k best met so far, the last of them (the one every other goes
+ * before) at its root; x is pushed (k < cap) or replaces the root when it goes before it. */
+static void
+top_offer(TopCand *heap, Py_ssize_t *k, Py_ssize_t cap, const TopCand *x)
+{
+    Py_ssize_t i;
+    if (cap == 0) {
+        return;
+    }
+    if (*k < cap) { /* sift up */
+        i = (*k)++;
+        while (i > 0) {
+            Py_ssize_t up = (i - 1) / 2;
+            if (!top_before(&heap[up], x)) {
+                break;
+            }
+            heap[i] = heap[up];
+            i = up;
+        }
+        heap[i] = *x;
+        return;
+    }
+    if (!top_before(x, &heap[0])) {
+        return;
+    }
+    i = 0; /* sift down from the root */
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= *k) {
+            break;
+        }
+        if (c + 1 < *k && top_before(&heap[c], &heap[c + 1])) {
+            c++; /* the later child */
+        }
+        if (!top_before(x, &heap[c])) {
+            break;
+        }
+        heap[i] = heap[c];
+        i = c;
+    }
+    heap[i] = *x;
+}
+
+static int
+top_cmp(const void *pa, const void *pb)
+{
+    return top_before(pa, pb) ? -1 : (top_before(pb, pa) ? 1 : 0);
+}
+
+static int
+top_hold(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    if (view->itemsize != itemsize || view->ndim != 1) {
+        PyErr_Format(PyExc_TypeError, "lean_top: %s must be a 1-d array of %zd-byte items", what,
+                     itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    static const Py_ssize_t size[6] = {8, 1, 1, 8, 8, 8};
+    static const char *name[6] = {"base", "scored", "readable", "loan_to", "loan_add", "id_rank"};
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "lean_top(base, scored, readable, loan_to, loan_add, id_rank, need)");
+        return NULL;
+    }
+    Py_ssize_t need = PyLong_AsSsize_t(args[6]);
+    if (need == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer v[6];
+    int held = 0;
+    PyObject *result = NULL;
+    uint8_t *lent = NULL;
+    double *loan = NULL;
+    TopCand *cand = NULL;
+    for (; held < 6; held++) {
+        if (top_hold(args[held], &v[held], size[held], name[held]) < 0) {
+            goto done;
+        }
+    }
+    Py_ssize_t n = v[0].shape[0], nl = v[3].shape[0];
+    if (v[1].shape[0] != n || v[2].shape[0] != n || v[5].shape[0] != n || v[4].shape[0] != nl) {
+        PyErr_SetString(PyExc_ValueError, "lean_top: the columns differ in length");
+        goto done;
+    }
+    if (need < 0) {
+        PyErr_SetString(PyExc_ValueError, "lean_top: need must be >= 0");
+        goto done;
+    }
+    const double *base = v[0].buf, *loan_add = v[4].buf;
+    const uint8_t *scored = v[1].buf, *readable = v[2].buf;
+    const int64_t *loan_to = v[3].buf, *id_rank = v[5].buf;
+    /* The loans by slot (the last one to a slot wins, as numpy's fancy += assigns). */
+    if (nl) {
+        lent = PyMem_Calloc((size_t)n + 8, 1);
+        loan = PyMem_Malloc((size_t)n * sizeof(double));
+        if (lent == NULL || loan == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (Py_ssize_t j = 0; j < nl; j++) {
+        int64_t t = loan_to[j];
+        if (t < 0) {
+            t += n; /* numpy's negative index */
+        }
+        if (t < 0 || t >= n) {
+            PyErr_SetString(PyExc_IndexError, "lean_top: a loan past the slots");
+            goto done;
+        }
+        lent[t] = 1;
+        loan[t] = loan_add[j];
+    }
+    /* The best need candidates met, as a heap (a sort of them all cost more than the scan). */
+    cand = PyMem_Malloc((size_t)(need ? need : 1) * sizeof(TopCand));
+    if (cand == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    /* Eight mask bytes at a time (a fixed-size memcpy: one load): a search scores a few
+     * hundred slots of tens of thousands. The last few slots one by one. */
+    Py_ssize_t full = n - n % 8;
+    for (Py_ssize_t s0 = 0; s0 < n; s0 += 8) {
+        Py_ssize_t end = s0 + 8;
+        if (s0 < full) {
+            uint64_t a, b = 0;
+            memcpy(&a, scored + s0, 8);
+            if (lent != NULL) {
+                memcpy(&b, lent + s0, 8);
+            }
+            if ((a | b) == 0) {
+                continue;
+            }
+        }
+        else {
+            end = n;
+        }
+        for (Py_ssize_t s = s0; s < end; s++) {
+            int is_lent = lent != NULL && lent[s];
+            if (!(scored[s] || is_lent) || !readable[s]) {
+                continue;
+            }
+            double x_score = is_lent ? base[s] + loan[s] : base[s];
+            if (x_score != x_score) { /* NaN: the numpy path orders it */
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            TopCand x = {x_score, id_rank[s], s};
+            top_offer(cand, &m, need, &x);
+        }
+    }
+    if (m > 1) { /* the heap's best, in order */
+        qsort(cand, (size_t)m, sizeof(TopCand), top_cmp);
+    }
+    Py_ssize_t k = m;
+    PyObject *slots = PyList_New(k), *scores = PyList_New(k);
+    if (slots == NULL || scores == NULL) {
+        Py_XDECREF(slots);
+        Py_XDECREF(scores);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *s = PyLong_FromSsize_t(cand[i].slot), *x = PyFloat_FromDouble(cand[i].score);
+        if (s == NULL || x == NULL) {
+            Py_XDECREF(s);
+            Py_XDECREF(x);
+            Py_DECREF(slots);
+            Py_DECREF(scores);
+            goto done;
+        }
+        PyList_SET_ITEM(slots, i, s);
+        PyList_SET_ITEM(scores, i, x);
+    }
+    result = Py_BuildValue("(NN)", slots, scores);
+done:
+    for (int i = 0; i < held; i++) {
+        PyBuffer_Release(&v[i]);
+    }
+    PyMem_Free(lent);
+    PyMem_Free(loan);
+    PyMem_Free(cand);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------ best levels
+ *
+ * best_levels(parts, capacity, alive) -> (bytes, bytes) | NotImplemented
+ *
+ * memstore/_tokenmatch.py's best_levels, the merge of a cold query token's matches: parts
+ * is a list of (level, slots) pairs (slots: a non-empty 1-d int32 array), alive a bool
+ * array or None. Returns each slot met (below capacity, alive), ascending, once, as native
+ * 8-byte integers, and the best (largest) level it reaches as float64s. NotImplemented
+ * (the numpy path decides, and raises what it raises) for a slot outside [0, capacity) or
+ * past alive, slots that are not 1-d int32, or more than 255 distinct levels. The numpy path picks one of four merges
+ * by size (a dictionary, a sort, a dense array), each several array calls holding the
+ * GIL (~70 us for a token's 500 entries); here the levels become ranks, a byte per slot
+ * of the range the slots span keeps the best rank (one pass), and a scan of those bytes
+ * eight at a time writes the answer. A range much wider than the entries is sorted
+ * instead ((slot, rank) keys: the last of each slot's run is its best).
+ */
+
+static int
+bl_key_cmp(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : (a > b);
+}
+
+static int
+bl_double_cmp(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : (a > b);
+}
+
+static PyObject *
+best_levels_c(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 3 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "best_levels(parts, capacity, alive): parts is a list");
+        return NULL;
+    }
+    PyObject *parts = args[0];
+    Py_ssize_t capacity = PyLong_AsSsize_t(args[1]);
+    if (capacity == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t np_ = PyList_GET_SIZE(parts);
+    Py_buffer *views = PyMem_Calloc((size_t)np_ + 1, sizeof(Py_buffer));
+    double *lv = PyMem_Malloc(((size_t)np_ + 1) * sizeof(double));
+    double *table = PyMem_Malloc(((size_t)np_ + 2) * sizeof(double));
+    uint8_t *rank = PyMem_Malloc((size_t)np_ + 1);
+    Py_buffer alive_view;
+    int have_alive = 0;
+    Py_ssize_t held = 0;
+    PyObject *result = NULL;
+    uint8_t *best = NULL;
+    uint64_t *keys = NULL;
+    int64_t *out_slots = NULL;
+    double *out_levels = NULL;
+    if (views == NULL || lv == NULL || table == NULL || rank == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (args[2] != Py_None) {
+        if (PyObject_GetBuffer(args[2], &alive_view, PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        have_alive = 1;
+        if (alive_view.itemsize != 1 || alive_view.ndim != 1) {
+            PyErr_SetString(PyExc_TypeError, "best_levels: alive must be a 1-d bool array");
+            goto done;
+        }
+    }
+    Py_ssize_t total = 0;
+    int64_t lo = INT64_MAX, hi = -1;
+    for (; held < np_; held++) {
+        PyObject *part = PyList_GET_ITEM(parts, held);
+        if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 2) {
+            PyErr_SetString(PyExc_TypeError, "best_levels: a part is (level, slots)");
+            goto done;
+        }
+        lv[held] = PyFloat_AsDouble(PyTuple_GET_ITEM(part, 0));
+        if (lv[held] == -1.0 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held],
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            goto done;
+        }
+        const char *fmt = views[held].format;
+        if (views[held].itemsize != 4 || views[held].ndim != 1 || fmt == NULL ||
+            (strcmp(fmt, "i") != 0 && strcmp(fmt, "=i") != 0)) {
+            held++; /* not 1-d int32 (a caller's own array): the numpy path's */
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        const int32_t *a = views[held].buf;
+        Py_ssize_t n = views[held].shape[0];
+        total += n;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (a[i] < lo) {
+                lo = a[i];
+            }
+            if (a[i] > hi) {
+                hi = a[i];
+            }
+        }
+    }
+    if (total == 0 || lv[0] != lv[0]) {
+        result = Py_NewRef(Py_NotImplemented); /* nothing to merge, or a NaN level: Python's */
+        goto done;
+    }
+    if (lo < 0 || hi >= capacity ||
+        (have_alive && hi >= alive_view.shape[0])) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    /* The distinct levels, increasing: table[1..nl] (rank 0: no match). */
+    memcpy(table + 1, lv, (size_t)np_ * sizeof(double));
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        if (lv[i] != lv[i]) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+    }
+    qsort(table + 1, (size_t)np_, sizeof(double), bl_double_cmp);
+    Py_ssize_t nl = 0;
+    for (Py_ssize_t i = 1; i <= np_; i++) {
+        if (nl == 0 || table[i] != table[nl]) {
+            table[++nl] = table[i];
+        }
+    }
+    if (nl > 255) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        Py_ssize_t a = 1, b = nl; /* the rank of lv[i]: binary search */
+        while (a < b) {
+            Py_ssize_t mid = (a + b) / 2;
+            if (table[mid] < lv[i]) {
+                a = mid + 1;
+            }
+            else {
+                b = mid;
+            }
+        }
+        rank[i] = (uint8_t)a;
+    }
+    const uint8_t *alive = have_alive ? alive_view.buf : NULL;
+    Py_ssize_t room = total, m = 0;
+    out_slots = PyMem_Malloc((size_t)room * sizeof(int64_t));
+    out_levels = PyMem_Malloc((size_t)room * sizeof(double));
+    if (out_slots == NULL || out_levels == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t span = (Py_ssize_t)(hi - lo + 1);
+    if (span <= 64 * total + 65536) { /* a byte per slot of the range */
+        best = PyMem_Calloc((size_t)span + 8, 1);
+        if (best == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t p = 0; p < np_; p++) {
+            const int32_t *a = views[p].buf;
+            uint8_t r = rank[p];
+            for (Py_ssize_t i = 0; i < views[p].shape[0]; i++) {
+                uint8_t *b = &best[a[i] - lo];
+                if (*b < r) {
+                    *b = r;
+                }
+            }
+        }
+        for (Py_ssize_t o = 0; o < span; o += 8) {
+            uint64_t w;
+            memcpy(&w, best + o, 8); /* best has 8 spare zero bytes */
+            if (w == 0) {
+                continue;
+            }
+            Py_ssize_t end = o + 8 < span ? o + 8 : span;
+            for (Py_ssize_t i = o; i < end; i++) {
+                int64_t slot = lo + i;
+                if (best[i] && (alive == NULL || alive[slot])) {
+                    out_slots[m] = slot;
+                    out_levels[m++] = table[best[i]];
+                }
+            }
+        }
+    }
+    else { /* sparse over a wide range: sort (slot, rank) keys */
+        keys = PyMem_Malloc((size_t)total * sizeof(uint64_t));
+        if (keys == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t p = 0; p < np_; p++) {
+            const int32_t *a = views[p].buf;
+            for (Py_ssize_t i = 0; i < views[p].shape[0]; i++) {
+                keys[k++] = ((uint64_t)a[i] << 8) | rank[p];
+            }
+        }
+        qsort(keys, (size_t)total, sizeof(uint64_t), bl_key_cmp);
+        for (Py_ssize_t i = 0; i < total; i++) {
+            if (i + 1 < total && (keys[i + 1] >> 8) == (keys[i] >> 8)) {
+                continue; /* not the last (best) of its slot's run */
+            }
+            int64_t slot = (int64_t)(keys[i] >> 8);
+            if (alive == NULL || alive[slot]) {
+                out_slots[m] = slot;
+                out_levels[m++] = table[keys[i] & 0xFF];
+            }
+        }
+    }
+    {
+        PyObject *a = PyBytes_FromStringAndSize((const char *)out_slots, m * 8);
+        PyObject *b = a == NULL ? NULL : PyBytes_FromStringAndSize((const char *)out_levels, m * 8);
+        if (b == NULL) {
+            Py_XDECREF(a);
+            goto done;
+        }
+        result = Py_BuildValue("(NN)", a, b);
+    }
+done:
+    for (Py_ssize_t i = 0; i < held; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    if (have_alive) {
+        PyBuffer_Release(&alive_view);
+    }
+    PyMem_Free(views);
+    PyMem_Free(lv);
+    PyMem_Free(table);
+    PyMem_Free(rank);
+    PyMem_Free(best);
+    PyMem_Free(keys);
+    PyMem_Free(out_slots);
+    PyMem_Free(out_levels);
+    return result;
+}
+
+
 static PyMethodDef methods[] = {
     {"count_docs", count_docs, METH_VARARGS,
      "count_docs(docs, df, content_wid, content_ids, content_counts, title_wid, title_ids, "
@@ -2658,6 +3135,12 @@ static PyMethodDef methods[] = {
     {"slot_map", (PyCFunction)(void (*)(void))slot_map, METH_FASTCALL,
      "slot_map(known, lex_slots, ids, slot, size) -> (bytes, bool)\n\n"
      "Ranked hits' snapshot slots by their lexicon slots (see memstore/_lexhits.py's SlotMap)."},
+    {"lean_top", (PyCFunction)(void (*)(void))lean_top, METH_FASTCALL,
+     "lean_top(base, scored, readable, loan_to, loan_add, id_rank, need) -> (slots, scores) | None\n\n"
+     "The lean fusion's best need readable candidates (see memstore/search/_lean.py)."},
+    {"best_levels", (PyCFunction)(void (*)(void))best_levels_c, METH_FASTCALL,
+     "best_levels(parts, capacity, alive) -> (bytes, bytes) | NotImplemented\n\n"
+     "A token's matched slots and their best levels (see memstore/_tokenmatch.py)."},
     {"slots_of", (PyCFunction)(void (*)(void))slots_of, METH_FASTCALL,
      "slots_of(ids, slot, size) -> (bytes, bool)\n\n"
      "Each id's slot below size as int64 (-1: not held), and whether all are held (see "

@@ -130,3 +130,22 @@ def row_json(
     fields: tuple[tuple[str, int], ...], utcs: tuple[object, ...], d: dict[str, object], /
 ) -> str | None:
     """The journal row's JSON of an item's fields, or ``None`` (see ``journal/version.py``)."""
+
+def lean_top(
+    base: object,
+    scored: object,
+    readable: object,
+    loan_to: object,
+    loan_add: object,
+    id_rank: object,
+    need: int,
+    /,
+) -> tuple[list[int], list[float]] | None:
+    """The lean fusion's best ``need`` readable candidates and their scores, or ``None``
+    (a NaN score: see ``memstore/search/_lean.py``'s ``top_slots``)."""
+
+def best_levels(
+    parts: list[tuple[float, object]], capacity: int, alive: object, /
+) -> tuple[bytes, bytes] | object:
+    """A token's matched slots (int64 bytes, ascending) and their best levels (float64
+    bytes), or ``NotImplemented`` (see ``memstore/_tokenmatch.py``'s ``best_levels``)."""

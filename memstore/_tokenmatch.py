@@ -20,6 +20,7 @@ from operator import itemgetter
 import numpy as np
 import numpy.typing as npt
 
+from memstore import _wordbatch
 from memstore._matchrule import LEVEL_SUBSTRING
 
 __all__ = ["Expansion", "TokenMatch", "best_levels"]
@@ -108,6 +109,8 @@ _SPARSE = 8
 """Below ``capacity / _SPARSE`` entries a merge sorts them instead of using a dense array."""
 _FEW = 128
 """At most this many entries a merge runs in Python (numpy's fixed costs dominate below)."""
+_WIDE = np.dtype(np.intp).itemsize == 8
+"""The compiled ``best_levels`` writes 8-byte slots: numpy's ``intp`` here."""
 
 
 def best_levels(
@@ -121,11 +124,41 @@ def best_levels(
     every slot is. The levels are written in increasing order, so that a
     better level overwrites a worse one: a handful of entries into a
     dictionary, more into a dense array; in between, a sort (slot, then
-    level: the last of each slot's run is its best) merges them.
+    level: the last of each slot's run is its best) merges them. Compiled
+    where :mod:`memstore._speedups` is built (``best_levels`` in
+    ``memstore/_speedups.c``: a byte per slot keeps its best level's rank, one
+    pass, then one scan), the same columns; :func:`_best_levels` is its oracle.
     """
     parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]
     if not parts:
         return _NO_SLOTS, _NO_LEVELS
+    native = _wordbatch.speedups
+    if native is not None and _WIDE:
+        got = native.best_levels(parts, capacity, alive)
+        if got is not NotImplemented:
+            raw_slots, raw_levels = got
+            return np.frombuffer(raw_slots, np.intp), np.frombuffer(raw_levels, np.float64)
+    return _merge(parts, capacity, alive)
+
+
+def _best_levels(
+    groups: Sequence[tuple[float, Sequence[npt.NDArray[np.int32]]]],
+    capacity: int,
+    alive: npt.NDArray[np.bool_] | None,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """:func:`best_levels` in Python and numpy: the oracle of the compiled merge."""
+    parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]
+    if not parts:
+        return _NO_SLOTS, _NO_LEVELS
+    return _merge(parts, capacity, alive)
+
+
+def _merge(
+    parts: list[tuple[float, npt.NDArray[np.int32]]],
+    capacity: int,
+    alive: npt.NDArray[np.bool_] | None,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """:func:`_best_levels` of its non-empty ``(level, slots)`` parts."""
     total = sum(a.size for _, a in parts)
     if len(parts) == 1 and (total == 1 or (parts[0][1][1:] > parts[0][1][:-1]).all()):
         # One increasing array (one word's postings): the slots as they are.

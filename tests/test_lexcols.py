@@ -116,7 +116,7 @@ def _fusions(store: Store, snap: SearchSnapshot, by_score: bool, hits: list[Any]
         fusion = LeanFusion(searcher, snap, micros(T0), "", "", by_score)
         fusion.add_lexical(h, None)
         fusion.add_feedback(h, 0.5)
-        raw = fusion._lexical_raw
+        raw = fusion.lexical_column()
         assert raw is not None
         states.append((fusion._base.tobytes(), fusion._scored.tobytes(), raw.tobytes()))
     assert all(s == states[0] for s in states)

@@ -407,5 +407,6 @@ def test_lean_fusion_reads_the_index_columns_as_it_reads_the_hits(
     fusions[1].add_lexical(list(hits), None)  # a plain list: read field by field
     a, b = fusions
     assert np.array_equal(a._base, b._base) and np.array_equal(a._scored, b._scored)
-    assert a._lexical_raw is not None and b._lexical_raw is not None
-    assert np.array_equal(a._lexical_raw, b._lexical_raw, equal_nan=True)
+    raw_a, raw_b = a.lexical_column(), b.lexical_column()
+    assert raw_a is not None and raw_b is not None
+    assert np.array_equal(raw_a, raw_b, equal_nan=True)

@@ -30,7 +30,9 @@ from memstore.search._relevance import (
     relevance,
     signals,
 )
+from memstore_index._vectorfile import StoredVector
 from memstore_index.cellstore import CellStore
+from memstore_index.entry import IndexEntry
 from memstore_index.hash_embedder import HashEmbedder
 from tests.conftest import FakeClock
 from tests.mcp_harness import http_client, http_server, in_process
@@ -300,6 +302,38 @@ def test_cosines_are_the_guarded_computation(
     got = _cosines(results, q, vectors.get)
     want = _cosines_reference(results, q, vectors)
     assert got == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(_COMPONENT, min_size=3, max_size=3), max_size=8),
+    st.lists(st.integers(0, 9), max_size=10),
+    st.sets(st.integers(0, 9)),
+    st.lists(_COMPONENT, min_size=3, max_size=3),
+)
+def test_cosines_from_the_index_rows_are_those_from_its_vectors(
+    stored: list[list[float]], asked: list[int], removed: set[int], query: list[float]
+) -> None:
+    """A real index's ``vector_rows`` (one gather) gives ``_cosines`` the very floats its
+    ``vector`` (one read a result) does: ids held, repeated, removed, never indexed."""
+    cells = CellStore(HashEmbedder(dim=3), target_recall=None)
+    cells.apply(
+        [
+            StoredVector(IndexEntry(f"r{i}"), -1, f"h{i}", "", np.array(v, np.float32))
+            for i, v in enumerate(stored)
+        ]
+    )
+    for i in removed & set(range(len(stored))):
+        cells.remove(f"r{i}")
+    results = [SearchResult(Item(id=f"r{i}", kind="note", content="x"), 1.0) for i in asked]
+    q = np.array(query, np.float32)
+    one_by_one = _cosines(results, q, cells.vector)
+    gathered = _cosines(results, q, None, cells.vector_rows)
+    assert gathered == one_by_one
+    rows, at = cells.vector_rows([r.item.id for r in results])
+    assert at == [i for i, r in enumerate(results) if cells.vector(r.item.id) is not None]
+    for j, i in enumerate(at):
+        assert rows[j].tobytes() == cells.vector(results[i].item.id).tobytes()  # type: ignore[union-attr]
 
 
 @settings(max_examples=300, deadline=None)

@@ -62,7 +62,7 @@ from memstore.tags import PARTITION_ALL
 if TYPE_CHECKING:
     from memstore.search._searcher import Searcher
 
-__all__ = ["LeanFusion", "borrowed_results"]
+__all__ = ["LeanFusion", "borrowed_results", "top_slots"]
 
 _HIT = itemgetter(0)
 _ID = attrgetter("id")
@@ -246,6 +246,76 @@ def _slots_of(
     return out, n == 0 or bool(out.min() >= 0)
 
 
+def _best(
+    slots: npt.NDArray[np.intp],
+    scores: npt.NDArray[np.float64],
+    id_rank: npt.NDArray[np.intp],
+    need: int,
+) -> list[int]:
+    """The best ``need`` of ``slots`` by ``scores`` descending, ties by ``id_rank``."""
+    if slots.size > 2 * need > 0:
+        # Only a candidate scoring at least the need-th best score can place: sort those.
+        floor = np.partition(scores, slots.size - need)[slots.size - need]
+        keep = scores >= floor
+        slots, scores = slots[keep], scores[keep]
+    order = np.lexsort((id_rank[slots], -scores))[:need]
+    out: list[int] = slots[order].tolist()
+    return out
+
+
+def top_slots(
+    base: npt.NDArray[np.float64],
+    scored: npt.NDArray[np.bool_],
+    readable: npt.NDArray[np.bool_],
+    loan_to: npt.NDArray[np.intp],
+    loan_add: npt.NDArray[np.float64],
+    id_rank: npt.NDArray[np.intp],
+    need: int,
+) -> tuple[list[int], list[float]]:
+    """The best ``need`` readable candidates (scored or lent to) and their fused scores.
+
+    A slot's fused score is ``base`` plus its loan (``loan_to``/``loan_add``);
+    the order is by score descending, ties by ``id_rank``. The compiled
+    ``lean_top`` (:mod:`memstore._speedups`) scans the masks and sorts the few
+    hundred candidates in one call, where :func:`_top_slots` (its oracle) makes
+    a dozen array passes over the whole snapshot; a NaN score leaves it to the oracle.
+
+    >>> top_slots(np.array([0.5, 0.0, 0.9, 0.5]), np.array([True, False, True, True]),
+    ...           np.array([True, True, True, True]), np.array([1]), np.array([0.7]),
+    ...           np.array([3, 2, 1, 0]), 3)
+    ([2, 1, 3], [0.9, 0.7, 0.5])
+    """
+    native = _wordbatch.speedups
+    if native is not None and _WIDE and need > 0:
+        got: tuple[list[int], list[float]] | None = native.lean_top(
+            base, scored, readable, loan_to, loan_add, id_rank, need
+        )
+        if got is not None:
+            return got
+    return _top_slots(base, scored, readable, loan_to, loan_add, id_rank, need)
+
+
+def _top_slots(
+    base: npt.NDArray[np.float64],
+    scored: npt.NDArray[np.bool_],
+    readable: npt.NDArray[np.bool_],
+    loan_to: npt.NDArray[np.intp],
+    loan_add: npt.NDArray[np.float64],
+    id_rank: npt.NDArray[np.intp],
+    need: int,
+) -> tuple[list[int], list[float]]:
+    """:func:`top_slots` in numpy: the oracle of the compiled pass."""
+    final = base.copy()
+    final[loan_to] += loan_add
+    cand = scored.copy()
+    cand[loan_to] = True
+    cand &= readable
+    slots = np.flatnonzero(cand)
+    out = _best(slots, final[slots], id_rank, need)
+    scores: list[float] = final[out].tolist()
+    return out, scores
+
+
 class LeanFusion:
     """One search's candidates as slots of a snapshot: channels in, fused order and results out."""
 
@@ -271,10 +341,15 @@ class LeanFusion:
         self._scored = np.zeros(n, np.bool_)
         self._loan_to = np.zeros(0, np.intp)
         self._loan_add = np.zeros(0, np.float64)
-        self._final = self._base
+        self._final: npt.NDArray[np.float64] | None = self._base
+        """The fused scores (base, loans, bonus) :meth:`ordered` left (``None``: unmade)."""
+        self._top: tuple[list[int], list[float]] | None = None
+        """The compiled pass's last answer: its slots and their fused scores."""
         self._signals: QuerySignals | None = None
         self._lexical_raw: npt.NDArray[np.float64] | None = None
-        """Each slot's raw lexical score, NaN where the channel did not find it."""
+        """Each slot's raw lexical score where :attr:`_lexical_found` (else unset memory)."""
+        self._lexical_found: npt.NDArray[np.bool_] | None = None
+        """Whether the lexical channel found each slot."""
         self._semantic = False
         self._read_s = 0.0
         self._read_slots: tuple[list[SearchResult], list[int]] | None = None
@@ -338,9 +413,13 @@ class LeanFusion:
             slots, vals, raw = slots[known], vals[known], raw[known]
         self._base[slots] = vals
         self._scored[slots] = True
-        lexical_raw = np.full(len(self._snap), np.nan)
+        # Not filled: only the slots marked found are ever read (a fill of the whole
+        # snapshot's floats cost more than the rest of this step).
+        lexical_raw = np.empty(len(self._snap), np.float64)
         lexical_raw[slots] = raw
-        self._lexical_raw = lexical_raw
+        found = np.zeros(len(self._snap), np.bool_)
+        found[slots] = True
+        self._lexical_raw, self._lexical_found = lexical_raw, found
 
     def add_feedback(self, hits: Sequence[LexicalHit], weight: float) -> None:
         """A second lexical round's hits, fused in at ``weight`` x the first's share
@@ -396,7 +475,7 @@ class LeanFusion:
 
     def lexical_scores(self, results: Sequence[SearchResult]) -> dict[str, float]:
         """The lexical channel's raw score of each of ``results`` it found (for relevance)."""
-        if self._lexical_raw is None or not results:
+        if self._lexical_raw is None or self._lexical_found is None or not results:
             return {}
         ids = [r.item.id for r in results]
         last = self._read_slots
@@ -404,9 +483,18 @@ class LeanFusion:
             slots, every = np.array(last[1], np.intp), True  # :meth:`_read` knew them
         else:
             slots, every = self._slots(ids)
-        found = self._lexical_raw[slots]
-        raw: list[float] = (found if every else np.where(slots >= 0, found, np.nan)).tolist()
+        found = self._lexical_found[slots]
+        if not every:
+            found &= slots >= 0
+        raw: list[float] = np.where(found, self._lexical_raw[slots], np.nan).tolist()
         return {id: v for id, v in zip(ids, raw, strict=True) if v == v}  # NaN: not found
+
+    def lexical_column(self) -> npt.NDArray[np.float64] | None:
+        """Each slot's raw lexical score, NaN where the channel did not find it (``None``:
+        no lexical channel yet); made on request, for checks: a search reads ten of them."""
+        if self._lexical_raw is None or self._lexical_found is None:
+            return None
+        return np.where(self._lexical_found, self._lexical_raw, np.nan)
 
     @property
     def slot(self) -> dict[str, int]:
@@ -477,16 +565,32 @@ class LeanFusion:
     def ordered(self, need: int) -> list[int]:
         """The best ``need`` readable candidates' slots, best first (ties by id)."""
         t0 = time.perf_counter()
+        short = self._short_prior and self._semantic
+        lengthy = self._length_prior and self._semantic
+        if self._signals is None and not short and not lengthy:
+            # The common case, no score changed after the loans: one compiled pass.
+            snap = self._snap
+            top = top_slots(
+                self._base,
+                self._scored,
+                self._readable,
+                self._loan_to,
+                self._loan_add,
+                snap.id_rank,
+                need,
+            )
+            self._final, self._top = None, top
+            self._read_s += time.perf_counter() - t0
+            return top[0]
         final = self._base.copy()
         final[self._loan_to] += self._loan_add
-        self._final = final
+        self._final, self._top = final, None
         cand = self._scored.copy()
         cand[self._loan_to] = True
         cand &= self._readable
         slots = np.flatnonzero(cand)
-        short = self._short_prior and self._semantic
         credit = None
-        if self._length_prior and self._semantic:
+        if lengthy:
             credit = length_credit(self._snap.words[slots], self._length_weight)
         if self._signals is not None:
             near = self._may_place(slots, need, SHORT_FACTOR if short else 1.0, credit)
@@ -496,15 +600,23 @@ class LeanFusion:
             final[few] *= SHORT_FACTOR
         elif credit is not None:  # the length prior, after the bonus: score + bonus + credit
             final[slots] += credit
-        scores = final[slots]
-        if slots.size > 2 * need > 0:
-            # Only a candidate scoring at least the need-th best score can place: sort those.
-            floor = np.partition(scores, slots.size - need)[slots.size - need]
-            keep = scores >= floor
-            slots, scores = slots[keep], scores[keep]
-        order = np.lexsort((self._snap.id_rank[slots], -scores))[:need]
+        out = _best(slots, final[slots], self._snap.id_rank, need)
         self._read_s += time.perf_counter() - t0
-        out: list[int] = slots[order].tolist()
+        return out
+
+    def _fused(self, ordered: list[int]) -> list[float]:
+        """The fused scores of ``ordered`` (slots :meth:`ordered` gave): those it kept with
+        them when they are its last list, else read from the final scores (made now when
+        the compiled pass left them unmade: the base scores plus the loans)."""
+        top = self._top
+        if top is not None and top[0] is ordered:
+            return top[1]
+        final = self._final
+        if final is None:
+            final = self._base.copy()
+            final[self._loan_to] += self._loan_add
+            self._final = final
+        out: list[float] = final[ordered].tolist()
         return out
 
     def _may_place(
@@ -532,6 +644,7 @@ class LeanFusion:
         assert self._signals is not None
         if not 0 < need < slots.size:
             return slots
+        assert self._final is not None  # :meth:`ordered`'s numpy path set it
         scores = self._final[slots]
         if credit is not None:
             scores = scores + credit
@@ -548,7 +661,7 @@ class LeanFusion:
     ) -> list[SearchResult]:
         """The fused order shaped (or not) into at most ``limit`` results; reads only those."""
         snap = self._snap
-        fused: list[float] = self._final[ordered].tolist() if ordered else []
+        fused = self._fused(ordered) if ordered else []
         if full:
             exact = query.strip()
             hit = snap.slot_of(exact) if exact else -1

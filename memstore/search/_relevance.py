@@ -72,6 +72,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -87,6 +88,9 @@ __all__ = [
     "relevance",
     "signals",
 ]
+
+RowsOf: TypeAlias = Callable[[Sequence[str]], tuple[npt.NDArray[np.float32], list[int]]]
+"""An index's vectors of many ids: the rows of those it holds, and their positions."""
 
 
 @dataclass(frozen=True)
@@ -186,9 +190,15 @@ def _cosines(
     results: Sequence[SearchResult],
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
+    rows_of: RowsOf | None = None,
 ) -> list[float | None]:
-    """Each result's cosine with the query, ``None`` where either vector is missing."""
-    if query_vector is None or vector_of is None:
+    """Each result's cosine with the query, ``None`` where either vector is missing.
+
+    ``rows_of``: the index's vectors of many ids in one call (its
+    ``vector_rows``: the rows of the ids it holds, and their positions), read
+    instead of ``vector_of`` once per result when given: the same rows.
+    """
+    if query_vector is None or (vector_of is None and rows_of is None):
         return [None] * len(results)
     q = np.asarray(query_vector, np.float32).ravel()
     # Scaled by the power of two that brings its largest value into [0.5, 1) (exact): a
@@ -196,13 +206,20 @@ def _cosines(
     # (``math.frexp`` of the float32 maximum: its exponent, as ``np.frexp``'s, one call less.)
     q = np.ldexp(q, -math.frexp(float(np.abs(q).max(initial=0.0)))[1])
     qn = float(q @ q) ** 0.5
-    vecs = [vector_of(r.item.id) for r in results]
-    at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]
     out: list[float | None] = [None] * len(results)
+    rows: npt.NDArray[np.float32]
+    if rows_of is not None:
+        rows, at = rows_of([r.item.id for r in results])
+        if rows.ndim != 2 or rows.shape[1:] != q.shape:  # another index's dimension
+            return out
+    else:
+        assert vector_of is not None
+        vecs = [vector_of(r.item.id) for r in results]
+        at = [i for i, v in enumerate(vecs) if v is not None and v.shape == q.shape]
+        # np.array of equal-shaped rows: what np.stack builds, without its per-row Python.
+        rows = np.array([vecs[i] for i in at]) if at else np.zeros((0, 0), np.float32)
     if not at or qn == 0.0:
         return out
-    # np.array of equal-shaped rows: what np.stack builds, without its per-row Python.
-    rows = np.array([vecs[i] for i in at])
     norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * qn
     dots = rows @ q
     if norms.min() >= 1e-30:  # the common case: no zero vector, no guard needed
@@ -223,11 +240,13 @@ def assign_relevance(
     query_vector: npt.NDArray[np.float32] | None,
     vector_of: Callable[[str], npt.NDArray[np.float32] | None] | None,
     named_subjects: frozenset[str],
+    rows_of: RowsOf | None = None,
 ) -> None:
-    """Set every result's ``relevance`` in place (arguments as for :func:`signals`)."""
+    """Set every result's ``relevance`` in place (arguments as for :func:`signals`;
+    ``rows_of`` as for :func:`_cosines`)."""
     # signals() and relevance() inlined, without a Signals object or a call per hit: the
     # same operations in the same order (``test_relevance_inlined`` holds them to it).
-    cosines = _cosines(results, query_vector, vector_of)
+    cosines = _cosines(results, query_vector, vector_of, rows_of)
     m = RELEVANCE_MODEL
     b0, b_lex, b_cos, b_other = m.intercept, m.lexical, m.cosine, m.other_subject
     a0, a_lex, a_other = m.lexical_only_intercept, m.lexical_only, m.lexical_only_other_subject

@@ -556,6 +556,7 @@ class Searcher:
         if not results:
             return results
         vector_of = getattr(cells, "vector", None) if vec is not None else None
+        rows_of = getattr(cells, "vector_rows", None) if vec is not None else None
         if named is None:
             named = (
                 self._cfg.store.named_subjects(query)
@@ -567,7 +568,7 @@ class Searcher:
             scores = dict(map(_ID_SCORE, lexical))
         # A pool that stopped at its depth bounds what it did not reach by its weakest score.
         beyond = 0.0 if lexical_complete or not lexical else lexical[-1].score
-        assign_relevance(results, scores, beyond, vec, vector_of, named)
+        assign_relevance(results, scores, beyond, vec, vector_of, named, rows_of)
         return results
 
     def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
