@@ -8,8 +8,9 @@ proxy headers middleware, :class:`~memstore.web.shutdown.ShutdownAnswer`,
 concurrent callers on uvloop, no sockets) with the fast path's search replaced
 by one recall's hits, handed back a loop turn later (as the batcher's worker
 hands them back): every instruction counted is the HTTP layer's, and the
-process has one busy thread. Its CPU a request, or, under callgrind, its
-instructions a request, compare two checkouts with little noise::
+process has one busy thread. Its CPU a request still moves with a shared
+machine's load (by a third between runs of the same code on a busy 2-core
+VM); its instructions a request, under callgrind, do not (0.4%)::
 
     python benchmarks/asgi_stack.py --save-hits /tmp/hits.json
     python benchmarks/asgi_stack.py --checkout ../main --hits /tmp/hits.json --digest
