@@ -8,6 +8,7 @@ exactly what the general code gives.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from memstore.protocol.mapping import chunk_id, hit_body, ulid_bytes, ulid_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import Verbs
 from memstore.web.refusal import json_bytes
+from memstore.web.responses import NewlineJSONResponse, send_json_answer
 
 TOKENS = '{"tok": {"tenant": "acme", "scopes": ["ingest", "recall"]}}'
 
@@ -103,6 +105,38 @@ def test_a_recall_answers_the_bytes_of_its_hits_as_json(tmp_path: Path) -> None:
             )
             assert (routed.content, routed.headers) == (r.content, r.headers)
         assert fast_path_of(app).answered == 4
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_send_json_answer_sends_the_messages_of_the_response_class(content: Any) -> None:
+    """The fast path's answer, sent without a response object, is the two messages
+    ``NewlineJSONResponse(content)`` sends: status, headers in their order, body."""
+
+    async def messages(answer: Any) -> list[Any]:
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        await answer(send)
+        return sent
+
+    async def receive() -> Any:
+        raise AssertionError("an answer reads nothing")
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/recall", "headers": []}
+    by_class = asyncio.run(
+        messages(lambda send: NewlineJSONResponse(content)(scope, receive, send))
+    )
+    by_function = asyncio.run(messages(lambda send: send_json_answer(send, content)))
+    assert by_function == by_class
 
 
 @pytest.mark.parametrize(

@@ -278,9 +278,8 @@ def create_app(
     app.add_middleware(
         Gate, tokens=current, limiter=limiter, metrics=metrics, max_body_bytes=max_body_bytes
     )
-    app.add_middleware(
-        ListedCors, origins=origins or OriginPolicy(), methods=_METHODS, render=render_refusal
-    )
+    if origins is not None and origins.listed:  # else no CORS at all: no layer to pass
+        app.add_middleware(ListedCors, origins=origins, methods=_METHODS, render=render_refusal)
     app.add_middleware(
         HostOriginGuard,
         hosts=hosts or HostPolicy(any_host=True),

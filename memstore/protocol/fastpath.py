@@ -9,8 +9,9 @@ gate's authentication, rate limit and body checks, and the failsafe), answers
 them itself with the same steps the route takes: the body parsed as the
 framework parses it (:func:`json.loads`, by the gate as it checked the keys,
 then the strict model), the request
-checked and run by the same functions, and the answer built by the same
-response class, so the bytes and headers are the route's own.
+checked and run by the same functions, and the answer sent as the same
+response class sends it (:func:`~memstore.web.responses.send_json_answer`),
+so the bytes and headers are the route's own.
 
 Anything else goes to the route untouched, its body replayed: another path
 or method, a media type other than ``application/json`` (with parameters) or
@@ -35,7 +36,7 @@ from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import PreparedRecall, Verbs
 from memstore.web.body import NOT_JSON, replay_message
 from memstore.web.headers import accepts
-from memstore.web.responses import NewlineJSONResponse
+from memstore.web.responses import NewlineJSONResponse, send_json_answer
 
 __all__ = ["RecallFastPath", "plain_recall"]
 
@@ -133,4 +134,4 @@ class RecallFastPath:
             return
         self.count(tenant, hits)
         self.answered += 1
-        await NewlineJSONResponse(hits)(scope, receive, send)
+        await send_json_answer(send, hits)  # NewlineJSONResponse(hits)'s messages

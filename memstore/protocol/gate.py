@@ -64,6 +64,8 @@ _ROUTES: Final = (
     ("GET", re.compile(r"/v1/episode/[^/]+"), "GET /v1/episode/{id}"),
     ("GET", re.compile(r"/v1/events"), "GET /v1/events"),
 )
+_FIXED: Final = {(m, p.pattern): key for m, p, key in _ROUTES if re.escape(p.pattern) == p.pattern}
+"""The routes of :data:`_ROUTES` whose path is fixed, by method and path: found without a regex."""
 _OPEN: Final = frozenset({"/healthz", "/metrics", "/openapi.json", "/docs"})
 _READ_HEADERS: Final = frozenset(
     {b"authorization", b"content-type", b"content-encoding", b"content-length"}
@@ -79,6 +81,9 @@ def route_of(method: str, path: str) -> str | None:
     >>> route_of("GET", "/v1/episode/01HZZZZZZZZZZZZZZZZZZZZZZZ"), route_of("GET", "/v1/ingest")
     ('GET /v1/episode/{id}', None)
     """
+    key = _FIXED.get((method, path))
+    if key is not None:
+        return key
     for m, pattern, key in _ROUTES:
         if m == method and pattern.fullmatch(path):
             return key
@@ -139,11 +144,13 @@ class Gate:
         method: str = scope["method"]
         path: str = scope["path"]
         route = route_of(method, path)
-        seen: dict[str, Any] = {"status": 500, "tenant": None}
+        status = 500  # what the metrics count: the answer's status, once it starts
+        tenant: str | None = None
 
         async def counted(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
-                seen["status"] = message["status"]
+                status = message["status"]
             await send(message)
 
         try:
@@ -154,8 +161,8 @@ class Gate:
                 found = headers_named(scope, _READ_HEADERS)
                 authorization = one_header(found.get(b"authorization"), b"authorization")
                 principal = self.tokens().authenticate(authorization)
-                seen["tenant"] = principal.tenant
-                self.limiter.check(principal.tenant)
+                tenant = principal.tenant
+                self.limiter.check(tenant)
                 principal.require(ROUTE_SCOPES[route])
                 _no_query(route, scope.get("query_string", b""))
                 if method == "POST":
@@ -167,7 +174,7 @@ class Gate:
                 await _answer(e, counted)
                 return
             except ClientDisconnected:
-                seen["status"] = 499  # nginx's "client closed request", for the metrics only
+                status = 499  # nginx's "client closed request", for the metrics only
                 return
             scope.setdefault("state", {})["principal"] = principal
             await self.app(scope, receive, counted)
@@ -175,7 +182,7 @@ class Gate:
             if self.metrics is not None:
                 label = route or (path if path in _OPEN else OTHER)
                 elapsed = time.perf_counter() - start
-                self.metrics.observe(label, method, seen["status"], seen["tenant"], elapsed)
+                self.metrics.observe(label, method, status, tenant, elapsed)
 
     async def _read_body(
         self, scope: Scope, receive: Receive, found: dict[bytes, list[bytes]]

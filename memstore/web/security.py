@@ -52,11 +52,13 @@ class SecurityHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
-                present = {k.lower() for k, _ in headers}
-                if present.isdisjoint(names):  # the usual answer: every one is added
+                for k, _ in headers:
+                    if k.lower() in names:  # the answer set one itself: only the others
+                        present = {k.lower() for k, _ in headers}
+                        headers += [(k, v) for k, v in extra if k not in present]
+                        break
+                else:  # the usual answer: every one is added
                     headers += extra
-                else:
-                    headers += [(k, v) for k, v in extra if k not in present]
                 message["headers"] = headers
             await send(message)
 

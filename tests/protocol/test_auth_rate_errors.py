@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstore.protocol.gate import _ROUTES, route_of
 
 from .conftest import RATE_BURST, Server
 
@@ -285,3 +289,24 @@ def test_a_key_named_twice_is_refused(server: Server, path: str, body: bytes, ke
         "POST", "/v1/ingest", token, content=fine, headers={"Content-Type": "application/json"}
     )
     assert r.status_code == 200, r.text
+
+
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "post"]),
+    path=st.one_of(
+        st.sampled_from(
+            ["/v1/ingest", "/v1/recall", "/v1/forget", "/v1/events", "/v1/recall/", "/v1/snapshot/"]
+        ),
+        st.builds(
+            lambda head, tail: head + tail,
+            st.sampled_from(["/v1/snapshot/", "/v1/episode/", "/v1/", "/"]),
+            st.text(alphabet="ab/-_", max_size=6),
+        ),
+    ),
+)
+def test_the_gate_finds_a_route_as_its_patterns_do(method: str, path: str) -> None:
+    """The fixed paths found by a dict lookup are the routes the patterns match."""
+    by_patterns = next(
+        (key for m, pattern, key in _ROUTES if m == method and pattern.fullmatch(path)), None
+    )
+    assert route_of(method, path) == by_patterns
