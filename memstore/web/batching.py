@@ -346,8 +346,9 @@ class QueryBatcher(Generic[V]):
         its vectors are ready (checked before each start), and the next call
         made at once; or, with a fast embedder (:attr:`embeds_inline`, read once
         a batch), every text waiting is embedded here once the batch's searches
-        have all started, and their searches finished in order. Returns the call
-        running after the batch, if any.
+        have all started (and the thread's last call, if one runs, has returned:
+        the embedder still makes one call at a time), and their searches
+        finished in order. Returns the call running after the batch, if any.
         """
         inline = self.embeds_inline
         for job in batch:
@@ -365,6 +366,9 @@ class QueryBatcher(Generic[V]):
                     continue
             self._finish(job, stage, vec)  # answered without a model run: at once
         if inline:
+            if turn is not None:  # the thread's last call (one call at a time): a cheap one
+                turn.vectors.result()
+                turn = self._advance(turn, embedder, waiting, inline)
             # One call for the whole batch's texts: its cost is mostly per call
             # (the embedder's Python and numpy set-up), the thread's hand-off too.
             while waiting and (here := self._call(None, waiting)) is not None:
