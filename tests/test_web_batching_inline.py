@@ -239,3 +239,62 @@ def test_an_embedder_moves_between_threads_with_its_running_mean_cost() -> None:
 def test_inline_below_must_be_a_number_of_seconds(bad: Any) -> None:
     with pytest.raises(ValueError, match="inline_below"):
         QueryBatcher(Embedder(), inline_below=bad)
+
+
+def test_the_switch_to_the_worker_waits_for_the_threads_last_call() -> None:
+    """The embedder makes one call at a time, across the switch: a call the thread was
+    handed just before its embedder was measured cheap returns before the worker makes
+    its own. (A 0.2 s look for an overlapping call: it can only miss a bug, not fail.)"""
+    clock = Clock()
+    clock.per_text = 0.5  # cheap against inline_below=1: the worker's after the first call
+    gates = {"first": threading.Event(), "x": threading.Event()}
+    entered = {t: threading.Event() for t in ("first", "x", "z")}
+    running: list[int] = [0]
+    most: list[int] = [0]
+    lock = threading.Lock()
+
+    def embed(texts: Sequence[str]) -> list[int]:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        entered[texts[0]].set()
+        if texts[0] in gates:
+            assert gates[texts[0]].wait(30)
+        clock.now += clock.per_text * len(texts)
+        with lock:
+            running[0] -= 1
+        return [len(t) for t in texts]
+
+    batcher: QueryBatcher[int] = QueryBatcher(embed, inline_below=1.0)
+    batcher._clock = clock
+    log: list[str] = []
+    y_started, y_release = threading.Event(), threading.Event()
+
+    class HeldStart(Staged):
+        def __call__(self) -> Staged:
+            y_started.set()
+            assert y_release.wait(30)
+            return super().__call__()
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(batcher.run("first", echo("first")))
+        await asyncio.to_thread(entered["first"].wait, 30)  # the thread's first call runs
+        x = asyncio.ensure_future(batcher.run_staged("x", Staged("x", True, log)))
+        y = asyncio.ensure_future(batcher.run_staged(None, HeldStart("y", False, log)))
+        await asyncio.to_thread(y_started.wait, 30)  # x waits for the model; y holds the worker
+        gates["first"].set()  # the first call returns, measured cheap...
+        for _ in range(10_000):
+            if batcher.embeds_inline:
+                break
+            await asyncio.sleep(0.001)
+        y_release.set()  # ...and, before y's batch ends, "x" goes to the thread
+        await asyncio.to_thread(entered["x"].wait, 30)
+        z = asyncio.ensure_future(batcher.run_staged("z", Staged("z", True, log)))
+        overlapped = await asyncio.to_thread(entered["z"].wait, 0.2)
+        gates["x"].set()
+        return [overlapped, *await asyncio.gather(first, x, y, z)]
+
+    outcomes = asyncio.run(main())
+    batcher.close()
+    assert outcomes == [False, "first:5", "x:1", "y:None", "z:1"]
+    assert most[0] == 1 and batcher.inline_batches == 1
