@@ -110,9 +110,10 @@ INLINE_EMBED_SECONDS: Final = 0.001
 """An embedder whose calls cost less than this a text (the running mean of their wall time)
 runs on the worker thread, not its own. Measured on a 2-core VM where ``sum(range(10**7))``
 takes 250 ms, in a server under load: the feature-hashing embedder 0.2-0.4 ms a text in
-one-text calls on its thread (about what the call's hand-off costs) and 0.05-0.25 ms in the
-worker's gathered calls; the local MiniLM model 4-6 ms a text (batches of 1-32), a provider
-more (a network round trip). The bound sits between them, a few times from either."""
+one-text calls on its thread (about what the call's hand-off costs) and 0.05-0.25 ms in
+the worker's gathered calls; the local MiniLM model 4-16 ms a text (p10-p90, ~3 texts a
+call), a provider more (a network round trip). The bound sits between them, a few times
+from either."""
 
 EMBED_COST_WEIGHT: Final = 0.125
 """The weight of a call's cost in the running mean :data:`INLINE_EMBED_SECONDS` is compared
