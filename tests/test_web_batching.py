@@ -8,6 +8,7 @@ not by timing.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -234,7 +235,8 @@ async def start_while_the_model_runs(
         await asyncio.sleep(0.001)
     assert not model.release.is_set()
     model.release.set()
-    return await first, list(await asyncio.gather(*rest, return_exceptions=True))
+    answers = asyncio.gather(*rest, return_exceptions=True)
+    return await first, list(await asyncio.wait_for(answers, 30))  # a lost search: fail, not hang
 
 
 def test_searches_started_while_the_model_runs_are_embedded_together_in_its_next_call() -> None:
@@ -494,17 +496,21 @@ _request = st.tuples(
 )
 
 
+@pytest.mark.parametrize("inline_below", [0.0, math.inf])
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_request, min_size=1, max_size=40), st.integers(1, 8))
 def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
-    requests: list[tuple[str | None, bool, bool, str, bool, int]], max_batch: int
+    inline_below: float,
+    requests: list[tuple[str | None, bool, bool, str, bool, int]],
+    max_batch: int,
 ) -> None:
     """Whatever the mix of whole and staged searches, failures, cancellations and
     arrival times, each request gets its own outcome: its own search's answer with
     its own text's vector (or ``None``: alone in its turn, the batch's embedding
     failed, or it wants none), its own exception, or its cancellation; and the
     worker embeds only texts that were asked for and have no vector at hand
-    (``known`` remembers "bb"), in calls of at most ``max_batch`` distinct texts."""
+    (``known`` remembers "bb"), in calls of at most ``max_batch`` distinct texts; on the
+    embedding thread (``inline_below`` 0) or, after the first call, on the worker (inf)."""
     calls: list[list[str]] = []
 
     def embed(texts: Sequence[str]) -> list[str]:
@@ -516,7 +522,9 @@ def test_every_request_gets_its_own_answer_whatever_the_mix_and_timing(
     def known(texts: list[str]) -> list[str | None]:  # a cache that remembers "bb"
         return [f"v({t})" if t == "bb" else None for t in texts]
 
-    batcher: QueryBatcher[str] = QueryBatcher(embed, known=known, max_batch=max_batch)
+    batcher: QueryBatcher[str] = QueryBatcher(
+        embed, known=known, max_batch=max_batch, inline_below=inline_below
+    )
 
     def search(tag: int, fail: str) -> Callable[[str | None], str]:
         def run(vec: str | None) -> str:

@@ -32,6 +32,21 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    holds what came during the one before (the batch grows with the load);
    a request that comes to an idle server is embedded at once, alone.
 
+A fast embedder is not worth a thread. A feature-hashing embedder spends tens
+of microseconds a text, all of it Python holding the GIL (no second core to
+gain), and its thread is free again before the worker has started the next
+request, so it is called with one text nearly every time: each text pays a
+call's fixed cost (checks, numpy set-up) and the hand-off (a future, a wake-up
+each way), ~0.3 ms of Python where the text's own share is a tenth of that.
+So the batcher times each call (its wall time a text): while the running mean
+stays under ``inline_below`` (:data:`INLINE_EMBED_SECONDS`), the worker embeds
+on its own thread instead, in one call for every text its batch of requests
+left waiting, once it has started them all, and then finishes their searches
+in order. An embedder starts on its thread (assumed slow until its first call
+is timed); a model (milliseconds a text, most of it without the GIL) stays
+there, and one that turns slow goes back to it (a call timed on the thread
+costs at least what it would on the worker: it errs on the thread's side).
+
 No timer: nothing waits for a batch to fill (no added latency). The
 event loop only parses, routes and answers.
 
@@ -69,6 +84,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -78,6 +94,7 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 
 __all__ = [
     "DEFAULT_MAX_BATCH",
+    "INLINE_EMBED_SECONDS",
     "BatcherClosed",
     "QueryBatcher",
     "Stage",
@@ -88,6 +105,20 @@ __all__ = [
 DEFAULT_MAX_BATCH: Final = 64
 """Most requests the worker takes from the queue at a time, and most texts one embedding call
 holds (the rest wait for the next call)."""
+
+INLINE_EMBED_SECONDS: Final = 0.001
+"""An embedder whose calls cost less than this a text (the running mean of their wall time)
+runs on the worker thread, not its own. Measured on a 2-core VM where ``sum(range(10**7))``
+takes 250 ms, in a server under load: the feature-hashing embedder 0.2-0.4 ms a text in
+one-text calls on its thread (about what the call's hand-off costs) and 0.05-0.25 ms in
+the worker's gathered calls; the local MiniLM model 4-16 ms a text (p10-p90, ~3 texts a
+call), a provider more (a network round trip). The bound sits between them, a few times
+from either."""
+
+EMBED_COST_WEIGHT: Final = 0.125
+"""The weight of a call's cost in the running mean :data:`INLINE_EMBED_SECONDS` is compared
+with (the others' is ``1 - EMBED_COST_WEIGHT``): one slow call (a collection, a busy
+machine) moves it, a run of them moves the embedder."""
 
 _log = logging.getLogger("memstore.web")
 
@@ -159,7 +190,10 @@ class QueryBatcher(Generic[V]):
     that are at hand without a model run, ``None`` for the others, in order
     (such as :meth:`~memstore_index.CellStore.remembered_queries`, the query
     cache); it runs on the worker and must be quick. ``max_batch``: the most
-    requests taken at a time, and texts embedded in one call. The worker thread
+    requests taken at a time, and texts embedded in one call. ``inline_below``:
+    seconds a text; while ``embed``'s calls cost less than that on average, the
+    worker embeds on its own thread, once for every text a batch left waiting
+    (``0``: never; ``math.inf``: from the second call on). The worker thread
     starts with the first request (a daemon thread named ``name``).
     """
 
@@ -169,13 +203,21 @@ class QueryBatcher(Generic[V]):
         *,
         known: Callable[[list[str]], Sequence[V | None]] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
+        inline_below: float = INLINE_EMBED_SECONDS,
         name: str = "memstore-query-batcher",
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ValueError(f"max_batch must be a whole number of at least 1, got {max_batch!r}")
+        if isinstance(inline_below, bool) or not isinstance(inline_below, int | float):
+            raise ValueError(f"inline_below must be a number of seconds, got {inline_below!r}")
+        if not inline_below >= 0:  # NaN too
+            raise ValueError(f"inline_below must be 0 or more seconds, got {inline_below!r}")
         self._embed = embed
         self._known = known
         self._max_batch = max_batch
+        self._inline_below = float(inline_below)
+        self._cost: float | None = None  # the running mean of a call's seconds a text
+        self._clock: Callable[[], float] = time.perf_counter  # what calls are timed by
         self._name = name
         self._queue: deque[_Job[V]] = deque()
         self._wake = threading.Condition()
@@ -185,8 +227,17 @@ class QueryBatcher(Generic[V]):
         """Embedding calls made so far (a turn whose requests need no vector makes none)."""
         self.embedded = 0
         """Texts embedded so far (distinct within their batch)."""
+        self.inline_batches = 0
+        """Of :attr:`batches`, the calls made on the worker thread (a fast embedder's)."""
         self.at_hand = 0
         """Texts whose vector ``known`` gave (no model run)."""
+
+    @property
+    def embeds_inline(self) -> bool:
+        """Whether the worker embeds on its own thread now: the calls so far cost less than
+        ``inline_below`` a text (their running mean). ``False`` before the first call."""
+        cost = self._cost
+        return cost is not None and cost < self._inline_below
 
     @property
     def closed(self) -> bool:
@@ -271,7 +322,9 @@ class QueryBatcher(Generic[V]):
         model is free. A search whose text goes to the model waits at most for
         the call running when its lexical pass ended and then its own; a search
         that needs no model run waits for none. With nothing else to do, the
-        worker waits for whichever comes first: a request or the model.
+        worker waits for whichever comes first: a request or the model. A fast
+        embedder (:attr:`embeds_inline`) is called on the worker instead, once a
+        batch: :meth:`_start`.
         """
         with ThreadPoolExecutor(1, thread_name_prefix=f"{self._name}-embed") as embedder:
             turn: _Turn[V] | None = None  # the texts being embedded, and their searches
@@ -292,10 +345,15 @@ class QueryBatcher(Generic[V]):
         at hand (``known``). The others join ``waiting``, the searches of the
         next embedding call. ``turn``, the call running, is finished as soon as
         its vectors are ready (checked before each start), and the next call
-        made at once. Returns the call running after the batch, if any.
+        made at once; or, with a fast embedder (:attr:`embeds_inline`, read once
+        a batch), every text waiting is embedded here once the batch's searches
+        have all started (and the thread's last call, if one runs, has returned:
+        the embedder still makes one call at a time), and their searches
+        finished in order. Returns the call running after the batch, if any.
         """
+        inline = self.embeds_inline
         for job in batch:
-            turn = self._advance(turn, embedder, waiting)
+            turn = self._advance(turn, embedder, waiting, inline)
             if job.future.cancelled():  # the client left before its turn
                 continue
             started, stage = self._attempt(job, job.start)
@@ -308,16 +366,26 @@ class QueryBatcher(Generic[V]):
                     waiting.append((job, stage))
                     continue
             self._finish(job, stage, vec)  # answered without a model run: at once
-        return self._advance(turn, embedder, waiting)
+        if inline:
+            if turn is not None:  # the thread's last call (one call at a time): a cheap one
+                turn.vectors.result()
+                turn = self._advance(turn, embedder, waiting, inline)
+            # One call for the whole batch's texts: its cost is mostly per call
+            # (the embedder's Python and numpy set-up), the thread's hand-off too.
+            while waiting and (here := self._call(None, waiting)) is not None:
+                self._finish_turn(here)
+        return self._advance(turn, embedder, waiting, inline)
 
     def _advance(
         self,
         turn: _Turn[V] | None,
         embedder: Executor,
         waiting: list[tuple[_Job[V], Stage[V, Any]]],
+        inline: bool = False,
     ) -> _Turn[V] | None:
-        """If the model is free: the next call (the searches ``waiting``), then the searches
-        of ``turn``, the call that returned, finished. The call running after that, if any.
+        """If the model is free: the next call (the searches ``waiting``; none when
+        ``inline``: :meth:`_start` makes it), then the searches of ``turn``, the call
+        that returned, finished. The call running after that, if any.
 
         The next call is made first, so that the model works while the worker
         finishes the searches of the last one (an idle model is the throughput
@@ -325,17 +393,18 @@ class QueryBatcher(Generic[V]):
         """
         if turn is not None and not turn.vectors.done():
             return turn
-        following = self._call(embedder, waiting) if waiting else None
+        following = self._call(embedder, waiting) if waiting and not inline else None
         if turn is not None:
             self._finish_turn(turn)
         return following
 
     def _call(
-        self, embedder: Executor, waiting: list[tuple[_Job[V], Stage[V, Any]]]
+        self, embedder: Executor | None, waiting: list[tuple[_Job[V], Stage[V, Any]]]
     ) -> _Turn[V] | None:
         """An embedding call for the first searches of ``waiting`` (taken from it): at most
-        ``max_batch`` distinct texts, in the order asked. Without a model each search
-        finishes with ``None`` instead (and there is no call)."""
+        ``max_batch`` distinct texts, in the order asked, on ``embedder``'s thread (``None``:
+        here, done when this returns). Without a model each search finishes with ``None``
+        instead (and there is no call)."""
         if self._embed is None:
             for job, stage in waiting:
                 self._finish(job, stage, None)
@@ -351,6 +420,11 @@ class QueryBatcher(Generic[V]):
             taken += 1
         wanting = waiting[:taken]
         del waiting[:taken]
+        if embedder is None:
+            here: Future[dict[str, V]] = Future()
+            here.set_result(self._vectors(list(texts)))
+            self.inline_batches += 1
+            return _Turn(wanting, here)
         turn = _Turn(wanting, embedder.submit(self._vectors, list(texts)))
         turn.vectors.add_done_callback(self._nudge)
         return turn
@@ -393,10 +467,18 @@ class QueryBatcher(Generic[V]):
         return vec
 
     def _vectors(self, texts: list[str]) -> dict[str, V]:
-        """The turn's distinct texts embedded in one call (empty when it fails)."""
+        """The turn's distinct texts embedded in one call (empty when it fails), timed.
+
+        The call's wall time a text joins the running mean :attr:`embeds_inline`
+        reads. On the embedding thread it may include waits for the GIL: an
+        embedder measured there errs on the slow side, the thread's.
+        """
         try:
             assert self._embed is not None  # _start submits none without one
+            clock = self._clock
+            began = clock()
             rows = self._embed(texts)
+            spent = (clock() - began) / len(texts)
             if len(rows) != len(texts):
                 raise ValueError(f"embed returned {len(rows)} rows for {len(texts)} texts")
         except Exception:
@@ -406,6 +488,8 @@ class QueryBatcher(Generic[V]):
                 "memstore: a batch of %d query embeddings failed", len(texts), exc_info=True
             )
             return {}
+        cost = self._cost
+        self._cost = spent if cost is None else cost + EMBED_COST_WEIGHT * (spent - cost)
         self.batches += 1
         self.embedded += len(texts)
         return dict(zip(texts, rows, strict=True))
