@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +67,11 @@ class HashEmbedder:
     :raises EmbedderConfigError: ``dim`` outside ``[2, MAX_DIM]`` (65,536) or ``seed``
         outside ``[0, 2**64)``.
     """
+
+    holds_gil: ClassVar[bool] = True
+    """``embed`` is Python and numpy on the calling thread, start to end, never waiting
+    (no I/O, no threads of its own): a caller gains nothing by handing it a thread, and a
+    server's query batcher calls it on its worker (:func:`memstore.web.batching.attach_batcher`)."""
 
     def __init__(self, dim: int = DEFAULT_DIM, seed: int = 0) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or not 2 <= dim <= MAX_DIM:

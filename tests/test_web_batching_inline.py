@@ -11,12 +11,22 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+import types
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstore.web.batching import EMBED_COST_WEIGHT, QueryBatcher
+from memstore import Item, Memory
+from memstore.web.batching import (
+    EMBED_COST_WEIGHT,
+    INLINE_EMBED_SECONDS,
+    QueryBatcher,
+    attach_batcher,
+    close_batcher,
+)
+from memstore_index import HashEmbedder
 from tests.test_web_batching import (
     Embedder,
     HeldModel,
@@ -298,3 +308,47 @@ def test_the_switch_to_the_worker_waits_for_the_threads_last_call() -> None:
     batcher.close()
     assert outcomes == [False, "first:5", "x:1", "y:None", "z:1"]
     assert most[0] == 1 and batcher.inline_batches == 1
+
+
+class _Starlette:
+    """What :func:`attach_batcher` needs of an app: a ``state`` to keep the batcher on."""
+
+    def __init__(self) -> None:
+        self.state = types.SimpleNamespace()
+
+
+class _Waiting(HashEmbedder):
+    """A hash embedder that does not say it holds the GIL (as a model or a provider)."""
+
+    holds_gil = False
+
+
+@pytest.mark.parametrize(
+    ("embedder", "inline_below"),
+    [(HashEmbedder(dim=32), INLINE_EMBED_SECONDS), (_Waiting(dim=32), 0.0), (None, 0.0)],
+)
+def test_attach_batcher_embeds_on_the_worker_only_for_an_embedder_that_holds_the_gil(
+    tmp_path: Path, embedder: HashEmbedder | None, inline_below: float
+) -> None:
+    """A server's batcher calls the hash embedder on its worker; any other embedder (one
+    that may wait: a model's threads, a provider's round trip) keeps its own thread."""
+    with Memory(tmp_path / "m", embedder=embedder) as memory:
+        memory.add(Item(kind="fact", content="the deploy runs at noon"))
+        app = _Starlette()
+        batcher = attach_batcher(app, memory)
+        try:
+            assert app.state.query_batcher is batcher
+            assert batcher.inline_below == inline_below
+
+            async def main() -> list[str]:
+                def search(vec: Any) -> str:
+                    hits = memory.search("deploy noon", query_vector=vec)
+                    return hits[0].item.content
+
+                return list(
+                    await asyncio.gather(*(batcher.run("deploy noon", search) for _ in range(3)))
+                )
+
+            assert asyncio.run(main()) == ["the deploy runs at noon"] * 3
+        finally:
+            close_batcher(app)

@@ -46,6 +46,11 @@ in order. An embedder starts on its thread (assumed slow until its first call
 is timed); a model (milliseconds a text, most of it without the GIL) stays
 there, and one that turns slow goes back to it (a call timed on the thread
 costs at least what it would on the worker: it errs on the thread's side).
+The policy is opt-in (``inline_below``, 0 by default): an embedder that waits
+(a network round trip, a model's own threads) would block the worker for its
+whole call, however cheap a text looks on average. :func:`attach_batcher` turns
+it on for an embedder that says it ``holds_gil`` (the hash embedder does: its
+work is Python on the calling thread, so a thread of its own buys nothing).
 
 No timer: nothing waits for a batch to fill (no added latency). The
 event loop only parses, routes and answers.
@@ -193,7 +198,9 @@ class QueryBatcher(Generic[V]):
     requests taken at a time, and texts embedded in one call. ``inline_below``:
     seconds a text; while ``embed``'s calls cost less than that on average, the
     worker embeds on its own thread, once for every text a batch left waiting
-    (``0``: never; ``math.inf``: from the second call on). The worker thread
+    (``0``, the default: never; ``math.inf``: from the second call on). Give it
+    only for an ``embed`` that computes on the calling thread and never waits
+    (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). The worker thread
     starts with the first request (a daemon thread named ``name``).
     """
 
@@ -203,7 +210,7 @@ class QueryBatcher(Generic[V]):
         *,
         known: Callable[[list[str]], Sequence[V | None]] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
-        inline_below: float = INLINE_EMBED_SECONDS,
+        inline_below: float = 0.0,
         name: str = "memstore-query-batcher",
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -231,6 +238,11 @@ class QueryBatcher(Generic[V]):
         """Of :attr:`batches`, the calls made on the worker thread (a fast embedder's)."""
         self.at_hand = 0
         """Texts whose vector ``known`` gave (no model run)."""
+
+    @property
+    def inline_below(self) -> float:
+        """Seconds a text under which ``embed`` runs on the worker (``0``: never)."""
+        return self._inline_below
 
     @property
     def embeds_inline(self) -> bool:
@@ -509,16 +521,25 @@ def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
     (:meth:`~memstore_index.CellStore.remembered_queries`) without waiting for a model run. It
     is ``app.state.query_batcher``; :func:`close_batcher` closes it, and an app
     dropped without that closes it when collected (its idle thread ends).
+
+    An embedder whose ``holds_gil`` attribute is ``True`` (its ``embed`` is Python
+    on the calling thread, never waiting: :class:`~memstore_index.HashEmbedder`)
+    is called on the worker while its calls stay under :data:`INLINE_EMBED_SECONDS`
+    a text; any other keeps a thread of its own (``inline_below`` 0).
     """
     embed = known = None
-    if getattr(memory, "cells", None) is not None:
+    inline_below = 0.0
+    cells = getattr(memory, "cells", None)
+    if cells is not None:
 
         def embed(texts: list[str]) -> list[Any]:
             return list(memory.embed_queries(texts))
 
-        known = getattr(memory.cells, "remembered_queries", None)
+        known = getattr(cells, "remembered_queries", None)
+        if getattr(getattr(cells, "embedder", None), "holds_gil", False) is True:
+            inline_below = INLINE_EMBED_SECONDS
 
-    batcher: QueryBatcher[Any] = QueryBatcher(embed, known=known)
+    batcher: QueryBatcher[Any] = QueryBatcher(embed, known=known, inline_below=inline_below)
     app.state.query_batcher = batcher
     weakref.finalize(app, batcher.close, 0)
     return batcher
