@@ -87,49 +87,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         served = ProxyHeadersMiddleware(
             shutdown.ShutdownAnswer(app, render=errors.render_refusal), trusted_hosts="127.0.0.1"
         )
-        headers = [
-            (b"host", b"127.0.0.1:8080"),
-            (b"authorization", f"Bearer {layer_mod.TOKEN}".encode()),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
+        asgi = layer_mod._load("_asgi_recall")
 
         async def one() -> bytes:
-            scope = {
-                "type": "http",
-                "asgi": {"version": "3.0", "spec_version": "2.3"},
-                "http_version": "1.1",
-                "server": ("127.0.0.1", 8080),
-                "client": ("127.0.0.1", 50000),
-                "scheme": "http",
-                "method": "POST",
-                "root_path": "",
-                "path": "/v1/recall",
-                "raw_path": b"/v1/recall",
-                "query_string": b"",
-                "headers": list(headers),
-                "state": {},
-            }
-            given = False
-
-            async def receive() -> dict[str, Any]:
-                nonlocal given
-                if not given:
-                    given = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-                await asyncio.Event().wait()  # no disconnect while answering
-                raise AssertionError("unreachable")
-
-            parts: list[bytes] = []
-
-            async def send(message: Any) -> None:
-                if message["type"] == "http.response.start":
-                    parts.append(str(message["status"]).encode())
-                    parts.extend(k + b": " + v for k, v in message["headers"])
-                else:
-                    parts.append(message.get("body", b""))
-
-            await served(scope, receive, send)
+            parts: list[bytes] = await asgi.recall(served, body, layer_mod.TOKEN)
             if args.digest:
                 digest.update(b"\n".join(parts))
             return parts[-1]

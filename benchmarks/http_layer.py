@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -48,6 +49,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 TOKEN = "bench-token"
 BODY = '{"query": "what did Alice deploy?", "k": 10}'
+
+
+def _load(name: str) -> Any:
+    """A module of this folder, by its path (the folder is off ``sys.path``: see above)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 CALLERS = 32
 
 
@@ -92,45 +104,11 @@ def asgi_cpu(data: Path, tokens: Path, requests: int, body: bytes) -> dict[str, 
     served = ProxyHeadersMiddleware(
         shutdown.ShutdownAnswer(app, render=errors.render_refusal), trusted_hosts="127.0.0.1"
     )
-    headers = [
-        (b"host", b"127.0.0.1:8080"),
-        (b"authorization", f"Bearer {TOKEN}".encode()),
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    statuses: list[int] = []
+    asgi = _load("_asgi_recall")
+    statuses: list[bytes] = []
 
     async def one() -> None:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "server": ("127.0.0.1", 8080),
-            "client": ("127.0.0.1", 50000),
-            "scheme": "http",
-            "method": "POST",
-            "root_path": "",
-            "path": "/v1/recall",
-            "raw_path": b"/v1/recall",
-            "query_string": b"",
-            "headers": list(headers),
-            "state": {},
-        }
-        given = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await asyncio.Event().wait()  # no disconnect while answering
-            raise AssertionError("unreachable")
-
-        async def send(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                statuses.append(message["status"])
-
-        await served(scope, receive, send)
+        statuses.append((await asgi.recall(served, body, TOKEN))[0])
 
     async def run() -> float:
         for _ in range(200):  # warm-up
@@ -150,7 +128,7 @@ def asgi_cpu(data: Path, tokens: Path, requests: int, body: bytes) -> dict[str, 
     finally:
         batching.close_batcher(app)
         memory.close()
-    if set(statuses) != {200}:
+    if set(statuses) != {b"200"}:
         raise RuntimeError(f"answers other than 200: {sorted(set(statuses))}")
     return {"requests": requests, "loop_thread_us": round(seconds * 1e6, 1)}
 
