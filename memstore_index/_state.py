@@ -354,8 +354,14 @@ class CellState:
 
         :meth:`vector` for many ids at once: one lock, one gather (a search's
         relevance step reads its ten results' vectors so). Row ``j`` equals
-        ``vector(ids[at[j]])``, bit for bit.
+        ``vector(ids[at[j]])``, bit for bit. Each id must be text, as for
+        :meth:`vector`; so must ``ids`` be a sequence of them, not one string.
         """
+        if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+            raise InvalidItemError(f"ids must be a list of ids, got {describe(ids)}")
+        for id in ids:
+            if type(id) is not str:
+                raise InvalidItemError(f"id must be text, got {describe(id)}")
         with self._lock:
             held = [
                 (i, lab) for i, lab in enumerate(map(self._label_of.get, ids)) if lab is not None
