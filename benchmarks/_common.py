@@ -94,19 +94,29 @@ def summarize(per_query_ms: Sequence[float], repeats: int) -> Latency:
 
 
 def time_queries(
-    search: Callable[[Q], R], queries: Sequence[Q], repeats: int
+    search: Callable[[Q], R],
+    queries: Sequence[Q],
+    repeats: int,
+    fresh: Callable[[Q, int], Q] | None = None,
 ) -> tuple[list[float], list[R]]:
     """Time ``search`` on every query: a warm-up pass, then ``repeats`` passes.
 
     Returns each query's median time over the timed passes (ms) and the
     results of the warm-up pass (for the quality checks). Passes run over the
     whole query set in turn, so no query is timed right after itself.
+
+    ``fresh(query, n)``, when given, is what timed pass ``n`` (from 1) asks
+    instead of ``query``: an equivalent query the searched thing has not seen,
+    for one that remembers its answers to queries it was asked before (a
+    CellStore keeps its graph walks by query vector), so that every timed
+    search does the work of a new query. Made before the passes, not timed.
     """
     warm = [search(q) for q in queries]
+    passes = [[q if fresh is None else fresh(q, n) for q in queries] for n in range(1, repeats + 1)]
     samples: list[list[int]] = [[] for _ in queries]
     clock = time.perf_counter_ns
-    for _ in range(repeats):
-        for i, q in enumerate(queries):
+    for asked in passes:
+        for i, q in enumerate(asked):
             t0 = clock()
             search(q)
             samples[i].append(clock() - t0)

@@ -33,6 +33,7 @@ def test_smoke_run_writes_results(tmp_path: Path) -> None:
         ours, raw, flat = entry["ours"], entry["hnswlib"], entry["flat"]
         for engine in (ours, raw, flat):
             assert _positive_latency(engine["latency"]), size
+        assert _positive_latency(ours["repeated"]), size  # the kept walks, timed apart
         assert ours["build_per_s"] > 0 and raw["build_per_s"] > 0
         assert ours["quality"]["recall_at_10"] >= MIN_RECALL_AT_10, size
         assert ours["quality"]["min_results"] == TOP_K
