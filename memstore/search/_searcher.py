@@ -5,7 +5,9 @@ answer is confident, the semantic channel; fusion and spreading; shaping.
 The candidate work runs on one of two paths with the same results: the lean
 path (:mod:`memstore.search._lean`, arrays over the store's snapshot) when
 nothing needs an item mid-way, else the general path
-(:mod:`memstore.search._fusion` and :mod:`memstore.search._shaping`).
+(:mod:`memstore.search._fusion` and :mod:`memstore.search._shaping`). What
+each channel reads from the store and the vector index, under the caller's
+visibility, is :mod:`memstore.search._reads`.
 """
 
 from __future__ import annotations
@@ -21,14 +23,13 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from memstore._entry_rule import ReadableAt
-from memstore._lexhits import LexicalColumns, any_fuzzy
-from memstore._lexindex import LexicalHit, LexicalHits
+from memstore._lexhits import any_fuzzy
+from memstore._lexindex import LexicalHit
 from memstore._search_snapshot import SearchSnapshot, micros
 from memstore.arguments import describe, query_vector_arg, unit_interval
 from memstore.consolidate import ConsolidationReport, consolidate
 from memstore.errors import InvalidItemError
-from memstore.item import EXACT_ID_MATCH_SCORE, SCOPE_PRIVATE, STATUS_ACTIVE, Item
+from memstore.item import EXACT_ID_MATCH_SCORE, STATUS_ACTIVE, Item
 from memstore.lexical import is_confident
 from memstore.search import _shaping
 from memstore.search._feedback import (
@@ -45,13 +46,18 @@ from memstore.search._fusion_rules import (
     FUSION_SCORE,
     LONG_QUERY_TOKENS,
     POOL_LIMIT,
-    cut,
 )
 from memstore.search._lean import LeanFusion
 from memstore.search._prior import INFO_PRIOR_SEMANTIC, semantic_prior
+from memstore.search._reads import (
+    bm25_hits,
+    embed_query,
+    item_visible,
+    lexical_hits,
+    semantic_hits,
+)
 from memstore.search._relevance import assign_relevance
 from memstore.search._signals import QuerySignals, analyse
-from memstore.search._slothits import SlotHits
 from memstore.search._staged import SearchSteps, StagedSearch
 from memstore.search._types import (
     Explanation,
@@ -60,7 +66,6 @@ from memstore.search._types import (
     VectorIndex,
     check_config,
 )
-from memstore.search._visibility import default_visible
 from memstore.stats import (
     FUSED_PATH,
     LEXICAL_PATH,
@@ -75,7 +80,7 @@ from memstore.stats import (
     SearchStats,
 )
 from memstore.store import Store
-from memstore.tags import PARTITION_ALL, service_from_tags, service_tag_value
+from memstore.tags import service_tag_value
 
 __all__ = ["Searcher"]
 
@@ -258,8 +263,7 @@ class Searcher:
         return query_vector_arg(value, dim if isinstance(dim, int) else None)
 
     def _visible(self, item: Item, partition: str) -> bool:
-        fn = self._cfg.visible
-        return fn(item, partition) if fn is not None else default_visible(item, partition)
+        return item_visible(self._cfg, item, partition)
 
     def _search(
         self,
@@ -324,7 +328,7 @@ class Searcher:
         else:  # a rank fusion: each channel's best limit x fan-out, as the seed's
             depth = pool
         t0 = time.perf_counter()
-        lexical, read, n_tokens = self._lexical(query, kind, subject, partition, pool, depth)
+        lexical, read, n_tokens = lexical_hits(cfg, query, kind, subject, partition, pool, depth)
         stats.observe("search.phase.lexical", time.perf_counter() - t0)
         stats.add(STAT_KEYWORD_HITS)
         if any_fuzzy(lexical):
@@ -477,9 +481,9 @@ class Searcher:
         vec: npt.NDArray[np.float32] | None = None
         if semantic is not None:
             try:
-                vec = given if given is not None else self._embed(semantic, query)
-                sem = self._semantic_hits(
-                    semantic, vec, kind, subject, partition, depth, False, slot
+                vec = given if given is not None else embed_query(stats, semantic, query)
+                sem = semantic_hits(
+                    cfg, stats, semantic, vec, kind, subject, partition, depth, False, slot
                 )
                 fusion.add_semantic(self._prior(fusion, sem), "semantic")
             except Exception:  # the lexical answer still stands
@@ -487,7 +491,7 @@ class Searcher:
                 stats.add(STAT_SEMANTIC_FALLBACKS)
             else:  # fused: the query's words scored a second way, by BM25
                 if cfg.bm25_weight > 0.0 and cfg.fusion == FUSION_SCORE:
-                    bm25 = self._bm25(query, kind, subject, partition, depth)
+                    bm25 = bm25_hits(cfg, query, kind, subject, partition, depth)
                     fusion.add_channel(bm25.ids, bm25.scores, cfg.bm25_weight, 0.0, "bm25")
         fusion.spread(cfg.spread_relations)
         ordered = fusion.ordered(need)
@@ -502,8 +506,10 @@ class Searcher:
                 # The query vector of this call's semantic pass when it ran: one
                 # embedding per search, even when the exact scan has to step in.
                 if vec is None:
-                    vec = given if given is not None else self._embed(cells, query)
-                hits = self._semantic_hits(cells, vec, kind, subject, partition, depth, True, slot)
+                    vec = given if given is not None else embed_query(stats, cells, query)
+                hits = semantic_hits(
+                    cfg, stats, cells, vec, kind, subject, partition, depth, True, slot
+                )
                 fusion.add_semantic(self._prior(fusion, hits), "exhaustive")
                 fusion.spread(cfg.spread_relations)
                 ordered = fusion.ordered(need)
@@ -571,31 +577,6 @@ class Searcher:
         assign_relevance(results, scores, beyond, vec, vector_of, named, rows_of)
         return results
 
-    def _doc_visible(self, partition: str, kind: str) -> Callable[[Any], bool]:
-        """What an index entry must pass, checked inside the vector search.
-
-        The engine's own rules first (no private entry, the kind filter or no
-        non-searchable kind, not past its deadline), so an entry the caller
-        cannot read never takes a slot of the pool nor sets the gap baseline;
-        then the host's ``doc_visible`` (without one, partitions are
-        restricted by the index's label sets, see ``_semantic_hits``).
-        """
-        host_fn = self._cfg.doc_visible
-        hidden = () if kind else self._cfg.store.vocabulary().non_searchable
-        now = self._cfg.store.config.clock()
-        if host_fn is None and not hidden:  # the common case, with fewer tests
-            return ReadableAt(now, kind)  # an index may apply it as a mask
-
-        def visible(e: Any) -> bool:
-            if e.scope == SCOPE_PRIVATE or (kind and e.kind != kind) or e.kind in hidden:
-                return False
-            deadline = getattr(e, "stale_after", None)
-            if deadline is not None and now >= deadline:
-                return False
-            return host_fn is None or host_fn(e, partition)
-
-        return visible
-
     def _hydrate(self, id: str, kind: str, partition: str, subject: str = "") -> Item | None:
         """The item ``id`` if the caller may read it: active, of ``kind`` and ``subject``
         (when given; the subject as the lexical filter reads it), visible in ``partition``."""
@@ -612,46 +593,6 @@ class Searcher:
         if subject and item.subject != subject and service_tag_value(item) != subject:
             return None
         return item if self._visible(item, partition) else None
-
-    def _semantic_hits(
-        self,
-        cells: VectorIndex,
-        vec: npt.NDArray[np.float32],
-        kind: str,
-        subject: str,
-        partition: str,
-        pool: int,
-        exact: bool,
-        slot: dict[str, int] | None = None,
-    ) -> Sequence[tuple[Any, float]]:
-        """The index's hits after the cut-offs; as :class:`SlotHits` over ``slot`` (the lean
-        fusion's) when the index can and no cut-off or prior reads them one by one."""
-        cfg = self._cfg
-        partitions = None
-        if cfg.doc_visible is None and partition != PARTITION_ALL:
-            partitions = (partition, "") if partition else ("",)
-        visible = self._doc_visible(partition, kind)
-        strict = bool(subject) and cfg.subject_filter
-        if strict:
-            visible = _about(subject, visible)
-
-        # A strict subject also routes: its own entries are scanned, so
-        # the filter never starves the walk of the few entries it keeps.
-        route = subject if (cfg.subject_routing or strict) and subject else None
-        t0 = time.perf_counter()
-        by_slot = getattr(cells, "search_slots", None) if slot is not None else None
-        plain = cfg.semantic_gap <= 0 and not cfg.semantic_cliff
-        if by_slot is not None and plain and cfg.info_prior != INFO_PRIOR_SEMANTIC:
-            got: SlotHits = by_slot(
-                vec, pool, slot, visible=visible, subject=route, partitions=partitions, exact=exact
-            )
-            self._stats.observe("search.phase.index", time.perf_counter() - t0)
-            return got
-        hits = cells.search_vector(
-            vec, pool, visible=visible, subject=route, partitions=partitions, exact=exact
-        )
-        self._stats.observe("search.phase.index", time.perf_counter() - t0)
-        return cut(hits, cfg.semantic_gap, cfg.semantic_cliff)
 
     def _feedback_hits(
         self,
@@ -670,65 +611,8 @@ class Searcher:
         expanded = feedback_query(query, feedback_terms(docs, df, n_docs, query))
         if not expanded:
             return []
-        hits, _, _ = self._lexical(expanded, kind, subject, partition, pool, depth)
+        hits, _, _ = lexical_hits(self._cfg, expanded, kind, subject, partition, pool, depth)
         return hits
-
-    def _bm25(
-        self, query: str, kind: str, subject: str, partition: str, depth: int
-    ) -> LexicalHits | LexicalColumns:
-        """The BM25 channel's best ``depth`` hits (:meth:`~memstore.store.Store.keyword_bm25`).
-
-        Partitioned by the index under the default visibility rule, as the
-        lexical channel is; a host ``visible`` predicate is applied when a
-        hit's item is read (only those that reach the results are).
-        """
-        store = self._cfg.store
-        index_partition = None if partition == PARTITION_ALL else partition
-        if self._cfg.visible is not None:
-            index_partition = None
-        return store._bm25_ranked(query, kind, subject, depth, index_partition, columns=True)
-
-    def _embed(self, cells: VectorIndex, query: str) -> npt.NDArray[np.float32]:
-        t0 = time.perf_counter()
-        vec = cells.embed_query(query)
-        self._stats.observe("search.phase.embed", time.perf_counter() - t0)
-        return vec
-
-    def _lexical(
-        self, query: str, kind: str, subject: str, partition: str, pool: int, depth: int
-    ) -> tuple[Sequence[LexicalHit], list[Item | None] | None, int]:
-        """The lexical channel's best hits the caller may see, their items when read, and
-        the number of query tokens.
-
-        Under the default partition rule the index filters partitions itself,
-        so ``depth`` hits come back as scores alone (no items: ``None``), and
-        their items are read only if they reach the results. A host ``visible``
-        predicate needs the items: the best ``4 x pool`` hits are read and
-        filtered here (the head the results come from); a deeper pool adds the
-        rest as scores alone (item ``None``), to normalise over, and each of
-        those is checked when it is read.
-        """
-        cfg, store = self._cfg, self._cfg.store
-        if cfg.visible is None:
-            index_partition = None if partition == PARTITION_ALL else partition
-            # As columns where the compiled rank makes them: the lean path reads no tuple.
-            hits, n = store._keyword_columns(query, kind, subject, depth, index_partition)
-            return hits, None, n
-        head = 4 * pool
-        wide, n = store.keyword_ranked(query, kind, subject, max(head, depth))
-        out: list[LexicalHit] = []
-        read: list[Item | None] = []
-        for h in wide[:head]:
-            item = store.get(h.id)
-            if item is not None and self._visible(item, partition):
-                out.append(h)
-                read.append(item)
-        if depth <= pool:
-            out, read = out[:pool], read[:pool]
-        rest = wide[head:depth]
-        out.extend(rest)
-        read.extend([None] * len(rest))
-        return out, read, n
 
     def _full_extras(
         self, query: str, kind: str, partition: str, ordered: list[Candidate], explain: bool
@@ -788,12 +672,3 @@ def _whole(value: object, name: str) -> int:
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise InvalidItemError(f"{name} must be a whole number, got {describe(value)}")
     return int(value.__index__())  # type: ignore[attr-defined]
-
-
-def _about(subject: str, visible: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """``visible`` narrowed to index entries about ``subject`` (its subject, or its service tag)."""
-
-    def keep(e: Any) -> bool:
-        return (e.subject == subject or service_from_tags(e.tags) == subject) and visible(e)
-
-    return keep
