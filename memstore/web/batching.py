@@ -30,7 +30,24 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    pass ended, then its own. Under load the model and the searches' Python
    work run on two cores instead of one after the other, and each call
    holds what came during the one before (the batch grows with the load);
-   a request that comes to an idle server is embedded at once, alone.
+   a request that comes to an idle server is embedded at once, alone;
+4. look-ahead (``look_ahead``, on by default): under load a request waits
+   in the queue for the worker longer than the model takes to embed it, so
+   each call the worker makes also takes the texts of requests still queued
+   (not yet started) whose vector is not at hand (``known``, asked on the
+   worker) and not embedded or being embedded already, in the order they
+   came, up to ``max_batch`` texts in all (the started searches' first), and
+   a call is made whenever the model is free and such a text is queued. A
+   new query's model run then overlaps its wait in the queue instead of
+   following its lexical pass: when its search starts, its vector is at hand
+   (it finishes at once) or its call is running (it joins that call's turn).
+   The cost: a text sent ahead whose request then wants no vector (a
+   confident lexical answer) was embedded for nothing (and kept in the query
+   cache); :attr:`QueryBatcher.ahead_unused` counts those, of
+   :attr:`QueryBatcher.ahead`. What is sent ahead is kept for its request
+   only until that request starts (its call's vectors, at most
+   ``4 x max_batch`` texts); a repeated text is sent once. Not with a fast
+   embedder on the worker (below): it embeds once a batch anyway.
 
 A fast embedder is not worth a thread. A feature-hashing embedder spends tens
 of microseconds a text, all of it Python holding the GIL (no second core to
@@ -57,9 +74,12 @@ event loop only parses, routes and answers.
 
 Failures stay with their request. If the batch's embedding call fails, each
 search of the batch gets ``None`` and embeds its own query (a search that
-then fails alone answers alone); a search that raises has its exception
-re-raised in its own request; a request whose client went away (its
-coroutine cancelled) is skipped if its search has not started.
+then fails alone answers alone), whether its text was sent ahead or not; a
+search that raises has its exception re-raised in its own request; a request
+whose client went away (its coroutine cancelled) is skipped if its search has
+not started (a text sent ahead for it counts as unused). The answers are those
+of each search run alone: the look-ahead changes when a query is embedded and
+with which others, not its vector.
 
 :meth:`QueryBatcher.close` refuses new work (:class:`BatcherClosed`), lets the
 worker finish what is queued, and waits for it: a server closes the batcher
@@ -215,8 +235,11 @@ class QueryBatcher(Generic[V]):
     worker embeds on its own thread, once for every text a batch left waiting
     (``0``, the default: never; ``math.inf``: from the second call on). Give it
     only for an ``embed`` that computes on the calling thread and never waits
-    (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). The worker thread
-    starts with the first request (a daemon thread named ``name``).
+    (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). ``look_ahead``: each
+    call to the embedding thread also takes the texts of queued requests (the module's
+    point 4); ``False``: a text goes to the model once its search has started and
+    asked for it. The worker thread starts with the first request (a daemon thread
+    named ``name``).
     """
 
     def __init__(
@@ -389,8 +412,10 @@ class QueryBatcher(Generic[V]):
         """Start each search of ``batch``; finish at once those that need no model run.
 
         Finished at once: a search that wants no vector, and one whose vector is
-        at hand (``known``). The others join ``waiting``, the searches of the
-        next embedding call. ``turn``, the call running, is finished as soon as
+        at hand (``known``, or a call that returned with its text, sent ahead).
+        One whose text the call running holds joins that call's turn (``turn``'s
+        searches, finished in order); the others join ``waiting``, the searches
+        of the next embedding call. ``turn``, the call running, is finished as soon as
         its vectors are ready (checked before each start), and the next call
         made at once; or, with a fast embedder (:attr:`embeds_inline`, read once
         a batch), every text waiting is embedded here once the batch's searches
