@@ -76,5 +76,10 @@ def test_the_recall_batchers_counters_are_read_at_each_scrape() -> None:
         name: _samples(metrics, f"memstore_recall_embedding_{name}_total")[()]
         for name in ("calls", "queries", "ahead", "ahead_unused", "at_hand")
     }
-    # "new" went to the model before its (one-step) search started: sent ahead, and used.
-    assert counts == {"calls": 1, "queries": 1, "ahead": 1, "ahead_unused": 0, "at_hand": 1}
+    # One request at a time: nothing queued, so nothing is sent ahead.
+    assert counts == {"calls": 1, "queries": 1, "ahead": 0, "ahead_unused": 0, "at_hand": 1}
+    batcher.batches, batcher.embedded, batcher.ahead, batcher.ahead_unused = 3, 9, 5, 2
+    assert [
+        _samples(metrics, f"memstore_recall_embedding_{name}_total")[()]
+        for name in ("calls", "queries", "ahead", "ahead_unused", "at_hand")
+    ] == [3, 9, 5, 2, 1]

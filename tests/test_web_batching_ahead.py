@@ -120,6 +120,27 @@ def test_a_free_model_takes_the_queued_texts_before_their_first_steps() -> None:
     assert log.index("finish a") < log.index("finish b") < log.index("finish c")
 
 
+def test_a_lone_request_at_an_idle_server_is_embedded_once_its_search_wants_it() -> None:
+    """Nothing else queued: the text is not sent before the request's first step (half of
+    the requests need no vector), so one that needs none costs no model run."""
+    model = Embedder()
+    log: list[str] = []
+    batcher: QueryBatcher[int] = QueryBatcher(model)
+
+    async def main() -> list[str]:
+        confident = SeesTheModel("a", False, log, model)
+        fused = SeesTheModel("b", True, log, model)
+        answers = [await batcher.run_staged("confident", confident)]
+        answers.append(await batcher.run_staged("fused", fused))
+        assert confident.sent_before_start == fused.sent_before_start == []
+        return answers
+
+    assert asyncio.run(main()) == ["a:None", "b:5"]
+    batcher.close()
+    assert model.calls == [["fused"]]
+    assert batcher.ahead == 0
+
+
 def test_texts_sent_for_requests_that_use_none_are_counted() -> None:
     """A text sent ahead whose request then needs no vector (a confident first step) or
     fails to start was embedded for nothing: :attr:`QueryBatcher.ahead_unused` counts it

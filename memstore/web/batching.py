@@ -503,7 +503,9 @@ class QueryBatcher(Generic[V]):
         ``max_batch`` distinct texts, in the order asked, on ``embedder``'s thread (``None``:
         here, done when this returns). On the thread, with :attr:`look_ahead`, the call also
         takes the texts of queued requests (:meth:`_look`; ``last``: the call that just
-        returned, whose texts need no other). ``None`` when there is nothing to embed;
+        returned, whose texts need no other), but not a call of one queued request's text
+        alone (an idle server's request: half of them want no vector). ``None`` when there
+        is nothing to embed;
         without a model each search finishes with ``None`` instead (and there is no call)."""
         if self._embed is None:
             for job, stage in waiting:
@@ -525,7 +527,10 @@ class QueryBatcher(Generic[V]):
             here.set_result(self._vectors(list(texts)))
             self.inline_batches += 1
             return _Turn(wanting, here, texts)
-        early = self._look(texts, last) if self._look_ahead else []
+        if not self._look_ahead or (not texts and len(list(self._unseen(2))) < 2):
+            early = []  # a lone request at an idle server: its text goes once it wants it
+        else:
+            early = self._look(texts, last)
         if not texts:
             return None
         turn = _Turn(wanting, embedder.submit(self._vectors, list(texts)), texts)
@@ -546,7 +551,7 @@ class QueryBatcher(Generic[V]):
         joining: list[_Job[V]] = []
         kept = _AHEAD_KEPT_CALLS * self._max_batch - len(self._ahead)  # the map's bound
         while (room := min(self._max_batch - len(texts), kept)) > 0:
-            queued = list(itertools.islice(self._unseen(), room))
+            queued = list(self._unseen(room))
             if not queued:
                 break
             lookup: list[_Job[V]] = []
@@ -577,9 +582,12 @@ class QueryBatcher(Generic[V]):
                     job.seen = False  # for the next call
         return joining
 
-    def _unseen(self) -> Iterator[_Job[V]]:
-        """The queued requests not looked at yet, with a text and a client, in the order
-        they came: the rest of the worker's batch, then the queue (read under its lock)."""
+    def _unseen(self, most: int) -> Iterator[_Job[V]]:
+        """The first ``most`` queued requests not looked at yet, with a text and a client, in
+        the order they came: the rest of the worker's batch, then the queue (under its lock)."""
+        return itertools.islice(self._unseen_all(), most)
+
+    def _unseen_all(self) -> Iterator[_Job[V]]:
         for job in itertools.islice(self._batch, self._cursor, None):
             if not job.seen and job.text is not None and not job.future.cancelled():
                 yield job
