@@ -37,17 +37,23 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    (not yet started) whose vector is not at hand (``known``, asked on the
    worker) and not embedded or being embedded already, in the order they
    came, up to ``max_batch`` texts in all (the started searches' first), and
-   a call is made whenever the model is free and such a text is queued. A
-   new query's model run then overlaps its wait in the queue instead of
-   following its lexical pass: when its search starts, its vector is at hand
-   (it finishes at once) or its call is running (it joins that call's turn).
+   a call is made whenever the model is free and two such texts are queued
+   (one request alone, at an idle server, is embedded once its search wants
+   it, as without look-ahead). A new query's model run then overlaps its
+   wait in the queue instead of following its lexical pass: when its search
+   starts, its vector is at hand (it finishes at once) or its call is
+   running (it joins that call's turn). The model also works where it would
+   wait for the worker: it is kept busy with larger calls, cheaper a text.
    The cost: a text sent ahead whose request then wants no vector (a
    confident lexical answer) was embedded for nothing (and kept in the query
    cache); :attr:`QueryBatcher.ahead_unused` counts those, of
-   :attr:`QueryBatcher.ahead`. What is sent ahead is kept for its request
-   only until that request starts (its call's vectors, at most
-   ``4 x max_batch`` texts); a repeated text is sent once. Not with a fast
-   embedder on the worker (below): it embeds once a batch anyway.
+   :attr:`QueryBatcher.ahead`: about half of them in ``benchmarks/http.py``
+   with rarely repeating queries, where the local model's p99 fell from
+   ~105 to ~98 ms at 32 connections (docs/benchmarks.md, branch ``eager``).
+   What is sent ahead is kept for its request only until that request starts
+   (its call's vectors, at most ``4 x max_batch`` texts); a repeated text is
+   sent once. Not with a fast embedder on the worker (below): it embeds once
+   a batch anyway.
 
 A fast embedder is not worth a thread. A feature-hashing embedder spends tens
 of microseconds a text, all of it Python holding the GIL (no second core to
