@@ -321,6 +321,24 @@ async def load(
     )
 
 
+async def embedding_counts(port: int) -> dict[str, float]:
+    """The server's recall query-embedding counters (``GET /metrics``,
+    ``memstore_recall_embedding_*_total``: calls, queries, ahead, ahead_unused, at_hand);
+    empty for a server that has none."""
+    conn = await Connection.open(port)
+    try:
+        status, body = await conn.request("GET", "/metrics", TOKEN, b"")
+    finally:
+        conn.close()
+    counts: dict[str, float] = {}
+    prefix = "memstore_recall_embedding_"
+    for line in body.decode().splitlines() if status == 200 else ():
+        if line.startswith(prefix):
+            name, _, value = line.partition(" ")
+            counts[name.removeprefix(prefix).removesuffix("_total")] = float(value)
+    return counts
+
+
 async def ask_each(port: int, queries: list[str]) -> None:
     """Each query once, from one connection (a warm-up that leaves no query unseen)."""
     conn = await Connection.open(port)
@@ -414,7 +432,10 @@ def run_embedder(
             asyncio.run(ask_each(port, sorted(set(queries))))
         log(f"[{embedder}] recall for {seconds}s at concurrency {concurrency}")
         pid = proc.pid
+        before = asyncio.run(embedding_counts(port))
         rec = asyncio.run(load(port, "recall", recall, concurrency, seconds, warmup, pid))
+        after = asyncio.run(embedding_counts(port))
+        embedding = {k: v - before.get(k, 0.0) for k, v in after.items()}
         log(f"[{embedder}] recall for {seconds / 2}s at concurrency 1 (unloaded latency)")
         one = asyncio.run(load(port, "recall_c1", recall, 1, seconds / 2, 0, pid))
         log(f"[{embedder}] ingest for {seconds}s at concurrency {concurrency}")
@@ -427,6 +448,7 @@ def run_embedder(
         "distinct_queries": len(set(queries)),
         "preload_s": round(preload_s, 1),
         "recall": asdict(rec),
+        "recall_embedding": embedding,
         "recall_c1": asdict(one),
         "ingest": asdict(ing),
     }
@@ -491,6 +513,18 @@ def report(data: dict[str, Any]) -> str:
                 f"{_fmt(p.get('server_cpu_ms'), 2)} | {_fmt(p.get('client_cpu_ms'), 2)} | "
                 f"{p['requests']} | "
                 f"{p['errors']} |"
+            )
+    concurrency = data["config"]["concurrency"]
+    for run in data["runs"]:
+        e = run.get("recall_embedding") or {}
+        if e.get("queries"):
+            unused = e["ahead_unused"] / e["ahead"] if e.get("ahead") else 0.0
+            lines.append(
+                f"\n{run['embedder']}, recall at concurrency {concurrency} (with its "
+                f"warm-up): {e['queries']:.0f} queries embedded in {e['calls']:.0f} calls, "
+                f"{e.get('ahead', 0):.0f} sent ahead of their search's start, of which "
+                f"{e.get('ahead_unused', 0):.0f} ({unused:.1%}) for a recall that then used no "
+                f"vector; {e.get('at_hand', 0):.0f} at hand (the query cache)."
             )
     rl = data["rate_limit"]
     lines += [

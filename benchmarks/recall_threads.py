@@ -3,7 +3,8 @@
 ``benchmarks/recall_cpu.py`` times a recall's search alone (one thread, the
 vectors embedded beforehand); ``benchmarks/http_layer.py`` times the event
 loop's share on a 20-note store. This runs the whole server path over a copy
-of the folder ``http.py --data-cache DIR`` keeps (``DIR/hash-10000``): the app
+of the folder ``http.py --data-cache DIR`` keeps (``DIR/hash-10000``; ``--embedder local``:
+``DIR/local-10000``, the local model's): the app
 ``memstore serve`` runs (uvicorn's proxy headers middleware,
 :class:`~memstore.web.shutdown.ShutdownAnswer`,
 :func:`~memstore.protocol.app.create_app` with a tokens file, metrics on) on
@@ -74,6 +75,12 @@ def main() -> None:
     ap.add_argument("--callers", type=int, default=32, help="concurrent callers")
     ap.add_argument("--digest", action="store_true", help="every query once: a digest of answers")
     ap.add_argument("--checkout", type=Path, default=ROOT, help="the checkout to measure")
+    ap.add_argument(
+        "--embedder",
+        choices=("hash", "local"),
+        default="hash",
+        help="the data cache's folder (DIR/EMBEDDER-CHUNKS) and the server's embedder",
+    )
     args = ap.parse_args()
     root = args.checkout.resolve()
     sys.path.insert(0, str(root))
@@ -94,7 +101,7 @@ def main() -> None:
     notes = corpus.generate_corpus(args.chunks)
     asked = [q.text for q in corpus.make_queries(notes, n=args.queries)]
     distinct = list(dict.fromkeys(asked))
-    kept = args.data_cache / f"hash-{args.chunks}"
+    kept = args.data_cache / f"{args.embedder}-{args.chunks}"
     if not kept.exists():
         raise SystemExit(f"no {kept}: run benchmarks/http.py --data-cache first")
     answers: dict[str, str] = {}
@@ -103,7 +110,7 @@ def main() -> None:
         shutil.copytree(kept, data, ignore=shutil.ignore_patterns("*.lock"))
         tokens = Path(tmp) / "tokens.json"
         tokens.write_text(json.dumps({TOKEN: {"tenant": TENANT, "scopes": ["recall"]}}))
-        memory = memstore.Memory(data, embedder="hash", hub=True)
+        memory = memstore.Memory(data, embedder=args.embedder, hub=True)
         table = web_tokens.TokensFile(tokens, auth.TokenTable.from_json)
         app = app_mod.create_app(memory, tokens=table, rate_per_second=1e9, burst=10**9)
         served = ProxyHeadersMiddleware(

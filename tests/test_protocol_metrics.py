@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from memstore.protocol.metrics import NO_TENANT, Metrics
+from memstore.web.batching import QueryBatcher
 
 
 def _samples(metrics: Metrics, name: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -51,3 +54,32 @@ def test_a_tenant_the_tokens_file_names_later_is_counted_under_its_name_then() -
         (("tenant", "newco"),): 6,
         (("tenant", "acme"),): 3,
     }
+
+
+def test_the_recall_batchers_counters_are_read_at_each_scrape() -> None:
+    """The query batcher's counts (embedding calls, queries embedded, sent ahead, sent
+    ahead for nothing, at hand) are exposed as counters, as they stand when scraped."""
+    batcher: QueryBatcher[int] = QueryBatcher(
+        lambda texts: [len(t) for t in texts],
+        known=lambda texts: [7 if t == "cached" else None for t in texts],
+    )
+    metrics = Metrics(frozenset({"acme"}))
+    metrics.count_batcher(batcher)
+    assert _samples(metrics, "memstore_recall_embedding_queries_total") == {(): 0}
+
+    async def main() -> list[int | None]:
+        return [await batcher.run(t, lambda v: v) for t in ("new", "cached")]
+
+    assert asyncio.run(main()) == [3, 7]
+    batcher.close()
+    counts = {
+        name: _samples(metrics, f"memstore_recall_embedding_{name}_total")[()]
+        for name in ("calls", "queries", "ahead", "ahead_unused", "at_hand")
+    }
+    # One request at a time: nothing queued, so nothing is sent ahead.
+    assert counts == {"calls": 1, "queries": 1, "ahead": 0, "ahead_unused": 0, "at_hand": 1}
+    batcher.batches, batcher.embedded, batcher.ahead, batcher.ahead_unused = 3, 9, 5, 2
+    assert [
+        _samples(metrics, f"memstore_recall_embedding_{name}_total")[()]
+        for name in ("calls", "queries", "ahead", "ahead_unused", "at_hand")
+    ] == [3, 9, 5, 2, 1]

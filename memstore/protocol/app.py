@@ -294,6 +294,8 @@ def create_app(
         return NewlineJSONResponse(app.openapi())
 
     batcher = attach_batcher(app, memory)  # recall's; memstore.web.batching.close_batcher ends it
+    if metrics is not None:
+        metrics.count_batcher(batcher)
 
     @app.exception_handler(ProtocolError)
     async def protocol_error(request: Request, exc: ProtocolError) -> JSONResponse:

@@ -15,10 +15,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 __all__ = ["CONTENT_TYPE", "NO_TENANT", "OTHER", "Metrics"]
 
@@ -34,6 +36,17 @@ NO_TENANT: Final = "-"
 OTHER: Final = "other"
 """The route or method label of anything outside the known set."""
 _METHODS: Final = frozenset({"GET", "POST"})
+_BATCHER_COUNTS: Final = (
+    ("calls", "batches", "Embedding calls made for recalls' queries."),
+    ("queries", "embedded", "Recall queries embedded (each distinct text of a call once)."),
+    ("ahead", "ahead", "Of those, the queries sent ahead: for a recall still queued."),
+    (
+        "ahead_unused",
+        "ahead_unused",
+        "Of those sent ahead, the queries whose recall then used no vector.",
+    ),
+    ("at_hand", "at_hand", "Recall queries whose vector the query cache gave (no model run)."),
+)
 _BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -121,6 +134,25 @@ class Metrics:
                 self._hits_series[tenant] = counter
         counter.inc(hits)
 
+    def count_batcher(self, batcher: Any) -> None:
+        """Expose the counters of recall's query batcher
+        (:class:`~memstore.web.batching.QueryBatcher`): read at each scrape."""
+        self.registry.register(_BatcherCounts(batcher))
+
     def exposition(self) -> bytes:
         """The Prometheus text format of every metric."""
         return generate_latest(self.registry)
+
+
+class _BatcherCounts(Collector):
+    """``memstore_recall_embedding_{calls,queries,ahead,ahead_unused,at_hand}_total``, read
+    from a query batcher's counters when scraped."""
+
+    def __init__(self, batcher: Any) -> None:
+        self._batcher = batcher
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        for name, attribute, help_text in _BATCHER_COUNTS:
+            yield CounterMetricFamily(
+                f"memstore_recall_embedding_{name}", help_text, getattr(self._batcher, attribute)
+            )

@@ -30,7 +30,30 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    pass ended, then its own. Under load the model and the searches' Python
    work run on two cores instead of one after the other, and each call
    holds what came during the one before (the batch grows with the load);
-   a request that comes to an idle server is embedded at once, alone.
+   a request that comes to an idle server is embedded at once, alone;
+4. look-ahead (``look_ahead``, on by default): under load a request waits
+   in the queue for the worker longer than the model takes to embed it, so
+   each call the worker makes also takes the texts of requests still queued
+   (not yet started) whose vector is not at hand (``known``, asked on the
+   worker) and not embedded or being embedded already, in the order they
+   came, up to ``max_batch`` texts in all (the started searches' first), and
+   a call is made whenever the model is free and two such texts are queued
+   (one request alone, at an idle server, is embedded once its search wants
+   it, as without look-ahead). A new query's model run then overlaps its
+   wait in the queue instead of following its lexical pass: when its search
+   starts, its vector is at hand (it finishes at once) or its call is
+   running (it joins that call's turn). The model also works where it would
+   wait for the worker: it is kept busy with larger calls, cheaper a text.
+   The cost: a text sent ahead whose request then wants no vector (a
+   confident lexical answer) was embedded for nothing (and kept in the query
+   cache); :attr:`QueryBatcher.ahead_unused` counts those, of
+   :attr:`QueryBatcher.ahead`: about half of them in ``benchmarks/http.py``
+   with rarely repeating queries, where the local model's p99 fell from
+   ~105 to ~98 ms at 32 connections (docs/benchmarks.md, branch ``eager``).
+   What is sent ahead is kept for its request only until that request starts
+   (its call's vectors, at most ``4 x max_batch`` texts); a repeated text is
+   sent once. Not with a fast embedder on the worker (below): it embeds once
+   a batch anyway.
 
 A fast embedder is not worth a thread. A feature-hashing embedder spends tens
 of microseconds a text, all of it Python holding the GIL (no second core to
@@ -57,9 +80,12 @@ event loop only parses, routes and answers.
 
 Failures stay with their request. If the batch's embedding call fails, each
 search of the batch gets ``None`` and embeds its own query (a search that
-then fails alone answers alone); a search that raises has its exception
-re-raised in its own request; a request whose client went away (its
-coroutine cancelled) is skipped if its search has not started.
+then fails alone answers alone), whether its text was sent ahead or not; a
+search that raises has its exception re-raised in its own request; a request
+whose client went away (its coroutine cancelled) is skipped if its search has
+not started (a text sent ahead for it counts as unused). The answers are those
+of each search run alone: the look-ahead changes when a query is embedded and
+with which others, not its vector.
 
 :meth:`QueryBatcher.close` refuses new work (:class:`BatcherClosed`), lets the
 worker finish what is queued, and waits for it: a server closes the batcher
@@ -87,12 +113,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Protocol, TypeVar
@@ -124,6 +151,11 @@ EMBED_COST_WEIGHT: Final = 0.125
 """The weight of a call's cost in the running mean :data:`INLINE_EMBED_SECONDS` is compared
 with (the others' is ``1 - EMBED_COST_WEIGHT``): one slow call (a collection, a busy
 machine) moves it, a run of them moves the embedder."""
+
+_AHEAD_KEPT_CALLS: Final = 4
+"""The texts sent ahead and kept until their request starts: at most this many calls' worth
+(``max_batch`` each). The requests queued bound them already (each entry is dropped when its
+request starts, or is skipped); this bounds a queue that grows faster than the worker."""
 
 _log = logging.getLogger("memstore.web")
 
@@ -166,14 +198,23 @@ class _Job(Generic[V]):
     start: Callable[[], Stage[V, Any]]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any] = field(repr=False)
+    # The look-ahead's, on the worker only (:meth:`QueryBatcher._look`):
+    seen: bool = False  # looked at while queued (its text sent ahead, or found at hand)
+    early: _Turn[V] | None = field(default=None, repr=False)  # the call that has its text
+    owns: bool = False  # its text went to ``early`` for it (not for an earlier request)
+    at_hand: V | None = field(default=None, repr=False)  # ``known``'s vector, found while queued
 
 
 @dataclass(frozen=True, slots=True)
 class _Turn(Generic[V]):
-    """A started turn: the searches that wait for a model run, and their texts' embedding."""
+    """An embedding call: the searches that wait for it, its texts' vectors, and its texts.
+
+    ``wanting`` grows while the call runs: a search whose text it holds (sent
+    ahead, or another request's) joins it when it starts."""
 
     wanting: list[tuple[_Job[V], Stage[V, Any]]]
     vectors: Future[dict[str, V]]
+    texts: Container[str] = ()
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
@@ -200,8 +241,11 @@ class QueryBatcher(Generic[V]):
     worker embeds on its own thread, once for every text a batch left waiting
     (``0``, the default: never; ``math.inf``: from the second call on). Give it
     only for an ``embed`` that computes on the calling thread and never waits
-    (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). The worker thread
-    starts with the first request (a daemon thread named ``name``).
+    (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). ``look_ahead``: each
+    call to the embedding thread also takes the texts of queued requests (the module's
+    point 4); ``False``: a text goes to the model once its search has started and
+    asked for it. The worker thread starts with the first request (a daemon thread
+    named ``name``).
     """
 
     def __init__(
@@ -211,6 +255,7 @@ class QueryBatcher(Generic[V]):
         known: Callable[[list[str]], Sequence[V | None]] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         inline_below: float = 0.0,
+        look_ahead: bool = True,
         name: str = "memstore-query-batcher",
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -219,10 +264,19 @@ class QueryBatcher(Generic[V]):
             raise ValueError(f"inline_below must be a number of seconds, got {inline_below!r}")
         if not inline_below >= 0:  # NaN too
             raise ValueError(f"inline_below must be 0 or more seconds, got {inline_below!r}")
+        if not isinstance(look_ahead, bool):
+            raise ValueError(f"look_ahead must be True or False, got {look_ahead!r}")
         self._embed = embed
         self._known = known
         self._max_batch = max_batch
         self._inline_below = float(inline_below)
+        self._look_ahead = look_ahead
+        # The worker's own (no lock): the texts sent ahead whose request has not
+        # started (at most _AHEAD_KEPT_CALLS x max_batch), and the requests it took
+        # from the queue that it has not started yet (batch[cursor:]).
+        self._ahead: dict[str, _Turn[V]] = {}
+        self._batch: list[_Job[V]] = []
+        self._cursor = 0
         self._cost: float | None = None  # the running mean of a call's seconds a text
         self._clock: Callable[[], float] = time.perf_counter  # what calls are timed by
         self._name = name
@@ -238,6 +292,11 @@ class QueryBatcher(Generic[V]):
         """Of :attr:`batches`, the calls made on the worker thread (a fast embedder's)."""
         self.at_hand = 0
         """Texts whose vector ``known`` gave (no model run)."""
+        self.ahead = 0
+        """Of the texts sent to the model, those sent ahead: for a request still queued."""
+        self.ahead_unused = 0
+        """Of :attr:`ahead`, the texts whose request then used no vector: it wanted none (a
+        confident lexical answer), its search failed to start, or its client went away."""
 
     @property
     def inline_below(self) -> float:
@@ -250,6 +309,11 @@ class QueryBatcher(Generic[V]):
         ``inline_below`` a text (their running mean). ``False`` before the first call."""
         cost = self._cost
         return cost is not None and cost < self._inline_below
+
+    @property
+    def look_ahead(self) -> bool:
+        """Whether the texts of queued requests go to the model with the next call."""
+        return self._look_ahead
 
     @property
     def closed(self) -> bool:
@@ -354,8 +418,10 @@ class QueryBatcher(Generic[V]):
         """Start each search of ``batch``; finish at once those that need no model run.
 
         Finished at once: a search that wants no vector, and one whose vector is
-        at hand (``known``). The others join ``waiting``, the searches of the
-        next embedding call. ``turn``, the call running, is finished as soon as
+        at hand (``known``, or a call that returned with its text, sent ahead).
+        One whose text the call running holds joins that call's turn (``turn``'s
+        searches, finished in order); the others join ``waiting``, the searches
+        of the next embedding call. ``turn``, the call running, is finished as soon as
         its vectors are ready (checked before each start), and the next call
         made at once; or, with a fast embedder (:attr:`embeds_inline`, read once
         a batch), every text waiting is embedded here once the batch's searches
@@ -364,20 +430,41 @@ class QueryBatcher(Generic[V]):
         finished in order. Returns the call running after the batch, if any.
         """
         inline = self.embeds_inline
-        for job in batch:
+        self._batch = batch
+        for i, job in enumerate(batch):
+            self._cursor = i  # job too: its text may go with a call made now
             turn = self._advance(turn, embedder, waiting, inline)
+            early = job.early
+            if job.owns and self._ahead.get(job.text or "") is early:
+                del self._ahead[job.text or ""]  # kept until its request starts
             if job.future.cancelled():  # the client left before its turn
+                self.ahead_unused += job.owns
                 continue
             started, stage = self._attempt(job, job.start)
-            if not started:
+            if not started or not stage.wants_vector or job.text is None:
+                self.ahead_unused += job.owns
+                if started:
+                    self._finish(job, stage, None)  # a confident answer: at once
                 continue
-            vec = None
-            if stage.wants_vector and job.text is not None:
-                vec = self._at_hand(job.text)
-                if vec is None:
+            vec = job.at_hand
+            if vec is not None:
+                self.at_hand += 1
+            else:
+                text = job.text
+                if early is None and turn is not None and text in turn.texts:
+                    early = turn  # the call running has it (another request's)
+                if early is None:
+                    early = self._ahead.get(text)
+                if early is not None and early is turn:  # running, or not finished yet
+                    turn.wanting.append((job, stage))  # its searches finish in order
+                    continue
+                if early is not None:  # done (one call at a time: only turn runs)
+                    vec = early.vectors.result().get(text)  # None: failed, embeds its own
+                elif (vec := self._at_hand(text)) is None:
                     waiting.append((job, stage))
                     continue
-            self._finish(job, stage, vec)  # answered without a model run: at once
+            self._finish(job, stage, vec)  # answered without waiting for the model: at once
+        self._batch, self._cursor = [], 0
         if inline:
             if turn is not None:  # the thread's last call (one call at a time): a cheap one
                 turn.vectors.result()
@@ -405,18 +492,27 @@ class QueryBatcher(Generic[V]):
         """
         if turn is not None and not turn.vectors.done():
             return turn
-        following = self._call(embedder, waiting) if waiting and not inline else None
+        following = None
+        if not inline and (waiting or self._look_ahead):
+            following = self._call(embedder, waiting, turn)
         if turn is not None:
             self._finish_turn(turn)
         return following
 
     def _call(
-        self, embedder: Executor | None, waiting: list[tuple[_Job[V], Stage[V, Any]]]
+        self,
+        embedder: Executor | None,
+        waiting: list[tuple[_Job[V], Stage[V, Any]]],
+        last: _Turn[V] | None = None,
     ) -> _Turn[V] | None:
         """An embedding call for the first searches of ``waiting`` (taken from it): at most
         ``max_batch`` distinct texts, in the order asked, on ``embedder``'s thread (``None``:
-        here, done when this returns). Without a model each search finishes with ``None``
-        instead (and there is no call)."""
+        here, done when this returns). On the thread, with :attr:`look_ahead`, the call also
+        takes the texts of queued requests (:meth:`_look`; ``last``: the call that just
+        returned, whose texts need no other), but not a call of one queued request's text
+        alone (an idle server's request: half of them want no vector). ``None`` when there
+        is nothing to embed;
+        without a model each search finishes with ``None`` instead (and there is no call)."""
         if self._embed is None:
             for job, stage in waiting:
                 self._finish(job, stage, None)
@@ -436,10 +532,88 @@ class QueryBatcher(Generic[V]):
             here: Future[dict[str, V]] = Future()
             here.set_result(self._vectors(list(texts)))
             self.inline_batches += 1
-            return _Turn(wanting, here)
-        turn = _Turn(wanting, embedder.submit(self._vectors, list(texts)))
+            return _Turn(wanting, here, texts)
+        if not self._look_ahead or (not texts and len(list(self._unseen(2))) < 2):
+            early = []  # a lone request at an idle server: its text goes once it wants it
+        else:
+            early = self._look(texts, last)
+        if not texts:
+            return None
+        turn = _Turn(wanting, embedder.submit(self._vectors, list(texts)), texts)
         turn.vectors.add_done_callback(self._nudge)
+        for job in early:
+            job.early = turn
+            if job.owns:
+                self._ahead[job.text or ""] = turn
         return turn
+
+    def _look(self, texts: dict[str, None], last: _Turn[V] | None) -> list[_Job[V]]:
+        """Add to ``texts`` (the call being made) those of queued requests, in the order
+        they came, up to ``max_batch`` texts: the requests whose vector is not at hand
+        (``known``), nor embedded or being embedded for another request (the call ``last``,
+        the texts sent ahead). Each request is looked at once (``seen``); one left out by a
+        full call is looked at again for the next. Returns the requests whose text the call
+        will hold (``owns``: it was sent for them, counted in :attr:`ahead`)."""
+        joining: list[_Job[V]] = []
+        kept = _AHEAD_KEPT_CALLS * self._max_batch - len(self._ahead)  # the map's bound
+        while (room := min(self._max_batch - len(texts), kept)) > 0:
+            queued = list(self._unseen(room))
+            if not queued:
+                break
+            lookup: list[_Job[V]] = []
+            for job in queued:
+                job.seen = True
+                text = job.text or ""
+                if text in texts:
+                    joining.append(job)
+                elif (sent := self._ahead.get(text)) is not None:
+                    job.early = sent
+                elif last is not None and text in last.texts:
+                    job.early = last
+                else:
+                    lookup.append(job)
+            for job, vec in zip(lookup, self._known_rows(lookup), strict=True):
+                text = job.text or ""
+                if vec is not None:
+                    job.at_hand = vec
+                elif text in texts:
+                    joining.append(job)
+                elif len(texts) < self._max_batch:
+                    texts[text] = None
+                    job.owns = True
+                    joining.append(job)
+                    self.ahead += 1
+                    kept -= 1
+                else:
+                    job.seen = False  # for the next call
+        return joining
+
+    def _unseen(self, most: int) -> Iterator[_Job[V]]:
+        """The first ``most`` queued requests not looked at yet, with a text and a client, in
+        the order they came: the rest of the worker's batch, then the queue (under its lock)."""
+        return itertools.islice(self._unseen_all(), most)
+
+    def _unseen_all(self) -> Iterator[_Job[V]]:
+        for job in itertools.islice(self._batch, self._cursor, None):
+            if not job.seen and job.text is not None and not job.future.cancelled():
+                yield job
+        with self._wake:
+            queue = [job for job in self._queue if not job.seen and job.text is not None]
+        for job in queue:
+            if not job.future.cancelled():
+                yield job
+
+    def _known_rows(self, jobs: list[_Job[V]]) -> Sequence[V | None]:
+        """``known``'s vectors for the texts of ``jobs`` (all ``None``: none, or it failed)."""
+        if not jobs or self._known is None:
+            return [None] * len(jobs)
+        try:
+            rows = self._known([job.text or "" for job in jobs])
+            if len(rows) == len(jobs):
+                return rows
+        except Exception:
+            _log.warning("memstore: looking up queries' vectors failed", exc_info=True)
+        return [None] * len(jobs)
 
     def _finish_turn(self, turn: _Turn[V]) -> None:
         """Finish each search of ``turn`` with its row (once the embedding is done)."""
