@@ -31,7 +31,7 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -177,6 +177,11 @@ class OnnxMiniLMEmbedder:
 
     model_id: str = MODEL_ID
     dim: int = DIM
+    look_ahead: ClassVar[bool] = True
+    """A query embedded for nothing costs only this machine's CPU (no bill, no rate limit):
+    a server's query batcher may embed the texts of queued requests before their searches
+    ask (:func:`memstore.web.batching.attach_batcher`), so a new query's model run overlaps
+    its wait in the queue."""
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, threads: int | None = None) -> None:
         if MISSING is not None or _TOKENIZER_PATH is None:

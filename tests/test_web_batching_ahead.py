@@ -108,7 +108,9 @@ def test_a_free_model_takes_the_queued_texts_before_their_first_steps() -> None:
         (None, Staged("e", True, log)),
     ]
     batcher: QueryBatcher[int] = QueryBatcher(
-        model, known=lambda texts: [100 if t == "cached" else None for t in texts]
+        model,
+        known=lambda texts: [100 if t == "cached" else None for t in texts],
+        look_ahead=True,
     )
     outcomes = asyncio.run(release_a_queue(batcher, stages))
     batcher.close()
@@ -125,7 +127,7 @@ def test_a_lone_request_at_an_idle_server_is_embedded_once_its_search_wants_it()
     the requests need no vector), so one that needs none costs no model run."""
     model = Embedder()
     log: list[str] = []
-    batcher: QueryBatcher[int] = QueryBatcher(model)
+    batcher: QueryBatcher[int] = QueryBatcher(model, look_ahead=True)
 
     async def main() -> list[str]:
         confident = SeesTheModel("a", False, log, model)
@@ -152,7 +154,7 @@ def test_texts_sent_for_requests_that_use_none_are_counted() -> None:
         ("fused", Staged("b", True, log)),
         ("broken", Staged("c", True, log, fail="start")),
     ]
-    batcher: QueryBatcher[int] = QueryBatcher(model)
+    batcher: QueryBatcher[int] = QueryBatcher(model, look_ahead=True)
     outcomes = asyncio.run(release_a_queue(batcher, stages))
     batcher.close()
     assert outcomes[:2] == ["a:None", "b:5"] and isinstance(outcomes[2], KeyError)
@@ -164,7 +166,7 @@ def test_a_request_whose_text_the_running_call_holds_joins_it() -> None:
     """A request that starts while the model embeds its very text (another request's)
     waits for that call, not the next one: the text is embedded once."""
     model = HeldModel()
-    batcher: QueryBatcher[int] = QueryBatcher(model)
+    batcher: QueryBatcher[int] = QueryBatcher(model, look_ahead=True)
     log: list[str] = []
 
     async def main() -> list[Any]:
@@ -205,7 +207,7 @@ def test_a_failed_call_leaves_each_search_to_embed_its_own() -> None:
         ("poison", EmbedsItsOwn("b", "poison", True, log)),
         ("fine", EmbedsItsOwn("c", "fine", True, log)),
     ]
-    batcher: QueryBatcher[int] = QueryBatcher(model)
+    batcher: QueryBatcher[int] = QueryBatcher(model, look_ahead=True)
     outcomes = asyncio.run(release_a_queue(batcher, stages))
     batcher.close()
     assert outcomes[0] == "a:2" and outcomes[2] == "c:4"
@@ -218,7 +220,7 @@ def test_close_answers_requests_whose_texts_were_sent_ahead() -> None:
     """Closing while requests wait in the queue with their texts in a call still running:
     every one is answered with its vector, and nothing is kept once they are."""
     model = HeldModel()
-    batcher: QueryBatcher[int] = QueryBatcher(model)
+    batcher: QueryBatcher[int] = QueryBatcher(model, look_ahead=True)
     log: list[str] = []
 
     async def main() -> list[Any]:
@@ -248,7 +250,7 @@ def test_a_call_holds_at_most_max_batch_texts_queued_or_waiting() -> None:
     stages: list[tuple[str | None, Callable[[], Any]]] = [
         ("x" * n, Staged(str(n), True, log)) for n in range(1, 6)
     ]
-    batcher: QueryBatcher[int] = QueryBatcher(model, max_batch=2)
+    batcher: QueryBatcher[int] = QueryBatcher(model, max_batch=2, look_ahead=True)
     outcomes = asyncio.run(release_a_queue(batcher, stages))
     batcher.close()
     assert outcomes == [f"{n}:{n}" for n in range(1, 6)]

@@ -352,3 +352,49 @@ def test_attach_batcher_embeds_on_the_worker_only_for_an_embedder_that_holds_the
             assert asyncio.run(main()) == ["the deploy runs at noon"] * 3
         finally:
             close_batcher(app)
+
+
+class _LocalModel(_Waiting):
+    """An embedder that says a query embedded for nothing costs only CPU (as a local model)."""
+
+    look_ahead = True
+
+
+class _Provider(_Waiting):
+    """An embedder that does not say it (as a provider billed by the text)."""
+
+
+@pytest.mark.parametrize(
+    ("embedder", "look_ahead"),
+    [(_LocalModel(dim=32), True), (_Provider(dim=32), False), (None, False)],
+)
+def test_attach_batcher_looks_ahead_only_for_an_embedder_that_says_it_may(
+    tmp_path: Path, embedder: HashEmbedder | None, look_ahead: bool
+) -> None:
+    """The queued requests' texts are embedded ahead only for an embedder whose
+    ``look_ahead`` is ``True``: a text sent ahead is wasted for a confident lexical
+    answer, and a provider bills it."""
+    with Memory(tmp_path / "m", embedder=embedder) as memory:
+        memory.add(Item(kind="fact", content="the deploy runs at noon"))
+        app = _Starlette()
+        batcher = attach_batcher(app, memory)
+        try:
+            assert batcher.look_ahead is look_ahead
+
+            async def main() -> list[str]:
+                def search(vec: Any) -> str:
+                    return memory.search("deploy noon", query_vector=vec)[0].item.content
+
+                jobs = (batcher.run("deploy noon", search) for _ in range(3))
+                return list(await asyncio.gather(*jobs))
+
+            assert asyncio.run(main()) == ["the deploy runs at noon"] * 3
+        finally:
+            close_batcher(app)
+
+
+def test_the_local_model_says_it_may_be_embedded_ahead() -> None:
+    """The class attribute :func:`attach_batcher` reads (no model is loaded to read it)."""
+    onnx = pytest.importorskip("memstore_index.onnx_embedder")
+    assert onnx.OnnxMiniLMEmbedder.look_ahead is True
+    assert getattr(HashEmbedder, "look_ahead", False) is False

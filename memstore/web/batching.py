@@ -31,7 +31,7 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    work run on two cores instead of one after the other, and each call
    holds what came during the one before (the batch grows with the load);
    a request that comes to an idle server is embedded at once, alone;
-4. look-ahead (``look_ahead``, on by default): under load a request waits
+4. look-ahead (``look_ahead``; opt-in, see below): under load a request waits
    in the queue for the worker longer than the model takes to embed it, so
    each call the worker makes also takes the texts of requests still queued
    (not yet started) whose vector is not at hand (``known``, asked on the
@@ -53,7 +53,11 @@ and a model embeds 32 queries in one run for much less than 32 runs cost.
    What is sent ahead is kept for its request only until that request starts
    (its call's vectors, at most ``4 x max_batch`` texts); a repeated text is
    sent once. Not with a fast embedder on the worker (below): it embeds once
-   a batch anyway.
+   a batch anyway. Opt-in (``look_ahead``, ``False`` by default), because a
+   text embedded for nothing costs what the embedder costs: for a local model
+   only its own cores' time, but for a provider a billed request and a share
+   of a rate limit. :func:`attach_batcher` turns it on for an embedder whose
+   ``look_ahead`` attribute is ``True`` (the local ONNX model says it).
 
 A fast embedder is not worth a thread. A feature-hashing embedder spends tens
 of microseconds a text, all of it Python holding the GIL (no second core to
@@ -243,9 +247,10 @@ class QueryBatcher(Generic[V]):
     only for an ``embed`` that computes on the calling thread and never waits
     (:data:`INLINE_EMBED_SECONDS` suits one that holds the GIL). ``look_ahead``: each
     call to the embedding thread also takes the texts of queued requests (the module's
-    point 4); ``False``: a text goes to the model once its search has started and
-    asked for it. The worker thread starts with the first request (a daemon thread
-    named ``name``).
+    point 4); ``False`` (the default): a text goes to the model once its search has
+    started and asked for it. Give it only for an ``embed`` whose wasted calls cost
+    nothing but CPU (a local model, not a provider billed by the text). The worker
+    thread starts with the first request (a daemon thread named ``name``).
     """
 
     def __init__(
@@ -255,7 +260,7 @@ class QueryBatcher(Generic[V]):
         known: Callable[[list[str]], Sequence[V | None]] | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         inline_below: float = 0.0,
-        look_ahead: bool = True,
+        look_ahead: bool = False,
         name: str = "memstore-query-batcher",
     ) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -699,10 +704,15 @@ def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
     An embedder whose ``holds_gil`` attribute is ``True`` (its ``embed`` is Python
     on the calling thread, never waiting: :class:`~memstore_index.HashEmbedder`)
     is called on the worker while its calls stay under :data:`INLINE_EMBED_SECONDS`
-    a text; any other keeps a thread of its own (``inline_below`` 0).
+    a text; any other keeps a thread of its own (``inline_below`` 0). One whose
+    ``look_ahead`` attribute is ``True`` (a model on the server's own cores, where a
+    query embedded for nothing costs only CPU: :class:`~memstore_index.OnnxMiniLMEmbedder`)
+    has the queued requests' texts embedded ahead (the module's point 4); any other,
+    a provider billed by the text above all, only the texts a search asked for.
     """
     embed = known = None
     inline_below = 0.0
+    look_ahead = False
     cells = getattr(memory, "cells", None)
     if cells is not None:
 
@@ -710,10 +720,14 @@ def attach_batcher(app: Any, memory: Any) -> QueryBatcher[Any]:
             return list(memory.embed_queries(texts))
 
         known = getattr(cells, "remembered_queries", None)
-        if getattr(getattr(cells, "embedder", None), "holds_gil", False) is True:
+        embedder = getattr(cells, "embedder", None)
+        if getattr(embedder, "holds_gil", False) is True:
             inline_below = INLINE_EMBED_SECONDS
+        look_ahead = getattr(embedder, "look_ahead", False) is True
 
-    batcher: QueryBatcher[Any] = QueryBatcher(embed, known=known, inline_below=inline_below)
+    batcher: QueryBatcher[Any] = QueryBatcher(
+        embed, known=known, inline_below=inline_below, look_ahead=look_ahead
+    )
     app.state.query_batcher = batcher
     weakref.finalize(app, batcher.close, 0)
     return batcher
