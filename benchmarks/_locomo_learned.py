@@ -4,8 +4,8 @@ Part of ``benchmarks/locomo.py`` (the ``with learned_rerank (LOO)`` row of
 ``--ablation``); also runnable alone (``python benchmarks/_locomo_learned.py
 --data ... [--probe]``), which prints the tables of docs/benchmarks.md ("A
 learned fusion"). It reads the Searcher's lean path by wrapping private
-methods (``LeanFusion.ordered``/``add_lexical``/``add_semantic``,
-``Searcher._lexical``) for the duration of :func:`collect`: a benchmark's
+methods (``LeanFusion.ordered``/``add_lexical``/``add_semantic``, and the
+Searcher module's ``lexical_hits``) for the duration of :func:`collect`: a benchmark's
 liberty, to be revisited if those move.
 
 What it does, per question: ask the default Searcher (``hybrid_search``), and
@@ -119,9 +119,9 @@ def _capture(seen: _Seen) -> Iterator[None]:
     """Wrap the Searcher's lean path so ``seen`` holds the last search's internals."""
     from memstore.search import _lean, _searcher
 
-    lean_cls, searcher_cls = _lean.LeanFusion, _searcher.Searcher
+    lean_cls = _lean.LeanFusion
     orig_ordered, orig_lex = lean_cls.ordered, lean_cls.add_lexical
-    orig_sem, orig_lexical = lean_cls.add_semantic, searcher_cls._lexical
+    orig_sem, orig_lexical = lean_cls.add_semantic, _searcher.lexical_hits
 
     def ordered(self: Any, need: int) -> list[int]:
         out = orig_ordered(self, need)
@@ -136,22 +136,22 @@ def _capture(seen: _Seen) -> Iterator[None]:
         seen.semantic = list(hits)
         orig_sem(self, hits, channel)
 
-    def lexical(self: Any, *args: Any, **kw: Any) -> Any:
-        got = orig_lexical(self, *args, **kw)
+    def lexical(*args: Any, **kw: Any) -> Any:
+        got = orig_lexical(*args, **kw)
         seen.n_tokens = got[2]
         return got
 
     lean_cls.ordered = ordered  # type: ignore[method-assign]
     lean_cls.add_lexical = add_lexical  # type: ignore[method-assign]
     lean_cls.add_semantic = add_semantic  # type: ignore[method-assign]
-    searcher_cls._lexical = lexical  # type: ignore[method-assign]
+    _searcher.lexical_hits = lexical
     try:
         yield
     finally:
         lean_cls.ordered = orig_ordered  # type: ignore[method-assign]
         lean_cls.add_lexical = orig_lex  # type: ignore[method-assign]
         lean_cls.add_semantic = orig_sem  # type: ignore[method-assign]
-        searcher_cls._lexical = orig_lexical  # type: ignore[method-assign]
+        _searcher.lexical_hits = orig_lexical
 
 
 def _norm(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

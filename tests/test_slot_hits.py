@@ -27,6 +27,7 @@ from memstore._search_snapshot import micros
 from memstore.arguments import query_vector_arg
 from memstore.search import SearchConfig, Searcher
 from memstore.search._lean import LeanFusion
+from memstore.search._reads import semantic_hits
 from memstore.search._slothits import SlotHits
 from memstore_index import _tuning as tune
 from memstore_index._search import _unit_query
@@ -155,11 +156,12 @@ def test_lean_fusion_scores_slot_hits_as_it_scores_the_pairs(
         fusions = [
             LeanFusion(searcher, snap, micros(clock()), "note", "a", by_score) for _ in range(2)
         ]
-        hits = searcher._semantic_hits(cells, vec, "note", "", "a", 50, False, fusions[0].slot)
+        cfg, stats = searcher.config, searcher.stats
+        hits = semantic_hits(cfg, stats, cells, vec, "note", "", "a", 50, False, fusions[0].slot)
         assert isinstance(hits, SlotHits)
         fusions[0].add_semantic(hits, "semantic")
         fusions[1].add_semantic(
-            searcher._semantic_hits(cells, vec, "note", "", "a", 50, False), "semantic"
+            semantic_hits(cfg, stats, cells, vec, "note", "", "a", 50, False), "semantic"
         )
         a, b = fusions
         assert np.array_equal(a._base, b._base) and np.array_equal(a._scored, b._scored)
