@@ -56,6 +56,9 @@ def test_keyboard_only_sign_in_and_search(page: Page) -> None:
     expect(box).to_be_focused()
     kb.type("keyboard control")
     kb.press("Enter")
+    # The search's answer, not the sign-in's listing of the newest items (it holds the
+    # same text): that answer replaces the list, and a button focused before it is gone.
+    expect(page.page.locator("#results-note")).to_contain_text("hit(s) for")
     expect(results(page).first).to_contain_text("Keyboard users")
     # Tab reaches the first result's button; Enter opens the item.
     box.focus()
