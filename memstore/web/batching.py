@@ -577,7 +577,8 @@ class QueryBatcher(Generic[V]):
                     job.early = last
                 else:
                     lookup.append(job)
-            for job, vec in zip(lookup, self._known_rows(lookup), strict=True):
+            rows = self._known_rows([job.text or "" for job in lookup])
+            for job, vec in zip(lookup, rows, strict=True):
                 text = job.text or ""
                 if vec is not None:
                     job.at_hand = vec
@@ -608,17 +609,17 @@ class QueryBatcher(Generic[V]):
             if not job.future.cancelled():
                 yield job
 
-    def _known_rows(self, jobs: list[_Job[V]]) -> Sequence[V | None]:
-        """``known``'s vectors for the texts of ``jobs`` (all ``None``: none, or it failed)."""
-        if not jobs or self._known is None:
-            return [None] * len(jobs)
+    def _known_rows(self, texts: list[str]) -> Sequence[V | None]:
+        """``known``'s vectors for ``texts`` (all ``None``: none, or it failed)."""
+        if not texts or self._known is None:
+            return [None] * len(texts)
         try:
-            rows = self._known([job.text or "" for job in jobs])
-            if len(rows) == len(jobs):
+            rows = self._known(texts)
+            if len(rows) == len(texts):
                 return rows
         except Exception:
             _log.warning("memstore: looking up queries' vectors failed", exc_info=True)
-        return [None] * len(jobs)
+        return [None] * len(texts)
 
     def _finish_turn(self, turn: _Turn[V]) -> None:
         """Finish each search of ``turn`` with its row (once the embedding is done)."""
@@ -644,15 +645,8 @@ class QueryBatcher(Generic[V]):
         return False, None
 
     def _at_hand(self, text: str) -> V | None:
-        """The vector ``known`` gives for ``text`` (``None``: none, or it failed)."""
-        if self._known is None:
-            return None
-        try:
-            rows = self._known([text])
-            vec = rows[0] if len(rows) == 1 else None
-        except Exception:
-            _log.warning("memstore: looking up a query's vector failed", exc_info=True)
-            return None
+        """The vector ``known`` gives for ``text`` (``None``: none, or it failed), counted."""
+        vec = self._known_rows([text])[0]
         if vec is not None:
             self.at_hand += 1
         return vec
