@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml setup.py memstore/_speedups.c memstore/_editnear.c memstore/_joined.c | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(wildcard memstore/*.c memstore/*.h) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,bench,embed,http,langgraph,mcp,server,postgres]'
 	touch $(STAMP)
 

@@ -1,12 +1,12 @@
 /* A cold query token's vocabulary search, compiled: memstore._speedups.neighbour_sets,
  * edits, substring_words, key_words and fuzzy_words.
  *
- * Part of the optional memstore._speedups module (setup.py compiles this file with
- * _speedups.c). Each function's oracle is named above it (memstore/_editnear.py,
- * memstore/lexical.py, memstore/_vocabindex.py): tests/test_editnear.py holds the two to
- * the same answers. Here: neighbour_sets, a token's one-edit neighbours; below, edits (the
- * splits of a token into joined words), substring_words (its substring matches), key_words
- * (the words under one key: a stem's) and fuzzy_words (the trigram Dice channel).
+ * Part of the optional memstore._speedups module (_speedups.c). Each function's oracle is
+ * named above it (memstore/_editnear.py, memstore/lexical.py, memstore/_vocabindex.py):
+ * tests/test_editnear.py holds the two to the same answers. Here: neighbour_sets, a
+ * token's one-edit neighbours; below, edits (the splits of a token into joined words),
+ * substring_words (its substring matches), key_words (the words under one key: a stem's)
+ * and fuzzy_words (the trigram Dice channel).
  *
  * neighbour_sets(tok, spans, vocab, words, live, tables, overlay) -> list[set[str]]
  *
@@ -34,11 +34,8 @@
  * the machine's), each probe is a binary search, and only the strings looked up in
  * vocab are made.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
+#include "_speedups.h"
 #include <stdlib.h>
-#include <string.h>
 
 #define EDIT_B 0x100000001B3ULL   /* memstore/_vocabindex.py's _B */
 #define EDIT_LEN 0x9E3779B97F4A7C15ULL /* and _LEN */
@@ -349,22 +346,6 @@ span_near(const Probe *p, PyObject *tok, const Py_UCS4 *all, Py_ssize_t a, Py_ss
     return add_digit_words(p, cps, m, tmp, out);
 }
 
-/* Hold obj's buffer (C-contiguous, 1-d, items of itemsize bytes) in *view. */
-static int
-hold_1d(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what)
-{
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        return -1;
-    }
-    if (view->itemsize != itemsize || view->ndim != 1) {
-        PyErr_Format(PyExc_TypeError, "neighbour_sets: %s must be a 1-d array of %zd-byte items",
-                     what, itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
 /* The probe's state for one call: the tables' buffers held, the token's code points and
  * scratch. */
 typedef struct {
@@ -431,7 +412,8 @@ call_open(Call *c, PyObject *tok, PyObject *vocab, PyObject *words, PyObject *li
             return -1;
         }
         for (int k = 0; k < 3; k++) {
-            if (hold_1d(PyTuple_GET_ITEM(row, k), &c->views[c->held], size[k], what[k]) < 0) {
+            if (ms_hold_1d(PyTuple_GET_ITEM(row, k), &c->views[c->held], size[k], "neighbour_sets",
+                           what[k]) < 0) {
                 return -1;
             }
             c->held++;
@@ -448,7 +430,7 @@ call_open(Call *c, PyObject *tok, PyObject *vocab, PyObject *words, PyObject *li
         }
     }
     if (live != Py_None) {
-        if (hold_1d(live, &c->live_view, 1, "live") < 0) {
+        if (ms_hold_1d(live, &c->live_view, 1, "neighbour_sets", "live") < 0) {
             return -1;
         }
         c->live_held = 1;

@@ -1,8 +1,16 @@
-/* memstore._speedups.joined_slots: the documents holding a joined pair of words, compiled.
+/* memstore._speedups.holding and joined_slots: the documents holding a pair of words,
+ * compiled.
  *
- * Part of the optional memstore._speedups module (setup.py compiles this file with
- * _speedups.c). The oracle is the pure path of memstore/lexical.py's
- * Lexicon._joined_slots, which a differential test holds this one to.
+ * Part of the optional memstore._speedups module (_speedups.c). The oracles are
+ * memstore/lexical.py's _holding and the pure path of Lexicon._joined_slots, which
+ * differential tests hold these to.
+ *
+ * holding(texts, slots, pair) -> list[int] | NotImplemented
+ *
+ * Those of slots whose text (texts[slot], a str) holds pair. The substring tests run
+ * without the GIL over ASCII texts (each held by a reference for the call) when they are
+ * long enough (NOGIL_CHARS); NotImplemented when pair or a text is not ASCII (the
+ * caller tests those in Python).
  *
  * joined_slots(pairs, texts, strong, capacity) -> list[int]
  *
@@ -15,28 +23,10 @@
  * in no strong array, once, pair by pair. Python tests the few documents of the rarer
  * word directly and intersects larger postings with numpy first, a few array calls a
  * pair; here both are one loop: each slot of the smaller postings binary-searched in
- * the larger, then the texts of those left searched for the pattern (by memmem, and
- * without the GIL when they are ASCII and long, as holding() in _speedups.c does).
+ * the larger, then the texts of those left searched for the pattern (as holding does:
+ * without the GIL when they are ASCII and long).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-
-/* Hold obj's buffer of int32 slots (C-contiguous, 1-d). */
-static int
-hold_slots(PyObject *obj, Py_buffer *view)
-{
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        return -1;
-    }
-    if (view->itemsize != 4 || view->ndim != 1) {
-        PyErr_SetString(PyExc_TypeError, "joined_slots: slots must be 1-d int32 arrays");
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
+#include "_speedups.h"
 
 /* Whether sorted big[0:n] holds x. */
 static int
@@ -61,10 +51,114 @@ has_slot(const int32_t *big, Py_ssize_t n, int32_t x)
 #define HAVE_MEMMEM 0
 #endif
 
-/* Characters of ASCII texts above which one pair's tests run without the GIL (as
- * memstore/_speedups.c's holding does: other threads run while a long run of texts is
- * searched). */
-#define JOINED_NOGIL_CHARS 32768
+/* Characters of ASCII texts below which a call keeps the GIL: handing it to another
+ * thread and taking it back (two thread switches when that thread wants it) would cost
+ * about what the search does. */
+#define NOGIL_CHARS 32768
+
+/* Whether text[0:n] holds pat[0:m]. */
+static int
+holds(const char *text, Py_ssize_t n, const char *pat, Py_ssize_t m)
+{
+    if (m == 0) {
+        return 1;
+    }
+    if (n < m) {
+        return 0;
+    }
+#if HAVE_MEMMEM
+    return memmem(text, (size_t)n, pat, (size_t)m) != NULL;
+#else
+    /* Anchored on the pattern's second character: a joined pair starts with a space,
+     * which every word boundary of a text holds. */
+    Py_ssize_t at = m > 1 ? 1 : 0;
+    const char *end = text + n - m + at; /* the last place the anchor can be */
+    for (const char *p = text + at; p <= end;) {
+        p = memchr(p, pat[at], (size_t)(end - p + 1));
+        if (p == NULL) {
+            return 0;
+        }
+        if (memcmp(p - at, pat, (size_t)m) == 0) {
+            return 1;
+        }
+        p++;
+    }
+    return 0;
+#endif
+}
+
+PyObject *
+memstore_holding(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *texts, *slots, *pair;
+    if (!PyArg_ParseTuple(args, "O!O!U:holding", &PyList_Type, &texts, &PyList_Type, &slots,
+                          &pair)) {
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(pair)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(slots), ntexts = PyList_GET_SIZE(texts);
+    PyObject **held = PyMem_Calloc((size_t)(n + 1), sizeof(PyObject *));
+    char *found = PyMem_Calloc((size_t)(n + 1), 1);
+    PyObject *out = NULL;
+    Py_ssize_t got = 0;
+    if (held == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(slots, i));
+        if (s == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (s < 0 || s >= ntexts) {
+            PyErr_SetString(PyExc_IndexError, "holding: a slot past the texts");
+            goto done;
+        }
+        PyObject *t = PyList_GET_ITEM(texts, s);
+        if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "holding: texts must be str");
+            goto done;
+        }
+        if (!PyUnicode_IS_ASCII(t)) {
+            out = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        held[i] = Py_NewRef(t);
+    }
+    const char *pat = (const char *)PyUnicode_1BYTE_DATA(pair);
+    Py_ssize_t m = PyUnicode_GET_LENGTH(pair);
+    Py_ssize_t bytes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        bytes += PyUnicode_GET_LENGTH(held[i]);
+    }
+    PyThreadState *released = bytes >= NOGIL_CHARS ? PyEval_SaveThread() : NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        found[i] = (char)holds((const char *)PyUnicode_1BYTE_DATA(held[i]),
+                               PyUnicode_GET_LENGTH(held[i]), pat, m);
+        got += found[i];
+    }
+    if (released != NULL) {
+        PyEval_RestoreThread(released);
+    }
+    out = PyList_New(got);
+    for (Py_ssize_t i = 0, k = 0; out != NULL && i < n; i++) {
+        if (found[i]) {
+            PyList_SET_ITEM(out, k++, Py_NewRef(PyList_GET_ITEM(slots, i)));
+        }
+    }
+done:
+    if (held != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_XDECREF(held[i]);
+        }
+    }
+    PyMem_Free(held);
+    PyMem_Free(found);
+    return out;
+}
 
 /* The candidates of one pair: their slots and texts (strong references). */
 typedef struct {
@@ -93,7 +187,7 @@ test_pair(const Py_buffer *a, const Py_buffer *b, PyObject *pattern, PyObject *t
     const Py_buffer *few = a->shape[0] <= b->shape[0] ? a : b, *many = few == a ? b : a;
     const int32_t *fs = few->buf, *ms = many->buf;
     Py_ssize_t nf = few->shape[0], nm = many->shape[0], ntexts = PyList_GET_SIZE(texts);
-    int ascii = HAVE_MEMMEM && PyUnicode_IS_ASCII(pattern);
+    int ascii = PyUnicode_IS_ASCII(pattern);
     Py_ssize_t chars = 0;
     for (Py_ssize_t i = 0; i < nf; i++) {
         int32_t s = fs[i];
@@ -115,18 +209,16 @@ test_pair(const Py_buffer *a, const Py_buffer *b, PyObject *pattern, PyObject *t
         c->text[c->n++] = Py_NewRef(text);
     }
     if (ascii) {
-#if HAVE_MEMMEM
         const char *pat = (const char *)PyUnicode_1BYTE_DATA(pattern);
-        size_t m = (size_t)PyUnicode_GET_LENGTH(pattern);
-        PyThreadState *released = chars >= JOINED_NOGIL_CHARS ? PyEval_SaveThread() : NULL;
+        Py_ssize_t m = PyUnicode_GET_LENGTH(pattern);
+        PyThreadState *released = chars >= NOGIL_CHARS ? PyEval_SaveThread() : NULL;
         for (Py_ssize_t i = 0; i < c->n; i++) {
-            const char *t = (const char *)PyUnicode_1BYTE_DATA(c->text[i]);
-            c->hit[i] = memmem(t, (size_t)PyUnicode_GET_LENGTH(c->text[i]), pat, m) != NULL;
+            c->hit[i] = (char)holds((const char *)PyUnicode_1BYTE_DATA(c->text[i]),
+                                    PyUnicode_GET_LENGTH(c->text[i]), pat, m);
         }
         if (released != NULL) {
             PyEval_RestoreThread(released);
         }
-#endif
     }
     else {
         for (Py_ssize_t i = 0; i < c->n; i++) {
@@ -174,7 +266,7 @@ memstore_joined_slots(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(strong); k++) {
         Py_buffer v;
-        if (hold_slots(PyList_GET_ITEM(strong, k), &v) < 0) {
+        if (ms_hold_1d(PyList_GET_ITEM(strong, k), &v, 4, "joined_slots", "slots") < 0) {
             goto done;
         }
         const int32_t *s = v.buf;
@@ -195,11 +287,11 @@ memstore_joined_slots(PyObject *self, PyObject *args)
             break;
         }
         Py_buffer a, b;
-        if (hold_slots(PyTuple_GET_ITEM(pair, 0), &a) < 0) {
+        if (ms_hold_1d(PyTuple_GET_ITEM(pair, 0), &a, 4, "joined_slots", "slots") < 0) {
             Py_CLEAR(out);
             break;
         }
-        if (hold_slots(PyTuple_GET_ITEM(pair, 1), &b) < 0) {
+        if (ms_hold_1d(PyTuple_GET_ITEM(pair, 1), &b, 4, "joined_slots", "slots") < 0) {
             PyBuffer_Release(&a);
             Py_CLEAR(out);
             break;

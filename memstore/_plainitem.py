@@ -23,7 +23,7 @@ never decides a refusal, so no message changes.
 That one pass is still a few hundred interpreter steps (about 26k machine
 instructions an item, a tenth of a durable ``add_many``'s), so where the
 optional C extension is built, :func:`plain_check` hands the writers its
-compiled twin (``memstore/_speedups.c``'s ``plain_item``, given :data:`_RULES`):
+compiled twin (``memstore/_itemwrite.c``'s ``plain_item``, given :data:`_RULES`):
 the same answer for every item, by the same tests, in about a twentieth of the
 instructions. ``MEMSTORE_PURE_PYTHON=1`` (or
 :func:`memstore._wordbatch.pure_python`) keeps the function here, the oracle

@@ -126,7 +126,7 @@ def best_levels(
     dictionary, more into a dense array; in between, a sort (slot, then
     level: the last of each slot's run is its best) merges them. Compiled
     where :mod:`memstore._speedups` is built (``best_levels`` in
-    ``memstore/_speedups.c``: a byte per slot keeps its best level's rank, one
+    ``memstore/_bestlevels.c``: a byte per slot keeps its best level's rank, one
     pass, then one scan), the same columns; :func:`_best_levels` is its oracle.
     """
     parts = [(lv, a) for lv, arrays in groups for a in arrays if a.size]

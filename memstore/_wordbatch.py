@@ -5,7 +5,7 @@ to :func:`count_docs`: each document's distinct words (title first) are
 counted into the vocabulary (word -> live documents), and numbered into the
 content and title postings' logs (:mod:`memstore._postings`). It is the only
 per-word Python loop of a write that is not a split, so it is the one an
-optional C extension, ``memstore._speedups`` (``memstore/_speedups.c``),
+optional C extension, ``memstore._speedups`` (``memstore/_wordcount.c``),
 replaces: the same numbers, counts and logs, without a set per document.
 
 The extension is built by ``pip install`` where a C compiler and the Python

@@ -1,6 +1,6 @@
 """The compiled ``lex_rank`` sums a query's matches two ways, and both are numpy's ranking.
 
-``memstore/_speedups.c`` sums the tokens' matches either by a k-way merge of
+``memstore/_lexrank.c`` sums the tokens' matches either by a k-way merge of
 their sorted slots or in one accumulator per slot (its ``how`` argument; by
 default it picks by how densely the slots are matched), then keeps the
 candidates at the cut and sorts them. Here random plans over a real

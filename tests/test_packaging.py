@@ -122,7 +122,11 @@ def test_the_wheel_installs_and_runs_the_quickstart_outside_the_checkout(tmp_pat
     with tarfile.open(sdist) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
     assert {"pyproject.toml", "README.md", "memstore/py.typed"} <= members
-    assert {"setup.py", "memstore/_speedups.c"} <= members
+    # Every C file and header of the extension: a build from the sdist compiles them all
+    # (one missing, the optional extension would silently not be built).
+    c_sources = {f"memstore/{p.name}" for p in (ROOT / "memstore").glob("*.[ch]")}
+    assert "memstore/_speedups.h" in c_sources
+    assert {"setup.py", *c_sources} <= members, sorted(c_sources - members)
 
     # A venv without pip of its own (ensurepip would install one only to run it
     # once): this environment's pip installs into it (--python). No bytecode is

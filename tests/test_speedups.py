@@ -64,6 +64,25 @@ def test_the_extension_is_built_when_required() -> None:
     assert _wordbatch.compiled(), "built, but switched off (MEMSTORE_PURE_PYTHON?)"
 
 
+@needs_speedups
+def test_the_extension_exports_only_its_init() -> None:
+    """The module's C files share functions, and no other library sees them.
+
+    A shared object's visible names can be bound to a like-named symbol of a library
+    loaded before it; hidden ones cannot. Only the module's init is looked up by name.
+    """
+    import ctypes
+
+    assert COMPILED is not None and COMPILED.__file__ is not None
+    lib = ctypes.CDLL(COMPILED.__file__)
+    assert hasattr(lib, "PyInit__speedups")
+    for name in ("memstore_count_docs", "memstore_edits", "memstore_lean_top", "ms_hold_1d"):
+        assert not hasattr(lib, name), name
+    # ...and every function of the table is still there, each with its documented signature.
+    for name in ("count_docs", "index_texts", "split_ascii", "lex_rank", "holding", "edits"):
+        assert callable(getattr(COMPILED, name)) and f"{name}(" in getattr(COMPILED, name).__doc__
+
+
 def test_pure_python_switches_the_loop_and_back() -> None:
     """:func:`pure_python` sets the pure loop inside the ``with`` and puts back what was."""
     before = _wordbatch.speedups

@@ -292,7 +292,7 @@ _UTCS: Final = (_UTC, PARSED_UTC)
 
 
 def _row_shape(name: str, annotation: object) -> int | None:
-    """How the compiled ``row_json`` writes a persisted field (see ``_speedups.c``), or ``None``.
+    """How the compiled ``row_json`` writes a persisted field (``_itemwrite.c``), or ``None``.
 
     0 a str (a ``Literal`` of strs too), 1 a list of str, 2 a list of models
     (written there only when empty), 3 a datetime or ``None``, 4 a dict of str to str.
