@@ -40,7 +40,7 @@ Errors are ``{"error": code, "message": message}``; a provider failure is a
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -77,6 +77,7 @@ from memstore.mindlayer.models import (
     scope_of,
 )
 from memstore.mindlayer.service import MindLayer, QueryVector, SearchStage
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send
 from memstore.web.batching import BatcherClosed, attach_batcher
 from memstore.web.body import (
     ClientDisconnected,
@@ -97,11 +98,6 @@ from memstore.web.tokens import TokensFile
 
 __all__ = ["OWNER_BUCKET", "OwnerGate", "create_app"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Handler = Callable[[Request], Awaitable[Any]]
 
 _log = logging.getLogger("memstore.mindlayer")

@@ -25,7 +25,7 @@ goes up to the failsafe, as it does from the route.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -34,17 +34,13 @@ from memstore.protocol.errors import ProtocolError
 from memstore.protocol.gate import JSON_BODY, principal_of
 from memstore.protocol.models import RecallRequest
 from memstore.protocol.verbs import PreparedRecall, Verbs
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send
 from memstore.web.body import NOT_JSON, replay_message
 from memstore.web.headers import accepts
 from memstore.web.responses import NewlineJSONResponse, send_json_answer
 
 __all__ = ["RecallFastPath", "plain_recall"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH: Final = "/v1/recall"
 _STREAM: Final = "text/event-stream"

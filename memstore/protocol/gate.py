@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
@@ -35,6 +35,7 @@ from memstore.protocol.errors import ProtocolError, from_refusal, invalid_reques
 from memstore.protocol.limits import MAX_BODY_BYTES, MAX_JSON_DEPTH
 from memstore.protocol.metrics import OTHER, Metrics
 from memstore.protocol.ratelimit import RateLimiter
+from memstore.web.asgi import ASGIApp, Message, Receive, Scope, Send
 from memstore.web.body import (
     NOT_JSON,
     ClientDisconnected,
@@ -50,11 +51,6 @@ from memstore.web.refusal import Refusal, json_bytes, send_json
 
 __all__ = ["JSON_BODY", "Gate", "route_of"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _ROUTES: Final = (
     ("POST", re.compile(r"/v1/ingest"), "POST /v1/ingest"),

@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 import numpy as np
 
+from memstore.web.asgi import Message, Receive
 from memstore.web.refusal import (
     INVALID_REQUEST,
     PAYLOAD_TOO_LARGE,
@@ -57,8 +57,6 @@ __all__ = [
 DEFAULT_MAX_JSON_DEPTH: Final = 64
 """Deepest nesting of JSON arrays and objects :func:`check_json_text` accepts by default."""
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
 
 # A JSON string, unrolled so that the regex engine never backtracks: '"', runs of
 # ordinary characters, each escape with the run after it, '"'.

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send
 from memstore.web.refusal import Refusal, RenderRefusal, refusal_body, send_refusal
-from memstore.web.started import ASGIApp, Receive, Scope, Send, StartWatch
+from memstore.web.started import StartWatch
 
 __all__ = ["Failsafe"]
 

@@ -16,9 +16,9 @@ pages from reading its answers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, Final
+from typing import Final
 
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send
 from memstore.web.hosts import HostPolicy, OriginPolicy
 from memstore.web.refusal import (
     FORBIDDEN_HOST,
@@ -32,11 +32,6 @@ from memstore.web.refusal import (
 
 __all__ = ["CORS_EXPOSED", "CORS_HEADERS", "CORS_MAX_AGE_SECONDS", "HostOriginGuard", "ListedCors"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 CORS_HEADERS: Final = ("Authorization", "Content-Type", "Accept", "Last-Event-ID")
 """Request headers a listed origin's page may send (a preflight allows these)."""

@@ -14,9 +14,10 @@ b'{"error":"forbidden_host","message":"Host \\'evil.example\\' is not served her
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Final
 
+from memstore.web.asgi import Send
 from memstore.web.jsonbytes import json_bytes
 
 __all__ = [
@@ -65,9 +66,6 @@ REFUSAL_CODES: Final[Mapping[str, int]] = {
     UNAVAILABLE: 503,
 }
 """Every code the plumbing refuses with, and its HTTP status (a surface documents them)."""
-
-Message = MutableMapping[str, Any]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class Refusal(Exception):

@@ -11,16 +11,15 @@ second (the recall fast path).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
 from starlette.responses import JSONResponse
 
+from memstore.web.asgi import Send
 from memstore.web.refusal import json_bytes
 
 __all__ = ["NewlineJSONResponse", "send_json_answer"]
 
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 _JSON_TYPE: Final = (b"content-type", b"application/json")
 

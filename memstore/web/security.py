@@ -12,16 +12,13 @@ itself are left as they are.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
+
+from memstore.web.asgi import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["DEFAULT_SECURITY_HEADERS", "SecurityHeaders"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_SECURITY_HEADERS: Final[Mapping[str, str]] = {
     "X-Content-Type-Options": "nosniff",

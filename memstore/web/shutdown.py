@@ -38,8 +38,9 @@ import asyncio
 import logging
 from typing import Final
 
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send
 from memstore.web.refusal import UNAVAILABLE, Refusal, RenderRefusal, refusal_body, send_refusal
-from memstore.web.started import ASGIApp, Receive, Scope, Send, StartWatch
+from memstore.web.started import StartWatch
 
 __all__ = [
     "DEFAULT_GRACEFUL_SHUTDOWN_SECONDS",

@@ -16,16 +16,9 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from memstore.web.asgi import Message, Send
 
-__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "StartWatch"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["StartWatch"]
 
 
 class StartWatch:
