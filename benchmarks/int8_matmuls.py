@@ -173,7 +173,7 @@ def main() -> None:
     result = {
         "smoke": args.smoke,
         "texts": len(texts),
-        "data": str(args.data) if args.data else "synthetic",
+        "data": args.data.name if args.data else "synthetic",
         "rewrite_s": rewrite_s,
         "cpu_per_text": rows,
         "cosine_to_float": {
