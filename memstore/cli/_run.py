@@ -129,7 +129,8 @@ def _embedder_hint(e: BaseException) -> str:
         return ""
     return (
         "; from the command line: give the --embedder that made them (local for "
-        "all-MiniLM, hash for hash-v1-256-0), or --embedder none to use words alone"
+        "all-MiniLM-L6-v2-onnx-int8, local-int8 for all-MiniLM-L6-v2-onnx-int8-rowq, hash "
+        "for hash-v1-256-0), or --embedder none to use words alone"
     )
 
 

@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
             default="auto",
             choices=EMBEDDERS,
             help="the embedding model: auto (the local model when installed, else hash), "
-            "local, hash, or none for lexical search only (default auto)",
+            "local, local-int8 (the local model in integer arithmetic: faster, its own "
+            "vectors), hash, or none for lexical search only (default auto)",
         )
         if json_help is None:
             p.set_defaults(json=False)
