@@ -46,62 +46,30 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # memstore of this checkout
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "int8_matmuls.json"
-WEIGHT_MATMULS = 36
-"""Weight products of all-MiniLM-L6-v2: 6 layers x (query, key, value, output, two feed-forward)."""
 
 
 def per_call_graph(path: str) -> bytes:
-    """The model at ``path``, each ``MatMul(X, Cast(W_q) * scale)`` a ``DynamicQuantizeMatMul``.
+    """The model at ``path``, each weight product a ``DynamicQuantizeMatMul``.
 
     One activation scale a call (onnxruntime's dynamic quantisation): the variant not
     shipped, kept here to show why (its batch dependence).
     """
     import onnx
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
-    model = onnx.load(path)
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    made_by = {out: node for node in graph.node for out in node.output}
-    readers: dict[str, int] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers[name] = readers.get(name, 0) + 1
-    kept: list[Any] = []
-    dropped: set[str] = set()
-    added: list[Any] = []
-    for node in graph.node:
-        mul = made_by.get(node.input[1]) if node.op_type == "MatMul" else None
-        cast = made_by.get(mul.input[0]) if mul is not None and mul.op_type == "Mul" else None
-        if cast is None or cast.op_type != "Cast" or readers.get(mul.output[0]) != 1:
-            kept.append(node)
-            continue
-        weight, scale = inits[cast.input[0]], numpy_helper.to_array(inits[mul.input[1]])
-        assert weight.data_type == onnx.TensorProto.INT8 and scale.shape == (1, weight.dims[-1])
-        added += [
-            numpy_helper.from_array(scale.reshape(-1), f"{weight.name}_column_scale"),
-            numpy_helper.from_array(np.zeros(scale.shape[1], np.int8), f"{weight.name}_zero"),
-        ]
-        kept.append(
+    from memstore_index._onnx_int8 import rewrite_weight_products
+
+    def per_call(x: str, y: str, weight: str, column_scale: str, prefix: str) -> list[Any]:
+        return [
             helper.make_node(
                 "DynamicQuantizeMatMul",
-                [node.input[0], weight.name, *(t.name for t in added[-2:])],
-                list(node.output),
+                [x, weight, column_scale],  # B's zero point: 0, the default
+                [y],
                 domain="com.microsoft",
             )
-        )
-        dropped.update((cast.name, mul.name))
-    assert len(added) == 2 * WEIGHT_MATMULS, f"{len(added) // 2} weight products rewritten"
-    kept = [node for node in kept if node.name not in dropped]
-    del graph.node[:]
-    graph.node.extend(kept)
-    read = {name for node in kept for name in node.input}
-    initializers = [t for t in graph.initializer if t.name in read] + added
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
-    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
-    data: bytes = model.SerializeToString()
-    return data
+        ]
+
+    return rewrite_weight_products(onnx.load(path), per_call)
 
 
 def load_texts(data: Path | None, n: int) -> list[str]:

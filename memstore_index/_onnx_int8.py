@@ -35,16 +35,22 @@ The rewrite reads and writes the model with the ``onnx`` package (in the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from memstore_index.embedder import EmbeddingError
 
-__all__ = ["WEIGHT_PRODUCTS", "int8_graph"]
+__all__ = ["WEIGHT_PRODUCTS", "Product", "int8_graph", "rewrite_weight_products"]
 
 WEIGHT_PRODUCTS = 36
 """all-MiniLM-L6-v2's weight products: 6 layers x (query, key, value, output, 2 feed-forward)."""
+
+Product = Callable[[str, str, str, str, str], list[Any]]
+"""How one weight product is computed: ``(x, y, weight, column_scale, prefix)`` -> the nodes
+that compute ``y`` from the activations ``x``, the int8 initializer ``weight`` (K, N) and
+the float initializer ``column_scale`` (N,), naming what they make after ``prefix``."""
 
 
 def int8_graph(path: str) -> bytes:
@@ -57,7 +63,51 @@ def int8_graph(path: str) -> bytes:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    model = onnx.load(path)
+    def per_token(x: str, y: str, weight: str, column_scale: str, p: str) -> list[Any]:
+        return [
+            helper.make_node("Abs", [x], [p + "abs"]),
+            helper.make_node("ReduceMax", [p + "abs"], [p + "peak"], axes=[-1], keepdims=1),
+            helper.make_node("Max", [p + "peak", "int8_tiny"], [p + "peak1"]),
+            helper.make_node("Mul", [p + "peak1", "int8_per_step"], [p + "step"]),
+            helper.make_node("Div", [x, p + "step"], [p + "steps"]),
+            helper.make_node("Round", [p + "steps"], [p + "rounded"]),
+            helper.make_node("Add", [p + "rounded", "int8_shift"], [p + "shifted"]),
+            helper.make_node("Clip", [p + "shifted", "int8_low", "int8_high"], [p + "clipped"]),
+            helper.make_node("Cast", [p + "clipped"], [p + "x_q"], to=TensorProto.UINT8),
+            helper.make_node(
+                "MatMulInteger", [p + "x_q", weight, "int8_zero_x", "int8_zero_w"], [p + "y"]
+            ),
+            helper.make_node("Cast", [p + "y"], [p + "y_float"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", [p + "y_float", p + "step"], [p + "y_rows"]),
+            helper.make_node("Mul", [p + "y_rows", column_scale], [y]),
+        ]
+
+    shared = [  # the constants every product's quantisation reads
+        numpy_helper.from_array(np.array(1e-12, np.float32), "int8_tiny"),
+        numpy_helper.from_array(np.array(1 / 127, np.float32), "int8_per_step"),
+        numpy_helper.from_array(np.array(128, np.float32), "int8_shift"),
+        numpy_helper.from_array(np.array(0, np.float32), "int8_low"),
+        numpy_helper.from_array(np.array(255, np.float32), "int8_high"),
+        numpy_helper.from_array(np.array(128, np.uint8), "int8_zero_x"),
+        numpy_helper.from_array(np.array(0, np.int8), "int8_zero_w"),
+    ]
+    return rewrite_weight_products(onnx.load(path), per_token, shared)
+
+
+def rewrite_weight_products(model: Any, product: Product, shared: Sequence[Any] = ()) -> bytes:
+    """``model`` (an ``onnx.ModelProto``, changed in place) with each weight product made by
+    ``product``, serialised.
+
+    A weight product is a ``MatMul`` whose second input is ``Cast(W_q) * scale`` with
+    ``W_q`` an int8 initializer and ``scale`` a (1, N) float initializer, both read by
+    nothing else. The ``Cast`` and ``Mul`` go (with initializers nothing reads any more),
+    each scale is kept as an (N,) initializer ``<W_q>_column_scale``, and ``shared`` is
+    added as it is.
+
+    :raises EmbeddingError: the graph does not hold :data:`WEIGHT_PRODUCTS` such products.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     made_by = {out: node for node in graph.node for out in node.output}
@@ -82,15 +132,6 @@ def int8_graph(path: str) -> bytes:
             return None
         return cast, mul, weight, scales
 
-    shared = [  # the constants every product's quantisation reads
-        numpy_helper.from_array(np.array(1e-12, np.float32), "int8_tiny"),
-        numpy_helper.from_array(np.array(1 / 127, np.float32), "int8_per_step"),
-        numpy_helper.from_array(np.array(128, np.float32), "int8_shift"),
-        numpy_helper.from_array(np.array(0, np.float32), "int8_low"),
-        numpy_helper.from_array(np.array(255, np.float32), "int8_high"),
-        numpy_helper.from_array(np.array(128, np.uint8), "int8_zero_x"),
-        numpy_helper.from_array(np.array(0, np.int8), "int8_zero_w"),
-    ]
     nodes: list[Any] = []
     dropped: set[int] = set()
     added: list[Any] = []
@@ -103,24 +144,8 @@ def int8_graph(path: str) -> bytes:
         dropped.update((id(cast), id(mul)))
         column_scale = f"{weight.name}_column_scale"
         added.append(numpy_helper.from_array(scales.reshape(-1), column_scale))
-        x, p = node.input[0], f"int8_{len(added)}_"
-        nodes += [
-            helper.make_node("Abs", [x], [p + "abs"]),
-            helper.make_node("ReduceMax", [p + "abs"], [p + "peak"], axes=[-1], keepdims=1),
-            helper.make_node("Max", [p + "peak", "int8_tiny"], [p + "peak1"]),
-            helper.make_node("Mul", [p + "peak1", "int8_per_step"], [p + "step"]),
-            helper.make_node("Div", [x, p + "step"], [p + "steps"]),
-            helper.make_node("Round", [p + "steps"], [p + "rounded"]),
-            helper.make_node("Add", [p + "rounded", "int8_shift"], [p + "shifted"]),
-            helper.make_node("Clip", [p + "shifted", "int8_low", "int8_high"], [p + "clipped"]),
-            helper.make_node("Cast", [p + "clipped"], [p + "x_q"], to=TensorProto.UINT8),
-            helper.make_node(
-                "MatMulInteger", [p + "x_q", weight.name, "int8_zero_x", "int8_zero_w"], [p + "y"]
-            ),
-            helper.make_node("Cast", [p + "y"], [p + "y_float"], to=TensorProto.FLOAT),
-            helper.make_node("Mul", [p + "y_float", p + "step"], [p + "y_rows"]),
-            helper.make_node("Mul", [p + "y_rows", column_scale], list(node.output)),
-        ]
+        x, y = node.input[0], node.output[0]
+        nodes += product(x, y, weight.name, column_scale, f"int8_{len(added)}_")
     if len(added) != WEIGHT_PRODUCTS:
         raise EmbeddingError(
             f"the model holds {len(added)} int8 weight products, not {WEIGHT_PRODUCTS}: "
@@ -130,8 +155,12 @@ def int8_graph(path: str) -> bytes:
     del graph.node[:]
     graph.node.extend(kept)
     read = {name for node in kept for name in node.input}
-    initializers = [t for t in graph.initializer if t.name in read] + added + shared
+    initializers = [t for t in graph.initializer if t.name in read] + added + list(shared)
     del graph.initializer[:]
     graph.initializer.extend(initializers)
+    if any(node.domain == "com.microsoft" for node in kept) and not any(
+        o.domain == "com.microsoft" for o in model.opset_import
+    ):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     data: bytes = model.SerializeToString()
     return data
