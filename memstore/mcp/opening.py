@@ -52,6 +52,8 @@ def open_memory(
         )
     if journal and not journal.startswith(DSN_SCHEMES):
         raise MemstoreError(f"--journal takes a postgresql:// DSN, got {shown_journal(journal)}")
+    if Path(data).exists() and not Path(data).is_dir():  # as memstore serve says it
+        raise MemstoreError(f"{os.fspath(data)} is a file; --data takes a folder")
     pg = postgres_journal(journal, journal_schema)
     if pg is not None:
         mem = Memory(data, embedder=embedder, journal=pg)
