@@ -156,6 +156,12 @@ def _embedder_hint(e: BaseException) -> str:
 
     if not isinstance(e, EmbedderMismatchError):
         return ""
+    if "@" in str(e):  # a provider's model (model@base_url): chosen in the environment
+        return (
+            "; from the command line: set MEMSTORE_PROVIDER_EMBEDDING_MODEL (and its base URL) "
+            "to the model that made them, or start with neither and --embedder none to use "
+            "words alone"
+        )
     return (
         "; from the command line: give the --embedder that made them (local for "
         "all-MiniLM, hash for hash-v1-256-0), or --embedder none to use words alone"
