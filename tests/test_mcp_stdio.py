@@ -260,6 +260,9 @@ def test_a_memory_that_cannot_be_opened_now_exits_1_as_every_command(tmp_path: P
     away = run_cli("mcp", "--data", str(tmp_path / "e"), "--journal", closed, stdin="")
     assert away.returncode == 1 and "cannot connect to PostgreSQL" in away.stderr, away.stderr
     assert len(away.stderr.strip().splitlines()) == 1 and "Traceback" not in away.stderr
+    empty = run_cli("mcp", "--data", str(tmp_path / "none"), "--readonly", stdin="")
+    assert empty.returncode == 1 and "nothing to serve read-only" in empty.stderr, empty.stderr
+    assert not (tmp_path / "none").exists()
     (tmp_path / "f").write_text("a file, not a folder")
     file = run_cli("mcp", "--data", str(tmp_path / "f"), stdin="")
     assert file.returncode == 2 and file.stderr == (

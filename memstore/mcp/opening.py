@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore._memory_wiring import shown_journal
-from memstore.errors import JournalLockedError, MemstoreError
+from memstore.errors import JournalError, JournalLockedError, MemstoreError
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.web.journal_option import DSN_SCHEMES, postgres_journal
 
@@ -78,8 +78,8 @@ def _read_only(data: Path, embedder: str | None) -> Memory:
     folder's vector files), reusing those the writer stored.
     """
     path = data / JOURNAL_FILE
-    if not path.is_file():
-        raise MemstoreError(
+    if not path.is_file():  # a JournalError: not there, exit 1 as every command's "no journal"
+        raise JournalError(
             f"nothing to serve read-only: {path} does not exist (start a writer on {data} first)"
         )
     return Memory(data, embedder=embedder, readonly=True)
