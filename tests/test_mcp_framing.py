@@ -337,24 +337,21 @@ def test_stdio_lines_hold_no_character_a_line_reader_breaks_at(tmp_path: Path) -
     # with str.splitlines (as _stdio_exchange does) got two lines, neither of them JSON.
     # The hypothesis test above met it now and then, with a request id holding one.
     text = "first\u2028second\u2029third\x85fourth"
-    lines = [
-        json.dumps({"jsonrpc": "2.0", "id": "a\u2028b", "method": "ping"}, ensure_ascii=False),
-        json.dumps({"jsonrpc": "2.0", "id": "c\x85d", "method": "nope"}, ensure_ascii=False),
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "remember", "arguments": {"content": text}},
-            },
-            ensure_ascii=False,
-        ),
-        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call",'
-        b' "params": {"name": "recall", "arguments": {"query": "fourth"}}}',
-    ]
-    out, err = _stdio_exchange(tmp_path, [x.encode() if isinstance(x, str) else x for x in lines])
+
+    def call(request_id: int, tool: str, arguments: dict[str, Any]) -> bytes:
+        params = {"name": tool, "arguments": arguments}
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        return json.dumps(message, ensure_ascii=False).encode()
+
+    ping = {"jsonrpc": "2.0", "id": "a\u2028b", "method": "ping"}
+    unknown = {"jsonrpc": "2.0", "id": "c\x85d", "method": "nope"}
+    written = [json.dumps(m, ensure_ascii=False).encode() for m in (ping, unknown)]
+    out, err = _stdio_exchange(tmp_path, [*written, call(1, "remember", {"content": text})])
     by_id = {m["id"]: m for m in out}
     assert by_id["a\u2028b"]["result"] == {} and by_id["c\x85d"]["error"]["code"] == -32601
-    hits = by_id[2]["result"]["structuredContent"]["hits"]
+    assert by_id[1]["result"]["isError"] is False
+    # a second server on the folder (requests of one exchange may be answered in any order)
+    out, err2 = _stdio_exchange(tmp_path, [call(2, "recall", {"query": "fourth"})])
+    hits = {m["id"]: m for m in out}[2]["result"]["structuredContent"]["hits"]
     assert [h["content"] for h in hits] == [text]
-    assert "Traceback" not in err
+    assert "Traceback" not in err + err2
