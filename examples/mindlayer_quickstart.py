@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -33,8 +34,21 @@ def call(method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         headers["Authorization"] = f"Bearer {token}"
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as e:  # the server's {"error", "message"}, in one line
+        try:
+            said = json.load(e).get("message", "")
+        except (ValueError, AttributeError):
+            said = ""
+        hint = " (set MIND_LAYER_TOKEN to the owner token)" if e.code == 401 else ""
+        sys.exit(f"{method} {path}: {e.code} {said or e.reason}{hint}")
+    except urllib.error.URLError as e:  # nothing listening there: the server is not started
+        sys.exit(
+            f"cannot reach {BASE} ({e.reason}): start the server first, "
+            "memstore serve --api mindlayer --data data/"
+        )
 
 
 def main() -> None:

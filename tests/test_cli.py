@@ -359,6 +359,25 @@ def test_searching_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path
     assert right.returncode == 0 and right.stderr == "" and "nightly backup" in right.stdout
 
 
+def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
+    # docs/getting-started.md: exit 0 for a search that found nothing, "it says so on
+    # stderr". Before, a search of a memory with no match printed nothing at all.
+    common = ("--data", "m", "--embedder", "none")
+    assert (
+        memstore("add", "the nightly backup runs at 02:00", *common, cwd=tmp_path).returncode == 0
+    )
+    none = memstore("search", "zebra", *common, cwd=tmp_path)
+    assert none.returncode == 0 and none.stdout == ""
+    assert none.stderr == "memstore: no hit for 'zebra'\n"
+    as_json = memstore("search", "zebra", "--json", *common, cwd=tmp_path)
+    assert as_json.returncode == 0 and as_json.stdout == "" and "no hit" in as_json.stderr
+    found = memstore("search", "backup", *common, cwd=tmp_path)
+    assert "nightly backup" in found.stdout and found.stderr == ""
+    # a hint that already says why (a partition no item is in) is the one line
+    typo = memstore("search", "zebra", "--partition", "opz", *common, cwd=tmp_path)
+    assert len(typo.stderr.strip().splitlines()) == 1 and "partition 'opz'" in typo.stderr
+
+
 def test_exporting_a_partition_no_item_is_in_says_which_there_are(tmp_path: Path) -> None:
     # Before: `export --partition opz` (a typo of ops) exported 0 items, exit 0, and no
     # word of why; as search does, it now says which partitions there are (still exit 0).

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tests.cli_harness import ENV, items, memstore, refused, seed, spawn, wait_until_open
+from tests.ports import free_port
 
 # ------------------------------------------------------------ export and backup targets
 
@@ -66,6 +67,55 @@ def test_a_missing_extra_is_a_failure_not_a_usage_error(tmp_path: Path) -> None:
         )
         refused(done, 1, f"needs the {extra} extra", f"memstore-engine[{extra}]")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_journal_without_the_postgres_extra_is_one_line_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    # --journal postgresql://... reaches psycopg only when the command runs: each data
+    # command and each server said so with a traceback, where it now names the extra.
+    dsn = "postgresql://postgres@127.0.0.1:5432/test"
+    for argv in (
+        ["add", "a note"],
+        ["search", "note"],
+        ["stats"],
+        ["export"],
+        ["serve", "--port", str(free_port())],
+        ["serve", "--api", "mindlayer", "--port", str(free_port())],
+        ["mcp"],
+    ):
+        code = (
+            "import sys\n"
+            "sys.modules['psycopg'] = None  # as if the postgres extra were not installed\n"
+            "from memstore.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv, "--data", "data", "--journal", dsn],
+            cwd=tmp_path,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        refused(done, 1, "needs the postgres extra", 'pip install "memstore-engine[postgres]"')
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_client_without_the_http_extra_names_it(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['httpx'] = None  # as if the http extra were not installed\n"
+        "from memstore.client import MemoryClient\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=ENV, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ImportError: memstore.client needs httpx (httpx is missing): "
+        'pip install "memstore-engine[http]"'
+    )
 
 
 # ------------------------------------------------------------ signals

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import tempfile
@@ -310,7 +311,10 @@ def test_http_random_messages_get_json_rpc_answers_never_a_500(
             return
         text = r.text
         if r.headers["content-type"].startswith("text/event-stream"):
-            text = next(line[6:] for line in text.splitlines() if line.startswith("data: "))
+            # SSE ends a line at CR LF, CR or LF only: a message's text may hold U+2028 raw,
+            # where str.splitlines would break the data line in two
+            lines = re.split("\r\n|\r|\n", text)
+            text = next(line[6:] for line in lines if line.startswith("data: "))
         body = json.loads(text)
         assert body["jsonrpc"] == "2.0" and ("result" in body) != ("error" in body), body
 
@@ -326,3 +330,28 @@ def test_stdio_survives_any_stream_of_lines(lines: list[Any]) -> None:
         out, err = _stdio_exchange(Path(data), [*raw, last])
     assert {"jsonrpc": "2.0", "id": "last", "result": {}} in out
     assert "Traceback" not in err
+
+
+def test_stdio_lines_hold_no_character_a_line_reader_breaks_at(tmp_path: Path) -> None:
+    # U+2028, U+2029 and U+0085 went out raw inside a JSON string: a client reading stdout
+    # with str.splitlines (as _stdio_exchange does) got two lines, neither of them JSON.
+    # The hypothesis test above met it now and then, with a request id holding one.
+    text = "first\u2028second\u2029third\x85fourth"
+
+    def call(request_id: int, tool: str, arguments: dict[str, Any]) -> bytes:
+        params = {"name": tool, "arguments": arguments}
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        return json.dumps(message, ensure_ascii=False).encode()
+
+    ping = {"jsonrpc": "2.0", "id": "a\u2028b", "method": "ping"}
+    unknown = {"jsonrpc": "2.0", "id": "c\x85d", "method": "nope"}
+    written = [json.dumps(m, ensure_ascii=False).encode() for m in (ping, unknown)]
+    out, err = _stdio_exchange(tmp_path, [*written, call(1, "remember", {"content": text})])
+    by_id = {m["id"]: m for m in out}
+    assert by_id["a\u2028b"]["result"] == {} and by_id["c\x85d"]["error"]["code"] == -32601
+    assert by_id[1]["result"]["isError"] is False
+    # a second server on the folder (requests of one exchange may be answered in any order)
+    out, err2 = _stdio_exchange(tmp_path, [call(2, "recall", {"query": "fourth"})])
+    hits = {m["id"]: m for m in out}[2]["result"]["structuredContent"]["hits"]
+    assert [h["content"] for h in hits] == [text]
+    assert "Traceback" not in err + err2

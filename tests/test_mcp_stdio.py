@@ -245,6 +245,31 @@ def test_bad_start_options_exit_2_and_create_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
 
 
+def test_a_memory_that_cannot_be_opened_now_exits_1_as_every_command(tmp_path: Path) -> None:
+    # Vectors of another model, or a journal that does not answer: the command line is
+    # right and the memory cannot be opened now, exit 1 as memstore serve and the data
+    # commands say it (with the flag that helps); memstore mcp said 2, a usage error.
+    with Memory(tmp_path / "d", embedder="hash") as mem:
+        mem.add("made with the hash embedder")
+    other = run_cli("mcp", "--data", str(tmp_path / "d"), "--embedder", "local", stdin="")
+    assert other.returncode == 1 and other.stdout == "", other.stderr
+    assert "were made by 'hash-v1-256-0'" in other.stderr
+    assert "give the --embedder that made them" in other.stderr
+    assert len(other.stderr.strip().splitlines()) == 1 and "Traceback" not in other.stderr
+    closed = "postgresql://postgres@127.0.0.1:1/test?connect_timeout=5"
+    away = run_cli("mcp", "--data", str(tmp_path / "e"), "--journal", closed, stdin="")
+    assert away.returncode == 1 and "cannot connect to PostgreSQL" in away.stderr, away.stderr
+    assert len(away.stderr.strip().splitlines()) == 1 and "Traceback" not in away.stderr
+    empty = run_cli("mcp", "--data", str(tmp_path / "none"), "--readonly", stdin="")
+    assert empty.returncode == 1 and "nothing to serve read-only" in empty.stderr, empty.stderr
+    assert not (tmp_path / "none").exists()
+    (tmp_path / "f").write_text("a file, not a folder")
+    file = run_cli("mcp", "--data", str(tmp_path / "f"), stdin="")
+    assert file.returncode == 2 and file.stderr == (
+        f"memstore mcp: {tmp_path / 'f'} is a file; --data takes a folder\n"
+    )
+
+
 def test_a_dsn_given_as_data_is_refused_and_creates_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -294,16 +294,16 @@ def port_number(text: str) -> int:
     return value
 
 
-def hint_unknown_partition(mem: Memory, partition: str) -> None:
+def hint_unknown_partition(mem: Memory, partition: str) -> bool:
     """``--partition`` names one no item is in (a typo): say so, with the ones there are.
 
     ``search`` and ``export`` still ran (a search's untagged and shared items
     answer in every partition), so output may have been printed: the note goes
-    to stderr beside it, and the exit status stays 0.
+    to stderr beside it, and the exit status stays 0. Whether it said so.
     """
     parts = Counter(p for it in mem.store.all_items() if (p := partition_from_tags(it.tags)))
     if partition in parts:
-        return
+        return False
     near = difflib.get_close_matches(partition, list(parts), n=1)
     hint = f"did you mean {near[0]!r}? " if near else ""
     names = ", ".join(f"{p} ({n})" for p, n in sorted(parts.items())[:5]) or "none"
@@ -313,6 +313,7 @@ def hint_unknown_partition(mem: Memory, partition: str) -> None:
         f"partitions here: {names}{more}",
         file=sys.stderr,
     )
+    return True
 
 
 def at_folder(args: argparse.Namespace, data: Path) -> argparse.Namespace:

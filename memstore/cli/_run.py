@@ -108,7 +108,36 @@ def _run(argv: Sequence[str] | None) -> int:
     except (MemstoreError, OSError) as e:
         print(f"memstore: {_one_line(e)}{_hint(args, e)}", file=sys.stderr)
         return 1
+    except ImportError as e:
+        missing = _missing_extra(e)
+        if not missing:
+            raise
+        print(f"memstore: {missing}", file=sys.stderr)
+        return 1
     return code
+
+
+def _missing_extra(e: ImportError) -> str:
+    """An extra the command needs and the installation lacks, as one line; or ``""``.
+
+    ``memstore serve`` and ``memstore mcp`` check their own extra before they
+    start; a part they or a data command reach only for an option (psycopg for
+    ``--journal postgresql://...``) fails where it is imported, with the
+    ``pip install`` line in its message. A missing extra is a failure (exit
+    status 1): the command line was right, the installation lacks a part.
+
+    >>> print(_missing_extra(ModuleNotFoundError("no psycopg", name="psycopg")))
+    --journal postgresql://... needs the postgres extra (psycopg is missing): pip install ...
+    >>> _missing_extra(ModuleNotFoundError("No module named 'nope'", name="nope"))
+    ''
+    """
+    if (e.name or "").partition(".")[0] == "psycopg":
+        return (
+            "--journal postgresql://... needs the postgres extra (psycopg is missing): "
+            'pip install "memstore-engine[postgres]"'
+        )
+    text = _one_line(e)
+    return text if 'pip install "memstore-engine[' in text else ""
 
 
 def _hint(args: argparse.Namespace | None, e: BaseException) -> str:
@@ -127,6 +156,12 @@ def _embedder_hint(e: BaseException) -> str:
 
     if not isinstance(e, EmbedderMismatchError):
         return ""
+    if "@" in str(e):  # a provider's model (model@base_url): chosen in the environment
+        return (
+            "; from the command line: set MEMSTORE_PROVIDER_EMBEDDING_MODEL (and its base URL) "
+            "to the model that made them, or start with neither and --embedder none to use "
+            "words alone"
+        )
     return (
         "; from the command line: give the --embedder that made them (local for "
         "all-MiniLM-L6-v2-onnx-int8, local-int8 for all-MiniLM-L6-v2-onnx-int8-rowq, hash "

@@ -84,30 +84,40 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits = mem.search(args.query, partition=partition, kind=args.kind, limit=args.limit)
         for hit in hits:
             print_item(hit.item, args.json, hit.score)
+        said = False
         if partition is None:
-            _hint_partitions(mem)
+            said = _hint_partitions(mem)
         elif partition != "*":
-            hint_unknown_partition(mem, partition)
+            said = hint_unknown_partition(mem, partition)
         if args.kind and not hits:
-            _hint_kinds(mem, args.kind)
+            said = _hint_kinds(mem, args.kind) or said
+        if not hits and not said:  # exit 0 and an empty stdout: say it was a search of nothing
+            print(f"memstore: no hit for {args.query!r}", file=sys.stderr)
     return 0
 
 
-def _hint_kinds(mem: Memory, kind: str) -> None:
-    """No hits for ``--kind``: say when no item has that kind at all (a typo finds nothing)."""
+def _hint_kinds(mem: Memory, kind: str) -> bool:
+    """No hits for ``--kind``: say when no item has that kind at all (a typo finds nothing).
+
+    Whether it said so.
+    """
     known = sorted({it.kind for it in mem.store.all_items()})
     if kind in known:
-        return
+        return False
     near = difflib.get_close_matches(kind, known, n=1)
     hint = f"did you mean {near[0]!r}? " if near else ""
     print(
         f"memstore: no item here has kind {kind!r}: {hint}kinds here: {', '.join(known) or '-'}",
         file=sys.stderr,
     )
+    return True
 
 
-def _hint_partitions(mem: Memory) -> None:
-    """Without --partition only untagged items are searched: say when others exist."""
+def _hint_partitions(mem: Memory) -> bool:
+    """Without --partition only untagged items are searched: say when others exist.
+
+    Whether it said so.
+    """
     parts = Counter(p for it in mem.store.all_items() if (p := partition_from_tags(it.tags)))
     if parts:
         names = ", ".join(f"{p} ({n})" for p, n in sorted(parts.items())[:5])
@@ -117,6 +127,7 @@ def _hint_partitions(mem: Memory) -> None:
             "Use --partition NAME, or --all for every partition",
             file=sys.stderr,
         )
+    return bool(parts)
 
 
 def cmd_get(args: argparse.Namespace) -> int:

@@ -21,6 +21,15 @@ resume. Error answers are raised as :mod:`memstore.client.errors` classes
 
 from __future__ import annotations
 
+try:
+    import httpx as _httpx  # noqa: F401  (the http extra: the client speaks through it)
+except ModuleNotFoundError as _missing:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        f"memstore.client needs httpx ({_missing.name} is missing): "
+        'pip install "memstore-engine[http]"',
+        name=_missing.name,
+    ) from None
+
 from memstore.client._wire import RetryPolicy
 from memstore.client.aio import AsyncMemoryClient
 from memstore.client.errors import (

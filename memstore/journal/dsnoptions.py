@@ -2,7 +2,7 @@
 
 Where a PostgreSQL journal is named by a DSN string alone
 (``Memory(journal="postgresql://...")``, ``memstore serve --journal``,
-``memstore mcp`` and ``memstore mindlayer``), there is no keyword to pass
+``memstore mcp`` and ``memstore serve --api mindlayer``), there is no keyword to pass
 :class:`~memstore.journal.postgres.PostgresJournal`'s schema and timeouts. So
 the DSN's query string may carry them, each named as the keyword with
 ``memstore_`` before it:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstore._memory_wiring import shown_journal
-from memstore.errors import JournalLockedError, MemstoreError
+from memstore.errors import JournalError, JournalLockedError, MemstoreError
 from memstore.memory import JOURNAL_FILE, Memory
 from memstore.web.journal_option import DSN_SCHEMES, postgres_journal
 
@@ -52,6 +52,8 @@ def open_memory(
         )
     if journal and not journal.startswith(DSN_SCHEMES):
         raise MemstoreError(f"--journal takes a postgresql:// DSN, got {shown_journal(journal)}")
+    if Path(data).exists() and not Path(data).is_dir():  # as memstore serve says it
+        raise MemstoreError(f"{os.fspath(data)} is a file; --data takes a folder")
     pg = postgres_journal(journal, journal_schema)
     if pg is not None:
         mem = Memory(data, embedder=embedder, journal=pg)
@@ -76,8 +78,8 @@ def _read_only(data: Path, embedder: str | None) -> Memory:
     folder's vector files), reusing those the writer stored.
     """
     path = data / JOURNAL_FILE
-    if not path.is_file():
-        raise MemstoreError(
+    if not path.is_file():  # a JournalError: not there, exit 1 as every command's "no journal"
+        raise JournalError(
             f"nothing to serve read-only: {path} does not exist (start a writer on {data} first)"
         )
     return Memory(data, embedder=embedder, readonly=True)

@@ -2,8 +2,11 @@
 
 :func:`serve` takes the parsed command line (``memstore mcp --help``) and runs
 until the client hangs up (stdio) or the process is stopped (HTTP). Exit
-status 2 when the server cannot start, with the reason on stderr; stdout
-belongs to the protocol on stdio, so nothing else is ever printed there.
+status 2 when an option can never work, 1 when the memory cannot be opened
+now (its journal cannot be reached, its vectors are another model's: said
+by :mod:`memstore.cli` as for every command, with the flag that helps), with
+the reason on stderr; stdout belongs to the protocol on stdio, so nothing
+else is ever printed there.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from typing import Any
 
 import anyio
 
-from memstore.errors import MemstoreError
+from memstore.errors import JournalError, MemstoreError
 from memstore.memory import Memory
 from memstore.web.listen import ListenError, base_url, listening
 from memstore.web.settings import HttpSettings, http_settings
+from memstore_index import EmbedderMismatchError
 
 from .gate import render_refusal
 from .http import CALLER_KEY, http_app, is_loopback, load_tokens, quiet_hangups
@@ -85,6 +89,8 @@ def _serve_on(
             journal_schema=args.journal_schema,
             readonly=args.readonly,
         )
+    except (JournalError, EmbedderMismatchError):
+        raise  # cannot be done now: exit 1, as memstore serve and the data commands say it
     except (MemstoreError, ValueError) as e:  # ValueError: a --journal timeout it cannot take
         print(f"memstore mcp: {e}", file=sys.stderr)
         return 2

@@ -30,6 +30,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 
+from memstore.web.lines import line_safe
+
 from .framing import error_reply, frame
 
 __all__ = ["DRAIN_SECONDS", "MAX_LINE_BYTES", "stdio_transport"]
@@ -85,10 +87,17 @@ class _Output:
 def _line(message: dict[str, Any]) -> bytes:
     """``message`` as one line of UTF-8 JSON.
 
+    U+2028, U+2029 and U+0085 are written as their JSON escapes
+    (:func:`~memstore.web.lines.line_safe`): a client reading with Python's
+    ``str.splitlines`` (or any reader that breaks lines there) read a memory
+    holding one, or a request id, as two lines, neither of them JSON.
     Text holding a lone surrogate (JSON can carry ``"\\ud800"``, UTF-8 cannot)
     is written with every non-ASCII character escaped instead of failing.
+
+    >>> _line({"id": "a\\u2028b"})
+    b'{"id":"a\\\\u2028b"}\\n'
     """
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    text = line_safe(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:

@@ -33,7 +33,7 @@ import socket
 import sys
 from typing import Final
 
-from memstore.errors import JournalLockedError, MemstoreError
+from memstore.errors import JournalError, MemstoreError
 from memstore.journal import Journal
 from memstore.memory import Memory
 from memstore.mindlayer.app import create_app
@@ -48,6 +48,7 @@ from memstore.web.ratelimit import RateLimiter
 from memstore.web.runner import ServeConfig, serve_app, shutdown_grace
 from memstore.web.settings import HttpSettings, http_settings
 from memstore.web.tokens import TokensFile
+from memstore_index import EmbedderMismatchError, EmbeddingError
 
 __all__ = ["SEED_TOKEN_VARIABLE", "owner_rate_limiter", "serve"]
 
@@ -99,7 +100,8 @@ def owner_rate_limiter(args: argparse.Namespace, settings: HttpSettings) -> Rate
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Run the Mind Layer server until SIGTERM or SIGINT; the exit status (2: not started).
+    """Run the Mind Layer server until SIGTERM or SIGINT; the exit status (2: an option it
+    cannot take; a memory it cannot open now is raised, for the command line's exit 1).
 
     ``args`` as ``memstore serve`` parses them: ``data``, ``embedder``,
     ``host``, ``port``, ``journal``, ``owner_token_file`` and optionally
@@ -152,12 +154,14 @@ def _serve_on(
             embedder=embedder if embedder is not None else args.embedder,
             journal=_journal(args),
         )
-    # Vectors of another model, a provider down at start-up; ValueError: a --journal
-    # timeout (memstore_statement_timeout=...) the journal cannot take.
+    # Vectors of another model, a provider or a journal down at start-up, a folder another
+    # process writes: it cannot be done now, worded by the command line (exit 1, with the
+    # flag that helps) as for every command. ValueError: a --journal timeout
+    # (memstore_statement_timeout=...) the journal cannot take, exit 2.
     except (MemstoreError, ValueError) as e:
         if chat is not None:
             chat.close()
-        if isinstance(e, JournalLockedError):  # worded by the command line, as for every command
+        if isinstance(e, (JournalError, EmbedderMismatchError, EmbeddingError)):
             raise
         return _fail(e)
     app = None

@@ -1,6 +1,6 @@
 """A server's ``--journal`` and ``--journal-schema``: the PostgreSQL journal they name.
 
-Every server (``memstore serve``, ``memstore mindlayer``, ``memstore mcp``)
+Every server (``memstore serve``, ``memstore serve --api mindlayer``, ``memstore mcp``)
 keeps its memory in the ``--data`` folder's SQLite journal unless
 ``--journal`` gives a ``postgresql://`` (or ``postgres://``) DSN: the servers
 then share that database, in the schema ``--journal-schema`` names, or the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from pathlib import Path
@@ -159,9 +160,12 @@ class TestModelMismatchFailsClosed:
             store(c, scope, "The user is vegetarian.", id="diet")
         assert server.stop() == 0
         code, out = refused(data, env=provider_env(fake, embedding="model-b"))
-        assert code == 2, out
+        # exit 1 (the memory cannot be opened so now), as memstore serve, memstore mcp and
+        # every data command answer vectors of another model; it was 2, a usage error
+        assert code == 1, out
         assert f"model-a@{fake.base_url}" in out and f"model-b@{fake.base_url}" in out
-        assert "reembed" in out
+        assert "reembed" in out and "MEMSTORE_PROVIDER_EMBEDDING_MODEL" in out
+        assert len(out.strip().splitlines()) == 1 and "Traceback" not in out
         # Without an embedding model the vectors are not used: lexical works,
         # semantic and hybrid are refused rather than answered from nothing.
         offline = start(data)
@@ -179,3 +183,22 @@ class TestModelMismatchFailsClosed:
                 assert [h["memory"]["id"] for h in hits] == ["diet"]
         finally:
             assert back.stop() == 0
+
+
+def test_a_provider_or_journal_down_at_start_up_exits_1(tmp_path: Path) -> None:
+    # What the command line calls "cannot be done now" (exit 1, one line), as memstore serve
+    # and memstore mcp answer a journal that does not answer; both were exit 2, a usage error.
+    with socket.socket() as closed:  # bound, never listening: nothing answers there
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        down = {
+            "MEMSTORE_PROVIDER_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            "MEMSTORE_PROVIDER_EMBEDDING_MODEL": "e",
+        }
+        code, out = refused(tmp_path / "a", env=down)
+        assert code == 1 and "embedding request to 127.0.0.1 failed" in out, out
+        assert len(out.strip().splitlines()) == 1 and "Traceback" not in out
+        journal = f"postgresql://postgres@127.0.0.1:{port}/test?connect_timeout=5"
+        code, out = refused(tmp_path / "b", "--journal", journal)
+        assert code == 1 and "cannot connect to PostgreSQL" in out, out
+        assert len(out.strip().splitlines()) == 1 and "Traceback" not in out
