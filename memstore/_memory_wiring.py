@@ -103,7 +103,7 @@ def open_cells(
         return None
     from memstore_index import CellStore
 
-    emb = resolve_embedder(embedder)
+    emb = resolve_embedder(embedder, path)
     if readonly:
         from memstore_index import stored_vectors
 
@@ -124,13 +124,21 @@ def open_cells(
     return cells
 
 
-def resolve_embedder(embedder: str | Embedder) -> Embedder:
-    """``"auto"``, ``"local"``, ``"local-int8"``, ``"hash"`` or an ``Embedder``, as an embedder."""
-    from memstore_index import HashEmbedder, default_embedder
+def resolve_embedder(embedder: str | Embedder, folder: Path | None = None) -> Embedder:
+    """``"auto"``, ``"local"``, ``"local-int8"``, ``"hash"`` or an ``Embedder``, as an embedder.
+
+    ``"auto"`` for a ``folder`` whose vectors were made by an embedder memstore ships
+    (:func:`shipped_embedder`) is that embedder: a folder made while the model was not
+    installed (with the hash embedder) still opens once it is, and one made with
+    ``"local-int8"`` opens with it. Otherwise the local model when installed, else hash.
+    """
+    from memstore_index import HashEmbedder, default_embedder, stored_model
 
     if isinstance(embedder, str):
         if embedder == "auto":
-            return default_embedder()
+            made_by = stored_model(folder) if folder is not None else None
+            shipped = shipped_embedder(made_by) if made_by is not None else None
+            return shipped if shipped is not None else default_embedder()
         if embedder == "hash":
             return HashEmbedder()
         if embedder in ("local", "local-int8"):
@@ -153,6 +161,28 @@ def resolve_embedder(embedder: str | Embedder) -> Embedder:
             f"got {arg.describe(embedder)}"
         )
     return embedder
+
+
+def shipped_embedder(model_id: str) -> Embedder | None:
+    """The embedder memstore ships whose vectors ``model_id`` names, built, or None.
+
+    ``hash-v1-<dim>-<seed>`` is a :class:`~memstore_index.HashEmbedder` of that dim and seed;
+    the local model's two ids are :class:`~memstore_index.onnx_embedder.OnnxMiniLMEmbedder`
+    (float or ``int8=True``) when the ``embed`` extra is installed. Any other id (a
+    provider's model, a custom embedder's) is None: only its owner can build it.
+    """
+    from memstore_index import EmbedderConfigError, HashEmbedder, onnx_embedder
+
+    if model_id.startswith("hash-v1-"):
+        dim, _, seed = model_id.removeprefix("hash-v1-").partition("-")
+        try:
+            return HashEmbedder(dim=int(dim), seed=int(seed))
+        except (ValueError, EmbedderConfigError):  # not an id HashEmbedder writes
+            return None
+    local = (onnx_embedder.MODEL_ID, onnx_embedder.MODEL_ID_INT8)
+    if model_id in local and onnx_embedder.AVAILABLE:
+        return onnx_embedder.OnnxMiniLMEmbedder(int8=model_id == onnx_embedder.MODEL_ID_INT8)
+    return None
 
 
 def open_hub(

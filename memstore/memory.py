@@ -109,7 +109,8 @@ class Memory:
     or a ``postgresql://`` DSN (a ``PostgresJournal`` in schema ``memstore``,
     or the one its ``memstore_schema`` parameter names: many processes share
     one memory, and their vectors, see ``docs/postgres.md``).
-    ``embedder``: ``"auto"`` (the local MiniLM model when installed, else a
+    ``embedder``: ``"auto"`` (for a folder whose vectors an embedder memstore
+    ships made, that one; else the local MiniLM model when installed, else a
     hash embedder, with a warning), ``"local"``, ``"local-int8"`` (the same
     model multiplied in integers: about twice as fast, vectors of a space of
     their own), ``"hash"``, ``None`` (lexical search only) or any

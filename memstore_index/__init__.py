@@ -37,7 +37,7 @@ from memstore_index.embedder import (
 )
 from memstore_index.entry import IndexEntry, embed_text, entry_for
 from memstore_index.hash_embedder import HashEmbedder
-from memstore_index.stored import stored_vectors
+from memstore_index.stored import stored_model, stored_vectors
 
 __all__ = [
     "DEFAULT_EF",
@@ -61,6 +61,7 @@ __all__ = [
     "default_embedder",
     "embed_text",
     "entry_for",
+    "stored_model",
     "stored_vectors",
     "text_hash",
 ]

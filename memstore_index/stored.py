@@ -18,7 +18,29 @@ import numpy.typing as npt
 from memstore_index._vectorfile import VECTOR_FILE, translate
 from memstore_index.embedder import Embedder
 
-__all__ = ["stored_vectors"]
+__all__ = ["stored_model", "stored_vectors"]
+
+
+def stored_model(directory: str | Path) -> str | None:
+    """The ``model_id`` that made ``directory``'s stored vectors, or None when it holds none.
+
+    Read from the vector file's metadata, opened read-only: nothing is written, and a
+    file that cannot be read answers None (opening the folder then reports why).
+    """
+    path = Path(directory) / VECTOR_FILE
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'model_id'").fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return str(row[0]) if row is not None else None
 
 
 def stored_vectors(

@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--embedder",
             default="auto",
             choices=EMBEDDERS,
-            help="the embedding model: auto (the local model when installed, else hash), "
+            help="the embedding model: auto (the one that made the folder's vectors when "
+            "memstore ships it, else the local model when installed, else hash), "
             "local, local-int8 (the local model in integer arithmetic: faster, its own "
             "vectors), hash, or none for lexical search only (default auto)",
         )
