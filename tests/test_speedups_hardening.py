@@ -1,0 +1,105 @@
+"""The compiled module (``memstore._speedups``) given what its callers never send it.
+
+Each compiled function is held to its oracle by a differential test of its own;
+here each is called straight, with input the wrappers never build: a limit far
+past the data, callbacks (``__float__``, ``__index__``, ``__hash__``, a
+``split``) that change the very lists the call is reading, another thread
+changing a list while the GIL is released, and plain bad input (wrong types,
+lengths, dtypes; negative and huge numbers; NaN; lone surrogates and astral
+characters). Each must give the oracle's answer or raise a clear exception:
+never crash, never read or write out of bounds, never leak a reference.
+
+A call that could crash the interpreter runs in a child process (``_child``), so
+that a regression fails its own test instead of the run. Run under
+AddressSanitizer, a silent out-of-bounds read or write fails the child too::
+
+    CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -O1 -g" \
+    LDFLAGS="-fsanitize=address,undefined" python setup.py build_ext --inplace --force
+    LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+    ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
+    python -m pytest tests/test_speedups_hardening.py
+
+(then ``python setup.py build_ext --inplace --force`` again for the normal build).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from memstore.search._lean import _top_slots
+
+COMPILED: ModuleType | None
+try:
+    from memstore import _speedups as COMPILED
+except ImportError:  # not built: nothing to harden
+    COMPILED = None
+
+pytestmark = pytest.mark.skipif(COMPILED is None, reason="memstore._speedups is not built")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _child(code: str) -> str:
+    """Run ``code`` in a fresh interpreter (the worktree's memstore) and return its output.
+
+    Fails the test on a crash (a signal, or a sanitizer's report) with what the child said.
+    """
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"the child exited {done.returncode}:\n{done.stderr[-4000:]}"
+    return done.stdout.strip()
+
+
+def _lean(n: int) -> list[np.ndarray]:
+    """lean_top's columns for n slots, every one a candidate (two lent to)."""
+    rng = np.random.default_rng(n)
+    return [
+        rng.random(n),
+        np.ones(n, np.bool_),
+        np.ones(n, np.bool_),
+        np.array([1, n - 1], np.intp),
+        np.array([0.25, 0.5]),
+        rng.permutation(n).astype(np.intp),
+    ]
+
+
+def test_lean_top_need_past_the_slots_ranks_every_candidate() -> None:
+    """A need far past the slots (a caller's huge limit) ranks them all, as the oracle does.
+
+    The heap of the best was sized by need: a MemoryError for 10**12, and for 2**62 a
+    size that wraps around to nothing, the candidates then written past it.
+    """
+    assert COMPILED is not None
+    cols = _lean(300)
+    want = _top_slots(*cols, 300)  # type: ignore[arg-type]
+    for need in (300, 301, 10**12, sys.maxsize):
+        assert COMPILED.lean_top(*cols, need) == want
+    out = _child(
+        """
+        import numpy as np
+        from memstore import _speedups
+        n = 2000
+        cols = [np.linspace(0, 1, n), np.ones(n, bool), np.ones(n, bool),
+                np.zeros(0, np.intp), np.zeros(0), np.arange(n, dtype=np.intp)]
+        for need in (2**62, 2**62 + 1, 2**64 // 24 + 1):  # need * 24 wraps to 0, 24, 8
+            slots, scores = _speedups.lean_top(*cols, need)
+            assert slots == list(range(n - 1, -1, -1)), need
+        print("ok")
+        """
+    )
+    assert out == "ok"
