@@ -40,12 +40,16 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "best_levels(parts, capacity, alive): parts is a list");
         return NULL;
     }
-    PyObject *parts = args[0];
     Py_ssize_t capacity = PyLong_AsSsize_t(args[1]);
     if (capacity == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    Py_ssize_t np_ = PyList_GET_SIZE(parts);
+    /* A snapshot of the parts: a level's __float__ (Python code) cannot pull one away. */
+    PyObject *parts = PyList_AsTuple(args[0]);
+    if (parts == NULL) {
+        return NULL;
+    }
+    Py_ssize_t np_ = PyTuple_GET_SIZE(parts);
     Py_buffer *views = PyMem_Calloc((size_t)np_ + 1, sizeof(Py_buffer));
     double *lv = PyMem_Malloc(((size_t)np_ + 1) * sizeof(double));
     double *table = PyMem_Malloc(((size_t)np_ + 2) * sizeof(double));
@@ -74,16 +78,22 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_ssize_t total = 0;
     int64_t lo = INT64_MAX, hi = -1;
-    for (; held < np_; held++) {
-        PyObject *part = PyList_GET_ITEM(parts, held);
+    /* Every level first, then every buffer, then the slots: the Python code a level may run
+     * (its __float__) is over before a slot is read (it could write one already scanned,
+     * past the range sized from it). */
+    for (Py_ssize_t p = 0; p < np_; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
         if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 2) {
             PyErr_SetString(PyExc_TypeError, "best_levels: a part is (level, slots)");
             goto done;
         }
-        lv[held] = PyFloat_AsDouble(PyTuple_GET_ITEM(part, 0));
-        if (lv[held] == -1.0 && PyErr_Occurred()) {
+        lv[p] = PyFloat_AsDouble(PyTuple_GET_ITEM(part, 0));
+        if (lv[p] == -1.0 && PyErr_Occurred()) {
             goto done;
         }
+    }
+    for (; held < np_; held++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, held);
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held],
                                PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             goto done;
@@ -95,8 +105,10 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
-        const int32_t *a = views[held].buf;
-        Py_ssize_t n = views[held].shape[0];
+    }
+    for (Py_ssize_t p = 0; p < np_; p++) {
+        const int32_t *a = views[p].buf;
+        Py_ssize_t n = views[p].shape[0];
         total += n;
         for (Py_ssize_t i = 0; i < n; i++) {
             if (a[i] < lo) {
@@ -238,5 +250,6 @@ done:
     PyMem_Free(keys);
     PyMem_Free(out_slots);
     PyMem_Free(out_levels);
+    Py_DECREF(parts);
     return result;
 }

@@ -103,3 +103,44 @@ def test_lean_top_need_past_the_slots_ranks_every_candidate() -> None:
         """
     )
     assert out == "ok"
+
+
+def test_best_levels_reads_every_level_before_a_slot() -> None:
+    """A level's ``__float__`` runs before any slot is read: what it changes is seen.
+
+    The levels were read part by part, between the scans of the slots: a ``__float__``
+    that wrote a slot already scanned (past the range the table was sized for) made the
+    merge write far outside it, and one that emptied the list of parts freed the parts
+    still to read.
+    """
+    out = _child(
+        """
+        import gc
+        import numpy as np
+        from memstore import _speedups
+        from memstore._tokenmatch import _merge
+
+        first = np.array([1, 2, 3], np.int32)
+        class Writes:
+            def __float__(self):
+                first[0] = 2**31 - 1  # past capacity: the numpy path's (NotImplemented)
+                return 0.5
+        parts = [(1.0, first), (Writes(), np.array([5], np.int32))]
+        print(_speedups.best_levels(parts, 10, None) is NotImplemented)
+
+        parts = [(1.0, np.array([1, 2, 3], np.int32))]
+        class Empties:
+            def __float__(self):
+                parts.clear()
+                gc.collect()
+                return 0.5
+        parts += [(Empties(), np.array([3, 5], np.int32)), (2.0, np.array([6], np.int32))]
+        plain = [(1.0, np.array([1, 2, 3], np.int32)), (0.5, np.array([3, 5], np.int32)),
+                 (2.0, np.array([6], np.int32))]
+        raw_slots, raw_levels = _speedups.best_levels(parts, 10, None)
+        slots, levels = _merge(plain, 10, None)
+        print(np.frombuffer(raw_slots, np.intp).tolist() == slots.tolist(),
+              np.frombuffer(raw_levels).tolist() == levels.tolist())
+        """
+    )
+    assert out.split() == ["True", "True", "True"]
