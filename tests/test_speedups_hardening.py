@@ -144,3 +144,40 @@ def test_best_levels_reads_every_level_before_a_slot() -> None:
         """
     )
     assert out.split() == ["True", "True", "True"]
+
+
+def test_slots_of_an_id_that_changes_the_list_of_ids() -> None:
+    """An id whose ``__hash__`` changes the list being read: a RuntimeError, no stale read.
+
+    The ids were read through a pointer to the list's items taken once: a hash that
+    grew the list (moving its items) or emptied it (freeing the id being looked up)
+    made the loop read freed memory.
+    """
+    out = _child(
+        """
+        import gc
+        from memstore import _speedups
+
+        for grow in (True, False):
+            ids = []
+            class Id:
+                def __init__(self, s):
+                    self.s = s
+                def __hash__(self):
+                    ids.clear()
+                    if grow:
+                        ids.extend(["x"] * 1000)
+                    gc.collect()
+                    return hash(self.s)
+                def __eq__(self, other):
+                    return self.s == other
+            ids += [Id("a"), Id("b"), "c"]
+            try:
+                raw, every = _speedups.slots_of(ids, {"a": 0, "b": 1}, 5)
+                print(list(memoryview(raw).cast("q")), every)
+            except RuntimeError as e:
+                print(type(e).__name__)
+        """
+    )
+    # Grown: the id being looked up is held, the rest read anew; emptied: nothing to read.
+    assert out.splitlines() == ["[0, -1, -1] False", "RuntimeError"]
