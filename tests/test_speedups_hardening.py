@@ -181,3 +181,54 @@ def test_slots_of_an_id_that_changes_the_list_of_ids() -> None:
     )
     # Grown: the id being looked up is held, the rest read anew; emptied: nothing to read.
     assert out.splitlines() == ["[0, -1, -1] False", "RuntimeError"]
+
+
+_RACE = """
+import gc, sys, threading
+import numpy as np
+from memstore import _speedups
+
+sys.setswitchinterval(100)  # the GIL goes to the other thread only where the call drops it
+big = 1 << 24  # long texts: the substring tests run without the GIL, for milliseconds
+go = threading.Event()
+def change():
+    go.wait()  # wakes while the call holds the GIL, runs as soon as the call drops it
+    CHANGE
+    gc.collect()
+    junk = [" QQQ " * 2 for _ in range(10000)]  # reuses what was freed
+thread = threading.Thread(target=change)
+thread.start()
+go.set()
+CALL
+thread.join()
+"""
+
+
+def test_holding_while_another_thread_empties_the_slots() -> None:
+    """The slots are held for the call: another thread emptying the list changes nothing.
+
+    The substring tests run without the GIL; the answer was then built from the list
+    itself, which another thread could have emptied (freeing its items) meanwhile.
+    """
+    code = _RACE.replace("CHANGE", "slots.clear()").replace(
+        "CALL",
+        "slots = [0, 1, 0, 1]\n"
+        'print(_speedups.holding(["x" * big + " a b ", "y" * big], slots, " a b "))',
+    )
+    assert _child(code) == "[0, 0]"
+
+
+def test_joined_slots_while_another_thread_drops_the_pairs() -> None:
+    """A pair is held while its texts are searched: another thread dropping it changes nothing.
+
+    Its pattern was read from the caller's list, which another thread could empty (freeing
+    the pattern) while the texts were searched without the GIL.
+    """
+    code = _RACE.replace("CHANGE", "pairs.clear()").replace(
+        "CALL",
+        "a = np.array([0, 1], np.int32)\n"
+        'pairs = [(a, a, "".join([" a", " b "]))]\n'
+        'texts = [" " + "q" * big + " a b ", " a b " + "z" * big]\n'
+        "print(_speedups.joined_slots(pairs, texts, [], 2))",
+    )
+    assert _child(code) == "[0, 1]"
