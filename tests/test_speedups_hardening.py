@@ -232,3 +232,39 @@ def test_joined_slots_while_another_thread_drops_the_pairs() -> None:
         "print(_speedups.joined_slots(pairs, texts, [], 2))",
     )
     assert _child(code) == "[0, 1]"
+
+
+def test_index_texts_split_that_empties_the_documents() -> None:
+    """``split`` (Python code) emptying the list of documents: the batch is the one passed.
+
+    The documents were read from the caller's list while ``split`` ran for them, so a
+    ``split`` that emptied it freed the document being read and left the loop reading
+    past the list's end.
+    """
+    out = _child(
+        """
+        import gc
+        from memstore import _speedups
+        from memstore.text import words
+
+        class Numbers(dict):
+            def __missing__(self, word):
+                self[word] = len(self)
+                return self[word]
+
+        def run(docs, split):
+            return _speedups.index_texts(
+                docs, split, {}, Numbers(), [], [], Numbers(), [], []
+            )
+
+        batch = [("i", "Café au lait", "b", ()), ("j", "x", "y", ["z"]), ("k", "é", "w", ())]
+        want = run(list(batch), words)
+        docs = list(batch)
+        def empties(text):
+            docs.clear()
+            gc.collect()
+            return words(text)
+        print(run(docs, empties) == want)
+        """
+    )
+    assert out == "True"
