@@ -268,3 +268,84 @@ def test_index_texts_split_that_empties_the_documents() -> None:
         """
     )
     assert out == "True"
+
+
+def test_vocabulary_search_callbacks_that_change_what_is_read() -> None:
+    """A span bound's ``__index__``, an overlay number's ``__index__``, a level's
+    ``__float__`` or a word's ``__hash__`` changing the very container being read.
+
+    Each was read from the caller's list or dict after the callback ran: a span freed
+    while its bounds were parsed, an overlay list or a level's key freed while in use,
+    a word list emptied between a word number's check and its read (a NULL read).
+    """
+    out = _child(
+        """
+        import gc
+        from memstore import _speedups
+        from memstore._vocabindex import hash_string
+
+        words = ["ab", "abc", "b"]
+        vocab = dict.fromkeys(words, 1)
+        def call(f, *args):
+            try:
+                return f(*args)
+            except IndexError as e:
+                return type(e).__name__
+
+        spans = []
+        class Bound:
+            def __index__(self):
+                spans.clear()
+                gc.collect()
+                return 2
+        spans += [(0, Bound()), (0, 3), (1, 3)]
+        plain = [(0, 2), (0, 3), (1, 3)]
+        print(call(_speedups.neighbour_sets, "abc", spans, vocab, words, None, (), {})
+              == _speedups.neighbour_sets("abc", plain, vocab, words, None, (), {}))
+
+        overlay = {}
+        class Number:
+            def __index__(self):
+                overlay.clear()
+                gc.collect()
+                return 1
+        overlay[0] = [Number(), 0, 1]
+        print(call(_speedups.key_words, 0, words, None, (), overlay))
+
+        levels = {}
+        class Level:
+            def __float__(self):
+                levels.clear()
+                gc.collect()
+                return 0.9
+        levels["".join(["ab", "x"])] = Level()
+        plain = {"abx": 0.9}
+        print(call(_speedups.edits, "abb", levels, 0.5, vocab, words, None, (), {})
+              == _speedups.edits("abb", plain, 0.5, vocab, words, None, (), {}))
+
+        held = []
+        class Word(str):
+            def __hash__(self):
+                held.clear()
+                gc.collect()
+                return str.__hash__(self)
+        trigram = (ord("a") << 42) | (ord("b") << 21) | ord("c")
+        held += [Word("abc"), Word("abcd"), "b"]
+        print(call(_speedups.fuzzy_words, "abc", held, None, (), {trigram: [0, 1]}, 0.0, 1.0))
+        held += [Word("ab"), Word("abd"), "b"]
+        key = hash_string("abd")  # the token's own key: the overlay lists two candidates
+        print(call(_speedups.neighbour_sets, "abd", [(0, 3)], {}, held, None, (), {key: [0, 1]}))
+        """
+    )
+    assert out.splitlines() == ["True", "['ab', 'abc']", "True", "IndexError", "IndexError"]
+
+
+def test_an_overlay_word_number_past_int32_is_no_word() -> None:
+    """An overlay word number past int32 is an IndexError, as ``words[number]`` is.
+
+    It was cut to its low 32 bits, naming another word: 2**32 + 1 found word 1.
+    """
+    assert COMPILED is not None
+    for number in (2**32 + 1, 2**31, -1, -(2**32) + 1):
+        with pytest.raises(IndexError):
+            COMPILED.key_words(7, ["ab", "abc"], None, (), {7: [number]})
