@@ -9,11 +9,12 @@
  * array or None. Returns each slot met (below capacity, alive), ascending, once, as native
  * 8-byte integers, and the best (largest) level it reaches as float64s. NotImplemented
  * (the numpy path decides, and raises what it raises) for a slot outside [0, capacity) or
- * past alive, slots that are not 1-d int32, or more than 255 distinct levels. The numpy path picks one of four merges
- * by size (a dictionary, a sort, a dense array), each several array calls holding the
- * GIL (~70 us for a token's 500 entries); here the levels become ranks, a byte per slot
- * of the range the slots span keeps the best rank (one pass), and a scan of those bytes
- * eight at a time writes the answer. A range much wider than the entries is sorted
+ * past alive, slots that are not 1-d int32 (or not contiguous, as alive), or more than 255
+ * distinct levels. The numpy path picks one of four merges by size (a dictionary, a sort,
+ * a dense array), each several array calls holding the GIL (~70 us for a token's 500
+ * entries); here the levels become ranks, a byte per slot of the range the slots span
+ * keeps the best rank (one pass), and a scan of those bytes eight at a time writes the
+ * answer. A range much wider than the entries is sorted
  * instead ((slot, rank) keys: the last of each slot's run is its best).
  */
 #include "_speedups.h"
@@ -67,12 +68,16 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     if (args[2] != Py_None) {
-        if (PyObject_GetBuffer(args[2], &alive_view, PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyObject_GetBuffer(args[2], &alive_view, PyBUF_STRIDES) < 0) {
             goto done;
         }
         have_alive = 1;
         if (alive_view.itemsize != 1 || alive_view.ndim != 1) {
             PyErr_SetString(PyExc_TypeError, "best_levels: alive must be a 1-d bool array");
+            goto done;
+        }
+        if (!PyBuffer_IsContiguous(&alive_view, 'C')) { /* a view with steps: numpy's */
+            result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
     }
@@ -94,14 +99,14 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     for (; held < np_; held++) {
         PyObject *part = PyTuple_GET_ITEM(parts, held);
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held],
-                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held], PyBUF_RECORDS_RO) < 0) {
             goto done;
         }
         const char *fmt = views[held].format;
         if (views[held].itemsize != 4 || views[held].ndim != 1 || fmt == NULL ||
-            (strcmp(fmt, "i") != 0 && strcmp(fmt, "=i") != 0)) {
-            held++; /* not 1-d int32 (a caller's own array): the numpy path's */
+            (strcmp(fmt, "i") != 0 && strcmp(fmt, "=i") != 0) ||
+            !PyBuffer_IsContiguous(&views[held], 'C')) {
+            held++; /* not contiguous 1-d int32 (a caller's own array): the numpy path's */
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }

@@ -349,3 +349,32 @@ def test_an_overlay_word_number_past_int32_is_no_word() -> None:
     for number in (2**32 + 1, 2**31, -1, -(2**32) + 1):
         with pytest.raises(IndexError):
             COMPILED.key_words(7, ["ab", "abc"], None, (), {7: [number]})
+
+
+def test_best_levels_of_arrays_with_steps_is_the_numpy_paths() -> None:
+    """Slots or ``alive`` with steps (a strided view) are left to numpy, whose answer stands.
+
+    The compiled merge reads only contiguous arrays; it asked for one, so the buffer
+    request raised ValueError where its contract (and the oracle) answers.
+    """
+    assert COMPILED is not None
+    from memstore import _wordbatch
+    from memstore._tokenmatch import _best_levels, best_levels
+
+    slots = np.array([9, 1, 7, 3, 5, 3], np.int32)
+    alive = np.ones(40, np.bool_)
+    alive[14] = False
+    cases = [
+        ([(1.0, [slots[::2]]), (0.5, [slots[1::2]])], None),
+        ([(1.0, [slots])], alive[::2]),
+    ]
+    saved, _wordbatch.speedups = _wordbatch.speedups, COMPILED
+    try:
+        for groups, live in cases:
+            parts = [(lv, a) for lv, arrays in groups for a in arrays]
+            assert COMPILED.best_levels(parts, 20, live) is NotImplemented
+            got, want = best_levels(groups, 20, live), _best_levels(groups, 20, live)
+            assert got[0].tolist() == want[0].tolist()
+            assert got[1].tolist() == want[1].tolist()
+    finally:
+        _wordbatch.speedups = saved
