@@ -333,8 +333,13 @@ span_near(const Probe *p, PyObject *tok, const Py_UCS4 *all, Py_ssize_t a, Py_ss
             return -1;
         }
         Run r = {PyUnicode_KIND(w), PyUnicode_DATA(w), 0, PyUnicode_GET_LENGTH(w)};
-        if (one_edit(&s, &r) && PySet_Add(out, w) < 0) {
-            return -1;
+        if (one_edit(&s, &r)) {
+            Py_INCREF(w); /* held: its __hash__ (Python code) may drop the list's reference */
+            int rc = PySet_Add(out, w);
+            Py_DECREF(w);
+            if (rc < 0) {
+                return -1;
+            }
         }
     }
     if (add_if_word(p, cps, m, out) < 0) { /* s itself */
@@ -1030,9 +1035,11 @@ memstore_fuzzy_words(PyObject *self, PyObject *args)
         double dice = 2.0 * (double)shared / (double)(ntg + nwg);
         if (dice >= min_dice) {
             PyObject *lv = PyFloat_FromDouble(fuzzy_max * dice);
+            Py_INCREF(w); /* held: its __hash__ (Python code) may drop the list's reference */
             if (lv == NULL || PyDict_SetItem(out, w, lv) < 0) {
                 Py_CLEAR(out);
             }
+            Py_DECREF(w);
             Py_XDECREF(lv);
         }
     }

@@ -932,3 +932,32 @@ def test_reference_counts_are_kept_on_every_path() -> None:
             assert [sys.getrefcount(o) for o in watched] == before, k
     finally:
         gc.enable()
+
+
+def test_a_word_whose_hash_drops_it_from_the_words_is_kept() -> None:
+    """A word of the vocabulary list whose ``__hash__`` replaces it in the list: the word
+    added to the answer stays alive (it was added borrowed, and freed once hashed)."""
+    out = _child(
+        """
+        from memstore import _speedups
+        from memstore._vocabindex import hash_string
+
+        class Word(str):
+            def __hash__(self):
+                words[0] = str(self)  # the list's reference to this word dropped
+                return str.__hash__(self)
+
+        words = [Word("ab"), "abc", "b"]
+        near = _speedups.neighbour_sets(
+            "abd", [(0, 3)], {}, words, None, (), {hash_string("abd"): [0, 1]}
+        )
+        junk = [str(i) * 3 for i in range(1000)]  # reuses what was freed
+        print(sorted(near[0]))
+        words = [Word("abc"), "abcd", "b"]
+        trigram = (ord("a") << 42) | (ord("b") << 21) | ord("c")
+        fuzzy = _speedups.fuzzy_words("abc", words, None, (), {trigram: [0, 1]}, 0.0, 1.0)
+        junk = [str(i) * 3 for i in range(1000)]
+        print(sorted(fuzzy))
+        """
+    )
+    assert out.splitlines() == ["['ab', 'abc']", "['abc', 'abcd']"]
