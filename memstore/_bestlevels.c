@@ -9,11 +9,12 @@
  * array or None. Returns each slot met (below capacity, alive), ascending, once, as native
  * 8-byte integers, and the best (largest) level it reaches as float64s. NotImplemented
  * (the numpy path decides, and raises what it raises) for a slot outside [0, capacity) or
- * past alive, slots that are not 1-d int32, or more than 255 distinct levels. The numpy path picks one of four merges
- * by size (a dictionary, a sort, a dense array), each several array calls holding the
- * GIL (~70 us for a token's 500 entries); here the levels become ranks, a byte per slot
- * of the range the slots span keeps the best rank (one pass), and a scan of those bytes
- * eight at a time writes the answer. A range much wider than the entries is sorted
+ * past alive, slots that are not 1-d int32 (or not contiguous, as alive), or more than 255
+ * distinct levels. The numpy path picks one of four merges by size (a dictionary, a sort,
+ * a dense array), each several array calls holding the GIL (~70 us for a token's 500
+ * entries); here the levels become ranks, a byte per slot of the range the slots span
+ * keeps the best rank (one pass), and a scan of those bytes eight at a time writes the
+ * answer. A range much wider than the entries is sorted
  * instead ((slot, rank) keys: the last of each slot's run is its best).
  */
 #include "_speedups.h"
@@ -40,12 +41,16 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "best_levels(parts, capacity, alive): parts is a list");
         return NULL;
     }
-    PyObject *parts = args[0];
     Py_ssize_t capacity = PyLong_AsSsize_t(args[1]);
     if (capacity == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    Py_ssize_t np_ = PyList_GET_SIZE(parts);
+    /* A snapshot of the parts: a level's __float__ (Python code) cannot pull one away. */
+    PyObject *parts = PyList_AsTuple(args[0]);
+    if (parts == NULL) {
+        return NULL;
+    }
+    Py_ssize_t np_ = PyTuple_GET_SIZE(parts);
     Py_buffer *views = PyMem_Calloc((size_t)np_ + 1, sizeof(Py_buffer));
     double *lv = PyMem_Malloc(((size_t)np_ + 1) * sizeof(double));
     double *table = PyMem_Malloc(((size_t)np_ + 2) * sizeof(double));
@@ -63,7 +68,7 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     if (args[2] != Py_None) {
-        if (PyObject_GetBuffer(args[2], &alive_view, PyBUF_C_CONTIGUOUS) < 0) {
+        if (PyObject_GetBuffer(args[2], &alive_view, PyBUF_STRIDES) < 0) {
             goto done;
         }
         have_alive = 1;
@@ -71,32 +76,44 @@ memstore_best_levels(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(PyExc_TypeError, "best_levels: alive must be a 1-d bool array");
             goto done;
         }
+        if (!PyBuffer_IsContiguous(&alive_view, 'C')) { /* a view with steps: numpy's */
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
     }
     Py_ssize_t total = 0;
     int64_t lo = INT64_MAX, hi = -1;
-    for (; held < np_; held++) {
-        PyObject *part = PyList_GET_ITEM(parts, held);
+    /* Every level first, then every buffer, then the slots: the Python code a level may run
+     * (its __float__) is over before a slot is read (it could write one already scanned,
+     * past the range sized from it). */
+    for (Py_ssize_t p = 0; p < np_; p++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, p);
         if (!PyTuple_Check(part) || PyTuple_GET_SIZE(part) != 2) {
             PyErr_SetString(PyExc_TypeError, "best_levels: a part is (level, slots)");
             goto done;
         }
-        lv[held] = PyFloat_AsDouble(PyTuple_GET_ITEM(part, 0));
-        if (lv[held] == -1.0 && PyErr_Occurred()) {
+        lv[p] = PyFloat_AsDouble(PyTuple_GET_ITEM(part, 0));
+        if (lv[p] == -1.0 && PyErr_Occurred()) {
             goto done;
         }
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held],
-                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    }
+    for (; held < np_; held++) {
+        PyObject *part = PyTuple_GET_ITEM(parts, held);
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(part, 1), &views[held], PyBUF_RECORDS_RO) < 0) {
             goto done;
         }
         const char *fmt = views[held].format;
         if (views[held].itemsize != 4 || views[held].ndim != 1 || fmt == NULL ||
-            (strcmp(fmt, "i") != 0 && strcmp(fmt, "=i") != 0)) {
-            held++; /* not 1-d int32 (a caller's own array): the numpy path's */
+            (strcmp(fmt, "i") != 0 && strcmp(fmt, "=i") != 0) ||
+            !PyBuffer_IsContiguous(&views[held], 'C')) {
+            held++; /* not contiguous 1-d int32 (a caller's own array): the numpy path's */
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
-        const int32_t *a = views[held].buf;
-        Py_ssize_t n = views[held].shape[0];
+    }
+    for (Py_ssize_t p = 0; p < np_; p++) {
+        const int32_t *a = views[p].buf;
+        Py_ssize_t n = views[p].shape[0];
         total += n;
         for (Py_ssize_t i = 0; i < n; i++) {
             if (a[i] < lo) {
@@ -238,5 +255,6 @@ done:
     PyMem_Free(keys);
     PyMem_Free(out_slots);
     PyMem_Free(out_levels);
+    Py_DECREF(parts);
     return result;
 }

@@ -187,15 +187,19 @@ probe_key(const Probe *p, uint64_t key, Ids *ids)
             PyErr_SetString(PyExc_TypeError, "neighbour_sets: overlay values must be lists");
             return -1;
         }
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(bucket); j++) {
+        Py_INCREF(bucket); /* held: an item's __index__ (Python code) may change overlay */
+        int rc = 0;
+        for (Py_ssize_t j = 0; rc == 0 && j < PyList_GET_SIZE(bucket); j++) {
             long v = PyLong_AsLong(PyList_GET_ITEM(bucket, j));
             if (v == -1 && PyErr_Occurred()) {
-                return -1;
+                rc = -1;
             }
-            if (ids_push(ids, (int32_t)v) < 0) {
-                return -1;
+            else { /* a number past int32 is no word's (-1: an IndexError where it is read) */
+                rc = ids_push(ids, v < 0 || v > INT32_MAX ? -1 : (int32_t)v);
             }
         }
+        Py_DECREF(bucket);
+        return rc;
     }
     return 0;
 }
@@ -310,13 +314,13 @@ span_near(const Probe *p, PyObject *tok, const Py_UCS4 *all, Py_ssize_t a, Py_ss
         qsort(ids->v, (size_t)ids->n, sizeof(int32_t), cmp_i32);
     }
     Run s = {PyUnicode_KIND(tok), PyUnicode_DATA(tok), a, m};
-    Py_ssize_t nwords = PyList_GET_SIZE(p->words);
     for (Py_ssize_t k = 0; k < ids->n; k++) {
         int32_t id = ids->v[k];
         if (k && id == ids->v[k - 1]) {
             continue;
         }
-        if (id < 0 || id >= nwords || (p->live != NULL && id >= p->nlive)) {
+        /* words read anew: a word's __hash__ (Python code, in PySet_Add) may change it */
+        if (id < 0 || id >= PyList_GET_SIZE(p->words) || (p->live != NULL && id >= p->nlive)) {
             PyErr_SetString(PyExc_IndexError, "neighbour_sets: a word number past the words");
             return -1;
         }
@@ -329,8 +333,13 @@ span_near(const Probe *p, PyObject *tok, const Py_UCS4 *all, Py_ssize_t a, Py_ss
             return -1;
         }
         Run r = {PyUnicode_KIND(w), PyUnicode_DATA(w), 0, PyUnicode_GET_LENGTH(w)};
-        if (one_edit(&s, &r) && PySet_Add(out, w) < 0) {
-            return -1;
+        if (one_edit(&s, &r)) {
+            Py_INCREF(w); /* held: its __hash__ (Python code) may drop the list's reference */
+            int rc = PySet_Add(out, w);
+            Py_DECREF(w);
+            if (rc < 0) {
+                return -1;
+            }
         }
     }
     if (add_if_word(p, cps, m, out) < 0) { /* s itself */
@@ -464,14 +473,19 @@ memstore_neighbour_sets(PyObject *self, PyObject *args)
     }
     Call c;
     PyObject *out = NULL;
+    /* A snapshot of spans: a bound's __index__ (Python code) cannot pull a span away. */
+    spans = PyList_AsTuple(spans);
+    if (spans == NULL) {
+        return NULL;
+    }
     if (call_open(&c, tok, vocab, words, live, tables, overlay) < 0) {
         goto done;
     }
-    Py_ssize_t nspans = PyList_GET_SIZE(spans);
+    Py_ssize_t nspans = PyTuple_GET_SIZE(spans);
     out = PyList_New(nspans);
     for (Py_ssize_t k = 0; out != NULL && k < nspans; k++) {
         Py_ssize_t a, b;
-        PyObject *span = PyList_GET_ITEM(spans, k);
+        PyObject *span = PyTuple_GET_ITEM(spans, k);
         if (!PyTuple_Check(span) || !PyArg_ParseTuple(span, "nn", &a, &b)) {
             if (!PyErr_Occurred()) {
                 PyErr_SetString(PyExc_TypeError, "neighbour_sets: spans must be (a, b) tuples");
@@ -494,6 +508,7 @@ memstore_neighbour_sets(PyObject *self, PyObject *args)
     }
 done:
     call_close(&c);
+    Py_DECREF(spans);
     return out;
 }
 
@@ -640,11 +655,13 @@ memstore_edits(PyObject *self, PyObject *args)
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(levels, &pos, &key, &value)) {
+        Py_INCREF(key); /* held: a level's __float__ (Python code) may change levels */
+        Py_INCREF(value);
         double x = PyFloat_AsDouble(value);
-        if (x == -1.0 && PyErr_Occurred()) {
-            goto done;
-        }
-        if (x >= level_edit && PySet_Add(strong, key) < 0) {
+        int rc = x == -1.0 && PyErr_Occurred() ? -1 : x >= level_edit ? PySet_Add(strong, key) : 0;
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) {
             goto done;
         }
     }
@@ -816,6 +833,11 @@ memstore_substring_words(PyObject *self, PyObject *args)
         if (k && best.v[k] == best.v[k - 1]) {
             continue;
         }
+        if (best.v[k] >= PyList_GET_SIZE(words)) { /* an overlay's __index__ changed it */
+            PyErr_SetString(PyExc_IndexError, "substring_words: a word number past the words");
+            Py_CLEAR(out);
+            break;
+        }
         PyObject *w = PyList_GET_ITEM(words, best.v[k]);
         int has = 1;
         if (verify) {
@@ -971,6 +993,11 @@ memstore_fuzzy_words(PyObject *self, PyObject *args)
         if (!((double)count >= need)) {
             continue;
         }
+        if (id >= PyList_GET_SIZE(words)) { /* a word's __hash__ (in PyDict_SetItem) changed it */
+            PyErr_SetString(PyExc_IndexError, "fuzzy_words: a word number past the words");
+            Py_CLEAR(out);
+            break;
+        }
         PyObject *w = PyList_GET_ITEM(words, id);
         if (!PyUnicode_Check(w)) {
             PyErr_SetString(PyExc_TypeError, "fuzzy_words: words must be str");
@@ -1008,9 +1035,11 @@ memstore_fuzzy_words(PyObject *self, PyObject *args)
         double dice = 2.0 * (double)shared / (double)(ntg + nwg);
         if (dice >= min_dice) {
             PyObject *lv = PyFloat_FromDouble(fuzzy_max * dice);
+            Py_INCREF(w); /* held: its __hash__ (Python code) may drop the list's reference */
             if (lv == NULL || PyDict_SetItem(out, w, lv) < 0) {
                 Py_CLEAR(out);
             }
+            Py_DECREF(w);
             Py_XDECREF(lv);
         }
     }

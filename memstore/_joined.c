@@ -100,7 +100,9 @@ memstore_holding(PyObject *self, PyObject *args)
         Py_RETURN_NOTIMPLEMENTED;
     }
     Py_ssize_t n = PyList_GET_SIZE(slots), ntexts = PyList_GET_SIZE(texts);
-    PyObject **held = PyMem_Calloc((size_t)(n + 1), sizeof(PyObject *));
+    /* held[i]: slot i's text; held[n + i]: the slot itself (another thread may change the
+     * list while the GIL is released). */
+    PyObject **held = PyMem_Calloc((size_t)(2 * n + 1), sizeof(PyObject *));
     char *found = PyMem_Calloc((size_t)(n + 1), 1);
     PyObject *out = NULL;
     Py_ssize_t got = 0;
@@ -127,6 +129,7 @@ memstore_holding(PyObject *self, PyObject *args)
             goto done;
         }
         held[i] = Py_NewRef(t);
+        held[n + i] = Py_NewRef(PyList_GET_ITEM(slots, i));
     }
     const char *pat = (const char *)PyUnicode_1BYTE_DATA(pair);
     Py_ssize_t m = PyUnicode_GET_LENGTH(pair);
@@ -146,12 +149,12 @@ memstore_holding(PyObject *self, PyObject *args)
     out = PyList_New(got);
     for (Py_ssize_t i = 0, k = 0; out != NULL && i < n; i++) {
         if (found[i]) {
-            PyList_SET_ITEM(out, k++, Py_NewRef(PyList_GET_ITEM(slots, i)));
+            PyList_SET_ITEM(out, k++, Py_NewRef(held[n + i]));
         }
     }
 done:
     if (held != NULL) {
-        for (Py_ssize_t i = 0; i < n; i++) {
+        for (Py_ssize_t i = 0; i < 2 * n; i++) {
             Py_XDECREF(held[i]);
         }
     }
@@ -296,6 +299,8 @@ memstore_joined_slots(PyObject *self, PyObject *args)
             Py_CLEAR(out);
             break;
         }
+        /* Held for the test: another thread may change pairs while the GIL is released. */
+        Py_INCREF(pair);
         Py_ssize_t few = a.shape[0] <= b.shape[0] ? a.shape[0] : b.shape[0];
         int rc = 0;
         if (few > room) { /* room for the rarer word's slots */
@@ -318,6 +323,7 @@ memstore_joined_slots(PyObject *self, PyObject *args)
         cands_clear(&c);
         PyBuffer_Release(&a);
         PyBuffer_Release(&b);
+        Py_DECREF(pair);
         if (rc < 0) {
             Py_CLEAR(out);
         }

@@ -148,8 +148,11 @@ memstore_lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         lent[t] = 1;
         loan[t] = loan_add[j];
     }
-    /* The best need candidates met, as a heap (a sort of them all cost more than the scan). */
-    cand = PyMem_Malloc((size_t)(need ? need : 1) * sizeof(TopCand));
+    /* The best need candidates met, as a heap (a sort of them all cost more than the scan).
+     * No more than n can be met: a need past n (a caller's huge limit) sizes nothing, and
+     * need * sizeof(TopCand) could wrap around to a small block. */
+    Py_ssize_t room = need < n ? need : n;
+    cand = PyMem_Malloc((size_t)(room ? room : 1) * sizeof(TopCand));
     if (cand == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -184,7 +187,7 @@ memstore_lean_top(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto done;
             }
             TopCand x = {x_score, id_rank[s], s};
-            top_offer(cand, &m, need, &x);
+            top_offer(cand, &m, room, &x);
         }
     }
     if (m > 1) { /* the heap's best, in order */

@@ -111,7 +111,6 @@ memstore_slots_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
     if (out == NULL) {
         Py_DECREF(seq);
@@ -120,7 +119,15 @@ memstore_slots_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t *o = (int64_t *)PyBytes_AS_STRING(out);
     int every = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyDict_GetItemWithError(args[1], items[i]); /* borrowed */
+        /* An id's __hash__ or __eq__ (Python code) may change a list of ids: each id is read
+         * anew, and held while it is looked up. */
+        if (i >= PySequence_Fast_GET_SIZE(seq)) {
+            PyErr_SetString(PyExc_RuntimeError, "slots_of: ids changed size during the call");
+            goto fail;
+        }
+        PyObject *id = Py_NewRef(PySequence_Fast_GET_ITEM(seq, i));
+        PyObject *v = PyDict_GetItemWithError(args[1], id); /* borrowed */
+        Py_DECREF(id);
         if (v == NULL) {
             if (PyErr_Occurred()) {
                 goto fail;

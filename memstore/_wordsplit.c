@@ -491,6 +491,11 @@ memstore_index_texts(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "split must be callable");
         return NULL;
     }
+    /* A snapshot of docs: split (Python code) cannot pull a document away. */
+    docs = PyList_GetSlice(docs, 0, PyList_GET_SIZE(docs));
+    if (docs == NULL) {
+        return NULL;
+    }
     Py_ssize_t ndocs = PyList_GET_SIZE(docs);
     PyObject *resolved = PyList_New(0); /* per document: (title, content, extra, ascii) */
     PyObject *fresh = NULL, *texts = NULL, *ntitles = NULL, *words = NULL, *result = NULL;
@@ -498,6 +503,7 @@ memstore_index_texts(PyObject *self, PyObject *args)
                cids, tids, 0, 0, 0};
     Buf fold = {NULL, 0, 0}, spans = {NULL, 0, 0}, text = {NULL, 0, 0};
     if (resolved == NULL) {
+        Py_DECREF(docs);
         return NULL;
     }
     /* Every document checked (and its non-ASCII texts split) before anything changes. */
@@ -599,6 +605,7 @@ error:
     PyMem_Free(spans.p);
     PyMem_Free(text.p);
     Py_DECREF(resolved);
+    Py_DECREF(docs);
     Py_XDECREF(fresh);
     Py_XDECREF(texts);
     Py_XDECREF(ntitles);
