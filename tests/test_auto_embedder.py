@@ -10,8 +10,6 @@ a new folder, or one whose vectors another embedder made, gets the default as be
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from memstore import Memory
 from memstore._memory_wiring import shipped_embedder
 from memstore_index import EmbedderMismatchError, HashEmbedder, stored_model
 from memstore_index import onnx_embedder as onnx_mod
+from tests.cli_harness import memstore
 
 needs_model = pytest.mark.skipif(not onnx_mod.AVAILABLE, reason="the embed extra is missing")
 
@@ -91,16 +90,8 @@ def test_an_id_memstore_did_not_write_builds_nothing(model_id: str) -> None:
 
 
 def test_the_command_line_reads_a_hash_folder_without_the_flag(tmp_path: Path) -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memstore", *args, "--data", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    made = run("add", "the ledger pool is exhausted", "--embedder", "hash")
+    made = memstore("add", "the ledger pool is exhausted", "--embedder", "hash", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    found = run("search", "ledger pool")
+    found = memstore("search", "ledger pool", cwd=tmp_path)  # --data ./data, --embedder auto
     assert found.returncode == 0, found.stderr
     assert "ledger pool is exhausted" in found.stdout

@@ -8,8 +8,6 @@ is refused, and the command line says which ``--embedder`` to give.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from memstore import Item, Memory
 from memstore_index import EmbedderMismatchError
 from memstore_index import onnx_embedder as onnx_mod
+from tests.cli_harness import memstore
 
 pytestmark = pytest.mark.skipif(not onnx_mod.AVAILABLE, reason="the embed extra is missing")
 
@@ -54,19 +53,11 @@ def test_the_other_local_embedder_is_refused_and_nothing_changes(tmp_path: Path)
 
 
 def test_the_command_line_takes_it_and_names_it_on_a_mismatch(tmp_path: Path) -> None:
-    _fill(tmp_path)
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memstore", *args, "--data", str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    found = run("search", "an automobile wants fresh tires", "--embedder", "local-int8")
+    _fill(tmp_path / "data")  # the commands' default --data
+    query = "an automobile wants fresh tires"
+    found = memstore("search", query, "--embedder", "local-int8", cwd=tmp_path)
     assert found.returncode == 0, found.stderr
     assert "car" in found.stdout
-    refused = run("search", "tyres", "--embedder", "local")
+    refused = memstore("search", "tyres", "--embedder", "local", cwd=tmp_path)
     assert refused.returncode == 1
     assert "local-int8 for all-MiniLM-L6-v2-onnx-int8-rowq" in refused.stderr
