@@ -36,7 +36,16 @@ class _Asymmetric(HashEmbedder):
 def test_unknown_embedder_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown embedder 'bert'"):
         le.make_embedder("bert")
-    assert le.EMBEDDERS == ("local", "hash", "e5")
+    assert le.EMBEDDERS == ("local", "local-int8", "hash", "e5")
+
+
+def test_local_int8_is_the_local_model_in_integers() -> None:
+    from memstore_index import onnx_embedder
+
+    if not onnx_embedder.AVAILABLE:
+        pytest.skip("the embed extra is missing")
+    assert le.make_embedder("local").model_id == onnx_embedder.MODEL_ID
+    assert le.make_embedder("local-int8").model_id == onnx_embedder.MODEL_ID_INT8
 
 
 def test_queries_go_through_embed_queries_and_turns_through_embed() -> None:
